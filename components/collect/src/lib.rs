@@ -1,0 +1,80 @@
+//! The `collect` component: the current API generation. The host hands it
+//! authenticated requests; it validates, keeps the payments in its own
+//! storage, asks the host's router to reach the operator, and runs the
+//! expiry and reconciliation jobs.
+//!
+//! Modules: `wire` (JSON in and out: request parsing, the Payment shape,
+//! error bodies), `payments` (the rules), `store` (keys and records),
+//! `jobs` (background work).
+
+wit_bindgen::generate!({
+    path: ["../../wit/platform", "../../wit/adapter", "../../wit/api"],
+    world: "mmc:api/collect",
+    generate_all,
+});
+
+mod error;
+mod jobs;
+mod payments;
+mod store;
+mod wire;
+
+use exports::mmc::api::handler::Guest as Handler;
+use exports::mmc::api::jobs::Guest as Jobs;
+use mmc::api::http_types::{Caller, Request, Response};
+
+pub use error::ApiError;
+
+pub const API_VERSION: &str = "2026-06";
+
+struct Collect;
+
+impl Handler for Collect {
+    fn handle(caller: Option<Caller>, req: Request) -> Response {
+        let result = route(caller.as_ref(), &req);
+        let base = caller
+            .as_ref()
+            .map(|c| c.base_url.clone())
+            .unwrap_or_default();
+        match result {
+            Ok(resp) => resp,
+            Err(e) => e.into_response(&base),
+        }
+    }
+}
+
+impl Jobs for Collect {
+    fn run(job: String, limit: u32) -> u32 {
+        match job.as_str() {
+            "expire" => jobs::expire_due(limit),
+            "reconcile" => jobs::reconcile_due(limit),
+            _ => 0,
+        }
+    }
+}
+
+fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, ApiError> {
+    let path = req.path.trim_end_matches('/');
+    let rest = path.strip_prefix("/api/v1/collect").unwrap_or(path);
+    let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    let method = req.method.as_str();
+    if segments == ["openapi.json"] {
+        return Err(ApiError::not_found(
+            "The OpenAPI document is not published yet.",
+        ));
+    }
+    let caller = caller.ok_or_else(ApiError::unauthenticated)?;
+    wire::check_api_version(req)?;
+    match (method, segments.as_slice()) {
+        ("POST", ["payments"]) => payments::create(caller, req),
+        ("GET", ["payments", "operators"]) => payments::catalogue(caller, req),
+        ("GET", ["payments", id]) => payments::get(caller, req, id),
+        (_, ["payments"]) | (_, ["payments", _]) => Err(ApiError::method_not_allowed(method)),
+        _ => Err(ApiError::not_found(&format!(
+            "No such endpoint: {method} {}",
+            req.path
+        ))),
+    }
+}
+
+export!(Collect);

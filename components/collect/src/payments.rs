@@ -1,0 +1,437 @@
+//! The rules of the current generation: create (validation, idempotency,
+//! initiation through the router), read (with optional PSP sync), and the
+//! status moves of DESIGN §2, each written with its event in one transaction.
+//! Operator calls never run inside a transaction.
+
+use mmc_domain::operators::Country;
+use mmc_domain::{Mode, Status};
+use serde_json::{Value, json};
+
+use crate::mmc::adapter::router;
+use crate::mmc::adapter::types::{
+    AdapterError, InitiateRequest, Initiated, OperationRef, PspStatus,
+};
+use crate::mmc::api::http_types::{Caller, Request, Response};
+use crate::mmc::platform::{clock, log, signing, storage};
+use crate::store::{self, Failure, IdemRecord, Payment, Tx};
+use crate::wire::{self, json_response};
+use crate::{API_VERSION, ApiError};
+
+/// Idempotency keys are honoured for 24 hours; references forever.
+const IDEMPOTENCY_TTL_MS: u64 = 24 * 3600 * 1000;
+/// A create that has not finished after this long has crashed: replay its payment.
+const IN_PROGRESS_STALE_MS: u64 = 120_000;
+/// First PSP poll of a payment in progress, then doubling up to the cap.
+pub const FIRST_CHECK_MS: u64 = 2_000;
+pub const MAX_CHECK_INTERVAL_MS: u64 = 60_000;
+
+pub fn create(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
+    let key = match wire::header(req, "idempotency-key") {
+        None => {
+            return Err(ApiError::invalid(
+                "idempotency_key_missing",
+                "Idempotency-Key",
+                "The Idempotency-Key header is required (a UUID).",
+            ));
+        }
+        Some(k) => uuid::Uuid::parse_str(k.trim())
+            .map_err(|_| {
+                ApiError::invalid(
+                    "idempotency_key_invalid",
+                    "Idempotency-Key",
+                    "Idempotency-Key must be a UUID.",
+                )
+            })?
+            .hyphenated()
+            .to_string(),
+    };
+    let input = wire::parse_create(req, &caller.environment)?;
+    // Canonical body (serde_json maps are sorted): the same request hashes the same.
+    let canonical =
+        serde_json::to_vec(&serde_json::from_slice::<Value>(&req.body).unwrap_or(Value::Null))
+            .unwrap_or_default();
+    let request_hash = hex(&signing::sha256(&canonical));
+    let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
+
+    // The operator must be reachable in this environment, within its limits.
+    if let Some(op) = input.operator {
+        let catalogue = router::catalogue(env);
+        let info = catalogue
+            .iter()
+            .find(|o| o.slug == op.slug)
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    "operator_unavailable",
+                    "operator",
+                    format!("{} is not available in the {env} environment.", op.slug),
+                )
+            })?;
+        if input.amount > info.max_amount || input.amount < info.min_amount {
+            return Err(ApiError::invalid(
+                "amount_out_of_range",
+                "amount",
+                format!(
+                    "{} accepts amounts from {} to {} {}.",
+                    op.slug, info.min_amount, info.max_amount, info.currency
+                ),
+            ));
+        }
+        if !info.modes.iter().any(|m| m == input.mode.as_str()) {
+            return Err(ApiError::invalid(
+                "mode_not_supported",
+                "mode",
+                format!("{} does not support mode {}.", op.slug, input.mode.as_str()),
+            ));
+        }
+    }
+
+    let now = clock::now_ms();
+    let tx = Tx::begin()?;
+    // An expired key (older than 24 h) counts as absent; the reference check below still applies.
+    if let Some(rec) = tx
+        .idem(env, merchant, &key)?
+        .filter(|r| now.saturating_sub(r.created_ms) < IDEMPOTENCY_TTL_MS)
+    {
+        if rec.request_hash != request_hash {
+            return Err(ApiError::idempotency(
+                "idempotency_key_reused",
+                "This Idempotency-Key was used with a different request body.",
+            ));
+        }
+        if !rec.done && now.saturating_sub(rec.created_ms) < IN_PROGRESS_STALE_MS {
+            return Err(ApiError::idempotency(
+                "idempotency_request_in_progress",
+                "A request with this Idempotency-Key is still being processed; retry shortly.",
+            ));
+        }
+        let p = tx
+            .payment(env, merchant, &rec.payment_id)?
+            .ok_or_else(|| ApiError::internal("idempotency record without payment"))?;
+        return Ok(json_response(200, &wire::payment_json(&p, true)));
+    }
+    if let Some(id) = tx.payment_id_by_reference(env, merchant, &input.reference)? {
+        let p = tx
+            .payment(env, merchant, &id)?
+            .ok_or_else(|| ApiError::internal("reference without payment"))?;
+        if p.request_hash != request_hash {
+            return Err(ApiError::idempotency(
+                "reference_already_used",
+                format!(
+                    "reference '{}' was already used for a different payment.",
+                    input.reference
+                ),
+            ));
+        }
+        return Ok(json_response(200, &wire::payment_json(&p, true)));
+    }
+
+    let id = uuid::Uuid::new_v4().to_string();
+    let mut p = Payment {
+        id: id.clone(),
+        merchant_id: merchant.into(),
+        environment: env.into(),
+        reference: input.reference.clone(),
+        status: Status::Pending,
+        amount: input.amount,
+        currency: input.currency.clone(),
+        country: input.country.code().into(),
+        mode: input.mode,
+        operator: input.operator.map(|o| o.slug.to_string()),
+        customer: input.customer.clone(),
+        description: input.description.clone(),
+        callback_url: input.callback_url.clone(),
+        external_merchant_id: input.external_merchant_id.clone(),
+        metadata: input.metadata.clone(),
+        psp_reference: None,
+        checkout_url: None,
+        expires_at_ms: now + input.expires_in_seconds * 1000,
+        created_at_ms: now,
+        updated_at_ms: now,
+        completed_at_ms: None,
+        failure: None,
+        otp_attempts: 0,
+        refunded_amount: 0,
+        request_hash: request_hash.clone(),
+        next_check_ms: None,
+        checks: 0,
+    };
+    // Hosted: the customer picks the operator on our checkout page; nothing to initiate yet.
+    let hosted = input.mode == Mode::Hosted;
+    if hosted {
+        p.checkout_url = Some(format!("{}/checkout/{}", caller.base_url, p.id));
+    }
+    tx.insert_payment(&p)?;
+    emit(&tx, &p, "collect.payment.created")?;
+    if hosted {
+        move_to(&tx, &mut p, Status::AwaitingPayment, now)?;
+    }
+    tx.put_idem(
+        env,
+        merchant,
+        &key,
+        &IdemRecord {
+            request_hash: request_hash.clone(),
+            payment_id: id.clone(),
+            created_ms: now,
+            done: hosted,
+        },
+    )?;
+    tx.commit()?;
+    if hosted {
+        return Ok(json_response(201, &wire::payment_json(&p, false)));
+    }
+
+    // Outside any transaction: the operator call may take seconds.
+    let outcome = router::initiate(&InitiateRequest {
+        payment_id: p.id.clone(),
+        reference: p.reference.clone(),
+        operator: p.operator.clone().unwrap_or_default(),
+        environment: env.into(),
+        amount: p.amount,
+        currency: p.currency.clone(),
+        country: p.country.clone(),
+        phone: p.customer.as_ref().and_then(|c| c.phone.clone()),
+        mode: p.mode.as_str().into(),
+        description: p.description.clone(),
+        callback_url: format!(
+            "{}/api/v1/psp/{}/callback",
+            caller.base_url,
+            p.operator.clone().unwrap_or_default()
+        ),
+        return_url: None,
+    });
+
+    let tx = Tx::begin()?;
+    let mut p = tx
+        .payment(env, merchant, &id)?
+        .ok_or_else(|| ApiError::internal("payment vanished"))?;
+    let previous_check = p.next_check_ms;
+    apply_initiated(&tx, &mut p, outcome)?;
+    tx.save_payment(&p, previous_check)?;
+    tx.put_idem(
+        env,
+        merchant,
+        &key,
+        &IdemRecord {
+            request_hash,
+            payment_id: id,
+            created_ms: now,
+            done: true,
+        },
+    )?;
+    tx.commit()?;
+    Ok(json_response(201, &wire::payment_json(&p, false)))
+}
+
+fn apply_initiated(
+    tx: &Tx,
+    p: &mut Payment,
+    outcome: Result<Initiated, AdapterError>,
+) -> Result<(), ApiError> {
+    let now = clock::now_ms();
+    if p.status != Status::Pending {
+        return Ok(()); // moved meanwhile (a callback or a cancel): that move stands.
+    }
+    match outcome {
+        Ok(Initiated::AwaitingCustomer(r)) => {
+            p.psp_reference = Some(r);
+            p.next_check_ms = Some(now + FIRST_CHECK_MS);
+            move_to(tx, p, Status::Processing, now)
+        }
+        Ok(Initiated::OtpRequired(r)) => {
+            p.psp_reference = Some(r);
+            move_to(tx, p, Status::AwaitingOtp, now)
+        }
+        Ok(Initiated::Redirect(r)) => {
+            p.psp_reference = Some(r.psp_reference);
+            p.checkout_url = Some(r.url);
+            p.next_check_ms = Some(now + FIRST_CHECK_MS);
+            move_to(tx, p, Status::AwaitingPayment, now)
+        }
+        Ok(Initiated::Completed(r)) => {
+            p.psp_reference = Some(r);
+            move_to(tx, p, Status::Completed, now)
+        }
+        Ok(Initiated::Refused(f)) => {
+            p.failure = Some(Failure {
+                code: f.code,
+                message: f.message,
+            });
+            move_to(tx, p, Status::Failed, now)
+        }
+        Err(AdapterError::Timeout(m)) => {
+            // Unknown outcome: stay pending; reconciliation and expiry resolve it.
+            log::log(
+                log::Level::Warn,
+                &format!("payment {}: operator timeout at initiation: {m}", p.id),
+            );
+            p.next_check_ms = Some(now + FIRST_CHECK_MS);
+            Ok(())
+        }
+        Err(e) => {
+            let (code, message) = adapter_failure(&e);
+            p.failure = Some(Failure {
+                code: code.into(),
+                message,
+            });
+            move_to(tx, p, Status::Failed, now)
+        }
+    }
+}
+
+fn adapter_failure(e: &AdapterError) -> (&'static str, String) {
+    match e {
+        AdapterError::NotSupported(m) => ("operator_unavailable", m.clone()),
+        AdapterError::Timeout(m) => ("operator_timeout", m.clone()),
+        AdapterError::Unavailable(m)
+        | AdapterError::InvalidResponse(m)
+        | AdapterError::Rejected(m)
+        | AdapterError::Unauthenticated(m) => ("operator_error", m.clone()),
+    }
+}
+
+/// Moves `p` to `next` if the state machine allows it and writes the event.
+/// Returns without change when the move is not allowed (late or duplicate news).
+pub fn move_to(tx: &Tx, p: &mut Payment, next: Status, now: u64) -> Result<(), ApiError> {
+    if !p.status.can_move_to(next) {
+        return Ok(());
+    }
+    p.status = next;
+    p.updated_at_ms = now;
+    if next == Status::Completed {
+        p.completed_at_ms = Some(now);
+    }
+    if next.is_terminal() || next == Status::AwaitingOtp {
+        p.next_check_ms = None;
+    }
+    let event = match next {
+        Status::Processing => Some("collect.payment.processing"),
+        Status::Completed => Some("collect.payment.completed"),
+        Status::Failed => Some("collect.payment.failed"),
+        Status::Cancelled => Some("collect.payment.cancelled"),
+        Status::Expired => Some("collect.payment.expired"),
+        _ => None,
+    };
+    if let Some(kind) = event {
+        emit(tx, p, kind)?;
+    }
+    Ok(())
+}
+
+/// Writes the event in the same transaction as the change it reports.
+pub fn emit(tx: &Tx, p: &Payment, event_type: &str) -> Result<(), ApiError> {
+    let id = format!("evt_{}", uuid::Uuid::new_v4().simple());
+    let body = json!({
+        "id": id,
+        "object": "event",
+        "api_version": API_VERSION,
+        "type": event_type,
+        "created": clock::now_ms() / 1000,
+        "environment": p.environment,
+        "merchant_id": p.merchant_id,
+        "data": {"object": wire::payment_json(p, false)},
+    });
+    tx.emit(&storage::OutboxEvent {
+        id,
+        event_type: event_type.into(),
+        merchant_id: p.merchant_id.clone(),
+        environment: p.environment.clone(),
+        subject_id: p.id.clone(),
+        extra_url: p.callback_url.clone(),
+        payload: serde_json::to_vec(&body).expect("JSON values serialise"),
+    })
+}
+
+/// Applies what the PSP says about a payment in progress.
+pub fn apply_psp_status(tx: &Tx, p: &mut Payment, status: PspStatus) -> Result<(), ApiError> {
+    let now = clock::now_ms();
+    match status {
+        PspStatus::Completed => move_to(tx, p, Status::Completed, now),
+        PspStatus::Failed(f) => {
+            if !p.status.is_terminal() {
+                p.failure = Some(Failure {
+                    code: f.code,
+                    message: f.message,
+                });
+            }
+            move_to(tx, p, Status::Failed, now)
+        }
+        PspStatus::Pending => {
+            // A pending payment acknowledged by the PSP is processing.
+            if p.status == Status::Pending && p.psp_reference.is_some() {
+                move_to(tx, p, Status::Processing, now)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+pub fn operation_ref(p: &Payment) -> OperationRef {
+    OperationRef {
+        id: p.id.clone(),
+        operator: p.operator.clone().unwrap_or_default(),
+        environment: p.environment.clone(),
+        psp_reference: p.psp_reference.clone(),
+        phone: p.customer.as_ref().and_then(|c| c.phone.clone()),
+        amount: p.amount,
+        currency: p.currency.clone(),
+    }
+}
+
+/// Asks the PSP (outside a transaction) and applies the answer (inside one).
+/// Returns the payment as stored afterwards.
+pub fn sync_with_psp(p: Payment) -> Result<Payment, ApiError> {
+    // Hosted payments without an operator yet have nothing to ask.
+    if p.status.is_terminal()
+        || p.operator.is_none()
+        || (p.psp_reference.is_none() && p.status == Status::AwaitingPayment)
+    {
+        return Ok(p);
+    }
+    let answer = router::status(&operation_ref(&p));
+    let tx = Tx::begin()?;
+    let mut current = tx
+        .payment(&p.environment, &p.merchant_id, &p.id)?
+        .ok_or_else(|| ApiError::internal("payment vanished"))?;
+    let previous_check = current.next_check_ms;
+    match answer {
+        Ok(status) => apply_psp_status(&tx, &mut current, status)?,
+        Err(e) => {
+            log::log(
+                log::Level::Warn,
+                &format!("payment {}: status query failed: {e:?}", p.id),
+            );
+            return Ok(current);
+        }
+    }
+    tx.save_payment(&current, previous_check)?;
+    tx.commit()?;
+    Ok(current)
+}
+
+pub fn get(caller: &Caller, req: &Request, id: &str) -> Result<Response, ApiError> {
+    let sync = wire::parse_bool_param(req, "sync")?;
+    let p = store::read_payment(&caller.environment, &caller.merchant_id, id)?
+        .ok_or_else(|| ApiError::payment_not_found(id))?;
+    let p = if sync { sync_with_psp(p)? } else { p };
+    Ok(json_response(200, &wire::payment_json(&p, false)))
+}
+
+pub fn catalogue(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
+    let country = match wire::query_param(req, "country") {
+        None => None,
+        Some(c) => Some(Country::parse(c).ok_or_else(|| {
+            ApiError::invalid(
+                "country_not_supported",
+                "country",
+                "country must be one of BJ, TG, CI.",
+            )
+        })?),
+    };
+    let ops = router::catalogue(&caller.environment);
+    Ok(json_response(200, &wire::catalogue_json(&ops, country)))
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

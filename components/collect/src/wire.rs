@@ -1,0 +1,478 @@
+//! Wire formats of the current generation: parsing and validating requests
+//! (every constraint of the spec's table, naming the offending `param`), and
+//! the JSON shapes of Payment, NextAction and the catalogue.
+
+use mmc_domain::operators::{self, Country};
+use mmc_domain::{Mode, Status, phone, time};
+use serde_json::{Map, Value, json};
+
+use crate::mmc::adapter::types::OperatorInfo;
+use crate::mmc::api::http_types::{Request, Response};
+use crate::store::{Customer, Payment};
+use crate::{API_VERSION, ApiError};
+
+pub fn json_response(status: u16, body: &Value) -> Response {
+    Response {
+        status,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: serde_json::to_vec(body).expect("JSON values serialise"),
+    }
+}
+
+pub fn header<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
+    req.headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+pub fn query_param<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
+    req.query
+        .split('&')
+        .filter_map(|kv| kv.split_once('=').or(Some((kv, ""))))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// `Api-Version`: absent or `2026-06`.
+pub fn check_api_version(req: &Request) -> Result<(), ApiError> {
+    match header(req, "api-version") {
+        None => Ok(()),
+        Some(v) if v.trim() == API_VERSION => Ok(()),
+        Some(v) => Err(ApiError::invalid(
+            "api_version_unsupported",
+            "Api-Version",
+            format!("Api-Version '{v}' is not supported; the supported version is {API_VERSION}."),
+        )),
+    }
+}
+
+/// `sync` accepts true/false and 1/0.
+pub fn parse_bool_param(req: &Request, name: &str) -> Result<bool, ApiError> {
+    match query_param(req, name) {
+        None => Ok(false),
+        Some("true") | Some("1") => Ok(true),
+        Some("false") | Some("0") | Some("") => Ok(false),
+        Some(_) => Err(ApiError::invalid(
+            "parameter_invalid_boolean",
+            name,
+            format!("{name} must be true, false, 1 or 0."),
+        )),
+    }
+}
+
+pub fn body_object(req: &Request) -> Result<Map<String, Value>, ApiError> {
+    if req.body.iter().all(|b| b.is_ascii_whitespace()) {
+        return Err(ApiError::bad_request(
+            "body_missing",
+            "A JSON object body is required.",
+        ));
+    }
+    match serde_json::from_slice::<Value>(&req.body) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(ApiError::bad_request(
+            "invalid_json",
+            "The body must be a JSON object.",
+        )),
+        Err(e) => Err(ApiError::bad_request(
+            "invalid_json",
+            format!("The body is not valid JSON: {e}."),
+        )),
+    }
+}
+
+/// A validated create request.
+#[derive(Debug, Clone)]
+pub struct CreatePayment {
+    pub reference: String,
+    pub amount: u64,
+    pub currency: String,
+    pub country: Country,
+    pub mode: Mode,
+    pub customer: Option<Customer>,
+    /// Canonical slug (aliases resolved).
+    pub operator: Option<&'static operators::Operator>,
+    pub description: Option<String>,
+    pub callback_url: Option<String>,
+    pub expires_in_seconds: u64,
+    pub external_merchant_id: Option<String>,
+    pub metadata: Option<Value>,
+}
+
+const CREATE_FIELDS: &[&str] = &[
+    "reference",
+    "amount",
+    "currency",
+    "country",
+    "mode",
+    "customer",
+    "operator",
+    "description",
+    "callback_url",
+    "expires_in_seconds",
+    "external_merchant_id",
+    "metadata",
+];
+
+fn opt_string(
+    m: &Map<String, Value>,
+    field: &str,
+    param: &str,
+    max: usize,
+) -> Result<Option<String>, ApiError> {
+    match m.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.chars().count() > max => Err(ApiError::invalid(
+            "parameter_too_long",
+            param,
+            format!("{param} must be at most {max} characters."),
+        )),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(ApiError::invalid(
+            "parameter_invalid_string",
+            param,
+            format!("{param} must be a string."),
+        )),
+    }
+}
+
+fn required_string(m: &Map<String, Value>, field: &str, max: usize) -> Result<String, ApiError> {
+    match opt_string(m, field, field, max)? {
+        Some(s) if !s.trim().is_empty() => Ok(s),
+        Some(_) => Err(ApiError::invalid(
+            "parameter_invalid_empty",
+            field,
+            format!("{field} must not be empty."),
+        )),
+        None => Err(ApiError::invalid(
+            "parameter_missing",
+            field,
+            format!("{field} is required."),
+        )),
+    }
+}
+
+fn opt_integer(m: &Map<String, Value>, field: &str) -> Result<Option<i64>, ApiError> {
+    match m.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_i64() {
+            Some(i) => Ok(Some(i)),
+            None => Err(ApiError::invalid(
+                "parameter_invalid_integer",
+                field,
+                format!("{field} must be an integer."),
+            )),
+        },
+        Some(_) => Err(ApiError::invalid(
+            "parameter_invalid_integer",
+            field,
+            format!("{field} must be an integer."),
+        )),
+    }
+}
+
+/// http(s)://host[...]: https always; plain http only in the test environment.
+fn check_url(url: &str, environment: &str) -> Result<(), &'static str> {
+    let rest = if let Some(r) = url.strip_prefix("https://") {
+        r
+    } else if let Some(r) = url.strip_prefix("http://") {
+        if environment != "test" {
+            return Err("callback_url must use https.");
+        }
+        r
+    } else {
+        return Err("callback_url must be an absolute https URL.");
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if host.is_empty() || host.contains(char::is_whitespace) || url.len() > 2048 {
+        return Err("callback_url must be an absolute https URL.");
+    }
+    Ok(())
+}
+
+pub fn parse_create(req: &Request, environment: &str) -> Result<CreatePayment, ApiError> {
+    let m = body_object(req)?;
+    if let Some(unknown) = m.keys().find(|k| !CREATE_FIELDS.contains(&k.as_str())) {
+        return Err(ApiError::invalid(
+            "parameter_unknown",
+            unknown,
+            format!("Unknown parameter '{unknown}'."),
+        ));
+    }
+    let reference = required_string(&m, "reference", 100)?;
+    if reference.contains('/') || reference.chars().any(char::is_control) {
+        return Err(ApiError::invalid(
+            "parameter_invalid",
+            "reference",
+            "reference must not contain '/' or control characters.",
+        ));
+    }
+    let amount = match opt_integer(&m, "amount")? {
+        None => {
+            return Err(ApiError::invalid(
+                "parameter_missing",
+                "amount",
+                "amount is required.",
+            ));
+        }
+        Some(a) if a < 100 => {
+            return Err(ApiError::invalid(
+                "amount_too_small",
+                "amount",
+                "amount must be at least 100 (major units).",
+            ));
+        }
+        Some(a) => a as u64,
+    };
+    let currency = required_string(&m, "currency", 3)?;
+    if currency != "XOF" && currency != "XAF" {
+        return Err(ApiError::invalid(
+            "parameter_invalid",
+            "currency",
+            "currency must be XOF or XAF.",
+        ));
+    }
+    let country_code = required_string(&m, "country", 2)?;
+    let country = Country::parse(&country_code).ok_or_else(|| {
+        ApiError::invalid(
+            "country_not_supported",
+            "country",
+            "country must be one of BJ, TG, CI.",
+        )
+    })?;
+    if currency != country.currency() {
+        return Err(ApiError::invalid(
+            "currency_not_supported",
+            "currency",
+            format!(
+                "{} payments are in {}, not {currency}.",
+                country.code(),
+                country.currency()
+            ),
+        ));
+    }
+    let mode = match opt_string(&m, "mode", "mode", 10)?.as_deref() {
+        None | Some("direct") => Mode::Direct,
+        Some("hosted") => Mode::Hosted,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "parameter_invalid",
+                "mode",
+                "mode must be direct or hosted.",
+            ));
+        }
+    };
+    let customer = match m.get("customer") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(c)) => {
+            if let Some(unknown) = c
+                .keys()
+                .find(|k| !["phone", "first_name", "last_name"].contains(&k.as_str()))
+            {
+                let param = format!("customer.{unknown}");
+                return Err(ApiError::invalid(
+                    "parameter_unknown",
+                    &param,
+                    format!("Unknown parameter '{param}'."),
+                ));
+            }
+            let phone = match opt_string(c, "phone", "customer.phone", 32)? {
+                Some(p) => Some(phone::normalize(country, &p).map_err(|e| {
+                    ApiError::invalid(
+                        "phone_invalid",
+                        "customer.phone",
+                        format!(
+                            "customer.phone is not a valid {} mobile number: {e}.",
+                            country.code()
+                        ),
+                    )
+                })?),
+                None => None,
+            };
+            Some(Customer {
+                phone,
+                first_name: opt_string(c, "first_name", "customer.first_name", 100)?,
+                last_name: opt_string(c, "last_name", "customer.last_name", 100)?,
+            })
+        }
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "parameter_invalid_object",
+                "customer",
+                "customer must be an object.",
+            ));
+        }
+    };
+    let operator = match opt_string(&m, "operator", "operator", 40)? {
+        None if mode == Mode::Direct => {
+            return Err(ApiError::invalid(
+                "parameter_missing",
+                "operator",
+                "operator is required when mode is direct.",
+            ));
+        }
+        None => None,
+        Some(slug) => {
+            let op = operators::find(&slug).ok_or_else(|| {
+                ApiError::invalid(
+                    "operator_not_supported",
+                    "operator",
+                    format!("Unknown operator '{slug}'. See GET /collect/payments/operators/."),
+                )
+            })?;
+            if op.country != country {
+                return Err(ApiError::invalid(
+                    "operator_country_mismatch",
+                    "operator",
+                    format!(
+                        "{} operates in {}, not {}.",
+                        op.slug,
+                        op.country.code(),
+                        country.code()
+                    ),
+                ));
+            }
+            Some(op)
+        }
+    };
+    if mode == Mode::Direct && customer.as_ref().and_then(|c| c.phone.as_ref()).is_none() {
+        return Err(ApiError::invalid(
+            "parameter_missing",
+            "customer.phone",
+            "customer.phone is required when mode is direct.",
+        ));
+    }
+    let description = opt_string(&m, "description", "description", 255)?;
+    let callback_url = opt_string(&m, "callback_url", "callback_url", 2048)?;
+    if let Some(url) = &callback_url {
+        check_url(url, environment)
+            .map_err(|msg| ApiError::invalid("url_invalid", "callback_url", msg))?;
+    }
+    let expires_in_seconds = match opt_integer(&m, "expires_in_seconds")? {
+        None => 900,
+        Some(s) if (300..=3600).contains(&s) => s as u64,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "parameter_out_of_range",
+                "expires_in_seconds",
+                "expires_in_seconds must be between 300 and 3600.",
+            ));
+        }
+    };
+    let external_merchant_id = opt_string(&m, "external_merchant_id", "external_merchant_id", 100)?;
+    let metadata = match m.get("metadata") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(o)) => {
+            if o.len() > 50
+                || o.keys().any(|k| k.chars().count() > 40)
+                || serde_json::to_vec(o).map(|v| v.len()).unwrap_or(0) > 8192
+            {
+                return Err(ApiError::invalid(
+                    "metadata_too_large",
+                    "metadata",
+                    "metadata allows at most 50 keys of up to 40 characters, 8 KiB in all.",
+                ));
+            }
+            Some(Value::Object(o.clone()))
+        }
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "parameter_invalid_object",
+                "metadata",
+                "metadata must be an object.",
+            ));
+        }
+    };
+    Ok(CreatePayment {
+        reference,
+        amount,
+        currency,
+        country,
+        mode,
+        customer,
+        operator,
+        description,
+        callback_url,
+        expires_in_seconds,
+        external_merchant_id,
+        metadata,
+    })
+}
+
+fn next_action(p: &Payment) -> Value {
+    let (kind, message) = match p.status {
+        Status::Processing => (
+            "await_customer_validation",
+            "Ask the customer to approve the payment on their phone.",
+        ),
+        Status::AwaitingOtp => (
+            "confirm_otp",
+            "Send the one-time code the customer received to POST /collect/payments/{id}/confirm.",
+        ),
+        Status::AwaitingPayment => (
+            "redirect_to_checkout",
+            "Send the customer to checkout_url to pay.",
+        ),
+        Status::Pending => ("none", "The payment is being submitted to the operator."),
+        _ => ("none", "No action is needed."),
+    };
+    let checkout = if p.status == Status::AwaitingPayment {
+        p.checkout_url.clone()
+    } else {
+        None
+    };
+    json!({"type": kind, "message": message, "checkout_url": checkout})
+}
+
+/// The Payment object of the spec's table.
+pub fn payment_json(p: &Payment, replay: bool) -> Value {
+    json!({
+        "object": "collect.payment",
+        "api_version": API_VERSION,
+        "id": p.id,
+        "reference": p.reference,
+        "status": p.status.as_str(),
+        "amount": p.amount,
+        "amount_minor": p.amount * 100,
+        "currency": p.currency,
+        "country": p.country,
+        "mode": p.mode.as_str(),
+        "operator": p.operator,
+        "customer": p.customer.as_ref().map(|c| json!({"phone": c.phone, "first_name": c.first_name, "last_name": c.last_name})),
+        "description": p.description,
+        "metadata": p.metadata,
+        "external_merchant_id": p.external_merchant_id,
+        "next_action": next_action(p),
+        "checkout_url": p.checkout_url,
+        "psp_reference": p.psp_reference,
+        "failure_code": p.failure.as_ref().map(|f| f.code.clone()),
+        "failure_message": p.failure.as_ref().map(|f| f.message.clone()),
+        "expires_at": time::rfc3339(p.expires_at_ms),
+        "idempotent_replay": replay,
+        "environment": p.environment,
+        "created_at": time::rfc3339(p.created_at_ms),
+        "completed_at": p.completed_at_ms.map(time::rfc3339),
+    })
+}
+
+/// `{"object":"list","data":[{"country","currency","operators":[…]}]}`.
+pub fn catalogue_json(ops: &[OperatorInfo], country: Option<Country>) -> Value {
+    let data: Vec<Value> = Country::ALL
+        .into_iter()
+        .filter(|c| country.is_none_or(|wanted| wanted == *c))
+        .map(|c| {
+            let operators: Vec<Value> = ops
+                .iter()
+                .filter(|o| o.country == c.code())
+                .map(|o| {
+                    json!({
+                        "slug": o.slug, "name": o.name, "aliases": o.aliases, "requires_otp": o.requires_otp,
+                        "modes": o.modes, "min_amount": o.min_amount, "max_amount": o.max_amount, "status": o.status,
+                    })
+                })
+                .collect();
+            json!({"country": c.code(), "currency": c.currency(), "operators": operators})
+        })
+        .collect();
+    json!({"object": "list", "data": data})
+}

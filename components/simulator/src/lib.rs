@@ -1,0 +1,193 @@
+//! The test environment's operators. Stateless: the outcome is decided by the
+//! last four digits of the phone, and the PSP reference carries those digits
+//! and the initiation time, so `status` needs no memory.
+//!
+//! | phone ends | outcome |
+//! |---|---|
+//! | 0001 | completes |
+//! | 0002 | fails: insufficient funds |
+//! | 0003 | fails: declined by the customer |
+//! | 0004 | stays in progress until expiry |
+//! | 0005 | operator error at initiation |
+//! | other | completes after `completion_delay_ms` (default 2000) |
+//!
+//! OTP (coris-bj): `123456` is right.
+
+wit_bindgen::generate!({
+    path: ["../../wit/platform", "../../wit/adapter"],
+    world: "mmc:adapter/adapter",
+    generate_all,
+});
+
+use exports::mmc::adapter::operator::Guest;
+use mmc::adapter::types::*;
+use mmc::platform::{clock, config};
+
+pub const TEST_OTP: &str = "123456";
+
+struct Simulator;
+
+fn failure(code: &str, message: &str) -> Failure {
+    Failure {
+        code: code.into(),
+        message: message.into(),
+    }
+}
+
+fn last4(phone: Option<&str>) -> String {
+    let digits: String = phone
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| c.is_ascii_digit())
+        .collect();
+    digits[digits.len().saturating_sub(4)..].to_string()
+}
+
+fn delay_ms() -> u64 {
+    config::get("completion_delay_ms")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000)
+}
+
+/// `sim-<last4>-<initiated ms>-<our id>`.
+fn psp_reference(prefix: &str, phone: Option<&str>, id: &str) -> String {
+    format!("{prefix}-{}-{}-{id}", last4(phone), clock::now_ms())
+}
+
+fn parse_reference(r: &str) -> Option<(String, u64)> {
+    let mut parts = r.splitn(4, '-');
+    let _prefix = parts.next()?;
+    let digits = parts.next()?.to_string();
+    let at = parts.next()?.parse().ok()?;
+    Some((digits, at))
+}
+
+/// What the simulated operator says about an operation started at `at`.
+fn outcome(digits: &str, at: u64) -> PspStatus {
+    match digits {
+        "0001" => PspStatus::Completed,
+        "0002" => PspStatus::Failed(failure(
+            "insufficient_funds",
+            "The customer's balance is too low.",
+        )),
+        "0003" => PspStatus::Failed(failure(
+            "declined_by_customer",
+            "The customer declined the payment.",
+        )),
+        "0004" => PspStatus::Pending,
+        _ if clock::now_ms() >= at + delay_ms() => PspStatus::Completed,
+        _ => PspStatus::Pending,
+    }
+}
+
+fn status_of(op: &OperationRef) -> Result<PspStatus, AdapterError> {
+    let r = op
+        .psp_reference
+        .as_deref()
+        .ok_or_else(|| AdapterError::Rejected("no psp reference".into()))?;
+    let (digits, at) = parse_reference(r)
+        .ok_or_else(|| AdapterError::Rejected(format!("unknown psp reference {r}")))?;
+    Ok(outcome(&digits, at))
+}
+
+impl Guest for Simulator {
+    fn describe() -> Vec<OperatorInfo> {
+        mmc_domain::OPERATORS
+            .iter()
+            .map(|op| OperatorInfo {
+                slug: op.slug.into(),
+                name: op.name.into(),
+                aliases: op.aliases.iter().map(|a| a.to_string()).collect(),
+                country: op.country.code().into(),
+                currency: op.currency().into(),
+                requires_otp: op.requires_otp,
+                modes: vec!["direct".into(), "hosted".into()],
+                min_amount: op.min_amount,
+                max_amount: op.max_amount,
+                status: "operational".into(),
+            })
+            .collect()
+    }
+
+    fn initiate(req: InitiateRequest) -> Result<Initiated, AdapterError> {
+        let digits = last4(req.phone.as_deref());
+        if digits == "0005" {
+            return Err(AdapterError::Unavailable(
+                "simulated operator error (test number ending 0005)".into(),
+            ));
+        }
+        let reference = psp_reference("sim", req.phone.as_deref(), &req.payment_id);
+        let requires_otp =
+            mmc_domain::operators::find(&req.operator).is_some_and(|o| o.requires_otp);
+        Ok(if requires_otp {
+            Initiated::OtpRequired(reference)
+        } else {
+            Initiated::AwaitingCustomer(reference)
+        })
+    }
+
+    fn confirm_otp(payment: OperationRef, otp: String) -> Result<OtpOutcome, AdapterError> {
+        if otp != TEST_OTP {
+            return Ok(OtpOutcome::WrongCode);
+        }
+        Ok(OtpOutcome::Accepted(status_of(&payment)?))
+    }
+
+    fn status(payment: OperationRef) -> Result<PspStatus, AdapterError> {
+        status_of(&payment)
+    }
+
+    fn cancel(payment: OperationRef) -> Result<PspStatus, AdapterError> {
+        Ok(match status_of(&payment)? {
+            PspStatus::Completed => PspStatus::Completed,
+            PspStatus::Failed(f) => PspStatus::Failed(f),
+            PspStatus::Pending => {
+                PspStatus::Failed(failure("cancelled", "Cancelled at the merchant's request."))
+            }
+        })
+    }
+
+    fn refund(req: RefundRequest) -> Result<Started, AdapterError> {
+        let reference = psp_reference("simrf", req.payment.phone.as_deref(), &req.refund_id);
+        Ok(Started {
+            psp_reference: reference,
+            status: PspStatus::Completed,
+        })
+    }
+
+    fn refund_status(_refund: OperationRef) -> Result<PspStatus, AdapterError> {
+        Ok(PspStatus::Completed)
+    }
+
+    fn payout(req: PayoutRequest) -> Result<Started, AdapterError> {
+        let digits = last4(Some(&req.phone));
+        if digits == "0005" {
+            return Err(AdapterError::Unavailable(
+                "simulated operator error (test number ending 0005)".into(),
+            ));
+        }
+        let reference = psp_reference("simpo", Some(&req.phone), &req.payout_id);
+        let (_, at) = parse_reference(&reference).unwrap_or_default();
+        // A payout is not waited on by a customer: settle at once except for the failing numbers.
+        let status = match outcome(&digits, at) {
+            PspStatus::Pending if digits != "0004" => PspStatus::Completed,
+            s => s,
+        };
+        Ok(Started {
+            psp_reference: reference,
+            status,
+        })
+    }
+
+    fn payout_status(payout: OperationRef) -> Result<PspStatus, AdapterError> {
+        status_of(&payout)
+    }
+
+    fn parse_callback(_req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
+        Err(AdapterError::NotSupported(
+            "the simulator sends no callbacks".into(),
+        ))
+    }
+}
+
+export!(Simulator);

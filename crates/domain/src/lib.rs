@@ -1,0 +1,11 @@
+//! Domain rules written once and compiled into the components: the operator
+//! table, the numbering plans, the payment state machine and time formatting.
+//! Plain Rust, no I/O, so it is tested natively with `cargo test`.
+
+pub mod operators;
+pub mod payment;
+pub mod phone;
+pub mod time;
+
+pub use operators::{Country, OPERATORS, Operator};
+pub use payment::{Mode, Status};

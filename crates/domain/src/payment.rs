@@ -1,0 +1,118 @@
+//! The payment state machine (DESIGN §2). Every move of a payment's status in
+//! any generation goes through [`Status::can_move_to`].
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Pending,
+    Processing,
+    AwaitingOtp,
+    AwaitingPayment,
+    Completed,
+    Failed,
+    Cancelled,
+    Expired,
+    Refunded,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Processing => "processing",
+            Status::AwaitingOtp => "awaiting_otp",
+            Status::AwaitingPayment => "awaiting_payment",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+            Status::Expired => "expired",
+            Status::Refunded => "refunded",
+        }
+    }
+
+    /// Terminal payments never change again, except completed → refunded.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            Status::Completed
+                | Status::Failed
+                | Status::Cancelled
+                | Status::Expired
+                | Status::Refunded
+        )
+    }
+
+    /// Cancel is allowed while the customer has not paid.
+    pub fn is_cancellable(self) -> bool {
+        matches!(
+            self,
+            Status::Pending | Status::AwaitingOtp | Status::AwaitingPayment | Status::Processing
+        )
+    }
+
+    pub fn can_move_to(self, next: Status) -> bool {
+        use Status::*;
+        if self == next {
+            return false;
+        }
+        match self {
+            Pending => next != Refunded,
+            Processing | AwaitingOtp | AwaitingPayment => !matches!(next, Pending | Refunded),
+            Completed => next == Refunded,
+            Failed | Cancelled | Expired | Refunded => false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Direct,
+    Hosted,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Direct => "direct",
+            Mode::Hosted => "hosted",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Status::*;
+
+    #[test]
+    fn terminal_states_do_not_move_except_refund() {
+        for t in [Failed, Cancelled, Expired, Refunded] {
+            for n in [
+                Pending,
+                Processing,
+                AwaitingOtp,
+                AwaitingPayment,
+                Completed,
+                Failed,
+                Cancelled,
+                Expired,
+                Refunded,
+            ] {
+                assert!(!t.can_move_to(n), "{t:?} -> {n:?}");
+            }
+        }
+        assert!(Completed.can_move_to(Refunded));
+        assert!(!Completed.can_move_to(Failed));
+    }
+
+    #[test]
+    fn in_progress_moves_forward_only() {
+        assert!(Pending.can_move_to(Processing));
+        assert!(Processing.can_move_to(Completed));
+        assert!(AwaitingOtp.can_move_to(Processing));
+        assert!(!Processing.can_move_to(Pending));
+        assert!(!Processing.can_move_to(Refunded));
+    }
+}

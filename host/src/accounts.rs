@@ -1,0 +1,222 @@
+//! Merchants and their API keys. A key is a UUID shown once at creation and
+//! stored only as its SHA-256; it fixes the merchant and the environment.
+
+use std::sync::Arc;
+
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use crate::capabilities::clock::system_now_ms;
+use crate::db::{Sqlite, StorageError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Environment {
+    Test,
+    Live,
+}
+
+impl Environment {
+    pub fn parse(s: &str) -> Option<Environment> {
+        match s {
+            "test" => Some(Environment::Test),
+            "live" => Some(Environment::Live),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Environment::Test => "test",
+            Environment::Live => "live",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Merchant {
+    pub id: String,
+    pub name: String,
+}
+
+/// Returned once, at creation: the only time the key itself exists outside the caller.
+#[derive(Debug, Clone, Serialize)]
+pub struct CreatedKey {
+    pub id: String,
+    pub key: String,
+    pub environment: Environment,
+    pub merchant_id: String,
+}
+
+/// What a valid key stands for.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    pub key_id: String,
+    pub merchant_id: String,
+    pub environment: Environment,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AccountError {
+    #[error("merchant name must be 1 to 200 characters")]
+    InvalidName,
+    #[error("no merchant with id {0}")]
+    UnknownMerchant(String),
+    #[error("no API key with id {0}")]
+    UnknownKey(String),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+impl From<rusqlite::Error> for AccountError {
+    fn from(e: rusqlite::Error) -> Self {
+        AccountError::Storage(e.into())
+    }
+}
+
+#[derive(Clone)]
+pub struct Accounts {
+    db: Arc<Sqlite>,
+}
+
+fn hash_key(key: &Uuid) -> String {
+    hex::encode(Sha256::digest(key.hyphenated().to_string().as_bytes()))
+}
+
+impl Accounts {
+    pub fn new(db: Arc<Sqlite>) -> Accounts {
+        Accounts { db }
+    }
+
+    pub fn create_merchant(&self, name: &str) -> Result<Merchant, AccountError> {
+        let name = name.trim();
+        if name.is_empty() || name.chars().count() > 200 {
+            return Err(AccountError::InvalidName);
+        }
+        let m = Merchant {
+            id: Uuid::new_v4().to_string(),
+            name: name.to_string(),
+        };
+        self.db.write(|tx| {
+            tx.execute(
+                "INSERT INTO merchants (id, name, created_ms) VALUES (?1, ?2, ?3)",
+                params![m.id, m.name, system_now_ms() as i64],
+            )?;
+            Ok(())
+        })?;
+        Ok(m)
+    }
+
+    pub fn first_merchant(&self) -> Result<Option<Merchant>, AccountError> {
+        Ok(self.db.read(|c| {
+            Ok(c.query_row(
+                "SELECT id, name FROM merchants ORDER BY created_ms LIMIT 1",
+                [],
+                |r| {
+                    Ok(Merchant {
+                        id: r.get(0)?,
+                        name: r.get(1)?,
+                    })
+                },
+            )
+            .optional()?)
+        })?)
+    }
+
+    pub fn create_key(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+    ) -> Result<CreatedKey, AccountError> {
+        let key = Uuid::new_v4();
+        let created = CreatedKey {
+            id: format!("key_{}", Uuid::new_v4().simple()),
+            key: key.to_string(),
+            environment,
+            merchant_id: merchant_id.to_string(),
+        };
+        let result = self.db.write(|tx| {
+            let exists: Option<i64> = tx
+                .query_row("SELECT 1 FROM merchants WHERE id = ?1", [merchant_id], |r| r.get(0))
+                .optional()?;
+            if exists.is_none() {
+                return Ok(false);
+            }
+            tx.execute(
+                "INSERT INTO api_keys (id, key_hash, merchant_id, environment, created_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![created.id, hash_key(&key), merchant_id, environment.as_str(), system_now_ms() as i64],
+            )?;
+            Ok(true)
+        })?;
+        if !result {
+            return Err(AccountError::UnknownMerchant(merchant_id.to_string()));
+        }
+        Ok(created)
+    }
+
+    pub fn revoke_key(&self, key_id: &str) -> Result<(), AccountError> {
+        let changed = self.db.write(|tx| {
+            Ok(tx.execute(
+                "UPDATE api_keys SET revoked_ms = COALESCE(revoked_ms, ?2) WHERE id = ?1",
+                params![key_id, system_now_ms() as i64],
+            )?)
+        })?;
+        if changed == 0 {
+            return Err(AccountError::UnknownKey(key_id.to_string()));
+        }
+        Ok(())
+    }
+
+    /// The principal of a presented key, if it is a live (unrevoked) key.
+    /// Read on every request: a revocation takes effect at once.
+    pub fn authenticate(&self, presented: &str) -> Result<Option<Principal>, AccountError> {
+        let Ok(key) = Uuid::parse_str(presented.trim()) else {
+            return Ok(None);
+        };
+        let hash = hash_key(&key);
+        Ok(self.db.read(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT id, merchant_id, environment FROM api_keys WHERE key_hash = ?1 AND revoked_ms IS NULL",
+            )?;
+            Ok(stmt
+                .query_row([hash], |r| {
+                    let env: String = r.get(2)?;
+                    Ok(Principal {
+                        key_id: r.get(0)?,
+                        merchant_id: r.get(1)?,
+                        environment: Environment::parse(&env).unwrap_or(Environment::Test),
+                    })
+                })
+                .optional()?)
+        })?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_authenticate_until_revoked_and_are_stored_hashed() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(Sqlite::open(&dir.path().join("a.db")).unwrap());
+        let accounts = Accounts::new(db.clone());
+        let m = accounts.create_merchant("Shop").unwrap();
+        let k = accounts.create_key(&m.id, Environment::Live).unwrap();
+        let p = accounts.authenticate(&k.key).unwrap().unwrap();
+        assert_eq!(p.merchant_id, m.id);
+        assert_eq!(p.environment, Environment::Live);
+        let stored: String = db
+            .read(|c| Ok(c.query_row("SELECT key_hash FROM api_keys", [], |r| r.get(0))?))
+            .unwrap();
+        assert_ne!(stored, k.key);
+        accounts.revoke_key(&k.id).unwrap();
+        assert!(accounts.authenticate(&k.key).unwrap().is_none());
+        assert!(matches!(
+            accounts.create_key("nope", Environment::Test),
+            Err(AccountError::UnknownMerchant(_))
+        ));
+    }
+}

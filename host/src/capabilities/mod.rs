@@ -1,0 +1,18 @@
+//! Host implementations of the WIT capability imports, one module each
+//! (as Spin keeps one crate per factor). Refusals come back to the component
+//! as `capability-error` values; only host bugs trap.
+
+pub mod clock;
+pub mod config;
+pub mod log;
+pub mod outbound_http;
+pub mod router;
+pub mod signing;
+pub mod storage;
+
+use crate::runtime::bindings::host::mmc;
+use crate::runtime::state::HostState;
+
+impl mmc::platform::types::Host for HostState {}
+impl mmc::adapter::types::Host for HostState {}
+impl crate::runtime::bindings::surface::mmc::api::http_types::Host for HostState {}

@@ -1,0 +1,109 @@
+//! The `router` import of API components: the operator operations, routed to
+//! the adapter serving (environment, operator). The adapter runs in its own
+//! Store under its own deadline; its failures become `adapter-error` values.
+
+use std::time::Instant;
+
+use crate::runtime::CallError;
+use crate::runtime::bindings::adapter::Adapter;
+use crate::runtime::bindings::adapter_types::*;
+use crate::runtime::bindings::host::mmc::adapter::router::Host;
+use crate::runtime::state::HostState;
+
+type Outcome<T> = wasmtime::Result<Result<T, AdapterError>>;
+
+impl HostState {
+    fn with_adapter<T>(
+        &mut self,
+        environment: &str,
+        operator: &str,
+        f: impl FnOnce(
+            &mut wasmtime::Store<HostState>,
+            &Adapter,
+        ) -> wasmtime::Result<Result<T, AdapterError>>,
+    ) -> Outcome<T> {
+        if self.open_txn {
+            // DESIGN: an operator call (network, seconds) never runs inside a storage transaction.
+            return Ok(Err(AdapterError::Rejected(
+                "operator calls are not allowed while a storage transaction is open".into(),
+            )));
+        }
+        let started = Instant::now();
+        let result = self.runtime.call_adapter(environment, operator, f);
+        self.deadline.extend(started.elapsed());
+        Ok(match result {
+            Ok(inner) => inner,
+            // The outcome at the operator is unknown: the caller leaves the payment for reconciliation.
+            Err(CallError::Deadline(c)) => Err(AdapterError::Timeout(format!(
+                "adapter {c} exceeded its deadline"
+            ))),
+            Err(e @ CallError::NoRoute { .. }) => Err(AdapterError::NotSupported(e.to_string())),
+            Err(e) => Err(AdapterError::Unavailable(e.to_string())),
+        })
+    }
+}
+
+impl Host for HostState {
+    fn catalogue(&mut self, environment: String) -> wasmtime::Result<Vec<OperatorInfo>> {
+        Ok(self.runtime.catalogue(&environment))
+    }
+
+    fn initiate(&mut self, req: InitiateRequest) -> Outcome<Initiated> {
+        let (env, op) = (req.environment.clone(), req.operator.clone());
+        self.with_adapter(&env, &op, |s, a| {
+            a.mmc_adapter_operator().call_initiate(s, &req)
+        })
+    }
+
+    fn confirm_otp(&mut self, payment: OperationRef, otp: String) -> Outcome<OtpOutcome> {
+        let (env, op) = (payment.environment.clone(), payment.operator.clone());
+        self.with_adapter(&env, &op, |s, a| {
+            a.mmc_adapter_operator().call_confirm_otp(s, &payment, &otp)
+        })
+    }
+
+    fn status(&mut self, payment: OperationRef) -> Outcome<PspStatus> {
+        let (env, op) = (payment.environment.clone(), payment.operator.clone());
+        self.with_adapter(&env, &op, |s, a| {
+            a.mmc_adapter_operator().call_status(s, &payment)
+        })
+    }
+
+    fn cancel(&mut self, payment: OperationRef) -> Outcome<PspStatus> {
+        let (env, op) = (payment.environment.clone(), payment.operator.clone());
+        self.with_adapter(&env, &op, |s, a| {
+            a.mmc_adapter_operator().call_cancel(s, &payment)
+        })
+    }
+
+    fn refund(&mut self, req: RefundRequest) -> Outcome<Started> {
+        let (env, op) = (
+            req.payment.environment.clone(),
+            req.payment.operator.clone(),
+        );
+        self.with_adapter(&env, &op, |s, a| {
+            a.mmc_adapter_operator().call_refund(s, &req)
+        })
+    }
+
+    fn refund_status(&mut self, refund: OperationRef) -> Outcome<PspStatus> {
+        let (env, op) = (refund.environment.clone(), refund.operator.clone());
+        self.with_adapter(&env, &op, |s, a| {
+            a.mmc_adapter_operator().call_refund_status(s, &refund)
+        })
+    }
+
+    fn payout(&mut self, req: PayoutRequest) -> Outcome<Started> {
+        let (env, op) = (req.environment.clone(), req.operator.clone());
+        self.with_adapter(&env, &op, |s, a| {
+            a.mmc_adapter_operator().call_payout(s, &req)
+        })
+    }
+
+    fn payout_status(&mut self, payout: OperationRef) -> Outcome<PspStatus> {
+        let (env, op) = (payout.environment.clone(), payout.operator.clone());
+        self.with_adapter(&env, &op, |s, a| {
+            a.mmc_adapter_operator().call_payout_status(s, &payout)
+        })
+    }
+}

@@ -1,0 +1,170 @@
+//! The `storage` capability: the component's own namespace of the backend.
+//! The namespace is the component's name, fixed by the host — a component
+//! cannot name another's data.
+
+use wasmtime::component::Resource;
+
+use crate::db::{OutboxEvent, StorageError, Transaction};
+use crate::runtime::bindings::CapabilityError;
+use crate::runtime::bindings::host::mmc::platform::storage::{self, Entry};
+use crate::runtime::state::HostState;
+
+/// The resource behind a component's `transaction` handle.
+pub struct TxnHandle(Box<dyn Transaction>);
+
+impl From<StorageError> for CapabilityError {
+    fn from(e: StorageError) -> Self {
+        match e {
+            StorageError::Unavailable(m) => CapabilityError::Unavailable(m),
+            StorageError::Invalid(m) => CapabilityError::Invalid(m),
+            StorageError::Finished => {
+                CapabilityError::Invalid("transaction already finished".into())
+            }
+        }
+    }
+}
+
+fn entries(rows: Vec<(String, Vec<u8>)>) -> Vec<Entry> {
+    rows.into_iter()
+        .map(|(key, value)| Entry { key, value })
+        .collect()
+}
+
+impl storage::Host for HostState {
+    fn begin(&mut self) -> wasmtime::Result<Result<Resource<TxnHandle>, CapabilityError>> {
+        if self.open_txn {
+            // One writer at a time: a second begin on this thread would wait on itself.
+            return Ok(Err(CapabilityError::Invalid(
+                "a transaction is already open in this call".into(),
+            )));
+        }
+        match self.runtime.services.storage.begin(&self.component) {
+            Ok(tx) => {
+                self.open_txn = true;
+                Ok(Ok(self.table.push(TxnHandle(tx))?))
+            }
+            Err(e) => Ok(Err(e.into())),
+        }
+    }
+
+    fn get(
+        &mut self,
+        table: String,
+        key: String,
+    ) -> wasmtime::Result<Result<Option<Vec<u8>>, CapabilityError>> {
+        Ok(self
+            .runtime
+            .services
+            .storage
+            .get(&self.component, &table, &key)
+            .map_err(Into::into))
+    }
+
+    fn scan(
+        &mut self,
+        table: String,
+        start: String,
+        end: String,
+        limit: u32,
+    ) -> wasmtime::Result<Result<Vec<Entry>, CapabilityError>> {
+        Ok(self
+            .runtime
+            .services
+            .storage
+            .scan(&self.component, &table, &start, &end, limit)
+            .map(entries)
+            .map_err(Into::into))
+    }
+}
+
+impl storage::HostTransaction for HostState {
+    fn get(
+        &mut self,
+        tx: Resource<TxnHandle>,
+        table: String,
+        key: String,
+    ) -> wasmtime::Result<Result<Option<Vec<u8>>, CapabilityError>> {
+        Ok(self
+            .table
+            .get_mut(&tx)?
+            .0
+            .get(&table, &key)
+            .map_err(Into::into))
+    }
+
+    fn put(
+        &mut self,
+        tx: Resource<TxnHandle>,
+        table: String,
+        key: String,
+        value: Vec<u8>,
+    ) -> wasmtime::Result<Result<(), CapabilityError>> {
+        Ok(self
+            .table
+            .get_mut(&tx)?
+            .0
+            .put(&table, &key, &value)
+            .map_err(Into::into))
+    }
+
+    fn delete(
+        &mut self,
+        tx: Resource<TxnHandle>,
+        table: String,
+        key: String,
+    ) -> wasmtime::Result<Result<(), CapabilityError>> {
+        Ok(self
+            .table
+            .get_mut(&tx)?
+            .0
+            .delete(&table, &key)
+            .map_err(Into::into))
+    }
+
+    fn scan(
+        &mut self,
+        tx: Resource<TxnHandle>,
+        table: String,
+        start: String,
+        end: String,
+        limit: u32,
+    ) -> wasmtime::Result<Result<Vec<Entry>, CapabilityError>> {
+        Ok(self
+            .table
+            .get_mut(&tx)?
+            .0
+            .scan(&table, &start, &end, limit)
+            .map(entries)
+            .map_err(Into::into))
+    }
+
+    fn emit(
+        &mut self,
+        tx: Resource<TxnHandle>,
+        event: storage::OutboxEvent,
+    ) -> wasmtime::Result<Result<(), CapabilityError>> {
+        let event = OutboxEvent {
+            id: event.id,
+            event_type: event.event_type,
+            merchant_id: event.merchant_id,
+            environment: event.environment,
+            subject_id: event.subject_id,
+            extra_url: event.extra_url,
+            payload: event.payload,
+        };
+        Ok(self.table.get_mut(&tx)?.0.emit(&event).map_err(Into::into))
+    }
+
+    fn commit(&mut self, tx: Resource<TxnHandle>) -> wasmtime::Result<Result<(), CapabilityError>> {
+        let result = self.table.get_mut(&tx)?.0.commit();
+        self.open_txn = false;
+        Ok(result.map_err(Into::into))
+    }
+
+    fn drop(&mut self, tx: Resource<TxnHandle>) -> wasmtime::Result<()> {
+        // Dropping the handle rolls back an uncommitted transaction.
+        self.table.delete(tx)?;
+        self.open_txn = false;
+        Ok(())
+    }
+}

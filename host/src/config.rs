@@ -1,0 +1,320 @@
+//! Service configuration: defaults, then an optional TOML file, then `MMC_*`
+//! environment variables. `MMC_A__B=v` sets key `a.b` (double underscore
+//! nests; the value is read as TOML when it parses, else as a string), so
+//! every setting can be overridden without a file.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    /// Where the `.wasm` components are loaded from at start.
+    pub components_dir: PathBuf,
+    /// Compiled-code cache; defaults to `<data_dir>/cache`.
+    pub cache_dir: Option<PathBuf>,
+    /// Base URL customers and merchants see (checkout links, callbacks).
+    pub public_base_url: Option<String>,
+    pub limits: Limits,
+    /// Path prefix → API component. Longest prefix wins.
+    pub routes: Vec<Route>,
+    /// environment → (operator slug or `*`) → adapter component.
+    pub routing: BTreeMap<String, BTreeMap<String, String>>,
+    /// Per-component settings, secrets and outbound allow-list.
+    pub components: BTreeMap<String, ComponentConfig>,
+    pub log: LogConfig,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Deadline of one call into an API component.
+    pub api_deadline_ms: u64,
+    /// Deadline of one call into an operator adapter.
+    pub adapter_deadline_ms: u64,
+    /// Linear memory cap of one component instance.
+    pub memory_mib: u64,
+    /// Largest request body accepted (413 beyond).
+    pub max_body_bytes: usize,
+    /// Default timeout of an outbound HTTP request from a component.
+    pub outbound_timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Generation {
+    /// `collect.payment`, error body `{error:{type,code,message,param,doc_url}}`.
+    Current,
+    /// `/collect/mobile-money/`, error body `{error, code}`.
+    Legacy,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    pub prefix: String,
+    pub component: String,
+    #[serde(default = "current")]
+    pub generation: Generation,
+    /// Served without an API key (schema documents, the hosted checkout page).
+    #[serde(default)]
+    pub public: bool,
+}
+
+fn current() -> Generation {
+    Generation::Current
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ComponentConfig {
+    /// Hosts (`host` or `host:port`) this component may call. Empty: none.
+    pub allowed_hosts: Vec<String>,
+    pub settings: BTreeMap<String, String>,
+    pub secrets: BTreeMap<String, String>,
+    /// Overrides `limits.*_deadline_ms` for this component.
+    pub deadline_ms: Option<u64>,
+    /// Overrides `limits.memory_mib` for this component.
+    pub memory_mib: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// `tracing` filter, e.g. `info,mmc_host=debug`.
+    pub filter: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            filter: "info".into(),
+        }
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            api_deadline_ms: 5_000,
+            adapter_deadline_ms: 30_000,
+            memory_mib: 64,
+            max_body_bytes: 1024 * 1024,
+            outbound_timeout_ms: 20_000,
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let route = |prefix: &str, component: &str, generation: Generation, public: bool| Route {
+            prefix: prefix.into(),
+            component: component.into(),
+            generation,
+            public,
+        };
+        Config {
+            listen: "127.0.0.1:8080".parse().expect("valid default address"),
+            data_dir: PathBuf::from("./data"),
+            components_dir: PathBuf::from("target/components"),
+            cache_dir: None,
+            public_base_url: None,
+            limits: Limits::default(),
+            routes: vec![
+                route(
+                    "/api/v1/collect/payments",
+                    "collect",
+                    Generation::Current,
+                    false,
+                ),
+                route(
+                    "/api/v1/collect/openapi.json",
+                    "collect",
+                    Generation::Current,
+                    true,
+                ),
+                route("/checkout", "collect", Generation::Current, true),
+                route(
+                    "/api/v1/collect/mobile-money",
+                    "legacy",
+                    Generation::Legacy,
+                    false,
+                ),
+                route(
+                    "/api/v1/collect/operators",
+                    "legacy",
+                    Generation::Legacy,
+                    false,
+                ),
+                route("/api/v1/bulk-payments", "bulk", Generation::Current, false),
+            ],
+            routing: BTreeMap::from([(
+                "test".to_string(),
+                BTreeMap::from([("*".to_string(), "simulator".to_string())]),
+            )]),
+            components: BTreeMap::new(),
+            log: LogConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+impl Config {
+    /// Defaults ← file (if any) ← `MMC_*` variables of `env`.
+    pub fn load(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Config, ConfigError> {
+        let mut tree = toml::Table::try_from(Config::default())
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            let file_tree: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+                ConfigError::Invalid(format!("{}: {e}", path.display()))
+            })?;
+            merge(&mut tree, file_tree);
+        }
+        for (name, value) in env {
+            let Some(key) = name.strip_prefix("MMC_") else {
+                continue;
+            };
+            if key == "CONFIG" {
+                continue;
+            }
+            let path: Vec<String> = key.split("__").map(|s| s.to_ascii_lowercase()).collect();
+            set_path(&mut tree, &path, parse_value(&value));
+        }
+        let config: Config = toml::Value::Table(tree)
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigError::Invalid(e.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.limits.memory_mib == 0
+            || self.limits.api_deadline_ms == 0
+            || self.limits.adapter_deadline_ms == 0
+        {
+            return Err(ConfigError::Invalid("limits must be positive".into()));
+        }
+        for env in self.routing.keys() {
+            if env != "test" && env != "live" {
+                return Err(ConfigError::Invalid(format!(
+                    "routing.{env}: environment must be test or live"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn cache_dir(&self) -> PathBuf {
+        self.cache_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("cache"))
+    }
+
+    pub fn db_path(&self) -> PathBuf {
+        self.data_dir.join("mmc.db")
+    }
+
+    pub fn component(&self, name: &str) -> ComponentConfig {
+        self.components.get(name).cloned().unwrap_or_default()
+    }
+}
+
+fn parse_value(raw: &str) -> toml::Value {
+    // `x = <raw>` parses numbers, booleans, arrays and inline tables; anything else is a string.
+    format!("x = {raw}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("x"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_string()))
+}
+
+fn set_path(tree: &mut toml::Table, path: &[String], value: toml::Value) {
+    match path {
+        [] => {}
+        [last] => {
+            tree.insert(last.clone(), value);
+        }
+        [first, rest @ ..] => {
+            let entry = tree
+                .entry(first.clone())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            if !entry.is_table() {
+                *entry = toml::Value::Table(toml::Table::new());
+            }
+            if let toml::Value::Table(t) = entry {
+                set_path(t, rest, value);
+            }
+        }
+    }
+}
+
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_need_no_file() {
+        let c = Config::load(None, Vec::new()).unwrap();
+        assert_eq!(c.limits.api_deadline_ms, 5_000);
+        assert_eq!(c.routing["test"]["*"], "simulator");
+    }
+
+    #[test]
+    fn env_overrides_nest_and_parse() {
+        let c = Config::load(
+            None,
+            vec![
+                ("MMC_LIMITS__MEMORY_MIB".into(), "16".into()),
+                ("MMC_LISTEN".into(), "127.0.0.1:0".into()),
+                (
+                    "MMC_COMPONENTS__SIMULATOR__SETTINGS__DELAY_MS".into(),
+                    "\"10\"".into(),
+                ),
+                ("OTHER".into(), "x".into()),
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.limits.memory_mib, 16);
+        assert_eq!(c.listen.port(), 0);
+        assert_eq!(c.components["simulator"].settings["delay_ms"], "10");
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        let err = Config::load(None, vec![("MMC_LIMITZ".into(), "1".into())]).unwrap_err();
+        assert!(err.to_string().contains("limitz"), "{err}");
+    }
+}

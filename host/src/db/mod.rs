@@ -1,0 +1,72 @@
+//! Durable storage. Components reach it only through the `storage` capability
+//! (ordered key-value tables scoped to the component); the host keeps its own
+//! tables (merchants, keys, outbox) beside them. [`Backend`] is the seam where
+//! another engine (PostgreSQL for several nodes) plugs in.
+
+pub mod memory;
+pub mod sqlite;
+
+pub use memory::Memory;
+pub use sqlite::Sqlite;
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StorageError {
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    #[error("invalid storage request: {0}")]
+    Invalid(String),
+    #[error("transaction already finished")]
+    Finished,
+}
+
+impl From<rusqlite::Error> for StorageError {
+    fn from(e: rusqlite::Error) -> Self {
+        StorageError::Unavailable(e.to_string())
+    }
+}
+
+/// An event written in the same transaction as the change it reports.
+#[derive(Debug, Clone)]
+pub struct OutboxEvent {
+    pub id: String,
+    pub event_type: String,
+    pub merchant_id: String,
+    pub environment: String,
+    pub subject_id: String,
+    pub extra_url: Option<String>,
+    pub payload: Vec<u8>,
+}
+
+/// The storage a component sees: its own namespace of ordered tables.
+pub trait Backend: Send + Sync + 'static {
+    fn begin(&self, namespace: &str) -> Result<Box<dyn Transaction>, StorageError>;
+    fn get(&self, namespace: &str, table: &str, key: &str)
+    -> Result<Option<Vec<u8>>, StorageError>;
+    fn scan(
+        &self,
+        namespace: &str,
+        table: &str,
+        start: &str,
+        end: &str,
+        limit: u32,
+    ) -> Result<Vec<(String, Vec<u8>)>, StorageError>;
+}
+
+/// A write transaction; dropping it without `commit` rolls it back.
+pub trait Transaction: Send {
+    fn get(&mut self, table: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError>;
+    fn put(&mut self, table: &str, key: &str, value: &[u8]) -> Result<(), StorageError>;
+    fn delete(&mut self, table: &str, key: &str) -> Result<(), StorageError>;
+    fn scan(
+        &mut self,
+        table: &str,
+        start: &str,
+        end: &str,
+        limit: u32,
+    ) -> Result<Vec<(String, Vec<u8>)>, StorageError>;
+    fn emit(&mut self, event: &OutboxEvent) -> Result<(), StorageError>;
+    fn commit(&mut self) -> Result<(), StorageError>;
+}
+
+/// Largest page a scan returns, whatever the component asks.
+pub const MAX_SCAN: u32 = 1000;

@@ -1,0 +1,314 @@
+//! SQLite backend: one file, WAL, `synchronous=FULL` (a commit is on disk
+//! before it is acknowledged). One writer connection behind a lock — SQLite
+//! serialises writers anyway and waiting on a mutex beats busy-polling — and
+//! a pool of reader connections that never block the writer.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::lock_api::ArcMutexGuard;
+use parking_lot::{Mutex, RawMutex};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+
+use super::{Backend, MAX_SCAN, OutboxEvent, StorageError, Transaction};
+
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS kv (
+    ns    TEXT NOT NULL,
+    tbl   TEXT NOT NULL,
+    k     TEXT NOT NULL,
+    v     BLOB NOT NULL,
+    PRIMARY KEY (ns, tbl, k)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS merchants (
+    id          TEXT PRIMARY KEY,
+    name        TEXT NOT NULL,
+    created_ms  INTEGER NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS api_keys (
+    id           TEXT PRIMARY KEY,
+    key_hash     TEXT NOT NULL UNIQUE,
+    merchant_id  TEXT NOT NULL REFERENCES merchants(id),
+    environment  TEXT NOT NULL CHECK (environment IN ('test', 'live')),
+    created_ms   INTEGER NOT NULL,
+    revoked_ms   INTEGER
+);
+
+CREATE TABLE IF NOT EXISTS outbox (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    id           TEXT NOT NULL UNIQUE,
+    event_type   TEXT NOT NULL,
+    merchant_id  TEXT NOT NULL,
+    environment  TEXT NOT NULL,
+    subject_id   TEXT NOT NULL,
+    extra_url    TEXT,
+    payload      BLOB NOT NULL,
+    created_ms   INTEGER NOT NULL,
+    dispatched   INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS outbox_undispatched ON outbox (dispatched, seq);
+"#;
+
+pub struct Sqlite {
+    path: PathBuf,
+    writer: Arc<Mutex<Connection>>,
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl Sqlite {
+    pub fn open(path: &Path) -> Result<Sqlite, StorageError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| StorageError::Unavailable(e.to_string()))?;
+        }
+        let writer = open_connection(path, false)?;
+        writer.execute_batch(SCHEMA)?;
+        Ok(Sqlite {
+            path: path.to_path_buf(),
+            writer: Arc::new(Mutex::new(writer)),
+            readers: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Runs `f` on a reader connection (committed data, never blocks writers).
+    pub fn read<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
+        let conn = match self.readers.lock().pop() {
+            Some(c) => c,
+            None => open_connection(&self.path, true)?,
+        };
+        let out = f(&conn);
+        self.readers.lock().push(conn);
+        out
+    }
+
+    /// Runs `f` inside a write transaction on the single writer.
+    pub fn write<T>(
+        &self,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
+        let mut conn = self.writer.lock();
+        let tx = conn.transaction()?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+}
+
+fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StorageError> {
+    let flags = if read_only {
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    };
+    let conn = Connection::open_with_flags(path, flags)?;
+    // Other processes (the CLI) may write while the server runs.
+    conn.busy_timeout(Duration::from_secs(10))?;
+    if !read_only {
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+    }
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    Ok(conn)
+}
+
+fn check_names(table: &str, key: &str) -> Result<(), StorageError> {
+    if table.is_empty() || table.len() > 64 {
+        return Err(StorageError::Invalid(
+            "table name must be 1 to 64 bytes".into(),
+        ));
+    }
+    if key.len() > 1024 {
+        return Err(StorageError::Invalid("key longer than 1024 bytes".into()));
+    }
+    Ok(())
+}
+
+fn scan_on(
+    conn: &Connection,
+    ns: &str,
+    table: &str,
+    start: &str,
+    end: &str,
+    limit: u32,
+) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+    check_names(table, start)?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT k, v FROM kv WHERE ns = ?1 AND tbl = ?2 AND k >= ?3 AND (?4 = '' OR k < ?4) ORDER BY k LIMIT ?5",
+    )?;
+    let rows = stmt.query_map(params![ns, table, start, end, limit.min(MAX_SCAN)], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+fn get_on(
+    conn: &Connection,
+    ns: &str,
+    table: &str,
+    key: &str,
+) -> Result<Option<Vec<u8>>, StorageError> {
+    check_names(table, key)?;
+    let mut stmt = conn.prepare_cached("SELECT v FROM kv WHERE ns = ?1 AND tbl = ?2 AND k = ?3")?;
+    Ok(stmt
+        .query_row(params![ns, table, key], |r| r.get(0))
+        .optional()?)
+}
+
+impl Backend for Sqlite {
+    fn begin(&self, namespace: &str) -> Result<Box<dyn Transaction>, StorageError> {
+        // Bounded wait: a stuck writer must surface as an error, not hang every request.
+        let guard = self
+            .writer
+            .try_lock_arc_for(Duration::from_secs(10))
+            .ok_or_else(|| {
+                StorageError::Unavailable("storage busy: writer lock not acquired in 10 s".into())
+            })?;
+        guard.execute_batch("BEGIN IMMEDIATE")?;
+        Ok(Box::new(SqliteTxn {
+            conn: Some(guard),
+            ns: namespace.to_string(),
+        }))
+    }
+
+    fn get(
+        &self,
+        namespace: &str,
+        table: &str,
+        key: &str,
+    ) -> Result<Option<Vec<u8>>, StorageError> {
+        self.read(|c| get_on(c, namespace, table, key))
+    }
+
+    fn scan(
+        &self,
+        namespace: &str,
+        table: &str,
+        start: &str,
+        end: &str,
+        limit: u32,
+    ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        self.read(|c| scan_on(c, namespace, table, start, end, limit))
+    }
+}
+
+struct SqliteTxn {
+    /// `None` once committed or rolled back.
+    conn: Option<ArcMutexGuard<RawMutex, Connection>>,
+    ns: String,
+}
+
+impl SqliteTxn {
+    fn conn(&self) -> Result<&Connection, StorageError> {
+        self.conn.as_deref().ok_or(StorageError::Finished)
+    }
+}
+
+impl Transaction for SqliteTxn {
+    fn get(&mut self, table: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        get_on(self.conn()?, &self.ns, table, key)
+    }
+
+    fn put(&mut self, table: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
+        check_names(table, key)?;
+        let conn = self.conn()?;
+        let mut stmt = conn
+            .prepare_cached("INSERT OR REPLACE INTO kv (ns, tbl, k, v) VALUES (?1, ?2, ?3, ?4)")?;
+        stmt.execute(params![self.ns, table, key, value])?;
+        Ok(())
+    }
+
+    fn delete(&mut self, table: &str, key: &str) -> Result<(), StorageError> {
+        check_names(table, key)?;
+        let conn = self.conn()?;
+        let mut stmt =
+            conn.prepare_cached("DELETE FROM kv WHERE ns = ?1 AND tbl = ?2 AND k = ?3")?;
+        stmt.execute(params![self.ns, table, key])?;
+        Ok(())
+    }
+
+    fn scan(
+        &mut self,
+        table: &str,
+        start: &str,
+        end: &str,
+        limit: u32,
+    ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        scan_on(self.conn()?, &self.ns, table, start, end, limit)
+    }
+
+    fn emit(&mut self, e: &OutboxEvent) -> Result<(), StorageError> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(
+            "INSERT INTO outbox (id, event_type, merchant_id, environment, subject_id, extra_url, payload, created_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?;
+        stmt.execute(params![
+            e.id,
+            e.event_type,
+            e.merchant_id,
+            e.environment,
+            e.subject_id,
+            e.extra_url,
+            e.payload,
+            crate::capabilities::clock::system_now_ms() as i64
+        ])?;
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), StorageError> {
+        let conn = self.conn.take().ok_or(StorageError::Finished)?;
+        if let Err(e) = conn.execute_batch("COMMIT") {
+            let _ = conn.execute_batch("ROLLBACK");
+            return Err(e.into());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for SqliteTxn {
+    fn drop(&mut self) {
+        // A component that trapped, timed out or forgot to commit: undo its writes.
+        if let Some(conn) = self.conn.take() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dropped_transaction_rolls_back_and_scan_is_ordered() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Sqlite::open(&dir.path().join("t.db")).unwrap();
+        {
+            let mut tx = db.begin("c").unwrap();
+            tx.put("t", "b", b"2").unwrap();
+            tx.put("t", "a", b"1").unwrap();
+            tx.commit().unwrap();
+        }
+        {
+            let mut tx = db.begin("c").unwrap();
+            tx.put("t", "c", b"3").unwrap();
+            // dropped: rolled back
+        }
+        let rows = db.scan("c", "t", "", "", 10).unwrap();
+        assert_eq!(
+            rows,
+            vec![("a".into(), b"1".to_vec()), ("b".into(), b"2".to_vec())]
+        );
+        assert_eq!(
+            db.get("other", "t", "a").unwrap(),
+            None,
+            "namespaces are separate"
+        );
+    }
+}

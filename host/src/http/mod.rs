@@ -1,0 +1,274 @@
+//! The HTTP front: hyper 1 on tokio. The host authenticates, bounds the
+//! request, picks the API component by path prefix and hands it the request
+//! on a blocking thread (components run synchronously under deadlines).
+
+pub mod errors;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::HeaderValue;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+
+use self::errors::HttpError;
+use crate::accounts::Accounts;
+use crate::config::{Generation, Route};
+use crate::runtime::Runtime;
+use crate::runtime::bindings::http_types;
+
+/// Bounds on what a client may send before a component sees it.
+const MAX_HEADERS: usize = 64;
+const MAX_HEADER_BYTES: usize = 16 * 1024;
+
+pub struct App {
+    pub runtime: Arc<Runtime>,
+    pub accounts: Accounts,
+    pub routes: Vec<Route>,
+    pub max_body_bytes: usize,
+    pub base_url: String,
+}
+
+impl App {
+    fn docs_url(&self) -> String {
+        format!("{}/docs", self.base_url)
+    }
+
+    /// Longest matching prefix, on a path-segment boundary.
+    fn route(&self, path: &str) -> Option<&Route> {
+        self.routes
+            .iter()
+            .filter(|r| {
+                path == r.prefix
+                    || (path.starts_with(&r.prefix)
+                        && (r.prefix.ends_with('/')
+                            || path.as_bytes().get(r.prefix.len()) == Some(&b'/')))
+            })
+            .max_by_key(|r| r.prefix.len())
+    }
+}
+
+pub async fn serve(app: Arc<App>, listener: TcpListener) {
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(s) => s,
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| {
+                let app = app.clone();
+                async move { Ok::<_, Infallible>(handle(app, req).await) }
+            });
+            let _ = http1::Builder::new()
+                .max_buf_size(MAX_HEADER_BYTES.max(8192) * 4)
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+fn text(
+    status: StatusCode,
+    content_type: &'static str,
+    body: impl Into<Bytes>,
+) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .body(Full::new(body.into()))
+        .expect("static response parts are valid")
+}
+
+async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let started = Instant::now();
+    let request_id = format!("req_{}", uuid::Uuid::new_v4().simple());
+    let path = req.uri().path().to_string();
+    let (label, mut resp) = match path.as_str() {
+        "/healthz" => (
+            "healthz".to_string(),
+            text(StatusCode::OK, "text/plain", "ok\n"),
+        ),
+        "/metrics" => (
+            "metrics".to_string(),
+            text(
+                StatusCode::OK,
+                "text/plain; version=0.0.4",
+                app.runtime.services.metrics.render(),
+            ),
+        ),
+        "/docs" => (
+            "docs".to_string(),
+            text(
+                StatusCode::OK,
+                "text/markdown; charset=utf-8",
+                crate::README,
+            ),
+        ),
+        _ => match app.route(&path).cloned() {
+            None => {
+                let err = HttpError::NoRoute {
+                    method: req.method().to_string(),
+                    path: path.clone(),
+                };
+                let generation = if path.starts_with("/api/v1/collect/mobile-money") {
+                    Generation::Legacy
+                } else {
+                    Generation::Current
+                };
+                (
+                    "unmatched".to_string(),
+                    err.into_response(&generation, &app.docs_url()),
+                )
+            }
+            Some(route) => {
+                let resp = match dispatch(&app, &route, req, &request_id).await {
+                    Ok(resp) => resp,
+                    Err(err) => err.into_response(&route.generation, &app.docs_url()),
+                };
+                (route.component.clone(), resp)
+            }
+        },
+    };
+    resp.headers_mut().insert(
+        "x-request-id",
+        HeaderValue::from_str(&request_id).expect("ascii id"),
+    );
+    app.runtime
+        .services
+        .metrics
+        .request(&label, resp.status().as_u16(), started.elapsed());
+    resp
+}
+
+fn presented_key(req: &Request<Incoming>) -> Option<String> {
+    let headers = req.headers();
+    if let Some(v) = headers.get("authorization").and_then(|v| v.to_str().ok()) {
+        let v = v.trim();
+        if v.len() > 7 && v[..7].eq_ignore_ascii_case("bearer ") {
+            return Some(v[7..].trim().to_string());
+        }
+    }
+    headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().to_string())
+}
+
+async fn dispatch(
+    app: &Arc<App>,
+    route: &Route,
+    req: Request<Incoming>,
+    request_id: &str,
+) -> Result<Response<Full<Bytes>>, HttpError> {
+    if req.headers().len() > MAX_HEADERS
+        || req
+            .headers()
+            .iter()
+            .map(|(k, v)| k.as_str().len() + v.len())
+            .sum::<usize>()
+            > MAX_HEADER_BYTES
+    {
+        return Err(HttpError::HeadersTooLarge);
+    }
+    let key = presented_key(&req);
+    if !route.public && key.is_none() {
+        return Err(HttpError::MissingKey);
+    }
+    let declared = req
+        .headers()
+        .get("content-length")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > app.max_body_bytes) {
+        return Err(HttpError::PayloadTooLarge(app.max_body_bytes));
+    }
+    let (parts, body) = req.into_parts();
+    let body = match Limited::new(body, app.max_body_bytes).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            return Err(HttpError::PayloadTooLarge(app.max_body_bytes));
+        }
+        Err(_) => return Err(HttpError::BadBody),
+    };
+    let request = http_types::Request {
+        method: parts.method.to_string(),
+        path: parts.uri.path().to_string(),
+        query: parts.uri.query().unwrap_or_default().to_string(),
+        headers: parts
+            .headers
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
+            .collect(),
+        body: body.to_vec(),
+    };
+    let app2 = app.clone();
+    let route2 = route.clone();
+    let request_id = request_id.to_string();
+    let response =
+        tokio::task::spawn_blocking(move || -> Result<http_types::Response, HttpError> {
+            // Authentication reads the key table on every request, so a revoked key stops at once.
+            let caller = match key {
+                Some(key) => match app2.accounts.authenticate(&key) {
+                    Ok(Some(p)) => Some(http_types::Caller {
+                        merchant_id: p.merchant_id,
+                        environment: p.environment.as_str().to_string(),
+                        key_id: p.key_id,
+                        request_id,
+                        base_url: app2.base_url.clone(),
+                    }),
+                    Ok(None) if route2.public => None,
+                    Ok(None) => return Err(HttpError::InvalidKey),
+                    Err(e) => return Err(HttpError::Unavailable(e.to_string())),
+                },
+                None => None,
+            };
+            Ok(app2.runtime.handle(&route2.component, caller, request)?)
+        })
+        .await
+        .map_err(|e| HttpError::Unavailable(format!("request task failed: {e}")))??;
+
+    let mut builder = Response::builder()
+        .status(StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR));
+    for (k, v) in &response.headers {
+        // A component cannot produce an invalid header: such a header is dropped.
+        if let (Ok(name), Ok(value)) = (
+            hyper::header::HeaderName::from_bytes(k.as_bytes()),
+            HeaderValue::from_str(v),
+        ) {
+            builder = builder.header(name, value);
+        }
+    }
+    Ok(builder
+        .body(Full::new(Bytes::from(response.body)))
+        .unwrap_or_else(|_| {
+            text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "text/plain",
+                "invalid response\n",
+            )
+        }))
+}
+
+/// A running server: its bound address and the task serving it.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub task: tokio::task::JoinHandle<()>,
+}

@@ -1,0 +1,18 @@
+//! The Mobile Money Collection Service host: a hyper + tokio server that
+//! loads Wasm components for the API surfaces and the operator adapters and
+//! gives them capabilities (storage, outbound HTTP, signing, clock, log,
+//! config). See the README's design section for the map.
+
+pub mod accounts;
+pub mod capabilities;
+pub mod config;
+pub mod db;
+pub mod http;
+pub mod metrics;
+pub mod runtime;
+pub mod sandbox;
+pub mod server;
+pub mod workers;
+
+/// Served at `/docs`; error `doc_url`s point at its anchors.
+pub const README: &str = include_str!("../../README.md");

@@ -1,0 +1,129 @@
+//! Prometheus metrics, rendered in the text exposition format at `/metrics`.
+//! Label sets are small (route names, component names, outcomes), so a map
+//! behind one short lock is enough.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+const BUCKETS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+];
+
+#[derive(Default, Clone)]
+struct Histogram {
+    counts: [u64; BUCKETS.len()],
+    sum: f64,
+    count: u64,
+}
+
+impl Histogram {
+    fn observe(&mut self, d: Duration) {
+        let s = d.as_secs_f64();
+        for (i, b) in BUCKETS.iter().enumerate() {
+            if s <= *b {
+                self.counts[i] += 1;
+            }
+        }
+        self.sum += s;
+        self.count += 1;
+    }
+
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        for (i, b) in BUCKETS.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{{labels},le=\"{b}\"}} {}",
+                self.counts[i]
+            );
+        }
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", self.count);
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", self.sum);
+        let _ = writeln!(out, "{name}_count{{{labels}}} {}", self.count);
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    requests: BTreeMap<(String, u16), u64>,
+    request_seconds: BTreeMap<String, Histogram>,
+    component_calls: BTreeMap<(String, &'static str), u64>,
+    component_seconds: BTreeMap<String, Histogram>,
+}
+
+#[derive(Default)]
+pub struct Metrics {
+    inner: Mutex<Inner>,
+}
+
+impl Metrics {
+    pub fn request(&self, route: &str, status: u16, elapsed: Duration) {
+        let mut m = self.inner.lock();
+        *m.requests.entry((route.to_string(), status)).or_default() += 1;
+        m.request_seconds
+            .entry(route.to_string())
+            .or_default()
+            .observe(elapsed);
+    }
+
+    /// `outcome`: ok, trap, deadline, memory, refused.
+    pub fn component_call(&self, component: &str, outcome: &'static str, elapsed: Duration) {
+        let mut m = self.inner.lock();
+        *m.component_calls
+            .entry((component.to_string(), outcome))
+            .or_default() += 1;
+        m.component_seconds
+            .entry(component.to_string())
+            .or_default()
+            .observe(elapsed);
+    }
+
+    pub fn render(&self) -> String {
+        let m = self.inner.lock();
+        let mut out = String::new();
+        out.push_str("# HELP mmc_http_requests_total HTTP requests by route and status.\n# TYPE mmc_http_requests_total counter\n");
+        for ((route, status), n) in &m.requests {
+            let _ = writeln!(
+                out,
+                "mmc_http_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}"
+            );
+        }
+        out.push_str("# HELP mmc_http_request_duration_seconds HTTP request latency by route.\n# TYPE mmc_http_request_duration_seconds histogram\n");
+        for (route, h) in &m.request_seconds {
+            h.render(
+                &mut out,
+                "mmc_http_request_duration_seconds",
+                &format!("route=\"{route}\""),
+            );
+        }
+        out.push_str("# HELP mmc_component_calls_total Calls into Wasm components by outcome (ok, trap, deadline, memory).\n# TYPE mmc_component_calls_total counter\n");
+        for ((c, outcome), n) in &m.component_calls {
+            let _ = writeln!(
+                out,
+                "mmc_component_calls_total{{component=\"{c}\",outcome=\"{outcome}\"}} {n}"
+            );
+        }
+        out.push_str("# HELP mmc_component_traps_total Component calls that trapped, hit their deadline or their memory cap.\n# TYPE mmc_component_traps_total counter\n");
+        for ((c, outcome), n) in m
+            .component_calls
+            .iter()
+            .filter(|((_, o), _)| matches!(*o, "trap" | "deadline" | "memory"))
+        {
+            let _ = writeln!(
+                out,
+                "mmc_component_traps_total{{component=\"{c}\",kind=\"{outcome}\"}} {n}"
+            );
+        }
+        out.push_str("# HELP mmc_component_call_duration_seconds Duration of component calls (instantiate + call).\n# TYPE mmc_component_call_duration_seconds histogram\n");
+        for (c, h) in &m.component_seconds {
+            h.render(
+                &mut out,
+                "mmc_component_call_duration_seconds",
+                &format!("component=\"{c}\""),
+            );
+        }
+        out
+    }
+}

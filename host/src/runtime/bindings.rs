@@ -1,0 +1,57 @@
+//! Host-side bindings of the WIT worlds. The capability interfaces are
+//! generated once (`host`) and reused by every world through `with`, so a
+//! type such as `operator-info` is one Rust type whether it comes from an
+//! adapter's export or goes to an API component's import.
+
+pub mod host {
+    wasmtime::component::bindgen!({
+        path: ["../wit/platform", "../wit/adapter", "../wit/api"],
+        world: "mmc:api/host-capabilities",
+        imports: { default: trappable },
+        with: {
+            "mmc:platform/storage.transaction": crate::capabilities::storage::TxnHandle,
+        },
+        additional_derives: [PartialEq],
+    });
+}
+
+pub mod adapter {
+    wasmtime::component::bindgen!({
+        path: ["../wit/platform", "../wit/adapter", "../wit/api"],
+        world: "mmc:adapter/adapter",
+        imports: { default: trappable },
+        with: {
+            "mmc:platform": super::host::mmc::platform,
+            "mmc:adapter/types": super::host::mmc::adapter::types,
+        },
+    });
+}
+
+pub mod surface {
+    wasmtime::component::bindgen!({
+        path: ["../wit/platform", "../wit/adapter", "../wit/api"],
+        world: "mmc:api/surface",
+        imports: { default: trappable },
+        with: {
+            "mmc:platform": super::host::mmc::platform,
+            "mmc:adapter": super::host::mmc::adapter,
+        },
+    });
+}
+
+pub mod collect {
+    wasmtime::component::bindgen!({
+        path: ["../wit/platform", "../wit/adapter", "../wit/api"],
+        world: "mmc:api/collect",
+        imports: { default: trappable },
+        with: {
+            "mmc:platform": super::host::mmc::platform,
+            "mmc:adapter": super::host::mmc::adapter,
+            "mmc:api/http-types": super::surface::mmc::api::http_types,
+        },
+    });
+}
+
+pub use host::mmc::adapter::types as adapter_types;
+pub use host::mmc::platform::types::CapabilityError;
+pub use surface::mmc::api::http_types;

@@ -1,0 +1,511 @@
+//! The component runtime: one engine, components loaded from a directory and
+//! compiled once (cached on disk by content hash), one `InstancePre` per
+//! component and a fresh `Store` per call, each call under a deadline and a
+//! memory cap. A failing call is an error value for the caller; the host
+//! carries on.
+
+pub mod bindings;
+mod compile;
+pub mod state;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::RwLock;
+use sha2::{Digest, Sha256};
+use wasmtime::component::{HasSelf, Linker};
+use wasmtime::{Engine, Store, UpdateDeadline};
+
+use self::bindings::adapter::{Adapter, AdapterPre};
+use self::bindings::adapter_types::OperatorInfo;
+use self::bindings::collect::{Collect, CollectPre};
+use self::bindings::http_types::{Caller, Request, Response};
+use self::bindings::surface::{Surface, SurfacePre};
+use self::state::{DeadlineExceeded, HostState};
+use crate::capabilities::clock::Clock;
+use crate::capabilities::outbound_http::HttpClient;
+use crate::config::{ComponentConfig, Config, Limits};
+use crate::db::Backend;
+use crate::metrics::Metrics;
+
+/// Epoch tick; deadlines are checked at this granularity.
+const TICK: Duration = Duration::from_millis(10);
+
+/// Shared services behind the capabilities (real ones in the server, fakes in the sandbox).
+pub struct Services {
+    pub storage: Arc<dyn Backend>,
+    pub http: Arc<dyn HttpClient>,
+    pub clock: Arc<dyn Clock>,
+    pub metrics: Arc<Metrics>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Exports `handler` and `jobs` (the current API).
+    Collect,
+    /// Exports `handler`.
+    Surface,
+    /// Exports `operator`.
+    Adapter,
+}
+
+enum Pre {
+    Collect(CollectPre<HostState>),
+    Surface(SurfacePre<HostState>),
+    Adapter(AdapterPre<HostState>),
+}
+
+/// A loaded, compiled, pre-linked component version.
+pub struct Loaded {
+    pub name: String,
+    pub kind: Kind,
+    /// SHA-256 of the component bytes.
+    pub hash: String,
+    pub loaded_at_ms: u64,
+    /// What an adapter said it serves, asked once at load.
+    pub operators: Vec<OperatorInfo>,
+    config: Arc<ComponentConfig>,
+    pre: Pre,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("component {name} does not compile: {message}")]
+    Compile { name: String, message: String },
+    #[error("component {name} cannot be linked: {message}")]
+    Link { name: String, message: String },
+    #[error("component {name} exports none of mmc:api/handler or mmc:adapter/operator")]
+    UnknownWorld { name: String },
+    #[error("adapter {name} failed to describe itself: {message}")]
+    Describe { name: String, message: String },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("component {0} is not loaded")]
+    NotLoaded(String),
+    #[error("component {0} does not serve this kind of call")]
+    WrongKind(String),
+    #[error("no adapter serves operator {operator} in the {environment} environment")]
+    NoRoute {
+        environment: String,
+        operator: String,
+    },
+    #[error("component {0} exceeded its deadline")]
+    Deadline(String),
+    #[error("component {0} exceeded its memory limit")]
+    Memory(String),
+    #[error("component {component} trapped: {message}")]
+    Trap { component: String, message: String },
+}
+
+impl CallError {
+    fn outcome(&self) -> &'static str {
+        match self {
+            CallError::Deadline(_) => "deadline",
+            CallError::Memory(_) => "memory",
+            CallError::Trap { .. } => "trap",
+            _ => "refused",
+        }
+    }
+}
+
+pub struct Runtime {
+    engine: Engine,
+    /// Everything an API component may import.
+    api_linker: Linker<HostState>,
+    /// Adapters get no storage and no router: they cannot reach payment data.
+    adapter_linker: Linker<HostState>,
+    pub services: Services,
+    pub limits: Limits,
+    routing: BTreeMap<String, BTreeMap<String, String>>,
+    component_config: BTreeMap<String, ComponentConfig>,
+    cache_dir: PathBuf,
+    components: RwLock<HashMap<String, Arc<Loaded>>>,
+    stop_ticker: Arc<AtomicBool>,
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.stop_ticker.store(true, Ordering::Relaxed);
+    }
+}
+
+fn wasm_error(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+impl Runtime {
+    pub fn new(config: &Config, services: Services) -> anyhow::Result<Arc<Runtime>> {
+        let mut wasm_config = wasmtime::Config::new();
+        wasm_config.epoch_interruption(true);
+        wasm_config.wasm_component_model(true);
+        let engine =
+            Engine::new(&wasm_config).map_err(|e| anyhow::anyhow!("wasmtime engine: {e}"))?;
+
+        let mut api_linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut api_linker)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        bindings::host::HostCapabilities::add_to_linker::<_, HasSelf<HostState>>(
+            &mut api_linker,
+            |s| s,
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        bindings::surface::mmc::api::http_types::add_to_linker::<_, HasSelf<HostState>>(
+            &mut api_linker,
+            |s| s,
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+
+        let mut adapter_linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut adapter_linker)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        bindings::adapter::Adapter::add_to_linker::<_, HasSelf<HostState>>(
+            &mut adapter_linker,
+            |s| s,
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+
+        let stop_ticker = Arc::new(AtomicBool::new(false));
+        {
+            let engine = engine.clone();
+            let stop = stop_ticker.clone();
+            std::thread::Builder::new()
+                .name("epoch-ticker".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(TICK);
+                        engine.increment_epoch();
+                    }
+                })?;
+        }
+
+        Ok(Arc::new(Runtime {
+            engine,
+            api_linker,
+            adapter_linker,
+            services,
+            limits: config.limits.clone(),
+            routing: config.routing.clone(),
+            component_config: config.components.clone(),
+            cache_dir: config.cache_dir(),
+            components: RwLock::new(HashMap::new()),
+            stop_ticker,
+        }))
+    }
+
+    /// Loads every `*.wasm` of `dir` (name = file stem). Returns the names loaded.
+    pub fn load_dir(self: &Arc<Self>, dir: &Path) -> Result<Vec<String>, LoadError> {
+        let entries = std::fs::read_dir(dir).map_err(|source| LoadError::Read {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let mut paths: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
+            .collect();
+        paths.sort();
+        let mut names = Vec::new();
+        for path in paths {
+            let name = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default()
+                .to_string();
+            let bytes = std::fs::read(&path).map_err(|source| LoadError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            let loaded = self.prepare(&name, &bytes)?;
+            self.install(loaded);
+            names.push(name);
+        }
+        Ok(names)
+    }
+
+    /// Compiles (or fetches from the cache), links and, for adapters, asks
+    /// for a description. Nothing is swapped in yet.
+    pub fn prepare(self: &Arc<Self>, name: &str, bytes: &[u8]) -> Result<Loaded, LoadError> {
+        let hash = hex::encode(Sha256::digest(bytes));
+        let component = compile::compile_cached(&self.engine, &self.cache_dir, name, &hash, bytes)
+            .map_err(|message| LoadError::Compile {
+                name: name.into(),
+                message,
+            })?;
+        let exports: Vec<String> = component
+            .component_type()
+            .exports(&self.engine)
+            .map(|(n, _)| n.to_string())
+            .collect();
+        let has = |iface: &str| exports.iter().any(|e| e.starts_with(iface));
+        let link = |e: wasmtime::Error| LoadError::Link {
+            name: name.into(),
+            message: wasm_error(e),
+        };
+        let (kind, pre) = if has("mmc:adapter/operator@") {
+            let pre = self
+                .adapter_linker
+                .instantiate_pre(&component)
+                .map_err(link)?;
+            (
+                Kind::Adapter,
+                Pre::Adapter(AdapterPre::new(pre).map_err(link)?),
+            )
+        } else if has("mmc:api/handler@") && has("mmc:api/jobs@") {
+            let pre = self.api_linker.instantiate_pre(&component).map_err(link)?;
+            (
+                Kind::Collect,
+                Pre::Collect(CollectPre::new(pre).map_err(link)?),
+            )
+        } else if has("mmc:api/handler@") {
+            let pre = self.api_linker.instantiate_pre(&component).map_err(link)?;
+            (
+                Kind::Surface,
+                Pre::Surface(SurfacePre::new(pre).map_err(link)?),
+            )
+        } else {
+            return Err(LoadError::UnknownWorld { name: name.into() });
+        };
+        let mut loaded = Loaded {
+            name: name.to_string(),
+            kind,
+            hash,
+            loaded_at_ms: self.services.clock.now_ms(),
+            operators: Vec::new(),
+            config: Arc::new(self.component_config.get(name).cloned().unwrap_or_default()),
+            pre,
+        };
+        if kind == Kind::Adapter {
+            let loaded_ref = &loaded;
+            loaded.operators = self
+                .invoke(loaded_ref, |store, pre| match pre {
+                    Pre::Adapter(p) => p
+                        .instantiate(&mut *store)?
+                        .mmc_adapter_operator()
+                        .call_describe(&mut *store),
+                    _ => unreachable!("kind checked above"),
+                })
+                .map_err(|e| LoadError::Describe {
+                    name: name.into(),
+                    message: e.to_string(),
+                })?;
+        }
+        Ok(loaded)
+    }
+
+    /// Makes `loaded` the version that serves new calls. Calls in flight keep theirs.
+    pub fn install(&self, loaded: Loaded) -> Option<Arc<Loaded>> {
+        tracing::info!(component = %loaded.name, kind = ?loaded.kind, hash = %&loaded.hash[..12], "component loaded");
+        self.components
+            .write()
+            .insert(loaded.name.clone(), Arc::new(loaded))
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<Loaded>> {
+        self.components.read().get(name).cloned()
+    }
+
+    pub fn list(&self) -> Vec<Arc<Loaded>> {
+        let mut all: Vec<_> = self.components.read().values().cloned().collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
+    }
+
+    fn deadline_for(&self, loaded: &Loaded) -> Duration {
+        let default = match loaded.kind {
+            Kind::Adapter => self.limits.adapter_deadline_ms,
+            _ => self.limits.api_deadline_ms,
+        };
+        Duration::from_millis(loaded.config.deadline_ms.unwrap_or(default))
+    }
+
+    /// Runs `f` in a fresh Store of `loaded`, under its deadline and memory
+    /// cap, and turns any failure into a [`CallError`].
+    fn invoke<R>(
+        self: &Arc<Self>,
+        loaded: &Loaded,
+        f: impl FnOnce(&mut Store<HostState>, &Pre) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        let memory =
+            loaded.config.memory_mib.unwrap_or(self.limits.memory_mib) as usize * 1024 * 1024;
+        let state = HostState::new(
+            self.clone(),
+            loaded.name.as_str().into(),
+            loaded.config.clone(),
+            memory,
+            self.deadline_for(loaded),
+        );
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|mut ctx| {
+            let state = ctx.data_mut();
+            if Instant::now() >= state.deadline.until {
+                state.deadline.hit = true;
+                return Err(wasmtime::Error::new(DeadlineExceeded));
+            }
+            Ok(UpdateDeadline::Continue(1))
+        });
+        let started = Instant::now();
+        let result = f(&mut store, &loaded.pre);
+        let elapsed = started.elapsed();
+        let result = result.map_err(|e| {
+            let state = store.data();
+            if state.deadline.hit {
+                CallError::Deadline(loaded.name.clone())
+            } else if state.limiter.exceeded {
+                CallError::Memory(loaded.name.clone())
+            } else {
+                CallError::Trap {
+                    component: loaded.name.clone(),
+                    message: format!("{e:#}")
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                        .to_string(),
+                }
+            }
+        });
+        let outcome = match &result {
+            Ok(_) => "ok",
+            Err(e) => {
+                tracing::error!(component = %loaded.name, error = %e, "component call failed");
+                e.outcome()
+            }
+        };
+        self.services
+            .metrics
+            .component_call(&loaded.name, outcome, elapsed);
+        result
+    }
+
+    /// One HTTP request into an API component.
+    pub fn handle(
+        self: &Arc<Self>,
+        component: &str,
+        caller: Option<Caller>,
+        req: Request,
+    ) -> Result<Response, CallError> {
+        let loaded = self
+            .get(component)
+            .ok_or_else(|| CallError::NotLoaded(component.into()))?;
+        self.invoke(&loaded, |store, pre| match pre {
+            Pre::Collect(p) => p.instantiate(&mut *store)?.mmc_api_handler().call_handle(
+                &mut *store,
+                caller.as_ref(),
+                &req,
+            ),
+            Pre::Surface(p) => p.instantiate(&mut *store)?.mmc_api_handler().call_handle(
+                &mut *store,
+                caller.as_ref(),
+                &req,
+            ),
+            Pre::Adapter(_) => Err(wasmtime::format_err!("not an API component")),
+        })
+    }
+
+    /// One unit of background work (expiry, reconciliation...) in a component that has jobs.
+    pub fn run_job(
+        self: &Arc<Self>,
+        component: &str,
+        job: &str,
+        limit: u32,
+    ) -> Result<u32, CallError> {
+        let loaded = self
+            .get(component)
+            .ok_or_else(|| CallError::NotLoaded(component.into()))?;
+        if loaded.kind != Kind::Collect {
+            return Err(CallError::WrongKind(component.into()));
+        }
+        self.invoke(&loaded, |store, pre| match pre {
+            Pre::Collect(p) => {
+                p.instantiate(&mut *store)?
+                    .mmc_api_jobs()
+                    .call_run(&mut *store, job, limit)
+            }
+            _ => unreachable!("kind checked above"),
+        })
+    }
+
+    /// The adapter serving `operator` in `environment`: an explicit route for
+    /// the slug, else the environment's `*` adapter — if it describes the slug.
+    pub fn adapter_for(&self, environment: &str, operator: &str) -> Option<Arc<Loaded>> {
+        let routes = self.routing.get(environment)?;
+        let name = routes.get(operator).or_else(|| routes.get("*"))?;
+        let loaded = self.get(name)?;
+        (loaded.kind == Kind::Adapter && loaded.operators.iter().any(|o| o.slug == operator))
+            .then_some(loaded)
+    }
+
+    /// Calls the adapter serving (environment, operator).
+    pub fn call_adapter<R>(
+        self: &Arc<Self>,
+        environment: &str,
+        operator: &str,
+        f: impl FnOnce(&mut Store<HostState>, &Adapter) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        let loaded = self
+            .adapter_for(environment, operator)
+            .ok_or_else(|| CallError::NoRoute {
+                environment: environment.into(),
+                operator: operator.into(),
+            })?;
+        self.invoke(&loaded, |store, pre| match pre {
+            Pre::Adapter(p) => {
+                let instance = p.instantiate(&mut *store)?;
+                f(store, &instance)
+            }
+            _ => unreachable!("adapter_for checks the kind"),
+        })
+    }
+
+    /// The operators of an environment, as their adapters describe them.
+    pub fn catalogue(&self, environment: &str) -> Vec<OperatorInfo> {
+        let Some(routes) = self.routing.get(environment) else {
+            return Vec::new();
+        };
+        let mut by_slug: BTreeMap<String, OperatorInfo> = BTreeMap::new();
+        if let Some(default) = routes.get("*").and_then(|n| self.get(n)) {
+            for op in &default.operators {
+                by_slug.insert(op.slug.clone(), op.clone());
+            }
+        }
+        for (slug, name) in routes.iter().filter(|(s, _)| s.as_str() != "*") {
+            match self
+                .get(name)
+                .and_then(|a| a.operators.iter().find(|o| &o.slug == slug).cloned())
+            {
+                Some(op) => {
+                    by_slug.insert(slug.clone(), op);
+                }
+                None => {
+                    by_slug.remove(slug);
+                }
+            }
+        }
+        let mut ops: Vec<OperatorInfo> = by_slug.into_values().collect();
+        ops.sort_by_key(|o| (country_rank(&o.country), o.slug.clone()));
+        ops
+    }
+}
+
+fn country_rank(code: &str) -> usize {
+    ["BJ", "TG", "CI"]
+        .iter()
+        .position(|c| *c == code)
+        .unwrap_or(usize::MAX)
+}
+
+/// Used by the sandbox and the admin API to call an adapter directly.
+pub type AdapterInstance = Adapter;
+pub type CollectInstance = Collect;
+pub type SurfaceInstance = Surface;

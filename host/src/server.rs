@@ -1,0 +1,63 @@
+//! Assembles the service from a [`Config`]: storage, capabilities, runtime,
+//! components, workers, HTTP. Used by `mmc serve` and by the tests.
+
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+
+use crate::accounts::Accounts;
+use crate::capabilities::clock::SystemClock;
+use crate::capabilities::outbound_http::ReqwestClient;
+use crate::config::Config;
+use crate::db::Sqlite;
+use crate::http::{self, App, Running};
+use crate::metrics::Metrics;
+use crate::runtime::{Runtime, Services};
+
+/// Everything a running service holds.
+pub struct Service {
+    pub app: Arc<App>,
+    pub running: Running,
+}
+
+pub fn open_db(config: &Config) -> anyhow::Result<Arc<Sqlite>> {
+    Ok(Arc::new(Sqlite::open(&config.db_path())?))
+}
+
+/// Binds, loads the components and starts serving and the workers.
+/// Must run inside a tokio runtime.
+pub async fn start(config: Config) -> anyhow::Result<Service> {
+    let db = open_db(&config)?;
+    let listener = TcpListener::bind(config.listen).await?;
+    let addr = listener.local_addr()?;
+    let base_url = config
+        .public_base_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}"));
+    let services = Services {
+        storage: db.clone(),
+        http: Arc::new(ReqwestClient::new(tokio::runtime::Handle::current())),
+        clock: Arc::new(SystemClock),
+        metrics: Arc::new(Metrics::default()),
+    };
+    let runtime = Runtime::new(&config, services)?;
+    let dir = config.components_dir.clone();
+    let rt = runtime.clone();
+    let names = tokio::task::spawn_blocking(move || rt.load_dir(&dir)).await??;
+    if !names.iter().any(|n| n == "collect") {
+        tracing::warn!(dir = %config.components_dir.display(), "the collect component is not in the components directory; run `make components`");
+    }
+    let app = Arc::new(App {
+        runtime: runtime.clone(),
+        accounts: Accounts::new(db.clone()),
+        routes: config.routes.clone(),
+        max_body_bytes: config.limits.max_body_bytes,
+        base_url,
+    });
+    crate::workers::spawn(runtime.clone());
+    let task = tokio::spawn(http::serve(app.clone(), listener));
+    Ok(Service {
+        app,
+        running: Running { addr, task },
+    })
+}

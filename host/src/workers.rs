@@ -1,0 +1,50 @@
+//! Background workers: timers that ask components to do what is due. The
+//! state they work on (deadlines, schedules) is stored, never held in
+//! memory, so a restart loses nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::runtime::{CallError, Runtime};
+
+/// (component, job, period, batch size).
+const JOBS: &[(&str, &str, Duration, u32)] = &[
+    ("collect", "expire", Duration::from_millis(500), 100),
+    ("collect", "reconcile", Duration::from_millis(1000), 50),
+];
+
+const MAX_ROUNDS: usize = 20;
+
+pub fn spawn(runtime: Arc<Runtime>) {
+    for &(component, job, period, limit) in JOBS {
+        let runtime = runtime.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let rt = runtime.clone();
+                // Drain: keep going while full batches come back.
+                let result = tokio::task::spawn_blocking(move || {
+                    let mut total = 0;
+                    // Bounded rounds: entries that keep failing cannot pin a thread.
+                    for _ in 0..MAX_ROUNDS {
+                        let done = rt.run_job(component, job, limit)?;
+                        total += done;
+                        if done < limit {
+                            break;
+                        }
+                    }
+                    Ok::<u32, CallError>(total)
+                })
+                .await;
+                match result {
+                    Ok(Ok(0)) | Ok(Err(CallError::NotLoaded(_))) => {}
+                    Ok(Ok(n)) => tracing::debug!(component, job, n, "job done"),
+                    Ok(Err(e)) => tracing::warn!(component, job, error = %e, "job failed"),
+                    Err(e) => tracing::error!(component, job, error = %e, "job task panicked"),
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,118 @@
+use serde_json::Value;
+
+use crate::support::*;
+
+async fn status_and_body(resp: reqwest::Response) -> (u16, Value) {
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_unknown_and_revoked_keys_get_401_in_the_current_shape() {
+    let app = spawn_app().await;
+    let url = app.url("/api/v1/collect/payments/anything");
+    let (status, body) = status_and_body(app.client.get(&url).send().await.unwrap()).await;
+    assert_eq!(status, 401);
+    assert_eq!(body["error"]["type"], "authentication_error");
+    assert_eq!(body["error"]["code"], "missing_api_key");
+
+    let (status, body) = status_and_body(
+        app.client
+            .get(&url)
+            .bearer_auth(new_key())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 401);
+    assert_eq!(body["error"]["code"], "invalid_api_key");
+
+    let (status, _) = status_and_body(
+        app.client
+            .get(&url)
+            .bearer_auth("not-a-uuid")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 401);
+
+    let m = app.accounts.create_merchant("Shop").unwrap();
+    let k = app
+        .accounts
+        .create_key(&m.id, mmc_host::accounts::Environment::Test)
+        .unwrap();
+    let (status, _) = status_and_body(
+        app.client
+            .get(&url)
+            .bearer_auth(&k.key)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 404, "a valid key reaches the component");
+    app.accounts.revoke_key(&k.id).unwrap();
+    let (status, body) = status_and_body(
+        app.client
+            .get(&url)
+            .bearer_auth(&k.key)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 401, "revoked at once");
+    assert_eq!(body["error"]["code"], "invalid_api_key");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn x_api_key_header_is_equivalent_to_bearer() {
+    let app = spawn_app().await;
+    let (_, key, _) = app.merchant("Shop");
+    let resp = app
+        .client
+        .get(app.url("/api/v1/collect/payments/operators/"))
+        .header("X-API-Key", &key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_paths_get_401_in_the_legacy_shape() {
+    let app = spawn_app().await;
+    let (status, body) = status_and_body(
+        app.client
+            .get(app.url("/api/v1/collect/mobile-money/abc/"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 401);
+    assert!(body["error"].is_string(), "{body}");
+    assert_eq!(body["code"], "unauthorized");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_fixes_the_environment_whatever_the_header_says() {
+    let app = spawn_app().await;
+    let (_, test_key, _) = app.merchant("Shop");
+    let resp = app
+        .client
+        .post(app.url("/api/v1/collect/payments"))
+        .bearer_auth(&test_key)
+        .header("Idempotency-Key", new_key())
+        .header("X-Service-Environment", "live")
+        .json(&direct_payment("+2290166000001"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["environment"], "test");
+}

@@ -1,0 +1,109 @@
+//! The CLI contract, driven exactly as operators and scripts drive it.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::*;
+
+fn mmc(args: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_mmc"))
+        .args(args)
+        .env_remove("MMC_CONFIG")
+        .output()
+        .expect("mmc runs");
+    assert!(
+        out.status.success(),
+        "mmc {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        stdout.trim().lines().count(),
+        1,
+        "one JSON object on stdout: {stdout}"
+    );
+    serde_json::from_str(stdout.trim()).expect("JSON output")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn merchants_and_keys_from_the_cli_work_on_a_running_server_and_revocation_is_prompt() {
+    let app = spawn_app().await;
+    let dir = app.data_dir.path().to_str().unwrap().to_string();
+    let m = mmc(&[
+        "merchants",
+        "create",
+        "--name",
+        "Boutique Dakar",
+        "--data-dir",
+        &dir,
+    ]);
+    assert_eq!(m["name"], "Boutique Dakar");
+    let merchant = m["id"].as_str().unwrap();
+    let k = mmc(&[
+        "keys",
+        "create",
+        "--merchant",
+        merchant,
+        "--env",
+        "test",
+        "--data-dir",
+        &dir,
+        "--json",
+    ]);
+    assert_eq!(k["environment"], "test");
+    assert_eq!(k["merchant_id"], merchant);
+    let key = k["key"].as_str().unwrap();
+    assert!(uuid::Uuid::parse_str(key).is_ok());
+
+    let (status, p) = app
+        .create(key, &new_key(), &direct_payment("+2290166000001"))
+        .await;
+    assert_eq!(status, 201, "{p}");
+
+    mmc(&[
+        "keys",
+        "revoke",
+        k["id"].as_str().unwrap(),
+        "--data-dir",
+        &dir,
+    ]);
+    let revoked_at = Instant::now();
+    loop {
+        let (status, _) = app
+            .get(
+                key,
+                &format!("/api/v1/collect/payments/{}", p["id"].as_str().unwrap()),
+            )
+            .await;
+        if status == 401 {
+            break;
+        }
+        assert!(
+            revoked_at.elapsed() < Duration::from_secs(1),
+            "still accepted 1 s after revocation"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[test]
+fn cli_errors_are_reported_with_a_nonzero_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mmc"))
+        .args([
+            "keys",
+            "create",
+            "--merchant",
+            "nobody",
+            "--env",
+            "test",
+            "--data-dir",
+            dir.path().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no merchant"));
+}

@@ -1,0 +1,124 @@
+//! A component that loops forever, allocates without bound, panics or traps
+//! with an open transaction is stopped and reported; the server keeps serving.
+
+use std::time::{Duration, Instant};
+
+use mmc_host::config::{Generation, Route};
+
+use crate::support::*;
+
+async fn app_with_hostile() -> TestApp {
+    let components = tempfile::tempdir().unwrap().keep();
+    for name in ["collect", "simulator"] {
+        std::fs::copy(
+            components_dir().join(format!("{name}.wasm")),
+            components.join(format!("{name}.wasm")),
+        )
+        .unwrap();
+    }
+    std::fs::copy(test_component("hostile"), components.join("hostile.wasm")).unwrap();
+    spawn_app_with(move |c| {
+        c.components_dir = components;
+        c.limits.api_deadline_ms = 500;
+        c.limits.memory_mib = 32;
+        c.routes.push(Route {
+            prefix: "/api/v1/hostile".into(),
+            component: "hostile".into(),
+            generation: Generation::Current,
+            public: false,
+        });
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runaway_components_are_stopped_and_the_server_keeps_serving() {
+    let app = app_with_hostile().await;
+    let (_, key, _) = app.merchant("Shop");
+    let hostile = |what: &str| {
+        app.client
+            .get(app.url(&format!("/api/v1/hostile/{what}")))
+            .bearer_auth(&key)
+            .send()
+    };
+
+    // Start the infinite loop, and while it runs, serve other requests.
+    let started = Instant::now();
+    let looping = tokio::spawn(hostile("loop"));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        app.client
+            .get(app.url("/healthz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let (status, _) = app
+        .create(&key, &new_key(), &direct_payment("+2290166000001"))
+        .await;
+    assert_eq!(status, 201, "a create succeeds while a component loops");
+    let resp = looping.await.unwrap().unwrap();
+    assert_eq!(resp.status(), 500);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "api_error");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "stopped near its 500 ms deadline: {:?}",
+        started.elapsed()
+    );
+
+    let resp = hostile("alloc").await.unwrap();
+    assert_eq!(resp.status(), 500);
+    assert_eq!(
+        resp.json::<serde_json::Value>().await.unwrap()["error"]["type"],
+        "api_error"
+    );
+
+    let resp = hostile("panic").await.unwrap();
+    assert_eq!(resp.status(), 500);
+
+    // A trap with an open transaction: rolled back, the writer is free again.
+    let resp = hostile("storage").await.unwrap();
+    assert_eq!(resp.status(), 500);
+    let (status, _) = app
+        .create(&key, &new_key(), &direct_payment("+2290166000001"))
+        .await;
+    assert_eq!(status, 201);
+
+    assert_eq!(
+        hostile("fine").await.unwrap().status(),
+        200,
+        "the component still serves after its traps"
+    );
+
+    let text = app.metrics().await;
+    assert_eq!(
+        metric(
+            &text,
+            "mmc_component_traps_total",
+            "component=\"hostile\",kind=\"deadline\""
+        ),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(
+        metric(
+            &text,
+            "mmc_component_traps_total",
+            "component=\"hostile\",kind=\"memory\""
+        ),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(
+        metric(
+            &text,
+            "mmc_component_traps_total",
+            "component=\"hostile\",kind=\"trap\""
+        ),
+        2.0,
+        "{text}"
+    );
+}

@@ -1,0 +1,11 @@
+//! Integration tests: the real server on port 0, a fresh SQLite data dir per
+//! test, the real components, HTTP over loopback.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod auth;
+mod cli;
+mod create;
+mod isolation;
+mod platform;

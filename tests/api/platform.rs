@@ -1,0 +1,117 @@
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthz_answers_without_key_and_metrics_count_requests() {
+    let app = spawn_app().await;
+    let resp = app.client.get(app.url("/healthz")).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.text().await.unwrap(), "ok\n");
+    let (_, key, _) = app.merchant("Shop");
+    let (status, _) = app.get(&key, "/api/v1/collect/payments/nope").await;
+    assert_eq!(status, 404);
+    let text = app.metrics().await;
+    assert_eq!(
+        metric(
+            &text,
+            "mmc_http_requests_total",
+            "route=\"healthz\",status=\"200\""
+        ),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(
+        metric(
+            &text,
+            "mmc_http_requests_total",
+            "route=\"collect\",status=\"404\""
+        ),
+        1.0,
+        "{text}"
+    );
+    assert!(
+        metric(
+            &text,
+            "mmc_component_calls_total",
+            "component=\"collect\",outcome=\"ok\""
+        ) >= 1.0,
+        "{text}"
+    );
+    assert!(
+        text.contains("mmc_http_request_duration_seconds_bucket{route=\"collect\",le=\"+Inf\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("mmc_component_call_duration_seconds_count{component=\"simulator\"}"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_component_is_loaded_and_compiled_code_is_cached_on_disk() {
+    let app = spawn_app().await;
+    let names: Vec<String> = app
+        .service
+        .app
+        .runtime
+        .list()
+        .iter()
+        .map(|l| l.name.clone())
+        .collect();
+    assert!(
+        names.contains(&"collect".to_string()) && names.contains(&"simulator".to_string()),
+        "{names:?}"
+    );
+    let cached: Vec<_> = std::fs::read_dir(cache_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    for loaded in app.service.app.runtime.list() {
+        let prefix = format!("{}-{}", loaded.name, &loaded.hash[..32]);
+        assert!(
+            cached
+                .iter()
+                .any(|f| f.starts_with(&prefix) && f.ends_with(".cwasm")),
+            "{prefix} not in {cached:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_paths_are_404_in_the_current_shape() {
+    let app = spawn_app().await;
+    let resp = app
+        .client
+        .get(app.url("/api/v1/nothing-here"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 404);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "not_found_error");
+    assert!(
+        body["error"]["doc_url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/docs#resource_not_found")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_bodies_are_refused_with_413() {
+    let app = spawn_app_with(|c| c.limits.max_body_bytes = 1024).await;
+    let (_, key, _) = app.merchant("Shop");
+    let resp = app
+        .client
+        .post(app.url("/api/v1/collect/payments"))
+        .bearer_auth(&key)
+        .header("Idempotency-Key", new_key())
+        .header("content-type", "application/json")
+        .body(vec![b' '; 4096])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 413);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "payload_too_large");
+}
