@@ -6,7 +6,8 @@ CARGO ?= cargo
 WASM_TARGET := wasm32-wasip2
 COMPONENTS := collect simulator
 TEST_COMPONENTS := hostile
-COMPONENT_OUT := target/$(WASM_TARGET)/components
+TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
+COMPONENT_OUT := $(TARGET_DIR)/$(WASM_TARGET)/components
 DATA_DIR ?= ./data
 
 .PHONY: all run test components test-components toolchain lint fmt bench clean
@@ -20,20 +21,20 @@ toolchain:
 
 components: toolchain
 	$(CARGO) build --profile components --target $(WASM_TARGET) $(addprefix -p ,$(COMPONENTS))
-	@mkdir -p target/components
-	@for c in $(COMPONENTS); do cp $(COMPONENT_OUT)/$$c.wasm target/components/$$c.wasm; done
+	@mkdir -p $(TARGET_DIR)/components
+	@for c in $(COMPONENTS); do cp $(COMPONENT_OUT)/$$c.wasm $(TARGET_DIR)/components/$$c.wasm; done
 
 test-components: toolchain
 	$(CARGO) build --profile components --target $(WASM_TARGET) $(addprefix -p ,$(TEST_COMPONENTS))
-	@mkdir -p target/test-components
-	@for c in $(TEST_COMPONENTS); do cp $(COMPONENT_OUT)/$$c.wasm target/test-components/$$c.wasm; done
+	@mkdir -p $(TARGET_DIR)/test-components
+	@for c in $(TEST_COMPONENTS); do cp $(COMPONENT_OUT)/$$c.wasm $(TARGET_DIR)/test-components/$$c.wasm; done
 
 run: components
 	$(CARGO) build --release -p mmc-host
-	./target/release/mmc serve --demo --data-dir $(DATA_DIR) --components-dir target/components
+	$(TARGET_DIR)/release/mmc serve --demo --data-dir $(DATA_DIR) --components-dir $(TARGET_DIR)/components
 
 test: components test-components
-	$(CARGO) test --workspace --exclude collect --exclude simulator --exclude hostile
+	$(CARGO) test --workspace $(addprefix --exclude ,$(COMPONENTS) $(TEST_COMPONENTS))
 
 lint:
 	$(CARGO) fmt --all -- --check

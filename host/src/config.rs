@@ -139,6 +139,8 @@ impl Default for Config {
                     true,
                 ),
                 route("/checkout", "collect", Generation::Current, true),
+                // Operators' notifications: authenticated by the adapter, not by an API key.
+                route("/api/v1/psp", "collect", Generation::Current, true),
                 route(
                     "/api/v1/collect/mobile-money",
                     "legacy",

@@ -11,6 +11,7 @@ use crate::runtime::{CallError, Runtime};
 const JOBS: &[(&str, &str, Duration, u32)] = &[
     ("collect", "expire", Duration::from_millis(500), 100),
     ("collect", "reconcile", Duration::from_millis(1000), 50),
+    ("bulk", "payouts", Duration::from_millis(500), 50),
 ];
 
 const MAX_ROUNDS: usize = 20;
@@ -39,7 +40,8 @@ pub fn spawn(runtime: Arc<Runtime>) {
                 })
                 .await;
                 match result {
-                    Ok(Ok(0)) | Ok(Err(CallError::NotLoaded(_))) => {}
+                    // A component that is not deployed has nothing to do.
+                    Ok(Ok(0)) | Ok(Err(CallError::NotLoaded(_) | CallError::WrongKind(_))) => {}
                     Ok(Ok(n)) => tracing::debug!(component, job, n, "job done"),
                     Ok(Err(e)) => tracing::warn!(component, job, error = %e, "job failed"),
                     Err(e) => tracing::error!(component, job, error = %e, "job task panicked"),

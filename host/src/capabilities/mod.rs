@@ -6,6 +6,7 @@ pub mod clock;
 pub mod config;
 pub mod log;
 pub mod outbound_http;
+pub mod payments;
 pub mod router;
 pub mod signing;
 pub mod storage;

@@ -106,4 +106,9 @@ impl Host for HostState {
             a.mmc_adapter_operator().call_payout_status(s, &payout)
         })
     }
+
+    fn parse_callback(&mut self, req: Inbound) -> Outcome<Vec<CallbackUpdate>> {
+        let (env, op) = (req.environment.clone(), req.operator.clone());
+        self.with_adapter(&env, &op, |s, a| a.mmc_adapter_operator().call_parse_callback(s, &req))
+    }
 }

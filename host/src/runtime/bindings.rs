@@ -39,10 +39,10 @@ pub mod surface {
     });
 }
 
-pub mod collect {
+pub mod facade {
     wasmtime::component::bindgen!({
         path: ["../wit/platform", "../wit/adapter", "../wit/api"],
-        world: "mmc:api/collect",
+        world: "mmc:api/facade",
         imports: { default: trappable },
         with: {
             "mmc:platform": super::host::mmc::platform,
@@ -52,6 +52,34 @@ pub mod collect {
     });
 }
 
+pub mod service {
+    wasmtime::component::bindgen!({
+        path: ["../wit/platform", "../wit/adapter", "../wit/api"],
+        world: "mmc:api/service",
+        imports: { default: trappable },
+        with: {
+            "mmc:platform": super::host::mmc::platform,
+            "mmc:adapter": super::host::mmc::adapter,
+            "mmc:api/http-types": super::surface::mmc::api::http_types,
+        },
+    });
+}
+
+pub mod collect {
+    wasmtime::component::bindgen!({
+        path: ["../wit/platform", "../wit/adapter", "../wit/api"],
+        world: "mmc:api/collect",
+        imports: { default: trappable },
+        with: {
+            "mmc:platform": super::host::mmc::platform,
+            "mmc:adapter": super::host::mmc::adapter,
+            "mmc:api/http-types": super::surface::mmc::api::http_types,
+            "mmc:api/payment-types": super::facade::mmc::api::payment_types,
+        },
+    });
+}
+
 pub use host::mmc::adapter::types as adapter_types;
 pub use host::mmc::platform::types::CapabilityError;
+pub use facade::mmc::api::payment_types;
 pub use surface::mmc::api::http_types;

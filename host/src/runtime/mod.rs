@@ -22,6 +22,7 @@ use wasmtime::{Engine, Store, UpdateDeadline};
 use self::bindings::adapter::{Adapter, AdapterPre};
 use self::bindings::adapter_types::OperatorInfo;
 use self::bindings::collect::{Collect, CollectPre};
+use self::bindings::service::ServicePre;
 use self::bindings::http_types::{Caller, Request, Response};
 use self::bindings::surface::{Surface, SurfacePre};
 use self::state::{DeadlineExceeded, HostState};
@@ -30,6 +31,9 @@ use crate::capabilities::outbound_http::HttpClient;
 use crate::config::{ComponentConfig, Config, Limits};
 use crate::db::Backend;
 use crate::metrics::Metrics;
+
+/// The component whose `payments` export serves facades.
+pub const PAYMENTS_COMPONENT: &str = "collect";
 
 /// Epoch tick; deadlines are checked at this granularity.
 const TICK: Duration = Duration::from_millis(10);
@@ -45,8 +49,10 @@ pub struct Services {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
-    /// Exports `handler` and `jobs` (the current API).
+    /// Exports `handler`, `jobs` and `payments` (the current API).
     Collect,
+    /// Exports `handler` and `jobs` (bulk payouts).
+    Service,
     /// Exports `handler`.
     Surface,
     /// Exports `operator`.
@@ -55,6 +61,7 @@ pub enum Kind {
 
 enum Pre {
     Collect(CollectPre<HostState>),
+    Service(ServicePre<HostState>),
     Surface(SurfacePre<HostState>),
     Adapter(AdapterPre<HostState>),
 }
@@ -165,6 +172,16 @@ impl Runtime {
             |s| s,
         )
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+        bindings::facade::mmc::api::payment_types::add_to_linker::<_, HasSelf<HostState>>(
+            &mut api_linker,
+            |s| s,
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        bindings::facade::mmc::api::payments::add_to_linker::<_, HasSelf<HostState>>(
+            &mut api_linker,
+            |s| s,
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
 
         let mut adapter_linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut adapter_linker)
@@ -260,11 +277,17 @@ impl Runtime {
                 Kind::Adapter,
                 Pre::Adapter(AdapterPre::new(pre).map_err(link)?),
             )
-        } else if has("mmc:api/handler@") && has("mmc:api/jobs@") {
+        } else if has("mmc:api/handler@") && has("mmc:api/payments@") {
             let pre = self.api_linker.instantiate_pre(&component).map_err(link)?;
             (
                 Kind::Collect,
                 Pre::Collect(CollectPre::new(pre).map_err(link)?),
+            )
+        } else if has("mmc:api/handler@") && has("mmc:api/jobs@") {
+            let pre = self.api_linker.instantiate_pre(&component).map_err(link)?;
+            (
+                Kind::Service,
+                Pre::Service(ServicePre::new(pre).map_err(link)?),
             )
         } else if has("mmc:api/handler@") {
             let pre = self.api_linker.instantiate_pre(&component).map_err(link)?;
@@ -404,6 +427,11 @@ impl Runtime {
                 caller.as_ref(),
                 &req,
             ),
+            Pre::Service(p) => p.instantiate(&mut *store)?.mmc_api_handler().call_handle(
+                &mut *store,
+                caller.as_ref(),
+                &req,
+            ),
             Pre::Surface(p) => p.instantiate(&mut *store)?.mmc_api_handler().call_handle(
                 &mut *store,
                 caller.as_ref(),
@@ -423,16 +451,28 @@ impl Runtime {
         let loaded = self
             .get(component)
             .ok_or_else(|| CallError::NotLoaded(component.into()))?;
-        if loaded.kind != Kind::Collect {
+        if !matches!(loaded.kind, Kind::Collect | Kind::Service) {
             return Err(CallError::WrongKind(component.into()));
         }
         self.invoke(&loaded, |store, pre| match pre {
-            Pre::Collect(p) => {
-                p.instantiate(&mut *store)?
-                    .mmc_api_jobs()
-                    .call_run(&mut *store, job, limit)
-            }
+            Pre::Collect(p) => p.instantiate(&mut *store)?.mmc_api_jobs().call_run(&mut *store, job, limit),
+            Pre::Service(p) => p.instantiate(&mut *store)?.mmc_api_jobs().call_run(&mut *store, job, limit),
             _ => unreachable!("kind checked above"),
+        })
+    }
+
+    /// Calls the `payments` export of the `collect` component (for facades such as legacy).
+    pub fn call_payments<R>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&mut Store<HostState>, &Collect) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        let loaded = self.get(PAYMENTS_COMPONENT).ok_or_else(|| CallError::NotLoaded(PAYMENTS_COMPONENT.into()))?;
+        self.invoke(&loaded, |store, pre| match pre {
+            Pre::Collect(p) => {
+                let instance = p.instantiate(&mut *store)?;
+                f(store, &instance)
+            }
+            _ => Err(wasmtime::format_err!("{PAYMENTS_COMPONENT} does not export payments")),
         })
     }
 
