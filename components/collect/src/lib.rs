@@ -13,10 +13,13 @@ wit_bindgen::generate!({
     generate_all,
 });
 
+mod callbacks;
 mod error;
 mod jobs;
 mod payments;
+mod refunds;
 mod store;
+mod typed;
 mod wire;
 
 use exports::mmc::api::handler::Guest as Handler;
@@ -47,7 +50,7 @@ impl Jobs for Collect {
     fn run(job: String, limit: u32) -> u32 {
         match job.as_str() {
             "expire" => jobs::expire_due(limit),
-            "reconcile" => jobs::reconcile_due(limit),
+            "reconcile" => jobs::reconcile_due(limit) + refunds::reconcile_due(limit),
             _ => 0,
         }
     }
@@ -55,6 +58,16 @@ impl Jobs for Collect {
 
 fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, ApiError> {
     let path = req.path.trim_end_matches('/');
+    // Operators' notifications: public, authenticated by the adapter.
+    if let Some(rest) = path.strip_prefix("/api/v1/psp/") {
+        return match rest.split('/').collect::<Vec<_>>().as_slice() {
+            [operator, "callback"] => callbacks::handle(req, operator),
+            _ => Err(ApiError::not_found(&format!(
+                "No such endpoint: {} {}",
+                req.method, req.path
+            ))),
+        };
+    }
     let rest = path.strip_prefix("/api/v1/collect").unwrap_or(path);
     let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
     let method = req.method.as_str();
@@ -69,7 +82,14 @@ fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, ApiError> {
         ("POST", ["payments"]) => payments::create(caller, req),
         ("GET", ["payments", "operators"]) => payments::catalogue(caller, req),
         ("GET", ["payments", id]) => payments::get(caller, req, id),
-        (_, ["payments"]) | (_, ["payments", _]) => Err(ApiError::method_not_allowed(method)),
+        ("POST", ["payments", id, "confirm"]) => payments::confirm_http(caller, req, id),
+        ("POST", ["payments", id, "cancel"]) => payments::cancel_http(caller, req, id),
+        ("POST", ["payments", id, "refunds"]) => refunds::create_http(caller, req, id),
+        (_, ["payments"])
+        | (_, ["payments", _])
+        | (_, ["payments", _, "confirm" | "cancel" | "refunds"]) => {
+            Err(ApiError::method_not_allowed(method))
+        }
         _ => Err(ApiError::not_found(&format!(
             "No such endpoint: {method} {}",
             req.path

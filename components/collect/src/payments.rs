@@ -9,11 +9,11 @@ use serde_json::{Value, json};
 
 use crate::mmc::adapter::router;
 use crate::mmc::adapter::types::{
-    AdapterError, InitiateRequest, Initiated, OperationRef, PspStatus,
+    AdapterError, InitiateRequest, Initiated, OperationRef, OtpOutcome, PspStatus,
 };
 use crate::mmc::api::http_types::{Caller, Request, Response};
 use crate::mmc::platform::{clock, log, signing, storage};
-use crate::store::{self, Failure, IdemRecord, Payment, Tx};
+use crate::store::{self, Failure, Generation, IdemRecord, Payment, Tx};
 use crate::wire::{self, json_response};
 use crate::{API_VERSION, ApiError};
 
@@ -23,6 +23,7 @@ const IDEMPOTENCY_TTL_MS: u64 = 24 * 3600 * 1000;
 const IN_PROGRESS_STALE_MS: u64 = 120_000;
 /// First PSP poll of a payment in progress, then doubling up to the cap.
 pub const FIRST_CHECK_MS: u64 = 2_000;
+const MAX_OTP_ATTEMPTS: u32 = 3;
 pub const MAX_CHECK_INTERVAL_MS: u64 = 60_000;
 
 pub fn create(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
@@ -34,23 +35,45 @@ pub fn create(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
                 "The Idempotency-Key header is required (a UUID).",
             ));
         }
-        Some(k) => uuid::Uuid::parse_str(k.trim())
-            .map_err(|_| {
-                ApiError::invalid(
-                    "idempotency_key_invalid",
-                    "Idempotency-Key",
-                    "Idempotency-Key must be a UUID.",
-                )
-            })?
-            .hyphenated()
-            .to_string(),
+        Some(k) => parse_idempotency_key(k)?,
     };
+    let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
     let input = wire::parse_create(req, &caller.environment)?;
+    let (p, replay) = create_payment(caller, input, Some(key), &body, Generation::Current)?;
+    Ok(json_response(
+        if replay { 200 } else { 201 },
+        &wire::payment_json(&p, replay),
+    ))
+}
+
+pub fn parse_idempotency_key(k: &str) -> Result<String, ApiError> {
+    Ok(uuid::Uuid::parse_str(k.trim())
+        .map_err(|_| {
+            ApiError::invalid(
+                "idempotency_key_invalid",
+                "Idempotency-Key",
+                "Idempotency-Key must be a UUID.",
+            )
+        })?
+        .hyphenated()
+        .to_string())
+}
+
+/// The creation rules, shared by every generation: operator availability and
+/// limits, idempotency by key and by reference, the pending record with its
+/// event, then initiation outside any transaction. Returns the payment and
+/// whether it is a replay.
+pub fn create_payment(
+    caller: &Caller,
+    input: wire::CreatePayment,
+    key: Option<String>,
+    body: &Value,
+    generation: Generation,
+) -> Result<(Payment, bool), ApiError> {
     // Canonical body (serde_json maps are sorted): the same request hashes the same.
-    let canonical =
-        serde_json::to_vec(&serde_json::from_slice::<Value>(&req.body).unwrap_or(Value::Null))
-            .unwrap_or_default();
-    let request_hash = hex(&signing::sha256(&canonical));
+    let request_hash = hex(&signing::sha256(
+        &serde_json::to_vec(body).unwrap_or_default(),
+    ));
     let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
 
     // The operator must be reachable in this environment, within its limits.
@@ -87,27 +110,29 @@ pub fn create(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
 
     let now = clock::now_ms();
     let tx = Tx::begin()?;
-    // An expired key (older than 24 h) counts as absent; the reference check below still applies.
-    if let Some(rec) = tx
-        .idem(env, merchant, &key)?
-        .filter(|r| now.saturating_sub(r.created_ms) < IDEMPOTENCY_TTL_MS)
-    {
-        if rec.request_hash != request_hash {
-            return Err(ApiError::idempotency(
-                "idempotency_key_reused",
-                "This Idempotency-Key was used with a different request body.",
-            ));
+    if let Some(key) = &key {
+        // An expired key (older than 24 h) counts as absent; the reference check below still applies.
+        if let Some(rec) = tx
+            .idem(env, merchant, key)?
+            .filter(|r| now.saturating_sub(r.created_ms) < IDEMPOTENCY_TTL_MS)
+        {
+            if rec.request_hash != request_hash {
+                return Err(ApiError::idempotency(
+                    "idempotency_key_reused",
+                    "This Idempotency-Key was used with a different request body.",
+                ));
+            }
+            if !rec.done && now.saturating_sub(rec.created_ms) < IN_PROGRESS_STALE_MS {
+                return Err(ApiError::idempotency(
+                    "idempotency_request_in_progress",
+                    "A request with this Idempotency-Key is still being processed; retry shortly.",
+                ));
+            }
+            let p = tx
+                .payment(env, merchant, &rec.payment_id)?
+                .ok_or_else(|| ApiError::internal("idempotency record without payment"))?;
+            return Ok((p, true));
         }
-        if !rec.done && now.saturating_sub(rec.created_ms) < IN_PROGRESS_STALE_MS {
-            return Err(ApiError::idempotency(
-                "idempotency_request_in_progress",
-                "A request with this Idempotency-Key is still being processed; retry shortly.",
-            ));
-        }
-        let p = tx
-            .payment(env, merchant, &rec.payment_id)?
-            .ok_or_else(|| ApiError::internal("idempotency record without payment"))?;
-        return Ok(json_response(200, &wire::payment_json(&p, true)));
     }
     if let Some(id) = tx.payment_id_by_reference(env, merchant, &input.reference)? {
         let p = tx
@@ -122,7 +147,7 @@ pub fn create(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
                 ),
             ));
         }
-        return Ok(json_response(200, &wire::payment_json(&p, true)));
+        return Ok((p, true));
     }
 
     let id = uuid::Uuid::new_v4().to_string();
@@ -152,6 +177,9 @@ pub fn create(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
         otp_attempts: 0,
         refunded_amount: 0,
         request_hash: request_hash.clone(),
+        refund_reserved: 0,
+        generation,
+        cancel_reason: None,
         next_check_ms: None,
         checks: 0,
     };
@@ -164,29 +192,53 @@ pub fn create(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
     emit(&tx, &p, "collect.payment.created")?;
     if hosted {
         move_to(&tx, &mut p, Status::AwaitingPayment, now)?;
+        tx.save_payment(&p, None)?;
     }
-    tx.put_idem(
-        env,
-        merchant,
-        &key,
-        &IdemRecord {
-            request_hash: request_hash.clone(),
-            payment_id: id.clone(),
-            created_ms: now,
-            done: hosted,
-        },
-    )?;
+    if let Some(key) = &key {
+        tx.put_idem(
+            env,
+            merchant,
+            key,
+            &IdemRecord {
+                request_hash: request_hash.clone(),
+                payment_id: id.clone(),
+                created_ms: now,
+                done: hosted,
+            },
+        )?;
+    }
     tx.commit()?;
     if hosted {
-        return Ok(json_response(201, &wire::payment_json(&p, false)));
+        return Ok((p, false));
     }
+    let p = initiate(caller, p)?;
+    if let Some(key) = &key {
+        let tx = Tx::begin()?;
+        tx.put_idem(
+            env,
+            merchant,
+            key,
+            &IdemRecord {
+                request_hash,
+                payment_id: id,
+                created_ms: now,
+                done: true,
+            },
+        )?;
+        tx.commit()?;
+    }
+    Ok((p, false))
+}
 
-    // Outside any transaction: the operator call may take seconds.
+/// Asks the operator to start collecting `p` (no transaction held), then
+/// applies the outcome. Returns the payment as stored afterwards.
+pub fn initiate(caller: &Caller, p: Payment) -> Result<Payment, ApiError> {
+    let operator = p.operator.clone().unwrap_or_default();
     let outcome = router::initiate(&InitiateRequest {
         payment_id: p.id.clone(),
         reference: p.reference.clone(),
-        operator: p.operator.clone().unwrap_or_default(),
-        environment: env.into(),
+        operator: operator.clone(),
+        environment: p.environment.clone(),
         amount: p.amount,
         currency: p.currency.clone(),
         country: p.country.clone(),
@@ -194,33 +246,20 @@ pub fn create(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
         mode: p.mode.as_str().into(),
         description: p.description.clone(),
         callback_url: format!(
-            "{}/api/v1/psp/{}/callback",
-            caller.base_url,
-            p.operator.clone().unwrap_or_default()
+            "{}/api/v1/psp/{operator}/callback?environment={}",
+            caller.base_url, p.environment
         ),
-        return_url: None,
+        return_url: Some(format!("{}/checkout/{}", caller.base_url, p.id)),
     });
-
     let tx = Tx::begin()?;
     let mut p = tx
-        .payment(env, merchant, &id)?
+        .payment(&p.environment, &p.merchant_id, &p.id)?
         .ok_or_else(|| ApiError::internal("payment vanished"))?;
     let previous_check = p.next_check_ms;
     apply_initiated(&tx, &mut p, outcome)?;
     tx.save_payment(&p, previous_check)?;
-    tx.put_idem(
-        env,
-        merchant,
-        &key,
-        &IdemRecord {
-            request_hash,
-            payment_id: id,
-            created_ms: now,
-            done: true,
-        },
-    )?;
     tx.commit()?;
-    Ok(json_response(201, &wire::payment_json(&p, false)))
+    Ok(p)
 }
 
 fn apply_initiated(
@@ -229,7 +268,7 @@ fn apply_initiated(
     outcome: Result<Initiated, AdapterError>,
 ) -> Result<(), ApiError> {
     let now = clock::now_ms();
-    if p.status != Status::Pending {
+    if p.status != Status::Pending && p.status != Status::AwaitingPayment {
         return Ok(()); // moved meanwhile (a callback or a cancel): that move stands.
     }
     match outcome {
@@ -279,7 +318,7 @@ fn apply_initiated(
     }
 }
 
-fn adapter_failure(e: &AdapterError) -> (&'static str, String) {
+pub fn adapter_failure(e: &AdapterError) -> (&'static str, String) {
     match e {
         AdapterError::NotSupported(m) => ("operator_unavailable", m.clone()),
         AdapterError::Timeout(m) => ("operator_timeout", m.clone()),
@@ -319,25 +358,57 @@ pub fn move_to(tx: &Tx, p: &mut Payment, next: Status, now: u64) -> Result<(), A
 }
 
 /// Writes the event in the same transaction as the change it reports.
+/// Payments created through the legacy generation get legacy names and the
+/// legacy Collection as `data.object`.
 pub fn emit(tx: &Tx, p: &Payment, event_type: &str) -> Result<(), ApiError> {
+    let (event_type, object, api_version) = match p.generation {
+        Generation::Current => (event_type, wire::payment_json(p, false), API_VERSION),
+        Generation::Legacy => match mmc_domain::legacy::event_type(event_type) {
+            Some(t) => (t, wire::legacy_collection(p, false), "legacy"),
+            None => return Ok(()),
+        },
+    };
+    emit_event(
+        tx,
+        event_type,
+        &p.merchant_id,
+        &p.environment,
+        &p.id,
+        p.callback_url.clone(),
+        object,
+        api_version,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn emit_event(
+    tx: &Tx,
+    event_type: &str,
+    merchant_id: &str,
+    environment: &str,
+    subject_id: &str,
+    extra_url: Option<String>,
+    object: Value,
+    api_version: &str,
+) -> Result<(), ApiError> {
     let id = format!("evt_{}", uuid::Uuid::new_v4().simple());
     let body = json!({
         "id": id,
         "object": "event",
-        "api_version": API_VERSION,
+        "api_version": api_version,
         "type": event_type,
         "created": clock::now_ms() / 1000,
-        "environment": p.environment,
-        "merchant_id": p.merchant_id,
-        "data": {"object": wire::payment_json(p, false)},
+        "environment": environment,
+        "merchant_id": merchant_id,
+        "data": {"object": object},
     });
     tx.emit(&storage::OutboxEvent {
         id,
         event_type: event_type.into(),
-        merchant_id: p.merchant_id.clone(),
-        environment: p.environment.clone(),
-        subject_id: p.id.clone(),
-        extra_url: p.callback_url.clone(),
+        merchant_id: merchant_id.into(),
+        environment: environment.into(),
+        subject_id: subject_id.into(),
+        extra_url,
         payload: serde_json::to_vec(&body).expect("JSON values serialise"),
     })
 }
@@ -434,4 +505,188 @@ pub fn catalogue(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
 
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// OTP confirmation (the OTP operator). Wrong code: 400 `invalid_otp`, status
+/// unchanged; the third wrong code fails the payment.
+pub fn confirm(caller: &Caller, id: &str, otp: &str) -> Result<Payment, ApiError> {
+    let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
+    let p =
+        store::read_payment(env, merchant, id)?.ok_or_else(|| ApiError::payment_not_found(id))?;
+    let len = otp.chars().count();
+    if !(4..=8).contains(&len) {
+        return Err(ApiError::invalid(
+            "otp_invalid_length",
+            "otp",
+            "otp must be 4 to 8 characters.",
+        ));
+    }
+    if p.status != Status::AwaitingOtp {
+        return Err(ApiError::state(
+            "otp_not_required",
+            format!(
+                "This payment is {}, not awaiting an OTP.",
+                p.status.as_str()
+            ),
+        ));
+    }
+    let answer = router::confirm_otp(&operation_ref(&p), otp);
+    let tx = Tx::begin()?;
+    let mut p = tx
+        .payment(env, merchant, &p.id)?
+        .ok_or_else(|| ApiError::internal("payment vanished"))?;
+    if p.status != Status::AwaitingOtp {
+        return Err(ApiError::state(
+            "otp_not_required",
+            format!(
+                "This payment is {}, not awaiting an OTP.",
+                p.status.as_str()
+            ),
+        ));
+    }
+    let previous_check = p.next_check_ms;
+    let now = clock::now_ms();
+    let wrong = match answer {
+        Ok(OtpOutcome::WrongCode) => {
+            p.otp_attempts += 1;
+            if p.otp_attempts >= MAX_OTP_ATTEMPTS {
+                p.failure = Some(Failure {
+                    code: "otp_attempts_exceeded".into(),
+                    message: "Three wrong one-time codes.".into(),
+                });
+                move_to(&tx, &mut p, Status::Failed, now)?;
+            }
+            true
+        }
+        Ok(OtpOutcome::Accepted(status)) => {
+            move_to(&tx, &mut p, Status::Processing, now)?;
+            p.next_check_ms = Some(now + FIRST_CHECK_MS);
+            apply_psp_status(&tx, &mut p, status)?;
+            false
+        }
+        Err(AdapterError::Timeout(_)) => {
+            // The code may have been taken: treat as submitted and let reconciliation tell.
+            move_to(&tx, &mut p, Status::Processing, now)?;
+            p.next_check_ms = Some(now + FIRST_CHECK_MS);
+            false
+        }
+        Err(e) => return Err(ApiError::operator("operator_error", adapter_failure(&e).1)),
+    };
+    tx.save_payment(&p, previous_check)?;
+    tx.commit()?;
+    if wrong {
+        let left = MAX_OTP_ATTEMPTS.saturating_sub(p.otp_attempts);
+        return Err(ApiError::invalid(
+            "invalid_otp",
+            "otp",
+            if left == 0 {
+                "Wrong one-time code; the payment has failed after three attempts.".to_string()
+            } else {
+                format!("Wrong one-time code; {left} attempt(s) left.")
+            },
+        ));
+    }
+    Ok(p)
+}
+
+pub fn confirm_http(caller: &Caller, req: &Request, id: &str) -> Result<Response, ApiError> {
+    let body = wire::body_object(req)?;
+    wire::reject_unknown(&body, &["otp"])?;
+    let otp = match body.get("otp") {
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "parameter_invalid_string",
+                "otp",
+                "otp must be a string.",
+            ));
+        }
+        None => {
+            return Err(ApiError::invalid(
+                "parameter_missing",
+                "otp",
+                "otp is required.",
+            ));
+        }
+    };
+    let p = confirm(caller, id, &otp)?;
+    Ok(json_response(200, &wire::payment_json(&p, false)))
+}
+
+/// Cancel while the customer has not paid. The operator is asked first; if it
+/// says the money already moved, the payment completes instead.
+pub fn cancel_http(caller: &Caller, req: &Request, id: &str) -> Result<Response, ApiError> {
+    let reason = if req.body.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        let body = wire::body_object(req)?;
+        wire::reject_unknown(&body, &["reason"])?;
+        match body.get("reason") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s.chars().count() <= 64 => Some(s.clone()),
+            Some(Value::String(_)) => {
+                return Err(ApiError::invalid(
+                    "parameter_too_long",
+                    "reason",
+                    "reason must be at most 64 characters.",
+                ));
+            }
+            Some(_) => {
+                return Err(ApiError::invalid(
+                    "parameter_invalid_string",
+                    "reason",
+                    "reason must be a string.",
+                ));
+            }
+        }
+    };
+    let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
+    let p =
+        store::read_payment(env, merchant, id)?.ok_or_else(|| ApiError::payment_not_found(id))?;
+    if !p.status.is_cancellable() {
+        return Err(ApiError::state(
+            "payment_not_cancellable",
+            format!("A {} payment cannot be cancelled.", p.status.as_str()),
+        ));
+    }
+    let answer = if p.operator.is_some() && p.psp_reference.is_some() {
+        Some(router::cancel(&operation_ref(&p)))
+    } else {
+        None
+    };
+    let tx = Tx::begin()?;
+    let mut p = tx
+        .payment(env, merchant, &p.id)?
+        .ok_or_else(|| ApiError::internal("payment vanished"))?;
+    let previous_check = p.next_check_ms;
+    let now = clock::now_ms();
+    match answer {
+        Some(Ok(PspStatus::Completed)) => {
+            move_to(&tx, &mut p, Status::Completed, now)?;
+            tx.save_payment(&p, previous_check)?;
+            tx.commit()?;
+            return Err(ApiError::state(
+                "payment_not_cancellable",
+                "The customer already paid: the payment is completed.",
+            ));
+        }
+        Some(Err(AdapterError::NotSupported(_))) | Some(Ok(_)) | None => {}
+        Some(Err(e)) => {
+            return Err(ApiError::operator(
+                "operator_error",
+                format!("The operator could not cancel: {}", adapter_failure(&e).1),
+            ));
+        }
+    }
+    if !p.status.is_cancellable() {
+        return Err(ApiError::state(
+            "payment_not_cancellable",
+            format!("A {} payment cannot be cancelled.", p.status.as_str()),
+        ));
+    }
+    p.cancel_reason = reason;
+    move_to(&tx, &mut p, Status::Cancelled, now)?;
+    tx.save_payment(&p, previous_check)?;
+    tx.commit()?;
+    Ok(json_response(200, &wire::payment_json(&p, false)))
 }

@@ -9,6 +9,10 @@
 //! | idem | env/merchant/idempotency-key | [`IdemRecord`] |
 //! | expiry | expires_ms/env/merchant/id | (empty) — payments not yet final |
 //! | active | next_check_ms/env/merchant/id | (empty) — payments to poll at the PSP |
+//! | owners | env/id | merchant id — for operator callbacks, which carry no merchant |
+//! | pspref | env/operator/psp_reference | merchant/id |
+//! | refunds | env/merchant/refund id | [`Refund`] |
+//! | refund_active | next_check_ms/env/merchant/refund id | (empty) — refunds to poll |
 
 use mmc_domain::{Mode, Status};
 use serde::{Deserialize, Serialize};
@@ -60,7 +64,51 @@ pub struct Payment {
     pub refunded_amount: u64,
     /// Hash of the creating request's canonical body (reference replays compare it).
     pub request_hash: String,
+    #[serde(default)]
+    pub refund_reserved: u64,
+    #[serde(default)]
+    pub generation: Generation,
+    #[serde(default)]
+    pub cancel_reason: Option<String>,
     /// Next PSP poll, when the payment is in `active`.
+    #[serde(default)]
+    pub next_check_ms: Option<u64>,
+    #[serde(default)]
+    pub checks: u32,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Generation {
+    #[default]
+    Current,
+    Legacy,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefundStatus {
+    Pending,
+    Completed,
+    Failed,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Refund {
+    pub id: String,
+    pub payment_id: String,
+    pub merchant_id: String,
+    pub environment: String,
+    pub reference: String,
+    pub status: RefundStatus,
+    pub amount: u64,
+    pub currency: String,
+    pub reason: String,
+    pub metadata: Option<Value>,
+    pub psp_reference: Option<String>,
+    pub failure: Option<Failure>,
+    pub created_at_ms: u64,
+    pub updated_at_ms: u64,
     #[serde(default)]
     pub next_check_ms: Option<u64>,
     #[serde(default)]
@@ -213,7 +261,57 @@ impl Tx {
         } else if let Some(at) = p.next_check_ms {
             self.0.put("active", &time_key(at, env, m, id), b"")?;
         }
+        if let (Some(op), Some(r)) = (&p.operator, &p.psp_reference) {
+            self.0.put(
+                "pspref",
+                &format!("{env}/{op}/{r}"),
+                format!("{m}/{id}").as_bytes(),
+            )?;
+        }
         Ok(self.0.put("payments", &scope(env, m, id), &encode(p))?)
+    }
+
+    /// The merchant owning payment or refund `id` (callbacks carry no merchant).
+    pub fn owner(&self, env: &str, id: &str) -> Result<Option<String>, ApiError> {
+        Ok(self
+            .0
+            .get("owners", &format!("{env}/{id}"))?
+            .map(|b| String::from_utf8_lossy(&b).into_owned()))
+    }
+
+    /// (merchant, id) of the payment an operator knows by `psp_reference`.
+    pub fn by_psp_reference(
+        &self,
+        env: &str,
+        operator: &str,
+        psp_reference: &str,
+    ) -> Result<Option<(String, String)>, ApiError> {
+        Ok(self
+            .0
+            .get("pspref", &format!("{env}/{operator}/{psp_reference}"))?
+            .and_then(|b| {
+                let s = String::from_utf8_lossy(&b).into_owned();
+                s.split_once('/')
+                    .map(|(m, i)| (m.to_string(), i.to_string()))
+            }))
+    }
+
+    pub fn refund(&self, env: &str, merchant: &str, id: &str) -> Result<Option<Refund>, ApiError> {
+        decode(self.0.get("refunds", &scope(env, merchant, id))?)
+    }
+
+    /// Writes a refund, keeping `refund_active` in step. `previous_check` as for payments.
+    pub fn save_refund(&self, r: &Refund, previous_check: Option<u64>) -> Result<(), ApiError> {
+        let (env, m, id) = (&r.environment, &r.merchant_id, &r.id);
+        if let Some(at) = previous_check {
+            self.0.delete("refund_active", &time_key(at, env, m, id))?;
+        }
+        if let (RefundStatus::Pending, Some(at)) = (r.status, r.next_check_ms) {
+            self.0
+                .put("refund_active", &time_key(at, env, m, id), b"")?;
+        }
+        self.0.put("owners", &format!("{env}/{id}"), m.as_bytes())?;
+        Ok(self.0.put("refunds", &scope(env, m, id), &encode(r))?)
     }
 
     pub fn emit(&self, event: &storage::OutboxEvent) -> Result<(), ApiError> {

@@ -81,6 +81,36 @@ pub fn body_object(req: &Request) -> Result<Map<String, Value>, ApiError> {
     }
 }
 
+pub fn reject_unknown(m: &Map<String, Value>, known: &[&str]) -> Result<(), ApiError> {
+    match m.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(unknown) => Err(ApiError::invalid(
+            "parameter_unknown",
+            unknown,
+            format!("Unknown parameter '{unknown}'."),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The legacy Collection view of a payment (shape shared with the legacy facade).
+pub fn legacy_collection(p: &Payment, replay: bool) -> Value {
+    mmc_domain::legacy::collection_json(
+        &mmc_domain::legacy::Collection {
+            id: &p.id,
+            reference: &p.reference,
+            status: p.status.as_str(),
+            amount: p.amount,
+            currency: &p.currency,
+            country: &p.country,
+            operator: p.operator.as_deref(),
+            phone: p.customer.as_ref().and_then(|c| c.phone.as_deref()),
+            psp_reference: p.psp_reference.as_deref(),
+            failure_message: p.failure.as_ref().map(|f| f.message.as_str()),
+        },
+        replay,
+    )
+}
+
 /// A validated create request.
 #[derive(Debug, Clone)]
 pub struct CreatePayment {
@@ -191,15 +221,15 @@ fn check_url(url: &str, environment: &str) -> Result<(), &'static str> {
 }
 
 pub fn parse_create(req: &Request, environment: &str) -> Result<CreatePayment, ApiError> {
-    let m = body_object(req)?;
-    if let Some(unknown) = m.keys().find(|k| !CREATE_FIELDS.contains(&k.as_str())) {
-        return Err(ApiError::invalid(
-            "parameter_unknown",
-            unknown,
-            format!("Unknown parameter '{unknown}'."),
-        ));
-    }
-    let reference = required_string(&m, "reference", 100)?;
+    parse_create_object(&body_object(req)?, environment)
+}
+
+pub fn parse_create_object(
+    m: &Map<String, Value>,
+    environment: &str,
+) -> Result<CreatePayment, ApiError> {
+    reject_unknown(m, CREATE_FIELDS)?;
+    let reference = required_string(m, "reference", 100)?;
     if reference.contains('/') || reference.chars().any(char::is_control) {
         return Err(ApiError::invalid(
             "parameter_invalid",
@@ -207,7 +237,7 @@ pub fn parse_create(req: &Request, environment: &str) -> Result<CreatePayment, A
             "reference must not contain '/' or control characters.",
         ));
     }
-    let amount = match opt_integer(&m, "amount")? {
+    let amount = match opt_integer(m, "amount")? {
         None => {
             return Err(ApiError::invalid(
                 "parameter_missing",
@@ -224,7 +254,7 @@ pub fn parse_create(req: &Request, environment: &str) -> Result<CreatePayment, A
         }
         Some(a) => a as u64,
     };
-    let currency = required_string(&m, "currency", 3)?;
+    let currency = required_string(m, "currency", 3)?;
     if currency != "XOF" && currency != "XAF" {
         return Err(ApiError::invalid(
             "parameter_invalid",
@@ -232,7 +262,7 @@ pub fn parse_create(req: &Request, environment: &str) -> Result<CreatePayment, A
             "currency must be XOF or XAF.",
         ));
     }
-    let country_code = required_string(&m, "country", 2)?;
+    let country_code = required_string(m, "country", 2)?;
     let country = Country::parse(&country_code).ok_or_else(|| {
         ApiError::invalid(
             "country_not_supported",
@@ -251,7 +281,7 @@ pub fn parse_create(req: &Request, environment: &str) -> Result<CreatePayment, A
             ),
         ));
     }
-    let mode = match opt_string(&m, "mode", "mode", 10)?.as_deref() {
+    let mode = match opt_string(m, "mode", "mode", 10)?.as_deref() {
         None | Some("direct") => Mode::Direct,
         Some("hosted") => Mode::Hosted,
         Some(_) => {
@@ -303,7 +333,7 @@ pub fn parse_create(req: &Request, environment: &str) -> Result<CreatePayment, A
             ));
         }
     };
-    let operator = match opt_string(&m, "operator", "operator", 40)? {
+    let operator = match opt_string(m, "operator", "operator", 40)? {
         None if mode == Mode::Direct => {
             return Err(ApiError::invalid(
                 "parameter_missing",
@@ -342,13 +372,13 @@ pub fn parse_create(req: &Request, environment: &str) -> Result<CreatePayment, A
             "customer.phone is required when mode is direct.",
         ));
     }
-    let description = opt_string(&m, "description", "description", 255)?;
-    let callback_url = opt_string(&m, "callback_url", "callback_url", 2048)?;
+    let description = opt_string(m, "description", "description", 255)?;
+    let callback_url = opt_string(m, "callback_url", "callback_url", 2048)?;
     if let Some(url) = &callback_url {
         check_url(url, environment)
             .map_err(|msg| ApiError::invalid("url_invalid", "callback_url", msg))?;
     }
-    let expires_in_seconds = match opt_integer(&m, "expires_in_seconds")? {
+    let expires_in_seconds = match opt_integer(m, "expires_in_seconds")? {
         None => 900,
         Some(s) if (300..=3600).contains(&s) => s as u64,
         Some(_) => {
@@ -359,7 +389,7 @@ pub fn parse_create(req: &Request, environment: &str) -> Result<CreatePayment, A
             ));
         }
     };
-    let external_merchant_id = opt_string(&m, "external_merchant_id", "external_merchant_id", 100)?;
+    let external_merchant_id = opt_string(m, "external_merchant_id", "external_merchant_id", 100)?;
     let metadata = match m.get("metadata") {
         None | Some(Value::Null) => None,
         Some(Value::Object(o)) => {

@@ -15,13 +15,17 @@ type Outcome<T> = wasmtime::Result<Result<T, Failure>>;
 impl HostState {
     fn with_payments<T>(
         &mut self,
-        f: impl FnOnce(&mut wasmtime::Store<HostState>, &Collect) -> wasmtime::Result<Result<T, Failure>>,
+        f: impl FnOnce(
+            &mut wasmtime::Store<HostState>,
+            &Collect,
+        ) -> wasmtime::Result<Result<T, Failure>>,
     ) -> Outcome<T> {
         if self.open_txn {
             return Ok(Err(Failure {
                 status: 500,
                 code: "internal_error".into(),
-                message: "payments calls are not allowed while a storage transaction is open".into(),
+                message: "payments calls are not allowed while a storage transaction is open"
+                    .into(),
                 param: None,
             }));
         }
@@ -30,7 +34,12 @@ impl HostState {
         // Collect has its own deadline: the facade is not charged for it.
         self.deadline.extend(started.elapsed());
         Ok(result.unwrap_or_else(|e| {
-            Err(Failure { status: 500, code: "internal_error".into(), message: e.to_string(), param: None })
+            Err(Failure {
+                status: 500,
+                code: "internal_error".into(),
+                message: e.to_string(),
+                param: None,
+            })
         }))
     }
 }
@@ -43,10 +52,21 @@ impl Host for HostState {
     }
 
     fn get(&mut self, caller: Caller, reference_or_id: String, sync: bool) -> Outcome<Payment> {
-        self.with_payments(|s, c| c.mmc_api_payments().call_get(s, &caller, &reference_or_id, sync))
+        self.with_payments(|s, c| {
+            c.mmc_api_payments()
+                .call_get(s, &caller, &reference_or_id, sync)
+        })
     }
 
-    fn confirm(&mut self, caller: Caller, reference_or_id: String, otp: String) -> Outcome<Payment> {
-        self.with_payments(|s, c| c.mmc_api_payments().call_confirm(s, &caller, &reference_or_id, &otp))
+    fn confirm(
+        &mut self,
+        caller: Caller,
+        reference_or_id: String,
+        otp: String,
+    ) -> Outcome<Payment> {
+        self.with_payments(|s, c| {
+            c.mmc_api_payments()
+                .call_confirm(s, &caller, &reference_or_id, &otp)
+        })
     }
 }

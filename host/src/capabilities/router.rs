@@ -109,6 +109,8 @@ impl Host for HostState {
 
     fn parse_callback(&mut self, req: Inbound) -> Outcome<Vec<CallbackUpdate>> {
         let (env, op) = (req.environment.clone(), req.operator.clone());
-        self.with_adapter(&env, &op, |s, a| a.mmc_adapter_operator().call_parse_callback(s, &req))
+        self.with_adapter(&env, &op, |s, a| {
+            a.mmc_adapter_operator().call_parse_callback(s, &req)
+        })
     }
 }

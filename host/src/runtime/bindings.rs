@@ -79,7 +79,7 @@ pub mod collect {
     });
 }
 
+pub use facade::mmc::api::payment_types;
 pub use host::mmc::adapter::types as adapter_types;
 pub use host::mmc::platform::types::CapabilityError;
-pub use facade::mmc::api::payment_types;
 pub use surface::mmc::api::http_types;

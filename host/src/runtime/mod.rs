@@ -22,8 +22,8 @@ use wasmtime::{Engine, Store, UpdateDeadline};
 use self::bindings::adapter::{Adapter, AdapterPre};
 use self::bindings::adapter_types::OperatorInfo;
 use self::bindings::collect::{Collect, CollectPre};
-use self::bindings::service::ServicePre;
 use self::bindings::http_types::{Caller, Request, Response};
+use self::bindings::service::ServicePre;
 use self::bindings::surface::{Surface, SurfacePre};
 use self::state::{DeadlineExceeded, HostState};
 use crate::capabilities::clock::Clock;
@@ -455,8 +455,16 @@ impl Runtime {
             return Err(CallError::WrongKind(component.into()));
         }
         self.invoke(&loaded, |store, pre| match pre {
-            Pre::Collect(p) => p.instantiate(&mut *store)?.mmc_api_jobs().call_run(&mut *store, job, limit),
-            Pre::Service(p) => p.instantiate(&mut *store)?.mmc_api_jobs().call_run(&mut *store, job, limit),
+            Pre::Collect(p) => {
+                p.instantiate(&mut *store)?
+                    .mmc_api_jobs()
+                    .call_run(&mut *store, job, limit)
+            }
+            Pre::Service(p) => {
+                p.instantiate(&mut *store)?
+                    .mmc_api_jobs()
+                    .call_run(&mut *store, job, limit)
+            }
             _ => unreachable!("kind checked above"),
         })
     }
@@ -466,13 +474,17 @@ impl Runtime {
         self: &Arc<Self>,
         f: impl FnOnce(&mut Store<HostState>, &Collect) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
-        let loaded = self.get(PAYMENTS_COMPONENT).ok_or_else(|| CallError::NotLoaded(PAYMENTS_COMPONENT.into()))?;
+        let loaded = self
+            .get(PAYMENTS_COMPONENT)
+            .ok_or_else(|| CallError::NotLoaded(PAYMENTS_COMPONENT.into()))?;
         self.invoke(&loaded, |store, pre| match pre {
             Pre::Collect(p) => {
                 let instance = p.instantiate(&mut *store)?;
                 f(store, &instance)
             }
-            _ => Err(wasmtime::format_err!("{PAYMENTS_COMPONENT} does not export payments")),
+            _ => Err(wasmtime::format_err!(
+                "{PAYMENTS_COMPONENT} does not export payments"
+            )),
         })
     }
 

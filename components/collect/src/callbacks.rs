@@ -1,0 +1,117 @@
+//! Operators' inbound notifications: `POST|PUT /api/v1/psp/{operator}/callback`.
+//! The adapter checks authenticity and translates; here the updates go
+//! through the same state machine as everything else, so a duplicate or late
+//! callback never moves a terminal payment.
+
+use serde_json::json;
+
+use crate::ApiError;
+use crate::mmc::adapter::router;
+use crate::mmc::adapter::types::{AdapterError, CallbackUpdate, Inbound, SubjectKind};
+use crate::mmc::api::http_types::{Request, Response};
+use crate::mmc::platform::log;
+use crate::payments::apply_psp_status;
+use crate::refunds::apply_refund_status;
+use crate::store::Tx;
+use crate::wire::{self, json_response};
+
+pub fn handle(req: &Request, operator: &str) -> Result<Response, ApiError> {
+    if req.method != "POST" && req.method != "PUT" {
+        return Err(ApiError::method_not_allowed(&req.method));
+    }
+    let environment = match wire::query_param(req, "environment") {
+        None | Some("live") => "live",
+        Some("test") => "test",
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "parameter_invalid",
+                "environment",
+                "environment must be test or live.",
+            ));
+        }
+    };
+    let op = mmc_domain::operators::find(operator)
+        .ok_or_else(|| ApiError::not_found(&format!("Unknown operator '{operator}'.")))?;
+    let inbound = Inbound {
+        operator: op.slug.into(),
+        environment: environment.into(),
+        method: req.method.clone(),
+        headers: req.headers.clone(),
+        body: req.body.clone(),
+    };
+    let updates = match router::parse_callback(&inbound) {
+        Ok(u) => u,
+        Err(AdapterError::Unauthenticated(m)) => {
+            log::log(
+                log::Level::Warn,
+                &format!("{operator} callback refused: {m}"),
+            );
+            return Ok(ApiError {
+                status: 401,
+                kind: "authentication_error",
+                code: "callback_unauthenticated",
+                message: "The notification failed its authenticity check.".into(),
+                param: None,
+            }
+            .into_response(""));
+        }
+        Err(AdapterError::NotSupported(m)) => return Err(ApiError::not_found(&m)),
+        Err(e) => {
+            return Err(ApiError::bad_request(
+                "callback_invalid",
+                format!("The notification could not be read: {e:?}"),
+            ));
+        }
+    };
+    let mut applied = 0;
+    for u in &updates {
+        match apply(environment, op.slug, u) {
+            Ok(true) => applied += 1,
+            Ok(false) => log::log(
+                log::Level::Warn,
+                &format!("{operator} callback for an unknown subject: {u:?}"),
+            ),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(json_response(
+        200,
+        &json!({"received": updates.len(), "applied": applied}),
+    ))
+}
+
+/// Applies one update; false when its subject is unknown here.
+fn apply(env: &str, operator: &str, u: &CallbackUpdate) -> Result<bool, ApiError> {
+    let tx = Tx::begin()?;
+    let located = match (&u.id, &u.psp_reference) {
+        (Some(id), _) => tx.owner(env, id)?.map(|m| (m, id.clone())),
+        (None, Some(r)) => tx.by_psp_reference(env, operator, r)?,
+        (None, None) => None,
+    };
+    let Some((merchant, id)) = located else {
+        return Ok(false);
+    };
+    match u.kind {
+        SubjectKind::Payment => {
+            let Some(mut p) = tx.payment(env, &merchant, &id)? else {
+                return Ok(false);
+            };
+            let previous_check = p.next_check_ms;
+            if p.psp_reference.is_none() {
+                p.psp_reference = u.psp_reference.clone();
+            }
+            apply_psp_status(&tx, &mut p, u.status.clone())?;
+            tx.save_payment(&p, previous_check)?;
+        }
+        SubjectKind::Refund => {
+            let Some(mut r) = tx.refund(env, &merchant, &id)? else {
+                return Ok(false);
+            };
+            apply_refund_status(&tx, &mut r, u.status.clone())?;
+        }
+        // Payouts belong to the bulk component, which polls their status.
+        SubjectKind::Payout => return Ok(false),
+    }
+    tx.commit()?;
+    Ok(true)
+}

@@ -1,0 +1,286 @@
+//! Refunds of completed payments. The amount is reserved on the payment in
+//! the same transaction that records the refund, so concurrent refunds can
+//! never add up to more than the payment; the operator is called outside.
+
+use mmc_domain::{Status, time};
+use serde_json::{Value, json};
+
+use crate::mmc::adapter::router;
+use crate::mmc::adapter::types::{AdapterError, OperationRef, PspStatus, RefundRequest};
+use crate::mmc::api::http_types::{Caller, Request, Response};
+use crate::mmc::platform::clock;
+use crate::payments::{
+    FIRST_CHECK_MS, MAX_CHECK_INTERVAL_MS, adapter_failure, emit_event, move_to, operation_ref,
+};
+use crate::store::{self, Failure, Refund, RefundStatus, Tx};
+use crate::wire::{self, json_response};
+use crate::{API_VERSION, ApiError};
+
+pub const REASONS: &[&str] = &[
+    "customer_dispute",
+    "duplicate",
+    "fraudulent",
+    "requested_by_customer",
+    "other",
+];
+
+pub fn refund_json(r: &Refund) -> Value {
+    json!({
+        "object": "collect.refund",
+        "id": r.id,
+        "payment_id": r.payment_id,
+        "reference": r.reference,
+        "status": match r.status { RefundStatus::Pending => "pending", RefundStatus::Completed => "completed", RefundStatus::Failed => "failed" },
+        "amount": r.amount,
+        "currency": r.currency,
+        "reason": r.reason,
+        "metadata": r.metadata,
+        "psp_reference": r.psp_reference,
+        "failure_code": r.failure.as_ref().map(|f| f.code.clone()),
+        "failure_message": r.failure.as_ref().map(|f| f.message.clone()),
+        "environment": r.environment,
+        "created_at": time::rfc3339(r.created_at_ms),
+    })
+}
+
+pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response, ApiError> {
+    let body = if req.body.iter().all(u8::is_ascii_whitespace) {
+        Default::default()
+    } else {
+        wire::body_object(req)?
+    };
+    wire::reject_unknown(&body, &["amount", "reason", "metadata"])?;
+    let amount = match body.get("amount") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => match n.as_i64() {
+            Some(a) if a >= 1 => Some(a as u64),
+            Some(_) => {
+                return Err(ApiError::invalid(
+                    "parameter_out_of_range",
+                    "amount",
+                    "amount must be at least 1.",
+                ));
+            }
+            None => {
+                return Err(ApiError::invalid(
+                    "parameter_invalid_integer",
+                    "amount",
+                    "amount must be an integer.",
+                ));
+            }
+        },
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "parameter_invalid_integer",
+                "amount",
+                "amount must be an integer.",
+            ));
+        }
+    };
+    let reason = match body.get("reason") {
+        None | Some(Value::Null) => "customer_dispute".to_string(),
+        Some(Value::String(r)) if REASONS.contains(&r.as_str()) => r.clone(),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "parameter_invalid",
+                "reason",
+                format!("reason must be one of {}.", REASONS.join(", ")),
+            ));
+        }
+    };
+    let metadata = match body.get("metadata") {
+        None | Some(Value::Null) => None,
+        Some(v @ Value::Object(o)) if o.len() <= 50 => Some(v.clone()),
+        Some(Value::Object(_)) => {
+            return Err(ApiError::invalid(
+                "metadata_too_large",
+                "metadata",
+                "metadata allows at most 50 keys.",
+            ));
+        }
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "parameter_invalid_object",
+                "metadata",
+                "metadata must be an object.",
+            ));
+        }
+    };
+
+    let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
+    let now = clock::now_ms();
+    // Reserve the amount with the pending refund, in one transaction.
+    let tx = Tx::begin()?;
+    let pid = store::read_payment(env, merchant, id)?
+        .ok_or_else(|| ApiError::payment_not_found(id))?
+        .id;
+    let mut p = tx
+        .payment(env, merchant, &pid)?
+        .ok_or_else(|| ApiError::payment_not_found(id))?;
+    if p.status != Status::Completed {
+        return Err(ApiError::state(
+            "payment_not_refundable",
+            format!(
+                "Only completed payments can be refunded; this one is {}.",
+                p.status.as_str()
+            ),
+        ));
+    }
+    let remaining = p.amount - p.refunded_amount - p.refund_reserved;
+    let amount = amount.unwrap_or(remaining);
+    if amount == 0 || amount > remaining {
+        return Err(ApiError::invalid(
+            "refund_amount_exceeds_remaining",
+            "amount",
+            format!(
+                "At most {remaining} {} remains to refund on this payment.",
+                p.currency
+            ),
+        ));
+    }
+    let mut r = Refund {
+        id: uuid::Uuid::new_v4().to_string(),
+        payment_id: p.id.clone(),
+        merchant_id: merchant.into(),
+        environment: env.into(),
+        reference: p.reference.clone(),
+        status: RefundStatus::Pending,
+        amount,
+        currency: p.currency.clone(),
+        reason: reason.clone(),
+        metadata,
+        psp_reference: None,
+        failure: None,
+        created_at_ms: now,
+        updated_at_ms: now,
+        next_check_ms: None,
+        checks: 0,
+    };
+    p.refund_reserved += amount;
+    tx.save_payment(&p, p.next_check_ms)?;
+    tx.save_refund(&r, None)?;
+    tx.commit()?;
+
+    let answer = router::refund(&RefundRequest {
+        refund_id: r.id.clone(),
+        payment: operation_ref(&p),
+        amount,
+        reason,
+    });
+    let tx = Tx::begin()?;
+    r = tx
+        .refund(env, merchant, &r.id)?
+        .ok_or_else(|| ApiError::internal("refund vanished"))?;
+    let status = match answer {
+        Ok(started) => {
+            r.psp_reference = Some(started.psp_reference);
+            started.status
+        }
+        // Unknown outcome: stays pending and is polled.
+        Err(AdapterError::Timeout(_)) => PspStatus::Pending,
+        Err(e) => {
+            let (code, message) = adapter_failure(&e);
+            PspStatus::Failed(crate::mmc::adapter::types::Failure {
+                code: code.into(),
+                message,
+            })
+        }
+    };
+    apply_refund_status(&tx, &mut r, status)?;
+    tx.commit()?;
+    Ok(json_response(201, &refund_json(&r)))
+}
+
+/// Moves a pending refund to its final state (once), releasing or settling
+/// the reserved amount and refunding the payment when fully refunded.
+pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result<(), ApiError> {
+    let previous_check = r.next_check_ms;
+    let now = clock::now_ms();
+    if r.status != RefundStatus::Pending {
+        return Ok(());
+    }
+    let (event, settled) = match status {
+        PspStatus::Pending => {
+            r.checks += 1;
+            r.next_check_ms =
+                Some(now + (FIRST_CHECK_MS << r.checks.min(10)).min(MAX_CHECK_INTERVAL_MS));
+            tx.save_refund(r, previous_check)?;
+            return Ok(());
+        }
+        PspStatus::Completed => {
+            r.status = RefundStatus::Completed;
+            ("collect.refund.completed", true)
+        }
+        PspStatus::Failed(f) => {
+            r.status = RefundStatus::Failed;
+            r.failure = Some(Failure {
+                code: f.code,
+                message: f.message,
+            });
+            ("collect.refund.failed", false)
+        }
+    };
+    r.updated_at_ms = now;
+    r.next_check_ms = None;
+    tx.save_refund(r, previous_check)?;
+    let mut p = tx
+        .payment(&r.environment, &r.merchant_id, &r.payment_id)?
+        .ok_or_else(|| ApiError::internal("refund without payment"))?;
+    p.refund_reserved = p.refund_reserved.saturating_sub(r.amount);
+    if settled {
+        p.refunded_amount += r.amount;
+        if p.refunded_amount >= p.amount {
+            move_to(tx, &mut p, Status::Refunded, now)?;
+        }
+    }
+    tx.save_payment(&p, p.next_check_ms)?;
+    emit_event(
+        tx,
+        event,
+        &r.merchant_id,
+        &r.environment,
+        &r.id,
+        p.callback_url.clone(),
+        refund_json(r),
+        API_VERSION,
+    )
+}
+
+/// Polls refunds still pending at the PSP.
+pub fn reconcile_due(limit: u32) -> u32 {
+    let due = match store::due("refund_active", clock::now_ms(), limit) {
+        Ok(d) => d,
+        Err(_) => return 0,
+    };
+    let mut done = 0;
+    for d in due {
+        let _ = (|| -> Result<(), ApiError> {
+            let tx = Tx::begin()?;
+            let Some(r) = tx.refund(&d.env, &d.merchant, &d.id)? else {
+                tx.0.delete("refund_active", &d.key)?;
+                return tx.commit();
+            };
+            drop(tx);
+            let operator = store::read_payment(&d.env, &d.merchant, &r.payment_id)?
+                .and_then(|p| p.operator)
+                .unwrap_or_default();
+            let answer = router::refund_status(&OperationRef {
+                id: r.id.clone(),
+                operator,
+                environment: r.environment.clone(),
+                psp_reference: r.psp_reference.clone(),
+                phone: None,
+                amount: r.amount,
+                currency: r.currency.clone(),
+            });
+            let tx = Tx::begin()?;
+            let Some(mut r) = tx.refund(&d.env, &d.merchant, &d.id)? else {
+                return Ok(());
+            };
+            apply_refund_status(&tx, &mut r, answer.unwrap_or(PspStatus::Pending))?;
+            tx.commit()
+        })();
+        done += 1;
+    }
+    done
+}
