@@ -8,4 +8,5 @@ mod auth;
 mod cli;
 mod create;
 mod isolation;
+mod lifecycle;
 mod platform;

@@ -616,28 +616,24 @@ pub fn confirm_http(caller: &Caller, req: &Request, id: &str) -> Result<Response
 /// Cancel while the customer has not paid. The operator is asked first; if it
 /// says the money already moved, the payment completes instead.
 pub fn cancel_http(caller: &Caller, req: &Request, id: &str) -> Result<Response, ApiError> {
-    let reason = if req.body.iter().all(u8::is_ascii_whitespace) {
-        None
-    } else {
-        let body = wire::body_object(req)?;
-        wire::reject_unknown(&body, &["reason"])?;
-        match body.get("reason") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) if s.chars().count() <= 64 => Some(s.clone()),
-            Some(Value::String(_)) => {
-                return Err(ApiError::invalid(
-                    "parameter_too_long",
-                    "reason",
-                    "reason must be at most 64 characters.",
-                ));
-            }
-            Some(_) => {
-                return Err(ApiError::invalid(
-                    "parameter_invalid_string",
-                    "reason",
-                    "reason must be a string.",
-                ));
-            }
+    let body = wire::optional_body_object(req)?;
+    wire::reject_unknown(&body, &["reason"])?;
+    let reason = match body.get("reason") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.chars().count() <= 64 => Some(s.clone()),
+        Some(Value::String(_)) => {
+            return Err(ApiError::invalid(
+                "parameter_too_long",
+                "reason",
+                "reason must be at most 64 characters.",
+            ));
+        }
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "parameter_invalid_string",
+                "reason",
+                "reason must be a string.",
+            ));
         }
     };
     let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());

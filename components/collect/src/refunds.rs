@@ -44,11 +44,7 @@ pub fn refund_json(r: &Refund) -> Value {
 }
 
 pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response, ApiError> {
-    let body = if req.body.iter().all(u8::is_ascii_whitespace) {
-        Default::default()
-    } else {
-        wire::body_object(req)?
-    };
+    let body = wire::optional_body_object(req)?;
     wire::reject_unknown(&body, &["amount", "reason", "metadata"])?;
     let amount = match body.get("amount") {
         None | Some(Value::Null) => None,

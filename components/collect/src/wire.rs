@@ -81,6 +81,15 @@ pub fn body_object(req: &Request) -> Result<Map<String, Value>, ApiError> {
     }
 }
 
+/// For endpoints whose body is optional: nothing, or JSON `null`, is an empty object.
+pub fn optional_body_object(req: &Request) -> Result<Map<String, Value>, ApiError> {
+    let text = String::from_utf8_lossy(&req.body);
+    if text.trim().is_empty() || text.trim() == "null" {
+        return Ok(Map::new());
+    }
+    body_object(req)
+}
+
 pub fn reject_unknown(m: &Map<String, Value>, known: &[&str]) -> Result<(), ApiError> {
     match m.keys().find(|k| !known.contains(&k.as_str())) {
         Some(unknown) => Err(ApiError::invalid(

@@ -1,0 +1,356 @@
+//! Confirm, cancel, refunds, expiry and concurrent idempotency (DESIGN §2).
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> (u16, Value) {
+    let resp = app
+        .client
+        .post(app.url(path))
+        .bearer_auth(key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+fn otp_payment(phone: &str) -> Value {
+    let mut b = direct_payment(phone);
+    b["operator"] = json!("coris-bj");
+    b
+}
+
+async fn fast_app() -> TestApp {
+    spawn_app_with(|c| {
+        c.components
+            .entry("simulator".into())
+            .or_default()
+            .settings
+            .insert("completion_delay_ms".into(), "0".into());
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn otp_confirmation_rules() {
+    let app = fast_app().await;
+    let (_, key, _) = app.merchant("Shop");
+    let (_, p) = app
+        .create(&key, &new_key(), &otp_payment("+2290166000001"))
+        .await;
+    let id = p["id"].as_str().unwrap();
+    let confirm = format!("/api/v1/collect/payments/{id}/confirm");
+    let (status, err) = post(&app, &key, &confirm, json!({"otp": "123"})).await;
+    assert_eq!(
+        (status, err["error"]["param"].as_str()),
+        (400, Some("otp")),
+        "{err}"
+    );
+    let (status, err) = post(&app, &key, &confirm, json!({})).await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (400, Some("parameter_missing"))
+    );
+    let (status, err) = post(&app, &key, &confirm, json!({"otp": "000000"})).await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (400, Some("invalid_otp"))
+    );
+    assert_eq!(
+        app.get(&key, &format!("/api/v1/collect/payments/{id}"))
+            .await
+            .1["status"],
+        "awaiting_otp",
+        "unchanged"
+    );
+    let (status, p) = post(&app, &key, &confirm, json!({"otp": "123456"})).await;
+    assert_eq!(status, 200, "{p}");
+    assert_eq!(p["status"], "completed");
+    let (status, err) = post(&app, &key, &confirm, json!({"otp": "123456"})).await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (409, Some("otp_not_required"))
+    );
+    assert_eq!(err["error"]["type"], "state_error");
+    assert_eq!(
+        post(
+            &app,
+            &key,
+            "/api/v1/collect/payments/nope/confirm",
+            json!({"otp": "123456"})
+        )
+        .await
+        .0,
+        404
+    );
+
+    // Three wrong codes fail the payment.
+    let (_, p) = app
+        .create(&key, &new_key(), &otp_payment("+2290166000001"))
+        .await;
+    let confirm = format!(
+        "/api/v1/collect/payments/{}/confirm",
+        p["id"].as_str().unwrap()
+    );
+    for _ in 0..3 {
+        assert_eq!(
+            post(&app, &key, &confirm, json!({"otp": "999999"})).await.0,
+            400
+        );
+    }
+    let (_, after) = app
+        .get(
+            &key,
+            &format!("/api/v1/collect/payments/{}", p["id"].as_str().unwrap()),
+        )
+        .await;
+    assert_eq!(after["status"], "failed");
+    assert_eq!(after["failure_code"], "otp_attempts_exceeded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_rules() {
+    let app = fast_app().await;
+    let (_, key, _) = app.merchant("Shop");
+    let (_, p) = app
+        .create(&key, &new_key(), &direct_payment("+2290166000004"))
+        .await;
+    let id = p["id"].as_str().unwrap();
+    let (status, err) = post(
+        &app,
+        &key,
+        &format!("/api/v1/collect/payments/{id}/cancel"),
+        json!({"reason": "x".repeat(65)}),
+    )
+    .await;
+    assert_eq!(
+        (status, err["error"]["param"].as_str()),
+        (400, Some("reason"))
+    );
+    let (status, c) = post(
+        &app,
+        &key,
+        &format!("/api/v1/collect/payments/{id}/cancel"),
+        json!({"reason": "customer left"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{c}");
+    assert_eq!(c["status"], "cancelled");
+    let (status, err) = post(
+        &app,
+        &key,
+        &format!("/api/v1/collect/payments/{id}/cancel"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (409, Some("payment_not_cancellable"))
+    );
+    // The customer already paid (0001): the operator says so and the payment completes instead.
+    let (_, p) = app
+        .create(&key, &new_key(), &direct_payment("+2290166000001"))
+        .await;
+    let (status, err) = post(
+        &app,
+        &key,
+        &format!(
+            "/api/v1/collect/payments/{}/cancel",
+            p["id"].as_str().unwrap()
+        ),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (409, Some("payment_not_cancellable"))
+    );
+    assert_eq!(
+        app.get(
+            &key,
+            &format!("/api/v1/collect/payments/{}", p["id"].as_str().unwrap())
+        )
+        .await
+        .1["status"],
+        "completed"
+    );
+    assert_eq!(
+        post(
+            &app,
+            &key,
+            "/api/v1/collect/payments/nope/cancel",
+            json!({})
+        )
+        .await
+        .0,
+        404
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refunds_never_exceed_the_payment_and_a_full_refund_refunds_it() {
+    let app = fast_app().await;
+    let (_, key, _) = app.merchant("Shop");
+    let (_, p) = app
+        .create(&key, &new_key(), &direct_payment("+2290166000001"))
+        .await;
+    let id = p["id"].as_str().unwrap();
+    let refunds = format!("/api/v1/collect/payments/{id}/refunds");
+    // Not completed yet (processing until synced) → 409.
+    let (status, err) = post(&app, &key, &refunds, json!({})).await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (409, Some("payment_not_refundable")),
+        "{err}"
+    );
+    assert_eq!(
+        app.get(&key, &format!("/api/v1/collect/payments/{id}?sync=1"))
+            .await
+            .1["status"],
+        "completed"
+    );
+
+    let (status, err) = post(&app, &key, &refunds, json!({"amount": 1501})).await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (400, Some("refund_amount_exceeds_remaining"))
+    );
+    let (status, err) = post(&app, &key, &refunds, json!({"reason": "because"})).await;
+    assert_eq!(
+        (status, err["error"]["param"].as_str()),
+        (400, Some("reason"))
+    );
+    let (status, r) = post(
+        &app,
+        &key,
+        &refunds,
+        json!({"amount": 500, "reason": "duplicate", "metadata": {"ticket": 7}}),
+    )
+    .await;
+    assert_eq!(status, 201, "{r}");
+    assert_eq!(r["object"], "collect.refund");
+    assert_eq!(r["payment_id"], p["id"]);
+    assert_eq!(r["status"], "completed");
+    assert_eq!(r["amount"], 500);
+    assert_eq!(
+        app.get(&key, &format!("/api/v1/collect/payments/{id}"))
+            .await
+            .1["status"],
+        "completed",
+        "partially refunded"
+    );
+    let (status, _) = post(&app, &key, &refunds, json!({"amount": 1001})).await;
+    assert_eq!(status, 400, "only 1000 remain");
+    let (status, r) = post(&app, &key, &refunds, Value::Null).await;
+    assert_eq!(
+        (status, r["amount"].as_u64()),
+        (201, Some(1000)),
+        "the rest when amount is omitted"
+    );
+    assert_eq!(
+        app.get(&key, &format!("/api/v1/collect/payments/{id}"))
+            .await
+            .1["status"],
+        "refunded"
+    );
+    let (status, err) = post(&app, &key, &refunds, json!({})).await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (409, Some("payment_not_refundable"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_concurrent_identical_creates_make_one_payment_and_one_initiation() {
+    let app = spawn_app().await;
+    let (_, key, _) = app.merchant("Shop");
+    let body = direct_payment("+2290166000001");
+    let idem = new_key();
+    let before = metric(
+        &app.metrics().await,
+        "mmc_component_calls_total",
+        "component=\"simulator\",outcome=\"ok\"",
+    );
+    let calls = (0..50).map(|_| app.create(&key, &idem, &body));
+    let results = futures::future::join_all(calls).await;
+    let created: Vec<&Value> = results
+        .iter()
+        .filter(|(s, _)| *s == 201)
+        .map(|(_, p)| p)
+        .collect();
+    assert_eq!(
+        created.len(),
+        1,
+        "exactly one 201: {:?}",
+        results.iter().map(|r| r.0).collect::<Vec<_>>()
+    );
+    for (status, body) in &results {
+        match status {
+            201 => {}
+            200 => assert_eq!(body["id"], created[0]["id"]),
+            409 => assert_eq!(body["error"]["code"], "idempotency_request_in_progress"),
+            s => panic!("unexpected {s}: {body}"),
+        }
+    }
+    let after = metric(
+        &app.metrics().await,
+        "mmc_component_calls_total",
+        "component=\"simulator\",outcome=\"ok\"",
+    );
+    assert_eq!(after - before, 1.0, "exactly one operator initiation");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unfinished_payments_expire_and_the_deadline_survives_a_restart() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().to_path_buf();
+    let (key, id) = {
+        let d = dir.clone();
+        let app = spawn_app_with(move |c| c.data_dir = d).await;
+        let (_, key, _) = app.merchant("Shop");
+        let mut body = direct_payment("+2290166000004"); // stays in progress
+        body["expires_in_seconds"] = json!(300);
+        let (_, p) = app.create(&key, &new_key(), &body).await;
+        app.service.running.task.abort();
+        (key, p["id"].as_str().unwrap().to_string())
+    };
+    // Restart on the same data dir, with the clock of the stored deadline passed:
+    // the expiry index is stored, so the new process finds it.
+    let tx_dir = dir.clone();
+    let db = mmc_host::db::Sqlite::open(&tx_dir.join("mmc.db")).unwrap();
+    let stored = {
+        use mmc_host::db::Backend;
+        db.scan("collect", "expiry", "", "", 10).unwrap()
+    };
+    assert_eq!(
+        stored.len(),
+        1,
+        "the deadline is stored, not held in memory"
+    );
+    // Move the stored deadline into the past rather than waiting 5 minutes.
+    {
+        use mmc_host::db::Backend;
+        let mut tx = db.begin("collect").unwrap();
+        let (k, v) = &stored[0];
+        tx.delete("expiry", k).unwrap();
+        tx.put("expiry", &format!("0000000000001{}", &k[13..]), v)
+            .unwrap();
+        tx.commit().unwrap();
+    }
+    let app = spawn_app_with(move |c| c.data_dir = dir).await;
+    let mut last = Value::Null;
+    for _ in 0..40 {
+        last = app
+            .get(&key, &format!("/api/v1/collect/payments/{id}"))
+            .await
+            .1;
+        if last["status"] == "expired" {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("not expired: {last}");
+}
