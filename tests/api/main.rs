@@ -8,5 +8,6 @@ mod auth;
 mod cli;
 mod create;
 mod isolation;
+mod legacy;
 mod lifecycle;
 mod platform;

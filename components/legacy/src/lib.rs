@@ -1,0 +1,119 @@
+//! The legacy generation, deprecated: `/collect/mobile-money/` and
+//! `/collect/operators/`. A facade: it translates the flat, minor-unit,
+//! uppercase legacy shapes to and from the typed `payments` interface that
+//! `collect` exports, so the rules (state machine, idempotency, limits) exist
+//! once. Only translation and the legacy error codes live here.
+
+wit_bindgen::generate!({
+    path: ["../../wit/platform", "../../wit/adapter", "../../wit/api"],
+    world: "mmc:api/facade",
+    generate_all,
+});
+
+mod errors;
+mod wire;
+
+use exports::mmc::api::handler::Guest;
+use mmc::api::http_types::{Caller, Request, Response};
+use mmc::api::payment_types::{CreateRequest, Customer, Generation};
+use mmc::api::payments;
+use mmc::platform::config;
+
+use errors::LegacyError;
+
+struct Legacy;
+
+impl Guest for Legacy {
+    fn handle(caller: Option<Caller>, req: Request) -> Response {
+        let base = caller
+            .as_ref()
+            .map(|c| c.base_url.clone())
+            .unwrap_or_default();
+        let mut resp = match route(caller.as_ref(), &req) {
+            Ok(r) => r,
+            Err(e) => e.into_response(),
+        };
+        wire::add_deprecation_headers(&mut resp, &base);
+        resp
+    }
+}
+
+fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, LegacyError> {
+    let path = req.path.trim_end_matches('/');
+    let caller =
+        caller.ok_or_else(|| LegacyError::new(401, "unauthorized", "An API key is required."))?;
+    let method = req.method.as_str();
+    if path == "/api/v1/collect/operators" {
+        return match method {
+            "GET" => Ok(wire::json(200, &wire::catalogue(&caller.environment))),
+            _ => Err(LegacyError::method_not_allowed()),
+        };
+    }
+    let rest = path
+        .strip_prefix("/api/v1/collect/mobile-money")
+        .unwrap_or(path);
+    let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    match (method, segments.as_slice()) {
+        ("POST", []) => initiate(caller, req),
+        ("POST", ["confirm"]) => confirm(caller, req),
+        ("GET", [reference]) => read(caller, req, reference),
+        (_, [] | ["confirm"] | [_]) => Err(LegacyError::method_not_allowed()),
+        _ => Err(LegacyError::new(404, "not_found", "No such endpoint.")),
+    }
+}
+
+fn initiate(caller: &Caller, req: &Request) -> Result<Response, LegacyError> {
+    let key = wire::header(req, "idempotency-key")
+        .map(str::trim)
+        .filter(|k| !k.is_empty());
+    let required = config::get("require_idempotency_key").is_some_and(|v| v == "true" || v == "1");
+    if key.is_none() && required {
+        return Err(LegacyError::new(
+            400,
+            "missing_idempotency_key",
+            "The Idempotency-Key header is required.",
+        ));
+    }
+    let body = wire::Initiate::parse(&req.body)?;
+    let request = CreateRequest {
+        reference: body.reference,
+        amount: body.amount_minor / 100,
+        currency: body.currency,
+        country: body.country,
+        mode: "direct".into(),
+        operator: Some(body.operator),
+        customer: Some(Customer {
+            phone: Some(body.phone),
+            first_name: body.first_name,
+            last_name: body.last_name,
+        }),
+        description: body.description,
+        idempotency_key: key.map(wire::key_as_uuid),
+        generation: Generation::Legacy,
+    };
+    match payments::create(caller, &request) {
+        Ok(created) => Ok(wire::json(
+            if created.replay { 200 } else { 201 },
+            &wire::collection(&created.payment, created.replay),
+        )),
+        Err(f) => Err(errors::from_create(f)),
+    }
+}
+
+fn confirm(caller: &Caller, req: &Request) -> Result<Response, LegacyError> {
+    let (reference, otp) = wire::parse_confirm(&req.body)?;
+    match payments::confirm(caller, &reference, &otp) {
+        Ok(p) => Ok(wire::json(200, &wire::collection(&p, false))),
+        Err(f) => Err(errors::from_confirm(f)),
+    }
+}
+
+fn read(caller: &Caller, req: &Request, reference: &str) -> Result<Response, LegacyError> {
+    let sync = matches!(wire::query_param(req, "sync"), Some("true" | "1" | "yes"));
+    match payments::get(caller, reference, sync) {
+        Ok(p) => Ok(wire::json(200, &wire::collection(&p, false))),
+        Err(f) => Err(errors::from_read(f)),
+    }
+}
+
+export!(Legacy);
