@@ -109,6 +109,20 @@ impl Accounts {
         Ok(m)
     }
 
+    pub fn merchant(&self, id: &str) -> Result<Option<Merchant>, AccountError> {
+        Ok(self.db.read(|c| {
+            Ok(
+                c.query_row("SELECT id, name FROM merchants WHERE id = ?1", [id], |r| {
+                    Ok(Merchant {
+                        id: r.get(0)?,
+                        name: r.get(1)?,
+                    })
+                })
+                .optional()?,
+            )
+        })?)
+    }
+
     pub fn first_merchant(&self) -> Result<Option<Merchant>, AccountError> {
         Ok(self.db.read(|c| {
             Ok(c.query_row(

@@ -28,6 +28,8 @@ pub struct Config {
     /// Per-component settings, secrets and outbound allow-list.
     pub components: BTreeMap<String, ComponentConfig>,
     pub log: LogConfig,
+    pub webhooks: crate::webhooks::WebhookConfig,
+    pub rate_limit: crate::http::rate_limit::RateLimitConfig,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -161,6 +163,8 @@ impl Default for Config {
             )]),
             components: BTreeMap::new(),
             log: LogConfig::default(),
+            webhooks: Default::default(),
+            rate_limit: Default::default(),
         }
     }
 }
@@ -198,7 +202,8 @@ impl Config {
             let Some(key) = name.strip_prefix("MMC_") else {
                 continue;
             };
-            if key == "CONFIG" {
+            // Read by the CLI itself, not configuration keys.
+            if key == "CONFIG" || key == "LOG" {
                 continue;
             }
             let path: Vec<String> = key.split("__").map(|s| s.to_ascii_lowercase()).collect();

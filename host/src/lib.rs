@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod runtime;
 pub mod sandbox;
 pub mod server;
+pub mod webhooks;
 pub mod workers;
 
 /// Served at `/docs`; error `doc_url`s point at its anchors.

@@ -42,6 +42,29 @@ enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// Manage webhook endpoints.
+    Webhooks {
+        #[command(subcommand)]
+        command: WebhooksCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum WebhooksCommand {
+    /// Register an endpoint; prints {"id","secret",...}. The secret is shown only once.
+    Add {
+        #[arg(long)]
+        merchant: String,
+        #[arg(long, value_parser = ["test", "live"])]
+        env: String,
+        #[arg(long)]
+        url: String,
+        /// Comma-separated event types, or * (default).
+        #[arg(long, default_value = "*")]
+        events: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -122,6 +145,42 @@ fn main() {
                 .create_key(&merchant, env)
                 .unwrap_or_else(|e| fail(&e.to_string()));
             println!("{}", json!(k));
+        }
+        Command::Webhooks {
+            command:
+                WebhooksCommand::Add {
+                    merchant,
+                    env,
+                    url,
+                    events,
+                    ..
+                },
+        } => {
+            let env =
+                Environment::parse(&env).unwrap_or_else(|| fail("--env must be test or live"));
+            let db = mmc_host::server::open_db(&config).unwrap_or_else(|e| fail(&e.to_string()));
+            if Accounts::new(db.clone())
+                .merchant(&merchant)
+                .unwrap_or_else(|e| fail(&e.to_string()))
+                .is_none()
+            {
+                fail(&format!("no merchant with id {merchant}"));
+            }
+            let webhooks = mmc_host::webhooks::Webhooks::new(db, config.webhooks.clone())
+                .unwrap_or_else(|e| fail(&e.to_string()));
+            let events: Vec<String> = events
+                .split(',')
+                .map(|e| e.trim().to_string())
+                .filter(|e| !e.is_empty())
+                .collect();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
+            let endpoint = rt
+                .block_on(webhooks.create_endpoint(&merchant, env, &url, events, None))
+                .unwrap_or_else(|e| fail(&e.to_string()));
+            println!("{}", json!(endpoint));
         }
         Command::Keys {
             command: KeysCommand::Revoke { key_id, .. },

@@ -47,8 +47,12 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     if !names.iter().any(|n| n == "collect") {
         tracing::warn!(dir = %config.components_dir.display(), "the collect component is not in the components directory; run `make components`");
     }
+    let webhooks = crate::webhooks::Webhooks::new(db.clone(), config.webhooks.clone())?;
+    crate::webhooks::spawn(webhooks.clone());
     let app = Arc::new(App {
+        rate_limiter: crate::http::rate_limit::RateLimiter::new(config.rate_limit.clone()),
         runtime: runtime.clone(),
+        webhooks,
         accounts: Accounts::new(db.clone()),
         routes: config.routes.clone(),
         max_body_bytes: config.limits.max_body_bytes,

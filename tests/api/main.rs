@@ -11,3 +11,6 @@ mod isolation;
 mod legacy;
 mod lifecycle;
 mod platform;
+mod process;
+mod receiver;
+mod webhooks;

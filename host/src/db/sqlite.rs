@@ -92,7 +92,9 @@ impl Sqlite {
         f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StorageError>,
     ) -> Result<T, StorageError> {
         let mut conn = self.writer.lock();
-        let tx = conn.transaction()?;
+        // IMMEDIATE: take the write lock up front, so a read-then-write cannot
+        // fail with SQLITE_BUSY when another process (the CLI) writes meanwhile.
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let out = f(&tx)?;
         tx.commit()?;
         Ok(out)

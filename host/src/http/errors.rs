@@ -27,6 +27,8 @@ pub enum HttpError {
     Component(#[from] CallError),
     #[error("The service is temporarily unavailable.")]
     Unavailable(String),
+    #[error("Too many requests for this API key; retry after the time in Retry-After.")]
+    RateLimited(std::time::Duration),
 }
 
 impl HttpError {
@@ -40,6 +42,7 @@ impl HttpError {
             HttpError::Component(CallError::NotLoaded(_)) => StatusCode::SERVICE_UNAVAILABLE,
             HttpError::Component(_) => StatusCode::INTERNAL_SERVER_ERROR,
             HttpError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            HttpError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
@@ -53,6 +56,7 @@ impl HttpError {
             HttpError::BadBody => ("invalid_request_error", "invalid_body"),
             HttpError::HeadersTooLarge => ("invalid_request_error", "headers_too_large"),
             HttpError::Component(_) | HttpError::Unavailable(_) => ("api_error", "internal_error"),
+            HttpError::RateLimited(_) => ("rate_limit_error", "rate_limited"),
         }
     }
 
@@ -64,6 +68,7 @@ impl HttpError {
             HttpError::PayloadTooLarge(_) => "payload_too_large",
             HttpError::BadBody | HttpError::HeadersTooLarge => "invalid_request",
             HttpError::Component(_) | HttpError::Unavailable(_) => "collect_failed",
+            HttpError::RateLimited(_) => "rate_limited",
         }
     }
 
@@ -87,10 +92,92 @@ impl HttpError {
             .header("content-type", "application/json")
             .body(Full::new(Bytes::from(body.to_string())))
             .expect("static response parts are valid");
+        if let HttpError::RateLimited(wait) = &self {
+            let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+            resp.headers_mut().insert("retry-after", secs.into());
+        }
         if status == StatusCode::UNAUTHORIZED {
             resp.headers_mut()
                 .insert("www-authenticate", "Bearer".parse().expect("valid header"));
         }
         resp
+    }
+}
+
+/// An error of a native (host-served) endpoint, in the current generation's shape.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub status: u16,
+    pub kind: &'static str,
+    pub code: String,
+    pub message: String,
+    pub param: Option<String>,
+}
+
+impl ApiError {
+    pub fn new(
+        status: u16,
+        kind: &'static str,
+        code: &str,
+        message: impl Into<String>,
+        param: Option<&str>,
+    ) -> ApiError {
+        ApiError {
+            status,
+            kind,
+            code: code.into(),
+            message: message.into(),
+            param: param.map(str::to_string),
+        }
+    }
+
+    pub fn invalid(code: &str, param: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(400, "invalid_request_error", code, message, Some(param))
+    }
+
+    pub fn bad_request(code: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(400, "invalid_request_error", code, message, None)
+    }
+
+    pub fn not_found(code: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(404, "not_found_error", code, message, None)
+    }
+
+    pub fn conflict(code: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(409, "state_error", code, message, None)
+    }
+
+    pub fn unauthorized(message: impl Into<String>) -> ApiError {
+        ApiError::new(
+            401,
+            "authentication_error",
+            "invalid_admin_token",
+            message,
+            None,
+        )
+    }
+
+    pub fn method_not_allowed(method: &str) -> ApiError {
+        ApiError::new(
+            405,
+            "invalid_request_error",
+            "method_not_allowed",
+            format!("Method {method} is not allowed on this path."),
+            None,
+        )
+    }
+
+    pub fn internal(message: impl Into<String>) -> ApiError {
+        ApiError::new(500, "api_error", "internal_error", message, None)
+    }
+
+    pub fn body(&self, docs_base: &str) -> serde_json::Value {
+        json!({"error": {
+            "type": self.kind,
+            "code": self.code,
+            "message": self.message,
+            "param": self.param,
+            "doc_url": format!("{docs_base}#{}", self.code),
+        }})
     }
 }

@@ -3,6 +3,8 @@
 //! on a blocking thread (components run synchronously under deadlines).
 
 pub mod errors;
+pub mod native;
+pub mod rate_limit;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -20,6 +22,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use self::errors::HttpError;
+use self::native::NativeRequest;
 use crate::accounts::Accounts;
 use crate::config::{Generation, Route};
 use crate::runtime::Runtime;
@@ -30,7 +33,9 @@ const MAX_HEADERS: usize = 64;
 const MAX_HEADER_BYTES: usize = 16 * 1024;
 
 pub struct App {
+    pub rate_limiter: rate_limit::RateLimiter,
     pub runtime: Arc<Runtime>,
+    pub webhooks: Arc<crate::webhooks::Webhooks>,
     pub accounts: Accounts,
     pub routes: Vec<Route>,
     pub max_body_bytes: usize,
@@ -119,6 +124,14 @@ async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Bytes>> 
                 crate::README,
             ),
         ),
+        _ if native_area(&path).is_some() => {
+            let area = native_area(&path).expect("checked");
+            let resp = match native_dispatch(&app, area, req).await {
+                Ok(resp) => resp,
+                Err(err) => err.into_response(&Generation::Current, &app.docs_url()),
+            };
+            (area.label().to_string(), resp)
+        }
         _ => match app.route(&path).cloned() {
             None => {
                 let err = HttpError::NoRoute {
@@ -169,12 +182,11 @@ fn presented_key(req: &Request<Incoming>) -> Option<String> {
         .map(|v| v.trim().to_string())
 }
 
-async fn dispatch(
-    app: &Arc<App>,
-    route: &Route,
+/// Header bounds, then the body within `max_body_bytes`.
+async fn read_request(
+    app: &App,
     req: Request<Incoming>,
-    request_id: &str,
-) -> Result<Response<Full<Bytes>>, HttpError> {
+) -> Result<(hyper::http::request::Parts, Bytes), HttpError> {
     if req.headers().len() > MAX_HEADERS
         || req
             .headers()
@@ -184,10 +196,6 @@ async fn dispatch(
             > MAX_HEADER_BYTES
     {
         return Err(HttpError::HeadersTooLarge);
-    }
-    let key = presented_key(&req);
-    if !route.public && key.is_none() {
-        return Err(HttpError::MissingKey);
     }
     let declared = req
         .headers()
@@ -208,15 +216,95 @@ async fn dispatch(
         }
         Err(_) => return Err(HttpError::BadBody),
     };
+    Ok((parts, body))
+}
+
+fn headers_of(parts: &hyper::http::request::Parts) -> Vec<(String, String)> {
+    parts
+        .headers
+        .iter()
+        .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
+        .collect()
+}
+
+/// Areas the host serves itself.
+#[derive(Clone, Copy)]
+enum NativeArea {
+    Webhooks,
+}
+
+impl NativeArea {
+    fn label(self) -> &'static str {
+        match self {
+            NativeArea::Webhooks => "webhooks",
+        }
+    }
+}
+
+fn native_area(path: &str) -> Option<NativeArea> {
+    let under = |prefix: &str| path == prefix || path.starts_with(&format!("{prefix}/"));
+    if under("/api/v1/webhook-endpoints") || under("/api/v1/events") {
+        return Some(NativeArea::Webhooks);
+    }
+    None
+}
+
+async fn native_dispatch(
+    app: &Arc<App>,
+    area: NativeArea,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, HttpError> {
+    let key = presented_key(&req).ok_or(HttpError::MissingKey)?;
+    let (parts, body) = read_request(app, req).await?;
+    let principal = match tokio::task::block_in_place(|| app.accounts.authenticate(&key)) {
+        Ok(Some(p)) => {
+            app.rate_limiter
+                .check(&p.key_id)
+                .map_err(HttpError::RateLimited)?;
+            p
+        }
+        Ok(None) => return Err(HttpError::InvalidKey),
+        Err(e) => return Err(HttpError::Unavailable(e.to_string())),
+    };
+    let request = NativeRequest {
+        method: parts.method.to_string(),
+        path: parts.uri.path().to_string(),
+        query: parts.uri.query().unwrap_or_default().to_string(),
+        headers: headers_of(&parts),
+        body: body.to_vec(),
+    };
+    let result = match area {
+        NativeArea::Webhooks => {
+            crate::webhooks::api::handle(&app.webhooks, &principal, request).await
+        }
+    };
+    let (status, body) = match result {
+        Ok(r) => (r.status, r.body),
+        Err(e) => (e.status, e.body(&app.docs_url())),
+    };
+    Ok(Response::builder()
+        .status(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .expect("valid response parts"))
+}
+
+async fn dispatch(
+    app: &Arc<App>,
+    route: &Route,
+    req: Request<Incoming>,
+    request_id: &str,
+) -> Result<Response<Full<Bytes>>, HttpError> {
+    let key = presented_key(&req);
+    if !route.public && key.is_none() {
+        return Err(HttpError::MissingKey);
+    }
+    let (parts, body) = read_request(app, req).await?;
     let request = http_types::Request {
         method: parts.method.to_string(),
         path: parts.uri.path().to_string(),
         query: parts.uri.query().unwrap_or_default().to_string(),
-        headers: parts
-            .headers
-            .iter()
-            .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
-            .collect(),
+        headers: headers_of(&parts),
         body: body.to_vec(),
     };
     let app2 = app.clone();
@@ -227,13 +315,18 @@ async fn dispatch(
             // Authentication reads the key table on every request, so a revoked key stops at once.
             let caller = match key {
                 Some(key) => match app2.accounts.authenticate(&key) {
-                    Ok(Some(p)) => Some(http_types::Caller {
-                        merchant_id: p.merchant_id,
-                        environment: p.environment.as_str().to_string(),
-                        key_id: p.key_id,
-                        request_id,
-                        base_url: app2.base_url.clone(),
-                    }),
+                    Ok(Some(p)) => {
+                        if let Err(wait) = app2.rate_limiter.check(&p.key_id) {
+                            return Err(HttpError::RateLimited(wait));
+                        }
+                        Some(http_types::Caller {
+                            merchant_id: p.merchant_id,
+                            environment: p.environment.as_str().to_string(),
+                            key_id: p.key_id,
+                            request_id,
+                            base_url: app2.base_url.clone(),
+                        })
+                    }
                     Ok(None) if route2.public => None,
                     Ok(None) => return Err(HttpError::InvalidKey),
                     Err(e) => return Err(HttpError::Unavailable(e.to_string())),

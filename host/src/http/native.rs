@@ -1,0 +1,58 @@
+//! Endpoints the host serves itself (webhook endpoints, events, admin): the
+//! request as they see it, and their JSON answers.
+
+use serde_json::Value;
+
+use super::errors::ApiError;
+
+pub struct NativeRequest {
+    pub method: String,
+    pub path: String,
+    pub query: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl NativeRequest {
+    pub fn query(&self, name: &str) -> Option<&str> {
+        self.query
+            .split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v)
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json_object(&self) -> Result<Value, ApiError> {
+        match serde_json::from_slice::<Value>(&self.body) {
+            Ok(v @ Value::Object(_)) => Ok(v),
+            _ => Err(ApiError::bad_request(
+                "invalid_json",
+                "The body must be a JSON object.",
+            )),
+        }
+    }
+
+    /// Storage work from an async handler: SQLite calls block, so step off the
+    /// async worker while they run.
+    pub fn blocking<T>(&self, f: impl FnOnce() -> T) -> T {
+        tokio::task::block_in_place(f)
+    }
+}
+
+pub struct NativeResponse {
+    pub status: u16,
+    pub body: Value,
+}
+
+impl NativeResponse {
+    pub fn json(status: u16, body: Value) -> NativeResponse {
+        NativeResponse { status, body }
+    }
+}

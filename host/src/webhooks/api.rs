@@ -1,0 +1,155 @@
+//! Native endpoints of the webhooks capability (served by the host, not a
+//! component): `/api/v1/webhook-endpoints` and `/api/v1/events`.
+
+use serde_json::{Value, json};
+
+use super::{WebhookError, Webhooks};
+use crate::accounts::Principal;
+use crate::http::errors::ApiError;
+use crate::http::native::{NativeRequest, NativeResponse};
+
+impl From<WebhookError> for ApiError {
+    fn from(e: WebhookError) -> Self {
+        match e {
+            WebhookError::Invalid(message, param) => {
+                ApiError::invalid("parameter_invalid", param, message)
+            }
+            WebhookError::NotFound(what) => {
+                ApiError::not_found("resource_not_found", format!("No such {what}."))
+            }
+            WebhookError::Storage(e) => ApiError::internal(e.to_string()),
+        }
+    }
+}
+
+fn string_list(v: &Value, field: &'static str) -> Result<Vec<String>, ApiError> {
+    match v.get(field) {
+        None | Some(Value::Null) => Ok(vec!["*".into()]),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| {
+                i.as_str().map(str::to_string).ok_or_else(|| {
+                    ApiError::invalid(
+                        "parameter_invalid",
+                        field,
+                        format!("{field} must be a list of strings."),
+                    )
+                })
+            })
+            .collect(),
+        Some(_) => Err(ApiError::invalid(
+            "parameter_invalid",
+            field,
+            format!("{field} must be a list of strings."),
+        )),
+    }
+}
+
+pub async fn handle(
+    webhooks: &Webhooks,
+    who: &Principal,
+    req: NativeRequest,
+) -> Result<NativeResponse, ApiError> {
+    let path = req.path.trim_end_matches('/');
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).skip(2).collect(); // after /api/v1
+    let env = who.environment;
+    match (req.method.as_str(), segments.as_slice()) {
+        ("POST", ["webhook-endpoints"]) => {
+            let body = req.json_object()?;
+            if let Some(k) = body.as_object().and_then(|o| {
+                o.keys()
+                    .find(|k| !["url", "enabled_events", "description"].contains(&k.as_str()))
+            }) {
+                return Err(ApiError::invalid(
+                    "parameter_unknown",
+                    k,
+                    format!("Unknown parameter '{k}'."),
+                ));
+            }
+            let url = body
+                .get("url")
+                .and_then(Value::as_str)
+                .ok_or_else(|| ApiError::invalid("parameter_missing", "url", "url is required."))?;
+            let events = string_list(&body, "enabled_events")?;
+            let description = body
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            let e = webhooks
+                .create_endpoint(&who.merchant_id, env, url, events, description)
+                .await?;
+            Ok(NativeResponse::json(201, json!(e)))
+        }
+        ("GET", ["webhook-endpoints"]) => {
+            let list = req.blocking(|| webhooks.list_endpoints(&who.merchant_id, env))?;
+            Ok(NativeResponse::json(
+                200,
+                json!({"object": "list", "data": list}),
+            ))
+        }
+        ("DELETE", ["webhook-endpoints", id]) => {
+            req.blocking(|| webhooks.delete_endpoint(&who.merchant_id, env, id))?;
+            Ok(NativeResponse::json(
+                200,
+                json!({"id": id, "object": "webhook_endpoint", "deleted": true}),
+            ))
+        }
+        ("GET", ["webhook-endpoints", "callback-secret"]) => {
+            let secret =
+                req.blocking(|| webhooks.callback_secret(&who.merchant_id, env.as_str()))?;
+            Ok(NativeResponse::json(
+                200,
+                json!({"object": "callback_secret", "secret": secret}),
+            ))
+        }
+        ("GET", ["events"]) => {
+            let limit = match req.query("limit") {
+                None => 20,
+                Some(l) => l
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|l| (1..=100).contains(l))
+                    .ok_or_else(|| {
+                        ApiError::invalid(
+                            "parameter_out_of_range",
+                            "limit",
+                            "limit must be an integer from 1 to 100.",
+                        )
+                    })?,
+            };
+            if let Some(t) = req.query("type") {
+                Webhooks::validate_events(&[t.to_string()])?;
+            }
+            let (data, has_more) = req.blocking(|| {
+                webhooks.list_events(
+                    &who.merchant_id,
+                    env,
+                    req.query("type"),
+                    req.query("payment"),
+                    req.query("starting_after"),
+                    limit,
+                )
+            })?;
+            Ok(NativeResponse::json(
+                200,
+                json!({"object": "list", "data": data, "has_more": has_more}),
+            ))
+        }
+        ("GET", ["events", id]) => Ok(NativeResponse::json(
+            200,
+            req.blocking(|| webhooks.event(&who.merchant_id, env, id))?,
+        )),
+        ("POST", ["events", id, "resend"]) => {
+            let n = req.blocking(|| webhooks.resend(&who.merchant_id, env, id))?;
+            Ok(NativeResponse::json(
+                202,
+                json!({"id": id, "object": "event", "deliveries_queued": n}),
+            ))
+        }
+        (_, ["webhook-endpoints" | "events", ..]) => Err(ApiError::method_not_allowed(&req.method)),
+        _ => Err(ApiError::not_found(
+            "resource_not_found",
+            format!("No such endpoint: {} {}", req.method, req.path),
+        )),
+    }
+}

@@ -1,0 +1,746 @@
+//! Events and webhooks that are never lost. Components write events into the
+//! outbox in the same transaction as the change (see `db`); here the host
+//! fans them out to the merchant's endpoints (and a payment's `callback_url`)
+//! as delivery rows, and a worker delivers them with signed POSTs, retrying
+//! on a stored schedule, so a restart or a crash loses nothing.
+
+pub mod api;
+pub mod destination;
+pub mod signature;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use rusqlite::{OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+
+use crate::accounts::Environment;
+use crate::capabilities::clock::system_now_ms;
+use crate::db::{Sqlite, StorageError};
+
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS webhook_endpoints (
+    id              TEXT PRIMARY KEY,
+    merchant_id     TEXT NOT NULL,
+    environment     TEXT NOT NULL,
+    url             TEXT NOT NULL,
+    secret          TEXT NOT NULL,
+    enabled_events  TEXT NOT NULL,
+    description     TEXT,
+    created_ms      INTEGER NOT NULL,
+    deleted_ms      INTEGER
+);
+CREATE INDEX IF NOT EXISTS webhook_endpoints_owner ON webhook_endpoints (merchant_id, environment);
+
+-- Signs deliveries to a payment's callback_url (no endpoint, so no endpoint secret).
+CREATE TABLE IF NOT EXISTS callback_secrets (
+    merchant_id  TEXT NOT NULL,
+    environment  TEXT NOT NULL,
+    secret       TEXT NOT NULL,
+    PRIMARY KEY (merchant_id, environment)
+);
+
+CREATE TABLE IF NOT EXISTS deliveries (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id         TEXT NOT NULL,
+    endpoint_id      TEXT,
+    url              TEXT NOT NULL,
+    environment      TEXT NOT NULL,
+    merchant_id      TEXT NOT NULL,
+    status           TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    next_attempt_ms  INTEGER NOT NULL,
+    created_ms       INTEGER NOT NULL,
+    delivered_ms     INTEGER,
+    last_error       TEXT
+);
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, next_attempt_ms);
+CREATE INDEX IF NOT EXISTS deliveries_event ON deliveries (event_id);
+
+CREATE TABLE IF NOT EXISTS delivery_attempts (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    delivery_id  INTEGER NOT NULL,
+    at_ms        INTEGER NOT NULL,
+    status_code  INTEGER,
+    latency_ms   INTEGER NOT NULL,
+    error        TEXT
+);
+CREATE INDEX IF NOT EXISTS delivery_attempts_delivery ON delivery_attempts (delivery_id);
+CREATE INDEX IF NOT EXISTS outbox_owner ON outbox (merchant_id, environment, seq);
+"#;
+
+/// Delivery settings. The defaults are DESIGN's schedule; tests shorten it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebhookConfig {
+    /// Wait after the 1st, 2nd, … failed attempt; the last value repeats.
+    pub retry_schedule_ms: Vec<u64>,
+    /// Give up this long after the event.
+    pub max_age_ms: u64,
+    pub timeout_ms: u64,
+    pub poll_interval_ms: u64,
+    /// Deliveries in flight at once, and per endpoint (a slow endpoint cannot take them all).
+    pub concurrency: usize,
+    pub per_endpoint_concurrency: usize,
+}
+
+impl Default for WebhookConfig {
+    fn default() -> Self {
+        const MIN: u64 = 60_000;
+        WebhookConfig {
+            retry_schedule_ms: vec![MIN, 5 * MIN, 30 * MIN, 120 * MIN, 300 * MIN, 600 * MIN],
+            max_age_ms: 3 * 24 * 3600 * 1000,
+            timeout_ms: 30_000,
+            poll_interval_ms: 200,
+            concurrency: 64,
+            per_endpoint_concurrency: 4,
+        }
+    }
+}
+
+pub const EVENT_TYPES: &[&str] = &[
+    "collect.payment.created",
+    "collect.payment.processing",
+    "collect.payment.completed",
+    "collect.payment.failed",
+    "collect.payment.cancelled",
+    "collect.payment.expired",
+    "collect.refund.completed",
+    "collect.refund.failed",
+    "collect.initiated",
+    "collect.updated",
+    "collect.completed",
+    "collect.failed",
+    "collect.cancelled",
+];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Endpoint {
+    pub id: String,
+    pub object: &'static str,
+    pub url: String,
+    pub enabled_events: Vec<String>,
+    pub description: Option<String>,
+    pub environment: String,
+    pub created: u64,
+    /// Shown only in the creation response.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    #[error("{0}")]
+    Invalid(String, &'static str),
+    #[error("no such {0}")]
+    NotFound(&'static str),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+impl From<rusqlite::Error> for WebhookError {
+    fn from(e: rusqlite::Error) -> Self {
+        WebhookError::Storage(e.into())
+    }
+}
+
+pub struct Webhooks {
+    db: Arc<Sqlite>,
+    pub config: WebhookConfig,
+    live_client: reqwest::Client,
+    test_client: reqwest::Client,
+    in_flight: Arc<Semaphore>,
+    per_endpoint: Mutex<HashMap<String, Arc<Semaphore>>>,
+}
+
+fn client(allow_loopback: bool, timeout: Duration) -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(timeout)
+        .dns_resolver(Arc::new(destination::SafeResolver { allow_loopback }))
+        .user_agent(concat!("mmc-webhooks/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .expect("reqwest client")
+}
+
+fn matches(enabled: &[String], event_type: &str) -> bool {
+    enabled.iter().any(|e| e == "*" || e == event_type)
+}
+
+impl Webhooks {
+    pub fn new(db: Arc<Sqlite>, config: WebhookConfig) -> Result<Arc<Webhooks>, StorageError> {
+        db.write(|tx| Ok(tx.execute_batch(SCHEMA)?))?;
+        let timeout = Duration::from_millis(config.timeout_ms);
+        Ok(Arc::new(Webhooks {
+            db,
+            live_client: client(false, timeout),
+            test_client: client(true, timeout),
+            in_flight: Arc::new(Semaphore::new(config.concurrency.max(1))),
+            per_endpoint: Mutex::new(HashMap::new()),
+            config,
+        }))
+    }
+
+    pub fn validate_events(events: &[String]) -> Result<(), WebhookError> {
+        if events.is_empty() {
+            return Err(WebhookError::Invalid(
+                "enabled_events must list at least one event type, or \"*\"".into(),
+                "enabled_events",
+            ));
+        }
+        match events
+            .iter()
+            .find(|e| *e != "*" && !EVENT_TYPES.contains(&e.as_str()))
+        {
+            Some(bad) => Err(WebhookError::Invalid(
+                format!("unknown event type '{bad}'"),
+                "enabled_events",
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Registers an endpoint after checking its destination. The secret is returned once.
+    pub async fn create_endpoint(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        url: &str,
+        enabled_events: Vec<String>,
+        description: Option<String>,
+    ) -> Result<Endpoint, WebhookError> {
+        Self::validate_events(&enabled_events)?;
+        destination::check(url, environment)
+            .await
+            .map_err(|e| WebhookError::Invalid(e.to_string(), "url"))?;
+        let e = Endpoint {
+            id: format!("we_{}", uuid::Uuid::new_v4().simple()),
+            object: "webhook_endpoint",
+            url: url.to_string(),
+            enabled_events,
+            description,
+            environment: environment.as_str().into(),
+            created: system_now_ms() / 1000,
+            secret: Some(signature::new_secret()),
+        };
+        let events_json = serde_json::to_string(&e.enabled_events).expect("strings serialise");
+        self.db.write(|tx| {
+            tx.execute(
+                "INSERT INTO webhook_endpoints (id, merchant_id, environment, url, secret, enabled_events, description, created_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![e.id, merchant_id, e.environment, e.url, e.secret, events_json, e.description, (e.created * 1000) as i64],
+            )?;
+            Ok(())
+        })?;
+        Ok(e)
+    }
+
+    pub fn list_endpoints(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+    ) -> Result<Vec<Endpoint>, WebhookError> {
+        Ok(self.db.read(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT id, url, enabled_events, description, environment, created_ms FROM webhook_endpoints
+                 WHERE merchant_id = ?1 AND environment = ?2 AND deleted_ms IS NULL ORDER BY created_ms",
+            )?;
+            let rows = stmt.query_map(params![merchant_id, environment.as_str()], |r| {
+                Ok(Endpoint {
+                    id: r.get(0)?,
+                    object: "webhook_endpoint",
+                    url: r.get(1)?,
+                    enabled_events: serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or_default(),
+                    description: r.get(3)?,
+                    environment: r.get(4)?,
+                    created: r.get::<_, i64>(5)? as u64 / 1000,
+                    secret: None,
+                })
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })?)
+    }
+
+    pub fn delete_endpoint(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        id: &str,
+    ) -> Result<(), WebhookError> {
+        let changed = self.db.write(|tx| {
+            Ok(tx.execute(
+                "UPDATE webhook_endpoints SET deleted_ms = ?4 WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3 AND deleted_ms IS NULL",
+                params![id, merchant_id, environment.as_str(), system_now_ms() as i64],
+            )?)
+        })?;
+        if changed == 0 {
+            return Err(WebhookError::NotFound("webhook endpoint"));
+        }
+        Ok(())
+    }
+
+    /// The secret that signs deliveries to payments' `callback_url`s (created on first use).
+    pub fn callback_secret(
+        &self,
+        merchant_id: &str,
+        environment: &str,
+    ) -> Result<String, WebhookError> {
+        let fresh = signature::new_secret();
+        Ok(self.db.write(|tx| {
+            tx.execute(
+                "INSERT OR IGNORE INTO callback_secrets (merchant_id, environment, secret) VALUES (?1, ?2, ?3)",
+                params![merchant_id, environment, fresh],
+            )?;
+            Ok(tx.query_row(
+                "SELECT secret FROM callback_secrets WHERE merchant_id = ?1 AND environment = ?2",
+                params![merchant_id, environment],
+                |r| r.get(0),
+            )?)
+        })?)
+    }
+
+    /// Fans new outbox events out into delivery rows, in one transaction with
+    /// marking them dispatched. Returns how many events were dispatched.
+    pub fn dispatch_outbox(&self, limit: u32) -> Result<usize, WebhookError> {
+        let now = system_now_ms() as i64;
+        Ok(self.db.write(|tx| {
+            let events: Vec<(i64, String, String, String, String, Option<String>)> = {
+                let mut stmt = tx.prepare_cached(
+                    "SELECT seq, id, event_type, merchant_id, environment, extra_url FROM outbox WHERE dispatched = 0 ORDER BY seq LIMIT ?1",
+                )?;
+                stmt.query_map([limit], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?
+                    .collect::<Result<_, _>>()?
+            };
+            for (seq, id, event_type, merchant, env, extra_url) in &events {
+                let endpoints: Vec<(String, String, String)> = {
+                    let mut stmt = tx.prepare_cached(
+                        "SELECT id, url, enabled_events FROM webhook_endpoints WHERE merchant_id = ?1 AND environment = ?2 AND deleted_ms IS NULL",
+                    )?;
+                    stmt.query_map(params![merchant, env], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?
+                };
+                let mut insert = tx.prepare_cached(
+                    "INSERT INTO deliveries (event_id, endpoint_id, url, environment, merchant_id, status, next_attempt_ms, created_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6)",
+                )?;
+                for (eid, url, enabled) in endpoints {
+                    let enabled: Vec<String> = serde_json::from_str(&enabled).unwrap_or_default();
+                    if matches(&enabled, event_type) {
+                        insert.execute(params![id, eid, url, env, merchant, now])?;
+                    }
+                }
+                if let Some(url) = extra_url {
+                    insert.execute(params![id, Option::<String>::None, url, env, merchant, now])?;
+                }
+                tx.execute("UPDATE outbox SET dispatched = 1 WHERE seq = ?1", [seq])?;
+            }
+            Ok(events.len())
+        })?)
+    }
+
+    /// Claims due deliveries with a lease (a crash mid-attempt retries after it).
+    fn claim_due(&self, limit: usize) -> Result<Vec<Claimed>, WebhookError> {
+        let now = system_now_ms() as i64;
+        let lease = (self.config.timeout_ms + 30_000) as i64;
+        Ok(self.db.write(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE deliveries SET next_attempt_ms = ?2 + ?3
+                 WHERE id IN (SELECT id FROM deliveries WHERE status = 'pending' AND next_attempt_ms <= ?2 ORDER BY next_attempt_ms LIMIT ?1)
+                 RETURNING id, event_id, endpoint_id, url, environment, merchant_id, attempts, created_ms",
+            )?;
+            let rows = stmt.query_map(params![limit as i64, now, lease], |r| {
+                Ok(Claimed {
+                    id: r.get(0)?,
+                    event_id: r.get(1)?,
+                    endpoint_id: r.get(2)?,
+                    url: r.get(3)?,
+                    environment: r.get(4)?,
+                    merchant_id: r.get(5)?,
+                    attempts: r.get::<_, i64>(6)? as u32,
+                    created_ms: r.get::<_, i64>(7)? as u64,
+                })
+            })?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })?)
+    }
+
+    fn release(&self, id: i64) -> Result<(), WebhookError> {
+        self.db.write(|tx| {
+            tx.execute(
+                "UPDATE deliveries SET next_attempt_ms = ?2 WHERE id = ?1",
+                params![id, system_now_ms() as i64],
+            )?;
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    /// Body and secret of a claimed delivery; None when its endpoint is gone.
+    fn load(&self, d: &Claimed) -> Result<Option<(Vec<u8>, String)>, WebhookError> {
+        let payload: Option<Vec<u8>> = self.db.read(|c| {
+            Ok(c.query_row(
+                "SELECT payload FROM outbox WHERE id = ?1",
+                [&d.event_id],
+                |r| r.get(0),
+            )
+            .optional()?)
+        })?;
+        let Some(payload) = payload else {
+            return Ok(None);
+        };
+        let secret = match &d.endpoint_id {
+            Some(eid) => self.db.read(|c| {
+                Ok(c.query_row(
+                    "SELECT secret FROM webhook_endpoints WHERE id = ?1 AND deleted_ms IS NULL",
+                    [eid],
+                    |r| r.get(0),
+                )
+                .optional()?)
+            })?,
+            None => Some(self.callback_secret(&d.merchant_id, &d.environment)?),
+        };
+        Ok(secret.map(|s| (payload, s)))
+    }
+
+    fn record(&self, d: &Claimed, outcome: &Attempt) -> Result<(), WebhookError> {
+        let now = system_now_ms();
+        let attempts = d.attempts + 1;
+        let (status, next) = if outcome.delivered() {
+            ("delivered", now)
+        } else {
+            let schedule = &self.config.retry_schedule_ms;
+            let wait = schedule
+                .get(attempts as usize - 1)
+                .or(schedule.last())
+                .copied()
+                .unwrap_or(60_000);
+            if outcome.give_up || now + wait > d.created_ms + self.config.max_age_ms {
+                ("failed", now)
+            } else {
+                ("pending", now + wait)
+            }
+        };
+        self.db.write(|tx| {
+            tx.execute(
+                "INSERT INTO delivery_attempts (delivery_id, at_ms, status_code, latency_ms, error) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![d.id, now as i64, outcome.status_code, outcome.latency_ms as i64, outcome.error],
+            )?;
+            tx.execute(
+                "UPDATE deliveries SET status = ?2, attempts = ?3, next_attempt_ms = ?4, last_error = ?5,
+                 delivered_ms = CASE WHEN ?2 = 'delivered' THEN ?4 ELSE NULL END WHERE id = ?1",
+                params![d.id, status, attempts, next as i64, outcome.error],
+            )?;
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    async fn attempt(&self, d: &Claimed, payload: Vec<u8>, secret: &str) -> Attempt {
+        let test = d.environment == "test";
+        let started = Instant::now();
+        let url = match reqwest::Url::parse(&d.url) {
+            Ok(u) if destination::literal_allowed(&u, test) => u,
+            _ => {
+                return Attempt {
+                    status_code: None,
+                    latency_ms: 0,
+                    error: Some("destination refused at connect time".into()),
+                    give_up: false,
+                };
+            }
+        };
+        let client = if test {
+            &self.test_client
+        } else {
+            &self.live_client
+        };
+        let t = system_now_ms() / 1000;
+        let result = client
+            .post(url)
+            .header("content-type", "application/json")
+            .header(
+                "x-service-signature",
+                signature::header(secret, t, &payload),
+            )
+            .header("x-service-event-id", &d.event_id)
+            .body(payload)
+            .send()
+            .await;
+        let latency_ms = started.elapsed().as_millis() as u64;
+        match result {
+            Ok(resp) => {
+                let code = resp.status().as_u16();
+                let error =
+                    (!resp.status().is_success()).then(|| format!("endpoint answered {code}"));
+                Attempt {
+                    status_code: Some(code),
+                    latency_ms,
+                    error,
+                    give_up: false,
+                }
+            }
+            Err(e) => Attempt {
+                status_code: None,
+                latency_ms,
+                error: Some(format!("{e:#}")),
+                give_up: false,
+            },
+        }
+    }
+
+    fn endpoint_permit(&self, d: &Claimed) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let key = d.endpoint_id.clone().unwrap_or_else(|| d.url.clone());
+        let sem = self
+            .per_endpoint
+            .lock()
+            .entry(key)
+            .or_insert_with(|| {
+                Arc::new(Semaphore::new(self.config.per_endpoint_concurrency.max(1)))
+            })
+            .clone();
+        sem.try_acquire_owned().ok()
+    }
+
+    /// Queues every current destination of an event again (manual resend).
+    pub fn resend(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        event_id: &str,
+    ) -> Result<usize, WebhookError> {
+        let now = system_now_ms() as i64;
+        let count = self.db.write(|tx| {
+            let event: Option<(String, Option<String>)> = tx
+                .query_row(
+                    "SELECT event_type, extra_url FROM outbox WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3",
+                    params![event_id, merchant_id, environment.as_str()],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()?;
+            let Some((event_type, extra_url)) = event else { return Ok(None) };
+            let endpoints: Vec<(String, String, String)> = {
+                let mut stmt = tx.prepare_cached(
+                    "SELECT id, url, enabled_events FROM webhook_endpoints WHERE merchant_id = ?1 AND environment = ?2 AND deleted_ms IS NULL",
+                )?;
+                stmt.query_map(params![merchant_id, environment.as_str()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                    .collect::<Result<_, _>>()?
+            };
+            let mut n = 0;
+            for (eid, url, enabled) in endpoints {
+                if matches(&serde_json::from_str::<Vec<String>>(&enabled).unwrap_or_default(), &event_type) {
+                    tx.execute(
+                        "INSERT INTO deliveries (event_id, endpoint_id, url, environment, merchant_id, status, next_attempt_ms, created_ms)
+                         VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6)",
+                        params![event_id, eid, url, environment.as_str(), merchant_id, now],
+                    )?;
+                    n += 1;
+                }
+            }
+            if let Some(url) = extra_url {
+                tx.execute(
+                    "INSERT INTO deliveries (event_id, endpoint_id, url, environment, merchant_id, status, next_attempt_ms, created_ms)
+                     VALUES (?1, NULL, ?2, ?3, ?4, 'pending', ?5, ?5)",
+                    params![event_id, url, environment.as_str(), merchant_id, now],
+                )?;
+                n += 1;
+            }
+            Ok(Some(n))
+        })?;
+        count.ok_or(WebhookError::NotFound("event"))
+    }
+
+    /// Events of a merchant and environment, newest first.
+    pub fn list_events(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        event_type: Option<&str>,
+        subject: Option<&str>,
+        starting_after: Option<&str>,
+        limit: u32,
+    ) -> Result<(Vec<Value>, bool), WebhookError> {
+        Ok(self.db.read(|c| {
+            let after_seq: i64 = match starting_after {
+                Some(id) => c
+                    .query_row(
+                        "SELECT seq FROM outbox WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3",
+                        params![id, merchant_id, environment.as_str()],
+                        |r| r.get(0),
+                    )
+                    .optional()?
+                    .unwrap_or(i64::MAX),
+                None => i64::MAX,
+            };
+            let mut stmt = c.prepare_cached(
+                "SELECT payload FROM outbox WHERE merchant_id = ?1 AND environment = ?2 AND seq < ?3
+                 AND (?4 IS NULL OR event_type = ?4) AND (?5 IS NULL OR subject_id = ?5)
+                 ORDER BY seq DESC LIMIT ?6",
+            )?;
+            let rows = stmt.query_map(
+                params![merchant_id, environment.as_str(), after_seq, event_type, subject, limit as i64 + 1],
+                |r| r.get::<_, Vec<u8>>(0),
+            )?;
+            let mut events: Vec<Value> =
+                rows.filter_map(|r| r.ok()).filter_map(|b| serde_json::from_slice(&b).ok()).collect();
+            let more = events.len() > limit as usize;
+            events.truncate(limit as usize);
+            Ok((events, more))
+        })?)
+    }
+
+    /// One event with its deliveries and their attempts.
+    pub fn event(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        id: &str,
+    ) -> Result<Value, WebhookError> {
+        self.db
+            .read(|c| {
+                let payload: Option<Vec<u8>> = c
+                    .query_row(
+                        "SELECT payload FROM outbox WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3",
+                        params![id, merchant_id, environment.as_str()],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                let Some(payload) = payload else { return Ok(None) };
+                let mut event: Value = serde_json::from_slice(&payload).unwrap_or(Value::Null);
+                let mut stmt = c.prepare_cached(
+                    "SELECT id, endpoint_id, url, status, attempts, next_attempt_ms, delivered_ms, last_error FROM deliveries WHERE event_id = ?1 ORDER BY id",
+                )?;
+                let deliveries: Vec<(i64, Value)> = stmt
+                    .query_map([id], |r| {
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            json!({
+                                "endpoint_id": r.get::<_, Option<String>>(1)?,
+                                "url": r.get::<_, String>(2)?,
+                                "status": r.get::<_, String>(3)?,
+                                "attempt_count": r.get::<_, i64>(4)?,
+                                "next_attempt_ms": r.get::<_, i64>(5)?,
+                                "delivered_ms": r.get::<_, Option<i64>>(6)?,
+                                "last_error": r.get::<_, Option<String>>(7)?,
+                            }),
+                        ))
+                    })?
+                    .collect::<Result<_, _>>()?;
+                let mut out = Vec::new();
+                for (did, mut d) in deliveries {
+                    let mut stmt = c.prepare_cached(
+                        "SELECT at_ms, status_code, latency_ms, error FROM delivery_attempts WHERE delivery_id = ?1 ORDER BY id",
+                    )?;
+                    let attempts: Vec<Value> = stmt
+                        .query_map([did], |r| {
+                            Ok(json!({"at_ms": r.get::<_, i64>(0)?, "status_code": r.get::<_, Option<i64>>(1)?,
+                                      "latency_ms": r.get::<_, i64>(2)?, "error": r.get::<_, Option<String>>(3)?}))
+                        })?
+                        .collect::<Result<_, _>>()?;
+                    d["attempts"] = Value::Array(attempts);
+                    out.push(d);
+                }
+                event["deliveries"] = Value::Array(out);
+                Ok(Some(event))
+            })?
+            .ok_or(WebhookError::NotFound("event"))
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Claimed {
+    id: i64,
+    event_id: String,
+    endpoint_id: Option<String>,
+    url: String,
+    environment: String,
+    merchant_id: String,
+    attempts: u32,
+    created_ms: u64,
+}
+
+struct Attempt {
+    status_code: Option<u16>,
+    latency_ms: u64,
+    error: Option<String>,
+    /// Retrying cannot help (the endpoint was deleted).
+    give_up: bool,
+}
+
+impl Attempt {
+    fn delivered(&self) -> bool {
+        self.status_code.is_some_and(|c| (200..300).contains(&c))
+    }
+}
+
+/// The delivery worker: dispatches the outbox and delivers what is due,
+/// each delivery in its own task so one slow endpoint stalls nothing else.
+pub fn spawn(webhooks: Arc<Webhooks>) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_millis(
+            webhooks.config.poll_interval_ms.max(10),
+        ));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let w = webhooks.clone();
+            let claimed =
+                tokio::task::spawn_blocking(move || -> Result<Vec<Claimed>, WebhookError> {
+                    while w.dispatch_outbox(500)? == 500 {}
+                    let room = w.in_flight.available_permits();
+                    if room == 0 {
+                        Ok(Vec::new())
+                    } else {
+                        w.claim_due(room)
+                    }
+                })
+                .await;
+            let claimed = match claimed {
+                Ok(Ok(c)) => c,
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "webhook dispatch failed");
+                    continue;
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "webhook dispatch task failed");
+                    continue;
+                }
+            };
+            for d in claimed {
+                let Some(endpoint_permit) = webhooks.endpoint_permit(&d) else {
+                    // This endpoint is busy: let the delivery wait for the next round.
+                    let w = webhooks.clone();
+                    let _ = tokio::task::spawn_blocking(move || w.release(d.id)).await;
+                    continue;
+                };
+                let Ok(permit) = webhooks.in_flight.clone().try_acquire_owned() else {
+                    break;
+                };
+                let w = webhooks.clone();
+                tokio::spawn(async move {
+                    let _permits = (permit, endpoint_permit);
+                    let loaded = {
+                        let (w, d) = (w.clone(), d.clone());
+                        tokio::task::spawn_blocking(move || w.load(&d)).await
+                    };
+                    let outcome = match loaded {
+                        Ok(Ok(Some((payload, secret)))) => w.attempt(&d, payload, &secret).await,
+                        Ok(Ok(None)) => Attempt {
+                            status_code: None,
+                            latency_ms: 0,
+                            error: Some("endpoint deleted".into()),
+                            give_up: true,
+                        },
+                        _ => return, // storage trouble: the lease expires and the delivery is retried
+                    };
+                    if !outcome.delivered() {
+                        tracing::info!(event = %d.event_id, url = %d.url, error = ?outcome.error, "webhook delivery failed; will retry");
+                    }
+                    let _ = tokio::task::spawn_blocking(move || w.record(&d, &outcome)).await;
+                });
+            }
+        }
+    });
+}

@@ -1,0 +1,73 @@
+//! The real `mmc` binary as a child process, for tests that kill it.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use crate::support::*;
+
+pub struct ServerProcess {
+    pub child: Child,
+    pub base: String,
+}
+
+impl ServerProcess {
+    /// Starts `mmc serve` on port 0 with `env` (MMC_* settings) and waits until it listens.
+    pub fn start(data_dir: &Path, env: &[(&str, &str)]) -> ServerProcess {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mmc"));
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .arg("--components-dir")
+            .arg(components_dir())
+            .env("MMC_CACHE_DIR", cache_dir())
+            .env("MMC_LOG", "warn")
+            .env_remove("MMC_CONFIG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("mmc starts");
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let base = loop {
+            let line = lines.next().expect("mmc prints its address").unwrap();
+            if let Some(addr) = line.strip_prefix("mmc listening on ") {
+                break addr.trim().to_string();
+            }
+        };
+        // Keep draining stdout so the child never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        ServerProcess { child, base }
+    }
+
+    /// SIGKILL: no shutdown code runs.
+    pub fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `mmc <args> --data-dir DIR`, parsed as its one JSON object.
+pub fn cli(data_dir: &Path, args: &[&str]) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_mmc"))
+        .args(args)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env_remove("MMC_CONFIG")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "mmc {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}

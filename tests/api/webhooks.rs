@@ -1,0 +1,436 @@
+//! Events and webhooks: outbox, signed delivery, retries, endpoint management,
+//! destination safety, and delivery after a SIGKILL.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::receiver::{Receiver, verify};
+use crate::support::*;
+
+async fn fast_webhooks() -> TestApp {
+    spawn_app_with(|c| {
+        c.webhooks.retry_schedule_ms = vec![100, 200];
+        c.webhooks.poll_interval_ms = 20;
+        c.components
+            .entry("simulator".into())
+            .or_default()
+            .settings
+            .insert("completion_delay_ms".into(), "0".into());
+    })
+    .await
+}
+
+async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> (u16, Value) {
+    let resp = app
+        .client
+        .post(app.url(path))
+        .bearer_auth(key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscribed_events_arrive_signed_with_the_spec_envelope() {
+    let app = fast_webhooks().await;
+    let (merchant, key, _) = app.merchant("Shop");
+    let receiver = Receiver::start().await;
+    let (status, endpoint) = post(
+        &app,
+        &key,
+        "/api/v1/webhook-endpoints",
+        json!({"url": receiver.url(), "enabled_events": ["collect.payment.created", "collect.payment.completed"]}),
+    )
+    .await;
+    assert_eq!(status, 201, "{endpoint}");
+    let secret = endpoint["secret"].as_str().unwrap().to_string();
+    assert!(secret.starts_with("whsec_"));
+    let (_, list) = app.get(&key, "/api/v1/webhook-endpoints").await;
+    assert_eq!(list["data"][0]["id"], endpoint["id"]);
+    assert!(
+        list["data"][0].get("secret").is_none(),
+        "the secret is shown once"
+    );
+
+    let (_, p) = app
+        .create(&key, &new_key(), &direct_payment("+2290166000001"))
+        .await;
+    app.get(
+        &key,
+        &format!(
+            "/api/v1/collect/payments/{}?sync=true",
+            p["id"].as_str().unwrap()
+        ),
+    )
+    .await;
+    let got = receiver.wait_for(10, |r| r.len() >= 2).await;
+    let mut types: Vec<String> = got
+        .iter()
+        .map(|r| r.json()["type"].as_str().unwrap().to_string())
+        .collect();
+    types.sort(); // delivery order is not guaranteed; `created` and the status tell the order
+    assert_eq!(
+        types,
+        vec!["collect.payment.completed", "collect.payment.created"],
+        "processing is not subscribed"
+    );
+    for r in &got {
+        assert!(
+            verify(&secret, &r.signature, &r.body),
+            "signature over the raw body: {}",
+            r.signature
+        );
+        assert!(!verify("whsec_wrong", &r.signature, &r.body));
+        let e = r.json();
+        assert!(e["id"].as_str().unwrap().starts_with("evt_"));
+        assert_eq!(e["id"].as_str().unwrap(), r.event_id_header);
+        assert_eq!(e["object"], "event");
+        assert_eq!(e["api_version"], "2026-06");
+        assert!(e["created"].as_u64().unwrap() > 1_700_000_000);
+        assert_eq!(e["environment"], "test");
+        assert_eq!(e["merchant_id"], merchant);
+        assert_eq!(e["data"]["object"]["object"], "collect.payment");
+        assert_eq!(e["data"]["object"]["id"], p["id"]);
+    }
+    let completed = got
+        .iter()
+        .find(|r| r.json()["type"] == "collect.payment.completed")
+        .unwrap();
+    assert_eq!(completed.json()["data"]["object"]["status"], "completed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_endpoint_gets_the_event_again_with_the_same_id_and_attempts_are_recorded() {
+    let app = fast_webhooks().await;
+    let (_, key, _) = app.merchant("Shop");
+    let receiver = Receiver::start().await;
+    receiver
+        .fail_first
+        .store(2, std::sync::atomic::Ordering::SeqCst);
+    post(
+        &app,
+        &key,
+        "/api/v1/webhook-endpoints",
+        json!({"url": receiver.url(), "enabled_events": ["collect.payment.created"]}),
+    )
+    .await;
+    app.create(&key, &new_key(), &direct_payment("+2290166000001"))
+        .await;
+    let got = receiver.wait_for(10, |r| r.len() >= 3).await;
+    let ids: Vec<String> = got
+        .iter()
+        .map(|r| r.json()["id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        ids.iter().all(|i| *i == ids[0]),
+        "duplicates carry the same event id: {ids:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        receiver.events().len(),
+        3,
+        "delivered once it got a 2xx, then no more"
+    );
+
+    let (_, event) = app.get(&key, &format!("/api/v1/events/{}", ids[0])).await;
+    let d = &event["deliveries"][0];
+    assert_eq!(d["status"], "delivered");
+    let codes: Vec<i64> = d["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["status_code"].as_i64().unwrap())
+        .collect();
+    assert_eq!(codes, vec![500, 500, 200]);
+    assert!(d["attempts"][0]["latency_ms"].is_i64());
+
+    // Manual resend: once more, same id.
+    let (status, _) = post(
+        &app,
+        &key,
+        &format!("/api/v1/events/{}/resend", ids[0]),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 202);
+    let got = receiver.wait_for(10, |r| r.len() >= 4).await;
+    assert_eq!(got[3].json()["id"], ids[0].as_str());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_that_is_down_and_comes_back_gets_every_event() {
+    let app = fast_webhooks().await;
+    let (_, key, _) = app.merchant("Shop");
+    // Reserve a port, then close it: the endpoint is down.
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    post(
+        &app,
+        &key,
+        "/api/v1/webhook-endpoints",
+        json!({"url": format!("http://{addr}/hooks")}),
+    )
+    .await;
+    for phone in ["+2290166000001", "+2290166000002"] {
+        let (_, p) = app.create(&key, &new_key(), &direct_payment(phone)).await;
+        app.get(
+            &key,
+            &format!(
+                "/api/v1/collect/payments/{}?sync=true",
+                p["id"].as_str().unwrap()
+            ),
+        )
+        .await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let receiver = Receiver::start_on(addr).await;
+    // created, processing, completed + created, processing, failed
+    let got = receiver
+        .wait_for(15, |r| {
+            let mut ids: Vec<String> = r
+                .iter()
+                .map(|x| x.json()["id"].as_str().unwrap().to_string())
+                .collect();
+            ids.sort();
+            ids.dedup();
+            ids.len() >= 6
+        })
+        .await;
+    let mut types: Vec<String> = got
+        .iter()
+        .map(|r| r.json()["type"].as_str().unwrap().to_string())
+        .collect();
+    types.sort();
+    types.dedup();
+    assert_eq!(
+        types,
+        vec![
+            "collect.payment.completed",
+            "collect.payment.created",
+            "collect.payment.failed",
+            "collect.payment.processing"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callback_url_receives_the_payments_events_signed_with_the_callback_secret() {
+    let app = fast_webhooks().await;
+    let (_, key, _) = app.merchant("Shop");
+    let receiver = Receiver::start().await;
+    let mut body = direct_payment("+2290166000001");
+    body["callback_url"] = json!(receiver.url());
+    app.create(&key, &new_key(), &body).await;
+    let (_, secret) = app
+        .get(&key, "/api/v1/webhook-endpoints/callback-secret")
+        .await;
+    let got = receiver.wait_for(10, |r| r.len() >= 2).await;
+    for r in &got {
+        assert!(verify(
+            secret["secret"].as_str().unwrap(),
+            &r.signature,
+            &r.body
+        ));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsafe_destinations_are_refused_with_a_clear_400() {
+    let app = fast_webhooks().await;
+    let (_, test_key, live_key) = app.merchant("Shop");
+    for (key, url) in [
+        (&live_key, "http://example.com/hooks"),
+        (&live_key, "https://127.0.0.1/hooks"),
+        (&live_key, "https://10.0.0.7/hooks"),
+        (&live_key, "https://169.254.169.254/latest/meta-data"),
+        (&live_key, "https://[::1]/hooks"),
+        (&live_key, "https://localhost/hooks"),
+        (&test_key, "http://192.168.1.10/hooks"),
+        (&test_key, "ftp://example.com/"),
+    ] {
+        let (status, err) = post(&app, key, "/api/v1/webhook-endpoints", json!({"url": url})).await;
+        assert_eq!(status, 400, "{url}: {err}");
+        assert_eq!(err["error"]["param"], "url");
+        assert!(err["error"]["message"].as_str().unwrap().len() > 10);
+    }
+    let (status, err) = post(
+        &app,
+        &test_key,
+        "/api/v1/webhook-endpoints",
+        json!({"url": "http://127.0.0.1:9/x", "enabled_events": ["nope"]}),
+    )
+    .await;
+    assert_eq!(
+        (status, err["error"]["param"].as_str()),
+        (400, Some("enabled_events"))
+    );
+    // Endpoints are per environment.
+    let (status, _) = post(
+        &app,
+        &test_key,
+        "/api/v1/webhook-endpoints",
+        json!({"url": "http://127.0.0.1:9/x"}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (_, live_list) = app.get(&live_key, "/api/v1/webhook-endpoints").await;
+    assert_eq!(live_list["data"].as_array().unwrap().len(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_are_listed_filtered_and_paginated_and_deleted_endpoints_stop_receiving() {
+    let app = fast_webhooks().await;
+    let (_, key, _) = app.merchant("Shop");
+    let (_, other_key, _) = app.merchant("Other");
+    let receiver = Receiver::start().await;
+    let (_, endpoint) = post(
+        &app,
+        &key,
+        "/api/v1/webhook-endpoints",
+        json!({"url": receiver.url(), "enabled_events": ["*"]}),
+    )
+    .await;
+    let (_, p1) = app
+        .create(&key, &new_key(), &direct_payment("+2290166000001"))
+        .await;
+    let (_, _p2) = app
+        .create(&key, &new_key(), &direct_payment("+2290166000001"))
+        .await;
+    let (_, all) = app.get(&key, "/api/v1/events?limit=100").await;
+    assert_eq!(
+        all["data"].as_array().unwrap().len(),
+        4,
+        "created + processing for each"
+    );
+    let (_, created) = app
+        .get(&key, "/api/v1/events?type=collect.payment.created")
+        .await;
+    assert_eq!(created["data"].as_array().unwrap().len(), 2);
+    let (_, of_p1) = app
+        .get(
+            &key,
+            &format!("/api/v1/events?payment={}", p1["id"].as_str().unwrap()),
+        )
+        .await;
+    assert_eq!(of_p1["data"].as_array().unwrap().len(), 2);
+    let (_, page1) = app.get(&key, "/api/v1/events?limit=3").await;
+    assert_eq!(page1["has_more"], true);
+    let last = page1["data"][2]["id"].as_str().unwrap();
+    let (_, page2) = app
+        .get(
+            &key,
+            &format!("/api/v1/events?limit=3&starting_after={last}"),
+        )
+        .await;
+    assert_eq!(
+        (page2["data"].as_array().unwrap().len(), &page2["has_more"]),
+        (1, &json!(false))
+    );
+    assert_eq!(
+        app.get(&other_key, "/api/v1/events").await.1["data"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0,
+        "merchants see their own"
+    );
+    assert_eq!(
+        app.get(&other_key, &format!("/api/v1/events/{last}"))
+            .await
+            .0,
+        404
+    );
+    assert_eq!(app.get(&key, "/api/v1/events?type=bogus").await.0, 400);
+
+    receiver.wait_for(10, |r| r.len() >= 4).await;
+    let resp = app
+        .client
+        .delete(app.url(&format!(
+            "/api/v1/webhook-endpoints/{}",
+            endpoint["id"].as_str().unwrap()
+        )))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    app.create(&key, &new_key(), &direct_payment("+2290166000001"))
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(receiver.events().len(), 4, "nothing after deletion");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_written_before_a_sigkill_is_delivered_after_restart() {
+    use crate::process::{ServerProcess, cli};
+    let data = tempfile::tempdir().unwrap();
+    let m = cli(data.path(), &["merchants", "create", "--name", "Shop"]);
+    let merchant = m["id"].as_str().unwrap();
+    let k = cli(
+        data.path(),
+        &["keys", "create", "--merchant", merchant, "--env", "test"],
+    );
+    let key = k["key"].as_str().unwrap();
+    // The receiver is down while the change happens.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let hook = cli(
+        data.path(),
+        &[
+            "webhooks",
+            "add",
+            "--merchant",
+            merchant,
+            "--env",
+            "test",
+            "--url",
+            &format!("http://{addr}/hooks"),
+            "--events",
+            "collect.payment.created,collect.payment.processing",
+        ],
+    );
+    assert!(hook["id"].as_str().unwrap().starts_with("we_"));
+    let secret = hook["secret"].as_str().unwrap().to_string();
+    let env = [
+        ("MMC_WEBHOOKS__RETRY_SCHEDULE_MS", "[200]"),
+        ("MMC_WEBHOOKS__POLL_INTERVAL_MS", "20"),
+    ];
+    let server = ServerProcess::start(data.path(), &env);
+    let client = reqwest::Client::new();
+    let resp = client
+        .post(format!("{}/api/v1/collect/payments", server.base))
+        .bearer_auth(key)
+        .header("Idempotency-Key", new_key())
+        .json(&direct_payment("+2290166000001"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    let payment: Value = resp.json().await.unwrap();
+    server.kill();
+
+    let receiver = Receiver::start_on(addr).await;
+    let _server = ServerProcess::start(data.path(), &env);
+    let got = receiver
+        .wait_for(15, |r| {
+            r.iter()
+                .any(|x| x.json()["type"] == "collect.payment.processing")
+        })
+        .await;
+    assert!(
+        got.iter()
+            .any(|x| x.json()["type"] == "collect.payment.created")
+    );
+    for r in &got {
+        assert!(verify(&secret, &r.signature, &r.body));
+        assert_eq!(r.json()["data"]["object"]["id"], payment["id"]);
+    }
+}
