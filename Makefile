@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 WASM_TARGET := wasm32-wasip2
-COMPONENTS := collect legacy simulator
+COMPONENTS := collect bulk legacy simulator
 TEST_COMPONENTS := hostile
 TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
 COMPONENT_OUT := $(TARGET_DIR)/$(WASM_TARGET)/components

@@ -1,0 +1,416 @@
+//! The `payouts` job: pays the items of processing batches through the
+//! operator adapters, and finds out what became of payouts whose outcome is
+//! not known yet. All its state is in storage, so a restart resumes it.
+//!
+//! Never paying an item twice rests on three rules:
+//! 1. An item is claimed (pending → processing, attempt recorded) in a
+//!    committed transaction *before* the payout request leaves; the
+//!    operator is never called inside a transaction.
+//! 2. The payout id is the item id: adapters hand it to the operator as the
+//!    idempotency key.
+//! 3. A `processing` item is never sent again. If the worker dies between
+//!    the claim and recording the answer, the item's status check falls due
+//!    after the claim grace period and asks the operator (`payout-status`)
+//!    for that id.
+//!
+//! Claims are one item per transaction, so a crash leaves at most one item
+//! whose request may or may not have left.
+//!
+//! Per operator and environment, at most `max_in_flight_per_operator`
+//! payouts are sent and not final at any time; other operators' items go on.
+
+use std::collections::HashMap;
+
+use serde_json::json;
+
+use crate::mmc::adapter::router;
+use crate::mmc::adapter::types::{AdapterError, OperationRef, PayoutRequest, PspStatus, Started};
+use crate::mmc::platform::{clock, log, storage};
+use crate::store::{self, Batch, BatchStatus, Failure, Item, ItemStatus, Tx};
+use crate::{API_VERSION, ApiError, settings, wire};
+
+/// First status query of a payout the operator left pending, then doubling.
+const FIRST_CHECK_MS: u64 = 2_000;
+const MAX_CHECK_INTERVAL_MS: u64 = 60_000;
+/// Items of one batch looked at per run, from its cursor.
+const WINDOW: u32 = 200;
+/// Batches looked at per run.
+const BATCHES_PER_RUN: u32 = 20;
+
+/// Does up to `limit` units of work (one payout sent or one status asked);
+/// returns how many were done.
+pub fn run_payouts(limit: u32) -> u32 {
+    let now = clock::now_ms();
+    let mut done = 0;
+    // Outcomes first: they free room under the per-operator cap.
+    match store::due("checks", now, limit) {
+        Ok(due) => {
+            for d in due {
+                if let Err(e) = check_item(&d, now) {
+                    warn(&format!("status check of {} failed: {}", d.key, e.message));
+                }
+                done += 1;
+            }
+        }
+        Err(e) => warn(&format!("cannot read due checks: {}", e.message)),
+    }
+    let batches = match store::due("runnable", now, BATCHES_PER_RUN) {
+        Ok(b) => b,
+        Err(e) => {
+            warn(&format!("cannot read runnable batches: {}", e.message));
+            return done;
+        }
+    };
+    let mut lanes = Lanes::new();
+    for d in batches {
+        if done >= limit {
+            break;
+        }
+        match pay_batch(&d, limit - done, &mut lanes) {
+            Ok(n) => done += n,
+            Err(e) => warn(&format!(
+                "payouts of batch {} failed: {}",
+                d.batch, e.message
+            )),
+        }
+    }
+    done
+}
+
+fn warn(message: &str) {
+    log::log(log::Level::Warn, message);
+}
+
+/// Payouts in flight per (environment, operator), counted from storage the
+/// first time an operator is seen in a run, then kept up to date.
+struct Lanes {
+    counts: HashMap<(String, String), u32>,
+    cap: u32,
+}
+
+impl Lanes {
+    fn new() -> Lanes {
+        Lanes {
+            counts: HashMap::new(),
+            cap: settings::max_in_flight_per_operator() as u32,
+        }
+    }
+
+    fn has_room(&mut self, env: &str, operator: &str) -> Result<bool, ApiError> {
+        let key = (env.to_string(), operator.to_string());
+        let n = match self.counts.get(&key) {
+            Some(n) => *n,
+            None => {
+                let n = store::in_flight(env, operator, self.cap)?;
+                self.counts.insert(key, n);
+                n
+            }
+        };
+        Ok(n < self.cap)
+    }
+
+    /// Called after `has_room`, which loaded the count.
+    fn add(&mut self, env: &str, operator: &str, delta: i32) {
+        if let Some(n) = self
+            .counts
+            .get_mut(&(env.to_string(), operator.to_string()))
+        {
+            *n = n.saturating_add_signed(delta);
+        }
+    }
+}
+
+/// Sends the payouts of one batch from its cursor, within `budget` and the caps.
+fn pay_batch(d: &store::Due, budget: u32, lanes: &mut Lanes) -> Result<u32, ApiError> {
+    let (env, merchant) = (d.env.as_str(), d.merchant.as_str());
+    let batch = match store::read_batch(env, merchant, &d.batch)? {
+        Some(b) if b.status == BatchStatus::Processing && b.queued_ms.is_some() => b,
+        _ => return store::drop_entry("runnable", &d.key).map(|_| 0),
+    };
+    let window = store::scan_items(env, merchant, &batch.id, batch.cursor, WINDOW)?;
+    let mut done = 0;
+    // Once an item waits for room, the cursor must stay before it.
+    let mut waiting = false;
+    let mut saw_pending = false;
+    for item in &window {
+        if done >= budget {
+            break;
+        }
+        if item.status != ItemStatus::Pending {
+            continue;
+        }
+        saw_pending = true;
+        if !lanes.has_room(env, &item.operator)? {
+            waiting = true;
+            continue;
+        }
+        let cursor = (!waiting).then_some(item.position + 1);
+        let Some(claimed) = claim(env, merchant, item, cursor)? else {
+            continue;
+        };
+        lanes.add(env, &claimed.operator, 1);
+        let outcome = router::payout(&PayoutRequest {
+            payout_id: claimed.id.clone(),
+            operator: claimed.operator.clone(),
+            environment: env.into(),
+            phone: claimed.phone.clone(),
+            amount: claimed.amount,
+            currency: claimed.currency.clone(),
+            beneficiary_name: claimed.beneficiary_name.clone(),
+            reference: claimed.reference.clone(),
+        });
+        if record(env, merchant, &claimed, payout_answer(outcome), false)? {
+            lanes.add(env, &claimed.operator, -1);
+        }
+        done += 1;
+    }
+    if !saw_pending {
+        // Counters say pending items remain but none is at or after the
+        // cursor: move the cursor past this window, or stop queueing.
+        skip_window(&batch, window.last().map(|i| i.position + 1))?;
+    }
+    Ok(done)
+}
+
+/// pending → processing, in its own committed transaction, before the
+/// payout request leaves. None if the item or its batch moved meanwhile.
+fn claim(
+    env: &str,
+    merchant: &str,
+    item: &Item,
+    cursor: Option<u32>,
+) -> Result<Option<Item>, ApiError> {
+    let now = clock::now_ms();
+    let tx = Tx::begin()?;
+    let (Some(mut item), Some(mut batch)) = (
+        tx.item(env, merchant, &item.batch_id, item.position)?,
+        tx.batch(env, merchant, &item.batch_id)?,
+    ) else {
+        return Ok(None);
+    };
+    if item.status != ItemStatus::Pending || batch.status != BatchStatus::Processing {
+        return Ok(None);
+    }
+    item.status = ItemStatus::Processing;
+    item.attempts += 1;
+    item.submitted_at_ms = Some(now);
+    item.updated_at_ms = now;
+    // If nobody records the answer (the process died), ask the operator then.
+    item.next_check_ms = Some(now + settings::claim_grace_ms());
+    tx.save_item(env, merchant, &item, None)?;
+
+    let previous_queue = batch.queued_ms;
+    batch.count_move(ItemStatus::Pending, ItemStatus::Processing, item.amount);
+    if let Some(c) = cursor {
+        batch.cursor = batch.cursor.max(c);
+    }
+    if batch.counts.pending == 0 {
+        batch.queued_ms = None;
+    }
+    batch.updated_at_ms = now;
+    tx.save_batch(&batch, previous_queue)?;
+    tx.commit()?;
+    Ok(Some(item))
+}
+
+/// What we learnt about a payout.
+enum Answer {
+    Completed(Option<String>),
+    Failed(Option<String>, Failure),
+    /// Accepted, not final yet, or unknown (timeout): ask again later.
+    Pending(Option<String>),
+}
+
+fn failure(code: &str, message: impl Into<String>) -> Failure {
+    Failure {
+        code: code.into(),
+        message: message.into(),
+    }
+}
+
+/// The answer to a payout request. Only a timeout or an unreadable answer
+/// leaves the outcome unknown; any other error means nothing was sent.
+fn payout_answer(outcome: Result<Started, AdapterError>) -> Answer {
+    match outcome {
+        Ok(Started {
+            psp_reference,
+            status,
+        }) => {
+            let r = Some(psp_reference).filter(|r| !r.is_empty());
+            match status {
+                PspStatus::Completed => Answer::Completed(r),
+                PspStatus::Failed(f) => Answer::Failed(r, failure(&f.code, f.message)),
+                PspStatus::Pending => Answer::Pending(r),
+            }
+        }
+        Err(AdapterError::Timeout(m) | AdapterError::InvalidResponse(m)) => {
+            warn(&format!("payout outcome unknown, will ask: {m}"));
+            Answer::Pending(None)
+        }
+        Err(AdapterError::NotSupported(m)) => {
+            Answer::Failed(None, failure("operator_unavailable", m))
+        }
+        Err(
+            AdapterError::Unavailable(m)
+            | AdapterError::Rejected(m)
+            | AdapterError::Unauthenticated(m),
+        ) => Answer::Failed(None, failure("operator_error", m)),
+    }
+}
+
+/// Applies an answer to a processing item (and its batch) in one
+/// transaction; `checked`: the answer came from a status query. Returns
+/// true if the item is now final.
+fn record(
+    env: &str,
+    merchant: &str,
+    claimed: &Item,
+    answer: Answer,
+    checked: bool,
+) -> Result<bool, ApiError> {
+    let now = clock::now_ms();
+    let tx = Tx::begin()?;
+    let Some(mut item) = tx.item(env, merchant, &claimed.batch_id, claimed.position)? else {
+        return Ok(true);
+    };
+    if item.status != ItemStatus::Processing {
+        return Ok(true);
+    }
+    let previous_check = item.next_check_ms;
+    if checked {
+        item.checks += 1;
+    }
+    let (to, psp_reference) = match answer {
+        Answer::Completed(r) => (ItemStatus::Completed, r),
+        Answer::Failed(r, f) => {
+            item.failure = Some(f);
+            (ItemStatus::Failed, r)
+        }
+        Answer::Pending(r) => {
+            let interval = (FIRST_CHECK_MS << item.checks.min(5)).min(MAX_CHECK_INTERVAL_MS);
+            item.next_check_ms = Some(now + interval);
+            (ItemStatus::Processing, r)
+        }
+    };
+    if psp_reference.is_some() {
+        item.psp_reference = psp_reference;
+    }
+    item.updated_at_ms = now;
+    if to == ItemStatus::Processing {
+        tx.save_item(env, merchant, &item, previous_check)?;
+        tx.commit()?;
+        return Ok(false);
+    }
+    item.status = to;
+    item.next_check_ms = None;
+    item.completed_at_ms = Some(now);
+    tx.save_item(env, merchant, &item, previous_check)?;
+
+    let mut batch = tx
+        .batch(env, merchant, &item.batch_id)?
+        .ok_or_else(|| ApiError::internal("item without batch"))?;
+    let previous_queue = batch.queued_ms;
+    batch.count_move(ItemStatus::Processing, to, item.amount);
+    batch.updated_at_ms = now;
+    if let (BatchStatus::Processing, Some(end)) = (batch.status, batch.outcome()) {
+        batch.status = end;
+        batch.completed_at_ms = Some(now);
+        emit(&tx, &batch)?;
+    }
+    tx.save_batch(&batch, previous_queue)?;
+    tx.commit()?;
+    Ok(true)
+}
+
+/// A processing item whose outcome is due to be asked: after a pending
+/// answer, a timeout, or a claim nobody finished (a crash).
+fn check_item(d: &store::Due, now: u64) -> Result<(), ApiError> {
+    let (env, merchant) = (d.env.as_str(), d.merchant.as_str());
+    let item = match d.position {
+        Some(p) => store::read_item(env, merchant, &d.batch, p)?,
+        None => None,
+    };
+    let Some(item) = item.filter(|i| i.status == ItemStatus::Processing) else {
+        return store::drop_entry("checks", &d.key);
+    };
+    let status = router::payout_status(&OperationRef {
+        id: item.id.clone(),
+        operator: item.operator.clone(),
+        environment: env.into(),
+        psp_reference: item.psp_reference.clone(),
+        phone: Some(item.phone.clone()),
+        amount: item.amount,
+        currency: item.currency.clone(),
+    });
+    let answer = match status {
+        Ok(PspStatus::Completed) => Answer::Completed(None),
+        Ok(PspStatus::Failed(f)) => Answer::Failed(None, failure(&f.code, f.message)),
+        other => {
+            if let Err(e) = &other {
+                warn(&format!("payout-status of item {}: {e:?}", item.id));
+            }
+            let since = item.submitted_at_ms.unwrap_or(item.created_at_ms);
+            if now.saturating_sub(since) >= settings::max_pending_ms() {
+                Answer::Failed(
+                    None,
+                    failure(
+                        "payout_unconfirmed",
+                        "The operator did not confirm this payout in time. Check with the operator before paying it again.",
+                    ),
+                )
+            } else {
+                Answer::Pending(None)
+            }
+        }
+    };
+    record(env, merchant, &item, answer, true).map(|_| ())
+}
+
+/// No pending item in the window: move the cursor past it, or, at the end
+/// of the batch, take the batch off the queue.
+fn skip_window(batch: &Batch, next: Option<u32>) -> Result<(), ApiError> {
+    let (env, merchant) = (batch.environment.as_str(), batch.merchant_id.as_str());
+    let tx = Tx::begin()?;
+    let Some(mut b) = tx.batch(env, merchant, &batch.id)? else {
+        return Ok(());
+    };
+    let previous_queue = b.queued_ms;
+    match next {
+        Some(n) => b.cursor = b.cursor.max(n),
+        None => {
+            warn(&format!(
+                "batch {} counts {} pending items but has none; dequeued",
+                b.id, b.counts.pending
+            ));
+            b.queued_ms = None;
+        }
+    }
+    tx.save_batch(&b, previous_queue)?;
+    tx.commit()
+}
+
+/// `bulk.batch.<status>` with the batch as `data.object`, in the
+/// transaction that made the change.
+pub fn emit(tx: &Tx, b: &Batch) -> Result<(), ApiError> {
+    let id = format!("evt_{}", uuid::Uuid::new_v4().simple());
+    let event_type = format!("bulk.batch.{}", b.status.as_str());
+    let body = json!({
+        "id": id,
+        "object": "event",
+        "api_version": API_VERSION,
+        "type": event_type,
+        "created": clock::now_ms() / 1000,
+        "environment": b.environment,
+        "merchant_id": b.merchant_id,
+        "data": {"object": wire::batch_json(b)},
+    });
+    tx.emit(&storage::OutboxEvent {
+        id,
+        event_type,
+        merchant_id: b.merchant_id.clone(),
+        environment: b.environment.clone(),
+        subject_id: b.id.clone(),
+        extra_url: None,
+        payload: serde_json::to_vec(&body).expect("JSON values serialise"),
+    })
+}

@@ -1,0 +1,303 @@
+//! Wire formats: request helpers (headers, query, JSON body, pagination)
+//! and the JSON shapes of batches, items and list pages.
+
+use mmc_domain::time;
+use serde_json::{Map, Value, json};
+
+use crate::mmc::api::http_types::{Request, Response};
+use crate::store::{Batch, Item};
+use crate::{API_VERSION, ApiError};
+
+pub const DEFAULT_PAGE_SIZE: u32 = 20;
+pub const MAX_PAGE_SIZE: u32 = 100;
+
+pub fn json_response(status: u16, body: &Value) -> Response {
+    Response {
+        status,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: serde_json::to_vec(body).expect("JSON values serialise"),
+    }
+}
+
+pub fn header<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
+    req.headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+/// The media type of the body, lower-cased, without parameters.
+pub fn media_type(req: &Request) -> String {
+    header(req, "content-type")
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// A query parameter, percent-decoded (`+` is a space, as forms send it).
+pub fn query_param(req: &Request, name: &str) -> Result<Option<String>, ApiError> {
+    let Some(raw) = req
+        .query
+        .split('&')
+        .map(|kv| kv.split_once('=').unwrap_or((kv, "")))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+    else {
+        return Ok(None);
+    };
+    percent_decode(raw).map(Some).ok_or_else(|| {
+        ApiError::invalid(
+            "parameter_invalid",
+            name,
+            format!("{name} is not a valid URL-encoded UTF-8 value."),
+        )
+    })
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut bytes = s.bytes();
+    while let Some(b) = bytes.next() {
+        match b {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hi = (bytes.next()? as char).to_digit(16)?;
+                let lo = (bytes.next()? as char).to_digit(16)?;
+                out.push((hi * 16 + lo) as u8);
+            }
+            b => out.push(b),
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// `Api-Version`: absent or `2026-06`.
+pub fn check_api_version(req: &Request) -> Result<(), ApiError> {
+    match header(req, "api-version") {
+        None => Ok(()),
+        Some(v) if v.trim() == API_VERSION => Ok(()),
+        Some(v) => Err(ApiError::invalid(
+            "api_version_unsupported",
+            "Api-Version",
+            format!("Api-Version '{v}' is not supported; the supported version is {API_VERSION}."),
+        )),
+    }
+}
+
+/// The JSON object body; `empty_ok` accepts an empty body as `{}`.
+pub fn body_object(req: &Request, empty_ok: bool) -> Result<Map<String, Value>, ApiError> {
+    if req.body.iter().all(|b| b.is_ascii_whitespace()) {
+        if empty_ok {
+            return Ok(Map::new());
+        }
+        return Err(ApiError::bad_request(
+            "body_missing",
+            "A JSON object body is required.",
+        ));
+    }
+    match serde_json::from_slice::<Value>(&req.body) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(ApiError::bad_request(
+            "invalid_json",
+            "The body must be a JSON object.",
+        )),
+        Err(e) => Err(ApiError::bad_request(
+            "invalid_json",
+            format!("The body is not valid JSON: {e}."),
+        )),
+    }
+}
+
+pub fn reject_unknown(m: &Map<String, Value>, known: &[&str]) -> Result<(), ApiError> {
+    match m.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(unknown) => Err(ApiError::invalid(
+            "parameter_unknown",
+            unknown,
+            format!("Unknown parameter '{unknown}'."),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// An optional string of at most `max` characters (`null` is absent).
+pub fn opt_string(
+    m: &Map<String, Value>,
+    field: &str,
+    max: usize,
+) -> Result<Option<String>, ApiError> {
+    match m.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => check_text(field, s, max).map(Some),
+        Some(_) => Err(ApiError::invalid(
+            "parameter_invalid_string",
+            field,
+            format!("{field} must be a string."),
+        )),
+    }
+}
+
+/// Trimmed `s`, at most `max` characters.
+pub fn check_text(field: &str, s: &str, max: usize) -> Result<String, ApiError> {
+    let s = s.trim();
+    if s.chars().count() > max {
+        return Err(ApiError::invalid(
+            "parameter_too_long",
+            field,
+            format!("{field} must be at most {max} characters."),
+        ));
+    }
+    Ok(s.to_string())
+}
+
+/// Batch `name`: required, 1 to 100 characters.
+pub fn batch_name(name: Option<String>) -> Result<String, ApiError> {
+    match name {
+        Some(n) if !n.is_empty() => Ok(n),
+        _ => Err(ApiError::invalid(
+            "parameter_missing",
+            "name",
+            "name is required: a label for the batch, e.g. \"Salaries June\".",
+        )),
+    }
+}
+
+/// `?page=&page_size=`: 1-based page, 1 to 100 per page (default 20).
+#[derive(Debug, Clone, Copy)]
+pub struct Page {
+    pub page: u64,
+    pub size: u32,
+}
+
+impl Page {
+    pub fn offset(&self) -> u64 {
+        (self.page - 1).saturating_mul(self.size as u64)
+    }
+}
+
+pub fn page(req: &Request) -> Result<Page, ApiError> {
+    let number = |name: &str, default: u64, max: u64| -> Result<u64, ApiError> {
+        match query_param(req, name)? {
+            None => Ok(default),
+            Some(v) => v
+                .parse::<u64>()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .ok_or_else(|| {
+                    ApiError::invalid(
+                        "parameter_out_of_range",
+                        name,
+                        format!("{name} must be an integer from 1 to {max}."),
+                    )
+                }),
+        }
+    };
+    Ok(Page {
+        page: number("page", 1, 1_000_000)?,
+        size: number("page_size", DEFAULT_PAGE_SIZE as u64, MAX_PAGE_SIZE as u64)? as u32,
+    })
+}
+
+/// `{count,next,previous,results}`; links keep the `keep` query parameters.
+pub fn page_json(
+    base_url: &str,
+    path: &str,
+    keep: &[(&str, &str)],
+    page: Page,
+    count: u64,
+    results: Vec<Value>,
+) -> Value {
+    let link = |n: u64| {
+        let mut query: Vec<String> = keep
+            .iter()
+            .map(|(k, v)| format!("{k}={}", percent_encode(v)))
+            .collect();
+        query.push(format!("page={n}"));
+        query.push(format!("page_size={}", page.size));
+        format!("{base_url}{path}?{}", query.join("&"))
+    };
+    let next = (page.offset() + (page.size as u64) < count).then(|| link(page.page + 1));
+    let previous = (page.page > 1).then(|| {
+        // From beyond the end, "previous" is the last page that has results.
+        let last = count.div_ceil(page.size as u64).max(1);
+        link((page.page - 1).min(last))
+    });
+    json!({"count": count, "next": next, "previous": previous, "results": results})
+}
+
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            b => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn ts(ms: Option<u64>) -> Value {
+    ms.map(|m| Value::String(time::rfc3339(m)))
+        .unwrap_or(Value::Null)
+}
+
+pub fn batch_json(b: &Batch) -> Value {
+    let c = &b.counts;
+    json!({
+        "object": "bulk_payment",
+        "id": b.id,
+        "name": b.name,
+        "description": b.description,
+        "status": b.status.as_str(),
+        "source": b.source,
+        "environment": b.environment,
+        "currency": b.currency,
+        "item_count": b.item_count,
+        "total_amount": b.total_amount,
+        "items_by_status": {
+            "pending": c.pending,
+            "processing": c.processing,
+            "completed": c.completed,
+            "failed": c.failed,
+        },
+        "amount_completed": b.amount_completed,
+        "amount_failed": b.amount_failed,
+        "amount_remaining": b.total_amount.saturating_sub(b.amount_completed + b.amount_failed),
+        "requires_validation": b.requires_validation,
+        "validation_threshold": b.validation_threshold,
+        "rejection_reason": b.rejection_reason,
+        "created_at": time::rfc3339(b.created_at_ms),
+        "updated_at": time::rfc3339(b.updated_at_ms),
+        "validated_at": ts(b.validated_at_ms),
+        "processing_started_at": ts(b.processing_started_at_ms),
+        "completed_at": ts(b.completed_at_ms),
+        "rejected_at": ts(b.rejected_at_ms),
+    })
+}
+
+pub fn item_json(i: &Item) -> Value {
+    json!({
+        "object": "bulk_payment.item",
+        "id": i.id,
+        "bulk_payment_id": i.batch_id,
+        "line": i.line,
+        "reference": i.reference,
+        "beneficiary_name": i.beneficiary_name,
+        "phone": i.phone,
+        "country": i.country,
+        "operator": i.operator,
+        "amount": i.amount,
+        "currency": i.currency,
+        "status": i.status.as_str(),
+        "attempts": i.attempts,
+        "psp_reference": i.psp_reference,
+        "failure_code": i.failure.as_ref().map(|f| f.code.clone()),
+        "failure_message": i.failure.as_ref().map(|f| f.message.clone()),
+        "created_at": time::rfc3339(i.created_at_ms),
+        "updated_at": time::rfc3339(i.updated_at_ms),
+        "submitted_at": ts(i.submitted_at_ms),
+        "completed_at": ts(i.completed_at_ms),
+    })
+}
