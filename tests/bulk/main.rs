@@ -2,3 +2,9 @@
 
 #[path = "../support/mod.rs"]
 mod support;
+
+mod batches;
+mod csv_import;
+mod helpers;
+mod payouts;
+mod restart;

@@ -1,0 +1,144 @@
+//! Payout execution against the test environment's simulator: final
+//! states with exact counts and reasons, and the per-operator cap.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mixed_batch_ends_partially_completed_with_exact_counts_and_reasons() {
+    // 0004 never settles: give up on it after 1.5 s instead of 24 h.
+    let app = spawn_app_with(|c| bulk_settings(c, &[("max_pending_ms", "1500")])).await;
+    let (_, key, _) = app.merchant("Mixed");
+    let b = create(
+        &app,
+        &key,
+        vec![
+            item(&bj(1001), 1000, "ok-bj"),
+            item(&bj(2), 2000, "funds-bj"),
+            item("+22890000003", 3000, "declined-tg"),
+            item(&bj(5), 4000, "operator-bj"),
+            item("+2250700000005", 5000, "operator-ci"),
+            item("+2250700000004", 6000, "never-settles-ci"),
+            item(&bj(1), 7000, "ok-bj-0001"),
+            item("+22890001234", 8000, "ok-tg"),
+            item("+22899000002", 9000, "funds-tg-moov"),
+        ],
+    )
+    .await;
+    let id = b["id"].as_str().unwrap();
+    assert_eq!(validate(&app, &key, id).await.0, 200);
+
+    let done = wait_until_final(&app, &key, id, Duration::from_secs(30)).await;
+    assert_eq!(done["status"], "partially_completed", "{done}");
+    assert_eq!(
+        done["items_by_status"],
+        json!({"pending": 0, "processing": 0, "completed": 3, "failed": 6})
+    );
+    assert_eq!(done["amount_completed"], 1000 + 7000 + 8000);
+    assert_eq!(
+        done["amount_failed"],
+        2000 + 3000 + 4000 + 5000 + 6000 + 9000
+    );
+    assert_eq!(done["total_amount"], 45000);
+
+    let items = all_items(&app, &key, id, "").await;
+    let by_ref: HashMap<&str, &Value> = items
+        .iter()
+        .map(|i| (i["reference"].as_str().unwrap(), i))
+        .collect();
+    let reason = |r: &str| by_ref[r]["failure_code"].as_str().map(str::to_string);
+    for ok in ["ok-bj", "ok-bj-0001", "ok-tg"] {
+        assert_eq!(by_ref[ok]["status"], "completed");
+        assert_eq!(reason(ok), None);
+    }
+    assert_eq!(reason("funds-bj").as_deref(), Some("insufficient_funds"));
+    assert_eq!(
+        reason("funds-tg-moov").as_deref(),
+        Some("insufficient_funds")
+    );
+    assert_eq!(by_ref["funds-tg-moov"]["operator"], "moov-tg");
+    assert_eq!(
+        reason("declined-tg").as_deref(),
+        Some("declined_by_customer")
+    );
+    assert_eq!(reason("operator-bj").as_deref(), Some("operator_error"));
+    assert_eq!(reason("operator-ci").as_deref(), Some("operator_error"));
+    assert_eq!(
+        reason("never-settles-ci").as_deref(),
+        Some("payout_unconfirmed")
+    );
+    for i in &items {
+        assert_eq!(i["attempts"], 1, "each item is sent once: {i}");
+        if i["status"] == "failed" {
+            assert!(!i["failure_message"].as_str().unwrap().is_empty());
+        }
+    }
+    // The failed items, as a merchant would list them to retry.
+    let failed = all_items(&app, &key, id, "&status=failed").await;
+    assert_eq!(failed.len(), 6);
+    assert!(failed.iter().all(|i| i["status"] == "failed"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_whose_every_payout_fails_ends_failed() {
+    let app = spawn_app().await;
+    let (_, key, _) = app.merchant("Unlucky");
+    let b = create(
+        &app,
+        &key,
+        vec![item(&bj(2), 1000, "a"), item("+22890000003", 1000, "b")],
+    )
+    .await;
+    let id = b["id"].as_str().unwrap();
+    assert_eq!(validate(&app, &key, id).await.0, 200);
+    let done = wait_until_final(&app, &key, id, Duration::from_secs(30)).await;
+    assert_eq!(done["status"], "failed");
+    assert_eq!(done["items_by_status"]["failed"], 2);
+    assert_eq!(done["amount_failed"], 2000);
+    assert_eq!(done["amount_completed"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payouts_in_flight_per_operator_are_capped_without_holding_up_other_operators() {
+    let app = spawn_app_with(|c| bulk_settings(c, &[("max_in_flight_per_operator", "2")])).await;
+    let (_, key, _) = app.merchant("Capped");
+    // Five MTN Benin payouts that stay pending at the operator, then two Togo ones.
+    let mut items: Vec<Value> = (0..5)
+        .map(|i| item(&bj(10_004 + 10_000 * i), 1000, &format!("mtn-{i}")))
+        .collect();
+    items.push(item("+22890001001", 1000, "tg-1"));
+    items.push(item("+22890001002", 1000, "tg-2"));
+    let b = create(&app, &key, items).await;
+    let id = b["id"].as_str().unwrap();
+    assert_eq!(validate(&app, &key, id).await.0, 200);
+
+    let started = Instant::now();
+    loop {
+        let (_, b) = get(&app, &key, &format!("{ROOT}{id}/")).await;
+        if b["items_by_status"]["completed"] == 2 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "{b}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Several more runs of the job: the cap still holds.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (_, b) = get(&app, &key, &format!("{ROOT}{id}/")).await;
+    assert_eq!(b["status"], "processing");
+    assert_eq!(
+        b["items_by_status"],
+        json!({"pending": 3, "processing": 2, "completed": 2, "failed": 0})
+    );
+    let items = all_items(&app, &key, id, "").await;
+    let sent: Vec<&str> = items
+        .iter()
+        .filter(|i| i["attempts"] == 1)
+        .map(|i| i["reference"].as_str().unwrap())
+        .collect();
+    assert_eq!(sent, ["mtn-0", "mtn-1", "tg-1", "tg-2"]);
+}

@@ -1,0 +1,357 @@
+//! Kill the real binary in the middle of a batch, start it again, and prove
+//! that nobody was paid twice. Payouts are observed from outside: the test
+//! environment is routed to the `payout-recorder` adapter, which reports
+//! every payout to an HTTP server run here.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::Notify;
+
+use crate::helpers::{ROOT, bj, is_final, item};
+use crate::support::{cache_dir, components_dir, test_component};
+
+/// The operator's side: which payouts arrived, how many times.
+#[derive(Default)]
+struct Recorder {
+    posts: Mutex<Vec<String>>,
+    status_queries: Mutex<HashMap<String, u32>>,
+    /// The payout at this position (1-based) is held unanswered, and `held` notified.
+    hold_at: usize,
+    held: Notify,
+}
+
+impl Recorder {
+    async fn start(hold_at: usize) -> (Arc<Recorder>, SocketAddr) {
+        let recorder = Arc::new(Recorder {
+            hold_at,
+            ..Recorder::default()
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let r = recorder.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let r = r.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |req| r.clone().handle(req));
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        (recorder, addr)
+    }
+
+    async fn handle(
+        self: Arc<Self>,
+        req: hyper::Request<Incoming>,
+    ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+        let (method, path) = (req.method().clone(), req.uri().path().to_string());
+        let status = match (method.as_str(), path.strip_prefix("/payouts")) {
+            ("POST", Some("")) => {
+                let body = req.into_body().collect().await.unwrap().to_bytes();
+                let v: Value = serde_json::from_slice(&body).unwrap();
+                let n = {
+                    let mut posts = self.posts.lock();
+                    posts.push(v["payout_id"].as_str().unwrap().to_string());
+                    posts.len()
+                };
+                if n == self.hold_at {
+                    // Received, never answered: the service dies waiting.
+                    self.held.notify_one();
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                }
+                200
+            }
+            ("GET", Some(id)) => {
+                let id = id.trim_start_matches('/').to_string();
+                *self.status_queries.lock().entry(id.clone()).or_default() += 1;
+                if self.posts.lock().contains(&id) {
+                    200
+                } else {
+                    404
+                }
+            }
+            _ => 404,
+        };
+        Ok(hyper::Response::builder()
+            .status(status)
+            .body(Full::new(Bytes::from_static(b"{}")))
+            .unwrap())
+    }
+
+    fn posts(&self) -> Vec<String> {
+        self.posts.lock().clone()
+    }
+}
+
+/// Runs `mmc` to completion; its one JSON line.
+fn cli(args: &[&str]) -> Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mmc"))
+        .args(args)
+        .env_remove("MMC_CONFIG")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "mmc {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `mmc serve` as a child process.
+struct Server {
+    child: tokio::process::Child,
+    base: String,
+}
+
+impl Server {
+    async fn start(data: &Path, components: &Path, config: &Path, log: &Path) -> Server {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .unwrap();
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmc"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data)
+            .arg("--components-dir")
+            .arg(components)
+            .arg("--config")
+            .arg(config)
+            .env_remove("MMC_CONFIG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let base = tokio::time::timeout(Duration::from_secs(120), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if let Some(addr) = line.strip_prefix("mmc listening on ") {
+                    return addr.trim().to_string();
+                }
+            }
+            panic!("mmc serve exited before listening");
+        })
+        .await
+        .expect("mmc serve listens within 2 minutes");
+        Server { child, base }
+    }
+
+    /// SIGKILL: no shutdown path runs.
+    async fn kill(mut self) {
+        self.child.start_kill().unwrap();
+        self.child.wait().await.unwrap();
+    }
+}
+
+/// A components directory with only `bulk` and the recorder (named as the
+/// routing names it; Cargo builds it as `payout_recorder.wasm`).
+fn components(dir: &Path) -> PathBuf {
+    let out = dir.join("components");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::copy(components_dir().join("bulk.wasm"), out.join("bulk.wasm")).unwrap();
+    std::fs::copy(
+        test_component("payout_recorder"),
+        out.join("payout-recorder.wasm"),
+    )
+    .unwrap();
+    out
+}
+
+fn write_config(dir: &Path, recorder: SocketAddr) -> PathBuf {
+    let path = dir.join("mmc.toml");
+    let text = format!(
+        r#"cache_dir = {cache:?}
+
+[routing.test]
+"*" = "payout-recorder"
+
+[components.payout-recorder]
+allowed_hosts = ["{recorder}"]
+
+[components.payout-recorder.settings]
+url = "http://{recorder}"
+
+[components.bulk.settings]
+# Ask about an unfinished claim 1 s after it, not 60 s.
+claim_grace_ms = "1000"
+"#,
+        cache = cache_dir().display().to_string(),
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+async fn call(
+    client: &reqwest::Client,
+    key: &str,
+    method: reqwest::Method,
+    url: String,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut req = client.request(method, url).bearer_auth(key);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let resp = req.send().await.unwrap();
+    (
+        resp.status().as_u16(),
+        resp.json().await.unwrap_or(Value::Null),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_and_restart_in_the_middle_of_a_batch_pays_nobody_twice() {
+    const ITEMS: usize = 150;
+    const KILL_AT: usize = 40;
+    let (recorder, recorder_addr) = Recorder::start(KILL_AT).await;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let components = components(dir.path());
+    let config = write_config(dir.path(), recorder_addr);
+    let log = dir.path().join("mmc.log");
+    let data_arg = data.to_str().unwrap();
+    let merchant = cli(&[
+        "merchants",
+        "create",
+        "--name",
+        "Restart SA",
+        "--data-dir",
+        data_arg,
+    ]);
+    let key = cli(&[
+        "keys",
+        "create",
+        "--merchant",
+        merchant["id"].as_str().unwrap(),
+        "--env",
+        "test",
+        "--data-dir",
+        data_arg,
+    ])["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let client = reqwest::Client::new();
+
+    let server = Server::start(&data, &components, &config, &log).await;
+    let items: Vec<Value> = (0..ITEMS as u32)
+        .map(|i| item(&bj(101_000 + i), 1000, &format!("r{i}")))
+        .collect();
+    let (status, b) = call(
+        &client,
+        &key,
+        reqwest::Method::POST,
+        format!("{}{ROOT}", server.base),
+        Some(json!({"name": "restart", "items": items})),
+    )
+    .await;
+    assert_eq!(status, 201, "{b}");
+    let id = b["id"].as_str().unwrap().to_string();
+    let batch_url = |base: &str| format!("{base}{ROOT}{id}/");
+    let (status, v) = call(
+        &client,
+        &key,
+        reqwest::Method::POST,
+        format!("{}validate/", batch_url(&server.base)),
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+
+    // Kill while payout #40 is at the operator, unanswered.
+    tokio::time::timeout(Duration::from_secs(60), recorder.held.notified())
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "payout #{KILL_AT} never arrived; server log:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            )
+        });
+    server.kill().await;
+    let at_kill = recorder.posts();
+    assert_eq!(at_kill.len(), KILL_AT, "the batch was cut in the middle");
+    let held = at_kill.last().unwrap().clone();
+
+    let server = Server::start(&data, &components, &config, &log).await;
+    let started = Instant::now();
+    let done = loop {
+        let (status, b) = call(
+            &client,
+            &key,
+            reqwest::Method::GET,
+            batch_url(&server.base),
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{b}");
+        if is_final(b["status"].as_str().unwrap()) {
+            break b;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "not finished after restart: {b}\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+
+    // Nobody paid twice: each payout id reached the operator once.
+    let posts = recorder.posts();
+    let mut per_id: HashMap<&str, usize> = HashMap::new();
+    for p in &posts {
+        *per_id.entry(p).or_default() += 1;
+    }
+    let twice: Vec<_> = per_id.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "paid more than once: {twice:?}");
+    // Everyone paid: the payout whose answer was lost was asked about, not resent.
+    assert_eq!(posts.len(), ITEMS);
+    assert!(
+        recorder
+            .status_queries
+            .lock()
+            .get(&held)
+            .copied()
+            .unwrap_or(0)
+            >= 1,
+        "the unanswered payout was resolved by asking the operator"
+    );
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["items_by_status"]["completed"], ITEMS as u64);
+
+    let mut ids = Vec::new();
+    let mut next = Some(format!("{}items/?page_size=100", batch_url(&server.base)));
+    while let Some(url) = next {
+        let (_, page) = call(&client, &key, reqwest::Method::GET, url, None).await;
+        for i in page["results"].as_array().unwrap() {
+            assert_eq!(i["status"], "completed", "{i}");
+            assert_eq!(i["attempts"], 1, "{i}");
+            ids.push(i["id"].as_str().unwrap().to_string());
+        }
+        next = page["next"].as_str().map(str::to_string);
+    }
+    ids.sort();
+    let mut paid = posts.clone();
+    paid.sort();
+    assert_eq!(ids, paid, "the payout ids are the item ids");
+    server.kill().await;
+}
