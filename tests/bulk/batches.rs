@@ -194,6 +194,10 @@ async fn a_rejected_batch_is_never_paid() {
     assert_eq!(r["rejection_reason"], "wrong month");
     assert!(r["rejected_at"].is_string());
 
+    let events = batch_events(&app, &key, id).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["type"], "bulk.batch.rejected");
+
     let (status, e) = validate(&app, &key, id).await;
     assert_eq!(status, 409);
     assert_eq!(e["error"]["code"], "batch_rejected");

@@ -172,3 +172,20 @@ pub async fn batch_count(app: &TestApp, key: &str) -> u64 {
     assert_eq!(status, 200, "{page}");
     page["count"].as_u64().unwrap()
 }
+
+/// The `bulk.batch.*` events of the merchant about batch `id` (from the
+/// host's event log; listed without `type=`, which knows only payment types).
+pub async fn batch_events(app: &TestApp, key: &str, id: &str) -> Vec<Value> {
+    let (status, list) = get(app, key, "/api/v1/events?limit=100").await;
+    assert_eq!(status, 200, "{list}");
+    list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["type"].as_str().unwrap().starts_with("bulk.batch.")
+                && e["data"]["object"]["id"] == id
+        })
+        .cloned()
+        .collect()
+}

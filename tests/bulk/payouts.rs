@@ -78,6 +78,15 @@ async fn a_mixed_batch_ends_partially_completed_with_exact_counts_and_reasons() 
             assert!(!i["failure_message"].as_str().unwrap().is_empty());
         }
     }
+    // One event tells the merchant how the batch ended, with its counts.
+    let events = batch_events(&app, &key, id).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["type"], "bulk.batch.partially_completed");
+    assert_eq!(
+        events[0]["data"]["object"]["items_by_status"],
+        done["items_by_status"]
+    );
+
     // The failed items, as a merchant would list them to retry.
     let failed = all_items(&app, &key, id, "&status=failed").await;
     assert_eq!(failed.len(), 6);
