@@ -4,13 +4,16 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 WASM_TARGET := wasm32-wasip2
-COMPONENTS := collect bulk legacy simulator
+COMPONENTS := collect bulk legacy simulator momo wave pawapay
 TEST_COMPONENTS := hostile payout_recorder
 TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
 COMPONENT_OUT := $(TARGET_DIR)/$(WASM_TARGET)/components
 DATA_DIR ?= ./data
 
-.PHONY: all run test components test-components toolchain lint fmt bench clean
+VENV := $(TARGET_DIR)/venv
+PY_TOOLS := schemathesis==4.32.5 openapi-spec-validator==0.9.0
+
+.PHONY: all run test components test-components toolchain tools lint fmt bench clean
 
 all: components
 	$(CARGO) build -p mmc-host
@@ -29,11 +32,19 @@ test-components: toolchain
 	@mkdir -p $(TARGET_DIR)/test-components
 	@for c in $(TEST_COMPONENTS); do cp $(COMPONENT_OUT)/$$c.wasm $(TARGET_DIR)/test-components/$$c.wasm; done
 
+# Python tools the tests drive (schemathesis, openapi-spec-validator), in a venv under target/.
+tools: $(VENV)/.installed
+
+$(VENV)/.installed:
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet $(PY_TOOLS)
+	@touch $@
+
 run: components
 	$(CARGO) build --release -p mmc-host
 	$(TARGET_DIR)/release/mmc serve --demo --data-dir $(DATA_DIR) --components-dir $(TARGET_DIR)/components
 
-test: components test-components
+test: components test-components tools
 	$(CARGO) test --workspace $(addprefix --exclude ,$(COMPONENTS) $(TEST_COMPONENTS))
 
 lint:

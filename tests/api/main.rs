@@ -10,6 +10,7 @@ mod create;
 mod isolation;
 mod legacy;
 mod lifecycle;
+mod openapi;
 mod platform;
 mod process;
 mod receiver;

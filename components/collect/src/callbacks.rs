@@ -17,7 +17,7 @@ use crate::wire::{self, json_response};
 
 pub fn handle(req: &Request, operator: &str) -> Result<Response, ApiError> {
     if req.method != "POST" && req.method != "PUT" {
-        return Err(ApiError::method_not_allowed(&req.method));
+        return Err(ApiError::method_not_allowed(&req.method, "POST, PUT"));
     }
     let environment = match wire::query_param(req, "environment") {
         None | Some("live") => "live",
@@ -47,13 +47,14 @@ pub fn handle(req: &Request, operator: &str) -> Result<Response, ApiError> {
                 &format!("{operator} callback refused: {m}"),
             );
             return Ok(ApiError {
+                allow: None,
                 status: 401,
                 kind: "authentication_error",
                 code: "callback_unauthenticated",
                 message: "The notification failed its authenticity check.".into(),
                 param: None,
             }
-            .into_response(""));
+            .into_response(&crate::base_url(None, req)));
         }
         Err(AdapterError::NotSupported(m)) => return Err(ApiError::not_found(&m)),
         Err(e) => {

@@ -7,6 +7,8 @@ use crate::mmc::api::http_types::Response;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
+    /// Methods for the `Allow` header of a 405.
+    pub allow: Option<&'static str>,
     pub status: u16,
     pub kind: &'static str,
     pub code: &'static str,
@@ -22,13 +24,7 @@ impl ApiError {
         message: impl Into<String>,
         param: Option<&str>,
     ) -> ApiError {
-        ApiError {
-            status,
-            kind,
-            code,
-            message: message.into(),
-            param: param.map(str::to_string),
-        }
+        ApiError { allow: None, status, kind, code, message: message.into(), param: param.map(str::to_string) }
     }
 
     /// 400 naming the offending parameter.
@@ -64,14 +60,16 @@ impl ApiError {
         )
     }
 
-    pub fn method_not_allowed(method: &str) -> ApiError {
-        ApiError::new(
+    pub fn method_not_allowed(method: &str, allow: &'static str) -> ApiError {
+        let mut e = ApiError::new(
             405,
             "invalid_request_error",
             "method_not_allowed",
-            format!("Method {method} is not allowed on this path."),
+            format!("Method {method} is not allowed on this path; use {allow}."),
             None,
-        )
+        );
+        e.allow = Some(allow);
+        e
     }
 
     pub fn idempotency(code: &'static str, message: impl Into<String>) -> ApiError {
@@ -98,7 +96,11 @@ impl ApiError {
             "param": self.param,
             "doc_url": format!("{base_url}/docs#{}", self.code),
         }});
-        crate::wire::json_response(self.status, &body)
+        let mut resp = crate::wire::json_response(self.status, &body);
+        if let Some(allow) = self.allow {
+            resp.headers.push(("allow".into(), allow.into()));
+        }
+        resp
     }
 }
 

@@ -30,15 +30,16 @@ pub use error::ApiError;
 
 pub const API_VERSION: &str = "2026-06";
 
+/// The OpenAPI 3.1 document of this generation; tests validate it and fuzz the
+/// live server against it, so it cannot drift from what the code does.
+const OPENAPI: &str = include_str!("../api/openapi.json");
+
 struct Collect;
 
 impl Handler for Collect {
     fn handle(caller: Option<Caller>, req: Request) -> Response {
         let result = route(caller.as_ref(), &req);
-        let base = caller
-            .as_ref()
-            .map(|c| c.base_url.clone())
-            .unwrap_or_default();
+        let base = base_url(caller.as_ref(), &req);
         match result {
             Ok(resp) => resp,
             Err(e) => e.into_response(&base),
@@ -53,6 +54,14 @@ impl Jobs for Collect {
             "reconcile" => jobs::reconcile_due(limit) + refunds::reconcile_due(limit),
             _ => 0,
         }
+    }
+}
+
+/// The caller's base URL, or (public paths, no key) one built from the Host header.
+pub fn base_url(caller: Option<&Caller>, req: &Request) -> String {
+    match caller {
+        Some(c) => c.base_url.clone(),
+        None => format!("http://{}", wire::header(req, "host").unwrap_or("localhost")),
     }
 }
 
@@ -72,9 +81,17 @@ fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, ApiError> {
     let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
     let method = req.method.as_str();
     if segments == ["openapi.json"] {
-        return Err(ApiError::not_found(
-            "The OpenAPI document is not published yet.",
-        ));
+        return match method {
+            "GET" => Ok(Response {
+                status: 200,
+                headers: vec![("content-type".into(), "application/json".into())],
+                body: OPENAPI.as_bytes().to_vec(),
+            }),
+            _ => Err(ApiError::method_not_allowed(method, "GET")),
+        };
+    }
+    if segments == ["payments", "operators"] && method != "GET" {
+        return Err(ApiError::method_not_allowed(method, "GET"));
     }
     let caller = caller.ok_or_else(ApiError::unauthenticated)?;
     wire::check_api_version(req)?;
@@ -85,11 +102,10 @@ fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, ApiError> {
         ("POST", ["payments", id, "confirm"]) => payments::confirm_http(caller, req, id),
         ("POST", ["payments", id, "cancel"]) => payments::cancel_http(caller, req, id),
         ("POST", ["payments", id, "refunds"]) => refunds::create_http(caller, req, id),
-        (_, ["payments"])
-        | (_, ["payments", _])
-        | (_, ["payments", _, "confirm" | "cancel" | "refunds"]) => {
-            Err(ApiError::method_not_allowed(method))
+        (_, ["payments"]) | (_, ["payments", _, "confirm" | "cancel" | "refunds"]) => {
+            Err(ApiError::method_not_allowed(method, "POST"))
         }
+        (_, ["payments", _]) => Err(ApiError::method_not_allowed(method, "GET")),
         _ => Err(ApiError::not_found(&format!(
             "No such endpoint: {method} {}",
             req.path

@@ -27,6 +27,7 @@ const MAX_OTP_ATTEMPTS: u32 = 3;
 pub const MAX_CHECK_INTERVAL_MS: u64 = 60_000;
 
 pub fn create(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
+    wire::check_environment_header(req)?;
     let key = match wire::header(req, "idempotency-key") {
         None => {
             return Err(ApiError::invalid(

@@ -48,7 +48,7 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
     wire::reject_unknown(&body, &["amount", "reason", "metadata"])?;
     let amount = match body.get("amount") {
         None | Some(Value::Null) => None,
-        Some(Value::Number(n)) => match n.as_i64() {
+        Some(Value::Number(n)) => match wire::json_integer(n) {
             Some(a) if a >= 1 => Some(a as u64),
             Some(_) => {
                 return Err(ApiError::invalid(

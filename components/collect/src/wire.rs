@@ -34,6 +34,18 @@ pub fn query_param<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v)
 }
 
+/// `X-Service-Environment`: ignored (the key fixes the environment) but, when sent, `test` or `live`.
+pub fn check_environment_header(req: &Request) -> Result<(), ApiError> {
+    match header(req, "x-service-environment") {
+        None | Some("test") | Some("live") => Ok(()),
+        Some(_) => Err(ApiError::invalid(
+            "parameter_invalid",
+            "X-Service-Environment",
+            "X-Service-Environment must be test or live (it is ignored: the API key fixes the environment).",
+        )),
+    }
+}
+
 /// `Api-Version`: absent or `2026-06`.
 pub fn check_api_version(req: &Request) -> Result<(), ApiError> {
     match header(req, "api-version") {
@@ -52,7 +64,7 @@ pub fn parse_bool_param(req: &Request, name: &str) -> Result<bool, ApiError> {
     match query_param(req, name) {
         None => Ok(false),
         Some("true") | Some("1") => Ok(true),
-        Some("false") | Some("0") | Some("") => Ok(false),
+        Some("false") | Some("0") => Ok(false),
         Some(_) => Err(ApiError::invalid(
             "parameter_invalid_boolean",
             name,
@@ -138,6 +150,9 @@ pub struct CreatePayment {
     pub metadata: Option<Value>,
 }
 
+/// Largest amount any operator takes (per-operator limits are checked against the catalogue).
+const MAX_AMOUNT: i64 = 2_000_000;
+
 const CREATE_FIELDS: &[&str] = &[
     "reference",
     "amount",
@@ -191,10 +206,21 @@ fn required_string(m: &Map<String, Value>, field: &str, max: usize) -> Result<St
     }
 }
 
+/// An integer as JSON Schema sees it: `1500` and `1500.0` both are; huge values saturate.
+pub fn json_integer(n: &serde_json::Number) -> Option<i64> {
+    if let Some(i) = n.as_i64() {
+        return Some(i);
+    }
+    if n.as_u64().is_some() {
+        return Some(i64::MAX);
+    }
+    n.as_f64().filter(|f| f.fract() == 0.0 && f.is_finite()).map(|f| f.clamp(i64::MIN as f64, i64::MAX as f64) as i64)
+}
+
 fn opt_integer(m: &Map<String, Value>, field: &str) -> Result<Option<i64>, ApiError> {
     match m.get(field) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => match n.as_i64() {
+        Some(Value::Number(n)) => match json_integer(n) {
             Some(i) => Ok(Some(i)),
             None => Err(ApiError::invalid(
                 "parameter_invalid_integer",
@@ -211,7 +237,10 @@ fn opt_integer(m: &Map<String, Value>, field: &str) -> Result<Option<i64>, ApiEr
 }
 
 /// http(s)://host[...]: https always; plain http only in the test environment.
+/// The documented shape: `https://host[:port][/path][?query]` (plain http
+/// only in the test environment), with a conservative character set.
 fn check_url(url: &str, environment: &str) -> Result<(), &'static str> {
+    const BAD: &str = "callback_url must be an absolute https URL (host, optional port, path and query).";
     let rest = if let Some(r) = url.strip_prefix("https://") {
         r
     } else if let Some(r) = url.strip_prefix("http://") {
@@ -220,13 +249,19 @@ fn check_url(url: &str, environment: &str) -> Result<(), &'static str> {
         }
         r
     } else {
-        return Err("callback_url must be an absolute https URL.");
+        return Err(BAD);
     };
-    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    if host.is_empty() || host.contains(char::is_whitespace) || url.len() > 2048 {
-        return Err("callback_url must be an absolute https URL.");
-    }
-    Ok(())
+    let (before_query, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (authority, path) = match before_query.find('/') {
+        Some(i) => before_query.split_at(i),
+        None => (before_query, ""),
+    };
+    let (host, port) = authority.split_once(':').unwrap_or((authority, ""));
+    let ok_host = !host.is_empty() && host.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+    let ok_port = !authority.contains(':') || ((1..=5).contains(&port.len()) && port.bytes().all(|b| b.is_ascii_digit()));
+    let ok_path = path.bytes().all(|b| b.is_ascii_alphanumeric() || b"._~%/-".contains(&b));
+    let ok_query = query.bytes().all(|b| b.is_ascii_alphanumeric() || b"._~%&=+-".contains(&b));
+    if ok_host && ok_port && ok_path && ok_query && url.len() <= 2048 { Ok(()) } else { Err(BAD) }
 }
 
 pub fn parse_create(req: &Request, environment: &str) -> Result<CreatePayment, ApiError> {
@@ -259,6 +294,13 @@ pub fn parse_create_object(
                 "amount_too_small",
                 "amount",
                 "amount must be at least 100 (major units).",
+            ));
+        }
+        Some(a) if a > MAX_AMOUNT => {
+            return Err(ApiError::invalid(
+                "amount_out_of_range",
+                "amount",
+                format!("amount must be at most {MAX_AMOUNT}."),
             ));
         }
         Some(a) => a as u64,
@@ -402,14 +444,25 @@ pub fn parse_create_object(
     let metadata = match m.get("metadata") {
         None | Some(Value::Null) => None,
         Some(Value::Object(o)) => {
-            if o.len() > 50
-                || o.keys().any(|k| k.chars().count() > 40)
-                || serde_json::to_vec(o).map(|v| v.len()).unwrap_or(0) > 8192
-            {
+            if o.len() > 50 || o.keys().any(|k| k.chars().count() > 40) {
                 return Err(ApiError::invalid(
                     "metadata_too_large",
                     "metadata",
-                    "metadata allows at most 50 keys of up to 40 characters, 8 KiB in all.",
+                    "metadata allows at most 50 keys of up to 40 characters.",
+                ));
+            }
+            // Flat values only: strings (up to 500 characters), integers, booleans.
+            let flat = |v: &Value| match v {
+                Value::String(s) => s.chars().count() <= 500,
+                Value::Number(n) => json_integer(n).is_some(),
+                Value::Bool(_) => true,
+                _ => false,
+            };
+            if let Some(k) = o.iter().find(|(_, v)| !flat(v)).map(|(k, _)| k) {
+                return Err(ApiError::invalid(
+                    "metadata_invalid",
+                    "metadata",
+                    format!("metadata.{k} must be a string of at most 500 characters, an integer or a boolean."),
                 ));
             }
             Some(Value::Object(o.clone()))
