@@ -13,7 +13,7 @@ DATA_DIR ?= ./data
 VENV := $(TARGET_DIR)/venv
 PY_TOOLS := schemathesis==4.32.5 openapi-spec-validator==0.9.0
 
-.PHONY: all run test components test-components toolchain tools lint fmt bench clean
+.PHONY: all run test components test-components toolchain tools browser lint fmt bench clean
 
 all: components
 	$(CARGO) build -p mmc-host
@@ -40,11 +40,19 @@ $(VENV)/.installed:
 	$(VENV)/bin/pip install --quiet $(PY_TOOLS)
 	@touch $@
 
+# Headless Chromium (Debian's) and playwright-core, for the checkout page test.
+browser: tests/browser/node_modules/.installed
+
+tests/browser/node_modules/.installed: tests/browser/package.json
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+	cd tests/browser && npm install --silent --no-audit --no-fund
+	@touch $@
+
 run: components
 	$(CARGO) build --release -p mmc-host
 	$(TARGET_DIR)/release/mmc serve --demo --data-dir $(DATA_DIR) --components-dir $(TARGET_DIR)/components
 
-test: components test-components tools
+test: components test-components tools browser
 	$(CARGO) test --workspace $(addprefix --exclude ,$(COMPONENTS) $(TEST_COMPONENTS))
 
 lint:

@@ -55,6 +55,7 @@ pub struct CreatedKey {
 pub struct Principal {
     pub key_id: String,
     pub merchant_id: String,
+    pub merchant_name: String,
     pub environment: Environment,
 }
 
@@ -192,7 +193,8 @@ impl Accounts {
         let hash = hash_key(&key);
         Ok(self.db.read(|c| {
             let mut stmt = c.prepare_cached(
-                "SELECT id, merchant_id, environment FROM api_keys WHERE key_hash = ?1 AND revoked_ms IS NULL",
+                "SELECT k.id, k.merchant_id, k.environment, m.name FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
+                 WHERE k.key_hash = ?1 AND k.revoked_ms IS NULL",
             )?;
             Ok(stmt
                 .query_row([hash], |r| {
@@ -200,6 +202,7 @@ impl Accounts {
                     Ok(Principal {
                         key_id: r.get(0)?,
                         merchant_id: r.get(1)?,
+                        merchant_name: r.get(3)?,
                         environment: Environment::parse(&env).unwrap_or(Environment::Test),
                     })
                 })

@@ -127,18 +127,51 @@ async fn each_key_is_rate_limited_with_retry_after() {
     let (_, key, live) = app.merchant("Shop");
     let url = app.url("/api/v1/collect/payments/operators/");
     for _ in 0..2 {
-        assert_eq!(app.client.get(&url).bearer_auth(&key).send().await.unwrap().status(), 200);
+        assert_eq!(
+            app.client
+                .get(&url)
+                .bearer_auth(&key)
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            200
+        );
     }
     let resp = app.client.get(&url).bearer_auth(&key).send().await.unwrap();
     assert_eq!(resp.status(), 429);
-    let wait: u64 = resp.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    let wait: u64 = resp.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!((1..=2).contains(&wait), "{wait}");
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["error"]["type"], "rate_limit_error");
     // Another key has its own bucket; the legacy generation answers in its shape.
-    assert_eq!(app.client.get(&url).bearer_auth(&live).send().await.unwrap().status(), 200);
-    app.client.get(app.url("/api/v1/collect/operators/")).bearer_auth(&live).send().await.unwrap();
-    let resp = app.client.get(app.url("/api/v1/collect/operators/")).bearer_auth(&live).send().await.unwrap();
+    assert_eq!(
+        app.client
+            .get(&url)
+            .bearer_auth(&live)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    app.client
+        .get(app.url("/api/v1/collect/operators/"))
+        .bearer_auth(&live)
+        .send()
+        .await
+        .unwrap();
+    let resp = app
+        .client
+        .get(app.url("/api/v1/collect/operators/"))
+        .bearer_auth(&live)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 429);
     assert_eq!(resp.json::<Value>().await.unwrap()["code"], "rate_limited");
 }

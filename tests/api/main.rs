@@ -5,6 +5,7 @@
 mod support;
 
 mod auth;
+mod checkout;
 mod cli;
 mod create;
 mod isolation;

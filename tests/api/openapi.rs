@@ -11,14 +11,23 @@ use crate::support::*;
 
 fn venv_tool(name: &str) -> std::path::PathBuf {
     let path = target_dir().join("venv/bin").join(name);
-    assert!(path.exists(), "{} is missing: run `make tools` (make test does)", path.display());
+    assert!(
+        path.exists(),
+        "{} is missing: run `make tools` (make test does)",
+        path.display()
+    );
     path
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_document_is_public_and_valid_openapi_3_1() {
     let app = spawn_app().await;
-    let resp = app.client.get(app.url("/api/v1/collect/openapi.json")).send().await.unwrap();
+    let resp = app
+        .client
+        .get(app.url("/api/v1/collect/openapi.json"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 200);
     let doc: Value = resp.json().await.unwrap();
     assert_eq!(doc["openapi"], "3.1.0");
@@ -36,8 +45,16 @@ async fn the_document_is_public_and_valid_openapi_3_1() {
     }
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), serde_json::to_vec(&doc).unwrap()).unwrap();
-    let out = Command::new(venv_tool("openapi-spec-validator")).arg(file.path()).output().unwrap();
-    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(venv_tool("openapi-spec-validator"))
+        .arg(file.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -45,7 +62,10 @@ async fn schemathesis_finds_no_5xx_and_no_response_outside_the_document() {
     let app = spawn_app_with(|c| {
         c.rate_limit.per_second = 0.0; // the fuzzer is not the subject here
         // Live operators need adapters; here the simulator stands in for them.
-        c.routing.insert("live".into(), [("*".to_string(), "simulator".to_string())].into());
+        c.routing.insert(
+            "live".into(),
+            [("*".to_string(), "simulator".to_string())].into(),
+        );
     })
     .await;
     let (_, test_key, live_key) = app.merchant("Fuzz");
@@ -54,8 +74,21 @@ async fn schemathesis_finds_no_5xx_and_no_response_outside_the_document() {
         let key = key.clone();
         let out = tokio::task::spawn_blocking(move || {
             Command::new(venv_tool("schemathesis"))
-                .args(["run", &format!("{base}/api/v1/collect/openapi.json"), "--url", &format!("{base}/api/v1")])
-                .args(["--checks", "all", "--max-examples", "40", "--workers", "1", "--no-color"])
+                .args([
+                    "run",
+                    &format!("{base}/api/v1/collect/openapi.json"),
+                    "--url",
+                    &format!("{base}/api/v1"),
+                ])
+                .args([
+                    "--checks",
+                    "all",
+                    "--max-examples",
+                    "40",
+                    "--workers",
+                    "1",
+                    "--no-color",
+                ])
                 .args(["--header", &format!("Authorization: Bearer {key}")])
                 .args(["--suppress-health-check", "all", "--request-timeout", "20"])
                 .output()
@@ -64,6 +97,10 @@ async fn schemathesis_finds_no_5xx_and_no_response_outside_the_document() {
         .await
         .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "schemathesis failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "schemathesis failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

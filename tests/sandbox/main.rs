@@ -184,6 +184,7 @@ fn call(
 ) -> (u16, Value) {
     let caller = Caller {
         merchant_id: "m1".into(),
+        merchant_name: "Boutique Awa".into(),
         environment: "test".into(),
         key_id: "k1".into(),
         request_id: "r1".into(),

@@ -24,7 +24,14 @@ impl ApiError {
         message: impl Into<String>,
         param: Option<&str>,
     ) -> ApiError {
-        ApiError { allow: None, status, kind, code, message: message.into(), param: param.map(str::to_string) }
+        ApiError {
+            allow: None,
+            status,
+            kind,
+            code,
+            message: message.into(),
+            param: param.map(str::to_string),
+        }
     }
 
     /// 400 naming the offending parameter.

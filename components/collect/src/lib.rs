@@ -14,6 +14,7 @@ wit_bindgen::generate!({
 });
 
 mod callbacks;
+mod checkout;
 mod error;
 mod jobs;
 mod payments;
@@ -61,12 +62,19 @@ impl Jobs for Collect {
 pub fn base_url(caller: Option<&Caller>, req: &Request) -> String {
     match caller {
         Some(c) => c.base_url.clone(),
-        None => format!("http://{}", wire::header(req, "host").unwrap_or("localhost")),
+        None => format!(
+            "http://{}",
+            wire::header(req, "host").unwrap_or("localhost")
+        ),
     }
 }
 
 fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, ApiError> {
     let path = req.path.trim_end_matches('/');
+    // The hosted checkout page: public, the payment id is the capability.
+    if path == "/checkout" || path.starts_with("/checkout/") {
+        return checkout::handle(req);
+    }
     // Operators' notifications: public, authenticated by the adapter.
     if let Some(rest) = path.strip_prefix("/api/v1/psp/") {
         return match rest.split('/').collect::<Vec<_>>().as_slice() {

@@ -181,6 +181,7 @@ pub fn create_payment(
         refund_reserved: 0,
         generation,
         cancel_reason: None,
+        merchant_name: caller.merchant_name.clone(),
         next_check_ms: None,
         checks: 0,
     };

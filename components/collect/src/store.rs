@@ -70,6 +70,9 @@ pub struct Payment {
     pub generation: Generation,
     #[serde(default)]
     pub cancel_reason: Option<String>,
+    /// Shown on the hosted checkout page.
+    #[serde(default)]
+    pub merchant_name: String,
     /// Next PSP poll, when the payment is in `active`.
     #[serde(default)]
     pub next_check_ms: Option<u64>,
@@ -244,6 +247,12 @@ impl Tx {
             "expiry",
             &time_key(p.expires_at_ms, &p.environment, &p.merchant_id, &p.id),
             b"",
+        )?;
+        // Callbacks and checkout links carry no merchant: find it from the id.
+        self.0.put(
+            "owners",
+            &format!("{}/{}", p.environment, p.id),
+            p.merchant_id.as_bytes(),
         )?;
         self.save_payment(p, None)
     }

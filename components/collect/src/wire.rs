@@ -214,7 +214,9 @@ pub fn json_integer(n: &serde_json::Number) -> Option<i64> {
     if n.as_u64().is_some() {
         return Some(i64::MAX);
     }
-    n.as_f64().filter(|f| f.fract() == 0.0 && f.is_finite()).map(|f| f.clamp(i64::MIN as f64, i64::MAX as f64) as i64)
+    n.as_f64()
+        .filter(|f| f.fract() == 0.0 && f.is_finite())
+        .map(|f| f.clamp(i64::MIN as f64, i64::MAX as f64) as i64)
 }
 
 fn opt_integer(m: &Map<String, Value>, field: &str) -> Result<Option<i64>, ApiError> {
@@ -240,7 +242,8 @@ fn opt_integer(m: &Map<String, Value>, field: &str) -> Result<Option<i64>, ApiEr
 /// The documented shape: `https://host[:port][/path][?query]` (plain http
 /// only in the test environment), with a conservative character set.
 fn check_url(url: &str, environment: &str) -> Result<(), &'static str> {
-    const BAD: &str = "callback_url must be an absolute https URL (host, optional port, path and query).";
+    const BAD: &str =
+        "callback_url must be an absolute https URL (host, optional port, path and query).";
     let rest = if let Some(r) = url.strip_prefix("https://") {
         r
     } else if let Some(r) = url.strip_prefix("http://") {
@@ -257,11 +260,23 @@ fn check_url(url: &str, environment: &str) -> Result<(), &'static str> {
         None => (before_query, ""),
     };
     let (host, port) = authority.split_once(':').unwrap_or((authority, ""));
-    let ok_host = !host.is_empty() && host.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
-    let ok_port = !authority.contains(':') || ((1..=5).contains(&port.len()) && port.bytes().all(|b| b.is_ascii_digit()));
-    let ok_path = path.bytes().all(|b| b.is_ascii_alphanumeric() || b"._~%/-".contains(&b));
-    let ok_query = query.bytes().all(|b| b.is_ascii_alphanumeric() || b"._~%&=+-".contains(&b));
-    if ok_host && ok_port && ok_path && ok_query && url.len() <= 2048 { Ok(()) } else { Err(BAD) }
+    let ok_host = !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+    let ok_port = !authority.contains(':')
+        || ((1..=5).contains(&port.len()) && port.bytes().all(|b| b.is_ascii_digit()));
+    let ok_path = path
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"._~%/-".contains(&b));
+    let ok_query = query
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"._~%&=+-".contains(&b));
+    if ok_host && ok_port && ok_path && ok_query && url.len() <= 2048 {
+        Ok(())
+    } else {
+        Err(BAD)
+    }
 }
 
 pub fn parse_create(req: &Request, environment: &str) -> Result<CreatePayment, ApiError> {
@@ -462,7 +477,9 @@ pub fn parse_create_object(
                 return Err(ApiError::invalid(
                     "metadata_invalid",
                     "metadata",
-                    format!("metadata.{k} must be a string of at most 500 characters, an integer or a boolean."),
+                    format!(
+                        "metadata.{k} must be a string of at most 500 characters, an integer or a boolean."
+                    ),
                 ));
             }
             Some(Value::Object(o.clone()))

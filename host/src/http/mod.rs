@@ -321,6 +321,7 @@ async fn dispatch(
                         }
                         Some(http_types::Caller {
                             merchant_id: p.merchant_id,
+                            merchant_name: p.merchant_name,
                             environment: p.environment.as_str().to_string(),
                             key_id: p.key_id,
                             request_id,

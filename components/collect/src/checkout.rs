@@ -1,0 +1,388 @@
+//! The hosted checkout page (`checkout_url`): server-rendered HTML for the
+//! customer, in French or English, phone-sized, no JavaScript needed (live
+//! status is a meta refresh that asks the PSP). Choose the operator, enter
+//! the phone, give the OTP when the operator needs one, then watch the
+//! status until it is final.
+
+use mmc_domain::operators::{self, Country};
+use mmc_domain::{Status, phone};
+
+use crate::ApiError;
+use crate::mmc::adapter::router;
+use crate::mmc::api::http_types::{Caller, Request, Response};
+use crate::payments;
+use crate::store::{Customer, Payment, Tx};
+use crate::wire;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Lang {
+    En,
+    Fr,
+}
+
+fn lang(req: &Request) -> Lang {
+    if let Some(l) = wire::query_param(req, "lang") {
+        return if l == "fr" { Lang::Fr } else { Lang::En };
+    }
+    let accept = wire::header(req, "accept-language")
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    // The first language listed wins; French speakers are most of our customers.
+    match accept.split(',').next().map(str::trim) {
+        Some(l) if l.starts_with("fr") => Lang::Fr,
+        _ => Lang::En,
+    }
+}
+
+fn t(lang: Lang, key: &str) -> &'static str {
+    let (en, fr) = match key {
+        "title" => ("Pay with Mobile Money", "Payer par Mobile Money"),
+        "to" => ("Payment to", "Paiement à"),
+        "amount" => ("Amount", "Montant"),
+        "operator" => ("Mobile Money operator", "Opérateur Mobile Money"),
+        "phone" => ("Mobile Money number", "Numéro Mobile Money"),
+        "pay" => ("Pay", "Payer"),
+        "otp" => ("Code received by SMS", "Code reçu par SMS"),
+        "otp_help" => (
+            "Enter the one-time code sent to your phone.",
+            "Saisissez le code à usage unique envoyé sur votre téléphone.",
+        ),
+        "confirm" => ("Confirm", "Confirmer"),
+        "waiting" => (
+            "Approve the payment on your phone. This page updates by itself.",
+            "Validez le paiement sur votre téléphone. Cette page se met à jour toute seule.",
+        ),
+        "completed" => (
+            "Payment completed. Thank you!",
+            "Paiement effectué. Merci !",
+        ),
+        "failed" => ("The payment failed.", "Le paiement a échoué."),
+        "cancelled" => ("This payment was cancelled.", "Ce paiement a été annulé."),
+        "expired" => (
+            "This payment link has expired.",
+            "Ce lien de paiement a expiré.",
+        ),
+        "continue" => (
+            "Continue to the operator to pay",
+            "Continuer chez l'opérateur pour payer",
+        ),
+        "wrong_phone" => (
+            "This number is not a valid mobile number for the country.",
+            "Ce numéro n'est pas un numéro mobile valide pour ce pays.",
+        ),
+        "wrong_operator" => (
+            "Choose an operator from the list.",
+            "Choisissez un opérateur dans la liste.",
+        ),
+        "wrong_otp" => ("Wrong code. Try again.", "Code incorrect. Réessayez."),
+        "not_found" => (
+            "This payment link is not valid.",
+            "Ce lien de paiement n'est pas valide.",
+        ),
+        "try_again" => ("Please try again.", "Veuillez réessayer."),
+        _ => ("", ""),
+    };
+    if lang == Lang::Fr { fr } else { en }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+fn page(lang: Lang, status: u16, body: &str, refresh: bool) -> Response {
+    let html = format!(
+        r#"<!doctype html><html lang="{l}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">{r}<title>{title}</title>
+<style>body{{font-family:system-ui,sans-serif;margin:0;background:#f4f5f7;color:#1d2330}}main{{max-width:420px;margin:0 auto;padding:20px}}
+.card{{background:#fff;border-radius:12px;padding:20px;box-shadow:0 1px 4px rgba(0,0,0,.1)}}h1{{font-size:1.2rem}}.amount{{font-size:1.8rem;font-weight:700}}
+label{{display:block;margin:14px 0 6px;font-weight:600}}select,input,button{{width:100%;box-sizing:border-box;font-size:1rem;padding:12px;border-radius:8px;border:1px solid #c5cad3}}
+button{{background:#0b6bcb;color:#fff;border:0;margin-top:18px;font-weight:700}}.msg{{padding:12px;border-radius:8px;margin:12px 0}}.ok{{background:#e3f6e8}}.err{{background:#fde8e8}}.wait{{background:#eef3fb}}</style></head>
+<body><main><div class="card">{body}</div></main></body></html>"#,
+        l = if lang == Lang::Fr { "fr" } else { "en" },
+        r = if refresh {
+            r#"<meta http-equiv="refresh" content="2">"#
+        } else {
+            ""
+        },
+        title = t(lang, "title"),
+    );
+    Response {
+        status,
+        headers: vec![
+            ("content-type".into(), "text/html; charset=utf-8".into()),
+            ("cache-control".into(), "no-store".into()),
+            (
+                "content-language".into(),
+                if lang == Lang::Fr {
+                    "fr".into()
+                } else {
+                    "en".into()
+                },
+            ),
+        ],
+        body: html.into_bytes(),
+    }
+}
+
+fn header_html(lang: Lang, p: &Payment) -> String {
+    format!(
+        r#"<h1>{}</h1><p>{} <strong id="merchant">{}</strong></p><p>{}<br><span class="amount" id="amount">{} {}</span></p>"#,
+        t(lang, "title"),
+        t(lang, "to"),
+        esc(&p.merchant_name),
+        t(lang, "amount"),
+        group_thousands(p.amount),
+        esc(&p.currency)
+    )
+}
+
+fn group_thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push('\u{202f}');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Finds a payment by id alone: checkout links carry no merchant or environment.
+fn load(id: &str) -> Result<Option<Payment>, ApiError> {
+    if id.is_empty() || id.len() > 64 || id.contains('/') {
+        return Ok(None);
+    }
+    let tx = Tx::begin()?;
+    for env in ["test", "live"] {
+        if let Some(m) = tx.owner(env, id)? {
+            return tx.payment(env, &m, id);
+        }
+    }
+    Ok(None)
+}
+
+fn caller_for(p: &Payment) -> Caller {
+    let base = p
+        .checkout_url
+        .as_deref()
+        .and_then(|u| u.split("/checkout/").next())
+        .unwrap_or_default()
+        .to_string();
+    Caller {
+        merchant_id: p.merchant_id.clone(),
+        merchant_name: p.merchant_name.clone(),
+        environment: p.environment.clone(),
+        key_id: String::new(),
+        request_id: String::new(),
+        base_url: base,
+    }
+}
+
+fn form_fields(body: &[u8]) -> Vec<(String, String)> {
+    let decode = |s: &str| {
+        let bytes = s.replace('+', " ").into_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'%' && i + 2 < bytes.len() + 0 && i + 2 <= bytes.len() - 1 {
+                if let Ok(b) =
+                    u8::from_str_radix(&String::from_utf8_lossy(&bytes[i + 1..i + 3]), 16)
+                {
+                    out.push(b);
+                    i += 3;
+                    continue;
+                }
+            }
+            out.push(bytes[i]);
+            i += 1;
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    String::from_utf8_lossy(body)
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (decode(k), decode(v)))
+        .collect()
+}
+
+fn field<'a>(fields: &'a [(String, String)], name: &str) -> &'a str {
+    fields
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+        .unwrap_or_default()
+}
+
+pub fn handle(req: &Request) -> Result<Response, ApiError> {
+    let lang = lang(req);
+    let rest = req.path.trim_start_matches("/checkout").trim_matches('/');
+    let (id, action) = rest.split_once('/').unwrap_or((rest, ""));
+    let Some(p) = load(id)? else {
+        return Ok(page(
+            lang,
+            404,
+            &format!(
+                r#"<p class="msg err" id="status">{}</p>"#,
+                t(lang, "not_found")
+            ),
+            false,
+        ));
+    };
+    match (req.method.as_str(), action) {
+        ("GET", "") => show(lang, p, None),
+        ("POST", "") => choose(lang, req, p),
+        ("POST", "otp") => otp(lang, req, p),
+        _ => Err(ApiError::method_not_allowed(&req.method, "GET, POST")),
+    }
+}
+
+fn show(lang: Lang, p: Payment, error: Option<&str>) -> Result<Response, ApiError> {
+    // Live status: a page load asks the PSP while the payment is in progress.
+    let p = if matches!(p.status, Status::Pending | Status::Processing) {
+        payments::sync_with_psp(p)?
+    } else {
+        p
+    };
+    let mut body = header_html(lang, &p);
+    if let Some(e) = error {
+        body.push_str(&format!(r#"<p class="msg err" id="error">{}</p>"#, esc(e)));
+    }
+    let mut refresh = false;
+    match p.status {
+        Status::AwaitingPayment if p.psp_reference.is_some() => {
+            // The operator hosts the payment (Wave): send the customer there.
+            if let Some(url) = &p.checkout_url {
+                body.push_str(&format!(r#"<p><a id="continue" href="{}">{}</a></p>"#, esc(url), t(lang, "continue")));
+            }
+            refresh = true;
+        }
+        Status::AwaitingPayment => {
+            let country = Country::parse(&p.country).unwrap_or(Country::Bj);
+            let available = router::catalogue(&p.environment);
+            let options: String = available
+                .iter()
+                .filter(|o| o.country == country.code() && o.status == "operational")
+                .map(|o| {
+                    let selected = if p.operator.as_deref() == Some(o.slug.as_str()) { " selected" } else { "" };
+                    format!(r#"<option value="{}"{selected}>{}</option>"#, esc(&o.slug), esc(&o.name))
+                })
+                .collect();
+            let phone = p.customer.as_ref().and_then(|c| c.phone.clone()).unwrap_or_default();
+            body.push_str(&format!(
+                r#"<form method="post" action="/checkout/{id}?lang={l}"><label for="operator">{op}</label><select id="operator" name="operator" required>{options}</select>
+<label for="phone">{ph}</label><input id="phone" name="phone" type="tel" inputmode="tel" autocomplete="tel" required value="{phone}" placeholder="+{dial}…">
+<button id="pay" type="submit">{pay}</button></form>"#,
+                id = esc(&p.id),
+                l = if lang == Lang::Fr { "fr" } else { "en" },
+                op = t(lang, "operator"),
+                ph = t(lang, "phone"),
+                phone = esc(&phone),
+                dial = country.dial_code(),
+                pay = t(lang, "pay"),
+            ));
+        }
+        Status::AwaitingOtp => body.push_str(&format!(
+            r#"<form method="post" action="/checkout/{id}/otp?lang={l}"><p>{help}</p><label for="otp">{label}</label>
+<input id="otp" name="otp" inputmode="numeric" autocomplete="one-time-code" minlength="4" maxlength="8" required><button id="confirm" type="submit">{c}</button></form>"#,
+            id = esc(&p.id),
+            l = if lang == Lang::Fr { "fr" } else { "en" },
+            help = t(lang, "otp_help"),
+            label = t(lang, "otp"),
+            c = t(lang, "confirm"),
+        )),
+        Status::Pending | Status::Processing => {
+            body.push_str(&format!(r#"<p class="msg wait" id="status" data-status="processing">{}</p>"#, t(lang, "waiting")));
+            refresh = true;
+        }
+        Status::Completed | Status::Refunded => {
+            body.push_str(&format!(r#"<p class="msg ok" id="status" data-status="completed">{}</p>"#, t(lang, "completed")))
+        }
+        Status::Failed => {
+            let reason = p.failure.as_ref().map(|f| esc(&f.message)).unwrap_or_default();
+            body.push_str(&format!(r#"<p class="msg err" id="status" data-status="failed">{} {reason}</p>"#, t(lang, "failed")))
+        }
+        Status::Cancelled => {
+            body.push_str(&format!(r#"<p class="msg err" id="status" data-status="cancelled">{}</p>"#, t(lang, "cancelled")))
+        }
+        Status::Expired => {
+            body.push_str(&format!(r#"<p class="msg err" id="status" data-status="expired">{}</p>"#, t(lang, "expired")))
+        }
+    }
+    Ok(page(
+        lang,
+        if error.is_some() { 400 } else { 200 },
+        &body,
+        refresh,
+    ))
+}
+
+fn see_other(p: &Payment, lang: Lang) -> Response {
+    Response {
+        status: 303,
+        headers: vec![(
+            "location".into(),
+            format!(
+                "/checkout/{}?lang={}",
+                p.id,
+                if lang == Lang::Fr { "fr" } else { "en" }
+            ),
+        )],
+        body: Vec::new(),
+    }
+}
+
+/// The customer chose an operator and gave a number: record them and initiate.
+fn choose(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {
+    if p.status != Status::AwaitingPayment || p.psp_reference.is_some() {
+        return Ok(see_other(&p, lang));
+    }
+    let fields = form_fields(&req.body);
+    let country = Country::parse(&p.country).unwrap_or(Country::Bj);
+    let available = router::catalogue(&p.environment);
+    let op = operators::find(field(&fields, "operator"))
+        .filter(|o| o.country == country && available.iter().any(|a| a.slug == o.slug));
+    let Some(op) = op else {
+        return show(lang, p, Some(t(lang, "wrong_operator")));
+    };
+    let Ok(msisdn) = phone::normalize(country, field(&fields, "phone")) else {
+        return show(lang, p, Some(t(lang, "wrong_phone")));
+    };
+    let tx = Tx::begin()?;
+    let Some(mut current) = tx.payment(&p.environment, &p.merchant_id, &p.id)? else {
+        return Ok(see_other(&p, lang));
+    };
+    if current.status != Status::AwaitingPayment || current.psp_reference.is_some() {
+        return Ok(see_other(&current, lang));
+    }
+    current.operator = Some(op.slug.to_string());
+    let names = current.customer.clone().unwrap_or(Customer {
+        phone: None,
+        first_name: None,
+        last_name: None,
+    });
+    current.customer = Some(Customer {
+        phone: Some(msisdn),
+        ..names
+    });
+    tx.save_payment(&current, current.next_check_ms)?;
+    tx.commit()?;
+    let after = payments::initiate(&caller_for(&current), current)?;
+    Ok(see_other(&after, lang))
+}
+
+fn otp(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {
+    let fields = form_fields(&req.body);
+    match payments::confirm(&caller_for(&p), &p.id, field(&fields, "otp").trim()) {
+        Ok(after) => Ok(see_other(&after, lang)),
+        Err(e) if e.code == "invalid_otp" || e.code == "otp_invalid_length" => {
+            let p = load(&p.id)?.unwrap_or(p);
+            show(lang, p, Some(t(lang, "wrong_otp")))
+        }
+        Err(e) if e.status == 409 => Ok(see_other(&p, lang)),
+        Err(_) => show(lang, p, Some(t(lang, "try_again"))),
+    }
+}

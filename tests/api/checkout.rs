@@ -1,0 +1,170 @@
+//! The hosted checkout page, driven in Debian's headless Chromium (installed
+//! with playwright-core by `make browser`, a dependency of `make test`).
+
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+fn pay_in_browser(url: &str, lang: &str, operator: &str, phone: &str, otp: Option<&str>) -> Value {
+    let dir = root().join("tests/browser");
+    assert!(
+        dir.join("node_modules/playwright-core").exists(),
+        "run `make browser` (make test does)"
+    );
+    let shot = target_dir().join(format!("checkout-{lang}-{operator}.png"));
+    let mut cmd = Command::new("node");
+    cmd.current_dir(&dir)
+        .arg("checkout.mjs")
+        .arg(url)
+        .arg(&shot)
+        .args([lang, operator, phone]);
+    if let Some(otp) = otp {
+        cmd.arg(otp);
+    }
+    let out = cmd.output().expect("node runs");
+    assert!(
+        out.status.success(),
+        "browser run failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let png = std::fs::read(&shot).expect("a screenshot was taken");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "the screenshot is a PNG");
+    serde_json::from_slice(out.stdout.trim_ascii()).expect("one JSON line")
+}
+
+async fn hosted(app: &TestApp, key: &str, country: &str, amount: u64) -> Value {
+    let body = json!({"reference": format!("h-{}", uuid::Uuid::new_v4()), "amount": amount, "currency": "XOF", "country": country, "mode": "hosted"});
+    let (status, p) = app.create(key, &new_key(), &body).await;
+    assert_eq!(status, 201, "{p}");
+    p
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_customer_pays_through_the_hosted_page_in_french_and_english() {
+    let app = spawn_app_with(|c| {
+        c.components
+            .entry("simulator".into())
+            .or_default()
+            .settings
+            .insert("completion_delay_ms".into(), "1500".into());
+    })
+    .await;
+    let m = app.accounts.create_merchant("Boutique Awa").unwrap();
+    let key = app
+        .accounts
+        .create_key(&m.id, mmc_host::accounts::Environment::Test)
+        .unwrap()
+        .key;
+
+    let p = hosted(&app, &key, "BJ", 2500).await;
+    let url = p["checkout_url"].as_str().unwrap().to_string();
+    let result = tokio::task::spawn_blocking(move || {
+        pay_in_browser(&url, "fr", "mtn-bj", "0166001234", None)
+    })
+    .await
+    .unwrap();
+    assert_eq!(result["merchant"], "Boutique Awa");
+    assert_eq!(result["htmlLang"], "fr");
+    assert!(
+        result["amount"]
+            .as_str()
+            .unwrap()
+            .contains("2\u{202f}500 XOF"),
+        "{result}"
+    );
+    assert_eq!(result["status"], "completed");
+    assert!(
+        result["message"]
+            .as_str()
+            .unwrap()
+            .contains("Paiement effectué"),
+        "{result}"
+    );
+    let (_, after) = app
+        .get(
+            &key,
+            &format!("/api/v1/collect/payments/{}", p["id"].as_str().unwrap()),
+        )
+        .await;
+    assert_eq!(after["status"], "completed");
+    assert_eq!(after["operator"], "mtn-bj");
+    assert_eq!(after["customer"]["phone"], "+2290166001234");
+
+    // The OTP operator, in English.
+    let p = hosted(&app, &key, "BJ", 1000).await;
+    let url = p["checkout_url"].as_str().unwrap().to_string();
+    let result = tokio::task::spawn_blocking(move || {
+        pay_in_browser(&url, "en", "coris-bj", "+2290166000001", Some("123456"))
+    })
+    .await
+    .unwrap();
+    assert_eq!(result["htmlLang"], "en");
+    assert_eq!(result["status"], "completed");
+    assert!(
+        result["message"]
+            .as_str()
+            .unwrap()
+            .contains("Payment completed")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_explains_bad_input_failure_and_expiry() {
+    let app = spawn_app().await;
+    let (_, key, _) = app.merchant("Shop");
+    let p = hosted(&app, &key, "CI", 1000).await;
+    let url = p["checkout_url"].as_str().unwrap().to_string();
+    let page = app
+        .client
+        .get(&url)
+        .header("Accept-Language", "fr-FR,fr;q=0.9")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains("<option value=\"orange-ci\"")
+            && html.contains("wave-ci")
+            && !html.contains("mtn-bj"),
+        "the country's operators"
+    );
+    assert!(html.contains("name=\"viewport\""));
+    // A number of another country: the form again, with the reason.
+    let resp = app
+        .client
+        .post(&url)
+        .header("Accept-Language", "en")
+        .form(&[("operator", "orange-ci"), ("phone", "+22890000001")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    assert!(
+        resp.text()
+            .await
+            .unwrap()
+            .contains("not a valid mobile number")
+    );
+    // An operator error (…0005): the page says it failed.
+    let resp = app
+        .client
+        .post(&url)
+        .form(&[("operator", "orange-ci"), ("phone", "0700000005")])
+        .send()
+        .await
+        .unwrap();
+    let html = resp.text().await.unwrap();
+    assert!(html.contains("data-status=\"failed\""), "{html}");
+    // Unknown link.
+    let resp = app
+        .client
+        .get(app.url("/checkout/00000000-0000-4000-8000-000000000000"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 404);
+}
