@@ -1,0 +1,478 @@
+//! Live adapter for the MTN MoMo Open API: collections (request to pay) for
+//! `mtn-bj` and `mtn-ci`, disbursements (transfers, refunds).
+//!
+//! - Stateless: the host makes a fresh instance per call and adapters have no
+//!   storage, so every operation fetches its own OAuth token (`POST
+//!   /{product}/token/`). MTN tokens last an hour; caching one would need a
+//!   host capability we do not have.
+//! - Our ids are the resource ids: `X-Reference-Id` is the payment (refund,
+//!   payout) id, so a status query works even when the initiation timed out
+//!   and we never learnt whether MTN took it.
+//! - MTN callbacks are unsigned and sent once. `parse-callback` treats one as
+//!   a hint: it returns what MTN answers to our own authenticated status
+//!   query, never what the body claims. Reconciliation polls anyway.
+//!
+//! Settings (`<key>.<slug>` overrides `<key>`, so both markets fit one
+//! component): `base_url` (required), `target_environment` (default
+//! `sandbox`; `mtnbenin`, `mtnivorycoast` in production), `timeout_ms`,
+//! `send_callback_url` (default true), `operators`. Secrets, per product
+//! (`collection`, `disbursement`): `<product>_api_user`, `<product>_api_key`,
+//! `<product>_subscription_key`.
+
+wit_bindgen::generate!({
+    path: ["../../wit/platform", "../../wit/adapter"],
+    world: "mmc:adapter/adapter",
+    generate_all,
+});
+
+mod transformers;
+
+use base64::Engine;
+use exports::mmc::adapter::operator::Guest;
+use mmc::adapter::types::*;
+use mmc::platform::outbound_http::{self, Request as HttpRequest, Response as HttpResponse};
+use mmc::platform::types::CapabilityError;
+use mmc::platform::{config, log, signing};
+use mmc_domain::Operator;
+
+/// Served unless the `operators` setting narrows it.
+const FAMILY: &[&str] = &["mtn-bj", "mtn-ci"];
+
+struct Momo;
+
+fn failure(code: &str, message: &str) -> Failure {
+    Failure {
+        code: code.into(),
+        message: message.into(),
+    }
+}
+
+/// `<key>.<slug>` wins over `<key>`; blank counts as absent.
+fn setting(slug: &str, key: &str) -> Option<String> {
+    config::get(&format!("{key}.{slug}"))
+        .or_else(|| config::get(key))
+        .filter(|v| !v.trim().is_empty())
+}
+
+fn secret(slug: &str, key: &str) -> Result<String, AdapterError> {
+    config::secret(&format!("{key}.{slug}"))
+        .or_else(|| config::secret(key))
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| AdapterError::Unavailable(format!("secret {key} not configured")))
+}
+
+/// The operators of the family this deployment serves.
+fn served() -> Vec<&'static Operator> {
+    let wanted = config::get("operators");
+    FAMILY
+        .iter()
+        .filter(|slug| {
+            wanted
+                .as_deref()
+                .is_none_or(|w| w.split(',').any(|s| s.trim() == **slug))
+        })
+        .filter_map(|slug| mmc_domain::operators::find(slug))
+        .collect()
+}
+
+/// MTN wants a UUID in `X-Reference-Id`. Payment and refund ids are UUIDs
+/// already; any other id (a payout's) maps to a UUID derived from it, so a
+/// retry or a status query names the same resource.
+fn reference_id(id: &str) -> String {
+    match uuid::Uuid::parse_str(id) {
+        Ok(u) => u.hyphenated().to_string(),
+        Err(_) => {
+            let digest = signing::sha256(id.as_bytes());
+            let mut bytes = [0u8; 16];
+            bytes.copy_from_slice(&digest[..16]);
+            uuid::Builder::from_random_bytes(bytes)
+                .into_uuid()
+                .hyphenated()
+                .to_string()
+        }
+    }
+}
+
+fn excerpt(body: &[u8]) -> String {
+    String::from_utf8_lossy(body).chars().take(200).collect()
+}
+
+/// An answer no operation expects: 4xx is a refusal, anything else unreadable.
+fn unexpected(resp: &HttpResponse) -> AdapterError {
+    match resp.status {
+        400..=499 => AdapterError::Rejected(transformers::refusal(resp.status, &resp.body).message),
+        s => AdapterError::InvalidResponse(format!(
+            "MTN answered {s} unexpectedly: {}",
+            excerpt(&resp.body)
+        )),
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Product {
+    Collection,
+    Disbursement,
+}
+
+impl Product {
+    fn name(self) -> &'static str {
+        match self {
+            Product::Collection => "collection",
+            Product::Disbursement => "disbursement",
+        }
+    }
+}
+
+/// One MTN market (operator) with its settings.
+struct Market {
+    slug: &'static str,
+    base_url: String,
+    target_environment: String,
+    timeout_ms: u32,
+}
+
+impl Market {
+    fn of(operator: &str) -> Result<Market, AdapterError> {
+        let op = served()
+            .into_iter()
+            .find(|o| o.slug == operator)
+            .ok_or_else(|| {
+                AdapterError::NotSupported(format!("this adapter does not serve {operator}"))
+            })?;
+        let base_url = setting(op.slug, "base_url")
+            .ok_or_else(|| AdapterError::Unavailable("base_url not configured".into()))?;
+        Ok(Market {
+            slug: op.slug,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            target_environment: setting(op.slug, "target_environment")
+                .unwrap_or_else(|| "sandbox".into()),
+            timeout_ms: setting(op.slug, "timeout_ms")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
+        })
+    }
+
+    /// One HTTP exchange; transport failures and 5xx become adapter errors.
+    fn send(
+        &self,
+        method: &str,
+        path: &str,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    ) -> Result<HttpResponse, AdapterError> {
+        let req = HttpRequest {
+            method: method.into(),
+            url: format!("{}{path}", self.base_url),
+            headers,
+            body,
+            timeout_ms: self.timeout_ms,
+        };
+        let resp = outbound_http::send(&req).map_err(|e| match e {
+            CapabilityError::Timeout(m) => {
+                AdapterError::Timeout(format!("MTN did not answer {method} {path} in time: {m}"))
+            }
+            CapabilityError::Denied(m) => {
+                AdapterError::Unavailable(format!("outbound request denied: {m}"))
+            }
+            CapabilityError::Unavailable(m)
+            | CapabilityError::Invalid(m)
+            | CapabilityError::Conflict(m) => {
+                AdapterError::Unavailable(format!("MTN unreachable: {m}"))
+            }
+        })?;
+        if resp.status >= 500 {
+            return Err(AdapterError::Unavailable(format!(
+                "MTN answered {} to {method} {path}: {}",
+                resp.status,
+                excerpt(&resp.body)
+            )));
+        }
+        Ok(resp)
+    }
+}
+
+/// A token for one operation on one product (see the module comment).
+struct Session<'a> {
+    market: &'a Market,
+    token: String,
+    subscription_key: String,
+}
+
+impl<'a> Session<'a> {
+    fn open(market: &'a Market, product: Product) -> Result<Session<'a>, AdapterError> {
+        let p = product.name();
+        let user = secret(market.slug, &format!("{p}_api_user"))?;
+        let key = secret(market.slug, &format!("{p}_api_key"))?;
+        let subscription_key = secret(market.slug, &format!("{p}_subscription_key"))?;
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{key}"));
+        let resp = market
+            .send(
+                "POST",
+                &format!("/{p}/token/"),
+                vec![
+                    ("Authorization".into(), format!("Basic {basic}")),
+                    ("Ocp-Apim-Subscription-Key".into(), subscription_key.clone()),
+                ],
+                Vec::new(),
+            )
+            // Nothing was asked of the customer yet: the outcome is known, not a timeout.
+            .map_err(|e| match e {
+                AdapterError::Timeout(m) => AdapterError::Unavailable(m),
+                other => other,
+            })?;
+        match resp.status {
+            200 => {
+                let token =
+                    transformers::parse_token(&resp.body).map_err(AdapterError::InvalidResponse)?;
+                Ok(Session {
+                    market,
+                    token: token.access_token,
+                    subscription_key,
+                })
+            }
+            // Our credentials are wrong: an operator-side problem for the payment, not the customer's.
+            401 | 403 => Err(AdapterError::Unavailable(format!(
+                "MTN refused our {p} API user ({}): {}",
+                resp.status,
+                excerpt(&resp.body)
+            ))),
+            _ => Err(unexpected(&resp)),
+        }
+    }
+
+    fn headers(&self) -> Vec<(String, String)> {
+        vec![
+            ("Authorization".into(), format!("Bearer {}", self.token)),
+            (
+                "X-Target-Environment".into(),
+                self.market.target_environment.clone(),
+            ),
+            (
+                "Ocp-Apim-Subscription-Key".into(),
+                self.subscription_key.clone(),
+            ),
+        ]
+    }
+
+    fn get(&self, path: &str) -> Result<HttpResponse, AdapterError> {
+        self.market.send("GET", path, self.headers(), Vec::new())
+    }
+
+    /// A creating POST: MTN answers 202 with an empty body.
+    fn create(
+        &self,
+        path: &str,
+        reference: &str,
+        callback_url: Option<&str>,
+        body: &impl serde::Serialize,
+    ) -> Result<HttpResponse, AdapterError> {
+        let mut headers = self.headers();
+        headers.push(("X-Reference-Id".into(), reference.into()));
+        headers.push(("Content-Type".into(), "application/json".into()));
+        if let Some(url) = callback_url {
+            headers.push(("X-Callback-Url".into(), url.into()));
+        }
+        let body = serde_json::to_vec(body).expect("wire types serialise");
+        self.market.send("POST", path, headers, body)
+    }
+
+    /// Status of a request to pay, transfer or refund at `path`.
+    fn query(&self, path: &str) -> Result<PspStatus, AdapterError> {
+        let resp = self.get(path)?;
+        match resp.status {
+            200 => transformers::parse_transaction(&resp.body)
+                .map(|t| transformers::status_of(&t))
+                .map_err(AdapterError::InvalidResponse),
+            // Unknown to MTN (yet): the creating request may still be in flight. Unknown is not failed.
+            404 => Ok(PspStatus::Pending),
+            _ => Err(unexpected(&resp)),
+        }
+    }
+}
+
+/// After a creating POST: 202 is accepted; 409 means this reference (our id)
+/// already exists at MTN, i.e. an earlier attempt of this very operation got through.
+fn created(resp: &HttpResponse) -> Result<bool, AdapterError> {
+    match resp.status {
+        202 | 409 => Ok(true),
+        400..=499 => Ok(false),
+        _ => Err(unexpected(resp)),
+    }
+}
+
+fn payment_reference(op: &OperationRef) -> String {
+    op.psp_reference
+        .clone()
+        .unwrap_or_else(|| reference_id(&op.id))
+}
+
+fn payment_status(op: &OperationRef) -> Result<PspStatus, AdapterError> {
+    let market = Market::of(&op.operator)?;
+    let reference = payment_reference(op);
+    Session::open(&market, Product::Collection)?
+        .query(&format!("/collection/v1_0/requesttopay/{reference}"))
+}
+
+impl Guest for Momo {
+    fn describe() -> Vec<OperatorInfo> {
+        served()
+            .into_iter()
+            .map(|op| OperatorInfo {
+                slug: op.slug.into(),
+                name: op.name.into(),
+                aliases: op.aliases.iter().map(|a| a.to_string()).collect(),
+                country: op.country.code().into(),
+                currency: op.currency().into(),
+                requires_otp: false,
+                modes: vec!["direct".into(), "hosted".into()],
+                min_amount: op.min_amount,
+                max_amount: op.max_amount,
+                status: "operational".into(),
+            })
+            .collect()
+    }
+
+    fn initiate(req: InitiateRequest) -> Result<Initiated, AdapterError> {
+        let market = Market::of(&req.operator)?;
+        let Some(phone) = req.phone.as_deref() else {
+            return Ok(Initiated::Refused(failure(
+                "phone_required",
+                "MTN MoMo needs the customer's phone number.",
+            )));
+        };
+        let reference = reference_id(&req.payment_id);
+        let callback = setting(market.slug, "send_callback_url")
+            .is_none_or(|v| v != "false")
+            .then_some(req.callback_url.as_str());
+        let session = Session::open(&market, Product::Collection)?;
+        let resp = session.create(
+            "/collection/v1_0/requesttopay",
+            &reference,
+            callback,
+            &transformers::request_to_pay(&req, phone),
+        )?;
+        if created(&resp)? {
+            Ok(Initiated::AwaitingCustomer(reference))
+        } else {
+            Ok(Initiated::Refused(transformers::refusal(
+                resp.status,
+                &resp.body,
+            )))
+        }
+    }
+
+    fn confirm_otp(_payment: OperationRef, _otp: String) -> Result<OtpOutcome, AdapterError> {
+        Err(AdapterError::NotSupported(
+            "MTN MoMo payments are approved on the phone, not with a one-time code".into(),
+        ))
+    }
+
+    fn status(payment: OperationRef) -> Result<PspStatus, AdapterError> {
+        payment_status(&payment)
+    }
+
+    /// MTN has no way to withdraw a request to pay: report where it stands.
+    /// Pending means the customer could still approve it on the phone.
+    fn cancel(payment: OperationRef) -> Result<PspStatus, AdapterError> {
+        payment_status(&payment)
+    }
+
+    fn refund(req: RefundRequest) -> Result<Started, AdapterError> {
+        let market = Market::of(&req.payment.operator)?;
+        let reference = reference_id(&req.refund_id);
+        let body = transformers::Refund {
+            amount: req.amount.to_string(),
+            currency: req.payment.currency.clone(),
+            external_id: req.refund_id.clone(),
+            payer_message: format!("Refund: {}", req.reason),
+            payee_note: format!("Refund: {}", req.reason),
+            reference_id_to_refund: payment_reference(&req.payment),
+        };
+        let session = Session::open(&market, Product::Disbursement)?;
+        let resp = session.create("/disbursement/v2_0/refund", &reference, None, &body)?;
+        if created(&resp)? {
+            Ok(Started {
+                psp_reference: reference,
+                status: PspStatus::Pending,
+            })
+        } else {
+            Err(unexpected(&resp))
+        }
+    }
+
+    fn refund_status(refund: OperationRef) -> Result<PspStatus, AdapterError> {
+        let market = Market::of(&refund.operator)?;
+        let reference = payment_reference(&refund);
+        Session::open(&market, Product::Disbursement)?
+            .query(&format!("/disbursement/v1_0/refund/{reference}"))
+    }
+
+    fn payout(req: PayoutRequest) -> Result<Started, AdapterError> {
+        let market = Market::of(&req.operator)?;
+        let reference = reference_id(&req.payout_id);
+        let session = Session::open(&market, Product::Disbursement)?;
+        let resp = session.create(
+            "/disbursement/v1_0/transfer",
+            &reference,
+            None,
+            &transformers::transfer(&req),
+        )?;
+        if created(&resp)? {
+            Ok(Started {
+                psp_reference: reference,
+                status: PspStatus::Pending,
+            })
+        } else {
+            Err(unexpected(&resp))
+        }
+    }
+
+    fn payout_status(payout: OperationRef) -> Result<PspStatus, AdapterError> {
+        let market = Market::of(&payout.operator)?;
+        let reference = payment_reference(&payout);
+        Session::open(&market, Product::Disbursement)?
+            .query(&format!("/disbursement/v1_0/transfer/{reference}"))
+    }
+
+    /// MTN signs nothing, so anyone can call our callback URL: the body only
+    /// names the payment (`externalId` = our id). What we return is MTN's
+    /// answer to our own authenticated query.
+    fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
+        if req.method != "PUT" && req.method != "POST" {
+            return Err(AdapterError::Rejected(format!(
+                "MTN callbacks are PUT (or POST), not {}",
+                req.method
+            )));
+        }
+        let claimed = transformers::parse_transaction(&req.body)
+            .map_err(|e| AdapterError::InvalidResponse(format!("MTN callback: {e}")))?;
+        let id = claimed
+            .external_id
+            .clone()
+            .filter(|id| !id.is_empty())
+            .ok_or_else(|| {
+                AdapterError::InvalidResponse("MTN callback without externalId".into())
+            })?;
+        let reference = reference_id(&id);
+        let market = Market::of(&req.operator)?;
+        let status = Session::open(&market, Product::Collection)?
+            .query(&format!("/collection/v1_0/requesttopay/{reference}"))?;
+        let claimed_status = transformers::status_of(&claimed);
+        if std::mem::discriminant(&claimed_status) != std::mem::discriminant(&status) {
+            log::log(
+                log::Level::Warn,
+                &format!(
+                    "MTN callback for {id} claims {claimed_status:?}, MTN's status says {status:?}: using the status"
+                ),
+            );
+        }
+        Ok(vec![CallbackUpdate {
+            kind: SubjectKind::Payment,
+            id: Some(id),
+            psp_reference: Some(reference),
+            status,
+        }])
+    }
+}
+
+export!(Momo);

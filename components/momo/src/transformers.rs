@@ -1,0 +1,237 @@
+//! MTN MoMo Open API wire formats ⇄ adapter types. Only an explicit
+//! `SUCCESSFUL` or `FAILED` (and the final `REJECTED`/`TIMEOUT` some markets
+//! answer) is final; anything else is pending.
+
+use serde::{Deserialize, Serialize};
+
+use crate::mmc::adapter::types::{Failure, InitiateRequest, PayoutRequest, PspStatus};
+
+/// MTN's free-text fields are short; longer text is refused with a 400.
+const NOTE_MAX: usize = 160;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Party {
+    pub party_id_type: &'static str,
+    pub party_id: String,
+}
+
+/// `POST /collection/v1_0/requesttopay`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestToPay {
+    pub amount: String,
+    pub currency: String,
+    /// Our payment id: MTN echoes it in callbacks, which carry no reference id.
+    pub external_id: String,
+    pub payer: Party,
+    pub payer_message: String,
+    pub payee_note: String,
+}
+
+/// `POST /disbursement/v1_0/transfer`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Transfer {
+    pub amount: String,
+    pub currency: String,
+    pub external_id: String,
+    pub payee: Party,
+    pub payer_message: String,
+    pub payee_note: String,
+}
+
+/// `POST /disbursement/v2_0/refund`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Refund {
+    pub amount: String,
+    pub currency: String,
+    pub external_id: String,
+    pub payer_message: String,
+    pub payee_note: String,
+    pub reference_id_to_refund: String,
+}
+
+/// `POST /{product}/token/`.
+#[derive(Deserialize)]
+pub struct Token {
+    pub access_token: String,
+}
+
+/// A request to pay, transfer or refund as MTN reports it (status queries
+/// and callbacks share this shape).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Transaction {
+    pub status: String,
+    #[serde(default)]
+    pub reason: Option<Reason>,
+    #[serde(default)]
+    pub external_id: Option<String>,
+}
+
+/// Newer markets answer `"reason": "NOT_ENOUGH_FUNDS"`, older ones an object.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub enum Reason {
+    Code(String),
+    Detailed { code: String },
+}
+
+impl Reason {
+    fn code(&self) -> &str {
+        match self {
+            Reason::Code(c) => c,
+            Reason::Detailed { code } => code,
+        }
+    }
+}
+
+/// `{"code": "...", "message": "..."}` of a 4xx answer.
+#[derive(Deserialize)]
+struct ErrorBody {
+    #[serde(default)]
+    code: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+/// MSISDN as MTN wants it: digits only, country code first, no `+`.
+pub fn msisdn(e164: &str) -> String {
+    e164.chars().filter(char::is_ascii_digit).collect()
+}
+
+fn note(text: &str) -> String {
+    text.chars().take(NOTE_MAX).collect()
+}
+
+pub fn request_to_pay(req: &InitiateRequest, phone: &str) -> RequestToPay {
+    let text = req.description.as_deref().unwrap_or(&req.reference);
+    RequestToPay {
+        amount: req.amount.to_string(),
+        currency: req.currency.clone(),
+        external_id: req.payment_id.clone(),
+        payer: Party {
+            party_id_type: "MSISDN",
+            party_id: msisdn(phone),
+        },
+        payer_message: note(text),
+        payee_note: note(&req.reference),
+    }
+}
+
+pub fn transfer(req: &PayoutRequest) -> Transfer {
+    Transfer {
+        amount: req.amount.to_string(),
+        currency: req.currency.clone(),
+        external_id: req.payout_id.clone(),
+        payee: Party {
+            party_id_type: "MSISDN",
+            party_id: msisdn(&req.phone),
+        },
+        payer_message: note(&req.reference),
+        payee_note: note(&req.beneficiary_name),
+    }
+}
+
+pub fn parse_token(body: &[u8]) -> Result<Token, String> {
+    serde_json::from_slice(body).map_err(|e| format!("unreadable token answer: {e}"))
+}
+
+pub fn parse_transaction(body: &[u8]) -> Result<Transaction, String> {
+    serde_json::from_slice(body).map_err(|e| format!("unreadable transaction: {e}"))
+}
+
+pub fn status_of(t: &Transaction) -> PspStatus {
+    match t.status.as_str() {
+        "SUCCESSFUL" => PspStatus::Completed,
+        "FAILED" => PspStatus::Failed(failure_for(t.reason.as_ref().map(Reason::code))),
+        // Final states some markets report instead of FAILED + reason.
+        "REJECTED" => PspStatus::Failed(failure_for(Some("APPROVAL_REJECTED"))),
+        "TIMEOUT" => PspStatus::Failed(failure_for(Some("EXPIRED"))),
+        // PENDING, CREATED, ONGOING and anything new: not final.
+        _ => PspStatus::Pending,
+    }
+}
+
+/// MTN's reason → our failure code (shared with the other adapters).
+pub fn failure_for(reason: Option<&str>) -> Failure {
+    let (code, message) = match reason.unwrap_or("") {
+        "APPROVAL_REJECTED" => ("declined_by_customer", "The customer declined the payment."),
+        "EXPIRED" => ("approval_expired", "The customer did not approve in time."),
+        "NOT_ENOUGH_FUNDS" => ("insufficient_funds", "The customer's balance is too low."),
+        "PAYER_NOT_FOUND" => ("payer_not_found", "No MTN MoMo account for this number."),
+        "PAYEE_NOT_FOUND" => (
+            "recipient_not_found",
+            "No MTN MoMo account for the recipient's number.",
+        ),
+        "PAYER_LIMIT_REACHED" | "PAYEE_NOT_ALLOWED_TO_RECEIVE" => (
+            "limit_reached",
+            "The account's transaction limit is reached.",
+        ),
+        "TRANSACTION_CANCELED" => ("cancelled", "The transaction was cancelled at MTN."),
+        "" => ("operator_error", "MTN reported a failure without a reason."),
+        other => {
+            return Failure {
+                code: "operator_error".into(),
+                message: format!("MTN MoMo failure: {other}."),
+            };
+        }
+    };
+    Failure {
+        code: code.into(),
+        message: message.into(),
+    }
+}
+
+/// The operator's own reason from a 4xx body, or the HTTP status.
+pub fn refusal(status: u16, body: &[u8]) -> Failure {
+    let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
+    let code = parsed.as_ref().and_then(|b| b.code.clone());
+    let message = parsed.and_then(|b| b.message);
+    Failure {
+        code: "operator_refused".into(),
+        message: match (code, message) {
+            (Some(c), Some(m)) => format!("MTN MoMo refused the request ({status} {c}): {m}"),
+            (Some(c), None) => format!("MTN MoMo refused the request ({status} {c})."),
+            (None, Some(m)) => format!("MTN MoMo refused the request ({status}): {m}"),
+            (None, None) => format!("MTN MoMo refused the request ({status})."),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_explicit_outcomes_are_final() {
+        let t = |s: &str, r: Option<&str>| {
+            let json = match r {
+                Some(r) => format!(r#"{{"status":"{s}","reason":"{r}"}}"#),
+                None => format!(r#"{{"status":"{s}"}}"#),
+            };
+            status_of(&parse_transaction(json.as_bytes()).unwrap())
+        };
+        assert!(matches!(t("SUCCESSFUL", None), PspStatus::Completed));
+        assert!(matches!(t("PENDING", None), PspStatus::Pending));
+        assert!(matches!(t("SOMETHING_NEW", None), PspStatus::Pending));
+        match t("FAILED", Some("NOT_ENOUGH_FUNDS")) {
+            PspStatus::Failed(f) => assert_eq!(f.code, "insufficient_funds"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn reason_may_be_an_object() {
+        let t = parse_transaction(
+            br#"{"status":"FAILED","reason":{"code":"APPROVAL_REJECTED","message":"no"}}"#,
+        )
+        .unwrap();
+        match status_of(&t) {
+            PspStatus::Failed(f) => assert_eq!(f.code, "declined_by_customer"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,416 @@
+//! Live adapter for our PSP aggregator, which speaks pawaPay's v2 API: Moov,
+//! Celtiis and Coris in Benin, Togocom and Moov in Togo, Orange and Moov in
+//! Côte d'Ivoire. The aggregator's provider code comes from the operator
+//! table (`provider_code`), overridable per operator.
+//!
+//! - Our ids are the aggregator's ids (`depositId` = payment id, `refundId` =
+//!   refund id, `payoutId` = payout id or a UUID derived from it): a status
+//!   query works after a timed-out initiation, and a repeated initiation is
+//!   answered `DUPLICATE_IGNORED` instead of debiting twice.
+//! - OTP operators (`coris-bj`) are PREAUTH: the customer generates a code
+//!   (USSD) that must travel *with* the deposit. `initiate` therefore sends
+//!   nothing and answers `otp-required`; `confirm-otp` submits the deposit
+//!   with `preAuthorisationCode`.
+//! - Callbacks (final states only) are configured in the aggregator's
+//!   dashboard, one URL for all operators: any
+//!   `/api/v1/psp/<slug served here>/callback?environment=live` works. Their
+//!   signatures (RFC 9421, the aggregator's asymmetric key) cannot be checked
+//!   with our HMAC-only signing capability, so `parse-callback` takes only the
+//!   id from the body and returns the aggregator's answer to our own
+//!   authenticated status query.
+//!
+//! Settings: `base_url` (required), `timeout_ms`, `operators`,
+//! `provider_code.<slug>`. Secret: `api_token`.
+
+wit_bindgen::generate!({
+    path: ["../../wit/platform", "../../wit/adapter"],
+    world: "mmc:adapter/adapter",
+    generate_all,
+});
+
+mod transformers;
+
+use exports::mmc::adapter::operator::Guest;
+use mmc::adapter::types::*;
+use mmc::platform::outbound_http::{self, Request as HttpRequest, Response as HttpResponse};
+use mmc::platform::types::CapabilityError;
+use mmc::platform::{config, signing};
+use mmc_domain::Operator;
+use transformers::{Check, Initiated as Answer};
+
+const FAMILY: &[&str] = &[
+    "moov-bj",
+    "celtiis-bj",
+    "coris-bj",
+    "togocom-tg",
+    "moov-tg",
+    "orange-ci",
+    "moov-ci",
+];
+
+struct Pawapay;
+
+fn failure(code: &str, message: &str) -> Failure {
+    Failure {
+        code: code.into(),
+        message: message.into(),
+    }
+}
+
+fn setting(key: &str) -> Option<String> {
+    config::get(key).filter(|v| !v.trim().is_empty())
+}
+
+fn served() -> Vec<&'static Operator> {
+    let wanted = setting("operators");
+    FAMILY
+        .iter()
+        .filter(|slug| {
+            wanted
+                .as_deref()
+                .is_none_or(|w| w.split(',').any(|s| s.trim() == **slug))
+        })
+        .filter_map(|slug| mmc_domain::operators::find(slug))
+        .collect()
+}
+
+/// The aggregator wants UUIDs. Payment and refund ids are UUIDs already; any
+/// other id (a payout's) maps to a UUID derived from it, so a retry names
+/// the same payout.
+fn uuid_for(id: &str) -> String {
+    match uuid::Uuid::parse_str(id) {
+        Ok(u) => u.hyphenated().to_string(),
+        Err(_) => {
+            let digest = signing::sha256(id.as_bytes());
+            let mut bytes = [0u8; 16];
+            bytes.copy_from_slice(&digest[..16]);
+            uuid::Builder::from_random_bytes(bytes)
+                .into_uuid()
+                .hyphenated()
+                .to_string()
+        }
+    }
+}
+
+fn reference(op: &OperationRef) -> String {
+    op.psp_reference.clone().unwrap_or_else(|| uuid_for(&op.id))
+}
+
+fn excerpt(body: &[u8]) -> String {
+    String::from_utf8_lossy(body).chars().take(200).collect()
+}
+
+fn unexpected(resp: &HttpResponse) -> AdapterError {
+    match resp.status {
+        401 | 403 => AdapterError::Unavailable(format!(
+            "pawaPay refused our API token ({}): {}",
+            resp.status,
+            excerpt(&resp.body)
+        )),
+        400..=499 => AdapterError::Rejected(format!(
+            "pawaPay refused the request ({}): {}",
+            resp.status,
+            excerpt(&resp.body)
+        )),
+        s => AdapterError::InvalidResponse(format!(
+            "pawaPay answered {s} unexpectedly: {}",
+            excerpt(&resp.body)
+        )),
+    }
+}
+
+/// The aggregator's API for one served operator.
+struct Api {
+    op: &'static Operator,
+    provider: String,
+    base_url: String,
+    token: String,
+    timeout_ms: u32,
+}
+
+impl Api {
+    fn of(operator: &str) -> Result<Api, AdapterError> {
+        let op = served()
+            .into_iter()
+            .find(|o| o.slug == operator)
+            .ok_or_else(|| {
+                AdapterError::NotSupported(format!("this adapter does not serve {operator}"))
+            })?;
+        let base_url = setting("base_url")
+            .ok_or_else(|| AdapterError::Unavailable("base_url not configured".into()))?;
+        let token = config::secret("api_token")
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| AdapterError::Unavailable("secret api_token not configured".into()))?;
+        Ok(Api {
+            op,
+            provider: setting(&format!("provider_code.{}", op.slug))
+                .unwrap_or_else(|| op.provider_code.into()),
+            base_url: base_url.trim_end_matches('/').to_string(),
+            token,
+            timeout_ms: setting("timeout_ms")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
+        })
+    }
+
+    /// One exchange; transport failures and 5xx become adapter errors.
+    fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<HttpResponse, AdapterError> {
+        let mut headers = vec![("Authorization".into(), format!("Bearer {}", self.token))];
+        if body.is_some() {
+            headers.push(("Content-Type".into(), "application/json".into()));
+        }
+        let req = HttpRequest {
+            method: method.into(),
+            url: format!("{}{path}", self.base_url),
+            headers,
+            body: body.unwrap_or_default(),
+            timeout_ms: self.timeout_ms,
+        };
+        let resp = outbound_http::send(&req).map_err(|e| match e {
+            CapabilityError::Timeout(m) => AdapterError::Timeout(format!(
+                "pawaPay did not answer {method} {path} in time: {m}"
+            )),
+            CapabilityError::Denied(m) => {
+                AdapterError::Unavailable(format!("outbound request denied: {m}"))
+            }
+            CapabilityError::Unavailable(m)
+            | CapabilityError::Invalid(m)
+            | CapabilityError::Conflict(m) => {
+                AdapterError::Unavailable(format!("pawaPay unreachable: {m}"))
+            }
+        })?;
+        if resp.status >= 500 {
+            return Err(AdapterError::Unavailable(format!(
+                "pawaPay answered {} to {method} {path}: {}",
+                resp.status,
+                excerpt(&resp.body)
+            )));
+        }
+        Ok(resp)
+    }
+
+    /// POSTs an initiation. Refusals come as `REJECTED` bodies with 200 or
+    /// 400, so any readable answer below 500 counts.
+    fn initiate(&self, path: &str, body: &impl serde::Serialize) -> Result<Answer, AdapterError> {
+        let resp = self.send(
+            "POST",
+            path,
+            Some(serde_json::to_vec(body).expect("wire types serialise")),
+        )?;
+        if matches!(resp.status, 401 | 403) {
+            return Err(unexpected(&resp));
+        }
+        match transformers::parse::<transformers::Initiation>("initiation", &resp.body) {
+            Ok(i) => transformers::initiation(i).map_err(AdapterError::InvalidResponse),
+            Err(_) if (400..500).contains(&resp.status) => Err(unexpected(&resp)),
+            Err(e) => Err(AdapterError::InvalidResponse(e)),
+        }
+    }
+
+    /// `GET /v2/{kind}/{id}`.
+    fn check(&self, kind: &str, id: &str) -> Result<PspStatus, AdapterError> {
+        let resp = self.send("GET", &format!("/v2/{kind}/{id}"), None)?;
+        if resp.status != 200 {
+            return Err(unexpected(&resp));
+        }
+        let check: Check = transformers::parse("status check", &resp.body)
+            .map_err(AdapterError::InvalidResponse)?;
+        transformers::check_status(&check).map_err(AdapterError::InvalidResponse)
+    }
+
+    /// A deposit of `amount` from `phone` under our `payment_id`.
+    fn deposit(
+        &self,
+        payment_id: &str,
+        amount: u64,
+        currency: &str,
+        phone: &str,
+    ) -> transformers::Deposit {
+        transformers::Deposit {
+            deposit_id: uuid_for(payment_id),
+            amount: amount.to_string(),
+            currency: currency.into(),
+            payer: transformers::Party::mmo(phone, &self.provider),
+            pre_authorisation_code: None,
+            client_reference_id: payment_id.into(),
+            customer_message: None,
+        }
+    }
+}
+
+impl Guest for Pawapay {
+    fn describe() -> Vec<OperatorInfo> {
+        served()
+            .into_iter()
+            .map(|op| OperatorInfo {
+                slug: op.slug.into(),
+                name: op.name.into(),
+                aliases: op.aliases.iter().map(|a| a.to_string()).collect(),
+                country: op.country.code().into(),
+                currency: op.currency().into(),
+                requires_otp: op.requires_otp,
+                modes: vec!["direct".into(), "hosted".into()],
+                min_amount: op.min_amount,
+                max_amount: op.max_amount,
+                status: "operational".into(),
+            })
+            .collect()
+    }
+
+    fn initiate(req: InitiateRequest) -> Result<Initiated, AdapterError> {
+        let api = Api::of(&req.operator)?;
+        let Some(phone) = req.phone.as_deref() else {
+            return Ok(Initiated::Refused(failure(
+                "phone_required",
+                "Mobile money needs the customer's phone number.",
+            )));
+        };
+        let deposit_id = uuid_for(&req.payment_id);
+        if api.op.requires_otp {
+            // PREAUTH: nothing to send until the customer's code arrives.
+            return Ok(Initiated::OtpRequired(deposit_id));
+        }
+        let deposit = transformers::Deposit {
+            client_reference_id: req.reference.clone(),
+            customer_message: transformers::customer_message(req.description.as_deref()),
+            ..api.deposit(&req.payment_id, req.amount, &req.currency, phone)
+        };
+        let answer = api.initiate("/v2/deposits", &deposit)?;
+        Ok(match answer {
+            Answer::Accepted | Answer::Duplicate => Initiated::AwaitingCustomer(deposit_id),
+            Answer::Rejected(f) => Initiated::Refused(transformers::failure_for(&f)),
+        })
+    }
+
+    fn confirm_otp(payment: OperationRef, otp: String) -> Result<OtpOutcome, AdapterError> {
+        let api = Api::of(&payment.operator)?;
+        if !api.op.requires_otp {
+            return Err(AdapterError::NotSupported(format!(
+                "{} approves payments on the phone, not with a one-time code",
+                api.op.slug
+            )));
+        }
+        let phone = payment
+            .phone
+            .as_deref()
+            .ok_or_else(|| AdapterError::Rejected("the payment has no phone number".into()))?;
+        let deposit = transformers::Deposit {
+            pre_authorisation_code: Some(otp),
+            ..api.deposit(&payment.id, payment.amount, &payment.currency, phone)
+        };
+        let answer = api.initiate("/v2/deposits", &deposit)?;
+        Ok(match answer {
+            Answer::Accepted => OtpOutcome::Accepted(PspStatus::Pending),
+            // An earlier confirmation got through (its answer was lost): report where it stands.
+            Answer::Duplicate => OtpOutcome::Accepted(api.check("deposits", &reference(&payment))?),
+            Answer::Rejected(f) if f.failure_code == transformers::WRONG_CODE => {
+                OtpOutcome::WrongCode
+            }
+            Answer::Rejected(f) => {
+                OtpOutcome::Accepted(PspStatus::Failed(transformers::failure_for(&f)))
+            }
+        })
+    }
+
+    fn status(payment: OperationRef) -> Result<PspStatus, AdapterError> {
+        Api::of(&payment.operator)?.check("deposits", &reference(&payment))
+    }
+
+    /// Deposits cannot be withdrawn once sent: report where it stands.
+    /// Pending means the customer could still approve it.
+    fn cancel(payment: OperationRef) -> Result<PspStatus, AdapterError> {
+        Api::of(&payment.operator)?.check("deposits", &reference(&payment))
+    }
+
+    fn refund(req: RefundRequest) -> Result<Started, AdapterError> {
+        let api = Api::of(&req.payment.operator)?;
+        let refund_id = uuid_for(&req.refund_id);
+        let body = transformers::Refund {
+            refund_id: refund_id.clone(),
+            deposit_id: reference(&req.payment),
+            amount: req.amount.to_string(),
+            currency: req.payment.currency.clone(),
+        };
+        let status = match api.initiate("/v2/refunds", &body)? {
+            Answer::Accepted => PspStatus::Pending,
+            Answer::Duplicate => api.check("refunds", &refund_id)?,
+            Answer::Rejected(f) => PspStatus::Failed(transformers::failure_for(&f)),
+        };
+        Ok(Started {
+            psp_reference: refund_id,
+            status,
+        })
+    }
+
+    fn refund_status(refund: OperationRef) -> Result<PspStatus, AdapterError> {
+        Api::of(&refund.operator)?.check("refunds", &reference(&refund))
+    }
+
+    fn payout(req: PayoutRequest) -> Result<Started, AdapterError> {
+        let api = Api::of(&req.operator)?;
+        let payout_id = uuid_for(&req.payout_id);
+        let body = transformers::Payout {
+            payout_id: payout_id.clone(),
+            amount: req.amount.to_string(),
+            currency: req.currency.clone(),
+            recipient: transformers::Party::mmo(&req.phone, &api.provider),
+            client_reference_id: req.reference.clone(),
+            customer_message: transformers::customer_message(Some(&req.reference)),
+        };
+        let status = match api.initiate("/v2/payouts", &body)? {
+            Answer::Accepted => PspStatus::Pending,
+            Answer::Duplicate => api.check("payouts", &payout_id)?,
+            Answer::Rejected(f) => PspStatus::Failed(transformers::failure_for(&f)),
+        };
+        Ok(Started {
+            psp_reference: payout_id,
+            status,
+        })
+    }
+
+    fn payout_status(payout: OperationRef) -> Result<PspStatus, AdapterError> {
+        Api::of(&payout.operator)?.check("payouts", &reference(&payout))
+    }
+
+    /// Takes the subject's id from the body and asks the aggregator for its
+    /// status (see the module comment on signatures).
+    fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
+        if req.method != "POST" && req.method != "PUT" {
+            return Err(AdapterError::Rejected(format!(
+                "pawaPay callbacks are POST, not {}",
+                req.method
+            )));
+        }
+        let body: transformers::Callback =
+            transformers::parse("callback", &req.body).map_err(AdapterError::InvalidResponse)?;
+        let (kind, path, id) = match (body.deposit_id, body.payout_id, body.refund_id) {
+            (Some(id), None, None) => (SubjectKind::Payment, "deposits", id),
+            (None, Some(id), None) => (SubjectKind::Payout, "payouts", id),
+            (None, None, Some(id)) => (SubjectKind::Refund, "refunds", id),
+            _ => {
+                return Err(AdapterError::InvalidResponse(
+                    "pawaPay callback must name exactly one of depositId, payoutId, refundId"
+                        .into(),
+                ));
+            }
+        };
+        // Only UUIDs reach the aggregator; anything else is not one of ours.
+        uuid::Uuid::parse_str(&id).map_err(|_| {
+            AdapterError::InvalidResponse(format!("pawaPay callback id {id} is not a UUID"))
+        })?;
+        let status = Api::of(&req.operator)?.check(path, &id)?;
+        Ok(vec![CallbackUpdate {
+            kind,
+            id: Some(id.clone()),
+            psp_reference: Some(id),
+            status,
+        }])
+    }
+}
+
+export!(Pawapay);

@@ -1,0 +1,227 @@
+//! Wave Checkout and Payout wire formats ⇄ adapter types. Only an explicit
+//! `succeeded` payment, an expired session, or a failed/reversed payout is
+//! final; everything else is pending (a failed attempt inside an open
+//! checkout session is not final: the customer may try again).
+
+use serde::{Deserialize, Serialize};
+
+use crate::mmc::adapter::types::{Failure, PspStatus};
+
+/// `POST /v1/checkout/sessions`.
+#[derive(Serialize)]
+pub struct CreateSession {
+    /// A string: Wave refuses JSON numbers for amounts.
+    pub amount: String,
+    pub currency: String,
+    pub success_url: String,
+    pub error_url: String,
+    pub client_reference: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restrict_payer_mobile: Option<String>,
+}
+
+/// A checkout session as Wave reports it (answers and webhook `data`).
+#[derive(Deserialize)]
+pub struct Session {
+    pub id: String,
+    #[serde(default)]
+    pub wave_launch_url: Option<String>,
+    /// `open`, `complete`, `expired`.
+    pub checkout_status: String,
+    /// `processing`, `cancelled`, `succeeded`.
+    #[serde(default)]
+    pub payment_status: Option<String>,
+    #[serde(default)]
+    pub client_reference: Option<String>,
+    #[serde(default)]
+    pub last_payment_error: Option<WaveError>,
+}
+
+#[derive(Deserialize)]
+pub struct WaveError {
+    pub code: String,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// `POST /v1/payout`.
+#[derive(Serialize)]
+pub struct CreatePayout {
+    pub currency: String,
+    pub receive_amount: String,
+    /// E.164 with the `+`.
+    pub mobile: String,
+    pub name: String,
+    pub client_reference: String,
+    pub payment_reason: String,
+}
+
+#[derive(Deserialize)]
+pub struct Payout {
+    pub id: String,
+    /// `processing`, `succeeded`, `failed`, `reversed`.
+    pub status: String,
+    #[serde(default)]
+    pub payout_error: Option<PayoutError>,
+}
+
+#[derive(Deserialize)]
+pub struct PayoutError {
+    pub error_code: String,
+    #[serde(default)]
+    pub error_message: Option<String>,
+}
+
+/// `GET …/search?client_reference=`.
+#[derive(Deserialize)]
+pub struct Search<T> {
+    pub result: Vec<T>,
+}
+
+/// A webhook: `{id, type, data}`.
+#[derive(Deserialize)]
+pub struct Event {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub data: serde_json::Value,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    #[serde(default)]
+    code: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+pub fn parse<T: serde::de::DeserializeOwned>(what: &str, body: &[u8]) -> Result<T, String> {
+    serde_json::from_slice(body).map_err(|e| format!("unreadable Wave {what}: {e}"))
+}
+
+pub fn session_status(s: &Session) -> PspStatus {
+    if s.payment_status.as_deref() == Some("succeeded") {
+        return PspStatus::Completed;
+    }
+    if s.checkout_status == "expired" || s.payment_status.as_deref() == Some("cancelled") {
+        return PspStatus::Failed(match &s.last_payment_error {
+            // The customer tried and failed, then the session ran out: their failure says more.
+            Some(e) => failure_for(&e.code, e.message.as_deref()),
+            None => Failure {
+                code: "approval_expired".into(),
+                message: "The Wave checkout session ended without a payment.".into(),
+            },
+        });
+    }
+    PspStatus::Pending
+}
+
+pub fn payout_status(p: &Payout) -> PspStatus {
+    match p.status.as_str() {
+        "succeeded" => PspStatus::Completed,
+        "failed" => PspStatus::Failed(match &p.payout_error {
+            Some(e) => failure_for(&e.error_code, e.error_message.as_deref()),
+            None => failure_for("", None),
+        }),
+        "reversed" => PspStatus::Failed(Failure {
+            code: "reversed".into(),
+            message: "The Wave payout was reversed.".into(),
+        }),
+        _ => PspStatus::Pending,
+    }
+}
+
+/// Wave's error codes (kebab-case) → our failure codes.
+pub fn failure_for(code: &str, message: Option<&str>) -> Failure {
+    let ours = match code {
+        "insufficient-funds" => "insufficient_funds",
+        "payer-mobile-mismatch" => "payer_mismatch",
+        "blocked-account" | "recipient-account-blocked" => "account_blocked",
+        "kyc-limit-exceeded" | "recipient-limit-exceeded" | "payout-limit-exceeded" => {
+            "limit_reached"
+        }
+        "no-recipient-account" | "recipient-not-found" => "recipient_not_found",
+        _ => "operator_error",
+    };
+    let message = match (code, message) {
+        ("", _) => "Wave reported a failure without a reason.".to_string(),
+        (c, Some(m)) => format!("Wave: {m} ({c})"),
+        (c, None) => format!("Wave failure: {c}."),
+    };
+    Failure {
+        code: ours.into(),
+        message,
+    }
+}
+
+/// The operator's reason from a 4xx body.
+pub fn refusal(status: u16, body: &[u8]) -> Failure {
+    let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
+    let (code, message) = match parsed {
+        Some(b) => (b.code, b.message),
+        None => (None, None),
+    };
+    Failure {
+        code: "operator_refused".into(),
+        message: format!(
+            "Wave refused the request ({status}{}){}",
+            code.map(|c| format!(" {c}")).unwrap_or_default(),
+            message.map(|m| format!(": {m}")).unwrap_or_default()
+        ),
+    }
+}
+
+/// `Wave-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>…]` (several v1 while
+/// a secret is being rotated). Returns the timestamp text and the signatures.
+pub fn parse_signature_header(value: &str) -> Option<(String, Vec<String>)> {
+    let mut timestamp = None;
+    let mut signatures = Vec::new();
+    for part in value.split(',') {
+        match part.trim().split_once('=') {
+            Some(("t", t)) => timestamp = Some(t.trim().to_string()),
+            Some(("v1", s)) => signatures.push(s.trim().to_ascii_lowercase()),
+            _ => {}
+        }
+    }
+    timestamp
+        .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+        .filter(|_| !signatures.is_empty())
+        .map(|t| (t, signatures))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signature_header_takes_every_v1() {
+        let (t, sigs) = parse_signature_header("t=1639081943, v1=AB12,v1=cd34").unwrap();
+        assert_eq!(t, "1639081943");
+        assert_eq!(sigs, vec!["ab12", "cd34"]);
+        assert!(parse_signature_header("v1=ab12").is_none());
+        assert!(parse_signature_header("t=12").is_none());
+        assert!(parse_signature_header("t=x1,v1=ab").is_none());
+    }
+
+    #[test]
+    fn an_open_session_with_a_failed_attempt_is_still_pending() {
+        let s: Session = parse(
+            "session",
+            br#"{"id":"cos-1","checkout_status":"open","payment_status":"processing",
+                "last_payment_error":{"code":"insufficient-funds","message":"low"}}"#,
+        )
+        .unwrap();
+        assert!(matches!(session_status(&s), PspStatus::Pending));
+        let s: Session = parse(
+            "session",
+            br#"{"id":"cos-1","checkout_status":"expired","payment_status":"cancelled",
+                "last_payment_error":{"code":"insufficient-funds","message":"low"}}"#,
+        )
+        .unwrap();
+        match session_status(&s) {
+            PspStatus::Failed(f) => assert_eq!(f.code, "insufficient_funds"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
