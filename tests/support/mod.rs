@@ -2,6 +2,8 @@
 //! server on port 0 with a fresh data directory, real components, real HTTP.
 #![allow(dead_code)]
 
+pub mod fakes;
+
 use std::path::PathBuf;
 
 use mmc_host::accounts::{Accounts, Environment};

@@ -1,0 +1,495 @@
+//! A fake MTN MoMo Open API: OAuth tokens per product (Basic apiUser:apiKey
+//! plus the product's subscription key), request to pay, transfers and
+//! refunds created with `X-Reference-Id` and answered 202 with an empty
+//! body, status resources, and one unsigned callback by PUT to
+//! `X-Callback-Url` once the customer acts (never retried, as MTN does).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mmc_host::config::ComponentConfig;
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+
+use super::{Fault, Outcome, Outcomes, Plumbing, Received, Reply, is_amount, is_uuid, with_fault};
+
+pub const API_USER: &str = "3f0b9a4e-5a8e-4c1f-9b7e-2d6c8e1a7b90";
+pub const API_KEY: &str = "b5c9e0d1f2a34b6c8d7e9f0a1b2c3d4e";
+pub const COLLECTION_KEY: &str = "collection-subscription-key-0001";
+pub const DISBURSEMENT_KEY: &str = "disbursement-subscription-key-0001";
+pub const TARGET_ENVIRONMENT: &str = "mtnbenin";
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Kind {
+    RequestToPay,
+    Transfer,
+    Refund,
+}
+
+#[derive(Clone, Debug)]
+pub struct Transaction {
+    pub kind: Kind,
+    pub reference: String,
+    pub external_id: String,
+    pub amount: String,
+    pub currency: String,
+    /// MSISDN of the payer (request to pay, refund) or payee (transfer).
+    pub party: String,
+    /// `PENDING`, `SUCCESSFUL`, `FAILED`.
+    pub status: String,
+    pub reason: Option<String>,
+    pub callback_url: Option<String>,
+    pub financial_transaction_id: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Callbacks {
+    /// As MTN: one PUT, never retried.
+    Once,
+    /// The callback is lost.
+    Never,
+    /// A duplicate delivery.
+    Twice,
+}
+
+struct Inner {
+    plumbing: Plumbing,
+    outcomes: Outcomes,
+    transactions: Mutex<HashMap<String, Transaction>>,
+    /// Issued bearer tokens → product.
+    tokens: Mutex<HashMap<String, String>>,
+    settle_after: Mutex<Duration>,
+    callbacks: Mutex<Callbacks>,
+}
+
+pub struct FakeMtn {
+    pub addr: std::net::SocketAddr,
+    inner: Arc<Inner>,
+}
+
+impl FakeMtn {
+    pub async fn start() -> FakeMtn {
+        let inner = Arc::new(Inner {
+            plumbing: Plumbing::default(),
+            outcomes: Outcomes::default(),
+            transactions: Mutex::new(HashMap::new()),
+            tokens: Mutex::new(HashMap::new()),
+            settle_after: Mutex::new(Duration::from_millis(300)),
+            callbacks: Mutex::new(Callbacks::Once),
+        });
+        let handler_inner = inner.clone();
+        let addr = super::serve(Arc::new(move |req| {
+            let inner = handler_inner.clone();
+            Box::pin(async move { handle(inner, req).await })
+        }))
+        .await;
+        FakeMtn { addr, inner }
+    }
+
+    pub fn host(&self) -> String {
+        self.addr.to_string()
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The `momo` adapter's configuration for this fake.
+    pub fn component_config(&self) -> ComponentConfig {
+        let mut c = ComponentConfig {
+            allowed_hosts: vec![self.host()],
+            ..Default::default()
+        };
+        c.settings.insert("base_url".into(), self.base_url());
+        c.settings
+            .insert("target_environment".into(), TARGET_ENVIRONMENT.into());
+        for product in ["collection", "disbursement"] {
+            c.secrets
+                .insert(format!("{product}_api_user"), API_USER.into());
+            c.secrets
+                .insert(format!("{product}_api_key"), API_KEY.into());
+        }
+        c.secrets
+            .insert("collection_subscription_key".into(), COLLECTION_KEY.into());
+        c.secrets.insert(
+            "disbursement_subscription_key".into(),
+            DISBURSEMENT_KEY.into(),
+        );
+        c
+    }
+
+    pub fn set_outcome(&self, msisdn: &str, outcome: Outcome) {
+        self.inner.outcomes.set(msisdn, outcome);
+    }
+
+    pub fn settle_after(&self, delay: Duration) {
+        *self.inner.settle_after.lock() = delay;
+    }
+
+    pub fn callbacks(&self, mode: Callbacks) {
+        *self.inner.callbacks.lock() = mode;
+    }
+
+    /// Endpoints: `token`, `requesttopay`, `requesttopay_status`, `transfer`,
+    /// `transfer_status`, `refund`, `refund_status`.
+    pub fn inject(&self, endpoint: &'static str, fault: Fault, times: usize) {
+        self.inner.plumbing.inject(endpoint, fault, times);
+    }
+
+    pub fn requests(&self, endpoint: &str) -> Vec<Received> {
+        self.inner.plumbing.requests(endpoint)
+    }
+
+    pub fn transaction(&self, reference: &str) -> Option<Transaction> {
+        self.inner.transactions.lock().get(reference).cloned()
+    }
+
+    /// Callbacks sent so far: (url, status our service answered).
+    pub fn callbacks_sent(&self) -> Vec<(String, u16)> {
+        self.inner.plumbing.callbacks()
+    }
+
+    /// The operator changes its mind (it happens): the status resource now says this.
+    pub fn set_status(&self, reference: &str, status: &str, reason: Option<&str>) {
+        if let Some(t) = self.inner.transactions.lock().get_mut(reference) {
+            t.status = status.into();
+            t.reason = reason.map(str::to_string);
+        }
+    }
+
+    /// PUTs `body` to the transaction's callback URL, as MTN would; returns our answer.
+    pub async fn put_callback(&self, reference: &str, body: Vec<u8>) -> u16 {
+        let url = self
+            .transaction(reference)
+            .and_then(|t| t.callback_url)
+            .expect("transaction with a callback URL");
+        self.inner
+            .plumbing
+            .call_back("PUT", &url, Vec::new(), body)
+            .await
+    }
+
+    /// PUTs the transaction as it stands now.
+    pub async fn send_callback(&self, reference: &str) -> u16 {
+        let t = self.transaction(reference).expect("known transaction");
+        self.put_callback(reference, serde_json::to_vec(&resource(&t)).unwrap())
+            .await
+    }
+}
+
+fn resource(t: &Transaction) -> Value {
+    let party = json!({"partyIdType": "MSISDN", "partyId": t.party});
+    let mut v = json!({
+        "amount": t.amount,
+        "currency": t.currency,
+        "externalId": t.external_id,
+        "payerMessage": "",
+        "payeeNote": "",
+        "status": t.status,
+    });
+    if let Some(id) = &t.financial_transaction_id {
+        v["financialTransactionId"] = json!(id);
+    }
+    match t.kind {
+        Kind::Transfer => v["payee"] = party,
+        _ => v["payer"] = party,
+    }
+    if let Some(r) = &t.reason {
+        v["reason"] = json!(r);
+    }
+    v
+}
+
+fn error(status: u16, code: &str, message: &str) -> Reply {
+    Reply::json(status, &json!({"code": code, "message": message}))
+}
+
+async fn handle(inner: Arc<Inner>, req: Received) -> Reply {
+    let path = req.path.trim_matches('/').to_string();
+    let segments: Vec<&str> = path.split('/').collect();
+    let route: Option<(&'static str, Kind)> = match (req.method.as_str(), segments.as_slice()) {
+        ("POST", [product, "token"]) => {
+            inner.plumbing.record("token", &req);
+            let product = product.to_string();
+            return with_fault(&inner.plumbing, "token", async {
+                token(&inner, &product, &req)
+            })
+            .await;
+        }
+        ("POST", ["collection", "v1_0", "requesttopay"]) => {
+            Some(("requesttopay", Kind::RequestToPay))
+        }
+        ("POST", ["disbursement", "v1_0", "transfer"]) => Some(("transfer", Kind::Transfer)),
+        ("POST", ["disbursement", "v2_0", "refund"]) => Some(("refund", Kind::Refund)),
+        _ => None,
+    };
+    if let Some((endpoint, kind)) = route {
+        inner.plumbing.record(endpoint, &req);
+        let work = create(inner.clone(), kind, req);
+        return with_fault(&inner.plumbing, endpoint, work).await;
+    }
+    let lookup: Option<(&'static str, Kind, &str)> =
+        match (req.method.as_str(), segments.as_slice()) {
+            ("GET", ["collection", "v1_0", "requesttopay", r]) => {
+                Some(("requesttopay_status", Kind::RequestToPay, r))
+            }
+            ("GET", ["disbursement", "v1_0", "transfer", r]) => {
+                Some(("transfer_status", Kind::Transfer, r))
+            }
+            ("GET", ["disbursement", "v1_0", "refund", r]) => {
+                Some(("refund_status", Kind::Refund, r))
+            }
+            _ => None,
+        };
+    match lookup {
+        Some((endpoint, kind, reference)) => {
+            inner.plumbing.record(endpoint, &req);
+            let product = product_of(kind);
+            let work = async {
+                if let Err(denied) = authorize(&inner, product, &req) {
+                    return denied;
+                }
+                match inner.transactions.lock().get(reference) {
+                    Some(t) if t.kind == kind => Reply::json(200, &resource(t)),
+                    _ => error(
+                        404,
+                        "RESOURCE_NOT_FOUND",
+                        "Requested resource was not found.",
+                    ),
+                }
+            };
+            with_fault(&inner.plumbing, endpoint, work).await
+        }
+        None => error(404, "RESOURCE_NOT_FOUND", "No such endpoint."),
+    }
+}
+
+fn product_of(kind: Kind) -> &'static str {
+    match kind {
+        Kind::RequestToPay => "collection",
+        Kind::Transfer | Kind::Refund => "disbursement",
+    }
+}
+
+fn subscription_key(product: &str) -> &'static str {
+    if product == "collection" {
+        COLLECTION_KEY
+    } else {
+        DISBURSEMENT_KEY
+    }
+}
+
+fn token(inner: &Inner, product: &str, req: &Received) -> Reply {
+    if !matches!(product, "collection" | "disbursement") {
+        return error(404, "RESOURCE_NOT_FOUND", "No such product.");
+    }
+    if req.header("Ocp-Apim-Subscription-Key") != Some(subscription_key(product)) {
+        return Reply::json(
+            401,
+            &json!({"statusCode": 401, "message": "Access denied due to invalid subscription key."}),
+        );
+    }
+    let expected = format!("Basic {}", base64(&format!("{API_USER}:{API_KEY}")));
+    if req.header("Authorization") != Some(expected.as_str()) {
+        return Reply::json(401, &json!({"error": "login_failed"}));
+    }
+    let token = uuid::Uuid::new_v4().simple().to_string();
+    inner.tokens.lock().insert(token.clone(), product.into());
+    Reply::json(
+        200,
+        &json!({"access_token": token, "token_type": "access_token", "expires_in": 3600}),
+    )
+}
+
+/// The checks every API call gets: bearer token of this product, its
+/// subscription key, the target environment.
+fn authorize(inner: &Inner, product: &str, req: &Received) -> Result<(), Reply> {
+    if req.header("Ocp-Apim-Subscription-Key") != Some(subscription_key(product)) {
+        return Err(Reply::json(
+            401,
+            &json!({"statusCode": 401, "message": "Access denied due to invalid subscription key."}),
+        ));
+    }
+    let token = req
+        .header("Authorization")
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    if inner.tokens.lock().get(token).map(String::as_str) != Some(product) {
+        return Err(error(
+            401,
+            "UNAUTHORIZED",
+            "Invalid or expired access token.",
+        ));
+    }
+    if req.header("X-Target-Environment") != Some(TARGET_ENVIRONMENT) {
+        return Err(error(
+            403,
+            "NOT_ALLOWED_TARGET_ENVIRONMENT",
+            "Access to target environment is forbidden.",
+        ));
+    }
+    Ok(())
+}
+
+async fn create(inner: Arc<Inner>, kind: Kind, req: Received) -> Reply {
+    if let Err(denied) = authorize(&inner, product_of(kind), &req) {
+        return denied;
+    }
+    let reference = req.header("X-Reference-Id").unwrap_or_default().to_string();
+    if !is_uuid(&reference) {
+        return error(
+            400,
+            "INVALID_REFERENCE_ID",
+            "X-Reference-Id must be a UUID.",
+        );
+    }
+    let Some(body) = req.json() else {
+        return error(400, "BAD_REQUEST", "The body is not JSON.");
+    };
+    if !is_amount(body.get("amount"))
+        || body["currency"] != "XOF"
+        || !body["externalId"].is_string()
+    {
+        return error(
+            400,
+            "BAD_REQUEST",
+            "amount (a string), currency and externalId are required.",
+        );
+    }
+    let party = match kind {
+        Kind::RequestToPay => Some(&body["payer"]),
+        Kind::Transfer => Some(&body["payee"]),
+        Kind::Refund => None,
+    };
+    let msisdn = match party {
+        Some(p) => {
+            let id = p["partyId"].as_str().unwrap_or_default();
+            if p["partyIdType"] != "MSISDN"
+                || id.is_empty()
+                || !id.bytes().all(|b| b.is_ascii_digit())
+            {
+                return error(
+                    400,
+                    "INVALID_PARTY",
+                    "partyId must be an MSISDN (digits only).",
+                );
+            }
+            id.to_string()
+        }
+        None => {
+            // A refund goes back to the payer of a successful request to pay.
+            let original = body["referenceIdToRefund"].as_str().unwrap_or_default();
+            let transactions = inner.transactions.lock();
+            match transactions.get(original) {
+                Some(t) if t.kind == Kind::RequestToPay && t.status == "SUCCESSFUL" => {
+                    t.party.clone()
+                }
+                Some(_) => {
+                    return error(
+                        409,
+                        "NOT_ALLOWED",
+                        "Only a successful payment can be refunded.",
+                    );
+                }
+                None => return error(404, "RESOURCE_NOT_FOUND", "referenceIdToRefund is unknown."),
+            }
+        }
+    };
+    {
+        let mut transactions = inner.transactions.lock();
+        if transactions.contains_key(&reference) {
+            return error(
+                409,
+                "RESOURCE_ALREADY_EXIST",
+                "Duplicated reference id. Creation of resource failed.",
+            );
+        }
+        transactions.insert(
+            reference.clone(),
+            Transaction {
+                kind,
+                reference: reference.clone(),
+                external_id: body["externalId"].as_str().unwrap_or_default().into(),
+                amount: body["amount"].as_str().unwrap_or_default().into(),
+                currency: "XOF".into(),
+                party: msisdn,
+                status: "PENDING".into(),
+                reason: None,
+                callback_url: req.header("X-Callback-Url").map(str::to_string),
+                financial_transaction_id: None,
+            },
+        );
+    }
+    let delay = *inner.settle_after.lock();
+    tokio::spawn(settle(inner, reference, delay));
+    Reply::empty(202)
+}
+
+/// The customer acts (or not) after `delay`; then one callback, if asked for.
+async fn settle(inner: Arc<Inner>, reference: String, delay: Duration) {
+    tokio::time::sleep(delay).await;
+    let settled = {
+        let mut transactions = inner.transactions.lock();
+        let Some(t) = transactions.get_mut(&reference) else {
+            return;
+        };
+        if t.status != "PENDING" {
+            return;
+        }
+        match inner.outcomes.of(&t.party) {
+            Outcome::Succeed => {
+                t.status = "SUCCESSFUL".into();
+                t.financial_transaction_id = Some(format!("{}", rand_digits()));
+            }
+            Outcome::Fail(reason) => {
+                t.status = "FAILED".into();
+                t.reason = Some(reason.into());
+            }
+            Outcome::Stay => return,
+        }
+        t.clone()
+    };
+    let Some(url) = settled.callback_url.clone() else {
+        return;
+    };
+    let times = match *inner.callbacks.lock() {
+        Callbacks::Once => 1,
+        Callbacks::Never => 0,
+        Callbacks::Twice => 2,
+    };
+    let body = serde_json::to_vec(&resource(&settled)).unwrap();
+    for _ in 0..times {
+        inner
+            .plumbing
+            .call_back("PUT", &url, Vec::new(), body.clone())
+            .await;
+    }
+}
+
+fn rand_digits() -> u64 {
+    (uuid::Uuid::new_v4().as_u128() % 9_000_000_000) as u64 + 1_000_000_000
+}
+
+/// Standard base64, enough for a Basic authorization header.
+fn base64(input: &str) -> String {
+    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let bytes = input.as_bytes();
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(TABLE[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,542 @@
+//! A fake Wave Business API: checkout sessions (the customer pays on Wave's
+//! page, here on command), expiry, whole-session refunds, payouts with
+//! `idempotency-key`, and webhooks to the URL configured "in the portal",
+//! signed `Wave-Signature: t=<ts>,v1=<hex HMAC-SHA256(secret, ts + body)>`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use hmac::{Hmac, Mac};
+use mmc_host::config::ComponentConfig;
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+use super::{
+    Fault, Outcome, Outcomes, Plumbing, Received, Reply, is_amount, now_rfc3339, with_fault,
+};
+
+pub const API_KEY: &str = "wave_ci_prod_FAKEKEYa1b2c3d4e5f6";
+pub const WEBHOOK_SECRET: &str = "wave_ci_WHS_fakesecret0123456789";
+
+#[derive(Clone, Debug)]
+pub struct Session {
+    pub id: String,
+    pub amount: String,
+    pub client_reference: Option<String>,
+    pub success_url: String,
+    pub error_url: String,
+    /// `open`, `complete`, `expired`.
+    pub checkout_status: String,
+    /// `processing`, `cancelled`, `succeeded`.
+    pub payment_status: String,
+    pub last_payment_error: Option<(String, String)>,
+    pub transaction_id: Option<String>,
+    pub refunded: bool,
+    pub when_created: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Payout {
+    pub id: String,
+    pub idempotency_key: Option<String>,
+    pub client_reference: Option<String>,
+    pub receive_amount: String,
+    pub mobile: String,
+    pub name: String,
+    /// `processing`, `succeeded`, `failed`, `reversed`.
+    pub status: String,
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Webhooks {
+    Send,
+    /// Lost on the way.
+    Lost,
+    /// Delivered twice (Wave says duplicates happen).
+    Duplicate,
+}
+
+struct Inner {
+    plumbing: Plumbing,
+    outcomes: Outcomes,
+    sessions: Mutex<HashMap<String, Session>>,
+    payouts: Mutex<HashMap<String, Payout>>,
+    webhook_url: Mutex<Option<String>>,
+    webhooks: Mutex<Webhooks>,
+    settle_after: Mutex<Duration>,
+}
+
+pub struct FakeWave {
+    pub addr: std::net::SocketAddr,
+    inner: Arc<Inner>,
+}
+
+fn new_id(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..20]
+    )
+}
+
+fn now_s() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// `Wave-Signature` for `body` signed at `timestamp` with `secret`.
+pub fn signature(secret: &str, timestamp: u64, body: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(timestamp.to_string().as_bytes());
+    mac.update(body);
+    format!(
+        "t={timestamp},v1={}",
+        hex::encode(mac.finalize().into_bytes())
+    )
+}
+
+impl FakeWave {
+    pub async fn start() -> FakeWave {
+        let inner = Arc::new(Inner {
+            plumbing: Plumbing::default(),
+            outcomes: Outcomes::default(),
+            sessions: Mutex::new(HashMap::new()),
+            payouts: Mutex::new(HashMap::new()),
+            webhook_url: Mutex::new(None),
+            webhooks: Mutex::new(Webhooks::Send),
+            settle_after: Mutex::new(Duration::from_millis(300)),
+        });
+        let handler_inner = inner.clone();
+        let addr = super::serve(Arc::new(move |req| {
+            let inner = handler_inner.clone();
+            Box::pin(async move { handle(inner, req).await })
+        }))
+        .await;
+        FakeWave { addr, inner }
+    }
+
+    pub fn host(&self) -> String {
+        self.addr.to_string()
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The `wave` adapter's configuration for this fake.
+    pub fn component_config(&self) -> ComponentConfig {
+        let mut c = ComponentConfig {
+            allowed_hosts: vec![self.host()],
+            ..Default::default()
+        };
+        c.settings.insert("base_url".into(), self.base_url());
+        c.secrets.insert("api_key".into(), API_KEY.into());
+        c.secrets
+            .insert("webhook_secret".into(), WEBHOOK_SECRET.into());
+        c
+    }
+
+    /// What the merchant sets once in the Wave Business Portal.
+    pub fn set_webhook_url(&self, url: &str) {
+        *self.inner.webhook_url.lock() = Some(url.into());
+    }
+
+    pub fn webhooks(&self, mode: Webhooks) {
+        *self.inner.webhooks.lock() = mode;
+    }
+
+    /// Payout outcome by the recipient's mobile.
+    pub fn set_outcome(&self, mobile: &str, outcome: Outcome) {
+        self.inner.outcomes.set(mobile, outcome);
+    }
+
+    pub fn settle_after(&self, delay: Duration) {
+        *self.inner.settle_after.lock() = delay;
+    }
+
+    /// Endpoints: `session_create`, `session_get`, `session_search`,
+    /// `session_expire`, `session_refund`, `payout_create`, `payout_get`, `payout_search`.
+    pub fn inject(&self, endpoint: &'static str, fault: Fault, times: usize) {
+        self.inner.plumbing.inject(endpoint, fault, times);
+    }
+
+    pub fn requests(&self, endpoint: &str) -> Vec<Received> {
+        self.inner.plumbing.requests(endpoint)
+    }
+
+    pub fn session(&self, id: &str) -> Option<Session> {
+        self.inner.sessions.lock().get(id).cloned()
+    }
+
+    pub fn payout(&self, id: &str) -> Option<Payout> {
+        self.inner.payouts.lock().get(id).cloned()
+    }
+
+    pub fn payouts(&self) -> Vec<Payout> {
+        self.inner.payouts.lock().values().cloned().collect()
+    }
+
+    /// Webhooks sent so far: (url, status our service answered).
+    pub fn webhooks_sent(&self) -> Vec<(String, u16)> {
+        self.inner.plumbing.callbacks()
+    }
+
+    /// The customer pays on Wave's page; Wave then sends
+    /// `checkout.session.completed`. Returns our answers to the webhook(s).
+    pub async fn customer_pays(&self, session_id: &str) -> Vec<u16> {
+        self.mark_paid(session_id);
+        self.notify("checkout.session.completed", session_id).await
+    }
+
+    /// The session is paid; no webhook is sent (yet).
+    pub fn mark_paid(&self, session_id: &str) {
+        self.update(session_id, |s| {
+            s.checkout_status = "complete".into();
+            s.payment_status = "succeeded".into();
+            s.transaction_id = Some(new_id("TCN"));
+        });
+    }
+
+    /// The session opened for our payment id, if any.
+    pub fn session_by_reference(&self, client_reference: &str) -> Option<String> {
+        self.inner
+            .sessions
+            .lock()
+            .values()
+            .find(|s| s.client_reference.as_deref() == Some(client_reference))
+            .map(|s| s.id.clone())
+    }
+
+    /// A payment attempt fails; the session stays open for another try.
+    pub async fn customer_attempt_fails(&self, session_id: &str, code: &str) -> Vec<u16> {
+        self.update(session_id, |s| {
+            s.last_payment_error = Some((code.into(), format!("Payment failed: {code}")));
+        });
+        self.notify("checkout.session.payment_failed", session_id)
+            .await
+    }
+
+    /// The session runs out (30 minutes at Wave); no webhook.
+    pub fn session_expires(&self, session_id: &str) {
+        self.update(session_id, |s| {
+            s.checkout_status = "expired".into();
+            s.payment_status = "cancelled".into();
+        });
+    }
+
+    fn update(&self, session_id: &str, f: impl FnOnce(&mut Session)) {
+        f(self
+            .inner
+            .sessions
+            .lock()
+            .get_mut(session_id)
+            .expect("known session"));
+    }
+
+    fn event(&self, kind: &str, session_id: &str) -> Vec<u8> {
+        let s = self.session(session_id).expect("known session");
+        serde_json::to_vec(&json!({
+            "id": format!("AE_{}", uuid::Uuid::new_v4().simple()),
+            "type": kind,
+            "data": session_json(&s),
+        }))
+        .unwrap()
+    }
+
+    /// Sends one event of `kind` about the session as it stands, honouring
+    /// the webhook mode. Returns our answers.
+    pub async fn notify(&self, kind: &str, session_id: &str) -> Vec<u16> {
+        // No URL set in the portal: Wave has nowhere to send it.
+        if self.inner.webhook_url.lock().is_none() {
+            return Vec::new();
+        }
+        let times = match *self.inner.webhooks.lock() {
+            Webhooks::Send => 1,
+            Webhooks::Lost => 0,
+            Webhooks::Duplicate => 2,
+        };
+        let body = self.event(kind, session_id);
+        let mut answers = Vec::new();
+        for _ in 0..times {
+            let header = signature(WEBHOOK_SECRET, now_s(), &body);
+            answers.push(self.send_webhook(body.clone(), Some(header)).await);
+        }
+        answers
+    }
+
+    /// Sends an event signed with `secret` at `timestamp` (to test refusals).
+    pub async fn notify_signed_with(
+        &self,
+        kind: &str,
+        session_id: &str,
+        secret: &str,
+        timestamp: u64,
+    ) -> u16 {
+        let body = self.event(kind, session_id);
+        let header = signature(secret, timestamp, &body);
+        self.send_webhook(body, Some(header)).await
+    }
+
+    /// POSTs `body` to the configured webhook URL with this `Wave-Signature`.
+    pub async fn send_webhook(&self, body: Vec<u8>, signature: Option<String>) -> u16 {
+        let url = self
+            .inner
+            .webhook_url
+            .lock()
+            .clone()
+            .expect("webhook URL configured");
+        let headers = signature
+            .map(|s| vec![("Wave-Signature".to_string(), s)])
+            .unwrap_or_default();
+        self.inner
+            .plumbing
+            .call_back("POST", &url, headers, body)
+            .await
+    }
+}
+
+pub fn now() -> u64 {
+    now_s()
+}
+
+fn session_json(s: &Session) -> Value {
+    json!({
+        "id": s.id,
+        "amount": s.amount,
+        "currency": "XOF",
+        "business_name": "Fake Shop CI",
+        "checkout_status": s.checkout_status,
+        "client_reference": s.client_reference,
+        "error_url": s.error_url,
+        "success_url": s.success_url,
+        "last_payment_error": s.last_payment_error.as_ref().map(|(c, m)| json!({"code": c, "message": m})),
+        "payment_status": s.payment_status,
+        "transaction_id": s.transaction_id,
+        "wave_launch_url": format!("https://pay.wave.com/c/{}", s.id),
+        "when_created": s.when_created,
+        "when_expires": s.when_created,
+        "when_completed": if s.checkout_status == "complete" { json!(now_rfc3339()) } else { Value::Null },
+    })
+}
+
+fn payout_json(p: &Payout) -> Value {
+    json!({
+        "id": p.id,
+        "currency": "XOF",
+        "receive_amount": p.receive_amount,
+        "fee": "0",
+        "mobile": p.mobile,
+        "name": p.name,
+        "client_reference": p.client_reference,
+        "status": p.status,
+        "timestamp": now_rfc3339(),
+        "payout_error": p.error.as_ref().map(|c| json!({"error_code": c, "error_message": format!("Payout failed: {c}")})),
+    })
+}
+
+fn error(status: u16, code: &str, message: &str) -> Reply {
+    Reply::json(status, &json!({"code": code, "message": message}))
+}
+
+async fn handle(inner: Arc<Inner>, req: Received) -> Reply {
+    let path = req.path.trim_matches('/').to_string();
+    let segments: Vec<&str> = path.split('/').collect();
+    let endpoint: &'static str = match (req.method.as_str(), segments.as_slice()) {
+        ("POST", ["v1", "checkout", "sessions"]) => "session_create",
+        ("GET", ["v1", "checkout", "sessions", "search"]) => "session_search",
+        ("GET", ["v1", "checkout", "sessions", _]) => "session_get",
+        ("POST", ["v1", "checkout", "sessions", _, "expire"]) => "session_expire",
+        ("POST", ["v1", "checkout", "sessions", _, "refund"]) => "session_refund",
+        ("POST", ["v1", "payout"]) => "payout_create",
+        ("GET", ["v1", "payouts", "search"]) => "payout_search",
+        ("GET", ["v1", "payout", _]) => "payout_get",
+        _ => return error(404, "not-found", "No such endpoint."),
+    };
+    inner.plumbing.record(endpoint, &req);
+    // /v1/checkout/sessions/{id}[/…] and /v1/payout/{id}
+    let id = match endpoint {
+        "payout_get" => segments[2].to_string(),
+        _ => segments.get(3).map(|s| s.to_string()).unwrap_or_default(),
+    };
+    let work = async {
+        let expected = format!("Bearer {API_KEY}");
+        if req.header("Authorization") != Some(expected.as_str()) {
+            return error(401, "invalid-auth", "The API key is missing or invalid.");
+        }
+        match endpoint {
+            "session_create" => create_session(&inner, &req),
+            "session_search" => {
+                let wanted = req.query_param("client_reference");
+                let result: Vec<Value> = inner
+                    .sessions
+                    .lock()
+                    .values()
+                    .filter(|s| s.client_reference.is_some() && s.client_reference == wanted)
+                    .map(session_json)
+                    .collect();
+                Reply::json(200, &json!({"result": result}))
+            }
+            "session_get" => match inner.sessions.lock().get(&id) {
+                Some(s) => Reply::json(200, &session_json(s)),
+                None => error(
+                    404,
+                    "checkout-session-not-found",
+                    "No such checkout session.",
+                ),
+            },
+            "session_expire" => match inner.sessions.lock().get_mut(&id) {
+                Some(s) if s.checkout_status == "open" => {
+                    s.checkout_status = "expired".into();
+                    s.payment_status = "cancelled".into();
+                    Reply::empty(200)
+                }
+                Some(_) => error(
+                    409,
+                    "checkout-session-not-open",
+                    "The checkout session is not open.",
+                ),
+                None => error(
+                    404,
+                    "checkout-session-not-found",
+                    "No such checkout session.",
+                ),
+            },
+            "session_refund" => match inner.sessions.lock().get_mut(&id) {
+                Some(s) if s.payment_status == "succeeded" && !s.refunded => {
+                    s.refunded = true;
+                    Reply::empty(200)
+                }
+                Some(_) => error(
+                    409,
+                    "checkout-refund-failed",
+                    "This checkout session cannot be refunded.",
+                ),
+                None => error(
+                    404,
+                    "checkout-session-not-found",
+                    "No such checkout session.",
+                ),
+            },
+            "payout_create" => create_payout(inner.clone(), &req),
+            "payout_search" => {
+                let wanted = req.query_param("client_reference");
+                let result: Vec<Value> = inner
+                    .payouts
+                    .lock()
+                    .values()
+                    .filter(|p| p.client_reference.is_some() && p.client_reference == wanted)
+                    .map(payout_json)
+                    .collect();
+                Reply::json(200, &json!({"result": result}))
+            }
+            "payout_get" => match inner.payouts.lock().get(&id) {
+                Some(p) => Reply::json(200, &payout_json(p)),
+                None => error(404, "payout-not-found", "No such payout."),
+            },
+            _ => unreachable!("endpoints listed above"),
+        }
+    };
+    with_fault(&inner.plumbing, endpoint, work).await
+}
+
+fn validation_error(field: &str, msg: &str) -> Reply {
+    Reply::json(
+        400,
+        &json!({"code": "request-validation-error", "message": "Request invalid",
+                "details": [{"loc": [field], "msg": msg}]}),
+    )
+}
+
+fn create_session(inner: &Inner, req: &Received) -> Reply {
+    let Some(body) = req.json() else {
+        return validation_error("body", "not JSON");
+    };
+    if !is_amount(body.get("amount")) {
+        return validation_error("amount", "must be a string of digits");
+    }
+    if body["currency"] != "XOF" {
+        return validation_error("currency", "XOF only");
+    }
+    for url in ["success_url", "error_url"] {
+        if body[url].as_str().is_none_or(str::is_empty) {
+            return validation_error(url, "required");
+        }
+    }
+    let s = Session {
+        id: new_id("cos"),
+        amount: body["amount"].as_str().unwrap().into(),
+        client_reference: body["client_reference"].as_str().map(str::to_string),
+        success_url: body["success_url"].as_str().unwrap().into(),
+        error_url: body["error_url"].as_str().unwrap().into(),
+        checkout_status: "open".into(),
+        payment_status: "processing".into(),
+        last_payment_error: None,
+        transaction_id: None,
+        refunded: false,
+        when_created: now_rfc3339(),
+    };
+    let reply = Reply::json(200, &session_json(&s));
+    inner.sessions.lock().insert(s.id.clone(), s);
+    reply
+}
+
+fn create_payout(inner: Arc<Inner>, req: &Received) -> Reply {
+    let key = req.header("idempotency-key").map(str::to_string);
+    if let Some(key) = &key {
+        // Same key: the same payout, never a second one.
+        if let Some(p) = inner
+            .payouts
+            .lock()
+            .values()
+            .find(|p| p.idempotency_key.as_ref() == Some(key))
+        {
+            return Reply::json(200, &payout_json(p));
+        }
+    }
+    let Some(body) = req.json() else {
+        return validation_error("body", "not JSON");
+    };
+    if !is_amount(body.get("receive_amount")) {
+        return validation_error("receive_amount", "must be a string of digits");
+    }
+    let mobile = body["mobile"].as_str().unwrap_or_default();
+    if !mobile.starts_with('+') || !mobile[1..].bytes().all(|b| b.is_ascii_digit()) {
+        return validation_error("mobile", "must be E.164");
+    }
+    if body["currency"] != "XOF" || body["name"].as_str().is_none_or(str::is_empty) {
+        return validation_error("name", "currency XOF and a name are required");
+    }
+    let p = Payout {
+        id: new_id("pt"),
+        idempotency_key: key,
+        client_reference: body["client_reference"].as_str().map(str::to_string),
+        receive_amount: body["receive_amount"].as_str().unwrap().into(),
+        mobile: mobile.into(),
+        name: body["name"].as_str().unwrap().into(),
+        status: "processing".into(),
+        error: None,
+    };
+    let reply = Reply::json(200, &payout_json(&p));
+    let (id, delay) = (p.id.clone(), *inner.settle_after.lock());
+    inner.payouts.lock().insert(p.id.clone(), p);
+    tokio::spawn(async move {
+        tokio::time::sleep(delay).await;
+        let mut payouts = inner.payouts.lock();
+        let Some(p) = payouts.get_mut(&id) else {
+            return;
+        };
+        match inner.outcomes.of(&p.mobile) {
+            Outcome::Succeed => p.status = "succeeded".into(),
+            Outcome::Fail(code) => {
+                p.status = "failed".into();
+                p.error = Some(code.into());
+            }
+            Outcome::Stay => {}
+        }
+    });
+    reply
+}
