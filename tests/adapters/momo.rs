@@ -1,0 +1,459 @@
+//! `momo` (MTN MoMo Open API) against the fake MTN.
+
+use std::time::Duration;
+
+use mmc_host::runtime::bindings::adapter_types::*;
+use serde_json::json;
+
+use crate::support::fakes::mtn::{self, Callbacks, FakeMtn};
+use crate::support::fakes::{Fault, Outcome};
+use crate::support::*;
+use crate::*;
+
+const PHONE: &str = "+2290166000001";
+
+async fn mtn_app(
+    fake: &FakeMtn,
+    tweak: impl FnOnce(&mut mmc_host::config::ComponentConfig),
+) -> TestApp {
+    let mut component = fake.component_config();
+    tweak(&mut component);
+    app_with_adapter("momo", &["mtn-bj"], component, |_| {}).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mtn_payment_completes_via_the_callback_with_the_protocol_followed() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(200));
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    let id = p["id"].as_str().unwrap();
+    assert_eq!(p["status"], "processing", "{p}");
+    assert_eq!(p["environment"], "live");
+    assert_eq!(p["psp_reference"], id, "X-Reference-Id is our payment id");
+
+    // One request to pay, exactly as the Open API wants it.
+    let sent = fake.requests("requesttopay");
+    assert_eq!(sent.len(), 1);
+    let r = &sent[0];
+    assert_eq!(r.header("X-Reference-Id"), Some(id));
+    assert_eq!(
+        r.header("X-Target-Environment"),
+        Some(mtn::TARGET_ENVIRONMENT)
+    );
+    assert_eq!(
+        r.header("Ocp-Apim-Subscription-Key"),
+        Some(mtn::COLLECTION_KEY)
+    );
+    assert!(r.header("Authorization").unwrap().starts_with("Bearer "));
+    let callback = format!("{}/api/v1/psp/mtn-bj/callback?environment=live", app.base);
+    assert_eq!(r.header("X-Callback-Url"), Some(callback.as_str()));
+    let body = r.json().unwrap();
+    assert_eq!(body["amount"], "1500", "amounts are strings");
+    assert_eq!(body["currency"], "XOF");
+    assert_eq!(body["externalId"], id);
+    assert_eq!(
+        body["payer"],
+        json!({"partyIdType": "MSISDN", "partyId": "2290166000001"})
+    );
+    assert_eq!(fake.requests("token").len(), 1, "one token per operation");
+
+    // The callback (at ~200 ms) completes it well before the first poll (2 s).
+    let done = wait_for(&app, &live, id, "completed", Duration::from_millis(1500)).await;
+    assert!(done["completed_at"].is_string());
+    assert_eq!(fake.callbacks_sent(), vec![(callback, 200)]);
+    // The unsigned callback was checked against MTN's own status resource.
+    assert!(!fake.requests("requesttopay_status").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mtn_payment_completes_by_polling_when_the_callback_never_comes() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    fake.callbacks(Callbacks::Never);
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    let id = p["id"].as_str().unwrap();
+    wait_for(&app, &live, id, "completed", Duration::from_secs(8)).await;
+    assert!(fake.callbacks_sent().is_empty());
+    let polls = fake.requests("requesttopay_status");
+    assert!(!polls.is_empty());
+    assert!(polls.iter().all(|r| r.path.ends_with(id)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mtn_failure_carries_the_operators_reason() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    fake.set_outcome("2290166000002", Outcome::Fail("NOT_ENOUGH_FUNDS"));
+    fake.set_outcome("2290166000003", Outcome::Fail("APPROVAL_REJECTED"));
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    for (phone, code) in [
+        ("+2290166000002", "insufficient_funds"),
+        ("+2290166000003", "declined_by_customer"),
+    ] {
+        let p = create(&app, &live, &live_payment("BJ", "mtn-bj", phone)).await;
+        let p = wait_for(
+            &app,
+            &live,
+            p["id"].as_str().unwrap(),
+            "failed",
+            Duration::from_secs(5),
+        )
+        .await;
+        assert_eq!(p["failure_code"], code, "{p}");
+        assert!(p["failure_message"].as_str().unwrap().len() > 5);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mtn_server_error_or_refusal_at_initiation_fails_the_payment() {
+    let fake = FakeMtn::start().await;
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+
+    fake.inject("requesttopay", Fault::Status(503), 1);
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    assert_eq!(p["status"], "failed", "{p}");
+    assert_eq!(p["failure_code"], "operator_error");
+    assert!(
+        p["failure_message"].as_str().unwrap().contains("503"),
+        "{p}"
+    );
+
+    // A 5xx on the token is the same: nothing was asked of the customer.
+    fake.inject("token", Fault::Status(500), 1);
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    assert_eq!(p["status"], "failed", "{p}");
+    assert_eq!(
+        fake.requests("requesttopay").len(),
+        1,
+        "no request to pay without a token"
+    );
+
+    // A 4xx carries MTN's reason: a wrong target environment here.
+    let app = mtn_app(&fake, |c| {
+        c.settings
+            .insert("target_environment".into(), "mtnivorycoast".into());
+    })
+    .await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    assert_eq!(p["status"], "failed", "{p}");
+    assert!(
+        p["failure_message"]
+            .as_str()
+            .unwrap()
+            .contains("NOT_ALLOWED_TARGET_ENVIRONMENT"),
+        "{p}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mtn_timeout_at_initiation_leaves_the_payment_pending_and_polling_finds_it() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    fake.callbacks(Callbacks::Never);
+    // MTN takes the request but answers after our 400 ms timeout.
+    fake.inject("requesttopay", Fault::Slow(Duration::from_millis(1500)), 1);
+    let app = mtn_app(&fake, |c| {
+        c.settings.insert("timeout_ms".into(), "400".into());
+    })
+    .await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    let id = p["id"].as_str().unwrap();
+    assert_eq!(p["status"], "pending", "outcome unknown: {p}");
+    assert_eq!(p["failure_code"], serde_json::Value::Null);
+    // The status query by our own id finds what MTN did with it.
+    wait_for(&app, &live, id, "completed", Duration::from_secs(8)).await;
+    assert_eq!(
+        fake.requests("requesttopay").len(),
+        1,
+        "never submitted twice"
+    );
+    assert!(fake.transaction(id).is_some());
+
+    // A token that times out means nothing reached the customer: failed, not pending.
+    fake.inject("token", Fault::Slow(Duration::from_millis(1500)), 1);
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    assert_eq!(p["status"], "failed", "{p}");
+    assert_eq!(p["failure_code"], "operator_error");
+    assert_eq!(fake.requests("requesttopay").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mtn_forged_callback_is_only_a_hint() {
+    let fake = FakeMtn::start().await;
+    fake.set_outcome("2290166000004", Outcome::Stay);
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", "+2290166000004")).await;
+    let id = p["id"].as_str().unwrap();
+    // Anyone can PUT to the callback URL: MTN signs nothing.
+    let forged = json!({"externalId": id, "amount": "1500", "currency": "XOF",
+                        "financialTransactionId": "123", "status": "SUCCESSFUL"});
+    let (status, answer) = notify(
+        &app,
+        "mtn-bj",
+        "PUT",
+        &[],
+        serde_json::to_vec(&forged).unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    // MTN's own status says PENDING: nothing moves.
+    assert_eq!(payment(&app, &live, id).await["status"], "processing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mtn_duplicate_and_late_callbacks_never_move_a_terminal_payment() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    fake.callbacks(Callbacks::Twice);
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    let id = p["id"].as_str().unwrap();
+    let done = wait_for(&app, &live, id, "completed", Duration::from_secs(3)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let answers: Vec<u16> = fake.callbacks_sent().iter().map(|(_, s)| *s).collect();
+    assert_eq!(answers, vec![200, 200], "the duplicate is acknowledged");
+
+    // MTN flips the transaction to FAILED afterwards and calls back: too late.
+    fake.set_status(id, "FAILED", Some("INTERNAL_PROCESSING_ERROR"));
+    assert_eq!(fake.send_callback(id).await, 200);
+    let after = payment(&app, &live, id).await;
+    assert_eq!(after["status"], "completed");
+    assert_eq!(after["completed_at"], done["completed_at"]);
+    assert_eq!(after["failure_code"], serde_json::Value::Null);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mtn_malformed_bodies_are_refused_and_polling_recovers() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    fake.callbacks(Callbacks::Never);
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    let id = p["id"].as_str().unwrap();
+    // A callback we cannot read: 400, nothing applied.
+    let (status, answer) = notify(&app, "mtn-bj", "PUT", &[], b"<xml>nope</xml>".to_vec()).await;
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(answer["error"]["code"], "callback_invalid");
+    let (status, _) = notify(
+        &app,
+        "mtn-bj",
+        "PUT",
+        &[],
+        br#"{"status":"SUCCESSFUL"}"#.to_vec(),
+    )
+    .await;
+    assert_eq!(status, 400, "no externalId, nothing to look up");
+    // The first status answer is garbage: the poll after it settles the payment.
+    fake.inject("requesttopay_status", Fault::Malformed, 1);
+    wait_for(&app, &live, id, "completed", Duration::from_secs(12)).await;
+    assert!(fake.requests("requesttopay_status").len() >= 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_host_fails_the_payment_and_the_host_keeps_serving() {
+    let fake = FakeMtn::start().await;
+    // base_url points at the fake, the allow-list at somewhere else.
+    let app = mtn_app(&fake, |c| {
+        c.allowed_hosts = vec!["api.mtn.example:443".into()]
+    })
+    .await;
+    let (_, test, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    assert_eq!(p["status"], "failed", "{p}");
+    assert_eq!(p["failure_code"], "operator_error");
+    assert!(
+        p["failure_message"].as_str().unwrap().contains("denied"),
+        "{p}"
+    );
+    assert!(fake.requests("token").is_empty(), "nothing left the host");
+    // The service carries on: reads, and test payments through the simulator.
+    let id = p["id"].as_str().unwrap();
+    assert_eq!(payment(&app, &live, id).await["status"], "failed");
+    let (status, sim) = app
+        .create(&test, &new_key(), &direct_payment("+2290166000001"))
+        .await;
+    assert_eq!(status, 201, "{sim}");
+    assert_eq!(sim["status"], "processing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mtn_refund_and_payout_at_adapter_level() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    let adapter = Direct::load("momo", fake.component_config());
+
+    // A successful request to pay first.
+    let req = initiate_request("mtn-bj", "BJ", PHONE);
+    let payment_id = req.payment_id.clone();
+    let Ok(Initiated::AwaitingCustomer(reference)) = adapter.initiate(req).await else {
+        panic!("initiation");
+    };
+    assert_eq!(reference, payment_id);
+    let paid = operation(&payment_id, "mtn-bj", Some(reference.clone()), PHONE, 1500);
+    let status = adapter
+        .settled(Duration::from_secs(3), || adapter.status(paid.clone()))
+        .await;
+    assert_eq!(status, PspStatus::Completed);
+
+    // Refund: disbursement v2, pointing at the request to pay.
+    let refund_id = uuid::Uuid::new_v4().to_string();
+    let started = adapter
+        .refund(RefundRequest {
+            refund_id: refund_id.clone(),
+            payment: paid.clone(),
+            amount: 500,
+            reason: "customer_dispute".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(started.psp_reference, refund_id);
+    assert_eq!(started.status, PspStatus::Pending);
+    let sent = &fake.requests("refund")[0];
+    assert_eq!(
+        sent.header("Ocp-Apim-Subscription-Key"),
+        Some(mtn::DISBURSEMENT_KEY)
+    );
+    assert_eq!(sent.json().unwrap()["referenceIdToRefund"], payment_id);
+    assert_eq!(sent.json().unwrap()["amount"], "500");
+    let refund = operation(
+        &refund_id,
+        "mtn-bj",
+        Some(started.psp_reference),
+        PHONE,
+        500,
+    );
+    let status = adapter
+        .settled(Duration::from_secs(3), || {
+            adapter.refund_status(refund.clone())
+        })
+        .await;
+    assert_eq!(status, PspStatus::Completed);
+
+    // Payouts: ids that are not UUIDs map to a stable derived UUID.
+    let started = adapter
+        .payout(payout_request(
+            "mtn-bj",
+            "po_batch1_item7",
+            "+2290166000009",
+        ))
+        .await
+        .unwrap();
+    assert!(uuid::Uuid::parse_str(&started.psp_reference).is_ok());
+    let body = fake.requests("transfer")[0].json().unwrap();
+    assert_eq!(body["payee"]["partyId"], "2290166000009");
+    assert_eq!(body["externalId"], "po_batch1_item7");
+    let again = adapter
+        .payout(payout_request(
+            "mtn-bj",
+            "po_batch1_item7",
+            "+2290166000009",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        again.psp_reference, started.psp_reference,
+        "409 = already there"
+    );
+    assert_eq!(fake.requests("transfer").len(), 2);
+    let by_id = operation("po_batch1_item7", "mtn-bj", None, "+2290166000009", 2500);
+    let status = adapter
+        .settled(Duration::from_secs(3), || {
+            adapter.payout_status(by_id.clone())
+        })
+        .await;
+    assert_eq!(status, PspStatus::Completed);
+
+    fake.set_outcome("2290166000008", Outcome::Fail("PAYEE_NOT_FOUND"));
+    let started = adapter
+        .payout(payout_request(
+            "mtn-bj",
+            "po_batch1_item8",
+            "+2290166000008",
+        ))
+        .await
+        .unwrap();
+    let op = operation(
+        "po_batch1_item8",
+        "mtn-bj",
+        Some(started.psp_reference),
+        "+2290166000008",
+        2500,
+    );
+    let status = adapter
+        .settled(Duration::from_secs(3), || adapter.payout_status(op.clone()))
+        .await;
+    assert_eq!(failed(status).code, "recipient_not_found");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mtn_configuration_problems_are_operator_errors_not_traps() {
+    let fake = FakeMtn::start().await;
+    // `operators` narrows what is described.
+    let mut c = fake.component_config();
+    c.settings.insert("operators".into(), "mtn-ci".into());
+    let adapter = Direct::load("momo", c);
+    let slugs: Vec<String> = adapter.operators().into_iter().map(|o| o.slug).collect();
+    assert_eq!(slugs, vec!["mtn-ci"]);
+
+    let adapter = Direct::load("momo", fake.component_config());
+    let slugs: Vec<String> = adapter.operators().into_iter().map(|o| o.slug).collect();
+    assert_eq!(slugs, vec!["mtn-bj", "mtn-ci"]);
+
+    // No base_url: described, but every call is unavailable.
+    let mut c = fake.component_config();
+    c.settings.remove("base_url");
+    let adapter = Direct::load("momo", c);
+    assert_eq!(adapter.operators().len(), 2);
+    let err = adapter
+        .initiate(initiate_request("mtn-bj", "BJ", PHONE))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        AdapterError::Unavailable("base_url not configured".into())
+    );
+
+    // Wrong API key: MTN refuses the token; no request to pay is sent.
+    let mut c = fake.component_config();
+    c.secrets
+        .insert("collection_api_key".into(), "wrong".into());
+    let adapter = Direct::load("momo", c);
+    let err = adapter
+        .initiate(initiate_request("mtn-bj", "BJ", PHONE))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, AdapterError::Unavailable(m) if m.contains("401")),
+        "{err:?}"
+    );
+    assert!(fake.requests("requesttopay").is_empty());
+
+    // Per-operator override: mtn-ci speaks to another market.
+    let mut c = fake.component_config();
+    c.settings
+        .insert("target_environment.mtn-ci".into(), "mtnivorycoast".into());
+    let adapter = Direct::load("momo", c);
+    let answer = adapter
+        .initiate(initiate_request("mtn-ci", "CI", "+2250500000001"))
+        .await
+        .unwrap();
+    assert!(
+        matches!(answer, Initiated::Refused(_)),
+        "the fake serves mtnbenin only"
+    );
+    assert_eq!(
+        fake.requests("requesttopay")[0].header("X-Target-Environment"),
+        Some("mtnivorycoast")
+    );
+}

@@ -1,0 +1,433 @@
+//! `pawapay` (PSP aggregator, pawaPay v2) against the fake aggregator.
+
+use std::time::Duration;
+
+use mmc_host::runtime::bindings::adapter_types::*;
+use serde_json::{Value, json};
+
+use crate::support::fakes::pawapay::{self, Callbacks, FakePawapay};
+use crate::support::fakes::{Fault, Outcome};
+use crate::support::*;
+use crate::*;
+
+const MOOV_BJ: &str = "+2290195000001";
+const ALL: &[&str] = &[
+    "moov-bj",
+    "celtiis-bj",
+    "coris-bj",
+    "togocom-tg",
+    "moov-tg",
+    "orange-ci",
+    "moov-ci",
+];
+
+async fn pawapay_app(
+    fake: &FakePawapay,
+    tweak: impl FnOnce(&mut mmc_host::config::ComponentConfig),
+) -> TestApp {
+    let mut component = fake.component_config();
+    tweak(&mut component);
+    let app = app_with_adapter("pawapay", ALL, component, |_| {}).await;
+    // One dashboard URL for every operator: any slug the adapter serves routes to it.
+    fake.set_callback_url(&format!(
+        "{}/api/v1/psp/moov-bj/callback?environment=live",
+        app.base
+    ));
+    app
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pawapay_deposit_completes_via_the_callback_with_the_protocol_followed() {
+    let fake = FakePawapay::start().await;
+    fake.settle_after(Duration::from_millis(150));
+    let app = pawapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "moov-bj", MOOV_BJ)).await;
+    let id = p["id"].as_str().unwrap();
+    assert_eq!(p["status"], "processing", "{p}");
+    assert_eq!(p["psp_reference"], id, "depositId is our payment id");
+
+    let sent = fake.requests("deposits");
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sent[0].header("Authorization"),
+        Some(format!("Bearer {}", pawapay::API_TOKEN).as_str())
+    );
+    let body = sent[0].json().unwrap();
+    assert_eq!(body["depositId"], id);
+    assert_eq!(body["amount"], "1500");
+    assert_eq!(body["currency"], "XOF");
+    assert_eq!(
+        body["payer"],
+        json!({"type": "MMO", "accountDetails": {"phoneNumber": "2290195000001", "provider": "MOOV_BEN"}})
+    );
+    assert_eq!(body["clientReferenceId"], p["reference"]);
+    assert_eq!(body["customerMessage"], "Order 42");
+    assert!(body.get("preAuthorisationCode").is_none());
+
+    wait_for(&app, &live, id, "completed", Duration::from_millis(1500)).await;
+    assert_eq!(fake.callbacks_sent().len(), 1);
+    assert_eq!(fake.callbacks_sent()[0].1, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pawapay_completes_by_polling_when_the_callback_is_lost() {
+    let fake = FakePawapay::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    fake.callbacks(Callbacks::Lost);
+    let app = pawapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(
+        &app,
+        &live,
+        &live_payment("TG", "togocom-tg", "+22890123456"),
+    )
+    .await;
+    let id = p["id"].as_str().unwrap();
+    wait_for(&app, &live, id, "completed", Duration::from_secs(8)).await;
+    let record = fake.record(id).unwrap();
+    assert_eq!(record.provider, "TOGOCOM_TGO");
+    assert_eq!(record.phone, "22890123456");
+    assert!(!fake.requests("deposit_status").is_empty());
+    assert!(fake.callbacks_sent().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pawapay_failures_carry_the_aggregators_reason() {
+    let fake = FakePawapay::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    fake.set_outcome("2250700000002", Outcome::Fail("PAYMENT_NOT_APPROVED"));
+    fake.set_outcome("2250100000003", Outcome::Fail("INSUFFICIENT_BALANCE"));
+    let app = pawapay_app(&fake, |c| {
+        // An operator the aggregator does not know: refused at initiation.
+        c.settings
+            .insert("provider_code.moov-tg".into(), "FLOOZ_TGO".into());
+    })
+    .await;
+    let (_, _, live) = app.merchant("Shop");
+    for (country, operator, phone, code) in [
+        ("CI", "orange-ci", "+2250700000002", "declined_by_customer"),
+        ("CI", "moov-ci", "+2250100000003", "insufficient_funds"),
+    ] {
+        let p = create(&app, &live, &live_payment(country, operator, phone)).await;
+        let p = wait_for(
+            &app,
+            &live,
+            p["id"].as_str().unwrap(),
+            "failed",
+            Duration::from_secs(5),
+        )
+        .await;
+        assert_eq!(p["failure_code"], code, "{p}");
+    }
+    let p = create(&app, &live, &live_payment("TG", "moov-tg", "+22899000001")).await;
+    assert_eq!(p["status"], "failed", "{p}");
+    assert!(
+        p["failure_message"]
+            .as_str()
+            .unwrap()
+            .contains("INVALID_PROVIDER"),
+        "{p}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pawapay_5xx_fails_and_a_timeout_stays_pending_without_a_second_deposit() {
+    let fake = FakePawapay::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    fake.callbacks(Callbacks::Lost);
+    let app = pawapay_app(&fake, |c| {
+        c.settings.insert("timeout_ms".into(), "400".into());
+    })
+    .await;
+    let (_, _, live) = app.merchant("Shop");
+
+    fake.inject("deposits", Fault::Status(500), 1);
+    let p = create(
+        &app,
+        &live,
+        &live_payment("BJ", "celtiis-bj", "+2290140000001"),
+    )
+    .await;
+    assert_eq!(p["status"], "failed", "{p}");
+    assert_eq!(p["failure_code"], "operator_error");
+    assert!(fake.record(p["id"].as_str().unwrap()).is_none());
+
+    fake.inject("deposits", Fault::Slow(Duration::from_millis(1500)), 1);
+    let p = create(
+        &app,
+        &live,
+        &live_payment("BJ", "celtiis-bj", "+2290140000002"),
+    )
+    .await;
+    let id = p["id"].as_str().unwrap();
+    assert_eq!(p["status"], "pending", "{p}");
+    wait_for(&app, &live, id, "completed", Duration::from_secs(8)).await;
+    let deposits: Vec<_> = fake
+        .requests("deposits")
+        .into_iter()
+        .filter(|r| r.json().unwrap()["depositId"] == id)
+        .collect();
+    assert_eq!(
+        deposits.len(),
+        1,
+        "each deposit id is initiated exactly once"
+    );
+
+    // A status check answering garbage is survived; the next one settles.
+    fake.inject("deposit_status", Fault::Malformed, 1);
+    let p = create(
+        &app,
+        &live,
+        &live_payment("BJ", "celtiis-bj", "+2290140000003"),
+    )
+    .await;
+    wait_for(
+        &app,
+        &live,
+        p["id"].as_str().unwrap(),
+        "completed",
+        Duration::from_secs(12),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pawapay_forged_duplicate_and_late_callbacks_never_move_a_terminal_payment() {
+    let fake = FakePawapay::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    fake.callbacks(Callbacks::Duplicate);
+    let app = pawapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "moov-bj", MOOV_BJ)).await;
+    let id = p["id"].as_str().unwrap();
+    let done = wait_for(&app, &live, id, "completed", Duration::from_secs(3)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let answers: Vec<u16> = fake.callbacks_sent().iter().map(|(_, s)| *s).collect();
+    assert_eq!(answers, vec![200, 200]);
+
+    // Forged: claims FAILED; the aggregator's status says COMPLETED.
+    let forged = json!({"depositId": id, "status": "FAILED",
+        "failureReason": {"failureCode": "PAYER_NOT_FOUND"}});
+    assert_eq!(
+        fake.send_raw_callback(serde_json::to_vec(&forged).unwrap())
+            .await,
+        200
+    );
+    // Late: the aggregator flips to FAILED after the fact and calls back.
+    fake.set_status(id, "FAILED", Some("UNSPECIFIED_FAILURE"));
+    assert_eq!(fake.send_callback(id).await, 200);
+    let after = payment(&app, &live, id).await;
+    assert_eq!(after["status"], "completed");
+    assert_eq!(after["completed_at"], done["completed_at"]);
+    assert_eq!(after["failure_code"], Value::Null);
+
+    // Unreadable, ambiguous or foreign bodies are refused.
+    assert_eq!(fake.send_raw_callback(b"not json".to_vec()).await, 400);
+    let both = json!({"depositId": id, "payoutId": id});
+    assert_eq!(
+        fake.send_raw_callback(serde_json::to_vec(&both).unwrap())
+            .await,
+        400
+    );
+    let foreign = json!({"depositId": "not-a-uuid", "status": "COMPLETED"});
+    assert_eq!(
+        fake.send_raw_callback(serde_json::to_vec(&foreign).unwrap())
+            .await,
+        400
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_callback_for_a_pending_deposit_changes_nothing() {
+    let fake = FakePawapay::start().await;
+    fake.set_outcome("2290195000004", Outcome::Stay);
+    let app = pawapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(
+        &app,
+        &live,
+        &live_payment("BJ", "moov-bj", "+2290195000004"),
+    )
+    .await;
+    let id = p["id"].as_str().unwrap();
+    let forged =
+        json!({"depositId": id, "status": "COMPLETED", "amount": "1500", "currency": "XOF"});
+    let (status, answer) = notify(
+        &app,
+        "moov-bj",
+        "POST",
+        &[],
+        serde_json::to_vec(&forged).unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(payment(&app, &live, id).await["status"], "processing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coris_otp_flow_submits_the_deposit_with_the_code() {
+    let fake = FakePawapay::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    let app = pawapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(
+        &app,
+        &live,
+        &live_payment("BJ", "coris-bj", "+2290122000001"),
+    )
+    .await;
+    let id = p["id"].as_str().unwrap();
+    assert_eq!(p["status"], "awaiting_otp", "{p}");
+    assert_eq!(p["next_action"]["type"], "confirm_otp");
+    assert!(
+        fake.requests("deposits").is_empty(),
+        "PREAUTH: nothing sent before the code"
+    );
+
+    let confirm = format!("/api/v1/collect/payments/{id}/confirm");
+    let (status, err) = post(&app, &live, &confirm, json!({"otp": "000000"})).await;
+    assert_eq!(status, 400, "{err}");
+    assert_eq!(err["error"]["code"], "invalid_otp");
+    assert_eq!(payment(&app, &live, id).await["status"], "awaiting_otp");
+    assert!(
+        fake.record(id).is_none(),
+        "a wrong code leaves nothing at the aggregator"
+    );
+
+    let (status, p) = post(&app, &live, &confirm, json!({"otp": pawapay::GOOD_OTP})).await;
+    assert_eq!(status, 200, "{p}");
+    assert_eq!(p["status"], "processing");
+    let sent = fake.requests("deposits");
+    assert_eq!(sent.len(), 2);
+    let body = sent[1].json().unwrap();
+    assert_eq!(body["preAuthorisationCode"], pawapay::GOOD_OTP);
+    assert_eq!(body["payer"]["accountDetails"]["provider"], "CORIS_BEN");
+    assert_eq!(body["depositId"], id);
+    wait_for(&app, &live, id, "completed", Duration::from_secs(3)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pawapay_refunds_and_payouts_at_adapter_level() {
+    let fake = FakePawapay::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    let adapter = Direct::load("pawapay", fake.component_config());
+    let ops = adapter.operators();
+    let slugs: Vec<&str> = ops.iter().map(|o| o.slug.as_str()).collect();
+    assert_eq!(slugs, ALL);
+    assert!(ops.iter().all(|o| o.requires_otp == (o.slug == "coris-bj")));
+
+    let req = initiate_request("moov-bj", "BJ", MOOV_BJ);
+    let id = req.payment_id.clone();
+    assert_eq!(
+        adapter.initiate(req.clone()).await.unwrap(),
+        Initiated::AwaitingCustomer(id.clone())
+    );
+    // The same payment again is DUPLICATE_IGNORED, never a second debit.
+    assert_eq!(
+        adapter.initiate(req).await.unwrap(),
+        Initiated::AwaitingCustomer(id.clone())
+    );
+    let paid = operation(&id, "moov-bj", Some(id.clone()), MOOV_BJ, 1500);
+    let status = adapter
+        .settled(Duration::from_secs(3), || adapter.status(paid.clone()))
+        .await;
+    assert_eq!(status, PspStatus::Completed);
+
+    let refund = |amount| RefundRequest {
+        refund_id: uuid::Uuid::new_v4().to_string(),
+        payment: paid.clone(),
+        amount,
+        reason: "requested_by_customer".into(),
+    };
+    let r = refund(1000);
+    let refund_id = r.refund_id.clone();
+    let started = adapter.refund(r).await.unwrap();
+    assert_eq!(started.psp_reference, refund_id);
+    assert_eq!(started.status, PspStatus::Pending);
+    let body = fake.requests("refunds")[0].json().unwrap();
+    assert_eq!(
+        body,
+        json!({"refundId": refund_id, "depositId": id, "amount": "1000", "currency": "XOF"})
+    );
+    let op = operation(
+        &refund_id,
+        "moov-bj",
+        Some(refund_id.clone()),
+        MOOV_BJ,
+        1000,
+    );
+    let status = adapter
+        .settled(Duration::from_secs(3), || adapter.refund_status(op.clone()))
+        .await;
+    assert_eq!(status, PspStatus::Completed);
+    // More than what is left: refused with the reason.
+    let started = adapter.refund(refund(600)).await.unwrap();
+    assert_eq!(failed(started.status).code, "amount_out_of_range");
+
+    // Payouts: a non-UUID id maps to a stable UUID; a retry is DUPLICATE_IGNORED.
+    let first = adapter
+        .payout(payout_request("orange-ci", "po-77", "+2250700000077"))
+        .await
+        .unwrap();
+    assert!(uuid::Uuid::parse_str(&first.psp_reference).is_ok());
+    let body = fake.requests("payouts")[0].json().unwrap();
+    assert_eq!(body["payoutId"], first.psp_reference);
+    assert_eq!(
+        body["recipient"]["accountDetails"]["provider"],
+        "ORANGE_CIV"
+    );
+    assert_eq!(
+        body["recipient"]["accountDetails"]["phoneNumber"],
+        "2250700000077"
+    );
+    let retry = adapter
+        .payout(payout_request("orange-ci", "po-77", "+2250700000077"))
+        .await
+        .unwrap();
+    assert_eq!(retry.psp_reference, first.psp_reference);
+    let op = operation("po-77", "orange-ci", None, "+2250700000077", 2500);
+    let status = adapter
+        .settled(Duration::from_secs(3), || adapter.payout_status(op.clone()))
+        .await;
+    assert_eq!(status, PspStatus::Completed);
+
+    fake.set_outcome("2250700000078", Outcome::Fail("RECIPIENT_NOT_FOUND"));
+    let started = adapter
+        .payout(payout_request("orange-ci", "po-78", "+2250700000078"))
+        .await
+        .unwrap();
+    let op = operation(
+        "po-78",
+        "orange-ci",
+        Some(started.psp_reference),
+        "+2250700000078",
+        2500,
+    );
+    let status = adapter
+        .settled(Duration::from_secs(3), || adapter.payout_status(op.clone()))
+        .await;
+    assert_eq!(failed(status).code, "recipient_not_found");
+
+    // A payout callback is parsed (the aggregator is asked again).
+    let inbound = Inbound {
+        operator: "moov-bj".into(),
+        environment: "live".into(),
+        method: "POST".into(),
+        headers: vec![],
+        body: serde_json::to_vec(&json!({"payoutId": first.psp_reference, "status": "COMPLETED"}))
+            .unwrap(),
+    };
+    let updates = adapter.parse_callback(inbound).await.unwrap();
+    assert_eq!(updates.len(), 1);
+    assert_eq!(updates[0].kind, SubjectKind::Payout);
+    assert_eq!(updates[0].status, PspStatus::Completed);
+
+    // The operators setting narrows what is served.
+    let mut c = fake.component_config();
+    c.settings
+        .insert("operators".into(), "coris-bj, moov-tg".into());
+    let narrowed = Direct::load("pawapay", c);
+    let slugs: Vec<String> = narrowed.operators().into_iter().map(|o| o.slug).collect();
+    assert_eq!(slugs, vec!["coris-bj", "moov-tg"]);
+}

@@ -1,0 +1,417 @@
+//! `wave` (Wave Checkout and Payout) against the fake Wave.
+
+use std::time::Duration;
+
+use mmc_host::runtime::bindings::adapter_types::*;
+use serde_json::{Value, json};
+
+use crate::support::fakes::wave::{self, FakeWave, Webhooks};
+use crate::support::fakes::{Fault, Outcome};
+use crate::support::*;
+use crate::*;
+
+const PHONE: &str = "+2250700000001";
+
+async fn wave_app(
+    fake: &FakeWave,
+    tweak: impl FnOnce(&mut mmc_host::config::ComponentConfig),
+) -> TestApp {
+    let mut component = fake.component_config();
+    tweak(&mut component);
+    let app = app_with_adapter("wave", &["wave-ci"], component, |_| {}).await;
+    // What the merchant sets once in the Wave Business Portal.
+    fake.set_webhook_url(&format!(
+        "{}/api/v1/psp/wave-ci/callback?environment=live",
+        app.base
+    ));
+    app
+}
+
+/// Creates a Wave payment; returns (payment id, Wave session id).
+async fn wave_payment(app: &TestApp, key: &str) -> (String, String) {
+    let p = create(app, key, &live_payment("CI", "wave-ci", PHONE)).await;
+    assert_eq!(p["status"], "awaiting_payment", "{p}");
+    let session = p["psp_reference"].as_str().unwrap().to_string();
+    assert!(session.starts_with("cos-"), "{p}");
+    (p["id"].as_str().unwrap().to_string(), session)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wave_checkout_redirects_and_a_signed_webhook_completes_it() {
+    let fake = FakeWave::start().await;
+    let app = wave_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("CI", "wave-ci", PHONE)).await;
+    let id = p["id"].as_str().unwrap();
+    let session_id = p["psp_reference"].as_str().unwrap();
+    // Hosted at Wave even in direct mode: the customer goes to wave_launch_url.
+    assert_eq!(p["status"], "awaiting_payment");
+    assert_eq!(p["next_action"]["type"], "redirect_to_checkout");
+    assert_eq!(
+        p["checkout_url"],
+        format!("https://pay.wave.com/c/{session_id}")
+    );
+
+    let sent = fake.requests("session_create");
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sent[0].header("Authorization"),
+        Some(format!("Bearer {}", wave::API_KEY).as_str())
+    );
+    let body = sent[0].json().unwrap();
+    assert_eq!(body["amount"], "1500", "amounts are strings");
+    assert_eq!(body["currency"], "XOF");
+    assert_eq!(body["client_reference"], id);
+    let back = format!("{}/checkout/{id}", app.base);
+    assert_eq!(body["success_url"], back);
+    assert_eq!(body["error_url"], back);
+    assert!(body.get("restrict_payer_mobile").is_none());
+
+    assert_eq!(fake.customer_pays(session_id).await, vec![200]);
+    let done = wait_for(&app, &live, id, "completed", Duration::from_millis(1000)).await;
+    assert!(done["completed_at"].is_string());
+    assert!(
+        fake.requests("session_get").is_empty(),
+        "the signed webhook was enough"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wave_payment_completes_by_polling_when_the_webhook_is_lost() {
+    let fake = FakeWave::start().await;
+    fake.webhooks(Webhooks::Lost);
+    let app = wave_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let (id, session) = wave_payment(&app, &live).await;
+    assert!(fake.customer_pays(&session).await.is_empty());
+    wait_for(&app, &live, &id, "completed", Duration::from_secs(8)).await;
+    let polls = fake.requests("session_get");
+    assert!(!polls.is_empty());
+    assert!(polls.iter().all(|r| r.path.ends_with(&session)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wave_unsigned_forged_or_stale_webhooks_get_401() {
+    let fake = FakeWave::start().await;
+    let app = wave_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let (id, session) = wave_payment(&app, &live).await;
+    fake.mark_paid(&session);
+
+    // Wrong secret, stale timestamp, future timestamp, no header, bad header.
+    let now = wave::now();
+    let kind = "checkout.session.completed";
+    assert_eq!(
+        fake.notify_signed_with(kind, &session, "not-the-secret", now)
+            .await,
+        401
+    );
+    assert_eq!(
+        fake.notify_signed_with(kind, &session, wave::WEBHOOK_SECRET, now - 600)
+            .await,
+        401
+    );
+    assert_eq!(
+        fake.notify_signed_with(kind, &session, wave::WEBHOOK_SECRET, now + 600)
+            .await,
+        401
+    );
+    let body = br#"{"id":"AE_1","type":"checkout.session.completed","data":{}}"#.to_vec();
+    assert_eq!(fake.send_webhook(body.clone(), None).await, 401);
+    assert_eq!(
+        fake.send_webhook(body.clone(), Some("v1=abc".into())).await,
+        401
+    );
+    // A signature over other bytes (re-serialised JSON, say) does not match the raw body.
+    let other = wave::signature(wave::WEBHOOK_SECRET, now, b"{\"id\": \"AE_1\"}");
+    assert_eq!(fake.send_webhook(body, Some(other)).await, 401);
+    let (status, err) = notify(&app, "wave-ci", "POST", &[], b"{}".to_vec()).await;
+    assert_eq!(status, 401);
+    assert_eq!(err["error"]["code"], "callback_unauthenticated");
+    assert_eq!(
+        payment(&app, &live, &id).await["status"],
+        "awaiting_payment"
+    );
+
+    // The genuine one passes.
+    assert_eq!(fake.notify(kind, &session).await, vec![200]);
+    wait_for(&app, &live, &id, "completed", Duration::from_millis(500)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wave_failed_attempt_is_not_final_and_expiry_fails_with_the_reason() {
+    let fake = FakeWave::start().await;
+    let app = wave_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let (id, session) = wave_payment(&app, &live).await;
+    // The customer's attempt fails; the session stays open for another try.
+    assert_eq!(
+        fake.customer_attempt_fails(&session, "insufficient-funds")
+            .await,
+        vec![200]
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        payment(&app, &live, &id).await["status"],
+        "awaiting_payment"
+    );
+    // Then the session runs out; polling learns it.
+    fake.session_expires(&session);
+    let p = wait_for(&app, &live, &id, "failed", Duration::from_secs(8)).await;
+    assert_eq!(p["failure_code"], "insufficient_funds", "{p}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wave_duplicate_and_out_of_order_webhooks_never_move_a_terminal_payment() {
+    let fake = FakeWave::start().await;
+    fake.webhooks(Webhooks::Duplicate);
+    let app = wave_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let (id, session) = wave_payment(&app, &live).await;
+    assert_eq!(fake.customer_pays(&session).await, vec![200, 200]);
+    let done = wait_for(&app, &live, &id, "completed", Duration::from_secs(1)).await;
+    // A late event saying the session expired unpaid, properly signed.
+    let late = json!({"id": "AE_late", "type": "checkout.session.payment_failed", "data": {
+        "id": session, "client_reference": id, "checkout_status": "expired",
+        "payment_status": "cancelled", "amount": "1500", "currency": "XOF",
+        "last_payment_error": {"code": "insufficient-funds", "message": "low"}}});
+    let body = serde_json::to_vec(&late).unwrap();
+    let header = wave::signature(wave::WEBHOOK_SECRET, wave::now(), &body);
+    assert_eq!(fake.send_webhook(body, Some(header)).await, 200);
+    let after = payment(&app, &live, &id).await;
+    assert_eq!(after["status"], "completed");
+    assert_eq!(after["completed_at"], done["completed_at"]);
+    assert_eq!(after["failure_code"], Value::Null);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wave_errors_at_initiation_fail_or_leave_pending() {
+    let fake = FakeWave::start().await;
+    fake.webhooks(Webhooks::Lost);
+    let app = wave_app(&fake, |c| {
+        c.settings.insert("timeout_ms".into(), "400".into());
+    })
+    .await;
+    let (_, _, live) = app.merchant("Shop");
+
+    fake.inject("session_create", Fault::Status(502), 1);
+    let p = create(&app, &live, &live_payment("CI", "wave-ci", PHONE)).await;
+    assert_eq!(p["status"], "failed", "{p}");
+    assert_eq!(p["failure_code"], "operator_error");
+
+    fake.inject("session_create", Fault::Malformed, 1);
+    let p = create(&app, &live, &live_payment("CI", "wave-ci", PHONE)).await;
+    assert_eq!(p["status"], "failed", "{p}");
+    assert!(
+        p["failure_message"]
+            .as_str()
+            .unwrap()
+            .contains("unreadable"),
+        "{p}"
+    );
+
+    // Wave opens the session but answers too late: pending, then found by client_reference.
+    fake.inject(
+        "session_create",
+        Fault::Slow(Duration::from_millis(1500)),
+        1,
+    );
+    let p = create(&app, &live, &live_payment("CI", "wave-ci", PHONE)).await;
+    let id = p["id"].as_str().unwrap();
+    assert_eq!(p["status"], "pending", "{p}");
+    let session = fake.session_by_reference(id).expect("Wave did open it");
+    fake.customer_pays(&session).await;
+    wait_for(&app, &live, id, "completed", Duration::from_secs(8)).await;
+    let searches = fake.requests("session_search");
+    assert!(
+        searches
+            .iter()
+            .any(|r| r.query_param("client_reference").as_deref() == Some(id))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wave_cancel_expires_the_session_unless_already_paid() {
+    let fake = FakeWave::start().await;
+    fake.webhooks(Webhooks::Lost);
+    let app = wave_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let (id, session) = wave_payment(&app, &live).await;
+    let (status, p) = post(
+        &app,
+        &live,
+        &format!("/api/v1/collect/payments/{id}/cancel"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 200, "{p}");
+    assert_eq!(p["status"], "cancelled");
+    assert_eq!(fake.session(&session).unwrap().checkout_status, "expired");
+
+    // Paid meanwhile (webhook lost): Wave refuses to expire, the payment completes instead.
+    let (id, session) = wave_payment(&app, &live).await;
+    fake.customer_pays(&session).await;
+    let (status, err) = post(
+        &app,
+        &live,
+        &format!("/api/v1/collect/payments/{id}/cancel"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 409, "{err}");
+    assert_eq!(err["error"]["code"], "payment_not_cancellable");
+    assert_eq!(payment(&app, &live, &id).await["status"], "completed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wave_refunds_whole_sessions_and_pays_out_idempotently() {
+    let fake = FakeWave::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    let adapter = Direct::load("wave", fake.component_config());
+    let req = initiate_request("wave-ci", "CI", PHONE);
+    let id = req.payment_id.clone();
+    let Ok(Initiated::Redirect(r)) = adapter.initiate(req).await else {
+        panic!("a redirect");
+    };
+    fake.customer_pays(&r.psp_reference).await; // no webhook URL: nothing sent
+    let paid = operation(&id, "wave-ci", Some(r.psp_reference.clone()), PHONE, 1500);
+    assert_eq!(
+        adapter.status(paid.clone()).await.unwrap(),
+        PspStatus::Completed
+    );
+    // Found by our id as well.
+    let by_id = operation(&id, "wave-ci", None, PHONE, 1500);
+    assert_eq!(adapter.status(by_id).await.unwrap(), PspStatus::Completed);
+
+    let refund = |amount| RefundRequest {
+        refund_id: uuid::Uuid::new_v4().to_string(),
+        payment: paid.clone(),
+        amount,
+        reason: "duplicate".into(),
+    };
+    let err = adapter.refund(refund(500)).await.unwrap_err();
+    assert!(matches!(err, AdapterError::NotSupported(_)), "{err:?}");
+    assert!(fake.requests("session_refund").is_empty());
+    let started = adapter.refund(refund(1500)).await.unwrap();
+    assert_eq!(started.status, PspStatus::Completed, "synchronous at Wave");
+    assert_eq!(started.psp_reference, r.psp_reference);
+    assert!(fake.session(&r.psp_reference).unwrap().refunded);
+    let err = adapter.refund(refund(1500)).await.unwrap_err();
+    assert!(
+        matches!(&err, AdapterError::Rejected(m) if m.contains("checkout-refund-failed")),
+        "{err:?}"
+    );
+
+    // Payouts: our payout id is the idempotency key; a retry gets the same payout.
+    let first = adapter
+        .payout(payout_request("wave-ci", "po-1", "+2250500000001"))
+        .await
+        .unwrap();
+    assert!(first.psp_reference.starts_with("pt-"));
+    assert_eq!(first.status, PspStatus::Pending);
+    let retry = adapter
+        .payout(payout_request("wave-ci", "po-1", "+2250500000001"))
+        .await
+        .unwrap();
+    assert_eq!(retry.psp_reference, first.psp_reference);
+    assert_eq!(fake.payouts().len(), 1, "paid once");
+    let sent = &fake.requests("payout_create")[0];
+    assert_eq!(sent.header("idempotency-key"), Some("po-1"));
+    let body = sent.json().unwrap();
+    assert_eq!(body["receive_amount"], "2500");
+    assert_eq!(body["mobile"], "+2250500000001");
+    assert_eq!(body["client_reference"], "po-1");
+    let op = operation(
+        "po-1",
+        "wave-ci",
+        Some(first.psp_reference),
+        "+2250500000001",
+        2500,
+    );
+    let status = adapter
+        .settled(Duration::from_secs(3), || adapter.payout_status(op.clone()))
+        .await;
+    assert_eq!(status, PspStatus::Completed);
+    let op = operation("po-1", "wave-ci", None, "+2250500000001", 2500);
+    assert_eq!(
+        adapter.payout_status(op).await.unwrap(),
+        PspStatus::Completed,
+        "by client_reference"
+    );
+
+    fake.set_outcome("+2250500000002", Outcome::Fail("recipient-limit-exceeded"));
+    let started = adapter
+        .payout(payout_request("wave-ci", "po-2", "+2250500000002"))
+        .await
+        .unwrap();
+    let op = operation(
+        "po-2",
+        "wave-ci",
+        Some(started.psp_reference),
+        "+2250500000002",
+        2500,
+    );
+    let status = adapter
+        .settled(Duration::from_secs(3), || adapter.payout_status(op.clone()))
+        .await;
+    assert_eq!(failed(status).code, "limit_reached");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wave_signature_checks_at_adapter_level() {
+    let fake = FakeWave::start().await;
+    let mut c = fake.component_config();
+    c.settings
+        .insert("webhook_tolerance_seconds".into(), "30".into());
+    let adapter = Direct::load("wave", c);
+    let event = json!({"id": "AE_9", "type": "checkout.session.completed", "data": {
+        "id": "cos-9", "client_reference": "pay-9", "checkout_status": "complete",
+        "payment_status": "succeeded", "amount": "1500", "currency": "XOF"}});
+    let body = serde_json::to_vec(&event).unwrap();
+    let inbound = |signature: String| Inbound {
+        operator: "wave-ci".into(),
+        environment: "live".into(),
+        method: "POST".into(),
+        headers: vec![("wave-signature".into(), signature)],
+        body: body.clone(),
+    };
+    let now = wave::now();
+    // During a secret rotation Wave sends several v1: one match is enough.
+    let good = wave::signature(wave::WEBHOOK_SECRET, now, &body);
+    let rotated = format!(
+        "t={now},v1={},{}",
+        "0".repeat(64),
+        &good[good.find("v1=").unwrap()..]
+    );
+    let updates = adapter.parse_callback(inbound(rotated)).await.unwrap();
+    assert_eq!(
+        updates,
+        vec![CallbackUpdate {
+            kind: SubjectKind::Payment,
+            id: Some("pay-9".into()),
+            psp_reference: Some("cos-9".into()),
+            status: PspStatus::Completed,
+        }]
+    );
+    // 60 s old is beyond a 30 s tolerance.
+    let stale = wave::signature(wave::WEBHOOK_SECRET, now - 60, &body);
+    let err = adapter.parse_callback(inbound(stale)).await.unwrap_err();
+    assert!(matches!(err, AdapterError::Unauthenticated(_)), "{err:?}");
+    // Events we do not use are acknowledged and ignored.
+    let other = serde_json::to_vec(
+        &json!({"id": "AE_10", "type": "merchant.payment_received", "data": {}}),
+    )
+    .unwrap();
+    let mut req = inbound(wave::signature(wave::WEBHOOK_SECRET, now, &other));
+    req.body = other;
+    assert_eq!(adapter.parse_callback(req).await.unwrap(), vec![]);
+    // No webhook_secret configured: nothing is accepted.
+    let mut c = fake.component_config();
+    c.secrets.remove("webhook_secret");
+    let adapter = Direct::load("wave", c);
+    let err = adapter
+        .parse_callback(inbound(wave::signature(wave::WEBHOOK_SECRET, now, &body)))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AdapterError::Unauthenticated(_)), "{err:?}");
+}
