@@ -30,6 +30,8 @@ pub struct Config {
     pub log: LogConfig,
     pub webhooks: crate::webhooks::WebhookConfig,
     pub rate_limit: crate::http::rate_limit::RateLimitConfig,
+    /// Token of the `/admin/v1` API; when unset, one is generated and printed at start.
+    pub admin_token: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -66,6 +68,9 @@ pub struct Route {
     /// Served without an API key (schema documents, the hosted checkout page).
     #[serde(default)]
     pub public: bool,
+    /// Overrides `limits.max_body_bytes` for this route (CSV uploads).
+    #[serde(default)]
+    pub max_body_bytes: Option<usize>,
 }
 
 fn current() -> Generation {
@@ -119,6 +124,7 @@ impl Default for Config {
             component: component.into(),
             generation,
             public,
+            max_body_bytes: None,
         };
         Config {
             listen: "127.0.0.1:8080".parse().expect("valid default address"),
@@ -155,7 +161,12 @@ impl Default for Config {
                     Generation::Legacy,
                     false,
                 ),
-                route("/api/v1/bulk-payments", "bulk", Generation::Current, false),
+                // CSV imports: the bulk component enforces its own `max_csv_bytes` (1 MiB) with a
+                // clear error; the route admits the file plus multipart overhead.
+                Route {
+                    max_body_bytes: Some(2 * 1024 * 1024),
+                    ..route("/api/v1/bulk-payments", "bulk", Generation::Current, false)
+                },
             ],
             routing: BTreeMap::from([(
                 "test".to_string(),
@@ -165,6 +176,7 @@ impl Default for Config {
             log: LogConfig::default(),
             webhooks: Default::default(),
             rate_limit: Default::default(),
+            admin_token: None,
         }
     }
 }

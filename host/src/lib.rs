@@ -4,8 +4,10 @@
 //! config). See the README's design section for the map.
 
 pub mod accounts;
+pub mod admin;
 pub mod capabilities;
 pub mod config;
+pub mod conformance;
 pub mod db;
 pub mod http;
 pub mod metrics;

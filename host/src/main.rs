@@ -42,11 +42,63 @@ enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// Deploy, roll back, list and test operator adapters.
+    Adapters {
+        #[command(subcommand)]
+        command: AdaptersCommand,
+    },
     /// Manage webhook endpoints.
     Webhooks {
         #[command(subcommand)]
         command: WebhooksCommand,
     },
+}
+
+#[derive(Subcommand)]
+enum AdaptersCommand {
+    /// Upload a new version of adapter NAME to a running server (hot swap).
+    Deploy {
+        name: String,
+        file: PathBuf,
+        #[command(flatten)]
+        server: AdminServer,
+    },
+    /// Go back to the previous version of adapter NAME.
+    Rollback {
+        name: String,
+        #[command(flatten)]
+        server: AdminServer,
+    },
+    /// List the adapters a running server serves, with their versions.
+    List {
+        #[command(flatten)]
+        server: AdminServer,
+    },
+    /// Run the adapter contract suite on FILE in a sandbox; prints a pass/fail table.
+    Test {
+        file: PathBuf,
+        /// A setting given to the adapter, KEY=VALUE (repeatable), e.g. --setting operators=mtn-bj
+        #[arg(long = "setting", value_parser = key_value)]
+        settings: Vec<(String, String)>,
+        /// A secret given to the adapter, KEY=VALUE (repeatable).
+        #[arg(long = "secret", value_parser = key_value)]
+        secrets: Vec<(String, String)>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(clap::Args)]
+struct AdminServer {
+    /// Base URL of the running server.
+    #[arg(long, env = "MMC_ADMIN_URL", default_value = "http://127.0.0.1:8080")]
+    server: String,
+    /// The admin token printed at start (or `admin_token` in the configuration).
+    #[arg(long, env = "MMC_ADMIN_TOKEN")]
+    token: String,
+    /// Output is always one JSON object; accepted for scripts that pass it.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Subcommand)]
@@ -109,8 +161,14 @@ fn main() {
     }
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("MMC_LOG")
-                .unwrap_or_else(|_| config.log.filter.as_str().into()),
+            tracing_subscriber::EnvFilter::try_from_env("MMC_LOG").unwrap_or_else(|_| {
+                // Commands other than serve print JSON or tables: keep stderr quiet.
+                if matches!(cli.command, Command::Serve { .. }) {
+                    config.log.filter.as_str().into()
+                } else {
+                    "warn".into()
+                }
+            }),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -146,6 +204,7 @@ fn main() {
                 .unwrap_or_else(|e| fail(&e.to_string()));
             println!("{}", json!(k));
         }
+        Command::Adapters { command } => adapters(&config, command),
         Command::Webhooks {
             command:
                 WebhooksCommand::Add {
@@ -191,6 +250,92 @@ fn main() {
             println!("{}", json!({"id": key_id, "revoked": true}));
         }
     }
+}
+
+fn adapters(config: &Config, command: AdaptersCommand) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let call =
+        |server: &AdminServer, method: reqwest::Method, path: String, body: Option<Vec<u8>>| {
+            rt.block_on(async {
+                let client = reqwest::Client::new();
+                let mut req = client
+                    .request(
+                        method,
+                        format!("{}{path}", server.server.trim_end_matches('/')),
+                    )
+                    .bearer_auth(&server.token);
+                if let Some(b) = body {
+                    req = req.header("content-type", "application/wasm").body(b);
+                }
+                let resp = req
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| fail(&format!("cannot reach {}: {e}", server.server)));
+                let ok = resp.status().is_success();
+                let body: serde_json::Value =
+                    resp.json().await.unwrap_or_else(|e| fail(&e.to_string()));
+                if !ok {
+                    eprintln!("{body}");
+                    std::process::exit(2);
+                }
+                println!("{body}");
+            })
+        };
+    match command {
+        AdaptersCommand::Deploy { name, file, server } => {
+            let bytes = std::fs::read(&file)
+                .unwrap_or_else(|e| fail(&format!("cannot read {}: {e}", file.display())));
+            call(
+                &server,
+                reqwest::Method::PUT,
+                format!("/admin/v1/adapters/{name}"),
+                Some(bytes),
+            );
+        }
+        AdaptersCommand::Rollback { name, server } => call(
+            &server,
+            reqwest::Method::POST,
+            format!("/admin/v1/adapters/{name}/rollback"),
+            None,
+        ),
+        AdaptersCommand::List { server } => call(
+            &server,
+            reqwest::Method::GET,
+            "/admin/v1/adapters".into(),
+            None,
+        ),
+        AdaptersCommand::Test {
+            file,
+            settings,
+            secrets,
+            json,
+        } => {
+            let inputs = mmc_host::conformance::Inputs { settings, secrets };
+            let checks = mmc_host::conformance::run(&file, &config.cache_dir(), &inputs)
+                .unwrap_or_else(|e| fail(&format!("{e:#}")));
+            let passed = checks.iter().all(|c| c.passed);
+            if json {
+                println!(
+                    "{}",
+                    json!({"file": file, "passed": passed, "checks": checks})
+                );
+            } else {
+                print!("{}", mmc_host::conformance::table(&checks));
+            }
+            if !passed {
+                std::process::exit(1);
+            }
+        }
+    }
+}
+
+fn key_value(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .ok_or_else(|| format!("expected KEY=VALUE, got {s}"))
 }
 
 fn fail(message: &str) -> ! {

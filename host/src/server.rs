@@ -35,6 +35,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         .clone()
         .unwrap_or_else(|| format!("http://{addr}"));
     let services = Services {
+        audit: crate::admin::audit::Audit::start(db.clone())?,
         storage: db.clone(),
         http: Arc::new(ReqwestClient::new(tokio::runtime::Handle::current())),
         clock: Arc::new(SystemClock),
@@ -47,9 +48,25 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     if !names.iter().any(|n| n == "collect") {
         tracing::warn!(dir = %config.components_dir.display(), "the collect component is not in the components directory; run `make components`");
     }
+    let admin_token = config.admin_token.clone().unwrap_or_else(|| {
+        let t = format!("adm_{}", uuid::Uuid::new_v4().simple());
+        println!("Admin token (this run): {t}");
+        t
+    });
+    let admin = Arc::new(crate::admin::Admin::new(
+        runtime.clone(),
+        db.clone(),
+        config.components_dir.clone(),
+        admin_token,
+    )?);
+    let restored = tokio::task::block_in_place(|| admin.restore())?;
+    if !restored.is_empty() {
+        tracing::info!(?restored, "deployed adapter versions restored");
+    }
     let webhooks = crate::webhooks::Webhooks::new(db.clone(), config.webhooks.clone())?;
     crate::webhooks::spawn(webhooks.clone());
     let app = Arc::new(App {
+        admin,
         rate_limiter: crate::http::rate_limit::RateLimiter::new(config.rate_limit.clone()),
         runtime: runtime.clone(),
         webhooks,

@@ -107,3 +107,85 @@ fn cli_errors_are_reported_with_a_nonzero_exit() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no merchant"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adapters_are_tested_deployed_and_listed_from_the_cli() {
+    let cache = cache_dir();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_mmc"))
+            .args(args)
+            .env("MMC_CACHE_DIR", &cache)
+            .env_remove("MMC_CONFIG")
+            .output()
+            .unwrap()
+    };
+    let sim = components_dir().join("simulator.wasm");
+    let out = run(&["adapters", "test", sim.to_str().unwrap()]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{table}");
+    assert!(
+        table.contains("describe") && table.contains("0 failed"),
+        "{table}"
+    );
+    let out = run(&[
+        "adapters",
+        "test",
+        test_component("hostile").to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(
+        !out.status.success(),
+        "an API component fails the adapter contract"
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["passed"], false);
+    assert_eq!(report["checks"][0]["name"], "loads");
+
+    let app = spawn_app_with(|c| c.admin_token = Some("adm_cli".into())).await;
+    let (base, cache2) = (app.base.clone(), cache.clone());
+    let sim2 = sim.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_mmc"))
+            .args([
+                "adapters",
+                "deploy",
+                "simulator",
+                sim2.to_str().unwrap(),
+                "--server",
+                &base,
+                "--token",
+                "adm_cli",
+            ])
+            .env("MMC_CACHE_DIR", &cache2)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deployed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(deployed["name"], "simulator");
+    let base = app.base.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_mmc"))
+            .args([
+                "adapters", "list", "--json", "--server", &base, "--token", "adm_cli",
+            ])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        list["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["hash"] == deployed["hash"])
+    );
+}

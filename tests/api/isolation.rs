@@ -26,6 +26,7 @@ async fn app_with_hostile() -> TestApp {
             component: "hostile".into(),
             generation: Generation::Current,
             public: false,
+            max_body_bytes: None,
         });
     })
     .await

@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod adapters_admin;
 mod auth;
 mod checkout;
 mod cli;

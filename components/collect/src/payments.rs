@@ -273,6 +273,24 @@ fn apply_initiated(
     if p.status != Status::Pending && p.status != Status::AwaitingPayment {
         return Ok(()); // moved meanwhile (a callback or a cancel): that move stands.
     }
+    // An adapter is untrusted code: an answer we cannot store or show is an operator error.
+    let outcome = outcome.and_then(|o| match &o {
+        Initiated::AwaitingCustomer(r) | Initiated::OtpRequired(r) | Initiated::Completed(r)
+            if !plausible_reference(r) =>
+        {
+            Err(AdapterError::InvalidResponse(
+                "the adapter returned an unusable PSP reference".into(),
+            ))
+        }
+        Initiated::Redirect(r)
+            if !plausible_reference(&r.psp_reference) || !plausible_url(&r.url) =>
+        {
+            Err(AdapterError::InvalidResponse(
+                "the adapter returned an unusable redirect".into(),
+            ))
+        }
+        _ => Ok(o),
+    });
     match outcome {
         Ok(Initiated::AwaitingCustomer(r)) => {
             p.psp_reference = Some(r);
@@ -318,6 +336,17 @@ fn apply_initiated(
             move_to(tx, p, Status::Failed, now)
         }
     }
+}
+
+/// 1 to 200 printable characters.
+fn plausible_reference(r: &str) -> bool {
+    !r.is_empty() && r.len() <= 200 && !r.chars().any(char::is_control)
+}
+
+fn plausible_url(u: &str) -> bool {
+    (u.starts_with("https://") || u.starts_with("http://"))
+        && u.len() <= 2048
+        && !u.chars().any(|c| c.is_control() || c.is_whitespace())
 }
 
 pub fn adapter_failure(e: &AdapterError) -> (&'static str, String) {

@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use crate::admin::audit::AdapterCall;
 use crate::runtime::CallError;
 use crate::runtime::bindings::adapter::Adapter;
 use crate::runtime::bindings::adapter_types::*;
@@ -15,6 +16,7 @@ type Outcome<T> = wasmtime::Result<Result<T, AdapterError>>;
 impl HostState {
     fn with_adapter<T>(
         &mut self,
+        (operation, subject): (&str, &str),
         environment: &str,
         operator: &str,
         f: impl FnOnce(
@@ -29,8 +31,35 @@ impl HostState {
             )));
         }
         let started = Instant::now();
-        let result = self.runtime.call_adapter(environment, operator, f);
-        self.deadline.extend(started.elapsed());
+        let (result, served_by) = self.runtime.call_adapter_traced(environment, operator, f);
+        let elapsed = started.elapsed();
+        self.deadline.extend(elapsed);
+        let outcome = match &result {
+            Ok(Ok(_)) => "ok",
+            Ok(Err(e)) => match e {
+                AdapterError::Timeout(_) => "timeout",
+                AdapterError::Unavailable(_) => "unavailable",
+                AdapterError::InvalidResponse(_) => "invalid_response",
+                AdapterError::Rejected(_) => "rejected",
+                AdapterError::NotSupported(_) => "not_supported",
+                AdapterError::Unauthenticated(_) => "unauthenticated",
+            },
+            Err(CallError::Deadline(_)) => "deadline",
+            Err(CallError::Memory(_)) => "memory",
+            Err(CallError::Trap { .. }) => "trap",
+            Err(_) => "no_route",
+        };
+        self.runtime.services.audit.record(AdapterCall {
+            subject_id: subject.to_string(),
+            environment: environment.to_string(),
+            operator: operator.to_string(),
+            adapter: served_by.as_ref().map(|l| l.name.clone()),
+            version: served_by.as_ref().map(|l| l.hash.clone()),
+            operation: operation.to_string(),
+            outcome: outcome.to_string(),
+            duration_ms: elapsed.as_secs_f64() * 1000.0,
+            at_ms: crate::capabilities::clock::system_now_ms(),
+        });
         Ok(match result {
             Ok(inner) => inner,
             // The outcome at the operator is unknown: the caller leaves the payment for reconciliation.
@@ -49,67 +78,96 @@ impl Host for HostState {
     }
 
     fn initiate(&mut self, req: InitiateRequest) -> Outcome<Initiated> {
-        let (env, op) = (req.environment.clone(), req.operator.clone());
-        self.with_adapter(&env, &op, |s, a| {
+        let (env, op, id) = (
+            req.environment.clone(),
+            req.operator.clone(),
+            req.payment_id.clone(),
+        );
+        self.with_adapter(("initiate", &id), &env, &op, |s, a| {
             a.mmc_adapter_operator().call_initiate(s, &req)
         })
     }
 
     fn confirm_otp(&mut self, payment: OperationRef, otp: String) -> Outcome<OtpOutcome> {
-        let (env, op) = (payment.environment.clone(), payment.operator.clone());
-        self.with_adapter(&env, &op, |s, a| {
+        let (env, op, id) = (
+            payment.environment.clone(),
+            payment.operator.clone(),
+            payment.id.clone(),
+        );
+        self.with_adapter(("confirm_otp", &id), &env, &op, |s, a| {
             a.mmc_adapter_operator().call_confirm_otp(s, &payment, &otp)
         })
     }
 
     fn status(&mut self, payment: OperationRef) -> Outcome<PspStatus> {
-        let (env, op) = (payment.environment.clone(), payment.operator.clone());
-        self.with_adapter(&env, &op, |s, a| {
+        let (env, op, id) = (
+            payment.environment.clone(),
+            payment.operator.clone(),
+            payment.id.clone(),
+        );
+        self.with_adapter(("status", &id), &env, &op, |s, a| {
             a.mmc_adapter_operator().call_status(s, &payment)
         })
     }
 
     fn cancel(&mut self, payment: OperationRef) -> Outcome<PspStatus> {
-        let (env, op) = (payment.environment.clone(), payment.operator.clone());
-        self.with_adapter(&env, &op, |s, a| {
+        let (env, op, id) = (
+            payment.environment.clone(),
+            payment.operator.clone(),
+            payment.id.clone(),
+        );
+        self.with_adapter(("cancel", &id), &env, &op, |s, a| {
             a.mmc_adapter_operator().call_cancel(s, &payment)
         })
     }
 
     fn refund(&mut self, req: RefundRequest) -> Outcome<Started> {
-        let (env, op) = (
+        let (env, op, id) = (
             req.payment.environment.clone(),
             req.payment.operator.clone(),
+            req.payment.id.clone(),
         );
-        self.with_adapter(&env, &op, |s, a| {
+        self.with_adapter(("refund", &id), &env, &op, |s, a| {
             a.mmc_adapter_operator().call_refund(s, &req)
         })
     }
 
     fn refund_status(&mut self, refund: OperationRef) -> Outcome<PspStatus> {
-        let (env, op) = (refund.environment.clone(), refund.operator.clone());
-        self.with_adapter(&env, &op, |s, a| {
+        let (env, op, id) = (
+            refund.environment.clone(),
+            refund.operator.clone(),
+            refund.id.clone(),
+        );
+        self.with_adapter(("refund_status", &id), &env, &op, |s, a| {
             a.mmc_adapter_operator().call_refund_status(s, &refund)
         })
     }
 
     fn payout(&mut self, req: PayoutRequest) -> Outcome<Started> {
-        let (env, op) = (req.environment.clone(), req.operator.clone());
-        self.with_adapter(&env, &op, |s, a| {
+        let (env, op, id) = (
+            req.environment.clone(),
+            req.operator.clone(),
+            req.payout_id.clone(),
+        );
+        self.with_adapter(("payout", &id), &env, &op, |s, a| {
             a.mmc_adapter_operator().call_payout(s, &req)
         })
     }
 
     fn payout_status(&mut self, payout: OperationRef) -> Outcome<PspStatus> {
-        let (env, op) = (payout.environment.clone(), payout.operator.clone());
-        self.with_adapter(&env, &op, |s, a| {
+        let (env, op, id) = (
+            payout.environment.clone(),
+            payout.operator.clone(),
+            payout.id.clone(),
+        );
+        self.with_adapter(("payout_status", &id), &env, &op, |s, a| {
             a.mmc_adapter_operator().call_payout_status(s, &payout)
         })
     }
 
     fn parse_callback(&mut self, req: Inbound) -> Outcome<Vec<CallbackUpdate>> {
         let (env, op) = (req.environment.clone(), req.operator.clone());
-        self.with_adapter(&env, &op, |s, a| {
+        self.with_adapter(("parse_callback", "callback"), &env, &op, |s, a| {
             a.mmc_adapter_operator().call_parse_callback(s, &req)
         })
     }

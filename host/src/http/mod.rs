@@ -33,6 +33,7 @@ const MAX_HEADERS: usize = 64;
 const MAX_HEADER_BYTES: usize = 16 * 1024;
 
 pub struct App {
+    pub admin: Arc<crate::admin::Admin>,
     pub rate_limiter: rate_limit::RateLimiter,
     pub runtime: Arc<Runtime>,
     pub webhooks: Arc<crate::webhooks::Webhooks>,
@@ -186,7 +187,9 @@ fn presented_key(req: &Request<Incoming>) -> Option<String> {
 async fn read_request(
     app: &App,
     req: Request<Incoming>,
+    max_body: Option<usize>,
 ) -> Result<(hyper::http::request::Parts, Bytes), HttpError> {
+    let max_body_bytes = max_body.unwrap_or(app.max_body_bytes);
     if req.headers().len() > MAX_HEADERS
         || req
             .headers()
@@ -202,17 +205,17 @@ async fn read_request(
         .get("content-length")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > app.max_body_bytes) {
-        return Err(HttpError::PayloadTooLarge(app.max_body_bytes));
+    if declared.is_some_and(|n| n > max_body_bytes) {
+        return Err(HttpError::PayloadTooLarge(max_body_bytes));
     }
     let (parts, body) = req.into_parts();
-    let body = match Limited::new(body, app.max_body_bytes).collect().await {
+    let body = match Limited::new(body, max_body_bytes).collect().await {
         Ok(b) => b.to_bytes(),
         Err(e)
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some() =>
         {
-            return Err(HttpError::PayloadTooLarge(app.max_body_bytes));
+            return Err(HttpError::PayloadTooLarge(max_body_bytes));
         }
         Err(_) => return Err(HttpError::BadBody),
     };
@@ -231,12 +234,14 @@ fn headers_of(parts: &hyper::http::request::Parts) -> Vec<(String, String)> {
 #[derive(Clone, Copy)]
 enum NativeArea {
     Webhooks,
+    Admin,
 }
 
 impl NativeArea {
     fn label(self) -> &'static str {
         match self {
             NativeArea::Webhooks => "webhooks",
+            NativeArea::Admin => "admin",
         }
     }
 }
@@ -246,7 +251,38 @@ fn native_area(path: &str) -> Option<NativeArea> {
     if under("/api/v1/webhook-endpoints") || under("/api/v1/events") {
         return Some(NativeArea::Webhooks);
     }
+    if under("/admin/v1") {
+        return Some(NativeArea::Admin);
+    }
     None
+}
+
+/// Largest component upload accepted by the admin API.
+const ADMIN_MAX_BODY: usize = 64 * 1024 * 1024;
+
+fn native_request(parts: &hyper::http::request::Parts, body: Bytes) -> NativeRequest {
+    NativeRequest {
+        method: parts.method.to_string(),
+        path: parts.uri.path().to_string(),
+        query: parts.uri.query().unwrap_or_default().to_string(),
+        headers: headers_of(parts),
+        body: body.to_vec(),
+    }
+}
+
+fn native_response(
+    app: &App,
+    result: Result<native::NativeResponse, errors::ApiError>,
+) -> Response<Full<Bytes>> {
+    let (status, body) = match result {
+        Ok(r) => (r.status, r.body),
+        Err(e) => (e.status, e.body(&app.docs_url())),
+    };
+    Response::builder()
+        .status(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .expect("valid response parts")
 }
 
 async fn native_dispatch(
@@ -254,8 +290,14 @@ async fn native_dispatch(
     area: NativeArea,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, HttpError> {
+    if let NativeArea::Admin = area {
+        // Its own token, checked by the admin API; component uploads get a larger body limit.
+        let (parts, body) = read_request(app, req, Some(ADMIN_MAX_BODY)).await?;
+        let result = crate::admin::api::handle(&app.admin, native_request(&parts, body)).await;
+        return Ok(native_response(app, result));
+    }
     let key = presented_key(&req).ok_or(HttpError::MissingKey)?;
-    let (parts, body) = read_request(app, req).await?;
+    let (parts, body) = read_request(app, req, None).await?;
     let principal = match tokio::task::block_in_place(|| app.accounts.authenticate(&key)) {
         Ok(Some(p)) => {
             app.rate_limiter
@@ -266,27 +308,14 @@ async fn native_dispatch(
         Ok(None) => return Err(HttpError::InvalidKey),
         Err(e) => return Err(HttpError::Unavailable(e.to_string())),
     };
-    let request = NativeRequest {
-        method: parts.method.to_string(),
-        path: parts.uri.path().to_string(),
-        query: parts.uri.query().unwrap_or_default().to_string(),
-        headers: headers_of(&parts),
-        body: body.to_vec(),
-    };
+    let request = native_request(&parts, body);
     let result = match area {
         NativeArea::Webhooks => {
             crate::webhooks::api::handle(&app.webhooks, &principal, request).await
         }
+        NativeArea::Admin => unreachable!("handled above"),
     };
-    let (status, body) = match result {
-        Ok(r) => (r.status, r.body),
-        Err(e) => (e.status, e.body(&app.docs_url())),
-    };
-    Ok(Response::builder()
-        .status(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body.to_string())))
-        .expect("valid response parts"))
+    Ok(native_response(app, result))
 }
 
 async fn dispatch(
@@ -299,7 +328,7 @@ async fn dispatch(
     if !route.public && key.is_none() {
         return Err(HttpError::MissingKey);
     }
-    let (parts, body) = read_request(app, req).await?;
+    let (parts, body) = read_request(app, req, route.max_body_bytes).await?;
     let request = http_types::Request {
         method: parts.method.to_string(),
         path: parts.uri.path().to_string(),

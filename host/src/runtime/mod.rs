@@ -40,6 +40,7 @@ const TICK: Duration = Duration::from_millis(10);
 
 /// Shared services behind the capabilities (real ones in the server, fakes in the sandbox).
 pub struct Services {
+    pub audit: Arc<crate::admin::audit::Audit>,
     pub storage: Arc<dyn Backend>,
     pub http: Arc<dyn HttpClient>,
     pub clock: Arc<dyn Clock>,
@@ -505,18 +506,50 @@ impl Runtime {
         operator: &str,
         f: impl FnOnce(&mut Store<HostState>, &Adapter) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
-        let loaded = self
-            .adapter_for(environment, operator)
-            .ok_or_else(|| CallError::NoRoute {
+        self.call_adapter_traced(environment, operator, f).0
+    }
+
+    /// As [`Runtime::call_adapter`], also returning the version that served
+    /// the call (for the audit trail). The version is pinned for the call:
+    /// a hot swap meanwhile affects only later calls.
+    pub fn call_adapter_traced<R>(
+        self: &Arc<Self>,
+        environment: &str,
+        operator: &str,
+        f: impl FnOnce(&mut Store<HostState>, &Adapter) -> wasmtime::Result<R>,
+    ) -> (Result<R, CallError>, Option<Arc<Loaded>>) {
+        let Some(loaded) = self.adapter_for(environment, operator) else {
+            let e = CallError::NoRoute {
                 environment: environment.into(),
                 operator: operator.into(),
-            })?;
-        self.invoke(&loaded, |store, pre| match pre {
+            };
+            return (Err(e), None);
+        };
+        let result = self.invoke(&loaded, |store, pre| match pre {
             Pre::Adapter(p) => {
                 let instance = p.instantiate(&mut *store)?;
                 f(store, &instance)
             }
             _ => unreachable!("adapter_for checks the kind"),
+        });
+        (result, Some(loaded))
+    }
+
+    /// Calls `parse-callback` on a prepared (not installed) adapter version.
+    pub fn smoke_parse_callback(
+        self: &Arc<Self>,
+        loaded: &Loaded,
+        probe: &bindings::adapter_types::Inbound,
+    ) -> Result<
+        Result<Vec<bindings::adapter_types::CallbackUpdate>, bindings::adapter_types::AdapterError>,
+        CallError,
+    > {
+        self.invoke(loaded, |store, pre| match pre {
+            Pre::Adapter(p) => p
+                .instantiate(&mut *store)?
+                .mmc_adapter_operator()
+                .call_parse_callback(&mut *store, probe),
+            _ => Err(wasmtime::format_err!("not an adapter")),
         })
     }
 

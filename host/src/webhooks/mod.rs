@@ -116,6 +116,10 @@ pub const EVENT_TYPES: &[&str] = &[
     "collect.completed",
     "collect.failed",
     "collect.cancelled",
+    "bulk.batch.completed",
+    "bulk.batch.partially_completed",
+    "bulk.batch.failed",
+    "bulk.batch.rejected",
 ];
 
 #[derive(Debug, Clone, Serialize)]

@@ -1,0 +1,89 @@
+//! A misbehaving operator adapter for isolation tests. It serves `mtn-bj`;
+//! the phone's last four digits pick the misbehaviour at initiation:
+//! 0101 panics, 0102 loops forever, 0103 allocates without bound,
+//! 0104 returns a garbage PSP reference, 0105 a garbage redirect URL.
+
+wit_bindgen::generate!({
+    path: ["../../../wit/platform", "../../../wit/adapter"],
+    world: "mmc:adapter/adapter",
+    generate_all,
+});
+
+use exports::mmc::adapter::operator::Guest;
+use mmc::adapter::types::*;
+
+struct Rogue;
+
+fn unsupported<T>() -> Result<T, AdapterError> {
+    Err(AdapterError::NotSupported("rogue adapter".into()))
+}
+
+impl Guest for Rogue {
+    fn describe() -> Vec<OperatorInfo> {
+        vec![OperatorInfo {
+            slug: "mtn-bj".into(),
+            name: "Rogue MTN".into(),
+            aliases: vec![],
+            country: "BJ".into(),
+            currency: "XOF".into(),
+            requires_otp: false,
+            modes: vec!["direct".into()],
+            min_amount: 100,
+            max_amount: 2_000_000,
+            status: "operational".into(),
+        }]
+    }
+
+    fn initiate(req: InitiateRequest) -> Result<Initiated, AdapterError> {
+        let phone = req.phone.unwrap_or_default();
+        match &phone[phone.len().saturating_sub(4)..] {
+            "0101" => panic!("rogue adapter panics"),
+            "0102" => {
+                let mut n = 0u64;
+                loop {
+                    n = std::hint::black_box(n.wrapping_add(1));
+                }
+            }
+            "0103" => {
+                let mut hoard = Vec::new();
+                loop {
+                    hoard.push(vec![7u8; 1 << 20]);
+                    std::hint::black_box(&hoard);
+                }
+            }
+            "0104" => Ok(Initiated::AwaitingCustomer("\u{0}".repeat(10_000))),
+            "0105" => Ok(Initiated::Redirect(Redirect {
+                psp_reference: "r1".into(),
+                url: "javascript:alert(1)".into(),
+            })),
+            _ => Ok(Initiated::AwaitingCustomer("rogue-ok".into())),
+        }
+    }
+
+    fn confirm_otp(_: OperationRef, _: String) -> Result<OtpOutcome, AdapterError> {
+        unsupported()
+    }
+    fn status(_: OperationRef) -> Result<PspStatus, AdapterError> {
+        Ok(PspStatus::Pending)
+    }
+    fn cancel(_: OperationRef) -> Result<PspStatus, AdapterError> {
+        unsupported()
+    }
+    fn refund(_: RefundRequest) -> Result<Started, AdapterError> {
+        unsupported()
+    }
+    fn refund_status(_: OperationRef) -> Result<PspStatus, AdapterError> {
+        unsupported()
+    }
+    fn payout(_: PayoutRequest) -> Result<Started, AdapterError> {
+        unsupported()
+    }
+    fn payout_status(_: OperationRef) -> Result<PspStatus, AdapterError> {
+        unsupported()
+    }
+    fn parse_callback(_: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
+        unsupported()
+    }
+}
+
+export!(Rogue);

@@ -1,0 +1,84 @@
+//! `/admin/v1`: deploy, roll back and list adapters; read a payment's
+//! adapter calls. Authenticated with the admin token, never a merchant key.
+
+use serde_json::json;
+
+use super::{Admin, AdminError};
+use crate::http::errors::ApiError;
+use crate::http::native::{NativeRequest, NativeResponse};
+
+impl From<AdminError> for ApiError {
+    fn from(e: AdminError) -> Self {
+        match &e {
+            AdminError::BadName => ApiError::invalid("parameter_invalid", "name", e.to_string()),
+            AdminError::Refused(_) => ApiError::bad_request("component_refused", e.to_string()),
+            AdminError::Unknown(_) => ApiError::not_found("adapter_not_found", e.to_string()),
+            AdminError::NothingToRollBack(_) => {
+                ApiError::conflict("nothing_to_roll_back", e.to_string())
+            }
+            AdminError::Storage(_) => ApiError::internal(e.to_string()),
+        }
+    }
+}
+
+fn view(l: &crate::runtime::Loaded) -> serde_json::Value {
+    json!({
+        "name": l.name,
+        "hash": l.hash,
+        "loaded_at_ms": l.loaded_at_ms,
+        "operators": l.operators.iter().map(|o| o.slug.clone()).collect::<Vec<_>>(),
+    })
+}
+
+pub async fn handle(admin: &Admin, req: NativeRequest) -> Result<NativeResponse, ApiError> {
+    let token = req
+        .header("authorization")
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim)
+        .unwrap_or_default();
+    if !admin.token_matches(token) {
+        return Err(ApiError::unauthorized(
+            "An admin token is required (Authorization: Bearer <admin token>).",
+        ));
+    }
+    let path = req.path.trim_end_matches('/');
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).skip(2).collect(); // after /admin/v1
+    match (req.method.as_str(), segments.as_slice()) {
+        ("GET", ["adapters"]) => Ok(NativeResponse::json(
+            200,
+            json!({"object": "list", "data": req.blocking(|| admin.list())?}),
+        )),
+        ("PUT", ["adapters", name]) => {
+            if req.body.is_empty() {
+                return Err(ApiError::bad_request(
+                    "body_missing",
+                    "The body must be the component (.wasm) bytes.",
+                ));
+            }
+            // Compilation takes a while: off the async workers.
+            let loaded = req.blocking(|| admin.deploy(name, &req.body))?;
+            Ok(NativeResponse::json(200, view(&loaded)))
+        }
+        ("POST", ["adapters", name, "rollback"]) => {
+            let loaded = req.blocking(|| admin.rollback(name))?;
+            Ok(NativeResponse::json(200, view(&loaded)))
+        }
+        ("GET", ["payments", id, "calls"]) => {
+            let calls = req
+                .blocking(|| admin.runtime.services.audit.calls_for(id))
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+            Ok(NativeResponse::json(
+                200,
+                json!({"object": "list", "data": calls}),
+            ))
+        }
+        (_, ["adapters", ..] | ["payments", ..]) => Err(ApiError::method_not_allowed(&req.method)),
+        _ => Err(ApiError::not_found(
+            "resource_not_found",
+            format!("No such endpoint: {} {}", req.method, req.path),
+        )),
+    }
+}

@@ -1,0 +1,340 @@
+//! The adapter platform: hard isolation of a misbehaving adapter, and the
+//! admin API — deploy (refusing bad versions), hot swap under load, rollback,
+//! persistence across restarts, the audit trail of adapter calls.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+const ADMIN: &str = "adm_test_token";
+
+fn components_with(extra: &[(&str, std::path::PathBuf)]) -> std::path::PathBuf {
+    let dir = tempfile::tempdir().unwrap().keep();
+    for name in ["collect", "simulator"] {
+        std::fs::copy(
+            components_dir().join(format!("{name}.wasm")),
+            dir.join(format!("{name}.wasm")),
+        )
+        .unwrap();
+    }
+    for (name, path) in extra {
+        std::fs::copy(path, dir.join(format!("{name}.wasm"))).unwrap();
+    }
+    dir
+}
+
+/// The same component with a custom section appended: a new version (new
+/// hash) with the same behaviour.
+fn new_version(bytes: &[u8], tag: &str) -> Vec<u8> {
+    let name = b"mmc-version";
+    let mut contents = vec![name.len() as u8];
+    contents.extend_from_slice(name);
+    contents.extend_from_slice(tag.as_bytes());
+    let mut out = bytes.to_vec();
+    out.push(0); // custom section
+    let mut size = contents.len();
+    loop {
+        let byte = (size & 0x7f) as u8;
+        size >>= 7;
+        if size == 0 {
+            out.push(byte);
+            break;
+        }
+        out.push(byte | 0x80);
+    }
+    out.extend_from_slice(&contents);
+    out
+}
+
+async fn admin(
+    app: &TestApp,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Vec<u8>>,
+) -> (u16, Value) {
+    let mut req = app.client.request(method, app.url(path)).bearer_auth(ADMIN);
+    if let Some(b) = body {
+        req = req.body(b);
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_looping_hungry_or_lying_adapter_fails_one_payment_never_the_host() {
+    let dir = components_with(&[("rogue", test_component("rogue"))]);
+    let app = spawn_app_with(move |c| {
+        c.components_dir = dir;
+        c.routing
+            .get_mut("test")
+            .unwrap()
+            .insert("mtn-bj".into(), "rogue".into());
+        c.components.entry("rogue".into()).or_default().deadline_ms = Some(300);
+        c.components.entry("rogue".into()).or_default().memory_mib = Some(16);
+    })
+    .await;
+    let (_, key, _) = app.merchant("Shop");
+    for (phone, status, code) in [
+        ("+2290166000101", "failed", Some("operator_error")), // panic
+        ("+2290166000102", "pending", None), // loops: deadline, outcome unknown → reconciliation
+        ("+2290166000103", "failed", Some("operator_error")), // memory cap
+        ("+2290166000104", "failed", Some("operator_error")), // garbage reference
+        ("+2290166000105", "failed", Some("operator_error")), // garbage redirect
+    ] {
+        let started = Instant::now();
+        let (s, p) = app.create(&key, &new_key(), &direct_payment(phone)).await;
+        assert_eq!(s, 201, "{phone}: {p}");
+        assert_eq!(p["status"], status, "{phone}: {p}");
+        assert_eq!(p["failure_code"].as_str(), code, "{phone}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{phone} took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(
+            app.client
+                .get(app.url("/healthz"))
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            200
+        );
+    }
+    // Other operators (the simulator) are untouched.
+    let mut moov = direct_payment("+2290195000001");
+    moov["operator"] = json!("moov-bj");
+    assert_eq!(
+        app.create(&key, &new_key(), &moov).await.1["status"],
+        "processing"
+    );
+    let text = app.metrics().await;
+    for kind in ["trap", "deadline", "memory"] {
+        assert!(
+            metric(
+                &text,
+                "mmc_component_traps_total",
+                &format!("component=\"rogue\",kind=\"{kind}\"")
+            ) >= 1.0,
+            "{kind}: {text}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_api_needs_its_token_and_refuses_bad_versions() {
+    let app = spawn_app_with(|c| c.admin_token = Some(ADMIN.into())).await;
+    let (_, key, _) = app.merchant("Shop");
+    let resp = app
+        .client
+        .get(app.url("/admin/v1/adapters"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 401, "a merchant key is not an admin token");
+    assert_eq!(
+        app.client
+            .get(app.url("/admin/v1/adapters"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    let (status, list) = admin(&app, reqwest::Method::GET, "/admin/v1/adapters", None).await;
+    assert_eq!(status, 200);
+    let sim = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "simulator")
+        .unwrap()
+        .clone();
+    assert_eq!(sim["operators"].as_array().unwrap().len(), 10);
+
+    let (status, err) = admin(
+        &app,
+        reqwest::Method::PUT,
+        "/admin/v1/adapters/simulator",
+        Some(b"not wasm".to_vec()),
+    )
+    .await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (400, Some("component_refused")),
+        "{err}"
+    );
+    let collect = std::fs::read(components_dir().join("collect.wasm")).unwrap();
+    let (status, err) = admin(
+        &app,
+        reqwest::Method::PUT,
+        "/admin/v1/adapters/simulator",
+        Some(collect),
+    )
+    .await;
+    assert_eq!(status, 400, "an API component is not an adapter: {err}");
+    let hostile = std::fs::read(test_component("hostile")).unwrap();
+    let (status, _) = admin(
+        &app,
+        reqwest::Method::PUT,
+        "/admin/v1/adapters/simulator",
+        Some(hostile),
+    )
+    .await;
+    assert_eq!(status, 400);
+    let (_, after) = admin(&app, reqwest::Method::GET, "/admin/v1/adapters", None).await;
+    let still = after["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "simulator")
+        .unwrap();
+    assert_eq!(still["hash"], sim["hash"], "the old version keeps serving");
+    let (status, _) = admin(
+        &app,
+        reqwest::Method::POST,
+        "/admin/v1/adapters/simulator/rollback",
+        None,
+    )
+    .await;
+    assert_eq!(status, 409, "nothing to roll back to yet");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hot_swap_under_load_loses_nothing_and_rollback_and_restart_keep_versions() {
+    let data = tempfile::tempdir().unwrap();
+    let data_dir = data.path().to_path_buf();
+    let d = data_dir.clone();
+    let app = spawn_app_with(move |c| {
+        c.admin_token = Some(ADMIN.into());
+        c.data_dir = d;
+        c.rate_limit.per_second = 0.0;
+    })
+    .await;
+    let (_, key, _) = app.merchant("Shop");
+    let original = std::fs::read(components_dir().join("simulator.wasm")).unwrap();
+    let v2 = new_version(&original, "v2");
+
+    // Load: 4 workers creating payments for ~2 s; the swap happens in the middle.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut workers = Vec::new();
+    for _ in 0..4 {
+        let (client, url, key, stop) = (
+            app.client.clone(),
+            app.url("/api/v1/collect/payments"),
+            key.clone(),
+            stop.clone(),
+        );
+        workers.push(tokio::spawn(async move {
+            let mut results = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let resp = client
+                    .post(&url)
+                    .bearer_auth(&key)
+                    .header("Idempotency-Key", new_key())
+                    .json(&direct_payment("+2290166001234"))
+                    .send()
+                    .await
+                    .unwrap();
+                let status = resp.status().as_u16();
+                let body: Value = resp.json().await.unwrap();
+                results.push((
+                    status,
+                    body["id"].as_str().unwrap_or_default().to_string(),
+                    Instant::now(),
+                ));
+            }
+            results
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let (status, deployed) = admin(
+        &app,
+        reqwest::Method::PUT,
+        "/admin/v1/adapters/simulator",
+        Some(v2.clone()),
+    )
+    .await;
+    let swapped_at = Instant::now();
+    assert_eq!(status, 200, "{deployed}");
+    let v2_hash = deployed["hash"].as_str().unwrap().to_string();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut results = Vec::new();
+    for w in workers {
+        results.extend(w.await.unwrap());
+    }
+    let failed: Vec<_> = results.iter().filter(|(s, _, _)| *s != 201).collect();
+    assert!(
+        failed.is_empty(),
+        "{} of {} requests failed: {failed:?}",
+        failed.len(),
+        results.len()
+    );
+    assert!(results.len() > 20, "a real load: {}", results.len());
+
+    // The audit trail shows the new version serving right after the swap.
+    tokio::time::sleep(Duration::from_millis(200)).await; // the audit writer batches
+    let after: Vec<_> = results
+        .iter()
+        .filter(|(_, _, at)| *at > swapped_at + Duration::from_millis(50))
+        .collect();
+    assert!(!after.is_empty());
+    for (_, id, _) in after.iter().take(5) {
+        let (_, calls) = admin(
+            &app,
+            reqwest::Method::GET,
+            &format!("/admin/v1/payments/{id}/calls"),
+            None,
+        )
+        .await;
+        let c = &calls["data"][0];
+        assert_eq!(c["operation"], "initiate");
+        assert_eq!(c["adapter"], "simulator");
+        assert_eq!(c["outcome"], "ok");
+        assert_eq!(c["version"], v2_hash.as_str(), "served by the new version");
+        assert!(c["duration_ms"].as_f64().unwrap() >= 0.0);
+    }
+
+    // Rollback, then v2 again, then a restart keeps the deployed version.
+    let (status, back) = admin(
+        &app,
+        reqwest::Method::POST,
+        "/admin/v1/adapters/simulator/rollback",
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_ne!(back["hash"], v2_hash.as_str());
+    let (status, _) = admin(
+        &app,
+        reqwest::Method::PUT,
+        "/admin/v1/adapters/simulator",
+        Some(v2),
+    )
+    .await;
+    assert_eq!(status, 200);
+    app.service.running.task.abort();
+    let restarted = spawn_app_with(move |c| {
+        c.admin_token = Some(ADMIN.into());
+        c.data_dir = data_dir;
+    })
+    .await;
+    let (_, list) = admin(&restarted, reqwest::Method::GET, "/admin/v1/adapters", None).await;
+    let sim = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "simulator")
+        .unwrap();
+    assert_eq!(
+        sim["hash"],
+        v2_hash.as_str(),
+        "the deployed version survives a restart"
+    );
+    assert!(sim["versions"].as_array().unwrap().len() >= 2);
+}
