@@ -14,21 +14,28 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// The cargo target directory (`CARGO_TARGET_DIR` when set, as the Makefile does).
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"))
+}
+
 /// Built by `make components`.
 pub fn components_dir() -> PathBuf {
-    root().join("target/components")
+    target_dir().join("components")
 }
 
 /// Built by `make test-components`.
 pub fn test_component(name: &str) -> PathBuf {
-    root()
-        .join("target/test-components")
+    target_dir()
+        .join("test-components")
         .join(format!("{name}.wasm"))
 }
 
 /// Shared across tests so components are compiled once, not per test.
 pub fn cache_dir() -> PathBuf {
-    root().join("target/mmc-cache")
+    target_dir().join("mmc-cache")
 }
 
 pub fn base_config(data_dir: &std::path::Path) -> Config {
