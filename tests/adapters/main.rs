@@ -2,8 +2,8 @@
 //!
 //! Two levels: end to end through the real service (`spawn_app_with`, a live
 //! key, routing `routing.live.<slug>` to the adapter, the fake's host in the
-//! adapter's allow-list), and adapter alone in a real runtime with real
-//! outbound HTTP ([`Direct`]) for refunds, payouts and protocol details.
+//! adapter's allow-list), and the adapter alone in the host's sandbox with
+//! real outbound HTTP ([`Direct`]) for refunds, payouts and protocol details.
 //! Needs `make components`.
 
 #[path = "../support/mod.rs"]
@@ -13,24 +13,24 @@ mod momo;
 mod pawapay;
 mod wave;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mmc_host::capabilities::clock::SystemClock;
-use mmc_host::capabilities::outbound_http::ReqwestClient;
+use mmc_host::capabilities::clock::system_now_ms;
+use mmc_host::capabilities::outbound_http::{HttpClient, ReqwestClient};
 use mmc_host::config::{ComponentConfig, Config};
-use mmc_host::db::Memory;
-use mmc_host::metrics::Metrics;
+use mmc_host::runtime::AdapterInstance;
 use mmc_host::runtime::bindings::adapter_types::*;
 use mmc_host::runtime::state::HostState;
-use mmc_host::runtime::{AdapterInstance, Runtime, Services};
+use mmc_host::sandbox::{SANDBOX_EPOCH_MS, Sandbox};
 use serde_json::{Value, json};
 use support::*;
 
-/// One adapter in a real runtime with real outbound HTTP and no server: the
-/// `live` environment routes every operator it describes to it.
+/// One adapter alone in the host's sandbox (`mmc_host::sandbox`), its
+/// outbound HTTP answered for real by the fakes (the sandbox still applies
+/// the allow-list), its clock set to now. The `live` environment routes
+/// every operator it describes to it.
 pub struct Direct {
-    runtime: Arc<Runtime>,
+    sandbox: Sandbox,
     name: String,
 }
 
@@ -39,26 +39,38 @@ impl Direct {
     pub fn load(name: &str, component: ComponentConfig) -> Direct {
         let mut config = mmc_host::sandbox::adapter_config(name, "live", component);
         config.cache_dir = Some(cache_dir());
-        let services = Services {
-            storage: Arc::new(Memory::default()),
-            http: Arc::new(ReqwestClient::new(tokio::runtime::Handle::current())),
-            clock: Arc::new(SystemClock),
-            metrics: Arc::new(Metrics::default()),
-        };
-        let runtime = Runtime::new(&config, services).unwrap();
+        let sandbox = Sandbox::new(&config).unwrap();
+        let client = ReqwestClient::new(tokio::runtime::Handle::current());
+        sandbox.http.respond_with(move |req| {
+            let ms = if req.timeout_ms == 0 {
+                20_000
+            } else {
+                req.timeout_ms
+            };
+            client.send(req.clone(), Duration::from_millis(ms as u64))
+        });
+        // The sandbox clock starts at a fixed date: bring it to now so
+        // signature timestamps made by the fakes compare.
+        sandbox
+            .clock
+            .advance(Duration::from_millis(system_now_ms() - SANDBOX_EPOCH_MS));
         let path = components_dir().join(format!("{name}.wasm"));
-        let bytes = std::fs::read(&path)
+        sandbox
+            .load(name, &path)
             .unwrap_or_else(|e| panic!("{}: {e}; run `make components`", path.display()));
-        let loaded = runtime.prepare(name, &bytes).unwrap();
-        runtime.install(loaded);
         Direct {
-            runtime,
+            sandbox,
             name: name.into(),
         }
     }
 
     pub fn operators(&self) -> Vec<OperatorInfo> {
-        self.runtime.get(&self.name).unwrap().operators.clone()
+        self.sandbox
+            .runtime
+            .get(&self.name)
+            .unwrap()
+            .operators
+            .clone()
     }
 
     /// One adapter call, on a blocking thread: the host's HTTP client blocks
@@ -70,7 +82,7 @@ impl Direct {
         + Send
         + 'static,
     ) -> R {
-        let runtime = self.runtime.clone();
+        let runtime = self.sandbox.runtime.clone();
         let operator = operator.to_string();
         tokio::task::spawn_blocking(move || runtime.call_adapter("live", &operator, f))
             .await
