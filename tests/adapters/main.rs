@@ -318,3 +318,34 @@ pub fn failed(status: PspStatus) -> Failure {
         other => panic!("expected a failure, got {other:?}"),
     }
 }
+
+/// The platform's adapter conformance kit (`mmc adapters test`), run on the
+/// three live adapters with the secrets each needs to reach the network.
+#[test]
+fn live_adapters_pass_the_conformance_kit() {
+    let secret = |k: &str| (k.to_string(), "conformance-secret".to_string());
+    let mtn: Vec<_> = ["collection", "disbursement"]
+        .iter()
+        .flat_map(|p| {
+            ["api_user", "api_key", "subscription_key"].map(|k| secret(&format!("{p}_{k}")))
+        })
+        .collect();
+    for (name, secrets) in [
+        ("momo", mtn),
+        ("wave", vec![secret("api_key"), secret("webhook_secret")]),
+        ("pawapay", vec![secret("api_token")]),
+    ] {
+        let inputs = mmc_host::conformance::Inputs {
+            settings: Vec::new(),
+            secrets,
+        };
+        let file = components_dir().join(format!("{name}.wasm"));
+        let checks = mmc_host::conformance::run(&file, &cache_dir(), &inputs).unwrap();
+        let problems: Vec<String> = checks
+            .iter()
+            .filter(|c| !c.passed || c.detail.starts_with("not exercised"))
+            .map(|c| format!("{}: {}", c.name, c.detail))
+            .collect();
+        assert!(problems.is_empty(), "{name}: {problems:#?}");
+    }
+}

@@ -205,21 +205,15 @@ impl<'a> Session<'a> {
         let key = secret(market.slug, &format!("{p}_api_key"))?;
         let subscription_key = secret(market.slug, &format!("{p}_subscription_key"))?;
         let basic = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{key}"));
-        let resp = market
-            .send(
-                "POST",
-                &format!("/{p}/token/"),
-                vec![
-                    ("Authorization".into(), format!("Basic {basic}")),
-                    ("Ocp-Apim-Subscription-Key".into(), subscription_key.clone()),
-                ],
-                Vec::new(),
-            )
-            // Nothing was asked of the customer yet: the outcome is known, not a timeout.
-            .map_err(|e| match e {
-                AdapterError::Timeout(m) => AdapterError::Unavailable(m),
-                other => other,
-            })?;
+        let resp = market.send(
+            "POST",
+            &format!("/{p}/token/"),
+            vec![
+                ("Authorization".into(), format!("Basic {basic}")),
+                ("Ocp-Apim-Subscription-Key".into(), subscription_key.clone()),
+            ],
+            Vec::new(),
+        )?;
         match resp.status {
             200 => {
                 let token =
