@@ -65,6 +65,7 @@ fmt:
 	$(CARGO) fmt --all
 
 bench: components
+	$(CARGO) build --release -p mmc-host
 	./bench/run.sh
 
 clean:

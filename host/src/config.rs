@@ -215,7 +215,7 @@ impl Config {
                 continue;
             };
             // Read by the CLI itself, not configuration keys.
-            if key == "CONFIG" || key == "LOG" {
+            if matches!(key, "CONFIG" | "LOG" | "ADMIN_URL") {
                 continue;
             }
             let path: Vec<String> = key.split("__").map(|s| s.to_ascii_lowercase()).collect();

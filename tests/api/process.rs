@@ -14,7 +14,11 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// Starts `mmc serve` on port 0 with `env` (MMC_* settings) and waits until it listens.
     pub fn start(data_dir: &Path, env: &[(&str, &str)]) -> ServerProcess {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mmc"));
+        // MMC_BIN points at another build (the release one, for `make crash`).
+        let bin = std::env::var_os("MMC_BIN")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_mmc").into());
+        let mut cmd = Command::new(bin);
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
             .arg("--components-dir")

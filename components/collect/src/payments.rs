@@ -213,28 +213,33 @@ pub fn create_payment(
     if hosted {
         return Ok((p, false));
     }
-    let p = initiate(caller, p)?;
-    if let Some(key) = &key {
-        let tx = Tx::begin()?;
-        tx.put_idem(
-            env,
-            merchant,
-            key,
-            &IdemRecord {
+    // The idempotency record is marked done in the same transaction as the outcome.
+    let done = key.map(|k| {
+        (
+            k,
+            IdemRecord {
                 request_hash,
                 payment_id: id,
                 created_ms: now,
                 done: true,
             },
-        )?;
-        tx.commit()?;
-    }
+        )
+    });
+    let p = initiate_with(caller, p, done)?;
     Ok((p, false))
 }
 
 /// Asks the operator to start collecting `p` (no transaction held), then
 /// applies the outcome. Returns the payment as stored afterwards.
 pub fn initiate(caller: &Caller, p: Payment) -> Result<Payment, ApiError> {
+    initiate_with(caller, p, None)
+}
+
+fn initiate_with(
+    caller: &Caller,
+    p: Payment,
+    idem: Option<(String, IdemRecord)>,
+) -> Result<Payment, ApiError> {
     let operator = p.operator.clone().unwrap_or_default();
     let outcome = router::initiate(&InitiateRequest {
         payment_id: p.id.clone(),
@@ -260,6 +265,9 @@ pub fn initiate(caller: &Caller, p: Payment) -> Result<Payment, ApiError> {
     let previous_check = p.next_check_ms;
     apply_initiated(&tx, &mut p, outcome)?;
     tx.save_payment(&p, previous_check)?;
+    if let Some((key, rec)) = idem {
+        tx.put_idem(&p.environment, &p.merchant_id, &key, &rec)?;
+    }
     tx.commit()?;
     Ok(p)
 }

@@ -348,7 +348,8 @@ impl Webhooks {
     /// Claims due deliveries with a lease (a crash mid-attempt retries after it).
     fn claim_due(&self, limit: usize) -> Result<Vec<Claimed>, WebhookError> {
         let now = system_now_ms() as i64;
-        let lease = (self.config.timeout_ms + 30_000) as i64;
+        // Longer than an attempt can take; after a crash the delivery is retried when it ends.
+        let lease = (self.config.timeout_ms * 2 + 1_000) as i64;
         Ok(self.db.write(|tx| {
             let mut stmt = tx.prepare_cached(
                 "UPDATE deliveries SET next_attempt_ms = ?2 + ?3

@@ -1,0 +1,25 @@
+-- POST /api/v1/collect/payments with a fresh Idempotency-Key and reference per request.
+local counter = 0
+local thread_tag = tostring(math.random(1, 1e9))
+
+local function uuid()
+  local t = "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx"
+  return (string.gsub(t, "[xy]", function(c)
+    local v = (c == "x") and math.random(0, 15) or math.random(8, 11)
+    return string.format("%x", v)
+  end))
+end
+
+function init(args)
+  math.randomseed(os.time() + tonumber(thread_tag))
+end
+
+request = function()
+  counter = counter + 1
+  local body = string.format(
+    '{"reference":"bench-%s-%d","amount":1500,"currency":"XOF","country":"BJ","operator":"mtn-bj","customer":{"phone":"+2290166001234"}}',
+    thread_tag, counter)
+  wrk.headers["Idempotency-Key"] = uuid()
+  wrk.headers["Content-Type"] = "application/json"
+  return wrk.format("POST", "/api/v1/collect/payments", nil, body)
+end

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# `make bench`: one run on a release build, with a real load generator (wrk),
+# durable storage (synchronous=FULL). Prints a table and writes bench/results/latest.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TARGET_DIR=${CARGO_TARGET_DIR:-target}
+MMC="$TARGET_DIR/release/mmc"
+DURATION=${BENCH_DURATION:-10s}
+CONNS=${BENCH_CONNECTIONS:-64}
+SEED=${BENCH_SEED:-1000000}
+PORT=${BENCH_PORT:-18099}
+BASE="http://127.0.0.1:$PORT"
+command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+mkdir -p bench/results
+DATA=$(mktemp -d)
+trap 'kill $SERVER 2>/dev/null || true; rm -rf "$DATA"' EXIT
+export MMC_CACHE_DIR="$TARGET_DIR/mmc-cache" MMC_LOG=warn MMC_RATE_LIMIT__PER_SECOND=0 MMC_ADMIN_TOKEN=adm_bench
+
+M=$("$MMC" merchants create --name Bench --data-dir "$DATA" | python3 -c 'import sys,json;print(json.load(sys.stdin)["id"])')
+KEY=$("$MMC" keys create --merchant "$M" --env test --data-dir "$DATA" | python3 -c 'import sys,json;print(json.load(sys.stdin)["key"])')
+
+start_server() {
+  local t0=$(date +%s%N)
+  "$MMC" serve --listen 127.0.0.1:$PORT --data-dir "$DATA" --components-dir "$TARGET_DIR/components" > "$DATA/server.log" 2>&1 &
+  SERVER=$!
+  until curl -sf "$BASE/healthz" >/dev/null; do sleep 0.01; done
+  STARTUP_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
+}
+# Warm the compile cache once, then measure start-up with every component cached.
+start_server; kill $SERVER; wait $SERVER 2>/dev/null || true
+start_server
+
+run_wrk() { # name, extra args...
+  local name=$1; shift
+  wrk -t2 -c"$CONNS" -d"$DURATION" --latency "$@" > "$DATA/$name.txt"
+  local rps p50 p99
+  rps=$(awk '/Requests\/sec/ {print $2}' "$DATA/$name.txt")
+  p50=$(awk '$1=="50%" {print $2}' "$DATA/$name.txt")
+  p99=$(awk '$1=="99%" {print $2}' "$DATA/$name.txt")
+  local non2xx=$(awk '/Non-2xx/ {print $5}' "$DATA/$name.txt")
+  echo "$name|$rps|$p50|$p99|${non2xx:-0}"
+}
+metric_sum() { curl -s "$BASE/metrics" | awk -v n="$1" -v l="$2" 'index($0, n"{"l) == 1 {s += $2} END {printf "%.6f", s}'; }
+
+AUTH=(-H "Authorization: Bearer $KEY")
+HEALTH=$(run_wrk healthz "$BASE/healthz")
+W0=$(metric_sum mmc_component_call_duration_seconds_sum "component=\"collect\"")
+R0=$(metric_sum mmc_http_request_duration_seconds_sum "route=\"collect\"")
+CREATE=$(run_wrk create "${AUTH[@]}" -s bench/create.lua "$BASE")
+W1=$(metric_sum mmc_component_call_duration_seconds_sum "component=\"collect\"")
+R1=$(metric_sum mmc_http_request_duration_seconds_sum "route=\"collect\"")
+WASM_SHARE=$(python3 -c "print(f'{100*($W1-$W0)/max($R1-$R0,1e-9):.0f}%')")
+ID=$(curl -s "${AUTH[@]}" -H "Idempotency-Key: $(python3 -c 'import uuid;print(uuid.uuid4())')" -H 'Content-Type: application/json' \
+  -d '{"reference":"bench-get","amount":1500,"currency":"XOF","country":"BJ","operator":"mtn-bj","customer":{"phone":"+2290166000001"}}' \
+  "$BASE/api/v1/collect/payments" | python3 -c 'import sys,json;print(json.load(sys.stdin)["id"])')
+GET=$(run_wrk get "${AUTH[@]}" "$BASE/api/v1/collect/payments/$ID")
+LEGACY=$(run_wrk legacy "${AUTH[@]}" -s bench/legacy.lua "$BASE")
+STORED=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT COUNT(*) FROM kv WHERE ns='collect' AND tbl='payments'\").fetchone()[0])" "$DATA/mmc.db")
+
+# Hot swap: a new simulator version (same code, one custom section more), compiled and swapped in.
+python3 - "$TARGET_DIR/components/simulator.wasm" "$DATA/sim-v2.wasm" <<'PY'
+import sys, os
+b = open(sys.argv[1], "rb").read()
+tag = os.urandom(8).hex().encode()
+name = b"mmc-version"
+payload = bytes([len(name)]) + name + tag
+open(sys.argv[2], "wb").write(b + bytes([0, len(payload)]) + payload)
+PY
+t0=$(date +%s%N)
+"$MMC" adapters deploy simulator "$DATA/sim-v2.wasm" --server "$BASE" --token adm_bench >/dev/null
+SWAP_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
+
+# Reads with a large store: GET latency at ~10k payments (now) vs after seeding $SEED more.
+small=$(wrk -t2 -c16 -d5s --latency "${AUTH[@]}" "$BASE/api/v1/collect/payments/$ID" | awk '$1=="50%" {print $2}')
+kill $SERVER; wait $SERVER 2>/dev/null || true
+python3 bench/seed.py "$DATA/mmc.db" "$M" "$SEED" >/dev/null
+start_server
+large=$(wrk -t2 -c16 -d5s --latency "${AUTH[@]}" "$BASE/api/v1/collect/payments/$ID" | awk '$1=="50%" {print $2}')
+RSS_KB=$(awk '/VmRSS/ {print $2}' /proc/$SERVER/status)
+
+ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); print(f'{a/b:.2f}')"; }
+{
+  echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; wrk -t2 -c$CONNS -d$DURATION; release build; SQLite WAL synchronous=FULL"
+  echo
+  echo "| Endpoint | req/s | p50 | p99 | non-2xx |"
+  echo "|---|---|---|---|---|"
+  for row in "$HEALTH" "$CREATE" "$GET" "$LEGACY"; do IFS='|' read -r n r a b e <<<"$row"; echo "| $n | $r | $a | $b | $e |"; done
+  echo
+  echo "- create/healthz: $(ratio "$CREATE" "$HEALTH"); get/healthz: $(ratio "$GET" "$HEALTH"); legacy create/create: $(ratio "$LEGACY" "$CREATE")"
+  echo "- share of create request time spent in Wasm (collect instantiate + calls, adapter included): $WASM_SHARE"
+  echo "- start-up with all components cached: ${STARTUP_MS} ms; hot swap of an adapter (upload, compile, smoke test, swap): ${SWAP_MS} ms"
+  echo "- GET p50 with $STORED payments stored: $small; with $SEED more: $large; server RSS after: $((RSS_KB / 1024)) MiB"
+} | tee bench/results/latest.md

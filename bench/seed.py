@@ -1,0 +1,30 @@
+"""Seeds N synthetic payments straight into the collect component's tables
+(same key layout as components/collect/src/store.rs), to measure reads with a
+large store without spending minutes creating them through the API."""
+import json, sqlite3, sys, uuid
+
+db, merchant, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+conn = sqlite3.connect(db)
+conn.execute("PRAGMA synchronous=OFF")
+proto = {
+    "merchant_id": merchant, "environment": "test", "status": "completed", "amount": 1500,
+    "currency": "XOF", "country": "BJ", "mode": "direct", "operator": "mtn-bj",
+    "customer": {"phone": "+2290166001234", "first_name": None, "last_name": None},
+    "description": None, "callback_url": None, "external_merchant_id": None, "metadata": None,
+    "psp_reference": "sim-1234-0-x", "checkout_url": None, "expires_at_ms": 1780272900000,
+    "created_at_ms": 1780272000000, "updated_at_ms": 1780272000000, "completed_at_ms": 1780272001000,
+    "failure": None, "request_hash": "seed", "merchant_name": "Bench",
+}
+batch = []
+for i in range(n):
+    pid = str(uuid.uuid4())
+    rec = dict(proto, id=pid, reference=f"seed-{i}")
+    batch.append(("collect", "payments", f"test/{merchant}/{pid}", json.dumps(rec).encode()))
+    batch.append(("collect", "refs", f"test/{merchant}/seed-{i}", pid.encode()))
+    if len(batch) >= 20000:
+        conn.executemany("INSERT OR REPLACE INTO kv (ns, tbl, k, v) VALUES (?, ?, ?, ?)", batch)
+        conn.commit()
+        batch = []
+conn.executemany("INSERT OR REPLACE INTO kv (ns, tbl, k, v) VALUES (?, ?, ?, ?)", batch)
+conn.commit()
+print(f"seeded {n}")
