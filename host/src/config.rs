@@ -156,6 +156,12 @@ impl Default for Config {
                     false,
                 ),
                 route(
+                    "/api/v1/collect/mobile-money/openapi.json",
+                    "legacy",
+                    Generation::Legacy,
+                    true,
+                ),
+                route(
                     "/api/v1/collect/operators",
                     "legacy",
                     Generation::Legacy,

@@ -57,6 +57,83 @@ async fn the_document_is_public_and_valid_openapi_3_1() {
     );
 }
 
+/// schemathesis, every check, against `doc` on the live server with `key`.
+fn fuzz(base: &str, doc: &str, key: &str, config: Option<&str>) -> std::process::Output {
+    let mut cmd = Command::new(venv_tool("schemathesis"));
+    if let Some(file) = config {
+        cmd.arg("--config-file")
+            .arg(root().join("tests/api").join(file));
+    }
+    cmd.args([
+        "run",
+        &format!("{base}{doc}"),
+        "--url",
+        &format!("{base}/api/v1"),
+    ])
+    .args([
+        "--checks",
+        "all",
+        "--max-examples",
+        "40",
+        "--workers",
+        "1",
+        "--no-color",
+    ])
+    .args(["--header", &format!("Authorization: Bearer {key}")])
+    .args(["--suppress-health-check", "all", "--request-timeout", "20"])
+    .output()
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_legacy_generation_has_its_document_and_it_holds_under_fuzzing() {
+    let app = spawn_app_with(|c| {
+        c.rate_limit.per_second = 0.0;
+        c.routing.insert(
+            "live".into(),
+            [("*".to_string(), "simulator".to_string())].into(),
+        );
+    })
+    .await;
+    let resp = app
+        .client
+        .get(app.url("/api/v1/collect/mobile-money/openapi.json"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200, "public");
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), resp.bytes().await.unwrap()).unwrap();
+    let out = Command::new(venv_tool("openapi-spec-validator"))
+        .arg(file.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let (_, test_key, live_key) = app.merchant("Fuzz");
+    for key in [test_key, live_key] {
+        let base = app.base.clone();
+        let out = tokio::task::spawn_blocking(move || {
+            fuzz(
+                &base,
+                "/api/v1/collect/mobile-money/openapi.json",
+                &key,
+                Some("schemathesis-legacy.toml"),
+            )
+        })
+        .await
+        .unwrap();
+        assert!(
+            out.status.success(),
+            "schemathesis failed:\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn schemathesis_finds_no_5xx_and_no_response_outside_the_document() {
     let app = spawn_app_with(|c| {

@@ -705,7 +705,16 @@ pub fn cancel_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
                 "The customer already paid: the payment is completed.",
             ));
         }
-        Some(Err(AdapterError::NotSupported(_))) | Some(Ok(_)) | None => {}
+        // Withdrawn (or never reached the operator): cancelled here too.
+        Some(Ok(PspStatus::Failed(_))) | None => {}
+        // Still pending at an operator that cannot withdraw a push: cancelling only here would
+        // let a later approval take the customer's money for a cancelled payment.
+        Some(Ok(PspStatus::Pending)) | Some(Err(AdapterError::NotSupported(_))) => {
+            return Err(ApiError::state(
+                "payment_not_cancellable",
+                "The operator cannot withdraw this request; it completes or expires on its own.",
+            ));
+        }
         Some(Err(e)) => {
             return Err(ApiError::operator(
                 "operator_error",

@@ -273,7 +273,20 @@ pub fn reconcile_due(limit: u32) -> u32 {
             let Some(mut r) = tx.refund(&d.env, &d.merchant, &d.id)? else {
                 return Ok(());
             };
-            apply_refund_status(&tx, &mut r, answer.unwrap_or(PspStatus::Pending))?;
+            match answer {
+                Ok(status) => apply_refund_status(&tx, &mut r, status)?,
+                // The operator offers no status query (Wave): stop polling; the refund stays
+                // pending for a person to check with the operator.
+                Err(AdapterError::NotSupported(m)) => {
+                    crate::mmc::platform::log::log(
+                        crate::mmc::platform::log::Level::Warn,
+                        &format!("refund {}: {m}; needs manual review", r.id),
+                    );
+                    let previous = r.next_check_ms.take();
+                    tx.save_refund(&r, previous)?;
+                }
+                Err(_) => apply_refund_status(&tx, &mut r, PspStatus::Pending)?,
+            }
             tx.commit()
         })();
         done += 1;

@@ -8,6 +8,8 @@ use crate::mmc::api::payment_types::Failure;
 
 #[derive(Debug)]
 pub struct LegacyError {
+    /// Methods for the `Allow` header of a 405.
+    pub allow: Option<&'static str>,
     pub status: u16,
     pub code: &'static str,
     pub message: String,
@@ -16,6 +18,7 @@ pub struct LegacyError {
 impl LegacyError {
     pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> LegacyError {
         LegacyError {
+            allow: None,
             status,
             code,
             message: message.into(),
@@ -26,19 +29,26 @@ impl LegacyError {
         LegacyError::new(400, "invalid_request", message)
     }
 
-    pub fn method_not_allowed() -> LegacyError {
-        LegacyError::new(
-            405,
-            "method_not_allowed",
-            "Method not allowed on this path.",
-        )
+    pub fn method_not_allowed(allow: &'static str) -> LegacyError {
+        LegacyError {
+            allow: Some(allow),
+            ..LegacyError::new(
+                405,
+                "method_not_allowed",
+                format!("Method not allowed on this path; use {allow}."),
+            )
+        }
     }
 
     pub fn into_response(self) -> Response {
-        crate::wire::json(
+        let mut resp = crate::wire::json(
             self.status,
             &json!({"error": self.message, "code": self.code}),
-        )
+        );
+        if let Some(allow) = self.allow {
+            resp.headers.push(("allow".into(), allow.into()));
+        }
+        resp
     }
 }
 

@@ -38,15 +38,28 @@ impl Guest for Legacy {
     }
 }
 
+/// The OpenAPI 3.1 document of this generation (served without a key; fuzzed by the tests).
+const OPENAPI: &str = include_str!("../api/openapi.json");
+
 fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, LegacyError> {
     let path = req.path.trim_end_matches('/');
+    if path == "/api/v1/collect/mobile-money/openapi.json" {
+        return match req.method.as_str() {
+            "GET" => Ok(Response {
+                status: 200,
+                headers: vec![("content-type".into(), "application/json".into())],
+                body: OPENAPI.as_bytes().to_vec(),
+            }),
+            _ => Err(LegacyError::method_not_allowed("GET")),
+        };
+    }
     let caller =
         caller.ok_or_else(|| LegacyError::new(401, "unauthorized", "An API key is required."))?;
     let method = req.method.as_str();
     if path == "/api/v1/collect/operators" {
         return match method {
             "GET" => Ok(wire::json(200, &wire::catalogue(&caller.environment))),
-            _ => Err(LegacyError::method_not_allowed()),
+            _ => Err(LegacyError::method_not_allowed("GET")),
         };
     }
     let rest = path
@@ -57,15 +70,19 @@ fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, LegacyError
         ("POST", []) => initiate(caller, req),
         ("POST", ["confirm"]) => confirm(caller, req),
         ("GET", [reference]) => read(caller, req, reference),
-        (_, [] | ["confirm"] | [_]) => Err(LegacyError::method_not_allowed()),
+        (_, [] | ["confirm"]) => Err(LegacyError::method_not_allowed("POST")),
+        (_, [_]) => Err(LegacyError::method_not_allowed("GET")),
         _ => Err(LegacyError::new(404, "not_found", "No such endpoint.")),
     }
 }
 
 fn initiate(caller: &Caller, req: &Request) -> Result<Response, LegacyError> {
-    let key = wire::header(req, "idempotency-key")
-        .map(str::trim)
-        .filter(|k| !k.is_empty());
+    let key = wire::header(req, "idempotency-key").map(str::trim);
+    if key.is_some_and(|k| k.is_empty() || k.len() > 255) {
+        return Err(LegacyError::invalid(
+            "Idempotency-Key must be 1 to 255 characters.",
+        ));
+    }
     let required = config::get("require_idempotency_key").is_some_and(|v| v == "true" || v == "1");
     if key.is_none() && required {
         return Err(LegacyError::new(
@@ -109,7 +126,15 @@ fn confirm(caller: &Caller, req: &Request) -> Result<Response, LegacyError> {
 }
 
 fn read(caller: &Caller, req: &Request, reference: &str) -> Result<Response, LegacyError> {
-    let sync = matches!(wire::query_param(req, "sync"), Some("true" | "1" | "yes"));
+    let sync = match wire::query_param(req, "sync") {
+        None | Some("false" | "0" | "no") => false,
+        Some("true" | "1" | "yes") => true,
+        Some(_) => {
+            return Err(LegacyError::invalid(
+                "sync must be true, 1 or yes (or false, 0, no).",
+            ));
+        }
+    };
     match payments::get(caller, reference, sync) {
         Ok(p) => Ok(wire::json(200, &wire::collection(&p, false))),
         Err(f) => Err(errors::from_read(f)),

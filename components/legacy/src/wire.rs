@@ -108,9 +108,17 @@ impl Initiate {
         let m = object(body)?;
         let amount_minor = match m.get("amount") {
             None | Some(Value::Null) => return Err(LegacyError::invalid("amount is required.")),
-            Some(Value::Number(n)) => n.as_u64().ok_or_else(|| {
-                LegacyError::invalid("amount must be a positive integer in minor units.")
-            })?,
+            // JSON Schema's integer: 150000 and 150000.0 alike.
+            Some(Value::Number(n)) => n
+                .as_u64()
+                .or_else(|| {
+                    n.as_f64()
+                        .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1e18)
+                        .map(|f| f as u64)
+                })
+                .ok_or_else(|| {
+                    LegacyError::invalid("amount must be a positive integer in minor units.")
+                })?,
             Some(_) => {
                 return Err(LegacyError::invalid(
                     "amount must be an integer in minor units.",
