@@ -157,5 +157,5 @@ pub fn verify(secret: &str, header: &str, body: &[u8]) -> bool {
     mac.update(b".");
     mac.update(body);
     let expected = hex::encode(mac.finalize().into_bytes());
-    v1.iter().any(|s| *s == expected)
+    v1.contains(&expected)
 }

@@ -143,7 +143,7 @@ fn group_thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push('\u{202f}');
         }
         out.push(c);
@@ -188,14 +188,14 @@ fn form_fields(body: &[u8]) -> Vec<(String, String)> {
         let mut out = Vec::with_capacity(bytes.len());
         let mut i = 0;
         while i < bytes.len() {
-            if bytes[i] == b'%' && i + 2 < bytes.len() + 0 && i + 2 <= bytes.len() - 1 {
-                if let Ok(b) =
-                    u8::from_str_radix(&String::from_utf8_lossy(&bytes[i + 1..i + 3]), 16)
-                {
-                    out.push(b);
-                    i += 3;
-                    continue;
-                }
+            // `%XX` with two hex digits; anything else is kept as it is.
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(&String::from_utf8_lossy(h), 16).ok());
+            if let (b'%', Some(b)) = (bytes[i], hex) {
+                out.push(b);
+                i += 3;
+                continue;
             }
             out.push(bytes[i]);
             i += 1;
