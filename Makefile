@@ -55,7 +55,7 @@ run: components
 test: components test-components tools browser
 	$(CARGO) test --workspace $(addprefix --exclude ,$(COMPONENTS) $(TEST_COMPONENTS))
 	# Components' own unit tests (CSV parsing...) run natively.
-	$(CARGO) test -p bulk -p momo -p wave -p pawapay
+	$(CARGO) test -p collect -p bulk -p momo -p wave -p pawapay
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -248,3 +248,23 @@ mod tests {
         assert_eq!(e.line, 3);
     }
 }
+
+#[cfg(test)]
+mod props {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// CSV import never panics, whatever the bytes.
+        #[test]
+        fn any_bytes_parse_or_fail_cleanly(bytes in prop::collection::vec(any::<u8>(), 0..400)) {
+            if let Ok(text) = super::decode(&bytes) {
+                let _ = super::parse(text);
+            }
+        }
+
+        #[test]
+        fn csv_like_text_parses_without_panic(text in "[a-z0-9,;\"\r\n +]{0,300}") {
+            let _ = super::parse(&text);
+        }
+    }
+}

@@ -585,3 +585,82 @@ pub fn catalogue_json(ops: &[OperatorInfo], country: Option<Country>) -> Value {
         .collect();
     json!({"object": "list", "data": data})
 }
+
+#[cfg(test)]
+mod props {
+    use proptest::prelude::*;
+    use serde_json::{Map, Value, json};
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|i| json!(i)),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(|f| json!(f)),
+            ".{0,12}".prop_map(Value::String),
+            prop_oneof![
+                Just("BJ"),
+                Just("TG"),
+                Just("CI"),
+                Just("XOF"),
+                Just("mtn-bj"),
+                Just("+2290166000001"),
+                Just("hosted")
+            ]
+            .prop_map(|s| json!(s)),
+        ];
+        leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(".{0,8}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn create_body() -> impl Strategy<Value = Map<String, Value>> {
+        let field = prop_oneof![
+            Just("reference"),
+            Just("amount"),
+            Just("currency"),
+            Just("country"),
+            Just("mode"),
+            Just("customer"),
+            Just("operator"),
+            Just("description"),
+            Just("callback_url"),
+            Just("expires_in_seconds"),
+            Just("external_merchant_id"),
+            Just("metadata"),
+            Just("surprise")
+        ];
+        prop::collection::vec((field, json_value()), 0..12)
+            .prop_map(|kvs| kvs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    }
+
+    proptest! {
+        /// Request parsing never panics; what it accepts respects every documented limit,
+        /// and what it refuses names a parameter.
+        #[test]
+        fn create_parsing_is_total_and_sound(body in create_body(), live in any::<bool>()) {
+            match super::parse_create_object(&body, if live { "live" } else { "test" }) {
+                Ok(p) => {
+                    prop_assert!((100..=2_000_000).contains(&p.amount));
+                    prop_assert!(!p.reference.is_empty() && p.reference.chars().count() <= 100);
+                    prop_assert!((300..=3600).contains(&p.expires_in_seconds));
+                    prop_assert_eq!(p.currency.as_str(), p.country.currency());
+                    if p.mode == mmc_domain::Mode::Direct {
+                        prop_assert!(p.operator.is_some());
+                        prop_assert!(p.customer.as_ref().and_then(|c| c.phone.as_ref()).is_some());
+                    }
+                }
+                Err(e) => {
+                    prop_assert_eq!(e.status, 400);
+                    prop_assert!(e.param.is_some(), "{:?}", e);
+                }
+            }
+        }
+    }
+}

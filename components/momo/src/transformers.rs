@@ -235,3 +235,19 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod props {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Callback and status bodies never panic the parser, whatever arrives.
+        #[test]
+        fn transaction_bodies_never_panic(body in prop::collection::vec(any::<u8>(), 0..300)) {
+            if let Ok(t) = super::parse_transaction(&body) {
+                let _ = super::status_of(&t);
+            }
+            let _ = super::parse_token(&body);
+        }
+    }
+}

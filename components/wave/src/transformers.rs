@@ -225,3 +225,17 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod props {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Callback parsing (signature header and body) never panics on hostile input.
+        #[test]
+        fn signature_headers_and_bodies_never_panic(header in ".{0,80}", body in prop::collection::vec(any::<u8>(), 0..200)) {
+            let _ = super::parse_signature_header(&header);
+            let _ = super::parse::<super::Session>("webhook", &body);
+        }
+    }
+}

@@ -189,3 +189,33 @@ mod tests {
         assert!(infer_operator("+2290192000001").is_none());
     }
 }
+
+#[cfg(test)]
+mod props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// Any input: no panic; a success is E.164 of the country, and normalising it again changes nothing.
+        #[test]
+        fn normalize_is_total_and_idempotent(input in ".{0,40}", c in 0usize..3) {
+            let country = Country::ALL[c];
+            if let Ok(e164) = normalize(country, &input) {
+                let prefix = format!("+{}", country.dial_code());
+                prop_assert!(e164.starts_with(&prefix), "{} does not start with {}", e164, prefix);
+                prop_assert!(e164[1..].bytes().all(|b| b.is_ascii_digit()));
+                prop_assert_eq!(normalize(country, &e164), Ok(e164.clone()));
+                prop_assert_eq!(country_of(&e164), Some(country));
+            }
+        }
+
+        #[test]
+        fn digits_only_inputs_never_panic(input in "[+0-9 ]{0,20}") {
+            for c in Country::ALL {
+                let _ = normalize(c, &input);
+            }
+            let _ = infer_operator(&input);
+        }
+    }
+}
