@@ -13,7 +13,7 @@ DATA_DIR ?= ./data
 VENV := $(TARGET_DIR)/venv
 PY_TOOLS := schemathesis==4.32.5 openapi-spec-validator==0.9.0
 
-.PHONY: all run test components test-components toolchain tools browser lint fmt bench clean
+.PHONY: all run test components test-components toolchain tools browser lint fmt bench soak crash clean
 
 all: components
 	$(CARGO) build -p mmc-host
@@ -67,6 +67,16 @@ fmt:
 bench: components
 	$(CARGO) build --release -p mmc-host
 	./bench/run.sh
+
+# Ten minutes of load at a fraction of capacity: flat memory, no error.
+soak: components
+	$(CARGO) build --release -p mmc-host
+	./bench/soak.sh
+
+# The crash-recovery test against the release build.
+crash: components
+	$(CARGO) build --release -p mmc-host
+	MMC_BIN=$(TARGET_DIR)/release/mmc $(CARGO) test -p mmc-host --test api crash -- --nocapture
 
 clean:
 	$(CARGO) clean
