@@ -1,6 +1,13 @@
 -- POST /api/v1/collect/payments with a fresh Idempotency-Key and reference per request.
 local counter = 0
-local thread_tag = tostring(math.random(1, 1e9))
+local thread_tag = "t"
+local threads = 0
+
+-- Each thread gets its own id: unseeded, every thread's Lua state draws the same numbers.
+function setup(thread)
+  threads = threads + 1
+  thread:set("tid", threads)
+end
 
 local function uuid()
   local t = "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx"
@@ -11,7 +18,8 @@ local function uuid()
 end
 
 function init(args)
-  math.randomseed(os.time() + tonumber(thread_tag))
+  thread_tag = tid .. "-" .. os.time()
+  math.randomseed(os.time() * 1000 + tid)
 end
 
 request = function()

@@ -1,6 +1,17 @@
 -- POST /api/v1/collect/mobile-money/ (legacy generation), fresh reference per request.
 local counter = 0
-local thread_tag = tostring(math.random(1, 1e9))
+local thread_tag = "t"
+local threads = 0
+
+-- Each thread gets its own id: unseeded, every thread's Lua state draws the same numbers.
+function setup(thread)
+  threads = threads + 1
+  thread:set("tid", threads)
+end
+
+function init(args)
+  thread_tag = tid .. "-" .. os.time()
+end
 
 request = function()
   counter = counter + 1

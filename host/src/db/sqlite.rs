@@ -2,13 +2,20 @@
 //! before it is acknowledged). One writer connection behind a lock — SQLite
 //! serialises writers anyway and waiting on a mutex beats busy-polling — and
 //! a pool of reader connections that never block the writer.
+//!
+//! Group commit: every write transaction is a SAVEPOINT inside an outer
+//! transaction that a committer thread commits as soon as it can, so one
+//! fsync makes a whole group durable. A transaction's `commit` returns only
+//! once its group is on disk (and fails if the group's commit failed); a
+//! transaction that ends without committing also waits, so nothing it read
+//! from the group is reported before it is durable.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::lock_api::ArcMutexGuard;
-use parking_lot::{Mutex, RawMutex};
+use parking_lot::{Condvar, Mutex, RawMutex};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 use super::{Backend, MAX_SCAN, OutboxEvent, StorageError, Transaction};
@@ -54,8 +61,123 @@ CREATE INDEX IF NOT EXISTS outbox_undispatched ON outbox (dispatched, seq);
 
 pub struct Sqlite {
     path: PathBuf,
-    writer: Arc<Mutex<Connection>>,
+    writer: Arc<Mutex<Writer>>,
+    groups: Arc<Groups>,
     readers: Mutex<Vec<Connection>>,
+}
+
+/// The writer connection and the group it is building.
+struct Writer {
+    conn: Connection,
+    /// The outer transaction is open.
+    open: bool,
+    /// Number of the group being built.
+    group: u64,
+}
+
+/// What the committer has done, for transactions waiting on their group.
+#[derive(Default)]
+struct Groups {
+    state: Mutex<GroupState>,
+    done: Condvar,
+    work: Condvar,
+}
+
+#[derive(Default)]
+struct GroupState {
+    /// Every group up to this one is resolved (durable or failed).
+    resolved_through: u64,
+    /// Recent groups whose commit failed, with the error.
+    failed: Vec<(u64, String)>,
+    /// A transaction is waiting for the current group.
+    pending: bool,
+    stop: bool,
+}
+
+impl Groups {
+    /// Asks the committer for a commit and waits until `group` is resolved.
+    fn wait_durable(&self, group: u64) -> Result<(), StorageError> {
+        let mut st = self.state.lock();
+        st.pending = true;
+        self.work.notify_one();
+        while st.resolved_through < group {
+            self.done.wait(&mut st);
+        }
+        match st.failed.iter().find(|(g, _)| *g == group) {
+            Some((_, e)) => Err(StorageError::Unavailable(format!("commit failed: {e}"))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Commits the open group whenever a transaction waits on it.
+fn committer(writer: Arc<Mutex<Writer>>, groups: Arc<Groups>) {
+    loop {
+        {
+            let mut st = groups.state.lock();
+            while !st.pending && !st.stop {
+                groups.work.wait(&mut st);
+            }
+            if st.stop {
+                return;
+            }
+            st.pending = false;
+        }
+        // Transactions that get the lock before us join this group: that is the batching.
+        let mut w = writer.lock();
+        let group = w.group;
+        let result = if w.open {
+            w.conn.execute_batch("COMMIT")
+        } else {
+            Ok(())
+        };
+        if result.is_err() {
+            let _ = w.conn.execute_batch("ROLLBACK");
+        }
+        w.open = false;
+        w.group += 1;
+        drop(w);
+        let mut st = groups.state.lock();
+        st.resolved_through = group;
+        if let Err(e) = result {
+            st.failed.push((group, e.to_string()));
+            let excess = st.failed.len().saturating_sub(64);
+            st.failed.drain(..excess);
+        }
+        groups.done.notify_all();
+    }
+}
+
+impl Drop for Sqlite {
+    fn drop(&mut self) {
+        self.groups.state.lock().stop = true;
+        self.groups.work.notify_all();
+    }
+}
+
+/// Opens the group's outer transaction if needed and a savepoint in it.
+fn enter(w: &mut Writer) -> Result<(), StorageError> {
+    if !w.open {
+        // IMMEDIATE: take the write lock up front, so a read-then-write cannot
+        // fail with SQLITE_BUSY when another process (the CLI) writes meanwhile.
+        w.conn.execute_batch("BEGIN IMMEDIATE")?;
+        w.open = true;
+    }
+    w.conn.execute_batch("SAVEPOINT txn")?;
+    Ok(())
+}
+
+/// Ends the savepoint: kept (`RELEASE`) or undone.
+fn leave(w: &mut Writer, keep: bool) -> Result<(), StorageError> {
+    if keep {
+        if let Err(e) = w.conn.execute_batch("RELEASE txn") {
+            let _ = w.conn.execute_batch("ROLLBACK TO txn; RELEASE txn");
+            return Err(e.into());
+        }
+        Ok(())
+    } else {
+        Ok(w.conn.execute_batch("ROLLBACK TO txn; RELEASE txn")?)
+    }
 }
 
 impl Sqlite {
@@ -63,11 +185,25 @@ impl Sqlite {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| StorageError::Unavailable(e.to_string()))?;
         }
-        let writer = open_connection(path, false)?;
-        writer.execute_batch(SCHEMA)?;
+        let conn = open_connection(path, false)?;
+        conn.execute_batch(SCHEMA)?;
+        let writer = Arc::new(Mutex::new(Writer {
+            conn,
+            open: false,
+            group: 1,
+        }));
+        let groups = Arc::new(Groups::default());
+        {
+            let (w, g) = (writer.clone(), groups.clone());
+            std::thread::Builder::new()
+                .name("sqlite-committer".into())
+                .spawn(move || committer(w, g))
+                .map_err(|e| StorageError::Unavailable(e.to_string()))?;
+        }
         Ok(Sqlite {
             path: path.to_path_buf(),
-            writer: Arc::new(Mutex::new(writer)),
+            writer,
+            groups,
             readers: Mutex::new(Vec::new()),
         })
     }
@@ -86,18 +222,20 @@ impl Sqlite {
         out
     }
 
-    /// Runs `f` inside a write transaction on the single writer.
+    /// Runs `f` in a write transaction; returns once it is durable.
     pub fn write<T>(
         &self,
-        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StorageError>,
+        f: impl FnOnce(&Connection) -> Result<T, StorageError>,
     ) -> Result<T, StorageError> {
-        let mut conn = self.writer.lock();
-        // IMMEDIATE: take the write lock up front, so a read-then-write cannot
-        // fail with SQLITE_BUSY when another process (the CLI) writes meanwhile.
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let out = f(&tx)?;
-        tx.commit()?;
-        Ok(out)
+        let mut w = self.writer.lock();
+        enter(&mut w)?;
+        let out = f(&w.conn);
+        let kept = leave(&mut w, out.is_ok());
+        let group = w.group;
+        drop(w);
+        self.groups.wait_durable(group)?;
+        kept?;
+        out
     }
 }
 
@@ -172,9 +310,11 @@ impl Backend for Sqlite {
             .ok_or_else(|| {
                 StorageError::Unavailable("storage busy: writer lock not acquired in 10 s".into())
             })?;
-        guard.execute_batch("BEGIN IMMEDIATE")?;
+        let mut guard = guard;
+        enter(&mut guard)?;
         Ok(Box::new(SqliteTxn {
-            conn: Some(guard),
+            writer: Some(guard),
+            groups: self.groups.clone(),
             ns: namespace.to_string(),
         }))
     }
@@ -202,13 +342,27 @@ impl Backend for Sqlite {
 
 struct SqliteTxn {
     /// `None` once committed or rolled back.
-    conn: Option<ArcMutexGuard<RawMutex, Connection>>,
+    writer: Option<ArcMutexGuard<RawMutex, Writer>>,
+    groups: Arc<Groups>,
     ns: String,
 }
 
 impl SqliteTxn {
     fn conn(&self) -> Result<&Connection, StorageError> {
-        self.conn.as_deref().ok_or(StorageError::Finished)
+        self.writer
+            .as_deref()
+            .map(|w| &w.conn)
+            .ok_or(StorageError::Finished)
+    }
+
+    /// Ends the savepoint, frees the writer, waits for the group on disk.
+    fn finish(&mut self, keep: bool) -> Result<(), StorageError> {
+        let mut w = self.writer.take().ok_or(StorageError::Finished)?;
+        let kept = leave(&mut w, keep);
+        let group = w.group;
+        drop(w);
+        self.groups.wait_durable(group)?;
+        kept
     }
 }
 
@@ -265,20 +419,15 @@ impl Transaction for SqliteTxn {
     }
 
     fn commit(&mut self) -> Result<(), StorageError> {
-        let conn = self.conn.take().ok_or(StorageError::Finished)?;
-        if let Err(e) = conn.execute_batch("COMMIT") {
-            let _ = conn.execute_batch("ROLLBACK");
-            return Err(e.into());
-        }
-        Ok(())
+        self.finish(true)
     }
 }
 
 impl Drop for SqliteTxn {
     fn drop(&mut self) {
         // A component that trapped, timed out or forgot to commit: undo its writes.
-        if let Some(conn) = self.conn.take() {
-            let _ = conn.execute_batch("ROLLBACK");
+        if self.writer.is_some() {
+            let _ = self.finish(false);
         }
     }
 }
@@ -312,5 +461,37 @@ mod tests {
             None,
             "namespaces are separate"
         );
+    }
+
+    #[test]
+    fn concurrent_transactions_share_commits_and_all_become_durable() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(Sqlite::open(&dir.path().join("g.db")).unwrap());
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let db = db.clone();
+                std::thread::spawn(move || {
+                    for i in 0..50 {
+                        let mut tx = db.begin("c").unwrap();
+                        tx.put("t", &format!("{t:02}-{i:03}"), b"v").unwrap();
+                        tx.commit().unwrap();
+                        // Committed means visible to readers (on disk), at once.
+                        assert!(
+                            db.get("c", "t", &format!("{t:02}-{i:03}"))
+                                .unwrap()
+                                .is_some()
+                        );
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(db.scan("c", "t", "", "", 1000).unwrap().len(), 400);
+        drop(db);
+        // Reopened from the file: everything is there.
+        let again = Sqlite::open(&dir.path().join("g.db")).unwrap();
+        assert_eq!(again.scan("c", "t", "", "", 1000).unwrap().len(), 400);
     }
 }
