@@ -87,7 +87,7 @@ ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); 
   for row in "$HEALTH" "$CREATE" "$GET" "$LEGACY"; do IFS='|' read -r n r a b e <<<"$row"; echo "| $n | $r | $a | $b | $e |"; done
   echo
   echo "- create/healthz: $(ratio "$CREATE" "$HEALTH"); get/healthz: $(ratio "$GET" "$HEALTH"); legacy create/create: $(ratio "$LEGACY" "$CREATE")"
-  echo "- share of create request time spent in Wasm (collect instantiate + calls, adapter included): $WASM_SHARE"
+  echo "- share of create request time inside component calls (instantiate + Wasm + the storage commits and adapter call they make): $WASM_SHARE"
   echo "- start-up with all components cached: ${STARTUP_MS} ms; hot swap of an adapter (upload, compile, smoke test, swap): ${SWAP_MS} ms"
   echo "- GET p50 with $STORED payments stored: $small; with $SEED more: $large; server RSS after: $((RSS_KB / 1024)) MiB"
 } | tee bench/results/latest.md
