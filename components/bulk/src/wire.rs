@@ -20,10 +20,7 @@ pub fn json_response(status: u16, body: &Value) -> Response {
 }
 
 pub fn header<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
-    req.headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
+    mmc_domain::http::header(&req.headers, name)
 }
 
 /// The media type of the body, lower-cased, without parameters.
@@ -39,13 +36,7 @@ pub fn media_type(req: &Request) -> String {
 
 /// A query parameter, percent-decoded (`+` is a space, as forms send it).
 pub fn query_param(req: &Request, name: &str) -> Result<Option<String>, ApiError> {
-    let Some(raw) = req
-        .query
-        .split('&')
-        .map(|kv| kv.split_once('=').unwrap_or((kv, "")))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v)
-    else {
+    let Some(raw) = mmc_domain::http::query_param(&req.query, name) else {
         return Ok(None);
     };
     percent_decode(raw).map(Some).ok_or_else(|| {
@@ -89,22 +80,19 @@ pub fn check_api_version(req: &Request) -> Result<(), ApiError> {
 
 /// The JSON object body; `empty_ok` accepts an empty body as `{}`.
 pub fn body_object(req: &Request, empty_ok: bool) -> Result<Map<String, Value>, ApiError> {
-    if req.body.iter().all(|b| b.is_ascii_whitespace()) {
-        if empty_ok {
-            return Ok(Map::new());
-        }
-        return Err(ApiError::bad_request(
+    use mmc_domain::http::BodyError;
+    match mmc_domain::http::json_object(&req.body) {
+        Ok(m) => Ok(m),
+        Err(BodyError::Missing) if empty_ok => Ok(Map::new()),
+        Err(BodyError::Missing) => Err(ApiError::bad_request(
             "body_missing",
             "A JSON object body is required.",
-        ));
-    }
-    match serde_json::from_slice::<Value>(&req.body) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(ApiError::bad_request(
+        )),
+        Err(BodyError::NotObject) => Err(ApiError::bad_request(
             "invalid_json",
             "The body must be a JSON object.",
         )),
-        Err(e) => Err(ApiError::bad_request(
+        Err(BodyError::Invalid(e)) => Err(ApiError::bad_request(
             "invalid_json",
             format!("The body is not valid JSON: {e}."),
         )),

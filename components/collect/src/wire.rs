@@ -20,18 +20,11 @@ pub fn json_response(status: u16, body: &Value) -> Response {
 }
 
 pub fn header<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
-    req.headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
+    mmc_domain::http::header(&req.headers, name)
 }
 
 pub fn query_param<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
-    req.query
-        .split('&')
-        .filter_map(|kv| kv.split_once('=').or(Some((kv, ""))))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v)
+    mmc_domain::http::query_param(&req.query, name)
 }
 
 /// `X-Service-Environment`: ignored (the key fixes the environment) but, when sent, `test` or `live`.
@@ -74,22 +67,22 @@ pub fn parse_bool_param(req: &Request, name: &str) -> Result<bool, ApiError> {
 }
 
 pub fn body_object(req: &Request) -> Result<Map<String, Value>, ApiError> {
-    if req.body.iter().all(|b| b.is_ascii_whitespace()) {
-        return Err(ApiError::bad_request(
-            "body_missing",
-            "A JSON object body is required.",
-        ));
-    }
-    match serde_json::from_slice::<Value>(&req.body) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(ApiError::bad_request(
-            "invalid_json",
-            "The body must be a JSON object.",
-        )),
-        Err(e) => Err(ApiError::bad_request(
-            "invalid_json",
-            format!("The body is not valid JSON: {e}."),
-        )),
+    mmc_domain::http::json_object(&req.body).map_err(body_error)
+}
+
+/// The shared body error, in this generation's codes.
+fn body_error(e: mmc_domain::http::BodyError) -> ApiError {
+    use mmc_domain::http::BodyError;
+    match e {
+        BodyError::Missing => {
+            ApiError::bad_request("body_missing", "A JSON object body is required.")
+        }
+        BodyError::NotObject => {
+            ApiError::bad_request("invalid_json", "The body must be a JSON object.")
+        }
+        BodyError::Invalid(e) => {
+            ApiError::bad_request("invalid_json", format!("The body is not valid JSON: {e}."))
+        }
     }
 }
 

@@ -36,18 +36,11 @@ pub fn add_deprecation_headers(resp: &mut Response, base_url: &str) {
 }
 
 pub fn header<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
-    req.headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
+    mmc_domain::http::header(&req.headers, name)
 }
 
 pub fn query_param<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
-    req.query
-        .split('&')
-        .filter_map(|kv| kv.split_once('=').or(Some((kv, ""))))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v)
+    mmc_domain::http::query_param(&req.query, name)
 }
 
 /// Legacy keys are free-form strings; the shared rules take a UUID: derive

@@ -1,0 +1,62 @@
+//! Request helpers every API component needs, over plain data so they are
+//! written once (each component has its own generated `Request` type).
+
+use serde_json::{Map, Value};
+
+/// A header by case-insensitive name.
+pub fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+/// A raw (undecoded) query parameter; `?flag` gives `Some("")`.
+pub fn query_param<'a>(query: &'a str, name: &str) -> Option<&'a str> {
+    query
+        .split('&')
+        .map(|kv| kv.split_once('=').unwrap_or((kv, "")))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// Why a body is not a JSON object.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BodyError {
+    /// Empty or whitespace only.
+    Missing,
+    /// Valid JSON, but not an object.
+    NotObject,
+    /// Not JSON; the parser's reason.
+    Invalid(String),
+}
+
+/// The body as a JSON object.
+pub fn json_object(body: &[u8]) -> Result<Map<String, Value>, BodyError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(BodyError::Missing);
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(BodyError::NotObject),
+        Err(e) => Err(BodyError::Invalid(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookups_and_bodies() {
+        let h = vec![("Content-Type".to_string(), "text/csv".to_string())];
+        assert_eq!(header(&h, "content-type"), Some("text/csv"));
+        assert_eq!(query_param("a=1&flag&b=", "flag"), Some(""));
+        assert_eq!(query_param("a=1&b=2", "b"), Some("2"));
+        assert_eq!(query_param("a=1", "c"), None);
+        assert_eq!(json_object(b"  "), Err(BodyError::Missing));
+        assert_eq!(json_object(b"[1]"), Err(BodyError::NotObject));
+        assert!(matches!(json_object(b"{"), Err(BodyError::Invalid(_))));
+        assert!(json_object(b"{\"a\":1}").is_ok());
+    }
+}
