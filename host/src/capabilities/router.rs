@@ -47,6 +47,7 @@ impl HostState {
             Err(CallError::Deadline(_)) => "deadline",
             Err(CallError::Memory(_)) => "memory",
             Err(CallError::Trap { .. }) => "trap",
+            Err(CallError::Busy(_)) => "busy",
             Err(_) => "no_route",
         };
         self.runtime.services.audit.record(AdapterCall {

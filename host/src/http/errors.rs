@@ -39,7 +39,9 @@ impl HttpError {
             HttpError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             HttpError::BadBody => StatusCode::BAD_REQUEST,
             HttpError::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            HttpError::Component(CallError::NotLoaded(_)) => StatusCode::SERVICE_UNAVAILABLE,
+            HttpError::Component(CallError::NotLoaded(_) | CallError::Busy(_)) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             HttpError::Component(_) => StatusCode::INTERNAL_SERVER_ERROR,
             HttpError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             HttpError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,

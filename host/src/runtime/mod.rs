@@ -6,6 +6,7 @@
 
 pub mod bindings;
 mod compile;
+mod pool;
 pub mod state;
 
 use std::collections::{BTreeMap, HashMap};
@@ -110,6 +111,8 @@ pub enum CallError {
     },
     #[error("component {0} exceeded its deadline")]
     Deadline(String),
+    #[error("component {0} is at capacity: no instance slot freed up within its deadline")]
+    Busy(String),
     #[error("component {0} exceeded its memory limit")]
     Memory(String),
     #[error("component {component} trapped: {message}")]
@@ -122,6 +125,7 @@ impl CallError {
             CallError::Deadline(_) => "deadline",
             CallError::Memory(_) => "memory",
             CallError::Trap { .. } => "trap",
+            CallError::Busy(_) => "busy",
             _ => "refused",
         }
     }
@@ -139,6 +143,8 @@ pub struct Runtime {
     component_config: BTreeMap<String, ComponentConfig>,
     cache_dir: PathBuf,
     components: RwLock<HashMap<String, Arc<Loaded>>>,
+    api_slots: pool::Gate,
+    adapter_slots: pool::Gate,
     stop_ticker: Arc<AtomicBool>,
 }
 
@@ -157,6 +163,14 @@ impl Runtime {
         let mut wasm_config = wasmtime::Config::new();
         wasm_config.epoch_interruption(true);
         wasm_config.wasm_component_model(true);
+        let max_memory_mib = config
+            .components
+            .values()
+            .filter_map(|c| c.memory_mib)
+            .chain([config.limits.memory_mib])
+            .max()
+            .unwrap_or(config.limits.memory_mib);
+        wasm_config.allocation_strategy(pool::strategy(max_memory_mib));
         let engine =
             Engine::new(&wasm_config).map_err(|e| anyhow::anyhow!("wasmtime engine: {e}"))?;
 
@@ -217,6 +231,8 @@ impl Runtime {
             component_config: config.components.clone(),
             cache_dir: config.cache_dir(),
             components: RwLock::new(HashMap::new()),
+            api_slots: pool::Gate::new(pool::API_SLOTS),
+            adapter_slots: pool::Gate::new(pool::ADAPTER_SLOTS),
             stop_ticker,
         }))
     }
@@ -359,6 +375,18 @@ impl Runtime {
         loaded: &Loaded,
         f: impl FnOnce(&mut Store<HostState>, &Pre) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
+        // Adapters have their own slots: an API call holding one may call an adapter.
+        let gate = match loaded.kind {
+            Kind::Adapter => &self.adapter_slots,
+            _ => &self.api_slots,
+        };
+        let Some(_slot) = gate.enter(self.deadline_for(loaded)) else {
+            let e = CallError::Busy(loaded.name.clone());
+            self.services
+                .metrics
+                .component_call(&loaded.name, e.outcome(), Duration::ZERO);
+            return Err(e);
+        };
         let memory =
             loaded.config.memory_mib.unwrap_or(self.limits.memory_mib) as usize * 1024 * 1024;
         let state = HostState::new(

@@ -1,0 +1,88 @@
+//! Instance slots. Components run in wasmtime's pooling allocator: linear
+//! memories are reserved once and reused, so a call does not pay an `mmap`,
+//! page faults on fresh pages and an `munmap` (they were a quarter of a GET's
+//! CPU). The pool is finite, so calls take a slot from a [`Gate`] first: a
+//! burst beyond the pool waits for a slot instead of failing.
+
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use wasmtime::{Enabled, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+/// Concurrent calls into API components (each may hold one adapter call too).
+pub const API_SLOTS: u32 = 256;
+/// Concurrent calls into operator adapters.
+pub const ADAPTER_SLOTS: u32 = 256;
+/// Memory kept mapped in a returned slot and reset in place rather than
+/// `madvise`d away, so reuse costs no page faults. With the `PAGEMAP_SCAN`
+/// ioctl (Linux 6.7+) only the pages the call dirtied are reset.
+const KEEP_RESIDENT: usize = 4 * 1024 * 1024;
+
+/// The allocation strategy for an engine whose instances may grow to `max_memory_mib`.
+pub fn strategy(max_memory_mib: u64) -> InstanceAllocationStrategy {
+    let instances = API_SLOTS + ADAPTER_SLOTS + 16; // + load-time describes and smoke tests
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(instances)
+        // A wit-bindgen component is a main module plus a few adapter shims.
+        .total_core_instances(instances * 8)
+        .total_memories(instances * 2)
+        .total_tables(instances * 4)
+        .max_memories_per_component(4)
+        .max_tables_per_component(8)
+        .max_memory_size((max_memory_mib as usize) << 20)
+        .pagemap_scan(Enabled::Auto)
+        .linear_memory_keep_resident(KEEP_RESIDENT)
+        .table_keep_resident(64 * 1024);
+    InstanceAllocationStrategy::Pooling(pool)
+}
+
+/// A counting semaphore for blocking threads.
+pub struct Gate {
+    free: Mutex<u32>,
+    freed: Condvar,
+}
+
+pub struct Permit<'a>(&'a Gate);
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock() += 1;
+        self.0.freed.notify_one();
+    }
+}
+
+impl Gate {
+    pub fn new(slots: u32) -> Gate {
+        Gate {
+            free: Mutex::new(slots),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// A slot, or `None` if none frees up within `wait`.
+    pub fn enter(&self, wait: Duration) -> Option<Permit<'_>> {
+        let until = Instant::now() + wait;
+        let mut free = self.free.lock();
+        while *free == 0 {
+            if self.freed.wait_until(&mut free, until).timed_out() && *free == 0 {
+                return None;
+            }
+        }
+        *free -= 1;
+        Some(Permit(self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_gate_waits_then_times_out_and_frees_on_drop() {
+        let gate = Gate::new(1);
+        let first = gate.enter(Duration::from_millis(10)).expect("a free slot");
+        assert!(gate.enter(Duration::from_millis(20)).is_none());
+        drop(first);
+        assert!(gate.enter(Duration::from_millis(10)).is_some());
+    }
+}
