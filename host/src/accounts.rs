@@ -1,7 +1,11 @@
 //! Merchants and their API keys. A key is a UUID shown once at creation and
 //! stored only as its SHA-256; it fixes the merchant and the environment.
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
@@ -77,9 +81,18 @@ impl From<rusqlite::Error> for AccountError {
     }
 }
 
+/// How long a successful key lookup is reused. Revocation (from this process
+/// or the CLI) takes effect within this time; the contract allows 1 s.
+const KEY_CACHE_TTL: Duration = Duration::from_millis(500);
+/// Entries kept at most; the cache is emptied when full.
+const KEY_CACHE_MAX: usize = 10_000;
+
 #[derive(Clone)]
 pub struct Accounts {
     db: Arc<Sqlite>,
+    /// key hash → principal and when it was read. Only live keys are cached,
+    /// so a key created a moment ago works at once.
+    cache: Arc<Mutex<HashMap<String, (Principal, Instant)>>>,
 }
 
 fn hash_key(key: &Uuid) -> String {
@@ -88,7 +101,10 @@ fn hash_key(key: &Uuid) -> String {
 
 impl Accounts {
     pub fn new(db: Arc<Sqlite>) -> Accounts {
-        Accounts { db }
+        Accounts {
+            db,
+            cache: Arc::default(),
+        }
     }
 
     pub fn create_merchant(&self, name: &str) -> Result<Merchant, AccountError> {
@@ -181,16 +197,34 @@ impl Accounts {
         if changed == 0 {
             return Err(AccountError::UnknownKey(key_id.to_string()));
         }
+        self.cache.lock().retain(|_, (p, _)| p.key_id != key_id);
         Ok(())
     }
 
     /// The principal of a presented key, if it is a live (unrevoked) key.
-    /// Read on every request: a revocation takes effect at once.
+    /// A lookup is reused for [`KEY_CACHE_TTL`] (it was a third of a GET).
     pub fn authenticate(&self, presented: &str) -> Result<Option<Principal>, AccountError> {
         let Ok(key) = Uuid::parse_str(presented.trim()) else {
             return Ok(None);
         };
         let hash = hash_key(&key);
+        if let Some((p, at)) = self.cache.lock().get(&hash)
+            && at.elapsed() < KEY_CACHE_TTL
+        {
+            return Ok(Some(p.clone()));
+        }
+        let found = self.lookup(&hash)?;
+        if let Some(p) = &found {
+            let mut cache = self.cache.lock();
+            if cache.len() >= KEY_CACHE_MAX {
+                cache.clear();
+            }
+            cache.insert(hash, (p.clone(), Instant::now()));
+        }
+        Ok(found)
+    }
+
+    fn lookup(&self, hash: &str) -> Result<Option<Principal>, AccountError> {
         Ok(self.db.read(|c| {
             let mut stmt = c.prepare_cached(
                 "SELECT k.id, k.merchant_id, k.environment, m.name FROM api_keys k JOIN merchants m ON m.id = k.merchant_id

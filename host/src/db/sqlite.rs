@@ -1,15 +1,24 @@
-//! SQLite backend: one file, WAL, `synchronous=FULL` (a commit is on disk
-//! before it is acknowledged). One writer connection behind a lock — SQLite
-//! serialises writers anyway and waiting on a mutex beats busy-polling — and
-//! a pool of reader connections that never block the writer.
+//! SQLite backend: one file, WAL, and a commit is on disk before it is
+//! acknowledged. One writer connection behind a lock — SQLite serialises
+//! writers anyway and waiting on a mutex beats busy-polling — and a pool of
+//! reader connections that never block the writer.
 //!
 //! Group commit: every write transaction is a SAVEPOINT inside an outer
 //! transaction that a committer thread commits as soon as it can, so one
-//! fsync makes a whole group durable. A transaction's `commit` returns only
-//! once its group is on disk (and fails if the group's commit failed); a
-//! transaction that ends without committing also waits, so nothing it read
-//! from the group is reported before it is durable.
+//! fsync makes a whole group durable. The committer holds the writer only to
+//! write the group's frames into the WAL; it fsyncs the WAL after releasing
+//! it, so the next group builds while this one reaches the disk. (The writer
+//! connection runs `synchronous=NORMAL`, which makes SQLite skip the fsync at
+//! commit and nothing else; the committer's own `fdatasync` puts it back, out
+//! of the lock, so an acknowledged commit is as durable as under `FULL`.)
+//!
+//! A transaction's `commit` returns only once its group is on disk (and fails
+//! if the group's commit failed); a transaction that ends without committing
+//! also waits, so nothing it read from the group is reported before it is
+//! durable. Readers wait the same way for a group that was being committed
+//! while they read. Checkpoints run on their own connection and thread.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,6 +69,9 @@ CREATE TABLE IF NOT EXISTS outbox (
 CREATE INDEX IF NOT EXISTS outbox_undispatched ON outbox (dispatched, seq);
 "#;
 
+/// How often the checkpointer folds the WAL back into the database file.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
+
 pub struct Sqlite {
     path: PathBuf,
     writer: Arc<Mutex<Writer>>,
@@ -88,6 +100,8 @@ struct Groups {
 struct GroupState {
     /// Every group up to this one is resolved (durable or failed).
     resolved_through: u64,
+    /// The last group whose frames were written (visible to readers), durable or not.
+    visible_through: u64,
     /// Recent groups whose commit failed, with the error.
     failed: Vec<(u64, String)>,
     /// A transaction is waiting for the current group.
@@ -109,10 +123,20 @@ impl Groups {
             None => Ok(()),
         }
     }
+
+    /// After a read: waits until whatever the read may have seen is durable.
+    fn wait_visible_durable(&self) {
+        let mut st = self.state.lock();
+        let seen = st.visible_through;
+        while st.resolved_through < seen {
+            self.done.wait(&mut st);
+        }
+    }
 }
 
 /// Commits the open group whenever a transaction waits on it.
-fn committer(writer: Arc<Mutex<Writer>>, groups: Arc<Groups>) {
+fn committer(writer: Arc<Mutex<Writer>>, groups: Arc<Groups>, wal_path: PathBuf) {
+    let mut wal: Option<File> = None;
     loop {
         {
             let mut st = groups.state.lock();
@@ -127,25 +151,67 @@ fn committer(writer: Arc<Mutex<Writer>>, groups: Arc<Groups>) {
         // Transactions that get the lock before us join this group: that is the batching.
         let mut w = writer.lock();
         let group = w.group;
-        let result = if w.open {
-            w.conn.execute_batch("COMMIT")
+        let wrote = w.open;
+        let result = if wrote {
+            // Published before the frames are: a reader that may see them waits for the fsync.
+            groups.state.lock().visible_through = group;
+            let r = w.conn.execute_batch("COMMIT");
+            if r.is_err() {
+                let _ = w.conn.execute_batch("ROLLBACK");
+            }
+            r.map_err(|e| e.to_string())
         } else {
             Ok(())
         };
-        if result.is_err() {
-            let _ = w.conn.execute_batch("ROLLBACK");
-        }
         w.open = false;
         w.group += 1;
         drop(w);
+        let result = match result {
+            Ok(()) if wrote => sync_wal(&mut wal, &wal_path),
+            other => other,
+        };
         let mut st = groups.state.lock();
         st.resolved_through = group;
         if let Err(e) = result {
-            st.failed.push((group, e.to_string()));
+            st.failed.push((group, e));
             let excess = st.failed.len().saturating_sub(64);
             st.failed.drain(..excess);
         }
         groups.done.notify_all();
+    }
+}
+
+/// `fdatasync` of the WAL: every frame written so far reaches the disk.
+fn sync_wal(wal: &mut Option<File>, path: &Path) -> Result<(), String> {
+    if wal.is_none() {
+        *wal = Some(File::open(path).map_err(|e| format!("open {}: {e}", path.display()))?);
+    }
+    let result = wal.as_ref().expect("opened above").sync_data();
+    result.map_err(|e| {
+        *wal = None; // reopened next time
+        format!("fsync {}: {e}", path.display())
+    })
+}
+
+/// Folds the WAL into the database file, off the writer's path. `PASSIVE`
+/// never blocks writers or readers; under `NORMAL` it fsyncs the WAL before
+/// and the database after, so the WAL is reused only once the copy is durable.
+fn checkpointer(path: PathBuf, groups: Arc<Groups>) {
+    let conn = match open_connection(&path, false, "NORMAL") {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "checkpointer cannot open the database; the WAL will grow");
+            return;
+        }
+    };
+    loop {
+        std::thread::sleep(CHECKPOINT_EVERY);
+        if groups.state.lock().stop {
+            return;
+        }
+        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            tracing::warn!(error = %e, "checkpoint failed");
+        }
     }
 }
 
@@ -161,17 +227,17 @@ fn enter(w: &mut Writer) -> Result<(), StorageError> {
     if !w.open {
         // IMMEDIATE: take the write lock up front, so a read-then-write cannot
         // fail with SQLITE_BUSY when another process (the CLI) writes meanwhile.
-        w.conn.execute_batch("BEGIN IMMEDIATE")?;
+        w.conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
         w.open = true;
     }
-    w.conn.execute_batch("SAVEPOINT txn")?;
+    w.conn.prepare_cached("SAVEPOINT txn")?.execute([])?;
     Ok(())
 }
 
 /// Ends the savepoint: kept (`RELEASE`) or undone.
 fn leave(w: &mut Writer, keep: bool) -> Result<(), StorageError> {
     if keep {
-        if let Err(e) = w.conn.execute_batch("RELEASE txn") {
+        if let Err(e) = w.conn.prepare_cached("RELEASE txn")?.execute([]) {
             let _ = w.conn.execute_batch("ROLLBACK TO txn; RELEASE txn");
             return Err(e.into());
         }
@@ -186,7 +252,10 @@ impl Sqlite {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| StorageError::Unavailable(e.to_string()))?;
         }
-        let conn = open_connection(path, false)?;
+        // The writer keeps SQLite's automatic checkpoint: run right after a
+        // commit, under the writer lock, it is what lets the WAL restart under
+        // constant load. The checkpointer thread has copied most pages by then.
+        let conn = open_connection(path, false, "NORMAL")?;
         conn.execute_batch(SCHEMA)?;
         let writer = Arc::new(Mutex::new(Writer {
             conn,
@@ -194,11 +263,21 @@ impl Sqlite {
             group: 1,
         }));
         let groups = Arc::new(Groups::default());
+        let mut wal_path = path.as_os_str().to_owned();
+        wal_path.push("-wal");
         {
             let (w, g) = (writer.clone(), groups.clone());
+            let wal_path = PathBuf::from(wal_path);
             std::thread::Builder::new()
                 .name("sqlite-committer".into())
-                .spawn(move || committer(w, g))
+                .spawn(move || committer(w, g, wal_path))
+                .map_err(|e| StorageError::Unavailable(e.to_string()))?;
+        }
+        {
+            let (p, g) = (path.to_path_buf(), groups.clone());
+            std::thread::Builder::new()
+                .name("sqlite-checkpoint".into())
+                .spawn(move || checkpointer(p, g))
                 .map_err(|e| StorageError::Unavailable(e.to_string()))?;
         }
         Ok(Sqlite {
@@ -209,17 +288,18 @@ impl Sqlite {
         })
     }
 
-    /// Runs `f` on a reader connection (committed data, never blocks writers).
+    /// Runs `f` on a reader connection: committed, durable data; never blocks writers.
     pub fn read<T>(
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StorageError>,
     ) -> Result<T, StorageError> {
         let conn = match self.readers.lock().pop() {
             Some(c) => c,
-            None => open_connection(&self.path, true)?,
+            None => open_connection(&self.path, true, "NORMAL")?,
         };
         let out = f(&conn);
         self.readers.lock().push(conn);
+        self.groups.wait_visible_durable();
         out
     }
 
@@ -240,7 +320,11 @@ impl Sqlite {
     }
 }
 
-fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StorageError> {
+fn open_connection(
+    path: &Path,
+    read_only: bool,
+    synchronous: &str,
+) -> Result<Connection, StorageError> {
     let flags = if read_only {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
     } else {
@@ -254,8 +338,10 @@ fn open_connection(path: &Path, read_only: bool) -> Result<Connection, StorageEr
     if !read_only {
         conn.pragma_update(None, "journal_mode", "WAL")?;
     }
-    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "synchronous", synchronous)?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
+    // Savepoints journal every page they first touch: in memory, not a temp file.
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
     // Query-planner stability: without it SQLite re-prepares a statement
     // whenever a parameter it could plan on (a LIMIT, a `?4 = ''`) is rebound,
     // which was 15% of a GET's CPU.
