@@ -43,7 +43,7 @@ pub fn create(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
     let (p, replay) = create_payment(caller, input, Some(key), &body, Generation::Current)?;
     Ok(json_response(
         if replay { 200 } else { 201 },
-        &wire::payment_json(&p, replay),
+        &wire::PaymentView::new(&p, replay),
     ))
 }
 
@@ -524,7 +524,7 @@ pub fn get(caller: &Caller, req: &Request, id: &str) -> Result<Response, ApiErro
     let p = store::read_payment(&caller.environment, &caller.merchant_id, id)?
         .ok_or_else(|| ApiError::payment_not_found(id))?;
     let p = if sync { sync_with_psp(p)? } else { p };
-    Ok(json_response(200, &wire::payment_json(&p, false)))
+    Ok(json_response(200, &wire::PaymentView::new(&p, false)))
 }
 
 pub fn catalogue(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
@@ -649,7 +649,7 @@ pub fn confirm_http(caller: &Caller, req: &Request, id: &str) -> Result<Response
         }
     };
     let p = confirm(caller, id, &otp)?;
-    Ok(json_response(200, &wire::payment_json(&p, false)))
+    Ok(json_response(200, &wire::PaymentView::new(&p, false)))
 }
 
 /// Cancel while the customer has not paid. The operator is asked first; if it
@@ -732,5 +732,5 @@ pub fn cancel_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
     move_to(&tx, &mut p, Status::Cancelled, now)?;
     tx.save_payment(&p, previous_check)?;
     tx.commit()?;
-    Ok(json_response(200, &wire::payment_json(&p, false)))
+    Ok(json_response(200, &wire::PaymentView::new(&p, false)))
 }

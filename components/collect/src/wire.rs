@@ -4,6 +4,7 @@
 
 use mmc_domain::operators::{self, Country};
 use mmc_domain::{Mode, Status, phone, time};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::mmc::adapter::types::OperatorInfo;
@@ -11,7 +12,7 @@ use crate::mmc::api::http_types::{Request, Response};
 use crate::store::{Customer, Payment};
 use crate::{API_VERSION, ApiError};
 
-pub fn json_response(status: u16, body: &Value) -> Response {
+pub fn json_response(status: u16, body: &impl Serialize) -> Response {
     Response {
         status,
         headers: vec![("content-type".into(), "application/json".into())],
@@ -501,7 +502,15 @@ pub fn parse_create_object(
     })
 }
 
-fn next_action(p: &Payment) -> Value {
+#[derive(Serialize)]
+struct NextAction<'a> {
+    checkout_url: Option<&'a str>,
+    message: &'static str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+fn next_action(p: &Payment) -> NextAction<'_> {
     let (kind, message) = match p.status {
         Status::Processing => (
             "await_customer_validation",
@@ -518,43 +527,85 @@ fn next_action(p: &Payment) -> Value {
         Status::Pending => ("none", "The payment is being submitted to the operator."),
         _ => ("none", "No action is needed."),
     };
-    let checkout = if p.status == Status::AwaitingPayment {
-        p.checkout_url.clone()
+    let checkout_url = if p.status == Status::AwaitingPayment {
+        p.checkout_url.as_deref()
     } else {
         None
     };
-    json!({"type": kind, "message": message, "checkout_url": checkout})
+    NextAction {
+        checkout_url,
+        message,
+        kind,
+    }
 }
 
-/// The Payment object of the spec's table.
+/// The Payment object of the spec's table, serialised straight from the
+/// record (a `json!` map cost a GET a tenth of its time). Fields in
+/// alphabetical order, as the map had them.
+#[derive(Serialize)]
+pub struct PaymentView<'a> {
+    amount: u64,
+    amount_minor: u64,
+    api_version: &'static str,
+    checkout_url: Option<&'a str>,
+    completed_at: Option<String>,
+    country: &'a str,
+    created_at: String,
+    currency: &'a str,
+    customer: Option<&'a Customer>,
+    description: Option<&'a str>,
+    environment: &'a str,
+    expires_at: String,
+    external_merchant_id: Option<&'a str>,
+    failure_code: Option<&'a str>,
+    failure_message: Option<&'a str>,
+    id: &'a str,
+    idempotent_replay: bool,
+    metadata: Option<&'a Value>,
+    mode: &'static str,
+    next_action: NextAction<'a>,
+    object: &'static str,
+    operator: Option<&'a str>,
+    psp_reference: Option<&'a str>,
+    reference: &'a str,
+    status: &'static str,
+}
+
+impl<'a> PaymentView<'a> {
+    pub fn new(p: &'a Payment, replay: bool) -> PaymentView<'a> {
+        PaymentView {
+            amount: p.amount,
+            amount_minor: p.amount * 100,
+            api_version: API_VERSION,
+            checkout_url: p.checkout_url.as_deref(),
+            completed_at: p.completed_at_ms.map(time::rfc3339),
+            country: &p.country,
+            created_at: time::rfc3339(p.created_at_ms),
+            currency: &p.currency,
+            customer: p.customer.as_ref(),
+            description: p.description.as_deref(),
+            environment: &p.environment,
+            expires_at: time::rfc3339(p.expires_at_ms),
+            external_merchant_id: p.external_merchant_id.as_deref(),
+            failure_code: p.failure.as_ref().map(|f| f.code.as_str()),
+            failure_message: p.failure.as_ref().map(|f| f.message.as_str()),
+            id: &p.id,
+            idempotent_replay: replay,
+            metadata: p.metadata.as_ref(),
+            mode: p.mode.as_str(),
+            next_action: next_action(p),
+            object: "collect.payment",
+            operator: p.operator.as_deref(),
+            psp_reference: p.psp_reference.as_deref(),
+            reference: &p.reference,
+            status: p.status.as_str(),
+        }
+    }
+}
+
+/// The Payment object as a JSON value (for event payloads).
 pub fn payment_json(p: &Payment, replay: bool) -> Value {
-    json!({
-        "object": "collect.payment",
-        "api_version": API_VERSION,
-        "id": p.id,
-        "reference": p.reference,
-        "status": p.status.as_str(),
-        "amount": p.amount,
-        "amount_minor": p.amount * 100,
-        "currency": p.currency,
-        "country": p.country,
-        "mode": p.mode.as_str(),
-        "operator": p.operator,
-        "customer": p.customer.as_ref().map(|c| json!({"phone": c.phone, "first_name": c.first_name, "last_name": c.last_name})),
-        "description": p.description,
-        "metadata": p.metadata,
-        "external_merchant_id": p.external_merchant_id,
-        "next_action": next_action(p),
-        "checkout_url": p.checkout_url,
-        "psp_reference": p.psp_reference,
-        "failure_code": p.failure.as_ref().map(|f| f.code.clone()),
-        "failure_message": p.failure.as_ref().map(|f| f.message.clone()),
-        "expires_at": time::rfc3339(p.expires_at_ms),
-        "idempotent_replay": replay,
-        "environment": p.environment,
-        "created_at": time::rfc3339(p.created_at_ms),
-        "completed_at": p.completed_at_ms.map(time::rfc3339),
-    })
+    serde_json::to_value(PaymentView::new(p, replay)).expect("a payment view serialises")
 }
 
 /// `{"object":"list","data":[{"country","currency","operators":[…]}]}`.
@@ -582,6 +633,7 @@ pub fn catalogue_json(ops: &[OperatorInfo], country: Option<Country>) -> Value {
 #[cfg(test)]
 mod props {
     use proptest::prelude::*;
+    use serde::Serialize;
     use serde_json::{Map, Value, json};
 
     fn json_value() -> impl Strategy<Value = Value> {
