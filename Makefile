@@ -76,7 +76,7 @@ soak: components
 # The crash-recovery test against the release build.
 crash: components
 	$(CARGO) build --release -p mmc-host
-	MMC_BIN=$(TARGET_DIR)/release/mmc $(CARGO) test -p mmc-host --test api crash -- --nocapture
+	CRASH_TEST_BIN=$(abspath $(TARGET_DIR)/release/mmc) $(CARGO) test -p mmc-host --test api crash -- --nocapture
 
 clean:
 	$(CARGO) clean

@@ -14,8 +14,8 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// Starts `mmc serve` on port 0 with `env` (MMC_* settings) and waits until it listens.
     pub fn start(data_dir: &Path, env: &[(&str, &str)]) -> ServerProcess {
-        // MMC_BIN points at another build (the release one, for `make crash`).
-        let bin = std::env::var_os("MMC_BIN")
+        // CRASH_TEST_BIN points at another build (the release one, for `make crash`).
+        let bin = std::env::var_os("CRASH_TEST_BIN")
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|| env!("CARGO_BIN_EXE_mmc").into());
         let mut cmd = Command::new(bin);
