@@ -633,7 +633,6 @@ pub fn catalogue_json(ops: &[OperatorInfo], country: Option<Country>) -> Value {
 #[cfg(test)]
 mod props {
     use proptest::prelude::*;
-    use serde::Serialize;
     use serde_json::{Map, Value, json};
 
     fn json_value() -> impl Strategy<Value = Value> {
