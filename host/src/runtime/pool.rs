@@ -15,8 +15,15 @@ pub const API_SLOTS: u32 = 256;
 pub const ADAPTER_SLOTS: u32 = 256;
 /// Memory kept mapped in a returned slot and reset in place rather than
 /// `madvise`d away, so reuse costs no page faults. With the `PAGEMAP_SCAN`
-/// ioctl (Linux 6.7+) only the pages the call dirtied are reset.
-const KEEP_RESIDENT: usize = 4 * 1024 * 1024;
+/// ioctl (Linux 6.7+) only the pages the call dirtied are reset; without it
+/// the whole region is `memset` on every return, so keep none (`madvise`).
+fn keep_resident() -> usize {
+    if PoolingAllocationConfig::is_pagemap_scan_available() {
+        4 * 1024 * 1024
+    } else {
+        0
+    }
+}
 
 /// The allocation strategy for an engine whose instances may grow to `max_memory_mib`.
 pub fn strategy(max_memory_mib: u64) -> InstanceAllocationStrategy {
@@ -31,7 +38,7 @@ pub fn strategy(max_memory_mib: u64) -> InstanceAllocationStrategy {
         .max_tables_per_component(8)
         .max_memory_size((max_memory_mib as usize) << 20)
         .pagemap_scan(Enabled::Auto)
-        .linear_memory_keep_resident(KEEP_RESIDENT)
+        .linear_memory_keep_resident(keep_resident())
         .table_keep_resident(64 * 1024);
     InstanceAllocationStrategy::Pooling(pool)
 }
