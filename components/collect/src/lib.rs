@@ -16,6 +16,7 @@ wit_bindgen::generate!({
 mod callbacks;
 mod checkout;
 mod error;
+mod ids;
 mod jobs;
 mod payments;
 mod refunds;

@@ -151,7 +151,7 @@ pub fn create_payment(
         return Ok((p, true));
     }
 
-    let id = uuid::Uuid::new_v4().to_string();
+    let id = crate::ids::new().to_string();
     let mut p = Payment {
         id: id.clone(),
         merchant_id: merchant.into(),
@@ -430,7 +430,7 @@ pub fn emit_event(
     object: Value,
     api_version: &str,
 ) -> Result<(), ApiError> {
-    let id = format!("evt_{}", uuid::Uuid::new_v4().simple());
+    let id = format!("evt_{}", crate::ids::new().simple());
     let body = json!({
         "id": id,
         "object": "event",

@@ -135,7 +135,7 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
         ));
     }
     let mut r = Refund {
-        id: uuid::Uuid::new_v4().to_string(),
+        id: crate::ids::new().to_string(),
         payment_id: p.id.clone(),
         merchant_id: merchant.into(),
         environment: env.into(),
