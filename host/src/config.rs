@@ -47,6 +47,9 @@ pub struct Limits {
     pub max_body_bytes: usize,
     /// Default timeout of an outbound HTTP request from a component.
     pub outbound_timeout_ms: u64,
+    /// Calls running at once into API components, and separately into adapters
+    /// (instance slots of the pool); more wait for a free slot.
+    pub concurrent_calls: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -113,6 +116,7 @@ impl Default for Limits {
             memory_mib: 64,
             max_body_bytes: 1024 * 1024,
             outbound_timeout_ms: 20_000,
+            concurrent_calls: 256,
         }
     }
 }
@@ -236,6 +240,7 @@ impl Config {
 
     fn validate(&self) -> Result<(), ConfigError> {
         if self.limits.memory_mib == 0
+            || self.limits.concurrent_calls == 0
             || self.limits.api_deadline_ms == 0
             || self.limits.adapter_deadline_ms == 0
         {

@@ -8,6 +8,10 @@ use mmc_host::config::{Generation, Route};
 use crate::support::*;
 
 async fn app_with_hostile() -> TestApp {
+    app_with_hostile_and(|_| {}).await
+}
+
+async fn app_with_hostile_and(adjust: impl FnOnce(&mut mmc_host::config::Config)) -> TestApp {
     let components = tempfile::tempdir().unwrap().keep();
     for name in ["collect", "simulator"] {
         std::fs::copy(
@@ -28,8 +32,40 @@ async fn app_with_hostile() -> TestApp {
             public: false,
             max_body_bytes: None,
         });
+        adjust(c);
     })
     .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_beyond_the_instance_slots_waits_for_a_slot_instead_of_failing() {
+    // One API call at a time, each with a 1 s deadline.
+    let app = app_with_hostile_and(|c| {
+        c.limits.concurrent_calls = 1;
+        c.limits.api_deadline_ms = 1_000;
+    })
+    .await;
+    let (_, key, _) = app.merchant("Shop");
+    // The runaway loop holds the only slot until its deadline stops it...
+    let looping = tokio::spawn(
+        app.client
+            .get(app.url("/api/v1/hostile/loop"))
+            .bearer_auth(&key)
+            .send(),
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // ...so a create sent meanwhile queues for the slot, then succeeds.
+    let asked = Instant::now();
+    let (status, body) = app
+        .create(&key, &new_key(), &direct_payment("+2290166000001"))
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert!(
+        asked.elapsed() >= Duration::from_millis(500),
+        "the create waited for the slot ({:?})",
+        asked.elapsed()
+    );
+    assert_eq!(looping.await.unwrap().unwrap().status(), 500);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -170,7 +170,10 @@ impl Runtime {
             .chain([config.limits.memory_mib])
             .max()
             .unwrap_or(config.limits.memory_mib);
-        wasm_config.allocation_strategy(pool::strategy(max_memory_mib));
+        wasm_config.allocation_strategy(pool::strategy(
+            max_memory_mib,
+            config.limits.concurrent_calls,
+        ));
         let engine =
             Engine::new(&wasm_config).map_err(|e| anyhow::anyhow!("wasmtime engine: {e}"))?;
 
@@ -231,8 +234,8 @@ impl Runtime {
             component_config: config.components.clone(),
             cache_dir: config.cache_dir(),
             components: RwLock::new(HashMap::new()),
-            api_slots: pool::Gate::new(pool::API_SLOTS),
-            adapter_slots: pool::Gate::new(pool::ADAPTER_SLOTS),
+            api_slots: pool::Gate::new(config.limits.concurrent_calls),
+            adapter_slots: pool::Gate::new(config.limits.concurrent_calls),
             stop_ticker,
         }))
     }

@@ -9,10 +9,6 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use wasmtime::{Enabled, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-/// Concurrent calls into API components (each may hold one adapter call too).
-pub const API_SLOTS: u32 = 256;
-/// Concurrent calls into operator adapters.
-pub const ADAPTER_SLOTS: u32 = 256;
 /// Memory kept mapped in a returned slot and reset in place rather than
 /// `madvise`d away, so reuse costs no page faults. With the `PAGEMAP_SCAN`
 /// ioctl (Linux 6.7+) only the pages the call dirtied are reset; without it
@@ -25,9 +21,11 @@ fn keep_resident() -> usize {
     }
 }
 
-/// The allocation strategy for an engine whose instances may grow to `max_memory_mib`.
-pub fn strategy(max_memory_mib: u64) -> InstanceAllocationStrategy {
-    let instances = API_SLOTS + ADAPTER_SLOTS + 16; // + load-time describes and smoke tests
+/// The allocation strategy for an engine whose instances may grow to
+/// `max_memory_mib`, with `slots` calls at once into API components and as
+/// many into adapters.
+pub fn strategy(max_memory_mib: u64, slots: u32) -> InstanceAllocationStrategy {
+    let instances = 2 * slots + 16; // + load-time describes and smoke tests
     let mut pool = PoolingAllocationConfig::new();
     pool.total_component_instances(instances)
         // A wit-bindgen component is a main module plus a few adapter shims.
