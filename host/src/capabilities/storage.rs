@@ -4,7 +4,7 @@
 
 use wasmtime::component::Resource;
 
-use crate::db::{OutboxEvent, StorageError, Transaction};
+use crate::db::{Check, OutboxEvent, StorageError, Transaction, Write};
 use crate::runtime::bindings::CapabilityError;
 use crate::runtime::bindings::host::mmc::platform::storage::{self, Entry};
 use crate::runtime::state::HostState;
@@ -30,7 +30,61 @@ fn entries(rows: Vec<(String, Vec<u8>)>) -> Vec<Entry> {
         .collect()
 }
 
+fn outbox_event(event: storage::OutboxEvent) -> OutboxEvent {
+    OutboxEvent {
+        id: event.id,
+        event_type: event.event_type,
+        merchant_id: event.merchant_id,
+        environment: event.environment,
+        subject_id: event.subject_id,
+        extra_url: event.extra_url,
+        payload: event.payload,
+    }
+}
+
 impl storage::Host for HostState {
+    fn apply(
+        &mut self,
+        checks: Vec<storage::Check>,
+        writes: Vec<storage::WriteOp>,
+    ) -> wasmtime::Result<Result<bool, CapabilityError>> {
+        if self.open_txn {
+            // The writer is this call's already: applying would wait on itself.
+            return Ok(Err(CapabilityError::Invalid(
+                "a transaction is already open in this call".into(),
+            )));
+        }
+        let checks: Vec<Check> = checks
+            .into_iter()
+            .map(|c| Check {
+                table: c.table,
+                key: c.key,
+                value: c.value,
+            })
+            .collect();
+        let writes: Vec<Write> = writes
+            .into_iter()
+            .map(|w| match w {
+                storage::WriteOp::Put(p) => Write::Put {
+                    table: p.table,
+                    key: p.key,
+                    value: p.value,
+                },
+                storage::WriteOp::Delete(d) => Write::Delete {
+                    table: d.table,
+                    key: d.key,
+                },
+                storage::WriteOp::Emit(e) => Write::Emit(outbox_event(e)),
+            })
+            .collect();
+        Ok(self
+            .runtime
+            .services
+            .storage
+            .apply(&self.component, &checks, &writes)
+            .map_err(Into::into))
+    }
+
     fn begin(&mut self) -> wasmtime::Result<Result<Resource<TxnHandle>, CapabilityError>> {
         if self.open_txn {
             // One writer at a time: a second begin on this thread would wait on itself.
@@ -143,15 +197,7 @@ impl storage::HostTransaction for HostState {
         tx: Resource<TxnHandle>,
         event: storage::OutboxEvent,
     ) -> wasmtime::Result<Result<(), CapabilityError>> {
-        let event = OutboxEvent {
-            id: event.id,
-            event_type: event.event_type,
-            merchant_id: event.merchant_id,
-            environment: event.environment,
-            subject_id: event.subject_id,
-            extra_url: event.extra_url,
-            payload: event.payload,
-        };
+        let event = outbox_event(event);
         Ok(self.table.get_mut(&tx)?.0.emit(&event).map_err(Into::into))
     }
 

@@ -37,9 +37,58 @@ pub struct OutboxEvent {
     pub payload: Vec<u8>,
 }
 
+/// A value read outside the writer, checked again by [`Backend::apply`].
+#[derive(Debug, Clone)]
+pub struct Check {
+    pub table: String,
+    pub key: String,
+    pub value: Option<Vec<u8>>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Write {
+    Put {
+        table: String,
+        key: String,
+        value: Vec<u8>,
+    },
+    Delete {
+        table: String,
+        key: String,
+    },
+    Emit(OutboxEvent),
+}
+
 /// The storage a component sees: its own namespace of ordered tables.
 pub trait Backend: Send + Sync + 'static {
     fn begin(&self, namespace: &str) -> Result<Box<dyn Transaction>, StorageError>;
+
+    /// A prepared transaction: if every check holds, applies `writes` and
+    /// returns true once durable; otherwise writes nothing and returns false.
+    /// The writer is held only for the checks and the writes.
+    fn apply(
+        &self,
+        namespace: &str,
+        checks: &[Check],
+        writes: &[Write],
+    ) -> Result<bool, StorageError> {
+        let mut tx = self.begin(namespace)?;
+        for c in checks {
+            if tx.get(&c.table, &c.key)? != c.value {
+                return Ok(false); // dropped: rolled back, nothing written
+            }
+        }
+        for w in writes {
+            match w {
+                Write::Put { table, key, value } => tx.put(table, key, value)?,
+                Write::Delete { table, key } => tx.delete(table, key)?,
+                Write::Emit(e) => tx.emit(e)?,
+            }
+        }
+        tx.commit()?;
+        Ok(true)
+    }
+
     fn get(&self, namespace: &str, table: &str, key: &str)
     -> Result<Option<Vec<u8>>, StorageError>;
     fn scan(
