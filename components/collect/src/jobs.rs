@@ -46,7 +46,7 @@ fn expire_one(d: &store::Due, now: u64) -> Result<(), crate::ApiError> {
     let previous_check = p.next_check_ms;
     move_to(&tx, &mut p, Status::Expired, now)?;
     // Whatever happened, this payment leaves the expiry index.
-    tx.0.delete(
+    tx.delete(
         "expiry",
         &store::time_key(p.expires_at_ms, env, merchant, id),
     )?;

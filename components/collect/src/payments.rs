@@ -60,6 +60,12 @@ pub fn parse_idempotency_key(k: &str) -> Result<String, ApiError> {
         .to_string())
 }
 
+/// What the creating transaction found or made.
+enum Created {
+    Replay(Payment),
+    New(Payment),
+}
+
 /// The creation rules, shared by every generation: operator availability and
 /// limits, idempotency by key and by reference, the pending record with its
 /// event, then initiation outside any transaction. Returns the payment and
@@ -110,108 +116,114 @@ pub fn create_payment(
     }
 
     let now = clock::now_ms();
-    let tx = Tx::begin()?;
-    if let Some(key) = &key {
-        // An expired key (older than 24 h) counts as absent; the reference check below still applies.
-        if let Some(rec) = tx
-            .idem(env, merchant, key)?
-            .filter(|r| now.saturating_sub(r.created_ms) < IDEMPOTENCY_TTL_MS)
-        {
-            if rec.request_hash != request_hash {
-                return Err(ApiError::idempotency(
-                    "idempotency_key_reused",
-                    "This Idempotency-Key was used with a different request body.",
-                ));
+    // The pending record, its indexes, event and idempotency key: one transaction.
+    let step = store::transact(|tx| {
+        if let Some(key) = &key {
+            // An expired key (older than 24 h) counts as absent; the reference check below still applies.
+            if let Some(rec) = tx
+                .idem(env, merchant, key)?
+                .filter(|r| now.saturating_sub(r.created_ms) < IDEMPOTENCY_TTL_MS)
+            {
+                if rec.request_hash != request_hash {
+                    return Err(ApiError::idempotency(
+                        "idempotency_key_reused",
+                        "This Idempotency-Key was used with a different request body.",
+                    ));
+                }
+                if !rec.done && now.saturating_sub(rec.created_ms) < IN_PROGRESS_STALE_MS {
+                    return Err(ApiError::idempotency(
+                        "idempotency_request_in_progress",
+                        "A request with this Idempotency-Key is still being processed; retry shortly.",
+                    ));
+                }
+                let p = tx
+                    .payment(env, merchant, &rec.payment_id)?
+                    .ok_or_else(|| ApiError::internal("idempotency record without payment"))?;
+                return Ok(Created::Replay(p));
             }
-            if !rec.done && now.saturating_sub(rec.created_ms) < IN_PROGRESS_STALE_MS {
-                return Err(ApiError::idempotency(
-                    "idempotency_request_in_progress",
-                    "A request with this Idempotency-Key is still being processed; retry shortly.",
-                ));
-            }
+        }
+        if let Some(id) = tx.payment_id_by_reference(env, merchant, &input.reference)? {
             let p = tx
-                .payment(env, merchant, &rec.payment_id)?
-                .ok_or_else(|| ApiError::internal("idempotency record without payment"))?;
-            return Ok((p, true));
+                .payment(env, merchant, &id)?
+                .ok_or_else(|| ApiError::internal("reference without payment"))?;
+            if p.request_hash != request_hash {
+                return Err(ApiError::idempotency(
+                    "reference_already_used",
+                    format!(
+                        "reference '{}' was already used for a different payment.",
+                        input.reference
+                    ),
+                ));
+            }
+            return Ok(Created::Replay(p));
         }
-    }
-    if let Some(id) = tx.payment_id_by_reference(env, merchant, &input.reference)? {
-        let p = tx
-            .payment(env, merchant, &id)?
-            .ok_or_else(|| ApiError::internal("reference without payment"))?;
-        if p.request_hash != request_hash {
-            return Err(ApiError::idempotency(
-                "reference_already_used",
-                format!(
-                    "reference '{}' was already used for a different payment.",
-                    input.reference
-                ),
-            ));
-        }
-        return Ok((p, true));
-    }
 
-    let id = crate::ids::new().to_string();
-    let mut p = Payment {
-        id: id.clone(),
-        merchant_id: merchant.into(),
-        environment: env.into(),
-        reference: input.reference.clone(),
-        status: Status::Pending,
-        amount: input.amount,
-        currency: input.currency.clone(),
-        country: input.country.code().into(),
-        mode: input.mode,
-        operator: input.operator.map(|o| o.slug.to_string()),
-        customer: input.customer.clone(),
-        description: input.description.clone(),
-        callback_url: input.callback_url.clone(),
-        external_merchant_id: input.external_merchant_id.clone(),
-        metadata: input.metadata.clone(),
-        psp_reference: None,
-        checkout_url: None,
-        expires_at_ms: now + input.expires_in_seconds * 1000,
-        created_at_ms: now,
-        updated_at_ms: now,
-        completed_at_ms: None,
-        failure: None,
-        otp_attempts: 0,
-        refunded_amount: 0,
-        request_hash: request_hash.clone(),
-        refund_reserved: 0,
-        generation,
-        cancel_reason: None,
-        merchant_name: caller.merchant_name.clone(),
-        next_check_ms: None,
-        checks: 0,
+        let id = crate::ids::new().to_string();
+        let mut p = Payment {
+            id: id.clone(),
+            merchant_id: merchant.into(),
+            environment: env.into(),
+            reference: input.reference.clone(),
+            status: Status::Pending,
+            amount: input.amount,
+            currency: input.currency.clone(),
+            country: input.country.code().into(),
+            mode: input.mode,
+            operator: input.operator.map(|o| o.slug.to_string()),
+            customer: input.customer.clone(),
+            description: input.description.clone(),
+            callback_url: input.callback_url.clone(),
+            external_merchant_id: input.external_merchant_id.clone(),
+            metadata: input.metadata.clone(),
+            psp_reference: None,
+            checkout_url: None,
+            expires_at_ms: now + input.expires_in_seconds * 1000,
+            created_at_ms: now,
+            updated_at_ms: now,
+            completed_at_ms: None,
+            failure: None,
+            otp_attempts: 0,
+            refunded_amount: 0,
+            request_hash: request_hash.clone(),
+            refund_reserved: 0,
+            generation,
+            cancel_reason: None,
+            merchant_name: caller.merchant_name.clone(),
+            next_check_ms: None,
+            checks: 0,
+        };
+        // Hosted: the customer picks the operator on our checkout page; nothing to initiate yet.
+        let hosted = input.mode == Mode::Hosted;
+        if hosted {
+            p.checkout_url = Some(format!("{}/checkout/{}", caller.base_url, p.id));
+        }
+        tx.insert_payment(&p)?;
+        emit(tx, &p, "collect.payment.created")?;
+        if hosted {
+            move_to(tx, &mut p, Status::AwaitingPayment, now)?;
+            tx.save_payment(&p, None)?;
+        }
+        if let Some(key) = &key {
+            tx.put_idem(
+                env,
+                merchant,
+                key,
+                &IdemRecord {
+                    request_hash: request_hash.clone(),
+                    payment_id: id.clone(),
+                    created_ms: now,
+                    done: hosted,
+                },
+            )?;
+        }
+        Ok(Created::New(p))
+    })?;
+    let p = match step {
+        Created::Replay(p) => return Ok((p, true)),
+        Created::New(p) => p,
     };
-    // Hosted: the customer picks the operator on our checkout page; nothing to initiate yet.
-    let hosted = input.mode == Mode::Hosted;
-    if hosted {
-        p.checkout_url = Some(format!("{}/checkout/{}", caller.base_url, p.id));
-    }
-    tx.insert_payment(&p)?;
-    emit(&tx, &p, "collect.payment.created")?;
-    if hosted {
-        move_to(&tx, &mut p, Status::AwaitingPayment, now)?;
-        tx.save_payment(&p, None)?;
-    }
-    if let Some(key) = &key {
-        tx.put_idem(
-            env,
-            merchant,
-            key,
-            &IdemRecord {
-                request_hash: request_hash.clone(),
-                payment_id: id.clone(),
-                created_ms: now,
-                done: hosted,
-            },
-        )?;
-    }
-    tx.commit()?;
-    if hosted {
-        return Ok((p, false));
+    if input.mode == Mode::Hosted {
+        return Ok((p, false)); // the customer picks the operator on the checkout page
     }
     // The idempotency record is marked done in the same transaction as the outcome.
     let done = key.map(|k| {
@@ -219,7 +231,7 @@ pub fn create_payment(
             k,
             IdemRecord {
                 request_hash,
-                payment_id: id,
+                payment_id: p.id.clone(),
                 created_ms: now,
                 done: true,
             },
@@ -258,18 +270,18 @@ fn initiate_with(
         ),
         return_url: Some(format!("{}/checkout/{}", caller.base_url, p.id)),
     });
-    let tx = Tx::begin()?;
-    let mut p = tx
-        .payment(&p.environment, &p.merchant_id, &p.id)?
-        .ok_or_else(|| ApiError::internal("payment vanished"))?;
-    let previous_check = p.next_check_ms;
-    apply_initiated(&tx, &mut p, outcome)?;
-    tx.save_payment(&p, previous_check)?;
-    if let Some((key, rec)) = idem {
-        tx.put_idem(&p.environment, &p.merchant_id, &key, &rec)?;
-    }
-    tx.commit()?;
-    Ok(p)
+    store::transact(|tx| {
+        let mut p = tx
+            .payment(&p.environment, &p.merchant_id, &p.id)?
+            .ok_or_else(|| ApiError::internal("payment vanished"))?;
+        let previous_check = p.next_check_ms;
+        apply_initiated(tx, &mut p, outcome.clone())?;
+        tx.save_payment(&p, previous_check)?;
+        if let Some((key, rec)) = &idem {
+            tx.put_idem(&p.environment, &p.merchant_id, key, rec)?;
+        }
+        Ok(p)
+    })
 }
 
 fn apply_initiated(
@@ -499,24 +511,24 @@ pub fn sync_with_psp(p: Payment) -> Result<Payment, ApiError> {
         return Ok(p);
     }
     let answer = router::status(&operation_ref(&p));
-    let tx = Tx::begin()?;
-    let mut current = tx
-        .payment(&p.environment, &p.merchant_id, &p.id)?
-        .ok_or_else(|| ApiError::internal("payment vanished"))?;
-    let previous_check = current.next_check_ms;
-    match answer {
-        Ok(status) => apply_psp_status(&tx, &mut current, status)?,
-        Err(e) => {
-            log::log(
-                log::Level::Warn,
-                &format!("payment {}: status query failed: {e:?}", p.id),
-            );
-            return Ok(current);
-        }
+    if let Err(e) = &answer {
+        log::log(
+            log::Level::Warn,
+            &format!("payment {}: status query failed: {e:?}", p.id),
+        );
     }
-    tx.save_payment(&current, previous_check)?;
-    tx.commit()?;
-    Ok(current)
+    store::transact(|tx| {
+        let mut current = tx
+            .payment(&p.environment, &p.merchant_id, &p.id)?
+            .ok_or_else(|| ApiError::internal("payment vanished"))?;
+        let Ok(status) = &answer else {
+            return Ok(current);
+        };
+        let previous_check = current.next_check_ms;
+        apply_psp_status(tx, &mut current, status.clone())?;
+        tx.save_payment(&current, previous_check)?;
+        Ok(current)
+    })
 }
 
 pub fn get(caller: &Caller, req: &Request, id: &str) -> Result<Response, ApiError> {

@@ -253,7 +253,7 @@ pub fn reconcile_due(limit: u32) -> u32 {
         let _ = (|| -> Result<(), ApiError> {
             let tx = Tx::begin()?;
             let Some(r) = tx.refund(&d.env, &d.merchant, &d.id)? else {
-                tx.0.delete("refund_active", &d.key)?;
+                tx.delete("refund_active", &d.key)?;
                 return tx.commit();
             };
             drop(tx);
