@@ -21,6 +21,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::lock_api::ArcMutexGuard;
@@ -64,13 +65,34 @@ CREATE TABLE IF NOT EXISTS outbox (
     extra_url    TEXT,
     payload      BLOB NOT NULL,
     created_ms   INTEGER NOT NULL,
+    -- Unused since outbox_cursor (kept so that older files open unchanged).
     dispatched   INTEGER NOT NULL DEFAULT 0
 );
-CREATE INDEX IF NOT EXISTS outbox_undispatched ON outbox (dispatched, seq);
+
+-- Events up to `seq` are fanned out into deliveries. One row moved forward
+-- per dispatch round, instead of a flag and an index entry updated per event.
+CREATE TABLE IF NOT EXISTS outbox_cursor (
+    id   INTEGER PRIMARY KEY CHECK (id = 1),
+    seq  INTEGER NOT NULL
+);
+-- A file from before the cursor: start after the last event it dispatched.
+INSERT OR IGNORE INTO outbox_cursor (id, seq) VALUES (1, COALESCE(
+    (SELECT MIN(seq) - 1 FROM outbox WHERE dispatched = 0),
+    (SELECT MAX(seq) FROM outbox),
+    0));
+DROP INDEX IF EXISTS outbox_undispatched;
 "#;
 
 /// How often the checkpointer folds the WAL back into the database file.
-const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
+
+/// WAL size (pages) past which the writer checkpoints after a commit, under
+/// its lock — which lets the WAL restart from the beginning. SQLite's default
+/// (1,000 pages, 4 MiB) made that happen after nearly every group under load:
+/// the writer copied each group's pages and fsynced the database itself,
+/// doubling its hold per group. At 10,000 pages (40 MiB) the checkpointer
+/// thread has copied almost everything by then and the writer's turn is rare.
+const WAL_RESTART_PAGES: i64 = 10_000;
 
 pub struct Sqlite {
     path: PathBuf,
@@ -92,16 +114,20 @@ struct Writer {
 #[derive(Default)]
 struct Groups {
     state: Mutex<GroupState>,
-    done: Condvar,
+    /// Every group up to this one is resolved (durable or failed). Written
+    /// under `state`; read without it on the fast path.
+    resolved_through: AtomicU64,
+    /// The last group whose frames were written (visible to readers), durable or not.
+    visible_through: AtomicU64,
+    /// Waiters of even and odd groups apart: at most two groups are in flight
+    /// (one syncing, one building), so resolving a group wakes only its own
+    /// waiters, not every thread waiting on the next one.
+    done: [Condvar; 2],
     work: Condvar,
 }
 
 #[derive(Default)]
 struct GroupState {
-    /// Every group up to this one is resolved (durable or failed).
-    resolved_through: u64,
-    /// The last group whose frames were written (visible to readers), durable or not.
-    visible_through: u64,
     /// Recent groups whose commit failed, with the error.
     failed: Vec<(u64, String)>,
     /// A transaction is waiting for the current group.
@@ -110,13 +136,19 @@ struct GroupState {
 }
 
 impl Groups {
+    fn resolved(&self) -> u64 {
+        self.resolved_through.load(Ordering::SeqCst)
+    }
+
     /// Asks the committer for a commit and waits until `group` is resolved.
     fn wait_durable(&self, group: u64) -> Result<(), StorageError> {
         let mut st = self.state.lock();
-        st.pending = true;
-        self.work.notify_one();
-        while st.resolved_through < group {
-            self.done.wait(&mut st);
+        if !st.pending {
+            st.pending = true;
+            self.work.notify_one();
+        }
+        while self.resolved() < group {
+            self.done[(group % 2) as usize].wait(&mut st);
         }
         match st.failed.iter().find(|(g, _)| *g == group) {
             Some((_, e)) => Err(StorageError::Unavailable(format!("commit failed: {e}"))),
@@ -126,10 +158,13 @@ impl Groups {
 
     /// After a read: waits until whatever the read may have seen is durable.
     fn wait_visible_durable(&self) {
+        let seen = self.visible_through.load(Ordering::SeqCst);
+        if self.resolved() >= seen {
+            return; // the common case: nothing in flight was visible
+        }
         let mut st = self.state.lock();
-        let seen = st.visible_through;
-        while st.resolved_through < seen {
-            self.done.wait(&mut st);
+        while self.resolved() < seen {
+            self.done[(seen % 2) as usize].wait(&mut st);
         }
     }
 }
@@ -154,7 +189,7 @@ fn committer(writer: Arc<Mutex<Writer>>, groups: Arc<Groups>, wal_path: PathBuf)
         let wrote = w.open;
         let result = if wrote {
             // Published before the frames are: a reader that may see them waits for the fsync.
-            groups.state.lock().visible_through = group;
+            groups.visible_through.store(group, Ordering::SeqCst);
             let r = w.conn.execute_batch("COMMIT");
             if r.is_err() {
                 let _ = w.conn.execute_batch("ROLLBACK");
@@ -171,13 +206,13 @@ fn committer(writer: Arc<Mutex<Writer>>, groups: Arc<Groups>, wal_path: PathBuf)
             other => other,
         };
         let mut st = groups.state.lock();
-        st.resolved_through = group;
         if let Err(e) = result {
             st.failed.push((group, e));
             let excess = st.failed.len().saturating_sub(64);
             st.failed.drain(..excess);
         }
-        groups.done.notify_all();
+        groups.resolved_through.store(group, Ordering::SeqCst);
+        groups.done[(group % 2) as usize].notify_all();
     }
 }
 
@@ -252,11 +287,12 @@ impl Sqlite {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| StorageError::Unavailable(e.to_string()))?;
         }
-        // The writer keeps SQLite's automatic checkpoint: run right after a
-        // commit, under the writer lock, it is what lets the WAL restart under
-        // constant load. The checkpointer thread has copied most pages by then.
+        // The writer keeps SQLite's automatic checkpoint, at a high mark: run
+        // right after a commit, under the writer lock, it is what lets the WAL
+        // restart under constant load (see WAL_RESTART_PAGES).
         let conn = open_connection(path, false, "NORMAL")?;
         conn.execute_batch(SCHEMA)?;
+        conn.pragma_update(None, "wal_autocheckpoint", WAL_RESTART_PAGES)?;
         let writer = Arc::new(Mutex::new(Writer {
             conn,
             open: false,
@@ -554,6 +590,72 @@ mod tests {
             None,
             "namespaces are separate"
         );
+    }
+
+    #[test]
+    fn apply_writes_only_when_every_check_still_holds() {
+        use crate::db::{Check, Write};
+        let dir = tempfile::tempdir().unwrap();
+        let db = Sqlite::open(&dir.path().join("a.db")).unwrap();
+        let check = |key: &str, value: Option<&[u8]>| Check {
+            table: "t".into(),
+            key: key.into(),
+            value: value.map(<[u8]>::to_vec),
+        };
+        let put = |key: &str, value: &[u8]| Write::Put {
+            table: "t".into(),
+            key: key.into(),
+            value: value.to_vec(),
+        };
+        // Absent as read: applied, durable, visible at once.
+        assert!(
+            db.apply("c", &[check("a", None)], &[put("a", b"1")])
+                .unwrap()
+        );
+        assert_eq!(db.get("c", "t", "a").unwrap(), Some(b"1".to_vec()));
+        // A draft that read "a" as absent is stale now: nothing of it is written.
+        let stale = db
+            .apply("c", &[check("a", None)], &[put("a", b"2"), put("b", b"2")])
+            .unwrap();
+        assert!(!stale);
+        assert_eq!(db.get("c", "t", "a").unwrap(), Some(b"1".to_vec()));
+        assert_eq!(db.get("c", "t", "b").unwrap(), None);
+        // Read as it is: applied, deletes included.
+        let writes = [
+            Write::Delete {
+                table: "t".into(),
+                key: "a".into(),
+            },
+            put("b", b"3"),
+        ];
+        assert!(db.apply("c", &[check("a", Some(b"1"))], &writes).unwrap());
+        assert_eq!(db.get("c", "t", "a").unwrap(), None);
+        assert_eq!(db.get("c", "t", "b").unwrap(), Some(b"3".to_vec()));
+    }
+
+    #[test]
+    fn outbox_cursor_starts_after_what_an_older_file_dispatched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("o.db");
+        {
+            // A file from before the cursor: two events dispatched by flag, one not.
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,
+                    event_type TEXT NOT NULL, merchant_id TEXT NOT NULL, environment TEXT NOT NULL,
+                    subject_id TEXT NOT NULL, extra_url TEXT, payload BLOB NOT NULL,
+                    created_ms INTEGER NOT NULL, dispatched INTEGER NOT NULL DEFAULT 0);
+                 INSERT INTO outbox (id, event_type, merchant_id, environment, subject_id, payload, created_ms, dispatched)
+                 VALUES ('e1', 't', 'm', 'test', 's', x'', 0, 1), ('e2', 't', 'm', 'test', 's', x'', 0, 1),
+                        ('e3', 't', 'm', 'test', 's', x'', 0, 0);",
+            )
+            .unwrap();
+        }
+        let db = Sqlite::open(&path).unwrap();
+        let seq: i64 = db
+            .read(|c| Ok(c.query_row("SELECT seq FROM outbox_cursor", [], |r| r.get(0))?))
+            .unwrap();
+        assert_eq!(seq, 2, "e3 is still to dispatch");
     }
 
     #[test]

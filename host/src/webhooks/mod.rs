@@ -308,39 +308,52 @@ impl Webhooks {
     }
 
     /// Fans new outbox events out into delivery rows, in one transaction with
-    /// marking them dispatched. Returns how many events were dispatched.
+    /// moving the outbox cursor past them. Returns how many events were dispatched.
     pub fn dispatch_outbox(&self, limit: u32) -> Result<usize, WebhookError> {
         let now = system_now_ms() as i64;
         Ok(self.db.write(|tx| {
             let events: Vec<(i64, String, String, String, String, Option<String>)> = {
                 let mut stmt = tx.prepare_cached(
-                    "SELECT seq, id, event_type, merchant_id, environment, extra_url FROM outbox WHERE dispatched = 0 ORDER BY seq LIMIT ?1",
+                    "SELECT seq, id, event_type, merchant_id, environment, extra_url FROM outbox
+                     WHERE seq > (SELECT seq FROM outbox_cursor WHERE id = 1) ORDER BY seq LIMIT ?1",
                 )?;
                 stmt.query_map([limit], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?
                     .collect::<Result<_, _>>()?
             };
-            for (seq, id, event_type, merchant, env, extra_url) in &events {
-                let endpoints: Vec<(String, String, String)> = {
+            let Some(last) = events.last().map(|e| e.0) else {
+                return Ok(0);
+            };
+            // A round's events are mostly one merchant's: look its endpoints up once.
+            let mut endpoints_of: HashMap<(String, String), Vec<(String, String, Vec<String>)>> =
+                HashMap::new();
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO deliveries (event_id, endpoint_id, url, environment, merchant_id, status, next_attempt_ms, created_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6)",
+            )?;
+            for (_, id, event_type, merchant, env, extra_url) in &events {
+                let scope = (merchant.clone(), env.clone());
+                if !endpoints_of.contains_key(&scope) {
                     let mut stmt = tx.prepare_cached(
                         "SELECT id, url, enabled_events FROM webhook_endpoints WHERE merchant_id = ?1 AND environment = ?2 AND deleted_ms IS NULL",
                     )?;
-                    stmt.query_map(params![merchant, env], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?
-                };
-                let mut insert = tx.prepare_cached(
-                    "INSERT INTO deliveries (event_id, endpoint_id, url, environment, merchant_id, status, next_attempt_ms, created_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6)",
-                )?;
-                for (eid, url, enabled) in endpoints {
-                    let enabled: Vec<String> = serde_json::from_str(&enabled).unwrap_or_default();
-                    if matches(&enabled, event_type) {
+                    let found = stmt
+                        .query_map(params![merchant, env], |r| {
+                            let enabled: String = r.get(2)?;
+                            Ok((r.get(0)?, r.get(1)?, serde_json::from_str(&enabled).unwrap_or_default()))
+                        })?
+                        .collect::<Result<_, _>>()?;
+                    endpoints_of.insert(scope.clone(), found);
+                }
+                for (eid, url, enabled) in &endpoints_of[&scope] {
+                    if matches(enabled, event_type) {
                         insert.execute(params![id, eid, url, env, merchant, now])?;
                     }
                 }
                 if let Some(url) = extra_url {
                     insert.execute(params![id, Option::<String>::None, url, env, merchant, now])?;
                 }
-                tx.execute("UPDATE outbox SET dispatched = 1 WHERE seq = ?1", [seq])?;
             }
+            tx.execute("UPDATE outbox_cursor SET seq = ?1 WHERE id = 1", [last])?;
             Ok(events.len())
         })?)
     }
