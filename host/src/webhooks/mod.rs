@@ -171,6 +171,9 @@ fn client(allow_loopback: bool, timeout: Duration) -> reqwest::Client {
         .expect("reqwest client")
 }
 
+/// An endpoint's (id, url, enabled event types).
+type Subscription = (String, String, Vec<String>);
+
 fn matches(enabled: &[String], event_type: &str) -> bool {
     enabled.iter().any(|e| e == "*" || e == event_type)
 }
@@ -324,8 +327,7 @@ impl Webhooks {
                 return Ok(0);
             };
             // A round's events are mostly one merchant's: look its endpoints up once.
-            let mut endpoints_of: HashMap<(String, String), Vec<(String, String, Vec<String>)>> =
-                HashMap::new();
+            let mut endpoints_of: HashMap<(String, String), Vec<Subscription>> = HashMap::new();
             let mut insert = tx.prepare_cached(
                 "INSERT INTO deliveries (event_id, endpoint_id, url, environment, merchant_id, status, next_attempt_ms, created_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6)",
