@@ -14,13 +14,13 @@
 //! | refunds | env/merchant/refund id | [`Refund`] |
 //! | refund_active | next_check_ms/env/merchant/refund id | (empty) — refunds to poll |
 
+use std::cell::RefCell;
+
 use mmc_domain::{Mode, Status};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::ApiError;
-use std::cell::RefCell;
-
 use crate::mmc::platform::storage::{self, Transaction};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -225,10 +225,10 @@ struct Draft {
 
 /// Runs `f` as one transaction and commits what it wrote.
 ///
-/// First as a draft, outside the writer; then, holding the writer, the
-/// draft's reads are checked and its writes replayed. If anything it read
-/// changed meanwhile (or the draft failed), `f` runs
-/// again inside the real transaction, exactly as a plain transaction would:
+/// First as a draft, outside the writer; then one `storage.apply` checks the
+/// draft's reads and writes its buffer under the writer. If anything it read
+/// changed meanwhile (or the draft failed), `f` runs again inside a real
+/// transaction, exactly as a plain transaction would:
 /// the outcome is always that of `f` run under the writer on current data.
 /// `f` may run twice, so it must not call operators or other side effects.
 pub fn transact<T>(f: impl Fn(&Tx) -> Result<T, ApiError>) -> Result<T, ApiError> {
@@ -238,19 +238,12 @@ pub fn transact<T>(f: impl Fn(&Tx) -> Result<T, ApiError>) -> Result<T, ApiError
             unreachable!("built as a draft")
         };
         let d = d.into_inner();
-        if d.writes.is_empty() {
-            return Ok(out); // read-only: committed data was read, nothing to write
-        }
-        if d.apply()? {
+        // Read-only: committed data was read, nothing to write.
+        if d.writes.is_empty() || d.apply()? {
             return Ok(out);
         }
-        // Changed meanwhile: decide again, now under the writer.
-        let tx = Tx::begin()?;
-        let out = f(&tx)?;
-        tx.commit()?;
-        return Ok(out);
     }
-    // The draft failed (perhaps on data that was changing): the real thing decides.
+    // The draft failed, or what it read changed meanwhile: decide again under the writer.
     let tx = Tx::begin()?;
     let out = f(&tx)?;
     tx.commit()?;
@@ -268,14 +261,21 @@ impl Draft {
         Ok(storage::apply(&checks, &self.writes)?)
     }
 
-    /// The value of (table, key) as this draft would leave it, if it wrote it.
-    fn own_write(&self, table: &str, key: &str) -> Option<Option<Vec<u8>>> {
-        self.writes.iter().rev().find_map(|w| match w {
+    /// The value of (table, key) this draft already knows: as it wrote it,
+    /// else as it read it (one read, one check per key).
+    fn known(&self, table: &str, key: &str) -> Option<Option<Vec<u8>>> {
+        let written = self.writes.iter().rev().find_map(|w| match w {
             storage::WriteOp::Put(p) if p.table == table && p.key == key => {
                 Some(Some(p.value.clone()))
             }
             storage::WriteOp::Delete(d) if d.table == table && d.key == key => Some(None),
             _ => None,
+        });
+        written.or_else(|| {
+            self.reads
+                .iter()
+                .find(|(t, k, _)| t == table && k == key)
+                .map(|(_, _, v)| v.clone())
         })
     }
 }
@@ -296,7 +296,7 @@ impl Tx {
         match &self.0 {
             TxMode::Real(t) => Ok(t.get(table, key)?),
             TxMode::Draft(d) => {
-                if let Some(v) = d.borrow().own_write(table, key) {
+                if let Some(v) = d.borrow().known(table, key) {
                     return Ok(v);
                 }
                 let v = storage::get(table, key)?;

@@ -76,10 +76,13 @@ CREATE TABLE IF NOT EXISTS outbox_cursor (
     seq  INTEGER NOT NULL
 );
 -- A file from before the cursor: start after the last event it dispatched.
-INSERT OR IGNORE INTO outbox_cursor (id, seq) VALUES (1, COALESCE(
+-- Only when the row is missing (once per file): that lookup scans the outbox.
+INSERT INTO outbox_cursor (id, seq)
+SELECT 1, COALESCE(
     (SELECT MIN(seq) - 1 FROM outbox WHERE dispatched = 0),
     (SELECT MAX(seq) FROM outbox),
-    0));
+    0)
+WHERE NOT EXISTS (SELECT 1 FROM outbox_cursor);
 DROP INDEX IF EXISTS outbox_undispatched;
 "#;
 
