@@ -81,7 +81,7 @@ impl storage::Host for HostState {
             .runtime
             .services
             .storage
-            .apply(&self.component, &checks, &writes)
+            .apply(&self.component, checks, writes)
             .map_err(Into::into))
     }
 

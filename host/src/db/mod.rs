@@ -69,16 +69,16 @@ pub trait Backend: Send + Sync + 'static {
     fn apply(
         &self,
         namespace: &str,
-        checks: &[Check],
-        writes: &[Write],
+        checks: Vec<Check>,
+        writes: Vec<Write>,
     ) -> Result<bool, StorageError> {
         let mut tx = self.begin(namespace)?;
-        for c in checks {
+        for c in &checks {
             if tx.get(&c.table, &c.key)? != c.value {
                 return Ok(false); // dropped: rolled back, nothing written
             }
         }
-        for w in writes {
+        for w in &writes {
             match w {
                 Write::Put { table, key, value } => tx.put(table, key, value)?,
                 Write::Delete { table, key } => tx.delete(table, key)?,
