@@ -5,7 +5,7 @@
 
 use mmc_domain::operators::Country;
 use mmc_domain::{Mode, Status};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::mmc::adapter::router;
 use crate::mmc::adapter::types::{
@@ -38,8 +38,9 @@ pub fn create(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
         }
         Some(k) => parse_idempotency_key(k)?,
     };
-    let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-    let input = wire::parse_create(req, &caller.environment)?;
+    let fields = wire::body_object(req)?;
+    let input = wire::parse_create_object(&fields, &caller.environment)?;
+    let body = Value::Object(fields); // parsed once: validated above, hashed below
     let (p, replay) = create_payment(caller, input, Some(key), &body, Generation::Current)?;
     Ok(json_response(
         if replay { 200 } else { 201 },
@@ -412,47 +413,77 @@ pub fn move_to(tx: &Tx, p: &mut Payment, next: Status, now: u64) -> Result<(), A
 /// Payments created through the legacy generation get legacy names and the
 /// legacy Collection as `data.object`.
 pub fn emit(tx: &Tx, p: &Payment, event_type: &str) -> Result<(), ApiError> {
-    let (event_type, object, api_version) = match p.generation {
-        Generation::Current => (event_type, wire::payment_json(p, false), API_VERSION),
+    let (merchant, env, id, url) = (&p.merchant_id, &p.environment, &p.id, &p.callback_url);
+    match p.generation {
+        // Serialised straight from the view: no JSON map built on the way.
+        Generation::Current => emit_event(
+            tx,
+            event_type,
+            merchant,
+            env,
+            id,
+            url.clone(),
+            &wire::PaymentView::new(p, false),
+            API_VERSION,
+        ),
         Generation::Legacy => match mmc_domain::legacy::event_type(event_type) {
-            Some(t) => (t, wire::legacy_collection(p, false), "legacy"),
-            None => return Ok(()),
+            Some(t) => emit_event(
+                tx,
+                t,
+                merchant,
+                env,
+                id,
+                url.clone(),
+                &wire::legacy_collection(p, false),
+                "legacy",
+            ),
+            None => Ok(()),
         },
-    };
-    emit_event(
-        tx,
-        event_type,
-        &p.merchant_id,
-        &p.environment,
-        &p.id,
-        p.callback_url.clone(),
-        object,
-        api_version,
-    )
+    }
+}
+
+/// The event envelope of the webhook body; fields in alphabetical order.
+#[derive(serde::Serialize)]
+struct Envelope<'a, T: serde::Serialize + ?Sized> {
+    api_version: &'a str,
+    created: u64,
+    data: EventData<'a, T>,
+    environment: &'a str,
+    id: &'a str,
+    merchant_id: &'a str,
+    object: &'static str,
+    #[serde(rename = "type")]
+    event_type: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct EventData<'a, T: serde::Serialize + ?Sized> {
+    object: &'a T,
 }
 
 #[allow(clippy::too_many_arguments)]
-pub fn emit_event(
+pub fn emit_event<T: serde::Serialize + ?Sized>(
     tx: &Tx,
     event_type: &str,
     merchant_id: &str,
     environment: &str,
     subject_id: &str,
     extra_url: Option<String>,
-    object: Value,
+    object: &T,
     api_version: &str,
 ) -> Result<(), ApiError> {
     let id = format!("evt_{}", crate::ids::new().simple());
-    let body = json!({
-        "id": id,
-        "object": "event",
-        "api_version": api_version,
-        "type": event_type,
-        "created": clock::now_ms() / 1000,
-        "environment": environment,
-        "merchant_id": merchant_id,
-        "data": {"object": object},
-    });
+    let body = Envelope {
+        api_version,
+        created: clock::now_ms() / 1000,
+        data: EventData { object },
+        environment,
+        id: &id,
+        merchant_id,
+        object: "event",
+        event_type,
+    };
+    let payload = serde_json::to_vec(&body).expect("event bodies serialise");
     tx.emit(&storage::OutboxEvent {
         id,
         event_type: event_type.into(),
@@ -460,7 +491,7 @@ pub fn emit_event(
         environment: environment.into(),
         subject_id: subject_id.into(),
         extra_url,
-        payload: serde_json::to_vec(&body).expect("JSON values serialise"),
+        payload,
     })
 }
 

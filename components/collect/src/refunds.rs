@@ -237,7 +237,7 @@ pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result
         &r.environment,
         &r.id,
         p.callback_url.clone(),
-        refund_json(r),
+        &refund_json(r),
         API_VERSION,
     )
 }

@@ -273,10 +273,6 @@ fn check_url(url: &str, environment: &str) -> Result<(), &'static str> {
     }
 }
 
-pub fn parse_create(req: &Request, environment: &str) -> Result<CreatePayment, ApiError> {
-    parse_create_object(&body_object(req)?, environment)
-}
-
 pub fn parse_create_object(
     m: &Map<String, Value>,
     environment: &str,
@@ -601,11 +597,6 @@ impl<'a> PaymentView<'a> {
             status: p.status.as_str(),
         }
     }
-}
-
-/// The Payment object as a JSON value (for event payloads).
-pub fn payment_json(p: &Payment, replay: bool) -> Value {
-    serde_json::to_value(PaymentView::new(p, replay)).expect("a payment view serialises")
 }
 
 /// `{"object":"list","data":[{"country","currency","operators":[…]}]}`.
