@@ -10,7 +10,7 @@ use crate::runtime::{CallError, Runtime};
 /// (component, job, period, batch size).
 const JOBS: &[(&str, &str, Duration, u32)] = &[
     ("collect", "expire", Duration::from_millis(500), 100),
-    ("collect", "reconcile", Duration::from_millis(1000), 50),
+    ("collect", "reconcile", Duration::from_millis(1000), 200),
     ("bulk", "payouts", Duration::from_millis(500), 50),
 ];
 

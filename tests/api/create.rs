@@ -177,6 +177,55 @@ async fn payments_in_progress_are_reconciled_without_being_asked() {
     panic!("not reconciled: {last}");
 }
 
+/// One reconciliation round records every due payment in one transaction:
+/// each one still gets its own outcome, and one still in progress is simply
+/// polled again later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconciliation_round_records_each_due_payment() {
+    let app = spawn_app_with(|c| {
+        c.components
+            .entry("simulator".into())
+            .or_default()
+            .settings
+            .insert("completion_delay_ms".into(), "500".into());
+    })
+    .await;
+    let (_, key, _) = app.merchant("Shop");
+    let mut ids = Vec::new();
+    for i in 0..8 {
+        let phone = format!("+22901660012{i:02}");
+        let (_, p) = app.create(&key, &new_key(), &direct_payment(&phone)).await;
+        assert_eq!(p["status"], "processing", "{p}");
+        ids.push(p["id"].as_str().unwrap().to_string());
+    }
+    let (_, stuck) = app
+        .create(&key, &new_key(), &direct_payment("+2290166000004"))
+        .await;
+    let stuck = stuck["id"].as_str().unwrap().to_string();
+    let mut waiting = ids.clone();
+    for _ in 0..60 {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let mut still = Vec::new();
+        for id in waiting {
+            let (_, p) = app
+                .get(&key, &format!("/api/v1/collect/payments/{id}"))
+                .await;
+            if p["status"] != "completed" {
+                still.push(id);
+            }
+        }
+        waiting = still;
+        if waiting.is_empty() {
+            break;
+        }
+    }
+    assert!(waiting.is_empty(), "not reconciled: {waiting:?}");
+    let (_, p) = app
+        .get(&key, &format!("/api/v1/collect/payments/{stuck}"))
+        .await;
+    assert_eq!(p["status"], "processing", "still in progress: {p}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_bad_input_is_a_400_naming_its_param() {
     let app = spawn_app().await;

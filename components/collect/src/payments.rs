@@ -531,23 +531,34 @@ pub fn operation_ref(p: &Payment) -> OperationRef {
     }
 }
 
-/// Asks the PSP (outside a transaction) and applies the answer (inside one).
-/// Returns the payment as stored afterwards.
-pub fn sync_with_psp(p: Payment) -> Result<Payment, ApiError> {
-    // Hosted payments without an operator yet have nothing to ask.
+/// What the PSP said of a payment, or why it could not say.
+pub type PspAnswer = Result<PspStatus, AdapterError>;
+
+/// Asks the PSP where `p` stands (never inside a transaction). `None`: there
+/// is nothing to ask (final, or hosted without an operator yet).
+pub fn ask_psp(p: &Payment) -> Option<PspAnswer> {
     if p.status.is_terminal()
         || p.operator.is_none()
         || (p.psp_reference.is_none() && p.status == Status::AwaitingPayment)
     {
-        return Ok(p);
+        return None;
     }
-    let answer = router::status(&operation_ref(&p));
+    let answer = router::status(&operation_ref(p));
     if let Err(e) = &answer {
         log::log(
             log::Level::Warn,
             &format!("payment {}: status query failed: {e:?}", p.id),
         );
     }
+    Some(answer)
+}
+
+/// Asks the PSP (outside a transaction) and applies the answer (inside one).
+/// Returns the payment as stored afterwards.
+pub fn sync_with_psp(p: Payment) -> Result<Payment, ApiError> {
+    let Some(answer) = ask_psp(&p) else {
+        return Ok(p);
+    };
     store::transact(|tx| {
         let mut current = tx
             .payment(&p.environment, &p.merchant_id, &p.id)?
