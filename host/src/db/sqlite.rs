@@ -104,9 +104,6 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
 /// thread has copied almost everything by then and the writer's turn is rare.
 const WAL_RESTART_PAGES: i64 = 10_000;
 
-/// WAL size (frames) past which the checkpointer makes the WAL start over.
-const WAL_RESTART_MARK: i64 = 4_000;
-
 pub struct Sqlite {
     path: PathBuf,
     writer: Arc<Mutex<Writer>>,
@@ -419,7 +416,7 @@ fn sync_wal(wal: &mut Option<File>, path: &Path) -> Result<(), String> {
 /// Folds the WAL into the database file, off the writer's path. `PASSIVE`
 /// never blocks writers or readers; under `NORMAL` it fsyncs the WAL before
 /// and the database after, so the WAL is reused only once the copy is durable.
-fn checkpointer(path: PathBuf, writer: Arc<Mutex<Writer>>, groups: Arc<Groups>) {
+fn checkpointer(path: PathBuf, groups: Arc<Groups>) {
     let conn = match open_connection(&path, false, "NORMAL") {
         Ok(c) => c,
         Err(e) => {
@@ -432,25 +429,10 @@ fn checkpointer(path: PathBuf, writer: Arc<Mutex<Writer>>, groups: Arc<Groups>) 
         if groups.state.lock().stop {
             return;
         }
-        match passive_checkpoint(&conn) {
-            // The WAL is long: copy the last frames while no commit can add
-            // more, so that the next commit starts the WAL over. What is left
-            // to copy is what came since the pass above: little.
-            Ok(frames) if frames > WAL_RESTART_MARK => {
-                let _writes_paused = writer.lock();
-                if let Err(e) = passive_checkpoint(&conn) {
-                    tracing::warn!(error = %e, "checkpoint failed");
-                }
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "checkpoint failed"),
+        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            tracing::warn!(error = %e, "checkpoint failed");
         }
     }
-}
-
-/// Returns the frames in the WAL.
-fn passive_checkpoint(conn: &Connection) -> Result<i64, rusqlite::Error> {
-    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(1))
 }
 
 impl Drop for Sqlite {
@@ -523,10 +505,10 @@ impl Sqlite {
                 .map_err(|e| StorageError::Unavailable(e.to_string()))?;
         }
         {
-            let (p, w, g) = (path.to_path_buf(), writer.clone(), groups.clone());
+            let (p, g) = (path.to_path_buf(), groups.clone());
             std::thread::Builder::new()
                 .name("sqlite-checkpoint".into())
-                .spawn(move || checkpointer(p, w, g))
+                .spawn(move || checkpointer(p, g))
                 .map_err(|e| StorageError::Unavailable(e.to_string()))?;
         }
         Ok(Sqlite {
