@@ -7,11 +7,6 @@ use mmc_host::accounts::{Accounts, Environment};
 use mmc_host::config::Config;
 use serde_json::json;
 
-// Many short-lived buffers across ~100 threads (SQLite rows, JSON, HTTP):
-// glibc's malloc spent ~9% of a create's CPU; mimalloc's thread-local heaps far less.
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser)]
 #[command(name = "mmc", version, about = "Mobile Money Collection Service")]
 struct Cli {
