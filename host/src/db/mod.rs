@@ -73,17 +73,8 @@ pub trait Backend: Send + Sync + 'static {
         writes: Vec<Write>,
     ) -> Result<bool, StorageError> {
         let mut tx = self.begin(namespace)?;
-        for c in &checks {
-            if tx.get(&c.table, &c.key)? != c.value {
-                return Ok(false); // dropped: rolled back, nothing written
-            }
-        }
-        for w in &writes {
-            match w {
-                Write::Put { table, key, value } => tx.put(table, key, value)?,
-                Write::Delete { table, key } => tx.delete(table, key)?,
-                Write::Emit(e) => tx.emit(e)?,
-            }
+        if !check_then_write(tx.as_mut(), &checks, &writes)? {
+            return Ok(false); // dropped: rolled back, nothing written
         }
         tx.commit()?;
         Ok(true)
@@ -99,6 +90,44 @@ pub trait Backend: Send + Sync + 'static {
         end: &str,
         limit: u32,
     ) -> Result<Vec<(String, Vec<u8>)>, StorageError>;
+}
+
+/// What a prepared transaction needs of a transaction: reads and writes.
+pub trait Stage {
+    fn read(&mut self, table: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError>;
+    fn write(&mut self, write: &Write) -> Result<(), StorageError>;
+}
+
+impl<T: Transaction + ?Sized> Stage for T {
+    fn read(&mut self, table: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        self.get(table, key)
+    }
+
+    fn write(&mut self, write: &Write) -> Result<(), StorageError> {
+        match write {
+            Write::Put { table, key, value } => self.put(table, key, value),
+            Write::Delete { table, key } => self.delete(table, key),
+            Write::Emit(e) => self.emit(e),
+        }
+    }
+}
+
+/// The rule of a prepared transaction, written once: if every check still
+/// holds, every write; else nothing written and false.
+pub fn check_then_write(
+    tx: &mut (impl Stage + ?Sized),
+    checks: &[Check],
+    writes: &[Write],
+) -> Result<bool, StorageError> {
+    for c in checks {
+        if tx.read(&c.table, &c.key)? != c.value {
+            return Ok(false);
+        }
+    }
+    for w in writes {
+        tx.write(w)?;
+    }
+    Ok(true)
 }
 
 /// A write transaction; dropping it without `commit` rolls it back.

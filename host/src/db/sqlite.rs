@@ -36,7 +36,10 @@ use parking_lot::{Condvar, Mutex, RawMutex};
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
-use super::{Backend, Check, MAX_SCAN, OutboxEvent, StorageError, Transaction, Write};
+use super::{
+    Backend, Check, MAX_SCAN, OutboxEvent, Stage, StorageError, Transaction, Write,
+    check_then_write,
+};
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS kv (
@@ -379,25 +382,35 @@ fn applier(writer: Arc<Mutex<Writer>>, groups: Arc<Groups>, applier: Arc<Applier
 /// One prepared transaction on the writer: its checks, then its writes, in a savepoint.
 fn apply_on(w: &mut Writer, job: &Job) -> Result<bool, StorageError> {
     enter(w)?;
-    let outcome = (|| {
-        for c in &job.checks {
-            if get_on(&w.conn, &job.ns, &c.table, &c.key)? != c.value {
-                return Ok(false);
-            }
-        }
-        for write in &job.writes {
-            match write {
-                Write::Put { table, key, value } => put_on(&w.conn, &job.ns, table, key, value)?,
-                Write::Delete { table, key } => delete_on(&w.conn, &job.ns, table, key)?,
-                Write::Emit(e) => emit_on(&w.conn, e)?,
-            }
-        }
-        Ok(true)
-    })();
+    let mut on = OnWriter {
+        conn: &w.conn,
+        ns: &job.ns,
+    };
+    let outcome = check_then_write(&mut on, &job.checks, &job.writes);
     let kept = leave(w, matches!(outcome, Ok(true)));
     match (outcome, kept) {
         (Ok(true), Err(e)) => Err(e),
         (outcome, _) => outcome,
+    }
+}
+
+/// The writer connection inside an open savepoint, for one namespace.
+struct OnWriter<'a> {
+    conn: &'a Connection,
+    ns: &'a str,
+}
+
+impl Stage for OnWriter<'_> {
+    fn read(&mut self, table: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        get_on(self.conn, self.ns, table, key)
+    }
+
+    fn write(&mut self, write: &Write) -> Result<(), StorageError> {
+        match write {
+            Write::Put { table, key, value } => put_on(self.conn, self.ns, table, key, value),
+            Write::Delete { table, key } => delete_on(self.conn, self.ns, table, key),
+            Write::Emit(e) => emit_on(self.conn, e),
+        }
     }
 }
 
