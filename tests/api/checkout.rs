@@ -44,14 +44,7 @@ async fn hosted(app: &TestApp, key: &str, country: &str, amount: u64) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_customer_pays_through_the_hosted_page_in_french_and_english() {
-    let app = spawn_app_with(|c| {
-        c.components
-            .entry("simulator".into())
-            .or_default()
-            .settings
-            .insert("completion_delay_ms".into(), "1500".into());
-    })
-    .await;
+    let app = spawn_app_completing_after(1500).await;
     let m = app.accounts.create_merchant("Boutique Awa").unwrap();
     let key = app
         .accounts

@@ -110,14 +110,7 @@ async fn otp_operator_waits_for_the_code_and_hosted_mode_redirects_to_our_checko
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn simulated_outcomes_follow_the_test_numbers() {
-    let app = spawn_app_with(|c| {
-        c.components
-            .entry("simulator".into())
-            .or_default()
-            .settings
-            .insert("completion_delay_ms".into(), "0".into());
-    })
-    .await;
+    let app = spawn_app_completing_after(0).await;
     let (_, key, _) = app.merchant("Shop");
     // 0005: operator error at initiation → failed at once, with the reason.
     let (status, p) = app
@@ -149,14 +142,7 @@ async fn simulated_outcomes_follow_the_test_numbers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn payments_in_progress_are_reconciled_without_being_asked() {
-    let app = spawn_app_with(|c| {
-        c.components
-            .entry("simulator".into())
-            .or_default()
-            .settings
-            .insert("completion_delay_ms".into(), "500".into());
-    })
-    .await;
+    let app = spawn_app_completing_after(500).await;
     let (_, key, _) = app.merchant("Shop");
     let (_, p) = app
         .create(&key, &new_key(), &direct_payment("+2290166001234"))
@@ -182,14 +168,7 @@ async fn payments_in_progress_are_reconciled_without_being_asked() {
 /// polled again later.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconciliation_round_records_each_due_payment() {
-    let app = spawn_app_with(|c| {
-        c.components
-            .entry("simulator".into())
-            .or_default()
-            .settings
-            .insert("completion_delay_ms".into(), "500".into());
-    })
-    .await;
+    let app = spawn_app_completing_after(500).await;
     let (_, key, _) = app.merchant("Shop");
     let mut ids = Vec::new();
     for i in 0..8 {

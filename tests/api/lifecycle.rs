@@ -24,14 +24,7 @@ fn otp_payment(phone: &str) -> Value {
 }
 
 async fn fast_app() -> TestApp {
-    spawn_app_with(|c| {
-        c.components
-            .entry("simulator".into())
-            .or_default()
-            .settings
-            .insert("completion_delay_ms".into(), "0".into());
-    })
-    .await
+    spawn_app_completing_after(0).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -60,6 +60,19 @@ pub async fn spawn_app() -> TestApp {
 }
 
 /// Starts a server with a config adjusted by `adjust` (components dir, routes, limits...).
+/// The app with the simulator completing payments `ms` after initiation
+/// (phones not ending in a test number).
+pub async fn spawn_app_completing_after(ms: u64) -> TestApp {
+    spawn_app_with(|c| {
+        c.components
+            .entry("simulator".into())
+            .or_default()
+            .settings
+            .insert("completion_delay_ms".into(), ms.to_string());
+    })
+    .await
+}
+
 pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
     let data_dir = tempfile::tempdir().expect("temp dir");
     let mut config = base_config(data_dir.path());
