@@ -190,6 +190,36 @@ async fn mtn_timeout_at_initiation_leaves_the_payment_pending_and_polling_finds_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_while_the_operator_is_still_answering_is_told_to_retry_then_gets_the_payment() {
+    let fake = FakeMtn::start().await;
+    fake.callbacks(Callbacks::Never);
+    // MTN answers the request to pay after 1 s (within our timeout).
+    fake.inject("requesttopay", Fault::Slow(Duration::from_millis(1000)), 1);
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let (idem, body) = (new_key(), live_payment("BJ", "mtn-bj", PHONE));
+    let replay_meanwhile = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        app.create(&live, &idem, &body).await
+    };
+    let ((status, p), (replay_status, err)) =
+        tokio::join!(app.create(&live, &idem, &body), replay_meanwhile);
+    assert_eq!(
+        (replay_status, err["error"]["code"].as_str()),
+        (409, Some("idempotency_request_in_progress")),
+        "{err}"
+    );
+    assert_eq!(
+        (status, p["status"].as_str()),
+        (201, Some("processing")),
+        "{p}"
+    );
+    let (status, again) = app.create(&live, &idem, &body).await;
+    assert_eq!((status, &again["id"]), (200, &p["id"]), "{again}");
+    assert_eq!(fake.requests("requesttopay").len(), 1, "one request to pay");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mtn_forged_callback_is_only_a_hint() {
     let fake = FakeMtn::start().await;
     fake.set_outcome("2290166000004", Outcome::Stay);

@@ -98,8 +98,9 @@ fn apply(env: &str, operator: &str, u: &CallbackUpdate) -> Result<bool, ApiError
                 return Ok(false);
             };
             let previous_check = p.next_check_ms;
-            if p.psp_reference.is_none() {
+            if p.psp_reference.is_none() && u.psp_reference.is_some() {
                 p.psp_reference = u.psp_reference.clone();
+                tx.index_psp_reference(&p)?;
             }
             apply_psp_status(&tx, &mut p, u.status.clone())?;
             tx.save_payment(&p, previous_check)?;

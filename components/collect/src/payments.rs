@@ -131,15 +131,18 @@ pub fn create_payment(
                         "This Idempotency-Key was used with a different request body.",
                     ));
                 }
-                if !rec.done && now.saturating_sub(rec.created_ms) < IN_PROGRESS_STALE_MS {
+                let p = tx
+                    .payment(env, merchant, &rec.payment_id)?
+                    .ok_or_else(|| ApiError::internal("idempotency record without payment"))?;
+                // A request that died mid-way stops counting as running after a while.
+                if (p.initiating || !rec.done)
+                    && now.saturating_sub(rec.created_ms) < IN_PROGRESS_STALE_MS
+                {
                     return Err(ApiError::idempotency(
                         "idempotency_request_in_progress",
                         "A request with this Idempotency-Key is still being processed; retry shortly.",
                     ));
                 }
-                let p = tx
-                    .payment(env, merchant, &rec.payment_id)?
-                    .ok_or_else(|| ApiError::internal("idempotency record without payment"))?;
                 return Ok(Created::Replay(p));
             }
         }
@@ -192,18 +195,20 @@ pub fn create_payment(
             merchant_name: caller.merchant_name.clone(),
             next_check_ms: None,
             checks: 0,
+            initiating: false,
         };
         // Hosted: the customer picks the operator on our checkout page; nothing to initiate yet.
         let hosted = input.mode == Mode::Hosted;
         if hosted {
             p.checkout_url = Some(format!("{}/checkout/{}", caller.base_url, p.id));
         }
-        tx.insert_payment(&p)?;
         emit(tx, &p, "collect.payment.created")?;
         if hosted {
             move_to(tx, &mut p, Status::AwaitingPayment, now)?;
-            tx.save_payment(&p, None)?;
+        } else {
+            p.initiating = true;
         }
+        tx.insert_payment(&p)?;
         if let Some(key) = &key {
             tx.put_idem(
                 env,
@@ -213,7 +218,7 @@ pub fn create_payment(
                     request_hash: request_hash.clone(),
                     payment_id: id.clone(),
                     created_ms: now,
-                    done: hosted,
+                    done: true,
                 },
             )?;
         }
@@ -226,33 +231,14 @@ pub fn create_payment(
     if input.mode == Mode::Hosted {
         return Ok((p, false)); // the customer picks the operator on the checkout page
     }
-    // The idempotency record is marked done in the same transaction as the outcome.
-    let done = key.map(|k| {
-        (
-            k,
-            IdemRecord {
-                request_hash,
-                payment_id: p.id.clone(),
-                created_ms: now,
-                done: true,
-            },
-        )
-    });
-    let p = initiate_with(caller, p, done)?;
+    let p = initiate(caller, p)?;
     Ok((p, false))
 }
 
 /// Asks the operator to start collecting `p` (no transaction held), then
-/// applies the outcome. Returns the payment as stored afterwards.
+/// applies the outcome (which ends `initiating`). Returns the payment as
+/// stored afterwards.
 pub fn initiate(caller: &Caller, p: Payment) -> Result<Payment, ApiError> {
-    initiate_with(caller, p, None)
-}
-
-fn initiate_with(
-    caller: &Caller,
-    p: Payment,
-    idem: Option<(String, IdemRecord)>,
-) -> Result<Payment, ApiError> {
     let operator = p.operator.clone().unwrap_or_default();
     let outcome = router::initiate(&InitiateRequest {
         payment_id: p.id.clone(),
@@ -275,12 +261,13 @@ fn initiate_with(
         let mut p = tx
             .payment(&p.environment, &p.merchant_id, &p.id)?
             .ok_or_else(|| ApiError::internal("payment vanished"))?;
-        let previous_check = p.next_check_ms;
+        let (previous_check, previous_ref) = (p.next_check_ms, p.psp_reference.clone());
         apply_initiated(tx, &mut p, outcome.clone())?;
-        tx.save_payment(&p, previous_check)?;
-        if let Some((key, rec)) = &idem {
-            tx.put_idem(&p.environment, &p.merchant_id, key, rec)?;
+        if p.psp_reference != previous_ref {
+            tx.index_psp_reference(&p)?;
         }
+        p.initiating = false;
+        tx.save_payment(&p, previous_check)?;
         Ok(p)
     })
 }

@@ -15,6 +15,7 @@
 //! | refund_active | next_check_ms/env/merchant/refund id | (empty) — refunds to poll |
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 
 use mmc_domain::{Mode, Status};
 use serde::{Deserialize, Serialize};
@@ -92,6 +93,11 @@ pub struct Payment {
     pub next_check_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub checks: u32,
+    /// Set by the creating transaction, cleared with the operator's answer
+    /// to the initiation: a replay of the Idempotency-Key meanwhile is told
+    /// to retry shortly.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub initiating: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,12 +143,23 @@ pub struct IdemRecord {
     pub request_hash: String,
     pub payment_id: String,
     pub created_ms: u64,
-    /// False while the creating request still runs.
+    /// Records written before [`Payment::initiating`] existed said here that
+    /// the creating request still ran (false). New ones leave it out (true):
+    /// the payment says it, and the key is written once, not again at the end.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub done: bool,
 }
 
 fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
     *n == T::default()
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 pub fn scope(env: &str, merchant: &str, id: &str) -> String {
@@ -221,6 +238,10 @@ struct Draft {
     /// (table, key, value seen): each is checked again under the writer.
     reads: Vec<(String, String, Option<Vec<u8>>)>,
     writes: Vec<storage::WriteOp>,
+    /// The value of each key read or written, as the draft last saw or made
+    /// it. A map, not a scan of `reads` and `writes`: a reconciliation round
+    /// touches hundreds of keys in one draft.
+    known: HashMap<(String, String), Option<Vec<u8>>>,
 }
 
 /// Runs `f` as one transaction and commits what it wrote.
@@ -264,19 +285,9 @@ impl Draft {
     /// The value of (table, key) this draft already knows: as it wrote it,
     /// else as it read it (one read, one check per key).
     fn known(&self, table: &str, key: &str) -> Option<Option<Vec<u8>>> {
-        let written = self.writes.iter().rev().find_map(|w| match w {
-            storage::WriteOp::Put(p) if p.table == table && p.key == key => {
-                Some(Some(p.value.clone()))
-            }
-            storage::WriteOp::Delete(d) if d.table == table && d.key == key => Some(None),
-            _ => None,
-        });
-        written.or_else(|| {
-            self.reads
-                .iter()
-                .find(|(t, k, _)| t == table && k == key)
-                .map(|(_, _, v)| v.clone())
-        })
+        self.known
+            .get(&(table.to_string(), key.to_string()))
+            .cloned()
     }
 }
 
@@ -300,9 +311,9 @@ impl Tx {
                     return Ok(v);
                 }
                 let v = storage::get(table, key)?;
-                d.borrow_mut()
-                    .reads
-                    .push((table.into(), key.into(), v.clone()));
+                let mut d = d.borrow_mut();
+                d.known.insert((table.into(), key.into()), v.clone());
+                d.reads.push((table.into(), key.into(), v.clone()));
                 Ok(v)
             }
         }
@@ -317,7 +328,10 @@ impl Tx {
                     key: key.into(),
                     value: value.to_vec(),
                 });
-                d.borrow_mut().writes.push(w);
+                let mut d = d.borrow_mut();
+                d.known
+                    .insert((table.into(), key.into()), Some(value.to_vec()));
+                d.writes.push(w);
                 Ok(())
             }
         }
@@ -331,7 +345,9 @@ impl Tx {
                     table: table.into(),
                     key: key.into(),
                 });
-                d.borrow_mut().writes.push(w);
+                let mut d = d.borrow_mut();
+                d.known.insert((table.into(), key.into()), None);
+                d.writes.push(w);
                 Ok(())
             }
         }
@@ -411,6 +427,7 @@ impl Tx {
 
     /// Writes `p`, keeping the `expiry` and `active` indexes in step with its
     /// status. `previous_check` is the `next_check_ms` it was stored with.
+    /// (`pspref` is kept by [`Tx::index_psp_reference`].)
     pub fn save_payment(&self, p: &Payment, previous_check: Option<u64>) -> Result<(), ApiError> {
         let (env, m, id) = (&p.environment, &p.merchant_id, &p.id);
         if let Some(at) = previous_check {
@@ -421,14 +438,22 @@ impl Tx {
         } else if let Some(at) = p.next_check_ms {
             self.put("active", &time_key(at, env, m, id), b"")?;
         }
+        self.put("payments", &scope(env, m, id), &encode(p))
+    }
+
+    /// Indexes `p` by the reference its operator gave it (callbacks carry only
+    /// that). Called where the reference is set, not at every save: a
+    /// reference never changes once given, and each write is a B-tree leaf.
+    pub fn index_psp_reference(&self, p: &Payment) -> Result<(), ApiError> {
         if let (Some(op), Some(r)) = (&p.operator, &p.psp_reference) {
+            let (env, m, id) = (&p.environment, &p.merchant_id, &p.id);
             self.put(
                 "pspref",
                 &format!("{env}/{op}/{r}"),
                 format!("{m}/{id}").as_bytes(),
             )?;
         }
-        self.put("payments", &scope(env, m, id), &encode(p))
+        Ok(())
     }
 
     /// The merchant owning payment or refund `id` (callbacks carry no merchant).
