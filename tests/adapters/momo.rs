@@ -220,6 +220,46 @@ async fn a_replay_while_the_operator_is_still_answering_is_told_to_retry_then_ge
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconciliation_round_asks_the_operator_about_its_payments_concurrently() {
+    const N: usize = 6;
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    fake.callbacks(Callbacks::Never);
+    // Each status query takes 800 ms: one after another, a round would take 4.8 s.
+    fake.inject(
+        "requesttopay_status",
+        Fault::Slow(Duration::from_millis(800)),
+        N,
+    );
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let mut ids = Vec::new();
+    for _ in 0..N {
+        let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+        ids.push(p["id"].as_str().unwrap().to_string());
+    }
+    for id in &ids {
+        wait_for(&app, &live, id, "completed", Duration::from_secs(15)).await;
+    }
+    let asked = fake.requests("requesttopay_status");
+    assert!(
+        asked.len() >= N,
+        "one query per payment at least: {}",
+        asked.len()
+    );
+    // Asked one after another, no two queries would arrive less than 800 ms
+    // apart. (A round may take only some of the payments, if they fell due
+    // on both sides of a tick: hence the closest pair, not the whole spread.)
+    let mut at: Vec<_> = asked.iter().map(|r| r.at).collect();
+    at.sort();
+    let closest = at.windows(2).map(|w| w[1] - w[0]).min().unwrap();
+    assert!(
+        closest < Duration::from_millis(300),
+        "the queries were not concurrent: the closest two arrived {closest:?} apart"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mtn_forged_callback_is_only_a_hint() {
     let fake = FakeMtn::start().await;
     fake.set_outcome("2290166000004", Outcome::Stay);

@@ -5,10 +5,10 @@ use mmc_domain::Status;
 
 use crate::mmc::platform::{clock, log};
 use crate::payments::{
-    FIRST_CHECK_MS, MAX_CHECK_INTERVAL_MS, PspAnswer, apply_psp_status, ask_psp, move_to,
+    FIRST_CHECK_MS, MAX_CHECK_INTERVAL_MS, PspAnswer, apply_psp_status, ask_psp_many, move_to,
     sync_with_psp,
 };
-use crate::store::{self, Tx};
+use crate::store::{self, Payment, Tx};
 
 /// Payments past `expires_at` that are not final: one last PSP query, then `expired`.
 pub fn expire_due(limit: u32) -> u32 {
@@ -59,8 +59,8 @@ fn expire_one(d: &store::Due, now: u64) -> Result<(), crate::ApiError> {
 
 /// Polls the PSP for payments in progress whose next check is due, with
 /// backoff, because some operators send a callback once and never again.
-/// Every operator is asked first (no transaction held), then every answer is
-/// recorded in one transaction: one durable commit per batch, not one per
+/// Every operator is asked first, concurrently (no transaction held), then
+/// every answer is recorded in one transaction: one durable commit per batch, not one per
 /// payment (which capped reconciliation at a few hundred payments a second).
 pub fn reconcile_due(limit: u32) -> u32 {
     let now = clock::now_ms();
@@ -68,10 +68,10 @@ pub fn reconcile_due(limit: u32) -> u32 {
         Ok(d) => d,
         Err(_) => return 0,
     };
-    let mut polled = Vec::with_capacity(due.len());
+    let mut found = Vec::with_capacity(due.len());
     for d in &due {
         match store::read_payment(&d.env, &d.merchant, &d.id) {
-            Ok(Some(p)) => polled.push((d, ask_psp(&p))),
+            Ok(Some(p)) => found.push((d, p)),
             Ok(None) => {
                 if let Err(e) = store::drop_index_entry("active", &d.key) {
                     reconcile_failed(&d.id, &e);
@@ -80,6 +80,10 @@ pub fn reconcile_due(limit: u32) -> u32 {
             Err(e) => reconcile_failed(&d.id, &e),
         }
     }
+    let asked: Vec<&Payment> = found.iter().map(|(_, p)| p).collect();
+    let answers = ask_psp_many(&asked);
+    let polled: Vec<(&store::Due, Option<PspAnswer>)> =
+        found.iter().map(|(d, _)| *d).zip(answers).collect();
     let batch = store::transact(|tx| {
         for (d, answer) in &polled {
             record_poll(tx, d, answer)?;

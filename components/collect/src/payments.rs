@@ -521,23 +521,56 @@ pub fn operation_ref(p: &Payment) -> OperationRef {
 /// What the PSP said of a payment, or why it could not say.
 pub type PspAnswer = Result<PspStatus, AdapterError>;
 
-/// Asks the PSP where `p` stands (never inside a transaction). `None`: there
-/// is nothing to ask (final, or hosted without an operator yet).
-pub fn ask_psp(p: &Payment) -> Option<PspAnswer> {
-    if p.status.is_terminal()
+/// Whether the PSP has something to say about `p`: not when it is final,
+/// nor when it is hosted without an operator yet.
+fn worth_asking(p: &Payment) -> bool {
+    !(p.status.is_terminal()
         || p.operator.is_none()
-        || (p.psp_reference.is_none() && p.status == Status::AwaitingPayment)
-    {
-        return None;
-    }
-    let answer = router::status(&operation_ref(p));
-    if let Err(e) = &answer {
+        || (p.psp_reference.is_none() && p.status == Status::AwaitingPayment))
+}
+
+fn log_failed_query(p: &Payment, answer: &PspAnswer) {
+    if let Err(e) = answer {
         log::log(
             log::Level::Warn,
             &format!("payment {}: status query failed: {e:?}", p.id),
         );
     }
+}
+
+/// Asks the PSP where `p` stands (never inside a transaction). `None`: there
+/// is nothing to ask.
+pub fn ask_psp(p: &Payment) -> Option<PspAnswer> {
+    if !worth_asking(p) {
+        return None;
+    }
+    let answer = router::status(&operation_ref(p));
+    log_failed_query(p, &answer);
     Some(answer)
+}
+
+/// [`ask_psp`] for each of `payments`, the operators asked concurrently by
+/// the host. Answers in the same order.
+pub fn ask_psp_many(payments: &[&Payment]) -> Vec<Option<PspAnswer>> {
+    let asked: Vec<OperationRef> = payments
+        .iter()
+        .filter(|p| worth_asking(p))
+        .map(|p| operation_ref(p))
+        .collect();
+    let mut answers = router::status_many(&asked).into_iter();
+    payments
+        .iter()
+        .map(|p| {
+            if !worth_asking(p) {
+                return None;
+            }
+            let answer = answers.next().unwrap_or_else(|| {
+                Err(AdapterError::Unavailable("the host gave no answer".into()))
+            });
+            log_failed_query(p, &answer);
+            Some(answer)
+        })
+        .collect()
 }
 
 /// Asks the PSP (outside a transaction) and applies the answer (inside one).

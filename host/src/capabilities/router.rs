@@ -2,16 +2,23 @@
 //! the adapter serving (environment, operator). The adapter runs in its own
 //! Store under its own deadline; its failures become `adapter-error` values.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
+use parking_lot::Mutex;
+
 use crate::admin::audit::AdapterCall;
-use crate::runtime::CallError;
 use crate::runtime::bindings::adapter::Adapter;
 use crate::runtime::bindings::adapter_types::*;
 use crate::runtime::bindings::host::mmc::adapter::router::Host;
 use crate::runtime::state::HostState;
+use crate::runtime::{CallError, Runtime};
 
 type Outcome<T> = wasmtime::Result<Result<T, AdapterError>>;
+
+/// At most this many operator calls of one `status-many` run at once.
+const STATUS_FAN_OUT: usize = 16;
 
 impl HostState {
     fn with_adapter<T>(
@@ -25,52 +32,121 @@ impl HostState {
         ) -> wasmtime::Result<Result<T, AdapterError>>,
     ) -> Outcome<T> {
         if self.open_txn {
-            // DESIGN: an operator call (network, seconds) never runs inside a storage transaction.
-            return Ok(Err(AdapterError::Rejected(
-                "operator calls are not allowed while a storage transaction is open".into(),
-            )));
+            return Ok(Err(in_transaction()));
         }
         let started = Instant::now();
-        let (result, served_by) = self.runtime.call_adapter_traced(environment, operator, f);
-        let elapsed = started.elapsed();
-        self.deadline.extend(elapsed);
-        let outcome = match &result {
-            Ok(Ok(_)) => "ok",
-            Ok(Err(e)) => match e {
-                AdapterError::Timeout(_) => "timeout",
-                AdapterError::Unavailable(_) => "unavailable",
-                AdapterError::InvalidResponse(_) => "invalid_response",
-                AdapterError::Rejected(_) => "rejected",
-                AdapterError::NotSupported(_) => "not_supported",
-                AdapterError::Unauthenticated(_) => "unauthenticated",
-            },
-            Err(CallError::Deadline(_)) => "deadline",
-            Err(CallError::Memory(_)) => "memory",
-            Err(CallError::Trap { .. }) => "trap",
-            Err(CallError::Busy(_)) => "busy",
-            Err(_) => "no_route",
-        };
-        self.runtime.services.audit.record(AdapterCall {
-            subject_id: subject.to_string(),
-            environment: environment.to_string(),
-            operator: operator.to_string(),
-            adapter: served_by.as_ref().map(|l| l.name.clone()),
-            version: served_by.as_ref().map(|l| l.hash.clone()),
-            operation: operation.to_string(),
-            outcome: outcome.to_string(),
-            duration_ms: elapsed.as_secs_f64() * 1000.0,
-            at_ms: crate::capabilities::clock::system_now_ms(),
-        });
-        Ok(match result {
-            Ok(inner) => inner,
-            // The outcome at the operator is unknown: the caller leaves the payment for reconciliation.
-            Err(CallError::Deadline(c)) => Err(AdapterError::Timeout(format!(
-                "adapter {c} exceeded its deadline"
-            ))),
-            Err(e @ CallError::NoRoute { .. }) => Err(AdapterError::NotSupported(e.to_string())),
-            Err(e) => Err(AdapterError::Unavailable(e.to_string())),
-        })
+        let result = routed(
+            &self.runtime,
+            (operation, subject),
+            environment,
+            operator,
+            f,
+        );
+        self.deadline.extend(started.elapsed());
+        Ok(result)
     }
+}
+
+/// DESIGN: an operator call (network, seconds) never runs inside a storage transaction.
+fn in_transaction() -> AdapterError {
+    AdapterError::Rejected(
+        "operator calls are not allowed while a storage transaction is open".into(),
+    )
+}
+
+/// One operator call through the adapter serving (environment, operator),
+/// recorded in the audit trail; a failing adapter is an `adapter-error`.
+fn routed<T>(
+    runtime: &Arc<Runtime>,
+    (operation, subject): (&str, &str),
+    environment: &str,
+    operator: &str,
+    f: impl FnOnce(
+        &mut wasmtime::Store<HostState>,
+        &Adapter,
+    ) -> wasmtime::Result<Result<T, AdapterError>>,
+) -> Result<T, AdapterError> {
+    let started = Instant::now();
+    let (result, served_by) = runtime.call_adapter_traced(environment, operator, f);
+    let elapsed = started.elapsed();
+    let outcome = match &result {
+        Ok(Ok(_)) => "ok",
+        Ok(Err(e)) => match e {
+            AdapterError::Timeout(_) => "timeout",
+            AdapterError::Unavailable(_) => "unavailable",
+            AdapterError::InvalidResponse(_) => "invalid_response",
+            AdapterError::Rejected(_) => "rejected",
+            AdapterError::NotSupported(_) => "not_supported",
+            AdapterError::Unauthenticated(_) => "unauthenticated",
+        },
+        Err(CallError::Deadline(_)) => "deadline",
+        Err(CallError::Memory(_)) => "memory",
+        Err(CallError::Trap { .. }) => "trap",
+        Err(CallError::Busy(_)) => "busy",
+        Err(_) => "no_route",
+    };
+    runtime.services.audit.record(AdapterCall {
+        subject_id: subject.to_string(),
+        environment: environment.to_string(),
+        operator: operator.to_string(),
+        adapter: served_by.as_ref().map(|l| l.name.clone()),
+        version: served_by.as_ref().map(|l| l.hash.clone()),
+        operation: operation.to_string(),
+        outcome: outcome.to_string(),
+        duration_ms: elapsed.as_secs_f64() * 1000.0,
+        at_ms: crate::capabilities::clock::system_now_ms(),
+    });
+    match result {
+        Ok(inner) => inner,
+        // The outcome at the operator is unknown: the caller leaves the payment for reconciliation.
+        Err(CallError::Deadline(c)) => Err(AdapterError::Timeout(format!(
+            "adapter {c} exceeded its deadline"
+        ))),
+        Err(e @ CallError::NoRoute { .. }) => Err(AdapterError::NotSupported(e.to_string())),
+        Err(e) => Err(AdapterError::Unavailable(e.to_string())),
+    }
+}
+
+fn status_of(runtime: &Arc<Runtime>, payment: &OperationRef) -> Result<PspStatus, AdapterError> {
+    routed(
+        runtime,
+        ("status", &payment.id),
+        &payment.environment,
+        &payment.operator,
+        |s, a| a.mmc_adapter_operator().call_status(s, payment),
+    )
+}
+
+/// `status` of each of `payments`, at most [`STATUS_FAN_OUT`] at once, in
+/// the order given. Each call has its own adapter deadline.
+fn statuses(
+    runtime: &Arc<Runtime>,
+    payments: &[OperationRef],
+) -> Vec<Result<PspStatus, AdapterError>> {
+    if payments.len() < 2 {
+        return payments.iter().map(|p| status_of(runtime, p)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let answers: Vec<Mutex<Option<Result<PspStatus, AdapterError>>>> =
+        payments.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..STATUS_FAN_OUT.min(payments.len()) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(p) = payments.get(i) else { break };
+                    *answers[i].lock() = Some(status_of(runtime, p));
+                }
+            });
+        }
+    });
+    answers
+        .into_iter()
+        .map(|a| {
+            a.into_inner()
+                .unwrap_or_else(|| Err(AdapterError::Unavailable("no answer".into())))
+        })
+        .collect()
 }
 
 impl Host for HostState {
@@ -109,6 +185,19 @@ impl Host for HostState {
         self.with_adapter(("status", &id), &env, &op, |s, a| {
             a.mmc_adapter_operator().call_status(s, &payment)
         })
+    }
+
+    fn status_many(
+        &mut self,
+        payments: Vec<OperationRef>,
+    ) -> wasmtime::Result<Vec<Result<PspStatus, AdapterError>>> {
+        if self.open_txn {
+            return Ok(payments.iter().map(|_| Err(in_transaction())).collect());
+        }
+        let started = Instant::now();
+        let answers = statuses(&self.runtime, &payments);
+        self.deadline.extend(started.elapsed());
+        Ok(answers)
     }
 
     fn cancel(&mut self, payment: OperationRef) -> Outcome<PspStatus> {

@@ -33,6 +33,8 @@ pub struct Received {
     pub query: String,
     pub headers: Vec<(String, String)>,
     pub body: Bytes,
+    /// When the request arrived (to tell concurrent calls from sequential ones).
+    pub at: std::time::Instant,
 }
 
 impl Received {
@@ -220,6 +222,7 @@ pub async fn serve(handler: Handler) -> SocketAddr {
                                 })
                                 .collect(),
                             body,
+                            at: std::time::Instant::now(),
                         };
                         let reply = handler(received).await;
                         let mut resp = hyper::Response::builder().status(reply.status);
