@@ -190,7 +190,7 @@ async fn mtn_timeout_at_initiation_leaves_the_payment_pending_and_polling_finds_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_replay_while_the_operator_is_still_answering_is_told_to_retry_then_gets_the_payment() {
+async fn while_the_operator_is_still_answering_a_replay_is_told_to_retry_and_a_cancel_is_refused() {
     let fake = FakeMtn::start().await;
     fake.callbacks(Callbacks::Never);
     // MTN answers the request to pay after 1 s (within our timeout).
@@ -202,12 +202,33 @@ async fn a_replay_while_the_operator_is_still_answering_is_told_to_retry_then_ge
         tokio::time::sleep(Duration::from_millis(300)).await;
         app.create(&live, &idem, &body).await
     };
-    let ((status, p), (replay_status, err)) =
-        tokio::join!(app.create(&live, &idem, &body), replay_meanwhile);
+    // Nor can it be cancelled meanwhile: MTN would still take the money.
+    let cancel_meanwhile = async {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let reference = body["reference"].as_str().unwrap();
+        let (_, p) = app
+            .get(&live, &format!("/api/v1/collect/payments/{reference}"))
+            .await;
+        let cancel = format!(
+            "/api/v1/collect/payments/{}/cancel",
+            p["id"].as_str().unwrap()
+        );
+        post(&app, &live, &cancel, json!({})).await
+    };
+    let ((status, p), (replay_status, err), (cancel_status, refused)) = tokio::join!(
+        app.create(&live, &idem, &body),
+        replay_meanwhile,
+        cancel_meanwhile
+    );
     assert_eq!(
         (replay_status, err["error"]["code"].as_str()),
         (409, Some("idempotency_request_in_progress")),
         "{err}"
+    );
+    assert_eq!(
+        (cancel_status, refused["error"]["code"].as_str()),
+        (409, Some("payment_not_cancellable")),
+        "{refused}"
     );
     assert_eq!(
         (status, p["status"].as_str()),
@@ -257,6 +278,22 @@ async fn a_reconciliation_round_asks_the_operator_about_its_payments_concurrentl
         closest < Duration::from_millis(300),
         "the queries were not concurrent: the closest two arrived {closest:?} apart"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callback_that_beats_the_answer_to_the_request_to_pay_stands() {
+    let fake = FakeMtn::start().await;
+    // MTN settles at 100 ms and calls back, but answers our request after 1 s.
+    fake.settle_after(Duration::from_millis(100));
+    fake.inject("requesttopay", Fault::Slow(Duration::from_millis(1000)), 1);
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    assert_eq!(fake.callbacks_sent().len(), 1, "the callback came first");
+    // The answer to the initiation (processing) must not undo what the callback did.
+    assert_eq!(p["status"], "completed", "{p}");
+    let id = p["id"].as_str().unwrap();
+    assert_eq!(payment(&app, &live, id).await["status"], "completed");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -82,18 +82,26 @@ pub fn reconcile_due(limit: u32) -> u32 {
     }
     let asked: Vec<&Payment> = found.iter().map(|(_, p)| p).collect();
     let answers = ask_psp_many(&asked);
-    let polled: Vec<(&store::Due, Option<PspAnswer>)> =
-        found.iter().map(|(d, _)| *d).zip(answers).collect();
+    let polled: Vec<(&store::Due, &Payment, Option<PspAnswer>)> = found
+        .iter()
+        .zip(answers)
+        .map(|((d, p), a)| (*d, p, a))
+        .collect();
     let batch = store::transact(|tx| {
-        for (d, answer) in &polled {
+        for (d, p, answer) in &polled {
+            tx.assume_payment(p); // as read above
             record_poll(tx, d, answer)?;
         }
         Ok(())
     });
     if batch.is_err() {
         // One payment that cannot be recorded must not hold back the others.
-        for (d, answer) in &polled {
-            if let Err(e) = store::transact(|tx| record_poll(tx, d, answer)) {
+        for (d, p, answer) in &polled {
+            let one = store::transact(|tx| {
+                tx.assume_payment(p);
+                record_poll(tx, d, answer)
+            });
+            if let Err(e) = one {
                 reconcile_failed(&d.id, &e);
             }
         }

@@ -134,9 +134,8 @@ pub fn create_payment(
                 let p = tx
                     .payment(env, merchant, &rec.payment_id)?
                     .ok_or_else(|| ApiError::internal("idempotency record without payment"))?;
-                // A request that died mid-way stops counting as running after a while.
-                if (p.initiating || !rec.done)
-                    && now.saturating_sub(rec.created_ms) < IN_PROGRESS_STALE_MS
+                if initiation_under_way(&p, now)
+                    || (!rec.done && now.saturating_sub(rec.created_ms) < IN_PROGRESS_STALE_MS)
                 {
                     return Err(ApiError::idempotency(
                         "idempotency_request_in_progress",
@@ -235,9 +234,15 @@ pub fn create_payment(
     Ok((p, false))
 }
 
-/// Asks the operator to start collecting `p` (no transaction held), then
-/// applies the outcome (which ends `initiating`). Returns the payment as
-/// stored afterwards.
+/// The operator is being asked to start `p` right now. A request that died
+/// mid-way stops counting as running after a while (expiry settles it).
+fn initiation_under_way(p: &Payment, now: u64) -> bool {
+    p.initiating && now.saturating_sub(p.created_at_ms) < IN_PROGRESS_STALE_MS
+}
+
+/// Asks the operator to start collecting `p` (as just stored; no transaction
+/// held), then applies the outcome (which ends `initiating`). Returns the
+/// payment as stored afterwards.
 pub fn initiate(caller: &Caller, p: Payment) -> Result<Payment, ApiError> {
     let operator = p.operator.clone().unwrap_or_default();
     let outcome = router::initiate(&InitiateRequest {
@@ -258,6 +263,7 @@ pub fn initiate(caller: &Caller, p: Payment) -> Result<Payment, ApiError> {
         return_url: Some(format!("{}/checkout/{}", caller.base_url, p.id)),
     });
     store::transact(|tx| {
+        tx.assume_payment(&p); // as the caller stored it
         let mut p = tx
             .payment(&p.environment, &p.merchant_id, &p.id)?
             .ok_or_else(|| ApiError::internal("payment vanished"))?;
@@ -580,6 +586,7 @@ pub fn sync_with_psp(p: Payment) -> Result<Payment, ApiError> {
         return Ok(p);
     };
     store::transact(|tx| {
+        tx.assume_payment(&p);
         let mut current = tx
             .payment(&p.environment, &p.merchant_id, &p.id)?
             .ok_or_else(|| ApiError::internal("payment vanished"))?;
@@ -758,6 +765,14 @@ pub fn cancel_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
             format!("A {} payment cannot be cancelled.", p.status.as_str()),
         ));
     }
+    // The request to pay is on its way: cancelling only here would let the
+    // customer's approval take money for a cancelled payment.
+    if initiation_under_way(&p, clock::now_ms()) {
+        return Err(ApiError::state(
+            "payment_not_cancellable",
+            "The operator is still being asked to start this payment; try again in a moment.",
+        ));
+    }
     let answer = if p.operator.is_some() && p.psp_reference.is_some() {
         Some(router::cancel(&operation_ref(&p)))
     } else {
@@ -796,10 +811,10 @@ pub fn cancel_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
             ));
         }
     }
-    if !p.status.is_cancellable() {
+    if !p.status.is_cancellable() || initiation_under_way(&p, now) {
         return Err(ApiError::state(
             "payment_not_cancellable",
-            format!("A {} payment cannot be cancelled.", p.status.as_str()),
+            format!("A {} payment cannot be cancelled now.", p.status.as_str()),
         ));
     }
     p.cancel_reason = reason;

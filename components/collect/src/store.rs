@@ -374,6 +374,25 @@ impl Tx {
         decode(self.get("payments", &scope(env, merchant, id))?)
     }
 
+    /// Tells a draft how `p` is stored, when the caller knows (it wrote or
+    /// read it a moment ago): the draft then reads nothing for it, and the
+    /// check under the writer still proves it (else `f` runs again for real).
+    /// A real transaction ignores this and reads.
+    pub fn assume_payment(&self, p: &Payment) {
+        if let TxMode::Draft(d) = &self.0 {
+            let key = (
+                "payments".to_string(),
+                scope(&p.environment, &p.merchant_id, &p.id),
+            );
+            let mut d = d.borrow_mut();
+            if !d.known.contains_key(&key) {
+                let stored = Some(encode(p));
+                d.known.insert(key.clone(), stored.clone());
+                d.reads.push((key.0, key.1, stored));
+            }
+        }
+    }
+
     pub fn payment_id_by_reference(
         &self,
         env: &str,
