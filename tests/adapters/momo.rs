@@ -297,6 +297,27 @@ async fn a_callback_that_beats_the_answer_to_the_request_to_pay_stands() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mtn_refund_pending_at_the_operator_is_settled_by_polling() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    let id = p["id"].as_str().unwrap();
+    wait_for(&app, &live, id, "completed", Duration::from_secs(3)).await;
+    let refunds = format!("/api/v1/collect/payments/{id}/refunds");
+    let (status, r) = post(&app, &live, &refunds, json!({})).await;
+    assert_eq!(
+        (status, r["status"].as_str()),
+        (201, Some("pending")),
+        "{r}"
+    );
+    // MTN says nothing more unless asked: reconciliation asks, and the full refund lands.
+    wait_for(&app, &live, id, "refunded", Duration::from_secs(8)).await;
+    assert!(!fake.requests("refund_status").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mtn_forged_callback_is_only_a_hint() {
     let fake = FakeMtn::start().await;
     fake.set_outcome("2290166000004", Outcome::Stay);

@@ -251,12 +251,10 @@ pub fn reconcile_due(limit: u32) -> u32 {
     let mut done = 0;
     for d in due {
         let _ = (|| -> Result<(), ApiError> {
-            let tx = Tx::begin()?;
-            let Some(r) = tx.refund(&d.env, &d.merchant, &d.id)? else {
-                tx.delete("refund_active", &d.key)?;
-                return tx.commit();
+            // A read: the writer is taken only to record the answer.
+            let Some(r) = store::read_refund(&d.env, &d.merchant, &d.id)? else {
+                return store::drop_index_entry("refund_active", &d.key);
             };
-            drop(tx);
             let operator = store::read_payment(&d.env, &d.merchant, &r.payment_id)?
                 .and_then(|p| p.operator)
                 .unwrap_or_default();

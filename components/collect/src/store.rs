@@ -218,6 +218,11 @@ pub fn read_payment(
     }
 }
 
+/// Reads a refund outside a transaction (committed data).
+pub fn read_refund(env: &str, merchant: &str, id: &str) -> Result<Option<Refund>, ApiError> {
+    decode(storage::get("refunds", &scope(env, merchant, id))?)
+}
+
 /// A write transaction, or a *draft* of one.
 ///
 /// A draft runs the transaction's logic without the storage writer: reads
