@@ -7,7 +7,6 @@ TARGET_DIR=${CARGO_TARGET_DIR:-target}
 MMC="$TARGET_DIR/release/mmc"
 DURATION=${BENCH_DURATION:-10s}
 CONNS=${BENCH_CONNECTIONS:-64}
-SEED=${BENCH_SEED:-1000000}
 PORT=${BENCH_PORT:-18099}
 BASE="http://127.0.0.1:$PORT"
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
@@ -21,7 +20,7 @@ KEY=$("$MMC" keys create --merchant "$M" --env test --data-dir "$DATA" | python3
 
 start_server() {
   local t0=$(date +%s%N)
-  "$MMC" serve --listen 127.0.0.1:$PORT --data-dir "$DATA" --components-dir "$TARGET_DIR/components" > "$DATA/server.log" 2>&1 &
+  "$MMC" serve --listen 127.0.0.1:$PORT --data-dir "${DATA_DIR:-$DATA}" --components-dir "$TARGET_DIR/components" > "$DATA/server.log" 2>&1 &
   SERVER=$!
   until curl -sf "$BASE/healthz" >/dev/null; do sleep 0.01; done
   STARTUP_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
@@ -82,14 +81,22 @@ t0=$(date +%s%N)
 "$MMC" adapters deploy simulator "$DATA/sim-v2.wasm" --server "$BASE" --token adm_bench >/dev/null
 SWAP_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
 
-# Reads with a large store: GET latency at ~10k payments (now) vs after seeding $SEED more.
-wait_quiet
-small=$(wrk -t2 -c16 -d5s --latency "${AUTH[@]}" "$BASE/api/v1/collect/payments/$ID" | awk '$1=="50%" {print $2}')
-kill $SERVER; wait $SERVER 2>/dev/null || true
-python3 bench/seed.py "$DATA/mmc.db" "$M" "$SEED" >/dev/null
-start_server
-large=$(wrk -t2 -c16 -d5s --latency "${AUTH[@]}" "$BASE/api/v1/collect/payments/$ID" | awk '$1=="50%" {print $2}')
 RSS_KB=$(awk '/VmRSS/ {print $2}' /proc/$SERVER/status)
+kill $SERVER; wait $SERVER 2>/dev/null || true
+
+# GET latency against store size, in a store of its own: 10,000 payments, then 1,000,000.
+READS="$DATA/reads"; mkdir -p "$READS"
+M2=$("$MMC" merchants create --name Reads --data-dir "$READS" | python3 -c 'import sys,json;print(json.load(sys.stdin)["id"])')
+KEY2=$("$MMC" keys create --merchant "$M2" --env test --data-dir "$READS" | python3 -c 'import sys,json;print(json.load(sys.stdin)["key"])')
+ID2=$(python3 bench/seed.py "$READS/mmc.db" "$M2" 10000)
+get_p50() {
+  DATA_DIR="$READS" start_server
+  wrk -t2 -c16 -d5s --latency -H "Authorization: Bearer $KEY2" "$BASE/api/v1/collect/payments/$ID2" | awk '$1=="50%" {print $2}'
+  kill $SERVER; wait $SERVER 2>/dev/null || true
+}
+small=$(get_p50)
+python3 bench/seed.py "$READS/mmc.db" "$M2" 990000 10000 >/dev/null
+large=$(get_p50)
 
 ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); print(f'{a/b:.2f}')"; }
 {
@@ -102,5 +109,5 @@ ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); 
   echo "- create/healthz: $(ratio "$CREATE" "$HEALTH"); get/healthz: $(ratio "$GET" "$HEALTH"); legacy create/create: $(ratio "$LEGACY" "$CREATE")"
   echo "- share of create request time inside component calls (instantiate + Wasm + the storage commits and adapter call they make): $WASM_SHARE"
   echo "- start-up with all components cached: ${STARTUP_MS} ms; hot swap of an adapter (upload, compile, smoke test, swap): ${SWAP_MS} ms"
-  echo "- GET p50 with $STORED payments stored: $small; with $SEED more: $large; server RSS after: $((RSS_KB / 1024)) MiB"
+  echo "- GET p50 (16 connections) with 10,000 payments stored: $small; with 1,000,000: $large; server RSS after the load phases ($STORED payments created): $((RSS_KB / 1024)) MiB"
 } | tee bench/results/latest.md

@@ -1,9 +1,14 @@
 """Seeds N synthetic payments straight into the collect component's tables
 (same key layout as components/collect/src/store.rs), to measure reads with a
-large store without spending minutes creating them through the API."""
+large store without spending minutes creating them through the API.
+
+Usage: seed.py DB MERCHANT N [FIRST]: payments FIRST..FIRST+N-1 (references
+seed-FIRST…); prints the id of the first one."""
 import json, sqlite3, sys, uuid
 
 db, merchant, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+first = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+first_id = None
 conn = sqlite3.connect(db)
 conn.execute("PRAGMA synchronous=OFF")
 proto = {
@@ -16,8 +21,9 @@ proto = {
     "failure": None, "request_hash": "seed", "merchant_name": "Bench",
 }
 batch = []
-for i in range(n):
+for i in range(first, first + n):
     pid = str(uuid.uuid4())
+    first_id = first_id or pid
     rec = dict(proto, id=pid, reference=f"seed-{i}")
     batch.append(("collect", "payments", f"test/{merchant}/{pid}", json.dumps(rec).encode()))
     batch.append(("collect", "refs", f"test/{merchant}/seed-{i}", pid.encode()))
@@ -27,4 +33,4 @@ for i in range(n):
         batch = []
 conn.executemany("INSERT OR REPLACE INTO kv (ns, tbl, k, v) VALUES (?, ?, ?, ?)", batch)
 conn.commit()
-print(f"seeded {n}")
+print(first_id)
