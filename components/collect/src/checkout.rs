@@ -10,6 +10,7 @@ use mmc_domain::{Status, phone};
 use crate::ApiError;
 use crate::mmc::adapter::router;
 use crate::mmc::api::http_types::{Caller, Request, Response};
+use crate::mmc::platform::clock;
 use crate::payments;
 use crate::store::{Customer, Payment, Tx};
 use crate::wire;
@@ -355,7 +356,13 @@ fn choose(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {
     let Some(mut current) = tx.payment(&p.environment, &p.merchant_id, &p.id)? else {
         return Ok(see_other(&p, lang));
     };
-    if current.status != Status::AwaitingPayment || current.psp_reference.is_some() {
+    // Already chosen and on its way to the operator (a second submit of the
+    // form): one request to pay, never two.
+    let now = clock::now_ms();
+    if current.status != Status::AwaitingPayment
+        || current.psp_reference.is_some()
+        || payments::initiation_under_way(&current, now)
+    {
         return Ok(see_other(&current, lang));
     }
     current.operator = Some(op.slug.to_string());
@@ -368,6 +375,7 @@ fn choose(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {
         phone: Some(msisdn),
         ..names
     });
+    current.initiating_since_ms = Some(now);
     tx.save_payment(&current, current.next_check_ms)?;
     tx.commit()?;
     let after = payments::initiate(&caller_for(&current), current)?;

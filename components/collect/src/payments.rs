@@ -194,7 +194,7 @@ pub fn create_payment(
             merchant_name: caller.merchant_name.clone(),
             next_check_ms: None,
             checks: 0,
-            initiating: false,
+            initiating_since_ms: None,
         };
         // Hosted: the customer picks the operator on our checkout page; nothing to initiate yet.
         let hosted = input.mode == Mode::Hosted;
@@ -205,7 +205,7 @@ pub fn create_payment(
         if hosted {
             move_to(tx, &mut p, Status::AwaitingPayment, now)?;
         } else {
-            p.initiating = true;
+            p.initiating_since_ms = Some(now);
         }
         tx.insert_payment(&p)?;
         if let Some(key) = &key {
@@ -236,12 +236,13 @@ pub fn create_payment(
 
 /// The operator is being asked to start `p` right now. A request that died
 /// mid-way stops counting as running after a while (expiry settles it).
-fn initiation_under_way(p: &Payment, now: u64) -> bool {
-    p.initiating && now.saturating_sub(p.created_at_ms) < IN_PROGRESS_STALE_MS
+pub fn initiation_under_way(p: &Payment, now: u64) -> bool {
+    p.initiating_since_ms
+        .is_some_and(|since| now.saturating_sub(since) < IN_PROGRESS_STALE_MS)
 }
 
 /// Asks the operator to start collecting `p` (as just stored; no transaction
-/// held), then applies the outcome (which ends `initiating`). Returns the
+/// held), then applies the outcome (which ends `initiating_since_ms`). Returns the
 /// payment as stored afterwards.
 pub fn initiate(caller: &Caller, p: Payment) -> Result<Payment, ApiError> {
     let operator = p.operator.clone().unwrap_or_default();
@@ -272,7 +273,7 @@ pub fn initiate(caller: &Caller, p: Payment) -> Result<Payment, ApiError> {
         if p.psp_reference != previous_ref {
             tx.index_psp_reference(&p)?;
         }
-        p.initiating = false;
+        p.initiating_since_ms = None;
         tx.save_payment(&p, previous_check)?;
         Ok(p)
     })

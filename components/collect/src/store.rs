@@ -93,11 +93,12 @@ pub struct Payment {
     pub next_check_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub checks: u32,
-    /// Set by the creating transaction, cleared with the operator's answer
-    /// to the initiation: a replay of the Idempotency-Key meanwhile is told
-    /// to retry shortly.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub initiating: bool,
+    /// When the request to pay was sent on its way (set with the pending
+    /// record, or when the customer picks an operator on the checkout page),
+    /// cleared with the operator's answer. Meanwhile a replay of the
+    /// Idempotency-Key is told to retry, and a cancel is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initiating_since_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -143,7 +144,7 @@ pub struct IdemRecord {
     pub request_hash: String,
     pub payment_id: String,
     pub created_ms: u64,
-    /// Records written before [`Payment::initiating`] existed said here that
+    /// Records written before [`Payment::initiating_since_ms`] existed said here that
     /// the creating request still ran (false). New ones leave it out (true):
     /// the payment says it, and the key is written once, not again at the end.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
