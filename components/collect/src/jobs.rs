@@ -8,7 +8,7 @@ use crate::payments::{
     FIRST_CHECK_MS, MAX_CHECK_INTERVAL_MS, PspAnswer, apply_psp_status, ask_psp_many, move_to,
     sync_with_psp,
 };
-use crate::store::{self, Payment, Tx};
+use crate::store::{self, Tx};
 
 /// Payments past `expires_at` that are not final: one last PSP query, then `expired`.
 pub fn expire_due(limit: u32) -> u32 {
@@ -80,15 +80,10 @@ pub fn reconcile_due(limit: u32) -> u32 {
             Err(e) => reconcile_failed(&d.id, &e),
         }
     }
-    let asked: Vec<&Payment> = found.iter().map(|(_, p)| p).collect();
-    let answers = ask_psp_many(&asked);
-    let polled: Vec<(&store::Due, &Payment, Option<PspAnswer>)> = found
-        .iter()
-        .zip(answers)
-        .map(|((d, p), a)| (*d, p, a))
-        .collect();
+    let answers = ask_psp_many(&found.iter().map(|(_, p)| p).collect::<Vec<_>>());
+    let polled = || found.iter().zip(&answers).map(|((d, p), a)| (*d, p, a));
     let batch = store::transact(|tx| {
-        for (d, p, answer) in &polled {
+        for (d, p, answer) in polled() {
             tx.assume_payment(p); // as read above
             record_poll(tx, d, answer)?;
         }
@@ -96,7 +91,7 @@ pub fn reconcile_due(limit: u32) -> u32 {
     });
     if batch.is_err() {
         // One payment that cannot be recorded must not hold back the others.
-        for (d, p, answer) in &polled {
+        for (d, p, answer) in polled() {
             let one = store::transact(|tx| {
                 tx.assume_payment(p);
                 record_poll(tx, d, answer)

@@ -548,12 +548,7 @@ fn log_failed_query(p: &Payment, answer: &PspAnswer) {
 /// Asks the PSP where `p` stands (never inside a transaction). `None`: there
 /// is nothing to ask.
 pub fn ask_psp(p: &Payment) -> Option<PspAnswer> {
-    if !worth_asking(p) {
-        return None;
-    }
-    let answer = router::status(&operation_ref(p));
-    log_failed_query(p, &answer);
-    Some(answer)
+    ask_psp_many(&[p]).pop().flatten()
 }
 
 /// [`ask_psp`] for each of `payments`, the operators asked concurrently by
