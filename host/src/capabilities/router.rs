@@ -21,29 +21,34 @@ type Outcome<T> = wasmtime::Result<Result<T, AdapterError>>;
 const STATUS_FAN_OUT: usize = 16;
 
 impl HostState {
-    fn with_adapter<T>(
+    /// Operator calls made for this component call: refused while a storage
+    /// transaction is open, and the time they take is not charged to this
+    /// call's deadline (each adapter call has its own).
+    fn operator_calls<T>(
         &mut self,
-        (operation, subject): (&str, &str),
-        environment: &str,
-        operator: &str,
-        f: impl FnOnce(
-            &mut wasmtime::Store<HostState>,
-            &Adapter,
-        ) -> wasmtime::Result<Result<T, AdapterError>>,
-    ) -> Outcome<T> {
+        refused: impl FnOnce() -> T,
+        calls: impl FnOnce(&Arc<Runtime>) -> T,
+    ) -> T {
         if self.open_txn {
-            return Ok(Err(in_transaction()));
+            return refused();
         }
         let started = Instant::now();
-        let result = routed(
-            &self.runtime,
-            (operation, subject),
-            environment,
-            operator,
-            f,
-        );
+        let out = calls(&self.runtime);
         self.deadline.extend(started.elapsed());
-        Ok(result)
+        out
+    }
+
+    fn with_adapter<T>(
+        &mut self,
+        call: (&str, &str),
+        environment: &str,
+        operator: &str,
+        f: impl FnOnce(&mut wasmtime::Store<HostState>, &Adapter) -> Outcome<T>,
+    ) -> Outcome<T> {
+        Ok(self.operator_calls(
+            || Err(in_transaction()),
+            |runtime| routed(runtime, call, environment, operator, f),
+        ))
     }
 }
 
@@ -61,10 +66,7 @@ fn routed<T>(
     (operation, subject): (&str, &str),
     environment: &str,
     operator: &str,
-    f: impl FnOnce(
-        &mut wasmtime::Store<HostState>,
-        &Adapter,
-    ) -> wasmtime::Result<Result<T, AdapterError>>,
+    f: impl FnOnce(&mut wasmtime::Store<HostState>, &Adapter) -> Outcome<T>,
 ) -> Result<T, AdapterError> {
     let started = Instant::now();
     let (result, served_by) = runtime.call_adapter_traced(environment, operator, f);
@@ -177,27 +179,20 @@ impl Host for HostState {
     }
 
     fn status(&mut self, payment: OperationRef) -> Outcome<PspStatus> {
-        let (env, op, id) = (
-            payment.environment.clone(),
-            payment.operator.clone(),
-            payment.id.clone(),
-        );
-        self.with_adapter(("status", &id), &env, &op, |s, a| {
-            a.mmc_adapter_operator().call_status(s, &payment)
-        })
+        Ok(self.operator_calls(
+            || Err(in_transaction()),
+            |runtime| status_of(runtime, &payment),
+        ))
     }
 
     fn status_many(
         &mut self,
         payments: Vec<OperationRef>,
     ) -> wasmtime::Result<Vec<Result<PspStatus, AdapterError>>> {
-        if self.open_txn {
-            return Ok(payments.iter().map(|_| Err(in_transaction())).collect());
-        }
-        let started = Instant::now();
-        let answers = statuses(&self.runtime, &payments);
-        self.deadline.extend(started.elapsed());
-        Ok(answers)
+        Ok(self.operator_calls(
+            || payments.iter().map(|_| Err(in_transaction())).collect(),
+            |runtime| statuses(runtime, &payments),
+        ))
     }
 
     fn cancel(&mut self, payment: OperationRef) -> Outcome<PspStatus> {
