@@ -27,7 +27,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -75,7 +75,8 @@ CREATE TABLE IF NOT EXISTS outbox (
     extra_url    TEXT,
     payload      BLOB NOT NULL,
     created_ms   INTEGER NOT NULL,
-    -- Unused since outbox_cursor (kept so that older files open unchanged).
+    -- Superseded by outbox_cursor; still read once, by the migration below
+    -- that places the cursor of a file from before it.
     dispatched   INTEGER NOT NULL DEFAULT 0
 );
 
@@ -139,22 +140,20 @@ struct Job {
     ns: String,
     checks: Vec<Check>,
     writes: Vec<Write>,
-    /// QUEUED, then TAKEN by the applier or ABANDONED by a caller that gave up, then DONE.
-    state: AtomicU8,
+    /// Taken by the applier, or by a caller that gave up waiting: whoever
+    /// takes it first decides whether it is ever applied.
+    claimed: AtomicBool,
+    /// Set once its group is resolved.
     outcome: Mutex<Option<Result<bool, StorageError>>>,
     caller: Thread,
 }
 
-const QUEUED: u8 = 0;
-const TAKEN: u8 = 1;
-const ABANDONED: u8 = 2;
-const DONE: u8 = 3;
-
 /// Most jobs run under one lock acquisition: the committer waits no longer than that.
 const APPLY_BATCH: usize = 32;
 
-/// How long a prepared transaction may wait for the applier before the caller gives up.
-const APPLY_WAIT: Duration = Duration::from_secs(10);
+/// How long a transaction may wait for the writer (its lock, or the applier
+/// for a prepared one) before the caller gives up.
+const WRITER_WAIT: Duration = Duration::from_secs(10);
 
 /// The writer connection and the group it is building.
 struct Writer {
@@ -165,7 +164,8 @@ struct Writer {
     group: u64,
 }
 
-/// What the committer has done, for transactions waiting on their group.
+/// Groups committed (by the applier or the committer) and made durable (by
+/// the committer), for transactions waiting on their group.
 #[derive(Default)]
 struct Groups {
     state: Mutex<GroupState>,
@@ -185,7 +185,8 @@ struct Groups {
 struct GroupState {
     /// Recent groups whose commit failed, with the error.
     failed: Vec<(u64, String)>,
-    /// A transaction is waiting for the open group (not committed yet).
+    /// A commit of the open group is wanted: a transaction waits for it, or
+    /// the applier wrote to it while a sync was under way.
     pending: bool,
     /// The last group committed (its frames written), synced or not.
     committed_through: u64,
@@ -201,7 +202,8 @@ impl Groups {
         self.resolved_through.load(Ordering::SeqCst)
     }
 
-    /// Asks the committer for a commit and waits until `group` is resolved.
+    /// Waits until `group` is resolved, first asking the committer to commit
+    /// it if it is still open and nobody has asked yet.
     fn wait_durable(&self, group: u64) -> Result<(), StorageError> {
         let mut st = self.state.lock();
         if !st.pending && group > st.committed_through {
@@ -211,10 +213,7 @@ impl Groups {
         while self.resolved() < group {
             self.done[(group % 2) as usize].wait(&mut st);
         }
-        match st.failed.iter().find(|(g, _)| *g == group) {
-            Some((_, e)) => Err(StorageError::Unavailable(format!("commit failed: {e}"))),
-            None => Ok(()),
-        }
+        group_failure(&st.failed, group)
     }
 
     /// After a read: waits until whatever the read may have seen is durable.
@@ -265,6 +264,14 @@ impl GroupState {
     }
 }
 
+/// How resolved `group` ended: durable, or the error its commit or sync failed with.
+fn group_failure(failed: &[(u64, String)], group: u64) -> Result<(), StorageError> {
+    match failed.iter().find(|(g, _)| *g == group) {
+        Some((_, e)) => Err(StorageError::Unavailable(format!("commit failed: {e}"))),
+        None => Ok(()),
+    }
+}
+
 /// Makes committed groups durable, one `fdatasync` for all of them, and
 /// answers their transactions. A group is committed either by the applier,
 /// right after its batch when the committer is idle (no lock handed over),
@@ -298,29 +305,26 @@ fn committer(writer: Arc<Mutex<Writer>>, groups: Arc<Groups>, wal_path: PathBuf)
             }
         }
         groups.resolved_through.store(through, Ordering::SeqCst);
-        for done in &groups.done {
-            done.notify_all();
+        // Only the waiters of the groups resolved now (at most both parities).
+        for g in from..=through.min(from + 1) {
+            groups.done[(g % 2) as usize].notify_all();
         }
         // Jobs are queued in group order: those resolved now come first.
         let upto = st.jobs.partition_point(|(g, _, _)| *g <= through);
-        let resolved: Vec<_> = st.jobs.drain(..upto).collect();
-        let answered: Vec<_> = resolved
-            .into_iter()
+        let state = &mut *st; // the jobs and the failures, borrowed apart
+        let answered: Vec<_> = state
+            .jobs
+            .drain(..upto)
             .map(|(g, job, outcome)| {
-                let failed = st.failed.iter().find(|(f, _)| *f == g);
-                let outcome = match (failed, outcome) {
-                    (Some((_, e)), Ok(_)) => {
-                        Err(StorageError::Unavailable(format!("commit failed: {e}")))
-                    }
-                    (_, o) => o,
-                };
+                // A job that applied answers how its group ended.
+                let outcome =
+                    outcome.and_then(|applied| group_failure(&state.failed, g).map(|_| applied));
                 (job, outcome)
             })
             .collect();
         drop(st);
         for (job, outcome) in answered {
             *job.outcome.lock() = Some(outcome);
-            job.state.store(DONE, Ordering::Release);
             job.caller.unpark();
         }
     }
@@ -344,11 +348,7 @@ fn applier(writer: Arc<Mutex<Writer>>, groups: Arc<Groups>, applier: Arc<Applier
         let mut applied = Vec::with_capacity(batch.len());
         for job in batch {
             // A caller that stopped waiting has been told it failed: never apply it.
-            if job
-                .state
-                .compare_exchange(QUEUED, TAKEN, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
+            if !job.claimed.swap(true, Ordering::AcqRel) {
                 let outcome = apply_on(&mut w, &job);
                 applied.push((job, outcome));
             }
@@ -681,12 +681,12 @@ fn emit_on(conn: &Connection, e: &OutboxEvent) -> Result<(), StorageError> {
 impl Backend for Sqlite {
     fn begin(&self, namespace: &str) -> Result<Box<dyn Transaction>, StorageError> {
         // Bounded wait: a stuck writer must surface as an error, not hang every request.
-        let guard = self
-            .writer
-            .try_lock_arc_for(Duration::from_secs(10))
-            .ok_or_else(|| {
-                StorageError::Unavailable("storage busy: writer lock not acquired in 10 s".into())
-            })?;
+        let guard = self.writer.try_lock_arc_for(WRITER_WAIT).ok_or_else(|| {
+            StorageError::Unavailable(format!(
+                "storage busy: writer lock not acquired in {} s",
+                WRITER_WAIT.as_secs()
+            ))
+        })?;
         let mut guard = guard;
         enter(&mut guard)?;
         Ok(Box::new(SqliteTxn {
@@ -707,33 +707,25 @@ impl Backend for Sqlite {
             ns: namespace.to_string(),
             checks,
             writes,
-            state: AtomicU8::new(QUEUED),
+            claimed: AtomicBool::new(false),
             outcome: Mutex::new(None),
             caller: std::thread::current(),
         });
         self.applier.queue.lock().jobs.push(job.clone());
         self.applier.work.notify_one();
-        let deadline = Instant::now() + APPLY_WAIT;
+        let deadline = Instant::now() + WRITER_WAIT;
         loop {
-            if job.state.load(Ordering::Acquire) == DONE {
-                return job
-                    .outcome
-                    .lock()
-                    .take()
-                    .expect("a done job has its outcome");
+            if let Some(outcome) = job.outcome.lock().take() {
+                return outcome;
             }
             let now = Instant::now();
-            if now >= deadline
-                && job
-                    .state
-                    .compare_exchange(QUEUED, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-            {
-                return Err(StorageError::Unavailable(
-                    "storage busy: transaction not started in 10 s".into(),
-                ));
+            if now >= deadline && !job.claimed.swap(true, Ordering::AcqRel) {
+                return Err(StorageError::Unavailable(format!(
+                    "storage busy: transaction not started in {} s",
+                    WRITER_WAIT.as_secs()
+                )));
             }
-            // Spurious wake-ups are fine: the state is checked again.
+            // Spurious wake-ups are fine: the outcome is checked again.
             std::thread::park_timeout(
                 deadline
                     .saturating_duration_since(now)
