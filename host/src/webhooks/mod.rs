@@ -9,6 +9,7 @@ pub mod destination;
 pub mod signature;
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -174,6 +175,26 @@ fn client(allow_loopback: bool, timeout: Duration) -> reqwest::Client {
 /// An endpoint's (id, url, enabled event types).
 type Subscription = (String, String, Vec<String>);
 
+/// The live endpoints of a merchant in an environment: (id, url, enabled events).
+fn subscriptions(
+    tx: &rusqlite::Connection,
+    merchant: &str,
+    env: &str,
+) -> rusqlite::Result<Vec<Subscription>> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT id, url, enabled_events FROM webhook_endpoints WHERE merchant_id = ?1 AND environment = ?2 AND deleted_ms IS NULL",
+    )?;
+    stmt.query_map(params![merchant, env], |r| {
+        let enabled: String = r.get(2)?;
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            serde_json::from_str(&enabled).unwrap_or_default(),
+        ))
+    })?
+    .collect()
+}
+
 fn matches(enabled: &[String], event_type: &str) -> bool {
     enabled.iter().any(|e| e == "*" || e == event_type)
 }
@@ -327,26 +348,17 @@ impl Webhooks {
                 return Ok(0);
             };
             // A round's events are mostly one merchant's: look its endpoints up once.
-            let mut endpoints_of: HashMap<(String, String), Vec<Subscription>> = HashMap::new();
+            let mut endpoints_of: HashMap<(&str, &str), Vec<Subscription>> = HashMap::new();
             let mut insert = tx.prepare_cached(
                 "INSERT INTO deliveries (event_id, endpoint_id, url, environment, merchant_id, status, next_attempt_ms, created_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6)",
             )?;
             for (_, id, event_type, merchant, env, extra_url) in &events {
-                let scope = (merchant.clone(), env.clone());
-                if !endpoints_of.contains_key(&scope) {
-                    let mut stmt = tx.prepare_cached(
-                        "SELECT id, url, enabled_events FROM webhook_endpoints WHERE merchant_id = ?1 AND environment = ?2 AND deleted_ms IS NULL",
-                    )?;
-                    let found = stmt
-                        .query_map(params![merchant, env], |r| {
-                            let enabled: String = r.get(2)?;
-                            Ok((r.get(0)?, r.get(1)?, serde_json::from_str(&enabled).unwrap_or_default()))
-                        })?
-                        .collect::<Result<_, _>>()?;
-                    endpoints_of.insert(scope.clone(), found);
-                }
-                for (eid, url, enabled) in &endpoints_of[&scope] {
+                let endpoints = match endpoints_of.entry((merchant, env)) {
+                    Entry::Occupied(e) => e.into_mut(),
+                    Entry::Vacant(e) => e.insert(subscriptions(tx, merchant, env)?),
+                };
+                for (eid, url, enabled) in endpoints.iter() {
                     if matches(enabled, event_type) {
                         insert.execute(params![id, eid, url, env, merchant, now])?;
                     }
@@ -541,16 +553,9 @@ impl Webhooks {
                 )
                 .optional()?;
             let Some((event_type, extra_url)) = event else { return Ok(None) };
-            let endpoints: Vec<(String, String, String)> = {
-                let mut stmt = tx.prepare_cached(
-                    "SELECT id, url, enabled_events FROM webhook_endpoints WHERE merchant_id = ?1 AND environment = ?2 AND deleted_ms IS NULL",
-                )?;
-                stmt.query_map(params![merchant_id, environment.as_str()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-                    .collect::<Result<_, _>>()?
-            };
             let mut n = 0;
-            for (eid, url, enabled) in endpoints {
-                if matches(&serde_json::from_str::<Vec<String>>(&enabled).unwrap_or_default(), &event_type) {
+            for (eid, url, enabled) in subscriptions(tx, merchant_id, environment.as_str())? {
+                if matches(&enabled, &event_type) {
                     tx.execute(
                         "INSERT INTO deliveries (event_id, endpoint_id, url, environment, merchant_id, status, next_attempt_ms, created_ms)
                          VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6)",
