@@ -42,17 +42,27 @@ fn outbox_event(event: storage::OutboxEvent) -> OutboxEvent {
     }
 }
 
+impl HostState {
+    /// One writer at a time: a call that holds it (an open transaction)
+    /// would wait on itself if it began or applied another.
+    fn no_open_txn(&self) -> Result<(), CapabilityError> {
+        if self.open_txn {
+            return Err(CapabilityError::Invalid(
+                "a transaction is already open in this call".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl storage::Host for HostState {
     fn apply(
         &mut self,
         checks: Vec<storage::Check>,
         writes: Vec<storage::WriteOp>,
     ) -> wasmtime::Result<Result<bool, CapabilityError>> {
-        if self.open_txn {
-            // The writer is this call's already: applying would wait on itself.
-            return Ok(Err(CapabilityError::Invalid(
-                "a transaction is already open in this call".into(),
-            )));
+        if let Err(e) = self.no_open_txn() {
+            return Ok(Err(e));
         }
         let checks: Vec<Check> = checks
             .into_iter()
@@ -86,11 +96,8 @@ impl storage::Host for HostState {
     }
 
     fn begin(&mut self) -> wasmtime::Result<Result<Resource<TxnHandle>, CapabilityError>> {
-        if self.open_txn {
-            // One writer at a time: a second begin on this thread would wait on itself.
-            return Ok(Err(CapabilityError::Invalid(
-                "a transaction is already open in this call".into(),
-            )));
+        if let Err(e) = self.no_open_txn() {
+            return Ok(Err(e));
         }
         match self.runtime.services.storage.begin(&self.component) {
             Ok(tx) => {
