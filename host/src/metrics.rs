@@ -51,6 +51,7 @@ struct Inner {
     request_seconds: BTreeMap<String, Histogram>,
     component_calls: BTreeMap<(String, &'static str), u64>,
     component_seconds: BTreeMap<String, Histogram>,
+    component_events: BTreeMap<(String, String), u64>,
 }
 
 #[derive(Default)]
@@ -78,6 +79,14 @@ impl Metrics {
             .entry(component.to_string())
             .or_default()
             .observe(elapsed);
+    }
+
+    /// A notable event a component counted (`log.count`).
+    pub fn component_event(&self, component: &str, event: &str) {
+        let mut m = self.inner.lock();
+        *m.component_events
+            .entry((component.to_string(), event.to_string()))
+            .or_default() += 1;
     }
 
     pub fn render(&self) -> String {
@@ -114,6 +123,13 @@ impl Metrics {
             let _ = writeln!(
                 out,
                 "mmc_component_traps_total{{component=\"{c}\",kind=\"{outcome}\"}} {n}"
+            );
+        }
+        out.push_str("# HELP mmc_component_events_total Notable events counted by components (refused state moves, late successes).\n# TYPE mmc_component_events_total counter\n");
+        for ((c, event), n) in &m.component_events {
+            let _ = writeln!(
+                out,
+                "mmc_component_events_total{{component=\"{c}\",event=\"{event}\"}} {n}"
             );
         }
         out.push_str("# HELP mmc_component_call_duration_seconds Duration of component calls (instantiate + call).\n# TYPE mmc_component_call_duration_seconds histogram\n");

@@ -21,6 +21,7 @@
 
 use std::collections::HashMap;
 
+use mmc_domain::outcome::{self, CallFailure};
 use serde_json::json;
 
 use crate::mmc::adapter::router;
@@ -228,8 +229,23 @@ fn failure(code: &str, message: impl Into<String>) -> Failure {
     }
 }
 
-/// The answer to a payout request. Only a timeout or an unreadable answer
-/// leaves the outcome unknown; any other error means nothing was sent.
+/// What an adapter error means for the money (see `mmc_domain::outcome`).
+fn failure_kind(e: &AdapterError) -> CallFailure {
+    match e {
+        AdapterError::Timeout(_) => CallFailure::Timeout,
+        AdapterError::Unavailable(_) => CallFailure::Unavailable,
+        AdapterError::InvalidResponse(_) => CallFailure::InvalidResponse,
+        AdapterError::Rejected(_) => CallFailure::Rejected,
+        AdapterError::NotSent(_) => CallFailure::NotSent,
+        AdapterError::NotSupported(_) => CallFailure::NotSupported,
+        AdapterError::Unauthenticated(_) => CallFailure::Unauthenticated,
+    }
+}
+
+/// The answer to a payout request. An error that leaves the outcome unknown
+/// (timeout, 5xx, reset, unreadable answer, trap) keeps the item processing:
+/// the operator is asked about it by our id, and it is never sent again under
+/// another. Only an error that certainly performed nothing fails it.
 fn payout_answer(outcome: Result<Started, AdapterError>) -> Answer {
     match outcome {
         Ok(Started {
@@ -240,21 +256,21 @@ fn payout_answer(outcome: Result<Started, AdapterError>) -> Answer {
             match status {
                 PspStatus::Completed => Answer::Completed(r),
                 PspStatus::Failed(f) => Answer::Failed(r, failure(&f.code, f.message)),
-                PspStatus::Pending => Answer::Pending(r),
+                PspStatus::Pending | PspStatus::NotFound => Answer::Pending(r),
             }
         }
-        Err(AdapterError::Timeout(m) | AdapterError::InvalidResponse(m)) => {
-            warn(&format!("payout outcome unknown, will ask: {m}"));
+        Err(e) if failure_kind(&e).is_unknown() => {
+            warn(&format!("payout outcome unknown, will ask: {e:?}"));
+            log::count("payout_outcome_unknown");
             Answer::Pending(None)
         }
         Err(AdapterError::NotSupported(m)) => {
             Answer::Failed(None, failure("operator_unavailable", m))
         }
-        Err(
-            AdapterError::Unavailable(m)
-            | AdapterError::Rejected(m)
-            | AdapterError::Unauthenticated(m),
-        ) => Answer::Failed(None, failure("operator_error", m)),
+        Err(AdapterError::NotSent(m) | AdapterError::Rejected(m)) => {
+            Answer::Failed(None, failure("operator_error", m))
+        }
+        Err(e) => Answer::Failed(None, failure("operator_error", format!("{e:?}"))),
     }
 }
 
@@ -342,25 +358,36 @@ fn check_item(d: &store::Due, now: u64) -> Result<(), ApiError> {
         amount: item.amount,
         currency: item.currency.clone(),
     });
+    let since = item.submitted_at_ms.unwrap_or(item.created_at_ms);
     let answer = match status {
         Ok(PspStatus::Completed) => Answer::Completed(None),
         Ok(PspStatus::Failed(f)) => Answer::Failed(None, failure(&f.code, f.message)),
+        // Never received, once nothing can be in flight any more: nothing was paid.
+        Ok(PspStatus::NotFound)
+            if outcome::not_found_is_final(since, now, settings::in_flight_ms()) =>
+        {
+            Answer::Failed(
+                None,
+                failure(
+                    "operator_not_reached",
+                    "The operator has no record of this payout: it was never made.",
+                ),
+            )
+        }
         other => {
             if let Err(e) = &other {
                 warn(&format!("payout-status of item {}: {e:?}", item.id));
             }
-            let since = item.submitted_at_ms.unwrap_or(item.created_at_ms);
+            // Unknown stays processing however long it takes; a person is told.
             if now.saturating_sub(since) >= settings::max_pending_ms() {
-                Answer::Failed(
-                    None,
-                    failure(
-                        "payout_unconfirmed",
-                        "The operator did not confirm this payout in time. Check with the operator before paying it again.",
-                    ),
-                )
-            } else {
-                Answer::Pending(None)
+                warn(&format!(
+                    "payout of item {} unconfirmed for {} s: check with the operator",
+                    item.id,
+                    now.saturating_sub(since) / 1000
+                ));
+                log::count("payout_unconfirmed");
             }
+            Answer::Pending(None)
         }
     };
     record(env, merchant, &item, answer, true).map(|_| ())

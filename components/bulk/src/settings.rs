@@ -15,9 +15,14 @@ pub const DEFAULT_MAX_IN_FLIGHT_PER_OPERATOR: usize = 10;
 /// gone (crashed, killed) and ask the operator what became of the payout.
 /// Above the adapter deadline (30 s), so a live payout call has surely ended.
 pub const DEFAULT_CLAIM_GRACE_MS: u64 = 60_000;
-/// An item the operator still reports pending after this long fails as
-/// `payout_unconfirmed` (the merchant checks with the operator before paying again).
+/// An item whose outcome is still unknown after this long is logged and
+/// counted (`payout_unconfirmed`) for a person to check with the operator;
+/// it stays processing: unknown is never failed.
 pub const DEFAULT_MAX_PENDING_MS: u64 = 24 * 3600 * 1000;
+/// Defaults of [`in_flight_ms`]: the adapter deadline and the time an
+/// operator may take to record a request it received.
+const DEFAULT_ADAPTER_DEADLINE_MS: u64 = 30_000;
+const DEFAULT_ANSWER_WINDOW_MS: u64 = 60_000;
 
 fn number<T: std::str::FromStr>(key: &str) -> Option<T> {
     config::get(key).and_then(|v| v.trim().parse().ok())
@@ -50,4 +55,14 @@ pub fn claim_grace_ms() -> u64 {
 
 pub fn max_pending_ms() -> u64 {
     number("max_pending_ms").unwrap_or(DEFAULT_MAX_PENDING_MS)
+}
+
+/// How long after it was sent a payout may still be in flight: until then an
+/// operator's "not found" proves nothing (`adapter_deadline_ms` comes from
+/// the host, `operator_answer_window_ms` from these settings).
+pub fn in_flight_ms() -> u64 {
+    mmc_domain::outcome::in_flight_ms(
+        number("adapter_deadline_ms").unwrap_or(DEFAULT_ADAPTER_DEADLINE_MS),
+        number("operator_answer_window_ms").unwrap_or(DEFAULT_ANSWER_WINDOW_MS),
+    )
 }

@@ -243,7 +243,9 @@ pub fn handle(req: &Request) -> Result<Response, ApiError> {
 
 fn show(lang: Lang, p: Payment, error: Option<&str>) -> Result<Response, ApiError> {
     // Live status: a page load asks the PSP while the payment is in progress.
-    let p = if matches!(p.status, Status::Pending | Status::Processing) {
+    let p = if matches!(p.status, Status::Pending | Status::Processing)
+        || (p.status == Status::AwaitingPayment && p.psp_reference.is_none())
+    {
         payments::sync_with_psp(p)?
     } else {
         p
@@ -254,6 +256,12 @@ fn show(lang: Lang, p: Payment, error: Option<&str>) -> Result<Response, ApiErro
     }
     let mut refresh = false;
     match p.status {
+        // A request to pay may be live at the operator (its answer was lost): no
+        // second form, which could push again, maybe to another operator.
+        Status::AwaitingPayment if p.psp_reference.is_none() && p.sent_at().is_some() => {
+            body.push_str(&format!(r#"<p class="msg wait" id="status" data-status="processing">{}</p>"#, t(lang, "waiting")));
+            refresh = true;
+        }
         Status::AwaitingPayment if p.psp_reference.is_some() => {
             // The operator hosts the payment (Wave): send the customer there.
             if let Some(url) = &p.checkout_url {
@@ -338,14 +346,22 @@ fn see_other(p: &Payment, lang: Lang) -> Response {
 
 /// The customer chose an operator and gave a number: record them and initiate.
 fn choose(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {
-    if p.status != Status::AwaitingPayment || p.psp_reference.is_some() {
+    if p.status != Status::AwaitingPayment || p.psp_reference.is_some() || p.sent_at().is_some() {
         return Ok(see_other(&p, lang));
     }
     let fields = form_fields(&req.body);
     let country = Country::parse(&p.country).unwrap_or(Country::Bj);
     let available = router::catalogue(&p.environment);
-    let op = operators::find(field(&fields, "operator"))
-        .filter(|o| o.country == country && available.iter().any(|a| a.slug == o.slug));
+    // The operator must serve this country, hosted payments and this amount.
+    let op = operators::find(field(&fields, "operator")).filter(|o| {
+        o.country == country
+            && available.iter().any(|a| {
+                a.slug == o.slug
+                    && a.status == "operational"
+                    && a.modes.iter().any(|m| m == "hosted")
+                    && (a.min_amount..=a.max_amount).contains(&p.amount)
+            })
+    });
     let Some(op) = op else {
         return show(lang, p, Some(t(lang, "wrong_operator")));
     };
@@ -361,7 +377,7 @@ fn choose(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {
     let now = clock::now_ms();
     if current.status != Status::AwaitingPayment
         || current.psp_reference.is_some()
-        || payments::initiation_under_way(&current, now)
+        || current.sent_at().is_some()
     {
         return Ok(see_other(&current, lang));
     }
@@ -375,7 +391,9 @@ fn choose(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {
         phone: Some(msisdn),
         ..names
     });
+    // The intent, persisted before the operator is called.
     current.initiating_since_ms = Some(now);
+    current.sent_at_ms = Some(now);
     tx.save_payment(&current, current.next_check_ms)?;
     tx.commit()?;
     let after = payments::initiate(&caller_for(&current), current)?;

@@ -3,14 +3,19 @@
 
 use mmc_domain::Status;
 
+use std::collections::HashMap;
+
+use crate::mmc::adapter::router;
+use crate::mmc::adapter::types::PspStatus;
 use crate::mmc::platform::{clock, log};
 use crate::payments::{
-    FIRST_CHECK_MS, MAX_CHECK_INTERVAL_MS, PspAnswer, apply_psp_status, ask_psp_many, move_to,
-    sync_with_psp,
+    FIRST_CHECK_MS, MAX_CHECK_INTERVAL_MS, PspAnswer, apply_psp_status, approval_window_ms,
+    ask_psp_many, operation_ref, settle_overdue, worth_asking,
 };
 use crate::store::{self, Tx};
 
-/// Payments past `expires_at` that are not final: one last PSP query, then `expired`.
+/// Payments past `expires_at` that are not final: the operator is asked (see
+/// [`settle_overdue`]); only its answer may expire them.
 pub fn expire_due(limit: u32) -> u32 {
     let now = clock::now_ms();
     let due = match store::due("expiry", now, limit) {
@@ -35,20 +40,21 @@ fn expire_one(d: &store::Due, now: u64) -> Result<(), crate::ApiError> {
     let Some(p) = store::read_payment(env, merchant, id)? else {
         return store::drop_index_entry("expiry", &d.key);
     };
-    // Last chance: the customer may have paid a moment ago.
-    if let Err(e) = sync_with_psp(p) {
-        log::log(
-            log::Level::Warn,
-            &format!("last status query of {id} failed: {}", e.message),
-        );
-    }
+    // The operator is asked to withdraw the request where it can (Wave expires the
+    // session), else says where it stands; the customer may have paid a moment ago.
+    let answer = worth_asking(&p).then(|| router::cancel(&operation_ref(&p)));
+    let window = approval_window_ms(&p);
     let tx = Tx::begin()?;
     let Some(mut p) = tx.payment(env, merchant, id)? else {
         return Ok(());
     };
     let previous_check = p.next_check_ms;
-    move_to(&tx, &mut p, Status::Expired, now)?;
-    // Whatever happened, this payment leaves the expiry index.
+    if let Some(Ok(PspStatus::Completed)) = answer {
+        apply_psp_status(&tx, &mut p, PspStatus::Completed)?;
+    }
+    settle_overdue(&tx, &mut p, answer.as_ref(), window, now)?;
+    // This payment leaves the expiry index: if it is still in progress,
+    // reconciliation keeps asking the operator until it can be settled.
     tx.delete(
         "expiry",
         &store::time_key(p.expires_at_ms, env, merchant, id),
@@ -81,20 +87,39 @@ pub fn reconcile_due(limit: u32) -> u32 {
         }
     }
     let answers = ask_psp_many(&found.iter().map(|(_, p)| p).collect::<Vec<_>>());
-    let polled = || found.iter().zip(&answers).map(|((d, p), a)| (*d, p, a));
+    // Overdue payments need their operator's approval window, asked outside the transaction.
+    let mut windows: HashMap<(String, Option<String>), u64> = HashMap::new();
+    let windows: Vec<u64> = found
+        .iter()
+        .map(|(_, p)| {
+            if now < p.expires_at_ms {
+                return 0;
+            }
+            *windows
+                .entry((p.environment.clone(), p.operator.clone()))
+                .or_insert_with(|| approval_window_ms(p))
+        })
+        .collect();
+    let polled = || {
+        found
+            .iter()
+            .zip(&answers)
+            .zip(&windows)
+            .map(|(((d, p), a), w)| (*d, p, a, *w))
+    };
     let batch = store::transact(|tx| {
-        for (d, p, answer) in polled() {
+        for (d, p, answer, window) in polled() {
             tx.assume_payment(p); // as read above
-            record_poll(tx, d, answer)?;
+            record_poll(tx, d, answer, window)?;
         }
         Ok(())
     });
     if batch.is_err() {
         // One payment that cannot be recorded must not hold back the others.
-        for (d, p, answer) in polled() {
+        for (d, p, answer, window) in polled() {
             let one = store::transact(|tx| {
                 tx.assume_payment(p);
-                record_poll(tx, d, answer)
+                record_poll(tx, d, answer, window)
             });
             if let Err(e) = one {
                 reconcile_failed(&d.id, &e);
@@ -111,9 +136,15 @@ fn reconcile_failed(id: &str, e: &crate::ApiError) {
     );
 }
 
-/// Records one poll: the PSP's answer if there is one, then the next poll
-/// (later, doubling) while the payment is in progress.
-fn record_poll(tx: &Tx, d: &store::Due, answer: &Option<PspAnswer>) -> Result<(), crate::ApiError> {
+/// Records one poll: the PSP's answer if there is one, the expiry rule for a
+/// payment past `expires_at`, then the next poll (later, doubling) while the
+/// payment is in progress.
+fn record_poll(
+    tx: &Tx,
+    d: &store::Due,
+    answer: &Option<PspAnswer>,
+    approval_window_ms: u64,
+) -> Result<(), crate::ApiError> {
     // The entry that brought the payment here goes whatever the payment says
     // (it is the current one unless the index and the record disagree).
     tx.delete("active", &d.key)?;
@@ -124,13 +155,19 @@ fn record_poll(tx: &Tx, d: &store::Due, answer: &Option<PspAnswer>) -> Result<()
     if let Some(Ok(status)) = answer {
         apply_psp_status(tx, &mut p, status.clone())?;
     }
+    let now = clock::now_ms();
+    let overdue = now >= p.expires_at_ms;
+    if overdue {
+        settle_overdue(tx, &mut p, answer.as_ref(), approval_window_ms, now)?;
+    }
     if !p.status.is_terminal() {
         p.checks += 1;
         let interval = (FIRST_CHECK_MS << p.checks.min(10)).min(MAX_CHECK_INTERVAL_MS);
-        p.next_check_ms = if p.status == Status::AwaitingOtp {
+        // An OTP payment waits for its code, unless it is overdue and must be settled.
+        p.next_check_ms = if p.status == Status::AwaitingOtp && !overdue {
             None
         } else {
-            Some(clock::now_ms() + interval)
+            Some(now + interval)
         };
     }
     tx.save_payment(&p, previous)

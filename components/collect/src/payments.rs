@@ -4,6 +4,7 @@
 //! Operator calls never run inside a transaction.
 
 use mmc_domain::operators::Country;
+use mmc_domain::outcome::{self, CallFailure};
 use mmc_domain::{Mode, Status};
 use serde_json::Value;
 
@@ -12,15 +13,16 @@ use crate::mmc::adapter::types::{
     AdapterError, InitiateRequest, Initiated, OperationRef, OtpOutcome, PspStatus,
 };
 use crate::mmc::api::http_types::{Caller, Request, Response};
-use crate::mmc::platform::{clock, log, signing, storage};
+use crate::mmc::platform::{clock, config, log, signing, storage};
 use crate::store::{self, Failure, Generation, IdemRecord, Payment, Tx};
 use crate::wire::{self, json_response};
 use crate::{API_VERSION, ApiError};
 
 /// Idempotency keys are honoured for 24 hours; references forever.
-const IDEMPOTENCY_TTL_MS: u64 = 24 * 3600 * 1000;
-/// A create that has not finished after this long has crashed: replay its payment.
-const IN_PROGRESS_STALE_MS: u64 = 120_000;
+pub const IDEMPOTENCY_TTL_MS: u64 = 24 * 3600 * 1000;
+/// Defaults of the settings that make up [`in_flight_ms`].
+const DEFAULT_ADAPTER_DEADLINE_MS: u64 = 30_000;
+const DEFAULT_ANSWER_WINDOW_MS: u64 = 60_000;
 /// First PSP poll of a payment in progress, then doubling up to the cap.
 pub const FIRST_CHECK_MS: u64 = 2_000;
 const MAX_OTP_ATTEMPTS: u32 = 3;
@@ -135,7 +137,7 @@ pub fn create_payment(
                     .payment(env, merchant, &rec.payment_id)?
                     .ok_or_else(|| ApiError::internal("idempotency record without payment"))?;
                 if initiation_under_way(&p, now)
-                    || (!rec.done && now.saturating_sub(rec.created_ms) < IN_PROGRESS_STALE_MS)
+                    || (!rec.done && now.saturating_sub(rec.created_ms) < in_flight_ms())
                 {
                     return Err(ApiError::idempotency(
                         "idempotency_request_in_progress",
@@ -195,6 +197,8 @@ pub fn create_payment(
             next_check_ms: None,
             checks: 0,
             initiating_since_ms: None,
+            sent_at_ms: None,
+            late_success_from: None,
         };
         // Hosted: the customer picks the operator on our checkout page; nothing to initiate yet.
         let hosted = input.mode == Mode::Hosted;
@@ -205,7 +209,9 @@ pub fn create_payment(
         if hosted {
             move_to(tx, &mut p, Status::AwaitingPayment, now)?;
         } else {
+            // The intent, persisted before the operator is called.
             p.initiating_since_ms = Some(now);
+            p.sent_at_ms = Some(now);
         }
         tx.insert_payment(&p)?;
         if let Some(key) = &key {
@@ -234,11 +240,48 @@ pub fn create_payment(
     Ok((p, false))
 }
 
+fn setting_ms(key: &str, default: u64) -> u64 {
+    config::get(key)
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+/// How long a request to the operator counts as possibly in flight: the
+/// adapter deadline (the host's `limits.adapter_deadline_ms`, longest of any
+/// adapter) plus `operator_answer_window_ms`, the time an operator may take
+/// to record what it received. Until then "not found" proves nothing.
+pub fn in_flight_ms() -> u64 {
+    outcome::in_flight_ms(
+        setting_ms("adapter_deadline_ms", DEFAULT_ADAPTER_DEADLINE_MS),
+        setting_ms("operator_answer_window_ms", DEFAULT_ANSWER_WINDOW_MS),
+    )
+}
+
 /// The operator is being asked to start `p` right now. A request that died
-/// mid-way stops counting as running after a while (expiry settles it).
+/// mid-way stops counting as running once it cannot be in flight any more
+/// (reconciliation then asks the operator about it).
 pub fn initiation_under_way(p: &Payment, now: u64) -> bool {
     p.initiating_since_ms
-        .is_some_and(|since| now.saturating_sub(since) < IN_PROGRESS_STALE_MS)
+        .is_some_and(|since| now.saturating_sub(since) < in_flight_ms())
+}
+
+/// What an adapter error means for the money (see `mmc_domain::outcome`).
+pub fn failure_kind(e: &AdapterError) -> CallFailure {
+    match e {
+        AdapterError::Timeout(_) => CallFailure::Timeout,
+        AdapterError::Unavailable(_) => CallFailure::Unavailable,
+        AdapterError::InvalidResponse(_) => CallFailure::InvalidResponse,
+        AdapterError::Rejected(_) => CallFailure::Rejected,
+        AdapterError::NotSent(_) => CallFailure::NotSent,
+        AdapterError::NotSupported(_) => CallFailure::NotSupported,
+        AdapterError::Unauthenticated(_) => CallFailure::Unauthenticated,
+    }
+}
+
+/// Whether the operator's "not found" about an operation sent at `sent_at`
+/// is final: nothing can be in flight any more.
+pub fn not_found_is_final(sent_at: Option<u64>, now: u64) -> bool {
+    sent_at.is_none_or(|at| outcome::not_found_is_final(at, now, in_flight_ms()))
 }
 
 /// Asks the operator to start collecting `p` (as just stored; no transaction
@@ -288,7 +331,7 @@ fn apply_initiated(
     if p.status != Status::Pending && p.status != Status::AwaitingPayment {
         return Ok(()); // moved meanwhile (a callback or a cancel): that move stands.
     }
-    // An adapter is untrusted code: an answer we cannot store or show is an operator error.
+    // An adapter is untrusted code: an answer we cannot store or show leaves the outcome unknown.
     let outcome = outcome.and_then(|o| match &o {
         Initiated::AwaitingCustomer(r) | Initiated::OtpRequired(r) | Initiated::Completed(r)
             if !plausible_reference(r) =>
@@ -333,12 +376,13 @@ fn apply_initiated(
             });
             move_to(tx, p, Status::Failed, now)
         }
-        Err(AdapterError::Timeout(m)) => {
-            // Unknown outcome: stay pending; reconciliation and expiry resolve it.
+        Err(e) if failure_kind(&e).is_unknown() => {
+            // Unknown outcome: stay in progress; asking the operator by our id resolves it.
             log::log(
                 log::Level::Warn,
-                &format!("payment {}: operator timeout at initiation: {m}", p.id),
+                &format!("payment {}: outcome of the request to pay unknown: {e:?}", p.id),
             );
+            log::count("initiate_outcome_unknown");
             p.next_check_ms = Some(now + FIRST_CHECK_MS);
             Ok(())
         }
@@ -368,7 +412,8 @@ pub fn adapter_failure(e: &AdapterError) -> (&'static str, String) {
     match e {
         AdapterError::NotSupported(m) => ("operator_unavailable", m.clone()),
         AdapterError::Timeout(m) => ("operator_timeout", m.clone()),
-        AdapterError::Unavailable(m)
+        AdapterError::NotSent(m)
+        | AdapterError::Unavailable(m)
         | AdapterError::InvalidResponse(m)
         | AdapterError::Rejected(m)
         | AdapterError::Unauthenticated(m) => ("operator_error", m.clone()),
@@ -378,7 +423,24 @@ pub fn adapter_failure(e: &AdapterError) -> (&'static str, String) {
 /// Moves `p` to `next` if the state machine allows it and writes the event.
 /// Returns without change when the move is not allowed (late or duplicate news).
 pub fn move_to(tx: &Tx, p: &mut Payment, next: Status, now: u64) -> Result<(), ApiError> {
+    if p.status == next {
+        return Ok(()); // news we already have (a duplicate callback, a repeated poll)
+    }
     if !p.status.can_move_to(next) {
+        log::log(
+            log::Level::Warn,
+            &format!(
+                "payment {}: refused move {} -> {}",
+                p.id,
+                p.status.as_str(),
+                next.as_str()
+            ),
+        );
+        log::count(&format!(
+            "refused_move_{}_to_{}",
+            p.status.as_str(),
+            next.as_str()
+        ));
         return Ok(());
     }
     p.status = next;
@@ -389,18 +451,44 @@ pub fn move_to(tx: &Tx, p: &mut Payment, next: Status, now: u64) -> Result<(), A
     if next.is_terminal() || next == Status::AwaitingOtp {
         p.next_check_ms = None;
     }
-    let event = match next {
-        Status::Processing => Some("collect.payment.processing"),
-        Status::Completed => Some("collect.payment.completed"),
-        Status::Failed => Some("collect.payment.failed"),
-        Status::Cancelled => Some("collect.payment.cancelled"),
-        Status::Expired => Some("collect.payment.expired"),
-        _ => None,
-    };
-    if let Some(kind) = event {
-        emit(tx, p, kind)?;
+    emit(tx, p, event_of(next))
+}
+
+/// The event every status change emits (a created payment emits `created`).
+fn event_of(status: Status) -> &'static str {
+    match status {
+        Status::Pending => "collect.payment.created",
+        Status::Processing => "collect.payment.processing",
+        Status::AwaitingOtp => "collect.payment.awaiting_otp",
+        Status::AwaitingPayment => "collect.payment.awaiting_payment",
+        Status::Completed => "collect.payment.completed",
+        Status::Failed => "collect.payment.failed",
+        Status::Cancelled => "collect.payment.cancelled",
+        Status::Expired => "collect.payment.expired",
+        Status::Refunded => "collect.payment.refunded",
     }
-    Ok(())
+}
+
+/// The operator took the money for a payment recorded failed, cancelled or
+/// expired. Money taken is never hidden: the payment becomes `completed`
+/// (the merchant sees it, gets `collect.payment.completed`, and can refund),
+/// the status it had is kept in `late_success_from`, and it is logged and counted.
+fn record_late_success(tx: &Tx, p: &mut Payment, now: u64) -> Result<(), ApiError> {
+    log::log(
+        log::Level::Error,
+        &format!(
+            "payment {}: the operator reports the money taken, but it was recorded {}; now completed",
+            p.id,
+            p.status.as_str()
+        ),
+    );
+    log::count("late_success");
+    p.late_success_from = Some(p.status);
+    p.status = Status::Completed;
+    p.updated_at_ms = now;
+    p.completed_at_ms = Some(now);
+    p.next_check_ms = None;
+    emit(tx, p, event_of(Status::Completed))
 }
 
 /// Writes the event in the same transaction as the change it reports.
@@ -493,7 +581,27 @@ pub fn emit_event<T: serde::Serialize + ?Sized>(
 pub fn apply_psp_status(tx: &Tx, p: &mut Payment, status: PspStatus) -> Result<(), ApiError> {
     let now = clock::now_ms();
     match status {
+        PspStatus::Completed if p.status.takes_late_success() => record_late_success(tx, p, now),
         PspStatus::Completed => move_to(tx, p, Status::Completed, now),
+        PspStatus::NotFound if p.status.is_terminal() => Ok(()),
+        // The request never reached the operator (its window has passed): nothing was performed.
+        PspStatus::NotFound if not_found_is_final(p.sent_at(), now) => {
+            if p.mode == Mode::Hosted && p.status == Status::AwaitingPayment {
+                // No push is live: the customer may choose again on the checkout page.
+                p.operator = None;
+                p.sent_at_ms = None;
+                p.next_check_ms = None;
+                return Ok(());
+            }
+            p.failure = Some(Failure {
+                code: "operator_not_reached".into(),
+                message: "The operator has no record of this payment: it was never started."
+                    .into(),
+            });
+            move_to(tx, p, Status::Failed, now)
+        }
+        // Not recorded at the operator yet: the request may still be in flight.
+        PspStatus::NotFound => Ok(()),
         PspStatus::Failed(f) => {
             if !p.status.is_terminal() {
                 p.failure = Some(Failure {
@@ -513,6 +621,59 @@ pub fn apply_psp_status(tx: &Tx, p: &mut Payment, status: PspStatus) -> Result<(
     }
 }
 
+/// How long after its request the customer of `p` can still approve it at the
+/// operator, as the adapter serving it describes (asked outside any transaction).
+/// Unknown operator: a wide default, since nobody can say otherwise.
+pub fn approval_window_ms(p: &Payment) -> u64 {
+    const UNKNOWN_WINDOW_MS: u64 = 30 * 60 * 1000;
+    let Some(op) = &p.operator else { return 0 };
+    router::catalogue(&p.environment)
+        .into_iter()
+        .find(|o| &o.slug == op)
+        .map_or(UNKNOWN_WINDOW_MS, |o| o.approval_window_ms)
+}
+
+/// Past `expires_at`, what the operator said decides (`answer`: None when no
+/// request ever reached an operator). Withdrawn, failed, or never received
+/// (for good) → `expired`; pending → `expired` only once the operator's
+/// approval window has closed too; no answer (unknown) → still in progress,
+/// asked again later. A success is applied by the caller before this.
+pub fn settle_overdue(
+    tx: &Tx,
+    p: &mut Payment,
+    answer: Option<&PspAnswer>,
+    approval_window_ms: u64,
+    now: u64,
+) -> Result<(), ApiError> {
+    if p.status.is_terminal() || now < p.expires_at_ms {
+        return Ok(());
+    }
+    // A request (or a one-time code) on its way: its answer decides first.
+    let expire = !initiation_under_way(p, now)
+        && match answer {
+            None | Some(Ok(PspStatus::Failed(_))) => true,
+            Some(Ok(PspStatus::NotFound)) => not_found_is_final(p.sent_at(), now),
+            Some(Ok(PspStatus::Pending)) => {
+                now >= p.expires_at_ms.saturating_add(approval_window_ms)
+            }
+            Some(Ok(PspStatus::Completed)) | Some(Err(_)) => false,
+        };
+    if expire {
+        if let Some(Ok(PspStatus::Failed(f))) = answer {
+            p.failure = Some(Failure {
+                code: f.code.clone(),
+                message: f.message.clone(),
+            });
+        }
+        return move_to(tx, p, Status::Expired, now);
+    }
+    log::count("expiry_held_open");
+    if p.next_check_ms.is_none() {
+        p.next_check_ms = Some(now + FIRST_CHECK_MS);
+    }
+    Ok(())
+}
+
 pub fn operation_ref(p: &Payment) -> OperationRef {
     OperationRef {
         id: p.id.clone(),
@@ -530,10 +691,8 @@ pub type PspAnswer = Result<PspStatus, AdapterError>;
 
 /// Whether the PSP has something to say about `p`: not when it is final,
 /// nor when it is hosted without an operator yet.
-fn worth_asking(p: &Payment) -> bool {
-    !(p.status.is_terminal()
-        || p.operator.is_none()
-        || (p.psp_reference.is_none() && p.status == Status::AwaitingPayment))
+pub fn worth_asking(p: &Payment) -> bool {
+    !(p.status.is_terminal() || p.operator.is_none() || p.sent_at().is_none())
 }
 
 fn log_failed_query(p: &Payment, answer: &PspAnswer) {
@@ -637,31 +796,44 @@ pub fn confirm(caller: &Caller, id: &str, otp: &str) -> Result<Payment, ApiError
             "otp must be 4 to 8 characters.",
         ));
     }
-    if p.status != Status::AwaitingOtp {
-        return Err(ApiError::state(
-            "otp_not_required",
-            format!(
-                "This payment is {}, not awaiting an OTP.",
-                p.status.as_str()
-            ),
-        ));
-    }
+    // The intent, persisted before the code goes to the operator: one
+    // confirmation at a time (parallel guesses cannot pass the attempt
+    // limit), and a cancel or expiry meanwhile waits for its answer.
+    let p = store::transact(|tx| {
+        let mut p = tx
+            .payment(env, merchant, &p.id)?
+            .ok_or_else(|| ApiError::internal("payment vanished"))?;
+        let now = clock::now_ms();
+        if p.status != Status::AwaitingOtp {
+            return Err(not_awaiting_otp(&p));
+        }
+        if initiation_under_way(&p, now) {
+            return Err(ApiError::state(
+                "otp_confirmation_in_progress",
+                "A one-time code for this payment is being checked; retry in a moment.",
+            ));
+        }
+        p.initiating_since_ms = Some(now);
+        tx.save_payment(&p, p.next_check_ms)?;
+        Ok(p)
+    })?;
     let answer = router::confirm_otp(&operation_ref(&p), otp);
     let tx = Tx::begin()?;
     let mut p = tx
         .payment(env, merchant, &p.id)?
         .ok_or_else(|| ApiError::internal("payment vanished"))?;
-    if p.status != Status::AwaitingOtp {
-        return Err(ApiError::state(
-            "otp_not_required",
-            format!(
-                "This payment is {}, not awaiting an OTP.",
-                p.status.as_str()
-            ),
-        ));
-    }
     let previous_check = p.next_check_ms;
     let now = clock::now_ms();
+    p.initiating_since_ms = None;
+    if p.status != Status::AwaitingOtp {
+        // Moved meanwhile (a callback): money taken is still recorded.
+        if let Ok(OtpOutcome::Accepted(PspStatus::Completed)) = answer {
+            apply_psp_status(&tx, &mut p, PspStatus::Completed)?;
+        }
+        tx.save_payment(&p, previous_check)?;
+        tx.commit()?;
+        return Err(not_awaiting_otp(&p));
+    }
     let wrong = match answer {
         Ok(OtpOutcome::WrongCode) => {
             p.otp_attempts += 1;
@@ -680,13 +852,19 @@ pub fn confirm(caller: &Caller, id: &str, otp: &str) -> Result<Payment, ApiError
             apply_psp_status(&tx, &mut p, status)?;
             false
         }
-        Err(AdapterError::Timeout(_)) => {
-            // The code may have been taken: treat as submitted and let reconciliation tell.
+        Err(e) if failure_kind(&e).is_unknown() => {
+            // The code may have been taken: treat as submitted and ask the operator.
+            log::count("confirm_otp_outcome_unknown");
             move_to(&tx, &mut p, Status::Processing, now)?;
             p.next_check_ms = Some(now + FIRST_CHECK_MS);
             false
         }
-        Err(e) => return Err(ApiError::operator("operator_error", adapter_failure(&e).1)),
+        // Certainly not performed: nothing changes, the customer may try again.
+        Err(e) => {
+            tx.save_payment(&p, previous_check)?;
+            tx.commit()?;
+            return Err(ApiError::operator("operator_error", adapter_failure(&e).1));
+        }
     };
     tx.save_payment(&p, previous_check)?;
     tx.commit()?;
@@ -703,6 +881,16 @@ pub fn confirm(caller: &Caller, id: &str, otp: &str) -> Result<Payment, ApiError
         ));
     }
     Ok(p)
+}
+
+fn not_awaiting_otp(p: &Payment) -> ApiError {
+    ApiError::state(
+        "otp_not_required",
+        format!(
+            "This payment is {}, not awaiting an OTP.",
+            p.status.as_str()
+        ),
+    )
 }
 
 pub fn confirm_http(caller: &Caller, req: &Request, id: &str) -> Result<Response, ApiError> {
@@ -769,42 +957,49 @@ pub fn cancel_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
             "The operator is still being asked to start this payment; try again in a moment.",
         ));
     }
-    let answer = if p.operator.is_some() && p.psp_reference.is_some() {
-        Some(router::cancel(&operation_ref(&p)))
-    } else {
-        None
-    };
+    // Once a request to pay may have reached the operator, only the operator
+    // can say whether it is withdrawn: ask it, by our id.
+    let answer = (p.operator.is_some() && p.sent_at().is_some())
+        .then(|| router::cancel(&operation_ref(&p)));
     let tx = Tx::begin()?;
     let mut p = tx
         .payment(env, merchant, &p.id)?
         .ok_or_else(|| ApiError::internal("payment vanished"))?;
     let previous_check = p.next_check_ms;
     let now = clock::now_ms();
+    let refuse = |why: &str| Err(ApiError::state("payment_not_cancellable", why.to_string()));
     match answer {
         Some(Ok(PspStatus::Completed)) => {
-            move_to(&tx, &mut p, Status::Completed, now)?;
+            apply_psp_status(&tx, &mut p, PspStatus::Completed)?;
             tx.save_payment(&p, previous_check)?;
             tx.commit()?;
-            return Err(ApiError::state(
-                "payment_not_cancellable",
-                "The customer already paid: the payment is completed.",
-            ));
+            return refuse("The customer already paid: the payment is completed.");
         }
-        // Withdrawn (or never reached the operator): cancelled here too.
+        // Withdrawn at the operator (or failed there), or never sent: cancelled here too.
         Some(Ok(PspStatus::Failed(_))) | None => {}
+        Some(Ok(PspStatus::NotFound)) if not_found_is_final(p.sent_at(), now) => {}
+        // An OTP payment moves money only with a code we send, and none is on its way.
+        Some(Ok(PspStatus::NotFound)) if p.status == Status::AwaitingOtp => {}
+        Some(Ok(PspStatus::NotFound)) => {
+            return refuse(
+                "The request to pay may still be reaching the operator; try again in a moment.",
+            );
+        }
         // Still pending at an operator that cannot withdraw a push: cancelling only here would
         // let a later approval take the customer's money for a cancelled payment.
-        Some(Ok(PspStatus::Pending)) | Some(Err(AdapterError::NotSupported(_))) => {
-            return Err(ApiError::state(
-                "payment_not_cancellable",
+        Some(Ok(PspStatus::Pending)) => {
+            return refuse(
                 "The operator cannot withdraw this request; it completes or expires on its own.",
-            ));
+            );
         }
         Some(Err(e)) => {
-            return Err(ApiError::operator(
-                "operator_error",
-                format!("The operator could not cancel: {}", adapter_failure(&e).1),
-            ));
+            log::log(
+                log::Level::Warn,
+                &format!("payment {}: cancel not confirmed by the operator: {e:?}", p.id),
+            );
+            return refuse(
+                "The operator could not confirm the request is withdrawn; the payment stays in progress.",
+            );
         }
     }
     if !p.status.is_cancellable() || initiation_under_way(&p, now) {

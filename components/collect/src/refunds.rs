@@ -8,11 +8,12 @@ use serde_json::{Value, json};
 use crate::mmc::adapter::router;
 use crate::mmc::adapter::types::{AdapterError, OperationRef, PspStatus, RefundRequest};
 use crate::mmc::api::http_types::{Caller, Request, Response};
-use crate::mmc::platform::clock;
+use crate::mmc::platform::{clock, signing};
 use crate::payments::{
-    FIRST_CHECK_MS, MAX_CHECK_INTERVAL_MS, adapter_failure, emit_event, move_to, operation_ref,
+    self, FIRST_CHECK_MS, MAX_CHECK_INTERVAL_MS, adapter_failure, emit_event, move_to,
+    operation_ref,
 };
-use crate::store::{self, Failure, Refund, RefundStatus, Tx};
+use crate::store::{self, Failure, Refund, RefundIdem, RefundStatus, Tx};
 use crate::wire::{self, json_response};
 use crate::{API_VERSION, ApiError};
 
@@ -104,12 +105,39 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
     };
 
     let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
+    let key = wire::header(req, "idempotency-key")
+        .map(payments::parse_idempotency_key)
+        .transpose()?;
     let now = clock::now_ms();
-    // Reserve the amount with the pending refund, in one transaction.
+    // Reserve the amount with the pending refund, in one transaction; the
+    // refund is due for a status query from the start, so a crash before the
+    // operator's answer is recorded leaves it polled, not forgotten.
     let tx = Tx::begin()?;
     let pid = store::read_payment(env, merchant, id)?
         .ok_or_else(|| ApiError::payment_not_found(id))?
         .id;
+    // The same request again under its key: the same refund, never a second one.
+    let request_hash = payments::hex(&signing::sha256(
+        &serde_json::to_vec(&json!([pid, amount, reason, metadata])).unwrap_or_default(),
+    ));
+    if let Some(key) = &key
+        && let Some(rec) = tx
+            .refund_idem(env, merchant, key)?
+            .filter(|r| now.saturating_sub(r.created_ms) < payments::IDEMPOTENCY_TTL_MS)
+    {
+        if rec.request_hash != request_hash {
+            return Err(ApiError::idempotency(
+                "idempotency_key_reused",
+                "This Idempotency-Key was used with a different request.",
+            ));
+        }
+        let r = tx
+            .refund(env, merchant, &rec.refund_id)?
+            .ok_or_else(|| ApiError::internal("idempotency record without refund"))?;
+        let mut body = refund_json(&r);
+        body["idempotent_replay"] = Value::Bool(true);
+        return Ok(json_response(200, &body));
+    }
     let mut p = tx
         .payment(env, merchant, &pid)?
         .ok_or_else(|| ApiError::payment_not_found(id))?;
@@ -149,12 +177,24 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
         failure: None,
         created_at_ms: now,
         updated_at_ms: now,
-        next_check_ms: None,
+        next_check_ms: Some(now + payments::in_flight_ms()),
         checks: 0,
     };
     p.refund_reserved += amount;
     tx.save_payment(&p, p.next_check_ms)?;
     tx.save_refund(&r, None)?;
+    if let Some(key) = &key {
+        tx.put_refund_idem(
+            env,
+            merchant,
+            key,
+            &RefundIdem {
+                request_hash,
+                refund_id: r.id.clone(),
+                created_ms: now,
+            },
+        )?;
+    }
     tx.commit()?;
 
     let answer = router::refund(&RefundRequest {
@@ -172,19 +212,29 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
             r.psp_reference = Some(started.psp_reference);
             started.status
         }
-        // Unknown outcome: stays pending and is polled.
-        Err(AdapterError::Timeout(_)) => PspStatus::Pending,
-        Err(e) => {
-            let (code, message) = adapter_failure(&e);
-            PspStatus::Failed(crate::mmc::adapter::types::Failure {
-                code: code.into(),
-                message,
-            })
-        }
+        Err(e) => status_after_error(&r, &e),
     };
     apply_refund_status(&tx, &mut r, status)?;
     tx.commit()?;
     Ok(json_response(201, &refund_json(&r)))
+}
+
+/// What a failed refund call means: unknown → still pending (polled, the
+/// amount kept reserved); certainly not performed → failed.
+fn status_after_error(r: &Refund, e: &AdapterError) -> PspStatus {
+    if payments::failure_kind(e).is_unknown() {
+        crate::mmc::platform::log::log(
+            crate::mmc::platform::log::Level::Warn,
+            &format!("refund {}: outcome unknown: {e:?}", r.id),
+        );
+        crate::mmc::platform::log::count("refund_outcome_unknown");
+        return PspStatus::Pending;
+    }
+    let (code, message) = adapter_failure(e);
+    PspStatus::Failed(crate::mmc::adapter::types::Failure {
+        code: code.into(),
+        message,
+    })
 }
 
 /// Moves a pending refund to its final state (once), releasing or settling
@@ -195,8 +245,19 @@ pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result
     if r.status != RefundStatus::Pending {
         return Ok(());
     }
+    let status = match status {
+        // Never received, for good: nothing was refunded.
+        PspStatus::NotFound if payments::not_found_is_final(Some(r.created_at_ms), now) => {
+            PspStatus::Failed(crate::mmc::adapter::types::Failure {
+                code: "operator_not_reached".into(),
+                message: "The operator has no record of this refund: it was never made.".into(),
+            })
+        }
+        PspStatus::NotFound => PspStatus::Pending,
+        s => s,
+    };
     let (event, settled) = match status {
-        PspStatus::Pending => {
+        PspStatus::NotFound | PspStatus::Pending => {
             r.checks += 1;
             r.next_check_ms =
                 Some(now + (FIRST_CHECK_MS << r.checks.min(10)).min(MAX_CHECK_INTERVAL_MS));

@@ -13,6 +13,7 @@
 //! | pspref | env/operator/psp_reference | merchant/id |
 //! | refunds | env/merchant/refund id | [`Refund`] |
 //! | refund_active | next_check_ms/env/merchant/refund id | (empty) — refunds to poll |
+//! | refund_idem | env/merchant/idempotency-key | [`RefundIdem`] |
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -99,6 +100,26 @@ pub struct Payment {
     /// Idempotency-Key is told to retry, and a cancel is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initiating_since_ms: Option<u64>,
+    /// When a request to pay was first put on its way to the operator (the
+    /// intent persisted before the call). Never cleared: from then on the
+    /// operator may hold a request under our id, so cancel and expiry ask it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_at_ms: Option<u64>,
+    /// The status a payment had when the operator reported the money taken
+    /// after all (a late success): kept for audit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_success_from: Option<Status>,
+}
+
+impl Payment {
+    /// When a request to pay may have reached the operator. Records from before
+    /// `sent_at_ms` existed: a direct payment is initiated as it is created.
+    pub fn sent_at(&self) -> Option<u64> {
+        self.sent_at_ms.or_else(|| {
+            (self.mode == Mode::Direct || self.psp_reference.is_some())
+                .then_some(self.created_at_ms)
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,6 +128,14 @@ pub enum Generation {
     #[default]
     Current,
     Legacy,
+}
+
+/// A refund request's Idempotency-Key (table `refund_idem`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RefundIdem {
+    pub request_hash: String,
+    pub refund_id: String,
+    pub created_ms: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -427,6 +456,25 @@ impl Tx {
         rec: &IdemRecord,
     ) -> Result<(), ApiError> {
         self.put("idem", &scope(env, merchant, key), &encode(rec))
+    }
+
+    pub fn refund_idem(
+        &self,
+        env: &str,
+        merchant: &str,
+        key: &str,
+    ) -> Result<Option<RefundIdem>, ApiError> {
+        decode(self.get("refund_idem", &scope(env, merchant, key))?)
+    }
+
+    pub fn put_refund_idem(
+        &self,
+        env: &str,
+        merchant: &str,
+        key: &str,
+        rec: &RefundIdem,
+    ) -> Result<(), ApiError> {
+        self.put("refund_idem", &scope(env, merchant, key), &encode(rec))
     }
 
     /// Inserts a new payment with its reference and expiry indexes.

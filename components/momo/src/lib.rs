@@ -58,7 +58,18 @@ fn secret(slug: &str, key: &str) -> Result<String, AdapterError> {
     config::secret(&format!("{key}.{slug}"))
         .or_else(|| config::secret(key))
         .filter(|v| !v.is_empty())
-        .ok_or_else(|| AdapterError::Unavailable(format!("secret {key} not configured")))
+        .ok_or_else(|| AdapterError::NotSent(format!("secret {key} not configured")))
+}
+
+/// How long a customer may still approve a request to pay on the phone: MTN
+/// ends an unanswered request itself (FAILED, reason EXPIRED) after a few
+/// minutes; the default leaves a wide margin. Setting `approval_window_ms`.
+const DEFAULT_APPROVAL_WINDOW_MS: u64 = 15 * 60 * 1000;
+
+fn approval_window_ms(slug: &str) -> u64 {
+    setting(slug, "approval_window_ms")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DEFAULT_APPROVAL_WINDOW_MS)
 }
 
 /// The operators of the family this deployment serves.
@@ -140,7 +151,7 @@ impl Market {
                 AdapterError::NotSupported(format!("this adapter does not serve {operator}"))
             })?;
         let base_url = setting(op.slug, "base_url")
-            .ok_or_else(|| AdapterError::Unavailable("base_url not configured".into()))?;
+            .ok_or_else(|| AdapterError::NotSent("base_url not configured".into()))?;
         Ok(Market {
             slug: op.slug,
             base_url: base_url.trim_end_matches('/').to_string(),
@@ -172,7 +183,7 @@ impl Market {
                 AdapterError::Timeout(format!("MTN did not answer {method} {path} in time: {m}"))
             }
             CapabilityError::Denied(m) => {
-                AdapterError::Unavailable(format!("outbound request denied: {m}"))
+                AdapterError::NotSent(format!("outbound request denied: {m}"))
             }
             CapabilityError::Unavailable(m)
             | CapabilityError::Invalid(m)
@@ -277,9 +288,25 @@ impl<'a> Session<'a> {
             200 => transformers::parse_transaction(&resp.body)
                 .map(|t| transformers::status_of(&t))
                 .map_err(AdapterError::InvalidResponse),
-            // Unknown to MTN (yet): the creating request may still be in flight. Unknown is not failed.
-            404 => Ok(PspStatus::Pending),
+            // Unknown to MTN: the creating request never arrived, or is still in flight
+            // (the caller decides when "not found" becomes final).
+            404 => Ok(PspStatus::NotFound),
             _ => Err(unexpected(&resp)),
+        }
+    }
+}
+
+/// A failure before the creating request was sent (the token request): the
+/// operation itself certainly did not reach MTN.
+fn before_sending(e: AdapterError) -> AdapterError {
+    match e {
+        AdapterError::NotSupported(m) | AdapterError::NotSent(m) => AdapterError::NotSent(m),
+        AdapterError::Timeout(m)
+        | AdapterError::Unavailable(m)
+        | AdapterError::InvalidResponse(m)
+        | AdapterError::Rejected(m)
+        | AdapterError::Unauthenticated(m) => {
+            AdapterError::NotSent(format!("no MTN token, nothing sent: {m}"))
         }
     }
 }
@@ -322,6 +349,7 @@ impl Guest for Momo {
                 min_amount: op.min_amount,
                 max_amount: op.max_amount,
                 status: "operational".into(),
+                approval_window_ms: approval_window_ms(op.slug),
             })
             .collect()
     }
@@ -338,7 +366,7 @@ impl Guest for Momo {
         let callback = setting(market.slug, "send_callback_url")
             .is_none_or(|v| v != "false")
             .then_some(req.callback_url.as_str());
-        let session = Session::open(&market, Product::Collection)?;
+        let session = Session::open(&market, Product::Collection).map_err(before_sending)?;
         let resp = session.create(
             "/collection/v1_0/requesttopay",
             &reference,
@@ -382,7 +410,7 @@ impl Guest for Momo {
             payee_note: format!("Refund: {}", req.reason),
             reference_id_to_refund: payment_reference(&req.payment),
         };
-        let session = Session::open(&market, Product::Disbursement)?;
+        let session = Session::open(&market, Product::Disbursement).map_err(before_sending)?;
         let resp = session.create("/disbursement/v2_0/refund", &reference, None, &body)?;
         if created(&resp)? {
             Ok(Started {
@@ -404,7 +432,7 @@ impl Guest for Momo {
     fn payout(req: PayoutRequest) -> Result<Started, AdapterError> {
         let market = Market::of(&req.operator)?;
         let reference = reference_id(&req.payout_id);
-        let session = Session::open(&market, Product::Disbursement)?;
+        let session = Session::open(&market, Product::Disbursement).map_err(before_sending)?;
         let resp = session.create(
             "/disbursement/v1_0/transfer",
             &reference,

@@ -48,6 +48,11 @@ const FAMILY: &[&str] = &[
     "moov-ci",
 ];
 
+/// How long a deposit can still be approved on the phone after pawaPay took
+/// it (the operators' own prompts time out within minutes; pawaPay then
+/// reports FAILED). Setting `approval_window_ms`.
+const DEFAULT_APPROVAL_WINDOW_MS: u64 = 15 * 60 * 1000;
+
 struct Pawapay;
 
 fn failure(code: &str, message: &str) -> Failure {
@@ -137,10 +142,10 @@ impl Api {
                 AdapterError::NotSupported(format!("this adapter does not serve {operator}"))
             })?;
         let base_url = setting("base_url")
-            .ok_or_else(|| AdapterError::Unavailable("base_url not configured".into()))?;
+            .ok_or_else(|| AdapterError::NotSent("base_url not configured".into()))?;
         let token = config::secret("api_token")
             .filter(|t| !t.is_empty())
-            .ok_or_else(|| AdapterError::Unavailable("secret api_token not configured".into()))?;
+            .ok_or_else(|| AdapterError::NotSent("secret api_token not configured".into()))?;
         Ok(Api {
             op,
             provider: setting(&format!("provider_code.{}", op.slug))
@@ -176,7 +181,7 @@ impl Api {
                 "pawaPay did not answer {method} {path} in time: {m}"
             )),
             CapabilityError::Denied(m) => {
-                AdapterError::Unavailable(format!("outbound request denied: {m}"))
+                AdapterError::NotSent(format!("outbound request denied: {m}"))
             }
             CapabilityError::Unavailable(m)
             | CapabilityError::Invalid(m)
@@ -258,6 +263,9 @@ impl Guest for Pawapay {
                 min_amount: op.min_amount,
                 max_amount: op.max_amount,
                 status: "operational".into(),
+                approval_window_ms: setting("approval_window_ms")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(DEFAULT_APPROVAL_WINDOW_MS),
             })
             .collect()
     }

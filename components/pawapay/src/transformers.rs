@@ -153,7 +153,8 @@ pub fn initiation(i: Initiation) -> Result<Initiated, String> {
 pub fn check_status(c: &Check) -> Result<PspStatus, String> {
     match (c.status.as_str(), &c.data) {
         ("FOUND", Some(r)) => Ok(record_status(r)),
-        ("NOT_FOUND", _) => Ok(PspStatus::Pending),
+        // Not (yet) known under our id: the caller decides when this is final.
+        ("NOT_FOUND", _) => Ok(PspStatus::NotFound),
         (other, _) => Err(format!("unknown status check answer {other}")),
     }
 }

@@ -105,6 +105,8 @@ impl Guest for Simulator {
                 min_amount: op.min_amount,
                 max_amount: op.max_amount,
                 status: "operational".into(),
+                // The simulator withdraws any pending request on cancel.
+                approval_window_ms: 0,
             })
             .collect()
     }
@@ -112,7 +114,8 @@ impl Guest for Simulator {
     fn initiate(req: InitiateRequest) -> Result<Initiated, AdapterError> {
         let digits = last4(req.phone.as_deref());
         if digits == "0005" {
-            return Err(AdapterError::Unavailable(
+            // An explicit refusal: a simulated error we know performed nothing.
+            return Err(AdapterError::Rejected(
                 "simulated operator error (test number ending 0005)".into(),
             ));
         }
@@ -141,7 +144,7 @@ impl Guest for Simulator {
         Ok(match status_of(&payment)? {
             PspStatus::Completed => PspStatus::Completed,
             PspStatus::Failed(f) => PspStatus::Failed(f),
-            PspStatus::Pending => {
+            PspStatus::Pending | PspStatus::NotFound => {
                 PspStatus::Failed(failure("cancelled", "Cancelled at the merchant's request."))
             }
         })
@@ -162,7 +165,8 @@ impl Guest for Simulator {
     fn payout(req: PayoutRequest) -> Result<Started, AdapterError> {
         let digits = last4(Some(&req.phone));
         if digits == "0005" {
-            return Err(AdapterError::Unavailable(
+            // An explicit refusal: a simulated error we know performed nothing.
+            return Err(AdapterError::Rejected(
                 "simulated operator error (test number ending 0005)".into(),
             ));
         }

@@ -35,6 +35,10 @@ use transformers::{Payout, Search, Session};
 
 const FAMILY: &[&str] = &["wave-ci"];
 const DEFAULT_TOLERANCE_S: u64 = 300;
+/// A checkout session can be paid until it expires at Wave (`when_expires`,
+/// 30 minutes by default) unless we expire it first, which cancel and expiry
+/// do. Setting `approval_window_ms`.
+const DEFAULT_APPROVAL_WINDOW_MS: u64 = 30 * 60 * 1000;
 
 struct Wave;
 
@@ -105,9 +109,9 @@ impl Api {
             )));
         }
         let base_url = setting("base_url")
-            .ok_or_else(|| AdapterError::Unavailable("base_url not configured".into()))?;
+            .ok_or_else(|| AdapterError::NotSent("base_url not configured".into()))?;
         let api_key = secret("api_key")
-            .ok_or_else(|| AdapterError::Unavailable("secret api_key not configured".into()))?;
+            .ok_or_else(|| AdapterError::NotSent("secret api_key not configured".into()))?;
         Ok(Api {
             base_url: base_url.trim_end_matches('/').to_string(),
             api_key,
@@ -142,7 +146,7 @@ impl Api {
                 AdapterError::Timeout(format!("Wave did not answer {method} {path} in time: {m}"))
             }
             CapabilityError::Denied(m) => {
-                AdapterError::Unavailable(format!("outbound request denied: {m}"))
+                AdapterError::NotSent(format!("outbound request denied: {m}"))
             }
             CapabilityError::Unavailable(m)
             | CapabilityError::Invalid(m)
@@ -258,6 +262,9 @@ impl Guest for Wave {
                 min_amount: op.min_amount,
                 max_amount: op.max_amount,
                 status: "operational".into(),
+                approval_window_ms: setting("approval_window_ms")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(DEFAULT_APPROVAL_WINDOW_MS),
             })
             .collect()
     }
@@ -316,8 +323,9 @@ impl Guest for Wave {
         Ok(api
             .session(&payment)?
             .map(|s| transformers::session_status(&s))
-            // No session (the creating request never reached Wave): nothing is paid; expiry settles it.
-            .unwrap_or(PspStatus::Pending))
+            // No session under our id: the creating request never reached Wave, or is
+            // still in flight (the caller decides when this is final).
+            .unwrap_or(PspStatus::NotFound))
     }
 
     /// Expires the checkout session so it can no longer be paid. If Wave
@@ -325,7 +333,7 @@ impl Guest for Wave {
     fn cancel(payment: OperationRef) -> Result<PspStatus, AdapterError> {
         let api = Api::of(&payment.operator)?;
         let Some(session) = api.session(&payment)? else {
-            return Ok(PspStatus::Pending);
+            return Ok(PspStatus::NotFound);
         };
         let resp = api.send(
             "POST",
@@ -356,9 +364,13 @@ impl Guest for Wave {
                 "Wave refunds whole checkout sessions only, not part of one".into(),
             ));
         }
-        let session = api.session(&req.payment)?.ok_or_else(|| {
-            AdapterError::Rejected("no Wave checkout session for this payment".into())
-        })?;
+        // Finding the session is a read: if it fails, no refund was sent.
+        let session = api
+            .session(&req.payment)
+            .map_err(|e| AdapterError::NotSent(format!("{e:?}")))?
+            .ok_or_else(|| {
+                AdapterError::Rejected("no Wave checkout session for this payment".into())
+            })?;
         let resp = api.send(
             "POST",
             &format!("/v1/checkout/sessions/{}/refund", session.id),
@@ -428,7 +440,7 @@ impl Guest for Wave {
         };
         Ok(found
             .map(|p| transformers::payout_status(&p))
-            .unwrap_or(PspStatus::Pending))
+            .unwrap_or(PspStatus::NotFound))
     }
 
     /// A signed webhook. Checkout events carry the session: we report its

@@ -20,7 +20,7 @@ pub fn status(current: &str) -> &'static str {
 pub fn event_type(current: &str) -> Option<&'static str> {
     Some(match current {
         "collect.payment.created" => "collect.initiated",
-        "collect.payment.processing" => "collect.updated",
+        "collect.payment.processing" | "collect.payment.awaiting_otp" => "collect.updated",
         "collect.payment.completed" => "collect.completed",
         "collect.payment.failed" => "collect.failed",
         "collect.payment.cancelled" | "collect.payment.expired" => "collect.cancelled",

@@ -5,6 +5,7 @@
 pub mod http;
 pub mod legacy;
 pub mod operators;
+pub mod outcome;
 pub mod payment;
 pub mod phone;
 pub mod time;

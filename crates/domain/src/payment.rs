@@ -52,6 +52,12 @@ impl Status {
         )
     }
 
+    /// An operator's report that the money was taken overrides a failure,
+    /// cancellation or expiry recorded here: money taken is never hidden.
+    pub fn takes_late_success(self) -> bool {
+        matches!(self, Status::Failed | Status::Cancelled | Status::Expired)
+    }
+
     pub fn can_move_to(self, next: Status) -> bool {
         use Status::*;
         if self == next {

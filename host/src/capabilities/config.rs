@@ -5,7 +5,12 @@ use crate::runtime::state::HostState;
 
 impl Host for HostState {
     fn get(&mut self, key: String) -> wasmtime::Result<Option<String>> {
-        Ok(self.config.settings.get(&key).cloned())
+        if let Some(v) = self.config.settings.get(&key) {
+            return Ok(Some(v.clone()));
+        }
+        // A platform fact every component may read unless its own settings override it.
+        Ok((key == "adapter_deadline_ms")
+            .then(|| self.runtime.longest_adapter_deadline_ms().to_string()))
     }
 
     fn secret(&mut self, key: String) -> wasmtime::Result<Option<String>> {

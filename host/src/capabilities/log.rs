@@ -26,4 +26,18 @@ impl Host for HostState {
         }
         Ok(())
     }
+
+    fn count(&mut self, event: String) -> wasmtime::Result<()> {
+        // Event names are a component's fixed vocabulary; a long or odd one is cut, not trusted.
+        let event: String = event
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .take(64)
+            .collect();
+        self.runtime
+            .services
+            .metrics
+            .component_event(&self.component, &event);
+        Ok(())
+    }
 }

@@ -78,6 +78,7 @@ fn routed<T>(
             AdapterError::Unavailable(_) => "unavailable",
             AdapterError::InvalidResponse(_) => "invalid_response",
             AdapterError::Rejected(_) => "rejected",
+            AdapterError::NotSent(_) => "not_sent",
             AdapterError::NotSupported(_) => "not_supported",
             AdapterError::Unauthenticated(_) => "unauthenticated",
         },

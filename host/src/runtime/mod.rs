@@ -363,6 +363,19 @@ impl Runtime {
         all
     }
 
+    /// The longest an adapter call may take under this configuration (the
+    /// global adapter deadline or a longer per-component one). API components
+    /// read it as the setting `adapter_deadline_ms`: a request to the operator
+    /// counts as in flight for at least this long.
+    pub fn longest_adapter_deadline_ms(&self) -> u64 {
+        self.component_config
+            .values()
+            .filter_map(|c| c.deadline_ms)
+            .chain([self.limits.adapter_deadline_ms])
+            .max()
+            .unwrap_or(self.limits.adapter_deadline_ms)
+    }
+
     fn deadline_for(&self, loaded: &Loaded) -> Duration {
         let default = match loaded.kind {
             Kind::Adapter => self.limits.adapter_deadline_ms,

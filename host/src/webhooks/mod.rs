@@ -106,10 +106,13 @@ impl Default for WebhookConfig {
 pub const EVENT_TYPES: &[&str] = &[
     "collect.payment.created",
     "collect.payment.processing",
+    "collect.payment.awaiting_otp",
+    "collect.payment.awaiting_payment",
     "collect.payment.completed",
     "collect.payment.failed",
     "collect.payment.cancelled",
     "collect.payment.expired",
+    "collect.payment.refunded",
     "collect.refund.completed",
     "collect.refund.failed",
     "collect.initiated",

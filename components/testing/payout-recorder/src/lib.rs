@@ -56,6 +56,7 @@ impl Guest for Recorder {
                 min_amount: op.min_amount,
                 max_amount: op.max_amount,
                 status: "operational".into(),
+                approval_window_ms: 0,
             })
             .collect()
     }

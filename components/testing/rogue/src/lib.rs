@@ -31,6 +31,7 @@ impl Guest for Rogue {
             min_amount: 100,
             max_amount: 2_000_000,
             status: "operational".into(),
+            approval_window_ms: 0,
         }]
     }
 

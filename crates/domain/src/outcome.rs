@@ -1,0 +1,82 @@
+//! What the result of an operator call means for the money, written once for
+//! every flow (initiate, OTP, cancel, refund, payout, checkout, expiry,
+//! reconciliation). Only an explicit answer from the operator is final: a
+//! call that did not end in one leaves the outcome unknown, and unknown is
+//! never failed, cancelled or expired.
+
+/// Why an operator call ended without an answer: the cases of the WIT
+/// `adapter-error`, which each component maps here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallFailure {
+    Timeout,
+    Unavailable,
+    InvalidResponse,
+    Rejected,
+    NotSent,
+    NotSupported,
+    Unauthenticated,
+}
+
+/// What a failed call tells about the operation at the operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Certainty {
+    /// The operator certainly did not perform it: it may end as failed.
+    NotPerformed,
+    /// It may have been performed: keep it in progress and ask the operator by our id.
+    Unknown,
+}
+
+impl CallFailure {
+    pub fn certainty(self) -> Certainty {
+        match self {
+            // A 4xx on the request itself, nothing sent, or nothing this adapter does.
+            CallFailure::Rejected | CallFailure::NotSent | CallFailure::NotSupported => {
+                Certainty::NotPerformed
+            }
+            // Timeout, 5xx, reset after sending, unreadable body, trap, deadline, no slot.
+            CallFailure::Timeout
+            | CallFailure::Unavailable
+            | CallFailure::InvalidResponse
+            | CallFailure::Unauthenticated => Certainty::Unknown,
+        }
+    }
+
+    pub fn is_unknown(self) -> bool {
+        self.certainty() == Certainty::Unknown
+    }
+}
+
+/// How long a request stays "possibly in flight" after it was sent: the
+/// adapter's deadline plus the time the operator may take to record it.
+/// Until then, "not found" at the operator proves nothing.
+pub fn in_flight_ms(adapter_deadline_ms: u64, answer_window_ms: u64) -> u64 {
+    adapter_deadline_ms.saturating_add(answer_window_ms)
+}
+
+/// Whether an operator's "not found" for a request sent at `sent_at_ms` is
+/// final (the request certainly never reached it).
+pub fn not_found_is_final(sent_at_ms: u64, now_ms: u64, in_flight_ms: u64) -> bool {
+    now_ms.saturating_sub(sent_at_ms) >= in_flight_ms
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_certain_refusals_are_not_performed() {
+        use CallFailure::*;
+        for f in [Timeout, Unavailable, InvalidResponse, Unauthenticated] {
+            assert_eq!(f.certainty(), Certainty::Unknown, "{f:?}");
+        }
+        for f in [Rejected, NotSent, NotSupported] {
+            assert_eq!(f.certainty(), Certainty::NotPerformed, "{f:?}");
+        }
+    }
+
+    #[test]
+    fn not_found_counts_only_after_the_window() {
+        assert!(!not_found_is_final(1_000, 30_999, 30_000));
+        assert!(not_found_is_final(1_000, 31_000, 30_000));
+    }
+}
