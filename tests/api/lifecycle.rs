@@ -323,13 +323,20 @@ async fn unfinished_payments_expire_and_the_deadline_survives_a_restart() {
         1,
         "the deadline is stored, not held in memory"
     );
-    // Move the stored deadline into the past rather than waiting 5 minutes.
+    // Move the stored deadline into the past rather than waiting 5 minutes
+    // (in the index and in the record, which expiry checks).
     {
         use mmc_host::db::Backend;
         let mut tx = db.begin("collect").unwrap();
         let (k, v) = &stored[0];
         tx.delete("expiry", k).unwrap();
         tx.put("expiry", &format!("0000000000001{}", &k[13..]), v)
+            .unwrap();
+        let record_key = k[14..].to_string(); // env/merchant/id after "<13 digits>/"
+        let mut record: Value =
+            serde_json::from_slice(&tx.get("payments", &record_key).unwrap().unwrap()).unwrap();
+        record["expires_at_ms"] = json!(1);
+        tx.put("payments", &record_key, &serde_json::to_vec(&record).unwrap())
             .unwrap();
         tx.commit().unwrap();
     }

@@ -55,6 +55,7 @@ fn expire_one(d: &store::Due, now: u64) -> Result<(), crate::ApiError> {
     settle_overdue(&tx, &mut p, answer.as_ref(), window, now)?;
     // This payment leaves the expiry index: if it is still in progress,
     // reconciliation keeps asking the operator until it can be settled.
+    tx.delete("expiry", &d.key)?;
     tx.delete(
         "expiry",
         &store::time_key(p.expires_at_ms, env, merchant, id),

@@ -1,0 +1,212 @@
+//! The money rule end to end against the fake MTN: an operator outcome we do
+//! not know is never recorded as final, a cancel or expiry never hides money
+//! the operator took, and a late success is never dropped.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::fakes::mtn::{Callbacks, FakeMtn};
+use crate::support::fakes::{Fault, Outcome};
+use crate::support::*;
+use crate::*;
+
+const PHONE: &str = "+2290166000001";
+const MSISDN: &str = "2290166000001";
+
+/// MTN routed for `mtn-bj` in live with a 400 ms HTTP timeout, as a new
+/// user would set it; `tweak` adjusts the collect component's settings.
+async fn mtn_app(fake: &FakeMtn, collect: &[(&str, &str)]) -> TestApp {
+    let mut component = fake.component_config();
+    component
+        .settings
+        .insert("timeout_ms".into(), "400".into());
+    let collect: Vec<(String, String)> = collect
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    app_with_adapter("momo", &["mtn-bj"], component, move |c| {
+        let settings = &mut c.components.entry("collect".into()).or_default().settings;
+        settings.extend(collect);
+    })
+    .await
+}
+
+fn requests_to_pay_for(fake: &FakeMtn, id: &str) -> usize {
+    fake.requests("requesttopay")
+        .iter()
+        .filter(|r| r.header("X-Reference-Id") == Some(id))
+        .count()
+}
+
+async fn events_of(app: &TestApp, key: &str, id: &str) -> Vec<String> {
+    let (status, body) = app
+        .get(key, &format!("/api/v1/events?payment={id}&limit=100"))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // Newest first: reversed, they are in the order they happened.
+    let mut types: Vec<String> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_string())
+        .collect();
+    types.reverse();
+    types
+}
+
+/// Scenario 1 of the money-safety issue: MTN answers the request to pay
+/// after 1.5 s, we give up at 400 ms. The cancel asks MTN, which still has
+/// the request pending: 409, and the customer's approval completes the payment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_request_to_pay_is_not_cancelled_and_completes_when_the_customer_pays() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(2500));
+    fake.callbacks(Callbacks::Never);
+    fake.inject("requesttopay", Fault::Slow(Duration::from_millis(1500)), 1);
+    let app = mtn_app(&fake, &[]).await;
+    let (_, _, live) = app.merchant("Shop");
+
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    let id = p["id"].as_str().unwrap();
+    assert_eq!(p["status"], "pending", "a timeout is an unknown outcome: {p}");
+    assert!(p["failure_code"].is_null(), "{p}");
+
+    let (status, body) = post(
+        &app,
+        &live,
+        &format!("/api/v1/collect/payments/{id}/cancel"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "payment_not_cancellable");
+    assert!(
+        !fake.requests("requesttopay_status").is_empty(),
+        "the cancel asked MTN by our id"
+    );
+
+    let done = wait_for(&app, &live, id, "completed", Duration::from_secs(15)).await;
+    assert_eq!(done["psp_reference"].as_str().unwrap_or(id), id);
+    assert_eq!(requests_to_pay_for(&fake, id), 1, "sent once, never again");
+    assert_eq!(
+        fake.transaction(id).map(|t| t.status),
+        Some("SUCCESSFUL".to_string())
+    );
+}
+
+/// A 5xx on the request to pay leaves the payment in progress; MTN, asked by
+/// our id, says it never got it: once the request can no longer be in
+/// flight, the payment fails as `operator_not_reached` — no money moved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_5xx_that_performed_nothing_fails_only_once_mtn_has_no_record_for_good() {
+    let fake = FakeMtn::start().await;
+    fake.inject("requesttopay", Fault::Status(503), 1);
+    let app = mtn_app(
+        &fake,
+        &[
+            ("adapter_deadline_ms", "500"),
+            ("operator_answer_window_ms", "500"),
+        ],
+    )
+    .await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    let id = p["id"].as_str().unwrap();
+    assert_eq!(p["status"], "pending", "{p}");
+    let failed = wait_for(&app, &live, id, "failed", Duration::from_secs(10)).await;
+    assert_eq!(failed["failure_code"], "operator_not_reached", "{failed}");
+    assert!(fake.transaction(id).is_none());
+    assert_eq!(requests_to_pay_for(&fake, id), 1);
+}
+
+/// MTN reports a failure, then changes its mind and says SUCCESSFUL: the
+/// money was taken, so the payment completes, with its event and a metric.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_success_for_a_failed_payment_completes_it() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    fake.set_outcome(MSISDN, Outcome::Fail("INTERNAL_PROCESSING_ERROR"));
+    let app = mtn_app(&fake, &[]).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    let id = p["id"].as_str().unwrap();
+    wait_for(&app, &live, id, "failed", Duration::from_secs(8)).await;
+
+    fake.set_status(id, "SUCCESSFUL", None);
+    assert_eq!(fake.send_callback(id).await, 200);
+    let done = wait_for(&app, &live, id, "completed", Duration::from_secs(5)).await;
+    assert!(done["completed_at"].is_string(), "{done}");
+
+    let events = events_of(&app, &live, id).await;
+    let failed_at = events.iter().position(|t| t == "collect.payment.failed");
+    let completed_at = events.iter().position(|t| t == "collect.payment.completed");
+    assert!(
+        matches!((failed_at, completed_at), (Some(f), Some(c)) if f < c),
+        "both moves are reported, in order: {events:?}"
+    );
+    let metrics = app.metrics().await;
+    assert!(
+        metric(
+            &metrics,
+            "mmc_component_events_total",
+            r#"component="collect",event="late_success""#
+        ) >= 1.0,
+        "{metrics}"
+    );
+}
+
+/// Scenario 3: MTN records the refund, then answers 500. The refund stays
+/// pending with its amount reserved (a second full refund is refused), and
+/// polling settles it: the payment is refunded once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refund_whose_answer_is_lost_is_polled_not_failed_and_never_doubled() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    let app = mtn_app(&fake, &[]).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    let id = p["id"].as_str().unwrap();
+    wait_for(&app, &live, id, "completed", Duration::from_secs(8)).await;
+
+    // The refund request takes longer than our timeout: MTN does it anyway.
+    fake.inject("refund", Fault::Slow(Duration::from_millis(1500)), 1);
+    let refunds = format!("/api/v1/collect/payments/{id}/refunds");
+    let key = new_key();
+    let (status, r) = post_with_key(&app, &live, &refunds, &key, json!({})).await;
+    assert_eq!(status, 201, "{r}");
+    assert_eq!(r["status"], "pending", "unknown is not failed: {r}");
+
+    // A retry of the same request under its key is the same refund.
+    let (status, again) = post_with_key(&app, &live, &refunds, &key, json!({})).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["id"], r["id"]);
+    assert_eq!(again["idempotent_replay"], true);
+    // A new full refund finds nothing left: the amount is still reserved.
+    let (status, body) = post(&app, &live, &refunds, json!({})).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "refund_amount_exceeds_remaining");
+
+    wait_for(&app, &live, id, "refunded", Duration::from_secs(15)).await;
+    assert_eq!(fake.requests("refund").len(), 1, "one refund sent, under one id");
+}
+
+async fn post_with_key(
+    app: &TestApp,
+    key: &str,
+    path: &str,
+    idempotency_key: &str,
+    body: Value,
+) -> (u16, Value) {
+    let resp = app
+        .client
+        .post(app.url(path))
+        .bearer_auth(key)
+        .header("Idempotency-Key", idempotency_key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
