@@ -1,5 +1,6 @@
 //! Batches through the JSON API: the records returned, the validation
-//! workflow and its refusals, isolation, limits, pagination, idempotency.
+//! workflow and its refusals, isolation, limits, pagination (idempotency:
+//! `idempotency.rs`).
 
 use std::time::Duration;
 
@@ -409,33 +410,4 @@ async fn lists_are_paginated_newest_first() {
     );
     let (status, _) = get(&app, &key, &format!("{ROOT}{id}/items/?status=paid")).await;
     assert_eq!(status, 400);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_idempotency_key_replays_the_batch_instead_of_creating_another() {
-    let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Retrier");
-    let idem = new_key();
-    let body = json!({"name": "once", "items": [item(&bj(1), 1000, "a")]});
-    let send_with = |body: Value| {
-        let req = app
-            .client
-            .post(app.url(ROOT))
-            .bearer_auth(&key)
-            .header("Idempotency-Key", &idem)
-            .json(&body);
-        async move {
-            let resp = req.send().await.unwrap();
-            (resp.status().as_u16(), resp.json::<Value>().await.unwrap())
-        }
-    };
-    let (s1, b1) = send_with(body.clone()).await;
-    let (s2, b2) = send_with(body.clone()).await;
-    assert_eq!((s1, s2), (201, 200), "{b1} {b2}");
-    assert_eq!(b1["id"], b2["id"]);
-    assert_eq!(b2["idempotent_replay"], true);
-    let (s3, e) = send_with(json!({"name": "other", "items": [item(&bj(1), 1000, "a")]})).await;
-    assert_eq!(s3, 409, "{e}");
-    assert_eq!(e["error"]["code"], "idempotency_key_reused");
-    assert_eq!(batch_count(&app, &key).await, 1);
 }

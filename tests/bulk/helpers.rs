@@ -1,12 +1,26 @@
 //! Driving the bulk API over HTTP: requests, waiting for a batch to end,
-//! reading every item page by page, building batches and CSV files.
+//! reading every item page by page, building batches and CSV files, and
+//! an operator that records every payout it receives.
 
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
 use mmc_host::config::Config;
+use parking_lot::Mutex;
 use serde_json::{Value, json};
+use tokio::sync::Notify;
 
-use crate::support::TestApp;
+use crate::support::{TestApp, components_dir, new_key, spawn_app_with, test_component};
 
 pub const ROOT: &str = "/api/v1/bulk-payments/";
 
@@ -18,6 +32,13 @@ pub fn bulk_settings(config: &mut Config, settings: &[(&str, &str)]) {
     }
 }
 
+/// `req` with a fresh `Idempotency-Key`: creating a batch (JSON or CSV)
+/// requires one; other endpoints ignore it.
+pub fn with_fresh_key(req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    req.header("Idempotency-Key", new_key())
+}
+
+/// A request; every POST carries a fresh `Idempotency-Key`.
 pub async fn send(
     app: &TestApp,
     key: &str,
@@ -25,6 +46,29 @@ pub async fn send(
     path: &str,
     content_type: Option<&str>,
     body: Vec<u8>,
+) -> (u16, Value) {
+    let idempotency_key = (method == reqwest::Method::POST).then(new_key);
+    send_keyed(
+        app,
+        key,
+        method,
+        path,
+        content_type,
+        body,
+        idempotency_key.as_deref(),
+    )
+    .await
+}
+
+/// A request with exactly this `Idempotency-Key` header (None: without one).
+pub async fn send_keyed(
+    app: &TestApp,
+    key: &str,
+    method: reqwest::Method,
+    path: &str,
+    content_type: Option<&str>,
+    body: Vec<u8>,
+    idempotency_key: Option<&str>,
 ) -> (u16, Value) {
     let url = if path.starts_with("http") {
         path.to_string()
@@ -35,19 +79,35 @@ pub async fn send(
     if let Some(ct) = content_type {
         req = req.header("content-type", ct);
     }
+    if let Some(k) = idempotency_key {
+        req = req.header("Idempotency-Key", k);
+    }
     let resp = req.send().await.unwrap();
     let status = resp.status().as_u16();
     (status, resp.json().await.unwrap_or(Value::Null))
 }
 
+/// A JSON POST with a fresh `Idempotency-Key`.
 pub async fn post(app: &TestApp, key: &str, path: &str, body: &Value) -> (u16, Value) {
-    send(
+    post_keyed(app, key, path, Some(&new_key()), body).await
+}
+
+/// A JSON POST with exactly this `Idempotency-Key` (None: without one).
+pub async fn post_keyed(
+    app: &TestApp,
+    key: &str,
+    path: &str,
+    idempotency_key: Option<&str>,
+    body: &Value,
+) -> (u16, Value) {
+    send_keyed(
         app,
         key,
         reqwest::Method::POST,
         path,
         Some("application/json"),
         serde_json::to_vec(body).unwrap(),
+        idempotency_key,
     )
     .await
 }
@@ -188,4 +248,121 @@ pub async fn batch_events(app: &TestApp, key: &str, id: &str) -> Vec<Value> {
         })
         .cloned()
         .collect()
+}
+
+/// The operator's side, for the `payout-recorder` adapter: which payouts
+/// arrived, how many times.
+#[derive(Default)]
+pub struct Recorder {
+    posts: Mutex<Vec<String>>,
+    pub status_queries: Mutex<HashMap<String, u32>>,
+    /// The payout at this position (1-based) is held unanswered, and `held`
+    /// notified; 0 holds none.
+    hold_at: usize,
+    pub held: Notify,
+}
+
+impl Recorder {
+    pub async fn start(hold_at: usize) -> (Arc<Recorder>, SocketAddr) {
+        let recorder = Arc::new(Recorder {
+            hold_at,
+            ..Recorder::default()
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let r = recorder.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let r = r.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |req| r.clone().handle(req));
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        (recorder, addr)
+    }
+
+    async fn handle(
+        self: Arc<Self>,
+        req: hyper::Request<Incoming>,
+    ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+        let (method, path) = (req.method().clone(), req.uri().path().to_string());
+        let status = match (method.as_str(), path.strip_prefix("/payouts")) {
+            ("POST", Some("")) => {
+                let body = req.into_body().collect().await.unwrap().to_bytes();
+                let v: Value = serde_json::from_slice(&body).unwrap();
+                let n = {
+                    let mut posts = self.posts.lock();
+                    posts.push(v["payout_id"].as_str().unwrap().to_string());
+                    posts.len()
+                };
+                if n == self.hold_at {
+                    // Received, never answered: the service dies waiting.
+                    self.held.notify_one();
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                }
+                200
+            }
+            ("GET", Some(id)) => {
+                let id = id.trim_start_matches('/').to_string();
+                *self.status_queries.lock().entry(id.clone()).or_default() += 1;
+                if self.posts.lock().contains(&id) {
+                    200
+                } else {
+                    404
+                }
+            }
+            _ => 404,
+        };
+        Ok(hyper::Response::builder()
+            .status(status)
+            .body(Full::new(Bytes::from_static(b"{}")))
+            .unwrap())
+    }
+
+    /// The payout ids received, in order (a repeat is a payout sent twice).
+    pub fn posts(&self) -> Vec<String> {
+        self.posts.lock().clone()
+    }
+}
+
+/// A components directory with only `bulk` and the recorder (named as the
+/// routing names it; Cargo builds it as `payout_recorder.wasm`).
+pub fn recorder_components(dir: &Path) -> PathBuf {
+    let out = dir.join("components");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::copy(components_dir().join("bulk.wasm"), out.join("bulk.wasm")).unwrap();
+    std::fs::copy(
+        test_component("payout_recorder"),
+        out.join("payout-recorder.wasm"),
+    )
+    .unwrap();
+    out
+}
+
+/// An app whose test environment pays every operator through the
+/// `payout-recorder` adapter, reporting to the recorder at `recorder`, with
+/// these `bulk` settings. `dir` holds its components and must outlive it.
+pub async fn spawn_app_paying_to(
+    recorder: SocketAddr,
+    dir: &Path,
+    settings: &[(&str, &str)],
+) -> TestApp {
+    let components = recorder_components(dir);
+    spawn_app_with(|c| {
+        bulk_settings(c, settings);
+        c.components_dir = components;
+        c.routing.insert(
+            "test".into(),
+            [("*".to_string(), "payout-recorder".to_string())].into(),
+        );
+        let r = c.components.entry("payout-recorder".into()).or_default();
+        r.allowed_hosts = vec![recorder.to_string()];
+        r.settings
+            .insert("url".into(), format!("http://{recorder}"));
+    })
+    .await
 }

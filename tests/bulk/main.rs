@@ -6,5 +6,6 @@ mod support;
 mod batches;
 mod csv_import;
 mod helpers;
+mod idempotency;
 mod payouts;
 mod restart;

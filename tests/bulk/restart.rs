@@ -4,102 +4,16 @@
 //! every payout to an HTTP server run here.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
-use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::sync::Notify;
 
-use crate::helpers::{ROOT, bj, is_final, item};
-use crate::support::{cache_dir, components_dir, test_component};
-
-/// The operator's side: which payouts arrived, how many times.
-#[derive(Default)]
-struct Recorder {
-    posts: Mutex<Vec<String>>,
-    status_queries: Mutex<HashMap<String, u32>>,
-    /// The payout at this position (1-based) is held unanswered, and `held` notified.
-    hold_at: usize,
-    held: Notify,
-}
-
-impl Recorder {
-    async fn start(hold_at: usize) -> (Arc<Recorder>, SocketAddr) {
-        let recorder = Arc::new(Recorder {
-            hold_at,
-            ..Recorder::default()
-        });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let r = recorder.clone();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let r = r.clone();
-                tokio::spawn(async move {
-                    let service = service_fn(move |req| r.clone().handle(req));
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
-        (recorder, addr)
-    }
-
-    async fn handle(
-        self: Arc<Self>,
-        req: hyper::Request<Incoming>,
-    ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
-        let (method, path) = (req.method().clone(), req.uri().path().to_string());
-        let status = match (method.as_str(), path.strip_prefix("/payouts")) {
-            ("POST", Some("")) => {
-                let body = req.into_body().collect().await.unwrap().to_bytes();
-                let v: Value = serde_json::from_slice(&body).unwrap();
-                let n = {
-                    let mut posts = self.posts.lock();
-                    posts.push(v["payout_id"].as_str().unwrap().to_string());
-                    posts.len()
-                };
-                if n == self.hold_at {
-                    // Received, never answered: the service dies waiting.
-                    self.held.notify_one();
-                    tokio::time::sleep(Duration::from_secs(30)).await;
-                }
-                200
-            }
-            ("GET", Some(id)) => {
-                let id = id.trim_start_matches('/').to_string();
-                *self.status_queries.lock().entry(id.clone()).or_default() += 1;
-                if self.posts.lock().contains(&id) {
-                    200
-                } else {
-                    404
-                }
-            }
-            _ => 404,
-        };
-        Ok(hyper::Response::builder()
-            .status(status)
-            .body(Full::new(Bytes::from_static(b"{}")))
-            .unwrap())
-    }
-
-    fn posts(&self) -> Vec<String> {
-        self.posts.lock().clone()
-    }
-}
+use crate::helpers::{ROOT, Recorder, bj, is_final, item, recorder_components, with_fresh_key};
+use crate::support::cache_dir;
 
 /// Runs `mmc` to completion; its one JSON line.
 fn cli(args: &[&str]) -> Value {
@@ -163,20 +77,6 @@ impl Server {
     }
 }
 
-/// A components directory with only `bulk` and the recorder (named as the
-/// routing names it; Cargo builds it as `payout_recorder.wasm`).
-fn components(dir: &Path) -> PathBuf {
-    let out = dir.join("components");
-    std::fs::create_dir_all(&out).unwrap();
-    std::fs::copy(components_dir().join("bulk.wasm"), out.join("bulk.wasm")).unwrap();
-    std::fs::copy(
-        test_component("payout_recorder"),
-        out.join("payout-recorder.wasm"),
-    )
-    .unwrap();
-    out
-}
-
 fn write_config(dir: &Path, recorder: SocketAddr) -> PathBuf {
     let path = dir.join("mmc.toml");
     let text = format!(
@@ -210,7 +110,7 @@ async fn call(
 ) -> (u16, Value) {
     let mut req = client.request(method, url).bearer_auth(key);
     if let Some(b) = body {
-        req = req.json(&b);
+        req = with_fresh_key(req).json(&b);
     }
     let resp = req.send().await.unwrap();
     (
@@ -226,7 +126,7 @@ async fn a_kill_and_restart_in_the_middle_of_a_batch_pays_nobody_twice() {
     let (recorder, recorder_addr) = Recorder::start(KILL_AT).await;
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let components = components(dir.path());
+    let components = recorder_components(dir.path());
     let config = write_config(dir.path(), recorder_addr);
     let log = dir.path().join("mmc.log");
     let data_arg = data.to_str().unwrap();

@@ -36,8 +36,14 @@ struct NewBatch {
 // ---- POST /bulk-payments/ ----
 
 pub fn create(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
-    let key = idempotency_key(req)?;
+    let key = wire::idempotency_key(req)?;
     let m = wire::body_object(req, false)?;
+    // The parsed body re-serialised: serde_json's maps are sorted, so neither
+    // the order of fields nor spacing makes a retry look like another request.
+    let request_hash = hash(&serde_json::to_vec(&m).expect("JSON values serialise"));
+    if let Some(replay) = replay_committed(caller, &key, &request_hash)? {
+        return Ok(replay);
+    }
     wire::reject_unknown(&m, &["name", "description", "items"])?;
     let name = wire::batch_name(wire::opt_string(&m, "name", MAX_NAME)?)?;
     let description =
@@ -112,7 +118,7 @@ pub fn create(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
         description,
         source: "api",
         lines: valid.into_iter().map(|(i, v)| (i as u32 + 1, v)).collect(),
-        request_hash: hash(&serde_json::to_vec(&Value::Object(m)).unwrap_or_default()),
+        request_hash,
     };
     store_new(caller, new, key)
 }
@@ -227,7 +233,7 @@ fn check_lines(
 const CSV_HELP: &str = "Send the CSV as multipart/form-data (fields file, name, description) or as a text/csv body with ?name=...&description=...";
 
 pub fn import_csv(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
-    let key = idempotency_key(req)?;
+    let key = wire::idempotency_key(req)?;
     let Upload {
         file,
         name,
@@ -258,6 +264,10 @@ pub fn import_csv(caller: &Caller, req: &Request) -> Result<Response, ApiError> 
         .map(|d| wire::check_text("description", &d, MAX_DESCRIPTION))
         .transpose()?
         .filter(|d| !d.is_empty());
+    let request_hash = csv_request_hash(&name, description.as_deref(), file);
+    if let Some(replay) = replay_committed(caller, &key, &request_hash)? {
+        return Ok(replay);
+    }
     let max = settings::max_csv_bytes();
     if file.len() > max {
         return Err(ApiError::too_large(
@@ -269,15 +279,6 @@ pub fn import_csv(caller: &Caller, req: &Request) -> Result<Response, ApiError> 
             ),
         ));
     }
-    let request_hash = {
-        let mut h = format!(
-            "csv\n{name}\n{}\n",
-            description.as_deref().unwrap_or_default()
-        )
-        .into_bytes();
-        h.extend_from_slice(file);
-        hash(&h)
-    };
     let text = csv::decode(file).map_err(|e| {
         csv_errors(vec![(
             e.line,
@@ -552,24 +553,6 @@ fn check_item_count(n: usize) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// `Idempotency-Key`: optional here (a batch is not paid before it is
-/// validated by default), a UUID when given.
-fn idempotency_key(req: &Request) -> Result<Option<String>, ApiError> {
-    wire::header(req, "idempotency-key")
-        .map(|k| {
-            uuid::Uuid::parse_str(k.trim())
-                .map(|u| u.hyphenated().to_string())
-                .map_err(|_| {
-                    ApiError::invalid(
-                        "idempotency_key_invalid",
-                        "Idempotency-Key",
-                        "Idempotency-Key must be a UUID.",
-                    )
-                })
-        })
-        .transpose()
-}
-
 fn hash(bytes: &[u8]) -> String {
     signing::sha256(bytes)
         .iter()
@@ -577,9 +560,63 @@ fn hash(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// Stores a new batch (or replays the one made under the same key): 201, or
-/// 200 for a replay.
-fn store_new(caller: &Caller, new: NewBatch, key: Option<String>) -> Result<Response, ApiError> {
+/// What identifies a CSV import: its name and description (as JSON, so no
+/// split between them is ambiguous) and the file's raw bytes.
+fn csv_request_hash(name: &str, description: Option<&str>, file: &[u8]) -> String {
+    let fields = json!({"name": name, "description": description});
+    let mut bytes = b"csv\n".to_vec();
+    bytes.extend_from_slice(&serde_json::to_vec(&fields).expect("JSON values serialise"));
+    bytes.push(b'\n');
+    bytes.extend_from_slice(file);
+    hash(&bytes)
+}
+
+/// The batch an earlier request under this key created, if the key is known
+/// and not expired: `Some` for the same request (a replay), 409
+/// `idempotency_key_reused` for another one, `None` for a new or expired key.
+fn earlier_batch(
+    rec: Option<IdemRecord>,
+    request_hash: &str,
+    now: u64,
+    read_batch: impl FnOnce(&str) -> Result<Option<Batch>, ApiError>,
+) -> Result<Option<Batch>, ApiError> {
+    let Some(rec) = rec.filter(|r| now.saturating_sub(r.created_ms) < IDEMPOTENCY_TTL_MS) else {
+        return Ok(None);
+    };
+    if rec.request_hash != request_hash {
+        return Err(ApiError::idempotency(
+            "idempotency_key_reused",
+            "This Idempotency-Key was used with a different request body.",
+        ));
+    }
+    read_batch(&rec.batch_id)?
+        .map(Some)
+        .ok_or_else(|| ApiError::internal("idempotency record without batch"))
+}
+
+/// A retry answered from committed data before the request is checked
+/// again: the batch exists, so a setting or the catalogue that changed since
+/// (an item limit, an operator no longer served) must not turn it into a 400
+/// saying nothing was created. [`store_new`] decides again in its
+/// transaction, for two requests that race.
+fn replay_committed(
+    caller: &Caller,
+    key: &str,
+    request_hash: &str,
+) -> Result<Option<Response>, ApiError> {
+    let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
+    let earlier = earlier_batch(
+        store::read_idem(env, merchant, key)?,
+        request_hash,
+        clock::now_ms(),
+        |id| store::read_batch(env, merchant, id),
+    )?;
+    Ok(earlier.map(|b| batch_response(200, &b, true)))
+}
+
+/// Stores a new batch with its Idempotency-Key (or replays the one made
+/// under the same key): 201, or 200 for a replay.
+fn store_new(caller: &Caller, new: NewBatch, key: String) -> Result<Response, ApiError> {
     let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
     let now = clock::now_ms();
     let id = uuid::Uuid::new_v4().to_string();
@@ -650,34 +687,27 @@ fn store_new(caller: &Caller, new: NewBatch, key: Option<String>) -> Result<Resp
         queued_ms: start,
     };
 
+    // The key is stored in the transaction that inserts the batch: neither
+    // exists without the other.
     let tx = Tx::begin()?;
-    if let Some(key) = &key {
-        if let Some(rec) = tx
-            .idem(env, merchant, key)?
-            .filter(|r| now.saturating_sub(r.created_ms) < IDEMPOTENCY_TTL_MS)
-        {
-            if rec.request_hash != new.request_hash {
-                return Err(ApiError::idempotency(
-                    "idempotency_key_reused",
-                    "This Idempotency-Key was used with a different request.",
-                ));
-            }
-            let earlier = tx
-                .batch(env, merchant, &rec.batch_id)?
-                .ok_or_else(|| ApiError::internal("idempotency record without batch"))?;
-            return Ok(batch_response(200, &earlier, true));
-        }
-        tx.put_idem(
-            env,
-            merchant,
-            key,
-            &IdemRecord {
-                request_hash: new.request_hash,
-                batch_id: id,
-                created_ms: now,
-            },
-        )?;
+    if let Some(earlier) = earlier_batch(
+        tx.idem(env, merchant, &key)?,
+        &new.request_hash,
+        now,
+        |id| tx.batch(env, merchant, id),
+    )? {
+        return Ok(batch_response(200, &earlier, true));
     }
+    tx.put_idem(
+        env,
+        merchant,
+        &key,
+        &IdemRecord {
+            request_hash: new.request_hash,
+            batch_id: id,
+            created_ms: now,
+        },
+    )?;
     tx.insert_batch(&batch, &items)?;
     tx.commit()?;
     Ok(batch_response(201, &batch, false))

@@ -8,7 +8,7 @@
 //! | batch_list | env/merchant/(u64::MAX − seq) | batch id — newest first, dense, so a page is one scan |
 //! | batch_seq | env/merchant | number of batches created |
 //! | items | env/merchant/batch id/position | [`Item`] |
-//! | idem | env/merchant/Idempotency-Key | [`IdemRecord`] |
+//! | idem | env/merchant/Idempotency-Key | [`IdemRecord`] — written in the transaction that inserts its batch; honoured 24 h, then overwritten by the next use |
 //! | runnable | queued_ms/env/merchant/batch id | (empty) — processing batches with items still to pay |
 //! | checks | due_ms/env/merchant/batch id/position | (empty) — items `processing` whose outcome we must ask for |
 //! | inflight | env/operator/item id | (empty) — payouts not yet final, per operator (the cap) |
@@ -202,8 +202,11 @@ pub struct Item {
     pub checks: u32,
 }
 
+/// The batch created under an `Idempotency-Key` (JSON create or CSV import).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IdemRecord {
+    /// SHA-256 (hex) of the canonical request: the JSON body re-serialised,
+    /// or the CSV file with name and description.
     pub request_hash: String,
     pub batch_id: String,
     pub created_ms: u64,
@@ -257,6 +260,12 @@ pub fn read_batch(env: &str, merchant: &str, id: &str) -> Result<Option<Batch>, 
         return Ok(None);
     }
     decode(storage::get("batches", &scope(env, merchant, id))?)
+}
+
+/// The record of an `Idempotency-Key`, as committed (a retry answered
+/// before its request is checked again; creation decides in its transaction).
+pub fn read_idem(env: &str, merchant: &str, key: &str) -> Result<Option<IdemRecord>, ApiError> {
+    decode(storage::get("idem", &scope(env, merchant, key))?)
 }
 
 /// Number of batches of the merchant, and the page of `size` newest first

@@ -65,6 +65,29 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// `Idempotency-Key`: required on both ways of creating a batch (a retry
+/// after a lost response must not pay everyone twice), a UUID, returned in
+/// its canonical hyphenated form. Same codes and messages as for payments.
+pub fn idempotency_key(req: &Request) -> Result<String, ApiError> {
+    let Some(k) = header(req, "idempotency-key") else {
+        return Err(ApiError::invalid(
+            "idempotency_key_missing",
+            "Idempotency-Key",
+            "The Idempotency-Key header is required (a UUID).",
+        ));
+    };
+    Ok(uuid::Uuid::parse_str(k.trim())
+        .map_err(|_| {
+            ApiError::invalid(
+                "idempotency_key_invalid",
+                "Idempotency-Key",
+                "Idempotency-Key must be a UUID.",
+            )
+        })?
+        .hyphenated()
+        .to_string())
+}
+
 /// `Api-Version`: absent or `2026-06`.
 pub fn check_api_version(req: &Request) -> Result<(), ApiError> {
     match header(req, "api-version") {
