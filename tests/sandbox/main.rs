@@ -109,9 +109,10 @@ fn simulator_outcomes_follow_the_phone_and_the_clock() {
             .unwrap()
     };
 
+    // 0005: an explicit refusal (nothing performed), so the payment may fail.
     assert!(matches!(
         initiate("+2290166000005", "mtn-bj"),
-        Err(AdapterError::Unavailable(_))
+        Err(AdapterError::Rejected(_))
     ));
     assert!(matches!(
         initiate("+2290166000001", "coris-bj"),
@@ -249,7 +250,11 @@ fn collect_alone_stores_hosted_payments_and_refuses_unreachable_operators() {
         .iter()
         .map(|e| e.event_type.clone())
         .collect();
-    assert_eq!(events, vec!["collect.payment.created"]);
+    assert_eq!(
+        events,
+        vec!["collect.payment.created", "collect.payment.awaiting_payment"],
+        "every status change has its event"
+    );
 
     // No adapter is loaded in this sandbox: the operator is unavailable, nothing is stored.
     let direct = json!({"reference": "d1", "amount": 500, "currency": "XOF", "country": "TG", "operator": "tmoney",
@@ -300,6 +305,10 @@ fn collect_expires_unfinished_payments_when_the_clock_passes_their_deadline() {
         .collect();
     assert_eq!(
         events,
-        vec!["collect.payment.created", "collect.payment.expired"]
+        vec![
+            "collect.payment.created",
+            "collect.payment.awaiting_payment",
+            "collect.payment.expired"
+        ]
     );
 }
