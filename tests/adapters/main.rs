@@ -9,7 +9,9 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod fault_matrix;
 mod momo;
+mod money;
 mod pawapay;
 mod wave;
 

@@ -2,16 +2,23 @@
 //! 127.0.0.1:0: MTN MoMo Open API (`mtn`), Wave Checkout/Payout (`wave`) and
 //! pawaPay v2 (`pawapay`). Each one checks credentials, completes operations
 //! asynchronously, calls back the way its operator does, records everything
-//! it received and takes injected faults (5xx, slow answers, malformed
-//! bodies) per endpoint, so the adapters are tested against the protocol and
-//! not against our own assumptions.
+//! it received and takes injected faults per endpoint, or per operation
+//! (`inject_for`: matched against the party's MSISDN or our id), so the
+//! adapters are tested against the protocol and not against our own
+//! assumptions.
+//!
+//! Faults lie the way operators do: besides a refusal before any work
+//! (`Status`, `Malformed`), an operator may do the work and still fail to
+//! tell us (`Slow`, `AcceptThenStatus`, `AcceptThenReset`,
+//! `AcceptThenGarbage`): the money moves and our side sees an error. Each
+//! fake exposes what it did (transactions, sessions, payouts, records) so a
+//! test can compare "money moved at the operator" with what we report.
 
 pub mod mtn;
 pub mod pawapay;
 pub mod wave;
 
-use std::collections::{HashMap, VecDeque};
-use std::convert::Infallible;
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,6 +42,16 @@ pub struct Received {
     pub body: Bytes,
     /// When the request arrived (to tell concurrent calls from sequential ones).
     pub at: std::time::Instant,
+    /// What identifies the operation this request is about, normalised by
+    /// [`normal_key`]: our id(s), the ids it refers to, the party's MSISDN digits.
+    /// Filled in by each fake; faults injected with `inject_for` match these.
+    pub keys: Vec<String>,
+    /// Creating requests: the id the operation is created under (MTN
+    /// `X-Reference-Id`, pawaPay `depositId`/`payoutId`/`refundId`, Wave
+    /// `client_reference` or `idempotency-key`, or the session refunded or
+    /// expired). Counting distinct values tells whether one money movement
+    /// was sent under two ids.
+    pub op_id: Option<String>,
 }
 
 impl Received {
@@ -49,11 +66,42 @@ impl Received {
         serde_json::from_slice(&self.body).ok()
     }
 
+    /// Whether `key` (an MSISDN in any form, or an id) identifies this request.
+    pub fn is_about(&self, key: &str) -> bool {
+        let wanted = normal_key(key);
+        self.keys.contains(&wanted)
+    }
+
+    /// Adds identifying keys (normalised; empty ones are skipped).
+    pub fn add_keys<'a>(&mut self, keys: impl IntoIterator<Item = &'a str>) {
+        for k in keys {
+            let k = normal_key(k);
+            if !k.is_empty() && !self.keys.contains(&k) {
+                self.keys.push(k);
+            }
+        }
+    }
+
     pub fn query_param(&self, name: &str) -> Option<String> {
         self.query.split('&').find_map(|pair| {
             let (k, v) = pair.split_once('=')?;
             (k == name).then(|| v.to_string())
         })
+    }
+}
+
+/// Normalises an identifying key: an MSISDN in any form (`+229 01…`,
+/// `22901…`) becomes its digits; anything else (ids) is kept as is.
+pub fn normal_key(s: &str) -> String {
+    let s = s.trim();
+    let phone_like = !s.is_empty()
+        && s.trim_start_matches('+')
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b == b' ');
+    if phone_like {
+        s.chars().filter(char::is_ascii_digit).collect()
+    } else {
+        s.to_string()
     }
 }
 
@@ -63,6 +111,8 @@ pub struct Reply {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// Drop the connection instead of answering (no HTTP response at all).
+    pub reset: bool,
 }
 
 impl Reply {
@@ -71,6 +121,7 @@ impl Reply {
             status,
             headers: vec![("content-type".into(), "application/json".into())],
             body: serde_json::to_vec(body).unwrap(),
+            reset: false,
         }
     }
 
@@ -79,20 +130,70 @@ impl Reply {
             status,
             headers: Vec::new(),
             body: Vec::new(),
+            reset: false,
         }
+    }
+
+    /// 200 with a body no parser of this protocol can read.
+    pub fn garbage() -> Reply {
+        Reply {
+            status: 200,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: b"{\"status\": \"SUCC<html>bad gateway".to_vec(),
+            reset: false,
+        }
+    }
+
+    /// The connection is closed after the request was read, before any response.
+    pub fn reset() -> Reply {
+        Reply {
+            reset: true,
+            ..Reply::empty(0)
+        }
+    }
+
+    fn injected_failure(status: u16) -> Reply {
+        Reply::json(
+            status,
+            &serde_json::json!({"message": "injected failure", "status": status}),
+        )
     }
 }
 
-/// A fault to inject into the next request(s) to one endpoint.
+/// A fault to inject into the next request(s) to one endpoint (`inject`)
+/// or about one operation (`inject_for`).
+///
+/// Two families: the operator refused **before doing anything** (`Status`,
+/// `Malformed`: nothing recorded, no money moves), or it **did the work**
+/// (the operation is recorded and settles as usual, money moves) and then
+/// failed to tell us (`Slow`, `AcceptThen…`). For the second family the
+/// outcome is unknown to the caller, who must ask the operator by its id.
 #[derive(Clone, Debug)]
 pub enum Fault {
-    /// Answer this status (a 5xx, usually) without doing anything.
+    /// Before any work: answer this status (a 5xx, usually); nothing is done.
     Status(u16),
+    /// Before any work: answer 200 with a body that is not what the protocol
+    /// says; nothing is done.
+    Malformed,
     /// Do the work, then answer only after this delay: the client may time
     /// out while the operator did take the request, as in production.
     Slow(Duration),
-    /// Answer 200 with a body that is not what the protocol says.
-    Malformed,
+    /// Do the work, then answer this status (a 5xx from a gateway in front
+    /// of an operator that did process the request).
+    AcceptThenStatus(u16),
+    /// Do the work, then drop the connection without any response (the
+    /// client sees a reset / connection closed after sending).
+    AcceptThenReset,
+    /// Do the work, then answer 200 with an unreadable body.
+    AcceptThenGarbage,
+}
+
+/// A fault waiting for a request about one operation.
+struct Targeted {
+    endpoint: &'static str,
+    key: String,
+    fault: Fault,
+    left: usize,
 }
 
 /// What every fake shares: the record of requests, the fault queues and a
@@ -101,6 +202,7 @@ pub enum Fault {
 pub struct Plumbing {
     received: Mutex<Vec<(&'static str, Received)>>,
     faults: Mutex<HashMap<&'static str, VecDeque<Fault>>>,
+    targeted: Mutex<Vec<Targeted>>,
     /// Callbacks sent: (url, status our service answered).
     callbacks: Mutex<Vec<(String, u16)>>,
     client: reqwest::Client,
@@ -119,8 +221,47 @@ impl Plumbing {
         }
     }
 
+    /// The next `times` requests to `endpoint` about `key` (an MSISDN or one
+    /// of our ids, see [`Received::keys`]) get `fault`. Targeted faults let
+    /// many operations run concurrently against one fake, each with its own.
+    pub fn inject_for(&self, endpoint: &'static str, key: &str, fault: Fault, times: usize) {
+        self.targeted.lock().push(Targeted {
+            endpoint,
+            key: normal_key(key),
+            fault,
+            left: times,
+        });
+    }
+
+    /// How many injections for (`endpoint`, `key`) have not been used yet
+    /// (a test checks 0 to know its fault really hit).
+    pub fn faults_left(&self, endpoint: &str, key: &str) -> usize {
+        let wanted = normal_key(key);
+        self.targeted
+            .lock()
+            .iter()
+            .filter(|t| t.endpoint == endpoint && t.key == wanted)
+            .map(|t| t.left)
+            .sum()
+    }
+
     pub fn take_fault(&self, endpoint: &'static str) -> Option<Fault> {
         self.faults.lock().get_mut(endpoint)?.pop_front()
+    }
+
+    /// A fault targeted at this request's operation first, else the endpoint's queue.
+    pub fn take_fault_for(&self, endpoint: &'static str, req: &Received) -> Option<Fault> {
+        {
+            let mut targeted = self.targeted.lock();
+            let hit = targeted
+                .iter_mut()
+                .find(|t| t.endpoint == endpoint && t.left > 0 && req.keys.contains(&t.key));
+            if let Some(t) = hit {
+                t.left -= 1;
+                return Some(t.fault.clone());
+            }
+        }
+        self.take_fault(endpoint)
     }
 
     pub fn requests(&self, endpoint: &str) -> Vec<Received> {
@@ -129,6 +270,24 @@ impl Plumbing {
             .iter()
             .filter(|(e, _)| *e == endpoint)
             .map(|(_, r)| r.clone())
+            .collect()
+    }
+
+    /// Requests to `endpoint` about `key` (an MSISDN or one of our ids).
+    pub fn requests_for(&self, endpoint: &str, key: &str) -> Vec<Received> {
+        self.requests(endpoint)
+            .into_iter()
+            .filter(|r| r.is_about(key))
+            .collect()
+    }
+
+    /// The distinct ids operations were created under, among the requests to
+    /// `endpoint` about `key`: more than one means one money movement was
+    /// sent under two ids.
+    pub fn ids_for(&self, endpoint: &str, key: &str) -> BTreeSet<String> {
+        self.requests_for(endpoint, key)
+            .into_iter()
+            .filter_map(|r| r.op_id)
             .collect()
     }
 
@@ -162,33 +321,69 @@ impl Plumbing {
     }
 }
 
-/// Applies an injected fault around `work`: a status or malformed answer
-/// skips the work; a slow answer does it and then waits.
+/// Applies the endpoint's next queued fault around `work` (see [`apply`]).
 pub async fn with_fault(
     plumbing: &Plumbing,
     endpoint: &'static str,
     work: impl std::future::Future<Output = Reply>,
 ) -> Reply {
-    match plumbing.take_fault(endpoint) {
-        None => work.await,
-        Some(Fault::Status(status)) => Reply::json(
-            status,
-            &serde_json::json!({"message": "injected failure", "status": status}),
-        ),
-        Some(Fault::Malformed) => Reply {
-            status: 200,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: b"{\"status\": \"SUCC<html>bad gateway".to_vec(),
-        },
-        Some(Fault::Slow(delay)) => {
+    apply(plumbing.take_fault(endpoint), work).await
+}
+
+/// Applies a fault targeted at `req`'s operation, else the endpoint's next
+/// queued one, around `work` (see [`apply`]).
+pub async fn with_fault_for(
+    plumbing: &Plumbing,
+    endpoint: &'static str,
+    req: &Received,
+    work: impl std::future::Future<Output = Reply>,
+) -> Reply {
+    apply(plumbing.take_fault_for(endpoint, req), work).await
+}
+
+/// `Status` and `Malformed` skip the work; every other fault does the work
+/// (the operation is recorded and settles as usual) and then lies about it.
+async fn apply(fault: Option<Fault>, work: impl std::future::Future<Output = Reply>) -> Reply {
+    let Some(fault) = fault else {
+        return work.await;
+    };
+    match fault {
+        Fault::Status(status) => Reply::injected_failure(status),
+        Fault::Malformed => Reply::garbage(),
+        Fault::Slow(delay) => {
             let reply = work.await;
             tokio::time::sleep(delay).await;
             reply
+        }
+        Fault::AcceptThenStatus(status) => {
+            work.await;
+            Reply::injected_failure(status)
+        }
+        Fault::AcceptThenReset => {
+            work.await;
+            Reply::reset()
+        }
+        Fault::AcceptThenGarbage => {
+            work.await;
+            Reply::garbage()
         }
     }
 }
 
 pub type Handler = Arc<dyn Fn(Received) -> BoxFuture<'static, Reply> + Send + Sync>;
+
+/// The service's error for a [`Reply::reset`]: hyper then closes the
+/// connection without writing any response.
+#[derive(Debug)]
+struct ResetByFake;
+
+impl std::fmt::Display for ResetByFake {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("connection reset by the fake operator (injected)")
+    }
+}
+
+impl std::error::Error for ResetByFake {}
 
 /// Serves `handler` over HTTP/1.1 on 127.0.0.1 and returns the address.
 pub async fn serve(handler: Handler) -> SocketAddr {
@@ -223,13 +418,18 @@ pub async fn serve(handler: Handler) -> SocketAddr {
                                 .collect(),
                             body,
                             at: std::time::Instant::now(),
+                            keys: Vec::new(),
+                            op_id: None,
                         };
                         let reply = handler(received).await;
+                        if reply.reset {
+                            return Err(ResetByFake);
+                        }
                         let mut resp = hyper::Response::builder().status(reply.status);
                         for (k, v) in reply.headers {
                             resp = resp.header(k, v);
                         }
-                        Ok::<_, Infallible>(resp.body(Full::new(Bytes::from(reply.body))).unwrap())
+                        Ok(resp.body(Full::new(Bytes::from(reply.body))).unwrap())
                     }
                 });
                 let _ = hyper::server::conn::http1::Builder::new()

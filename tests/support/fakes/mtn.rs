@@ -12,7 +12,10 @@ use mmc_host::config::ComponentConfig;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-use super::{Fault, Outcome, Outcomes, Plumbing, Received, Reply, is_amount, is_uuid, with_fault};
+use super::{
+    Fault, Outcome, Outcomes, Plumbing, Received, Reply, is_amount, is_uuid, with_fault,
+    with_fault_for,
+};
 
 pub const API_USER: &str = "3f0b9a4e-5a8e-4c1f-9b7e-2d6c8e1a7b90";
 pub const API_KEY: &str = "b5c9e0d1f2a34b6c8d7e9f0a1b2c3d4e";
@@ -41,6 +44,15 @@ pub struct Transaction {
     pub reason: Option<String>,
     pub callback_url: Option<String>,
     pub financial_transaction_id: Option<String>,
+    /// Refunds: the request to pay refunded (`referenceIdToRefund`).
+    pub refund_of: Option<String>,
+}
+
+impl Transaction {
+    /// Money moved: the customer approved (or the transfer/refund went through).
+    pub fn succeeded(&self) -> bool {
+        self.status == "SUCCESSFUL"
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -137,12 +149,54 @@ impl FakeMtn {
         self.inner.plumbing.inject(endpoint, fault, times);
     }
 
+    /// The next `times` requests to `endpoint` about `key` get `fault`. `key`:
+    /// the payer's or payee's MSISDN, an `X-Reference-Id`, the
+    /// `referenceIdToRefund` of a refund, or the reference a status query asks about.
+    pub fn inject_for(&self, endpoint: &'static str, key: &str, fault: Fault, times: usize) {
+        self.inner.plumbing.inject_for(endpoint, key, fault, times);
+    }
+
+    /// Injections for (`endpoint`, `key`) not used yet.
+    pub fn faults_left(&self, endpoint: &str, key: &str) -> usize {
+        self.inner.plumbing.faults_left(endpoint, key)
+    }
+
     pub fn requests(&self, endpoint: &str) -> Vec<Received> {
         self.inner.plumbing.requests(endpoint)
     }
 
+    /// Requests to `endpoint` about `key` (see [`FakeMtn::inject_for`]).
+    pub fn requests_for(&self, endpoint: &str, key: &str) -> Vec<Received> {
+        self.inner.plumbing.requests_for(endpoint, key)
+    }
+
+    /// Distinct `X-Reference-Id`s of the creating requests (`requesttopay`,
+    /// `transfer`, `refund`) about `key`.
+    pub fn ids_for(&self, endpoint: &str, key: &str) -> std::collections::BTreeSet<String> {
+        self.inner.plumbing.ids_for(endpoint, key)
+    }
+
     pub fn transaction(&self, reference: &str) -> Option<Transaction> {
         self.inner.transactions.lock().get(reference).cloned()
+    }
+
+    /// Every transaction MTN holds.
+    pub fn transactions(&self) -> Vec<Transaction> {
+        self.inner.transactions.lock().values().cloned().collect()
+    }
+
+    /// The refunds of a request to pay.
+    pub fn refunds_of(&self, reference: &str) -> Vec<Transaction> {
+        self.transactions()
+            .into_iter()
+            .filter(|t| t.refund_of.as_deref() == Some(reference))
+            .collect()
+    }
+
+    /// The customer (or the payee's side) acts now on a pending transaction,
+    /// whatever its script said: it becomes final and MTN calls back once.
+    pub async fn customer_acts(&self, reference: &str, outcome: Outcome) {
+        decide(&self.inner, reference, outcome).await;
     }
 
     /// Callbacks sent so far: (url, status our service answered).
@@ -205,7 +259,7 @@ fn error(status: u16, code: &str, message: &str) -> Reply {
     Reply::json(status, &json!({"code": code, "message": message}))
 }
 
-async fn handle(inner: Arc<Inner>, req: Received) -> Reply {
+async fn handle(inner: Arc<Inner>, mut req: Received) -> Reply {
     let path = req.path.trim_matches('/').to_string();
     let segments: Vec<&str> = path.split('/').collect();
     let route: Option<(&'static str, Kind)> = match (req.method.as_str(), segments.as_slice()) {
@@ -225,9 +279,10 @@ async fn handle(inner: Arc<Inner>, req: Received) -> Reply {
         _ => None,
     };
     if let Some((endpoint, kind)) = route {
+        identify_creation(&inner, kind, &mut req);
         inner.plumbing.record(endpoint, &req);
-        let work = create(inner.clone(), kind, req);
-        return with_fault(&inner.plumbing, endpoint, work).await;
+        let work = create(inner.clone(), kind, req.clone());
+        return with_fault_for(&inner.plumbing, endpoint, &req, work).await;
     }
     let lookup: Option<(&'static str, Kind, &str)> =
         match (req.method.as_str(), segments.as_slice()) {
@@ -244,6 +299,12 @@ async fn handle(inner: Arc<Inner>, req: Received) -> Reply {
         };
     match lookup {
         Some((endpoint, kind, reference)) => {
+            let party = inner
+                .transactions
+                .lock()
+                .get(reference)
+                .map(|t| t.party.clone());
+            req.add_keys([Some(reference), party.as_deref()].into_iter().flatten());
             inner.plumbing.record(endpoint, &req);
             let product = product_of(kind);
             let work = async {
@@ -259,10 +320,34 @@ async fn handle(inner: Arc<Inner>, req: Received) -> Reply {
                     ),
                 }
             };
-            with_fault(&inner.plumbing, endpoint, work).await
+            with_fault_for(&inner.plumbing, endpoint, &req, work).await
         }
         None => error(404, "RESOURCE_NOT_FOUND", "No such endpoint."),
     }
+}
+
+/// What identifies a creating request: its `X-Reference-Id` (the id it is
+/// created under), the party's MSISDN, `externalId`, and for a refund the
+/// request to pay it refunds (and that payer).
+fn identify_creation(inner: &Inner, kind: Kind, req: &mut Received) {
+    let body = req.json().unwrap_or(Value::Null);
+    let reference = req.header("X-Reference-Id").map(str::to_string);
+    let refunded = body["referenceIdToRefund"].as_str().map(str::to_string);
+    let party = match kind {
+        Kind::RequestToPay => body["payer"]["partyId"].as_str().map(str::to_string),
+        Kind::Transfer => body["payee"]["partyId"].as_str().map(str::to_string),
+        Kind::Refund => refunded
+            .as_ref()
+            .and_then(|r| inner.transactions.lock().get(r).map(|t| t.party.clone())),
+    };
+    req.op_id = reference.clone();
+    let external = body["externalId"].as_str().map(str::to_string);
+    req.add_keys(
+        [reference, refunded, party, external]
+            .iter()
+            .flatten()
+            .map(String::as_str),
+    );
 }
 
 fn product_of(kind: Kind) -> &'static str {
@@ -357,6 +442,7 @@ async fn create(inner: Arc<Inner>, kind: Kind, req: Received) -> Reply {
             "amount (a string), currency and externalId are required.",
         );
     }
+    let refund_of = body["referenceIdToRefund"].as_str().map(str::to_string);
     let party = match kind {
         Kind::RequestToPay => Some(&body["payer"]),
         Kind::Transfer => Some(&body["payee"]),
@@ -418,6 +504,7 @@ async fn create(inner: Arc<Inner>, kind: Kind, req: Received) -> Reply {
                 reason: None,
                 callback_url: req.header("X-Callback-Url").map(str::to_string),
                 financial_transaction_id: None,
+                refund_of: refund_of.filter(|_| kind == Kind::Refund),
             },
         );
     }
@@ -426,18 +513,29 @@ async fn create(inner: Arc<Inner>, kind: Kind, req: Received) -> Reply {
     Reply::empty(202)
 }
 
-/// The customer acts (or not) after `delay`; then one callback, if asked for.
+/// The customer acts (or not) after `delay`, as the phone's script says.
 async fn settle(inner: Arc<Inner>, reference: String, delay: Duration) {
     tokio::time::sleep(delay).await;
+    let party = match inner.transactions.lock().get(&reference) {
+        Some(t) => t.party.clone(),
+        None => return,
+    };
+    let outcome = inner.outcomes.of(&party);
+    decide(&inner, &reference, outcome).await;
+}
+
+/// A pending transaction becomes final with `outcome` (`Stay`: it does not);
+/// then one callback, if asked for.
+async fn decide(inner: &Arc<Inner>, reference: &str, outcome: Outcome) {
     let settled = {
         let mut transactions = inner.transactions.lock();
-        let Some(t) = transactions.get_mut(&reference) else {
+        let Some(t) = transactions.get_mut(reference) else {
             return;
         };
         if t.status != "PENDING" {
             return;
         }
-        match inner.outcomes.of(&t.party) {
+        match outcome {
             Outcome::Succeed => {
                 t.status = "SUCCESSFUL".into();
                 t.financial_transaction_id = Some(format!("{}", rand_digits()));

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::{
     Fault, Outcome, Outcomes, Plumbing, Received, Reply, is_amount, is_uuid, now_rfc3339,
-    with_fault,
+    with_fault_for,
 };
 
 pub const API_TOKEN: &str = "eyJraWQiOiIxIiwiYWxnIjoiRVMyNTYifQ.fake-pawapay-token";
@@ -43,6 +43,13 @@ pub struct Record {
     /// Refunds: the deposit refunded.
     pub deposit_id: Option<String>,
     pub pre_authorisation_code: Option<String>,
+}
+
+impl Record {
+    /// Money moved: the deposit, payout or refund completed.
+    pub fn completed(&self) -> bool {
+        self.status == "COMPLETED"
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -127,12 +134,48 @@ impl FakePawapay {
         self.inner.plumbing.inject(endpoint, fault, times);
     }
 
+    /// The next `times` requests to `endpoint` about `key` get `fault`. `key`:
+    /// the payer's or recipient's MSISDN, a `depositId` / `payoutId` /
+    /// `refundId` (a refund is also about its `depositId`), or the id a
+    /// status check asks about.
+    pub fn inject_for(&self, endpoint: &'static str, key: &str, fault: Fault, times: usize) {
+        self.inner.plumbing.inject_for(endpoint, key, fault, times);
+    }
+
+    /// Injections for (`endpoint`, `key`) not used yet.
+    pub fn faults_left(&self, endpoint: &str, key: &str) -> usize {
+        self.inner.plumbing.faults_left(endpoint, key)
+    }
+
     pub fn requests(&self, endpoint: &str) -> Vec<Received> {
         self.inner.plumbing.requests(endpoint)
     }
 
+    /// Requests to `endpoint` about `key` (see [`FakePawapay::inject_for`]).
+    pub fn requests_for(&self, endpoint: &str, key: &str) -> Vec<Received> {
+        self.inner.plumbing.requests_for(endpoint, key)
+    }
+
+    /// Distinct `depositId` / `payoutId` / `refundId` of the initiations
+    /// (`deposits`, `payouts`, `refunds`) about `key`.
+    pub fn ids_for(&self, endpoint: &str, key: &str) -> std::collections::BTreeSet<String> {
+        self.inner.plumbing.ids_for(endpoint, key)
+    }
+
     pub fn record(&self, id: &str) -> Option<Record> {
         self.inner.records.lock().get(id).cloned()
+    }
+
+    /// Every deposit, payout and refund the aggregator holds.
+    pub fn records(&self) -> Vec<Record> {
+        self.inner.records.lock().values().cloned().collect()
+    }
+
+    /// The customer (or recipient's side) acts now on a submitted
+    /// operation, whatever its script said: it becomes final and the
+    /// aggregator calls back.
+    pub async fn customer_acts(&self, id: &str, outcome: Outcome) {
+        decide(&self.inner, id, outcome).await;
     }
 
     pub fn callbacks_sent(&self) -> Vec<(String, u16)> {
@@ -209,7 +252,7 @@ fn rejected(http: u16, kind: Kind, id: &str, code: &str, message: &str) -> Reply
     )
 }
 
-async fn handle(inner: Arc<Inner>, req: Received) -> Reply {
+async fn handle(inner: Arc<Inner>, mut req: Received) -> Reply {
     let path = req.path.trim_matches('/').to_string();
     let segments: Vec<&str> = path.split('/').collect();
     let (endpoint, kind, id): (&'static str, Kind, Option<String>) =
@@ -224,6 +267,7 @@ async fn handle(inner: Arc<Inner>, req: Received) -> Reply {
             ("GET", ["v2", "refunds", id]) => ("refund_status", Kind::Refund, Some(id.to_string())),
             _ => return Reply::json(404, &json!({"failureReason": {"failureCode": "NOT_FOUND"}})),
         };
+    identify(&inner, kind, id.as_deref(), &mut req);
     inner.plumbing.record(endpoint, &req);
     let work = async {
         match req.header("Authorization") {
@@ -251,7 +295,38 @@ async fn handle(inner: Arc<Inner>, req: Received) -> Reply {
             None => initiate(inner.clone(), kind, &req),
         }
     };
-    with_fault(&inner.plumbing, endpoint, work).await
+    with_fault_for(&inner.plumbing, endpoint, &req, work).await
+}
+
+/// What identifies a request's operation: the id it is initiated under
+/// (`op_id`) or asks about, the party's MSISDN, and for a refund its
+/// deposit (and that payer).
+fn identify(inner: &Inner, kind: Kind, asked: Option<&str>, req: &mut Received) {
+    let records = inner.records.lock();
+    let phone_of = |id: &str| records.get(id).map(|r| r.phone.clone());
+    let keys: Vec<Option<String>> = match asked {
+        Some(id) => vec![Some(id.to_string()), phone_of(id)],
+        None => {
+            let body = req.json().unwrap_or(Value::Null);
+            let id = body[id_field(kind)].as_str().map(str::to_string);
+            req.op_id = id.clone();
+            let party = match kind {
+                Kind::Deposit => &body["payer"],
+                Kind::Payout => &body["recipient"],
+                Kind::Refund => &Value::Null,
+            };
+            let deposit = (kind == Kind::Refund)
+                .then(|| body["depositId"].as_str().map(str::to_string))
+                .flatten();
+            let phone = party["accountDetails"]["phoneNumber"]
+                .as_str()
+                .map(str::to_string)
+                .or_else(|| deposit.as_deref().and_then(phone_of));
+            vec![id, phone, deposit]
+        }
+    };
+    drop(records);
+    req.add_keys(keys.iter().flatten().map(String::as_str));
 }
 
 fn known_provider(code: &str) -> bool {
@@ -447,20 +522,26 @@ async fn progress(inner: Arc<Inner>, id: String, delay: Duration) {
         r.status = "SUBMITTED".into();
     }
     tokio::time::sleep(delay).await;
+    // Refunds go through; deposits and payouts follow the phone's script.
+    let outcome = match inner.records.lock().get(&id) {
+        Some(r) if r.kind == Kind::Refund => Outcome::Succeed,
+        Some(r) => inner.outcomes.of(&r.phone),
+        None => return,
+    };
+    decide(&inner, &id, outcome).await;
+}
+
+/// A submitted operation becomes final with `outcome` (`Stay`: it does
+/// not); then its callback (final states only).
+async fn decide(inner: &Arc<Inner>, id: &str, outcome: Outcome) {
     let settled = {
         let mut records = inner.records.lock();
-        let Some(r) = records.get_mut(&id) else {
+        let Some(r) = records.get_mut(id) else {
             return;
         };
-        if r.status != "SUBMITTED" {
+        if !matches!(r.status.as_str(), "ACCEPTED" | "SUBMITTED") {
             return;
         }
-        // Refunds go through; deposits and payouts follow the phone's script.
-        let outcome = if r.kind == Kind::Refund {
-            Outcome::Succeed
-        } else {
-            inner.outcomes.of(&r.phone)
-        };
         match outcome {
             Outcome::Succeed => r.status = "COMPLETED".into(),
             Outcome::Fail(code) => {

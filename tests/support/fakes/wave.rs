@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 
 use super::{
-    Fault, Outcome, Outcomes, Plumbing, Received, Reply, is_amount, now_rfc3339, with_fault,
+    Fault, Outcome, Outcomes, Plumbing, Received, Reply, is_amount, now_rfc3339, with_fault_for,
 };
 
 pub const API_KEY: &str = "wave_ci_prod_FAKEKEYa1b2c3d4e5f6";
@@ -35,6 +35,17 @@ pub struct Session {
     pub transaction_id: Option<String>,
     pub refunded: bool,
     pub when_created: String,
+    /// Only this Wave account may pay (E.164), if set.
+    pub restrict_payer_mobile: Option<String>,
+    /// The `idempotency-key` it was created with, if any.
+    pub idempotency_key: Option<String>,
+}
+
+impl Session {
+    /// Money moved: the customer paid this session.
+    pub fn paid(&self) -> bool {
+        self.payment_status == "succeeded"
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -48,6 +59,13 @@ pub struct Payout {
     /// `processing`, `succeeded`, `failed`, `reversed`.
     pub status: String,
     pub error: Option<String>,
+}
+
+impl Payout {
+    /// Money moved: the recipient was paid.
+    pub fn succeeded(&self) -> bool {
+        self.status == "succeeded"
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -164,12 +182,49 @@ impl FakeWave {
         self.inner.plumbing.inject(endpoint, fault, times);
     }
 
+    /// The next `times` requests to `endpoint` about `key` get `fault`. `key`:
+    /// a session's `client_reference`, its `restrict_payer_mobile`, its id
+    /// (expire, refund, get), a payout's `mobile`, `client_reference` or
+    /// `idempotency-key`.
+    pub fn inject_for(&self, endpoint: &'static str, key: &str, fault: Fault, times: usize) {
+        self.inner.plumbing.inject_for(endpoint, key, fault, times);
+    }
+
+    /// Injections for (`endpoint`, `key`) not used yet.
+    pub fn faults_left(&self, endpoint: &str, key: &str) -> usize {
+        self.inner.plumbing.faults_left(endpoint, key)
+    }
+
     pub fn requests(&self, endpoint: &str) -> Vec<Received> {
         self.inner.plumbing.requests(endpoint)
     }
 
+    /// Requests to `endpoint` about `key` (see [`FakeWave::inject_for`]).
+    pub fn requests_for(&self, endpoint: &str, key: &str) -> Vec<Received> {
+        self.inner.plumbing.requests_for(endpoint, key)
+    }
+
+    /// Distinct ids of the creating requests about `key`: `client_reference`
+    /// of `session_create`, `idempotency-key` (else `client_reference`) of
+    /// `payout_create`, the session of `session_expire` / `session_refund`.
+    pub fn ids_for(&self, endpoint: &str, key: &str) -> std::collections::BTreeSet<String> {
+        self.inner.plumbing.ids_for(endpoint, key)
+    }
+
     pub fn session(&self, id: &str) -> Option<Session> {
         self.inner.sessions.lock().get(id).cloned()
+    }
+
+    /// Every session opened with this `client_reference` (Wave does not
+    /// stop a second one: each could be paid).
+    pub fn sessions_for(&self, client_reference: &str) -> Vec<Session> {
+        self.inner
+            .sessions
+            .lock()
+            .values()
+            .filter(|s| s.client_reference.as_deref() == Some(client_reference))
+            .cloned()
+            .collect()
     }
 
     pub fn payout(&self, id: &str) -> Option<Payout> {
@@ -186,19 +241,29 @@ impl FakeWave {
     }
 
     /// The customer pays on Wave's page; Wave then sends
-    /// `checkout.session.completed`. Returns our answers to the webhook(s).
+    /// `checkout.session.completed`. Returns our answers to the webhook(s);
+    /// none if the session is no longer open (expired or paid: Wave's page
+    /// does not take the payment).
     pub async fn customer_pays(&self, session_id: &str) -> Vec<u16> {
-        self.mark_paid(session_id);
+        if !self.mark_paid(session_id) {
+            return Vec::new();
+        }
         self.notify("checkout.session.completed", session_id).await
     }
 
-    /// The session is paid; no webhook is sent (yet).
-    pub fn mark_paid(&self, session_id: &str) {
+    /// The session is paid, if it is still open; no webhook is sent (yet).
+    /// Returns whether the payment went through.
+    pub fn mark_paid(&self, session_id: &str) -> bool {
+        let mut paid = false;
         self.update(session_id, |s| {
-            s.checkout_status = "complete".into();
-            s.payment_status = "succeeded".into();
-            s.transaction_id = Some(new_id("TCN"));
+            if s.checkout_status == "open" {
+                s.checkout_status = "complete".into();
+                s.payment_status = "succeeded".into();
+                s.transaction_id = Some(new_id("TCN"));
+                paid = true;
+            }
         });
+        paid
     }
 
     /// The session opened for our payment id, if any.
@@ -311,6 +376,7 @@ fn session_json(s: &Session) -> Value {
         "business_name": "Fake Shop CI",
         "checkout_status": s.checkout_status,
         "client_reference": s.client_reference,
+        "restrict_payer_mobile": s.restrict_payer_mobile,
         "error_url": s.error_url,
         "success_url": s.success_url,
         "last_payment_error": s.last_payment_error.as_ref().map(|(c, m)| json!({"code": c, "message": m})),
@@ -342,7 +408,7 @@ fn error(status: u16, code: &str, message: &str) -> Reply {
     Reply::json(status, &json!({"code": code, "message": message}))
 }
 
-async fn handle(inner: Arc<Inner>, req: Received) -> Reply {
+async fn handle(inner: Arc<Inner>, mut req: Received) -> Reply {
     let path = req.path.trim_matches('/').to_string();
     let segments: Vec<&str> = path.split('/').collect();
     let endpoint: &'static str = match (req.method.as_str(), segments.as_slice()) {
@@ -356,12 +422,13 @@ async fn handle(inner: Arc<Inner>, req: Received) -> Reply {
         ("GET", ["v1", "payout", _]) => "payout_get",
         _ => return error(404, "not-found", "No such endpoint."),
     };
-    inner.plumbing.record(endpoint, &req);
     // /v1/checkout/sessions/{id}[/…] and /v1/payout/{id}
     let id = match endpoint {
         "payout_get" => segments[2].to_string(),
         _ => segments.get(3).map(|s| s.to_string()).unwrap_or_default(),
     };
+    identify(&inner, endpoint, &id, &mut req);
+    inner.plumbing.record(endpoint, &req);
     let work = async {
         let expected = format!("Bearer {API_KEY}");
         if req.header("Authorization") != Some(expected.as_str()) {
@@ -440,7 +507,62 @@ async fn handle(inner: Arc<Inner>, req: Received) -> Reply {
             _ => unreachable!("endpoints listed above"),
         }
     };
-    with_fault(&inner.plumbing, endpoint, work).await
+    with_fault_for(&inner.plumbing, endpoint, &req, work).await
+}
+
+/// What identifies a request's operation. Sessions: `client_reference`,
+/// `restrict_payer_mobile`, `idempotency-key`, and the session id for calls
+/// on one session; payouts: `mobile`, `client_reference`, `idempotency-key`
+/// and the payout id. `op_id`: the id a creating request acts under.
+fn identify(inner: &Inner, endpoint: &str, id: &str, req: &mut Received) {
+    let body = req.json().unwrap_or(Value::Null);
+    let idempotency = req.header("idempotency-key").map(str::to_string);
+    let text = |v: &Value| v.as_str().map(str::to_string);
+    let (op_id, keys): (Option<String>, Vec<Option<String>>) = match endpoint {
+        "session_create" => (
+            text(&body["client_reference"]).or(idempotency.clone()),
+            vec![
+                text(&body["client_reference"]),
+                text(&body["restrict_payer_mobile"]),
+                idempotency,
+            ],
+        ),
+        "session_search" | "payout_search" => (None, vec![req.query_param("client_reference")]),
+        "session_get" | "session_expire" | "session_refund" => {
+            let session = inner.sessions.lock().get(id).cloned();
+            let acts = endpoint != "session_get";
+            (
+                acts.then(|| id.to_string()),
+                vec![
+                    Some(id.to_string()),
+                    session.as_ref().and_then(|s| s.client_reference.clone()),
+                    session.and_then(|s| s.restrict_payer_mobile),
+                ],
+            )
+        }
+        "payout_create" => (
+            idempotency.clone().or(text(&body["client_reference"])),
+            vec![
+                text(&body["mobile"]),
+                text(&body["client_reference"]),
+                idempotency,
+            ],
+        ),
+        "payout_get" => {
+            let payout = inner.payouts.lock().get(id).cloned();
+            (
+                None,
+                vec![
+                    Some(id.to_string()),
+                    payout.as_ref().map(|p| p.mobile.clone()),
+                    payout.and_then(|p| p.client_reference),
+                ],
+            )
+        }
+        _ => (None, Vec::new()),
+    };
+    req.op_id = op_id;
+    req.add_keys(keys.iter().flatten().map(String::as_str));
 }
 
 fn validation_error(field: &str, msg: &str) -> Reply {
@@ -466,6 +588,18 @@ fn create_session(inner: &Inner, req: &Received) -> Reply {
             return validation_error(url, "required");
         }
     }
+    // Wave honours an `idempotency-key` on its POSTs (documented for payouts;
+    // assumed here for sessions): the same key answers the same session.
+    let key = req.header("idempotency-key").map(str::to_string);
+    if let Some(key) = &key {
+        let sessions = inner.sessions.lock();
+        if let Some(s) = sessions
+            .values()
+            .find(|s| s.idempotency_key.as_ref() == Some(key))
+        {
+            return Reply::json(200, &session_json(s));
+        }
+    }
     let s = Session {
         id: new_id("cos"),
         amount: body["amount"].as_str().unwrap().into(),
@@ -478,6 +612,8 @@ fn create_session(inner: &Inner, req: &Received) -> Reply {
         transaction_id: None,
         refunded: false,
         when_created: now_rfc3339(),
+        restrict_payer_mobile: body["restrict_payer_mobile"].as_str().map(str::to_string),
+        idempotency_key: key,
     };
     let reply = Reply::json(200, &session_json(&s));
     inner.sessions.lock().insert(s.id.clone(), s);
