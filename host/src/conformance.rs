@@ -211,12 +211,19 @@ pub fn run(file: &Path, cache_dir: &Path, inputs: &Inputs) -> anyhow::Result<Vec
         match r {
             Err(e) => Err(trapped(&e)),
             Ok(_) if !used_network(&sb) => Ok("not exercised: no request was made (a simulator, or settings missing: see --setting)".into()),
-            Ok(Ok(Initiated::Refused(_))) | Ok(Err(_)) => Ok("reported as an error".into()),
-            Ok(Ok(other)) => Err(format!("a 503 from the operator was reported as {other:?}")),
+            // A 5xx does not say the request was not performed: the outcome is unknown.
+            Ok(Err(
+                AdapterError::Unavailable(_)
+                | AdapterError::Timeout(_)
+                | AdapterError::InvalidResponse(_)
+                | AdapterError::NotSent(_),
+            )) => Ok("reported as an unknown outcome (or nothing sent)".into()),
+            Ok(other) => Err(format!("a 503 from the operator was reported as {other:?}: the payment may still go through")),
         },
     );
 
-    // The network times out: the outcome is unknown, so it must say timeout.
+    // The network times out: the outcome is unknown, so it must say timeout
+    // (or not-sent, when the call that timed out came before the creating one).
     let sb = sandbox(cache_dir, true, inputs)?;
     sb.runtime.install(sb.runtime.prepare(NAME, &bytes)?);
     sb.http
@@ -228,6 +235,7 @@ pub fn run(file: &Path, cache_dir: &Path, inputs: &Inputs) -> anyhow::Result<Vec
             Err(e) => Err(trapped(&e)),
             Ok(_) if !used_network(&sb) => Ok("not exercised: no request was made (a simulator, or settings missing: see --setting)".into()),
             Ok(Err(AdapterError::Timeout(_))) => Ok("reported as timeout (outcome unknown)".into()),
+            Ok(Err(AdapterError::NotSent(_))) => Ok("reported as not sent (a call before the creating one timed out)".into()),
             Ok(other) => Err(format!("a timeout must be reported as adapter-error::timeout, not {other:?}: the payment may still go through")),
         },
     );

@@ -110,21 +110,18 @@ async fn mtn_failure_carries_the_operators_reason() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mtn_server_error_or_refusal_at_initiation_fails_the_payment() {
+async fn mtn_server_error_leaves_the_payment_in_progress_and_a_refusal_fails_it() {
     let fake = FakeMtn::start().await;
     let app = mtn_app(&fake, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
 
+    // A 5xx on the request to pay says nothing about what MTN did: unknown.
     fake.inject("requesttopay", Fault::Status(503), 1);
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
-    assert_eq!(p["status"], "failed", "{p}");
-    assert_eq!(p["failure_code"], "operator_error");
-    assert!(
-        p["failure_message"].as_str().unwrap().contains("503"),
-        "{p}"
-    );
+    assert_eq!(p["status"], "pending", "{p}");
+    assert!(p["failure_code"].is_null(), "{p}");
 
-    // A 5xx on the token is the same: nothing was asked of the customer.
+    // A 5xx on the token is different: no request to pay was sent, so it fails.
     fake.inject("token", Fault::Status(500), 1);
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     assert_eq!(p["status"], "failed", "{p}");
@@ -177,11 +174,12 @@ async fn mtn_timeout_at_initiation_leaves_the_payment_pending_and_polling_finds_
     );
     assert!(fake.transaction(id).is_some());
 
-    // A token that times out is a timeout too (the platform's contract): the
-    // payment stays pending, and MTN never heard of it (its status query says 404).
+    // A token that times out came before the request to pay: nothing was sent
+    // (not-sent), so the payment may fail at once and MTN never heard of it.
     fake.inject("token", Fault::Slow(Duration::from_millis(1500)), 1);
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
-    assert_eq!(p["status"], "pending", "{p}");
+    assert_eq!(p["status"], "failed", "{p}");
+    assert_eq!(p["failure_code"], "operator_error", "{p}");
     assert_eq!(
         fake.requests("requesttopay").len(),
         1,
@@ -585,7 +583,7 @@ async fn mtn_configuration_problems_are_operator_errors_not_traps() {
     let slugs: Vec<String> = adapter.operators().into_iter().map(|o| o.slug).collect();
     assert_eq!(slugs, vec!["mtn-bj", "mtn-ci"]);
 
-    // No base_url: described, but every call is unavailable.
+    // No base_url: described, but every call is not sent.
     let mut c = fake.component_config();
     c.settings.remove("base_url");
     let adapter = Direct::load("momo", c);
@@ -594,10 +592,7 @@ async fn mtn_configuration_problems_are_operator_errors_not_traps() {
         .initiate(initiate_request("mtn-bj", "BJ", PHONE))
         .await
         .unwrap_err();
-    assert_eq!(
-        err,
-        AdapterError::Unavailable("base_url not configured".into())
-    );
+    assert_eq!(err, AdapterError::NotSent("base_url not configured".into()));
 
     // Wrong API key: MTN refuses the token; no request to pay is sent.
     let mut c = fake.component_config();
@@ -609,7 +604,7 @@ async fn mtn_configuration_problems_are_operator_errors_not_traps() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, AdapterError::Unavailable(m) if m.contains("401")),
+        matches!(&err, AdapterError::NotSent(m) if m.contains("401")),
         "{err:?}"
     );
     assert!(fake.requests("requesttopay").is_empty());

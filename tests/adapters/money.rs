@@ -18,9 +18,7 @@ const MSISDN: &str = "2290166000001";
 /// user would set it; `tweak` adjusts the collect component's settings.
 async fn mtn_app(fake: &FakeMtn, collect: &[(&str, &str)]) -> TestApp {
     let mut component = fake.component_config();
-    component
-        .settings
-        .insert("timeout_ms".into(), "400".into());
+    component.settings.insert("timeout_ms".into(), "400".into());
     let collect: Vec<(String, String)> = collect
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -69,7 +67,10 @@ async fn a_timed_out_request_to_pay_is_not_cancelled_and_completes_when_the_cust
 
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     let id = p["id"].as_str().unwrap();
-    assert_eq!(p["status"], "pending", "a timeout is an unknown outcome: {p}");
+    assert_eq!(
+        p["status"], "pending",
+        "a timeout is an unknown outcome: {p}"
+    );
     assert!(p["failure_code"].is_null(), "{p}");
 
     let (status, body) = post(
@@ -188,7 +189,11 @@ async fn a_refund_whose_answer_is_lost_is_polled_not_failed_and_never_doubled() 
     assert_eq!(body["error"]["code"], "refund_amount_exceeds_remaining");
 
     wait_for(&app, &live, id, "refunded", Duration::from_secs(15)).await;
-    assert_eq!(fake.requests("refund").len(), 1, "one refund sent, under one id");
+    assert_eq!(
+        fake.requests("refund").len(),
+        1,
+        "one refund sent, under one id"
+    );
 }
 
 async fn post_with_key(

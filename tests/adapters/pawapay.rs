@@ -132,7 +132,7 @@ async fn pawapay_failures_carry_the_aggregators_reason() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pawapay_5xx_fails_and_a_timeout_stays_pending_without_a_second_deposit() {
+async fn pawapay_5xx_and_timeout_stay_pending_without_a_second_deposit() {
     let fake = FakePawapay::start().await;
     fake.settle_after(Duration::from_millis(100));
     fake.callbacks(Callbacks::Lost);
@@ -149,8 +149,9 @@ async fn pawapay_5xx_fails_and_a_timeout_stays_pending_without_a_second_deposit(
         &live_payment("BJ", "celtiis-bj", "+2290140000001"),
     )
     .await;
-    assert_eq!(p["status"], "failed", "{p}");
-    assert_eq!(p["failure_code"], "operator_error");
+    // A 500 says nothing about what pawaPay did: the deposit stays in progress.
+    assert_eq!(p["status"], "pending", "{p}");
+    assert!(p["failure_code"].is_null(), "{p}");
     assert!(fake.record(p["id"].as_str().unwrap()).is_none());
 
     fake.inject("deposits", Fault::Slow(Duration::from_millis(1500)), 1);

@@ -185,7 +185,7 @@ async fn wave_duplicate_and_out_of_order_webhooks_never_move_a_terminal_payment(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn wave_errors_at_initiation_fail_or_leave_pending() {
+async fn wave_errors_at_initiation_leave_the_payment_pending() {
     let fake = FakeWave::start().await;
     fake.webhooks(Webhooks::Lost);
     let app = wave_app(&fake, |c| {
@@ -194,21 +194,16 @@ async fn wave_errors_at_initiation_fail_or_leave_pending() {
     .await;
     let (_, _, live) = app.merchant("Shop");
 
+    // A 502 or an unreadable answer says nothing about what Wave did: unknown.
     fake.inject("session_create", Fault::Status(502), 1);
     let p = create(&app, &live, &live_payment("CI", "wave-ci", PHONE)).await;
-    assert_eq!(p["status"], "failed", "{p}");
-    assert_eq!(p["failure_code"], "operator_error");
+    assert_eq!(p["status"], "pending", "{p}");
+    assert!(p["failure_code"].is_null(), "{p}");
 
     fake.inject("session_create", Fault::Malformed, 1);
     let p = create(&app, &live, &live_payment("CI", "wave-ci", PHONE)).await;
-    assert_eq!(p["status"], "failed", "{p}");
-    assert!(
-        p["failure_message"]
-            .as_str()
-            .unwrap()
-            .contains("unreadable"),
-        "{p}"
-    );
+    assert_eq!(p["status"], "pending", "{p}");
+    assert!(p["failure_code"].is_null(), "{p}");
 
     // Wave opens the session but answers too late: pending, then found by client_reference.
     fake.inject(

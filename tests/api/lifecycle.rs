@@ -336,8 +336,12 @@ async fn unfinished_payments_expire_and_the_deadline_survives_a_restart() {
         let mut record: Value =
             serde_json::from_slice(&tx.get("payments", &record_key).unwrap().unwrap()).unwrap();
         record["expires_at_ms"] = json!(1);
-        tx.put("payments", &record_key, &serde_json::to_vec(&record).unwrap())
-            .unwrap();
+        tx.put(
+            "payments",
+            &record_key,
+            &serde_json::to_vec(&record).unwrap(),
+        )
+        .unwrap();
         tx.commit().unwrap();
     }
     let app = spawn_app_with(move |c| c.data_dir = dir).await;

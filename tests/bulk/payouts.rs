@@ -38,10 +38,7 @@ async fn a_mixed_batch_ends_partially_completed_with_exact_counts_and_reasons() 
         json!({"pending": 0, "processing": 0, "completed": 3, "failed": 5})
     );
     assert_eq!(done["amount_completed"], 1000 + 7000 + 8000);
-    assert_eq!(
-        done["amount_failed"],
-        2000 + 3000 + 4000 + 5000 + 9000
-    );
+    assert_eq!(done["amount_failed"], 2000 + 3000 + 4000 + 5000 + 9000);
     assert_eq!(done["total_amount"], 39000);
 
     let items = all_items(&app, &key, id, "").await;
@@ -124,7 +121,10 @@ async fn a_payout_the_operator_never_settles_stays_processing_and_is_counted() {
         .iter()
         .find(|i| i["reference"] == "never-settles-ci")
         .unwrap();
-    assert_eq!(stuck["status"], "processing", "unknown is never failed: {stuck}");
+    assert_eq!(
+        stuck["status"], "processing",
+        "unknown is never failed: {stuck}"
+    );
     assert_eq!(stuck["attempts"], 1, "and never sent again: {stuck}");
 }
 

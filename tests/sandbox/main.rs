@@ -252,7 +252,10 @@ fn collect_alone_stores_hosted_payments_and_refuses_unreachable_operators() {
         .collect();
     assert_eq!(
         events,
-        vec!["collect.payment.created", "collect.payment.awaiting_payment"],
+        vec![
+            "collect.payment.created",
+            "collect.payment.awaiting_payment"
+        ],
         "every status change has its event"
     );
 

@@ -380,7 +380,10 @@ fn apply_initiated(
             // Unknown outcome: stay in progress; asking the operator by our id resolves it.
             log::log(
                 log::Level::Warn,
-                &format!("payment {}: outcome of the request to pay unknown: {e:?}", p.id),
+                &format!(
+                    "payment {}: outcome of the request to pay unknown: {e:?}",
+                    p.id
+                ),
             );
             log::count("initiate_outcome_unknown");
             p.next_check_ms = Some(now + FIRST_CHECK_MS);
@@ -595,8 +598,7 @@ pub fn apply_psp_status(tx: &Tx, p: &mut Payment, status: PspStatus) -> Result<(
             }
             p.failure = Some(Failure {
                 code: "operator_not_reached".into(),
-                message: "The operator has no record of this payment: it was never started."
-                    .into(),
+                message: "The operator has no record of this payment: it was never started.".into(),
             });
             move_to(tx, p, Status::Failed, now)
         }
@@ -959,8 +961,8 @@ pub fn cancel_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
     }
     // Once a request to pay may have reached the operator, only the operator
     // can say whether it is withdrawn: ask it, by our id.
-    let answer = (p.operator.is_some() && p.sent_at().is_some())
-        .then(|| router::cancel(&operation_ref(&p)));
+    let answer =
+        (p.operator.is_some() && p.sent_at().is_some()).then(|| router::cancel(&operation_ref(&p)));
     let tx = Tx::begin()?;
     let mut p = tx
         .payment(env, merchant, &p.id)?
@@ -995,7 +997,10 @@ pub fn cancel_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
         Some(Err(e)) => {
             log::log(
                 log::Level::Warn,
-                &format!("payment {}: cancel not confirmed by the operator: {e:?}", p.id),
+                &format!(
+                    "payment {}: cancel not confirmed by the operator: {e:?}",
+                    p.id
+                ),
             );
             return refuse(
                 "The operator could not confirm the request is withdrawn; the payment stays in progress.",

@@ -341,6 +341,7 @@ pub fn reconcile_due(limit: u32) -> u32 {
                         crate::mmc::platform::log::Level::Warn,
                         &format!("refund {}: {m}; needs manual review", r.id),
                     );
+                    crate::mmc::platform::log::count("refund_needs_review");
                     let previous = r.next_check_ms.take();
                     tx.save_refund(&r, previous)?;
                 }
