@@ -236,3 +236,131 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
         created.len()
     );
 }
+
+/// A refund stored `pending` whose operator answer never came back (the
+/// process was SIGKILLed while MTN was answering) is asked about after the
+/// restart, and its reserved amount settles: the payment ends `refunded`,
+/// with one refund at MTN.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refund_left_pending_by_a_crash_is_polled_after_restart() {
+    use crate::support::fakes::Fault;
+    use crate::support::fakes::mtn::FakeMtn;
+
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    let data = tempfile::tempdir().unwrap();
+    let m = cli(data.path(), &["merchants", "create", "--name", "Refunds"]);
+    let merchant = m["id"].as_str().unwrap().to_string();
+    let key = cli(
+        data.path(),
+        &["keys", "create", "--merchant", &merchant, "--env", "live"],
+    )["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Live mtn-bj through the real adapter to the fake; a short in-flight
+    // window so the restarted process asks about the refund soon.
+    let momo = fake.component_config();
+    let table = |m: &std::collections::BTreeMap<String, String>| {
+        m.iter()
+            .map(|(k, v)| format!("{k:?} = {v:?}\n"))
+            .collect::<String>()
+    };
+    let config = format!(
+        "[limits]\nadapter_deadline_ms = 2000\n\n[routing.live]\n\"mtn-bj\" = \"momo\"\n\n\
+         [components.collect.settings]\noperator_answer_window_ms = \"0\"\n\n\
+         [components.momo]\nallowed_hosts = {:?}\n\n[components.momo.settings]\n{}\n\
+         [components.momo.secrets]\n{}",
+        momo.allowed_hosts,
+        table(&momo.settings),
+        table(&momo.secrets)
+    );
+    let config_path = data.path().join("mmc.toml");
+    std::fs::write(&config_path, config).unwrap();
+    let env = [
+        ("MMC_CONFIG", config_path.to_str().unwrap()),
+        ("MMC_RATE_LIMIT__PER_SECOND", "0"),
+    ];
+    let client = reqwest::Client::new();
+    let server = ServerProcess::start(data.path(), &env);
+    let base = server.base.clone();
+    let (status, p) = post_json(
+        &client,
+        &format!("{base}/api/v1/collect/payments"),
+        &key,
+        Some(&new_key()),
+        &json!({"reference": "crash-refund", "amount": 1500, "currency": "XOF", "country": "BJ",
+                "operator": "mtn-bj", "customer": {"phone": "+2290166000001"}}),
+    )
+    .await;
+    assert_eq!(status, 201, "{p}");
+    let id = p["id"].as_str().unwrap().to_string();
+    let read = |base: String| {
+        let (client, key, id) = (client.clone(), key.clone(), id.clone());
+        async move {
+            let resp = client
+                .get(format!("{base}/api/v1/collect/payments/{id}"))
+                .bearer_auth(&key)
+                .send()
+                .await
+                .unwrap();
+            resp.json::<Value>().await.unwrap()
+        }
+    };
+    wait_until(|| read(base.clone()), "completed").await;
+
+    // MTN records the refund, then takes 30 s to say so: we die meanwhile.
+    fake.inject("refund", Fault::Slow(Duration::from_secs(30)), 1);
+    let refund_url = format!("{base}/api/v1/collect/payments/{id}/refunds");
+    let refund = tokio::spawn({
+        let (client, key) = (client.clone(), key.clone());
+        async move { post_json(&client, &refund_url, &key, None, &json!({})).await }
+    });
+    for _ in 0..100 {
+        if !fake.requests("refund").is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(fake.requests("refund").len(), 1, "the refund reached MTN");
+    server.kill();
+    refund.abort();
+
+    let server = ServerProcess::start(data.path(), &env);
+    let done = wait_until(|| read(server.base.clone()), "refunded").await;
+    assert_eq!(done["status"], "refunded", "{done}");
+    assert_eq!(fake.requests("refund").len(), 1, "never sent again");
+}
+
+async fn post_json(
+    client: &reqwest::Client,
+    url: &str,
+    key: &str,
+    idempotency_key: Option<&str>,
+    body: &Value,
+) -> (u16, Value) {
+    let mut req = client.post(url).bearer_auth(key).json(body);
+    if let Some(k) = idempotency_key {
+        req = req.header("Idempotency-Key", k);
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+/// Reads until the payment's status is `want` (20 s at most); returns the last read.
+async fn wait_until<F, Fut>(read: F, want: &str) -> Value
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Value>,
+{
+    let mut last = Value::Null;
+    for _ in 0..200 {
+        last = read().await;
+        if last["status"] == want {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("never {want}: {last}");
+}
