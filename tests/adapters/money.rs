@@ -146,15 +146,22 @@ async fn a_late_success_for_a_failed_payment_completes_it() {
         matches!((failed_at, completed_at), (Some(f), Some(c)) if f < c),
         "both moves are reported, in order: {events:?}"
     );
+    // MTN flips again: a completed payment never moves back, and the refused
+    // move is logged and counted, not silently dropped.
+    fake.set_status(id, "FAILED", Some("INTERNAL_PROCESSING_ERROR"));
+    assert_eq!(fake.send_callback(id).await, 200);
+    assert_eq!(payment(&app, &live, id).await["status"], "completed");
     let metrics = app.metrics().await;
-    assert!(
-        metric(
-            &metrics,
-            "mmc_component_events_total",
-            r#"component="collect",event="late_success""#
-        ) >= 1.0,
-        "{metrics}"
-    );
+    for event in ["late_success", "refused_move_completed_to_failed"] {
+        assert!(
+            metric(
+                &metrics,
+                "mmc_component_events_total",
+                &format!(r#"component="collect",event="{event}""#)
+            ) >= 1.0,
+            "{event}: {metrics}"
+        );
+    }
 }
 
 /// Scenario 3: MTN records the refund, then answers 500. The refund stays
@@ -214,4 +221,126 @@ async fn post_with_key(
         .unwrap();
     let status = resp.status().as_u16();
     (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+/// Moves a stored payment's deadline to `expires_at_ms` (index and record),
+/// through the server's own storage, instead of waiting five minutes.
+fn move_deadline(app: &TestApp, id: &str, expires_at_ms: u64) {
+    use mmc_host::db::Backend;
+    let storage = &app.service.app.runtime.services.storage;
+    let entries = storage.scan("collect", "expiry", "", "~", 1000).unwrap();
+    let (old_key, _) = entries
+        .iter()
+        .find(|(k, _)| k.ends_with(id))
+        .expect("the payment is in the expiry index");
+    let record_key = old_key[14..].to_string(); // after "<13 digits>/"
+    let mut tx = storage.begin("collect").unwrap();
+    let mut record: Value =
+        serde_json::from_slice(&tx.get("payments", &record_key).unwrap().unwrap()).unwrap();
+    record["expires_at_ms"] = json!(expires_at_ms);
+    tx.put(
+        "payments",
+        &record_key,
+        &serde_json::to_vec(&record).unwrap(),
+    )
+    .unwrap();
+    tx.delete("expiry", old_key).unwrap();
+    tx.put("expiry", &format!("{expires_at_ms:013}/{record_key}"), b"")
+        .unwrap();
+    tx.commit().unwrap();
+}
+
+/// Expiry asks MTN, which cannot withdraw a request to pay. While MTN says
+/// pending and its approval window is open, the payment stays in progress
+/// (the customer's approval then completes it); once the window has closed
+/// with MTN still saying pending, the payment expires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expiry_waits_for_the_operators_approval_window() {
+    let fake = FakeMtn::start().await;
+    fake.callbacks(Callbacks::Never);
+    let (late_payer, never) = ("+2290166000011", "+2290166000012");
+    fake.set_outcome(late_payer, Outcome::Stay);
+    fake.set_outcome(never, Outcome::Stay);
+    let mut component = fake.component_config();
+    component
+        .settings
+        .insert("approval_window_ms".into(), "60000".into());
+    let app = app_with_adapter("momo", &["mtn-bj"], component, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let a = create(&app, &live, &live_payment("BJ", "mtn-bj", late_payer)).await;
+    let b = create(&app, &live, &live_payment("BJ", "mtn-bj", never)).await;
+    let (a, b) = (a["id"].as_str().unwrap(), b["id"].as_str().unwrap());
+
+    let now = mmc_host::capabilities::clock::system_now_ms();
+    move_deadline(&app, a, now - 1_000); // past expires_at, inside MTN's window
+    move_deadline(&app, b, now - 120_000); // past expires_at and the window
+    wait_for(&app, &live, b, "expired", Duration::from_secs(10)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await; // expiry has run for `a` too
+    let held = payment(&app, &live, a).await;
+    assert_eq!(
+        held["status"], "processing",
+        "MTN may still take it: {held}"
+    );
+
+    // The customer approves on the phone after our deadline: the money is recorded.
+    fake.set_status(a, "SUCCESSFUL", None);
+    wait_for(&app, &live, a, "completed", Duration::from_secs(10)).await;
+    let metrics = app.metrics().await;
+    assert!(
+        metric(
+            &metrics,
+            "mmc_component_events_total",
+            r#"component="collect",event="expiry_held_open""#
+        ) >= 1.0,
+        "{metrics}"
+    );
+}
+
+/// A checkout submit whose request to pay timed out: the page shows the
+/// payment as on its way (no second form that could push again, maybe to
+/// another operator), a second submit sends nothing, and the payment is
+/// polled like any other until MTN says the customer paid.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkout_submit_with_an_unknown_outcome_is_polled_and_never_offered_again() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(2500));
+    fake.callbacks(Callbacks::Never);
+    fake.inject("requesttopay", Fault::Slow(Duration::from_millis(1500)), 1);
+    let app = mtn_app(&fake, &[]).await;
+    let (_, _, live) = app.merchant("Shop");
+    let mut body = live_payment("BJ", "mtn-bj", PHONE);
+    body["mode"] = json!("hosted");
+    body.as_object_mut().unwrap().remove("operator");
+    let p = create(&app, &live, &body).await;
+    let id = p["id"].as_str().unwrap();
+    let page = app.url(&format!("/checkout/{id}"));
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let submit = || async {
+        no_redirects
+            .post(&page)
+            .form(&[("operator", "mtn-bj"), ("phone", PHONE)])
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    assert_eq!(submit().await, 303);
+    let html = app
+        .client
+        .get(&page)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!html.contains(r#"id="pay""#), "no second form: {html}");
+    assert!(html.contains(r#"data-status="processing""#), "{html}");
+    assert_eq!(submit().await, 303, "a second submit only shows the status");
+    wait_for(&app, &live, id, "completed", Duration::from_secs(15)).await;
+    assert_eq!(requests_to_pay_for(&fake, id), 1, "one push, never two");
 }

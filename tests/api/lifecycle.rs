@@ -358,3 +358,84 @@ async fn unfinished_payments_expire_and_the_deadline_survives_a_restart() {
     }
     panic!("not expired: {last}");
 }
+
+/// The payment's event types, oldest first.
+async fn event_types(app: &TestApp, key: &str, id: &str) -> Vec<String> {
+    let (status, body) = app
+        .get(key, &format!("/api/v1/events?payment={id}&limit=100"))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let mut types: Vec<String> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_string())
+        .collect();
+    types.reverse(); // listed newest first
+    types
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_status_change_emits_its_event_and_refunds_replay_under_their_key() {
+    let app = fast_app().await;
+    let (_, key, _) = app.merchant("Shop");
+    let (_, p) = app
+        .create(&key, &new_key(), &otp_payment("+2290166000001"))
+        .await;
+    let id = p["id"].as_str().unwrap();
+    let confirm = format!("/api/v1/collect/payments/{id}/confirm");
+    assert_eq!(
+        post(&app, &key, &confirm, json!({"otp": "123456"})).await.0,
+        200
+    );
+    let refunds = format!("/api/v1/collect/payments/{id}/refunds");
+    let refund_key = new_key();
+    let refund = |body: Value, idem: String| {
+        let app = &app;
+        let (key, refunds) = (key.clone(), refunds.clone());
+        async move {
+            let resp = app
+                .client
+                .post(app.url(&refunds))
+                .bearer_auth(&key)
+                .header("Idempotency-Key", idem)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = resp.status().as_u16();
+            (status, resp.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, r) = refund(json!({"reason": "duplicate"}), refund_key.clone()).await;
+    assert_eq!((status, &r["status"]), (201, &json!("completed")), "{r}");
+    // The same request under the same key: the same refund, not a second one.
+    let (status, again) = refund(json!({"reason": "duplicate"}), refund_key.clone()).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(
+        (&again["id"], &again["idempotent_replay"]),
+        (&r["id"], &json!(true))
+    );
+    // Another request under that key: refused, whatever it asks.
+    let (status, err) = refund(json!({"reason": "other"}), refund_key).await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (409, Some("idempotency_key_reused"))
+    );
+    let (status, err) = refund(json!({}), "not-a-uuid".into()).await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (400, Some("idempotency_key_invalid"))
+    );
+
+    assert_eq!(
+        event_types(&app, &key, id).await,
+        vec![
+            "collect.payment.created",
+            "collect.payment.awaiting_otp",
+            "collect.payment.processing",
+            "collect.payment.completed",
+            "collect.payment.refunded",
+        ]
+    );
+}
