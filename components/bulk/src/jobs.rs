@@ -231,15 +231,7 @@ fn failure(code: &str, message: impl Into<String>) -> Failure {
 
 /// What an adapter error means for the money (see `mmc_domain::outcome`).
 fn failure_kind(e: &AdapterError) -> CallFailure {
-    match e {
-        AdapterError::Timeout(_) => CallFailure::Timeout,
-        AdapterError::Unavailable(_) => CallFailure::Unavailable,
-        AdapterError::InvalidResponse(_) => CallFailure::InvalidResponse,
-        AdapterError::Rejected(_) => CallFailure::Rejected,
-        AdapterError::NotSent(_) => CallFailure::NotSent,
-        AdapterError::NotSupported(_) => CallFailure::NotSupported,
-        AdapterError::Unauthenticated(_) => CallFailure::Unauthenticated,
-    }
+    mmc_domain::call_failure!(AdapterError, e)
 }
 
 /// The answer to a payout request. An error that leaves the outcome unknown

@@ -9,6 +9,7 @@ use mmc_domain::{Status, phone};
 
 use crate::ApiError;
 use crate::mmc::adapter::router;
+use crate::mmc::adapter::types::OperatorInfo;
 use crate::mmc::api::http_types::{Caller, Request, Response};
 use crate::mmc::platform::clock;
 use crate::payments;
@@ -274,7 +275,7 @@ fn show(lang: Lang, p: Payment, error: Option<&str>) -> Result<Response, ApiErro
             let available = router::catalogue(&p.environment);
             let options: String = available
                 .iter()
-                .filter(|o| o.country == country.code() && o.status == "operational")
+                .filter(|o| offered(o, &p))
                 .map(|o| {
                     let selected = if p.operator.as_deref() == Some(o.slug.as_str()) { " selected" } else { "" };
                     format!(r#"<option value="{}"{selected}>{}</option>"#, esc(&o.slug), esc(&o.name))
@@ -344,6 +345,15 @@ fn see_other(p: &Payment, lang: Lang) -> Response {
     }
 }
 
+/// Whether the page offers operator `o` for `p` (and accepts it when chosen):
+/// operational in the payment's country, taking hosted payments of this amount.
+fn offered(o: &OperatorInfo, p: &Payment) -> bool {
+    o.country == p.country
+        && o.status == "operational"
+        && o.modes.iter().any(|m| m == "hosted")
+        && (o.min_amount..=o.max_amount).contains(&p.amount)
+}
+
 /// The customer chose an operator and gave a number: record them and initiate.
 fn choose(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {
     if p.status != Status::AwaitingPayment || p.psp_reference.is_some() || p.sent_at().is_some() {
@@ -352,15 +362,8 @@ fn choose(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {
     let fields = form_fields(&req.body);
     let country = Country::parse(&p.country).unwrap_or(Country::Bj);
     let available = router::catalogue(&p.environment);
-    // The operator must serve this country, hosted payments and this amount.
     let op = operators::find(field(&fields, "operator")).filter(|o| {
-        o.country == country
-            && available.iter().any(|a| {
-                a.slug == o.slug
-                    && a.status == "operational"
-                    && a.modes.iter().any(|m| m == "hosted")
-                    && (a.min_amount..=a.max_amount).contains(&p.amount)
-            })
+        o.country == country && available.iter().any(|a| a.slug == o.slug && offered(a, &p))
     });
     let Some(op) = op else {
         return show(lang, p, Some(t(lang, "wrong_operator")));

@@ -161,15 +161,13 @@ fn record_poll(
     if overdue {
         settle_overdue(tx, &mut p, answer.as_ref(), approval_window_ms, now)?;
     }
-    if !p.status.is_terminal() {
+    // The next poll, while there is something to ask; an OTP payment waits
+    // for its code, unless it is overdue and must be settled.
+    p.next_check_ms = if !worth_asking(&p) || (p.status == Status::AwaitingOtp && !overdue) {
+        None
+    } else {
         p.checks += 1;
-        let interval = (FIRST_CHECK_MS << p.checks.min(10)).min(MAX_CHECK_INTERVAL_MS);
-        // An OTP payment waits for its code, unless it is overdue and must be settled.
-        p.next_check_ms = if p.status == Status::AwaitingOtp && !overdue {
-            None
-        } else {
-            Some(now + interval)
-        };
-    }
+        Some(now + (FIRST_CHECK_MS << p.checks.min(10)).min(MAX_CHECK_INTERVAL_MS))
+    };
     tx.save_payment(&p, previous)
 }

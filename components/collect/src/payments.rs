@@ -267,15 +267,7 @@ pub fn initiation_under_way(p: &Payment, now: u64) -> bool {
 
 /// What an adapter error means for the money (see `mmc_domain::outcome`).
 pub fn failure_kind(e: &AdapterError) -> CallFailure {
-    match e {
-        AdapterError::Timeout(_) => CallFailure::Timeout,
-        AdapterError::Unavailable(_) => CallFailure::Unavailable,
-        AdapterError::InvalidResponse(_) => CallFailure::InvalidResponse,
-        AdapterError::Rejected(_) => CallFailure::Rejected,
-        AdapterError::NotSent(_) => CallFailure::NotSent,
-        AdapterError::NotSupported(_) => CallFailure::NotSupported,
-        AdapterError::Unauthenticated(_) => CallFailure::Unauthenticated,
-    }
+    mmc_domain::call_failure!(AdapterError, e)
 }
 
 /// Whether the operator's "not found" about an operation sent at `sent_at`

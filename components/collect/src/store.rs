@@ -94,10 +94,11 @@ pub struct Payment {
     pub next_check_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub checks: u32,
-    /// When the request to pay was sent on its way (set with the pending
-    /// record, or when the customer picks an operator on the checkout page),
-    /// cleared with the operator's answer. Meanwhile a replay of the
-    /// Idempotency-Key is told to retry, and a cancel is refused.
+    /// When a request to pay (or a one-time code) was sent on its way (set
+    /// with the pending record, when the customer picks an operator on the
+    /// checkout page, or before a confirmation), cleared with the operator's
+    /// answer. Meanwhile a replay of the Idempotency-Key is told to retry, a
+    /// second confirmation and a cancel are refused, and expiry waits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initiating_since_ms: Option<u64>,
     /// When a request to pay was first put on its way to the operator (the

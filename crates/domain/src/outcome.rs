@@ -17,6 +17,24 @@ pub enum CallFailure {
     Unauthenticated,
 }
 
+/// Maps a component's `adapter-error` (`AdapterError`, generated into each
+/// component from the WIT, hence a macro) to its [`CallFailure`]:
+/// `call_failure!(AdapterError, &e)`.
+#[macro_export]
+macro_rules! call_failure {
+    ($error:ident, $e:expr) => {
+        match $e {
+            $error::Timeout(_) => $crate::outcome::CallFailure::Timeout,
+            $error::Unavailable(_) => $crate::outcome::CallFailure::Unavailable,
+            $error::InvalidResponse(_) => $crate::outcome::CallFailure::InvalidResponse,
+            $error::Rejected(_) => $crate::outcome::CallFailure::Rejected,
+            $error::NotSent(_) => $crate::outcome::CallFailure::NotSent,
+            $error::NotSupported(_) => $crate::outcome::CallFailure::NotSupported,
+            $error::Unauthenticated(_) => $crate::outcome::CallFailure::Unauthenticated,
+        }
+    };
+}
+
 /// What a failed call tells about the operation at the operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Certainty {
