@@ -225,9 +225,10 @@ mod tests {
             check(r#"{"status":"FOUND","data":{"status":"IN_RECONCILIATION"}}"#),
             Ok(PspStatus::Pending)
         ));
+        // Not found is not final by itself: the caller weighs it against the request's window.
         assert!(matches!(
             check(r#"{"status":"NOT_FOUND"}"#),
-            Ok(PspStatus::Pending)
+            Ok(PspStatus::NotFound)
         ));
         match check(
             r#"{"status":"FOUND","data":{"status":"FAILED","failureReason":{"failureCode":"INSUFFICIENT_BALANCE"}}}"#,
