@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 WASM_TARGET := wasm32-wasip2
-COMPONENTS := collect bulk legacy simulator momo wave pawapay
+COMPONENTS := collect bulk legacy simulator momo wave pawapay fedapay
 TEST_COMPONENTS := hostile payout_recorder rogue
 TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
 COMPONENT_OUT := $(TARGET_DIR)/$(WASM_TARGET)/components
@@ -55,7 +55,7 @@ run: components
 test: components test-components tools browser
 	$(CARGO) test --workspace $(addprefix --exclude ,$(COMPONENTS) $(TEST_COMPONENTS))
 	# Components' own unit tests (CSV parsing...) run natively.
-	$(CARGO) test -p collect -p bulk -p momo -p wave -p pawapay
+	$(CARGO) test -p collect -p bulk -p momo -p wave -p pawapay -p fedapay
 
 lint:
 	$(CARGO) fmt --all -- --check

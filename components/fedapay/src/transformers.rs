@@ -1,0 +1,470 @@
+//! FedaPay v1 wire formats ⇄ adapter types.
+//!
+//! Transactions are `pending` until FedaPay reports `approved` (or
+//! `transferred`, `refunded`, `*_partially_refunded`: paid, then moved on),
+//! `declined` or `canceled`; payouts are final once `sent` or `failed`.
+//! Anything else, or anything new, is pending: only an explicit answer is
+//! final.
+//!
+//! FedaPay answers objects wrapped under their class (`{"v1/transaction":
+//! {…}}`, lists under `{"v1/transactions": […], "meta": …}`, as its official
+//! libraries' tests show), while its API reference shows them bare: both are
+//! read.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::mmc::adapter::types::{Failure, PspStatus};
+
+/// The `custom_metadata` key that carries our id (payment or payout id):
+/// FedaPay has no documented lookup by a merchant reference, so this is how
+/// a transaction is recognised in a search.
+pub const OUR_ID: &str = "mmc_id";
+
+#[derive(Serialize)]
+pub struct Currency {
+    pub iso: String,
+}
+
+#[derive(Serialize, Clone)]
+pub struct PhoneNumber {
+    /// E.164 with its `+`, as FedaPay's API reference writes it.
+    pub number: String,
+    /// ISO 3166 alpha-2, lower case as in FedaPay's library examples.
+    pub country: String,
+}
+
+impl PhoneNumber {
+    pub fn new(e164: &str, country: &str) -> PhoneNumber {
+        let digits: String = e164.chars().filter(char::is_ascii_digit).collect();
+        PhoneNumber {
+            number: format!("+{digits}"),
+            country: country.to_ascii_lowercase(),
+        }
+    }
+}
+
+#[derive(Serialize, Default)]
+pub struct Customer {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub firstname: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lastname: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phone_number: Option<PhoneNumber>,
+}
+
+/// `POST /v1/transactions`. Moves no money: nothing can be paid before a
+/// token is issued and either pushed or handed to the customer.
+#[derive(Serialize)]
+pub struct CreateTransaction {
+    pub description: String,
+    /// Whole units (XOF has no subunit).
+    pub amount: u64,
+    pub currency: Currency,
+    /// Where FedaPay sends the *customer* back after its payment page (not a
+    /// server notification: those are webhooks set in the dashboard).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub callback_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub customer: Option<Customer>,
+    pub custom_metadata: Value,
+}
+
+/// `POST /v1/{mode}`: the no-redirect push, the call that moves money.
+#[derive(Serialize)]
+pub struct Push {
+    /// Sent back as FedaPay issued it (its docs show a string and a number).
+    pub token: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phone_number: Option<PhoneNumber>,
+}
+
+/// `POST /v1/payouts`. Moves no money until started.
+#[derive(Serialize)]
+pub struct CreatePayout {
+    pub amount: u64,
+    pub currency: Currency,
+    pub mode: String,
+    pub customer: Customer,
+    pub description: String,
+    pub custom_metadata: Value,
+}
+
+/// `PUT /v1/payouts/start`, as FedaPay's PHP library sends it.
+#[derive(Serialize)]
+pub struct StartPayouts {
+    pub payouts: Vec<StartItem>,
+}
+
+#[derive(Serialize)]
+pub struct StartItem {
+    pub id: u64,
+    pub send_now: bool,
+}
+
+#[derive(Deserialize, Clone, Debug)]
+pub struct Transaction {
+    pub id: u64,
+    pub status: String,
+    #[serde(default)]
+    pub custom_metadata: Option<Value>,
+    #[serde(default)]
+    pub last_error_code: Option<String>,
+    #[serde(default)]
+    pub created_at: Option<String>,
+}
+
+#[derive(Deserialize, Clone, Debug)]
+pub struct Payout {
+    pub id: u64,
+    pub status: String,
+    #[serde(default)]
+    pub custom_metadata: Option<Value>,
+    #[serde(default)]
+    pub last_error_code: Option<String>,
+    #[serde(default)]
+    pub last_error_message: Option<String>,
+    #[serde(default)]
+    pub created_at: Option<String>,
+}
+
+impl Transaction {
+    pub fn metadata(&self) -> &Option<Value> {
+        &self.custom_metadata
+    }
+
+    pub fn created(&self) -> Option<&str> {
+        self.created_at.as_deref()
+    }
+}
+
+impl Payout {
+    pub fn metadata(&self) -> &Option<Value> {
+        &self.custom_metadata
+    }
+
+    pub fn created(&self) -> Option<&str> {
+        self.created_at.as_deref()
+    }
+}
+
+/// `POST /v1/transactions/{id}/token` → the token and FedaPay's payment page.
+#[derive(Deserialize)]
+pub struct Token {
+    pub token: Value,
+    pub url: String,
+}
+
+/// A webhook: `{name: "transaction.approved", entity: {…}, …}`.
+#[derive(Deserialize)]
+pub struct Event {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Older payloads and FedaPay's `Event` class call it `type`.
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub entity: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    errors: Option<Value>,
+}
+
+pub fn parse<T: DeserializeOwned>(what: &str, body: &[u8]) -> Result<T, String> {
+    serde_json::from_slice(body).map_err(|e| format!("unreadable FedaPay {what}: {e}"))
+}
+
+/// One object of class `klass` (`transaction`, `payout`), wrapped or bare.
+pub fn one<T: DeserializeOwned>(klass: &str, body: &[u8]) -> Result<T, String> {
+    let mut value: Value = parse(klass, body)?;
+    let inner = match value.get_mut(format!("v1/{klass}")) {
+        Some(v) => v.take(),
+        None => value,
+    };
+    serde_json::from_value(inner).map_err(|e| format!("unreadable FedaPay {klass}: {e}"))
+}
+
+/// A list of class `klass` (`transactions`, `payouts`), wrapped or bare.
+pub fn many<T: DeserializeOwned>(klass: &str, body: &[u8]) -> Result<Vec<T>, String> {
+    let mut value: Value = parse(klass, body)?;
+    let key = format!("v1/{klass}");
+    let list = if value.is_array() {
+        value
+    } else {
+        match value.get_mut(&key) {
+            Some(v) => v.take(),
+            None => return Err(format!("FedaPay {klass} list without {key}")),
+        }
+    };
+    serde_json::from_value(list).map_err(|e| format!("unreadable FedaPay {klass}: {e}"))
+}
+
+/// Our id, as we wrote it into `custom_metadata`.
+pub fn our_id(custom_metadata: &Option<Value>) -> Option<String> {
+    custom_metadata
+        .as_ref()?
+        .get(OUR_ID)?
+        .as_str()
+        .map(str::to_string)
+}
+
+/// When our id was made, if it is a UUIDv7 (payment ids are: their first 48
+/// bits are Unix milliseconds).
+pub fn uuid7_ms(id: &str) -> Option<u64> {
+    let b = id.as_bytes();
+    if b.len() != 36 || b[8] != b'-' || b[13] != b'-' || b[14] != b'7' {
+        return None;
+    }
+    u64::from_str_radix(&format!("{}{}", &id[..8], &id[9..13]), 16).ok()
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` of a UTC RFC 3339 time (`…Z` or `…+00:00`), which
+/// compares as text; None for anything else.
+pub fn utc_second(time: Option<&str>) -> Option<&str> {
+    let t = time?;
+    let shape = t.len() >= 20
+        && t.is_char_boundary(19)
+        && t[..19].bytes().enumerate().all(|(i, c)| match i {
+            4 | 7 => c == b'-',
+            10 => c == b'T',
+            13 | 16 => c == b':',
+            _ => c.is_ascii_digit(),
+        });
+    (shape && (t.ends_with('Z') || t.ends_with("+00:00"))).then(|| &t[..19])
+}
+
+pub fn metadata(id: &str) -> Value {
+    serde_json::json!({ OUR_ID: id })
+}
+
+const PAID: &[&str] = &[
+    "approved",
+    "transferred",
+    "refunded",
+    "approved_partially_refunded",
+    "transferred_partially_refunded",
+];
+
+pub fn transaction_status(t: &Transaction) -> PspStatus {
+    match t.status.as_str() {
+        s if PAID.contains(&s) => PspStatus::Completed,
+        "declined" => PspStatus::Failed(failure_for(t.last_error_code.as_deref(), "declined")),
+        "canceled" | "cancelled" => {
+            PspStatus::Failed(failure_for(t.last_error_code.as_deref(), "canceled"))
+        }
+        _ => PspStatus::Pending,
+    }
+}
+
+/// `pending` (created, not started), `started`, `scheduled`, `processing`:
+/// not final; `sent` and `failed` are.
+pub fn payout_status(p: &Payout) -> PspStatus {
+    match p.status.as_str() {
+        "sent" => PspStatus::Completed,
+        "failed" => {
+            let mut f = failure_for(p.last_error_code.as_deref(), "failed");
+            if let Some(m) = &p.last_error_message {
+                f.message = format!("FedaPay: {m}");
+            }
+            PspStatus::Failed(f)
+        }
+        _ => PspStatus::Pending,
+    }
+}
+
+/// FedaPay's `last_error_code` → ours. FedaPay publishes no list of these
+/// codes: the ones below were seen in integrators' payloads (unconfirmed);
+/// anything else keeps FedaPay's code in the message.
+pub fn failure_for(code: Option<&str>, status: &str) -> Failure {
+    let code = code.filter(|c| !c.is_empty() && *c != "NO_ERROR");
+    let ours = match (code, status) {
+        (Some("INSUFFICIENT_FUND_ERROR" | "INSUFFICIENT_FUNDS"), _) => "insufficient_funds",
+        (Some("DECLINED_BY_CUSTOMER" | "CUSTOMER_DECLINED" | "TRANSACTION_DECLINED"), _) => {
+            "declined_by_customer"
+        }
+        (Some("TIMEOUT_ERROR" | "EXPIRED" | "TRANSACTION_EXPIRED"), _) => "approval_expired",
+        (Some("INVALID_PHONE_NUMBER" | "PHONE_NUMBER_INVALID"), _) => "phone_invalid",
+        (Some("ACCOUNT_NOT_FOUND" | "UNKNOWN_ACCOUNT" | "PAYER_NOT_FOUND"), "failed") => {
+            "recipient_not_found"
+        }
+        (Some("ACCOUNT_NOT_FOUND" | "UNKNOWN_ACCOUNT" | "PAYER_NOT_FOUND"), _) => "payer_not_found",
+        (Some("LIMIT_REACHED" | "LIMIT_EXCEEDED" | "AMOUNT_LIMIT_EXCEEDED"), _) => "limit_reached",
+        (None, "canceled") => "cancelled",
+        (None, "declined") => "operator_refused",
+        _ => "operator_error",
+    };
+    let message = match code {
+        Some(c) => format!("FedaPay reported the operation {status} ({c})."),
+        None => format!("FedaPay reported the operation {status} without a reason."),
+    };
+    Failure {
+        code: ours.into(),
+        message,
+    }
+}
+
+/// The reason in a 4xx body (`{message, errors}`).
+pub fn refusal(status: u16, body: &[u8]) -> Failure {
+    let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
+    let (message, errors) = match parsed {
+        Some(b) => (b.message, b.errors),
+        None => (None, None),
+    };
+    let details = errors
+        .map(|e| {
+            let text = e.to_string();
+            format!(" {}", text.chars().take(200).collect::<String>())
+        })
+        .unwrap_or_default();
+    Failure {
+        code: "operator_refused".into(),
+        message: format!(
+            "FedaPay refused the request ({status}){}{details}",
+            message.map(|m| format!(": {m}")).unwrap_or_default()
+        ),
+    }
+}
+
+/// `X-FEDAPAY-SIGNATURE: t=<unix seconds>,s=<hex>[,s=<hex>…]` (the `s`
+/// scheme of FedaPay's official libraries). Returns the timestamp text and
+/// the signatures.
+pub fn parse_signature_header(value: &str) -> Option<(String, Vec<String>)> {
+    let mut timestamp = None;
+    let mut signatures = Vec::new();
+    for part in value.split(',') {
+        match part.trim().split_once('=') {
+            Some(("t", t)) => timestamp = Some(t.trim().to_string()),
+            Some(("s", s)) => signatures.push(s.trim().to_ascii_lowercase()),
+            _ => {}
+        }
+    }
+    timestamp
+        .filter(|t| !t.is_empty() && t.len() <= 12 && t.bytes().all(|b| b.is_ascii_digit()))
+        .filter(|_| !signatures.is_empty())
+        .map(|t| (t, signatures))
+}
+
+/// The customer's first and last names from one `beneficiary_name`.
+pub fn split_name(full: &str) -> (String, String) {
+    let full = full.trim();
+    match full.split_once(char::is_whitespace) {
+        Some((first, last)) => (first.to_string(), last.trim().to_string()),
+        None => (full.to_string(), full.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapped_and_bare_objects_are_read() {
+        let t: Transaction = one(
+            "transaction",
+            br#"{"v1/transaction":{"id":7,"status":"pending"}}"#,
+        )
+        .unwrap();
+        assert_eq!(t.id, 7);
+        let t: Transaction = one("transaction", br#"{"id":8,"status":"approved"}"#).unwrap();
+        assert!(matches!(transaction_status(&t), PspStatus::Completed));
+        let list: Vec<Transaction> = many(
+            "transactions",
+            br#"{"v1/transactions":[{"id":1,"status":"declined"}],"meta":{"page":1}}"#,
+        )
+        .unwrap();
+        assert_eq!(list.len(), 1);
+        assert!(many::<Transaction>("transactions", br#"{"meta":{}}"#).is_err());
+        assert!(one::<Transaction>("transaction", b"<html>").is_err());
+    }
+
+    #[test]
+    fn only_explicit_states_are_final() {
+        let t = |status: &str, code: Option<&str>| Transaction {
+            id: 1,
+            status: status.into(),
+            custom_metadata: None,
+            last_error_code: code.map(str::to_string),
+            created_at: None,
+        };
+        assert!(matches!(
+            transaction_status(&t("pending", None)),
+            PspStatus::Pending
+        ));
+        assert!(matches!(
+            transaction_status(&t("something_new", None)),
+            PspStatus::Pending
+        ));
+        assert!(matches!(
+            transaction_status(&t("transferred", None)),
+            PspStatus::Completed
+        ));
+        match transaction_status(&t("declined", Some("INSUFFICIENT_FUND_ERROR"))) {
+            PspStatus::Failed(f) => assert_eq!(f.code, "insufficient_funds"),
+            other => panic!("{other:?}"),
+        }
+        match transaction_status(&t("canceled", None)) {
+            PspStatus::Failed(f) => assert_eq!(f.code, "cancelled"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn signature_header_takes_every_s() {
+        let (t, sigs) = parse_signature_header("t=1639081943, s=AB12,s=cd34,v1=ff").unwrap();
+        assert_eq!(t, "1639081943");
+        assert_eq!(sigs, vec!["ab12", "cd34"]);
+        assert!(parse_signature_header("s=ab12").is_none());
+        assert!(parse_signature_header("t=12,v1=ab").is_none());
+        assert!(parse_signature_header("t=x1,s=ab").is_none());
+    }
+
+    #[test]
+    fn our_id_comes_from_custom_metadata() {
+        assert_eq!(our_id(&Some(metadata("pay-1"))).as_deref(), Some("pay-1"));
+        assert_eq!(our_id(&None), None);
+        assert_eq!(split_name("Awa Koné Diallo").1, "Koné Diallo");
+        assert_eq!(split_name("Awa").0, "Awa");
+    }
+
+    #[test]
+    fn times_from_our_ids_and_fedapays_lists() {
+        assert_eq!(
+            uuid7_ms("019a6f1e-3b2c-7d4e-8f00-0123456789ab"),
+            Some(0x019a_6f1e_3b2c)
+        );
+        assert_eq!(uuid7_ms("3f6c1a52-8d0e-4c1e-9a57-3f4f2c8b9d10"), None);
+        assert_eq!(
+            utc_second(Some("2018-03-12T09:09:03.969Z")),
+            Some("2018-03-12T09:09:03")
+        );
+        assert_eq!(
+            utc_second(Some("2018-03-12T09:09:03+00:00")),
+            Some("2018-03-12T09:09:03")
+        );
+        assert_eq!(utc_second(Some("2018-03-12T10:09:03+01:00")), None);
+        assert_eq!(utc_second(Some("12/03/2018")), None);
+        assert_eq!(utc_second(None), None);
+    }
+}
+
+#[cfg(test)]
+mod props {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Callback parsing (signature header and body) never panics on hostile input.
+        #[test]
+        fn signature_headers_and_bodies_never_panic(header in ".{0,80}", body in prop::collection::vec(any::<u8>(), 0..200)) {
+            let _ = super::parse_signature_header(&header);
+            let _ = super::parse::<super::Event>("webhook", &body);
+            let _ = super::one::<super::Transaction>("transaction", &body);
+        }
+    }
+}

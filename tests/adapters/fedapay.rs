@@ -1,0 +1,670 @@
+//! `fedapay` (FedaPay v1, the route for Celtiis and Coris Money) against the
+//! fake FedaPay.
+
+use std::time::Duration;
+
+use mmc_host::runtime::bindings::adapter_types::*;
+use serde_json::{Value, json};
+
+use crate::support::fakes::fedapay::{self, FakeFedaPay, Webhooks};
+use crate::support::fakes::{Fault, Outcome};
+use crate::support::*;
+use crate::*;
+
+const CELTIIS: &str = "+2290140000001";
+const CORIS: &str = "+2290122000001";
+const SERVED: &[&str] = &["celtiis-bj", "coris-bj"];
+
+async fn fedapay_app(
+    fake: &FakeFedaPay,
+    tweak: impl FnOnce(&mut mmc_host::config::ComponentConfig),
+) -> TestApp {
+    let mut component = fake.component_config();
+    tweak(&mut component);
+    let app = app_with_adapter("fedapay", SERVED, component, |_| {}).await;
+    // One URL in FedaPay's dashboard for every operator it serves.
+    fake.set_webhook_url(&format!(
+        "{}/api/v1/psp/celtiis-bj/callback?environment=live",
+        app.base
+    ));
+    app
+}
+
+/// A payment id as the service makes them: a UUIDv7 of now.
+fn uuid_v7() -> String {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let time = format!("{ms:012x}");
+    let rand = uuid::Uuid::new_v4().simple().to_string();
+    format!(
+        "{}-{}-7{}-8{}-{}",
+        &time[..8],
+        &time[8..],
+        &rand[..3],
+        &rand[3..6],
+        &rand[6..18]
+    )
+}
+
+fn is_fedapay_id(v: &Value) -> bool {
+    v.as_str()
+        .is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn celtiis_push_completes_via_the_signed_webhook_with_the_protocol_followed() {
+    let fake = FakeFedaPay::start().await;
+    fake.settle_after(Duration::from_millis(150));
+    let app = fedapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
+    let id = p["id"].as_str().unwrap();
+    assert_eq!(p["status"], "processing", "{p}");
+    assert!(is_fedapay_id(&p["psp_reference"]), "{p}");
+    let tx = p["psp_reference"].as_str().unwrap();
+
+    let bearer = format!("Bearer {}", fedapay::SECRET_KEY);
+    let created = fake.requests("transaction_create");
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0].header("Authorization"), Some(bearer.as_str()));
+    let body = created[0].json().unwrap();
+    assert_eq!(body["amount"], 1500, "a whole number, not a string");
+    assert_eq!(body["currency"], json!({"iso": "XOF"}));
+    assert_eq!(body["description"], "Order 42");
+    assert_eq!(body["custom_metadata"], json!({"mmc_id": id}));
+    assert_eq!(
+        body["callback_url"],
+        format!("{}/checkout/{id}", app.base),
+        "FedaPay's callback_url is where the customer returns"
+    );
+    assert_eq!(
+        body["customer"]["phone_number"],
+        json!({"number": CELTIIS, "country": "bj"})
+    );
+    let tokens = fake.requests("token");
+    assert_eq!(tokens.len(), 1);
+    assert_eq!(tokens[0].path, format!("/v1/transactions/{tx}/token"));
+    let pushes = fake.requests("push");
+    assert_eq!(pushes.len(), 1);
+    assert_eq!(pushes[0].path, "/v1/sbin", "Celtiis' no-redirect mode");
+    assert_eq!(pushes[0].header("Authorization"), Some(bearer.as_str()));
+    let push = pushes[0].json().unwrap();
+    assert_eq!(push["token"], fake.transaction(tx).unwrap().tokens[0]);
+    assert_eq!(
+        push["phone_number"],
+        json!({"number": CELTIIS, "country": "bj"})
+    );
+
+    let done = wait_for(&app, &live, id, "completed", Duration::from_millis(1500)).await;
+    assert!(done["completed_at"].is_string());
+    assert!(fake.transaction(tx).unwrap().paid());
+    assert!(
+        fake.requests("transaction_get").is_empty(),
+        "the signed webhook was enough"
+    );
+    // transaction.created (ignored: says nothing final) and transaction.approved.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let answers: Vec<u16> = fake.webhooks_sent().iter().map(|(_, s)| *s).collect();
+    assert_eq!(answers, vec![200, 200], "{answers:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn celtiis_push_completes_by_polling_when_the_webhook_is_lost() {
+    let fake = FakeFedaPay::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    fake.webhooks(Webhooks::Lost);
+    let app = fedapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
+    let id = p["id"].as_str().unwrap();
+    let tx = p["psp_reference"].as_str().unwrap().to_string();
+    wait_for(&app, &live, id, "completed", Duration::from_secs(8)).await;
+    let polls = fake.requests("transaction_get");
+    assert!(!polls.is_empty());
+    assert!(
+        polls
+            .iter()
+            .all(|r| r.path == format!("/v1/transactions/{tx}"))
+    );
+    assert!(fake.webhooks_sent().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn declined_push_fails_with_the_mapped_reason_and_refusals_fail_at_once() {
+    let fake = FakeFedaPay::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    fake.set_outcome("+2290140000002", Outcome::Fail("INSUFFICIENT_FUND_ERROR"));
+    let app = fedapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(
+        &app,
+        &live,
+        &live_payment("BJ", "celtiis-bj", "+2290140000002"),
+    )
+    .await;
+    let p = wait_for(
+        &app,
+        &live,
+        p["id"].as_str().unwrap(),
+        "failed",
+        Duration::from_secs(5),
+    )
+    .await;
+    assert_eq!(p["failure_code"], "insufficient_funds", "{p}");
+    assert!(
+        p["failure_message"]
+            .as_str()
+            .unwrap()
+            .contains("INSUFFICIENT_FUND_ERROR"),
+        "{p}"
+    );
+
+    // A mode FedaPay does not know: the push is refused (400), nothing moved.
+    let fake = FakeFedaPay::start().await;
+    let app = fedapay_app(&fake, |c| {
+        c.settings
+            .insert("mode.celtiis-bj".into(), "celtiis_push".into());
+    })
+    .await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
+    assert_eq!(p["status"], "failed", "{p}");
+    assert_eq!(p["failure_code"], "operator_refused", "{p}");
+    assert!(
+        p["failure_message"]
+            .as_str()
+            .unwrap()
+            .contains("Invalid payment method"),
+        "{p}"
+    );
+    assert_eq!(fake.requests("push")[0].path, "/v1/celtiis_push");
+    assert!(
+        fake.transactions()
+            .iter()
+            .all(|t| t.pushes == 0 && !t.paid())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_stale_or_unsigned_webhooks_get_401() {
+    let fake = FakeFedaPay::start().await;
+    fake.set_outcome(CELTIIS, Outcome::Stay);
+    let app = fedapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
+    let id = p["id"].as_str().unwrap();
+    let tx = p["psp_reference"].as_str().unwrap().to_string();
+
+    let now = fedapay::now();
+    let name = "transaction.approved";
+    assert_eq!(
+        fake.notify_signed_with(name, &tx, "wh_live_not_the_secret", now)
+            .await,
+        401
+    );
+    assert_eq!(
+        fake.notify_signed_with(name, &tx, fedapay::WEBHOOK_SECRET, now - 600)
+            .await,
+        401,
+        "replayed"
+    );
+    // An event claiming the payment approved: only FedaPay's signature makes it true.
+    let mut event: Value = serde_json::from_slice(&fake.event(name, &tx)).unwrap();
+    event["entity"]["status"] = json!("approved");
+    let body = serde_json::to_vec(&event).unwrap();
+    assert_eq!(fake.send_webhook(body.clone(), None).await, 401);
+    assert_eq!(
+        fake.send_webhook(body.clone(), Some("s=abc".into())).await,
+        401
+    );
+    // Signed over other bytes (re-serialised JSON, say): not the raw body.
+    let reserialised =
+        serde_json::to_vec_pretty(&serde_json::from_slice::<Value>(&body).unwrap()).unwrap();
+    let other = fedapay::signature(fedapay::WEBHOOK_SECRET, now, &reserialised);
+    assert_eq!(fake.send_webhook(body.clone(), Some(other)).await, 401);
+    // The `v1` scheme is not FedaPay's (`s`).
+    let v1 = fedapay::signature(fedapay::WEBHOOK_SECRET, now, &body).replace(",s=", ",v1=");
+    assert_eq!(fake.send_webhook(body.clone(), Some(v1)).await, 401);
+    let (status, err) = notify(&app, "coris-bj", "POST", &[], b"{}".to_vec()).await;
+    assert_eq!(status, 401);
+    assert_eq!(err["error"]["code"], "callback_unauthenticated");
+    assert_eq!(payment(&app, &live, id).await["status"], "processing");
+
+    // The genuine one passes.
+    let good = fedapay::signature(fedapay::WEBHOOK_SECRET, now, &body);
+    assert_eq!(fake.send_webhook(body, Some(good)).await, 200);
+    wait_for(&app, &live, id, "completed", Duration::from_millis(500)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_push_outcomes_stay_pending_and_polling_finds_the_one_transaction() {
+    let fake = FakeFedaPay::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    fake.webhooks(Webhooks::Lost);
+    let app = fedapay_app(&fake, |c| {
+        c.settings.insert("timeout_ms".into(), "400".into());
+    })
+    .await;
+    let (_, _, live) = app.merchant("Shop");
+    let faults = [
+        ("+2290140000011", Fault::Slow(Duration::from_millis(1500))),
+        ("+2290140000012", Fault::AcceptThenStatus(500)),
+        ("+2290140000013", Fault::AcceptThenReset),
+        ("+2290140000014", Fault::AcceptThenGarbage),
+    ];
+    let mut ids = Vec::new();
+    for (phone, fault) in &faults {
+        fake.inject_for("push", phone, fault.clone(), 1);
+        let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", phone)).await;
+        // FedaPay may have pushed it: unknown, so in progress, not failed.
+        assert_eq!(p["status"], "pending", "{fault:?}: {p}");
+        assert!(p["failure_code"].is_null(), "{fault:?}: {p}");
+        assert!(p["psp_reference"].is_null(), "{fault:?}: {p}");
+        assert_eq!(fake.faults_left("push", phone), 0, "{fault:?} hit");
+        ids.push(p["id"].as_str().unwrap().to_string());
+    }
+    for (id, (phone, fault)) in ids.iter().zip(&faults) {
+        wait_for(&app, &live, id, "completed", Duration::from_secs(12)).await;
+        // Found by our id: the one transaction FedaPay made, pushed once.
+        let mine = fake.transactions_for(id);
+        assert_eq!(mine.len(), 1, "{fault:?}");
+        assert!(mine[0].paid() && mine[0].pushes == 1, "{fault:?}");
+        assert_eq!(fake.ids_for("push", phone).len(), 1, "{fault:?}");
+        assert!(
+            fake.requests("transaction_search")
+                .iter()
+                .any(|r| r.query_param("search").as_deref() == Some(id)),
+            "{fault:?}"
+        );
+    }
+}
+
+/// FedaPay does not document how its search matches: when it does not look
+/// into `custom_metadata`, the transaction list (newest first, read back to
+/// the payment's creation) finds ours.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_push_answer_is_found_in_the_list_when_the_search_misses_it() {
+    let fake = FakeFedaPay::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    fake.webhooks(Webhooks::Lost);
+    fake.search_ignores_custom_metadata();
+    let app = fedapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    // Other payments first, so ours is not alone in the list.
+    for n in 1..=3 {
+        let phone = format!("+229014000005{n}");
+        create(&app, &live, &live_payment("BJ", "celtiis-bj", &phone)).await;
+    }
+    fake.inject_for("push", "+2290140000059", Fault::AcceptThenReset, 1);
+    let p = create(
+        &app,
+        &live,
+        &live_payment("BJ", "celtiis-bj", "+2290140000059"),
+    )
+    .await;
+    let id = p["id"].as_str().unwrap();
+    assert_eq!(p["status"], "pending", "{p}");
+    wait_for(&app, &live, id, "completed", Duration::from_secs(10)).await;
+    assert_eq!(fake.transactions_for(id).len(), 1);
+    assert!(!fake.requests("transaction_list").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_before_the_push_are_not_sent_and_fail_the_payment() {
+    let fake = FakeFedaPay::start().await;
+    let app = fedapay_app(&fake, |c| {
+        c.settings.insert("timeout_ms".into(), "400".into());
+    })
+    .await;
+    let (_, _, live) = app.merchant("Shop");
+    // Creating or tokenising moves no money: whatever FedaPay did, nobody
+    // can pay a transaction that was never pushed nor given to the customer.
+    for (endpoint, fault) in [
+        ("transaction_create", Fault::Status(503)),
+        ("transaction_create", Fault::AcceptThenStatus(500)),
+        ("token", Fault::Slow(Duration::from_millis(1500))),
+        ("token", Fault::AcceptThenGarbage),
+    ] {
+        fake.inject(endpoint, fault.clone(), 1);
+        let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
+        assert_eq!(p["status"], "failed", "{endpoint} {fault:?}: {p}");
+        assert_eq!(
+            p["failure_code"], "operator_error",
+            "{endpoint} {fault:?}: {p}"
+        );
+    }
+    assert!(fake.requests("push").is_empty());
+    assert!(
+        fake.transactions()
+            .iter()
+            .all(|t| t.pushes == 0 && !t.paid())
+    );
+
+    // A wrong secret key is refused because of us, not by the customer.
+    let fake = FakeFedaPay::start().await;
+    let app = fedapay_app(&fake, |c| {
+        c.secrets
+            .insert("secret_key".into(), "sk_live_revoked".into());
+    })
+    .await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
+    assert_eq!(p["status"], "failed", "{p}");
+    assert_eq!(p["failure_code"], "operator_error", "{p}");
+    assert!(fake.transactions().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_of_a_pending_push_is_refused_then_the_payment_completes() {
+    let fake = FakeFedaPay::start().await;
+    fake.set_outcome(CELTIIS, Outcome::Stay);
+    let app = fedapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
+    let id = p["id"].as_str().unwrap();
+    let tx = p["psp_reference"].as_str().unwrap().to_string();
+    let cancel = format!("/api/v1/collect/payments/{id}/cancel");
+    let (status, err) = post(&app, &live, &cancel, json!({})).await;
+    // FedaPay documents no way to withdraw a transaction: it can still be approved.
+    assert_eq!(status, 409, "{err}");
+    assert_eq!(err["error"]["code"], "payment_not_cancellable");
+    assert_eq!(payment(&app, &live, id).await["status"], "processing");
+    assert_eq!(fake.customer_pays(&tx).await, vec![200]);
+    wait_for(&app, &live, id, "completed", Duration::from_millis(500)).await;
+
+    // Declined at FedaPay meanwhile (webhook lost): the cancel learns it.
+    fake.webhooks(Webhooks::Lost);
+    let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
+    let id = p["id"].as_str().unwrap();
+    fake.customer_acts(
+        p["psp_reference"].as_str().unwrap(),
+        Outcome::Fail("DECLINED_BY_CUSTOMER"),
+    )
+    .await;
+    let cancel = format!("/api/v1/collect/payments/{id}/cancel");
+    let (status, p) = post(&app, &live, &cancel, json!({})).await;
+    assert_eq!(status, 200, "{p}");
+    assert_eq!(p["status"], "cancelled", "{p}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coris_goes_through_fedapays_page_and_completes_by_webhook() {
+    let fake = FakeFedaPay::start().await;
+    let app = fedapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "coris-bj", CORIS)).await;
+    let id = p["id"].as_str().unwrap();
+    // FedaPay documents no push or OTP for Coris Money: its page.
+    assert_eq!(p["status"], "awaiting_payment", "{p}");
+    assert_eq!(p["next_action"]["type"], "redirect_to_checkout", "{p}");
+    let tx = p["psp_reference"].as_str().unwrap().to_string();
+    let token = &fake.transaction(&tx).unwrap().tokens[0];
+    assert_eq!(
+        p["checkout_url"],
+        format!("{}{token}", fedapay::PAGE_BASE),
+        "{p}"
+    );
+    assert!(fake.requests("push").is_empty());
+    assert_eq!(fake.customer_pays(&tx).await, vec![200]);
+    wait_for(&app, &live, id, "completed", Duration::from_millis(500)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fedapay_payouts_refunds_and_signatures_at_adapter_level() {
+    let fake = FakeFedaPay::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    let adapter = Direct::load("fedapay", fake.component_config());
+    let ops = adapter.operators();
+    let slugs: Vec<&str> = ops.iter().map(|o| o.slug.as_str()).collect();
+    assert_eq!(slugs, SERVED);
+    assert!(ops.iter().all(|o| o.approval_window_ms == 30 * 60 * 1000));
+
+    let mut req = initiate_request("celtiis-bj", "BJ", CELTIIS);
+    req.payment_id = uuid_v7(); // as the service makes them
+    let id = req.payment_id.clone();
+    let Ok(Initiated::AwaitingCustomer(tx)) = adapter.initiate(req).await else {
+        panic!("a push");
+    };
+    let paid = operation(&id, "celtiis-bj", Some(tx.clone()), CELTIIS, 1500);
+    let status = adapter
+        .settled(Duration::from_secs(3), || adapter.status(paid.clone()))
+        .await;
+    assert_eq!(status, PspStatus::Completed);
+    let by_id = operation(&id, "celtiis-bj", None, CELTIIS, 1500);
+    assert_eq!(adapter.status(by_id).await.unwrap(), PspStatus::Completed);
+    let nobody = operation(&new_key(), "celtiis-bj", None, CELTIIS, 1500);
+    assert_eq!(adapter.status(nobody).await.unwrap(), PspStatus::NotFound);
+    // A payment id (UUIDv7) the search misses: not found once the list was
+    // read back past its creation, never before.
+    fake.search_ignores_custom_metadata();
+    let by_id = operation(&id, "celtiis-bj", None, CELTIIS, 1500);
+    assert_eq!(adapter.status(by_id).await.unwrap(), PspStatus::Completed);
+    let nobody = operation(&uuid_v7(), "celtiis-bj", None, CELTIIS, 1500);
+    assert_eq!(adapter.status(nobody).await.unwrap(), PspStatus::NotFound);
+    let lists = fake.requests("transaction_list");
+    assert_eq!(
+        lists.last().unwrap().query_param("page").as_deref(),
+        Some("2"),
+        "read to the end of the list"
+    );
+    fake.inject("transaction_list", Fault::Status(503), 1);
+    let nobody = operation(&uuid_v7(), "celtiis-bj", None, CELTIIS, 1500);
+    let err = adapter.status(nobody).await.unwrap_err();
+    assert!(matches!(err, AdapterError::Unavailable(_)), "{err:?}");
+
+    // No refund API is documented.
+    let err = adapter
+        .refund(RefundRequest {
+            refund_id: new_key(),
+            payment: paid.clone(),
+            amount: 1500,
+            reason: "duplicate".into(),
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AdapterError::NotSupported(_)), "{err:?}");
+
+    // Payouts: created (nothing sent), then started; found by our id too.
+    let started = adapter
+        .payout(payout_request("celtiis-bj", "po-1", "+2290140000031"))
+        .await
+        .unwrap();
+    assert_eq!(started.status, PspStatus::Pending);
+    let created = fake.requests("payout_create");
+    let body = created[0].json().unwrap();
+    assert_eq!(body["amount"], 2500);
+    assert_eq!(body["mode"], "sbin");
+    assert_eq!(body["currency"], json!({"iso": "XOF"}));
+    assert_eq!(body["custom_metadata"], json!({"mmc_id": "po-1"}));
+    assert_eq!(body["customer"]["firstname"], "Awa");
+    assert_eq!(body["customer"]["lastname"], "Koné");
+    assert_eq!(
+        body["customer"]["phone_number"],
+        json!({"number": "+2290140000031", "country": "bj"})
+    );
+    let start = fake.requests("payout_start")[0].json().unwrap();
+    assert_eq!(
+        start,
+        json!({"payouts": [{"id": started.psp_reference.parse::<u64>().unwrap(), "send_now": true}]})
+    );
+    let op = operation(
+        "po-1",
+        "celtiis-bj",
+        Some(started.psp_reference.clone()),
+        "+2290140000031",
+        2500,
+    );
+    let status = adapter
+        .settled(Duration::from_secs(3), || adapter.payout_status(op.clone()))
+        .await;
+    assert_eq!(status, PspStatus::Completed);
+    let op = operation("po-1", "celtiis-bj", None, "+2290140000031", 2500);
+    assert_eq!(
+        adapter.payout_status(op).await.unwrap(),
+        PspStatus::Completed
+    );
+    assert!(fake.payout(&started.psp_reference).unwrap().sent());
+    // The search misses it (see above): FedaPay's payout list, read to its end, has it.
+    assert!(!fake.requests("payout_list").is_empty());
+
+    fake.set_outcome("+2290140000032", Outcome::Fail("ACCOUNT_NOT_FOUND"));
+    let started = adapter
+        .payout(payout_request("celtiis-bj", "po-2", "+2290140000032"))
+        .await
+        .unwrap();
+    let op = operation(
+        "po-2",
+        "celtiis-bj",
+        Some(started.psp_reference),
+        "+2290140000032",
+        2500,
+    );
+    let status = adapter
+        .settled(Duration::from_secs(3), || adapter.payout_status(op.clone()))
+        .await;
+    assert_eq!(failed(status).code, "recipient_not_found");
+
+    // A start whose answer is lost: unknown, then found by our id.
+    fake.inject_for("payout_start", "+2290140000033", Fault::AcceptThenReset, 1);
+    let err = adapter
+        .payout(payout_request("celtiis-bj", "po-3", "+2290140000033"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AdapterError::Unavailable(_)), "{err:?}");
+    let op = operation("po-3", "celtiis-bj", None, "+2290140000033", 2500);
+    let status = adapter
+        .settled(Duration::from_secs(3), || adapter.payout_status(op.clone()))
+        .await;
+    assert_eq!(status, PspStatus::Completed);
+    // A create that failed sent nothing.
+    fake.inject("payout_create", Fault::AcceptThenStatus(502), 1);
+    let err = adapter
+        .payout(payout_request("celtiis-bj", "po-4", "+2290140000034"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AdapterError::NotSent(_)), "{err:?}");
+    assert!(
+        fake.payouts()
+            .iter()
+            .all(|p| p.phone != "2290140000034" || p.status == "pending")
+    );
+    // FedaPay refuses a fourth payout to one number within 24 hours.
+    for n in ["po-5", "po-6"] {
+        adapter
+            .payout(payout_request("celtiis-bj", n, "+2290140000031"))
+            .await
+            .unwrap();
+    }
+    let refused = adapter
+        .payout(payout_request("celtiis-bj", "po-7", "+2290140000031"))
+        .await
+        .unwrap();
+    assert_eq!(failed(refused.status).code, "operator_refused");
+    // Coris goes through FedaPay's page: no payout mode unless configured.
+    let err = adapter
+        .payout(payout_request("coris-bj", "po-8", CORIS))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AdapterError::NotSupported(_)), "{err:?}");
+
+    // Webhooks: a final state is reported with our id; a pending event and
+    // other objects are acknowledged and ignored; only the `s` signature counts.
+    let inbound = |body: Vec<u8>, signature: String| Inbound {
+        operator: "coris-bj".into(),
+        environment: "live".into(),
+        method: "POST".into(),
+        headers: vec![("x-fedapay-signature".into(), signature)],
+        body,
+    };
+    let now = fedapay::now();
+    let body = fake.event("transaction.approved", &tx);
+    let good = fedapay::signature(fedapay::WEBHOOK_SECRET, now, &body);
+    let rotated = format!(
+        "t={now},s={},{}",
+        "0".repeat(64),
+        &good[good.find("s=").unwrap()..]
+    );
+    let updates = adapter
+        .parse_callback(inbound(body.clone(), rotated))
+        .await
+        .unwrap();
+    assert_eq!(
+        updates,
+        vec![CallbackUpdate {
+            kind: SubjectKind::Payment,
+            id: Some(id.clone()),
+            psp_reference: Some(tx.clone()),
+            status: PspStatus::Completed,
+        }]
+    );
+    let pending = serde_json::to_vec(&json!({"id": 1, "name": "transaction.created",
+        "entity": {"id": 5, "status": "pending", "custom_metadata": {"mmc_id": "x"}}}))
+    .unwrap();
+    let header = fedapay::signature(fedapay::WEBHOOK_SECRET, now, &pending);
+    assert_eq!(
+        adapter
+            .parse_callback(inbound(pending, header))
+            .await
+            .unwrap(),
+        vec![]
+    );
+    let customer = serde_json::to_vec(&json!({"id": 2, "name": "customer.created",
+        "entity": {"id": 9, "email": "a@b.c"}}))
+    .unwrap();
+    let header = fedapay::signature(fedapay::WEBHOOK_SECRET, now, &customer);
+    assert_eq!(
+        adapter
+            .parse_callback(inbound(customer, header))
+            .await
+            .unwrap(),
+        vec![]
+    );
+    let stale = fedapay::signature(fedapay::WEBHOOK_SECRET, now - 400, &body);
+    let err = adapter
+        .parse_callback(inbound(body.clone(), stale))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AdapterError::Unauthenticated(_)), "{err:?}");
+    let mut c = fake.component_config();
+    c.secrets.remove("webhook_secret");
+    let unconfigured = Direct::load("fedapay", c);
+    let err = unconfigured
+        .parse_callback(inbound(body.clone(), good))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AdapterError::Unauthenticated(_)), "{err:?}");
+
+    // The operators setting picks among the operators FedaPay documents.
+    let mut c = fake.component_config();
+    c.settings
+        .insert("operators".into(), "wave-ci, moov-tg, celtiis-bj".into());
+    c.settings
+        .insert("approval_window_ms".into(), "600000".into());
+    let other = Direct::load("fedapay", c);
+    let ops = other.operators();
+    let slugs: Vec<&str> = ops.iter().map(|o| o.slug.as_str()).collect();
+    assert_eq!(slugs, vec!["celtiis-bj", "moov-tg", "wave-ci"]);
+    assert!(ops.iter().all(|o| o.approval_window_ms == 600_000));
+    let Ok(Initiated::Redirect(r)) = other
+        .initiate(initiate_request("wave-ci", "CI", "+2250700000001"))
+        .await
+    else {
+        panic!("Wave through FedaPay is its page");
+    };
+    assert!(r.url.starts_with(fedapay::PAGE_BASE));
+    let Ok(Initiated::AwaitingCustomer(_)) = other
+        .initiate(initiate_request("moov-tg", "TG", "+22899000001"))
+        .await
+    else {
+        panic!("Moov Togo is pushed");
+    };
+    assert_eq!(fake.requests("push").last().unwrap().path, "/v1/moov_tg");
+    let mut no_phone = initiate_request("moov-tg", "TG", "+22899000001");
+    no_phone.phone = None;
+    let Ok(Initiated::Refused(f)) = other.initiate(no_phone).await else {
+        panic!("a push needs a phone");
+    };
+    assert_eq!(f.code, "phone_required");
+}
