@@ -52,6 +52,7 @@ struct Inner {
     component_calls: BTreeMap<(String, &'static str), u64>,
     component_seconds: BTreeMap<String, Histogram>,
     component_events: BTreeMap<(String, String), u64>,
+    adapter_calls: BTreeMap<(String, String, &'static str), u64>,
 }
 
 #[derive(Default)]
@@ -79,6 +80,15 @@ impl Metrics {
             .entry(component.to_string())
             .or_default()
             .observe(elapsed);
+    }
+
+    /// One operator call through an adapter, by how it ended (`ok`,
+    /// `rejected`, `not_sent`, `timeout`, `unavailable`, `trap`…).
+    pub fn adapter_call(&self, adapter: &str, operation: &str, outcome: &'static str) {
+        let mut m = self.inner.lock();
+        *m.adapter_calls
+            .entry((adapter.to_string(), operation.to_string(), outcome))
+            .or_default() += 1;
     }
 
     /// A notable event a component counted (`log.count`).
@@ -123,6 +133,13 @@ impl Metrics {
             let _ = writeln!(
                 out,
                 "mmc_component_traps_total{{component=\"{c}\",kind=\"{outcome}\"}} {n}"
+            );
+        }
+        out.push_str("# HELP mmc_adapter_calls_total Operator calls by adapter, operation and outcome (rejected and not_sent: refused because of us or never sent).\n# TYPE mmc_adapter_calls_total counter\n");
+        for ((a, op, outcome), n) in &m.adapter_calls {
+            let _ = writeln!(
+                out,
+                "mmc_adapter_calls_total{{adapter=\"{a}\",operation=\"{op}\",outcome=\"{outcome}\"}} {n}"
             );
         }
         out.push_str("# HELP mmc_component_events_total Notable events counted by components (refused state moves, late successes).\n# TYPE mmc_component_events_total counter\n");

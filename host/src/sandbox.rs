@@ -97,6 +97,7 @@ impl Sandbox {
             http: http.clone(),
             clock: clock.clone(),
             metrics: Arc::new(Metrics::default()),
+            cache: Arc::default(),
         };
         let runtime = Runtime::new(config, services)?;
         Ok(Sandbox {

@@ -40,6 +40,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         http: Arc::new(ReqwestClient::new(tokio::runtime::Handle::current())),
         clock: Arc::new(SystemClock),
         metrics: Arc::new(Metrics::default()),
+        cache: Arc::default(),
     };
     let runtime = Runtime::new(&config, services)?;
     let dir = config.components_dir.clone();

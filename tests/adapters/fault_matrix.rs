@@ -306,6 +306,15 @@ impl Rig {
         }
     }
 
+    /// How the operator knows our operation `id`: MTN and pawaPay by the
+    /// UUIDv4 made from it, Wave by `client_reference` (the id itself).
+    fn op_key(&self, id: &str) -> String {
+        match self.proto {
+            Proto::Wave => id.to_string(),
+            _ => operator_id(id),
+        }
+    }
+
     fn inject(&self, endpoint: &'static str, key: &str, lie: Lie) {
         match &self.fake {
             Fake::Mtn(f) => f.inject_for(endpoint, key, lie.fault(), 1),
@@ -345,12 +354,14 @@ impl Rig {
     async fn customer_approves(&self, payment_id: &str) -> bool {
         match &self.fake {
             Fake::Mtn(f) => {
-                f.customer_acts(payment_id, Outcome::Succeed).await;
-                f.transaction(payment_id).is_some_and(|t| t.succeeded())
+                let key = self.op_key(payment_id);
+                f.customer_acts(&key, Outcome::Succeed).await;
+                f.transaction(&key).is_some_and(|t| t.succeeded())
             }
             Fake::Pawapay(f) => {
-                f.customer_acts(payment_id, Outcome::Succeed).await;
-                f.record(payment_id).is_some_and(|r| r.completed())
+                let key = self.op_key(payment_id);
+                f.customer_acts(&key, Outcome::Succeed).await;
+                f.record(&key).is_some_and(|r| r.completed())
             }
             Fake::Wave(f) => {
                 let mut paid = false;
@@ -368,7 +379,7 @@ impl Rig {
     /// The collection `payment_id` at the operator.
     fn payment_at_operator(&self, payment_id: &str) -> AtOperator {
         match &self.fake {
-            Fake::Mtn(f) => match f.transaction(payment_id) {
+            Fake::Mtn(f) => match f.transaction(&self.op_key(payment_id)) {
                 Some(t) => AtOperator {
                     moved: t.succeeded(),
                     settled: t.status != "PENDING",
@@ -379,7 +390,7 @@ impl Rig {
                     ..AtOperator::default()
                 },
             },
-            Fake::Pawapay(f) => match f.record(payment_id) {
+            Fake::Pawapay(f) => match f.record(&self.op_key(payment_id)) {
                 Some(r) => AtOperator {
                     moved: r.completed(),
                     settled: matches!(r.status.as_str(), "COMPLETED" | "FAILED"),
@@ -406,7 +417,7 @@ impl Rig {
     fn refund_at_operator(&self, payment_id: &str, session: &str) -> AtOperator {
         match &self.fake {
             Fake::Mtn(f) => {
-                let refunds = f.refunds_of(payment_id);
+                let refunds = f.refunds_of(&self.op_key(payment_id));
                 AtOperator {
                     moved: refunds.iter().any(|t| t.succeeded()),
                     settled: refunds.iter().all(|t| t.status != "PENDING"),
@@ -418,7 +429,8 @@ impl Rig {
                     .records()
                     .into_iter()
                     .filter(|r| {
-                        r.kind == PawaKind::Refund && r.deposit_id.as_deref() == Some(payment_id)
+                        r.kind == PawaKind::Refund
+                            && r.deposit_id.as_deref() == Some(self.op_key(payment_id).as_str())
                     })
                     .collect();
                 AtOperator {
@@ -616,7 +628,7 @@ impl Cell<'_> {
         // Wave's expiry is about the session; the status queries, about our id.
         let target = match self.rig.proto {
             Proto::Wave => p["psp_reference"].as_str().unwrap_or(id).to_string(),
-            _ => id.to_string(),
+            _ => self.rig.op_key(id),
         };
         self.rig.inject(endpoint, &target, self.lie);
         let path = format!("/api/v1/collect/payments/{id}/cancel");
@@ -653,7 +665,7 @@ impl Cell<'_> {
         // MTN and pawaPay refunds name the payment; Wave's, the session.
         let target = match self.rig.proto {
             Proto::Wave => session.clone(),
-            _ => id.to_string(),
+            _ => self.rig.op_key(id),
         };
         self.rig.inject(endpoint, &target, self.lie);
         let path = format!("/api/v1/collect/payments/{id}/refunds");

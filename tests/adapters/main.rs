@@ -10,6 +10,7 @@
 mod support;
 
 mod fault_matrix;
+mod fedapay;
 mod momo;
 mod money;
 mod pawapay;
@@ -336,6 +337,10 @@ fn live_adapters_pass_the_conformance_kit() {
         ("momo", mtn),
         ("wave", vec![secret("api_key"), secret("webhook_secret")]),
         ("pawapay", vec![secret("api_token")]),
+        (
+            "fedapay",
+            vec![secret("secret_key"), secret("webhook_secret")],
+        ),
     ] {
         let inputs = mmc_host::conformance::Inputs {
             settings: Vec::new(),

@@ -31,13 +31,17 @@ async fn mtn_payment_completes_via_the_callback_with_the_protocol_followed() {
     let id = p["id"].as_str().unwrap();
     assert_eq!(p["status"], "processing", "{p}");
     assert_eq!(p["environment"], "live");
-    assert_eq!(p["psp_reference"], id, "X-Reference-Id is our payment id");
+    let reference = operator_id(id);
+    assert_eq!(
+        p["psp_reference"], reference,
+        "X-Reference-Id is our payment id, as the UUIDv4 MTN demands"
+    );
 
     // One request to pay, exactly as the Open API wants it.
     let sent = fake.requests("requesttopay");
     assert_eq!(sent.len(), 1);
     let r = &sent[0];
-    assert_eq!(r.header("X-Reference-Id"), Some(id));
+    assert_eq!(r.header("X-Reference-Id"), Some(reference.as_str()));
     assert_eq!(
         r.header("X-Target-Environment"),
         Some(mtn::TARGET_ENVIRONMENT)
@@ -80,7 +84,7 @@ async fn mtn_payment_completes_by_polling_when_the_callback_never_comes() {
     assert!(fake.callbacks_sent().is_empty());
     let polls = fake.requests("requesttopay_status");
     assert!(!polls.is_empty());
-    assert!(polls.iter().all(|r| r.path.ends_with(id)));
+    assert!(polls.iter().all(|r| r.path.ends_with(&operator_id(id))));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -122,6 +126,9 @@ async fn mtn_server_error_leaves_the_payment_in_progress_and_a_refusal_fails_it(
     assert!(p["failure_code"].is_null(), "{p}");
 
     // A 5xx on the token is different: no request to pay was sent, so it fails.
+    // (A new service: the first one keeps its token for the hour.)
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
     fake.inject("token", Fault::Status(500), 1);
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     assert_eq!(p["status"], "failed", "{p}");
@@ -172,10 +179,16 @@ async fn mtn_timeout_at_initiation_leaves_the_payment_pending_and_polling_finds_
         1,
         "never submitted twice"
     );
-    assert!(fake.transaction(id).is_some());
+    assert!(fake.transaction(&operator_id(id)).is_some());
 
     // A token that times out came before the request to pay: nothing was sent
     // (not-sent), so the payment may fail at once and MTN never heard of it.
+    // (A new service: the first one keeps its token for the hour.)
+    let app = mtn_app(&fake, |c| {
+        c.settings.insert("timeout_ms".into(), "400".into());
+    })
+    .await;
+    let (_, _, live) = app.merchant("Shop");
     fake.inject("token", Fault::Slow(Duration::from_millis(1500)), 1);
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     assert_eq!(p["status"], "failed", "{p}");
@@ -397,8 +410,12 @@ async fn mtn_duplicate_and_late_callbacks_never_move_a_terminal_payment() {
     assert_eq!(answers, vec![200, 200], "the duplicate is acknowledged");
 
     // MTN flips the transaction to FAILED afterwards and calls back: too late.
-    fake.set_status(id, "FAILED", Some("INTERNAL_PROCESSING_ERROR"));
-    assert_eq!(fake.send_callback(id).await, 200);
+    fake.set_status(
+        &operator_id(id),
+        "FAILED",
+        Some("INTERNAL_PROCESSING_ERROR"),
+    );
+    assert_eq!(fake.send_callback(&operator_id(id)).await, 200);
     let after = payment(&app, &live, id).await;
     assert_eq!(after["status"], "completed");
     assert_eq!(after["completed_at"], done["completed_at"]);
@@ -614,16 +631,96 @@ async fn mtn_configuration_problems_are_operator_errors_not_traps() {
     c.settings
         .insert("target_environment.mtn-ci".into(), "mtnivorycoast".into());
     let adapter = Direct::load("momo", c);
-    let answer = adapter
+    let err = adapter
         .initiate(initiate_request("mtn-ci", "CI", "+2250500000001"))
         .await
-        .unwrap();
+        .unwrap_err();
+    // The fake serves mtnbenin only: a 403 refused because of us, not by the customer.
     assert!(
-        matches!(answer, Initiated::Refused(_)),
-        "the fake serves mtnbenin only"
+        matches!(&err, AdapterError::Rejected(m) if m.contains("NOT_ALLOWED_TARGET_ENVIRONMENT")),
+        "{err:?}"
     );
     assert_eq!(
         fake.requests("requesttopay")[0].header("X-Target-Environment"),
         Some("mtnivorycoast")
     );
+}
+
+/// A token lasts an hour at MTN: it is fetched once and reused (the host's
+/// cache capability), not fetched before every operation; when MTN drops it,
+/// the 401 (which performed nothing) renews it and the request goes again
+/// under the same X-Reference-Id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mtn_token_is_reused_and_renewed_when_mtn_drops_it() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let collection_tokens = || {
+        fake.requests("token")
+            .iter()
+            .filter(|r| r.path.contains("collection"))
+            .count()
+    };
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+        ids.push(p["id"].as_str().unwrap().to_string());
+    }
+    for id in &ids {
+        wait_for(&app, &live, id, "completed", Duration::from_secs(8)).await;
+    }
+    assert_eq!(
+        collection_tokens(),
+        1,
+        "one token for three payments and their checks"
+    );
+    // Calls per payment at MTN: one request to pay, then the status checks.
+    let calls = fake.requests("requesttopay").len() + fake.requests("requesttopay_status").len();
+    println!(
+        "MTN calls for 3 payments: {calls} + {} token(s)",
+        collection_tokens()
+    );
+
+    fake.revoke_tokens();
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    let id = p["id"].as_str().unwrap();
+    assert_eq!(p["status"], "processing", "{p}");
+    assert_eq!(collection_tokens(), 2, "renewed after the 401");
+    let sent: Vec<_> = fake
+        .requests("requesttopay")
+        .into_iter()
+        .filter(|r| r.header("X-Reference-Id") == p["psp_reference"].as_str())
+        .collect();
+    assert_eq!(sent.len(), 2, "sent again after the 401, under the same id");
+    assert!(
+        fake.transaction(p["psp_reference"].as_str().unwrap())
+            .is_some()
+    );
+    wait_for(&app, &live, id, "completed", Duration::from_secs(8)).await;
+}
+
+/// MTN gives a partner 2 s to answer a callback: ours is answered at once,
+/// whatever MTN does meanwhile (here its status resource is slow), and the
+/// check with MTN happens after the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mtn_callback_is_answered_within_a_second_whatever_mtn_does_meanwhile() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    fake.callbacks(Callbacks::Never);
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    let id = p["id"].as_str().unwrap();
+    fake.inject(
+        "requesttopay_status",
+        Fault::Slow(Duration::from_secs(3)),
+        2,
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await; // MTN has settled it
+    let started = std::time::Instant::now();
+    assert_eq!(fake.send_callback(&operator_id(id)).await, 200);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(1), "answered in {took:?}");
+    wait_for(&app, &live, id, "completed", Duration::from_secs(15)).await;
 }

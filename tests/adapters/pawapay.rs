@@ -45,7 +45,11 @@ async fn pawapay_deposit_completes_via_the_callback_with_the_protocol_followed()
     let p = create(&app, &live, &live_payment("BJ", "moov-bj", MOOV_BJ)).await;
     let id = p["id"].as_str().unwrap();
     assert_eq!(p["status"], "processing", "{p}");
-    assert_eq!(p["psp_reference"], id, "depositId is our payment id");
+    let deposit_id = operator_id(id);
+    assert_eq!(
+        p["psp_reference"], deposit_id,
+        "depositId is our payment id, as the UUIDv4 pawaPay demands"
+    );
 
     let sent = fake.requests("deposits");
     assert_eq!(sent.len(), 1);
@@ -54,7 +58,7 @@ async fn pawapay_deposit_completes_via_the_callback_with_the_protocol_followed()
         Some(format!("Bearer {}", pawapay::API_TOKEN).as_str())
     );
     let body = sent[0].json().unwrap();
-    assert_eq!(body["depositId"], id);
+    assert_eq!(body["depositId"], deposit_id);
     assert_eq!(body["amount"], "1500");
     assert_eq!(body["currency"], "XOF");
     assert_eq!(
@@ -65,7 +69,9 @@ async fn pawapay_deposit_completes_via_the_callback_with_the_protocol_followed()
     assert_eq!(body["customerMessage"], "Order 42");
     assert!(body.get("preAuthorisationCode").is_none());
 
-    wait_for(&app, &live, id, "completed", Duration::from_millis(1500)).await;
+    // The callback (at ~150 ms) is answered at once; the status check that
+    // follows it completes the payment before the first regular poll (2 s).
+    wait_for(&app, &live, id, "completed", Duration::from_millis(1900)).await;
     assert_eq!(fake.callbacks_sent().len(), 1);
     assert_eq!(fake.callbacks_sent()[0].1, 200);
 }
@@ -85,7 +91,7 @@ async fn pawapay_completes_by_polling_when_the_callback_is_lost() {
     .await;
     let id = p["id"].as_str().unwrap();
     wait_for(&app, &live, id, "completed", Duration::from_secs(8)).await;
-    let record = fake.record(id).unwrap();
+    let record = fake.record(&operator_id(id)).unwrap();
     assert_eq!(record.provider, "TOGOCOM_TGO");
     assert_eq!(record.phone, "22890123456");
     assert!(!fake.requests("deposit_status").is_empty());
@@ -152,7 +158,10 @@ async fn pawapay_5xx_and_timeout_stay_pending_without_a_second_deposit() {
     // A 500 says nothing about what pawaPay did: the deposit stays in progress.
     assert_eq!(p["status"], "pending", "{p}");
     assert!(p["failure_code"].is_null(), "{p}");
-    assert!(fake.record(p["id"].as_str().unwrap()).is_none());
+    assert!(
+        fake.record(&operator_id(p["id"].as_str().unwrap()))
+            .is_none()
+    );
 
     fake.inject("deposits", Fault::Slow(Duration::from_millis(1500)), 1);
     let p = create(
@@ -167,7 +176,7 @@ async fn pawapay_5xx_and_timeout_stay_pending_without_a_second_deposit() {
     let deposits: Vec<_> = fake
         .requests("deposits")
         .into_iter()
-        .filter(|r| r.json().unwrap()["depositId"] == id)
+        .filter(|r| r.json().unwrap()["depositId"] == operator_id(id))
         .collect();
     assert_eq!(
         deposits.len(),
@@ -208,7 +217,8 @@ async fn pawapay_forged_duplicate_and_late_callbacks_never_move_a_terminal_payme
     assert_eq!(answers, vec![200, 200]);
 
     // Forged: claims FAILED; the aggregator's status says COMPLETED.
-    let forged = json!({"depositId": id, "status": "FAILED",
+    let deposit_id = operator_id(id);
+    let forged = json!({"depositId": deposit_id, "status": "FAILED",
         "failureReason": {"failureCode": "PAYER_NOT_FOUND"}});
     assert_eq!(
         fake.send_raw_callback(serde_json::to_vec(&forged).unwrap())
@@ -216,8 +226,9 @@ async fn pawapay_forged_duplicate_and_late_callbacks_never_move_a_terminal_payme
         200
     );
     // Late: the aggregator flips to FAILED after the fact and calls back.
-    fake.set_status(id, "FAILED", Some("UNSPECIFIED_FAILURE"));
-    assert_eq!(fake.send_callback(id).await, 200);
+    fake.set_status(&deposit_id, "FAILED", Some("UNSPECIFIED_FAILURE"));
+    assert_eq!(fake.send_callback(&deposit_id).await, 200);
+    tokio::time::sleep(Duration::from_millis(1500)).await; // the checks that follow
     let after = payment(&app, &live, id).await;
     assert_eq!(after["status"], "completed");
     assert_eq!(after["completed_at"], done["completed_at"]);
@@ -225,7 +236,7 @@ async fn pawapay_forged_duplicate_and_late_callbacks_never_move_a_terminal_payme
 
     // Unreadable, ambiguous or foreign bodies are refused.
     assert_eq!(fake.send_raw_callback(b"not json".to_vec()).await, 400);
-    let both = json!({"depositId": id, "payoutId": id});
+    let both = json!({"depositId": deposit_id, "payoutId": deposit_id});
     assert_eq!(
         fake.send_raw_callback(serde_json::to_vec(&both).unwrap())
             .await,
@@ -252,8 +263,8 @@ async fn forged_callback_for_a_pending_deposit_changes_nothing() {
     )
     .await;
     let id = p["id"].as_str().unwrap();
-    let forged =
-        json!({"depositId": id, "status": "COMPLETED", "amount": "1500", "currency": "XOF"});
+    let forged = json!({"depositId": operator_id(id), "status": "COMPLETED",
+        "amount": "1500", "currency": "XOF"});
     let (status, answer) = notify(
         &app,
         "moov-bj",
@@ -263,6 +274,7 @@ async fn forged_callback_for_a_pending_deposit_changes_nothing() {
     )
     .await;
     assert_eq!(status, 200, "{answer}");
+    tokio::time::sleep(Duration::from_millis(1500)).await; // the check that follows
     assert_eq!(payment(&app, &live, id).await["status"], "processing");
 }
 
@@ -292,7 +304,7 @@ async fn coris_otp_flow_submits_the_deposit_with_the_code() {
     assert_eq!(err["error"]["code"], "invalid_otp");
     assert_eq!(payment(&app, &live, id).await["status"], "awaiting_otp");
     assert!(
-        fake.record(id).is_none(),
+        fake.record(&operator_id(id)).is_none(),
         "a wrong code leaves nothing at the aggregator"
     );
 
@@ -304,7 +316,7 @@ async fn coris_otp_flow_submits_the_deposit_with_the_code() {
     let body = sent[1].json().unwrap();
     assert_eq!(body["preAuthorisationCode"], pawapay::GOOD_OTP);
     assert_eq!(body["payer"]["accountDetails"]["provider"], "CORIS_BEN");
-    assert_eq!(body["depositId"], id);
+    assert_eq!(body["depositId"], operator_id(id));
     wait_for(&app, &live, id, "completed", Duration::from_secs(3)).await;
 }
 
@@ -410,7 +422,7 @@ async fn pawapay_refunds_and_payouts_at_adapter_level() {
         .await;
     assert_eq!(failed(status).code, "recipient_not_found");
 
-    // A payout callback is parsed (the aggregator is asked again).
+    // A payout callback is parsed: a hint naming the payout (its status is asked after).
     let inbound = Inbound {
         operator: "moov-bj".into(),
         environment: "live".into(),
@@ -422,7 +434,15 @@ async fn pawapay_refunds_and_payouts_at_adapter_level() {
     let updates = adapter.parse_callback(inbound).await.unwrap();
     assert_eq!(updates.len(), 1);
     assert_eq!(updates[0].kind, SubjectKind::Payout);
-    assert_eq!(updates[0].status, PspStatus::Completed);
+    assert_eq!(
+        updates[0].status,
+        PspStatus::Pending,
+        "unsigned: never believed"
+    );
+    assert_eq!(
+        updates[0].psp_reference.as_ref(),
+        Some(&first.psp_reference)
+    );
 
     // The operators setting narrows what is served.
     let mut c = fake.component_config();
@@ -431,4 +451,67 @@ async fn pawapay_refunds_and_payouts_at_adapter_level() {
     let narrowed = Direct::load("pawapay", c);
     let slugs: Vec<String> = narrowed.operators().into_iter().map(|o| o.slug).collect();
     assert_eq!(slugs, vec!["coris-bj", "moov-tg"]);
+}
+
+/// pawaPay reports a refund failed, then made after all (its callback names
+/// the refund and the deposit it refunds): the late success is recorded —
+/// the refund completes and the payment is refunded — never dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refund_reported_failed_then_made_is_recorded() {
+    let fake = FakePawapay::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    let app = pawapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "moov-bj", MOOV_BJ)).await;
+    let id = p["id"].as_str().unwrap();
+    wait_for(&app, &live, id, "completed", Duration::from_secs(8)).await;
+    fake.settle_after(Duration::from_secs(3600)); // the refund waits for us
+    let (status, r) = post(
+        &app,
+        &live,
+        &format!("/api/v1/collect/payments/{id}/refunds"),
+        json!({}),
+    )
+    .await;
+    assert_eq!((status, &r["status"]), (201, &json!("pending")), "{r}");
+    let refund = &operator_id(r["id"].as_str().unwrap());
+
+    fake.customer_acts(refund, Outcome::Fail("OTHER_ERROR"))
+        .await; // final, called back
+    let events = |t: &'static str| {
+        let app = &app;
+        let live = live.clone();
+        async move {
+            let (_, body) = app
+                .get(&live, &format!("/api/v1/events?type={t}&limit=100"))
+                .await;
+            body["data"].as_array().map_or(0, Vec::len)
+        }
+    };
+    // Each callback is a hint: the check that follows it (within ~1 s) decides.
+    let until = |t: &'static str| async move {
+        for _ in 0..50 {
+            if events(t).await == 1 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("no {t} event");
+    };
+    until("collect.refund.failed").await;
+    assert_eq!(payment(&app, &live, id).await["status"], "completed");
+
+    fake.set_status(refund, "COMPLETED", None);
+    assert_eq!(fake.send_callback(refund).await, 200);
+    until("collect.refund.completed").await;
+    assert_eq!(payment(&app, &live, id).await["status"], "refunded");
+    let metrics = app.metrics().await;
+    assert!(
+        metric(
+            &metrics,
+            "mmc_component_events_total",
+            r#"component="collect",event="late_refund_success""#
+        ) >= 1.0,
+        "{metrics}"
+    );
 }

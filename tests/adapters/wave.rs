@@ -182,6 +182,14 @@ async fn wave_duplicate_and_out_of_order_webhooks_never_move_a_terminal_payment(
     assert_eq!(after["status"], "completed");
     assert_eq!(after["completed_at"], done["completed_at"]);
     assert_eq!(after["failure_code"], Value::Null);
+    // The refused move is logged and counted, not silently dropped.
+    assert!(
+        metric(
+            &app.metrics().await,
+            "mmc_component_events_total",
+            r#"component="collect",event="refused_move_completed_to_failed""#
+        ) >= 1.0
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,6 +15,7 @@ mod legacy;
 mod lifecycle;
 mod openapi;
 mod platform;
+mod predict;
 mod process;
 mod receiver;
 mod tenancy;

@@ -167,3 +167,8 @@ pub fn metric(text: &str, name: &str, labels: &str) -> f64 {
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0.0)
 }
+
+/// The UUIDv4 an operator (MTN, pawaPay) knows our operation `id` by.
+pub fn operator_id(id: &str) -> String {
+    mmc_domain::operator_ids::to_operator(id, |_| unreachable!("our ids are UUIDs"))
+}

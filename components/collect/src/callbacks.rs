@@ -1,7 +1,10 @@
 //! Operators' inbound notifications: `POST|PUT /api/v1/psp/{operator}/callback`.
 //! The adapter checks authenticity and translates; here the updates go
 //! through the same state machine as everything else, so a duplicate or late
-//! callback never moves a terminal payment.
+//! callback never moves a terminal payment. Nothing here calls the operator:
+//! the answer goes back at once (MTN allows 2 s, pawaPay counts only a quick
+//! 200), and an unsigned callback's subject is asked about right after, by
+//! reconciliation.
 
 use serde_json::json;
 
@@ -9,10 +12,11 @@ use crate::ApiError;
 use crate::mmc::adapter::router;
 use crate::mmc::adapter::types::{AdapterError, CallbackUpdate, Inbound, SubjectKind};
 use crate::mmc::api::http_types::{Request, Response};
+use crate::mmc::platform::clock;
 use crate::mmc::platform::log;
-use crate::payments::apply_psp_status;
+use crate::payments::{self, apply_psp_status};
 use crate::refunds::apply_refund_status;
-use crate::store::Tx;
+use crate::store::{RefundStatus, Tx};
 use crate::wire::{self, json_response};
 
 pub fn handle(req: &Request, operator: &str) -> Result<Response, ApiError> {
@@ -103,6 +107,11 @@ fn apply(env: &str, operator: &str, u: &CallbackUpdate) -> Result<bool, ApiError
                 tx.index_psp_reference(&p)?;
             }
             apply_psp_status(&tx, &mut p, u.status.clone())?;
+            // A callback is news: the operator is asked at the next reconciliation
+            // round (within a second), after this answer, not before it.
+            if payments::worth_asking(&p) {
+                p.next_check_ms = Some(clock::now_ms());
+            }
             tx.save_payment(&p, previous_check)?;
         }
         SubjectKind::Refund => {
@@ -110,6 +119,11 @@ fn apply(env: &str, operator: &str, u: &CallbackUpdate) -> Result<bool, ApiError
                 return Ok(false);
             };
             apply_refund_status(&tx, &mut r, u.status.clone())?;
+            // Asked right after (a failed refund too: the operator may have made it after all).
+            if r.status != RefundStatus::Completed {
+                let previous = r.next_check_ms.replace(clock::now_ms());
+                tx.save_refund(&r, previous)?;
+            }
         }
         // Payouts belong to the bulk component, which polls their status.
         SubjectKind::Payout => return Ok(false),

@@ -185,25 +185,7 @@ fn caller_for(p: &Payment) -> Caller {
 }
 
 fn form_fields(body: &[u8]) -> Vec<(String, String)> {
-    let decode = |s: &str| {
-        let bytes = s.replace('+', " ").into_bytes();
-        let mut out = Vec::with_capacity(bytes.len());
-        let mut i = 0;
-        while i < bytes.len() {
-            // `%XX` with two hex digits; anything else is kept as it is.
-            let hex = bytes
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(&String::from_utf8_lossy(h), 16).ok());
-            if let (b'%', Some(b)) = (bytes[i], hex) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-            out.push(bytes[i]);
-            i += 1;
-        }
-        String::from_utf8_lossy(&out).into_owned()
-    };
+    use mmc_domain::http::decode_component as decode;
     String::from_utf8_lossy(body)
         .split('&')
         .filter_map(|kv| kv.split_once('='))
@@ -273,11 +255,19 @@ fn show(lang: Lang, p: Payment, error: Option<&str>) -> Result<Response, ApiErro
         Status::AwaitingPayment => {
             let country = Country::parse(&p.country).unwrap_or(Country::Bj);
             let available = router::catalogue(&p.environment);
+            // The merchant's choice, else the operator the number's prefix belongs to.
+            let predicted = p
+                .customer
+                .as_ref()
+                .and_then(|c| c.phone.as_deref())
+                .and_then(phone::infer_operator)
+                .map(|o| o.slug);
+            let preselected = p.operator.as_deref().or(predicted);
             let options: String = available
                 .iter()
                 .filter(|o| offered(o, &p))
                 .map(|o| {
-                    let selected = if p.operator.as_deref() == Some(o.slug.as_str()) { " selected" } else { "" };
+                    let selected = if preselected == Some(o.slug.as_str()) { " selected" } else { "" };
                     format!(r#"<option value="{}"{selected}>{}</option>"#, esc(&o.slug), esc(&o.name))
                 })
                 .collect();

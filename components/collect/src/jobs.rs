@@ -42,7 +42,8 @@ fn expire_one(d: &store::Due, now: u64) -> Result<(), crate::ApiError> {
     };
     // The operator is asked to withdraw the request where it can (Wave expires the
     // session), else says where it stands; the customer may have paid a moment ago.
-    let answer = worth_asking(&p).then(|| router::cancel(&operation_ref(&p)));
+    let answer =
+        (worth_asking(&p) && !p.status.is_terminal()).then(|| router::cancel(&operation_ref(&p)));
     let window = approval_window_ms(&p);
     let tx = Tx::begin()?;
     let Some(mut p) = tx.payment(env, merchant, id)? else {
@@ -163,7 +164,10 @@ fn record_poll(
     }
     // The next poll, while there is something to ask; an OTP payment waits
     // for its code, unless it is overdue and must be settled.
-    p.next_check_ms = if !worth_asking(&p) || (p.status == Status::AwaitingOtp && !overdue) {
+    p.next_check_ms = if p.status.is_terminal()
+        || !worth_asking(&p)
+        || (p.status == Status::AwaitingOtp && !overdue)
+    {
         None
     } else {
         p.checks += 1;

@@ -99,7 +99,11 @@ fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, ApiError> {
             _ => Err(ApiError::method_not_allowed(method, "GET")),
         };
     }
-    if segments == ["payments", "operators"] && method != "GET" {
+    if matches!(
+        segments.as_slice(),
+        ["payments", "operators"] | ["payments", "operators", "predict"]
+    ) && method != "GET"
+    {
         return Err(ApiError::method_not_allowed(method, "GET"));
     }
     let caller = caller.ok_or_else(ApiError::unauthenticated)?;
@@ -107,6 +111,7 @@ fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, ApiError> {
     match (method, segments.as_slice()) {
         ("POST", ["payments"]) => payments::create(caller, req),
         ("GET", ["payments", "operators"]) => payments::catalogue(caller, req),
+        ("GET", ["payments", "operators", "predict"]) => payments::predict(caller, req),
         ("GET", ["payments", id]) => payments::get(caller, req, id),
         ("POST", ["payments", id, "confirm"]) => payments::confirm_http(caller, req, id),
         ("POST", ["payments", id, "cancel"]) => payments::cancel_http(caller, req, id),

@@ -683,10 +683,14 @@ pub fn operation_ref(p: &Payment) -> OperationRef {
 /// What the PSP said of a payment, or why it could not say.
 pub type PspAnswer = Result<PspStatus, AdapterError>;
 
-/// Whether the PSP has something to say about `p`: not when it is final,
-/// nor when it is hosted without an operator yet.
+/// Whether the PSP has something to say about `p`: not before a request
+/// may have reached it, nor once the money is known to be taken. A failed,
+/// cancelled or expired payment still is (a late success), but it is asked
+/// only when something prompts it (a callback), never polled on a schedule.
 pub fn worth_asking(p: &Payment) -> bool {
-    !(p.status.is_terminal() || p.operator.is_none() || p.sent_at().is_none())
+    p.operator.is_some()
+        && p.sent_at().is_some()
+        && !matches!(p.status, Status::Completed | Status::Refunded)
 }
 
 fn log_failed_query(p: &Payment, answer: &PspAnswer) {
@@ -731,6 +735,9 @@ pub fn ask_psp_many(payments: &[&Payment]) -> Vec<Option<PspAnswer>> {
 /// Asks the PSP (outside a transaction) and applies the answer (inside one).
 /// Returns the payment as stored afterwards.
 pub fn sync_with_psp(p: Payment) -> Result<Payment, ApiError> {
+    if p.status.is_terminal() {
+        return Ok(p); // a read asks only about payments in progress
+    }
     let Some(answer) = ask_psp(&p) else {
         return Ok(p);
     };
@@ -770,6 +777,68 @@ pub fn catalogue(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
     };
     let ops = router::catalogue(&caller.environment);
     Ok(json_response(200, &wire::catalogue_json(&ops, country)))
+}
+
+/// `GET …/payments/operators/predict?phone=…[&country=…]`: the operator a
+/// number belongs to by the numbering plans, and whether it is available in
+/// the caller's environment. A guess: numbers move between operators
+/// (portability), and Wave runs on every network, so it is never predicted.
+pub fn predict(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
+    let raw = wire::query_param(req, "phone")
+        .map(mmc_domain::http::decode_component)
+        .filter(|p| !p.trim().is_empty())
+        .ok_or_else(|| ApiError::invalid("parameter_missing", "phone", "phone is required."))?;
+    let given = match wire::query_param(req, "country") {
+        Some(c) => Some(Country::parse(c).ok_or_else(|| {
+            ApiError::invalid(
+                "country_not_supported",
+                "country",
+                "country must be one of BJ, TG, CI.",
+            )
+        })?),
+        None => None,
+    };
+    // An international number says its country; `country` is for a local one.
+    let international = raw.trim().starts_with('+') || raw.trim().starts_with("00");
+    let country = international
+        .then(|| mmc_domain::phone::country_of(&raw))
+        .flatten()
+        .or(given)
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "phone_invalid",
+                "phone",
+                "Give the number in international form (+229…, +228…, +225…) or the country.",
+            )
+        })?;
+    let e164 = mmc_domain::phone::normalize(country, &raw).map_err(|e| {
+        ApiError::invalid(
+            "phone_invalid",
+            "phone",
+            format!(
+                "phone is not a valid {} mobile number: {e}.",
+                country.code()
+            ),
+        )
+    })?;
+    let predicted = mmc_domain::phone::infer_operator(&e164);
+    let available = predicted.is_some_and(|op| {
+        router::catalogue(&caller.environment)
+            .iter()
+            .any(|o| o.slug == op.slug && o.status == "operational")
+    });
+    Ok(json_response(
+        200,
+        &serde_json::json!({
+            "object": "operator_prediction",
+            "phone": e164,
+            "country": country.code(),
+            "operator": predicted.map(|o| o.slug),
+            "name": predicted.map(|o| o.name),
+            "available": available,
+            "source": "numbering_plan",
+        }),
+    ))
 }
 
 pub fn hex(bytes: &[u8]) -> String {

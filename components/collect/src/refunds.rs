@@ -242,7 +242,32 @@ fn status_after_error(r: &Refund, e: &AdapterError) -> PspStatus {
 pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result<(), ApiError> {
     let previous_check = r.next_check_ms;
     let now = clock::now_ms();
-    if r.status != RefundStatus::Pending {
+    // A late success: the operator refunded a refund recorded failed. The
+    // money went back, so it is recorded (its amount, released when it
+    // failed, is counted as refunded), never dropped.
+    let late = r.status == RefundStatus::Failed && matches!(status, PspStatus::Completed);
+    if late {
+        crate::mmc::platform::log::log(
+            crate::mmc::platform::log::Level::Error,
+            &format!("refund {}: the operator reports it made after all", r.id),
+        );
+        crate::mmc::platform::log::count("late_refund_success");
+    } else if r.status != RefundStatus::Pending {
+        if !matches!(
+            (r.status, &status),
+            (RefundStatus::Completed, PspStatus::Completed)
+                | (
+                    RefundStatus::Failed,
+                    PspStatus::Failed(_) | PspStatus::Pending
+                )
+        ) {
+            crate::mmc::platform::log::count("refused_refund_move");
+        }
+        // A final refund asked about once (after a callback) is not asked again.
+        if r.next_check_ms.is_some() {
+            let previous = r.next_check_ms.take();
+            tx.save_refund(r, previous)?;
+        }
         return Ok(());
     }
     let status = match status {
@@ -283,7 +308,9 @@ pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result
     let mut p = tx
         .payment(&r.environment, &r.merchant_id, &r.payment_id)?
         .ok_or_else(|| ApiError::internal("refund without payment"))?;
-    p.refund_reserved = p.refund_reserved.saturating_sub(r.amount);
+    if !late {
+        p.refund_reserved = p.refund_reserved.saturating_sub(r.amount);
+    }
     if settled {
         p.refunded_amount += r.amount;
         if p.refunded_amount >= p.amount {

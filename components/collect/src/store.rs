@@ -509,7 +509,9 @@ impl Tx {
         }
         if p.status.is_terminal() {
             self.delete("expiry", &time_key(p.expires_at_ms, env, m, id))?;
-        } else if let Some(at) = p.next_check_ms {
+        }
+        // A final payment is due for a check only after a callback (a late success).
+        if let Some(at) = p.next_check_ms {
             self.put("active", &time_key(at, env, m, id), b"")?;
         }
         self.put("payments", &scope(env, m, id), &encode(p))
@@ -563,7 +565,7 @@ impl Tx {
         if let Some(at) = previous_check {
             self.delete("refund_active", &time_key(at, env, m, id))?;
         }
-        if let (RefundStatus::Pending, Some(at)) = (r.status, r.next_check_ms) {
+        if let Some(at) = r.next_check_ms {
             self.put("refund_active", &time_key(at, env, m, id), b"")?;
         }
         self.put("owners", &format!("{env}/{id}"), m.as_bytes())?;

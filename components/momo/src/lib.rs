@@ -2,15 +2,16 @@
 //! `mtn-bj` and `mtn-ci`, disbursements (transfers, refunds).
 //!
 //! - Stateless: the host makes a fresh instance per call and adapters have no
-//!   storage, so every operation fetches its own OAuth token (`POST
-//!   /{product}/token/`). MTN tokens last an hour; caching one would need a
-//!   host capability we do not have.
+//!   storage. The OAuth token (`POST /{product}/token/`, an hour long) is kept
+//!   in the host's `cache` capability until a minute before it expires, and
+//!   renewed at once if MTN answers 401 to it.
 //! - Our ids are the resource ids: `X-Reference-Id` is the payment (refund,
 //!   payout) id, so a status query works even when the initiation timed out
 //!   and we never learnt whether MTN took it.
 //! - MTN callbacks are unsigned and sent once. `parse-callback` treats one as
-//!   a hint: it returns what MTN answers to our own authenticated status
-//!   query, never what the body claims. Reconciliation polls anyway.
+//!   a hint: the service answers at once and then asks MTN by its own
+//!   authenticated status query, never trusting what the body claims.
+//!   Reconciliation polls anyway.
 //!
 //! Settings (`<key>.<slug>` overrides `<key>`, so both markets fit one
 //! component): `base_url` (required), `target_environment` (default
@@ -32,7 +33,7 @@ use exports::mmc::adapter::operator::Guest;
 use mmc::adapter::types::*;
 use mmc::platform::outbound_http::{self, Request as HttpRequest, Response as HttpResponse};
 use mmc::platform::types::CapabilityError;
-use mmc::platform::{config, log, signing};
+use mmc::platform::{cache, config, signing};
 use mmc_domain::Operator;
 
 /// Served unless the `operators` setting narrows it.
@@ -86,22 +87,9 @@ fn served() -> Vec<&'static Operator> {
         .collect()
 }
 
-/// MTN wants a UUID in `X-Reference-Id`. Payment and refund ids are UUIDs
-/// already; any other id (a payout's) maps to a UUID derived from it, so a
-/// retry or a status query names the same resource.
+/// MTN wants a UUIDv4 in `X-Reference-Id`: ours, as `mmc_domain::operator_ids` maps it.
 fn reference_id(id: &str) -> String {
-    match uuid::Uuid::parse_str(id) {
-        Ok(u) => u.hyphenated().to_string(),
-        Err(_) => {
-            let digest = signing::sha256(id.as_bytes());
-            let mut bytes = [0u8; 16];
-            bytes.copy_from_slice(&digest[..16]);
-            uuid::Builder::from_random_bytes(bytes)
-                .into_uuid()
-                .hyphenated()
-                .to_string()
-        }
-    }
+    mmc_domain::operator_ids::to_operator(id, signing::sha256)
 }
 
 fn excerpt(body: &[u8]) -> String {
@@ -205,23 +193,63 @@ impl Market {
 /// A token for one operation on one product (see the module comment).
 struct Session<'a> {
     market: &'a Market,
-    token: String,
+    product: Product,
+    token: std::cell::RefCell<String>,
+    /// The token came from the cache: MTN may have dropped it since.
+    cached: std::cell::Cell<bool>,
     subscription_key: String,
 }
+
+/// MTN tokens last `expires_in` seconds (an hour); one is reused until a
+/// minute before that, not fetched for every operation.
+const TOKEN_MARGIN_S: u64 = 60;
 
 impl<'a> Session<'a> {
     fn open(market: &'a Market, product: Product) -> Result<Session<'a>, AdapterError> {
         let p = product.name();
-        let user = secret(market.slug, &format!("{p}_api_user"))?;
-        let key = secret(market.slug, &format!("{p}_api_key"))?;
         let subscription_key = secret(market.slug, &format!("{p}_subscription_key"))?;
+        let session = Session {
+            market,
+            product,
+            token: Default::default(),
+            cached: Default::default(),
+            subscription_key,
+        };
+        match cache::get(&session.cache_key()?) {
+            Some(t) => {
+                *session.token.borrow_mut() = String::from_utf8_lossy(&t).into_owned();
+                session.cached.set(true);
+            }
+            None => session.renew()?,
+        }
+        Ok(session)
+    }
+
+    /// Cached per market, product and API user (each has its own token).
+    fn cache_key(&self) -> Result<String, AdapterError> {
+        let p = self.product.name();
+        let user = secret(self.market.slug, &format!("{p}_api_user"))?;
+        Ok(format!(
+            "token/{p}/{}/{}/{user}",
+            self.market.base_url, self.market.target_environment
+        ))
+    }
+
+    /// A new token from `POST /{product}/token/`, cached for its lifetime.
+    fn renew(&self) -> Result<(), AdapterError> {
+        let p = self.product.name();
+        let user = secret(self.market.slug, &format!("{p}_api_user"))?;
+        let key = secret(self.market.slug, &format!("{p}_api_key"))?;
         let basic = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{key}"));
-        let resp = market.send(
+        let resp = self.market.send(
             "POST",
             &format!("/{p}/token/"),
             vec![
                 ("Authorization".into(), format!("Basic {basic}")),
-                ("Ocp-Apim-Subscription-Key".into(), subscription_key.clone()),
+                (
+                    "Ocp-Apim-Subscription-Key".into(),
+                    self.subscription_key.clone(),
+                ),
             ],
             Vec::new(),
         )?;
@@ -229,11 +257,15 @@ impl<'a> Session<'a> {
             200 => {
                 let token =
                     transformers::parse_token(&resp.body).map_err(AdapterError::InvalidResponse)?;
-                Ok(Session {
-                    market,
-                    token: token.access_token,
-                    subscription_key,
-                })
+                let ttl_s = token.expires_in.unwrap_or(0).saturating_sub(TOKEN_MARGIN_S);
+                cache::set(
+                    &self.cache_key()?,
+                    token.access_token.as_bytes(),
+                    ttl_s * 1000,
+                );
+                *self.token.borrow_mut() = token.access_token;
+                self.cached.set(false);
+                Ok(())
             }
             // Our credentials are wrong: an operator-side problem for the payment, not the customer's.
             401 | 403 => Err(AdapterError::Unavailable(format!(
@@ -245,9 +277,36 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// One exchange under the session's token. A 401 to a cached token (MTN
+    /// dropped it) performed nothing: the token is renewed and the request
+    /// sent once more, under the same X-Reference-Id.
+    fn send(
+        &self,
+        method: &str,
+        path: &str,
+        extra_headers: &[(String, String)],
+        body: Vec<u8>,
+    ) -> Result<HttpResponse, AdapterError> {
+        let attempt = || {
+            let mut headers = self.headers();
+            headers.extend(extra_headers.iter().cloned());
+            self.market.send(method, path, headers, body.clone())
+        };
+        let resp = attempt()?;
+        if resp.status == 401 && self.cached.get() {
+            cache::set(&self.cache_key()?, &[], 0);
+            self.renew().map_err(before_sending)?;
+            return attempt();
+        }
+        Ok(resp)
+    }
+
     fn headers(&self) -> Vec<(String, String)> {
         vec![
-            ("Authorization".into(), format!("Bearer {}", self.token)),
+            (
+                "Authorization".into(),
+                format!("Bearer {}", self.token.borrow()),
+            ),
             (
                 "X-Target-Environment".into(),
                 self.market.target_environment.clone(),
@@ -260,7 +319,7 @@ impl<'a> Session<'a> {
     }
 
     fn get(&self, path: &str) -> Result<HttpResponse, AdapterError> {
-        self.market.send("GET", path, self.headers(), Vec::new())
+        self.send("GET", path, &[], Vec::new())
     }
 
     /// A creating POST: MTN answers 202 with an empty body.
@@ -271,14 +330,15 @@ impl<'a> Session<'a> {
         callback_url: Option<&str>,
         body: &impl serde::Serialize,
     ) -> Result<HttpResponse, AdapterError> {
-        let mut headers = self.headers();
-        headers.push(("X-Reference-Id".into(), reference.into()));
-        headers.push(("Content-Type".into(), "application/json".into()));
+        let mut headers = vec![
+            ("X-Reference-Id".into(), reference.to_string()),
+            ("Content-Type".into(), "application/json".into()),
+        ];
         if let Some(url) = callback_url {
             headers.push(("X-Callback-Url".into(), url.into()));
         }
         let body = serde_json::to_vec(body).expect("wire types serialise");
-        self.market.send("POST", path, headers, body)
+        self.send("POST", path, &headers, body)
     }
 
     /// Status of a request to pay, transfer or refund at `path`.
@@ -316,6 +376,11 @@ fn before_sending(e: AdapterError) -> AdapterError {
 fn created(resp: &HttpResponse) -> Result<bool, AdapterError> {
     match resp.status {
         202 | 409 => Ok(true),
+        // Refused because of us (credentials, target environment, path, throttling):
+        // nothing performed, and not the customer's doing.
+        401 | 403 | 404 | 429 => Err(AdapterError::Rejected(
+            transformers::refusal(resp.status, &resp.body).message,
+        )),
         400..=499 => Ok(false),
         _ => Err(unexpected(resp)),
     }
@@ -457,8 +522,9 @@ impl Guest for Momo {
     }
 
     /// MTN signs nothing, so anyone can call our callback URL: the body only
-    /// names the payment (`externalId` = our id). What we return is MTN's
-    /// answer to our own authenticated query.
+    /// names the payment (`externalId` = our id). It is a hint: the service
+    /// answers at once (MTN gives a partner 2 s) and asks MTN right after, by
+    /// its own authenticated status query, never trusting what the body claims.
     fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
         if req.method != "PUT" && req.method != "POST" {
             return Err(AdapterError::Rejected(format!(
@@ -475,24 +541,12 @@ impl Guest for Momo {
             .ok_or_else(|| {
                 AdapterError::InvalidResponse("MTN callback without externalId".into())
             })?;
-        let reference = reference_id(&id);
-        let market = Market::of(&req.operator)?;
-        let status = Session::open(&market, Product::Collection)?
-            .query(&format!("/collection/v1_0/requesttopay/{reference}"))?;
-        let claimed_status = transformers::status_of(&claimed);
-        if std::mem::discriminant(&claimed_status) != std::mem::discriminant(&status) {
-            log::log(
-                log::Level::Warn,
-                &format!(
-                    "MTN callback for {id} claims {claimed_status:?}, MTN's status says {status:?}: using the status"
-                ),
-            );
-        }
+        Market::of(&req.operator)?;
         Ok(vec![CallbackUpdate {
             kind: SubjectKind::Payment,
+            psp_reference: Some(reference_id(&id)),
             id: Some(id),
-            psp_reference: Some(reference),
-            status,
+            status: PspStatus::Pending,
         }])
     }
 }

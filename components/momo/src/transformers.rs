@@ -57,6 +57,9 @@ pub struct Refund {
 #[derive(Deserialize)]
 pub struct Token {
     pub access_token: String,
+    /// Seconds; without it the token is used once and not cached.
+    #[serde(default)]
+    pub expires_in: Option<u64>,
 }
 
 /// A request to pay, transfer or refund as MTN reports it (status queries
@@ -102,8 +105,42 @@ pub fn msisdn(e164: &str) -> String {
     e164.chars().filter(char::is_ascii_digit).collect()
 }
 
+/// What MTN accepts in `payerMessage`/`payeeNote`: it answers 400 to some
+/// characters (apostrophes among them), so a note keeps letters (accents
+/// folded to their base letter), digits, spaces and `. , - _ : /`, and is cut
+/// to MTN's length.
 fn note(text: &str) -> String {
-    text.chars().take(NOTE_MAX).collect()
+    text.chars()
+        .filter_map(|c| {
+            let c = fold_accent(c);
+            (c.is_ascii_alphanumeric() || matches!(c, ' ' | '.' | ',' | '-' | '_' | ':' | '/'))
+                .then_some(c)
+        })
+        .take(NOTE_MAX)
+        .collect::<String>()
+        .trim()
+        .to_string()
+}
+
+/// The base letter of the accented letters of French names and words.
+fn fold_accent(c: char) -> char {
+    match c {
+        'à' | 'â' | 'ä' | 'á' | 'ã' => 'a',
+        'À' | 'Â' | 'Ä' | 'Á' | 'Ã' => 'A',
+        'é' | 'è' | 'ê' | 'ë' => 'e',
+        'É' | 'È' | 'Ê' | 'Ë' => 'E',
+        'î' | 'ï' | 'í' => 'i',
+        'Î' | 'Ï' | 'Í' => 'I',
+        'ô' | 'ö' | 'ó' | 'õ' => 'o',
+        'Ô' | 'Ö' | 'Ó' | 'Õ' => 'O',
+        'ù' | 'û' | 'ü' | 'ú' => 'u',
+        'Ù' | 'Û' | 'Ü' | 'Ú' => 'U',
+        'ç' => 'c',
+        'Ç' => 'C',
+        'ñ' => 'n',
+        'Ñ' => 'N',
+        other => other,
+    }
 }
 
 pub fn request_to_pay(req: &InitiateRequest, phone: &str) -> RequestToPay {
@@ -166,11 +203,41 @@ pub fn failure_for(reason: Option<&str>) -> Failure {
             "recipient_not_found",
             "No MTN MoMo account for the recipient's number.",
         ),
-        "PAYER_LIMIT_REACHED" | "PAYEE_NOT_ALLOWED_TO_RECEIVE" => (
+        "PAYER_LIMIT_REACHED" => (
             "limit_reached",
             "The account's transaction limit is reached.",
         ),
+        "PAYEE_NOT_ALLOWED_TO_RECEIVE" => (
+            "recipient_not_allowed",
+            "The recipient's account may not receive this payment.",
+        ),
+        "PAYMENT_NOT_APPROVED" => (
+            "declined_by_customer",
+            "The customer did not approve the payment.",
+        ),
+        // MTN's "the customer did not act": the prompt timed out on the phone.
+        "COULD_NOT_PERFORM_TRANSACTION" => {
+            ("approval_expired", "The customer did not approve in time.")
+        }
+        "SENDER_ACCOUNT_NOT_ACTIVE" => (
+            "account_blocked",
+            "The customer's MTN MoMo account is not active.",
+        ),
         "TRANSACTION_CANCELED" => ("cancelled", "The transaction was cancelled at MTN."),
+        // Our configuration or MTN's service, not the customer: reported with MTN's reason.
+        "NOT_ALLOWED"
+        | "NOT_ALLOWED_TARGET_ENVIRONMENT"
+        | "INVALID_CALLBACK_URL_HOST"
+        | "INVALID_CURRENCY"
+        | "RESOURCE_NOT_FOUND"
+        | "RESOURCE_ALREADY_EXIST"
+        | "SERVICE_UNAVAILABLE"
+        | "INTERNAL_PROCESSING_ERROR" => {
+            return Failure {
+                code: "operator_error".into(),
+                message: format!("MTN MoMo failure: {}.", reason.unwrap_or_default()),
+            };
+        }
         "" => ("operator_error", "MTN reported a failure without a reason."),
         other => {
             return Failure {

@@ -3,7 +3,8 @@
 //! Côte d'Ivoire. The aggregator's provider code comes from the operator
 //! table (`provider_code`), overridable per operator.
 //!
-//! - Our ids are the aggregator's ids (`depositId` = payment id, `refundId` =
+//! - Our ids are the aggregator's ids, as the UUIDv4 it demands
+//!   (`mmc_domain::operator_ids`: `depositId` = payment id, `refundId` =
 //!   refund id, `payoutId` = payout id or a UUID derived from it): a status
 //!   query works after a timed-out initiation, and a repeated initiation is
 //!   answered `DUPLICATE_IGNORED` instead of debiting twice.
@@ -16,8 +17,8 @@
 //!   `/api/v1/psp/<slug served here>/callback?environment=live` works. Their
 //!   signatures (RFC 9421, the aggregator's asymmetric key) cannot be checked
 //!   with our HMAC-only signing capability, so `parse-callback` takes only the
-//!   id from the body and returns the aggregator's answer to our own
-//!   authenticated status query.
+//!   id from the body, as a hint: the service answers at once (pawaPay counts
+//!   only a quick 200 as delivered) and asks the aggregator right after.
 //!
 //! Settings: `base_url` (required), `timeout_ms`, `operators`,
 //! `provider_code.<slug>`. Secret: `api_token`.
@@ -79,22 +80,10 @@ fn served() -> Vec<&'static Operator> {
         .collect()
 }
 
-/// The aggregator wants UUIDs. Payment and refund ids are UUIDs already; any
-/// other id (a payout's) maps to a UUID derived from it, so a retry names
-/// the same payout.
+/// pawaPay wants UUIDv4 ids: ours, as `mmc_domain::operator_ids` maps them
+/// (stable, so a retry or a status query names the same operation).
 fn uuid_for(id: &str) -> String {
-    match uuid::Uuid::parse_str(id) {
-        Ok(u) => u.hyphenated().to_string(),
-        Err(_) => {
-            let digest = signing::sha256(id.as_bytes());
-            let mut bytes = [0u8; 16];
-            bytes.copy_from_slice(&digest[..16]);
-            uuid::Builder::from_random_bytes(bytes)
-                .into_uuid()
-                .hyphenated()
-                .to_string()
-        }
-    }
+    mmc_domain::operator_ids::to_operator(id, signing::sha256)
 }
 
 fn reference(op: &OperationRef) -> String {
@@ -107,7 +96,8 @@ fn excerpt(body: &[u8]) -> String {
 
 fn unexpected(resp: &HttpResponse) -> AdapterError {
     match resp.status {
-        401 | 403 => AdapterError::Unavailable(format!(
+        // Our key refused: nothing performed, and our problem, not the customer's.
+        401 | 403 => AdapterError::Rejected(format!(
             "pawaPay refused our API token ({}): {}",
             resp.status,
             excerpt(&resp.body)
@@ -207,7 +197,8 @@ impl Api {
             path,
             Some(serde_json::to_vec(body).expect("wire types serialise")),
         )?;
-        if matches!(resp.status, 401 | 403) {
+        // Refused because of us (token, path, throttling): not the customer's refusal.
+        if matches!(resp.status, 401 | 403 | 404 | 429) {
             return Err(unexpected(&resp));
         }
         match transformers::parse::<transformers::Initiation>("initiation", &resp.body) {
@@ -385,8 +376,8 @@ impl Guest for Pawapay {
         Api::of(&payout.operator)?.check("payouts", &reference(&payout))
     }
 
-    /// Takes the subject's id from the body and asks the aggregator for its
-    /// status (see the module comment on signatures).
+    /// Takes the subject's id from the body; the status is asked for after
+    /// the answer (see the module comment on signatures).
     fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
         if req.method != "POST" && req.method != "PUT" {
             return Err(AdapterError::Rejected(format!(
@@ -396,10 +387,11 @@ impl Guest for Pawapay {
         }
         let body: transformers::Callback =
             transformers::parse("callback", &req.body).map_err(AdapterError::InvalidResponse)?;
-        let (kind, path, id) = match (body.deposit_id, body.payout_id, body.refund_id) {
-            (Some(id), None, None) => (SubjectKind::Payment, "deposits", id),
-            (None, Some(id), None) => (SubjectKind::Payout, "payouts", id),
-            (None, None, Some(id)) => (SubjectKind::Refund, "refunds", id),
+        // A refund's callback also names the deposit it refunds.
+        let (kind, id) = match (body.refund_id, body.payout_id, body.deposit_id) {
+            (Some(id), None, _) => (SubjectKind::Refund, id),
+            (None, Some(id), None) => (SubjectKind::Payout, id),
+            (None, None, Some(id)) => (SubjectKind::Payment, id),
             _ => {
                 return Err(AdapterError::InvalidResponse(
                     "pawaPay callback must name exactly one of depositId, payoutId, refundId"
@@ -408,15 +400,16 @@ impl Guest for Pawapay {
             }
         };
         // Only UUIDs reach the aggregator; anything else is not one of ours.
-        uuid::Uuid::parse_str(&id).map_err(|_| {
+        let ours = mmc_domain::operator_ids::from_operator(&id).ok_or_else(|| {
             AdapterError::InvalidResponse(format!("pawaPay callback id {id} is not a UUID"))
         })?;
-        let status = Api::of(&req.operator)?.check(path, &id)?;
+        // A hint only (its signature is not checked here): the service answers at
+        // once and asks pawaPay for the status right after.
         Ok(vec![CallbackUpdate {
             kind,
-            id: Some(id.clone()),
+            id: Some(ours),
             psp_reference: Some(id),
-            status,
+            status: PspStatus::Pending,
         }])
     }
 }

@@ -81,7 +81,8 @@ fn query_escape(s: &str) -> String {
 
 fn unexpected(resp: &HttpResponse) -> AdapterError {
     match resp.status {
-        401 | 403 => AdapterError::Unavailable(format!(
+        // Our key refused: nothing performed, and our problem, not the customer's.
+        401 | 403 => AdapterError::Rejected(format!(
             "Wave refused our API key ({}): {}",
             resp.status,
             excerpt(&resp.body)
@@ -303,7 +304,8 @@ impl Guest for Wave {
                     url,
                 }))
             }
-            401 | 403 => Err(unexpected(&resp)),
+            // Refused because of us (key, path, throttling): not the customer's refusal.
+            401 | 403 | 404 | 429 => Err(unexpected(&resp)),
             400..=499 => Ok(Initiated::Refused(transformers::refusal(
                 resp.status,
                 &resp.body,

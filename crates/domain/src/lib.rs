@@ -4,6 +4,7 @@
 
 pub mod http;
 pub mod legacy;
+pub mod operator_ids;
 pub mod operators;
 pub mod outcome;
 pub mod payment;

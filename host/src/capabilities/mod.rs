@@ -2,6 +2,7 @@
 //! (as Spin keeps one crate per factor). Refusals come back to the component
 //! as `capability-error` values; only host bugs trap.
 
+pub mod cache;
 pub mod clock;
 pub mod config;
 pub mod log;

@@ -88,6 +88,16 @@ fn routed<T>(
         Err(CallError::Busy(_)) => "busy",
         Err(_) => "no_route",
     };
+    let adapter = served_by.as_ref().map_or("none", |l| l.name.as_str());
+    runtime
+        .services
+        .metrics
+        .adapter_call(adapter, operation, outcome);
+    // Refused because of us, or never sent: a configuration or capacity problem
+    // someone must look at (the payment itself is safe: nothing was performed).
+    if let (Ok(Err(e)), "rejected" | "not_sent") = (&result, outcome) {
+        tracing::error!(adapter, operator, operation, error = ?e, "operator call refused");
+    }
     runtime.services.audit.record(AdapterCall {
         subject_id: subject.to_string(),
         environment: environment.to_string(),

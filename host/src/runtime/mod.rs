@@ -46,6 +46,7 @@ pub struct Services {
     pub http: Arc<dyn HttpClient>,
     pub clock: Arc<dyn Clock>,
     pub metrics: Arc<Metrics>,
+    pub cache: Arc<crate::capabilities::cache::Cache>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

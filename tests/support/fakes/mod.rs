@@ -14,6 +14,7 @@
 //! fake exposes what it did (transactions, sessions, payouts, records) so a
 //! test can compare "money moved at the operator" with what we report.
 
+pub mod fedapay;
 pub mod mtn;
 pub mod pawapay;
 pub mod wave;
@@ -303,11 +304,47 @@ impl Plumbing {
         headers: Vec<(String, String)>,
         body: Vec<u8>,
     ) -> u16 {
+        self.call_back_within(method, url, headers, body, Duration::from_secs(10))
+            .await
+    }
+
+    /// A callback as a provider that waits `patience` for the answer and
+    /// tries up to `attempts` times until it gets a 2xx (MTN: 2 s, 20 times).
+    /// Returns the last answer (0: no answer in time).
+    pub async fn call_back_retrying(
+        &self,
+        method: &str,
+        url: &str,
+        body: Vec<u8>,
+        patience: Duration,
+        attempts: usize,
+    ) -> u16 {
+        let mut status = 0;
+        for _ in 0..attempts {
+            status = self
+                .call_back_within(method, url, Vec::new(), body.clone(), patience)
+                .await;
+            if (200..300).contains(&status) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        status
+    }
+
+    async fn call_back_within(
+        &self,
+        method: &str,
+        url: &str,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+        patience: Duration,
+    ) -> u16 {
         let mut req = self
             .client
             .request(reqwest::Method::from_bytes(method.as_bytes()).unwrap(), url)
             .header("content-type", "application/json")
-            .timeout(Duration::from_secs(10))
+            .timeout(patience)
             .body(body);
         for (k, v) in headers {
             req = req.header(k, v);

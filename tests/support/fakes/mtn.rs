@@ -204,6 +204,12 @@ impl FakeMtn {
         self.inner.plumbing.callbacks()
     }
 
+    /// MTN forgets every access token it issued (a restart, a key rotation):
+    /// the next call with one is answered 401.
+    pub fn revoke_tokens(&self) {
+        self.inner.tokens.lock().clear();
+    }
+
     /// The operator changes its mind (it happens): the status resource now says this.
     pub fn set_status(&self, reference: &str, status: &str, reason: Option<&str>) {
         if let Some(t) = self.inner.transactions.lock().get_mut(reference) {
@@ -422,16 +428,30 @@ async fn create(inner: Arc<Inner>, kind: Kind, req: Received) -> Reply {
         return denied;
     }
     let reference = req.header("X-Reference-Id").unwrap_or_default().to_string();
-    if !is_uuid(&reference) {
+    // MTN's documented 400 causes include "X-Reference-Id is not a UUID version 4".
+    if !is_uuid(&reference) || reference.as_bytes()[14] != b'4' {
         return error(
             400,
             "INVALID_REFERENCE_ID",
-            "X-Reference-Id must be a UUID.",
+            "X-Reference-Id must be a UUID version 4.",
         );
     }
     let Some(body) = req.json() else {
         return error(400, "BAD_REQUEST", "The body is not JSON.");
     };
+    // MTN refuses some characters in the notes (apostrophes among them).
+    for note in ["payerMessage", "payeeNote"] {
+        if body[note].as_str().is_some_and(|n| {
+            n.chars()
+                .any(|c| matches!(c, '\'' | '"' | '<' | '>' | '&' | ';'))
+        }) {
+            return error(
+                400,
+                "BAD_REQUEST",
+                &format!("{note} contains characters that are not allowed."),
+            );
+        }
+    }
     if !is_amount(body.get("amount"))
         || body["currency"] != "XOF"
         || !body["externalId"].is_string()
@@ -557,13 +577,18 @@ async fn decide(inner: &Arc<Inner>, reference: &str, outcome: Outcome) {
         Callbacks::Twice => 2,
     };
     let body = serde_json::to_vec(&resource(&settled)).unwrap();
+    // MTN's callback documentation: the partner has 2 s to answer 2xx, and MTN
+    // tries up to 20 times (then blocks the URL).
     for _ in 0..times {
         inner
             .plumbing
-            .call_back("PUT", &url, Vec::new(), body.clone())
+            .call_back_retrying("PUT", &url, body.clone(), CALLBACK_PATIENCE, 20)
             .await;
     }
 }
+
+/// How long MTN waits for the partner's answer to a callback.
+pub const CALLBACK_PATIENCE: Duration = Duration::from_secs(2);
 
 fn rand_digits() -> u64 {
     (uuid::Uuid::new_v4().as_u128() % 9_000_000_000) as u64 + 1_000_000_000

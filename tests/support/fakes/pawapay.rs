@@ -349,7 +349,8 @@ fn initiate(inner: Arc<Inner>, kind: Kind, req: &Received) -> Reply {
         .as_str()
         .unwrap_or_default()
         .to_string();
-    if !is_uuid(&id) {
+    // pawaPay asks for a UUIDv4 (version nibble 4).
+    if !is_uuid(&id) || id.as_bytes()[14] != b'4' {
         return rejected(
             400,
             kind,
@@ -518,7 +519,9 @@ fn initiate(inner: Arc<Inner>, kind: Kind, req: &Received) -> Reply {
 /// its callback (final states only).
 async fn progress(inner: Arc<Inner>, id: String, delay: Duration) {
     tokio::time::sleep(Duration::from_millis(20)).await;
-    if let Some(r) = inner.records.lock().get_mut(&id) {
+    if let Some(r) = inner.records.lock().get_mut(&id)
+        && r.status == "ACCEPTED"
+    {
         r.status = "SUBMITTED".into();
     }
     tokio::time::sleep(delay).await;
