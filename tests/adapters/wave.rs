@@ -418,3 +418,37 @@ async fn wave_signature_checks_at_adapter_level() {
         .unwrap_err();
     assert!(matches!(err, AdapterError::Unauthenticated(_)), "{err:?}");
 }
+
+/// Wave's other webhook security strategy: the shared secret sent as a bearer
+/// token, accepted only where `webhook_security = shared_secret` says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wave_shared_secret_webhooks_are_checked_by_their_bearer_token() {
+    let fake = FakeWave::start().await;
+    fake.webhooks(Webhooks::Lost);
+    let app = wave_app(&fake, |c| {
+        c.settings
+            .insert("webhook_security".into(), "shared_secret".into());
+    })
+    .await;
+    let (_, _, live) = app.merchant("Shop");
+    let (id, session) = wave_payment(&app, &live).await;
+    let event = json!({"id": "AE_shared", "type": "checkout.session.completed", "data": {
+        "id": session, "client_reference": id, "checkout_status": "complete",
+        "payment_status": "succeeded", "amount": "1500", "currency": "XOF"}});
+    let body = serde_json::to_vec(&event).unwrap();
+    let signed = wave::signature(wave::WEBHOOK_SECRET, wave::now(), &body);
+    for headers in [
+        vec![("Authorization", "Bearer wrong-secret")],
+        vec![("Wave-Signature", signed.as_str())], // the other strategy: not this webhook's
+        vec![],
+    ] {
+        let (status, answer) = notify(&app, "wave-ci", "POST", &headers, body.clone()).await;
+        assert_eq!(status, 401, "{headers:?}: {answer}");
+    }
+    let bearer = format!("Bearer {}", wave::WEBHOOK_SECRET);
+    let (status, answer) =
+        notify(&app, "wave-ci", "POST", &[("Authorization", &bearer)], body).await;
+    assert_eq!(status, 200, "{answer}");
+    assert!(fake.mark_paid(&session), "Wave's side agrees");
+    wait_for(&app, &live, &id, "completed", Duration::from_secs(5)).await;
+}

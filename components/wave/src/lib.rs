@@ -14,8 +14,10 @@
 //!
 //! Settings: `base_url` (required), `timeout_ms`, `webhook_tolerance_seconds`
 //! (default 300), `restrict_payer_mobile` (default false: Wave accounts are
-//! not tied to the network of the number the merchant gave), `operators`.
-//! Secrets: `api_key`, `webhook_secret`.
+//! not tied to the network of the number the merchant gave), `operators`,
+//! `webhook_security` (`signing`, the default, or `shared_secret`),
+//! `approval_window_ms`. Secrets: `api_key` (Checkout; Payout too unless
+//! `payout_api_key` is set: Wave scopes keys per API), `webhook_secret`.
 
 wit_bindgen::generate!({
     path: ["../../wit/platform", "../../wit/adapter"],
@@ -103,7 +105,26 @@ struct Api {
 }
 
 impl Api {
+    /// The Checkout API (collections, refunds, expiry).
     fn of(operator: &str) -> Result<Api, AdapterError> {
+        Api::with_key(operator, "api_key")
+    }
+
+    /// The Payout API. Wave scopes each API key to the APIs chosen for it in
+    /// the Business Portal: `payout_api_key` when the payout key is another
+    /// one, else `api_key` (a key allowed both).
+    fn payouts(operator: &str) -> Result<Api, AdapterError> {
+        Api::with_key(
+            operator,
+            if secret("payout_api_key").is_some() {
+                "payout_api_key"
+            } else {
+                "api_key"
+            },
+        )
+    }
+
+    fn with_key(operator: &str, key_name: &str) -> Result<Api, AdapterError> {
         if !served().iter().any(|o| o.slug == operator) {
             return Err(AdapterError::NotSupported(format!(
                 "this adapter does not serve {operator}"
@@ -111,8 +132,8 @@ impl Api {
         }
         let base_url = setting("base_url")
             .ok_or_else(|| AdapterError::NotSent("base_url not configured".into()))?;
-        let api_key = secret("api_key")
-            .ok_or_else(|| AdapterError::NotSent("secret api_key not configured".into()))?;
+        let api_key = secret(key_name)
+            .ok_or_else(|| AdapterError::NotSent(format!("secret {key_name} not configured")))?;
         Ok(Api {
             base_url: base_url.trim_end_matches('/').to_string(),
             api_key,
@@ -204,13 +225,28 @@ impl Api {
     }
 }
 
-/// Checks `Wave-Signature` against the raw body and the clock.
+/// Checks a webhook by the security strategy chosen for it in Wave's
+/// Business Portal (`webhook_security`): `signing` (the default: the
+/// `Wave-Signature` HMAC of the raw body, checked against the clock) or
+/// `shared_secret` (Wave sends the secret as `Authorization: Bearer …`).
 fn verify_signature(req: &Inbound) -> Result<(), AdapterError> {
     let refuse = |m: &str| Err(AdapterError::Unauthenticated(m.into()));
     let Some(secret) = secret("webhook_secret") else {
         // Never accept what we cannot check.
         return refuse("webhook_secret not configured");
     };
+    if setting("webhook_security").as_deref() == Some("shared_secret") {
+        let bearer = req
+            .headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+            .and_then(|(_, v)| v.strip_prefix("Bearer "));
+        return match bearer {
+            Some(b) if constant_time_eq(b.as_bytes(), secret.as_bytes()) => Ok(()),
+            Some(_) => refuse("the webhook's shared secret does not match"),
+            None => refuse("no Authorization header (webhook_security = shared_secret)"),
+        };
+    }
     let Some(header) = req
         .headers
         .iter()
@@ -396,7 +432,7 @@ impl Guest for Wave {
     }
 
     fn payout(req: PayoutRequest) -> Result<Started, AdapterError> {
-        let api = Api::of(&req.operator)?;
+        let api = Api::payouts(&req.operator)?;
         let body = transformers::CreatePayout {
             currency: req.currency.clone(),
             receive_amount: req.amount.to_string(),
@@ -426,7 +462,7 @@ impl Guest for Wave {
     }
 
     fn payout_status(payout: OperationRef) -> Result<PspStatus, AdapterError> {
-        let api = Api::of(&payout.operator)?;
+        let api = Api::payouts(&payout.operator)?;
         let found: Option<Payout> = match &payout.psp_reference {
             Some(id) => Some(api.get("payout", &format!("/v1/payout/{id}"))?),
             None => api
