@@ -16,7 +16,27 @@ const JOBS: &[(&str, &str, Duration, u32)] = &[
 
 const MAX_ROUNDS: usize = 20;
 
+/// How often adapters are asked to describe themselves again (the catalogue's
+/// limits and availability follow their providers').
+const DESCRIBE_EVERY: Duration = Duration::from_secs(60);
+
 pub fn spawn(runtime: Arc<Runtime>) {
+    {
+        let runtime = runtime.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(DESCRIBE_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await; // the first: they were just described at load
+            loop {
+                tick.tick().await;
+                let rt = runtime.clone();
+                if let Err(e) = tokio::task::spawn_blocking(move || rt.refresh_descriptions()).await
+                {
+                    tracing::error!(error = %e, "describe refresh panicked");
+                }
+            }
+        });
+    }
     for &(component, job, period, limit) in JOBS {
         let runtime = runtime.clone();
         tokio::spawn(async move {

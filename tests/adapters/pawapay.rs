@@ -105,7 +105,7 @@ async fn pawapay_failures_carry_the_aggregators_reason() {
     fake.set_outcome("2250700000002", Outcome::Fail("PAYMENT_NOT_APPROVED"));
     fake.set_outcome("2250100000003", Outcome::Fail("INSUFFICIENT_BALANCE"));
     let app = pawapay_app(&fake, |c| {
-        // An operator the aggregator does not know: refused at initiation.
+        // A provider code the aggregator does not know.
         c.settings
             .insert("provider_code.moov-tg".into(), "FLOOZ_TGO".into());
     })
@@ -126,14 +126,23 @@ async fn pawapay_failures_carry_the_aggregators_reason() {
         .await;
         assert_eq!(p["failure_code"], code, "{p}");
     }
-    let p = create(&app, &live, &live_payment("TG", "moov-tg", "+22899000001")).await;
-    assert_eq!(p["status"], "failed", "{p}");
+    // A provider the account's active configuration does not have is described
+    // closed, so the payment is refused before anything is sent.
+    let (status, err) = app
+        .create(
+            &live,
+            &new_key(),
+            &live_payment("TG", "moov-tg", "+22899000001"),
+        )
+        .await;
+    assert_eq!(status, 400, "{err}");
+    assert_eq!(err["error"]["code"], "operator_unavailable", "{err}");
     assert!(
-        p["failure_message"]
-            .as_str()
-            .unwrap()
-            .contains("INVALID_PROVIDER"),
-        "{p}"
+        !fake
+            .requests("deposits")
+            .iter()
+            .any(|r| r.json().unwrap()["payer"]["accountDetails"]["provider"] == "FLOOZ_TGO"),
+        "nothing sent with an unknown provider"
     );
 }
 
@@ -324,7 +333,8 @@ async fn coris_otp_flow_submits_the_deposit_with_the_code() {
 async fn pawapay_refunds_and_payouts_at_adapter_level() {
     let fake = FakePawapay::start().await;
     fake.settle_after(Duration::from_millis(100));
-    let adapter = Direct::load("pawapay", fake.component_config());
+    // Loading describes, and describing asks pawaPay (blocking HTTP): off the runtime.
+    let adapter = tokio::task::block_in_place(|| Direct::load("pawapay", fake.component_config()));
     let ops = adapter.operators();
     let slugs: Vec<&str> = ops.iter().map(|o| o.slug.as_str()).collect();
     assert_eq!(slugs, ALL);
@@ -448,7 +458,7 @@ async fn pawapay_refunds_and_payouts_at_adapter_level() {
     let mut c = fake.component_config();
     c.settings
         .insert("operators".into(), "coris-bj, moov-tg".into());
-    let narrowed = Direct::load("pawapay", c);
+    let narrowed = tokio::task::block_in_place(|| Direct::load("pawapay", c));
     let slugs: Vec<String> = narrowed.operators().into_iter().map(|o| o.slug).collect();
     assert_eq!(slugs, vec!["coris-bj", "moov-tg"]);
 }
@@ -514,4 +524,144 @@ async fn a_refund_reported_failed_then_made_is_recorded() {
         ) >= 1.0,
         "{metrics}"
     );
+}
+
+/// The live catalogue's operators, by slug.
+async fn catalogue(app: &TestApp, key: &str) -> std::collections::BTreeMap<String, Value> {
+    let (status, body) = app.get(key, "/api/v1/collect/payments/operators/").await;
+    assert_eq!(status, 200, "{body}");
+    body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["operators"].as_array().unwrap().clone())
+        .map(|o| (o["slug"].as_str().unwrap().to_string(), o))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalogue_shows_pawapays_active_configuration() {
+    let fake = FakePawapay::start().await;
+    fake.set_provider_conf("MOOV_BEN", 200, 50_000, "OPERATIONAL");
+    fake.set_provider_conf("TOGOCOM_TGO", 500, 150_000, "DELAYED");
+    fake.set_provider_conf("MOOV_CIV", 100, 300_000, "CLOSED");
+    fake.remove_provider("ORANGE_CIV");
+    let app = pawapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let ops = catalogue(&app, &live).await;
+    let slugs: Vec<&str> = ops.keys().map(String::as_str).collect();
+    let mut all = ALL.to_vec();
+    all.sort();
+    assert_eq!(slugs, all, "every served operator is still listed");
+    let shown = |slug: &str| {
+        let o = &ops[slug];
+        (
+            o["min_amount"].as_u64().unwrap(),
+            o["max_amount"].as_u64().unwrap(),
+            o["status"].as_str().unwrap().to_string(),
+        )
+    };
+    assert_eq!(shown("moov-bj"), (200, 50_000, "operational".into()));
+    assert_eq!(shown("togocom-tg"), (500, 150_000, "delayed".into()));
+    assert_eq!(shown("moov-ci").2, "closed");
+    // Not configured for the account: pawaPay would refuse it.
+    assert_eq!(shown("orange-ci").2, "closed");
+
+    let asked = fake.requests("active_conf");
+    assert_eq!(asked.len(), 1, "asked once, when the adapter was described");
+    assert_eq!(
+        asked[0].header("Authorization"),
+        Some(format!("Bearer {}", pawapay::API_TOKEN).as_str())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payment_above_pawapays_maximum_is_refused_before_anything_is_sent() {
+    let fake = FakePawapay::start().await;
+    fake.set_provider_conf("MOOV_BEN", 100, 1_000, "OPERATIONAL");
+    let app = pawapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    // 1500 is within the operator table's limits, above pawaPay's for this account.
+    let (status, err) = app
+        .create(&live, &new_key(), &live_payment("BJ", "moov-bj", MOOV_BJ))
+        .await;
+    assert_eq!(status, 400, "{err}");
+    assert_eq!(err["error"]["code"], "amount_out_of_range", "{err}");
+    assert!(
+        fake.requests("deposits").is_empty(),
+        "nothing reached pawaPay"
+    );
+    assert!(fake.records().is_empty());
+
+    // Within pawaPay's limits: sent as usual.
+    let mut body = live_payment("BJ", "moov-bj", MOOV_BJ);
+    body["amount"] = json!(900);
+    let p = create(&app, &live, &body).await;
+    assert_eq!(p["status"], "processing", "{p}");
+    assert_eq!(fake.requests("deposits").len(), 1);
+}
+
+/// The service does not refuse an operator its catalogue says is `closed`
+/// (`create_payment` checks presence, limits and mode only): the deposit is
+/// sent and pawaPay's rejection fails the payment at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_closed_in_the_active_configuration_is_refused_before_anything_is_sent() {
+    let fake = FakePawapay::start().await;
+    fake.set_provider_conf("MOOV_TGO", 100, 1_000_000, "CLOSED");
+    let app = pawapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    assert_eq!(catalogue(&app, &live).await["moov-tg"]["status"], "closed");
+    let (status, err) = app
+        .create(
+            &live,
+            &new_key(),
+            &live_payment("TG", "moov-tg", "+22899000002"),
+        )
+        .await;
+    assert_eq!(status, 400, "{err}");
+    assert_eq!(err["error"]["code"], "operator_unavailable", "{err}");
+    assert!(fake.requests("deposits").is_empty(), "nothing sent");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_active_configuration_the_catalogue_comes_from_the_operator_table() {
+    for fault in [Fault::Status(500), Fault::Malformed] {
+        let fake = FakePawapay::start().await;
+        fake.set_provider_conf("MOOV_BEN", 100, 1_000, "CLOSED");
+        fake.inject("active_conf", fault.clone(), 1);
+        let app = pawapay_app(&fake, |_| {}).await;
+        let (_, _, live) = app.merchant("Shop");
+        let ops = catalogue(&app, &live).await;
+        assert_eq!(ops.len(), ALL.len(), "{fault:?}: {ops:?}");
+        for slug in ALL {
+            let table = mmc_domain::operators::find(slug).unwrap();
+            let o = &ops[*slug];
+            assert_eq!(o["min_amount"], table.min_amount, "{fault:?} {slug}");
+            assert_eq!(o["max_amount"], table.max_amount, "{fault:?} {slug}");
+            assert_eq!(o["status"], "operational", "{fault:?} {slug}");
+        }
+        assert_eq!(fake.requests("active_conf").len(), 1);
+    }
+}
+
+/// The host asks adapters to describe themselves again every minute, so the
+/// catalogue follows pawaPay's active configuration after load too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalogue_follows_the_active_configuration_after_load() {
+    let fake = FakePawapay::start().await;
+    let app = pawapay_app(&fake, |c| {
+        c.settings.insert("active_conf_ttl_ms".into(), "0".into());
+    })
+    .await;
+    let (_, _, live) = app.merchant("Shop");
+    assert_eq!(
+        catalogue(&app, &live).await["moov-tg"]["status"],
+        "operational"
+    );
+    fake.set_provider_conf("MOOV_TGO", 100, 1_000_000, "CLOSED");
+    let runtime = app.service.app.runtime.clone();
+    tokio::task::spawn_blocking(move || runtime.refresh_descriptions())
+        .await
+        .unwrap();
+    assert_eq!(catalogue(&app, &live).await["moov-tg"]["status"], "closed");
 }

@@ -99,6 +99,17 @@ pub fn create_payment(
                     format!("{} is not available in the {env} environment.", op.slug),
                 )
             })?;
+        // A provider that says it is closed rejects every request: refused here, nothing sent.
+        if info.status == "closed" {
+            return Err(ApiError::invalid(
+                "operator_unavailable",
+                "operator",
+                format!(
+                    "{} is closed at its provider right now; try again later.",
+                    op.slug
+                ),
+            ));
+        }
         if input.amount > info.max_amount || input.amount < info.min_amount {
             return Err(ApiError::invalid(
                 "amount_out_of_range",

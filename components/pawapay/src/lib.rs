@@ -20,8 +20,14 @@
 //!   id from the body, as a hint: the service answers at once (pawaPay counts
 //!   only a quick 200 as delivered) and asks the aggregator right after.
 //!
+//! - `describe` takes each operator's deposit limits and availability from
+//!   the account's active configuration (`GET /v2/active-conf`), kept in the
+//!   host's cache for `active_conf_ttl_ms`: pawaPay rejects what its own
+//!   configuration does not allow, so the catalogue says so before a payment
+//!   is made. Unreachable or unreadable: the operator table's values.
+//!
 //! Settings: `base_url` (required), `timeout_ms`, `operators`,
-//! `provider_code.<slug>`. Secret: `api_token`.
+//! `provider_code.<slug>`, `active_conf_ttl_ms`. Secret: `api_token`.
 
 wit_bindgen::generate!({
     path: ["../../wit/platform", "../../wit/adapter"],
@@ -31,11 +37,14 @@ wit_bindgen::generate!({
 
 mod transformers;
 
+use std::collections::BTreeMap;
+
 use exports::mmc::adapter::operator::Guest;
 use mmc::adapter::types::*;
+use mmc::platform::log::{self as host_log, Level};
 use mmc::platform::outbound_http::{self, Request as HttpRequest, Response as HttpResponse};
 use mmc::platform::types::CapabilityError;
-use mmc::platform::{config, signing};
+use mmc::platform::{cache, config, signing};
 use mmc_domain::Operator;
 use transformers::{Check, Initiated as Answer};
 
@@ -53,6 +62,15 @@ const FAMILY: &[&str] = &[
 /// it (the operators' own prompts time out within minutes; pawaPay then
 /// reports FAILED). Setting `approval_window_ms`.
 const DEFAULT_APPROVAL_WINDOW_MS: u64 = 15 * 60 * 1000;
+
+/// How long the active configuration is kept (setting `active_conf_ttl_ms`):
+/// pawaPay changes limits and availability rarely, and a stale value is at
+/// worst what the operator table would have said.
+const DEFAULT_ACTIVE_CONF_TTL_MS: u64 = 5 * 60 * 1000;
+
+/// `describe` runs when the adapter is loaded: a slow pawaPay must not hold
+/// that up for long (the operator table is the fallback).
+const ACTIVE_CONF_TIMEOUT_MS: u32 = 3_000;
 
 struct Pawapay;
 
@@ -78,6 +96,73 @@ fn served() -> Vec<&'static Operator> {
         })
         .filter_map(|slug| mmc_domain::operators::find(slug))
         .collect()
+}
+
+/// The provider code pawaPay knows `op` by (setting `provider_code.<slug>`, else the table's).
+fn provider_of(op: &Operator) -> String {
+    setting(&format!("provider_code.{}", op.slug)).unwrap_or_else(|| op.provider_code.into())
+}
+
+/// The account's XOF deposit configuration by provider code, from the cache
+/// or `GET /v2/active-conf`; `None` when it cannot be had (never an error:
+/// `describe` must answer).
+fn active_conf() -> Option<BTreeMap<String, transformers::DepositConf>> {
+    let base_url = setting("base_url")?;
+    let base_url = base_url.trim_end_matches('/');
+    let token = config::secret("api_token").filter(|t| !t.is_empty())?;
+    // Per base URL and token (hashed: the cache is no place for secrets), so a
+    // configuration change never serves another account's answer.
+    let account: String = signing::sha256(token.as_bytes())[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let key = format!("active_conf:{base_url}:{account}");
+    if let Some(conf) = cache::get(&key).and_then(|b| serde_json::from_slice(&b).ok()) {
+        return Some(conf);
+    }
+    let timeout_ms = match setting("timeout_ms").and_then(|v| v.parse::<u32>().ok()) {
+        Some(t) if t > 0 => t.min(ACTIVE_CONF_TIMEOUT_MS),
+        _ => ACTIVE_CONF_TIMEOUT_MS,
+    };
+    let req = HttpRequest {
+        method: "GET".into(),
+        url: format!("{base_url}/v2/active-conf"),
+        headers: vec![("Authorization".into(), format!("Bearer {token}"))],
+        body: Vec::new(),
+        timeout_ms,
+    };
+    let read = match outbound_http::send(&req) {
+        Ok(resp) if resp.status == 200 => {
+            transformers::parse::<transformers::ActiveConf>("active configuration", &resp.body)
+        }
+        Ok(resp) => Err(format!(
+            "pawaPay answered {} to GET /v2/active-conf: {}",
+            resp.status,
+            excerpt(&resp.body)
+        )),
+        Err(e) => Err(format!("GET /v2/active-conf failed: {e:?}")),
+    };
+    match read {
+        Ok(conf) => {
+            let deposits = transformers::deposit_conf(&conf);
+            let ttl = setting("active_conf_ttl_ms")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(DEFAULT_ACTIVE_CONF_TTL_MS);
+            if let Ok(bytes) = serde_json::to_vec(&deposits) {
+                cache::set(&key, &bytes, ttl);
+            }
+            Some(deposits)
+        }
+        Err(e) => {
+            host_log::log(
+                Level::Warn,
+                &format!(
+                    "active configuration unavailable, describing from the operator table: {e}"
+                ),
+            );
+            None
+        }
+    }
 }
 
 /// pawaPay wants UUIDv4 ids: ours, as `mmc_domain::operator_ids` maps them
@@ -138,8 +223,7 @@ impl Api {
             .ok_or_else(|| AdapterError::NotSent("secret api_token not configured".into()))?;
         Ok(Api {
             op,
-            provider: setting(&format!("provider_code.{}", op.slug))
-                .unwrap_or_else(|| op.provider_code.into()),
+            provider: provider_of(op),
             base_url: base_url.trim_end_matches('/').to_string(),
             token,
             timeout_ms: setting("timeout_ms")
@@ -241,9 +325,31 @@ impl Api {
 
 impl Guest for Pawapay {
     fn describe() -> Vec<OperatorInfo> {
-        served()
-            .into_iter()
-            .map(|op| OperatorInfo {
+        let ops = served();
+        let conf = if ops.is_empty() { None } else { active_conf() };
+        ops.into_iter()
+            .map(|op| {
+                let (min_amount, max_amount, status) = match &conf {
+                    None => (op.min_amount, op.max_amount, "operational"),
+                    // Not configured for XOF deposits on this account: pawaPay would refuse.
+                    Some(c) => match c.get(&provider_of(op)) {
+                        None => (op.min_amount, op.max_amount, "closed"),
+                        Some(d) => {
+                            let min = d.min.unwrap_or(op.min_amount);
+                            let max = d.max.unwrap_or(op.max_amount);
+                            // Nonsense limits are not believed: the table's stand.
+                            let (min, max) = if min <= max {
+                                (min, max)
+                            } else {
+                                (op.min_amount, op.max_amount)
+                            };
+                            (min, max, transformers::availability(d.status.as_deref()))
+                        }
+                    },
+                };
+                (op, min_amount, max_amount, status)
+            })
+            .map(|(op, min_amount, max_amount, status)| OperatorInfo {
                 slug: op.slug.into(),
                 name: op.name.into(),
                 aliases: op.aliases.iter().map(|a| a.to_string()).collect(),
@@ -251,9 +357,9 @@ impl Guest for Pawapay {
                 currency: op.currency().into(),
                 requires_otp: op.requires_otp,
                 modes: vec!["direct".into(), "hosted".into()],
-                min_amount: op.min_amount,
-                max_amount: op.max_amount,
-                status: "operational".into(),
+                min_amount,
+                max_amount,
+                status: status.into(),
                 approval_window_ms: setting("approval_window_ms")
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(DEFAULT_APPROVAL_WINDOW_MS),

@@ -131,6 +131,126 @@ pub struct Callback {
     pub refund_id: Option<String>,
 }
 
+/// `GET /v2/active-conf` (https://docs.pawapay.io/v2/api-reference/toolkit/active-configuration):
+/// the account's `countries[].providers[].currencies[].operationTypes`, each
+/// operation with its `minTransactionLimit` / `maxTransactionLimit`
+/// (decimal strings) and availability `status`. Only what the catalogue needs
+/// is read; `countries` is required, so an answer without it is unreadable.
+#[derive(Deserialize)]
+pub struct ActiveConf {
+    pub countries: Vec<ConfCountry>,
+}
+
+#[derive(Deserialize)]
+pub struct ConfCountry {
+    #[serde(default)]
+    pub providers: Vec<ConfProvider>,
+}
+
+#[derive(Deserialize)]
+pub struct ConfProvider {
+    pub provider: String,
+    #[serde(default)]
+    pub currencies: Vec<ConfCurrency>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfCurrency {
+    pub currency: String,
+    /// Kept loose: the documented example lists the deposit entry keyed by its
+    /// type (`{"DEPOSIT": {...}}`) and the others with an `operationType`
+    /// field; both forms, and an object keyed by type, are read.
+    #[serde(default)]
+    pub operation_types: serde_json::Value,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ConfOperation {
+    #[serde(default)]
+    operation_type: Option<String>,
+    #[serde(default)]
+    min_transaction_limit: Option<String>,
+    #[serde(default)]
+    max_transaction_limit: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+}
+
+/// What the catalogue keeps of a provider's XOF deposits (cached between calls).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct DepositConf {
+    pub min: Option<u64>,
+    pub max: Option<u64>,
+    pub status: Option<String>,
+}
+
+/// The providers configured for XOF deposits, by provider code. A provider
+/// missing here cannot collect on this account.
+pub fn deposit_conf(conf: &ActiveConf) -> std::collections::BTreeMap<String, DepositConf> {
+    let mut out = std::collections::BTreeMap::new();
+    for provider in conf.countries.iter().flat_map(|c| &c.providers) {
+        let deposit = provider
+            .currencies
+            .iter()
+            .filter(|c| c.currency == "XOF")
+            .find_map(|c| deposit_of(&c.operation_types));
+        if let Some(d) = deposit {
+            out.insert(
+                provider.provider.clone(),
+                DepositConf {
+                    // Whole francs inside the limits: round the minimum up, the maximum down.
+                    min: d
+                        .min_transaction_limit
+                        .as_deref()
+                        .and_then(|v| whole(v, true)),
+                    max: d
+                        .max_transaction_limit
+                        .as_deref()
+                        .and_then(|v| whole(v, false)),
+                    status: d.status,
+                },
+            );
+        }
+    }
+    out
+}
+
+fn deposit_of(ops: &serde_json::Value) -> Option<ConfOperation> {
+    let read = |v: &serde_json::Value| serde_json::from_value::<ConfOperation>(v.clone()).ok();
+    match ops {
+        serde_json::Value::Array(items) => items.iter().find_map(|item| {
+            if let Some(keyed) = item.get("DEPOSIT") {
+                return read(keyed);
+            }
+            read(item).filter(|o| o.operation_type.as_deref() == Some("DEPOSIT"))
+        }),
+        serde_json::Value::Object(map) => map.get("DEPOSIT").and_then(read),
+        _ => None,
+    }
+}
+
+/// `"1000"`, `"1000.50"` → whole units (`round_up` for a minimum).
+fn whole(v: &str, round_up: bool) -> Option<u64> {
+    let (int, frac) = v.trim().split_once('.').unwrap_or((v.trim(), ""));
+    let int: u64 = int.parse().ok()?;
+    if !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let has_frac = frac.bytes().any(|b| b != b'0');
+    Some(if round_up && has_frac { int + 1 } else { int })
+}
+
+/// pawaPay's availability → our operator status. Unknown: not claimed closed.
+pub fn availability(status: Option<&str>) -> &'static str {
+    match status {
+        Some("DELAYED") => "delayed",
+        Some("CLOSED") => "closed",
+        _ => "operational",
+    }
+}
+
 pub fn parse<T: serde::de::DeserializeOwned>(what: &str, body: &[u8]) -> Result<T, String> {
     serde_json::from_slice(body).map_err(|e| format!("unreadable pawaPay {what}: {e}"))
 }
@@ -236,6 +356,38 @@ mod tests {
             Ok(PspStatus::Failed(f)) => assert_eq!(f.code, "insufficient_funds"),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn active_conf_deposits_are_read_in_both_documented_forms() {
+        let conf: ActiveConf = parse(
+            "conf",
+            br#"{"companyName":"M","countries":[{"country":"BEN","providers":[
+              {"provider":"MOOV_BEN","currencies":[{"currency":"XOF","operationTypes":[
+                {"DEPOSIT":{"authType":"PROVIDER_AUTH","minTransactionLimit":"100.5","maxTransactionLimit":"50000","status":"DELAYED"}},
+                {"operationType":"PAYOUT","minTransactionLimit":"1","maxTransactionLimit":"9","status":"CLOSED"}]}]},
+              {"provider":"MTN_MOMO_BEN","currencies":[{"currency":"XOF","operationTypes":[
+                {"operationType":"DEPOSIT","minTransactionLimit":"200","maxTransactionLimit":"900.99","status":"CLOSED"}]}]},
+              {"provider":"PAYOUT_ONLY","currencies":[{"currency":"XOF","operationTypes":[
+                {"operationType":"PAYOUT","minTransactionLimit":"1","maxTransactionLimit":"9"}]}]}]}]}"#,
+        )
+        .unwrap();
+        let d = deposit_conf(&conf);
+        assert_eq!(
+            d["MOOV_BEN"],
+            DepositConf {
+                min: Some(101),
+                max: Some(50000),
+                status: Some("DELAYED".into())
+            }
+        );
+        assert_eq!(
+            (d["MTN_MOMO_BEN"].min, d["MTN_MOMO_BEN"].max),
+            (Some(200), Some(900))
+        );
+        assert!(!d.contains_key("PAYOUT_ONLY"));
+        assert_eq!(availability(Some("CLOSED")), "closed");
+        assert!(parse::<ActiveConf>("conf", b"{}").is_err());
     }
 
     #[test]

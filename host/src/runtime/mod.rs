@@ -62,6 +62,7 @@ pub enum Kind {
     Adapter,
 }
 
+#[derive(Clone)]
 enum Pre {
     Collect(CollectPre<HostState>),
     Service(ServicePre<HostState>),
@@ -76,7 +77,8 @@ pub struct Loaded {
     /// SHA-256 of the component bytes.
     pub hash: String,
     pub loaded_at_ms: u64,
-    /// What an adapter said it serves, asked once at load.
+    /// What an adapter said it serves: asked at load, then again every
+    /// minute ([`Runtime::refresh_descriptions`]).
     pub operators: Vec<OperatorInfo>,
     config: Arc<ComponentConfig>,
     pre: Pre,
@@ -344,6 +346,47 @@ impl Runtime {
                 })?;
         }
         Ok(loaded)
+    }
+
+    /// Asks every loaded adapter to describe itself again: an adapter may take
+    /// its limits and availability from its provider (pawaPay's active
+    /// configuration), so the catalogue follows them. A changed description
+    /// replaces the installed version's (same code, same hash); a failed one
+    /// keeps the last.
+    pub fn refresh_descriptions(self: &Arc<Self>) {
+        for loaded in self.list().into_iter().filter(|l| l.kind == Kind::Adapter) {
+            let described = self.invoke(&loaded, |store, pre| match pre {
+                Pre::Adapter(p) => p
+                    .instantiate(&mut *store)?
+                    .mmc_adapter_operator()
+                    .call_describe(&mut *store),
+                _ => unreachable!("adapters only"),
+            });
+            let Ok(operators) = described else { continue };
+            if operators == loaded.operators {
+                continue;
+            }
+            let mut components = self.components.write();
+            // Unless a deploy or a rollback replaced it meanwhile.
+            if components
+                .get(&loaded.name)
+                .is_some_and(|c| Arc::ptr_eq(c, &loaded))
+            {
+                tracing::info!(component = %loaded.name, "adapter description changed");
+                components.insert(
+                    loaded.name.clone(),
+                    Arc::new(Loaded {
+                        name: loaded.name.clone(),
+                        kind: loaded.kind,
+                        hash: loaded.hash.clone(),
+                        loaded_at_ms: loaded.loaded_at_ms,
+                        operators,
+                        config: loaded.config.clone(),
+                        pre: loaded.pre.clone(),
+                    }),
+                );
+            }
+        }
     }
 
     /// Makes `loaded` the version that serves new calls. Calls in flight keep theirs.

@@ -3,8 +3,16 @@
 //! then `SUBMITTED` and a final `COMPLETED` or `FAILED` with a callback (final
 //! states only) to the URL configured "in the dashboard". PREAUTH providers
 //! (Coris) need the customer's code in `preAuthorisationCode`.
+//!
+//! `GET /v2/active-conf` publishes the account's configuration in the shape
+//! of https://docs.pawapay.io/v2/api-reference/toolkit/active-configuration
+//! (countries → providers → currencies → operation types, the deposit entry
+//! keyed `DEPOSIT` as in the documented example); by default every provider
+//! of the operator table, `OPERATIONAL`, within the table's limits. Deposits
+//! follow it: a `CLOSED` provider or an amount outside its limits is
+//! `REJECTED` at initiation.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -59,8 +67,20 @@ pub enum Callbacks {
     Duplicate,
 }
 
+/// One provider's XOF deposits in the active configuration.
+#[derive(Clone, Debug)]
+pub struct ProviderConf {
+    /// ISO 3166-1 alpha-3, as pawaPay groups providers.
+    pub country: &'static str,
+    pub min: u64,
+    pub max: u64,
+    /// `OPERATIONAL`, `DELAYED`, `CLOSED`.
+    pub status: String,
+}
+
 struct Inner {
     plumbing: Plumbing,
+    active_conf: Mutex<BTreeMap<String, ProviderConf>>,
     outcomes: Outcomes,
     records: Mutex<HashMap<String, Record>>,
     callback_url: Mutex<Option<String>>,
@@ -77,6 +97,7 @@ impl FakePawapay {
     pub async fn start() -> FakePawapay {
         let inner = Arc::new(Inner {
             plumbing: Plumbing::default(),
+            active_conf: Mutex::new(default_active_conf()),
             outcomes: Outcomes::default(),
             records: Mutex::new(HashMap::new()),
             callback_url: Mutex::new(None),
@@ -128,8 +149,32 @@ impl FakePawapay {
         *self.inner.settle_after.lock() = delay;
     }
 
-    /// Endpoints: `deposits`, `deposit_status`, `payouts`, `payout_status`,
-    /// `refunds`, `refund_status`.
+    /// The account's configuration for `provider`'s deposits from now on
+    /// (served by `GET /v2/active-conf`, applied to deposits).
+    pub fn set_provider_conf(&self, provider: &str, min: u64, max: u64, status: &str) {
+        let mut conf = self.inner.active_conf.lock();
+        let country = conf
+            .get(provider)
+            .map(|c| c.country)
+            .unwrap_or_else(|| alpha3_of(provider));
+        conf.insert(
+            provider.into(),
+            ProviderConf {
+                country,
+                min,
+                max,
+                status: status.into(),
+            },
+        );
+    }
+
+    /// `provider` is no longer configured for the account.
+    pub fn remove_provider(&self, provider: &str) {
+        self.inner.active_conf.lock().remove(provider);
+    }
+
+    /// Endpoints: `active_conf`, `deposits`, `deposit_status`, `payouts`,
+    /// `payout_status`, `refunds`, `refund_status`.
     pub fn inject(&self, endpoint: &'static str, fault: Fault, times: usize) {
         self.inner.plumbing.inject(endpoint, fault, times);
     }
@@ -252,9 +297,114 @@ fn rejected(http: u16, kind: Kind, id: &str, code: &str, message: &str) -> Reply
     )
 }
 
+fn alpha3_of(provider: &str) -> &'static str {
+    match provider.rsplit('_').next() {
+        Some("BEN") => "BEN",
+        Some("TGO") => "TGO",
+        _ => "CIV",
+    }
+}
+
+/// Every provider of the operator table, open within the table's limits.
+fn default_active_conf() -> BTreeMap<String, ProviderConf> {
+    mmc_domain::OPERATORS
+        .iter()
+        .map(|o| {
+            (
+                o.provider_code.to_string(),
+                ProviderConf {
+                    country: alpha3_of(o.provider_code),
+                    min: o.min_amount,
+                    max: o.max_amount,
+                    status: "OPERATIONAL".into(),
+                },
+            )
+        })
+        .collect()
+}
+
+/// `GET /v2/active-conf`, as documented.
+fn active_conf_json(conf: &BTreeMap<String, ProviderConf>) -> Value {
+    let mut countries: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    for (code, c) in conf {
+        let limits = |op: Option<&str>| {
+            let mut v = json!({
+                "minTransactionLimit": c.min.to_string(),
+                "maxTransactionLimit": c.max.to_string(),
+                "decimalsInAmount": "NONE",
+                "status": c.status,
+            });
+            if let Some(op) = op {
+                v["operationType"] = json!(op);
+            }
+            v
+        };
+        let mut deposit = limits(None);
+        deposit["authType"] = json!(if PREAUTH_PROVIDERS.contains(&code.as_str()) {
+            "PREAUTH"
+        } else {
+            "PROVIDER_AUTH"
+        });
+        deposit["pinPrompt"] = json!("AUTOMATIC");
+        countries.entry(c.country).or_default().push(json!({
+            "provider": code,
+            "displayName": code.split('_').next().unwrap_or_default(),
+            "nameDisplayedToCustomer": "Merchant Inc.",
+            "currencies": [{
+                "currency": "XOF",
+                "displayName": "CFA",
+                "operationTypes": [
+                    {"DEPOSIT": deposit},
+                    limits(Some("PAYOUT")),
+                    limits(Some("REFUND")),
+                ],
+            }],
+        }));
+    }
+    let prefix = |c: &str| match c {
+        "BEN" => "229",
+        "TGO" => "228",
+        _ => "225",
+    };
+    json!({
+        "companyName": "Merchant Inc.",
+        "signatureConfiguration": {"signedRequestsOnly": false, "signedCallbacks": true},
+        "countries": countries.into_iter().map(|(country, providers)| json!({
+            "country": country,
+            "prefix": prefix(country),
+            "providers": providers,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// pawaPay's answer to a missing or wrong token, if it is one.
+fn unauthorised(req: &Received) -> Option<Reply> {
+    match req.header("Authorization") {
+        None => Some(Reply::json(
+            401,
+            &json!({"failureReason": {"failureCode": "NO_AUTHENTICATION"}}),
+        )),
+        Some(h) if h != format!("Bearer {API_TOKEN}") => Some(Reply::json(
+            403,
+            &json!({"failureReason": {"failureCode": "AUTHENTICATION_ERROR"}}),
+        )),
+        _ => None,
+    }
+}
+
 async fn handle(inner: Arc<Inner>, mut req: Received) -> Reply {
     let path = req.path.trim_matches('/').to_string();
     let segments: Vec<&str> = path.split('/').collect();
+    if req.method == "GET" && segments == ["v2", "active-conf"] {
+        inner.plumbing.record("active_conf", &req);
+        let work = async {
+            if let Some(refused) = unauthorised(&req) {
+                return refused;
+            }
+            Reply::json(200, &active_conf_json(&inner.active_conf.lock()))
+        };
+        return with_fault_for(&inner.plumbing, "active_conf", &req, work).await;
+    }
     let (endpoint, kind, id): (&'static str, Kind, Option<String>) =
         match (req.method.as_str(), segments.as_slice()) {
             ("POST", ["v2", "deposits"]) => ("deposits", Kind::Deposit, None),
@@ -270,20 +420,8 @@ async fn handle(inner: Arc<Inner>, mut req: Received) -> Reply {
     identify(&inner, kind, id.as_deref(), &mut req);
     inner.plumbing.record(endpoint, &req);
     let work = async {
-        match req.header("Authorization") {
-            None => {
-                return Reply::json(
-                    401,
-                    &json!({"failureReason": {"failureCode": "NO_AUTHENTICATION"}}),
-                );
-            }
-            Some(h) if h != format!("Bearer {API_TOKEN}") => {
-                return Reply::json(
-                    403,
-                    &json!({"failureReason": {"failureCode": "AUTHENTICATION_ERROR"}}),
-                );
-            }
-            _ => {}
+        if let Some(refused) = unauthorised(&req) {
+            return refused;
         }
         match id {
             Some(id) => match inner.records.lock().get(&id) {
@@ -464,6 +602,38 @@ fn initiate(inner: Arc<Inner>, kind: Kind, req: &Received) -> Reply {
                     "INVALID_PROVIDER",
                     "The provider is not valid for the request.",
                 );
+            }
+            // The account's configuration binds deposits: pawaPay rejects the rest.
+            if kind == Kind::Deposit {
+                let conf = inner.active_conf.lock().get(provider).cloned();
+                let Some(conf) = conf else {
+                    return rejected(
+                        200,
+                        kind,
+                        &id,
+                        "INVALID_PROVIDER",
+                        "The provider is not configured for your account.",
+                    );
+                };
+                if conf.status == "CLOSED" {
+                    return rejected(
+                        200,
+                        kind,
+                        &id,
+                        "PROVIDER_TEMPORARILY_UNAVAILABLE",
+                        "The provider is not processing deposits at the moment.",
+                    );
+                }
+                let value: u64 = amount.parse().unwrap_or(0);
+                if value < conf.min || value > conf.max {
+                    return rejected(
+                        200,
+                        kind,
+                        &id,
+                        "AMOUNT_OUT_OF_BOUNDS",
+                        "The amount is outside the provider's limits.",
+                    );
+                }
             }
             (phone.to_string(), provider.to_string(), None)
         }
