@@ -19,10 +19,6 @@ pub const DEFAULT_CLAIM_GRACE_MS: u64 = 60_000;
 /// counted (`payout_unconfirmed`) for a person to check with the operator;
 /// it stays processing: unknown is never failed.
 pub const DEFAULT_MAX_PENDING_MS: u64 = 24 * 3600 * 1000;
-/// Defaults of [`in_flight_ms`]: the adapter deadline and the time an
-/// operator may take to record a request it received.
-const DEFAULT_ADAPTER_DEADLINE_MS: u64 = 30_000;
-const DEFAULT_ANSWER_WINDOW_MS: u64 = 60_000;
 
 fn number<T: std::str::FromStr>(key: &str) -> Option<T> {
     config::get(key).and_then(|v| v.trim().parse().ok())
@@ -61,8 +57,5 @@ pub fn max_pending_ms() -> u64 {
 /// operator's "not found" proves nothing (`adapter_deadline_ms` comes from
 /// the host, `operator_answer_window_ms` from these settings).
 pub fn in_flight_ms() -> u64 {
-    mmc_domain::outcome::in_flight_ms(
-        number("adapter_deadline_ms").unwrap_or(DEFAULT_ADAPTER_DEADLINE_MS),
-        number("operator_answer_window_ms").unwrap_or(DEFAULT_ANSWER_WINDOW_MS),
-    )
+    mmc_domain::outcome::in_flight_ms(config::get)
 }

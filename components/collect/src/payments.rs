@@ -20,9 +20,6 @@ use crate::{API_VERSION, ApiError};
 
 /// Idempotency keys are honoured for 24 hours; references forever.
 pub const IDEMPOTENCY_TTL_MS: u64 = 24 * 3600 * 1000;
-/// Defaults of the settings that make up [`in_flight_ms`].
-const DEFAULT_ADAPTER_DEADLINE_MS: u64 = 30_000;
-const DEFAULT_ANSWER_WINDOW_MS: u64 = 60_000;
 /// First PSP poll of a payment in progress, then doubling up to the cap.
 pub const FIRST_CHECK_MS: u64 = 2_000;
 const MAX_OTP_ATTEMPTS: u32 = 3;
@@ -251,21 +248,11 @@ pub fn create_payment(
     Ok((p, false))
 }
 
-fn setting_ms(key: &str, default: u64) -> u64 {
-    config::get(key)
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
-}
-
-/// How long a request to the operator counts as possibly in flight: the
-/// adapter deadline (the host's `limits.adapter_deadline_ms`, longest of any
-/// adapter) plus `operator_answer_window_ms`, the time an operator may take
-/// to record what it received. Until then "not found" proves nothing.
+/// How long a request to the operator counts as possibly in flight (see
+/// `mmc_domain::outcome::in_flight_ms`: the adapter deadline plus
+/// `operator_answer_window_ms`). Until then "not found" proves nothing.
 pub fn in_flight_ms() -> u64 {
-    outcome::in_flight_ms(
-        setting_ms("adapter_deadline_ms", DEFAULT_ADAPTER_DEADLINE_MS),
-        setting_ms("operator_answer_window_ms", DEFAULT_ANSWER_WINDOW_MS),
-    )
+    outcome::in_flight_ms(config::get)
 }
 
 /// The operator is being asked to start `p` right now. A request that died

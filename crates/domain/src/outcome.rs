@@ -64,11 +64,23 @@ impl CallFailure {
     }
 }
 
+/// Defaults of the two settings that make up [`in_flight_ms`].
+pub const DEFAULT_ADAPTER_DEADLINE_MS: u64 = 30_000;
+pub const DEFAULT_ANSWER_WINDOW_MS: u64 = 60_000;
+
 /// How long a request stays "possibly in flight" after it was sent: the
-/// adapter's deadline plus the time the operator may take to record it.
-/// Until then, "not found" at the operator proves nothing.
-pub fn in_flight_ms(adapter_deadline_ms: u64, answer_window_ms: u64) -> u64 {
-    adapter_deadline_ms.saturating_add(answer_window_ms)
+/// adapter's deadline (`adapter_deadline_ms`, which the host gives every
+/// component) plus the time the operator may take to record it
+/// (`operator_answer_window_ms`), read through `setting` (the component's
+/// `config::get`). Until then, "not found" proves nothing.
+pub fn in_flight_ms(setting: impl Fn(&str) -> Option<String>) -> u64 {
+    let ms = |key: &str, default: u64| {
+        setting(key)
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(default)
+    };
+    ms("adapter_deadline_ms", DEFAULT_ADAPTER_DEADLINE_MS)
+        .saturating_add(ms("operator_answer_window_ms", DEFAULT_ANSWER_WINDOW_MS))
 }
 
 /// Whether an operator's "not found" for a request sent at `sent_at_ms` is
@@ -90,6 +102,13 @@ mod tests {
         for f in [Rejected, NotSent, NotSupported] {
             assert_eq!(f.certainty(), Certainty::NotPerformed, "{f:?}");
         }
+    }
+
+    #[test]
+    fn the_window_comes_from_the_settings_or_their_defaults() {
+        assert_eq!(in_flight_ms(|_| None), 90_000);
+        let set = |k: &str| (k == "operator_answer_window_ms").then(|| " 500 ".to_string());
+        assert_eq!(in_flight_ms(set), 30_500);
     }
 
     #[test]
