@@ -250,7 +250,7 @@ impl Rig {
                 let fake = FakePawapay::start().await;
                 let mut c = fake.component_config();
                 limits(&mut c);
-                let app = app_with_adapter("pawapay", &["moov-bj", "coris-bj"], c, bulk).await;
+                let app = app_with_adapter("pawapay", &["moov-bj", "orange-ci"], c, bulk).await;
                 fake.set_callback_url(&format!(
                     "{}/api/v1/psp/moov-bj/callback?environment=live",
                     app.base
@@ -593,10 +593,10 @@ impl Cell<'_> {
     }
 
     async fn confirm_otp(&self) -> Verdict {
-        // Coris (PREAUTH): nothing is sent before the code; the deposit
-        // carries it.
-        let phone = format!("+2290122{:06}", 700_000 + self.n);
-        let body = live_payment("BJ", "coris-bj", &phone);
+        // Orange CI (PREAUTH at pawaPay): nothing is sent before the code;
+        // the deposit carries it.
+        let phone = format!("+225070{:07}", 7_000_000 + self.n);
+        let body = live_payment("CI", "orange-ci", &phone);
         let p = self.create(&body).await?;
         let id = p["id"].as_str().unwrap();
         if p["status"] != "awaiting_otp" {

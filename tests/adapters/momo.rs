@@ -724,3 +724,99 @@ async fn an_mtn_callback_is_answered_within_a_second_whatever_mtn_does_meanwhile
     assert!(took < Duration::from_secs(1), "answered in {took:?}");
     wait_for(&app, &live, id, "completed", Duration::from_secs(15)).await;
 }
+
+/// MTN's markets: its sandbox takes EUR only, so a XOF payment configured
+/// against it is refused before anything is sent (our configuration, not the
+/// customer); a second market our API user is provisioned for serves
+/// `mtn-ci` in XOF, and its requests are found only in that market.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mtn_markets_take_their_own_currency() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(50));
+    fake.provision("sandbox");
+    fake.provision("mtnivorycoast");
+    let mut c = fake.component_config();
+    c.settings
+        .insert("target_environment.mtn-bj".into(), "sandbox".into());
+    c.settings
+        .insert("target_environment.mtn-ci".into(), "mtnivorycoast".into());
+    let adapter = Direct::load("momo", c);
+    let err = adapter
+        .initiate(initiate_request("mtn-bj", "BJ", PHONE))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, AdapterError::NotSent(m) if m.contains("EUR")),
+        "{err:?}"
+    );
+    assert!(fake.requests("requesttopay").is_empty());
+
+    let req = initiate_request("mtn-ci", "CI", "+2250500000001");
+    let id = req.payment_id.clone();
+    assert!(matches!(
+        adapter.initiate(req).await.unwrap(),
+        Initiated::AwaitingCustomer(_)
+    ));
+    let sent = fake.requests("requesttopay");
+    assert_eq!(
+        sent[0].header("X-Target-Environment"),
+        Some("mtnivorycoast")
+    );
+    assert_eq!(sent[0].json().unwrap()["currency"], "XOF");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let op = operation(&id, "mtn-ci", None, "+2250500000001", 1500);
+    assert_eq!(adapter.status(op).await.unwrap(), PspStatus::Completed);
+
+    // The fake refuses what MTN refuses: another market's currency (400),
+    // and the request is not found from another market.
+    let http = reqwest::Client::new();
+    let token: serde_json::Value = http
+        .post(format!("{}/collection/token/", fake.base_url()))
+        .basic_auth(mtn::API_USER, Some(mtn::API_KEY))
+        .header("Ocp-Apim-Subscription-Key", mtn::COLLECTION_KEY)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let bearer = format!("Bearer {}", token["access_token"].as_str().unwrap());
+    let request_to_pay = |market: &'static str, currency: &'static str| {
+        http.post(format!("{}/collection/v1_0/requesttopay", fake.base_url()))
+            .header("Authorization", &bearer)
+            .header("Ocp-Apim-Subscription-Key", mtn::COLLECTION_KEY)
+            .header("X-Target-Environment", market)
+            .header("X-Reference-Id", uuid::Uuid::new_v4().to_string())
+            .json(
+                &json!({"amount": "1500", "currency": currency, "externalId": "x",
+                "payer": {"partyIdType": "MSISDN", "partyId": "2290166000001"},
+                "payerMessage": "Order", "payeeNote": "Order"}),
+            )
+            .send()
+    };
+    assert_eq!(
+        request_to_pay("sandbox", "XOF").await.unwrap().status(),
+        400
+    );
+    assert_eq!(
+        request_to_pay("mtnbenin", "EUR").await.unwrap().status(),
+        400
+    );
+    assert_eq!(
+        request_to_pay("sandbox", "EUR").await.unwrap().status(),
+        202
+    );
+    let elsewhere = http
+        .get(format!(
+            "{}/collection/v1_0/requesttopay/{}",
+            fake.base_url(),
+            sent[0].header("X-Reference-Id").unwrap()
+        ))
+        .header("Authorization", &bearer)
+        .header("Ocp-Apim-Subscription-Key", mtn::COLLECTION_KEY)
+        .header("X-Target-Environment", "mtnbenin")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(elsewhere.status(), 404);
+}

@@ -11,15 +11,8 @@ use crate::support::*;
 use crate::*;
 
 const MOOV_BJ: &str = "+2290195000001";
-const ALL: &[&str] = &[
-    "moov-bj",
-    "celtiis-bj",
-    "coris-bj",
-    "togocom-tg",
-    "moov-tg",
-    "orange-ci",
-    "moov-ci",
-];
+/// Where pawaPay really serves (no Celtiis or Coris Money in its Benin list).
+const ALL: &[&str] = &["moov-bj", "togocom-tg", "moov-tg", "orange-ci", "moov-ci"];
 
 async fn pawapay_app(
     fake: &FakePawapay,
@@ -102,7 +95,7 @@ async fn pawapay_completes_by_polling_when_the_callback_is_lost() {
 async fn pawapay_failures_carry_the_aggregators_reason() {
     let fake = FakePawapay::start().await;
     fake.settle_after(Duration::from_millis(100));
-    fake.set_outcome("2250700000002", Outcome::Fail("PAYMENT_NOT_APPROVED"));
+    fake.set_outcome("22890000002", Outcome::Fail("PAYMENT_NOT_APPROVED"));
     fake.set_outcome("2250100000003", Outcome::Fail("INSUFFICIENT_BALANCE"));
     let app = pawapay_app(&fake, |c| {
         // A provider code the aggregator does not know.
@@ -112,7 +105,7 @@ async fn pawapay_failures_carry_the_aggregators_reason() {
     .await;
     let (_, _, live) = app.merchant("Shop");
     for (country, operator, phone, code) in [
-        ("CI", "orange-ci", "+2250700000002", "declined_by_customer"),
+        ("TG", "togocom-tg", "+22890000002", "declined_by_customer"),
         ("CI", "moov-ci", "+2250100000003", "insufficient_funds"),
     ] {
         let p = create(&app, &live, &live_payment(country, operator, phone)).await;
@@ -161,7 +154,7 @@ async fn pawapay_5xx_and_timeout_stay_pending_without_a_second_deposit() {
     let p = create(
         &app,
         &live,
-        &live_payment("BJ", "celtiis-bj", "+2290140000001"),
+        &live_payment("BJ", "moov-bj", "+2290195000011"),
     )
     .await;
     // A 500 says nothing about what pawaPay did: the deposit stays in progress.
@@ -176,7 +169,7 @@ async fn pawapay_5xx_and_timeout_stay_pending_without_a_second_deposit() {
     let p = create(
         &app,
         &live,
-        &live_payment("BJ", "celtiis-bj", "+2290140000002"),
+        &live_payment("BJ", "moov-bj", "+2290195000012"),
     )
     .await;
     let id = p["id"].as_str().unwrap();
@@ -198,7 +191,7 @@ async fn pawapay_5xx_and_timeout_stay_pending_without_a_second_deposit() {
     let p = create(
         &app,
         &live,
-        &live_payment("BJ", "celtiis-bj", "+2290140000003"),
+        &live_payment("BJ", "moov-bj", "+2290195000013"),
     )
     .await;
     wait_for(
@@ -287,46 +280,67 @@ async fn forged_callback_for_a_pending_deposit_changes_nothing() {
     assert_eq!(payment(&app, &live, id).await["status"], "processing");
 }
 
+/// Orange Money CI is `PREAUTH` in the account's active configuration: the
+/// deposit travels with the customer's code, and the operator checks it
+/// after pawaPay took the deposit, so a wrong code fails the payment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn coris_otp_flow_submits_the_deposit_with_the_code() {
+async fn preauth_flow_submits_the_deposit_with_the_code() {
     let fake = FakePawapay::start().await;
     fake.settle_after(Duration::from_millis(100));
     let app = pawapay_app(&fake, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
-    let p = create(
-        &app,
-        &live,
-        &live_payment("BJ", "coris-bj", "+2290122000001"),
-    )
-    .await;
-    let id = p["id"].as_str().unwrap();
-    assert_eq!(p["status"], "awaiting_otp", "{p}");
-    assert_eq!(p["next_action"]["type"], "confirm_otp");
+    let start = |phone: &'static str| {
+        let (app, live) = (&app, &live);
+        async move {
+            let p = create(app, live, &live_payment("CI", "orange-ci", phone)).await;
+            assert_eq!(p["status"], "awaiting_otp", "{p}");
+            assert_eq!(p["next_action"]["type"], "confirm_otp");
+            p["id"].as_str().unwrap().to_string()
+        }
+    };
+    let id = start("+2250700000001").await;
     assert!(
         fake.requests("deposits").is_empty(),
         "PREAUTH: nothing sent before the code"
     );
-
-    let confirm = format!("/api/v1/collect/payments/{id}/confirm");
-    let (status, err) = post(&app, &live, &confirm, json!({"otp": "000000"})).await;
-    assert_eq!(status, 400, "{err}");
-    assert_eq!(err["error"]["code"], "invalid_otp");
-    assert_eq!(payment(&app, &live, id).await["status"], "awaiting_otp");
-    assert!(
-        fake.record(&operator_id(id)).is_none(),
-        "a wrong code leaves nothing at the aggregator"
-    );
-
-    let (status, p) = post(&app, &live, &confirm, json!({"otp": pawapay::GOOD_OTP})).await;
+    let confirm = |id: &str| format!("/api/v1/collect/payments/{id}/confirm");
+    let (status, p) = post(
+        &app,
+        &live,
+        &confirm(&id),
+        json!({"otp": pawapay::GOOD_OTP}),
+    )
+    .await;
     assert_eq!(status, 200, "{p}");
     assert_eq!(p["status"], "processing");
     let sent = fake.requests("deposits");
-    assert_eq!(sent.len(), 2);
-    let body = sent[1].json().unwrap();
+    assert_eq!(sent.len(), 1);
+    let body = sent[0].json().unwrap();
     assert_eq!(body["preAuthorisationCode"], pawapay::GOOD_OTP);
-    assert_eq!(body["payer"]["accountDetails"]["provider"], "CORIS_BEN");
-    assert_eq!(body["depositId"], operator_id(id));
-    wait_for(&app, &live, id, "completed", Duration::from_secs(3)).await;
+    assert_eq!(body["payer"]["accountDetails"]["provider"], "ORANGE_CIV");
+    assert_eq!(body["depositId"], operator_id(&id));
+    wait_for(&app, &live, &id, "completed", Duration::from_secs(3)).await;
+
+    // A wrong code: taken, then failed by the operator under the same deposit id.
+    let id = start("+2250700000009").await;
+    let (status, p) = post(&app, &live, &confirm(&id), json!({"otp": "000000"})).await;
+    assert_eq!(status, 200, "{p}");
+    assert_eq!(p["status"], "processing");
+    let p = wait_for(&app, &live, &id, "failed", Duration::from_secs(3)).await;
+    assert_eq!(p["failure_code"], "declined_by_customer", "{p}");
+    let record = fake.record(&operator_id(&id)).unwrap();
+    assert_eq!(record.failure.as_deref(), Some(pawapay::WRONG_CODE_FAILURE));
+    // The payment is over: another code is refused without reaching pawaPay.
+    let (status, err) = post(
+        &app,
+        &live,
+        &confirm(&id),
+        json!({"otp": pawapay::GOOD_OTP}),
+    )
+    .await;
+    assert_eq!(status, 409, "{err}");
+    assert_eq!(err["error"]["code"], "otp_not_required");
+    assert_eq!(fake.requests("deposits").len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -338,7 +352,11 @@ async fn pawapay_refunds_and_payouts_at_adapter_level() {
     let ops = adapter.operators();
     let slugs: Vec<&str> = ops.iter().map(|o| o.slug.as_str()).collect();
     assert_eq!(slugs, ALL);
-    assert!(ops.iter().all(|o| o.requires_otp == (o.slug == "coris-bj")));
+    // From the active configuration: Orange CI is PREAUTH at pawaPay.
+    assert!(
+        ops.iter()
+            .all(|o| o.requires_otp == (o.slug == "orange-ci"))
+    );
 
     let req = initiate_request("moov-bj", "BJ", MOOV_BJ);
     let id = req.payment_id.clone();
@@ -460,7 +478,7 @@ async fn pawapay_refunds_and_payouts_at_adapter_level() {
         .insert("operators".into(), "coris-bj, moov-tg".into());
     let narrowed = tokio::task::block_in_place(|| Direct::load("pawapay", c));
     let slugs: Vec<String> = narrowed.operators().into_iter().map(|o| o.slug).collect();
-    assert_eq!(slugs, vec!["coris-bj", "moov-tg"]);
+    assert_eq!(slugs, vec!["moov-tg"], "coris-bj is not pawaPay's to serve");
 }
 
 /// pawaPay reports a refund failed, then made after all (its callback names
@@ -664,4 +682,172 @@ async fn the_catalogue_follows_the_active_configuration_after_load() {
         .await
         .unwrap();
     assert_eq!(catalogue(&app, &live).await["moov-tg"]["status"], "closed");
+}
+
+/// pawaPay's Benin list has MTN and Moov only: routing Celtiis or Coris
+/// Money to it serves nothing, and a provider code outside the account's
+/// configuration is described closed: refused before anything is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_pawapay_does_not_serve_are_never_sent_there() {
+    let fake = FakePawapay::start().await;
+    let mut component = fake.component_config();
+    // As if someone mapped Moov to a provider pawaPay does not have.
+    component
+        .settings
+        .insert("provider_code.moov-bj".into(), "CELTIIS_BEN".into());
+    let app = app_with_adapter(
+        "pawapay",
+        &["celtiis-bj", "coris-bj", "moov-bj"],
+        component,
+        |_| {},
+    )
+    .await;
+    let (_, _, live) = app.merchant("Shop");
+    for (operator, phone) in [
+        ("celtiis-bj", "+2290140000001"),
+        ("coris-bj", "+2290122000001"),
+    ] {
+        let (status, err) = app
+            .create(&live, &new_key(), &live_payment("BJ", operator, phone))
+            .await;
+        assert_eq!(status, 400, "{err}");
+        assert_eq!(err["error"]["code"], "operator_unavailable", "{err}");
+    }
+    assert!(fake.requests("deposits").is_empty(), "nothing sent");
+
+    // Not in the account's active configuration either: refused before sending.
+    let (status, err) = app
+        .create(&live, &new_key(), &live_payment("BJ", "moov-bj", MOOV_BJ))
+        .await;
+    assert_eq!(status, 400, "{err}");
+    assert_eq!(err["error"]["code"], "operator_unavailable", "{err}");
+    assert!(fake.requests("deposits").is_empty(), "nothing sent");
+}
+
+/// pawaPay's predict-provider knows ported numbers: with `predict_provider`
+/// on, the prediction API answers what pawaPay says (`source: provider`),
+/// once per number (kept a day), and the hosted checkout page preselects
+/// it; a number pawaPay cannot place falls back to the numbering plan.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn predictions_come_from_pawapay_where_configured() {
+    let fake = FakePawapay::start().await;
+    // In MTN's range, moved to Moov.
+    fake.port("2290166000042", "MOOV_BEN");
+    let app = pawapay_app(&fake, |c| {
+        c.settings.insert("predict_provider".into(), "true".into());
+    })
+    .await;
+    let (_, _, live) = app.merchant("Shop");
+    let path = "/api/v1/collect/payments/operators/predict?phone=%2B2290166000042";
+    for _ in 0..2 {
+        let (status, p) = app.get(&live, path).await;
+        assert_eq!(status, 200, "{p}");
+        assert_eq!(p["operator"], "moov-bj", "{p}");
+        assert_eq!(p["source"], "provider");
+        assert_eq!(p["available"], true);
+    }
+    let asked = fake.requests("predict_provider");
+    assert_eq!(asked.len(), 1, "the answer is kept");
+    assert_eq!(asked[0].json().unwrap()["phoneNumber"], "2290166000042");
+
+    // pawaPay has no Celtiis: its range is the numbering plan's word.
+    let (_, p) = app
+        .get(
+            &live,
+            "/api/v1/collect/payments/operators/predict?phone=%2B2290140000001",
+        )
+        .await;
+    assert_eq!(p["operator"], "celtiis-bj", "{p}");
+    assert_eq!(p["source"], "numbering_plan");
+
+    // The hosted page offers the predicted operator first.
+    let body = json!({"reference": "h-ported", "amount": 1500, "currency": "XOF",
+        "country": "BJ", "mode": "hosted", "customer": {"phone": "+2290166000042"}});
+    let p = create(&app, &live, &body).await;
+    let page = app
+        .client
+        .get(p["next_action"]["checkout_url"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(r#"<option value="moov-bj" selected>"#),
+        "{page}"
+    );
+
+    // Not configured: pawaPay is not asked, the plan answers.
+    let quiet = FakePawapay::start().await;
+    let app = pawapay_app(&quiet, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let (_, p) = app.get(&live, path).await;
+    assert_eq!(p["operator"], "mtn-bj", "{p}");
+    assert_eq!(p["source"], "numbering_plan");
+    assert!(quiet.requests("predict_provider").is_empty());
+}
+
+/// A callback speaks only for payments its adapter serves and that were
+/// sent: a pawaPay body naming an MTN payment, or a hosted payment nobody
+/// has paid yet (a forged reference would stop the customer from paying),
+/// is ignored and counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callbacks_speak_only_for_sent_payments_of_their_adapter() {
+    let fake = FakePawapay::start().await;
+    let mtn = crate::support::fakes::mtn::FakeMtn::start().await;
+    mtn.set_outcome("2290166000004", Outcome::Stay);
+    let momo = mtn.component_config();
+    let app = app_with_adapter("pawapay", ALL, fake.component_config(), |c| {
+        c.routing
+            .get_mut("live")
+            .unwrap()
+            .insert("mtn-bj".into(), "momo".into());
+        c.components.insert("momo".into(), momo);
+    })
+    .await;
+    let (_, _, live) = app.merchant("Shop");
+    let forge = |id: &str| {
+        serde_json::to_vec(&json!({"depositId": operator_id(id), "status": "COMPLETED",
+            "amount": "1500", "currency": "XOF"}))
+        .unwrap()
+    };
+
+    let mtn_payment = create(&app, &live, &live_payment("BJ", "mtn-bj", "+2290166000004")).await;
+    let id = mtn_payment["id"].as_str().unwrap();
+    let (status, answer) = notify(&app, "moov-bj", "POST", &[], forge(id)).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["applied"], 0, "{answer}");
+
+    let hosted = json!({"reference": "h-forged", "amount": 1500, "currency": "XOF",
+        "country": "BJ", "mode": "hosted"});
+    let p = create(&app, &live, &hosted).await;
+    let hid = p["id"].as_str().unwrap();
+    let (status, answer) = notify(&app, "moov-bj", "POST", &[], forge(hid)).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["applied"], 0, "{answer}");
+    let after = payment(&app, &live, hid).await;
+    assert_eq!(after["status"], "awaiting_payment");
+    assert!(after["psp_reference"].is_null(), "{after}");
+
+    let metrics = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for event in [
+        "callback_from_foreign_adapter",
+        "callback_for_unsent_payment",
+    ] {
+        assert!(
+            metrics.contains(&format!(
+                "mmc_component_events_total{{component=\"collect\",event=\"{event}\"}} 1"
+            )),
+            "{event}: {metrics}"
+        );
+    }
 }

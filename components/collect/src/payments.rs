@@ -777,10 +777,23 @@ pub fn catalogue(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
     Ok(json_response(200, &wire::catalogue_json(&ops, country)))
 }
 
+/// The operator `e164` belongs to and who says so: a provider that predicts
+/// (pawaPay knows ported numbers) where one serves the country in
+/// `environment`, else the numbering plan. Wave runs on every network, so
+/// the plan never names it.
+pub fn operator_of(
+    environment: &str,
+    e164: &str,
+) -> (Option<&'static mmc_domain::Operator>, &'static str) {
+    match router::predict(environment, e164).and_then(|s| mmc_domain::operators::find(&s)) {
+        Some(op) => (Some(op), "provider"),
+        None => (mmc_domain::phone::infer_operator(e164), "numbering_plan"),
+    }
+}
+
 /// `GET …/payments/operators/predict?phone=…[&country=…]`: the operator a
-/// number belongs to by the numbering plans, and whether it is available in
-/// the caller's environment. A guess: numbers move between operators
-/// (portability), and Wave runs on every network, so it is never predicted.
+/// number belongs to ([`operator_of`]), and whether it is available in the
+/// caller's environment.
 pub fn predict(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
     let raw = wire::query_param(req, "phone")
         .map(mmc_domain::http::decode_component)
@@ -819,7 +832,7 @@ pub fn predict(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
             ),
         )
     })?;
-    let predicted = mmc_domain::phone::infer_operator(&e164);
+    let (predicted, source) = operator_of(&caller.environment, &e164);
     let available = predicted.is_some_and(|op| {
         router::catalogue(&caller.environment)
             .iter()
@@ -834,7 +847,7 @@ pub fn predict(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
             "operator": predicted.map(|o| o.slug),
             "name": predicted.map(|o| o.name),
             "available": available,
-            "source": "numbering_plan",
+            "source": source,
         }),
     ))
 }

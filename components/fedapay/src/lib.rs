@@ -544,10 +544,10 @@ impl Guest for FedaPay {
                 aliases: op.aliases.iter().map(|a| a.to_string()).collect(),
                 country: op.country.code().into(),
                 currency: op.currency().into(),
-                // The operator table's flag (the conformance kit holds
-                // adapters to it); through FedaPay a Coris payment is
-                // confirmed on FedaPay's page, never with `confirm-otp`.
-                requires_otp: op.requires_otp,
+                // No FedaPay mode takes a one-time code: a Coris payment is
+                // confirmed on FedaPay's page, never with `confirm-otp`, and
+                // the catalogue says what the provider does.
+                requires_otp: false,
                 modes: vec!["direct".into(), "hosted".into()],
                 min_amount: op.min_amount,
                 max_amount: op.max_amount,
@@ -720,6 +720,11 @@ impl Guest for FedaPay {
     /// A signed webhook. Final transaction (or payout) states are reported
     /// with our id from `custom_metadata`; other events are acknowledged
     /// and ignored.
+    /// This provider offers no prediction.
+    fn predict(_phone: String) -> Result<Option<String>, AdapterError> {
+        Ok(None)
+    }
+
     fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
         if req.method != "POST" {
             return Err(AdapterError::Rejected(format!(

@@ -151,6 +151,25 @@ impl Market {
         })
     }
 
+    /// MTN takes only the target environment's currency (its sandbox: EUR)
+    /// and answers 400 otherwise: refused here, before anything is sent, and
+    /// said as the configuration problem it is.
+    fn takes(&self, currency: &str) -> Result<(), AdapterError> {
+        let expected = match self.target_environment.as_str() {
+            "sandbox" => "EUR",
+            "mtnbenin" | "mtnivorycoast" => "XOF",
+            _ => return Ok(()),
+        };
+        if currency == expected {
+            return Ok(());
+        }
+        Err(AdapterError::NotSent(format!(
+            "MTN's target environment {} takes {expected} only, not {currency}: set \
+             target_environment.{} to the market (mtnbenin, mtnivorycoast)",
+            self.target_environment, self.slug
+        )))
+    }
+
     /// One HTTP exchange; transport failures and 5xx become adapter errors.
     fn send(
         &self,
@@ -427,6 +446,7 @@ impl Guest for Momo {
                 "MTN MoMo needs the customer's phone number.",
             )));
         };
+        market.takes(&req.currency)?;
         let reference = reference_id(&req.payment_id);
         let callback = setting(market.slug, "send_callback_url")
             .is_none_or(|v| v != "false")
@@ -466,6 +486,7 @@ impl Guest for Momo {
 
     fn refund(req: RefundRequest) -> Result<Started, AdapterError> {
         let market = Market::of(&req.payment.operator)?;
+        market.takes(&req.payment.currency)?;
         let reference = reference_id(&req.refund_id);
         let body = transformers::Refund {
             amount: req.amount.to_string(),
@@ -496,6 +517,7 @@ impl Guest for Momo {
 
     fn payout(req: PayoutRequest) -> Result<Started, AdapterError> {
         let market = Market::of(&req.operator)?;
+        market.takes(&req.currency)?;
         let reference = reference_id(&req.payout_id);
         let session = Session::open(&market, Product::Disbursement).map_err(before_sending)?;
         let resp = session.create(
@@ -525,6 +547,11 @@ impl Guest for Momo {
     /// names the payment (`externalId` = our id). It is a hint: the service
     /// answers at once (MTN gives a partner 2 s) and asks MTN right after, by
     /// its own authenticated status query, never trusting what the body claims.
+    /// This provider offers no prediction.
+    fn predict(_phone: String) -> Result<Option<String>, AdapterError> {
+        Ok(None)
+    }
+
     fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
         if req.method != "PUT" && req.method != "POST" {
             return Err(AdapterError::Rejected(format!(

@@ -1,17 +1,23 @@
-//! Live adapter for our PSP aggregator, which speaks pawaPay's v2 API: Moov,
-//! Celtiis and Coris in Benin, Togocom and Moov in Togo, Orange and Moov in
-//! Côte d'Ivoire. The aggregator's provider code comes from the operator
-//! table (`provider_code`), overridable per operator.
+//! Live adapter for pawaPay's v2 API where pawaPay really serves: Moov in
+//! Benin, Togocom (Mixx by Yas) and Moov in Togo, Orange and Moov in Côte
+//! d'Ivoire (MTN and Wave have adapters of their own; pawaPay's Benin list
+//! has no Celtiis and no Coris Money, which go through `fedapay`). The
+//! provider code comes from the operator table (`provider_code`),
+//! overridable per operator.
 //!
 //! - Our ids are the aggregator's ids, as the UUIDv4 it demands
 //!   (`mmc_domain::operator_ids`: `depositId` = payment id, `refundId` =
 //!   refund id, `payoutId` = payout id or a UUID derived from it): a status
 //!   query works after a timed-out initiation, and a repeated initiation is
 //!   answered `DUPLICATE_IGNORED` instead of debiting twice.
-//! - OTP operators (`coris-bj`) are PREAUTH: the customer generates a code
-//!   (USSD) that must travel *with* the deposit. `initiate` therefore sends
+//! - Providers whose deposits the account's active configuration lists as
+//!   `PREAUTH` (Orange Money in Côte d'Ivoire: the customer generates a code
+//!   by USSD) need that code *with* the deposit. `initiate` therefore sends
 //!   nothing and answers `otp-required`; `confirm-otp` submits the deposit
-//!   with `preAuthorisationCode`.
+//!   with `preAuthorisationCode`. pawaPay documents no synchronous refusal of
+//!   a wrong code: the operator checks it after pawaPay took the deposit, so
+//!   a wrong code fails the deposit under its id (and the payment with it),
+//!   and a `REJECTED` deposit fails the payment too.
 //! - Callbacks (final states only) are configured in the aggregator's
 //!   dashboard, one URL for all operators: any
 //!   `/api/v1/psp/<slug served here>/callback?environment=live` works. Their
@@ -26,8 +32,14 @@
 //!   configuration does not allow, so the catalogue says so before a payment
 //!   is made. Unreachable or unreadable: the operator table's values.
 //!
+//! - `predict` asks `POST /v2/predict-provider` when `predict_provider` is
+//!   `true`: pawaPay knows ported numbers (its Benin misprediction rate is
+//!   6%, a prefix table's is worse). Kept a day per number (hashed) in the
+//!   cache.
+//!
 //! Settings: `base_url` (required), `timeout_ms`, `operators`,
-//! `provider_code.<slug>`, `active_conf_ttl_ms`. Secret: `api_token`.
+//! `provider_code.<slug>`, `active_conf_ttl_ms`, `predict_provider`.
+//! Secret: `api_token`.
 
 wit_bindgen::generate!({
     path: ["../../wit/platform", "../../wit/adapter"],
@@ -48,15 +60,7 @@ use mmc::platform::{cache, config, signing};
 use mmc_domain::Operator;
 use transformers::{Check, Initiated as Answer};
 
-const FAMILY: &[&str] = &[
-    "moov-bj",
-    "celtiis-bj",
-    "coris-bj",
-    "togocom-tg",
-    "moov-tg",
-    "orange-ci",
-    "moov-ci",
-];
+const FAMILY: &[&str] = &["moov-bj", "togocom-tg", "moov-tg", "orange-ci", "moov-ci"];
 
 /// How long a deposit can still be approved on the phone after pawaPay took
 /// it (the operators' own prompts time out within minutes; pawaPay then
@@ -67,6 +71,10 @@ const DEFAULT_APPROVAL_WINDOW_MS: u64 = 15 * 60 * 1000;
 /// pawaPay changes limits and availability rarely, and a stale value is at
 /// worst what the operator table would have said.
 const DEFAULT_ACTIVE_CONF_TTL_MS: u64 = 5 * 60 * 1000;
+
+/// How long a number's predicted provider is kept: portability moves a
+/// number in days, not minutes.
+const PREDICTION_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 
 /// `describe` runs when the adapter is loaded: a slow pawaPay must not hold
 /// that up for long (the operator table is the fallback).
@@ -100,7 +108,18 @@ fn served() -> Vec<&'static Operator> {
 
 /// The provider code pawaPay knows `op` by (setting `provider_code.<slug>`, else the table's).
 fn provider_of(op: &Operator) -> String {
-    setting(&format!("provider_code.{}", op.slug)).unwrap_or_else(|| op.provider_code.into())
+    setting(&format!("provider_code.{}", op.slug))
+        .or_else(|| op.provider_code.map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// Whether deposits to `op` need the customer's code (`PREAUTH`), as the
+/// account's active configuration says; the operator table's word when it
+/// cannot be had (then pawaPay refuses a deposit that lacks the code, and
+/// nothing is performed).
+fn preauth(op: &Operator, conf: Option<&BTreeMap<String, transformers::DepositConf>>) -> bool {
+    conf.and_then(|c| c.get(&provider_of(op)))
+        .map_or(op.requires_otp, transformers::DepositConf::preauth)
 }
 
 /// The account's XOF deposit configuration by provider code, from the cache
@@ -355,7 +374,7 @@ impl Guest for Pawapay {
                 aliases: op.aliases.iter().map(|a| a.to_string()).collect(),
                 country: op.country.code().into(),
                 currency: op.currency().into(),
-                requires_otp: op.requires_otp,
+                requires_otp: preauth(op, conf.as_ref()),
                 modes: vec!["direct".into(), "hosted".into()],
                 min_amount,
                 max_amount,
@@ -376,7 +395,7 @@ impl Guest for Pawapay {
             )));
         };
         let deposit_id = uuid_for(&req.payment_id);
-        if api.op.requires_otp {
+        if preauth(api.op, active_conf().as_ref()) {
             // PREAUTH: nothing to send until the customer's code arrives.
             return Ok(Initiated::OtpRequired(deposit_id));
         }
@@ -392,14 +411,11 @@ impl Guest for Pawapay {
         })
     }
 
+    /// Only reached for a payment `initiate` left awaiting the code, so the
+    /// provider's auth type is not asked again (a configuration lookup that
+    /// failed now must not fail a payment).
     fn confirm_otp(payment: OperationRef, otp: String) -> Result<OtpOutcome, AdapterError> {
         let api = Api::of(&payment.operator)?;
-        if !api.op.requires_otp {
-            return Err(AdapterError::NotSupported(format!(
-                "{} approves payments on the phone, not with a one-time code",
-                api.op.slug
-            )));
-        }
         let phone = payment
             .phone
             .as_deref()
@@ -410,12 +426,10 @@ impl Guest for Pawapay {
         };
         let answer = api.initiate("/v2/deposits", &deposit)?;
         Ok(match answer {
+            // The operator checks the code afterwards: a wrong one fails the deposit.
             Answer::Accepted => OtpOutcome::Accepted(PspStatus::Pending),
             // An earlier confirmation got through (its answer was lost): report where it stands.
             Answer::Duplicate => OtpOutcome::Accepted(api.check("deposits", &reference(&payment))?),
-            Answer::Rejected(f) if f.failure_code == transformers::WRONG_CODE => {
-                OtpOutcome::WrongCode
-            }
             Answer::Rejected(f) => {
                 OtpOutcome::Accepted(PspStatus::Failed(transformers::failure_for(&f)))
             }
@@ -480,6 +494,54 @@ impl Guest for Pawapay {
 
     fn payout_status(payout: OperationRef) -> Result<PspStatus, AdapterError> {
         Api::of(&payout.operator)?.check("payouts", &reference(&payout))
+    }
+
+    fn predict(phone: String) -> Result<Option<String>, AdapterError> {
+        if setting("predict_provider").as_deref() != Some("true") {
+            return Ok(None);
+        }
+        let Some(first) = served().first().map(|o| o.slug) else {
+            return Ok(None);
+        };
+        let api = Api::of(first)?;
+        let digits: String = phone.chars().filter(char::is_ascii_digit).collect();
+        // Phone numbers are personal data: the cache keeps a hash of them.
+        let hashed: String = signing::sha256(digits.as_bytes())[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let key = format!("predict:{}:{hashed}", api.base_url);
+        if let Some(slug) = cache::get(&key) {
+            return Ok(Some(String::from_utf8_lossy(&slug).into_owned()).filter(|s| !s.is_empty()));
+        }
+        let body = transformers::PredictRequest {
+            phone_number: digits,
+        };
+        let resp = api.send(
+            "POST",
+            "/v2/predict-provider",
+            Some(serde_json::to_vec(&body).expect("wire types serialise")),
+        )?;
+        let slug = match resp.status {
+            200 => {
+                let p: transformers::Prediction = transformers::parse("prediction", &resp.body)
+                    .map_err(AdapterError::InvalidResponse)?;
+                // Any operator pawaPay knows, served here or not (MTN has its own adapter).
+                mmc_domain::OPERATORS
+                    .iter()
+                    .find(|o| !p.provider.is_empty() && provider_of(o) == p.provider)
+                    .map(|o| o.slug.to_string())
+            }
+            // Not a number pawaPay can place: no prediction.
+            400 => None,
+            _ => return Err(unexpected(&resp)),
+        };
+        cache::set(
+            &key,
+            slug.as_deref().unwrap_or("").as_bytes(),
+            PREDICTION_TTL_MS,
+        );
+        Ok(slug)
     }
 
     /// Takes the subject's id from the body; the status is asked for after

@@ -7,10 +7,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::mmc::adapter::types::{Failure, PspStatus};
 
-/// The failure code our aggregator answers when a PREAUTH code is wrong
-/// (unconfirmed for pawaPay itself: its public list does not name one).
-pub const WRONG_CODE: &str = "INVALID_PRE_AUTHORISATION_CODE";
-
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AccountDetails {
@@ -176,6 +172,22 @@ struct ConfOperation {
     max_transaction_limit: Option<String>,
     #[serde(default)]
     status: Option<String>,
+    /// Deposits: `PROVIDER_AUTH` (PIN prompt on the phone), `PREAUTH` (a
+    /// code the customer generated travels with the deposit), `REDIRECT_AUTH`.
+    #[serde(default)]
+    auth_type: Option<String>,
+}
+
+/// `POST /v2/predict-provider` (https://docs.pawapay.io/v2/api-reference/toolkit/predict-provider).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PredictRequest {
+    pub phone_number: String,
+}
+
+#[derive(Deserialize)]
+pub struct Prediction {
+    pub provider: String,
 }
 
 /// What the catalogue keeps of a provider's XOF deposits (cached between calls).
@@ -184,6 +196,15 @@ pub struct DepositConf {
     pub min: Option<u64>,
     pub max: Option<u64>,
     pub status: Option<String>,
+    #[serde(default)]
+    pub auth_type: Option<String>,
+}
+
+impl DepositConf {
+    /// The customer's code must travel with the deposit (our OTP step).
+    pub fn preauth(&self) -> bool {
+        self.auth_type.as_deref() == Some("PREAUTH")
+    }
 }
 
 /// The providers configured for XOF deposits, by provider code. A provider
@@ -210,6 +231,7 @@ pub fn deposit_conf(conf: &ActiveConf) -> std::collections::BTreeMap<String, Dep
                         .as_deref()
                         .and_then(|v| whole(v, false)),
                     status: d.status,
+                    auth_type: d.auth_type,
                 },
             );
         }
@@ -306,7 +328,6 @@ pub fn failure_for(f: &FailureReason) -> Failure {
         "PAYMENT_IN_PROGRESS" => "payment_in_progress",
         "INVALID_PHONE_NUMBER" => "phone_invalid",
         "AMOUNT_OUT_OF_BOUNDS" | "INVALID_AMOUNT" => "amount_out_of_range",
-        WRONG_CODE => "invalid_otp",
         "PROVIDER_TEMPORARILY_UNAVAILABLE" => "operator_unavailable",
         _ => "operator_error",
     };
@@ -378,7 +399,8 @@ mod tests {
             DepositConf {
                 min: Some(101),
                 max: Some(50000),
-                status: Some("DELAYED".into())
+                status: Some("DELAYED".into()),
+                auth_type: Some("PROVIDER_AUTH".into()),
             }
         );
         assert_eq!(

@@ -187,6 +187,11 @@ impl Guest for Simulator {
         status_of(&payout)
     }
 
+    /// This provider offers no prediction.
+    fn predict(_phone: String) -> Result<Option<String>, AdapterError> {
+        Ok(None)
+    }
+
     fn parse_callback(_req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
         Err(AdapterError::NotSupported(
             "the simulator sends no callbacks".into(),

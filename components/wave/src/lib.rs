@@ -484,6 +484,11 @@ impl Guest for Wave {
     /// A signed webhook. Checkout events carry the session: we report its
     /// state (a failed attempt in an open session stays pending). Other event
     /// types are acknowledged and ignored so Wave stops resending them.
+    /// This provider offers no prediction.
+    fn predict(_phone: String) -> Result<Option<String>, AdapterError> {
+        Ok(None)
+    }
+
     fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
         if req.method != "POST" {
             return Err(AdapterError::Rejected(format!(

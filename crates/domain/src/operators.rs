@@ -55,8 +55,10 @@ pub struct Operator {
     pub requires_otp: bool,
     pub min_amount: u64,
     pub max_amount: u64,
-    /// Code of this operator at the PSP aggregator (pawaPay style).
-    pub provider_code: &'static str,
+    /// pawaPay's provider code for this operator; `None` where pawaPay does
+    /// not serve it (its v2 provider list for Benin has MTN and Moov only:
+    /// Celtiis and Coris Money go through FedaPay, see the README's routes).
+    pub provider_code: Option<&'static str>,
 }
 
 impl Operator {
@@ -77,7 +79,7 @@ pub static OPERATORS: &[Operator] = &[
         requires_otp: false,
         min_amount: MIN,
         max_amount: MAX,
-        provider_code: "MTN_MOMO_BEN",
+        provider_code: Some("MTN_MOMO_BEN"),
     },
     Operator {
         slug: "moov-bj",
@@ -87,7 +89,7 @@ pub static OPERATORS: &[Operator] = &[
         requires_otp: false,
         min_amount: MIN,
         max_amount: MAX,
-        provider_code: "MOOV_BEN",
+        provider_code: Some("MOOV_BEN"),
     },
     Operator {
         slug: "celtiis-bj",
@@ -97,7 +99,7 @@ pub static OPERATORS: &[Operator] = &[
         requires_otp: false,
         min_amount: MIN,
         max_amount: MAX,
-        provider_code: "CELTIIS_BEN",
+        provider_code: None,
     },
     Operator {
         slug: "coris-bj",
@@ -107,7 +109,7 @@ pub static OPERATORS: &[Operator] = &[
         requires_otp: true,
         min_amount: MIN,
         max_amount: MAX,
-        provider_code: "CORIS_BEN",
+        provider_code: None,
     },
     Operator {
         slug: "togocom-tg",
@@ -117,7 +119,7 @@ pub static OPERATORS: &[Operator] = &[
         requires_otp: false,
         min_amount: MIN,
         max_amount: MAX,
-        provider_code: "TOGOCOM_TGO",
+        provider_code: Some("TOGOCOM_TGO"),
     },
     Operator {
         slug: "moov-tg",
@@ -127,7 +129,7 @@ pub static OPERATORS: &[Operator] = &[
         requires_otp: false,
         min_amount: MIN,
         max_amount: MAX,
-        provider_code: "MOOV_TGO",
+        provider_code: Some("MOOV_TGO"),
     },
     Operator {
         slug: "orange-ci",
@@ -137,7 +139,7 @@ pub static OPERATORS: &[Operator] = &[
         requires_otp: false,
         min_amount: MIN,
         max_amount: MAX,
-        provider_code: "ORANGE_CIV",
+        provider_code: Some("ORANGE_CIV"),
     },
     Operator {
         slug: "mtn-ci",
@@ -147,7 +149,7 @@ pub static OPERATORS: &[Operator] = &[
         requires_otp: false,
         min_amount: MIN,
         max_amount: MAX,
-        provider_code: "MTN_MOMO_CIV",
+        provider_code: Some("MTN_MOMO_CIV"),
     },
     Operator {
         slug: "moov-ci",
@@ -157,7 +159,7 @@ pub static OPERATORS: &[Operator] = &[
         requires_otp: false,
         min_amount: MIN,
         max_amount: MAX,
-        provider_code: "MOOV_CIV",
+        provider_code: Some("MOOV_CIV"),
     },
     Operator {
         slug: "wave-ci",
@@ -167,7 +169,7 @@ pub static OPERATORS: &[Operator] = &[
         requires_otp: false,
         min_amount: MIN,
         max_amount: MAX,
-        provider_code: "WAVE_CIV",
+        provider_code: Some("WAVE_CIV"),
     },
 ];
 

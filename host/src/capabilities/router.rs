@@ -162,6 +162,46 @@ fn statuses(
         .collect()
 }
 
+/// What the adapters serving an operator of `phone`'s country in
+/// `environment` predict for it, each adapter asked once, until one tells.
+/// A failing adapter is no prediction (the numbering plan stands).
+fn predicted(runtime: &Arc<Runtime>, environment: &str, phone: &str) -> Option<String> {
+    let country = mmc_domain::phone::country_of(phone)?;
+    let mut asked: Vec<String> = Vec::new();
+    for op in runtime
+        .catalogue(environment)
+        .into_iter()
+        .filter(|o| o.country == country.code())
+    {
+        let Some(adapter) = runtime.adapter_for(environment, &op.slug) else {
+            continue;
+        };
+        if asked.contains(&adapter.name) {
+            continue;
+        }
+        asked.push(adapter.name.clone());
+        let answer = runtime.call_adapter(environment, &op.slug, |s, a| {
+            a.mmc_adapter_operator().call_predict(s, phone)
+        });
+        let outcome = match &answer {
+            Ok(Ok(Some(_))) => "ok",
+            Ok(Ok(None)) => "none",
+            _ => "failed",
+        };
+        runtime
+            .services
+            .metrics
+            .adapter_call(&adapter.name, "predict", outcome);
+        if let Ok(Ok(Some(slug))) = answer
+            && mmc_domain::operators::find(&slug)
+                .is_some_and(|o| o.slug == slug && o.country == country)
+        {
+            return Some(slug);
+        }
+    }
+    None
+}
+
 impl Host for HostState {
     fn catalogue(&mut self, environment: String) -> wasmtime::Result<Vec<OperatorInfo>> {
         Ok(self.runtime.catalogue(&environment))
@@ -259,6 +299,21 @@ impl Host for HostState {
         self.with_adapter(("payout_status", &id), &env, &op, |s, a| {
             a.mmc_adapter_operator().call_payout_status(s, &payout)
         })
+    }
+
+    fn predict(&mut self, environment: String, phone: String) -> wasmtime::Result<Option<String>> {
+        Ok(self.operator_calls(|| None, |runtime| predicted(runtime, &environment, &phone)))
+    }
+
+    fn served_by(
+        &mut self,
+        environment: String,
+        operator: String,
+    ) -> wasmtime::Result<Option<String>> {
+        Ok(self
+            .runtime
+            .adapter_for(&environment, &operator)
+            .map(|l| l.name.clone()))
     }
 
     fn parse_callback(&mut self, req: Inbound) -> Outcome<Vec<CallbackUpdate>> {

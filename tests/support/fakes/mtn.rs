@@ -2,7 +2,15 @@
 //! plus the product's subscription key), request to pay, transfers and
 //! refunds created with `X-Reference-Id` and answered 202 with an empty
 //! body, status resources, and one unsigned callback by PUT to
-//! `X-Callback-Url` once the customer acts (never retried, as MTN does).
+//! `X-Callback-Url` once the customer acts (given 2 s to be answered, tried
+//! up to 20 times, as MTN's callback documentation says).
+//!
+//! Markets (`X-Target-Environment`) as MTN's "common errors" page describes
+//! them (https://momodevelopercommunity.mtn.com/errors-46/momo-api-common-errors-82):
+//! the currency must be the target environment's (the sandbox takes EUR
+//! only, Benin and Côte d'Ivoire XOF), notes longer than 160 characters and
+//! some characters (the apostrophe among them) are a 400, and API users are
+//! provisioned per market: another market is a 403.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,6 +30,12 @@ pub const API_KEY: &str = "b5c9e0d1f2a34b6c8d7e9f0a1b2c3d4e";
 pub const COLLECTION_KEY: &str = "collection-subscription-key-0001";
 pub const DISBURSEMENT_KEY: &str = "disbursement-subscription-key-0001";
 pub const TARGET_ENVIRONMENT: &str = "mtnbenin";
+/// Each target environment and the one currency it takes.
+pub const MARKETS: &[(&str, &str)] = &[
+    ("sandbox", "EUR"),
+    ("mtnbenin", "XOF"),
+    ("mtnivorycoast", "XOF"),
+];
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Kind {
@@ -42,6 +56,8 @@ pub struct Transaction {
     /// `PENDING`, `SUCCESSFUL`, `FAILED`.
     pub status: String,
     pub reason: Option<String>,
+    /// The target environment it was created in (and is found in).
+    pub market: String,
     pub callback_url: Option<String>,
     pub financial_transaction_id: Option<String>,
     /// Refunds: the request to pay refunded (`referenceIdToRefund`).
@@ -57,7 +73,7 @@ impl Transaction {
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Callbacks {
-    /// As MTN: one PUT, never retried.
+    /// As MTN: one PUT (retried while not answered 2xx within 2 s).
     Once,
     /// The callback is lost.
     Never,
@@ -73,6 +89,8 @@ struct Inner {
     tokens: Mutex<HashMap<String, String>>,
     settle_after: Mutex<Duration>,
     callbacks: Mutex<Callbacks>,
+    /// Target environments our API user is provisioned for.
+    markets: Mutex<Vec<String>>,
 }
 
 pub struct FakeMtn {
@@ -89,6 +107,7 @@ impl FakeMtn {
             tokens: Mutex::new(HashMap::new()),
             settle_after: Mutex::new(Duration::from_millis(300)),
             callbacks: Mutex::new(Callbacks::Once),
+            markets: Mutex::new(vec![TARGET_ENVIRONMENT.into()]),
         });
         let handler_inner = inner.clone();
         let addr = super::serve(Arc::new(move |req| {
@@ -97,6 +116,11 @@ impl FakeMtn {
         }))
         .await;
         FakeMtn { addr, inner }
+    }
+
+    /// Our API user is provisioned for `market` too.
+    pub fn provision(&self, market: &str) {
+        self.inner.markets.lock().push(market.into());
     }
 
     pub fn host(&self) -> String {
@@ -317,8 +341,11 @@ async fn handle(inner: Arc<Inner>, mut req: Received) -> Reply {
                 if let Err(denied) = authorize(&inner, product, &req) {
                     return denied;
                 }
+                let market = req.header("X-Target-Environment").unwrap_or_default();
                 match inner.transactions.lock().get(reference) {
-                    Some(t) if t.kind == kind => Reply::json(200, &resource(t)),
+                    Some(t) if t.kind == kind && t.market == market => {
+                        Reply::json(200, &resource(t))
+                    }
                     _ => error(
                         404,
                         "RESOURCE_NOT_FOUND",
@@ -413,7 +440,8 @@ fn authorize(inner: &Inner, product: &str, req: &Received) -> Result<(), Reply> 
             "Invalid or expired access token.",
         ));
     }
-    if req.header("X-Target-Environment") != Some(TARGET_ENVIRONMENT) {
+    let market = req.header("X-Target-Environment").unwrap_or_default();
+    if !inner.markets.lock().iter().any(|m| m == market) {
         return Err(error(
             403,
             "NOT_ALLOWED_TARGET_ENVIRONMENT",
@@ -439,27 +467,38 @@ async fn create(inner: Arc<Inner>, kind: Kind, req: Received) -> Reply {
     let Some(body) = req.json() else {
         return error(400, "BAD_REQUEST", "The body is not JSON.");
     };
-    // MTN refuses some characters in the notes (apostrophes among them).
+    // MTN refuses some characters in the notes (apostrophes among them), and
+    // notes longer than 160 characters.
     for note in ["payerMessage", "payeeNote"] {
         if body[note].as_str().is_some_and(|n| {
-            n.chars()
-                .any(|c| matches!(c, '\'' | '"' | '<' | '>' | '&' | ';'))
+            n.chars().count() > 160
+                || n.chars()
+                    .any(|c| matches!(c, '\'' | '"' | '<' | '>' | '&' | ';'))
         }) {
             return error(
                 400,
                 "BAD_REQUEST",
-                &format!("{note} contains characters that are not allowed."),
+                &format!("{note} is too long or contains characters that are not allowed."),
             );
         }
     }
-    if !is_amount(body.get("amount"))
-        || body["currency"] != "XOF"
-        || !body["externalId"].is_string()
-    {
+    if !is_amount(body.get("amount")) || !body["externalId"].is_string() {
         return error(
             400,
             "BAD_REQUEST",
             "amount (a string), currency and externalId are required.",
+        );
+    }
+    let market = req
+        .header("X-Target-Environment")
+        .unwrap_or_default()
+        .to_string();
+    let currency = body["currency"].as_str().unwrap_or_default().to_string();
+    if !MARKETS.contains(&(market.as_str(), currency.as_str())) {
+        return error(
+            400,
+            "INVALID_CURRENCY",
+            "Currency not supported: it must be the target environment's.",
         );
     }
     let refund_of = body["referenceIdToRefund"].as_str().map(str::to_string);
@@ -518,10 +557,11 @@ async fn create(inner: Arc<Inner>, kind: Kind, req: Received) -> Reply {
                 reference: reference.clone(),
                 external_id: body["externalId"].as_str().unwrap_or_default().into(),
                 amount: body["amount"].as_str().unwrap_or_default().into(),
-                currency: "XOF".into(),
+                currency,
                 party: msisdn,
                 status: "PENDING".into(),
                 reason: None,
+                market,
                 callback_url: req.header("X-Callback-Url").map(str::to_string),
                 financial_transaction_id: None,
                 refund_of: refund_of.filter(|_| kind == Kind::Refund),

@@ -119,6 +119,11 @@ impl Guest for Recorder {
         }
     }
 
+    /// This provider offers no prediction.
+    fn predict(_phone: String) -> Result<Option<String>, AdapterError> {
+        Ok(None)
+    }
+
     fn parse_callback(_req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
         not_supported("callbacks")
     }

@@ -82,6 +82,11 @@ impl Guest for Rogue {
     fn payout_status(_: OperationRef) -> Result<PspStatus, AdapterError> {
         unsupported()
     }
+    /// This provider offers no prediction.
+    fn predict(_phone: String) -> Result<Option<String>, AdapterError> {
+        Ok(None)
+    }
+
     fn parse_callback(_: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
         unsupported()
     }
