@@ -30,8 +30,37 @@ pub struct Config {
     pub log: LogConfig,
     pub webhooks: crate::webhooks::WebhookConfig,
     pub rate_limit: crate::http::rate_limit::RateLimitConfig,
-    /// Token of the `/admin/v1` API; when unset, one is generated and printed at start.
+    /// Connection caps and clocks (header read, body read, idle).
+    pub connections: crate::http::connections::ConnectionConfig,
+    /// The admin plane (`/admin/v1`): its own listener and token.
+    pub admin: AdminConfig,
+    /// The admin token, as `admin.token` (kept so `MMC_ADMIN_TOKEN` still works).
     pub admin_token: Option<String>,
+}
+
+/// The admin API never shares the public listener: it deploys the code that
+/// decides payments, so it is reachable only where the operator binds it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdminConfig {
+    /// Address of the admin listener (loopback by default).
+    pub listen: SocketAddr,
+    /// At least [`MIN_ADMIN_TOKEN_LEN`] characters; when unset, one is
+    /// generated and written to `<data_dir>/admin_token` (mode 0600).
+    pub token: Option<String>,
+}
+
+/// Shorter admin tokens are refused at start (an empty one used to mean no
+/// authentication at all).
+pub const MIN_ADMIN_TOKEN_LEN: usize = 32;
+
+impl Default for AdminConfig {
+    fn default() -> Self {
+        AdminConfig {
+            listen: "127.0.0.1:9090".parse().expect("valid address"),
+            token: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -186,6 +215,8 @@ impl Default for Config {
             log: LogConfig::default(),
             webhooks: Default::default(),
             rate_limit: Default::default(),
+            connections: Default::default(),
+            admin: AdminConfig::default(),
             admin_token: None,
         }
     }
@@ -246,6 +277,17 @@ impl Config {
         {
             return Err(ConfigError::Invalid("limits must be positive".into()));
         }
+        let c = &self.connections;
+        if c.header_read_timeout_ms == 0
+            || c.body_read_timeout_ms == 0
+            || c.idle_timeout_ms == 0
+            || c.max_connections == 0
+            || c.max_connections_per_client == 0
+        {
+            return Err(ConfigError::Invalid(
+                "connections.* must be positive".into(),
+            ));
+        }
         for env in self.routing.keys() {
             if env != "test" && env != "live" {
                 return Err(ConfigError::Invalid(format!(
@@ -254,6 +296,16 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// The configured admin token (`admin.token`, else `admin_token`), if any.
+    pub fn configured_admin_token(&self) -> Option<&str> {
+        self.admin.token.as_deref().or(self.admin_token.as_deref())
+    }
+
+    /// Where a generated admin token is kept.
+    pub fn admin_token_path(&self) -> PathBuf {
+        self.data_dir.join("admin_token")
     }
 
     pub fn cache_dir(&self) -> PathBuf {

@@ -90,12 +90,13 @@ enum AdaptersCommand {
 
 #[derive(clap::Args)]
 struct AdminServer {
-    /// Base URL of the running server.
-    #[arg(long, env = "MMC_ADMIN_URL", default_value = "http://127.0.0.1:8080")]
+    /// Base URL of the running server's admin listener (`admin.listen`).
+    #[arg(long, env = "MMC_ADMIN_URL", default_value = "http://127.0.0.1:9090")]
     server: String,
-    /// The admin token printed at start (or `admin_token` in the configuration).
+    /// The admin token: `admin.token` in the configuration, or the one
+    /// generated into `<data_dir>/admin_token` (read from there when omitted).
     #[arg(long, env = "MMC_ADMIN_TOKEN")]
-    token: String,
+    token: Option<String>,
     /// Output is always one JSON object; accepted for scripts that pass it.
     #[arg(long)]
     json: bool,
@@ -259,6 +260,17 @@ fn adapters(config: &Config, command: AdaptersCommand) {
         .expect("tokio runtime");
     let call =
         |server: &AdminServer, method: reqwest::Method, path: String, body: Option<Vec<u8>>| {
+            let token = server.token.clone().unwrap_or_else(|| {
+                let path = config.admin_token_path();
+                std::fs::read_to_string(&path)
+                    .map(|t| t.trim().to_string())
+                    .unwrap_or_else(|e| {
+                        fail(&format!(
+                            "no --token given and {} cannot be read: {e}",
+                            path.display()
+                        ))
+                    })
+            });
             rt.block_on(async {
                 let client = reqwest::Client::new();
                 let mut req = client
@@ -266,7 +278,7 @@ fn adapters(config: &Config, command: AdaptersCommand) {
                         method,
                         format!("{}{path}", server.server.trim_end_matches('/')),
                     )
-                    .bearer_auth(&server.token);
+                    .bearer_auth(&token);
                 if let Some(b) = body {
                     req = req.header("content-type", "application/wasm").body(b);
                 }
@@ -361,6 +373,7 @@ fn serve(config: Config, demo: bool) {
             Err(e) => fail(&format!("cannot start: {e:#}")),
         };
         println!("mmc listening on http://{}", service.running.addr);
+        println!("mmc admin on http://{}", service.running.admin_addr);
         tokio::select! {
             _ = service.running.task => {}
             _ = tokio::signal::ctrl_c() => eprintln!("shutting down"),

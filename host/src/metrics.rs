@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -53,11 +54,13 @@ struct Inner {
     component_seconds: BTreeMap<String, Histogram>,
     component_events: BTreeMap<(String, String), u64>,
     adapter_calls: BTreeMap<(String, String, &'static str), u64>,
+    connections_cut: BTreeMap<&'static str, u64>,
 }
 
 #[derive(Default)]
 pub struct Metrics {
     inner: Mutex<Inner>,
+    connections_open: AtomicI64,
 }
 
 impl Metrics {
@@ -99,9 +102,32 @@ impl Metrics {
             .or_default() += 1;
     }
 
+    pub fn connection_opened(&self) {
+        self.connections_open.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn connection_closed(&self) {
+        self.connections_open.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// A connection refused at accept or closed for overstaying a clock.
+    pub fn connection_cut(&self, reason: &'static str) {
+        *self.inner.lock().connections_cut.entry(reason).or_default() += 1;
+    }
+
     pub fn render(&self) -> String {
         let m = self.inner.lock();
         let mut out = String::new();
+        out.push_str("# HELP mmc_connections_open Open client connections (both listeners).\n# TYPE mmc_connections_open gauge\n");
+        let _ = writeln!(
+            out,
+            "mmc_connections_open {}",
+            self.connections_open.load(Ordering::Relaxed)
+        );
+        out.push_str("# HELP mmc_connections_cut_total Connections refused at accept (caps) or closed (header, body or idle timeout).\n# TYPE mmc_connections_cut_total counter\n");
+        for (reason, n) in &m.connections_cut {
+            let _ = writeln!(out, "mmc_connections_cut_total{{reason=\"{reason}\"}} {n}");
+        }
         out.push_str("# HELP mmc_http_requests_total HTTP requests by route and status.\n# TYPE mmc_http_requests_total counter\n");
         for ((route, status), n) in &m.requests {
             let _ = writeln!(

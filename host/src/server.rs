@@ -27,9 +27,13 @@ pub fn open_db(config: &Config) -> anyhow::Result<Arc<Sqlite>> {
 /// Binds, loads the components and starts serving and the workers.
 /// Must run inside a tokio runtime.
 pub async fn start(config: Config) -> anyhow::Result<Service> {
+    // Refused before anything is bound: a short admin token is no protection.
+    let (admin_token, token_file) = crate::admin::token::resolve(&config)?;
     let db = open_db(&config)?;
     let listener = TcpListener::bind(config.listen).await?;
     let addr = listener.local_addr()?;
+    let admin_listener = TcpListener::bind(config.admin.listen).await?;
+    let admin_addr = admin_listener.local_addr()?;
     let base_url = config
         .public_base_url
         .clone()
@@ -49,11 +53,9 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     if !names.iter().any(|n| n == "collect") {
         tracing::warn!(dir = %config.components_dir.display(), "the collect component is not in the components directory; run `make components`");
     }
-    let admin_token = config.admin_token.clone().unwrap_or_else(|| {
-        let t = format!("adm_{}", uuid::Uuid::new_v4().simple());
-        println!("Admin token (this run): {t}");
-        t
-    });
+    if let Some(path) = token_file {
+        tracing::info!(file = %path.display(), "admin token (generated) is in this file");
+    }
     let admin = Arc::new(crate::admin::Admin::new(
         runtime.clone(),
         db.clone(),
@@ -75,11 +77,21 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         routes: config.routes.clone(),
         max_body_bytes: config.limits.max_body_bytes,
         base_url,
+        connections: crate::http::connections::Connections::new(
+            config.connections.clone(),
+            runtime.services.metrics.clone(),
+        ),
     });
     crate::workers::spawn(runtime.clone());
     let task = tokio::spawn(http::serve(app.clone(), listener));
+    let admin_task = tokio::spawn(http::serve_admin(app.clone(), admin_listener));
     Ok(Service {
         app,
-        running: Running { addr, task },
+        running: Running {
+            addr,
+            task,
+            admin_addr,
+            admin_task,
+        },
     })
 }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-const ADMIN: &str = "adm_test_token";
+const ADMIN: &str = "adm_test_token_of_forty_characters_00000";
 
 fn components_with(extra: &[(&str, std::path::PathBuf)]) -> std::path::PathBuf {
     let dir = tempfile::tempdir().unwrap().keep();
@@ -54,7 +54,10 @@ async fn admin(
     path: &str,
     body: Option<Vec<u8>>,
 ) -> (u16, Value) {
-    let mut req = app.client.request(method, app.url(path)).bearer_auth(ADMIN);
+    let mut req = app
+        .client
+        .request(method, app.admin_url(path))
+        .bearer_auth(ADMIN);
     if let Some(b) = body {
         req = req.body(b);
     }
@@ -134,7 +137,7 @@ async fn the_admin_api_needs_its_token_and_refuses_bad_versions() {
     let (_, key, _) = app.merchant("Shop");
     let resp = app
         .client
-        .get(app.url("/admin/v1/adapters"))
+        .get(app.admin_url("/admin/v1/adapters"))
         .bearer_auth(&key)
         .send()
         .await
@@ -142,13 +145,43 @@ async fn the_admin_api_needs_its_token_and_refuses_bad_versions() {
     assert_eq!(resp.status(), 401, "a merchant key is not an admin token");
     assert_eq!(
         app.client
-            .get(app.url("/admin/v1/adapters"))
+            .get(app.admin_url("/admin/v1/adapters"))
             .send()
             .await
             .unwrap()
             .status(),
         401
     );
+    // Never on the public listener, even with the right token.
+    let public = app
+        .client
+        .get(app.url("/admin/v1/adapters"))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(public.status(), 404);
+    // The token is checked before the body is read: an upload announced but
+    // never sent is answered 401 at once (it used to wait for the body).
+    {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(&app.admin_base["http://".len()..])
+            .await
+            .unwrap();
+        stream
+            .write_all(
+                b"PUT /admin/v1/adapters/simulator HTTP/1.1\r\nHost: admin\r\n\
+                  Content-Length: 50000000\r\n\r\n",
+            )
+            .await
+            .unwrap();
+        let mut head = [0u8; 12];
+        tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut head))
+            .await
+            .expect("answered without the body")
+            .unwrap();
+        assert_eq!(&head, b"HTTP/1.1 401");
+    }
     let (status, list) = admin(&app, reqwest::Method::GET, "/admin/v1/adapters", None).await;
     assert_eq!(status, 200);
     let sim = list["data"]
@@ -323,6 +356,7 @@ async fn hot_swap_under_load_loses_nothing_and_rollback_and_restart_keep_version
     .await;
     assert_eq!(status, 200);
     app.service.running.task.abort();
+    app.service.running.admin_task.abort();
     let restarted = spawn_app_with(move |c| {
         c.admin_token = Some(ADMIN.into());
         c.data_dir = data_dir;
@@ -341,4 +375,19 @@ async fn hot_swap_under_load_loses_nothing_and_rollback_and_restart_keep_version
         "the deployed version survives a restart"
     );
     assert!(sim["versions"].as_array().unwrap().len() >= 2);
+}
+
+/// An empty admin token used to mean no admin authentication at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_or_empty_admin_token_is_refused_at_start() {
+    for token in ["", "adm_short", "0123456789012345678901234567890"] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = base_config(dir.path());
+        config.admin_token = Some(token.into());
+        let err = mmc_host::server::start(config)
+            .await
+            .err()
+            .expect("refused to start");
+        assert!(err.to_string().contains("at least 32"), "{err}");
+    }
 }

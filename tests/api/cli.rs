@@ -55,7 +55,7 @@ async fn merchants_and_keys_from_the_cli_work_on_a_running_server_and_revocation
     assert_eq!(k["environment"], "test");
     assert_eq!(k["merchant_id"], merchant);
     let key = k["key"].as_str().unwrap();
-    assert!(uuid::Uuid::parse_str(key).is_ok());
+    assert!(key.starts_with("mk_test_"), "{key}");
 
     let (status, p) = app
         .create(key, &new_key(), &direct_payment("+2290166000001"))
@@ -141,8 +141,21 @@ async fn adapters_are_tested_deployed_and_listed_from_the_cli() {
     assert_eq!(report["passed"], false);
     assert_eq!(report["checks"][0]["name"], "loads");
 
-    let app = spawn_app_with(|c| c.admin_token = Some("adm_cli".into())).await;
-    let (base, cache2) = (app.base.clone(), cache.clone());
+    // No token configured: one is generated into the data dir (0600), never printed.
+    let app = spawn_app().await;
+    let token_file = app.data_dir.path().join("admin_token");
+    let token = std::fs::read_to_string(&token_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(token.len() >= 32, "{token}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&token_file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let (base, cache2) = (app.admin_base.clone(), cache.clone());
     let sim2 = sim.clone();
     let out = tokio::task::spawn_blocking(move || {
         Command::new(env!("CARGO_BIN_EXE_mmc"))
@@ -154,7 +167,7 @@ async fn adapters_are_tested_deployed_and_listed_from_the_cli() {
                 "--server",
                 &base,
                 "--token",
-                "adm_cli",
+                &token,
             ])
             .env("MMC_CACHE_DIR", &cache2)
             .output()
@@ -169,12 +182,20 @@ async fn adapters_are_tested_deployed_and_listed_from_the_cli() {
     );
     let deployed: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(deployed["name"], "simulator");
-    let base = app.base.clone();
+    // Without --token, the CLI reads the generated one from --data-dir.
+    let (base, dir) = (app.admin_base.clone(), app.data_dir.path().to_path_buf());
     let out = tokio::task::spawn_blocking(move || {
         Command::new(env!("CARGO_BIN_EXE_mmc"))
             .args([
-                "adapters", "list", "--json", "--server", &base, "--token", "adm_cli",
+                "adapters",
+                "list",
+                "--json",
+                "--server",
+                &base,
+                "--data-dir",
             ])
+            .arg(&dir)
+            .env_remove("MMC_ADMIN_TOKEN")
             .output()
             .unwrap()
     })

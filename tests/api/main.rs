@@ -8,6 +8,7 @@ mod adapters_admin;
 mod auth;
 mod checkout;
 mod cli;
+mod connections;
 mod crash;
 mod create;
 mod isolation;

@@ -25,6 +25,9 @@ impl ServerProcess {
             .arg(components_dir())
             .env("MMC_CACHE_DIR", cache_dir())
             .env("MMC_LOG", "warn")
+            .env("MMC_ADMIN__LISTEN", "127.0.0.1:0")
+            // The tests' webhook receivers listen on loopback.
+            .env("MMC_WEBHOOKS__ALLOW_PRIVATE_DESTINATIONS", "true")
             .env_remove("MMC_CONFIG")
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
@@ -66,6 +69,7 @@ pub fn cli(data_dir: &Path, args: &[&str]) -> serde_json::Value {
         .arg("--data-dir")
         .arg(data_dir)
         .env_remove("MMC_CONFIG")
+        .env("MMC_WEBHOOKS__ALLOW_PRIVATE_DESTINATIONS", "true")
         .output()
         .unwrap();
     assert!(

@@ -51,6 +51,8 @@ impl Server {
             .arg("--config")
             .arg(config)
             .env_remove("MMC_CONFIG")
+            .env("MMC_ADMIN__LISTEN", "127.0.0.1:0")
+            .env("MMC_WEBHOOKS__ALLOW_PRIVATE_DESTINATIONS", "true")
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))
             .kill_on_drop(true)

@@ -41,6 +41,9 @@ pub fn cache_dir() -> PathBuf {
 pub fn base_config(data_dir: &std::path::Path) -> Config {
     let mut config = Config::load(None, Vec::new()).expect("default config");
     config.listen = "127.0.0.1:0".parse().unwrap();
+    config.admin.listen = "127.0.0.1:0".parse().unwrap();
+    // The receivers of the tests listen on loopback.
+    config.webhooks.allow_private_destinations = true;
     config.data_dir = data_dir.to_path_buf();
     config.components_dir = components_dir();
     config.cache_dir = Some(cache_dir());
@@ -49,6 +52,8 @@ pub fn base_config(data_dir: &std::path::Path) -> Config {
 
 pub struct TestApp {
     pub base: String,
+    /// The admin listener's base URL (`admin.listen`).
+    pub admin_base: String,
     pub client: reqwest::Client,
     pub accounts: Accounts,
     pub data_dir: tempfile::TempDir,
@@ -83,7 +88,13 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
     let accounts = Accounts::new(mmc_host::server::open_db(&config).unwrap());
     TestApp {
         base: format!("http://{}", service.running.addr),
-        client: reqwest::Client::new(),
+        admin_base: format!("http://{}", service.running.admin_addr),
+        // A request the service never answers fails its test instead of
+        // holding the whole suite until CI gives up.
+        client: reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(60))
+            .build()
+            .unwrap(),
         accounts,
         data_dir,
         service,
@@ -101,6 +112,10 @@ impl TestApp {
 
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
+    }
+
+    pub fn admin_url(&self, path: &str) -> String {
+        format!("{}{}", self.admin_base, path)
     }
 
     pub async fn create(&self, key: &str, idempotency_key: &str, body: &Value) -> (u16, Value) {

@@ -30,20 +30,26 @@ fn view(l: &crate::runtime::Loaded) -> serde_json::Value {
     })
 }
 
-pub async fn handle(admin: &Admin, req: NativeRequest) -> Result<NativeResponse, ApiError> {
-    let token = req
-        .header("authorization")
+/// Checked on the headers alone, before any body is read: an anonymous
+/// client cannot make the host buffer a 64 MiB upload.
+pub fn authorize(admin: &Admin, authorization: Option<&str>) -> Result<(), ApiError> {
+    let token = authorization
         .and_then(|v| {
             v.strip_prefix("Bearer ")
                 .or_else(|| v.strip_prefix("bearer "))
         })
         .map(str::trim)
         .unwrap_or_default();
-    if !admin.token_matches(token) {
+    if token.is_empty() || !admin.token_matches(token) {
         return Err(ApiError::unauthorized(
             "An admin token is required (Authorization: Bearer <admin token>).",
         ));
     }
+    Ok(())
+}
+
+/// A request [`authorize`] let through.
+pub async fn handle(admin: &Admin, req: NativeRequest) -> Result<NativeResponse, ApiError> {
     let path = req.path.trim_end_matches('/');
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).skip(2).collect(); // after /admin/v1
     match (req.method.as_str(), segments.as_slice()) {

@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod audit;
+pub mod token;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -21,6 +21,8 @@ pub enum HttpError {
     PayloadTooLarge(usize),
     #[error("The request body could not be read.")]
     BadBody,
+    #[error("The request body did not arrive in time.")]
+    BodyTimeout,
     #[error("Too many request headers or headers too large.")]
     HeadersTooLarge,
     #[error("The service failed to process the request.")]
@@ -38,6 +40,7 @@ impl HttpError {
             HttpError::NoRoute { .. } => StatusCode::NOT_FOUND,
             HttpError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             HttpError::BadBody => StatusCode::BAD_REQUEST,
+            HttpError::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             HttpError::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             HttpError::Component(CallError::NotLoaded(_) | CallError::Busy(_)) => {
                 StatusCode::SERVICE_UNAVAILABLE
@@ -56,6 +59,7 @@ impl HttpError {
             HttpError::NoRoute { .. } => ("not_found_error", "resource_not_found"),
             HttpError::PayloadTooLarge(_) => ("invalid_request_error", "payload_too_large"),
             HttpError::BadBody => ("invalid_request_error", "invalid_body"),
+            HttpError::BodyTimeout => ("invalid_request_error", "request_timeout"),
             HttpError::HeadersTooLarge => ("invalid_request_error", "headers_too_large"),
             HttpError::Component(_) | HttpError::Unavailable(_) => ("api_error", "internal_error"),
             HttpError::RateLimited(_) => ("rate_limit_error", "rate_limited"),
@@ -68,7 +72,9 @@ impl HttpError {
             HttpError::MissingKey | HttpError::InvalidKey => "unauthorized",
             HttpError::NoRoute { .. } => "not_found",
             HttpError::PayloadTooLarge(_) => "payload_too_large",
-            HttpError::BadBody | HttpError::HeadersTooLarge => "invalid_request",
+            HttpError::BadBody | HttpError::HeadersTooLarge | HttpError::BodyTimeout => {
+                "invalid_request"
+            }
             HttpError::Component(_) | HttpError::Unavailable(_) => "collect_failed",
             HttpError::RateLimited(_) => "rate_limited",
         }

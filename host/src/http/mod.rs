@@ -2,6 +2,7 @@
 //! request, picks the API component by path prefix and hands it the request
 //! on a blocking thread (components run synchronously under deadlines).
 
+pub mod connections;
 pub mod errors;
 pub mod native;
 pub mod rate_limit;
@@ -21,6 +22,7 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
+use self::connections::{Activity, Connections, Cut, Watched};
 use self::errors::HttpError;
 use self::native::NativeRequest;
 use crate::accounts::Accounts;
@@ -41,6 +43,8 @@ pub struct App {
     pub routes: Vec<Route>,
     pub max_body_bytes: usize,
     pub base_url: String,
+    /// The public listener's connections (caps, clocks).
+    pub connections: Arc<Connections>,
 }
 
 impl App {
@@ -62,9 +66,38 @@ impl App {
     }
 }
 
+/// The public listener: merchants, customers, operators' callbacks.
 pub async fn serve(app: Arc<App>, listener: TcpListener) {
+    let connections = app.connections.clone();
+    accept_loop(app, listener, connections, |app, req| {
+        Box::pin(handle(app, req))
+    })
+    .await
+}
+
+/// The admin listener (`admin.listen`): `/admin/v1` and `/healthz`, nothing
+/// else; the same clocks, its own caps.
+pub async fn serve_admin(app: Arc<App>, listener: TcpListener) {
+    let connections = Connections::new(
+        app.connections.config.clone(),
+        app.runtime.services.metrics.clone(),
+    );
+    accept_loop(app, listener, connections, |app, req| {
+        Box::pin(handle_admin(app, req))
+    })
+    .await
+}
+
+type Handled = std::pin::Pin<Box<dyn std::future::Future<Output = Response<Full<Bytes>>> + Send>>;
+
+async fn accept_loop(
+    app: Arc<App>,
+    listener: TcpListener,
+    connections: Arc<Connections>,
+    handler: fn(Arc<App>, Request<Incoming>) -> Handled,
+) {
     loop {
-        let (stream, _) = match listener.accept().await {
+        let (stream, peer) = match listener.accept().await {
             Ok(s) => s,
             Err(e) => {
                 // EMFILE and friends: back off instead of spinning.
@@ -73,18 +106,85 @@ pub async fn serve(app: Arc<App>, listener: TcpListener) {
                 continue;
             }
         };
+        // Over a cap: closed at once, before a byte is read.
+        let Ok(admitted) = connections.admit(peer.ip()) else {
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let app = app.clone();
+        let connections = connections.clone();
         tokio::spawn(async move {
+            let _admitted = admitted;
+            let activity = Activity::new();
+            let served = activity.clone();
             let service = service_fn(move |req| {
                 let app = app.clone();
-                async move { Ok::<_, Infallible>(handle(app, req).await) }
+                let in_flight = served.request_started();
+                async move {
+                    let resp = handler(app, req).await;
+                    drop(in_flight);
+                    Ok::<_, Infallible>(resp)
+                }
             });
-            let _ = http1::Builder::new()
+            let conn = http1::Builder::new()
                 .max_buf_size(MAX_HEADER_BYTES.max(8192) * 4)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+                .serve_connection(
+                    TokioIo::new(Watched::new(stream, activity.clone())),
+                    service,
+                );
+            tokio::pin!(conn);
+            let every = Activity::check_every(&connections.config);
+            loop {
+                tokio::select! {
+                    _ = &mut conn => break,
+                    _ = tokio::time::sleep(every) => {
+                        if let Some(cut) = activity.overdue(&connections.config) {
+                            connections.cut(cut);
+                            break; // dropping the connection closes it
+                        }
+                    }
+                }
+            }
         });
+    }
+}
+
+async fn handle_admin(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let started = Instant::now();
+    let path = req.uri().path().to_string();
+    let resp = if path == "/healthz" {
+        text(StatusCode::OK, "text/plain", "ok\n")
+    } else if path == "/admin/v1" || path.starts_with("/admin/v1/") {
+        admin_dispatch(&app, req).await
+    } else {
+        HttpError::NoRoute {
+            method: req.method().to_string(),
+            path,
+        }
+        .into_response(&Generation::Current, &app.docs_url())
+    };
+    app.runtime
+        .services
+        .metrics
+        .request("admin", resp.status().as_u16(), started.elapsed());
+    resp
+}
+
+async fn admin_dispatch(app: &Arc<App>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let authorization = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok());
+    if let Err(e) = crate::admin::api::authorize(&app.admin, authorization) {
+        return native_response(app, Err(e));
+    }
+    // Component uploads get a larger body limit.
+    match read_request(app, req, Some(ADMIN_MAX_BODY)).await {
+        Ok((parts, body)) => {
+            let result = crate::admin::api::handle(&app.admin, native_request(&parts, body)).await;
+            native_response(app, result)
+        }
+        Err(err) => err.into_response(&Generation::Current, &app.docs_url()),
     }
 }
 
@@ -209,7 +309,16 @@ async fn read_request(
         return Err(HttpError::PayloadTooLarge(max_body_bytes));
     }
     let (parts, body) = req.into_parts();
-    let body = match Limited::new(body, max_body_bytes).collect().await {
+    let read_timeout =
+        std::time::Duration::from_millis(app.connections.config.body_read_timeout_ms);
+    let collected =
+        tokio::time::timeout(read_timeout, Limited::new(body, max_body_bytes).collect())
+            .await
+            .map_err(|_| {
+                app.connections.cut(Cut::BodyTimeout);
+                HttpError::BodyTimeout
+            })?;
+    let body = match collected {
         Ok(b) => b.to_bytes(),
         Err(e)
             if e.downcast_ref::<http_body_util::LengthLimitError>()
@@ -230,18 +339,17 @@ fn headers_of(parts: &hyper::http::request::Parts) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Areas the host serves itself.
+/// Areas of the public listener the host serves itself (the admin API is
+/// on its own listener: [`serve_admin`]).
 #[derive(Clone, Copy)]
 enum NativeArea {
     Webhooks,
-    Admin,
 }
 
 impl NativeArea {
     fn label(self) -> &'static str {
         match self {
             NativeArea::Webhooks => "webhooks",
-            NativeArea::Admin => "admin",
         }
     }
 }
@@ -250,9 +358,6 @@ fn native_area(path: &str) -> Option<NativeArea> {
     let under = |prefix: &str| path == prefix || path.starts_with(&format!("{prefix}/"));
     if under("/api/v1/webhook-endpoints") || under("/api/v1/events") {
         return Some(NativeArea::Webhooks);
-    }
-    if under("/admin/v1") {
-        return Some(NativeArea::Admin);
     }
     None
 }
@@ -290,12 +395,6 @@ async fn native_dispatch(
     area: NativeArea,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, HttpError> {
-    if let NativeArea::Admin = area {
-        // Its own token, checked by the admin API; component uploads get a larger body limit.
-        let (parts, body) = read_request(app, req, Some(ADMIN_MAX_BODY)).await?;
-        let result = crate::admin::api::handle(&app.admin, native_request(&parts, body)).await;
-        return Ok(native_response(app, result));
-    }
     let key = presented_key(&req).ok_or(HttpError::MissingKey)?;
     let (parts, body) = read_request(app, req, None).await?;
     let principal = match tokio::task::block_in_place(|| app.accounts.authenticate(&key)) {
@@ -313,7 +412,6 @@ async fn native_dispatch(
         NativeArea::Webhooks => {
             crate::webhooks::api::handle(&app.webhooks, &principal, request).await
         }
-        NativeArea::Admin => unreachable!("handled above"),
     };
     Ok(native_response(app, result))
 }
@@ -390,8 +488,10 @@ async fn dispatch(
         }))
 }
 
-/// A running server: its bound address and the task serving it.
+/// A running server: its bound addresses and the tasks serving them.
 pub struct Running {
     pub addr: SocketAddr,
     pub task: tokio::task::JoinHandle<()>,
+    pub admin_addr: SocketAddr,
+    pub admin_task: tokio::task::JoinHandle<()>,
 }
