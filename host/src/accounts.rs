@@ -1,5 +1,7 @@
-//! Merchants and their API keys. A key is a UUID shown once at creation and
-//! stored only as its SHA-256; it fixes the merchant and the environment.
+//! Merchants and their API keys. A key (`mk_test_…` / `mk_live_…`: a prefix
+//! secret scanners can find, 122 random bits after it) is shown once at
+//! creation and stored only as its SHA-256; it fixes the merchant and the
+//! environment. Keys made before the prefixes (bare UUIDs) still work.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -95,8 +97,33 @@ pub struct Accounts {
     cache: Arc<Mutex<HashMap<String, (Principal, Instant)>>>,
 }
 
-fn hash_key(key: &Uuid) -> String {
-    hex::encode(Sha256::digest(key.hyphenated().to_string().as_bytes()))
+/// The stored form of a presented key, if it has the shape of one: a
+/// prefixed key hashes as given, a legacy UUID key in its hyphenated form.
+fn hash_key(presented: &str) -> Option<String> {
+    let presented = presented.trim();
+    let canonical = if key_environment(presented).is_some() {
+        let secret = &presented[KEY_PREFIX_LEN..];
+        if secret.len() != 32 || !secret.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        presented.to_string()
+    } else {
+        Uuid::parse_str(presented).ok()?.hyphenated().to_string()
+    };
+    Some(hex::encode(Sha256::digest(canonical.as_bytes())))
+}
+
+const KEY_PREFIX_LEN: usize = "mk_test_".len();
+
+/// The environment a prefixed key names (`None`: a legacy key, or no key).
+fn key_environment(presented: &str) -> Option<Environment> {
+    if presented.starts_with("mk_test_") {
+        Some(Environment::Test)
+    } else if presented.starts_with("mk_live_") {
+        Some(Environment::Live)
+    } else {
+        None
+    }
 }
 
 impl Accounts {
@@ -161,10 +188,11 @@ impl Accounts {
         merchant_id: &str,
         environment: Environment,
     ) -> Result<CreatedKey, AccountError> {
-        let key = Uuid::new_v4();
+        let key = format!("mk_{}_{}", environment.as_str(), Uuid::new_v4().simple());
+        let hash = hash_key(&key).expect("a key we made has the shape of one");
         let created = CreatedKey {
             id: format!("key_{}", Uuid::new_v4().simple()),
-            key: key.to_string(),
+            key,
             environment,
             merchant_id: merchant_id.to_string(),
         };
@@ -177,7 +205,7 @@ impl Accounts {
             }
             tx.execute(
                 "INSERT INTO api_keys (id, key_hash, merchant_id, environment, created_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![created.id, hash_key(&key), merchant_id, environment.as_str(), system_now_ms() as i64],
+                params![created.id, hash, merchant_id, environment.as_str(), system_now_ms() as i64],
             )?;
             Ok(true)
         })?;
@@ -204,16 +232,18 @@ impl Accounts {
     /// The principal of a presented key, if it is a live (unrevoked) key.
     /// A lookup is reused for [`KEY_CACHE_TTL`] (it was a third of a GET).
     pub fn authenticate(&self, presented: &str) -> Result<Option<Principal>, AccountError> {
-        let Ok(key) = Uuid::parse_str(presented.trim()) else {
+        let Some(hash) = hash_key(presented) else {
             return Ok(None);
         };
-        let hash = hash_key(&key);
         if let Some((p, at)) = self.cache.lock().get(&hash)
             && at.elapsed() < KEY_CACHE_TTL
         {
             return Ok(Some(p.clone()));
         }
-        let found = self.lookup(&hash)?;
+        let found = self
+            .lookup(&hash)?
+            // A prefix that names the other environment is not this key.
+            .filter(|p| key_environment(presented.trim()).is_none_or(|e| e == p.environment));
         if let Some(p) = &found {
             let mut cache = self.cache.lock();
             if cache.len() >= KEY_CACHE_MAX {
@@ -269,5 +299,45 @@ mod tests {
             accounts.create_key("nope", Environment::Test),
             Err(AccountError::UnknownMerchant(_))
         ));
+    }
+
+    #[test]
+    fn keys_carry_their_environment_prefix_and_legacy_keys_still_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(Sqlite::open(&dir.path().join("a.db")).unwrap());
+        let accounts = Accounts::new(db.clone());
+        let m = accounts.create_merchant("Shop").unwrap();
+        let test = accounts.create_key(&m.id, Environment::Test).unwrap();
+        let live = accounts.create_key(&m.id, Environment::Live).unwrap();
+        assert!(
+            test.key.starts_with("mk_test_") && test.key.len() == 40,
+            "{}",
+            test.key
+        );
+        assert!(live.key.starts_with("mk_live_"), "{}", live.key);
+        assert!(accounts.authenticate(&live.key).unwrap().is_some());
+        // The same secret under the other prefix is not a key.
+        let swapped = live.key.replacen("mk_live_", "mk_test_", 1);
+        assert!(accounts.authenticate(&swapped).unwrap().is_none());
+        assert!(accounts.authenticate("mk_test_zz").unwrap().is_none());
+        // A key made before the prefixes (a bare UUID, stored as the hash of its
+        // hyphenated form) authenticates as before.
+        let legacy = Uuid::new_v4();
+        let hash = hash_key(&legacy.to_string()).unwrap();
+        db.write(|tx| {
+            Ok(tx.execute(
+                "INSERT INTO api_keys (id, key_hash, merchant_id, environment, created_ms) VALUES ('key_old', ?1, ?2, 'test', 0)",
+                params![hash, m.id],
+            )?)
+        })
+        .unwrap();
+        let p = accounts.authenticate(&legacy.to_string()).unwrap().unwrap();
+        assert_eq!(p.key_id, "key_old");
+        assert!(
+            accounts
+                .authenticate(&legacy.simple().to_string())
+                .unwrap()
+                .is_some()
+        );
     }
 }

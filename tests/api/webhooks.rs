@@ -240,18 +240,33 @@ async fn callback_url_receives_the_payments_events_signed_with_the_callback_secr
     }
 }
 
+/// The default: no private destination, whatever the environment.
+async fn strict_webhooks() -> TestApp {
+    spawn_app_with(|c| {
+        c.webhooks.retry_schedule_ms = vec![100, 200];
+        c.webhooks.poll_interval_ms = 20;
+        c.webhooks.allow_private_destinations = false;
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unsafe_destinations_are_refused_with_a_clear_400() {
-    let app = fast_webhooks().await;
+    let app = strict_webhooks().await;
     let (_, test_key, live_key) = app.merchant("Shop");
     for (key, url) in [
-        (&live_key, "http://example.com/hooks"),
+        (&live_key, "http://8.8.8.8/hooks"),
         (&live_key, "https://127.0.0.1/hooks"),
         (&live_key, "https://10.0.0.7/hooks"),
         (&live_key, "https://169.254.169.254/latest/meta-data"),
         (&live_key, "https://[::1]/hooks"),
         (&live_key, "https://localhost/hooks"),
+        (&live_key, "https://[64:ff9b::a9fe:a9fe]/hooks"),
+        (&live_key, "https://[2002:7f00:1::1]/hooks"),
+        (&test_key, "http://127.0.0.1:9/hooks"),
+        (&test_key, "http://localhost:9/hooks"),
         (&test_key, "http://192.168.1.10/hooks"),
+        (&test_key, "https://[::ffff:127.0.0.1]/hooks"),
         (&test_key, "ftp://example.com/"),
     ] {
         let (status, err) = post(&app, key, "/api/v1/webhook-endpoints", json!({"url": url})).await;
@@ -263,19 +278,19 @@ async fn unsafe_destinations_are_refused_with_a_clear_400() {
         &app,
         &test_key,
         "/api/v1/webhook-endpoints",
-        json!({"url": "http://127.0.0.1:9/x", "enabled_events": ["nope"]}),
+        json!({"url": "http://8.8.8.8:9/x", "enabled_events": ["nope"]}),
     )
     .await;
     assert_eq!(
         (status, err["error"]["param"].as_str()),
         (400, Some("enabled_events"))
     );
-    // Endpoints are per environment.
+    // Endpoints are per environment (plain http is fine for test events).
     let (status, _) = post(
         &app,
         &test_key,
         "/api/v1/webhook-endpoints",
-        json!({"url": "http://127.0.0.1:9/x"}),
+        json!({"url": "http://8.8.8.8:9/x"}),
     )
     .await;
     assert_eq!(status, 201);
@@ -437,4 +452,106 @@ async fn an_event_written_before_a_sigkill_is_delivered_after_restart() {
         assert!(verify(&secret, &r.signature, &r.body));
         assert_eq!(r.json()["data"]["object"]["id"], payment["id"]);
     }
+}
+
+/// SSRF: a test key's `callback_url` on loopback (a port of the service's
+/// own machine) is never called, and the delivery record says only that the
+/// destination was refused, not what answers there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callback_url_on_loopback_is_never_called_and_says_nothing_of_it() {
+    let app = strict_webhooks().await;
+    let (_, key, _) = app.merchant("Shop");
+    let receiver = Receiver::start().await;
+    for url in [
+        receiver.url(),
+        receiver.url().replace("127.0.0.1", "localhost"),
+    ] {
+        let mut body = direct_payment("+2290166000001");
+        body["callback_url"] = json!(url);
+        let (status, p) = app.create(&key, &new_key(), &body).await;
+        assert_eq!(status, 201, "{p}");
+        let id = p["id"].as_str().unwrap();
+        let event = wait_until(5, || async {
+            let (_, events) = app.get(&key, &format!("/api/v1/events?payment={id}")).await;
+            let first = events["data"][0]["id"].as_str()?.to_string();
+            let (_, event) = app.get(&key, &format!("/api/v1/events/{first}")).await;
+            let attempts = event["deliveries"][0]["attempts"].as_array()?.clone();
+            (!attempts.is_empty()).then_some(event)
+        })
+        .await;
+        let attempt = &event["deliveries"][0]["attempts"][0];
+        assert_eq!(attempt["error"], "destination_refused", "{event}");
+        assert!(attempt["status_code"].is_null());
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(receiver.events().is_empty(), "nothing reached loopback");
+}
+
+async fn wait_until<T, F: std::future::Future<Output = Option<T>>>(
+    secs: u64,
+    probe: impl Fn() -> F,
+) -> T {
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = probe().await {
+            return v;
+        }
+        assert!(std::time::Instant::now() < deadline, "not within {secs} s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Each event is fanned out to every endpoint: one key cannot add them
+/// without bound (16 per merchant and environment).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endpoints_per_merchant_are_bounded() {
+    let app = fast_webhooks().await;
+    let (_, key, live) = app.merchant("Shop");
+    let mut ids = Vec::new();
+    for i in 0..16 {
+        let (status, e) = post(
+            &app,
+            &key,
+            "/api/v1/webhook-endpoints",
+            json!({"url": format!("http://127.0.0.1:9/hook-{i}")}),
+        )
+        .await;
+        assert_eq!(status, 201, "{e}");
+        ids.push(e["id"].as_str().unwrap().to_string());
+    }
+    let (status, err) = post(
+        &app,
+        &key,
+        "/api/v1/webhook-endpoints",
+        json!({"url": "http://127.0.0.1:9/one-more"}),
+    )
+    .await;
+    assert_eq!(status, 400, "{err}");
+    assert_eq!(err["error"]["code"], "webhook_endpoints_limit_reached");
+    // Per environment: live has its own 16.
+    let (status, _) = post(
+        &app,
+        &live,
+        "/api/v1/webhook-endpoints",
+        json!({"url": "http://127.0.0.1:9/live"}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    // A deleted endpoint frees its place.
+    let resp = app
+        .client
+        .delete(app.url(&format!("/api/v1/webhook-endpoints/{}", ids[0])))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success());
+    let (status, _) = post(
+        &app,
+        &key,
+        "/api/v1/webhook-endpoints",
+        json!({"url": "http://127.0.0.1:9/again"}),
+    )
+    .await;
+    assert_eq!(status, 201);
 }

@@ -59,29 +59,42 @@ impl HttpClient for ReqwestClient {
                 .iter()
                 .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
                 .collect();
-            let body = resp.bytes().await.map_err(|e| {
+            // Read chunk by chunk and stop at the cap: a hostile or broken
+            // server cannot make the host buffer more than 4 MiB. (An answer
+            // too large is unreadable: the outcome stays unknown.)
+            let too_large =
+                || CapabilityError::Unavailable("response body larger than 4 MiB".into());
+            if resp
+                .content_length()
+                .is_some_and(|n| n > MAX_RESPONSE_BYTES as u64)
+            {
+                return Err(too_large());
+            }
+            let mut resp = resp;
+            let mut body = Vec::new();
+            while let Some(chunk) = resp.chunk().await.map_err(|e| {
                 if e.is_timeout() {
                     CapabilityError::Timeout(e.to_string())
                 } else {
                     CapabilityError::Unavailable(e.to_string())
                 }
-            })?;
-            if body.len() > MAX_RESPONSE_BYTES {
-                return Err(CapabilityError::Unavailable(
-                    "response body larger than 4 MiB".into(),
-                ));
+            })? {
+                if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+                    return Err(too_large());
+                }
+                body.extend_from_slice(&chunk);
             }
             Ok(Response {
                 status,
                 headers,
-                body: body.to_vec(),
+                body,
             })
         })
     }
 }
 
-/// `host` or `host:port` of an http(s) URL, if it is one.
-fn authority(url: &str) -> Result<(String, Option<u16>), CapabilityError> {
+/// Host, port and whether it is `https` on its default port, of an http(s) URL.
+fn authority(url: &str) -> Result<(String, Option<u16>, bool), CapabilityError> {
     let parsed =
         reqwest::Url::parse(url).map_err(|e| CapabilityError::Invalid(format!("bad url: {e}")))?;
     if !matches!(parsed.scheme(), "http" | "https") {
@@ -93,15 +106,19 @@ fn authority(url: &str) -> Result<(String, Option<u16>), CapabilityError> {
     let host = parsed
         .host_str()
         .ok_or_else(|| CapabilityError::Invalid("url has no host".into()))?;
-    Ok((host.to_ascii_lowercase(), parsed.port()))
+    let default_https = parsed.scheme() == "https" && parsed.port().is_none();
+    Ok((host.to_ascii_lowercase(), parsed.port(), default_https))
 }
 
+/// An entry `host` allows `https://host` on its default port only; an entry
+/// `host:port` allows that port (plain `http` included: the test fakes).
+/// A bare host used to match every port and plain http.
 pub fn is_allowed(allowed: &[String], url: &str) -> Result<(), CapabilityError> {
-    let (host, port) = authority(url)?;
+    let (host, port, default_https) = authority(url)?;
     let with_port = port.map(|p| format!("{host}:{p}"));
     let ok = allowed.iter().any(|a| {
         let a = a.to_ascii_lowercase();
-        a == host || Some(&a) == with_port.as_ref()
+        (a == host && default_https) || Some(&a) == with_port.as_ref()
     });
     if ok {
         Ok(())
@@ -138,6 +155,17 @@ mod tests {
         let allowed = vec!["api.example.com".to_string(), "127.0.0.1:9000".to_string()];
         assert!(is_allowed(&allowed, "https://api.example.com/x").is_ok());
         assert!(is_allowed(&allowed, "http://127.0.0.1:9000/x").is_ok());
+        // A bare host is https on its default port, nothing else.
+        for url in [
+            "http://api.example.com/x",
+            "https://api.example.com:8443/x",
+            "http://api.example.com:22/x",
+        ] {
+            assert!(
+                matches!(is_allowed(&allowed, url), Err(CapabilityError::Denied(_))),
+                "{url}"
+            );
+        }
         assert!(matches!(
             is_allowed(&allowed, "http://127.0.0.1:9001/x"),
             Err(CapabilityError::Denied(_))
@@ -150,5 +178,56 @@ mod tests {
             is_allowed(&allowed, "not a url"),
             Err(CapabilityError::Invalid(_))
         ));
+    }
+
+    /// A body past the cap is refused as soon as the cap is passed, not once
+    /// the server has finished sending (this one never finishes).
+    #[test]
+    fn a_response_past_the_cap_is_refused_without_reading_it_all() {
+        use tokio::io::AsyncWriteExt;
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        rt.spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = tokio::io::AsyncReadExt::read(&mut s, &mut buf).await;
+            s.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+                .await
+                .unwrap();
+            let chunk = vec![b'x'; 64 * 1024];
+            for _ in 0..(MAX_RESPONSE_BYTES / chunk.len() + 2) {
+                let head = format!("{:x}\r\n", chunk.len());
+                if s.write_all(head.as_bytes()).await.is_err()
+                    || s.write_all(&chunk).await.is_err()
+                    || s.write_all(b"\r\n").await.is_err()
+                {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_secs(60)).await; // never ends the body
+        });
+        let client = ReqwestClient::new(rt.handle().clone());
+        let started = std::time::Instant::now();
+        let answer = client.send(
+            Request {
+                method: "GET".into(),
+                url: format!("http://{addr}/big"),
+                headers: vec![],
+                body: vec![],
+                timeout_ms: 0,
+            },
+            Duration::from_secs(30),
+        );
+        assert!(
+            matches!(&answer, Err(CapabilityError::Unavailable(m)) if m.contains("4 MiB")),
+            "{answer:?}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "did not wait for the end"
+        );
     }
 }

@@ -17,6 +17,9 @@ impl From<WebhookError> for ApiError {
             WebhookError::NotFound(what) => {
                 ApiError::not_found("resource_not_found", format!("No such {what}."))
             }
+            WebhookError::TooManyEndpoints => {
+                ApiError::bad_request("webhook_endpoints_limit_reached", e.to_string())
+            }
             WebhookError::Storage(e) => ApiError::internal(e.to_string()),
         }
     }

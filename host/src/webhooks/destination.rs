@@ -1,5 +1,10 @@
-//! Where webhooks may go. Live endpoints: `https` on public addresses only.
-//! The test environment may also use plain `http` to loopback. Checked when
+//! Where webhooks may go: public addresses only, in every environment, so
+//! that no key (a test key included) can make the service reach its own
+//! network (SSRF: loopback ports, private services, cloud metadata) or read
+//! what answers there. `webhooks.allow_private_destinations = true` lets
+//! loopback and private addresses through, for development and tests only.
+//! Live endpoints use `https` (plain `http` only to a private destination
+//! that setting allows); test endpoints may use plain `http`. Checked when
 //! the URL is registered and again at connect time (a resolver that refuses
 //! forbidden addresses, against DNS rebinding); redirects are never followed.
 
@@ -11,45 +16,63 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
 use crate::accounts::Environment;
 
-/// Whether an address may receive webhooks. Loopback only when `allow_loopback`.
-pub fn is_allowed_ip(ip: IpAddr, allow_loopback: bool) -> bool {
+/// Whether an address may receive webhooks: public ones always; loopback
+/// and private ones only when `allow_private`; link-local (cloud metadata),
+/// reserved and IPv6 transition ranges never.
+pub fn is_allowed_ip(ip: IpAddr, allow_private: bool) -> bool {
     match ip {
-        IpAddr::V4(v4) => allowed_v4(v4, allow_loopback),
+        IpAddr::V4(v4) => allowed_v4(v4, allow_private),
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => allowed_v4(v4, allow_loopback),
-            None => allowed_v6(v6, allow_loopback),
+            Some(v4) => allowed_v4(v4, allow_private),
+            None => allowed_v6(v6, allow_private),
         },
     }
 }
 
-fn allowed_v4(ip: Ipv4Addr, allow_loopback: bool) -> bool {
-    if ip.is_loopback() {
-        return allow_loopback;
-    }
+/// Loopback and private ranges: the service's own network.
+fn private_v4(ip: Ipv4Addr) -> bool {
     let [a, b, ..] = ip.octets();
-    !(ip.is_private()
-        || ip.is_link_local() // 169.254/16, cloud metadata included
+    ip.is_loopback() || ip.is_private() || (a == 100 && (64..128).contains(&b)) // carrier-grade NAT
+}
+
+fn allowed_v4(ip: Ipv4Addr, allow_private: bool) -> bool {
+    if private_v4(ip) {
+        return allow_private;
+    }
+    let [a, b, c, _] = ip.octets();
+    !(ip.is_link_local() // 169.254/16, cloud metadata included
         || ip.is_unspecified()
         || ip.is_broadcast()
         || ip.is_multicast()
         || ip.is_documentation()
         || a == 0
-        || (a == 100 && (64..128).contains(&b)) // carrier-grade NAT
-        || (a == 192 && b == 0 && ip.octets()[2] == 0) // IETF protocol assignments
+        || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
         || (a == 198 && (18..20).contains(&b)) // benchmarking
         || a >= 240)
 }
 
-fn allowed_v6(ip: Ipv6Addr, allow_loopback: bool) -> bool {
-    if ip.is_loopback() {
-        return allow_loopback;
+fn allowed_v6(ip: Ipv6Addr, allow_private: bool) -> bool {
+    let s = ip.segments();
+    // Ranges that carry or reach an IPv4 address (a way around the IPv4
+    // rules): NAT64 64:ff9b::/96 and 64:ff9b:1::/48, 6to4 2002::/16, Teredo
+    // 2001::/32, IPv4-compatible ::/96 (deprecated); and discard 100::/64.
+    let transition = (s[0] == 0x64 && s[1] == 0xff9b && (s[2..6] == [0; 4] || s[2] == 1))
+        || s[0] == 0x2002
+        || (s[0] == 0x2001 && s[1] == 0)
+        || (s[..6] == [0; 6] && !ip.is_loopback() && !ip.is_unspecified())
+        || (s[0] == 0x100 && s[1..4] == [0; 3]);
+    if transition {
+        return false;
     }
-    let first = ip.segments()[0];
+    let metadata = ip == Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254);
+    if ip.is_loopback() || ((s[0] & 0xfe00) == 0xfc00 && !metadata) {
+        return allow_private; // loopback, unique local
+    }
     !(ip.is_unspecified()
         || ip.is_multicast()
-        || (first & 0xfe00) == 0xfc00 // unique local (fd00:ec2::254 metadata included)
-        || (first & 0xffc0) == 0xfe80 // link-local
-        || first == 0x2001 && ip.segments()[1] == 0x0db8) // documentation
+        || metadata
+        || (s[0] & 0xffc0) == 0xfe80 // link-local
+        || (s[0] == 0x2001 && s[1] == 0x0db8)) // documentation
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -58,10 +81,8 @@ pub enum DestinationError {
     Malformed,
     #[error("live webhook endpoints must use https")]
     HttpsRequired,
-    #[error("plain http is allowed only to loopback addresses, in the test environment")]
-    HttpOnlyToLoopback,
     #[error(
-        "{0} is not a public address: webhooks cannot target loopback, private, link-local or metadata addresses"
+        "{0} is not a public address: webhooks cannot target loopback, private, link-local, metadata or IPv6 transition addresses"
     )]
     Forbidden(String),
     #[error("the host {0} does not resolve")]
@@ -69,7 +90,11 @@ pub enum DestinationError {
 }
 
 /// Validates a destination for `environment`, resolving its host.
-pub async fn check(url: &str, environment: Environment) -> Result<Url, DestinationError> {
+pub async fn check(
+    url: &str,
+    environment: Environment,
+    allow_private: bool,
+) -> Result<Url, DestinationError> {
     let parsed = Url::parse(url).map_err(|_| DestinationError::Malformed)?;
     let host = parsed
         .host_str()
@@ -78,11 +103,9 @@ pub async fn check(url: &str, environment: Environment) -> Result<Url, Destinati
     if url.len() > 2048 || !parsed.username().is_empty() || parsed.password().is_some() {
         return Err(DestinationError::Malformed);
     }
-    let is_test = environment == Environment::Test;
-    let https = match parsed.scheme() {
-        "https" => true,
-        "http" if is_test => false,
-        "http" => return Err(DestinationError::HttpsRequired),
+    let plain = match parsed.scheme() {
+        "https" => false,
+        "http" => true,
         _ => return Err(DestinationError::Malformed),
     };
     let port = parsed.port_or_known_default().unwrap_or(443);
@@ -90,18 +113,18 @@ pub async fn check(url: &str, environment: Environment) -> Result<Url, Destinati
         .await
         .ok_or_else(|| DestinationError::Unresolvable(host.clone()))?;
     for addr in &addrs {
-        let ip = addr.ip();
-        let allowed = if https {
-            is_allowed_ip(ip, is_test)
-        } else {
-            ip.is_loopback() || ip.to_canonical().is_loopback()
+        let ip = addr.ip().to_canonical();
+        if !is_allowed_ip(ip, allow_private) {
+            return Err(DestinationError::Forbidden(ip.to_string()));
+        }
+        let private = match ip {
+            IpAddr::V4(v4) => private_v4(v4),
+            IpAddr::V6(v6) => v6.is_loopback() || (v6.segments()[0] & 0xfe00) == 0xfc00,
         };
-        if !allowed {
-            return Err(if https {
-                DestinationError::Forbidden(ip.to_string())
-            } else {
-                DestinationError::HttpOnlyToLoopback
-            });
+        // Live money events travel encrypted, except to a private
+        // destination the operator explicitly allowed (a development setup).
+        if plain && environment == Environment::Live && !private {
+            return Err(DestinationError::HttpsRequired);
         }
     }
     Ok(parsed)
@@ -127,13 +150,18 @@ async fn resolve(host: &str, port: u16) -> Option<Vec<SocketAddr>> {
 /// forbidden address, so a name that re-resolves to a private address after
 /// registration still cannot be reached. (IP-literal URLs skip resolvers;
 /// the delivery worker checks those itself before sending.)
+/// The resolver's refusal, found again in a failed request's error chain.
+#[derive(Debug, thiserror::Error)]
+#[error("{0} resolves only to forbidden addresses")]
+pub struct Refused(pub String);
+
 pub struct SafeResolver {
-    pub allow_loopback: bool,
+    pub allow_private: bool,
 }
 
 impl Resolve for SafeResolver {
     fn resolve(&self, name: Name) -> Resolving {
-        let allow_loopback = self.allow_loopback;
+        let allow_private = self.allow_private;
         let host = name.as_str().to_string();
         Box::pin(async move {
             let all = resolve(&host, 0)
@@ -141,10 +169,10 @@ impl Resolve for SafeResolver {
                 .ok_or_else(|| format!("{host} does not resolve"))?;
             let allowed: Vec<SocketAddr> = all
                 .into_iter()
-                .filter(|a| is_allowed_ip(a.ip(), allow_loopback))
+                .filter(|a| is_allowed_ip(a.ip(), allow_private))
                 .collect();
             if allowed.is_empty() {
-                return Err(format!("{host} resolves only to forbidden addresses").into());
+                return Err(Box::new(Refused(host)) as Box<dyn std::error::Error + Send + Sync>);
             }
             Ok(Box::new(allowed.into_iter()) as Addrs)
         })
@@ -152,10 +180,10 @@ impl Resolve for SafeResolver {
 }
 
 /// The check applied before each attempt to IP-literal hosts.
-pub fn literal_allowed(url: &Url, allow_loopback: bool) -> bool {
+pub fn literal_allowed(url: &Url, allow_private: bool) -> bool {
     match url.host() {
-        Some(url::Host::Ipv4(ip)) => is_allowed_ip(IpAddr::V4(ip), allow_loopback),
-        Some(url::Host::Ipv6(ip)) => is_allowed_ip(IpAddr::V6(ip), allow_loopback),
+        Some(url::Host::Ipv4(ip)) => is_allowed_ip(IpAddr::V4(ip), allow_private),
+        Some(url::Host::Ipv6(ip)) => is_allowed_ip(IpAddr::V6(ip), allow_private),
         Some(url::Host::Domain(_)) => true,
         None => false,
     }
@@ -179,14 +207,38 @@ mod tests {
             "fd00:ec2::254",
             "fe80::1",
             "::ffff:10.0.0.1",
+            // IPv6 transition ranges, whatever IPv4 address they carry.
+            "64:ff9b::7f00:1",
+            "64:ff9b::808:808",
+            "64:ff9b:1::a00:1",
+            "2002:7f00:1::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "::127.0.0.1",
+            "::8.8.8.8",
+            "100::1",
         ] {
             assert!(!is_allowed_ip(ip.parse().unwrap(), false), "{ip}");
         }
-        assert!(is_allowed_ip("127.0.0.1".parse().unwrap(), true));
-        assert!(
-            !is_allowed_ip("10.0.0.1".parse().unwrap(), true),
-            "test mode allows loopback only"
-        );
+        for ip in [
+            "127.0.0.1",
+            "10.0.0.1",
+            "::1",
+            "fd12::1",
+            "::ffff:192.168.0.9",
+        ] {
+            assert!(
+                is_allowed_ip(ip.parse().unwrap(), true),
+                "{ip} when allowed"
+            );
+        }
+        for ip in [
+            "169.254.169.254",
+            "fd00:ec2::254",
+            "64:ff9b::7f00:1",
+            "2002:a00:1::1",
+        ] {
+            assert!(!is_allowed_ip(ip.parse().unwrap(), true), "{ip} never");
+        }
         assert!(is_allowed_ip("8.8.8.8".parse().unwrap(), false));
         assert!(is_allowed_ip("2606:4700::1111".parse().unwrap(), false));
     }
@@ -195,41 +247,42 @@ mod tests {
     async fn registration_rules() {
         use Environment::*;
         assert!(matches!(
-            check("http://example.com/x", Live).await,
+            check("http://8.8.8.8/x", Live, false).await,
             Err(DestinationError::HttpsRequired)
         ));
+        assert!(check("http://8.8.8.8/x", Test, false).await.is_ok());
+        for env in [Live, Test] {
+            for url in [
+                "https://127.0.0.1/x",
+                "http://127.0.0.1:9/x",
+                "http://localhost:9/x",
+                "https://169.254.169.254/latest",
+                "https://[::1]/x",
+                "https://[64:ff9b::7f00:1]/x",
+                "https://10.0.0.1/x",
+            ] {
+                assert!(
+                    matches!(
+                        check(url, env, false).await,
+                        Err(DestinationError::Forbidden(_))
+                    ),
+                    "{url} {env:?}"
+                );
+            }
+        }
+        // Allowed for development: loopback and private, plain http too.
+        assert!(check("http://127.0.0.1:9/x", Test, true).await.is_ok());
+        assert!(check("http://localhost:9/x", Live, true).await.is_ok());
         assert!(matches!(
-            check("https://127.0.0.1/x", Live).await,
+            check("https://169.254.169.254/latest", Test, true).await,
             Err(DestinationError::Forbidden(_))
         ));
         assert!(matches!(
-            check("https://169.254.169.254/latest", Live).await,
-            Err(DestinationError::Forbidden(_))
-        ));
-        assert!(matches!(
-            check("https://[::1]/x", Live).await,
-            Err(DestinationError::Forbidden(_))
-        ));
-        assert!(matches!(
-            check("https://localhost/x", Live).await,
-            Err(DestinationError::Forbidden(_))
-        ));
-        assert!(check("http://127.0.0.1:9/x", Test).await.is_ok());
-        assert!(check("http://localhost:9/x", Test).await.is_ok());
-        assert!(matches!(
-            check("http://10.0.0.1/x", Test).await,
-            Err(DestinationError::HttpOnlyToLoopback)
-        ));
-        assert!(matches!(
-            check("https://10.0.0.1/x", Test).await,
-            Err(DestinationError::Forbidden(_))
-        ));
-        assert!(matches!(
-            check("ftp://x", Test).await,
+            check("ftp://x", Test, true).await,
             Err(DestinationError::Malformed)
         ));
         assert!(matches!(
-            check("https://user:pw@8.8.8.8/", Live).await,
+            check("https://user:pw@8.8.8.8/", Live, false).await,
             Err(DestinationError::Malformed)
         ));
     }
@@ -237,12 +290,12 @@ mod tests {
     #[tokio::test]
     async fn the_resolver_refuses_names_that_resolve_to_loopback() {
         let strict = SafeResolver {
-            allow_loopback: false,
+            allow_private: false,
         };
         assert!(strict.resolve("localhost".parse().unwrap()).await.is_err());
-        let test = SafeResolver {
-            allow_loopback: true,
+        let dev = SafeResolver {
+            allow_private: true,
         };
-        assert!(test.resolve("localhost".parse().unwrap()).await.is_ok());
+        assert!(dev.resolve("localhost".parse().unwrap()).await.is_ok());
     }
 }

@@ -87,6 +87,10 @@ pub struct WebhookConfig {
     /// Deliveries in flight at once, and per endpoint (a slow endpoint cannot take them all).
     pub concurrency: usize,
     pub per_endpoint_concurrency: usize,
+    /// Loopback and private destinations (endpoints, `callback_url`) are
+    /// refused in every environment unless this is set: development and
+    /// tests only (`make run` sets it for its demo).
+    pub allow_private_destinations: bool,
 }
 
 impl Default for WebhookConfig {
@@ -99,9 +103,14 @@ impl Default for WebhookConfig {
             poll_interval_ms: 200,
             concurrency: 64,
             per_endpoint_concurrency: 4,
+            allow_private_destinations: false,
         }
     }
 }
+
+/// Endpoints per merchant and environment (each event is fanned out to every
+/// one of them: unbounded, one key could multiply the delivery work).
+pub const MAX_ENDPOINTS: i64 = 16;
 
 pub const EVENT_TYPES: &[&str] = &[
     "collect.payment.created",
@@ -146,6 +155,10 @@ pub enum WebhookError {
     Invalid(String, &'static str),
     #[error("no such {0}")]
     NotFound(&'static str),
+    #[error(
+        "at most {MAX_ENDPOINTS} webhook endpoints per merchant and environment: delete one first"
+    )]
+    TooManyEndpoints,
     #[error(transparent)]
     Storage(#[from] StorageError),
 }
@@ -159,20 +172,40 @@ impl From<rusqlite::Error> for WebhookError {
 pub struct Webhooks {
     db: Arc<Sqlite>,
     pub config: WebhookConfig,
-    live_client: reqwest::Client,
-    test_client: reqwest::Client,
+    client: reqwest::Client,
     in_flight: Arc<Semaphore>,
     per_endpoint: Mutex<HashMap<String, Arc<Semaphore>>>,
 }
 
-fn client(allow_loopback: bool, timeout: Duration) -> reqwest::Client {
+fn client(allow_private: bool, timeout: Duration) -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(timeout)
-        .dns_resolver(Arc::new(destination::SafeResolver { allow_loopback }))
+        .dns_resolver(Arc::new(destination::SafeResolver { allow_private }))
         .user_agent(concat!("mmc-webhooks/", env!("CARGO_PKG_VERSION")))
         .build()
         .expect("reqwest client")
+}
+
+/// What a failed delivery attempt records: `timeout`, `destination_refused`
+/// (the connect-time resolver refused every address), `connect_failed`,
+/// `request_failed`; non-2xx answers record `http_status` with the code.
+fn error_class(e: &reqwest::Error) -> &'static str {
+    if e.is_timeout() {
+        "timeout"
+    } else if e.is_connect() {
+        // The resolver's refusal surfaces as a connect error caused by it.
+        let mut cause = std::error::Error::source(e);
+        while let Some(c) = cause {
+            if c.downcast_ref::<destination::Refused>().is_some() {
+                return "destination_refused";
+            }
+            cause = c.source();
+        }
+        "connect_failed"
+    } else {
+        "request_failed"
+    }
 }
 
 /// An endpoint's (id, url, enabled event types).
@@ -208,8 +241,7 @@ impl Webhooks {
         let timeout = Duration::from_millis(config.timeout_ms);
         Ok(Arc::new(Webhooks {
             db,
-            live_client: client(false, timeout),
-            test_client: client(true, timeout),
+            client: client(config.allow_private_destinations, timeout),
             in_flight: Arc::new(Semaphore::new(config.concurrency.max(1))),
             per_endpoint: Mutex::new(HashMap::new()),
             config,
@@ -245,7 +277,7 @@ impl Webhooks {
         description: Option<String>,
     ) -> Result<Endpoint, WebhookError> {
         Self::validate_events(&enabled_events)?;
-        destination::check(url, environment)
+        destination::check(url, environment, self.config.allow_private_destinations)
             .await
             .map_err(|e| WebhookError::Invalid(e.to_string(), "url"))?;
         let e = Endpoint {
@@ -259,14 +291,26 @@ impl Webhooks {
             secret: Some(signature::new_secret()),
         };
         let events_json = serde_json::to_string(&e.enabled_events).expect("strings serialise");
-        self.db.write(|tx| {
+        // Counted and inserted under the writer: parallel creates cannot pass the bound.
+        let created = self.db.write(|tx| {
+            let existing: i64 = tx.query_row(
+                "SELECT COUNT(*) FROM webhook_endpoints WHERE merchant_id = ?1 AND environment = ?2 AND deleted_ms IS NULL",
+                params![merchant_id, e.environment],
+                |r| r.get(0),
+            )?;
+            if existing >= MAX_ENDPOINTS {
+                return Ok(false);
+            }
             tx.execute(
                 "INSERT INTO webhook_endpoints (id, merchant_id, environment, url, secret, enabled_events, description, created_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 params![e.id, merchant_id, e.environment, e.url, e.secret, events_json, e.description, (e.created * 1000) as i64],
             )?;
-            Ok(())
+            Ok(true)
         })?;
+        if !created {
+            return Err(WebhookError::TooManyEndpoints);
+        }
         Ok(e)
     }
 
@@ -474,26 +518,24 @@ impl Webhooks {
     }
 
     async fn attempt(&self, d: &Claimed, payload: Vec<u8>, secret: &str) -> Attempt {
-        let test = d.environment == "test";
         let started = Instant::now();
-        let url = match reqwest::Url::parse(&d.url) {
-            Ok(u) if destination::literal_allowed(&u, test) => u,
-            _ => {
-                return Attempt {
-                    status_code: None,
-                    latency_ms: 0,
-                    error: Some("destination refused at connect time".into()),
-                    give_up: false,
-                };
-            }
-        };
-        let client = if test {
-            &self.test_client
-        } else {
-            &self.live_client
+        let allowed = reqwest::Url::parse(&d.url).ok().filter(|u| {
+            destination::literal_allowed(u, self.config.allow_private_destinations)
+                && (u.scheme() == "https"
+                    || d.environment == "test"
+                    || self.config.allow_private_destinations)
+        });
+        let Some(url) = allowed else {
+            return Attempt {
+                status_code: None,
+                latency_ms: 0,
+                error: Some("destination_refused".into()),
+                give_up: false,
+            };
         };
         let t = system_now_ms() / 1000;
-        let result = client
+        let result = self
+            .client
             .post(url)
             .header("content-type", "application/json")
             .header(
@@ -508,8 +550,7 @@ impl Webhooks {
         match result {
             Ok(resp) => {
                 let code = resp.status().as_u16();
-                let error =
-                    (!resp.status().is_success()).then(|| format!("endpoint answered {code}"));
+                let error = (!resp.status().is_success()).then(|| "http_status".to_string());
                 Attempt {
                     status_code: Some(code),
                     latency_ms,
@@ -517,10 +558,12 @@ impl Webhooks {
                     give_up: false,
                 }
             }
+            // A class, never the remote's text: a delivery record must not
+            // tell a merchant what answers where (a probe of our network).
             Err(e) => Attempt {
                 status_code: None,
                 latency_ms,
-                error: Some(format!("{e:#}")),
+                error: Some(error_class(&e).into()),
                 give_up: false,
             },
         }
