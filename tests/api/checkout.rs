@@ -152,6 +152,18 @@ async fn the_page_explains_bad_input_failure_and_expiry() {
         .unwrap();
     let html = resp.text().await.unwrap();
     assert!(html.contains("data-status=\"failed\""), "{html}");
+    // The customer reads a reason in their words, never the operator's or
+    // the adapter's message (that is the merchant's, in the API).
+    assert!(
+        html.contains("Try again later or with another operator."),
+        "{html}"
+    );
+    let id = url.rsplit('/').next().unwrap();
+    let (_, p) = app
+        .get(&key, &format!("/api/v1/collect/payments/{id}"))
+        .await;
+    let message = p["failure_message"].as_str().unwrap();
+    assert!(!html.contains(&esc_like(message)), "{html}");
     // Unknown link.
     let resp = app
         .client
@@ -160,4 +172,67 @@ async fn the_page_explains_bad_input_failure_and_expiry() {
         .await
         .unwrap();
     assert_eq!(resp.status(), 404);
+}
+
+/// `text` as the page escapes it.
+fn esc_like(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+/// The page is for hosted payments only (a direct payment's id is no link to
+/// its customer's data), shows a number the merchant gave only masked, and
+/// uses it when the customer leaves the field empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_serves_hosted_payments_only_and_masks_the_phone() {
+    let app = spawn_app().await;
+    let (_, key, _) = app.merchant("Shop");
+    let direct = json!({"reference": "d-1", "amount": 1000, "currency": "XOF", "country": "BJ",
+        "operator": "mtn-bj", "customer": {"phone": "+2290166000004"}});
+    let (status, p) = app.create(&key, &new_key(), &direct).await;
+    assert_eq!(status, 201, "{p}");
+    let page = app
+        .client
+        .get(app.url(&format!("/checkout/{}", p["id"].as_str().unwrap())))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 404);
+    assert!(!page.text().await.unwrap().contains("0166000004"));
+
+    let hosted = json!({"reference": "h-1", "amount": 1000, "currency": "XOF", "country": "BJ",
+        "mode": "hosted", "customer": {"phone": "+2290166001234"}});
+    let (_, p) = app.create(&key, &new_key(), &hosted).await;
+    let url = p["checkout_url"].as_str().unwrap().to_string();
+    let html = app
+        .client
+        .get(&url)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!html.contains("0166001234"), "{html}");
+    assert!(html.contains("+229••••••••34"), "{html}");
+    // Left empty: the merchant's number is used.
+    let resp = app
+        .client
+        .post(&url)
+        .form(&[("operator", "mtn-bj"), ("phone", "")])
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success(), "{}", resp.status());
+    let (_, after) = app
+        .get(
+            &key,
+            &format!("/api/v1/collect/payments/{}", p["id"].as_str().unwrap()),
+        )
+        .await;
+    assert_eq!(after["customer"]["phone"], "+2290166001234", "{after}");
+    assert_eq!(after["operator"], "mtn-bj");
 }

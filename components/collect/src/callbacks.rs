@@ -96,11 +96,30 @@ fn apply(env: &str, operator: &str, u: &CallbackUpdate) -> Result<bool, ApiError
     let Some((merchant, id)) = located else {
         return Ok(false);
     };
+    // Only the adapter serving the subject's operator speaks for it: a
+    // callback parsed by another adapter (another operator's URL, a forged
+    // body naming our id) is ignored and counted.
+    let served_by = |subject_operator: Option<&str>| {
+        let here = router::served_by(env, operator);
+        let there = subject_operator.and_then(|o| router::served_by(env, o));
+        here.is_some() && here == there
+    };
     match u.kind {
         SubjectKind::Payment => {
             let Some(mut p) = tx.payment(env, &merchant, &id)? else {
                 return Ok(false);
             };
+            // Nothing was ever sent for it (a hosted payment the customer has not
+            // paid yet): no operator can have news of it, and a forged reference
+            // would stop the customer from paying.
+            if p.sent_at().is_none() {
+                log::count("callback_for_unsent_payment");
+                return Ok(false);
+            }
+            if !served_by(p.operator.as_deref()) {
+                log::count("callback_from_foreign_adapter");
+                return Ok(false);
+            }
             let previous_check = p.next_check_ms;
             if p.psp_reference.is_none() && u.psp_reference.is_some() {
                 p.psp_reference = u.psp_reference.clone();
@@ -118,6 +137,11 @@ fn apply(env: &str, operator: &str, u: &CallbackUpdate) -> Result<bool, ApiError
             let Some(mut r) = tx.refund(env, &merchant, &id)? else {
                 return Ok(false);
             };
+            let paid_with = tx.payment(env, &merchant, &r.payment_id)?;
+            if !served_by(paid_with.as_ref().and_then(|p| p.operator.as_deref())) {
+                log::count("callback_from_foreign_adapter");
+                return Ok(false);
+            }
             apply_refund_status(&tx, &mut r, u.status.clone())?;
             // Asked right after (a failed refund too: the operator may have made it after all).
             if r.status != RefundStatus::Completed {

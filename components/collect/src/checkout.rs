@@ -5,15 +5,15 @@
 //! status until it is final.
 
 use mmc_domain::operators::{self, Country};
-use mmc_domain::{Status, phone};
+use mmc_domain::{Mode, Status, phone};
 
 use crate::ApiError;
 use crate::mmc::adapter::router;
 use crate::mmc::adapter::types::OperatorInfo;
 use crate::mmc::api::http_types::{Caller, Request, Response};
-use crate::mmc::platform::clock;
+use crate::mmc::platform::{cache, clock};
 use crate::payments;
-use crate::store::{Customer, Payment, Tx};
+use crate::store::{self, Customer, Payment, Tx};
 use crate::wire;
 
 #[derive(Clone, Copy, PartialEq)]
@@ -59,6 +59,28 @@ fn t(lang: Lang, key: &str) -> &'static str {
             "Paiement effectué. Merci !",
         ),
         "failed" => ("The payment failed.", "Le paiement a échoué."),
+        "insufficient_funds" => ("Your balance is too low.", "Votre solde est insuffisant."),
+        "declined_by_customer" => (
+            "The payment was declined on the phone.",
+            "Le paiement a été refusé sur le téléphone.",
+        ),
+        "approval_expired" => (
+            "The approval request expired.",
+            "La demande de validation a expiré.",
+        ),
+        "limit_reached" => (
+            "Your Mobile Money limit is reached.",
+            "Votre plafond Mobile Money est atteint.",
+        ),
+        "payer_not_found" => (
+            "This number has no Mobile Money account with this operator.",
+            "Ce numéro n'a pas de compte Mobile Money chez cet opérateur.",
+        ),
+        "otp_attempts_exceeded" => ("Too many wrong codes.", "Trop de codes incorrects."),
+        "try_later" => (
+            "Try again later or with another operator.",
+            "Réessayez plus tard ou avec un autre opérateur.",
+        ),
         "cancelled" => ("This payment was cancelled.", "Ce paiement a été annulé."),
         "expired" => (
             "This payment link has expired.",
@@ -153,19 +175,43 @@ fn group_thousands(n: u64) -> String {
     out
 }
 
-/// Finds a payment by id alone: checkout links carry no merchant or environment.
+/// Finds a hosted payment by id alone (checkout links carry no merchant or
+/// environment), reading without the writer: an anonymous page view must
+/// not queue behind payments. A direct API payment has no page: its id is
+/// not a link to show the customer's data to whoever holds it.
 fn load(id: &str) -> Result<Option<Payment>, ApiError> {
     if id.is_empty() || id.len() > 64 || id.contains('/') {
         return Ok(None);
     }
-    let tx = Tx::begin()?;
     for env in ["test", "live"] {
-        if let Some(m) = tx.owner(env, id)? {
-            return tx.payment(env, &m, id);
+        if let Some(m) = store::read_owner(env, id)? {
+            return Ok(store::read_payment(env, &m, id)?.filter(|p| p.mode == Mode::Hosted));
         }
     }
     Ok(None)
 }
+
+/// The number with all but its country code and last two digits hidden:
+/// the page is reachable by anyone holding the link.
+fn masked(e164: &str) -> String {
+    let digits: Vec<char> = e164.chars().filter(char::is_ascii_digit).collect();
+    if digits.len() < 6 {
+        return "•".repeat(digits.len());
+    }
+    let (head, rest) = digits.split_at(3);
+    let (hidden, tail) = rest.split_at(rest.len() - 2);
+    format!(
+        "+{}{}{}",
+        head.iter().collect::<String>(),
+        "•".repeat(hidden.len()),
+        tail.iter().collect::<String>()
+    )
+}
+
+/// How often page views of one payment may ask its operator (a view of a
+/// payment in progress asks; a flood of views must not become a flood of
+/// operator calls). Reconciliation polls meanwhile anyway.
+const VIEW_SYNC_EVERY_MS: u64 = 5_000;
 
 fn caller_for(p: &Payment) -> Caller {
     let base = p
@@ -225,10 +271,13 @@ pub fn handle(req: &Request) -> Result<Response, ApiError> {
 }
 
 fn show(lang: Lang, p: Payment, error: Option<&str>) -> Result<Response, ApiError> {
-    // Live status: a page load asks the PSP while the payment is in progress.
-    let p = if matches!(p.status, Status::Pending | Status::Processing)
-        || (p.status == Status::AwaitingPayment && p.psp_reference.is_none())
-    {
+    // Live status: a page load asks the PSP while the payment is in progress,
+    // at most once per payment every VIEW_SYNC_EVERY_MS.
+    let in_progress = matches!(p.status, Status::Pending | Status::Processing)
+        || (p.status == Status::AwaitingPayment && p.psp_reference.is_none());
+    let key = format!("checkout-sync:{}", p.id);
+    let p = if in_progress && cache::get(&key).is_none() {
+        cache::set(&key, b"1", VIEW_SYNC_EVERY_MS);
         payments::sync_with_psp(p)?
     } else {
         p
@@ -255,12 +304,12 @@ fn show(lang: Lang, p: Payment, error: Option<&str>) -> Result<Response, ApiErro
         Status::AwaitingPayment => {
             let country = Country::parse(&p.country).unwrap_or(Country::Bj);
             let available = router::catalogue(&p.environment);
-            // The merchant's choice, else the operator the number's prefix belongs to.
+            // The merchant's choice, else the operator the number belongs to.
             let predicted = p
                 .customer
                 .as_ref()
                 .and_then(|c| c.phone.as_deref())
-                .and_then(phone::infer_operator)
+                .and_then(|phone| payments::operator_of(&p.environment, phone).0)
                 .map(|o| o.slug);
             let preselected = p.operator.as_deref().or(predicted);
             let options: String = available
@@ -271,17 +320,21 @@ fn show(lang: Lang, p: Payment, error: Option<&str>) -> Result<Response, ApiErro
                     format!(r#"<option value="{}"{selected}>{}</option>"#, esc(&o.slug), esc(&o.name))
                 })
                 .collect();
-            let phone = p.customer.as_ref().and_then(|c| c.phone.clone()).unwrap_or_default();
+            // A number the merchant gave is shown masked and used when the
+            // field is left empty; it is never written into the page.
+            let (required, placeholder) = match p.customer.as_ref().and_then(|c| c.phone.as_deref()) {
+                Some(known) => ("", masked(known)),
+                None => (" required", format!("+{}…", country.dial_code())),
+            };
             body.push_str(&format!(
                 r#"<form method="post" action="/checkout/{id}?lang={l}"><label for="operator">{op}</label><select id="operator" name="operator" required>{options}</select>
-<label for="phone">{ph}</label><input id="phone" name="phone" type="tel" inputmode="tel" autocomplete="tel" required value="{phone}" placeholder="+{dial}…">
+<label for="phone">{ph}</label><input id="phone" name="phone" type="tel" inputmode="tel" autocomplete="tel"{required} placeholder="{placeholder}">
 <button id="pay" type="submit">{pay}</button></form>"#,
                 id = esc(&p.id),
                 l = if lang == Lang::Fr { "fr" } else { "en" },
                 op = t(lang, "operator"),
                 ph = t(lang, "phone"),
-                phone = esc(&phone),
-                dial = country.dial_code(),
+                placeholder = esc(&placeholder),
                 pay = t(lang, "pay"),
             ));
         }
@@ -302,7 +355,15 @@ fn show(lang: Lang, p: Payment, error: Option<&str>) -> Result<Response, ApiErro
             body.push_str(&format!(r#"<p class="msg ok" id="status" data-status="completed">{}</p>"#, t(lang, "completed")))
         }
         Status::Failed => {
-            let reason = p.failure.as_ref().map(|f| esc(&f.message)).unwrap_or_default();
+            // The customer's own reasons in their language; never the operator's or
+            // the adapter's text, which is for the merchant (and may name our systems).
+            let reason = match p.failure.as_ref().map(|f| f.code.as_str()) {
+                Some(
+                    code @ ("insufficient_funds" | "declined_by_customer" | "approval_expired"
+                    | "limit_reached" | "payer_not_found" | "otp_attempts_exceeded"),
+                ) => t(lang, code),
+                _ => t(lang, "try_later"),
+            };
             body.push_str(&format!(r#"<p class="msg err" id="status" data-status="failed">{} {reason}</p>"#, t(lang, "failed")))
         }
         Status::Cancelled => {
@@ -358,7 +419,14 @@ fn choose(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {
     let Some(op) = op else {
         return show(lang, p, Some(t(lang, "wrong_operator")));
     };
-    let Ok(msisdn) = phone::normalize(country, field(&fields, "phone")) else {
+    let given = field(&fields, "phone").trim();
+    let known = p.customer.as_ref().and_then(|c| c.phone.as_deref());
+    let typed = if given.is_empty() {
+        known.unwrap_or_default()
+    } else {
+        given
+    };
+    let Ok(msisdn) = phone::normalize(country, typed) else {
         return show(lang, p, Some(t(lang, "wrong_phone")));
     };
     let tx = Tx::begin()?;

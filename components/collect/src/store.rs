@@ -249,6 +249,12 @@ pub fn read_payment(
     }
 }
 
+/// The merchant owning payment `id` in `env`, read outside a transaction.
+pub fn read_owner(env: &str, id: &str) -> Result<Option<String>, ApiError> {
+    Ok(storage::get("owners", &format!("{env}/{id}"))?
+        .map(|b| String::from_utf8_lossy(&b).into_owned()))
+}
+
 /// Reads a refund outside a transaction (committed data).
 pub fn read_refund(env: &str, merchant: &str, id: &str) -> Result<Option<Refund>, ApiError> {
     decode(storage::get("refunds", &scope(env, merchant, id))?)
