@@ -50,7 +50,8 @@ tests/browser/node_modules/.installed: tests/browser/package.json
 
 run: components
 	$(CARGO) build --release -p mmc-host
-	$(TARGET_DIR)/release/mmc serve --demo --data-dir $(DATA_DIR) --components-dir $(TARGET_DIR)/components
+	# The demo may send webhooks to a receiver on this machine; a deployment must not.
+	MMC_WEBHOOKS__ALLOW_PRIVATE_DESTINATIONS=true $(TARGET_DIR)/release/mmc serve --demo --data-dir $(DATA_DIR) --components-dir $(TARGET_DIR)/components
 
 test: components test-components tools browser
 	$(CARGO) test --workspace $(addprefix --exclude ,$(COMPONENTS) $(TEST_COMPONENTS))
