@@ -22,6 +22,15 @@ pub fn boundary(content_type: &str) -> Option<String> {
         .filter(|b| !b.is_empty() && b.len() <= 200)
 }
 
+/// The form has three fields; a few more are tolerated so that the error
+/// names the unknown one, but not thousands.
+pub const MAX_PARTS: usize = 16;
+/// A part's headers: a Content-Disposition and a Content-Type, in practice.
+pub const MAX_HEADER_BYTES: usize = 8 * 1024;
+
+/// Reads each byte of the body a bounded number of times: the search for a
+/// part's blank line stops at `MAX_HEADER_BYTES`, and the parts are counted,
+/// so a body of many tiny or header-less parts costs what its size costs.
 pub fn parse<'a>(body: &'a [u8], boundary: &str) -> Result<Vec<Part<'a>>, String> {
     let delimiter = format!("--{boundary}");
     let delimiter = delimiter.as_bytes();
@@ -47,11 +56,11 @@ pub fn parse<'a>(body: &'a [u8], boundary: &str) -> Result<Vec<Part<'a>>, String
             .strip_prefix(b"\r\n")
             .or_else(|| rest.strip_prefix(b"\n"))
             .ok_or("a boundary line is not followed by a line break")?;
+        if parts.len() == MAX_PARTS {
+            return Err(format!("the form has more than {MAX_PARTS} parts"));
+        }
         let start = body.len() - rest.len();
-        let (headers_end, content_start) = find(body, b"\r\n\r\n", start)
-            .map(|i| (i, i + 4))
-            .or_else(|| find(body, b"\n\n", start).map(|i| (i, i + 2)))
-            .ok_or("a part has no blank line after its headers")?;
+        let (headers_end, content_start) = blank_line(body, start)?;
         let headers = std::str::from_utf8(&body[start..headers_end])
             .map_err(|_| "part headers are not UTF-8")?;
         let (content_end, next) = next_delimiter(body, content_start, delimiter)
@@ -87,6 +96,29 @@ fn next_delimiter(body: &[u8], from: usize, delimiter: &[u8]) -> Option<(usize, 
         i = line;
     }
     None
+}
+
+/// (end of the headers, start of the content) of the first blank line
+/// (CRLF CRLF or LF LF) after `from`, looked for in one pass over at most
+/// `MAX_HEADER_BYTES`.
+fn blank_line(body: &[u8], from: usize) -> Result<(usize, usize), String> {
+    let window = &body[from..body.len().min(from + MAX_HEADER_BYTES + 4)];
+    let mut i = 0;
+    while let Some(lf) = window[i..].iter().position(|b| *b == b'\n').map(|p| p + i) {
+        let after = &window[lf + 1..];
+        if after.starts_with(b"\n") {
+            return Ok((from + lf, from + lf + 2));
+        }
+        if after.starts_with(b"\r\n") && lf > 0 && window[lf - 1] == b'\r' {
+            return Ok((from + lf - 1, from + lf + 3));
+        }
+        i = lf + 1;
+    }
+    Err(if window.len() > MAX_HEADER_BYTES {
+        format!("a part's headers are longer than {MAX_HEADER_BYTES} bytes")
+    } else {
+        "a part has no blank line after its headers".into()
+    })
 }
 
 fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
@@ -214,5 +246,25 @@ mod tests {
             .is_err()
         );
         assert!(parse(b"--b\r\nContent-Type: text/plain\r\n\r\nx\r\n--b--", "b").is_err());
+    }
+
+    #[test]
+    fn many_parts_and_endless_headers_are_refused_without_rescanning() {
+        let mut body = Vec::new();
+        for _ in 0..=MAX_PARTS {
+            body.extend_from_slice(b"--b\nContent-Disposition: form-data; name=\"x\"\n\nv\n");
+        }
+        body.extend_from_slice(b"--b--\n");
+        let err = parse(&body, "b").unwrap_err();
+        assert!(err.contains("more than 16 parts"), "{err}");
+
+        // Headers that never end: refused after MAX_HEADER_BYTES, not at the body's end.
+        let mut body = b"--b\r\nContent-Disposition: form-data; name=\"file\"\r\n".to_vec();
+        body.extend(std::iter::repeat_n(b'h', 100_000));
+        let err = parse(&body, "b").unwrap_err();
+        assert!(err.contains("longer than 8192 bytes"), "{err}");
+        // A mix of line ends: the first blank line is the one taken.
+        let body = b"--b\r\nContent-Disposition: form-data; name=\"f\"\n\nA\r\n\r\nB\r\n--b--";
+        assert_eq!(parse(body, "b").unwrap()[0].body, b"A\r\n\r\nB");
     }
 }
