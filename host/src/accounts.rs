@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use crate::capabilities::clock::system_now_ms;
 use crate::db::{Sqlite, StorageError};
+use crate::scopes::Scopes;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -54,6 +55,8 @@ pub struct CreatedKey {
     pub key: String,
     pub environment: Environment,
     pub merchant_id: String,
+    /// What the key may do (see the README's Scopes).
+    pub scopes: Vec<&'static str>,
 }
 
 /// What a valid key stands for.
@@ -63,6 +66,10 @@ pub struct Principal {
     pub merchant_id: String,
     pub merchant_name: String,
     pub environment: Environment,
+    pub scopes: Scopes,
+    /// The merchant's maker-checker rule in this environment: a bulk batch
+    /// is approved by another key than the one that created it.
+    pub require_second_approver: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -183,10 +190,21 @@ impl Accounts {
         })?)
     }
 
+    /// A key with every scope.
     pub fn create_key(
         &self,
         merchant_id: &str,
         environment: Environment,
+    ) -> Result<CreatedKey, AccountError> {
+        self.create_key_with(merchant_id, environment, None)
+    }
+
+    /// A key limited to `scopes` (`None`: every scope, now and to come).
+    pub fn create_key_with(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        scopes: Option<Scopes>,
     ) -> Result<CreatedKey, AccountError> {
         let key = format!("mk_{}_{}", environment.as_str(), Uuid::new_v4().simple());
         let hash = hash_key(&key).expect("a key we made has the shape of one");
@@ -195,7 +213,13 @@ impl Accounts {
             key,
             environment,
             merchant_id: merchant_id.to_string(),
+            scopes: scopes
+                .unwrap_or_else(Scopes::all)
+                .iter()
+                .map(|s| s.as_str())
+                .collect(),
         };
+        let stored = scopes.map(|s| s.to_string());
         let result = self.db.write(|tx| {
             let exists: Option<i64> = tx
                 .query_row("SELECT 1 FROM merchants WHERE id = ?1", [merchant_id], |r| r.get(0))
@@ -204,8 +228,8 @@ impl Accounts {
                 return Ok(false);
             }
             tx.execute(
-                "INSERT INTO api_keys (id, key_hash, merchant_id, environment, created_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![created.id, hash, merchant_id, environment.as_str(), system_now_ms() as i64],
+                "INSERT INTO api_keys (id, key_hash, merchant_id, environment, created_ms, scopes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![created.id, hash, merchant_id, environment.as_str(), system_now_ms() as i64, stored],
             )?;
             Ok(true)
         })?;
@@ -213,6 +237,33 @@ impl Accounts {
             return Err(AccountError::UnknownMerchant(merchant_id.to_string()));
         }
         Ok(created)
+    }
+
+    /// Turns the maker-checker rule on or off for a merchant's environment.
+    /// Cached principals carry the old value for at most [`KEY_CACHE_TTL`].
+    pub fn set_require_second_approver(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        on: bool,
+    ) -> Result<(), AccountError> {
+        let column = match environment {
+            Environment::Test => "second_approver_test",
+            Environment::Live => "second_approver_live",
+        };
+        let changed = self.db.write(|tx| {
+            Ok(tx.execute(
+                &format!("UPDATE merchants SET {column} = ?2 WHERE id = ?1"),
+                params![merchant_id, on as i64],
+            )?)
+        })?;
+        if changed == 0 {
+            return Err(AccountError::UnknownMerchant(merchant_id.to_string()));
+        }
+        self.cache
+            .lock()
+            .retain(|_, (p, _)| p.merchant_id != merchant_id);
+        Ok(())
     }
 
     pub fn revoke_key(&self, key_id: &str) -> Result<(), AccountError> {
@@ -257,17 +308,28 @@ impl Accounts {
     fn lookup(&self, hash: &str) -> Result<Option<Principal>, AccountError> {
         Ok(self.db.read(|c| {
             let mut stmt = c.prepare_cached(
-                "SELECT k.id, k.merchant_id, k.environment, m.name FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
+                "SELECT k.id, k.merchant_id, k.environment, m.name, k.scopes,
+                        m.second_approver_test, m.second_approver_live
+                 FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
                  WHERE k.key_hash = ?1 AND k.revoked_ms IS NULL",
             )?;
             Ok(stmt
                 .query_row([hash], |r| {
                     let env: String = r.get(2)?;
+                    let environment = Environment::parse(&env).unwrap_or(Environment::Test);
+                    let scopes: Option<String> = r.get(4)?;
+                    let (test, live): (Option<bool>, Option<bool>) = (r.get(5)?, r.get(6)?);
                     Ok(Principal {
                         key_id: r.get(0)?,
                         merchant_id: r.get(1)?,
                         merchant_name: r.get(3)?,
-                        environment: Environment::parse(&env).unwrap_or(Environment::Test),
+                        environment,
+                        scopes: Scopes::from_stored(scopes.as_deref()),
+                        // Off in test, on in live, unless the merchant said otherwise.
+                        require_second_approver: match environment {
+                            Environment::Test => test.unwrap_or(false),
+                            Environment::Live => live.unwrap_or(true),
+                        },
                     })
                 })
                 .optional()?)

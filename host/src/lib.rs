@@ -13,6 +13,7 @@ pub mod http;
 pub mod metrics;
 pub mod runtime;
 pub mod sandbox;
+pub mod scopes;
 pub mod server;
 pub mod webhooks;
 pub mod workers;

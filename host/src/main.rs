@@ -130,6 +130,18 @@ enum MerchantsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Change a merchant's rules in one environment; prints what was set.
+    Update {
+        merchant_id: String,
+        #[arg(long, value_parser = ["test", "live"])]
+        env: String,
+        /// Maker-checker on bulk payouts: a batch is approved by another key than its creator's
+        /// (default: on in live, off in test).
+        #[arg(long, action = clap::ArgAction::Set)]
+        require_second_approver: bool,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -140,6 +152,10 @@ enum KeysCommand {
         merchant: String,
         #[arg(long, value_parser = ["test", "live"])]
         env: String,
+        /// Comma-separated: payments:write, payments:read, bulk:create, bulk:approve,
+        /// webhooks:manage (default: all of them).
+        #[arg(long)]
+        scopes: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -195,13 +211,42 @@ fn main() {
                 .unwrap_or_else(|e| fail(&e.to_string()));
             println!("{}", json!(m));
         }
-        Command::Keys {
-            command: KeysCommand::Create { merchant, env, .. },
+        Command::Merchants {
+            command:
+                MerchantsCommand::Update {
+                    merchant_id,
+                    env,
+                    require_second_approver,
+                    ..
+                },
         } => {
             let env =
                 Environment::parse(&env).unwrap_or_else(|| fail("--env must be test or live"));
+            accounts(&config)
+                .set_require_second_approver(&merchant_id, env, require_second_approver)
+                .unwrap_or_else(|e| fail(&e.to_string()));
+            println!(
+                "{}",
+                json!({"id": merchant_id, "environment": env, "require_second_approver": require_second_approver})
+            );
+        }
+        Command::Keys {
+            command:
+                KeysCommand::Create {
+                    merchant,
+                    env,
+                    scopes,
+                    ..
+                },
+        } => {
+            let env =
+                Environment::parse(&env).unwrap_or_else(|| fail("--env must be test or live"));
+            let scopes = scopes.map(|s| {
+                mmc_host::scopes::Scopes::parse(&s)
+                    .unwrap_or_else(|e| fail(&format!("--scopes: {e}")))
+            });
             let k = accounts(&config)
-                .create_key(&merchant, env)
+                .create_key_with(&merchant, env, scopes)
                 .unwrap_or_else(|e| fail(&e.to_string()));
             println!("{}", json!(k));
         }

@@ -188,3 +188,76 @@ async fn each_key_is_rate_limited_with_retry_after() {
     assert_eq!(resp.status(), 429);
     assert_eq!(resp.json::<Value>().await.unwrap()["code"], "rate_limited");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_does_only_what_its_scopes_allow() {
+    use mmc_host::accounts::Environment;
+    use mmc_host::scopes::Scopes;
+    let app = spawn_app().await;
+    let (merchant, full, _) = app.merchant("Scoped");
+    let scoped = |s: &str| {
+        app.accounts
+            .create_key_with(
+                &merchant,
+                Environment::Test,
+                Some(Scopes::parse(s).unwrap()),
+            )
+            .unwrap()
+    };
+    let reader = scoped("payments:read");
+    assert_eq!(reader.scopes, vec!["payments:read"]);
+    let writer = scoped("payments:write");
+
+    let (status, p) = app
+        .create(&full, &new_key(), &direct_payment("+2290197000001"))
+        .await;
+    assert_eq!(status, 201, "{p}");
+    let path = format!("/api/v1/collect/payments/{}", p["id"].as_str().unwrap());
+
+    // Reading needs payments:read; creating, payments:write.
+    assert_eq!(app.get(&reader.key, &path).await.0, 200);
+    let (status, e) = app.get(&writer.key, &path).await;
+    assert_eq!(status, 403, "{e}");
+    assert_eq!(e["error"]["type"], "permission_error");
+    assert_eq!(e["error"]["code"], "insufficient_scope");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("payments:read")
+    );
+    let (status, e) = app
+        .create(&reader.key, &new_key(), &direct_payment("+2290197000002"))
+        .await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (403, Some("insufficient_scope"))
+    );
+    assert_eq!(
+        app.create(&writer.key, &new_key(), &direct_payment("+2290197000003"))
+            .await
+            .0,
+        201
+    );
+
+    // Host-served areas too: webhooks and events need webhooks:manage.
+    assert_eq!(
+        app.get(&reader.key, "/api/v1/webhook-endpoints").await.0,
+        403
+    );
+    assert_eq!(app.get(&reader.key, "/api/v1/events").await.0, 403);
+    let hooks = scoped("webhooks:manage");
+    assert_eq!(
+        app.get(&hooks.key, "/api/v1/webhook-endpoints").await.0,
+        200
+    );
+    // The legacy generation answers in its own shape.
+    let (status, e) = app.get(&writer.key, "/api/v1/collect/operators/").await;
+    assert_eq!(
+        (status, e["code"].as_str()),
+        (403, Some("forbidden")),
+        "{e}"
+    );
+    // Keys made without scopes keep every one.
+    assert_eq!(app.get(&full, "/api/v1/webhook-endpoints").await.0, 200);
+}

@@ -7,5 +7,6 @@ mod batches;
 mod csv_import;
 mod helpers;
 mod idempotency;
+mod maker_checker;
 mod payouts;
 mod restart;

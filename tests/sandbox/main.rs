@@ -188,6 +188,7 @@ fn call(
         merchant_name: "Boutique Awa".into(),
         environment: "test".into(),
         key_id: "k1".into(),
+        require_second_approver: false,
         request_id: "r1".into(),
         base_url: "https://pay.example".into(),
     };

@@ -685,6 +685,8 @@ fn store_new(caller: &Caller, new: NewBatch, key: String) -> Result<Response, Ap
         rejected_at_ms: None,
         rejection_reason: None,
         queued_ms: start,
+        created_by_key: Some(caller.key_id.clone()),
+        validated_by_key: None,
     };
 
     // The key is stored in the transaction that inserts the batch: neither
@@ -856,6 +858,20 @@ pub fn validate(caller: &Caller, req: &Request, id: &str) -> Result<Response, Ap
     if b.status != BatchStatus::PendingValidation {
         return Err(not_awaiting_validation(&b));
     }
+    // Maker-checker: paying out takes a second person (a second key);
+    // rejecting moves no money, so the creator may withdraw their batch.
+    if !reject
+        && caller.require_second_approver
+        && b.created_by_key.as_deref() == Some(caller.key_id.as_str())
+    {
+        return Err(ApiError::forbidden(
+            "second_approver_required",
+            format!(
+                "Bulk payment {} was created with this API key; another key (with scope bulk:approve) must approve it.",
+                b.id
+            ),
+        ));
+    }
     let previous_queue = b.queued_ms;
     b.updated_at_ms = now;
     if reject {
@@ -866,6 +882,7 @@ pub fn validate(caller: &Caller, req: &Request, id: &str) -> Result<Response, Ap
     } else {
         b.status = BatchStatus::Processing;
         b.validated_at_ms = Some(now);
+        b.validated_by_key = Some(caller.key_id.clone());
         b.processing_started_at_ms = Some(now);
         b.queued_ms = Some(now);
     }

@@ -123,6 +123,11 @@ impl ApiError {
         ApiError::new(409, "state_error", code, message, None)
     }
 
+    /// 403: the rule says another key must do this.
+    pub fn forbidden(code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError::new(403, "permission_error", code, message, None)
+    }
+
     pub fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(500, "api_error", "internal_error", message, None)
     }

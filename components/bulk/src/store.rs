@@ -141,6 +141,12 @@ pub struct Batch {
     pub rejection_reason: Option<String>,
     /// Time part of its `runnable` key while it has items to pay.
     pub queued_ms: Option<u64>,
+    /// The key that created it and the one that approved it (maker-checker);
+    /// absent on batches from before they were recorded.
+    #[serde(default)]
+    pub created_by_key: Option<String>,
+    #[serde(default)]
+    pub validated_by_key: Option<String>,
 }
 
 impl Batch {

@@ -279,6 +279,8 @@ pub fn batch_json(b: &Batch) -> Value {
         "requires_validation": b.requires_validation,
         "validation_threshold": b.validation_threshold,
         "rejection_reason": b.rejection_reason,
+        "created_by_key_id": b.created_by_key,
+        "validated_by_key_id": b.validated_by_key,
         "created_at": time::rfc3339(b.created_at_ms),
         "updated_at": time::rfc3339(b.updated_at_ms),
         "validated_at": ts(b.validated_at_ms),

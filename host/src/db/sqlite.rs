@@ -97,6 +97,30 @@ WHERE NOT EXISTS (SELECT 1 FROM outbox_cursor);
 DROP INDEX IF EXISTS outbox_undispatched;
 "#;
 
+/// Columns added after their table was first shipped: (table, column,
+/// declaration). Added at open where missing, so an older file keeps working.
+const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
+    // A key's scopes, comma-separated; NULL (keys from before scopes) = all.
+    ("api_keys", "scopes", "TEXT"),
+    // Maker-checker per environment; NULL = the default (off in test, on in live).
+    ("merchants", "second_approver_test", "INTEGER"),
+    ("merchants", "second_approver_live", "INTEGER"),
+];
+
+fn add_missing_columns(conn: &Connection) -> Result<(), StorageError> {
+    for (table, column, decl) in ADDED_COLUMNS {
+        let present: bool = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
+            [table, column],
+            |r| r.get(0),
+        )?;
+        if !present {
+            conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))?;
+        }
+    }
+    Ok(())
+}
+
 /// How often the checkpointer folds the WAL back into the database file.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
 
@@ -492,6 +516,7 @@ impl Sqlite {
         // restart under constant load (see WAL_RESTART_PAGES).
         let conn = open_connection(path, false, "NORMAL")?;
         conn.execute_batch(SCHEMA)?;
+        add_missing_columns(&conn)?;
         conn.pragma_update(None, "wal_autocheckpoint", WAL_RESTART_PAGES)?;
         let writer = Arc::new(Mutex::new(Writer {
             conn,

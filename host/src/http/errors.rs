@@ -31,6 +31,8 @@ pub enum HttpError {
     Unavailable(String),
     #[error("Too many requests for this API key; retry after the time in Retry-After.")]
     RateLimited(std::time::Duration),
+    #[error("This API key lacks the scope for this request; it needs {0}.")]
+    InsufficientScope(String),
 }
 
 impl HttpError {
@@ -48,7 +50,14 @@ impl HttpError {
             HttpError::Component(_) => StatusCode::INTERNAL_SERVER_ERROR,
             HttpError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             HttpError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
+            HttpError::InsufficientScope(_) => StatusCode::FORBIDDEN,
         }
+    }
+
+    /// The 403 for a key without any of `needed`.
+    pub fn insufficient_scope(needed: &[crate::scopes::Scope]) -> HttpError {
+        let names: Vec<&str> = needed.iter().map(|s| s.as_str()).collect();
+        HttpError::InsufficientScope(names.join(" or "))
     }
 
     /// (type, code) of the current generation's error body.
@@ -63,6 +72,7 @@ impl HttpError {
             HttpError::HeadersTooLarge => ("invalid_request_error", "headers_too_large"),
             HttpError::Component(_) | HttpError::Unavailable(_) => ("api_error", "internal_error"),
             HttpError::RateLimited(_) => ("rate_limit_error", "rate_limited"),
+            HttpError::InsufficientScope(_) => ("permission_error", "insufficient_scope"),
         }
     }
 
@@ -77,6 +87,7 @@ impl HttpError {
             }
             HttpError::Component(_) | HttpError::Unavailable(_) => "collect_failed",
             HttpError::RateLimited(_) => "rate_limited",
+            HttpError::InsufficientScope(_) => "forbidden",
         }
     }
 

@@ -402,6 +402,9 @@ async fn native_dispatch(
             app.rate_limiter
                 .check(&p.key_id)
                 .map_err(HttpError::RateLimited)?;
+            p.scopes
+                .allow(parts.method.as_str(), parts.uri.path())
+                .map_err(HttpError::insufficient_scope)?;
             p
         }
         Ok(None) => return Err(HttpError::InvalidKey),
@@ -446,11 +449,15 @@ async fn dispatch(
                         if let Err(wait) = app2.rate_limiter.check(&p.key_id) {
                             return Err(HttpError::RateLimited(wait));
                         }
+                        p.scopes
+                            .allow(&request.method, &request.path)
+                            .map_err(HttpError::insufficient_scope)?;
                         Some(http_types::Caller {
                             merchant_id: p.merchant_id,
                             merchant_name: p.merchant_name,
                             environment: p.environment.as_str().to_string(),
                             key_id: p.key_id,
+                            require_second_approver: p.require_second_approver,
                             request_id,
                             base_url: app2.base_url.clone(),
                         })
