@@ -271,7 +271,9 @@ fn main() {
             {
                 fail(&format!("no merchant with id {merchant}"));
             }
-            let webhooks = mmc_host::webhooks::Webhooks::new(db, config.webhooks.clone())
+            let sealer = mmc_host::webhooks::sealing::Sealer::resolve(&config)
+                .unwrap_or_else(|e| fail(&e.to_string()));
+            let webhooks = mmc_host::webhooks::Webhooks::new(db, config.webhooks.clone(), sealer)
                 .unwrap_or_else(|e| fail(&e.to_string()));
             let events: Vec<String> = events
                 .split(',')

@@ -66,7 +66,8 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     if !restored.is_empty() {
         tracing::info!(?restored, "deployed adapter versions restored");
     }
-    let webhooks = crate::webhooks::Webhooks::new(db.clone(), config.webhooks.clone())?;
+    let sealer = crate::webhooks::sealing::Sealer::resolve(&config)?;
+    let webhooks = crate::webhooks::Webhooks::new(db.clone(), config.webhooks.clone(), sealer)?;
     crate::webhooks::spawn(webhooks.clone());
     let app = Arc::new(App {
         admin,

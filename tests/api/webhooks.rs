@@ -555,3 +555,78 @@ async fn endpoints_per_merchant_are_bounded() {
     .await;
     assert_eq!(status, 201);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signing_secrets_are_sealed_at_rest_and_older_rows_are_sealed_at_start() {
+    use mmc_host::webhooks::{Webhooks, sealing::Sealer};
+    let app = fast_webhooks().await;
+    let (merchant, key, _) = app.merchant("Sealed");
+    let receiver = Receiver::start().await;
+    let (status, endpoint) = post(
+        &app,
+        &key,
+        "/api/v1/webhook-endpoints",
+        json!({"url": receiver.url(), "enabled_events": ["collect.payment.created"]}),
+    )
+    .await;
+    assert_eq!(status, 201, "{endpoint}");
+    let secret = endpoint["secret"].as_str().unwrap().to_string();
+    let (_, callback) = app
+        .get(&key, "/api/v1/webhook-endpoints/callback-secret")
+        .await;
+    let callback = callback["secret"].as_str().unwrap().to_string();
+
+    // What a copy of the database shows: no secret.
+    let db_file = app.data_dir.path().join("mmc.db");
+    let dump = |sql: &str| -> Vec<String> {
+        let c = rusqlite::Connection::open(&db_file).unwrap();
+        let mut stmt = c.prepare(sql).unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let stored = dump("SELECT secret FROM webhook_endpoints");
+    let stored_callbacks = dump("SELECT secret FROM callback_secrets");
+    for s in stored.iter().chain(&stored_callbacks) {
+        assert!(s.starts_with("sealed:v1:"), "{s}");
+        assert!(!s.contains(&secret) && !s.contains(&callback));
+    }
+    // ...and deliveries are still signed with the secret the merchant was shown.
+    app.create(&key, &new_key(), &direct_payment("+2290166000001"))
+        .await;
+    let got = receiver.wait_for(10, |r| !r.is_empty()).await;
+    assert!(verify(&secret, &got[0].signature, &got[0].body));
+
+    // A row from before sealing (written in plaintext) is sealed at the next
+    // start and keeps working; the generated key sits beside the database, 0600.
+    let key_file = app.data_dir.path().join("webhook_secrets_key");
+    let hex_key = std::fs::read_to_string(&key_file).unwrap();
+    {
+        let c = rusqlite::Connection::open(&db_file).unwrap();
+        c.execute(
+            "UPDATE callback_secrets SET secret = 'whsec_from_before' WHERE merchant_id = ?1",
+            [&merchant],
+        )
+        .unwrap();
+    }
+    let db = mmc_host::server::open_db(&mmc_host::config::Config {
+        data_dir: app.data_dir.path().to_path_buf(),
+        ..Default::default()
+    })
+    .unwrap();
+    let webhooks = Webhooks::new(
+        db.clone(),
+        Default::default(),
+        Sealer::with_key(&hex_key).unwrap(),
+    )
+    .unwrap();
+    assert!(dump("SELECT secret FROM callback_secrets")[0].starts_with("sealed:v1:"));
+    assert_eq!(
+        webhooks.callback_secret(&merchant, "test").unwrap(),
+        "whsec_from_before"
+    );
+    // The wrong key opens nothing: refused at start, not at each delivery.
+    let wrong = "07".repeat(32);
+    assert!(Webhooks::new(db, Default::default(), Sealer::with_key(&wrong).unwrap()).is_err());
+}

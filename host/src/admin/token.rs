@@ -54,7 +54,7 @@ pub fn resolve(config: &Config) -> Result<(String, Option<std::path::PathBuf>), 
 }
 
 /// Creates `path` readable by its owner only, before anything is written to it.
-fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+pub(crate) fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }

@@ -21,6 +21,8 @@ impl From<WebhookError> for ApiError {
                 ApiError::bad_request("webhook_endpoints_limit_reached", e.to_string())
             }
             WebhookError::Storage(e) => ApiError::internal(e.to_string()),
+            // Never the key or the value: only that the secret cannot be opened.
+            WebhookError::Sealing(e) => ApiError::internal(e.to_string()),
         }
     }
 }

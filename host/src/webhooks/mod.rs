@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod destination;
+pub mod sealing;
 pub mod signature;
 
 use std::collections::HashMap;
@@ -75,7 +76,7 @@ CREATE INDEX IF NOT EXISTS outbox_owner ON outbox (merchant_id, environment, seq
 "#;
 
 /// Delivery settings. The defaults are DESIGN's schedule; tests shorten it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WebhookConfig {
     /// Wait after the 1st, 2nd, … failed attempt; the last value repeats.
@@ -91,6 +92,35 @@ pub struct WebhookConfig {
     /// refused in every environment unless this is set: development and
     /// tests only (`make run` sets it for its demo).
     pub allow_private_destinations: bool,
+    /// Seals signing secrets at rest (64 hex digits); generated into
+    /// `<data_dir>/webhook_secrets_key` when unset. See [`sealing`].
+    pub secrets_key: Option<String>,
+    /// Earlier keys: values sealed under them still open, and are sealed
+    /// again under `secrets_key` at start.
+    pub previous_secrets_keys: Vec<String>,
+}
+
+// By hand: the sealing keys must never reach a log line.
+impl std::fmt::Debug for WebhookConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookConfig")
+            .field("retry_schedule_ms", &self.retry_schedule_ms)
+            .field("max_age_ms", &self.max_age_ms)
+            .field("timeout_ms", &self.timeout_ms)
+            .field("poll_interval_ms", &self.poll_interval_ms)
+            .field("concurrency", &self.concurrency)
+            .field("per_endpoint_concurrency", &self.per_endpoint_concurrency)
+            .field(
+                "allow_private_destinations",
+                &self.allow_private_destinations,
+            )
+            .field(
+                "secrets_key",
+                &self.secrets_key.as_ref().map(|_| "<redacted>"),
+            )
+            .field("previous_secrets_keys", &self.previous_secrets_keys.len())
+            .finish()
+    }
 }
 
 impl Default for WebhookConfig {
@@ -104,6 +134,8 @@ impl Default for WebhookConfig {
             concurrency: 64,
             per_endpoint_concurrency: 4,
             allow_private_destinations: false,
+            secrets_key: None,
+            previous_secrets_keys: Vec::new(),
         }
     }
 }
@@ -161,6 +193,8 @@ pub enum WebhookError {
     TooManyEndpoints,
     #[error(transparent)]
     Storage(#[from] StorageError),
+    #[error(transparent)]
+    Sealing(#[from] sealing::SealError),
 }
 
 impl From<rusqlite::Error> for WebhookError {
@@ -175,6 +209,12 @@ pub struct Webhooks {
     client: reqwest::Client,
     in_flight: Arc<Semaphore>,
     per_endpoint: Mutex<HashMap<String, Arc<Semaphore>>>,
+    sealer: sealing::Sealer,
+}
+
+/// The row a callback secret is sealed for.
+fn callback_row(merchant_id: &str, environment: &str) -> String {
+    format!("callback:{merchant_id}:{environment}")
 }
 
 fn client(allow_private: bool, timeout: Duration) -> reqwest::Client {
@@ -231,13 +271,65 @@ fn subscriptions(
     .collect()
 }
 
+/// Seals, under the current key, every secret stored in plaintext (rows
+/// from before sealing) or under a previous key. Once per start; a key that
+/// opens nothing stops the start rather than every delivery later.
+fn reseal(db: &Sqlite, sealer: &sealing::Sealer) -> Result<(), WebhookError> {
+    let rows = |sql: &str| -> Result<Vec<(String, String, String)>, StorageError> {
+        db.read(|c| {
+            let mut stmt = c.prepare(sql)?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })
+    };
+    let mut updates = Vec::new();
+    for (id, _, stored) in rows("SELECT id, '', secret FROM webhook_endpoints")? {
+        if let Some(v) = sealer.needs_resealing(&id, &stored)? {
+            updates.push((
+                "UPDATE webhook_endpoints SET secret = ?2 WHERE id = ?1",
+                vec![id, v],
+            ));
+        }
+    }
+    for (merchant, env, stored) in
+        rows("SELECT merchant_id, environment, secret FROM callback_secrets")?
+    {
+        if let Some(v) = sealer.needs_resealing(&callback_row(&merchant, &env), &stored)? {
+            updates.push((
+                "UPDATE callback_secrets SET secret = ?3 WHERE merchant_id = ?1 AND environment = ?2",
+                vec![merchant, env, v],
+            ));
+        }
+    }
+    if !updates.is_empty() {
+        tracing::info!(
+            rows = updates.len(),
+            "webhook secrets sealed under the current key"
+        );
+        db.write(|tx| {
+            for (sql, values) in &updates {
+                tx.execute(sql, rusqlite::params_from_iter(values))?;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
 fn matches(enabled: &[String], event_type: &str) -> bool {
     enabled.iter().any(|e| e == "*" || e == event_type)
 }
 
 impl Webhooks {
-    pub fn new(db: Arc<Sqlite>, config: WebhookConfig) -> Result<Arc<Webhooks>, StorageError> {
+    pub fn new(
+        db: Arc<Sqlite>,
+        config: WebhookConfig,
+        sealer: sealing::Sealer,
+    ) -> Result<Arc<Webhooks>, WebhookError> {
         db.write(|tx| Ok(tx.execute_batch(SCHEMA)?))?;
+        reseal(&db, &sealer)?;
         let timeout = Duration::from_millis(config.timeout_ms);
         Ok(Arc::new(Webhooks {
             db,
@@ -245,6 +337,7 @@ impl Webhooks {
             in_flight: Arc::new(Semaphore::new(config.concurrency.max(1))),
             per_endpoint: Mutex::new(HashMap::new()),
             config,
+            sealer,
         }))
     }
 
@@ -290,6 +383,9 @@ impl Webhooks {
             created: system_now_ms() / 1000,
             secret: Some(signature::new_secret()),
         };
+        let sealed = self
+            .sealer
+            .seal(&e.id, e.secret.as_deref().expect("made just above"));
         let events_json = serde_json::to_string(&e.enabled_events).expect("strings serialise");
         // Counted and inserted under the writer: parallel creates cannot pass the bound.
         let created = self.db.write(|tx| {
@@ -304,7 +400,7 @@ impl Webhooks {
             tx.execute(
                 "INSERT INTO webhook_endpoints (id, merchant_id, environment, url, secret, enabled_events, description, created_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![e.id, merchant_id, e.environment, e.url, e.secret, events_json, e.description, (e.created * 1000) as i64],
+                params![e.id, merchant_id, e.environment, e.url, sealed, events_json, e.description, (e.created * 1000) as i64],
             )?;
             Ok(true)
         })?;
@@ -364,18 +460,30 @@ impl Webhooks {
         merchant_id: &str,
         environment: &str,
     ) -> Result<String, WebhookError> {
-        let fresh = signature::new_secret();
-        Ok(self.db.write(|tx| {
-            tx.execute(
-                "INSERT OR IGNORE INTO callback_secrets (merchant_id, environment, secret) VALUES (?1, ?2, ?3)",
-                params![merchant_id, environment, fresh],
-            )?;
-            Ok(tx.query_row(
+        let row = callback_row(merchant_id, environment);
+        let read = |c: &rusqlite::Connection| -> Result<Option<String>, StorageError> {
+            Ok(c.query_row(
                 "SELECT secret FROM callback_secrets WHERE merchant_id = ?1 AND environment = ?2",
                 params![merchant_id, environment],
                 |r| r.get(0),
-            )?)
-        })?)
+            )
+            .optional()?)
+        };
+        // Made once per merchant and environment: later reads skip the writer.
+        let stored = match self.db.read(read)? {
+            Some(s) => s,
+            None => {
+                let fresh = self.sealer.seal(&row, &signature::new_secret());
+                self.db.write(|tx| {
+                    tx.execute(
+                        "INSERT OR IGNORE INTO callback_secrets (merchant_id, environment, secret) VALUES (?1, ?2, ?3)",
+                        params![merchant_id, environment, fresh],
+                    )?;
+                    Ok(read(tx)?.expect("inserted or already there"))
+                })?
+            }
+        };
+        Ok(self.sealer.open(&row, &stored)?)
     }
 
     /// Fans new outbox events out into delivery rows, in one transaction with
@@ -471,14 +579,17 @@ impl Webhooks {
             return Ok(None);
         };
         let secret = match &d.endpoint_id {
-            Some(eid) => self.db.read(|c| {
-                Ok(c.query_row(
-                    "SELECT secret FROM webhook_endpoints WHERE id = ?1 AND deleted_ms IS NULL",
-                    [eid],
-                    |r| r.get(0),
-                )
-                .optional()?)
-            })?,
+            Some(eid) => {
+                let stored: Option<String> = self.db.read(|c| {
+                    Ok(c.query_row(
+                        "SELECT secret FROM webhook_endpoints WHERE id = ?1 AND deleted_ms IS NULL",
+                        [eid],
+                        |r| r.get(0),
+                    )
+                    .optional()?)
+                })?;
+                stored.map(|s| self.sealer.open(eid, &s)).transpose()?
+            }
             None => Some(self.callback_secret(&d.merchant_id, &d.environment)?),
         };
         Ok(secret.map(|s| (payload, s)))
