@@ -13,7 +13,7 @@ BASE="http://127.0.0.1:$PORT"
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 DATA=$(mktemp -d)
 trap 'kill $SERVER 2>/dev/null || true; rm -rf "$DATA"' EXIT
-export MMC_CACHE_DIR="$TARGET_DIR/mmc-cache" MMC_LOG=warn MMC_RATE_LIMIT__PER_SECOND=0 MMC_ADMIN__LISTEN=127.0.0.1:0
+export MMC_CACHE_DIR="$TARGET_DIR/mmc-cache" MMC_LOG=warn MMC_RATE_LIMIT__PER_SECOND=0 MMC_RATE_LIMIT__PER_CLIENT_PER_SECOND=0 MMC_ADMIN__LISTEN=127.0.0.1:0
 M=$("$MMC" merchants create --name Soak --data-dir "$DATA" | python3 -c 'import sys,json;print(json.load(sys.stdin)["id"])')
 KEY=$("$MMC" keys create --merchant "$M" --env test --data-dir "$DATA" | python3 -c 'import sys,json;print(json.load(sys.stdin)["key"])')
 "$MMC" serve --listen 127.0.0.1:$PORT --data-dir "$DATA" --components-dir "$TARGET_DIR/components" > "$DATA/server.log" 2>&1 &

@@ -72,6 +72,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     let app = Arc::new(App {
         admin,
         rate_limiter: crate::http::rate_limit::RateLimiter::new(config.rate_limit.clone()),
+        client_limiter: crate::http::rate_limit::RateLimiter::per_client(&config.rate_limit),
         runtime: runtime.clone(),
         webhooks,
         accounts: Accounts::new(db.clone()),

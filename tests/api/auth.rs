@@ -261,3 +261,34 @@ async fn a_key_does_only_what_its_scopes_allow() {
     // Keys made without scopes keep every one.
     assert_eq!(app.get(&full, "/api/v1/webhook-endpoints").await.0, 200);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anonymous_surfaces_are_limited_per_client_address_and_route() {
+    let app = spawn_app_with(|c| {
+        c.rate_limit.per_client_per_second = 0.5;
+        c.rate_limit.per_client_burst = 3.0;
+    })
+    .await;
+    let (_, key, _) = app.merchant("Shop");
+    let checkout = app.url(&format!("/checkout/{}", uuid::Uuid::new_v4()));
+    for _ in 0..3 {
+        let resp = app.client.get(&checkout).send().await.unwrap();
+        assert_eq!(resp.status(), 404, "an unknown payment, within the burst");
+    }
+    let resp = app.client.get(&checkout).send().await.unwrap();
+    assert_eq!(resp.status(), 429);
+    assert!(resp.headers().contains_key("retry-after"));
+    // Another route has its own bucket: the callbacks are still heard...
+    let callback = app.url("/api/v1/psp/mtn-bj/callback");
+    let resp = app.client.post(&callback).body("{}").send().await.unwrap();
+    assert_ne!(resp.status(), 429);
+    // ...and requests with a key are counted by their key, not by address.
+    for _ in 0..5 {
+        assert_eq!(
+            app.create(&key, &new_key(), &direct_payment("+2290197000001"))
+                .await
+                .0,
+            201
+        );
+    }
+}

@@ -236,3 +236,83 @@ async fn the_page_serves_hosted_payments_only_and_masks_the_phone() {
     assert_eq!(after["customer"]["phone"], "+2290166001234", "{after}");
     assert_eq!(after["operator"], "mtn-bj");
 }
+
+/// Ten guesses sent at once through the page: the attempt is reserved under
+/// the writer before the code goes to the operator, so exactly three reach it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_otp_guesses_on_the_page_reach_the_operator_three_times() {
+    const ADMIN: &str = "an-admin-token-of-at-least-32-characters";
+    let app = spawn_app_with(|c| c.admin_token = Some(ADMIN.into())).await;
+    let (_, key, _) = app.merchant("Shop");
+    let p = hosted(&app, &key, "BJ", 1000).await;
+    let url = p["checkout_url"].as_str().unwrap().to_string();
+    let id = p["id"].as_str().unwrap().to_string();
+    let resp = app
+        .client
+        .post(&url)
+        .form(&[("operator", "coris-bj"), ("phone", "+2290166000001")])
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.text().await.unwrap().contains("one-time-code"));
+
+    let guesses = (0..10).map(|i| {
+        let client = app.client.clone();
+        let url = format!("{url}/otp");
+        async move {
+            let resp = client
+                .post(&url)
+                .form(&[("otp", format!("00000{i}"))])
+                .send()
+                .await
+                .unwrap();
+            resp.status().as_u16()
+        }
+    });
+    let statuses = futures::future::join_all(guesses).await;
+    assert!(statuses.iter().all(|s| *s < 500), "{statuses:?}");
+    // Guesses refused while another was being checked are the customer's to
+    // send again: they keep trying until the page says no more.
+    for i in 0..10 {
+        let resp = app
+            .client
+            .post(format!("{url}/otp"))
+            .form(&[("otp", format!("11111{i}"))])
+            .send()
+            .await
+            .unwrap();
+        if resp
+            .text()
+            .await
+            .unwrap()
+            .contains("data-status=\"failed\"")
+        {
+            break;
+        }
+    }
+
+    let (_, payment) = app
+        .get(&key, &format!("/api/v1/collect/payments/{id}"))
+        .await;
+    assert_eq!(payment["status"], "failed", "{payment}");
+    assert_eq!(payment["failure_code"], "otp_attempts_exceeded");
+    // The audit trail of adapter calls: three codes went to the operator.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await; // the audit writer batches
+    let calls: Value = app
+        .client
+        .get(app.admin_url(&format!("/admin/v1/payments/{id}/calls")))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let tried = calls["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["operation"] == "confirm_otp")
+        .count();
+    assert_eq!(tried, 3, "{calls}");
+}

@@ -37,6 +37,8 @@ const MAX_HEADER_BYTES: usize = 16 * 1024;
 pub struct App {
     pub admin: Arc<crate::admin::Admin>,
     pub rate_limiter: rate_limit::RateLimiter,
+    /// Requests without a key on public routes, per client address and route.
+    pub client_limiter: rate_limit::RateLimiter,
     pub runtime: Arc<Runtime>,
     pub webhooks: Arc<crate::webhooks::Webhooks>,
     pub accounts: Accounts,
@@ -117,7 +119,8 @@ async fn accept_loop(
             let _admitted = admitted;
             let activity = Activity::new();
             let served = activity.clone();
-            let service = service_fn(move |req| {
+            let service = service_fn(move |mut req: Request<Incoming>| {
+                req.extensions_mut().insert(ClientAddr(peer.ip()));
                 let app = app.clone();
                 let in_flight = served.request_started();
                 async move {
@@ -339,6 +342,10 @@ fn headers_of(parts: &hyper::http::request::Parts) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The address a request's connection came from (set at accept).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddr(pub std::net::IpAddr);
+
 /// Areas of the public listener the host serves itself (the admin API is
 /// on its own listener: [`serve_admin`]).
 #[derive(Clone, Copy)]
@@ -428,6 +435,15 @@ async fn dispatch(
     let key = presented_key(&req);
     if !route.public && key.is_none() {
         return Err(HttpError::MissingKey);
+    }
+    // Anonymous surfaces (checkout, callbacks) have no key to count by: a
+    // client address gets its own bucket per route, before any body is read.
+    if key.is_none()
+        && let Some(ClientAddr(ip)) = req.extensions().get::<ClientAddr>()
+    {
+        app.client_limiter
+            .check(&format!("{ip} {}", route.prefix))
+            .map_err(HttpError::RateLimited)?;
     }
     let (parts, body) = read_request(app, req, route.max_body_bytes).await?;
     let request = http_types::Request {

@@ -1,4 +1,6 @@
-//! Per-API-key token buckets (DESIGN: 100 req/s, burst 200 by default).
+//! Token buckets: per API key (DESIGN: 100 req/s, burst 200 by default), and
+//! per client address on the anonymous surfaces (the checkout page, the
+//! operators' callbacks), where there is no key to count by.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -12,6 +14,11 @@ pub struct RateLimitConfig {
     /// Sustained requests per second per key; 0 disables limiting.
     pub per_second: f64,
     pub burst: f64,
+    /// Requests without a key (checkout page, operators' callbacks) per
+    /// client address and surface; 0 disables. Behind a load balancer every
+    /// client is the balancer: raise it there (or limit at the balancer).
+    pub per_client_per_second: f64,
+    pub per_client_burst: f64,
 }
 
 impl Default for RateLimitConfig {
@@ -19,6 +26,8 @@ impl Default for RateLimitConfig {
         RateLimitConfig {
             per_second: 100.0,
             burst: 200.0,
+            per_client_per_second: 50.0,
+            per_client_burst: 200.0,
         }
     }
 }
@@ -29,44 +38,54 @@ struct Bucket {
 }
 
 pub struct RateLimiter {
-    config: RateLimitConfig,
+    per_second: f64,
+    burst: f64,
     buckets: Mutex<HashMap<String, Bucket>>,
 }
 
 impl RateLimiter {
+    /// Per API key.
     pub fn new(config: RateLimitConfig) -> RateLimiter {
+        RateLimiter::with_rate(config.per_second, config.burst)
+    }
+
+    /// Per client address, for requests without a key.
+    pub fn per_client(config: &RateLimitConfig) -> RateLimiter {
+        RateLimiter::with_rate(config.per_client_per_second, config.per_client_burst)
+    }
+
+    pub fn with_rate(per_second: f64, burst: f64) -> RateLimiter {
         RateLimiter {
-            config,
+            per_second,
+            burst,
             buckets: Mutex::new(HashMap::new()),
         }
     }
 
     /// Takes a token for `key`, or says how long until one is available.
     pub fn check(&self, key: &str) -> Result<(), Duration> {
-        if self.config.per_second <= 0.0 {
+        if self.per_second <= 0.0 {
             return Ok(());
         }
         let now = Instant::now();
         let mut buckets = self.buckets.lock();
         if buckets.len() > 100_000 {
             // Bound memory: forget idle keys (a full bucket is the same as none).
-            let full = self.config.burst / self.config.per_second;
+            let full = self.burst / self.per_second;
             buckets.retain(|_, b| now.duration_since(b.last).as_secs_f64() < full);
         }
         let b = buckets.entry(key.to_string()).or_insert(Bucket {
-            tokens: self.config.burst,
+            tokens: self.burst,
             last: now,
         });
-        b.tokens = (b.tokens + now.duration_since(b.last).as_secs_f64() * self.config.per_second)
-            .min(self.config.burst);
+        b.tokens =
+            (b.tokens + now.duration_since(b.last).as_secs_f64() * self.per_second).min(self.burst);
         b.last = now;
         if b.tokens >= 1.0 {
             b.tokens -= 1.0;
             Ok(())
         } else {
-            Err(Duration::from_secs_f64(
-                (1.0 - b.tokens) / self.config.per_second,
-            ))
+            Err(Duration::from_secs_f64((1.0 - b.tokens) / self.per_second))
         }
     }
 }
@@ -77,10 +96,7 @@ mod tests {
 
     #[test]
     fn burst_then_refuse_with_a_wait() {
-        let rl = RateLimiter::new(RateLimitConfig {
-            per_second: 10.0,
-            burst: 3.0,
-        });
+        let rl = RateLimiter::with_rate(10.0, 3.0);
         assert!(rl.check("k").is_ok() && rl.check("k").is_ok() && rl.check("k").is_ok());
         let wait = rl.check("k").unwrap_err();
         assert!(
