@@ -79,6 +79,20 @@ pub struct Limits {
     /// Calls running at once into API components, and separately into adapters
     /// (instance slots of the pool); more wait for a free slot.
     pub concurrent_calls: u32,
+    /// Adapter slots when they should differ from `concurrent_calls`
+    /// (adapters mostly wait on operators; API calls use the CPU).
+    pub adapter_concurrent_calls: Option<u32>,
+    /// How long a call waits for a free slot before it is refused as busy
+    /// (never longer than its deadline, the default). A busy payment
+    /// initiation sends nothing and answers `503 operator_busy`.
+    pub slot_wait_ms: Option<u64>,
+}
+
+impl Limits {
+    pub fn adapter_slots(&self) -> u32 {
+        self.adapter_concurrent_calls
+            .unwrap_or(self.concurrent_calls)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -146,6 +160,8 @@ impl Default for Limits {
             max_body_bytes: 1024 * 1024,
             outbound_timeout_ms: 20_000,
             concurrent_calls: 256,
+            adapter_concurrent_calls: None,
+            slot_wait_ms: None,
         }
     }
 }
@@ -272,6 +288,7 @@ impl Config {
     fn validate(&self) -> Result<(), ConfigError> {
         if self.limits.memory_mib == 0
             || self.limits.concurrent_calls == 0
+            || self.limits.adapter_slots() == 0
             || self.limits.api_deadline_ms == 0
             || self.limits.adapter_deadline_ms == 0
         {

@@ -391,3 +391,83 @@ async fn a_short_or_empty_admin_token_is_refused_at_start() {
         assert!(err.to_string().contains("at least 32"), "{err}");
     }
 }
+
+/// A full adapter pool sends nothing: the create answers `503 operator_busy`
+/// (the payment is kept, pending, never failed), and the merchant's retry
+/// with the same Idempotency-Key sends it, once, under the same id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_adapter_pool_fails_no_payment_and_the_retry_sends_it_once() {
+    let dir = components_with(&[("rogue", test_component("rogue"))]);
+    let app = spawn_app_with(move |c| {
+        c.components_dir = dir;
+        c.routing
+            .get_mut("test")
+            .unwrap()
+            .insert("mtn-bj".into(), "rogue".into());
+        c.components.entry("rogue".into()).or_default().deadline_ms = Some(1500);
+        c.limits.adapter_concurrent_calls = Some(1);
+        c.limits.slot_wait_ms = Some(50);
+    })
+    .await;
+    let (_, key, _) = app.merchant("Shop");
+    // One payment holds the only adapter slot (its adapter loops until its deadline).
+    let holder = {
+        let (app_base, client, key) = (app.base.clone(), app.client.clone(), key.clone());
+        tokio::spawn(async move {
+            client
+                .post(format!("{app_base}/api/v1/collect/payments"))
+                .bearer_auth(&key)
+                .header("Idempotency-Key", new_key())
+                .json(&direct_payment("+2290166000102"))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let idem = new_key();
+    let body = direct_payment("+2290166000001");
+    let (status, e) = app.create(&key, &idem, &body).await;
+    if status != 503 {
+        let m = app.metrics().await;
+        for l in m
+            .lines()
+            .filter(|l| l.contains("rogue") || l.contains("busy"))
+        {
+            eprintln!("{l}");
+        }
+    }
+    assert_eq!(status, 503, "{e}");
+    assert_eq!(e["error"]["code"], "operator_busy");
+    // Kept, not failed, not sent: readable by its reference.
+    let reference = body["reference"].as_str().unwrap();
+    let (_, p) = app
+        .get(&key, &format!("/api/v1/collect/payments/{reference}"))
+        .await;
+    assert_eq!(p["status"], "pending", "{p}");
+    assert!(p["psp_reference"].is_null(), "{p}");
+    assert_eq!(holder.await.unwrap(), 201);
+
+    // The retry sends it now, under the same id; a second retry replays it.
+    let (status, sent) = app.create(&key, &idem, &body).await;
+    assert_eq!(status, 201, "{sent}");
+    assert_eq!(sent["id"], p["id"]);
+    assert_eq!(sent["status"], "processing", "{sent}");
+    assert_eq!(sent["psp_reference"], "rogue-ok");
+    let (status, again) = app.create(&key, &idem, &body).await;
+    assert_eq!(
+        (status, again["idempotent_replay"].as_bool()),
+        (200, Some(true))
+    );
+    let metrics = app.metrics().await;
+    assert_eq!(
+        metric(
+            &metrics,
+            "mmc_component_events_total",
+            r#"component="collect",event="initiate_busy""#
+        ),
+        1.0
+    );
+}

@@ -77,6 +77,10 @@ fn t(lang: Lang, key: &str) -> &'static str {
             "Ce numéro n'a pas de compte Mobile Money chez cet opérateur.",
         ),
         "otp_attempts_exceeded" => ("Too many wrong codes.", "Trop de codes incorrects."),
+        "busy" => (
+            "Too many payments at this moment: nothing was sent. Try again in a moment.",
+            "Trop de paiements en ce moment : rien n'a été envoyé. Réessayez dans un instant.",
+        ),
         "try_later" => (
             "Try again later or with another operator.",
             "Réessayez plus tard ou avec un autre opérateur.",
@@ -458,8 +462,15 @@ fn choose(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {
     current.sent_at_ms = Some(now);
     tx.save_payment(&current, current.next_check_ms)?;
     tx.commit()?;
-    let after = payments::initiate(&caller_for(&current), current)?;
-    Ok(see_other(&after, lang))
+    match payments::initiate(&caller_for(&current), current) {
+        Ok(after) => Ok(see_other(&after, lang)),
+        // Nothing was sent: the customer may submit again.
+        Err(e) if e.code == "operator_busy" => {
+            let p = load(&p.id)?.unwrap_or(p);
+            show(lang, p, Some(t(lang, "busy")))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 fn otp(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {

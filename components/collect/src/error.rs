@@ -91,6 +91,18 @@ impl ApiError {
         ApiError::new(502, "operator_error", code, message, None)
     }
 
+    /// 503: no adapter instance was free, nothing was sent; the same request
+    /// again (same Idempotency-Key) sends it.
+    pub fn busy() -> ApiError {
+        ApiError::new(
+            503,
+            "api_error",
+            "operator_busy",
+            "The service is at capacity and sent nothing to the operator; retry this request (with the same Idempotency-Key) in a moment.",
+            None,
+        )
+    }
+
     pub fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(500, "api_error", "internal_error", message, None)
     }

@@ -64,6 +64,23 @@ pub fn parse_idempotency_key(k: &str) -> Result<String, ApiError> {
 enum Created {
     Replay(Payment),
     New(Payment),
+    /// Stored earlier but never sent (no adapter instance was free): the
+    /// retry sends it now, its intent marked again.
+    Resumed(Payment),
+}
+
+/// A replayed create whose payment was never sent (its initiation found the
+/// adapter busy) is sent now, under the same id: the intent is marked again
+/// in this transaction, so two retries at once send it once.
+fn replay_or_resume(tx: &Tx, mut p: Payment, now: u64) -> Result<Created, ApiError> {
+    if !(p.unsent && p.status == Status::Pending && !initiation_under_way(&p, now)) {
+        return Ok(Created::Replay(p));
+    }
+    p.unsent = false;
+    p.initiating_since_ms = Some(now);
+    p.sent_at_ms = Some(now);
+    tx.save_payment(&p, p.next_check_ms)?;
+    Ok(Created::Resumed(p))
 }
 
 /// The creation rules, shared by every generation: operator availability and
@@ -152,7 +169,7 @@ pub fn create_payment(
                         "A request with this Idempotency-Key is still being processed; retry shortly.",
                     ));
                 }
-                return Ok(Created::Replay(p));
+                return replay_or_resume(tx, p, now);
             }
         }
         if let Some(id) = tx.payment_id_by_reference(env, merchant, &input.reference)? {
@@ -168,7 +185,7 @@ pub fn create_payment(
                     ),
                 ));
             }
-            return Ok(Created::Replay(p));
+            return replay_or_resume(tx, p, now);
         }
 
         let id = crate::ids::new().to_string();
@@ -206,6 +223,7 @@ pub fn create_payment(
             checks: 0,
             initiating_since_ms: None,
             sent_at_ms: None,
+            unsent: false,
             late_success_from: None,
         };
         // Hosted: the customer picks the operator on our checkout page; nothing to initiate yet.
@@ -239,7 +257,7 @@ pub fn create_payment(
     })?;
     let p = match step {
         Created::Replay(p) => return Ok((p, true)),
-        Created::New(p) => p,
+        Created::New(p) | Created::Resumed(p) => p,
     };
     if input.mode == Mode::Hosted {
         return Ok((p, false)); // the customer picks the operator on the checkout page
@@ -296,7 +314,8 @@ pub fn initiate(caller: &Caller, p: Payment) -> Result<Payment, ApiError> {
         ),
         return_url: Some(format!("{}/checkout/{}", caller.base_url, p.id)),
     });
-    store::transact(|tx| {
+    let busy = matches!(&outcome, Err(e) if failure_kind(e) == CallFailure::Busy);
+    let p = store::transact(|tx| {
         tx.assume_payment(&p); // as the caller stored it
         let mut p = tx
             .payment(&p.environment, &p.merchant_id, &p.id)?
@@ -309,7 +328,11 @@ pub fn initiate(caller: &Caller, p: Payment) -> Result<Payment, ApiError> {
         p.initiating_since_ms = None;
         tx.save_payment(&p, previous_check)?;
         Ok(p)
-    })
+    })?;
+    if busy && p.sent_at().is_none() {
+        return Err(ApiError::busy());
+    }
+    Ok(p)
 }
 
 fn apply_initiated(
@@ -366,6 +389,18 @@ fn apply_initiated(
             });
             move_to(tx, p, Status::Failed, now)
         }
+        // No adapter instance was free: the request never left. Not failed and
+        // not in flight: a retry (same Idempotency-Key, or the customer on the
+        // page) sends it; if none comes, expiry ends it.
+        Err(e) if failure_kind(&e) == CallFailure::Busy => {
+            log::count("initiate_busy");
+            p.sent_at_ms = None;
+            match p.mode {
+                Mode::Direct => p.unsent = true,
+                Mode::Hosted => p.operator = None, // the customer chooses again
+            }
+            Ok(())
+        }
         Err(e) if failure_kind(&e).is_unknown() => {
             // Unknown outcome: stay in progress; asking the operator by our id resolves it.
             log::log(
@@ -405,6 +440,7 @@ pub fn adapter_failure(e: &AdapterError) -> (&'static str, String) {
     match e {
         AdapterError::NotSupported(m) => ("operator_unavailable", m.clone()),
         AdapterError::Timeout(m) => ("operator_timeout", m.clone()),
+        AdapterError::Busy(m) => ("operator_busy", m.clone()),
         AdapterError::NotSent(m)
         | AdapterError::Unavailable(m)
         | AdapterError::InvalidResponse(m)
@@ -909,6 +945,12 @@ pub fn confirm(caller: &Caller, id: &str, otp: &str) -> Result<Payment, ApiError
         return Err(not_awaiting_otp(&p));
     }
     let wrong = match answer {
+        // The code never left (no adapter instance was free): not a guess.
+        Err(e) if failure_kind(&e) == CallFailure::Busy => {
+            tx.save_payment(&p, previous_check)?;
+            tx.commit()?;
+            return Err(ApiError::busy());
+        }
         Ok(OtpOutcome::WrongCode) => {
             p.otp_attempts += 1;
             if p.otp_attempts >= MAX_OTP_ATTEMPTS {

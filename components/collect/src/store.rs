@@ -106,6 +106,12 @@ pub struct Payment {
     /// operator may hold a request under our id, so cancel and expiry ask it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sent_at_ms: Option<u64>,
+    /// A direct payment whose initiation found every adapter instance busy:
+    /// nothing was sent, and the merchant's retry sends it. (Without it, a
+    /// direct payment with no `sent_at_ms` is a record from before that
+    /// field, counted as sent at creation.)
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unsent: bool,
     /// The status a payment had when the operator reported the money taken
     /// after all (a late success): kept for audit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -116,6 +122,9 @@ impl Payment {
     /// When a request to pay may have reached the operator. Records from before
     /// `sent_at_ms` existed: a direct payment is initiated as it is created.
     pub fn sent_at(&self) -> Option<u64> {
+        if self.unsent {
+            return None;
+        }
         self.sent_at_ms.or_else(|| {
             (self.mode == Mode::Direct || self.psp_reference.is_some())
                 .then_some(self.created_at_ms)

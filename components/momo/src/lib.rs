@@ -384,7 +384,8 @@ fn before_sending(e: AdapterError) -> AdapterError {
         | AdapterError::Unavailable(m)
         | AdapterError::InvalidResponse(m)
         | AdapterError::Rejected(m)
-        | AdapterError::Unauthenticated(m) => {
+        | AdapterError::Unauthenticated(m)
+        | AdapterError::Busy(m) => {
             AdapterError::NotSent(format!("no MTN token, nothing sent: {m}"))
         }
     }

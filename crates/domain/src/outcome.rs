@@ -15,6 +15,8 @@ pub enum CallFailure {
     NotSent,
     NotSupported,
     Unauthenticated,
+    /// No adapter instance was free (the host's router): nothing was sent.
+    Busy,
 }
 
 /// Maps a component's `adapter-error` (`AdapterError`, generated into each
@@ -31,6 +33,7 @@ macro_rules! call_failure {
             $error::NotSent(_) => $crate::outcome::CallFailure::NotSent,
             $error::NotSupported(_) => $crate::outcome::CallFailure::NotSupported,
             $error::Unauthenticated(_) => $crate::outcome::CallFailure::Unauthenticated,
+            $error::Busy(_) => $crate::outcome::CallFailure::Busy,
         }
     };
 }
@@ -56,6 +59,11 @@ impl CallFailure {
             | CallFailure::Unavailable
             | CallFailure::InvalidResponse
             | CallFailure::Unauthenticated => Certainty::Unknown,
+            // Nothing was sent, but a flow that cannot offer "try again" must
+            // not fail the operation for our own lack of capacity: it keeps it
+            // in progress, as for an unknown outcome, and asks later. Initiation
+            // and OTP confirmation handle it first, as retryable.
+            CallFailure::Busy => Certainty::Unknown,
         }
     }
 
@@ -96,7 +104,7 @@ mod tests {
     #[test]
     fn only_certain_refusals_are_not_performed() {
         use CallFailure::*;
-        for f in [Timeout, Unavailable, InvalidResponse, Unauthenticated] {
+        for f in [Timeout, Unavailable, InvalidResponse, Unauthenticated, Busy] {
             assert_eq!(f.certainty(), Certainty::Unknown, "{f:?}");
         }
         for f in [Rejected, NotSent, NotSupported] {

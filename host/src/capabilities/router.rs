@@ -81,6 +81,7 @@ fn routed<T>(
             AdapterError::NotSent(_) => "not_sent",
             AdapterError::NotSupported(_) => "not_supported",
             AdapterError::Unauthenticated(_) => "unauthenticated",
+            AdapterError::Busy(_) => "busy",
         },
         Err(CallError::Deadline(_)) => "deadline",
         Err(CallError::Memory(_)) => "memory",
@@ -110,12 +111,19 @@ fn routed<T>(
         at_ms: crate::capabilities::clock::system_now_ms(),
     });
     match result {
+        // `busy` means "nothing was sent": only the host knows that. An
+        // adapter saying it may have sent anything: unknown.
+        Ok(Err(AdapterError::Busy(m))) => Err(AdapterError::Unavailable(format!(
+            "the adapter answered busy, which only the host may say: {m}"
+        ))),
         Ok(inner) => inner,
         // The outcome at the operator is unknown: the caller leaves the payment for reconciliation.
         Err(CallError::Deadline(c)) => Err(AdapterError::Timeout(format!(
             "adapter {c} exceeded its deadline"
         ))),
         Err(e @ CallError::NoRoute { .. }) => Err(AdapterError::NotSupported(e.to_string())),
+        // No instance was free within the deadline: the adapter never ran.
+        Err(e @ CallError::Busy(_)) => Err(AdapterError::Busy(e.to_string())),
         Err(e) => Err(AdapterError::Unavailable(e.to_string())),
     }
 }

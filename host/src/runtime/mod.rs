@@ -175,7 +175,7 @@ impl Runtime {
             .unwrap_or(config.limits.memory_mib);
         wasm_config.allocation_strategy(pool::strategy(
             max_memory_mib,
-            config.limits.concurrent_calls,
+            config.limits.concurrent_calls + config.limits.adapter_slots(),
         ));
         let engine =
             Engine::new(&wasm_config).map_err(|e| anyhow::anyhow!("wasmtime engine: {e}"))?;
@@ -238,7 +238,7 @@ impl Runtime {
             cache_dir: config.cache_dir(),
             components: RwLock::new(HashMap::new()),
             api_slots: pool::Gate::new(config.limits.concurrent_calls),
-            adapter_slots: pool::Gate::new(config.limits.concurrent_calls),
+            adapter_slots: pool::Gate::new(config.limits.adapter_slots()),
             stop_ticker,
         }))
     }
@@ -440,7 +440,12 @@ impl Runtime {
             Kind::Adapter => &self.adapter_slots,
             _ => &self.api_slots,
         };
-        let Some(_slot) = gate.enter(self.deadline_for(loaded)) else {
+        let wait = self.deadline_for(loaded).min(
+            self.limits
+                .slot_wait_ms
+                .map_or(Duration::MAX, Duration::from_millis),
+        );
+        let Some(_slot) = gate.enter(wait) else {
             let e = CallError::Busy(loaded.name.clone());
             self.services
                 .metrics

@@ -24,8 +24,9 @@ fn keep_resident() -> usize {
 /// The allocation strategy for an engine whose instances may grow to
 /// `max_memory_mib`, with `slots` calls at once into API components and as
 /// many into adapters.
+/// `slots`: API and adapter slots together.
 pub fn strategy(max_memory_mib: u64, slots: u32) -> InstanceAllocationStrategy {
-    let instances = 2 * slots + 16; // + load-time describes and smoke tests
+    let instances = slots + 16; // + load-time describes and smoke tests
     let mut pool = PoolingAllocationConfig::new();
     pool.total_component_instances(instances)
         // A wit-bindgen component is a main module plus a few adapter shims.
