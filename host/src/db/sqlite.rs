@@ -316,41 +316,62 @@ fn committer(writer: Arc<Mutex<Writer>>, groups: Arc<Groups>, wal_path: PathBuf)
             std::mem::take(&mut st.pending)
         };
         if commit {
+            // Never wait for the writer while a committed group is not yet
+            // durable: the writer's holder may be waiting for exactly that (a
+            // read inside a transaction waits until what it saw is on disk),
+            // and gives the writer back only then. Blocking on the lock here
+            // deadlocked both, once the applier had committed a group and
+            // handed the lock to such a transaction.
+            let mut w = loop {
+                if groups.state.lock().committed_through > groups.resolved() {
+                    make_durable(&groups, &mut wal, &wal_path);
+                }
+                if let Some(w) = writer.try_lock_for(Duration::from_millis(2)) {
+                    break w;
+                }
+            };
             // Transactions that get the lock before us join this group: that is the batching.
-            let (group, result) = commit_open(&mut writer.lock(), &groups);
+            let (group, result) = commit_open(&mut w, &groups);
+            drop(w);
             groups.state.lock().committed(group, result);
         }
-        let (from, through) = (groups.resolved() + 1, groups.state.lock().committed_through);
-        let synced = sync_wal(&mut wal, &wal_path);
-        let mut st = groups.state.lock();
-        if let Err(e) = synced {
-            for g in from..=through {
-                st.fail(g, e.clone());
-            }
+        make_durable(&groups, &mut wal, &wal_path);
+    }
+}
+
+/// One `fdatasync` for every committed group not yet durable; then resolves
+/// them and answers their transactions. Never takes the writer.
+fn make_durable(groups: &Groups, wal: &mut Option<File>, wal_path: &Path) {
+    let (from, through) = (groups.resolved() + 1, groups.state.lock().committed_through);
+    let synced = sync_wal(wal, wal_path);
+    let mut st = groups.state.lock();
+    if let Err(e) = synced {
+        for g in from..=through {
+            st.fail(g, e.clone());
         }
-        groups.resolved_through.store(through, Ordering::SeqCst);
-        // Only the waiters of the groups resolved now (at most both parities).
-        for g in from..=through.min(from + 1) {
-            groups.done[(g % 2) as usize].notify_all();
-        }
-        // Jobs are queued in group order: those resolved now come first.
-        let upto = st.jobs.partition_point(|(g, _, _)| *g <= through);
-        let state = &mut *st; // the jobs and the failures, borrowed apart
-        let answered: Vec<_> = state
-            .jobs
-            .drain(..upto)
-            .map(|(g, job, outcome)| {
-                // A job that applied answers how its group ended.
-                let outcome =
-                    outcome.and_then(|applied| group_failure(&state.failed, g).map(|_| applied));
-                (job, outcome)
-            })
-            .collect();
-        drop(st);
-        for (job, outcome) in answered {
-            *job.outcome.lock() = Some(outcome);
-            job.caller.unpark();
-        }
+    }
+    groups.resolved_through.store(through, Ordering::SeqCst);
+    // Only the waiters of the groups resolved now (at most both parities).
+    for g in from..=through.min(from + 1) {
+        groups.done[(g % 2) as usize].notify_all();
+    }
+    // Jobs are queued in group order: those resolved now come first.
+    let upto = st.jobs.partition_point(|(g, _, _)| *g <= through);
+    let state = &mut *st; // the jobs and the failures, borrowed apart
+    let answered: Vec<_> = state
+        .jobs
+        .drain(..upto)
+        .map(|(g, job, outcome)| {
+            // A job that applied answers how its group ended.
+            let outcome =
+                outcome.and_then(|applied| group_failure(&state.failed, g).map(|_| applied));
+            (job, outcome)
+        })
+        .collect();
+    drop(st);
+    for (job, outcome) in answered {
+        *job.outcome.lock() = Some(outcome);
+        job.caller.unpark();
     }
 }
 
@@ -1027,5 +1048,53 @@ mod tests {
         // Reopened from the file: everything is there.
         let again = Sqlite::open(&dir.path().join("g.db")).unwrap();
         assert_eq!(again.scan("c", "t", "", "", 1000).unwrap().len(), 400);
+    }
+
+    /// A transaction that reads outside itself while it holds the writer (as a
+    /// component may) waits for what it saw to be durable; the committer must
+    /// make that durable without the writer. It once took the writer first:
+    /// both waited for ever (seen as a hung test suite).
+    #[test]
+    fn a_transaction_reading_outside_itself_never_deadlocks_the_committer() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(Sqlite::open(&dir.path().join("d.db")).unwrap());
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let mut threads = Vec::new();
+        for t in 0..4 {
+            let db = db.clone();
+            threads.push(std::thread::spawn(move || {
+                for i in 0..200 {
+                    let mut tx = db.begin("c").unwrap();
+                    tx.put("t", &format!("{t}-{i}"), b"v").unwrap();
+                    // A read outside the transaction, writer held.
+                    db.get("c", "t", &format!("{}-{i}", (t + 1) % 4)).unwrap();
+                    tx.commit().unwrap();
+                }
+            }));
+        }
+        for t in 0..4 {
+            let db = db.clone();
+            threads.push(std::thread::spawn(move || {
+                for i in 0..200 {
+                    let w = Write::Put {
+                        table: "a".into(),
+                        key: format!("{t}-{i}"),
+                        value: b"v".to_vec(),
+                    };
+                    assert!(db.apply("c", vec![], vec![w]).unwrap());
+                }
+            }));
+        }
+        std::thread::spawn(move || {
+            for t in threads {
+                t.join().unwrap();
+            }
+            done_tx.send(()).unwrap();
+        });
+        done_rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("every transaction ended: no deadlock");
+        assert_eq!(db.scan("c", "t", "", "", 1000).unwrap().len(), 800);
+        assert_eq!(db.scan("c", "a", "", "", 1000).unwrap().len(), 800);
     }
 }
