@@ -19,5 +19,6 @@ mod platform;
 mod predict;
 mod process;
 mod receiver;
+mod security;
 mod tenancy;
 mod webhooks;
