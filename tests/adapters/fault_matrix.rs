@@ -506,6 +506,9 @@ struct Cell<'a> {
     lie: Lie,
     n: usize,
     key: String,
+    /// A second key of the merchant, to approve its batches (maker-checker
+    /// is on by default for live keys).
+    approver: String,
 }
 
 impl Cell<'_> {
@@ -775,7 +778,7 @@ impl Cell<'_> {
             return Err(format!("setup: batch answered {status}: {}", brief(&b)));
         };
         let validate = format!("/api/v1/bulk-payments/{batch_id}/validate/");
-        let (status, v) = post(self.app(), &self.key, &validate, json!({})).await;
+        let (status, v) = post(self.app(), &self.approver, &validate, json!({})).await;
         if status != 200 {
             return Err(format!("setup: validate answered {status}: {}", brief(&v)));
         }
@@ -1000,13 +1003,20 @@ async fn fault_matrix_unknown_outcomes_never_lose_or_double_money() {
                 }
                 let rig = rig(proto, lie == Lie::Trap);
                 let name = format!("{}-{}-{}", op.name(), lie.name(), proto.name());
-                let (_, _, key) = rig.app.merchant(&name);
+                let (merchant, _, key) = rig.app.merchant(&name);
+                let approver = rig
+                    .app
+                    .accounts
+                    .create_key(&merchant, mmc_host::accounts::Environment::Live)
+                    .unwrap()
+                    .key;
                 cells.push(Cell {
                     rig,
                     op,
                     lie,
                     n: o * 10 + l,
                     key,
+                    approver,
                 });
             }
         }

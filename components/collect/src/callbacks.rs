@@ -12,7 +12,7 @@ use crate::ApiError;
 use crate::mmc::adapter::router;
 use crate::mmc::adapter::types::{AdapterError, CallbackUpdate, Inbound, SubjectKind};
 use crate::mmc::api::http_types::{Request, Response};
-use crate::mmc::platform::{cache, clock, log};
+use crate::mmc::platform::{clock, log};
 use crate::payments::{self, apply_psp_status};
 use crate::refunds::apply_refund_status;
 use crate::store::{RefundStatus, Tx};
@@ -84,20 +84,6 @@ pub fn handle(req: &Request, operator: &str) -> Result<Response, ApiError> {
     ))
 }
 
-/// A callback brings the operator query forward at most this often per
-/// subject: a flood of forged callbacks costs no more operator calls than one.
-const RECHECK_EVERY_MS: u64 = 2_000;
-
-/// Whether a callback about `subject` may bring its operator query forward now.
-fn recheck_allowed(subject: &str) -> bool {
-    let key = format!("callback-recheck:{subject}");
-    if cache::get(&key).is_some() {
-        return false;
-    }
-    cache::set(&key, b"1", RECHECK_EVERY_MS);
-    true
-}
-
 /// Applies one update; false when its subject is unknown here.
 fn apply(env: &str, operator: &str, u: &CallbackUpdate) -> Result<bool, ApiError> {
     let tx = Tx::begin()?;
@@ -141,7 +127,7 @@ fn apply(env: &str, operator: &str, u: &CallbackUpdate) -> Result<bool, ApiError
             apply_psp_status(&tx, &mut p, u.status.clone())?;
             // A callback is news: the operator is asked at the next reconciliation
             // round (within a second), after this answer, not before it.
-            if payments::worth_asking(&p) && recheck_allowed(&p.id) {
+            if payments::worth_asking(&p) {
                 p.next_check_ms = Some(clock::now_ms());
             }
             tx.save_payment(&p, previous_check)?;
@@ -157,7 +143,7 @@ fn apply(env: &str, operator: &str, u: &CallbackUpdate) -> Result<bool, ApiError
             }
             apply_refund_status(&tx, &mut r, u.status.clone())?;
             // Asked right after (a failed refund too: the operator may have made it after all).
-            if r.status != RefundStatus::Completed && recheck_allowed(&r.id) {
+            if r.status != RefundStatus::Completed {
                 let previous = r.next_check_ms.replace(clock::now_ms());
                 tx.save_refund(&r, previous)?;
             }
