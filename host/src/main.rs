@@ -419,8 +419,18 @@ fn serve(config: Config, demo: bool) {
             Ok(s) => s,
             Err(e) => fail(&format!("cannot start: {e:#}")),
         };
-        println!("mmc listening on http://{}", service.running.addr);
-        println!("mmc admin on http://{}", service.running.admin_addr);
+        // One write, and never fatal: a supervisor that stops reading stdout
+        // (a closed pipe) must not bring the service down with a panic.
+        {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = write!(
+                out,
+                "mmc listening on http://{}\nmmc admin on http://{}\n",
+                service.running.addr, service.running.admin_addr
+            );
+            let _ = out.flush();
+        }
         tokio::select! {
             _ = service.running.task => {}
             _ = tokio::signal::ctrl_c() => eprintln!("shutting down"),

@@ -61,7 +61,7 @@ async fn read_latency(app: &TestApp, key: &str, path: &str, n: usize) -> Duratio
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_thousand_slow_clients_are_closed_while_a_normal_client_is_served() {
     let app = spawn_app_with(|c| {
-        c.connections.header_read_timeout_ms = 1_500;
+        c.connections.header_read_timeout_ms = 3_000;
         c.connections.max_connections_per_client = 1_500;
     })
     .await;
@@ -91,8 +91,8 @@ async fn two_thousand_slow_clients_are_closed_while_a_normal_client_is_served() 
         "{during:?} against {before:?}"
     );
 
-    // The 500 over the per-client cap were refused at accept; the 1,500 others
-    // are closed by the header clock (1.5 s, looked at every 375 ms).
+    // Those over the per-client cap were refused at accept; the others are
+    // closed by the header clock (3 s, looked at every 750 ms).
     let mut closed = 0;
     let closing = Instant::now();
     for mut s in slow {
@@ -105,15 +105,16 @@ async fn two_thousand_slow_clients_are_closed_while_a_normal_client_is_served() 
         closing.elapsed()
     );
     assert_eq!(closed, 2_000, "every slow connection is closed");
-    assert_eq!(
-        metric(
-            &app,
-            "mmc_connections_cut_total{reason=\"max_connections_per_client\"}"
-        )
-        .await,
-        500
-    );
-    assert!(metric(&app, "mmc_connections_cut_total{reason=\"header_timeout\"}").await >= 1_500);
+    // Over the cap at accept, or by the header clock: every one is counted
+    // (how many were over the cap depends on how fast 2,000 connect here).
+    let over_cap = metric(
+        &app,
+        "mmc_connections_cut_total{reason=\"max_connections_per_client\"}",
+    )
+    .await;
+    let header = metric(&app, "mmc_connections_cut_total{reason=\"header_timeout\"}").await;
+    assert!(over_cap > 0 && over_cap <= 500, "{over_cap}");
+    assert_eq!(over_cap + header, 2_000, "{over_cap} + {header}");
     // And the service still serves.
     assert_eq!(app.get(&key, &path).await.0, 200);
 }

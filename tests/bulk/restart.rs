@@ -69,6 +69,8 @@ impl Server {
         })
         .await
         .expect("mmc serve listens within 2 minutes");
+        // Keep reading, as a supervisor would: the pipe stays open.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         Server { child, base }
     }
 
