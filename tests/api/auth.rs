@@ -292,3 +292,53 @@ async fn anonymous_surfaces_are_limited_per_client_address_and_route() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_made_up_key_buys_no_way_around_the_per_client_limits() {
+    let app = spawn_app_with(|c| {
+        c.rate_limit.per_client_per_second = 0.5;
+        c.rate_limit.per_client_burst = 3.0;
+    })
+    .await;
+    // Public routes count by address whatever `Authorization` says.
+    let checkout = app.url(&format!("/checkout/{}", uuid::Uuid::new_v4()));
+    let statuses: Vec<u16> = futures::future::join_all((0..6).map(|i| {
+        app.client
+            .get(&checkout)
+            .header("authorization", format!("Bearer junk-{i}"))
+            .send()
+    }))
+    .await
+    .into_iter()
+    .map(|r| r.unwrap().status().as_u16())
+    .collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 429).count(),
+        3,
+        "{statuses:?}"
+    );
+    // Keys that authenticate nothing are counted per address too: 401 until
+    // the bucket is empty, then 429 (both on the merchant API and the host's own).
+    let mut seen = Vec::new();
+    for path in ["/api/v1/collect/payments/x", "/api/v1/webhook-endpoints"] {
+        for _ in 0..3 {
+            let resp = app
+                .client
+                .get(app.url(path))
+                .header("authorization", "Bearer mk_test_made_up")
+                .send()
+                .await
+                .unwrap();
+            seen.push(resp.status().as_u16());
+        }
+    }
+    assert_eq!(seen, [401, 401, 401, 429, 429, 429], "{seen:?}");
+    // A real key is counted by its key, not by address.
+    let (_, key, _) = app.merchant("Shop");
+    assert_eq!(
+        app.create(&key, &new_key(), &direct_payment("+2290197000001"))
+            .await
+            .0,
+        201
+    );
+}

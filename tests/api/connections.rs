@@ -167,3 +167,25 @@ async fn a_slow_body_gets_408_and_an_idle_connection_is_closed() {
     );
     assert!(metric(&app, "mmc_connections_cut_total{reason=\"idle\"}").await >= 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_never_sends_a_byte_is_cut_by_the_header_clock() {
+    let app = spawn_app_with(|c| {
+        c.connections.header_read_timeout_ms = 500;
+        c.connections.idle_timeout_ms = 30_000;
+    })
+    .await;
+    // Connected, then silent: a cheap way to hold places until the idle clock.
+    let mut s = TcpStream::connect(app.service.running.addr).await.unwrap();
+    let silent = Instant::now();
+    assert!(closed_within(&mut s, Duration::from_secs(5)).await);
+    assert!(
+        silent.elapsed() < Duration::from_secs(3),
+        "cut by the header clock (500 ms), not the idle one (30 s): {:?}",
+        silent.elapsed()
+    );
+    assert_eq!(
+        metric(&app, "mmc_connections_cut_total{reason=\"header_timeout\"}").await,
+        1
+    );
+}

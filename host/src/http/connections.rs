@@ -3,8 +3,10 @@
 //! a cap on open connections and on connections per client address, and
 //! three clocks per connection, watched by one task each:
 //!
-//! - **header read**: once a request's first byte arrives, its headers must
-//!   be complete within `header_read_timeout_ms`;
+//! - **header read**: a new connection's first request, and any later
+//!   request once its first byte arrives, must have its headers complete
+//!   within `header_read_timeout_ms` (a connection that never sends a byte is
+//!   cut by this clock too, not left to the longer idle one);
 //! - **body read**: the body within `body_read_timeout_ms` (enforced where
 //!   the body is read, `read_request`);
 //! - **idle**: a kept-alive connection with no request in progress and no
@@ -54,6 +56,23 @@ impl Default for ConnectionConfig {
             max_connections: 10_000,
             max_connections_per_client: 512,
         }
+    }
+}
+
+/// The client an address counts as, for the caps and the per-client buckets:
+/// an IPv4 address, or an IPv6 /64 (one subscriber's network: counting each
+/// /128 would give anyone with a /64 unlimited clients). An IPv4-mapped IPv6
+/// address is the IPv4 client.
+pub fn client_of(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
     }
 }
 
@@ -163,7 +182,8 @@ impl Activity {
         Arc::new(Activity {
             epoch: Instant::now(),
             last_byte_ms: AtomicU64::new(0),
-            reading_head: AtomicBool::new(false),
+            // A client connects to send a request: its header clock runs from accept.
+            reading_head: AtomicBool::new(true),
             head_started_ms: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
         })
@@ -338,5 +358,25 @@ mod tests {
         assert!(a.overdue(&cfg).is_none());
         std::thread::sleep(Duration::from_millis(250));
         assert!(matches!(a.overdue(&cfg), Some(Cut::Idle)));
+    }
+
+    #[test]
+    fn an_ipv6_network_counts_as_one_client() {
+        let c = |s: &str| client_of(s.parse().unwrap());
+        assert_eq!(c("2001:db8:1:2::1"), c("2001:db8:1:2:ffff::9"));
+        assert_ne!(c("2001:db8:1:2::1"), c("2001:db8:1:3::1"));
+        assert_eq!(c("::ffff:10.0.0.1"), c("10.0.0.1"));
+        assert_ne!(c("10.0.0.1"), c("10.0.0.2"));
+    }
+
+    #[test]
+    fn a_connection_that_never_sends_a_byte_is_on_the_header_clock() {
+        let cfg = config();
+        let a = Activity::new();
+        std::thread::sleep(Duration::from_millis(150));
+        assert!(
+            matches!(a.overdue(&cfg), Some(Cut::HeaderTimeout)),
+            "silent from accept: cut after the header timeout, not the idle one"
+        );
     }
 }

@@ -22,7 +22,7 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
-use self::connections::{Activity, Connections, Cut, Watched};
+use self::connections::{Activity, Connections, Cut, Watched, client_of};
 use self::errors::HttpError;
 use self::native::NativeRequest;
 use crate::accounts::Accounts;
@@ -109,7 +109,8 @@ async fn accept_loop(
             }
         };
         // Over a cap: closed at once, before a byte is read.
-        let Ok(admitted) = connections.admit(peer.ip()) else {
+        let client = client_of(peer.ip());
+        let Ok(admitted) = connections.admit(client) else {
             continue;
         };
         let _ = stream.set_nodelay(true);
@@ -120,7 +121,7 @@ async fn accept_loop(
             let activity = Activity::new();
             let served = activity.clone();
             let service = service_fn(move |mut req: Request<Incoming>| {
-                req.extensions_mut().insert(ClientAddr(peer.ip()));
+                req.extensions_mut().insert(ClientAddr(client));
                 let app = app.clone();
                 let in_flight = served.request_started();
                 async move {
@@ -342,9 +343,25 @@ fn headers_of(parts: &hyper::http::request::Parts) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The address a request's connection came from (set at accept).
+/// The client a request's connection came from, as [`connections::client_of`]
+/// counts clients (set at accept).
 #[derive(Debug, Clone, Copy)]
 pub struct ClientAddr(pub std::net::IpAddr);
+
+/// A key that authenticates nothing. Each costs a lookup, so they are counted
+/// per client address as anonymous requests are: a flood of made-up keys is
+/// answered 429 once the client's bucket is empty.
+fn invalid_key(app: &App, client: Option<std::net::IpAddr>) -> HttpError {
+    match client.map(|ip| app.client_limiter.check(&client_bucket(ip, "invalid-key"))) {
+        Some(Err(wait)) => HttpError::RateLimited(wait),
+        _ => HttpError::InvalidKey,
+    }
+}
+
+/// The per-client bucket of `ip` for one route (or other area).
+fn client_bucket(ip: std::net::IpAddr, area: &str) -> String {
+    format!("{ip} {area}")
+}
 
 /// Areas of the public listener the host serves itself (the admin API is
 /// on its own listener: [`serve_admin`]).
@@ -403,6 +420,7 @@ async fn native_dispatch(
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, HttpError> {
     let key = presented_key(&req).ok_or(HttpError::MissingKey)?;
+    let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
     let (parts, body) = read_request(app, req, None).await?;
     let principal = match tokio::task::block_in_place(|| app.accounts.authenticate(&key)) {
         Ok(Some(p)) => {
@@ -414,7 +432,7 @@ async fn native_dispatch(
                 .map_err(HttpError::insufficient_scope)?;
             p
         }
-        Ok(None) => return Err(HttpError::InvalidKey),
+        Ok(None) => return Err(invalid_key(app, client)),
         Err(e) => return Err(HttpError::Unavailable(e.to_string())),
     };
     let request = native_request(&parts, body);
@@ -438,11 +456,14 @@ async fn dispatch(
     }
     // Anonymous surfaces (checkout, callbacks) have no key to count by: a
     // client address gets its own bucket per route, before any body is read.
-    if key.is_none()
-        && let Some(ClientAddr(ip)) = req.extensions().get::<ClientAddr>()
+    // Whatever the headers say: a made-up `Authorization` (or Wave's shared
+    // secret, which comes as one) must not buy a way around the bucket.
+    let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
+    if route.public
+        && let Some(ip) = client
     {
         app.client_limiter
-            .check(&format!("{ip} {}", route.prefix))
+            .check(&client_bucket(ip, &route.prefix))
             .map_err(HttpError::RateLimited)?;
     }
     let (parts, body) = read_request(app, req, route.max_body_bytes).await?;
@@ -479,7 +500,7 @@ async fn dispatch(
                         })
                     }
                     Ok(None) if route2.public => None,
-                    Ok(None) => return Err(HttpError::InvalidKey),
+                    Ok(None) => return Err(invalid_key(&app2, client)),
                     Err(e) => return Err(HttpError::Unavailable(e.to_string())),
                 },
                 None => None,
