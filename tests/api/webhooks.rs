@@ -630,3 +630,49 @@ async fn signing_secrets_are_sealed_at_rest_and_older_rows_are_sealed_at_start()
     let wrong = "07".repeat(32);
     assert!(Webhooks::new(db, Default::default(), Sealer::with_key(&wrong).unwrap()).is_err());
 }
+
+/// A delivery records an error class, never what the remote said: a refused
+/// connection is `connect_failed`, a 500 is `http_status` with its code, and
+/// the body of the 500 is nowhere in the event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delivery_records_say_what_failed_never_what_the_remote_said() {
+    let app = spawn_app_with(|c| {
+        c.webhooks.retry_schedule_ms = vec![100, 200];
+        c.webhooks.poll_interval_ms = 20;
+    })
+    .await;
+    let (_, key, _) = app.merchant("Shop");
+    let receiver = Receiver::start().await;
+    receiver
+        .fail_first
+        .store(1_000, std::sync::atomic::Ordering::SeqCst);
+    // A port nobody listens on (bound, then closed).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    for (url, class) in [
+        (format!("http://{closed}/hook"), "connect_failed"),
+        (receiver.url(), "http_status"),
+    ] {
+        let mut body = direct_payment("+2290166000001");
+        body["callback_url"] = json!(url);
+        let (status, p) = app.create(&key, &new_key(), &body).await;
+        assert_eq!(status, 201, "{p}");
+        let id = p["id"].as_str().unwrap();
+        let event = wait_until(5, || async {
+            let (_, events) = app.get(&key, &format!("/api/v1/events?payment={id}")).await;
+            let first = events["data"][0]["id"].as_str()?.to_string();
+            let (_, event) = app.get(&key, &format!("/api/v1/events/{first}")).await;
+            let attempts = event["deliveries"][0]["attempts"].as_array()?.clone();
+            (!attempts.is_empty()).then_some(event)
+        })
+        .await;
+        let attempt = &event["deliveries"][0]["attempts"][0];
+        assert_eq!(attempt["error"], class, "{event}");
+        if class == "http_status" {
+            assert_eq!(attempt["status_code"], 500, "{event}");
+        }
+        assert!(!event.to_string().contains("hunter2"), "{event}");
+    }
+}

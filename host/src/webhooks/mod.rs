@@ -222,6 +222,8 @@ fn client(allow_private: bool, timeout: Duration) -> reqwest::Client {
         .redirect(reqwest::redirect::Policy::none())
         .timeout(timeout)
         .dns_resolver(Arc::new(destination::SafeResolver { allow_private }))
+        // Through a proxy the proxy resolves names, not SafeResolver: never use one.
+        .no_proxy()
         .user_agent(concat!("mmc-webhooks/", env!("CARGO_PKG_VERSION")))
         .build()
         .expect("reqwest client")
