@@ -120,3 +120,29 @@ async fn in_test_the_rule_is_off_until_the_merchant_turns_it_on() {
             .is_err()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_validation_threshold_never_lets_one_key_pay_out_alone() {
+    let app = spawn_app_with(|c| {
+        c.routing.insert(
+            "live".into(),
+            [("*".to_string(), "simulator".to_string())].into(),
+        );
+        // Every batch is under the threshold: without maker-checker it pays at once.
+        bulk_settings(c, &[("validation_threshold", "1000000000")]);
+    })
+    .await;
+    let (merchant, test_key, owner) = app.merchant("Payroll");
+    let (_, checker) = key(&app, &merchant, Environment::Live, "bulk:approve");
+
+    // Test keys (the rule off): under the threshold, paid at once.
+    let b = create(&app, &test_key, vec![item(&bj(1), 1000, "a")]).await;
+    assert_eq!(b["status"], "processing", "{b}");
+    // Live (the rule on): the threshold does not bypass the second approver.
+    let b = create(&app, &owner, vec![item(&bj(2), 1000, "b")]).await;
+    assert_eq!(b["status"], "pending_validation", "{b}");
+    assert_eq!(b["requires_validation"], true, "{b}");
+    let id = b["id"].as_str().unwrap();
+    assert_eq!(validate(&app, &owner, id).await.0, 403);
+    assert_eq!(validate(&app, &checker, id).await.0, 200);
+}

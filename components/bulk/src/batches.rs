@@ -622,7 +622,9 @@ fn store_new(caller: &Caller, new: NewBatch, key: String) -> Result<Response, Ap
     let id = uuid::Uuid::new_v4().to_string();
     let threshold = settings::validation_threshold(merchant);
     let total: u64 = new.lines.iter().map(|(_, i)| i.amount).sum();
-    let requires_validation = total > threshold;
+    // Maker-checker outranks the threshold: with a second approver required,
+    // no batch pays out on its creator's key alone, however small.
+    let requires_validation = total > threshold || caller.require_second_approver;
     let items: Vec<Item> = new
         .lines
         .into_iter()
