@@ -9,6 +9,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod anonymous;
 mod fault_matrix;
 mod fedapay;
 mod momo;
