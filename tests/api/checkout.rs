@@ -316,3 +316,120 @@ async fn parallel_otp_guesses_on_the_page_reach_the_operator_three_times() {
         .count();
     assert_eq!(tried, 3, "{calls}");
 }
+
+/// The page where customers type their phone: it cannot be framed, loads
+/// nothing but its own hashed style, leaks no referrer, is never sniffed as
+/// another type; it shows what is paid for and the time left, in the
+/// customer's language; and `HEAD` is answered as `GET` is, without a body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_is_hardened_shows_what_is_paid_and_answers_head() {
+    let app = spawn_app().await;
+    let (_, key, _) = app.merchant("Boutique Awa");
+    let body = json!({"reference": format!("h-{}", uuid::Uuid::new_v4()), "amount": 2500,
+        "currency": "XOF", "country": "BJ", "mode": "hosted",
+        "description": "Panier <b>42</b>"});
+    let (status, p) = app.create(&key, &new_key(), &body).await;
+    assert_eq!(status, 201, "{p}");
+    let url = p["checkout_url"].as_str().unwrap().to_string();
+
+    let get = app
+        .client
+        .get(&url)
+        .header("accept-language", "fr-FR,fr;q=0.9,en;q=0.5")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status(), 200);
+    let headers = get.headers().clone();
+    let csp = headers["content-security-policy"].to_str().unwrap();
+    for part in [
+        "default-src 'none'",
+        "frame-ancestors 'none'",
+        "style-src 'sha256-",
+        "form-action 'self'",
+    ] {
+        assert!(csp.contains(part), "{part} in {csp}");
+    }
+    assert!(!csp.contains("unsafe-inline"), "{csp}");
+    assert_eq!(headers["x-frame-options"], "DENY");
+    assert_eq!(headers["referrer-policy"], "no-referrer");
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    let html = get.text().await.unwrap();
+    assert!(html.contains(r#"<html lang="fr">"#));
+    assert!(
+        html.contains("Panier &lt;b&gt;42&lt;/b&gt;"),
+        "the description, escaped"
+    );
+    assert!(
+        html.contains(r#"id="time-left""#) && html.contains("Temps restant pour payer : 15 min"),
+        "{html}"
+    );
+    // ?lang= wins over the header.
+    let en = app
+        .client
+        .get(format!("{url}?lang=en"))
+        .header("accept-language", "fr")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(en.contains("Time left to pay: 15 min"), "{en}");
+
+    // HEAD: the same status and headers, the GET's length, no body.
+    let get_len = app
+        .client
+        .get(&url)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap()
+        .len();
+    let head = app.client.head(&url).send().await.unwrap();
+    assert_eq!(head.status(), 200);
+    assert_eq!(
+        head.headers()["content-security-policy"],
+        headers["content-security-policy"]
+    );
+    assert_eq!(
+        head.headers()["content-length"].to_str().unwrap(),
+        get_len.to_string()
+    );
+    assert!(head.bytes().await.unwrap().is_empty());
+    // Everywhere: the API, the host's own endpoints and the admin listener.
+    let api = app
+        .client
+        .head(app.url(&format!(
+            "/api/v1/collect/payments/{}",
+            p["id"].as_str().unwrap()
+        )))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(api.status(), 200);
+    for path in ["/healthz", "/metrics", "/docs"] {
+        assert_eq!(
+            app.client
+                .head(app.url(path))
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            200,
+            "{path}"
+        );
+    }
+    assert_eq!(
+        app.client
+            .head(app.admin_url("/healthz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+}
