@@ -153,7 +153,13 @@ async fn accept_loop(
     }
 }
 
-async fn handle_admin(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle_admin(app: Arc<App>, mut req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let head = head_as_get(&mut req);
+    let resp = handle_admin_get(app, req).await;
+    if head { without_body(resp) } else { resp }
+}
+
+async fn handle_admin_get(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let started = Instant::now();
     let path = req.uri().path().to_string();
     let resp = if path == "/healthz" {
@@ -204,7 +210,34 @@ fn text(
         .expect("static response parts are valid")
 }
 
-async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+/// `HEAD` is answered everywhere as `GET` is, headers and all, without the
+/// body (RFC 9110 §9.3.2): handlers and components see a `GET`.
+fn head_as_get(req: &mut Request<Incoming>) -> bool {
+    let head = req.method() == hyper::Method::HEAD;
+    if head {
+        *req.method_mut() = hyper::Method::GET;
+    }
+    head
+}
+
+/// The answer to a `HEAD`: the `GET`'s headers, its length, no body.
+fn without_body(mut resp: Response<Full<Bytes>>) -> Response<Full<Bytes>> {
+    let len = hyper::body::Body::size_hint(resp.body())
+        .exact()
+        .unwrap_or(0);
+    resp.headers_mut()
+        .insert(hyper::header::CONTENT_LENGTH, HeaderValue::from(len));
+    *resp.body_mut() = Full::new(Bytes::new());
+    resp
+}
+
+async fn handle(app: Arc<App>, mut req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let head = head_as_get(&mut req);
+    let resp = handle_get(app, req).await;
+    if head { without_body(resp) } else { resp }
+}
+
+async fn handle_get(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let started = Instant::now();
     let request_id = format!("req_{}", uuid::Uuid::new_v4().simple());
     let path = req.uri().path().to_string();
