@@ -141,12 +141,23 @@ pub struct ComponentConfig {
 pub struct LogConfig {
     /// `tracing` filter, e.g. `info,mmc_host=debug`.
     pub filter: String,
+    /// `text` (for people) or `json` (one object a line, for a log pipeline).
+    pub format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
 }
 
 impl Default for LogConfig {
     fn default() -> Self {
         LogConfig {
             filter: "info".into(),
+            format: LogFormat::Text,
         }
     }
 }

@@ -176,19 +176,23 @@ fn main() {
     if let Some(dir) = cli.data_dir {
         config.data_dir = dir;
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("MMC_LOG").unwrap_or_else(|_| {
-                // Commands other than serve print JSON or tables: keep stderr quiet.
-                if matches!(cli.command, Command::Serve { .. }) {
-                    config.log.filter.as_str().into()
-                } else {
-                    "warn".into()
-                }
-            }),
-        )
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MMC_LOG").unwrap_or_else(|_| {
+        // Commands other than serve print JSON or tables: keep stderr quiet.
+        if matches!(cli.command, Command::Serve { .. }) {
+            config.log.filter.as_str().into()
+        } else {
+            "warn".into()
+        }
+    });
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .init();
+        // Colour codes only for a terminal: a file or a pipe gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    match config.log.format {
+        mmc_host::config::LogFormat::Text => logs.init(),
+        mmc_host::config::LogFormat::Json => logs.json().flatten_event(true).init(),
+    }
     match cli.command {
         Command::Serve {
             listen,
