@@ -34,7 +34,9 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use sha2::Sha256;
 
-use super::{Fault, Outcome, Outcomes, Plumbing, Received, Reply, now_rfc3339, with_fault_for};
+use super::{
+    Delivery, Fault, Outcome, Outcomes, Plumbing, Received, Reply, now_rfc3339, with_fault_for,
+};
 
 pub const SECRET_KEY: &str = "sk_live_FAKEfedapay0123456789abcdef";
 pub const WEBHOOK_SECRET: &str = "wh_live_FAKEfedapaySecret0123456789";
@@ -182,6 +184,34 @@ pub fn signature(secret: &str, timestamp: u64, body: &[u8]) -> String {
 
 fn digits(s: &str) -> String {
     s.chars().filter(char::is_ascii_digit).collect()
+}
+
+/// FedaPay's webhook delivery. Its webhook pages
+/// (https://docs.fedapay.com/integration-api/en/webhooks-en,
+/// https://docs.fedapay.com/development/webhooks) say the Event is POSTed to
+/// every endpoint URL set in the dashboard, and how to check its signature,
+/// but nothing findable about how long FedaPay waits for the answer or
+/// whether it tries again. Conservative rule: 3 s to answer with a 2xx, 3
+/// attempts in all, each signed when it is sent.
+pub const DELIVERY: Delivery = Delivery {
+    patience: Duration::from_secs(3),
+    attempts: 3,
+    pause: Duration::from_millis(200),
+    only_200: false,
+};
+
+/// FedaPay refusing a partner for the partner's own doing, before doing
+/// anything, in its `{message, errors}` shape (401's message as this fake
+/// answers a wrong key; the others are this fake's wording).
+pub fn refusal(status: u16) -> Fault {
+    let message = match status {
+        401 => "Unauthenticated. Check your API key.",
+        403 => "This action is unauthorized for this account.",
+        404 => "Not Found",
+        429 => "Too Many Attempts.",
+        _ => "Refused.",
+    };
+    Fault::Reply(error(status, message, Value::Null))
 }
 
 fn error(status: u16, message: &str, errors: Value) -> Reply {
@@ -486,18 +516,18 @@ async fn notify(inner: &Arc<Inner>, name: &str, id: u64) -> Vec<u16> {
         Webhooks::Duplicate => 2,
     };
     let body = event_body(name, "transaction", id, transaction_json(&t));
+    let sign = || {
+        vec![(
+            "X-FEDAPAY-SIGNATURE".to_string(),
+            signature(WEBHOOK_SECRET, now_s(), &body),
+        )]
+    };
     let mut answers = Vec::new();
     for _ in 0..times {
-        let header = signature(WEBHOOK_SECRET, now_s(), &body);
-        answers.push(
+        answers.extend(
             inner
                 .plumbing
-                .call_back(
-                    "POST",
-                    &url,
-                    vec![("X-FEDAPAY-SIGNATURE".into(), header)],
-                    body.clone(),
-                )
+                .deliver("POST", &url, sign, body.clone(), DELIVERY)
                 .await,
         );
     }

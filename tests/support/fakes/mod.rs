@@ -187,6 +187,40 @@ pub enum Fault {
     AcceptThenReset,
     /// Do the work, then answer 200 with an unreadable body.
     AcceptThenGarbage,
+    /// Before any work: answer exactly this (a refusal in the provider's
+    /// own error shape, e.g. each fake's `refusal(401)`); nothing is done.
+    Reply(Reply),
+}
+
+/// The refusals an operator gives a partner for the partner's own doing,
+/// whatever the customer does: 401 (credentials), 403 (not allowed: wrong
+/// key scope or target environment), 404 (wrong path) and 429 (throttled).
+pub const REFUSED_BECAUSE_OF_US: [u16; 4] = [401, 403, 404, 429];
+
+/// How a provider delivers one callback: how long it waits for our answer,
+/// how many times it tries, and which answers count as delivered. Each fake
+/// states its provider's rule and where it comes from (`mtn::DELIVERY`,
+/// `pawapay::DELIVERY`, `wave::DELIVERY`, `fedapay::DELIVERY`).
+#[derive(Clone, Copy, Debug)]
+pub struct Delivery {
+    /// How long one attempt waits for the answer (then it counts as failed, 0).
+    pub patience: Duration,
+    /// Attempts in all, the first one included.
+    pub attempts: usize,
+    /// The pause between two attempts (shortened for tests: providers wait longer).
+    pub pause: Duration,
+    /// Only `200` counts as delivered (pawaPay); otherwise any 2xx does.
+    pub only_200: bool,
+}
+
+impl Delivery {
+    pub fn delivered(&self, status: u16) -> bool {
+        if self.only_200 {
+            status == 200
+        } else {
+            (200..300).contains(&status)
+        }
+    }
 }
 
 /// A fault waiting for a request about one operation.
@@ -308,28 +342,33 @@ impl Plumbing {
             .await
     }
 
-    /// A callback as a provider that waits `patience` for the answer and
-    /// tries up to `attempts` times until it gets a 2xx (MTN: 2 s, 20 times).
-    /// Returns the last answer (0: no answer in time).
-    pub async fn call_back_retrying(
+    /// One callback delivered under the provider's `rule`: each attempt
+    /// waits `rule.patience` for our answer, and another follows while none
+    /// counted as delivered, up to `rule.attempts`. `headers` is called for
+    /// every attempt (a signature is made when the attempt is sent). Returns
+    /// our answer to each attempt, in order (0: none in time, or unreachable).
+    pub async fn deliver(
         &self,
         method: &str,
         url: &str,
+        headers: impl Fn() -> Vec<(String, String)>,
         body: Vec<u8>,
-        patience: Duration,
-        attempts: usize,
-    ) -> u16 {
-        let mut status = 0;
-        for _ in 0..attempts {
-            status = self
-                .call_back_within(method, url, Vec::new(), body.clone(), patience)
+        rule: Delivery,
+    ) -> Vec<u16> {
+        let mut answers = Vec::new();
+        for attempt in 0..rule.attempts {
+            if attempt > 0 {
+                tokio::time::sleep(rule.pause).await;
+            }
+            let status = self
+                .call_back_within(method, url, headers(), body.clone(), rule.patience)
                 .await;
-            if (200..300).contains(&status) {
+            answers.push(status);
+            if rule.delivered(status) {
                 break;
             }
-            tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        status
+        answers
     }
 
     async fn call_back_within(
@@ -404,6 +443,7 @@ async fn apply(fault: Option<Fault>, work: impl std::future::Future<Output = Rep
             work.await;
             Reply::garbage()
         }
+        Fault::Reply(reply) => reply,
     }
 }
 
@@ -524,4 +564,66 @@ pub fn now_rfc3339() -> String {
         .unwrap()
         .as_secs();
     mmc_domain::time::rfc3339(secs * 1000)
+}
+
+/// How a [`Receiver`] answers one request.
+#[derive(Clone, Copy, Debug)]
+pub enum Answer {
+    /// This status, at once.
+    Status(u16),
+    /// 200, after this delay (a receiver too slow for the provider).
+    Late(Duration),
+}
+
+/// A stand-in for our service's callback endpoint, to check how a fake
+/// delivers callbacks: the requests whose body contains `marker` are
+/// answered by the script in turn (then 200) and recorded; any other is
+/// answered 200 at once.
+pub struct Receiver {
+    pub addr: SocketAddr,
+    received: Arc<Mutex<Vec<Received>>>,
+}
+
+impl Receiver {
+    pub async fn start(marker: &str, script: Vec<Answer>) -> Receiver {
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let script = Arc::new(Mutex::new(VecDeque::from(script)));
+        let marker = marker.as_bytes().to_vec();
+        let log = received.clone();
+        let addr = serve(Arc::new(move |req: Received| {
+            let scripted = req
+                .body
+                .windows(marker.len())
+                .any(|w| w == marker.as_slice());
+            let answer = if scripted {
+                script.lock().pop_front()
+            } else {
+                None
+            };
+            if scripted {
+                log.lock().push(req);
+            }
+            Box::pin(async move {
+                match answer {
+                    Some(Answer::Status(status)) => Reply::empty(status),
+                    Some(Answer::Late(delay)) => {
+                        tokio::time::sleep(delay).await;
+                        Reply::empty(200)
+                    }
+                    None => Reply::empty(200),
+                }
+            })
+        }))
+        .await;
+        Receiver { addr, received }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/callback", self.addr)
+    }
+
+    /// The requests that carried the marker, in order of arrival.
+    pub fn received(&self) -> Vec<Received> {
+        self.received.lock().clone()
+    }
 }

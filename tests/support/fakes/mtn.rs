@@ -21,7 +21,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use super::{
-    Fault, Outcome, Outcomes, Plumbing, Received, Reply, is_amount, is_uuid, with_fault,
+    Delivery, Fault, Outcome, Outcomes, Plumbing, Received, Reply, is_amount, is_uuid, with_fault,
     with_fault_for,
 };
 
@@ -617,18 +617,48 @@ async fn decide(inner: &Arc<Inner>, reference: &str, outcome: Outcome) {
         Callbacks::Twice => 2,
     };
     let body = serde_json::to_vec(&resource(&settled)).unwrap();
-    // MTN's callback documentation: the partner has 2 s to answer 2xx, and MTN
-    // tries up to 20 times (then blocks the URL).
     for _ in 0..times {
         inner
             .plumbing
-            .call_back_retrying("PUT", &url, body.clone(), CALLBACK_PATIENCE, 20)
+            .deliver("PUT", &url, Vec::new, body.clone(), DELIVERY)
             .await;
     }
 }
 
 /// How long MTN waits for the partner's answer to a callback.
 pub const CALLBACK_PATIENCE: Duration = Duration::from_secs(2);
+
+/// MTN's callback documentation (as issue #17 quotes it): the partner has
+/// 2 s to answer with a 2xx, MTN tries up to 20 times, then blocks the URL.
+/// The pause between attempts is not stated: 200 ms here.
+pub const DELIVERY: Delivery = Delivery {
+    patience: CALLBACK_PATIENCE,
+    attempts: 20,
+    pause: Duration::from_millis(200),
+    only_200: false,
+};
+
+/// MTN refusing a partner for the partner's own doing, before doing
+/// anything, in the shapes its gateway answers: 401 and 429 from the API
+/// gateway in front of the Open API (`{statusCode, message}`), 403 and 404
+/// as the Open API's `{code, message}` (codes from MTN's common errors list).
+pub fn refusal(status: u16) -> Fault {
+    let body = match status {
+        401 => json!({"statusCode": 401,
+            "message": "Access denied due to invalid subscription key. Make sure to provide a valid key for an active subscription."}),
+        403 => {
+            json!({"code": "NOT_ALLOWED", "message": "Authorization failed. Insufficient permissions."})
+        }
+        404 => {
+            json!({"code": "RESOURCE_NOT_FOUND", "message": "Requested resource was not found."})
+        }
+        429 => {
+            json!({"statusCode": 429, "message": "Rate limit is exceeded. Try again in 1 seconds."})
+        }
+        other => json!({"code": "NOT_ALLOWED", "message": format!("Refused ({other}).")}),
+    };
+    Fault::Reply(Reply::json(status, &body))
+}
 
 fn rand_digits() -> u64 {
     (uuid::Uuid::new_v4().as_u128() % 9_000_000_000) as u64 + 1_000_000_000

@@ -27,7 +27,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use super::{
-    Fault, Outcome, Outcomes, Plumbing, Received, Reply, is_amount, is_uuid, now_rfc3339,
+    Delivery, Fault, Outcome, Outcomes, Plumbing, Received, Reply, is_amount, is_uuid, now_rfc3339,
     with_fault_for,
 };
 
@@ -111,7 +111,47 @@ struct Inner {
     ported: Mutex<HashMap<String, String>>,
     callback_url: Mutex<Option<String>>,
     callbacks: Mutex<Callbacks>,
+    /// Ids whose final callback was delivered (answered 200).
+    delivered: Mutex<std::collections::HashSet<String>>,
     settle_after: Mutex<Duration>,
+}
+
+/// pawaPay's callback delivery. Documented: "HTTP 200 OK" is what pawaPay
+/// needs to consider a callback delivered
+/// (https://docs.pawapay.io/v2/docs/what_to_know#callbacks), and a callback
+/// whose "initial attempt to deliver it has been unsuccessful" can be resent
+/// from the dashboard or with the resend-callback endpoints
+/// (https://docs.pawapay.io/dashboard/transactions/callback_resend,
+/// https://docs.pawapay.io/v2/api-reference/payouts/resend-payout-callback).
+/// Not found in pawaPay's documentation: how long it waits for the answer
+/// and whether it retries by itself. Conservative rule: one attempt, 3 s to
+/// answer, only a 200 counts; then only a resend ([`FakePawapay::resend_callback`]).
+pub const DELIVERY: Delivery = Delivery {
+    patience: Duration::from_secs(3),
+    attempts: 1,
+    pause: Duration::from_millis(200),
+    only_200: true,
+};
+
+/// pawaPay refusing a partner for the partner's own doing, before doing
+/// anything, in its `failureReason` shape: 401 and 403 as this fake answers a
+/// missing or wrong token, 404 as it answers an unknown path; pawaPay's
+/// code for a 429 was not found (`UNKNOWN_ERROR` here).
+pub fn refusal(status: u16) -> Fault {
+    let (code, message) = match status {
+        401 => ("NO_AUTHENTICATION", "No authentication token was provided."),
+        403 => (
+            "AUTHENTICATION_ERROR",
+            "The API token is not valid for this environment.",
+        ),
+        404 => ("NOT_FOUND", "The requested endpoint does not exist."),
+        429 => ("UNKNOWN_ERROR", "Too many requests: slow down."),
+        _ => ("UNKNOWN_ERROR", "Refused."),
+    };
+    Fault::Reply(Reply::json(
+        status,
+        &json!({"failureReason": {"failureCode": code, "failureMessage": message}}),
+    ))
 }
 
 pub struct FakePawapay {
@@ -129,6 +169,7 @@ impl FakePawapay {
             ported: Mutex::new(HashMap::new()),
             callback_url: Mutex::new(None),
             callbacks: Mutex::new(Callbacks::Send),
+            delivered: Mutex::new(std::collections::HashSet::new()),
             settle_after: Mutex::new(Duration::from_millis(300)),
         });
         let handler_inner = inner.clone();
@@ -269,6 +310,27 @@ impl FakePawapay {
             r.status = status.into();
             r.failure = failure.map(str::to_string);
         }
+    }
+
+    /// A resend of a final operation's callback, as the dashboard's "Resend
+    /// callback" or the resend-callback endpoint does it: only once the
+    /// delivery failed (`None` otherwise: not final, or delivered already).
+    /// Returns our answers under [`DELIVERY`].
+    pub async fn resend_callback(&self, id: &str) -> Option<Vec<u16>> {
+        let r = self.record(id)?;
+        if !matches!(r.status.as_str(), "COMPLETED" | "FAILED")
+            || self.inner.delivered.lock().contains(id)
+        {
+            return None;
+        }
+        let url = self.inner.callback_url.lock().clone()?;
+        let body = serde_json::to_vec(&record_json(&r)).unwrap();
+        Some(deliver(&self.inner, id, &url, body).await)
+    }
+
+    /// Whether the final callback of `id` was delivered (answered 200).
+    pub fn callback_delivered(&self, id: &str) -> bool {
+        self.inner.delivered.lock().contains(id)
     }
 
     /// POSTs the record as it stands to the callback URL; returns our answer.
@@ -849,9 +911,18 @@ async fn decide(inner: &Arc<Inner>, id: &str, outcome: Outcome) {
     };
     let body = serde_json::to_vec(&record_json(&settled)).unwrap();
     for _ in 0..times {
-        inner
-            .plumbing
-            .call_back("POST", &url, Vec::new(), body.clone())
-            .await;
+        deliver(inner, id, &url, body.clone()).await;
     }
+}
+
+/// One delivery under [`DELIVERY`]; a 200 marks the callback delivered.
+async fn deliver(inner: &Inner, id: &str, url: &str, body: Vec<u8>) -> Vec<u16> {
+    let answers = inner
+        .plumbing
+        .deliver("POST", url, Vec::new, body, DELIVERY)
+        .await;
+    if answers.iter().any(|s| DELIVERY.delivered(*s)) {
+        inner.delivered.lock().insert(id.to_string());
+    }
+    answers
 }
