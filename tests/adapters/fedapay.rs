@@ -7,7 +7,7 @@ use mmc_host::runtime::bindings::adapter_types::*;
 use serde_json::{Value, json};
 
 use crate::support::fakes::fedapay::{self, FakeFedaPay, Webhooks};
-use crate::support::fakes::{Fault, Outcome};
+use crate::support::fakes::{Fault, Outcome, REFUSED_BECAUSE_OF_US};
 use crate::support::*;
 use crate::*;
 
@@ -667,4 +667,81 @@ async fn fedapay_payouts_refunds_and_signatures_at_adapter_level() {
         panic!("a push needs a phone");
     };
     assert_eq!(f.code, "phone_required");
+}
+
+/// Refused because of us: FedaPay's 401, 403, 404 and 429 to the push (the
+/// call that asks the customer) performed nothing and are not the
+/// customer's doing. The payment fails with `operator_error` and FedaPay's
+/// message, and the host counts each as a `rejected` call of `fedapay`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fedapay_push_refusals_caused_by_us_are_operator_errors_counted_per_adapter() {
+    let fake = FakeFedaPay::start().await;
+    let app = fedapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    for (status, says) in REFUSED_BECAUSE_OF_US.into_iter().zip([
+        "Unauthenticated",
+        "unauthorized",
+        "Not Found",
+        "Too Many Attempts",
+    ]) {
+        fake.inject("push", fedapay::refusal(status), 1);
+        let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
+        assert_eq!(p["status"], "failed", "{status}: {p}");
+        assert_eq!(p["failure_code"], "operator_error", "{status}: {p}");
+        let message = p["failure_message"].as_str().unwrap();
+        assert!(
+            message.contains(&status.to_string()) && message.contains(says),
+            "{status}: FedaPay's status and message are kept: {message}"
+        );
+        let ours = fake.transactions_for(p["id"].as_str().unwrap());
+        assert_eq!(ours.len(), 1, "{status}: created (no money moves there)");
+        assert!(
+            ours.iter().all(|t| t.pushes == 0 && !t.paid()),
+            "{status}: nothing was asked of the customer"
+        );
+    }
+    assert_eq!(fake.requests("push").len(), 4);
+    assert_eq!(
+        metric(
+            &app.metrics().await,
+            "mmc_adapter_calls_total",
+            r#"adapter="fedapay",operation="initiate",outcome="rejected""#,
+        ),
+        4.0
+    );
+}
+
+/// The fake FedaPay delivers a webhook by its rule (`fedapay::DELIVERY`):
+/// an answer that is not a 2xx, or none within 3 s, is followed by another
+/// attempt of the same event, signed anew, up to 3 in all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fake_fedapay_tries_a_webhook_again_until_it_is_acknowledged() {
+    use crate::support::fakes::{Answer, Receiver};
+    let fake = FakeFedaPay::start().await;
+    fake.set_outcome(CELTIIS, Outcome::Stay);
+    let receiver = Receiver::start(
+        "transaction.approved",
+        vec![
+            Answer::Late(fedapay::DELIVERY.patience + Duration::from_millis(500)),
+            Answer::Status(500),
+            Answer::Status(200),
+        ],
+    )
+    .await;
+    fake.set_webhook_url(&receiver.url());
+    let adapter = Direct::load("fedapay", fake.component_config());
+    let Initiated::AwaitingCustomer(tx) = adapter
+        .initiate(initiate_request("celtiis-bj", "BJ", CELTIIS))
+        .await
+        .unwrap()
+    else {
+        panic!("a Celtiis payment is a push")
+    };
+    assert_eq!(fake.customer_pays(&tx).await, vec![0, 500, 200]);
+    let got = receiver.received();
+    assert_eq!(got.len(), 3);
+    for r in &got {
+        assert_eq!(r.body, got[0].body, "the same event each time");
+        assert!(r.header("X-FEDAPAY-SIGNATURE").is_some());
+    }
 }

@@ -6,7 +6,7 @@ use mmc_host::runtime::bindings::adapter_types::*;
 use serde_json::json;
 
 use crate::support::fakes::mtn::{self, Callbacks, FakeMtn};
-use crate::support::fakes::{Fault, Outcome};
+use crate::support::fakes::{Fault, Outcome, REFUSED_BECAUSE_OF_US};
 use crate::support::*;
 use crate::*;
 
@@ -819,4 +819,160 @@ async fn mtn_markets_take_their_own_currency() {
         .await
         .unwrap();
     assert_eq!(elsewhere.status(), 404);
+}
+
+/// Refused because of us: MTN's 401 (still refused after the token was
+/// renewed), 403, 404 and 429 to a request to pay performed nothing and are
+/// not the customer's doing. The payment fails with `operator_error` and
+/// MTN's message, and the host counts each as a `rejected` call of `momo`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mtn_refusals_caused_by_us_are_operator_errors_counted_per_adapter() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    // A first payment: the token is kept from now on, so a 401 is first
+    // taken for a dropped token (renewed, the request sent again).
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    assert_eq!(p["status"], "processing", "{p}");
+    let rejected = |metrics: &str| {
+        metric(
+            metrics,
+            "mmc_adapter_calls_total",
+            r#"adapter="momo",operation="initiate",outcome="rejected""#,
+        )
+    };
+    assert_eq!(rejected(&app.metrics().await), 0.0);
+    for (i, (status, says)) in REFUSED_BECAUSE_OF_US
+        .into_iter()
+        .zip([
+            "Access denied",
+            "NOT_ALLOWED",
+            "RESOURCE_NOT_FOUND",
+            "Rate limit",
+        ])
+        .enumerate()
+    {
+        let phone = format!("+22901660001{i:02}");
+        let times = if status == 401 { 2 } else { 1 };
+        fake.inject_for("requesttopay", &phone, mtn::refusal(status), times);
+        let p = create(&app, &live, &live_payment("BJ", "mtn-bj", &phone)).await;
+        assert_eq!(p["status"], "failed", "{status}: {p}");
+        assert_eq!(p["failure_code"], "operator_error", "{status}: {p}");
+        let message = p["failure_message"].as_str().unwrap();
+        assert!(
+            message.contains(&status.to_string()) && message.contains(says),
+            "{status}: MTN's status and message are kept: {message}"
+        );
+        assert_eq!(fake.faults_left("requesttopay", &phone), 0, "{status}");
+        let digits: String = phone.chars().filter(char::is_ascii_digit).collect();
+        assert!(
+            fake.transactions().iter().all(|t| t.party != digits),
+            "{status}: nothing was performed at MTN"
+        );
+    }
+    assert_eq!(rejected(&app.metrics().await), 4.0);
+}
+
+/// MTN answers 400 to some characters in `payerMessage`/`payeeNote`
+/// (apostrophes among them): a description and a reference full of them
+/// still make a request to pay MTN takes, and the payment completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mtn_notes_with_characters_mtn_refuses_are_cleaned_and_the_payment_completes() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let mut body = live_payment("BJ", "mtn-bj", PHONE);
+    body["description"] = json!("L'épicerie d'Awa: \"promo\" <10%> & co; merci");
+    body["reference"] = json!(format!(
+        "commande d'Awa #{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    ));
+    let p = create(&app, &live, &body).await;
+    assert_eq!(
+        p["status"], "processing",
+        "MTN took the request to pay: {p}"
+    );
+    let sent = fake.requests("requesttopay")[0].json().unwrap();
+    for note in ["payerMessage", "payeeNote"] {
+        let text = sent[note].as_str().unwrap();
+        assert!(
+            !text.is_empty() && !text.contains(['\'', '"', '<', '>', '&', ';']),
+            "{note}: {text}"
+        );
+    }
+    assert!(
+        sent["payerMessage"]
+            .as_str()
+            .unwrap()
+            .starts_with("Lepicerie dAwa"),
+        "accents folded, apostrophes dropped: {sent}"
+    );
+    wait_for(
+        &app,
+        &live,
+        p["id"].as_str().unwrap(),
+        "completed",
+        Duration::from_secs(5),
+    )
+    .await;
+}
+
+/// MTN tries a callback again when the partner did not answer it with a 2xx
+/// within 2 s. Here our first answer is really late: the service has one
+/// adapter slot (`limits.adapter_concurrent_calls = 1`) and another
+/// payment's request to pay holds it while MTN answers that one slowly, so
+/// the callback waits for the slot; MTN gives up on that attempt, and its
+/// next one is answered 200.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mtn_callback_answered_too_late_is_delivered_by_mtns_next_attempt() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(300));
+    let mut component = fake.component_config();
+    component
+        .settings
+        .insert("timeout_ms".into(), "6000".into());
+    let app = app_with_adapter("momo", &["mtn-bj"], component, |c| {
+        c.limits.adapter_concurrent_calls = Some(1);
+        c.limits.slot_wait_ms = Some(5_000);
+    })
+    .await;
+    let (_, _, live) = app.merchant("Shop");
+    let slow = "+2290166000077";
+    fake.set_outcome(slow, Outcome::Stay);
+    fake.inject_for(
+        "requesttopay",
+        slow,
+        Fault::Slow(Duration::from_millis(3500)),
+        1,
+    );
+    let a = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    let a_id = a["id"].as_str().unwrap();
+    // A settles (at 300 ms) and MTN calls back while B holds the only slot.
+    let b = create(&app, &live, &live_payment("BJ", "mtn-bj", slow)).await;
+    assert_eq!(b["status"], "processing", "{b}");
+    assert_eq!(fake.faults_left("requesttopay", slow), 0);
+    wait_for(&app, &live, a_id, "completed", Duration::from_secs(10)).await;
+    let url = format!("{}/api/v1/psp/mtn-bj/callback?environment=live", app.base);
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    let answers = loop {
+        let answers: Vec<u16> = fake
+            .callbacks_sent()
+            .into_iter()
+            .filter(|(u, _)| *u == url)
+            .map(|(_, s)| s)
+            .collect();
+        if answers.contains(&200) || std::time::Instant::now() >= until {
+            break answers;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(answers[0], 0, "no answer within MTN's 2 s: {answers:?}");
+    assert_eq!(
+        answers.last(),
+        Some(&200),
+        "a later attempt was answered: {answers:?}"
+    );
+    assert!(answers.len() <= mtn::DELIVERY.attempts, "{answers:?}");
 }

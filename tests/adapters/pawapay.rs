@@ -6,7 +6,7 @@ use mmc_host::runtime::bindings::adapter_types::*;
 use serde_json::{Value, json};
 
 use crate::support::fakes::pawapay::{self, Callbacks, FakePawapay};
-use crate::support::fakes::{Fault, Outcome};
+use crate::support::fakes::{Fault, Outcome, REFUSED_BECAUSE_OF_US};
 use crate::support::*;
 use crate::*;
 
@@ -850,4 +850,83 @@ async fn callbacks_speak_only_for_sent_payments_of_their_adapter() {
             "{event}: {metrics}"
         );
     }
+}
+
+/// Refused because of us: pawaPay's 401, 403, 404 and 429 to a deposit
+/// performed nothing and are not the customer's doing. The payment fails
+/// with `operator_error` and pawaPay's reason, and the host counts each as
+/// a `rejected` call of `pawapay`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pawapay_refusals_caused_by_us_are_operator_errors_counted_per_adapter() {
+    let fake = FakePawapay::start().await;
+    let app = pawapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    for (i, (status, says)) in REFUSED_BECAUSE_OF_US
+        .into_iter()
+        .zip([
+            "NO_AUTHENTICATION",
+            "AUTHENTICATION_ERROR",
+            "NOT_FOUND",
+            "Too many requests",
+        ])
+        .enumerate()
+    {
+        let phone = format!("+22901950001{i:02}");
+        fake.inject_for("deposits", &phone, pawapay::refusal(status), 1);
+        let p = create(&app, &live, &live_payment("BJ", "moov-bj", &phone)).await;
+        assert_eq!(p["status"], "failed", "{status}: {p}");
+        assert_eq!(p["failure_code"], "operator_error", "{status}: {p}");
+        let message = p["failure_message"].as_str().unwrap();
+        assert!(
+            message.contains(&status.to_string()) && message.contains(says),
+            "{status}: pawaPay's status and reason are kept: {message}"
+        );
+        assert_eq!(fake.faults_left("deposits", &phone), 0, "{status}");
+        assert!(
+            fake.record(&operator_id(p["id"].as_str().unwrap()))
+                .is_none(),
+            "{status}: no deposit at pawaPay"
+        );
+    }
+    assert_eq!(
+        metric(
+            &app.metrics().await,
+            "mmc_adapter_calls_total",
+            r#"adapter="pawapay",operation="initiate",outcome="rejected""#,
+        ),
+        4.0
+    );
+}
+
+/// The fake pawaPay delivers a callback by its rule (`pawapay::DELIVERY`):
+/// only a 200 counts as delivered (a 202 does not), it does not try again
+/// by itself, and an undelivered callback can be resent once, as from
+/// pawaPay's dashboard; a delivered one cannot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fake_pawapay_counts_only_a_200_and_resends_on_request() {
+    use crate::support::fakes::{Answer, Receiver};
+    let fake = FakePawapay::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    let receiver =
+        Receiver::start("COMPLETED", vec![Answer::Status(202), Answer::Status(200)]).await;
+    fake.set_callback_url(&receiver.url());
+    // Loading describes, and describing asks pawaPay (blocking HTTP): off the runtime.
+    let adapter = tokio::task::block_in_place(|| Direct::load("pawapay", fake.component_config()));
+    let req = initiate_request("moov-bj", "BJ", MOOV_BJ);
+    let deposit = operator_id(&req.payment_id);
+    assert!(matches!(
+        adapter.initiate(req).await.unwrap(),
+        Initiated::AwaitingCustomer(_)
+    ));
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    while receiver.received().is_empty() && std::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(receiver.received().len(), 1, "one attempt, no retry");
+    assert!(!fake.callback_delivered(&deposit), "a 202 is not delivered");
+    assert_eq!(fake.resend_callback(&deposit).await, Some(vec![200]));
+    assert!(fake.callback_delivered(&deposit));
+    assert_eq!(fake.resend_callback(&deposit).await, None);
+    assert_eq!(receiver.received().len(), 2);
 }

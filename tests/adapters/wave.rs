@@ -6,7 +6,7 @@ use mmc_host::runtime::bindings::adapter_types::*;
 use serde_json::{Value, json};
 
 use crate::support::fakes::wave::{self, FakeWave, Webhooks};
-use crate::support::fakes::{Fault, Outcome};
+use crate::support::fakes::{Fault, Outcome, REFUSED_BECAUSE_OF_US};
 use crate::support::*;
 use crate::*;
 
@@ -451,4 +451,108 @@ async fn wave_shared_secret_webhooks_are_checked_by_their_bearer_token() {
     assert_eq!(status, 200, "{answer}");
     assert!(fake.mark_paid(&session), "Wave's side agrees");
     wait_for(&app, &live, &id, "completed", Duration::from_secs(5)).await;
+}
+
+/// Refused because of us: Wave's 401, 403, 404 and 429 to the checkout
+/// session opened nothing and are not the customer's doing. The payment
+/// fails with `operator_error` and Wave's message, and the host counts each
+/// as a `rejected` call of `wave`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wave_refusals_caused_by_us_are_operator_errors_counted_per_adapter() {
+    let fake = FakeWave::start().await;
+    let app = wave_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    for (status, says) in REFUSED_BECAUSE_OF_US.into_iter().zip([
+        "invalid-auth",
+        "api-key-wrong-scope",
+        "not-found",
+        "rate-limit-exceeded",
+    ]) {
+        fake.inject("session_create", wave::refusal(status), 1);
+        let p = create(&app, &live, &live_payment("CI", "wave-ci", PHONE)).await;
+        assert_eq!(p["status"], "failed", "{status}: {p}");
+        assert_eq!(p["failure_code"], "operator_error", "{status}: {p}");
+        let message = p["failure_message"].as_str().unwrap();
+        assert!(
+            message.contains(&status.to_string()) && message.contains(says),
+            "{status}: Wave's status and message are kept: {message}"
+        );
+        assert!(
+            fake.sessions_for(p["id"].as_str().unwrap()).is_empty(),
+            "{status}: no session was opened"
+        );
+    }
+    assert_eq!(fake.requests("session_create").len(), 4);
+    assert_eq!(
+        metric(
+            &app.metrics().await,
+            "mmc_adapter_calls_total",
+            r#"adapter="wave",operation="initiate",outcome="rejected""#,
+        ),
+        4.0
+    );
+}
+
+/// The fake Wave delivers a webhook by its rule (`wave::DELIVERY`): an
+/// answer that is not a 2xx, or none within 3 s, is followed by another
+/// attempt of the same event, signed anew, up to 3 in all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fake_wave_tries_a_webhook_again_until_it_is_acknowledged() {
+    use crate::support::fakes::{Answer, Receiver};
+    let fake = FakeWave::start().await;
+    let adapter = Direct::load("wave", fake.component_config());
+    let Initiated::Redirect(session) = adapter
+        .initiate(initiate_request("wave-ci", "CI", PHONE))
+        .await
+        .unwrap()
+    else {
+        panic!("a Wave payment is a redirect")
+    };
+    let receiver = Receiver::start(
+        "checkout.session.completed",
+        vec![
+            Answer::Status(500),
+            Answer::Late(wave::DELIVERY.patience + Duration::from_millis(500)),
+            Answer::Status(200),
+            Answer::Status(200),
+        ],
+    )
+    .await;
+    fake.set_webhook_url(&receiver.url());
+    assert_eq!(
+        fake.customer_pays(&session.psp_reference).await,
+        vec![500, 0, 200]
+    );
+    let got = receiver.received();
+    assert_eq!(got.len(), 3, "no attempt after the 200");
+    for r in &got {
+        assert_eq!(r.body, got[0].body, "the same event each time");
+        let header = r.header("Wave-Signature").expect("signed");
+        let t: u64 = header
+            .strip_prefix("t=")
+            .and_then(|h| h.split(',').next())
+            .and_then(|t| t.parse().ok())
+            .unwrap();
+        assert_eq!(header, wave::signature(wave::WEBHOOK_SECRET, t, &r.body));
+    }
+
+    // Never acknowledged: 3 attempts, then Wave stops.
+    let session = fake_session(&adapter).await;
+    let receiver =
+        Receiver::start("checkout.session.completed", vec![Answer::Status(503); 5]).await;
+    fake.set_webhook_url(&receiver.url());
+    assert_eq!(fake.customer_pays(&session).await, vec![503; 3]);
+    assert_eq!(receiver.received().len(), wave::DELIVERY.attempts);
+}
+
+/// A session opened through the adapter; returns its id.
+async fn fake_session(adapter: &Direct) -> String {
+    match adapter
+        .initiate(initiate_request("wave-ci", "CI", PHONE))
+        .await
+        .unwrap()
+    {
+        Initiated::Redirect(r) => r.psp_reference,
+        other => panic!("{other:?}"),
+    }
 }
