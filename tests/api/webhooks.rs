@@ -466,25 +466,31 @@ async fn a_callback_url_on_loopback_is_never_called_and_says_nothing_of_it() {
         receiver.url(),
         receiver.url().replace("127.0.0.1", "localhost"),
     ] {
-        let mut body = direct_payment("+2290166000001");
-        body["callback_url"] = json!(url);
-        let (status, p) = app.create(&key, &new_key(), &body).await;
-        assert_eq!(status, 201, "{p}");
-        let id = p["id"].as_str().unwrap();
-        let event = wait_until(5, || async {
-            let (_, events) = app.get(&key, &format!("/api/v1/events?payment={id}")).await;
-            let first = events["data"][0]["id"].as_str()?.to_string();
-            let (_, event) = app.get(&key, &format!("/api/v1/events/{first}")).await;
-            let attempts = event["deliveries"][0]["attempts"].as_array()?.clone();
-            (!attempts.is_empty()).then_some(event)
-        })
-        .await;
+        let event = first_attempted_event(&app, &key, &url).await;
         let attempt = &event["deliveries"][0]["attempts"][0];
         assert_eq!(attempt["error"], "destination_refused", "{event}");
         assert!(attempt["status_code"].is_null());
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(receiver.events().is_empty(), "nothing reached loopback");
+}
+
+/// Creates a payment with `callback_url`, then waits for its newest event's
+/// first delivery attempt; returns that event.
+async fn first_attempted_event(app: &TestApp, key: &str, url: &str) -> Value {
+    let mut body = direct_payment("+2290166000001");
+    body["callback_url"] = json!(url);
+    let (status, p) = app.create(key, &new_key(), &body).await;
+    assert_eq!(status, 201, "{p}");
+    let id = p["id"].as_str().unwrap();
+    wait_until(5, || async {
+        let (_, events) = app.get(key, &format!("/api/v1/events?payment={id}")).await;
+        let first = events["data"][0]["id"].as_str()?.to_string();
+        let (_, event) = app.get(key, &format!("/api/v1/events/{first}")).await;
+        let attempts = event["deliveries"][0]["attempts"].as_array()?.clone();
+        (!attempts.is_empty()).then_some(event)
+    })
+    .await
 }
 
 async fn wait_until<T, F: std::future::Future<Output = Option<T>>>(
@@ -655,19 +661,7 @@ async fn delivery_records_say_what_failed_never_what_the_remote_said() {
         (format!("http://{closed}/hook"), "connect_failed"),
         (receiver.url(), "http_status"),
     ] {
-        let mut body = direct_payment("+2290166000001");
-        body["callback_url"] = json!(url);
-        let (status, p) = app.create(&key, &new_key(), &body).await;
-        assert_eq!(status, 201, "{p}");
-        let id = p["id"].as_str().unwrap();
-        let event = wait_until(5, || async {
-            let (_, events) = app.get(&key, &format!("/api/v1/events?payment={id}")).await;
-            let first = events["data"][0]["id"].as_str()?.to_string();
-            let (_, event) = app.get(&key, &format!("/api/v1/events/{first}")).await;
-            let attempts = event["deliveries"][0]["attempts"].as_array()?.clone();
-            (!attempts.is_empty()).then_some(event)
-        })
-        .await;
+        let event = first_attempted_event(&app, &key, &url).await;
         let attempt = &event["deliveries"][0]["attempts"][0];
         assert_eq!(attempt["error"], class, "{event}");
         if class == "http_status" {
