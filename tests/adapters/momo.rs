@@ -919,14 +919,14 @@ async fn mtn_notes_with_characters_mtn_refuses_are_cleaned_and_the_payment_compl
     .await;
 }
 
-/// MTN tries a callback again when the partner did not answer it with a 2xx
-/// within 2 s. Here our first answer is really late: the service has one
-/// adapter slot (`limits.adapter_concurrent_calls = 1`) and another
-/// payment's request to pay holds it while MTN answers that one slowly, so
-/// the callback waits for the slot; MTN gives up on that attempt, and its
-/// next one is answered 200.
+/// MTN gives a partner 2 s to answer a callback, then tries again (20
+/// times at most). Here the service has one adapter slot
+/// (`limits.adapter_concurrent_calls = 1`, `slot_wait_ms` 5 s for payments)
+/// and another payment's request to pay holds it while MTN answers that one
+/// slowly: the callback does not wait a payment's time for the slot, it is
+/// answered 503 at once (within MTN's 2 s), and MTN's next attempt gets 200.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_mtn_callback_answered_too_late_is_delivered_by_mtns_next_attempt() {
+async fn an_mtn_callback_met_by_a_full_pool_is_answered_503_at_once_and_delivered_again() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(300));
     let mut component = fake.component_config();
@@ -968,7 +968,10 @@ async fn an_mtn_callback_answered_too_late_is_delivered_by_mtns_next_attempt() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    assert_eq!(answers[0], 0, "no answer within MTN's 2 s: {answers:?}");
+    assert_eq!(
+        answers[0], 503,
+        "busy, answered within MTN's 2 s (not left to time out): {answers:?}"
+    );
     assert_eq!(
         answers.last(),
         Some(&200),

@@ -60,6 +60,21 @@ pub fn handle(req: &Request, operator: &str) -> Result<Response, ApiError> {
             .into_response(&crate::base_url(None, req)));
         }
         Err(AdapterError::NotSupported(m)) => return Err(ApiError::not_found(&m)),
+        // Our side could not read it now (every instance busy, a trap, a
+        // deadline, no configuration): 503, so the operator sends it again.
+        // Only the adapter's own verdict on the body is the sender's fault.
+        Err(
+            e @ (AdapterError::Busy(_)
+            | AdapterError::Timeout(_)
+            | AdapterError::Unavailable(_)
+            | AdapterError::NotSent(_)),
+        ) => {
+            log::log(
+                log::Level::Warn,
+                &format!("{operator} callback not processed, the operator will retry: {e:?}"),
+            );
+            return Err(ApiError::callback_not_processed());
+        }
         Err(e) => {
             return Err(ApiError::bad_request(
                 "callback_invalid",

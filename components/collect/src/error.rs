@@ -103,6 +103,17 @@ impl ApiError {
         )
     }
 
+    /// 503 to an operator's callback we could not process now: it is sent again.
+    pub fn callback_not_processed() -> ApiError {
+        ApiError::new(
+            503,
+            "api_error",
+            "callback_not_processed",
+            "The notification could not be processed now; send it again.",
+            None,
+        )
+    }
+
     pub fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(500, "api_error", "internal_error", message, None)
     }

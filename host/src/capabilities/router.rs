@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -16,6 +16,9 @@ use crate::runtime::state::HostState;
 use crate::runtime::{CallError, Runtime};
 
 type Outcome<T> = wasmtime::Result<Result<T, AdapterError>>;
+
+/// How long an operator's callback waits for a free adapter instance.
+const CALLBACK_SLOT_WAIT: Duration = Duration::from_millis(500);
 
 /// At most this many operator calls of one `status-many` run at once.
 const STATUS_FAN_OUT: usize = 16;
@@ -47,7 +50,7 @@ impl HostState {
     ) -> Outcome<T> {
         Ok(self.operator_calls(
             || Err(in_transaction()),
-            |runtime| routed(runtime, call, environment, operator, f),
+            |runtime| routed(runtime, call, environment, operator, None, f),
         ))
     }
 }
@@ -66,10 +69,11 @@ fn routed<T>(
     (operation, subject): (&str, &str),
     environment: &str,
     operator: &str,
+    slot_wait: Option<Duration>,
     f: impl FnOnce(&mut wasmtime::Store<HostState>, &Adapter) -> Outcome<T>,
 ) -> Result<T, AdapterError> {
     let started = Instant::now();
-    let (result, served_by) = runtime.call_adapter_traced(environment, operator, f);
+    let (result, served_by) = runtime.call_adapter_waiting(environment, operator, slot_wait, f);
     let elapsed = started.elapsed();
     let outcome = match &result {
         Ok(Ok(_)) => "ok",
@@ -134,6 +138,7 @@ fn status_of(runtime: &Arc<Runtime>, payment: &OperationRef) -> Result<PspStatus
         ("status", &payment.id),
         &payment.environment,
         &payment.operator,
+        None,
         |s, a| a.mmc_adapter_operator().call_status(s, payment),
     )
 }
@@ -326,8 +331,20 @@ impl Host for HostState {
 
     fn parse_callback(&mut self, req: Inbound) -> Outcome<Vec<CallbackUpdate>> {
         let (env, op) = (req.environment.clone(), req.operator.clone());
-        self.with_adapter(("parse_callback", "callback"), &env, &op, |s, a| {
-            a.mmc_adapter_operator().call_parse_callback(s, &req)
-        })
+        // An operator waits seconds for our answer (MTN: 2 s), then retries: with
+        // every instance busy, answer "busy" soon (503) rather than wait a payment's time.
+        Ok(self.operator_calls(
+            || Err(in_transaction()),
+            |runtime| {
+                routed(
+                    runtime,
+                    ("parse_callback", "callback"),
+                    &env,
+                    &op,
+                    Some(CALLBACK_SLOT_WAIT),
+                    |s, a| a.mmc_adapter_operator().call_parse_callback(s, &req),
+                )
+            },
+        ))
     }
 }

@@ -435,16 +435,28 @@ impl Runtime {
         loaded: &Loaded,
         f: impl FnOnce(&mut Store<HostState>, &Pre) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
+        self.invoke_waiting(loaded, None, f)
+    }
+
+    fn invoke_waiting<R>(
+        self: &Arc<Self>,
+        loaded: &Loaded,
+        slot_wait: Option<Duration>,
+        f: impl FnOnce(&mut Store<HostState>, &Pre) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
         // Adapters have their own slots: an API call holding one may call an adapter.
         let gate = match loaded.kind {
             Kind::Adapter => &self.adapter_slots,
             _ => &self.api_slots,
         };
-        let wait = self.deadline_for(loaded).min(
-            self.limits
-                .slot_wait_ms
-                .map_or(Duration::MAX, Duration::from_millis),
-        );
+        let wait = self
+            .deadline_for(loaded)
+            .min(
+                self.limits
+                    .slot_wait_ms
+                    .map_or(Duration::MAX, Duration::from_millis),
+            )
+            .min(slot_wait.unwrap_or(Duration::MAX));
         let Some(_slot) = gate.enter(wait) else {
             let e = CallError::Busy(loaded.name.clone());
             self.services
@@ -611,6 +623,19 @@ impl Runtime {
         operator: &str,
         f: impl FnOnce(&mut Store<HostState>, &Adapter) -> wasmtime::Result<R>,
     ) -> (Result<R, CallError>, Option<Arc<Loaded>>) {
+        self.call_adapter_waiting(environment, operator, None, f)
+    }
+
+    /// As [`Runtime::call_adapter_traced`], waiting at most `slot_wait` (when
+    /// shorter than the usual wait) for a free instance: for callers that
+    /// must answer sooner than a payment waits (an operator's callback).
+    pub fn call_adapter_waiting<R>(
+        self: &Arc<Self>,
+        environment: &str,
+        operator: &str,
+        slot_wait: Option<Duration>,
+        f: impl FnOnce(&mut Store<HostState>, &Adapter) -> wasmtime::Result<R>,
+    ) -> (Result<R, CallError>, Option<Arc<Loaded>>) {
         let Some(loaded) = self.adapter_for(environment, operator) else {
             let e = CallError::NoRoute {
                 environment: environment.into(),
@@ -618,7 +643,7 @@ impl Runtime {
             };
             return (Err(e), None);
         };
-        let result = self.invoke(&loaded, |store, pre| match pre {
+        let result = self.invoke_waiting(&loaded, slot_wait, |store, pre| match pre {
             Pre::Adapter(p) => {
                 let instance = p.instantiate(&mut *store)?;
                 f(store, &instance)
