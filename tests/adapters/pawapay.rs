@@ -619,9 +619,9 @@ async fn a_payment_above_pawapays_maximum_is_refused_before_anything_is_sent() {
     assert_eq!(fake.requests("deposits").len(), 1);
 }
 
-/// The service does not refuse an operator its catalogue says is `closed`
-/// (`create_payment` checks presence, limits and mode only): the deposit is
-/// sent and pawaPay's rejection fails the payment at once.
+/// A provider pawaPay's active configuration reports `CLOSED` is described
+/// `closed` in the catalogue, and a payment to it is refused (400) before
+/// any deposit is sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_closed_in_the_active_configuration_is_refused_before_anything_is_sent() {
     let fake = FakePawapay::start().await;
