@@ -433,3 +433,51 @@ async fn the_page_is_hardened_shows_what_is_paid_and_answers_head() {
         200
     );
 }
+
+/// `/docs` is the README as HTML: in Chromium, the `doc_url` of three error
+/// codes scrolls to each one's row, and the page's policy blocks nothing it
+/// needs (no CSP violation reported).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docs_anchors_of_error_codes_scroll_to_their_rows() {
+    let app = spawn_app().await;
+    let url = app.url("/docs");
+    let out = tokio::task::spawn_blocking(move || {
+        let dir = root().join("tests/browser");
+        let out = Command::new("node")
+            .current_dir(&dir)
+            .args([
+                "docs.mjs",
+                &url,
+                "phone_invalid",
+                "operator_busy",
+                "idempotency_key_reused",
+            ])
+            .output()
+            .expect("node runs");
+        assert!(
+            out.status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(out.stdout.trim_ascii()).unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(out["contentType"], "text/html; charset=utf-8", "{out}");
+    assert_eq!(out["violations"], json!([]), "{out}");
+    for code in ["phone_invalid", "operator_busy", "idempotency_key_reused"] {
+        let a = &out["anchors"][code];
+        assert!(a.is_object(), "#{code} exists: {out}");
+        let top = a["top"].as_i64().unwrap();
+        assert!(
+            a["scrollY"].as_i64().unwrap() > 0,
+            "scrolled for #{code}: {a}"
+        );
+        assert!(
+            (-5..100).contains(&top),
+            "#{code} at the top of the viewport: {a}"
+        );
+        assert!(a["row"].as_str().unwrap().contains(code), "{a}");
+    }
+}

@@ -3,6 +3,7 @@
 //! on a blocking thread (components run synchronously under deadlines).
 
 pub mod connections;
+pub mod docs;
 pub mod errors;
 pub mod native;
 pub mod rate_limit;
@@ -210,6 +211,21 @@ fn text(
         .expect("static response parts are valid")
 }
 
+/// The README as HTML, under a policy that lets nothing run or load.
+fn docs_page() -> Response<Full<Bytes>> {
+    let mut resp = text(StatusCode::OK, "text/html; charset=utf-8", docs::page());
+    let headers = resp.headers_mut();
+    if let Ok(csp) = HeaderValue::from_str(&docs::content_security_policy()) {
+        headers.insert("content-security-policy", csp);
+    }
+    headers.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    resp
+}
+
 /// `HEAD` is answered everywhere as `GET` is, headers and all, without the
 /// body (RFC 9110 §9.3.2): handlers and components see a `GET`.
 fn head_as_get(req: &mut Request<Incoming>) -> bool {
@@ -254,14 +270,7 @@ async fn handle_get(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
                 app.runtime.services.metrics.render(),
             ),
         ),
-        "/docs" => (
-            "docs".to_string(),
-            text(
-                StatusCode::OK,
-                "text/markdown; charset=utf-8",
-                crate::README,
-            ),
-        ),
+        "/docs" => ("docs".to_string(), docs_page()),
         _ if native_area(&path).is_some() => {
             let area = native_area(&path).expect("checked");
             let resp = match native_dispatch(&app, area, req).await {
