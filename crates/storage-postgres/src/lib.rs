@@ -1,0 +1,755 @@
+//! PostgreSQL backend: the engine for a fleet of stateless nodes on one
+//! database.
+//!
+//! Same contract as SQLite (`mmc_storage::conformance`), kept the same way:
+//! - **Writers of a namespace are serialised across the fleet**: `begin` and
+//!   `apply` take a transaction-scoped advisory lock on the namespace
+//!   (`pg_advisory_xact_lock`), as SQLite's single writer serialises them. A
+//!   prepared transaction's checks then read the latest committed values and
+//!   nothing can change them before its writes commit: no serialization
+//!   failures, nothing to retry. Within a node, writers of a namespace also
+//!   queue on a local lock first, so waiting writers do not hold pooled
+//!   connections.
+//! - **Outbox order is commit order**: events are written at commit, under
+//!   one more advisory lock, so a reader that sees event `seq` sees every
+//!   earlier one (a dispatcher's cursor never skips an event committed late).
+//! - **Durable**: `synchronous_commit = on`; a commit is acknowledged once it
+//!   is on the server's disk (and its synchronous replicas, if configured).
+//! - Reads outside a transaction read committed data on any pooled connection.
+//!
+//! Keys are stored as `bytea`, so they order byte-wise (as in SQLite and
+//! in memory) whatever the database's collation.
+//!
+//! The trait is synchronous and called from blocking threads of the host's
+//! runtime and from a plain CLI `main`; each call runs as a task on this
+//! backend's own small runtime and the caller waits on a channel. Unlike
+//! `Runtime::block_on` that never panics, whatever runtime context the caller
+//! is in (a worker, `spawn_blocking`, `block_in_place`, none).
+
+mod migrate;
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_util;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod};
+use futures_util::future::{BoxFuture, join_all};
+use parking_lot::lock_api::ArcMutexGuard;
+use parking_lot::{Mutex, RawMutex};
+use tokio::runtime::{Handle, Runtime};
+use tokio_postgres::NoTls;
+
+use mmc_storage::{Backend, Check, MAX_SCAN, OutboxEvent, StorageError, Transaction, Write};
+
+/// The client the host's own SQL runs on (see [`Postgres::with_client`]).
+pub use deadpool_postgres::Client;
+pub use migrate::MIGRATIONS;
+pub use tokio_postgres;
+
+/// How long a writer waits for its namespace (the local queue, then the
+/// fleet-wide lock) or a call for a pooled connection, before it fails as
+/// busy: a stuck writer must surface as an error, not hang every request.
+/// The same bound as SQLite's.
+const WRITER_WAIT: Duration = Duration::from_secs(10);
+
+/// Tunables; `Default` suits a node.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Schema the tables live in (created if missing); `None`: the server's
+    /// default search path (`public`). Letters, digits and `_` only.
+    pub schema: Option<String>,
+    /// Connections per node. Several nodes share the server's
+    /// `max_connections` (100 by default).
+    pub pool_size: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            schema: None,
+            pool_size: 16,
+        }
+    }
+}
+
+pub struct Postgres {
+    /// `Some` until dropped; shut down in the background, so dropping the
+    /// backend never blocks (nor panics inside another runtime).
+    runtime: Option<Runtime>,
+    handle: Handle,
+    pool: Pool,
+    /// Mixed into advisory lock keys: stores in different schemas of one
+    /// database do not queue behind each other.
+    scope: String,
+    /// One lock per namespace written by this node.
+    writers: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+}
+
+impl Postgres {
+    /// Connects to `url` (`postgres://user[:password]@host[:port]/db`) and
+    /// brings the schema up to date (see [`MIGRATIONS`]).
+    pub fn connect(url: &str) -> Result<Postgres, StorageError> {
+        Self::connect_with(url, Options::default())
+    }
+
+    /// Like [`connect`](Self::connect), with the tables in `schema` (created
+    /// if missing): tests isolate themselves this way.
+    pub fn connect_schema(url: &str, schema: &str) -> Result<Postgres, StorageError> {
+        Self::connect_with(
+            url,
+            Options {
+                schema: Some(schema.to_string()),
+                ..Options::default()
+            },
+        )
+    }
+
+    pub fn connect_with(url: &str, options: Options) -> Result<Postgres, StorageError> {
+        let mut config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| StorageError::Invalid(format!("storage url: {e}")))?;
+        if let Some(schema) = &options.schema {
+            check_schema_name(schema)?;
+        }
+        // Set per session: every commit durable before it is acknowledged
+        // whatever the server's default; a lock wait bounded like the pool's.
+        let mut session = format!(
+            "-c synchronous_commit=on -c lock_timeout={}",
+            WRITER_WAIT.as_millis()
+        );
+        if let Some(schema) = &options.schema {
+            session.push_str(&format!(" -c search_path={schema}"));
+        }
+        if let Some(given) = config.get_options() {
+            session = format!("{given} {session}");
+        }
+        config.options(&session);
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(Duration::from_secs(5));
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("mmc");
+        }
+
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("mmc-postgres")
+            .enable_all()
+            .build()
+            .map_err(|e| StorageError::Unavailable(format!("postgres runtime: {e}")))?;
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                // A connection is checked only for being closed: one that
+                // ended a transaction badly is never returned (see `discard`).
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(options.pool_size.max(1))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(WRITER_WAIT))
+            .create_timeout(Some(WRITER_WAIT))
+            .recycle_timeout(Some(WRITER_WAIT))
+            .build()
+            .map_err(|e| StorageError::Invalid(format!("postgres pool: {e}")))?;
+        let db = Postgres {
+            handle: runtime.handle().clone(),
+            runtime: Some(runtime),
+            pool,
+            scope: options.schema.clone().unwrap_or_default(),
+            writers: Mutex::new(HashMap::new()),
+        };
+        let (pool, schema, key) = (
+            db.pool.clone(),
+            options.schema.clone(),
+            db.lock_key("migrations", ""),
+        );
+        run(&db.handle, async move {
+            migrate::migrate(&pool, schema.as_deref(), key).await
+        })?;
+        Ok(db)
+    }
+
+    /// Runs `f` on a pooled connection (autocommit; `f` may open its own
+    /// transaction with `client.transaction()`), for the host's own tables:
+    ///
+    /// ```no_run
+    /// # fn f(db: &mmc_storage_postgres::Postgres) -> Result<(), mmc_storage::StorageError> {
+    /// let n: i64 = db.with_client(|c| Box::pin(async move {
+    ///     let row = c.query_one("SELECT count(*) FROM outbox", &[]).await?;
+    ///     Ok(row.get(0))
+    /// }))?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// A database error maps to `StorageError::Unavailable`.
+    pub fn with_client<T, F>(&self, f: F) -> Result<T, StorageError>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut Client) -> BoxFuture<'c, Result<T, tokio_postgres::Error>>
+            + Send
+            + 'static,
+    {
+        let pool = self.pool.clone();
+        run(&self.handle, async move {
+            let mut conn = get_conn(&pool).await?;
+            let out = f(&mut conn).await;
+            // `f` may have left a transaction open (an early return): never
+            // hand such a connection to someone else.
+            if out.is_err() {
+                discard(conn);
+            }
+            out.map_err(db_err)
+        })
+    }
+
+    /// The advisory lock key of `(kind, name)` in this store: a stable 64-bit
+    /// hash (FNV-1a), the same on every node and every build.
+    fn lock_key(&self, kind: &str, name: &str) -> i64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for part in ["mmc-storage", &self.scope, kind, name] {
+            for b in part.bytes().chain([0xff]) {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        h as i64
+    }
+
+    /// This node's turn to write `namespace`: queued locally first, so at
+    /// most one connection per namespace and node waits on the fleet lock.
+    fn local_writer(&self, namespace: &str) -> Result<ArcMutexGuard<RawMutex, ()>, StorageError> {
+        let lock = self
+            .writers
+            .lock()
+            .entry(namespace.to_string())
+            .or_default()
+            .clone();
+        lock.try_lock_arc_for(WRITER_WAIT).ok_or_else(|| {
+            StorageError::Unavailable(format!(
+                "storage busy: writer of {namespace} not free in {} s",
+                WRITER_WAIT.as_secs()
+            ))
+        })
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        self.pool.close();
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// Runs `fut` on the backend's runtime and waits for it on this thread.
+fn run<T: Send + 'static>(
+    handle: &Handle,
+    fut: impl Future<Output = Result<T, StorageError>> + Send + 'static,
+) -> Result<T, StorageError> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    handle.spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    rx.recv()
+        .map_err(|_| StorageError::Unavailable("postgres: storage runtime stopped".into()))?
+}
+
+fn db_err(e: tokio_postgres::Error) -> StorageError {
+    use tokio_postgres::error::SqlState;
+    match e.code() {
+        Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE => StorageError::Unavailable(format!(
+            "storage busy: writer lock not acquired in {} s",
+            WRITER_WAIT.as_secs()
+        )),
+        _ => StorageError::Unavailable(format!("postgres: {}", describe(&e))),
+    }
+}
+
+/// An error with its causes: tokio-postgres puts the useful part (the
+/// server's message, "Connection refused") in the source.
+pub(crate) fn describe(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !out.contains(&more) {
+            out = format!("{out}: {more}");
+        }
+        cause = c.source();
+    }
+    out
+}
+
+async fn get_conn(pool: &Pool) -> Result<Object, StorageError> {
+    pool.get().await.map_err(|e| match e {
+        PoolError::Backend(e) => db_err(e),
+        PoolError::Timeout(_) => StorageError::Unavailable(format!(
+            "storage busy: no postgres connection in {} s",
+            WRITER_WAIT.as_secs()
+        )),
+        e => StorageError::Unavailable(format!("postgres pool: {e}")),
+    })
+}
+
+/// Takes a connection out of the pool and closes it (the server rolls back
+/// whatever it had open): for one whose transaction state is unknown.
+fn discard(conn: Object) {
+    drop(Object::take(conn));
+}
+
+/// Limits shared with SQLite. PostgreSQL `text` cannot hold NUL, so names
+/// (not keys, which are `bytea`) must not contain one.
+fn check_names(table: &str, key: &str) -> Result<(), StorageError> {
+    if table.is_empty() || table.len() > 64 {
+        return Err(StorageError::Invalid(
+            "table name must be 1 to 64 bytes".into(),
+        ));
+    }
+    if table.contains('\0') {
+        return Err(StorageError::Invalid("table name contains NUL".into()));
+    }
+    if key.len() > 1024 {
+        return Err(StorageError::Invalid("key longer than 1024 bytes".into()));
+    }
+    Ok(())
+}
+
+fn check_namespace(ns: &str) -> Result<(), StorageError> {
+    if ns.contains('\0') {
+        return Err(StorageError::Invalid("namespace contains NUL".into()));
+    }
+    Ok(())
+}
+
+fn check_schema_name(schema: &str) -> Result<(), StorageError> {
+    let ok = !schema.is_empty()
+        && schema.len() <= 63
+        && schema
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && !schema.as_bytes()[0].is_ascii_digit();
+    if ok {
+        Ok(())
+    } else {
+        Err(StorageError::Invalid(format!(
+            "schema name {schema:?}: lowercase letters, digits and _ only"
+        )))
+    }
+}
+
+fn check_writes(ns: &str, checks: &[Check], writes: &[Write]) -> Result<(), StorageError> {
+    check_namespace(ns)?;
+    for c in checks {
+        check_names(&c.table, &c.key)?;
+    }
+    for w in writes {
+        match w {
+            Write::Put { table, key, .. } | Write::Delete { table, key } => {
+                check_names(table, key)?
+            }
+            Write::Emit(_) => {}
+        }
+    }
+    Ok(())
+}
+
+const GET: &str = "SELECT v FROM kv WHERE ns = $1 AND tbl = $2 AND k = $3";
+const PUT: &str = "INSERT INTO kv (ns, tbl, k, v) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (ns, tbl, k) DO UPDATE SET v = EXCLUDED.v";
+const DELETE: &str = "DELETE FROM kv WHERE ns = $1 AND tbl = $2 AND k = $3";
+const SCAN: &str = "SELECT k, v FROM kv WHERE ns = $1 AND tbl = $2 AND k >= $3
+     AND (octet_length($4::bytea) = 0 OR k < $4) ORDER BY k LIMIT $5";
+const EMIT: &str = "INSERT INTO outbox
+     (id, event_type, merchant_id, environment, subject_id, extra_url, payload, created_ms)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+
+async fn get_on(
+    c: &Client,
+    ns: &str,
+    table: &str,
+    key: &str,
+) -> Result<Option<Vec<u8>>, StorageError> {
+    let stmt = c.prepare_cached(GET).await.map_err(db_err)?;
+    let row = c
+        .query_opt(&stmt, &[&ns, &table, &key.as_bytes()])
+        .await
+        .map_err(db_err)?;
+    Ok(row.map(|r| r.get(0)))
+}
+
+async fn scan_on(
+    c: &Client,
+    ns: &str,
+    table: &str,
+    start: &str,
+    end: &str,
+    limit: u32,
+) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+    let stmt = c.prepare_cached(SCAN).await.map_err(db_err)?;
+    let limit = i64::from(limit.min(MAX_SCAN));
+    let rows = c
+        .query(
+            &stmt,
+            &[&ns, &table, &start.as_bytes(), &end.as_bytes(), &limit],
+        )
+        .await
+        .map_err(db_err)?;
+    rows.into_iter()
+        .map(|r| {
+            let k: Vec<u8> = r.get(0);
+            let k = String::from_utf8(k).map_err(|_| {
+                StorageError::Unavailable("postgres: a stored key is not UTF-8".into())
+            })?;
+            Ok((k, r.get(1)))
+        })
+        .collect()
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Opens the transaction and takes the namespace's fleet-wide writer lock,
+/// in one round trip.
+async fn begin_on(c: &Client, ns_key: i64) -> Result<(), StorageError> {
+    c.batch_execute(&format!("BEGIN; SELECT pg_advisory_xact_lock({ns_key})"))
+        .await
+        .map_err(db_err)
+}
+
+/// Runs the writes in order, pipelined (sent without waiting for each
+/// answer); events go last, under the outbox lock, so `seq` order is commit
+/// order.
+async fn write_on(
+    c: &Client,
+    ns: &str,
+    writes: &[&Write],
+    events: &[&OutboxEvent],
+    outbox_key: i64,
+) -> Result<(), StorageError> {
+    let (put, delete) = (
+        c.prepare_cached(PUT).await.map_err(db_err)?,
+        c.prepare_cached(DELETE).await.map_err(db_err)?,
+    );
+    let calls = writes.iter().map(|w| async {
+        match w {
+            Write::Put { table, key, value } => {
+                c.execute(&put, &[&ns, table, &key.as_bytes(), value]).await
+            }
+            Write::Delete { table, key } => {
+                c.execute(&delete, &[&ns, table, &key.as_bytes()]).await
+            }
+            Write::Emit(_) => Ok(0),
+        }
+    });
+    for r in join_all(calls).await {
+        r.map_err(db_err)?;
+    }
+    if events.is_empty() {
+        return Ok(());
+    }
+    let emit = c.prepare_cached(EMIT).await.map_err(db_err)?;
+    c.batch_execute(&format!("SELECT pg_advisory_xact_lock({outbox_key})"))
+        .await
+        .map_err(db_err)?;
+    let (emit, now) = (&emit, &now_ms());
+    let inserts = events.iter().map(|e| async move {
+        c.execute(
+            emit,
+            &[
+                &e.id,
+                &e.event_type,
+                &e.merchant_id,
+                &e.environment,
+                &e.subject_id,
+                &e.extra_url,
+                &e.payload,
+                now,
+            ],
+        )
+        .await
+    });
+    for r in join_all(inserts).await {
+        r.map_err(db_err)?;
+    }
+    Ok(())
+}
+
+/// Ends the transaction and hands the connection back, or closes it when
+/// the end failed (its state is unknown).
+async fn finish(conn: Object, sql: &str) -> Result<(), StorageError> {
+    match conn.batch_execute(sql).await {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            discard(conn);
+            Err(db_err(e))
+        }
+    }
+}
+
+impl Backend for Postgres {
+    fn begin(&self, namespace: &str) -> Result<Box<dyn Transaction>, StorageError> {
+        check_namespace(namespace)?;
+        let local = self.local_writer(namespace)?;
+        let (pool, ns_key) = (self.pool.clone(), self.lock_key("ns", namespace));
+        let conn = run(&self.handle, async move {
+            let conn = get_conn(&pool).await?;
+            match begin_on(&conn, ns_key).await {
+                Ok(()) => Ok(conn),
+                Err(e) => {
+                    discard(conn);
+                    Err(e)
+                }
+            }
+        })?;
+        Ok(Box::new(PgTxn {
+            conn: Some(conn),
+            handle: self.handle.clone(),
+            ns: namespace.to_string(),
+            events: Vec::new(),
+            outbox_key: self.lock_key("outbox", ""),
+            failed: None,
+            local: Some(local),
+        }))
+    }
+
+    /// Checks then writes in one transaction under the namespace's lock: the
+    /// checks read the latest committed values, and nothing changes them
+    /// before the writes commit.
+    fn apply(
+        &self,
+        namespace: &str,
+        checks: Vec<Check>,
+        writes: Vec<Write>,
+    ) -> Result<bool, StorageError> {
+        check_writes(namespace, &checks, &writes)?;
+        let _local = self.local_writer(namespace)?;
+        let pool = self.pool.clone();
+        let (ns_key, outbox_key) = (self.lock_key("ns", namespace), self.lock_key("outbox", ""));
+        let ns = namespace.to_string();
+        run(&self.handle, async move {
+            let conn = get_conn(&pool).await?;
+            let outcome = async {
+                begin_on(&conn, ns_key).await?;
+                let get = conn.prepare_cached(GET).await.map_err(db_err)?;
+                let (conn, get, ns) = (&conn, &get, &ns);
+                let reads = checks.iter().map(|c| async move {
+                    conn.query_opt(get, &[ns, &c.table, &c.key.as_bytes()])
+                        .await
+                });
+                for (c, row) in checks.iter().zip(join_all(reads).await) {
+                    let value: Option<Vec<u8>> = row.map_err(db_err)?.map(|r| r.get(0));
+                    if value != c.value {
+                        return Ok(false);
+                    }
+                }
+                let events: Vec<&OutboxEvent> = writes
+                    .iter()
+                    .filter_map(|w| match w {
+                        Write::Emit(e) => Some(e),
+                        _ => None,
+                    })
+                    .collect();
+                let kv: Vec<&Write> = writes.iter().collect();
+                write_on(conn, ns, &kv, &events, outbox_key).await?;
+                Ok(true)
+            }
+            .await;
+            match outcome {
+                Ok(true) => finish(conn, "COMMIT").await.map(|()| true),
+                Ok(false) => finish(conn, "ROLLBACK").await.map(|()| false),
+                Err(e) => {
+                    discard(conn);
+                    Err(e)
+                }
+            }
+        })
+    }
+
+    fn get(
+        &self,
+        namespace: &str,
+        table: &str,
+        key: &str,
+    ) -> Result<Option<Vec<u8>>, StorageError> {
+        check_namespace(namespace)?;
+        check_names(table, key)?;
+        let pool = self.pool.clone();
+        let (ns, table, key) = (namespace.to_string(), table.to_string(), key.to_string());
+        run(&self.handle, async move {
+            let conn = get_conn(&pool).await?;
+            get_on(&conn, &ns, &table, &key).await
+        })
+    }
+
+    fn scan(
+        &self,
+        namespace: &str,
+        table: &str,
+        start: &str,
+        end: &str,
+        limit: u32,
+    ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        check_namespace(namespace)?;
+        check_names(table, start)?;
+        let pool = self.pool.clone();
+        let (ns, table, start, end) = (
+            namespace.to_string(),
+            table.to_string(),
+            start.to_string(),
+            end.to_string(),
+        );
+        run(&self.handle, async move {
+            let conn = get_conn(&pool).await?;
+            scan_on(&conn, &ns, &table, &start, &end, limit).await
+        })
+    }
+}
+
+/// An open transaction holding the namespace's writer lock (local and fleet-wide).
+struct PgTxn {
+    /// `None` once committed or rolled back.
+    conn: Option<Object>,
+    handle: Handle,
+    ns: String,
+    /// Written at commit (see [`write_on`]).
+    events: Vec<OutboxEvent>,
+    outbox_key: i64,
+    /// A statement failed: PostgreSQL has aborted the transaction, and a
+    /// `COMMIT` now would roll back without an error. Commit reports it.
+    failed: Option<StorageError>,
+    /// This node's turn at the namespace: released when the transaction
+    /// ends, as SQLite's writer is, not when the box is dropped.
+    local: Option<ArcMutexGuard<RawMutex, ()>>,
+}
+
+impl PgTxn {
+    /// Runs `f` with the transaction's connection on the runtime; the
+    /// connection comes back unless the runtime stopped.
+    fn call<T, F, Fut>(&mut self, f: F) -> Result<T, StorageError>
+    where
+        T: Send + 'static,
+        F: FnOnce(Object, String) -> Fut,
+        Fut: Future<Output = (Object, Result<T, StorageError>)> + Send + 'static,
+    {
+        let conn = self.conn.take().ok_or(StorageError::Finished)?;
+        let fut = f(conn, self.ns.clone());
+        let (conn, out) = run(&self.handle, async move { Ok(fut.await) })?;
+        self.conn = Some(conn);
+        if let Err(e) = &out {
+            self.failed.get_or_insert_with(|| e.clone());
+        }
+        out
+    }
+}
+
+impl Transaction for PgTxn {
+    fn get(&mut self, table: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        check_names(table, key)?;
+        let (table, key) = (table.to_string(), key.to_string());
+        self.call(|c, ns| async move {
+            let out = get_on(&c, &ns, &table, &key).await;
+            (c, out)
+        })
+    }
+
+    fn put(&mut self, table: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
+        check_names(table, key)?;
+        let w = Write::Put {
+            table: table.to_string(),
+            key: key.to_string(),
+            value: value.to_vec(),
+        };
+        self.call(|c, ns| async move {
+            let out = write_on(&c, &ns, &[&w], &[], 0).await;
+            (c, out)
+        })
+    }
+
+    fn delete(&mut self, table: &str, key: &str) -> Result<(), StorageError> {
+        check_names(table, key)?;
+        let w = Write::Delete {
+            table: table.to_string(),
+            key: key.to_string(),
+        };
+        self.call(|c, ns| async move {
+            let out = write_on(&c, &ns, &[&w], &[], 0).await;
+            (c, out)
+        })
+    }
+
+    fn scan(
+        &mut self,
+        table: &str,
+        start: &str,
+        end: &str,
+        limit: u32,
+    ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        check_names(table, start)?;
+        let (table, start, end) = (table.to_string(), start.to_string(), end.to_string());
+        self.call(|c, ns| async move {
+            let out = scan_on(&c, &ns, &table, &start, &end, limit).await;
+            (c, out)
+        })
+    }
+
+    /// Kept until commit: the outbox lock is then held only for the commit.
+    fn emit(&mut self, event: &OutboxEvent) -> Result<(), StorageError> {
+        if self.conn.is_none() {
+            return Err(StorageError::Finished);
+        }
+        self.events.push(event.clone());
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), StorageError> {
+        if let Some(e) = self.failed.take() {
+            self.local.take();
+            if let Some(conn) = self.conn.take() {
+                rollback_later(&self.handle, conn);
+            }
+            return Err(StorageError::Unavailable(format!(
+                "transaction rolled back: a statement in it failed: {e}"
+            )));
+        }
+        let conn = self.conn.take().ok_or(StorageError::Finished)?;
+        let (events, outbox_key) = (std::mem::take(&mut self.events), self.outbox_key);
+        let _local = self.local.take();
+        run(&self.handle, async move {
+            let refs: Vec<&OutboxEvent> = events.iter().collect();
+            if let Err(e) = write_on(&conn, "", &[], &refs, outbox_key).await {
+                discard(conn);
+                return Err(e);
+            }
+            finish(conn, "COMMIT").await
+        })
+    }
+}
+
+impl Drop for PgTxn {
+    fn drop(&mut self) {
+        // A component that trapped, timed out or forgot to commit: undo its
+        // writes. Not waited for: the next writer of the namespace waits on
+        // the fleet lock, which the rollback releases.
+        if let Some(conn) = self.conn.take() {
+            rollback_later(&self.handle, conn);
+        }
+    }
+}
+
+fn rollback_later(handle: &Handle, conn: Object) {
+    handle.spawn(async move {
+        let _ = finish(conn, "ROLLBACK").await;
+    });
+}

@@ -1,0 +1,104 @@
+//! A throwaway database per test (feature `test-util`): tests never see each
+//! other's rows, nor another run's.
+//!
+//! The server is `MMC_TEST_DATABASE_URL` when set, else
+//! `postgres://postgres@127.0.0.1:5432/postgres` (`scripts/test-postgres.sh`
+//! prints a usable URL, starting a private server if need be). No server is a
+//! failure with the reason, never a skip.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+/// The server tests use: `MMC_TEST_DATABASE_URL`, or the local default.
+pub fn server_url() -> String {
+    std::env::var("MMC_TEST_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| DEFAULT_URL.to_string())
+}
+
+/// A database created for one test, dropped (connections and all) when this is.
+pub struct TestDatabase {
+    /// URL of the new database.
+    pub url: String,
+    pub name: String,
+    server: String,
+}
+
+impl TestDatabase {
+    /// Creates a uniquely named database on [`server_url`]. Panics with what
+    /// to do when no server answers.
+    pub fn create() -> TestDatabase {
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let server = server_url();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let name = format!(
+            "mmc_test_{}_{}_{nanos}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        if let Err(e) = admin(&server, &format!("CREATE DATABASE {name}")) {
+            panic!(
+                "PostgreSQL tests need a server and none answered at {server}: {e}\n\
+                 Set MMC_TEST_DATABASE_URL, or run `scripts/test-postgres.sh` (it prints a \
+                 URL, starting a private server if need be). These tests never skip."
+            );
+        }
+        TestDatabase {
+            url: with_database(&server, &name),
+            name,
+            server,
+        }
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        // FORCE: a test that failed may have left connections open.
+        let _ = admin(
+            &self.server,
+            &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
+        );
+    }
+}
+
+/// Runs `sql` on the server's maintenance database.
+fn admin(url: &str, sql: &str) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let mut config: tokio_postgres::Config = url.parse().map_err(|e| format!("{e}"))?;
+        config.connect_timeout(std::time::Duration::from_secs(5));
+        let (client, conn) = config
+            .connect(tokio_postgres::NoTls)
+            .await
+            .map_err(|e| crate::describe(&e))?;
+        let conn = tokio::spawn(conn);
+        let out = client
+            .batch_execute(sql)
+            .await
+            .map_err(|e| crate::describe(&e));
+        drop(client);
+        let _ = conn.await;
+        out
+    })
+}
+
+/// `url` with its database replaced by `db` (URL form only).
+pub fn with_database(url: &str, db: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
+    let (rest, query) = match rest.split_once('?') {
+        Some((r, q)) => (r, Some(q)),
+        None => (rest, None),
+    };
+    let authority = rest.split_once('/').map_or(rest, |(a, _)| a);
+    match query {
+        Some(q) => format!("{scheme}://{authority}/{db}?{q}"),
+        None => format!("{scheme}://{authority}/{db}"),
+    }
+}

@@ -1,0 +1,348 @@
+//! Against a real PostgreSQL, one throwaway database per test
+//! (`test_util`): no server is a failure, never a skip.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use mmc_storage::conformance;
+use mmc_storage::{Backend, OutboxEvent, StorageError, Write};
+
+use crate::test_util::TestDatabase;
+use crate::{MIGRATIONS, Options, Postgres};
+
+fn outbox_ids(db: &Postgres) -> Vec<String> {
+    db.with_client(|c| {
+        Box::pin(async move {
+            let rows = c.query("SELECT id FROM outbox ORDER BY seq", &[]).await?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
+    })
+    .unwrap()
+}
+
+fn event(id: String) -> OutboxEvent {
+    OutboxEvent {
+        id,
+        event_type: "payment.completed".into(),
+        merchant_id: "m".into(),
+        environment: "test".into(),
+        subject_id: "s".into(),
+        extra_url: Some("https://example.test/hook".into()),
+        payload: vec![0, 1, 2, 255],
+    }
+}
+
+/// `n` nodes on one database, handed out in turn.
+fn nodes(url: &str, n: usize) -> impl Fn() -> Arc<dyn Backend> + Sync {
+    let nodes: Vec<Arc<dyn Backend>> = (0..n)
+        .map(|_| Arc::new(Postgres::connect(url).unwrap()) as Arc<dyn Backend>)
+        .collect();
+    let next = AtomicUsize::new(0);
+    move || nodes[next.fetch_add(1, Ordering::Relaxed) % nodes.len()].clone()
+}
+
+#[test]
+fn keeps_the_storage_contract() {
+    let t = TestDatabase::create();
+    let db = Postgres::connect(&t.url).unwrap();
+    conformance::run(&db, &|| outbox_ids(&db));
+    conformance::names_are_checked(&db);
+}
+
+#[test]
+fn concurrent_applies_on_three_nodes_count_exactly_once() {
+    let t = TestDatabase::create();
+    let open = nodes(&t.url, 3);
+    conformance::concurrent_applies_count_exactly_once(&open, 6, 40);
+}
+
+#[test]
+fn concurrent_transactions_on_three_nodes_serialise() {
+    let t = TestDatabase::create();
+    let open = nodes(&t.url, 3);
+    conformance::concurrent_transactions_serialise(&open, 6, 40);
+}
+
+/// The host calls storage from `spawn_blocking` and `block_in_place`; a
+/// CLI from a plain thread; a mistake might call it on a runtime's own
+/// thread. None of them may panic.
+#[test]
+fn callable_from_any_runtime_context() {
+    let t = TestDatabase::create();
+    let db = Arc::new(Postgres::connect(&t.url).unwrap());
+    let put = |db: &Postgres, key: &str| {
+        let w = Write::Put {
+            table: "t".into(),
+            key: key.into(),
+            value: b"v".to_vec(),
+        };
+        assert!(db.apply("ctx", vec![], vec![w]).unwrap());
+        let mut tx = db.begin("ctx").unwrap();
+        assert!(tx.get("t", key).unwrap().is_some());
+        tx.commit().unwrap();
+    };
+
+    let host = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    host.block_on(async {
+        let d = db.clone();
+        tokio::task::spawn_blocking(move || put(&d, "spawn-blocking"))
+            .await
+            .unwrap();
+        let d = db.clone();
+        tokio::spawn(async move { tokio::task::block_in_place(|| put(&d, "block-in-place")) })
+            .await
+            .unwrap();
+        // On a worker thread itself: blocks that worker, but works.
+        let d = db.clone();
+        tokio::spawn(async move { put(&d, "worker") })
+            .await
+            .unwrap();
+    });
+    // A single-threaded runtime, as `#[tokio::main(flavor = "current_thread")]`.
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async { put(&db, "current-thread") });
+    put(&db, "plain");
+    assert_eq!(db.scan("ctx", "t", "", "", 10).unwrap().len(), 5);
+
+    // Dropped on a runtime's thread: no "cannot drop a runtime" panic.
+    let other = Postgres::connect(&t.url).unwrap();
+    host.block_on(async move { drop(other) });
+    // A transaction dropped there rolls back all the same.
+    let d = db.clone();
+    host.block_on(async move {
+        let mut tx = d.begin("ctx").unwrap();
+        tx.put("t", "dropped", b"v").unwrap();
+    });
+    assert_eq!(db.get("ctx", "t", "dropped").unwrap(), None);
+}
+
+#[test]
+fn nodes_starting_together_migrate_once() {
+    let t = TestDatabase::create();
+    let started: Vec<Postgres> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| Postgres::connect(&t.url).unwrap()))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let versions: Vec<i32> = started[0]
+        .with_client(|c| {
+            Box::pin(async move {
+                let rows = c
+                    .query(
+                        "SELECT version FROM schema_migrations ORDER BY version",
+                        &[],
+                    )
+                    .await?;
+                Ok(rows.iter().map(|r| r.get(0)).collect())
+            })
+        })
+        .unwrap();
+    let known: Vec<i32> = MIGRATIONS.iter().map(|(v, _)| *v).collect();
+    assert_eq!(versions, known);
+    let cursors: i64 = started[1]
+        .with_client(|c| {
+            Box::pin(async move {
+                Ok(c.query_one("SELECT count(*) FROM outbox_cursor", &[])
+                    .await?
+                    .get(0))
+            })
+        })
+        .unwrap();
+    assert_eq!(cursors, 1);
+    // Reconnecting to a migrated database applies nothing again.
+    drop(started);
+    Postgres::connect(&t.url).unwrap();
+}
+
+/// A dispatcher reads the outbox past a cursor: it must never see event
+/// `seq` before an earlier one that commits later, or it skips that one for
+/// ever. Writers of different namespaces on different nodes emit at once
+/// while a reader checks that what it sees is always a gap-free prefix.
+#[test]
+fn outbox_seq_order_is_commit_order_across_namespaces_and_nodes() {
+    let t = TestDatabase::create();
+    let open = nodes(&t.url, 3);
+    let reader = Postgres::connect(&t.url).unwrap();
+    let done = AtomicBool::new(false);
+    let polls = std::thread::scope(|s| {
+        for w in 0..6 {
+            let db = open();
+            s.spawn(move || {
+                for i in 0..40 {
+                    let ns = format!("ns-{}", w % 3);
+                    let id = format!("e-{w}-{i}");
+                    if i % 2 == 0 {
+                        let mut tx = db.begin(&ns).unwrap();
+                        tx.put("t", &id, b"v").unwrap();
+                        tx.emit(&event(id)).unwrap();
+                        tx.commit().unwrap();
+                    } else {
+                        let writes = vec![Write::Emit(event(id.clone()))];
+                        assert!(db.apply(&ns, vec![], writes).unwrap());
+                    }
+                }
+            });
+        }
+        let checker = s.spawn(|| {
+            let mut polls = 0;
+            while !done.load(Ordering::Relaxed) {
+                let (count, max): (i64, i64) = reader
+                    .with_client(|c| {
+                        Box::pin(async move {
+                            let r = c
+                                .query_one(
+                                    "SELECT count(*), COALESCE(max(seq), 0) FROM outbox",
+                                    &[],
+                                )
+                                .await?;
+                            Ok((r.get(0), r.get(1)))
+                        })
+                    })
+                    .unwrap();
+                assert_eq!(count, max, "a later event visible before an earlier one");
+                polls += 1;
+            }
+            polls
+        });
+        // Writers are the scope's other threads: wait for them by polling the count.
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while outbox_ids(&reader).len() < 240 {
+            assert!(Instant::now() < deadline, "writers did not finish");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        done.store(true, Ordering::Relaxed);
+        checker.join().unwrap()
+    });
+    assert!(polls > 0);
+    let ids = outbox_ids(&reader);
+    assert_eq!(ids.len(), 240);
+    // Each writer's events in its own order.
+    for w in 0..6 {
+        let mine: Vec<_> = ids
+            .iter()
+            .filter(|id| id.starts_with(&format!("e-{w}-")))
+            .collect();
+        let want: Vec<String> = (0..40).map(|i| format!("e-{w}-{i}")).collect();
+        assert_eq!(mine, want.iter().collect::<Vec<_>>());
+    }
+}
+
+/// A transaction that reads outside itself (as a component may) needs a
+/// second connection; with writers queued locally, a pool of two is enough
+/// for any number of them.
+#[test]
+fn transactions_reading_outside_themselves_do_not_starve_the_pool() {
+    let t = TestDatabase::create();
+    let db = Postgres::connect_with(
+        &t.url,
+        Options {
+            pool_size: 2,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    std::thread::scope(|s| {
+        for w in 0..8 {
+            let db = &db;
+            s.spawn(move || {
+                for i in 0..20 {
+                    let mut tx = db.begin("c").unwrap();
+                    tx.put("t", &format!("{w}-{i}"), b"v").unwrap();
+                    db.get("c", "t", &format!("{}-{i}", (w + 1) % 8)).unwrap();
+                    tx.commit().unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(db.scan("c", "t", "", "", 1000).unwrap().len(), 160);
+}
+
+#[test]
+fn schemas_isolate_stores_in_one_database() {
+    let t = TestDatabase::create();
+    let a = Postgres::connect_schema(&t.url, "node_a").unwrap();
+    let b = Postgres::connect_schema(&t.url, "node_b").unwrap();
+    assert!(
+        a.apply("c", vec![], vec![Write::Emit(event("only-a".into()))])
+            .unwrap()
+    );
+    let mut tx = a.begin("c").unwrap();
+    tx.put("t", "k", b"a").unwrap();
+    tx.commit().unwrap();
+    assert_eq!(b.get("c", "t", "k").unwrap(), None);
+    assert_eq!(outbox_ids(&a), ["only-a"]);
+    assert!(outbox_ids(&b).is_empty());
+    assert!(matches!(
+        Postgres::connect_schema(&t.url, "bad; DROP TABLE kv"),
+        Err(StorageError::Invalid(_))
+    ));
+}
+
+#[test]
+fn commits_are_synchronous() {
+    let t = TestDatabase::create();
+    let db = Postgres::connect(&t.url).unwrap();
+    let setting: String = db
+        .with_client(|c| {
+            Box::pin(async move { Ok(c.query_one("SHOW synchronous_commit", &[]).await?.get(0)) })
+        })
+        .unwrap();
+    assert_eq!(setting, "on");
+}
+
+#[test]
+fn an_unreachable_server_fails_fast_as_unavailable() {
+    // Port 1: nothing listens there.
+    let started = Instant::now();
+    let err = Postgres::connect("postgres://postgres@127.0.0.1:1/postgres")
+        .err()
+        .expect("no server there");
+    assert!(matches!(err, StorageError::Unavailable(_)), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert!(matches!(
+        Postgres::connect("mysql://nope"),
+        Err(StorageError::Invalid(_))
+    ));
+}
+
+/// A commit that fails (here: an event id already in the outbox) reports
+/// the failure and writes nothing of the transaction.
+#[test]
+fn a_failed_commit_is_reported_and_writes_nothing() {
+    let t = TestDatabase::create();
+    let db = Postgres::connect(&t.url).unwrap();
+    assert!(
+        db.apply("c", vec![], vec![Write::Emit(event("dup".into()))])
+            .unwrap()
+    );
+    let mut tx = db.begin("c").unwrap();
+    tx.put("t", "k", b"v").unwrap();
+    tx.emit(&event("dup".into())).unwrap();
+    assert!(matches!(tx.commit(), Err(StorageError::Unavailable(_))));
+    assert_eq!(db.get("c", "t", "k").unwrap(), None);
+    let writes = vec![
+        Write::Put {
+            table: "t".into(),
+            key: "k".into(),
+            value: b"v".to_vec(),
+        },
+        Write::Emit(event("dup".into())),
+    ];
+    assert!(db.apply("c", vec![], writes).is_err());
+    assert_eq!(db.get("c", "t", "k").unwrap(), None);
+    // The namespace is free and the pool healthy afterwards.
+    assert!(
+        db.apply("c", vec![], vec![Write::Emit(event("next".into()))])
+            .unwrap()
+    );
+    assert_eq!(outbox_ids(&db), ["dup", "next"]);
+}
