@@ -36,7 +36,7 @@ use parking_lot::{Condvar, Mutex, RawMutex};
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
-use super::{
+use mmc_storage::{
     Backend, Check, MAX_SCAN, OutboxEvent, Stage, StorageError, Transaction, Write,
     check_then_write,
 };
@@ -706,6 +706,12 @@ fn delete_on(conn: &Connection, ns: &str, table: &str, key: &str) -> Result<(), 
     Ok(())
 }
 
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
 fn emit_on(conn: &Connection, e: &OutboxEvent) -> Result<(), StorageError> {
     let mut stmt = conn.prepare_cached(
         "INSERT INTO outbox (id, event_type, merchant_id, environment, subject_id, extra_url, payload, created_ms)
@@ -719,7 +725,7 @@ fn emit_on(conn: &Connection, e: &OutboxEvent) -> Result<(), StorageError> {
         e.subject_id,
         e.extra_url,
         e.payload,
-        crate::capabilities::clock::system_now_ms() as i64
+        now_ms()
     ])?;
     Ok(())
 }
@@ -901,7 +907,7 @@ mod tests {
 
     #[test]
     fn apply_writes_only_when_every_check_still_holds() {
-        use crate::db::{Check, Write};
+        use mmc_storage::{Check, Write};
         let dir = tempfile::tempdir().unwrap();
         let db = Sqlite::open(&dir.path().join("a.db")).unwrap();
         let check = |key: &str, value: Option<&[u8]>| Check {
@@ -946,7 +952,7 @@ mod tests {
 
     #[test]
     fn concurrent_applies_all_become_durable_and_a_conflict_applies_once() {
-        use crate::db::{Check, Write};
+        use mmc_storage::{Check, Write};
         let dir = tempfile::tempdir().unwrap();
         let db = Arc::new(Sqlite::open(&dir.path().join("q.db")).unwrap());
         let absent = |key: &str| Check {

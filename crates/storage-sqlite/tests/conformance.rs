@@ -1,0 +1,33 @@
+//! The storage contract shared by every engine (`mmc_storage::conformance`).
+
+use std::sync::Arc;
+
+use mmc_storage::Backend;
+use mmc_storage::conformance;
+use mmc_storage_sqlite::Sqlite;
+
+fn outbox_ids(db: &Sqlite) -> Vec<String> {
+    db.read(|c| {
+        let mut stmt = c.prepare("SELECT id FROM outbox ORDER BY seq")?;
+        let ids = stmt.query_map([], |r| r.get(0))?;
+        Ok(ids.collect::<Result<_, _>>()?)
+    })
+    .unwrap()
+}
+
+#[test]
+fn keeps_the_storage_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Sqlite::open(&dir.path().join("c.db")).unwrap();
+    conformance::run(&db, &|| outbox_ids(&db));
+    conformance::names_are_checked(&db);
+}
+
+#[test]
+fn concurrent_applies_count_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    // One instance: a SQLite file has one server process.
+    let db: Arc<dyn Backend> = Arc::new(Sqlite::open(&dir.path().join("q.db")).unwrap());
+    conformance::concurrent_applies_count_exactly_once(&|| db.clone(), 8, 50);
+    conformance::concurrent_transactions_serialise(&|| db.clone(), 8, 50);
+}
