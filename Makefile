@@ -57,8 +57,13 @@ run: components
 # holding CI to its own limit; libtest names a test still running after 60 s.
 TEST_TIMEOUT ?= 50m
 
+# PostgreSQL for the tests: MMC_TEST_DATABASE_URL, else a server on
+# 127.0.0.1:5432, else a private throwaway cluster under target/pg (Debian's
+# postgresql installed first when missing). None: the run fails, saying why.
 test: components test-components tools browser
-	timeout -k 30s $(TEST_TIMEOUT) $(CARGO) test --no-fail-fast --workspace $(addprefix --exclude ,$(COMPONENTS) $(TEST_COMPONENTS))
+	@url=$$(./scripts/test-postgres.sh) || { echo "make test: no PostgreSQL for the tests (see above)" >&2; exit 1; }; \
+	echo "PostgreSQL for the tests: $$url"; \
+	MMC_TEST_DATABASE_URL="$$url" timeout -k 30s $(TEST_TIMEOUT) $(CARGO) test --no-fail-fast --workspace $(addprefix --exclude ,$(COMPONENTS) $(TEST_COMPONENTS))
 	# Components' own unit tests (CSV parsing...) run natively.
 	$(CARGO) test -p collect -p bulk -p momo -p wave -p pawapay -p fedapay
 
