@@ -201,6 +201,12 @@ impl Default for Config {
                     false,
                 ),
                 route(
+                    "/api/v1/collect/refunds",
+                    "collect",
+                    Generation::Current,
+                    false,
+                ),
+                route(
                     "/api/v1/collect/openapi.json",
                     "collect",
                     Generation::Current,

@@ -14,6 +14,7 @@ mod create;
 mod isolation;
 mod legacy;
 mod lifecycle;
+mod listing;
 mod logs;
 mod openapi;
 mod platform;

@@ -57,6 +57,16 @@ impl ApiError {
         ApiError::new(404, "not_found_error", "resource_not_found", message, None)
     }
 
+    pub fn refund_not_found(id: &str) -> ApiError {
+        ApiError::new(
+            404,
+            "not_found_error",
+            "refund_not_found",
+            format!("No refund '{id}' for this merchant and environment."),
+            None,
+        )
+    }
+
     pub fn payment_not_found(id: &str) -> ApiError {
         ApiError::new(
             404,

@@ -18,6 +18,7 @@ mod checkout;
 mod error;
 mod ids;
 mod jobs;
+mod listing;
 mod payments;
 mod refunds;
 mod store;
@@ -110,16 +111,24 @@ fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, ApiError> {
     wire::check_api_version(req)?;
     match (method, segments.as_slice()) {
         ("POST", ["payments"]) => payments::create(caller, req),
+        ("GET", ["payments"]) => listing::list_payments(caller, req),
+        ("GET", ["payments", id, "refunds"]) => listing::payment_refunds(caller, req, id),
+        ("GET", ["refunds", id]) => listing::get_refund(caller, id),
         ("GET", ["payments", "operators"]) => payments::catalogue(caller, req),
         ("GET", ["payments", "operators", "predict"]) => payments::predict(caller, req),
         ("GET", ["payments", id]) => payments::get(caller, req, id),
         ("POST", ["payments", id, "confirm"]) => payments::confirm_http(caller, req, id),
         ("POST", ["payments", id, "cancel"]) => payments::cancel_http(caller, req, id),
         ("POST", ["payments", id, "refunds"]) => refunds::create_http(caller, req, id),
-        (_, ["payments"]) | (_, ["payments", _, "confirm" | "cancel" | "refunds"]) => {
+        (_, ["payments"]) | (_, ["payments", _, "refunds"]) => {
+            Err(ApiError::method_not_allowed(method, "GET, POST"))
+        }
+        (_, ["payments", _, "confirm" | "cancel"]) => {
             Err(ApiError::method_not_allowed(method, "POST"))
         }
-        (_, ["payments", _]) => Err(ApiError::method_not_allowed(method, "GET")),
+        (_, ["payments", _]) | (_, ["refunds", _]) => {
+            Err(ApiError::method_not_allowed(method, "GET"))
+        }
         _ => Err(ApiError::not_found(&format!(
             "No such endpoint: {method} {}",
             req.path

@@ -13,6 +13,7 @@
 //! | pspref | env/operator/psp_reference | merchant/id |
 //! | refunds | env/merchant/refund id | [`Refund`] |
 //! | refund_active | next_check_ms/env/merchant/refund id | (empty) — refunds to poll |
+//! | payment_refunds | env/merchant/payment id/refund id | (empty) — a payment's refunds |
 //! | refund_idem | env/merchant/idempotency-key | [`RefundIdem`] |
 
 use std::cell::RefCell;
@@ -267,6 +268,30 @@ pub fn read_owner(env: &str, id: &str) -> Result<Option<String>, ApiError> {
 /// Reads a refund outside a transaction (committed data).
 pub fn read_refund(env: &str, merchant: &str, id: &str) -> Result<Option<Refund>, ApiError> {
     decode(storage::get("refunds", &scope(env, merchant, id))?)
+}
+
+/// Refunds of `payment_id`, oldest first, after refund `after`, at most `limit`.
+pub fn read_payment_refunds(
+    env: &str,
+    merchant: &str,
+    payment_id: &str,
+    after: Option<&str>,
+    limit: u32,
+) -> Result<Vec<Refund>, ApiError> {
+    let prefix = format!("{env}/{merchant}/{payment_id}/");
+    let start = match after {
+        Some(a) => format!("{prefix}{a}\u{1}"),
+        None => prefix.clone(),
+    };
+    let end = format!("{}0", prefix.trim_end_matches('/'));
+    let mut out = Vec::new();
+    for storage::Entry { key, .. } in storage::scan("payment_refunds", &start, &end, limit)? {
+        let id = key.rsplit('/').next().unwrap_or_default();
+        if let Some(r) = read_refund(env, merchant, id)? {
+            out.push(r);
+        }
+    }
+    Ok(out)
 }
 
 /// A write transaction, or a *draft* of one.
@@ -584,6 +609,11 @@ impl Tx {
             self.put("refund_active", &time_key(at, env, m, id), b"")?;
         }
         self.put("owners", &format!("{env}/{id}"), m.as_bytes())?;
+        self.put(
+            "payment_refunds",
+            &format!("{env}/{m}/{}/{id}", r.payment_id),
+            b"",
+        )?;
         self.put("refunds", &scope(env, m, id), &encode(r))
     }
 }
