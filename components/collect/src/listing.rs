@@ -63,7 +63,7 @@ impl Filters {
     }
 }
 
-fn param<'a>(req: &'a Request, name: &str) -> Option<String> {
+fn param(req: &Request, name: &str) -> Option<String> {
     // Names may come percent-encoded (`created%5Bgte%5D`).
     let encoded = name.replace('[', "%5B").replace(']', "%5D");
     wire::query_param(req, name)
