@@ -288,8 +288,9 @@ impl Config {
             let Some(key) = name.strip_prefix("MMC_") else {
                 continue;
             };
-            // Read by the CLI itself, not configuration keys.
-            if matches!(key, "CONFIG" | "LOG" | "ADMIN_URL") {
+            // Read by the CLI itself, not configuration keys; `MMC_TEST_*` are
+            // the test suite's (`MMC_TEST_DATABASE_URL`), set around every process it starts.
+            if matches!(key, "CONFIG" | "LOG" | "ADMIN_URL") || key.starts_with("TEST_") {
                 continue;
             }
             let path: Vec<String> = key.split("__").map(|s| s.to_ascii_lowercase()).collect();
@@ -420,6 +421,11 @@ mod tests {
                     "\"10\"".into(),
                 ),
                 ("OTHER".into(), "x".into()),
+                // The test suite's, not configuration: a server it starts must not refuse it.
+                (
+                    "MMC_TEST_DATABASE_URL".into(),
+                    "postgres://x@127.0.0.1/y".into(),
+                ),
             ],
         )
         .unwrap();
