@@ -481,3 +481,43 @@ async fn docs_anchors_of_error_codes_scroll_to_their_rows() {
         assert!(a["row"].as_str().unwrap().contains(code), "{a}");
     }
 }
+
+/// The checkout page passes an accessibility audit (axe-core) at a phone's
+/// width and a desktop's, in both languages, with nothing serious or critical
+/// and nothing overflowing the screen sideways.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_checkout_page_passes_an_accessibility_audit_on_a_phone_and_a_desktop() {
+    let app = spawn_app().await;
+    let (_, key, _) = app.merchant("Boutique Awa");
+    let body = json!({"reference": format!("h-{}", uuid::Uuid::new_v4()), "amount": 2500,
+        "currency": "XOF", "country": "BJ", "mode": "hosted", "description": "Panier 42"});
+    let (status, p) = app.create(&key, &new_key(), &body).await;
+    assert_eq!(status, 201, "{p}");
+    for lang in ["fr", "en"] {
+        let url = format!("{}?lang={lang}", p["checkout_url"].as_str().unwrap());
+        let shots = target_dir().join(format!("a11y-checkout-{lang}"));
+        let out = tokio::task::spawn_blocking(move || {
+            let out = Command::new("node")
+                .current_dir(root().join("tests/browser"))
+                .arg("a11y.mjs")
+                .arg(&url)
+                .arg(&shots)
+                .output()
+                .expect("node runs");
+            assert!(
+                out.status.success(),
+                "{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice::<Value>(out.stdout.trim_ascii()).unwrap()
+        })
+        .await
+        .unwrap();
+        println!("{lang}: {out}");
+        for width in ["phone", "desktop"] {
+            assert_eq!(out[width]["serious"], json!([]), "{lang} {width}: {out}");
+            assert_eq!(out[width]["overflow"], false, "{lang} {width}: {out}");
+        }
+    }
+}
