@@ -35,6 +35,27 @@ fn pay_in_browser(url: &str, lang: &str, operator: &str, phone: &str, otp: Optio
     serde_json::from_slice(out.stdout.trim_ascii()).expect("one JSON line")
 }
 
+/// Runs `node <args>` in tests/browser (off the async workers) and parses
+/// the one JSON line it prints.
+async fn node_json(args: Vec<String>) -> Value {
+    tokio::task::spawn_blocking(move || {
+        let out = Command::new("node")
+            .current_dir(root().join("tests/browser"))
+            .args(&args)
+            .output()
+            .expect("node runs");
+        assert!(
+            out.status.success(),
+            "node {args:?}:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(out.stdout.trim_ascii()).unwrap()
+    })
+    .await
+    .unwrap()
+}
+
 async fn hosted(app: &TestApp, key: &str, country: &str, amount: u64) -> Value {
     let body = json!({"reference": format!("h-{}", uuid::Uuid::new_v4()), "amount": amount, "currency": "XOF", "country": country, "mode": "hosted"});
     let (status, p) = app.create(key, &new_key(), &body).await;
@@ -440,30 +461,14 @@ async fn the_page_is_hardened_shows_what_is_paid_and_answers_head() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn docs_anchors_of_error_codes_scroll_to_their_rows() {
     let app = spawn_app().await;
-    let url = app.url("/docs");
-    let out = tokio::task::spawn_blocking(move || {
-        let dir = root().join("tests/browser");
-        let out = Command::new("node")
-            .current_dir(&dir)
-            .args([
-                "docs.mjs",
-                &url,
-                "phone_invalid",
-                "operator_busy",
-                "idempotency_key_reused",
-            ])
-            .output()
-            .expect("node runs");
-        assert!(
-            out.status.success(),
-            "{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice::<Value>(out.stdout.trim_ascii()).unwrap()
-    })
-    .await
-    .unwrap();
+    let out = node_json(vec![
+        "docs.mjs".into(),
+        app.url("/docs"),
+        "phone_invalid".into(),
+        "operator_busy".into(),
+        "idempotency_key_reused".into(),
+    ])
+    .await;
     assert_eq!(out["contentType"], "text/html; charset=utf-8", "{out}");
     assert_eq!(out["violations"], json!([]), "{out}");
     for code in ["phone_invalid", "operator_busy", "idempotency_key_reused"] {
@@ -496,24 +501,7 @@ async fn the_checkout_page_passes_an_accessibility_audit_on_a_phone_and_a_deskto
     for lang in ["fr", "en"] {
         let url = format!("{}?lang={lang}", p["checkout_url"].as_str().unwrap());
         let shots = target_dir().join(format!("a11y-checkout-{lang}"));
-        let out = tokio::task::spawn_blocking(move || {
-            let out = Command::new("node")
-                .current_dir(root().join("tests/browser"))
-                .arg("a11y.mjs")
-                .arg(&url)
-                .arg(&shots)
-                .output()
-                .expect("node runs");
-            assert!(
-                out.status.success(),
-                "{}\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            serde_json::from_slice::<Value>(out.stdout.trim_ascii()).unwrap()
-        })
-        .await
-        .unwrap();
+        let out = node_json(vec!["a11y.mjs".into(), url, shots.display().to_string()]).await;
         println!("{lang}: {out}");
         for width in ["phone", "desktop"] {
             assert_eq!(out[width]["serious"], json!([]), "{lang} {width}: {out}");

@@ -4,19 +4,6 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> (u16, Value) {
-    let resp = app
-        .client
-        .post(app.url(path))
-        .bearer_auth(key)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
-
 fn otp_payment(phone: &str) -> Value {
     let mut b = direct_payment(phone);
     b["operator"] = json!("coris-bj");
@@ -36,18 +23,18 @@ async fn otp_confirmation_rules() {
         .await;
     let id = p["id"].as_str().unwrap();
     let confirm = format!("/api/v1/collect/payments/{id}/confirm");
-    let (status, err) = post(&app, &key, &confirm, json!({"otp": "123"})).await;
+    let (status, err) = app.post(&key, &confirm, json!({"otp": "123"})).await;
     assert_eq!(
         (status, err["error"]["param"].as_str()),
         (400, Some("otp")),
         "{err}"
     );
-    let (status, err) = post(&app, &key, &confirm, json!({})).await;
+    let (status, err) = app.post(&key, &confirm, json!({})).await;
     assert_eq!(
         (status, err["error"]["code"].as_str()),
         (400, Some("parameter_missing"))
     );
-    let (status, err) = post(&app, &key, &confirm, json!({"otp": "000000"})).await;
+    let (status, err) = app.post(&key, &confirm, json!({"otp": "000000"})).await;
     assert_eq!(
         (status, err["error"]["code"].as_str()),
         (400, Some("invalid_otp"))
@@ -59,18 +46,17 @@ async fn otp_confirmation_rules() {
         "awaiting_otp",
         "unchanged"
     );
-    let (status, p) = post(&app, &key, &confirm, json!({"otp": "123456"})).await;
+    let (status, p) = app.post(&key, &confirm, json!({"otp": "123456"})).await;
     assert_eq!(status, 200, "{p}");
     assert_eq!(p["status"], "completed");
-    let (status, err) = post(&app, &key, &confirm, json!({"otp": "123456"})).await;
+    let (status, err) = app.post(&key, &confirm, json!({"otp": "123456"})).await;
     assert_eq!(
         (status, err["error"]["code"].as_str()),
         (409, Some("otp_not_required"))
     );
     assert_eq!(err["error"]["type"], "state_error");
     assert_eq!(
-        post(
-            &app,
+        app.post(
             &key,
             "/api/v1/collect/payments/nope/confirm",
             json!({"otp": "123456"})
@@ -90,7 +76,7 @@ async fn otp_confirmation_rules() {
     );
     for _ in 0..3 {
         assert_eq!(
-            post(&app, &key, &confirm, json!({"otp": "999999"})).await.0,
+            app.post(&key, &confirm, json!({"otp": "999999"})).await.0,
             400
         );
     }
@@ -112,33 +98,33 @@ async fn cancel_rules() {
         .create(&key, &new_key(), &direct_payment("+2290166000004"))
         .await;
     let id = p["id"].as_str().unwrap();
-    let (status, err) = post(
-        &app,
-        &key,
-        &format!("/api/v1/collect/payments/{id}/cancel"),
-        json!({"reason": "x".repeat(65)}),
-    )
-    .await;
+    let (status, err) = app
+        .post(
+            &key,
+            &format!("/api/v1/collect/payments/{id}/cancel"),
+            json!({"reason": "x".repeat(65)}),
+        )
+        .await;
     assert_eq!(
         (status, err["error"]["param"].as_str()),
         (400, Some("reason"))
     );
-    let (status, c) = post(
-        &app,
-        &key,
-        &format!("/api/v1/collect/payments/{id}/cancel"),
-        json!({"reason": "customer left"}),
-    )
-    .await;
+    let (status, c) = app
+        .post(
+            &key,
+            &format!("/api/v1/collect/payments/{id}/cancel"),
+            json!({"reason": "customer left"}),
+        )
+        .await;
     assert_eq!(status, 200, "{c}");
     assert_eq!(c["status"], "cancelled");
-    let (status, err) = post(
-        &app,
-        &key,
-        &format!("/api/v1/collect/payments/{id}/cancel"),
-        json!({}),
-    )
-    .await;
+    let (status, err) = app
+        .post(
+            &key,
+            &format!("/api/v1/collect/payments/{id}/cancel"),
+            json!({}),
+        )
+        .await;
     assert_eq!(
         (status, err["error"]["code"].as_str()),
         (409, Some("payment_not_cancellable"))
@@ -147,16 +133,16 @@ async fn cancel_rules() {
     let (_, p) = app
         .create(&key, &new_key(), &direct_payment("+2290166000001"))
         .await;
-    let (status, err) = post(
-        &app,
-        &key,
-        &format!(
-            "/api/v1/collect/payments/{}/cancel",
-            p["id"].as_str().unwrap()
-        ),
-        Value::Null,
-    )
-    .await;
+    let (status, err) = app
+        .post(
+            &key,
+            &format!(
+                "/api/v1/collect/payments/{}/cancel",
+                p["id"].as_str().unwrap()
+            ),
+            Value::Null,
+        )
+        .await;
     assert_eq!(
         (status, err["error"]["code"].as_str()),
         (409, Some("payment_not_cancellable"))
@@ -171,14 +157,9 @@ async fn cancel_rules() {
         "completed"
     );
     assert_eq!(
-        post(
-            &app,
-            &key,
-            "/api/v1/collect/payments/nope/cancel",
-            json!({})
-        )
-        .await
-        .0,
+        app.post(&key, "/api/v1/collect/payments/nope/cancel", json!({}))
+            .await
+            .0,
         404
     );
 }
@@ -193,7 +174,7 @@ async fn refunds_never_exceed_the_payment_and_a_full_refund_refunds_it() {
     let id = p["id"].as_str().unwrap();
     let refunds = format!("/api/v1/collect/payments/{id}/refunds");
     // Not completed yet (processing until synced) → 409.
-    let (status, err) = post(&app, &key, &refunds, json!({})).await;
+    let (status, err) = app.post(&key, &refunds, json!({})).await;
     assert_eq!(
         (status, err["error"]["code"].as_str()),
         (409, Some("payment_not_refundable")),
@@ -206,23 +187,23 @@ async fn refunds_never_exceed_the_payment_and_a_full_refund_refunds_it() {
         "completed"
     );
 
-    let (status, err) = post(&app, &key, &refunds, json!({"amount": 1501})).await;
+    let (status, err) = app.post(&key, &refunds, json!({"amount": 1501})).await;
     assert_eq!(
         (status, err["error"]["code"].as_str()),
         (400, Some("refund_amount_exceeds_remaining"))
     );
-    let (status, err) = post(&app, &key, &refunds, json!({"reason": "because"})).await;
+    let (status, err) = app.post(&key, &refunds, json!({"reason": "because"})).await;
     assert_eq!(
         (status, err["error"]["param"].as_str()),
         (400, Some("reason"))
     );
-    let (status, r) = post(
-        &app,
-        &key,
-        &refunds,
-        json!({"amount": 500, "reason": "duplicate", "metadata": {"ticket": 7}}),
-    )
-    .await;
+    let (status, r) = app
+        .post(
+            &key,
+            &refunds,
+            json!({"amount": 500, "reason": "duplicate", "metadata": {"ticket": 7}}),
+        )
+        .await;
     assert_eq!(status, 201, "{r}");
     assert_eq!(r["object"], "collect.refund");
     assert_eq!(r["payment_id"], p["id"]);
@@ -235,9 +216,9 @@ async fn refunds_never_exceed_the_payment_and_a_full_refund_refunds_it() {
         "completed",
         "partially refunded"
     );
-    let (status, _) = post(&app, &key, &refunds, json!({"amount": 1001})).await;
+    let (status, _) = app.post(&key, &refunds, json!({"amount": 1001})).await;
     assert_eq!(status, 400, "only 1000 remain");
-    let (status, r) = post(&app, &key, &refunds, Value::Null).await;
+    let (status, r) = app.post(&key, &refunds, Value::Null).await;
     assert_eq!(
         (status, r["amount"].as_u64()),
         (201, Some(1000)),
@@ -249,7 +230,7 @@ async fn refunds_never_exceed_the_payment_and_a_full_refund_refunds_it() {
             .1["status"],
         "refunded"
     );
-    let (status, err) = post(&app, &key, &refunds, json!({})).await;
+    let (status, err) = app.post(&key, &refunds, json!({})).await;
     assert_eq!(
         (status, err["error"]["code"].as_str()),
         (409, Some("payment_not_refundable"))
@@ -385,7 +366,7 @@ async fn every_status_change_emits_its_event_and_refunds_replay_under_their_key(
     let id = p["id"].as_str().unwrap();
     let confirm = format!("/api/v1/collect/payments/{id}/confirm");
     assert_eq!(
-        post(&app, &key, &confirm, json!({"otp": "123456"})).await.0,
+        app.post(&key, &confirm, json!({"otp": "123456"})).await.0,
         200
     );
     let refunds = format!("/api/v1/collect/payments/{id}/refunds");

@@ -5,19 +5,6 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> (u16, Value) {
-    let resp = app
-        .client
-        .post(app.url(path))
-        .bearer_auth(key)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
-
 fn ids(page: &Value) -> Vec<String> {
     page["data"]
         .as_array()
@@ -164,7 +151,7 @@ async fn a_payments_refunds_are_listed_and_each_is_read() {
     let refunds = format!("/api/v1/collect/payments/{id}/refunds");
     let mut made = Vec::new();
     for amount in [500, 400] {
-        let (status, r) = post(&app, &key, &refunds, json!({"amount": amount})).await;
+        let (status, r) = app.post(&key, &refunds, json!({"amount": amount})).await;
         assert!(status == 200 || status == 201, "{r}");
         made.push(r["id"].as_str().unwrap().to_string());
     }

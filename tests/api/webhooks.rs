@@ -21,27 +21,12 @@ async fn fast_webhooks() -> TestApp {
     .await
 }
 
-async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> (u16, Value) {
-    let resp = app
-        .client
-        .post(app.url(path))
-        .bearer_auth(key)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscribed_events_arrive_signed_with_the_spec_envelope() {
     let app = fast_webhooks().await;
     let (merchant, key, _) = app.merchant("Shop");
     let receiver = Receiver::start().await;
-    let (status, endpoint) = post(
-        &app,
-        &key,
+    let (status, endpoint) = app.post(&key,
         "/api/v1/webhook-endpoints",
         json!({"url": receiver.url(), "enabled_events": ["collect.payment.created", "collect.payment.completed"]}),
     )
@@ -111,8 +96,7 @@ async fn a_failing_endpoint_gets_the_event_again_with_the_same_id_and_attempts_a
     receiver
         .fail_first
         .store(2, std::sync::atomic::Ordering::SeqCst);
-    post(
-        &app,
+    app.post(
         &key,
         "/api/v1/webhook-endpoints",
         json!({"url": receiver.url(), "enabled_events": ["collect.payment.created"]}),
@@ -149,13 +133,13 @@ async fn a_failing_endpoint_gets_the_event_again_with_the_same_id_and_attempts_a
     assert!(d["attempts"][0]["latency_ms"].is_i64());
 
     // Manual resend: once more, same id.
-    let (status, _) = post(
-        &app,
-        &key,
-        &format!("/api/v1/events/{}/resend", ids[0]),
-        json!({}),
-    )
-    .await;
+    let (status, _) = app
+        .post(
+            &key,
+            &format!("/api/v1/events/{}/resend", ids[0]),
+            json!({}),
+        )
+        .await;
     assert_eq!(status, 202);
     let got = receiver.wait_for(10, |r| r.len() >= 4).await;
     assert_eq!(got[3].json()["id"], ids[0].as_str());
@@ -170,8 +154,7 @@ async fn a_receiver_that_is_down_and_comes_back_gets_every_event() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap()
     };
-    post(
-        &app,
+    app.post(
         &key,
         "/api/v1/webhook-endpoints",
         json!({"url": format!("http://{addr}/hooks")}),
@@ -269,30 +252,32 @@ async fn unsafe_destinations_are_refused_with_a_clear_400() {
         (&test_key, "https://[::ffff:127.0.0.1]/hooks"),
         (&test_key, "ftp://example.com/"),
     ] {
-        let (status, err) = post(&app, key, "/api/v1/webhook-endpoints", json!({"url": url})).await;
+        let (status, err) = app
+            .post(key, "/api/v1/webhook-endpoints", json!({"url": url}))
+            .await;
         assert_eq!(status, 400, "{url}: {err}");
         assert_eq!(err["error"]["param"], "url");
         assert!(err["error"]["message"].as_str().unwrap().len() > 10);
     }
-    let (status, err) = post(
-        &app,
-        &test_key,
-        "/api/v1/webhook-endpoints",
-        json!({"url": "http://8.8.8.8:9/x", "enabled_events": ["nope"]}),
-    )
-    .await;
+    let (status, err) = app
+        .post(
+            &test_key,
+            "/api/v1/webhook-endpoints",
+            json!({"url": "http://8.8.8.8:9/x", "enabled_events": ["nope"]}),
+        )
+        .await;
     assert_eq!(
         (status, err["error"]["param"].as_str()),
         (400, Some("enabled_events"))
     );
     // Endpoints are per environment (plain http is fine for test events).
-    let (status, _) = post(
-        &app,
-        &test_key,
-        "/api/v1/webhook-endpoints",
-        json!({"url": "http://8.8.8.8:9/x"}),
-    )
-    .await;
+    let (status, _) = app
+        .post(
+            &test_key,
+            "/api/v1/webhook-endpoints",
+            json!({"url": "http://8.8.8.8:9/x"}),
+        )
+        .await;
     assert_eq!(status, 201);
     let (_, live_list) = app.get(&live_key, "/api/v1/webhook-endpoints").await;
     assert_eq!(live_list["data"].as_array().unwrap().len(), 0);
@@ -304,13 +289,13 @@ async fn events_are_listed_filtered_and_paginated_and_deleted_endpoints_stop_rec
     let (_, key, _) = app.merchant("Shop");
     let (_, other_key, _) = app.merchant("Other");
     let receiver = Receiver::start().await;
-    let (_, endpoint) = post(
-        &app,
-        &key,
-        "/api/v1/webhook-endpoints",
-        json!({"url": receiver.url(), "enabled_events": ["*"]}),
-    )
-    .await;
+    let (_, endpoint) = app
+        .post(
+            &key,
+            "/api/v1/webhook-endpoints",
+            json!({"url": receiver.url(), "enabled_events": ["*"]}),
+        )
+        .await;
     let (_, p1) = app
         .create(&key, &new_key(), &direct_payment("+2290166000001"))
         .await;
@@ -515,33 +500,33 @@ async fn endpoints_per_merchant_are_bounded() {
     let (_, key, live) = app.merchant("Shop");
     let mut ids = Vec::new();
     for i in 0..16 {
-        let (status, e) = post(
-            &app,
-            &key,
-            "/api/v1/webhook-endpoints",
-            json!({"url": format!("http://127.0.0.1:9/hook-{i}")}),
-        )
-        .await;
+        let (status, e) = app
+            .post(
+                &key,
+                "/api/v1/webhook-endpoints",
+                json!({"url": format!("http://127.0.0.1:9/hook-{i}")}),
+            )
+            .await;
         assert_eq!(status, 201, "{e}");
         ids.push(e["id"].as_str().unwrap().to_string());
     }
-    let (status, err) = post(
-        &app,
-        &key,
-        "/api/v1/webhook-endpoints",
-        json!({"url": "http://127.0.0.1:9/one-more"}),
-    )
-    .await;
+    let (status, err) = app
+        .post(
+            &key,
+            "/api/v1/webhook-endpoints",
+            json!({"url": "http://127.0.0.1:9/one-more"}),
+        )
+        .await;
     assert_eq!(status, 400, "{err}");
     assert_eq!(err["error"]["code"], "webhook_endpoints_limit_reached");
     // Per environment: live has its own 16.
-    let (status, _) = post(
-        &app,
-        &live,
-        "/api/v1/webhook-endpoints",
-        json!({"url": "http://127.0.0.1:9/live"}),
-    )
-    .await;
+    let (status, _) = app
+        .post(
+            &live,
+            "/api/v1/webhook-endpoints",
+            json!({"url": "http://127.0.0.1:9/live"}),
+        )
+        .await;
     assert_eq!(status, 201);
     // A deleted endpoint frees its place.
     let resp = app
@@ -552,13 +537,13 @@ async fn endpoints_per_merchant_are_bounded() {
         .await
         .unwrap();
     assert!(resp.status().is_success());
-    let (status, _) = post(
-        &app,
-        &key,
-        "/api/v1/webhook-endpoints",
-        json!({"url": "http://127.0.0.1:9/again"}),
-    )
-    .await;
+    let (status, _) = app
+        .post(
+            &key,
+            "/api/v1/webhook-endpoints",
+            json!({"url": "http://127.0.0.1:9/again"}),
+        )
+        .await;
     assert_eq!(status, 201);
 }
 
@@ -568,13 +553,13 @@ async fn signing_secrets_are_sealed_at_rest_and_older_rows_are_sealed_at_start()
     let app = fast_webhooks().await;
     let (merchant, key, _) = app.merchant("Sealed");
     let receiver = Receiver::start().await;
-    let (status, endpoint) = post(
-        &app,
-        &key,
-        "/api/v1/webhook-endpoints",
-        json!({"url": receiver.url(), "enabled_events": ["collect.payment.created"]}),
-    )
-    .await;
+    let (status, endpoint) = app
+        .post(
+            &key,
+            "/api/v1/webhook-endpoints",
+            json!({"url": receiver.url(), "enabled_events": ["collect.payment.created"]}),
+        )
+        .await;
     assert_eq!(status, 201, "{endpoint}");
     let secret = endpoint["secret"].as_str().unwrap().to_string();
     let (_, callback) = app

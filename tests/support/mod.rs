@@ -132,6 +132,19 @@ impl TestApp {
         (status, resp.json().await.unwrap_or(Value::Null))
     }
 
+    pub async fn post(&self, key: &str, path: &str, body: Value) -> (u16, Value) {
+        let resp = self
+            .client
+            .post(self.url(path))
+            .bearer_auth(key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
     pub async fn get(&self, key: &str, path: &str) -> (u16, Value) {
         let resp = self
             .client

@@ -47,6 +47,22 @@ struct Page<T> {
     next_starting_after: Option<String>,
 }
 
+fn page<T: Serialize>(
+    data: Vec<T>,
+    has_more: bool,
+    next_starting_after: Option<String>,
+) -> Response {
+    json_response(
+        200,
+        &Page {
+            object: "list",
+            data,
+            has_more,
+            next_starting_after,
+        },
+    )
+}
+
 struct Filters {
     status: Option<Status>,
     operator: Option<&'static str>,
@@ -195,15 +211,7 @@ pub fn list_payments(caller: &Caller, req: &Request) -> Result<Response, ApiErro
             .filter(|p| lt.is_none_or(|s| p.created_at_ms < s * 1000))
             .filter(|p| after.as_deref().is_none_or(|a| p.id.as_str() > a));
         let data: Vec<PaymentView> = found.iter().map(|p| PaymentView::new(p, false)).collect();
-        return Ok(json_response(
-            200,
-            &Page {
-                object: "list",
-                data,
-                has_more: false,
-                next_starting_after: None,
-            },
-        ));
+        return Ok(page(data, false, None));
     }
 
     let prefix = scope(env, merchant, "");
@@ -260,15 +268,7 @@ pub fn list_payments(caller: &Caller, req: &Request) -> Result<Response, ApiErro
         .iter()
         .map(|p| PaymentView::new(p, false))
         .collect();
-    Ok(json_response(
-        200,
-        &Page {
-            object: "list",
-            data,
-            has_more,
-            next_starting_after,
-        },
-    ))
+    Ok(page(data, has_more, next_starting_after))
 }
 
 /// `GET /payments/{reference_or_id}/refunds`: the payment's refunds, oldest first.
@@ -286,15 +286,7 @@ pub fn payment_refunds(caller: &Caller, req: &Request, id: &str) -> Result<Respo
         .map(refund_json)
         .collect();
     let next_starting_after = has_more.then(|| refunds[limit as usize - 1].id.clone());
-    Ok(json_response(
-        200,
-        &Page {
-            object: "list",
-            data,
-            has_more,
-            next_starting_after,
-        },
-    ))
+    Ok(page(data, has_more, next_starting_after))
 }
 
 /// `GET /refunds/{id}`.
