@@ -161,13 +161,33 @@ async fn declined_push_fails_with_the_mapped_reason_and_refusals_fail_at_once() 
         "{p}"
     );
 
-    // A mode FedaPay does not know: the push is refused (400), nothing moved.
+    // A mode FedaPay does not list for XOF: closed, refused before anything is sent.
     let fake = FakeFedaPay::start().await;
-    let app = fedapay_app(&fake, |c| {
+    let unknown_mode = |c: &mut mmc_host::config::ComponentConfig| {
         c.settings
             .insert("mode.celtiis-bj".into(), "celtiis_push".into());
-    })
-    .await;
+    };
+    let app = fedapay_app(&fake, unknown_mode).await;
+    let (_, _, live) = app.merchant("Shop");
+    let (status, err) = app
+        .create(
+            &live,
+            &new_key(),
+            &live_payment("BJ", "celtiis-bj", CELTIIS),
+        )
+        .await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (400, Some("operator_unavailable")),
+        "{err}"
+    );
+    assert!(fake.requests("push").is_empty() && fake.transactions().is_empty());
+
+    // Where FedaPay's list cannot be had (the operator table stands), FedaPay
+    // refuses the push itself (400): the payment fails, nothing moved.
+    let fake = FakeFedaPay::start().await;
+    fake.inject("currencies", Fault::Status(503), 100);
+    let app = fedapay_app(&fake, unknown_mode).await;
     let (_, _, live) = app.merchant("Shop");
     let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
     assert_eq!(p["status"], "failed", "{p}");
@@ -744,4 +764,52 @@ async fn the_fake_fedapay_tries_a_webhook_again_until_it_is_acknowledged() {
         assert_eq!(r.body, got[0].body, "the same event each time");
         assert!(r.header("X-FEDAPAY-SIGNATURE").is_some());
     }
+}
+
+/// FedaPay lists the modes an account can use per currency
+/// (`GET /v1/currencies`): an operator whose push mode it does not list for
+/// XOF is `closed` in the catalogue and a payment to it is refused before
+/// anything is sent; the page-paid operator stays open (the page offers what
+/// is listed). With the mode listed, it is open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_whose_mode_fedapay_does_not_list_is_closed_and_refused_before_sending() {
+    let fake = FakeFedaPay::start().await;
+    fake.set_xof_modes(&["mtn_open", "moov"]); // no `sbin`: Celtiis is off on this account
+    let app = fedapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let (status, body) = app
+        .get(&live, "/api/v1/collect/payments/operators/?country=BJ")
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let status_of = |slug: &str| {
+        body["data"][0]["operators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["slug"] == slug)
+            .map(|o| o["status"].clone())
+    };
+    assert_eq!(status_of("celtiis-bj"), Some(json!("closed")), "{body}");
+    assert_eq!(status_of("coris-bj"), Some(json!("operational")), "{body}");
+    assert!(!fake.requests("currencies").is_empty(), "asked FedaPay");
+    let (status, err) = app
+        .create(
+            &live,
+            &new_key(),
+            &live_payment("BJ", "celtiis-bj", CELTIIS),
+        )
+        .await;
+    assert_eq!(status, 400, "{err}");
+    assert_eq!(err["error"]["code"], "operator_unavailable", "{err}");
+    assert!(
+        fake.requests("transaction_create").is_empty(),
+        "nothing sent"
+    );
+
+    // Another account lists `sbin`: open, and paid.
+    let fake = FakeFedaPay::start().await;
+    let app = fedapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
+    assert_eq!(p["status"], "processing", "{p}");
 }

@@ -59,8 +59,9 @@ impl Direct {
             .clock
             .advance(Duration::from_millis(system_now_ms() - SANDBOX_EPOCH_MS));
         let path = components_dir().join(format!("{name}.wasm"));
-        sandbox
-            .load(name, &path)
+        // Loading asks the adapter to describe itself, which may call its
+        // provider (pawaPay's active-conf, FedaPay's currencies): off the workers.
+        tokio::task::block_in_place(|| sandbox.load(name, &path))
             .unwrap_or_else(|e| panic!("{}: {e}; run `make components`", path.display()));
         Direct {
             sandbox,

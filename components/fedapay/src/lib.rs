@@ -43,7 +43,7 @@ use exports::mmc::adapter::operator::Guest;
 use mmc::adapter::types::*;
 use mmc::platform::outbound_http::{self, Request as HttpRequest, Response as HttpResponse};
 use mmc::platform::types::CapabilityError;
-use mmc::platform::{clock, config, log, signing};
+use mmc::platform::{cache, clock, config, log, signing};
 use mmc_domain::Operator;
 use transformers::{Payout, Token, Transaction};
 
@@ -77,6 +77,70 @@ fn default_mode(slug: &str) -> &'static str {
         "moov-tg" => "moov_tg",
         "mtn-ci" => "mtn_ci",
         _ => PAGE,
+    }
+}
+
+/// `GET /v1/currencies` gets at most this long (`describe` must answer).
+const CURRENCIES_TIMEOUT_MS: u32 = 3_000;
+/// How long its answer is kept in the host's cache (setting `currencies_ttl_ms`).
+const DEFAULT_CURRENCIES_TTL_MS: u64 = 300_000;
+
+/// The modes FedaPay lists for XOF on this account, from the cache or
+/// `GET /v1/currencies`; `None` when they cannot be had (never an error:
+/// `describe` must answer, and the operator table then stands). FedaPay
+/// publishes no limits or operational status, only these modes.
+fn xof_modes() -> Option<Vec<String>> {
+    let base_url = setting("base_url")?;
+    let base_url = base_url.trim_end_matches('/');
+    let key = secret("secret_key")?;
+    // Per base URL and key (hashed: the cache is no place for secrets).
+    let account: String = signing::sha256(key.as_bytes())[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let cache_key = format!("xof_modes:{base_url}:{account}");
+    if let Some(modes) = cache::get(&cache_key).and_then(|b| serde_json::from_slice(&b).ok()) {
+        return Some(modes);
+    }
+    let req = HttpRequest {
+        method: "GET".into(),
+        url: format!("{base_url}/v1/currencies"),
+        headers: vec![
+            ("Authorization".into(), format!("Bearer {key}")),
+            ("Accept".into(), "application/json".into()),
+        ],
+        body: Vec::new(),
+        timeout_ms: CURRENCIES_TIMEOUT_MS,
+    };
+    let read = match outbound_http::send(&req) {
+        Ok(resp) if resp.status == 200 => {
+            transformers::many::<transformers::CurrencyModes>("currencies", &resp.body)
+                .and_then(|c| transformers::xof_modes(&c).ok_or_else(|| "no XOF listed".into()))
+        }
+        Ok(resp) => Err(format!(
+            "FedaPay answered {} to GET /v1/currencies: {}",
+            resp.status,
+            excerpt(&resp.body)
+        )),
+        Err(e) => Err(format!("GET /v1/currencies failed: {e:?}")),
+    };
+    match read {
+        Ok(modes) => {
+            let ttl = setting("currencies_ttl_ms")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(DEFAULT_CURRENCIES_TTL_MS);
+            if let Ok(bytes) = serde_json::to_vec(&modes) {
+                cache::set(&cache_key, &bytes, ttl);
+            }
+            Some(modes)
+        }
+        Err(e) => {
+            log::log(
+                log::Level::Warn,
+                &format!("FedaPay's modes unavailable, describing from the operator table: {e}"),
+            );
+            None
+        }
     }
 }
 
@@ -536,8 +600,9 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 impl Guest for FedaPay {
     fn describe() -> Vec<OperatorInfo> {
-        served()
-            .into_iter()
+        let ops = served();
+        let modes = if ops.is_empty() { None } else { xof_modes() };
+        ops.into_iter()
             .map(|op| OperatorInfo {
                 slug: op.slug.into(),
                 name: op.name.into(),
@@ -551,7 +616,13 @@ impl Guest for FedaPay {
                 modes: vec!["direct".into(), "hosted".into()],
                 min_amount: op.min_amount,
                 max_amount: op.max_amount,
-                status: "operational".into(),
+                // A push mode FedaPay does not list for XOF on this account would be
+                // refused: closed, so nothing is sent. The page picks among the listed ones.
+                status: match (&modes, route(op)) {
+                    (Some(listed), Route::Push(mode)) if !listed.contains(&mode) => "closed",
+                    _ => "operational",
+                }
+                .into(),
                 approval_window_ms: setting("approval_window_ms")
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(DEFAULT_APPROVAL_WINDOW_MS),

@@ -191,6 +191,34 @@ pub fn one<T: DeserializeOwned>(klass: &str, body: &[u8]) -> Result<T, String> {
     serde_json::from_value(inner).map_err(|e| format!("unreadable FedaPay {klass}: {e}"))
 }
 
+/// A currency as `GET /v1/currencies` lists it
+/// (https://docs.fedapay.com/api-reference/currencies/get-all): its ISO code
+/// (`iso`, as FedaPay's SDKs name it) and the modes available in it.
+#[derive(Debug, Deserialize)]
+pub struct CurrencyModes {
+    #[serde(default)]
+    pub iso: Option<String>,
+    #[serde(default)]
+    pub modes: Vec<String>,
+}
+
+/// The modes FedaPay lists for XOF, or `None` when it lists no XOF.
+pub fn xof_modes(currencies: &[CurrencyModes]) -> Option<Vec<String>> {
+    currencies
+        .iter()
+        .find(|c| {
+            c.iso
+                .as_deref()
+                .is_some_and(|i| i.eq_ignore_ascii_case("XOF"))
+        })
+        .map(|c| {
+            c.modes
+                .iter()
+                .map(|m| m.trim().to_ascii_lowercase())
+                .collect()
+        })
+}
+
 /// A list of class `klass` (`transactions`, `payouts`), wrapped or bare.
 pub fn many<T: DeserializeOwned>(klass: &str, body: &[u8]) -> Result<Vec<T>, String> {
     let mut value: Value = parse(klass, body)?;
@@ -363,6 +391,16 @@ pub fn split_name(full: &str) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_xof_modes_are_read_from_a_bare_or_wrapped_list() {
+        let bare = br#"[{"iso":"GNF","modes":["mtn_open"]},{"id":1,"iso":"XOF","modes":["MTN_OPEN"," sbin"]}]"#;
+        let wrapped = br#"{"v1/currencies":[{"iso":"xof","modes":["moov"]}]}"#;
+        let read = |b: &[u8]| xof_modes(&many::<CurrencyModes>("currencies", b).unwrap());
+        assert_eq!(read(bare), Some(vec!["mtn_open".into(), "sbin".into()]));
+        assert_eq!(read(wrapped), Some(vec!["moov".into()]));
+        assert_eq!(read(br#"[{"iso":"GNF","modes":["mtn_open"]}]"#), None);
+    }
 
     #[test]
     fn wrapped_and_bare_objects_are_read() {

@@ -149,7 +149,14 @@ struct Inner {
     webhook_url: Mutex<Option<String>>,
     webhooks: Mutex<Webhooks>,
     settle_after: Mutex<Duration>,
+    /// What `GET /v1/currencies` lists for XOF: the modes this account can use.
+    xof_modes: Mutex<Vec<String>>,
 }
+
+/// The no-redirect modes FedaPay's payment-methods page documents for
+/// Benin, Togo and Côte d'Ivoire
+/// (https://docs.fedapay.com/payment-methods/en/payment-methods-en).
+const DOCUMENTED_MODES: &[&str] = &["mtn_open", "moov", "sbin", "togocel", "moov_tg", "mtn_ci"];
 
 pub struct FakeFedaPay {
     pub addr: std::net::SocketAddr,
@@ -304,6 +311,7 @@ impl FakeFedaPay {
             webhook_url: Mutex::new(None),
             webhooks: Mutex::new(Webhooks::Send),
             settle_after: Mutex::new(Duration::from_millis(300)),
+            xof_modes: Mutex::new(DOCUMENTED_MODES.iter().map(|m| m.to_string()).collect()),
         });
         let handler_inner = inner.clone();
         let addr = super::serve(Arc::new(move |req| {
@@ -336,6 +344,11 @@ impl FakeFedaPay {
     }
 
     /// What the merchant sets once in FedaPay's dashboard.
+    /// The modes `GET /v1/currencies` lists for XOF from now on.
+    pub fn set_xof_modes(&self, modes: &[&str]) {
+        *self.inner.xof_modes.lock() = modes.iter().map(|m| m.to_string()).collect();
+    }
+
     pub fn set_webhook_url(&self, url: &str) {
         *self.inner.webhook_url.lock() = Some(url.into());
     }
@@ -572,6 +585,7 @@ fn endpoint_of(method: &str, segments: &[&str]) -> Option<&'static str> {
         ("GET", ["v1", "transactions", id]) if numeric(id) => "transaction_get",
         ("POST", ["v1", "transactions", id, "token"]) if numeric(id) => "token",
         ("POST", ["v1", "transactions", mode]) if !numeric(mode) => "push",
+        ("GET", ["v1", "currencies"]) => "currencies",
         ("POST", ["v1", "payouts"]) => "payout_create",
         ("PUT", ["v1", "payouts", "start"]) => "payout_start",
         ("GET", ["v1", "payouts"]) => "payout_list",
@@ -596,6 +610,16 @@ async fn handle(inner: Arc<Inner>, mut req: Received) -> Reply {
         }
         let id = |i: usize| -> u64 { segments.get(i).and_then(|s| s.parse().ok()).unwrap_or(0) };
         match endpoint {
+            // A bare array, as the API reference shows it; XOF with its modes.
+            "currencies" => Reply::json(
+                200,
+                &json!([
+                    {"id": 1, "name": "FCFA", "iso": "XOF", "code": 952, "prefix": null,
+                     "suffix": "FCFA", "div": 1, "modes": *inner.xof_modes.lock()},
+                    {"id": 2, "name": "GNF", "iso": "GNF", "code": 324, "prefix": null,
+                     "suffix": "GNF", "div": 1, "modes": ["mtn_open"]}
+                ]),
+            ),
             "transaction_create" => create_transaction(&inner, &req),
             "token" => token(&inner, id(2)),
             "push" => push(&inner, segments.last().copied().unwrap_or_default(), &req),
