@@ -32,7 +32,7 @@ use crate::support::fakes::pawapay::{self, FakePawapay, Kind as PawaKind};
 use crate::support::fakes::wave::FakeWave;
 use crate::support::fakes::{Fault, Outcome};
 use crate::support::*;
-use crate::{app_with_adapter, live_payment, post};
+use crate::{app_with_adapter, live_payment};
 
 /// How late a slow fake answers (it did the work at once).
 const SLOW: Duration = Duration::from_millis(3000);
@@ -607,13 +607,9 @@ impl Cell<'_> {
         }
         self.rig.inject("deposits", &phone, self.lie);
         let confirm = format!("/api/v1/collect/payments/{id}/confirm");
-        post(
-            self.app(),
-            &self.key,
-            &confirm,
-            json!({"otp": pawapay::GOOD_OTP}),
-        )
-        .await;
+        self.app()
+            .post(&self.key, &confirm, json!({"otp": pawapay::GOOD_OTP}))
+            .await;
         self.fault_hit("deposits", &phone)?;
         self.judge_payment(id, &phone).await
     }
@@ -635,7 +631,7 @@ impl Cell<'_> {
         };
         self.rig.inject(endpoint, &target, self.lie);
         let path = format!("/api/v1/collect/payments/{id}/cancel");
-        let (status, answer) = post(self.app(), &self.key, &path, json!({})).await;
+        let (status, answer) = self.app().post(&self.key, &path, json!({})).await;
         let asked = self.rig.fault_hit(endpoint, &target);
         let paid = self.rig.customer_approves(id).await;
         let look = until_agreed(|| self.look_at_payment(id)).await;
@@ -672,7 +668,7 @@ impl Cell<'_> {
         };
         self.rig.inject(endpoint, &target, self.lie);
         let path = format!("/api/v1/collect/payments/{id}/refunds");
-        let (status, answer) = post(self.app(), &self.key, &path, json!({})).await;
+        let (status, answer) = self.app().post(&self.key, &path, json!({})).await;
         self.fault_hit(endpoint, &target)?;
         let look = until_agreed(|| self.look_at_refund(id, &session)).await;
         let ids = self.rig.ids(endpoint, &target).len();
@@ -700,7 +696,7 @@ impl Cell<'_> {
             return Err(format!("{ids} refunds sent to Wave for one"));
         }
         let path = format!("/api/v1/collect/payments/{id}/refunds");
-        let (status, again) = post(self.app(), &self.key, &path, json!({})).await;
+        let (status, again) = self.app().post(&self.key, &path, json!({})).await;
         if status != 400 || again["error"]["code"] != "refund_amount_exceeds_remaining" {
             return Err(format!(
                 "a second refund was not refused: {status} {}",
@@ -778,7 +774,7 @@ impl Cell<'_> {
             return Err(format!("setup: batch answered {status}: {}", brief(&b)));
         };
         let validate = format!("/api/v1/bulk-payments/{batch_id}/validate/");
-        let (status, v) = post(self.app(), &self.approver, &validate, json!({})).await;
+        let (status, v) = self.app().post(&self.approver, &validate, json!({})).await;
         if status != 200 {
             return Err(format!("setup: validate answered {status}: {}", brief(&v)));
         }

@@ -386,7 +386,7 @@ async fn cancel_of_a_pending_push_is_refused_then_the_payment_completes() {
     let id = p["id"].as_str().unwrap();
     let tx = p["psp_reference"].as_str().unwrap().to_string();
     let cancel = format!("/api/v1/collect/payments/{id}/cancel");
-    let (status, err) = post(&app, &live, &cancel, json!({})).await;
+    let (status, err) = app.post(&live, &cancel, json!({})).await;
     // FedaPay documents no way to withdraw a transaction: it can still be approved.
     assert_eq!(status, 409, "{err}");
     assert_eq!(err["error"]["code"], "payment_not_cancellable");
@@ -404,7 +404,7 @@ async fn cancel_of_a_pending_push_is_refused_then_the_payment_completes() {
     )
     .await;
     let cancel = format!("/api/v1/collect/payments/{id}/cancel");
-    let (status, p) = post(&app, &live, &cancel, json!({})).await;
+    let (status, p) = app.post(&live, &cancel, json!({})).await;
     assert_eq!(status, 200, "{p}");
     assert_eq!(p["status"], "cancelled", "{p}");
 }

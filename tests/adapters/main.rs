@@ -303,19 +303,6 @@ pub async fn notify(
     (status, resp.json().await.unwrap_or(Value::Null))
 }
 
-pub async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> (u16, Value) {
-    let resp = app
-        .client
-        .post(app.url(path))
-        .bearer_auth(key)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
-
 /// The failure of a failed status, or a panic.
 pub fn failed(status: PspStatus) -> Failure {
     match status {

@@ -224,7 +224,7 @@ async fn while_the_operator_is_still_answering_a_replay_is_told_to_retry_and_a_c
             "/api/v1/collect/payments/{}/cancel",
             p["id"].as_str().unwrap()
         );
-        post(&app, &live, &cancel, json!({})).await
+        app.post(&live, &cancel, json!({})).await
     };
     let ((status, p), (replay_status, err), (cancel_status, refused)) = tokio::join!(
         app.create(&live, &idem, &body),
@@ -317,7 +317,7 @@ async fn an_mtn_refund_pending_at_the_operator_is_settled_by_polling() {
     let id = p["id"].as_str().unwrap();
     wait_for(&app, &live, id, "completed", Duration::from_secs(3)).await;
     let refunds = format!("/api/v1/collect/payments/{id}/refunds");
-    let (status, r) = post(&app, &live, &refunds, json!({})).await;
+    let (status, r) = app.post(&live, &refunds, json!({})).await;
     assert_eq!(
         (status, r["status"].as_str()),
         (201, Some("pending")),
@@ -354,7 +354,7 @@ async fn a_checkout_page_payment_on_its_way_to_mtn_is_sent_once_and_cannot_be_ca
         tokio::time::sleep(Duration::from_millis(300)).await;
         let again = choose().await; // the customer taps "pay" twice
         let cancel = format!("/api/v1/collect/payments/{id}/cancel");
-        (again, post(&app, &live, &cancel, json!({})).await)
+        (again, app.post(&live, &cancel, json!({})).await)
     };
     let (first, (again, (cancel_status, refused))) = tokio::join!(choose(), meanwhile);
     assert_eq!((first, again), (200, 200), "both land on the page");

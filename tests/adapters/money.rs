@@ -73,13 +73,13 @@ async fn a_timed_out_request_to_pay_is_not_cancelled_and_completes_when_the_cust
     );
     assert!(p["failure_code"].is_null(), "{p}");
 
-    let (status, body) = post(
-        &app,
-        &live,
-        &format!("/api/v1/collect/payments/{id}/cancel"),
-        json!({}),
-    )
-    .await;
+    let (status, body) = app
+        .post(
+            &live,
+            &format!("/api/v1/collect/payments/{id}/cancel"),
+            json!({}),
+        )
+        .await;
     assert_eq!(status, 409, "{body}");
     assert_eq!(body["error"]["code"], "payment_not_cancellable");
     assert!(
@@ -194,7 +194,7 @@ async fn a_refund_whose_answer_is_lost_is_polled_not_failed_and_never_doubled() 
     assert_eq!(again["id"], r["id"]);
     assert_eq!(again["idempotent_replay"], true);
     // A new full refund finds nothing left: the amount is still reserved.
-    let (status, body) = post(&app, &live, &refunds, json!({})).await;
+    let (status, body) = app.post(&live, &refunds, json!({})).await;
     assert_eq!(status, 400, "{body}");
     assert_eq!(body["error"]["code"], "refund_amount_exceeds_remaining");
 

@@ -304,13 +304,9 @@ async fn preauth_flow_submits_the_deposit_with_the_code() {
         "PREAUTH: nothing sent before the code"
     );
     let confirm = |id: &str| format!("/api/v1/collect/payments/{id}/confirm");
-    let (status, p) = post(
-        &app,
-        &live,
-        &confirm(&id),
-        json!({"otp": pawapay::GOOD_OTP}),
-    )
-    .await;
+    let (status, p) = app
+        .post(&live, &confirm(&id), json!({"otp": pawapay::GOOD_OTP}))
+        .await;
     assert_eq!(status, 200, "{p}");
     assert_eq!(p["status"], "processing");
     let sent = fake.requests("deposits");
@@ -323,7 +319,9 @@ async fn preauth_flow_submits_the_deposit_with_the_code() {
 
     // A wrong code: taken, then failed by the operator under the same deposit id.
     let id = start("+2250700000009").await;
-    let (status, p) = post(&app, &live, &confirm(&id), json!({"otp": "000000"})).await;
+    let (status, p) = app
+        .post(&live, &confirm(&id), json!({"otp": "000000"}))
+        .await;
     assert_eq!(status, 200, "{p}");
     assert_eq!(p["status"], "processing");
     let p = wait_for(&app, &live, &id, "failed", Duration::from_secs(3)).await;
@@ -331,13 +329,9 @@ async fn preauth_flow_submits_the_deposit_with_the_code() {
     let record = fake.record(&operator_id(&id)).unwrap();
     assert_eq!(record.failure.as_deref(), Some(pawapay::WRONG_CODE_FAILURE));
     // The payment is over: another code is refused without reaching pawaPay.
-    let (status, err) = post(
-        &app,
-        &live,
-        &confirm(&id),
-        json!({"otp": pawapay::GOOD_OTP}),
-    )
-    .await;
+    let (status, err) = app
+        .post(&live, &confirm(&id), json!({"otp": pawapay::GOOD_OTP}))
+        .await;
     assert_eq!(status, 409, "{err}");
     assert_eq!(err["error"]["code"], "otp_not_required");
     assert_eq!(fake.requests("deposits").len(), 2);
@@ -494,13 +488,13 @@ async fn a_refund_reported_failed_then_made_is_recorded() {
     let id = p["id"].as_str().unwrap();
     wait_for(&app, &live, id, "completed", Duration::from_secs(8)).await;
     fake.settle_after(Duration::from_secs(3600)); // the refund waits for us
-    let (status, r) = post(
-        &app,
-        &live,
-        &format!("/api/v1/collect/payments/{id}/refunds"),
-        json!({}),
-    )
-    .await;
+    let (status, r) = app
+        .post(
+            &live,
+            &format!("/api/v1/collect/payments/{id}/refunds"),
+            json!({}),
+        )
+        .await;
     assert_eq!((status, &r["status"]), (201, &json!("pending")), "{r}");
     let refund = &operator_id(r["id"].as_str().unwrap());
 

@@ -240,13 +240,13 @@ async fn wave_cancel_expires_the_session_unless_already_paid() {
     let app = wave_app(&fake, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
     let (id, session) = wave_payment(&app, &live).await;
-    let (status, p) = post(
-        &app,
-        &live,
-        &format!("/api/v1/collect/payments/{id}/cancel"),
-        json!({}),
-    )
-    .await;
+    let (status, p) = app
+        .post(
+            &live,
+            &format!("/api/v1/collect/payments/{id}/cancel"),
+            json!({}),
+        )
+        .await;
     assert_eq!(status, 200, "{p}");
     assert_eq!(p["status"], "cancelled");
     assert_eq!(fake.session(&session).unwrap().checkout_status, "expired");
@@ -254,13 +254,13 @@ async fn wave_cancel_expires_the_session_unless_already_paid() {
     // Paid meanwhile (webhook lost): Wave refuses to expire, the payment completes instead.
     let (id, session) = wave_payment(&app, &live).await;
     fake.customer_pays(&session).await;
-    let (status, err) = post(
-        &app,
-        &live,
-        &format!("/api/v1/collect/payments/{id}/cancel"),
-        json!({}),
-    )
-    .await;
+    let (status, err) = app
+        .post(
+            &live,
+            &format!("/api/v1/collect/payments/{id}/cancel"),
+            json!({}),
+        )
+        .await;
     assert_eq!(status, 409, "{err}");
     assert_eq!(err["error"]["code"], "payment_not_cancellable");
     assert_eq!(payment(&app, &live, &id).await["status"], "completed");

@@ -56,6 +56,15 @@ async fn node_json(args: Vec<String>) -> Value {
     .unwrap()
 }
 
+/// A hosted payment of 2,500 XOF in Benin with `description`.
+async fn hosted_described(app: &TestApp, key: &str, description: &str) -> Value {
+    let body = json!({"reference": format!("h-{}", uuid::Uuid::new_v4()), "amount": 2500,
+        "currency": "XOF", "country": "BJ", "mode": "hosted", "description": description});
+    let (status, p) = app.create(key, &new_key(), &body).await;
+    assert_eq!(status, 201, "{p}");
+    p
+}
+
 async fn hosted(app: &TestApp, key: &str, country: &str, amount: u64) -> Value {
     let body = json!({"reference": format!("h-{}", uuid::Uuid::new_v4()), "amount": amount, "currency": "XOF", "country": country, "mode": "hosted"});
     let (status, p) = app.create(key, &new_key(), &body).await;
@@ -346,11 +355,7 @@ async fn parallel_otp_guesses_on_the_page_reach_the_operator_three_times() {
 async fn the_page_is_hardened_shows_what_is_paid_and_answers_head() {
     let app = spawn_app().await;
     let (_, key, _) = app.merchant("Boutique Awa");
-    let body = json!({"reference": format!("h-{}", uuid::Uuid::new_v4()), "amount": 2500,
-        "currency": "XOF", "country": "BJ", "mode": "hosted",
-        "description": "Panier <b>42</b>"});
-    let (status, p) = app.create(&key, &new_key(), &body).await;
-    assert_eq!(status, 201, "{p}");
+    let p = hosted_described(&app, &key, "Panier <b>42</b>").await;
     let url = p["checkout_url"].as_str().unwrap().to_string();
 
     let get = app
@@ -494,10 +499,7 @@ async fn docs_anchors_of_error_codes_scroll_to_their_rows() {
 async fn the_checkout_page_passes_an_accessibility_audit_on_a_phone_and_a_desktop() {
     let app = spawn_app().await;
     let (_, key, _) = app.merchant("Boutique Awa");
-    let body = json!({"reference": format!("h-{}", uuid::Uuid::new_v4()), "amount": 2500,
-        "currency": "XOF", "country": "BJ", "mode": "hosted", "description": "Panier 42"});
-    let (status, p) = app.create(&key, &new_key(), &body).await;
-    assert_eq!(status, 201, "{p}");
+    let p = hosted_described(&app, &key, "Panier 42").await;
     for lang in ["fr", "en"] {
         let url = format!("{}?lang={lang}", p["checkout_url"].as_str().unwrap());
         let shots = target_dir().join(format!("a11y-checkout-{lang}"));
