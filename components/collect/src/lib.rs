@@ -15,6 +15,7 @@ wit_bindgen::generate!({
 
 mod callbacks;
 mod checkout;
+mod csv_export;
 mod error;
 mod ids;
 mod jobs;
@@ -116,6 +117,7 @@ fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, ApiError> {
         ("GET", ["refunds", id]) => listing::get_refund(caller, id),
         ("GET", ["payments", "operators"]) => payments::catalogue(caller, req),
         ("GET", ["payments", "operators", "predict"]) => payments::predict(caller, req),
+        ("GET", ["payments", "export"]) => csv_export::export_payments(caller, req),
         ("GET", ["payments", id]) => payments::get(caller, req, id),
         ("POST", ["payments", id, "confirm"]) => payments::confirm_http(caller, req, id),
         ("POST", ["payments", id, "cancel"]) => payments::cancel_http(caller, req, id),

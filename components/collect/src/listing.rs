@@ -24,7 +24,7 @@ use crate::wire::{self, PaymentView, json_response};
 const DEFAULT_LIMIT: u32 = 10;
 const MAX_LIMIT: u32 = 100;
 /// Payments read at most per request when filters drop some.
-const MAX_SCANNED: u32 = 1000;
+pub const MAX_SCANNED: u32 = 1000;
 
 const STATUSES: [Status; 9] = [
     Status::Pending,
@@ -47,7 +47,7 @@ struct Page<T> {
     next_starting_after: Option<String>,
 }
 
-fn page<T: Serialize>(
+fn page_response<T: Serialize>(
     data: Vec<T>,
     has_more: bool,
     next_starting_after: Option<String>,
@@ -63,7 +63,7 @@ fn page<T: Serialize>(
     )
 }
 
-struct Filters {
+pub struct Filters {
     status: Option<Status>,
     operator: Option<&'static str>,
     country: Option<String>,
@@ -79,7 +79,7 @@ impl Filters {
     }
 }
 
-fn param(req: &Request, name: &str) -> Option<String> {
+pub fn param(req: &Request, name: &str) -> Option<String> {
     // Names may come percent-encoded (`created%5Bgte%5D`).
     let encoded = name.replace('[', "%5B").replace(']', "%5D");
     wire::query_param(req, name)
@@ -109,7 +109,7 @@ fn limit(req: &Request) -> Result<u32, ApiError> {
 }
 
 /// A payment or refund id given as a cursor: a UUID.
-fn cursor(req: &Request) -> Result<Option<String>, ApiError> {
+pub fn cursor(req: &Request) -> Result<Option<String>, ApiError> {
     match param(req, "starting_after") {
         None => Ok(None),
         Some(v) => uuid::Uuid::parse_str(&v)
@@ -124,7 +124,7 @@ fn cursor(req: &Request) -> Result<Option<String>, ApiError> {
 }
 
 /// `created[gte]` / `created[lt]`: Unix seconds.
-fn seconds(req: &Request, name: &str) -> Result<Option<u64>, ApiError> {
+pub fn seconds(req: &Request, name: &str) -> Result<Option<u64>, ApiError> {
     match param(req, name) {
         None => Ok(None),
         Some(v) => v
@@ -141,7 +141,7 @@ fn id_floor(ms: u64) -> String {
     format!("{:08x}-{:04x}", ms >> 16, ms & 0xffff)
 }
 
-fn filters(req: &Request) -> Result<Filters, ApiError> {
+pub fn filters(req: &Request) -> Result<Filters, ApiError> {
     let status = match param(req, "status") {
         None => None,
         Some(v) => Some(
@@ -211,12 +211,63 @@ pub fn list_payments(caller: &Caller, req: &Request) -> Result<Response, ApiErro
             .filter(|p| lt.is_none_or(|s| p.created_at_ms < s * 1000))
             .filter(|p| after.as_deref().is_none_or(|a| p.id.as_str() > a));
         let data: Vec<PaymentView> = found.iter().map(|p| PaymentView::new(p, false)).collect();
-        return Ok(page(data, false, None));
+        return Ok(page_response(data, false, None));
     }
 
+    let page = scan_payments(
+        &Range {
+            env,
+            merchant,
+            after: after.as_deref(),
+            gte,
+            lt,
+        },
+        &filters,
+        limit,
+    )?;
+    let data: Vec<PaymentView> = page
+        .payments
+        .iter()
+        .map(|p| PaymentView::new(p, false))
+        .collect();
+    Ok(page_response(data, page.has_more, page.next))
+}
+
+/// Where a scan of a merchant's payments runs: after a cursor, within a
+/// creation-time range (Unix seconds, `lt` exclusive).
+pub struct Range<'a> {
+    pub env: &'a str,
+    pub merchant: &'a str,
+    pub after: Option<&'a str>,
+    pub gte: Option<u64>,
+    pub lt: Option<u64>,
+}
+
+/// One page of a scan: the payments kept, whether the range goes on, and
+/// where the next page starts.
+pub struct ScanPage {
+    pub payments: Vec<Payment>,
+    pub has_more: bool,
+    pub next: Option<String>,
+}
+
+/// Up to `limit` payments of `range` that pass `filters`, oldest first,
+/// reading at most [`MAX_SCANNED`]: the list's pages and the CSV export's.
+pub fn scan_payments(
+    range: &Range<'_>,
+    filters: &Filters,
+    limit: u32,
+) -> Result<ScanPage, ApiError> {
+    let Range {
+        env,
+        merchant,
+        after,
+        gte,
+        lt,
+    } = *range;
     let prefix = scope(env, merchant, "");
-    let mut start = match (&after, gte) {
-        (Some(a), Some(s)) => format!("{prefix}{}", a.as_str().max(&id_floor(s * 1000))),
+    let mut start = match (after, gte) {
+        (Some(a), Some(s)) => format!("{prefix}{}", a.max(&id_floor(s * 1000))),
         (Some(a), None) => format!("{prefix}{a}"),
         (None, Some(s)) => format!("{prefix}{}", id_floor(s * 1000)),
         (None, None) => prefix.clone(),
@@ -237,7 +288,7 @@ pub fn list_payments(caller: &Caller, req: &Request) -> Result<Response, ApiErro
         for storage::Entry { key, value } in rows {
             let id = key.rsplit('/').next().unwrap_or_default().to_string();
             start = format!("{key}\u{1}");
-            if after.as_deref() == Some(id.as_str()) {
+            if after == Some(id.as_str()) {
                 continue; // `starting_after` itself
             }
             scanned += 1;
@@ -257,18 +308,18 @@ pub fn list_payments(caller: &Caller, req: &Request) -> Result<Response, ApiErro
     }
     let has_more = payments.len() > limit as usize || !range_done;
     payments.truncate(limit as usize);
-    let next_starting_after = if !has_more {
+    let next = if !has_more {
         None
     } else if payments.len() == limit as usize {
         payments.last().map(|p| p.id.clone())
     } else {
         last_scanned
     };
-    let data: Vec<PaymentView> = payments
-        .iter()
-        .map(|p| PaymentView::new(p, false))
-        .collect();
-    Ok(page(data, has_more, next_starting_after))
+    Ok(ScanPage {
+        payments,
+        has_more,
+        next,
+    })
 }
 
 /// `GET /payments/{reference_or_id}/refunds`: the payment's refunds, oldest first.
@@ -286,7 +337,7 @@ pub fn payment_refunds(caller: &Caller, req: &Request, id: &str) -> Result<Respo
         .map(refund_json)
         .collect();
     let next_starting_after = has_more.then(|| refunds[limit as usize - 1].id.clone());
-    Ok(page(data, has_more, next_starting_after))
+    Ok(page_response(data, has_more, next_starting_after))
 }
 
 /// `GET /refunds/{id}`.

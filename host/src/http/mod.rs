@@ -6,6 +6,7 @@ pub mod connections;
 pub mod docs;
 pub mod errors;
 pub mod native;
+pub mod paged;
 pub mod rate_limit;
 
 use std::convert::Infallible;
@@ -14,7 +15,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Either, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::HeaderValue;
 use hyper::server::conn::http1;
@@ -26,6 +27,7 @@ use tokio::net::TcpListener;
 use self::connections::{Activity, Connections, Cut, Watched, client_of};
 use self::errors::HttpError;
 use self::native::NativeRequest;
+use self::paged::Body;
 use crate::accounts::Accounts;
 use crate::config::{Generation, Route};
 use crate::runtime::Runtime;
@@ -91,7 +93,7 @@ pub async fn serve_admin(app: Arc<App>, listener: TcpListener) {
     .await
 }
 
-type Handled = std::pin::Pin<Box<dyn std::future::Future<Output = Response<Full<Bytes>>> + Send>>;
+type Handled = std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send>>;
 
 async fn accept_loop(
     app: Arc<App>,
@@ -154,9 +156,9 @@ async fn accept_loop(
     }
 }
 
-async fn handle_admin(app: Arc<App>, mut req: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle_admin(app: Arc<App>, mut req: Request<Incoming>) -> Response<Body> {
     let head = head_as_get(&mut req);
-    let resp = handle_admin_get(app, req).await;
+    let resp = paged::full(handle_admin_get(app, req).await);
     if head { without_body(resp) } else { resp }
 }
 
@@ -236,48 +238,49 @@ fn head_as_get(req: &mut Request<Incoming>) -> bool {
     head
 }
 
-/// The answer to a `HEAD`: the `GET`'s headers, its length, no body.
-fn without_body(mut resp: Response<Full<Bytes>>) -> Response<Full<Bytes>> {
-    let len = hyper::body::Body::size_hint(resp.body())
-        .exact()
-        .unwrap_or(0);
-    resp.headers_mut()
-        .insert(hyper::header::CONTENT_LENGTH, HeaderValue::from(len));
-    *resp.body_mut() = Full::new(Bytes::new());
+/// The answer to a `HEAD`: the `GET`'s headers, its length, no body. A
+/// streamed body has no length to tell; dropping it stops its pages.
+fn without_body(mut resp: Response<Body>) -> Response<Body> {
+    if let Either::Left(full) = resp.body() {
+        let len = hyper::body::Body::size_hint(full).exact().unwrap_or(0);
+        resp.headers_mut()
+            .insert(hyper::header::CONTENT_LENGTH, HeaderValue::from(len));
+    }
+    *resp.body_mut() = Either::Left(Full::new(Bytes::new()));
     resp
 }
 
-async fn handle(app: Arc<App>, mut req: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle(app: Arc<App>, mut req: Request<Incoming>) -> Response<Body> {
     let head = head_as_get(&mut req);
     let resp = handle_get(app, req).await;
     if head { without_body(resp) } else { resp }
 }
 
-async fn handle_get(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle_get(app: Arc<App>, req: Request<Incoming>) -> Response<Body> {
     let started = Instant::now();
     let request_id = format!("req_{}", uuid::Uuid::new_v4().simple());
     let path = req.uri().path().to_string();
     let (label, mut resp) = match path.as_str() {
         "/healthz" => (
             "healthz".to_string(),
-            text(StatusCode::OK, "text/plain", "ok\n"),
+            paged::full(text(StatusCode::OK, "text/plain", "ok\n")),
         ),
         "/metrics" => (
             "metrics".to_string(),
-            text(
+            paged::full(text(
                 StatusCode::OK,
                 "text/plain; version=0.0.4",
                 app.runtime.services.metrics.render(),
-            ),
+            )),
         ),
-        "/docs" => ("docs".to_string(), docs_page()),
+        "/docs" => ("docs".to_string(), paged::full(docs_page())),
         _ if native_area(&path).is_some() => {
             let area = native_area(&path).expect("checked");
             let resp = match native_dispatch(&app, area, req).await {
                 Ok(resp) => resp,
                 Err(err) => err.into_response(&Generation::Current, &app.docs_url()),
             };
-            (area.label().to_string(), resp)
+            (area.label().to_string(), paged::full(resp))
         }
         _ => match app.route(&path).cloned() {
             None => {
@@ -292,13 +295,13 @@ async fn handle_get(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
                 };
                 (
                     "unmatched".to_string(),
-                    err.into_response(&generation, &app.docs_url()),
+                    paged::full(err.into_response(&generation, &app.docs_url())),
                 )
             }
             Some(route) => {
                 let resp = match dispatch(&app, &route, req, &request_id).await {
                     Ok(resp) => resp,
-                    Err(err) => err.into_response(&route.generation, &app.docs_url()),
+                    Err(err) => paged::full(err.into_response(&route.generation, &app.docs_url())),
                 };
                 (route.component.clone(), resp)
             }
@@ -491,7 +494,7 @@ async fn dispatch(
     route: &Route,
     req: Request<Incoming>,
     request_id: &str,
-) -> Result<Response<Full<Bytes>>, HttpError> {
+) -> Result<Response<Body>, HttpError> {
     let key = presented_key(&req);
     if !route.public && key.is_none() {
         return Err(HttpError::MissingKey);
@@ -519,8 +522,8 @@ async fn dispatch(
     let app2 = app.clone();
     let route2 = route.clone();
     let request_id = request_id.to_string();
-    let response =
-        tokio::task::spawn_blocking(move || -> Result<http_types::Response, HttpError> {
+    let (caller, request, mut response) =
+        tokio::task::spawn_blocking(move || -> Result<(_, _, http_types::Response), HttpError> {
             // Authentication reads the key table on every request, so a revoked key stops at once.
             let caller = match key {
                 Some(key) => match app2.accounts.authenticate(&key) {
@@ -547,10 +550,14 @@ async fn dispatch(
                 },
                 None => None,
             };
-            Ok(app2.runtime.handle(&route2.component, caller, request)?)
+            let response =
+                app2.runtime
+                    .handle(&route2.component, caller.clone(), request.clone())?;
+            Ok((caller, request, response))
         })
         .await
         .map_err(|e| HttpError::Unavailable(format!("request task failed: {e}")))??;
+    let continuation = paged::take_continuation(&mut response);
 
     let mut builder = Response::builder()
         .status(StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR));
@@ -563,15 +570,25 @@ async fn dispatch(
             builder = builder.header(name, value);
         }
     }
-    Ok(builder
-        .body(Full::new(Bytes::from(response.body)))
-        .unwrap_or_else(|_| {
-            text(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "text/plain",
-                "invalid response\n",
-            )
-        }))
+    let body = match (continuation, caller) {
+        // A page that names the next one: the rest is streamed after it.
+        (Some(next), Some(caller)) if response.status == 200 => Either::Right(paged::stream(
+            app.runtime.clone(),
+            route.component.clone(),
+            caller,
+            request,
+            response.body,
+            next,
+        )),
+        _ => Either::Left(Full::new(Bytes::from(response.body))),
+    };
+    Ok(builder.body(body).unwrap_or_else(|_| {
+        paged::full(text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "text/plain",
+            "invalid response\n",
+        ))
+    }))
 }
 
 /// A running server: its bound addresses and the tasks serving them.
