@@ -9,14 +9,14 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use crate::capabilities::clock::system_now_ms;
-use crate::db::{Sqlite, StorageError};
+use crate::db::{SqlDb, StorageError};
 use crate::scopes::Scopes;
+use mmc_storage::sql_params;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -84,12 +84,6 @@ pub enum AccountError {
     Storage(#[from] StorageError),
 }
 
-impl From<rusqlite::Error> for AccountError {
-    fn from(e: rusqlite::Error) -> Self {
-        AccountError::Storage(e.into())
-    }
-}
-
 /// How long a successful key lookup is reused. Revocation (from this process
 /// or the CLI) takes effect within this time; the contract allows 1 s.
 const KEY_CACHE_TTL: Duration = Duration::from_millis(500);
@@ -98,7 +92,7 @@ const KEY_CACHE_MAX: usize = 10_000;
 
 #[derive(Clone)]
 pub struct Accounts {
-    db: Arc<Sqlite>,
+    db: SqlDb,
     /// key hash → principal and when it was read. Only live keys are cached,
     /// so a key created a moment ago works at once.
     cache: Arc<Mutex<HashMap<String, (Principal, Instant)>>>,
@@ -134,7 +128,7 @@ fn key_environment(presented: &str) -> Option<Environment> {
 }
 
 impl Accounts {
-    pub fn new(db: Arc<Sqlite>) -> Accounts {
+    pub fn new(db: SqlDb) -> Accounts {
         Accounts {
             db,
             cache: Arc::default(),
@@ -153,41 +147,30 @@ impl Accounts {
         self.db.write(|tx| {
             tx.execute(
                 "INSERT INTO merchants (id, name, created_ms) VALUES (?1, ?2, ?3)",
-                params![m.id, m.name, system_now_ms() as i64],
-            )?;
-            Ok(())
+                sql_params![&m.id, &m.name, system_now_ms() as i64],
+            )
         })?;
         Ok(m)
     }
 
     pub fn merchant(&self, id: &str) -> Result<Option<Merchant>, AccountError> {
-        Ok(self.db.read(|c| {
-            Ok(
-                c.query_row("SELECT id, name FROM merchants WHERE id = ?1", [id], |r| {
-                    Ok(Merchant {
-                        id: r.get(0)?,
-                        name: r.get(1)?,
-                    })
-                })
-                .optional()?,
+        let row = self.db.read(|c| {
+            c.query_opt(
+                "SELECT id, name FROM merchants WHERE id = ?1",
+                sql_params![id],
             )
-        })?)
+        })?;
+        Ok(row.map(|r| merchant(&r)).transpose()?)
     }
 
     pub fn first_merchant(&self) -> Result<Option<Merchant>, AccountError> {
-        Ok(self.db.read(|c| {
-            Ok(c.query_row(
+        let row = self.db.read(|c| {
+            c.query_opt(
                 "SELECT id, name FROM merchants ORDER BY created_ms LIMIT 1",
-                [],
-                |r| {
-                    Ok(Merchant {
-                        id: r.get(0)?,
-                        name: r.get(1)?,
-                    })
-                },
+                &[],
             )
-            .optional()?)
-        })?)
+        })?;
+        Ok(row.map(|r| merchant(&r)).transpose()?)
     }
 
     /// A key with every scope.
@@ -221,15 +204,13 @@ impl Accounts {
         };
         let stored = scopes.map(|s| s.to_string());
         let result = self.db.write(|tx| {
-            let exists: Option<i64> = tx
-                .query_row("SELECT 1 FROM merchants WHERE id = ?1", [merchant_id], |r| r.get(0))
-                .optional()?;
+            let exists = tx.query_opt("SELECT 1 FROM merchants WHERE id = ?1", sql_params![merchant_id])?;
             if exists.is_none() {
                 return Ok(false);
             }
             tx.execute(
                 "INSERT INTO api_keys (id, key_hash, merchant_id, environment, created_ms, scopes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![created.id, hash, merchant_id, environment.as_str(), system_now_ms() as i64, stored],
+                sql_params![&created.id, &hash, merchant_id, environment.as_str(), system_now_ms() as i64, &stored],
             )?;
             Ok(true)
         })?;
@@ -252,10 +233,10 @@ impl Accounts {
             Environment::Live => "second_approver_live",
         };
         let changed = self.db.write(|tx| {
-            Ok(tx.execute(
+            tx.execute(
                 &format!("UPDATE merchants SET {column} = ?2 WHERE id = ?1"),
-                params![merchant_id, on as i64],
-            )?)
+                sql_params![merchant_id, on],
+            )
         })?;
         if changed == 0 {
             return Err(AccountError::UnknownMerchant(merchant_id.to_string()));
@@ -268,10 +249,10 @@ impl Accounts {
 
     pub fn revoke_key(&self, key_id: &str) -> Result<(), AccountError> {
         let changed = self.db.write(|tx| {
-            Ok(tx.execute(
+            tx.execute(
                 "UPDATE api_keys SET revoked_ms = COALESCE(revoked_ms, ?2) WHERE id = ?1",
-                params![key_id, system_now_ms() as i64],
-            )?)
+                sql_params![key_id, system_now_ms() as i64],
+            )
         })?;
         if changed == 0 {
             return Err(AccountError::UnknownKey(key_id.to_string()));
@@ -306,35 +287,39 @@ impl Accounts {
     }
 
     fn lookup(&self, hash: &str) -> Result<Option<Principal>, AccountError> {
-        Ok(self.db.read(|c| {
-            let mut stmt = c.prepare_cached(
+        let row = self.db.read(|c| {
+            c.query_opt(
                 "SELECT k.id, k.merchant_id, k.environment, m.name, k.scopes,
                         m.second_approver_test, m.second_approver_live
                  FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
                  WHERE k.key_hash = ?1 AND k.revoked_ms IS NULL",
-            )?;
-            Ok(stmt
-                .query_row([hash], |r| {
-                    let env: String = r.get(2)?;
-                    let environment = Environment::parse(&env).unwrap_or(Environment::Test);
-                    let scopes: Option<String> = r.get(4)?;
-                    let (test, live): (Option<bool>, Option<bool>) = (r.get(5)?, r.get(6)?);
-                    Ok(Principal {
-                        key_id: r.get(0)?,
-                        merchant_id: r.get(1)?,
-                        merchant_name: r.get(3)?,
-                        environment,
-                        scopes: Scopes::from_stored(scopes.as_deref()),
-                        // Off in test, on in live, unless the merchant said otherwise.
-                        require_second_approver: match environment {
-                            Environment::Test => test.unwrap_or(false),
-                            Environment::Live => live.unwrap_or(true),
-                        },
-                    })
-                })
-                .optional()?)
-        })?)
+                sql_params![hash],
+            )
+        })?;
+        let Some(r) = row else { return Ok(None) };
+        let environment = Environment::parse(&r.text(2)?).unwrap_or(Environment::Test);
+        let scopes = r.opt_text(4)?;
+        let (test, live) = (r.opt_int(5)?.map(|v| v != 0), r.opt_int(6)?.map(|v| v != 0));
+        Ok(Some(Principal {
+            key_id: r.text(0)?,
+            merchant_id: r.text(1)?,
+            merchant_name: r.text(3)?,
+            environment,
+            scopes: Scopes::from_stored(scopes.as_deref()),
+            // Off in test, on in live, unless the merchant said otherwise.
+            require_second_approver: match environment {
+                Environment::Test => test.unwrap_or(false),
+                Environment::Live => live.unwrap_or(true),
+            },
+        }))
     }
+}
+
+fn merchant(r: &crate::db::Row) -> Result<Merchant, StorageError> {
+    Ok(Merchant {
+        id: r.text(0)?,
+        name: r.text(1)?,
+    })
 }
 
 #[cfg(test)]
@@ -344,15 +329,17 @@ mod tests {
     #[test]
     fn keys_authenticate_until_revoked_and_are_stored_hashed() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Arc::new(Sqlite::open(&dir.path().join("a.db")).unwrap());
+        let db = SqlDb::new(Arc::new(
+            crate::db::Sqlite::open(&dir.path().join("a.db")).unwrap(),
+        ));
         let accounts = Accounts::new(db.clone());
         let m = accounts.create_merchant("Shop").unwrap();
         let k = accounts.create_key(&m.id, Environment::Live).unwrap();
         let p = accounts.authenticate(&k.key).unwrap().unwrap();
         assert_eq!(p.merchant_id, m.id);
         assert_eq!(p.environment, Environment::Live);
-        let stored: String = db
-            .read(|c| Ok(c.query_row("SELECT key_hash FROM api_keys", [], |r| r.get(0))?))
+        let stored = db
+            .read(|c| c.query_one("SELECT key_hash FROM api_keys", &[])?.text(0))
             .unwrap();
         assert_ne!(stored, k.key);
         accounts.revoke_key(&k.id).unwrap();
@@ -366,7 +353,9 @@ mod tests {
     #[test]
     fn keys_carry_their_environment_prefix_and_legacy_keys_still_work() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Arc::new(Sqlite::open(&dir.path().join("a.db")).unwrap());
+        let db = SqlDb::new(Arc::new(
+            crate::db::Sqlite::open(&dir.path().join("a.db")).unwrap(),
+        ));
         let accounts = Accounts::new(db.clone());
         let m = accounts.create_merchant("Shop").unwrap();
         let test = accounts.create_key(&m.id, Environment::Test).unwrap();
@@ -387,10 +376,10 @@ mod tests {
         let legacy = Uuid::new_v4();
         let hash = hash_key(&legacy.to_string()).unwrap();
         db.write(|tx| {
-            Ok(tx.execute(
+            tx.execute(
                 "INSERT INTO api_keys (id, key_hash, merchant_id, environment, created_ms) VALUES ('key_old', ?1, ?2, 'test', 0)",
-                params![hash, m.id],
-            )?)
+                sql_params![&hash, &m.id],
+            )
         })
         .unwrap();
         let p = accounts.authenticate(&legacy.to_string()).unwrap().unwrap();

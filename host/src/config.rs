@@ -14,6 +14,8 @@ use serde::{Deserialize, Serialize};
 pub struct Config {
     pub listen: SocketAddr,
     pub data_dir: PathBuf,
+    /// Where everything is stored (see [`StorageConfig`]).
+    pub storage: StorageConfig,
     /// Where the `.wasm` components are loaded from at start.
     pub components_dir: PathBuf,
     /// Compiled-code cache; defaults to `<data_dir>/cache`.
@@ -36,6 +38,23 @@ pub struct Config {
     pub admin: AdminConfig,
     /// The admin token, as `admin.token` (kept so `MMC_ADMIN_TOKEN` still works).
     pub admin_token: Option<String>,
+}
+
+/// `url`: `sqlite://PATH` (the default, `<data_dir>/mmc.db`: one process)
+/// or `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` (any number of nodes).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageConfig {
+    pub url: Option<String>,
+    /// Connections each node keeps to PostgreSQL.
+    pub pool_size: Option<usize>,
+}
+
+/// The engine a storage URL names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageUrl {
+    Sqlite(PathBuf),
+    Postgres(String),
 }
 
 /// The admin API never shares the public listener: it deploys the code that
@@ -189,6 +208,7 @@ impl Default for Config {
         Config {
             listen: "127.0.0.1:8080".parse().expect("valid default address"),
             data_dir: PathBuf::from("./data"),
+            storage: StorageConfig::default(),
             components_dir: PathBuf::from("target/components"),
             cache_dir: None,
             public_base_url: None,
@@ -351,6 +371,29 @@ impl Config {
 
     pub fn db_path(&self) -> PathBuf {
         self.data_dir.join("mmc.db")
+    }
+
+    /// `storage.url`, checked: SQLite in the data directory when unset.
+    pub fn storage_url(&self) -> Result<StorageUrl, ConfigError> {
+        let Some(url) = self.storage.url.as_deref().map(str::trim) else {
+            return Ok(StorageUrl::Sqlite(self.db_path()));
+        };
+        if let Some(path) = url.strip_prefix("sqlite://") {
+            if path.is_empty() {
+                return Err(ConfigError::Invalid(
+                    "storage.url: sqlite:// needs a file path (sqlite:///var/lib/mmc/mmc.db)"
+                        .into(),
+                ));
+            }
+            Ok(StorageUrl::Sqlite(PathBuf::from(path)))
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(StorageUrl::Postgres(url.to_string()))
+        } else {
+            Err(ConfigError::Invalid(format!(
+                "storage.url must start with sqlite:// or postgres://, not {:?}",
+                url.split("://").next().unwrap_or(url)
+            )))
+        }
     }
 
     pub fn component(&self, name: &str) -> ComponentConfig {

@@ -10,11 +10,13 @@ pub mod config;
 pub mod conformance;
 pub mod db;
 pub mod http;
+pub mod leases;
 pub mod metrics;
 pub mod runtime;
 pub mod sandbox;
 pub mod scopes;
 pub mod server;
+pub mod shutdown;
 pub mod webhooks;
 pub mod workers;
 

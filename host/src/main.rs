@@ -268,7 +268,7 @@ fn main() {
             let env =
                 Environment::parse(&env).unwrap_or_else(|| fail("--env must be test or live"));
             let db = mmc_host::server::open_db(&config).unwrap_or_else(|e| fail(&e.to_string()));
-            if Accounts::new(db.clone())
+            if Accounts::new(db.sql.clone())
                 .merchant(&merchant)
                 .unwrap_or_else(|e| fail(&e.to_string()))
                 .is_none()
@@ -277,8 +277,9 @@ fn main() {
             }
             let sealer = mmc_host::webhooks::sealing::Sealer::resolve(&config)
                 .unwrap_or_else(|e| fail(&e.to_string()));
-            let webhooks = mmc_host::webhooks::Webhooks::new(db, config.webhooks.clone(), sealer)
-                .unwrap_or_else(|e| fail(&e.to_string()));
+            let webhooks =
+                mmc_host::webhooks::Webhooks::new(db.sql, config.webhooks.clone(), sealer)
+                    .unwrap_or_else(|e| fail(&e.to_string()));
             let events: Vec<String> = events
                 .split(',')
                 .map(|e| e.trim().to_string())
@@ -407,8 +408,15 @@ fn fail(message: &str) -> ! {
 }
 
 fn accounts(config: &Config) -> Accounts {
-    Accounts::new(mmc_host::server::open_db(config).unwrap_or_else(|e| fail(&e.to_string())))
+    Accounts::new(
+        mmc_host::server::open_db(config)
+            .unwrap_or_else(|e| fail(&e.to_string()))
+            .sql,
+    )
 }
+
+/// How long a shutdown waits for in-flight requests and jobs.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
 fn serve(config: Config, demo: bool) {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -419,7 +427,7 @@ fn serve(config: Config, demo: bool) {
         if demo {
             demo_account(&config);
         }
-        let service = match mmc_host::server::start(config).await {
+        let mut service = match mmc_host::server::start(config).await {
             Ok(s) => s,
             Err(e) => fail(&format!("cannot start: {e:#}")),
         };
@@ -435,10 +443,23 @@ fn serve(config: Config, demo: bool) {
             );
             let _ = out.flush();
         }
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .unwrap_or_else(|e| fail(&format!("cannot watch SIGTERM: {e}")));
         tokio::select! {
-            _ = service.running.task => {}
-            _ = tokio::signal::ctrl_c() => eprintln!("shutting down"),
+            _ = &mut service.running.task => return,
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
         }
+        // Rolled out of a fleet: finish what is in flight, hand the jobs over.
+        eprintln!(
+            "shutting down: draining (up to {} s)",
+            SHUTDOWN_GRACE.as_secs()
+        );
+        let drained = service.shutdown(SHUTDOWN_GRACE).await;
+        eprintln!(
+            "shut down{}",
+            if drained { "" } else { " (grace period over)" }
+        );
     });
 }
 

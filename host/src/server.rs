@@ -9,7 +9,7 @@ use crate::accounts::Accounts;
 use crate::capabilities::clock::SystemClock;
 use crate::capabilities::outbound_http::ReqwestClient;
 use crate::config::Config;
-use crate::db::Sqlite;
+use crate::db::Storage;
 use crate::http::{self, App, Running};
 use crate::metrics::Metrics;
 use crate::runtime::{Runtime, Services};
@@ -18,10 +18,13 @@ use crate::runtime::{Runtime, Services};
 pub struct Service {
     pub app: Arc<App>,
     pub running: Running,
+    /// Released at a graceful shutdown, so other nodes take the jobs over at once.
+    pub leases: Arc<crate::leases::Leases>,
 }
 
-pub fn open_db(config: &Config) -> anyhow::Result<Arc<Sqlite>> {
-    Ok(Arc::new(Sqlite::open(&config.db_path())?))
+/// The storage `storage.url` names (SQLite in the data directory by default).
+pub fn open_db(config: &Config) -> anyhow::Result<Storage> {
+    Storage::open(config)
 }
 
 /// Binds, loads the components and starts serving and the workers.
@@ -39,8 +42,8 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         .clone()
         .unwrap_or_else(|| format!("http://{addr}"));
     let services = Services {
-        audit: crate::admin::audit::Audit::start(db.clone())?,
-        storage: db.clone(),
+        audit: crate::admin::audit::Audit::start(db.sql.clone())?,
+        storage: db.backend.clone(),
         http: Arc::new(ReqwestClient::new(tokio::runtime::Handle::current())),
         clock: Arc::new(SystemClock),
         metrics: Arc::new(Metrics::default()),
@@ -58,7 +61,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     }
     let admin = Arc::new(crate::admin::Admin::new(
         runtime.clone(),
-        db.clone(),
+        db.sql.clone(),
         config.components_dir.clone(),
         admin_token,
     )?);
@@ -67,7 +70,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         tracing::info!(?restored, "deployed adapter versions restored");
     }
     let sealer = crate::webhooks::sealing::Sealer::resolve(&config)?;
-    let webhooks = crate::webhooks::Webhooks::new(db.clone(), config.webhooks.clone(), sealer)?;
+    let webhooks = crate::webhooks::Webhooks::new(db.sql.clone(), config.webhooks.clone(), sealer)?;
     crate::webhooks::spawn(webhooks.clone());
     let app = Arc::new(App {
         admin,
@@ -75,7 +78,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         client_limiter: crate::http::rate_limit::RateLimiter::per_client(&config.rate_limit),
         runtime: runtime.clone(),
         webhooks,
-        accounts: Accounts::new(db.clone()),
+        accounts: Accounts::new(db.sql.clone()),
         routes: config.routes.clone(),
         max_body_bytes: config.limits.max_body_bytes,
         base_url,
@@ -83,8 +86,11 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
             config.connections.clone(),
             runtime.services.metrics.clone(),
         ),
+        drain: crate::shutdown::Drain::new(),
     });
-    crate::workers::spawn(runtime.clone());
+    let leases = crate::leases::Leases::new(db.sql.clone());
+    crate::workers::spawn(runtime.clone(), leases.clone(), app.drain.clone());
+    crate::workers::spawn_fleet(app.clone(), leases.clone());
     let task = tokio::spawn(http::serve(app.clone(), listener));
     let admin_task = tokio::spawn(http::serve_admin(app.clone(), admin_listener));
     Ok(Service {
@@ -95,5 +101,29 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
             admin_addr,
             admin_task,
         },
+        leases,
     })
+}
+
+impl Service {
+    /// Graceful shutdown (SIGTERM): stops accepting, waits up to `grace`
+    /// for in-flight requests and jobs, then releases this node's leases.
+    /// True when everything finished within `grace`.
+    pub async fn shutdown(&self, grace: std::time::Duration) -> bool {
+        self.app.drain.start();
+        let deadline = std::time::Instant::now() + grace;
+        let connections = self.app.connections.clone();
+        let idle = self
+            .app
+            .drain
+            .wait_idle(deadline, || connections.open() > 0)
+            .await;
+        let leases = self.leases.clone();
+        match tokio::task::spawn_blocking(move || leases.release_all()).await {
+            Ok(Ok(n)) => tracing::info!(leases = n, idle, "drained; leases released"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "leases not released: they expire"),
+            Err(e) => tracing::warn!(error = %e, "lease release panicked"),
+        }
+        idle
+    }
 }

@@ -1,11 +1,14 @@
 //! Background workers: timers that ask components to do what is due. The
 //! state they work on (deadlines, schedules) is stored, never held in
-//! memory, so a restart loses nothing.
+//! memory, so a restart loses nothing. In a fleet each job runs on the node
+//! holding its lease (see [`crate::leases`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::leases::{Leases, RENEW_EVERY};
 use crate::runtime::{CallError, Runtime};
+use crate::shutdown::Drain;
 
 /// (component, job, period, batch size).
 const JOBS: &[(&str, &str, Duration, u32)] = &[
@@ -20,7 +23,7 @@ const MAX_ROUNDS: usize = 20;
 /// limits and availability follow their providers').
 const DESCRIBE_EVERY: Duration = Duration::from_secs(60);
 
-pub fn spawn(runtime: Arc<Runtime>) {
+pub fn spawn(runtime: Arc<Runtime>, leases: Arc<Leases>, drain: Arc<Drain>) {
     {
         let runtime = runtime.clone();
         tokio::spawn(async move {
@@ -38,12 +41,42 @@ pub fn spawn(runtime: Arc<Runtime>) {
         });
     }
     for &(component, job, period, limit) in JOBS {
-        let runtime = runtime.clone();
+        let (runtime, leases, drain) = (runtime.clone(), leases.clone(), drain.clone());
+        let lease = format!("job:{component}:{job}");
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(period);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
+                // Draining: no new round; a round running holds `_job` to its end.
+                let Some(_job) = drain.job() else { break };
+                let held = {
+                    let (l, name) = (leases.clone(), lease.clone());
+                    tokio::task::spawn_blocking(move || l.acquire(&name)).await
+                };
+                match held {
+                    Ok(Ok(true)) => {}
+                    Ok(Ok(false)) => continue, // another node's turn
+                    Ok(Err(e)) => {
+                        tracing::warn!(component, job, error = %e, "job lease not taken");
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::error!(component, job, error = %e, "job lease task panicked");
+                        continue;
+                    }
+                }
+                // Renewed while the job runs, however long its calls take.
+                let renewer = {
+                    let (l, name) = (leases.clone(), lease.clone());
+                    tokio::spawn(async move {
+                        loop {
+                            tokio::time::sleep(RENEW_EVERY).await;
+                            let (l, name) = (l.clone(), name.clone());
+                            let _ = tokio::task::spawn_blocking(move || l.acquire(&name)).await;
+                        }
+                    })
+                };
                 let rt = runtime.clone();
                 // Drain: keep going while full batches come back.
                 let result = tokio::task::spawn_blocking(move || {
@@ -59,6 +92,7 @@ pub fn spawn(runtime: Arc<Runtime>) {
                     Ok::<u32, CallError>(total)
                 })
                 .await;
+                renewer.abort();
                 match result {
                     // A component that is not deployed has nothing to do.
                     Ok(Ok(0)) | Ok(Err(CallError::NotLoaded(_) | CallError::WrongKind(_))) => {}
@@ -69,4 +103,38 @@ pub fn spawn(runtime: Arc<Runtime>) {
             }
         });
     }
+}
+
+/// What keeps a fleet's nodes in step: adapter versions deployed through
+/// another node (polled every [`crate::admin::SYNC_EVERY`]), and the count of
+/// live nodes that share each key's rate limit.
+pub fn spawn_fleet(app: Arc<crate::http::App>, leases: Arc<Leases>) {
+    {
+        let app = app.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(crate::admin::SYNC_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let app = app.clone();
+                match tokio::task::spawn_blocking(move || app.admin.sync()).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => tracing::warn!(error = %e, "adapter versions not synced"),
+                    Err(e) => tracing::error!(error = %e, "adapter sync panicked"),
+                }
+            }
+        });
+    }
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(RENEW_EVERY);
+        loop {
+            tick.tick().await;
+            let l = leases.clone();
+            match tokio::task::spawn_blocking(move || l.heartbeat()).await {
+                Ok(Ok(nodes)) => app.rate_limiter.share_among(nodes),
+                Ok(Err(e)) => tracing::warn!(error = %e, "node heartbeat failed"),
+                Err(e) => tracing::error!(error = %e, "node heartbeat panicked"),
+            }
+        }
+    });
 }

@@ -8,8 +8,15 @@ use serde_json::Value;
 use crate::support::*;
 
 fn mmc(args: &[&str]) -> Value {
+    // The storage of the data directory named, when the suite runs on PostgreSQL.
+    let storage = args
+        .iter()
+        .position(|a| *a == "--data-dir")
+        .map(|i| storage_env(std::path::Path::new(args[i + 1])))
+        .unwrap_or_default();
     let out = Command::new(env!("CARGO_BIN_EXE_mmc"))
         .args(args)
+        .envs(storage)
         .env_remove("MMC_CONFIG")
         .output()
         .expect("mmc runs");

@@ -349,21 +349,13 @@ async fn legacy_catalogue_lists_the_same_operators_and_legacy_events_are_written
         None,
     )
     .await;
-    let db = mmc_host::db::Sqlite::open(&app.data_dir.path().join("mmc.db")).unwrap();
+    let db = test_storage(&base_config(app.data_dir.path())).sql;
     let events: Vec<(String, String)> = db
         .read(|c| {
-            let mut s = c
-                .prepare("SELECT event_type, payload FROM outbox ORDER BY seq")
-                .unwrap();
-            Ok(s.query_map([], |r| {
-                Ok((
-                    r.get(0)?,
-                    String::from_utf8(r.get::<_, Vec<u8>>(1)?).unwrap(),
-                ))
-            })
-            .unwrap()
-            .map(|r| r.unwrap())
-            .collect())
+            c.query("SELECT event_type, payload FROM outbox ORDER BY seq", &[])?
+                .iter()
+                .map(|r| Ok((r.text(0)?, String::from_utf8(r.blob(1)?).unwrap())))
+                .collect()
         })
         .unwrap();
     let types: Vec<&str> = events.iter().map(|(t, _)| t.as_str()).collect();

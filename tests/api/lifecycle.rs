@@ -294,11 +294,8 @@ async fn unfinished_payments_expire_and_the_deadline_survives_a_restart() {
     // Restart on the same data dir, with the clock of the stored deadline passed:
     // the expiry index is stored, so the new process finds it.
     let tx_dir = dir.clone();
-    let db = mmc_host::db::Sqlite::open(&tx_dir.join("mmc.db")).unwrap();
-    let stored = {
-        use mmc_host::db::Backend;
-        db.scan("collect", "expiry", "", "", 10).unwrap()
-    };
+    let db = test_storage(&base_config(&tx_dir)).backend;
+    let stored = { db.scan("collect", "expiry", "", "", 10).unwrap() };
     assert_eq!(
         stored.len(),
         1,
@@ -307,7 +304,6 @@ async fn unfinished_payments_expire_and_the_deadline_survives_a_restart() {
     // Move the stored deadline into the past rather than waiting 5 minutes
     // (in the index and in the record, which expiry checks).
     {
-        use mmc_host::db::Backend;
         let mut tx = db.begin("collect").unwrap();
         let (k, v) = &stored[0];
         tx.delete("expiry", k).unwrap();

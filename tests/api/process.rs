@@ -26,6 +26,7 @@ impl ServerProcess {
             .env("MMC_CACHE_DIR", cache_dir())
             .env("MMC_LOG", "warn")
             .env("MMC_ADMIN__LISTEN", "127.0.0.1:0")
+            .envs(storage_env(data_dir))
             // The tests' webhook receivers listen on loopback.
             .env("MMC_WEBHOOKS__ALLOW_PRIVATE_DESTINATIONS", "true")
             .env_remove("MMC_CONFIG")
@@ -68,6 +69,7 @@ pub fn cli(data_dir: &Path, args: &[&str]) -> serde_json::Value {
         .args(args)
         .arg("--data-dir")
         .arg(data_dir)
+        .envs(storage_env(data_dir))
         .env_remove("MMC_CONFIG")
         .env("MMC_WEBHOOKS__ALLOW_PRIVATE_DESTINATIONS", "true")
         .output()

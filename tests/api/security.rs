@@ -41,6 +41,7 @@ fn command(data_dir: &Path, env: &[(&str, &str)]) -> Command {
         .env("MMC_CACHE_DIR", cache_dir())
         .env("MMC_LOG", "warn")
         .env("MMC_ADMIN__LISTEN", "127.0.0.1:0")
+        .envs(storage_env(data_dir))
         .env_remove("MMC_CONFIG")
         .env_remove("MMC_ADMIN_TOKEN")
         .env_remove("MMC_WEBHOOKS__ALLOW_PRIVATE_DESTINATIONS");
@@ -402,9 +403,12 @@ async fn anonymous_floods_leaked_keys_and_database_copies_get_nothing() {
         .await;
     assert_eq!(status, 201, "{endpoint}");
     let secret = endpoint["secret"].as_str().unwrap();
-    let db = rusqlite::Connection::open(dir.path().join("mmc.db")).unwrap();
-    let stored: String = db
-        .query_row("SELECT secret FROM webhook_endpoints", [], |r| r.get(0))
+    let stored = test_storage(&base_config(dir.path()))
+        .sql
+        .read(|c| {
+            c.query_one("SELECT secret FROM webhook_endpoints", &[])?
+                .text(0)
+        })
         .unwrap();
     assert!(stored.starts_with("sealed:v1:") && !stored.contains(secret));
 }

@@ -568,13 +568,10 @@ async fn signing_secrets_are_sealed_at_rest_and_older_rows_are_sealed_at_start()
     let callback = callback["secret"].as_str().unwrap().to_string();
 
     // What a copy of the database shows: no secret.
-    let db_file = app.data_dir.path().join("mmc.db");
+    let db = test_storage(&base_config(app.data_dir.path()));
     let dump = |sql: &str| -> Vec<String> {
-        let c = rusqlite::Connection::open(&db_file).unwrap();
-        let mut stmt = c.prepare(sql).unwrap();
-        stmt.query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
+        db.sql
+            .read(|c| c.query(sql, &[])?.iter().map(|r| r.text(0)).collect())
             .unwrap()
     };
     let stored = dump("SELECT secret FROM webhook_endpoints");
@@ -593,21 +590,16 @@ async fn signing_secrets_are_sealed_at_rest_and_older_rows_are_sealed_at_start()
     // start and keeps working; the generated key sits beside the database, 0600.
     let key_file = app.data_dir.path().join("webhook_secrets_key");
     let hex_key = std::fs::read_to_string(&key_file).unwrap();
-    {
-        let c = rusqlite::Connection::open(&db_file).unwrap();
-        c.execute(
-            "UPDATE callback_secrets SET secret = 'whsec_from_before' WHERE merchant_id = ?1",
-            [&merchant],
-        )
+    db.sql
+        .write(|c| {
+            c.execute(
+                "UPDATE callback_secrets SET secret = 'whsec_from_before' WHERE merchant_id = ?1",
+                &[merchant.as_str().into()],
+            )
+        })
         .unwrap();
-    }
-    let db = mmc_host::server::open_db(&mmc_host::config::Config {
-        data_dir: app.data_dir.path().to_path_buf(),
-        ..Default::default()
-    })
-    .unwrap();
     let webhooks = Webhooks::new(
-        db.clone(),
+        db.sql.clone(),
         Default::default(),
         Sealer::with_key(&hex_key).unwrap(),
     )
@@ -619,7 +611,14 @@ async fn signing_secrets_are_sealed_at_rest_and_older_rows_are_sealed_at_start()
     );
     // The wrong key opens nothing: refused at start, not at each delivery.
     let wrong = "07".repeat(32);
-    assert!(Webhooks::new(db, Default::default(), Sealer::with_key(&wrong).unwrap()).is_err());
+    assert!(
+        Webhooks::new(
+            db.sql.clone(),
+            Default::default(),
+            Sealer::with_key(&wrong).unwrap()
+        )
+        .is_err()
+    );
 }
 
 /// A delivery records an error class, never what the remote said: a refused

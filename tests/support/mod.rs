@@ -38,6 +38,84 @@ pub fn cache_dir() -> PathBuf {
     target_dir().join("mmc-cache")
 }
 
+/// `MMC_TEST_STORAGE=postgres` runs the suite on PostgreSQL (`make test`
+/// runs the API suite both ways): each data directory gets a database of
+/// its own, the same one every time it is asked for, so a restart on the
+/// same directory finds its data, as with SQLite.
+pub fn on_postgres() -> bool {
+    match std::env::var("MMC_TEST_STORAGE").as_deref() {
+        Ok("postgres") => true,
+        Ok("sqlite") | Err(_) => false,
+        Ok(other) => panic!("MMC_TEST_STORAGE must be sqlite or postgres, not {other}"),
+    }
+}
+
+/// The `storage.url` of a data directory's storage when the suite runs on
+/// PostgreSQL (`None`: SQLite, the default file in the directory).
+pub fn storage_url(data_dir: &std::path::Path) -> Option<String> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    if !on_postgres() {
+        return None;
+    }
+    static URLS: OnceLock<Mutex<HashMap<PathBuf, String>>> = OnceLock::new();
+    let prefix = format!("mmc_t_{}_", test_binary());
+    let urls = URLS.get_or_init(|| {
+        // What an earlier run of this binary left behind.
+        mmc_storage_postgres::test_util::drop_databases_like(&prefix);
+        Mutex::default()
+    });
+    let mut urls = urls.lock().unwrap();
+    let url = urls.entry(data_dir.to_path_buf()).or_insert_with(|| {
+        let n = urls_seq();
+        mmc_storage_postgres::test_util::named_database(&format!("{prefix}{n}"))
+    });
+    Some(url.clone())
+}
+
+fn urls_seq() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    SEQ.fetch_add(1, Ordering::Relaxed)
+}
+
+/// This test binary's name (`api`, `bulk`…), lowercase letters only.
+fn test_binary() -> String {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let stem = exe.file_stem().and_then(|s| s.to_str()).unwrap_or("t");
+    stem.split('-')
+        .next()
+        .unwrap_or("t")
+        .chars()
+        .filter(|c| c.is_ascii_lowercase())
+        .collect()
+}
+
+/// Points `config` at its data directory's test storage.
+pub fn with_test_storage(config: &mut Config) {
+    if config.storage.url.is_none() {
+        config.storage.url = storage_url(&config.data_dir);
+        if config.storage.url.is_some() {
+            // Tests run two at a time, and some start three nodes.
+            config.storage.pool_size = Some(6);
+        }
+    }
+}
+
+/// The storage a server on `config` uses, opened by the test itself.
+pub fn test_storage(config: &Config) -> mmc_host::db::Storage {
+    let mut config = config.clone();
+    with_test_storage(&mut config);
+    mmc_host::server::open_db(&config).expect("test storage opens")
+}
+
+/// Environment for an `mmc` process on `data_dir`: its test storage.
+pub fn storage_env(data_dir: &std::path::Path) -> Vec<(&'static str, String)> {
+    storage_url(data_dir)
+        .map(|u| vec![("MMC_STORAGE__URL", u)])
+        .unwrap_or_default()
+}
+
 pub fn base_config(data_dir: &std::path::Path) -> Config {
     let mut config = Config::load(None, Vec::new()).expect("default config");
     config.listen = "127.0.0.1:0".parse().unwrap();
@@ -82,10 +160,11 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
     let data_dir = tempfile::tempdir().expect("temp dir");
     let mut config = base_config(data_dir.path());
     adjust(&mut config);
+    with_test_storage(&mut config);
     let service = mmc_host::server::start(config.clone())
         .await
         .expect("service starts");
-    let accounts = Accounts::new(mmc_host::server::open_db(&config).unwrap());
+    let accounts = Accounts::new(test_storage(&config).sql);
     TestApp {
         base: format!("http://{}", service.running.addr),
         admin_base: format!("http://{}", service.running.admin_addr),

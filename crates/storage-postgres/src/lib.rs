@@ -27,6 +27,7 @@
 //! is in (a worker, `spawn_blocking`, `block_in_place`, none).
 
 mod migrate;
+mod sql;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
 #[cfg(test)]
@@ -213,14 +214,7 @@ impl Postgres {
     /// The advisory lock key of `(kind, name)` in this store: a stable 64-bit
     /// hash (FNV-1a), the same on every node and every build.
     fn lock_key(&self, kind: &str, name: &str) -> i64 {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for part in ["mmc-storage", &self.scope, kind, name] {
-            for b in part.bytes().chain([0xff]) {
-                h ^= u64::from(b);
-                h = h.wrapping_mul(0x0100_0000_01b3);
-            }
-        }
-        h as i64
+        lock_key(&self.scope, kind, name)
     }
 
     /// This node's turn to write `namespace`: queued locally first, so at
@@ -248,6 +242,18 @@ impl Drop for Postgres {
             rt.shutdown_background();
         }
     }
+}
+
+/// The advisory lock key of `(kind, name)` in the store `scope` (FNV-1a).
+fn lock_key(scope: &str, kind: &str, name: &str) -> i64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in ["mmc-storage", scope, kind, name] {
+        for b in part.bytes().chain([0xff]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h as i64
 }
 
 /// Runs `fut` on the backend's runtime and waits for it on this thread.

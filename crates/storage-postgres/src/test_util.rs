@@ -65,8 +65,102 @@ impl Drop for TestDatabase {
     }
 }
 
+/// The URL of database `name` on [`server_url`], created if missing (kept:
+/// for tests whose processes come and go on one database; see
+/// [`drop_databases_like`]). Panics with what to do when no server answers.
+pub fn named_database(name: &str) -> String {
+    let server = server_url();
+    // CREATE DATABASE has no IF NOT EXISTS: ask first, then create.
+    let exists = format!("SELECT 1 FROM pg_database WHERE datname = '{name}'");
+    match query_exists(&server, &exists) {
+        Ok(true) => {}
+        Ok(false) => {
+            if let Err(e) = admin(&server, &format!("CREATE DATABASE {name}")) {
+                // Another test created it meanwhile.
+                if !e.contains("already exists") {
+                    panic!("cannot create database {name} at {server}: {e}");
+                }
+            }
+        }
+        Err(e) => panic!(
+            "PostgreSQL tests need a server and none answered at {server}: {e}\n\
+             Set MMC_TEST_DATABASE_URL, or run `scripts/test-postgres.sh`. These tests never skip."
+        ),
+    }
+    with_database(&server, name)
+}
+
+/// Drops every database whose name starts with `prefix` (what an earlier
+/// run's [`named_database`]s left).
+pub fn drop_databases_like(prefix: &str) {
+    let server = server_url();
+    let names = match list(
+        &server,
+        &format!("SELECT datname FROM pg_database WHERE datname LIKE '{prefix}%'"),
+    ) {
+        Ok(n) => n,
+        Err(_) => return,
+    };
+    for name in names {
+        let _ = admin(
+            &server,
+            &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+        );
+    }
+}
+
+fn query_exists(url: &str, sql: &str) -> Result<bool, String> {
+    Ok(!list(url, sql)?.is_empty())
+}
+
+/// The first column of `sql`'s rows, as text.
+fn list(url: &str, sql: &str) -> Result<Vec<String>, String> {
+    off_runtime(|| list_here(url, sql))
+}
+
+/// Runs `f` on a thread of its own: the callers may be inside a tokio
+/// runtime (an async test), where blocking on another one panics.
+fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| s.spawn(f).join().expect("database admin thread"))
+}
+
+fn list_here(url: &str, sql: &str) -> Result<Vec<String>, String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let mut config: tokio_postgres::Config = url.parse().map_err(|e| format!("{e}"))?;
+        config.connect_timeout(std::time::Duration::from_secs(5));
+        let (client, conn) = config
+            .connect(tokio_postgres::NoTls)
+            .await
+            .map_err(|e| crate::describe(&e))?;
+        let conn = tokio::spawn(conn);
+        let out = client
+            .simple_query(sql)
+            .await
+            .map_err(|e| crate::describe(&e))
+            .map(|msgs| {
+                msgs.iter()
+                    .filter_map(|m| match m {
+                        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_string),
+                        _ => None,
+                    })
+                    .collect()
+            });
+        drop(client);
+        let _ = conn.await;
+        out
+    })
+}
+
 /// Runs `sql` on the server's maintenance database.
 fn admin(url: &str, sql: &str) -> Result<(), String> {
+    off_runtime(|| admin_here(url, sql))
+}
+
+fn admin_here(url: &str, sql: &str) -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

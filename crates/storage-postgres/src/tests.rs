@@ -51,6 +51,17 @@ fn keeps_the_storage_contract() {
 }
 
 #[test]
+fn host_tables_keep_the_sql_rules_on_three_nodes() {
+    let t = TestDatabase::create();
+    let handles: Vec<mmc_storage::sql::SqlDb> = (0..3)
+        .map(|_| mmc_storage::sql::SqlDb::new(Arc::new(Postgres::connect(&t.url).unwrap())))
+        .collect();
+    let next = AtomicUsize::new(0);
+    let open = || handles[next.fetch_add(1, Ordering::Relaxed) % handles.len()].clone();
+    conformance::sql_rules(&open, 6, 30);
+}
+
+#[test]
 fn concurrent_applies_on_three_nodes_count_exactly_once() {
     let t = TestDatabase::create();
     let open = nodes(&t.url, 3);

@@ -24,6 +24,8 @@
 //! durable. Readers wait the same way for a group that was being committed
 //! while they read. Checkpoints run on their own connection and thread.
 
+mod sql;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -537,6 +539,7 @@ impl Sqlite {
         // restart under constant load (see WAL_RESTART_PAGES).
         let conn = open_connection(path, false, "NORMAL")?;
         conn.execute_batch(SCHEMA)?;
+        conn.execute_batch(sql::HOST_SCHEMA)?;
         add_missing_columns(&conn)?;
         conn.pragma_update(None, "wal_autocheckpoint", WAL_RESTART_PAGES)?;
         let writer = Arc::new(Mutex::new(Writer {

@@ -31,3 +31,11 @@ fn concurrent_applies_count_exactly_once() {
     conformance::concurrent_applies_count_exactly_once(&|| db.clone(), 8, 50);
     conformance::concurrent_transactions_serialise(&|| db.clone(), 8, 50);
 }
+
+#[test]
+fn host_tables_keep_the_sql_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let db =
+        mmc_storage::sql::SqlDb::new(Arc::new(Sqlite::open(&dir.path().join("s.db")).unwrap()));
+    conformance::sql_rules(&|| db.clone(), 6, 30);
+}

@@ -8,6 +8,7 @@
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod memory;
+pub mod sql;
 
 pub use memory::Memory;
 

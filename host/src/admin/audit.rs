@@ -6,27 +6,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rusqlite::params;
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use crate::db::{Sqlite, StorageError};
-
-const SCHEMA: &str = r#"
-CREATE TABLE IF NOT EXISTS adapter_calls (
-    id           INTEGER PRIMARY KEY AUTOINCREMENT,
-    subject_id   TEXT NOT NULL,
-    environment  TEXT NOT NULL,
-    operator     TEXT NOT NULL,
-    adapter      TEXT,
-    version      TEXT,
-    operation    TEXT NOT NULL,
-    outcome      TEXT NOT NULL,
-    duration_ms  REAL NOT NULL,
-    at_ms        INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS adapter_calls_subject ON adapter_calls (subject_id, id);
-"#;
+use crate::db::{SqlDb, StorageError};
+use mmc_storage::sql_params;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct AdapterCall {
@@ -45,7 +29,7 @@ pub struct AdapterCall {
 
 pub struct Audit {
     tx: Option<mpsc::UnboundedSender<AdapterCall>>,
-    db: Option<Arc<Sqlite>>,
+    db: Option<SqlDb>,
 }
 
 impl Audit {
@@ -55,8 +39,7 @@ impl Audit {
     }
 
     /// Starts the batch writer. Must run inside a tokio runtime.
-    pub fn start(db: Arc<Sqlite>) -> Result<Arc<Audit>, StorageError> {
-        db.write(|tx| Ok(tx.execute_batch(SCHEMA)?))?;
+    pub fn start(db: SqlDb) -> Result<Arc<Audit>, StorageError> {
         let (tx, mut rx) = mpsc::unbounded_channel::<AdapterCall>();
         let writer = db.clone();
         tokio::spawn(async move {
@@ -72,14 +55,15 @@ impl Audit {
                 let w = writer.clone();
                 let _ = tokio::task::spawn_blocking(move || {
                     w.write(|t| {
-                        let mut stmt = t.prepare_cached(
-                            "INSERT INTO adapter_calls (subject_id, environment, operator, adapter, version, operation, outcome, duration_ms, at_ms)
-                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                        )?;
                         for r in &records {
-                            stmt.execute(params![
-                                r.subject_id, r.environment, r.operator, r.adapter, r.version, r.operation, r.outcome, r.duration_ms, r.at_ms as i64
-                            ])?;
+                            t.execute(
+                                "INSERT INTO adapter_calls (subject_id, environment, operator, adapter, version, operation, outcome, duration_ms, at_ms)
+                                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                                sql_params![
+                                    &r.subject_id, &r.environment, &r.operator, &r.adapter, &r.version,
+                                    &r.operation, &r.outcome, r.duration_ms, r.at_ms as i64
+                                ],
+                            )?;
                         }
                         Ok(())
                     })
@@ -105,24 +89,26 @@ impl Audit {
             return Ok(Vec::new());
         };
         db.read(|c| {
-            let mut stmt = c.prepare_cached(
+            c.query(
                 "SELECT subject_id, environment, operator, adapter, version, operation, outcome, duration_ms, at_ms
                  FROM adapter_calls WHERE subject_id = ?1 ORDER BY id",
-            )?;
-            let rows = stmt.query_map([subject_id], |r| {
+                sql_params![subject_id],
+            )?
+            .iter()
+            .map(|r| {
                 Ok(AdapterCall {
-                    subject_id: r.get(0)?,
-                    environment: r.get(1)?,
-                    operator: r.get(2)?,
-                    adapter: r.get(3)?,
-                    version: r.get(4)?,
-                    operation: r.get(5)?,
-                    outcome: r.get(6)?,
-                    duration_ms: r.get(7)?,
-                    at_ms: r.get::<_, i64>(8)? as u64,
+                    subject_id: r.text(0)?,
+                    environment: r.text(1)?,
+                    operator: r.text(2)?,
+                    adapter: r.opt_text(3)?,
+                    version: r.opt_text(4)?,
+                    operation: r.text(5)?,
+                    outcome: r.text(6)?,
+                    duration_ms: r.real(7)?,
+                    at_ms: r.int(8)? as u64,
                 })
-            })?;
-            Ok(rows.collect::<Result<_, _>>()?)
+            })
+            .collect()
         })
     }
 }

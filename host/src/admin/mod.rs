@@ -10,25 +10,13 @@ pub mod token;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
 use crate::capabilities::clock::system_now_ms;
-use crate::db::{Sqlite, StorageError};
+use crate::db::{SqlDb, StorageError};
 use crate::runtime::bindings::adapter_types::Inbound;
 use crate::runtime::{Kind, LoadError, Loaded, Runtime};
-
-const SCHEMA: &str = r#"
-CREATE TABLE IF NOT EXISTS component_versions (
-    id           INTEGER PRIMARY KEY AUTOINCREMENT,
-    name         TEXT NOT NULL,
-    hash         TEXT NOT NULL,
-    bytes        BLOB NOT NULL,
-    deployed_ms  INTEGER NOT NULL,
-    active       INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS component_versions_name ON component_versions (name, id);
-"#;
+use mmc_storage::sql_params;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
@@ -42,12 +30,6 @@ pub enum AdminError {
     NothingToRollBack(String),
     #[error(transparent)]
     Storage(#[from] StorageError),
-}
-
-impl From<rusqlite::Error> for AdminError {
-    fn from(e: rusqlite::Error) -> Self {
-        AdminError::Storage(e.into())
-    }
 }
 
 #[derive(Debug, Serialize)]
@@ -68,11 +50,16 @@ pub struct VersionView {
 
 pub struct Admin {
     pub runtime: Arc<Runtime>,
-    db: Arc<Sqlite>,
+    db: SqlDb,
     components_dir: PathBuf,
     /// Compared in constant time.
     token: String,
+    /// Versions that failed to load on this node: not retried every round.
+    unloadable: parking_lot::Mutex<std::collections::HashSet<String>>,
 }
+
+/// How often a node looks for deploys and rollbacks made through another.
+pub const SYNC_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 fn valid_name(name: &str) -> bool {
     !name.is_empty()
@@ -85,16 +72,16 @@ fn valid_name(name: &str) -> bool {
 impl Admin {
     pub fn new(
         runtime: Arc<Runtime>,
-        db: Arc<Sqlite>,
+        db: SqlDb,
         components_dir: PathBuf,
         token: String,
     ) -> Result<Admin, StorageError> {
-        db.write(|tx| Ok(tx.execute_batch(SCHEMA)?))?;
         Ok(Admin {
             runtime,
             db,
             components_dir,
             token,
+            unloadable: Default::default(),
         })
     }
 
@@ -105,27 +92,51 @@ impl Admin {
 
     /// Re-installs the versions deployed before a restart (over the files).
     pub fn restore(&self) -> Result<Vec<String>, AdminError> {
-        let active: Vec<(String, Vec<u8>)> = self.db.read(|c| {
-            let mut stmt = c.prepare(
-                "SELECT name, bytes FROM component_versions WHERE active = 1 ORDER BY id",
-            )?;
-            Ok(stmt
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<Result<_, _>>()?)
+        self.sync()
+    }
+
+    /// Serves the active version of every adapter as the database has it:
+    /// at start, and every [`SYNC_EVERY`] after, so a deploy or rollback
+    /// made through any node of a fleet serves on every node. Returns the
+    /// adapters installed by this call.
+    pub fn sync(&self) -> Result<Vec<String>, AdminError> {
+        let active: Vec<(String, String)> = self.db.read(|c| {
+            c.query(
+                "SELECT name, hash FROM component_versions WHERE active = 1 ORDER BY id",
+                &[],
+            )?
+            .iter()
+            .map(|r| Ok((r.text(0)?, r.text(1)?)))
+            .collect()
         })?;
-        let mut restored = Vec::new();
-        for (name, bytes) in active {
+        let mut installed = Vec::new();
+        for (name, hash) in active {
+            let serving = self.runtime.get(&name).map(|l| l.hash.clone());
+            if serving.as_deref() == Some(hash.as_str()) || self.unloadable.lock().contains(&hash) {
+                continue;
+            }
+            let bytes = self.db.read(|c| {
+                c.query_opt(
+                    "SELECT bytes FROM component_versions WHERE name = ?1 AND hash = ?2 AND active = 1",
+                    sql_params![&name, &hash],
+                )?
+                .map(|r| r.blob(0))
+                .transpose()
+            })?;
+            let Some(bytes) = bytes else { continue }; // changed meanwhile: next round
             match self.prepare_checked(&name, &bytes) {
                 Ok(loaded) => {
                     self.runtime.install(loaded);
-                    restored.push(name);
+                    tracing::info!(component = %name, hash = %hash, "adapter version from the database installed");
+                    installed.push(name);
                 }
                 Err(e) => {
-                    tracing::error!(component = %name, error = %e, "deployed version no longer loads; keeping the file version")
+                    tracing::error!(component = %name, error = %e, "deployed version does not load here; keeping the version served");
+                    self.unloadable.lock().insert(hash);
                 }
             }
         }
-        Ok(restored)
+        Ok(installed)
     }
 
     /// Compile, link (an adapter importing anything beyond its world fails
@@ -190,20 +201,24 @@ impl Admin {
         let hash = loaded.hash.clone();
         let base = std::fs::read(self.components_dir.join(format!("{name}.wasm"))).ok();
         self.db.write(|tx| {
-            let known: i64 = tx.query_row("SELECT COUNT(*) FROM component_versions WHERE name = ?1", [name], |r| r.get(0))?;
+            // Deploys of one adapter through several nodes take turns.
+            tx.lock(&format!("component_versions:{name}"))?;
+            let known = tx
+                .query_one("SELECT COUNT(*) FROM component_versions WHERE name = ?1", sql_params![name])?
+                .int(0)?;
             if known == 0 {
                 // Remember the version that came from the components directory, to roll back to.
                 if let (Some(base), Some(current)) = (&base, self.runtime.get(name)) {
                     tx.execute(
                         "INSERT INTO component_versions (name, hash, bytes, deployed_ms, active) VALUES (?1, ?2, ?3, ?4, 0)",
-                        params![name, current.hash, base, current.loaded_at_ms as i64],
+                        sql_params![name, &current.hash, base, current.loaded_at_ms as i64],
                     )?;
                 }
             }
-            tx.execute("UPDATE component_versions SET active = 0 WHERE name = ?1", [name])?;
+            tx.execute("UPDATE component_versions SET active = 0 WHERE name = ?1", sql_params![name])?;
             tx.execute(
                 "INSERT INTO component_versions (name, hash, bytes, deployed_ms, active) VALUES (?1, ?2, ?3, ?4, 1)",
-                params![name, hash, bytes, system_now_ms() as i64],
+                sql_params![name, &hash, bytes, system_now_ms() as i64],
             )?;
             Ok(())
         })?;
@@ -219,30 +234,31 @@ impl Admin {
             .get(name)
             .ok_or_else(|| AdminError::Unknown(name.into()))?;
         let previous: Option<(i64, Vec<u8>)> = self.db.read(|c| {
-            Ok(c.query_row(
+            c.query_opt(
                 "SELECT id, bytes FROM component_versions WHERE name = ?1 AND hash != ?2
-                 AND id < COALESCE((SELECT MAX(id) FROM component_versions WHERE name = ?1 AND active = 1), 1e18)
+                 AND id < COALESCE((SELECT MAX(id) FROM component_versions WHERE name = ?1 AND active = 1), 9223372036854775807)
                  ORDER BY id DESC LIMIT 1",
-                params![name, current.hash],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?)
+                sql_params![name, &current.hash],
+            )?
+            .map(|r| Ok((r.int(0)?, r.blob(1)?)))
+            .transpose()
         })?;
         let (id, bytes) = previous.ok_or_else(|| AdminError::NothingToRollBack(name.into()))?;
         let loaded = self.prepare_checked(name, &bytes)?;
         self.db.write(|tx| {
+            tx.lock(&format!("component_versions:{name}"))?;
             tx.execute(
                 "UPDATE component_versions SET active = 0 WHERE name = ?1",
-                [name],
+                sql_params![name],
             )?;
             tx.execute(
                 "UPDATE component_versions SET active = 1 WHERE id = ?1",
-                [id],
+                sql_params![id],
             )?;
             // Versions after the one restored are dropped from the rollback chain.
             tx.execute(
                 "DELETE FROM component_versions WHERE name = ?1 AND id > ?2",
-                params![name, id],
+                sql_params![name, id],
             )?;
             Ok(())
         })?;
@@ -259,12 +275,19 @@ impl Admin {
             .filter(|l| l.kind == Kind::Adapter)
         {
             let versions = self.db.read(|c| {
-                let mut stmt = c.prepare_cached("SELECT hash, deployed_ms, active FROM component_versions WHERE name = ?1 ORDER BY id")?;
-                Ok(stmt
-                    .query_map([&l.name], |r| {
-                        Ok(VersionView { hash: r.get(0)?, deployed_at_ms: r.get::<_, i64>(1)? as u64, active: r.get::<_, i64>(2)? == 1 })
-                    })?
-                    .collect::<Result<Vec<_>, _>>()?)
+                c.query(
+                    "SELECT hash, deployed_ms, active FROM component_versions WHERE name = ?1 ORDER BY id",
+                    sql_params![&l.name],
+                )?
+                .iter()
+                .map(|r| {
+                    Ok(VersionView {
+                        hash: r.text(0)?,
+                        deployed_at_ms: r.int(1)? as u64,
+                        active: r.int(2)? == 1,
+                    })
+                })
+                .collect::<Result<Vec<_>, StorageError>>()
             })?;
             out.push(AdapterView {
                 name: l.name.clone(),

@@ -2,7 +2,77 @@
 //! `mmc-storage`, each engine its own crate (`mmc-storage-sqlite`, the
 //! embedded default; `mmc-storage-postgres` for a fleet). Components reach
 //! storage only through the `storage` capability; the host keeps its own
-//! tables (merchants, keys, outbox, deliveries) beside theirs.
+//! tables (merchants, keys, deliveries, adapter versions) beside theirs,
+//! through [`SqlDb`], on the same engine.
 
+use std::sync::Arc;
+
+pub use mmc_storage::sql::{Row, SqlConn, SqlDb, Value};
 pub use mmc_storage::*;
+pub use mmc_storage_postgres::Postgres;
 pub use mmc_storage_sqlite::Sqlite;
+
+use crate::config::{Config, StorageUrl};
+
+/// One engine, seen both ways: the components' tables and the host's.
+#[derive(Clone)]
+pub struct Storage {
+    pub backend: Arc<dyn Backend>,
+    pub sql: SqlDb,
+}
+
+impl Storage {
+    /// Opens what `storage.url` names; PostgreSQL's schema is migrated
+    /// (under an advisory lock: nodes starting together do not race).
+    pub fn open(config: &Config) -> anyhow::Result<Storage> {
+        Ok(match config.storage_url()? {
+            StorageUrl::Sqlite(path) => {
+                let db = Arc::new(Sqlite::open(&path)?);
+                Storage {
+                    backend: db.clone(),
+                    sql: SqlDb::new(db),
+                }
+            }
+            StorageUrl::Postgres(url) => {
+                let mut options = mmc_storage_postgres::Options::default();
+                if let Some(n) = config.storage.pool_size {
+                    options.pool_size = n;
+                }
+                let db = Arc::new(
+                    Postgres::connect_with(&url, options)
+                        .map_err(|e| anyhow::anyhow!("storage.url {}: {e}", redact(&url)))?,
+                );
+                Storage {
+                    backend: db.clone(),
+                    sql: SqlDb::new(db),
+                }
+            }
+        })
+    }
+}
+
+/// A URL fit for a log line: its password, if any, replaced.
+pub fn redact(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://")
+        && let Some((auth, host)) = rest.rsplit_once('@')
+        && let Some((user, _)) = auth.split_once(':')
+    {
+        return format!("{scheme}://{user}:***@{host}");
+    }
+    url.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn passwords_stay_out_of_logs() {
+        assert_eq!(
+            super::redact("postgres://mmc:s3cret@db:5432/mmc"),
+            "postgres://mmc:***@db:5432/mmc"
+        );
+        assert_eq!(
+            super::redact("postgres://postgres@127.0.0.1/x"),
+            "postgres://postgres@127.0.0.1/x"
+        );
+    }
+}

@@ -136,6 +136,11 @@ impl Connections {
         })
     }
 
+    /// Connections open now.
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
+    }
+
     /// A place for a new connection from `peer`, or why there is none.
     pub fn admit(self: &Arc<Self>, peer: IpAddr) -> Result<Admitted, Cut> {
         let mut per_client = self.per_client.lock();

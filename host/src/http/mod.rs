@@ -50,6 +50,9 @@ pub struct App {
     pub base_url: String,
     /// The public listener's connections (caps, clocks).
     pub connections: Arc<Connections>,
+    /// Graceful shutdown: once started, no connection is accepted and open
+    /// ones close after their current request.
+    pub drain: Arc<crate::shutdown::Drain>,
 }
 
 impl App {
@@ -102,7 +105,11 @@ async fn accept_loop(
     handler: fn(Arc<App>, Request<Incoming>) -> Handled,
 ) {
     loop {
-        let (stream, peer) = match listener.accept().await {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = app.drain.started() => break, // the listener closes as it drops
+        };
+        let (stream, peer) = match accepted {
             Ok(s) => s,
             Err(e) => {
                 // EMFILE and friends: back off instead of spinning.
@@ -119,6 +126,7 @@ async fn accept_loop(
         let _ = stream.set_nodelay(true);
         let app = app.clone();
         let connections = connections.clone();
+        let drain = app.drain.clone();
         tokio::spawn(async move {
             let _admitted = admitted;
             let activity = Activity::new();
@@ -141,9 +149,17 @@ async fn accept_loop(
                 );
             tokio::pin!(conn);
             let every = Activity::check_every(&connections.config);
+            let draining = drain.started();
+            tokio::pin!(draining);
+            let mut closing = false;
             loop {
                 tokio::select! {
                     _ = &mut conn => break,
+                    // The request in flight is answered, then the connection closes.
+                    _ = &mut draining, if !closing => {
+                        conn.as_mut().graceful_shutdown();
+                        closing = true;
+                    }
                     _ = tokio::time::sleep(every) => {
                         if let Some(cut) = activity.overdue(&connections.config) {
                             connections.cut(cut);

@@ -1,8 +1,13 @@
 //! Token buckets: per API key (DESIGN: 100 req/s, burst 200 by default), and
 //! per client address on the anonymous surfaces (the checkout page, the
 //! operators' callbacks), where there is no key to count by.
+//!
+//! In a fleet a key's limit is shared: each of N live nodes allows 1/N of it
+//! (the load balancer spreads a key's requests over the nodes), so the
+//! fleet allows the limit, not N times it, with no database write per request.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -41,6 +46,8 @@ pub struct RateLimiter {
     per_second: f64,
     burst: f64,
     buckets: Mutex<HashMap<String, Bucket>>,
+    /// Live nodes sharing this limit (1 alone).
+    nodes: AtomicU32,
 }
 
 impl RateLimiter {
@@ -59,7 +66,13 @@ impl RateLimiter {
             per_second,
             burst,
             buckets: Mutex::new(HashMap::new()),
+            nodes: AtomicU32::new(1),
         }
+    }
+
+    /// How many nodes share the limit from now on.
+    pub fn share_among(&self, nodes: u32) {
+        self.nodes.store(nodes.max(1), Ordering::Relaxed);
     }
 
     /// Takes a token for `key`, or says how long until one is available.
@@ -67,25 +80,26 @@ impl RateLimiter {
         if self.per_second <= 0.0 {
             return Ok(());
         }
+        let share = f64::from(self.nodes.load(Ordering::Relaxed));
+        let (per_second, burst) = (self.per_second / share, (self.burst / share).max(1.0));
         let now = Instant::now();
         let mut buckets = self.buckets.lock();
         if buckets.len() > 100_000 {
             // Bound memory: forget idle keys (a full bucket is the same as none).
-            let full = self.burst / self.per_second;
+            let full = burst / per_second;
             buckets.retain(|_, b| now.duration_since(b.last).as_secs_f64() < full);
         }
         let b = buckets.entry(key.to_string()).or_insert(Bucket {
-            tokens: self.burst,
+            tokens: burst,
             last: now,
         });
-        b.tokens =
-            (b.tokens + now.duration_since(b.last).as_secs_f64() * self.per_second).min(self.burst);
+        b.tokens = (b.tokens + now.duration_since(b.last).as_secs_f64() * per_second).min(burst);
         b.last = now;
         if b.tokens >= 1.0 {
             b.tokens -= 1.0;
             Ok(())
         } else {
-            Err(Duration::from_secs_f64((1.0 - b.tokens) / self.per_second))
+            Err(Duration::from_secs_f64((1.0 - b.tokens) / per_second))
         }
     }
 }
@@ -104,5 +118,16 @@ mod tests {
             "{wait:?}"
         );
         assert!(rl.check("other").is_ok(), "per key");
+    }
+
+    #[test]
+    fn a_fleet_shares_the_limit() {
+        let rl = RateLimiter::with_rate(10.0, 4.0);
+        rl.share_among(2);
+        assert!(rl.check("k").is_ok() && rl.check("k").is_ok());
+        assert!(
+            rl.check("k").is_err(),
+            "half the burst on each of two nodes"
+        );
     }
 }

@@ -15,65 +15,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
 use crate::accounts::Environment;
 use crate::capabilities::clock::system_now_ms;
-use crate::db::{Sqlite, StorageError};
+use crate::db::{SqlConn, SqlDb, StorageError};
+use mmc_storage::sql_params;
 
-const SCHEMA: &str = r#"
-CREATE TABLE IF NOT EXISTS webhook_endpoints (
-    id              TEXT PRIMARY KEY,
-    merchant_id     TEXT NOT NULL,
-    environment     TEXT NOT NULL,
-    url             TEXT NOT NULL,
-    secret          TEXT NOT NULL,
-    enabled_events  TEXT NOT NULL,
-    description     TEXT,
-    created_ms      INTEGER NOT NULL,
-    deleted_ms      INTEGER
-);
-CREATE INDEX IF NOT EXISTS webhook_endpoints_owner ON webhook_endpoints (merchant_id, environment);
-
--- Signs deliveries to a payment's callback_url (no endpoint, so no endpoint secret).
-CREATE TABLE IF NOT EXISTS callback_secrets (
-    merchant_id  TEXT NOT NULL,
-    environment  TEXT NOT NULL,
-    secret       TEXT NOT NULL,
-    PRIMARY KEY (merchant_id, environment)
-);
-
-CREATE TABLE IF NOT EXISTS deliveries (
-    id               INTEGER PRIMARY KEY AUTOINCREMENT,
-    event_id         TEXT NOT NULL,
-    endpoint_id      TEXT,
-    url              TEXT NOT NULL,
-    environment      TEXT NOT NULL,
-    merchant_id      TEXT NOT NULL,
-    status           TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
-    attempts         INTEGER NOT NULL DEFAULT 0,
-    next_attempt_ms  INTEGER NOT NULL,
-    created_ms       INTEGER NOT NULL,
-    delivered_ms     INTEGER,
-    last_error       TEXT
-);
-CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, next_attempt_ms);
-CREATE INDEX IF NOT EXISTS deliveries_event ON deliveries (event_id);
-
-CREATE TABLE IF NOT EXISTS delivery_attempts (
-    id           INTEGER PRIMARY KEY AUTOINCREMENT,
-    delivery_id  INTEGER NOT NULL,
-    at_ms        INTEGER NOT NULL,
-    status_code  INTEGER,
-    latency_ms   INTEGER NOT NULL,
-    error        TEXT
-);
-CREATE INDEX IF NOT EXISTS delivery_attempts_delivery ON delivery_attempts (delivery_id);
-CREATE INDEX IF NOT EXISTS outbox_owner ON outbox (merchant_id, environment, seq);
-"#;
+/// A delivery row to send (`?1` event, `?2` endpoint or NULL for a
+/// payment's `callback_url`, `?3` url, `?4` environment, `?5` merchant, `?6` now).
+const INSERT_DELIVERY: &str = "INSERT INTO deliveries (event_id, endpoint_id, url, environment, merchant_id, status, next_attempt_ms, created_ms)
+     VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6)";
 
 /// Delivery settings. The defaults are DESIGN's schedule; tests shorten it.
 #[derive(Clone, Serialize, Deserialize)]
@@ -197,14 +151,8 @@ pub enum WebhookError {
     Sealing(#[from] sealing::SealError),
 }
 
-impl From<rusqlite::Error> for WebhookError {
-    fn from(e: rusqlite::Error) -> Self {
-        WebhookError::Storage(e.into())
-    }
-}
-
 pub struct Webhooks {
-    db: Arc<Sqlite>,
+    db: SqlDb,
     pub config: WebhookConfig,
     client: reqwest::Client,
     in_flight: Arc<Semaphore>,
@@ -255,35 +203,35 @@ type Subscription = (String, String, Vec<String>);
 
 /// The live endpoints of a merchant in an environment: (id, url, enabled events).
 fn subscriptions(
-    tx: &rusqlite::Connection,
+    tx: &mut dyn SqlConn,
     merchant: &str,
     env: &str,
-) -> rusqlite::Result<Vec<Subscription>> {
-    let mut stmt = tx.prepare_cached(
+) -> Result<Vec<Subscription>, StorageError> {
+    tx.query(
         "SELECT id, url, enabled_events FROM webhook_endpoints WHERE merchant_id = ?1 AND environment = ?2 AND deleted_ms IS NULL",
-    )?;
-    stmt.query_map(params![merchant, env], |r| {
-        let enabled: String = r.get(2)?;
+        sql_params![merchant, env],
+    )?
+    .iter()
+    .map(|r| {
         Ok((
-            r.get(0)?,
-            r.get(1)?,
-            serde_json::from_str(&enabled).unwrap_or_default(),
+            r.text(0)?,
+            r.text(1)?,
+            serde_json::from_str(&r.text(2)?).unwrap_or_default(),
         ))
-    })?
+    })
     .collect()
 }
 
 /// Seals, under the current key, every secret stored in plaintext (rows
 /// from before sealing) or under a previous key. Once per start; a key that
 /// opens nothing stops the start rather than every delivery later.
-fn reseal(db: &Sqlite, sealer: &sealing::Sealer) -> Result<(), WebhookError> {
+fn reseal(db: &SqlDb, sealer: &sealing::Sealer) -> Result<(), WebhookError> {
     let rows = |sql: &str| -> Result<Vec<(String, String, String)>, StorageError> {
         db.read(|c| {
-            let mut stmt = c.prepare(sql)?;
-            let rows = stmt
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(rows)
+            c.query(sql, &[])?
+                .iter()
+                .map(|r| Ok((r.text(0)?, r.text(1)?, r.text(2)?)))
+                .collect()
         })
     };
     let mut updates = Vec::new();
@@ -312,7 +260,8 @@ fn reseal(db: &Sqlite, sealer: &sealing::Sealer) -> Result<(), WebhookError> {
         );
         db.write(|tx| {
             for (sql, values) in &updates {
-                tx.execute(sql, rusqlite::params_from_iter(values))?;
+                let values: Vec<crate::db::Value> = values.iter().map(Into::into).collect();
+                tx.execute(sql, &values)?;
             }
             Ok(())
         })?;
@@ -326,11 +275,10 @@ fn matches(enabled: &[String], event_type: &str) -> bool {
 
 impl Webhooks {
     pub fn new(
-        db: Arc<Sqlite>,
+        db: SqlDb,
         config: WebhookConfig,
         sealer: sealing::Sealer,
     ) -> Result<Arc<Webhooks>, WebhookError> {
-        db.write(|tx| Ok(tx.execute_batch(SCHEMA)?))?;
         reseal(&db, &sealer)?;
         let timeout = Duration::from_millis(config.timeout_ms);
         Ok(Arc::new(Webhooks {
@@ -391,18 +339,18 @@ impl Webhooks {
         let events_json = serde_json::to_string(&e.enabled_events).expect("strings serialise");
         // Counted and inserted under the writer: parallel creates cannot pass the bound.
         let created = self.db.write(|tx| {
-            let existing: i64 = tx.query_row(
+            tx.lock(&format!("webhook_endpoints:{merchant_id}:{}", e.environment))?;
+            let existing = tx.query_one(
                 "SELECT COUNT(*) FROM webhook_endpoints WHERE merchant_id = ?1 AND environment = ?2 AND deleted_ms IS NULL",
-                params![merchant_id, e.environment],
-                |r| r.get(0),
-            )?;
+                sql_params![merchant_id, &e.environment],
+            )?.int(0)?;
             if existing >= MAX_ENDPOINTS {
                 return Ok(false);
             }
             tx.execute(
                 "INSERT INTO webhook_endpoints (id, merchant_id, environment, url, secret, enabled_events, description, created_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![e.id, merchant_id, e.environment, e.url, sealed, events_json, e.description, (e.created * 1000) as i64],
+                sql_params![&e.id, merchant_id, &e.environment, &e.url, sealed, events_json, &e.description, (e.created * 1000) as i64],
             )?;
             Ok(true)
         })?;
@@ -418,23 +366,25 @@ impl Webhooks {
         environment: Environment,
     ) -> Result<Vec<Endpoint>, WebhookError> {
         Ok(self.db.read(|c| {
-            let mut stmt = c.prepare_cached(
+            c.query(
                 "SELECT id, url, enabled_events, description, environment, created_ms FROM webhook_endpoints
-                 WHERE merchant_id = ?1 AND environment = ?2 AND deleted_ms IS NULL ORDER BY created_ms",
-            )?;
-            let rows = stmt.query_map(params![merchant_id, environment.as_str()], |r| {
+                 WHERE merchant_id = ?1 AND environment = ?2 AND deleted_ms IS NULL ORDER BY created_ms, id",
+                sql_params![merchant_id, environment.as_str()],
+            )?
+            .iter()
+            .map(|r| {
                 Ok(Endpoint {
-                    id: r.get(0)?,
+                    id: r.text(0)?,
                     object: "webhook_endpoint",
-                    url: r.get(1)?,
-                    enabled_events: serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or_default(),
-                    description: r.get(3)?,
-                    environment: r.get(4)?,
-                    created: r.get::<_, i64>(5)? as u64 / 1000,
+                    url: r.text(1)?,
+                    enabled_events: serde_json::from_str(&r.text(2)?).unwrap_or_default(),
+                    description: r.opt_text(3)?,
+                    environment: r.text(4)?,
+                    created: r.int(5)? as u64 / 1000,
                     secret: None,
                 })
-            })?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            })
+            .collect::<Result<Vec<_>, StorageError>>()
         })?)
     }
 
@@ -445,10 +395,10 @@ impl Webhooks {
         id: &str,
     ) -> Result<(), WebhookError> {
         let changed = self.db.write(|tx| {
-            Ok(tx.execute(
+            tx.execute(
                 "UPDATE webhook_endpoints SET deleted_ms = ?4 WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3 AND deleted_ms IS NULL",
-                params![id, merchant_id, environment.as_str(), system_now_ms() as i64],
-            )?)
+                sql_params![id, merchant_id, environment.as_str(), system_now_ms() as i64],
+            )
         })?;
         if changed == 0 {
             return Err(WebhookError::NotFound("webhook endpoint"));
@@ -463,13 +413,13 @@ impl Webhooks {
         environment: &str,
     ) -> Result<String, WebhookError> {
         let row = callback_row(merchant_id, environment);
-        let read = |c: &rusqlite::Connection| -> Result<Option<String>, StorageError> {
-            Ok(c.query_row(
+        let read = |c: &mut dyn SqlConn| -> Result<Option<String>, StorageError> {
+            c.query_opt(
                 "SELECT secret FROM callback_secrets WHERE merchant_id = ?1 AND environment = ?2",
-                params![merchant_id, environment],
-                |r| r.get(0),
-            )
-            .optional()?)
+                sql_params![merchant_id, environment],
+            )?
+            .map(|r| r.text(0))
+            .transpose()
         };
         // Made once per merchant and environment: later reads skip the writer.
         let stored = match self.db.read(read)? {
@@ -478,8 +428,9 @@ impl Webhooks {
                 let fresh = self.sealer.seal(&row, &signature::new_secret());
                 self.db.write(|tx| {
                     tx.execute(
-                        "INSERT OR IGNORE INTO callback_secrets (merchant_id, environment, secret) VALUES (?1, ?2, ?3)",
-                        params![merchant_id, environment, fresh],
+                        "INSERT INTO callback_secrets (merchant_id, environment, secret) VALUES (?1, ?2, ?3)
+                         ON CONFLICT DO NOTHING",
+                        sql_params![merchant_id, environment, &fresh],
                     )?;
                     Ok(read(tx)?.expect("inserted or already there"))
                 })?
@@ -493,38 +444,50 @@ impl Webhooks {
     pub fn dispatch_outbox(&self, limit: u32) -> Result<usize, WebhookError> {
         let now = system_now_ms() as i64;
         Ok(self.db.write(|tx| {
-            let events: Vec<(i64, String, String, String, String, Option<String>)> = {
-                let mut stmt = tx.prepare_cached(
-                    "SELECT seq, id, event_type, merchant_id, environment, extra_url FROM outbox
-                     WHERE seq > (SELECT seq FROM outbox_cursor WHERE id = 1) ORDER BY seq LIMIT ?1",
-                )?;
-                stmt.query_map([limit], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?
-                    .collect::<Result<_, _>>()?
-            };
-            let Some(last) = events.last().map(|e| e.0) else {
+            // One dispatcher at a time across the fleet: the cursor is read,
+            // fanned out past and moved in one transaction.
+            tx.lock("outbox_dispatch")?;
+            let events = tx.query(
+                "SELECT seq, id, event_type, merchant_id, environment, extra_url FROM outbox
+                 WHERE seq > (SELECT seq FROM outbox_cursor WHERE id = 1) ORDER BY seq LIMIT ?1",
+                sql_params![limit],
+            )?;
+            let Some(last) = events.last().map(|e| e.int(0)).transpose()? else {
                 return Ok(0);
             };
             // A round's events are mostly one merchant's: look its endpoints up once.
-            let mut endpoints_of: HashMap<(&str, &str), Vec<Subscription>> = HashMap::new();
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO deliveries (event_id, endpoint_id, url, environment, merchant_id, status, next_attempt_ms, created_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6)",
-            )?;
-            for (_, id, event_type, merchant, env, extra_url) in &events {
-                let endpoints = match endpoints_of.entry((merchant, env)) {
+            let mut endpoints_of: HashMap<(String, String), Vec<Subscription>> = HashMap::new();
+            for e in &events {
+                let (id, event_type, merchant, env, extra_url) = (
+                    e.text(1)?,
+                    e.text(2)?,
+                    e.text(3)?,
+                    e.text(4)?,
+                    e.opt_text(5)?,
+                );
+                let endpoints = match endpoints_of.entry((merchant.clone(), env.clone())) {
                     Entry::Occupied(e) => e.into_mut(),
-                    Entry::Vacant(e) => e.insert(subscriptions(tx, merchant, env)?),
+                    Entry::Vacant(e) => e.insert(subscriptions(tx, &merchant, &env)?),
                 };
                 for (eid, url, enabled) in endpoints.iter() {
-                    if matches(enabled, event_type) {
-                        insert.execute(params![id, eid, url, env, merchant, now])?;
+                    if matches(enabled, &event_type) {
+                        tx.execute(
+                            INSERT_DELIVERY,
+                            sql_params![&id, eid, url, &env, &merchant, now],
+                        )?;
                     }
                 }
                 if let Some(url) = extra_url {
-                    insert.execute(params![id, Option::<String>::None, url, env, merchant, now])?;
+                    tx.execute(
+                        INSERT_DELIVERY,
+                        sql_params![&id, Option::<String>::None, url, &env, &merchant, now],
+                    )?;
                 }
             }
-            tx.execute("UPDATE outbox_cursor SET seq = ?1 WHERE id = 1", [last])?;
+            tx.execute(
+                "UPDATE outbox_cursor SET seq = ?1 WHERE id = 1",
+                sql_params![last],
+            )?;
             Ok(events.len())
         })?)
     }
@@ -535,24 +498,29 @@ impl Webhooks {
         // Longer than an attempt can take; after a crash the delivery is retried when it ends.
         let lease = (self.config.timeout_ms * 2 + 1_000) as i64;
         Ok(self.db.write(|tx| {
-            let mut stmt = tx.prepare_cached(
-                "UPDATE deliveries SET next_attempt_ms = ?2 + ?3
+            // Claims are taken one node at a time: the next claimer's
+            // statement sees these leases and skips what they cover.
+            tx.lock("deliveries_claim")?;
+            tx.query(
+                "UPDATE deliveries SET next_attempt_ms = CAST(?2 AS BIGINT) + CAST(?3 AS BIGINT)
                  WHERE id IN (SELECT id FROM deliveries WHERE status = 'pending' AND next_attempt_ms <= ?2 ORDER BY next_attempt_ms LIMIT ?1)
                  RETURNING id, event_id, endpoint_id, url, environment, merchant_id, attempts, created_ms",
-            )?;
-            let rows = stmt.query_map(params![limit as i64, now, lease], |r| {
+                sql_params![limit as i64, now, lease],
+            )?
+            .iter()
+            .map(|r| {
                 Ok(Claimed {
-                    id: r.get(0)?,
-                    event_id: r.get(1)?,
-                    endpoint_id: r.get(2)?,
-                    url: r.get(3)?,
-                    environment: r.get(4)?,
-                    merchant_id: r.get(5)?,
-                    attempts: r.get::<_, i64>(6)? as u32,
-                    created_ms: r.get::<_, i64>(7)? as u64,
+                    id: r.int(0)?,
+                    event_id: r.text(1)?,
+                    endpoint_id: r.opt_text(2)?,
+                    url: r.text(3)?,
+                    environment: r.text(4)?,
+                    merchant_id: r.text(5)?,
+                    attempts: r.int(6)? as u32,
+                    created_ms: r.int(7)? as u64,
                 })
-            })?;
-            Ok(rows.collect::<Result<_, _>>()?)
+            })
+            .collect::<Result<_, StorageError>>()
         })?)
     }
 
@@ -560,35 +528,34 @@ impl Webhooks {
         self.db.write(|tx| {
             tx.execute(
                 "UPDATE deliveries SET next_attempt_ms = ?2 WHERE id = ?1",
-                params![id, system_now_ms() as i64],
-            )?;
-            Ok(())
+                sql_params![id, system_now_ms() as i64],
+            )
         })?;
         Ok(())
     }
 
     /// Body and secret of a claimed delivery; None when its endpoint is gone.
     fn load(&self, d: &Claimed) -> Result<Option<(Vec<u8>, String)>, WebhookError> {
-        let payload: Option<Vec<u8>> = self.db.read(|c| {
-            Ok(c.query_row(
+        let payload = self.db.read(|c| {
+            c.query_opt(
                 "SELECT payload FROM outbox WHERE id = ?1",
-                [&d.event_id],
-                |r| r.get(0),
-            )
-            .optional()?)
+                sql_params![&d.event_id],
+            )?
+            .map(|r| r.blob(0))
+            .transpose()
         })?;
         let Some(payload) = payload else {
             return Ok(None);
         };
         let secret = match &d.endpoint_id {
             Some(eid) => {
-                let stored: Option<String> = self.db.read(|c| {
-                    Ok(c.query_row(
+                let stored = self.db.read(|c| {
+                    c.query_opt(
                         "SELECT secret FROM webhook_endpoints WHERE id = ?1 AND deleted_ms IS NULL",
-                        [eid],
-                        |r| r.get(0),
-                    )
-                    .optional()?)
+                        sql_params![eid],
+                    )?
+                    .map(|r| r.text(0))
+                    .transpose()
                 })?;
                 stored.map(|s| self.sealer.open(eid, &s)).transpose()?
             }
@@ -618,12 +585,12 @@ impl Webhooks {
         self.db.write(|tx| {
             tx.execute(
                 "INSERT INTO delivery_attempts (delivery_id, at_ms, status_code, latency_ms, error) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![d.id, now as i64, outcome.status_code, outcome.latency_ms as i64, outcome.error],
+                sql_params![d.id, now as i64, outcome.status_code, outcome.latency_ms as i64, &outcome.error],
             )?;
             tx.execute(
                 "UPDATE deliveries SET status = ?2, attempts = ?3, next_attempt_ms = ?4, last_error = ?5,
-                 delivered_ms = CASE WHEN ?2 = 'delivered' THEN ?4 ELSE NULL END WHERE id = ?1",
-                params![d.id, status, attempts, next as i64, outcome.error],
+                 delivered_ms = CASE WHEN ?2 = 'delivered' THEN CAST(?4 AS BIGINT) ELSE NULL END WHERE id = ?1",
+                sql_params![d.id, status, attempts, next as i64, &outcome.error],
             )?;
             Ok(())
         })?;
@@ -704,30 +671,26 @@ impl Webhooks {
     ) -> Result<usize, WebhookError> {
         let now = system_now_ms() as i64;
         let count = self.db.write(|tx| {
-            let event: Option<(String, Option<String>)> = tx
-                .query_row(
-                    "SELECT event_type, extra_url FROM outbox WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3",
-                    params![event_id, merchant_id, environment.as_str()],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .optional()?;
-            let Some((event_type, extra_url)) = event else { return Ok(None) };
+            let event = tx.query_opt(
+                "SELECT event_type, extra_url FROM outbox WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3",
+                sql_params![event_id, merchant_id, environment.as_str()],
+            )?;
+            let Some(event) = event else { return Ok(None) };
+            let (event_type, extra_url) = (event.text(0)?, event.opt_text(1)?);
             let mut n = 0;
             for (eid, url, enabled) in subscriptions(tx, merchant_id, environment.as_str())? {
                 if matches(&enabled, &event_type) {
                     tx.execute(
-                        "INSERT INTO deliveries (event_id, endpoint_id, url, environment, merchant_id, status, next_attempt_ms, created_ms)
-                         VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6)",
-                        params![event_id, eid, url, environment.as_str(), merchant_id, now],
+                        INSERT_DELIVERY,
+                        sql_params![event_id, eid, url, environment.as_str(), merchant_id, now],
                     )?;
                     n += 1;
                 }
             }
             if let Some(url) = extra_url {
                 tx.execute(
-                    "INSERT INTO deliveries (event_id, endpoint_id, url, environment, merchant_id, status, next_attempt_ms, created_ms)
-                     VALUES (?1, NULL, ?2, ?3, ?4, 'pending', ?5, ?5)",
-                    params![event_id, url, environment.as_str(), merchant_id, now],
+                    INSERT_DELIVERY,
+                    sql_params![event_id, Option::<String>::None, url, environment.as_str(), merchant_id, now],
                 )?;
                 n += 1;
             }
@@ -747,28 +710,28 @@ impl Webhooks {
         limit: u32,
     ) -> Result<(Vec<Value>, bool), WebhookError> {
         Ok(self.db.read(|c| {
-            let after_seq: i64 = match starting_after {
+            let after_seq = match starting_after {
                 Some(id) => c
-                    .query_row(
+                    .query_opt(
                         "SELECT seq FROM outbox WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3",
-                        params![id, merchant_id, environment.as_str()],
-                        |r| r.get(0),
-                    )
-                    .optional()?
+                        sql_params![id, merchant_id, environment.as_str()],
+                    )?
+                    .map(|r| r.int(0))
+                    .transpose()?
                     .unwrap_or(i64::MAX),
                 None => i64::MAX,
             };
-            let mut stmt = c.prepare_cached(
+            let rows = c.query(
                 "SELECT payload FROM outbox WHERE merchant_id = ?1 AND environment = ?2 AND seq < ?3
-                 AND (?4 IS NULL OR event_type = ?4) AND (?5 IS NULL OR subject_id = ?5)
+                 AND (CAST(?4 AS TEXT) IS NULL OR event_type = ?4) AND (CAST(?5 AS TEXT) IS NULL OR subject_id = ?5)
                  ORDER BY seq DESC LIMIT ?6",
+                sql_params![merchant_id, environment.as_str(), after_seq, event_type, subject, limit as i64 + 1],
             )?;
-            let rows = stmt.query_map(
-                params![merchant_id, environment.as_str(), after_seq, event_type, subject, limit as i64 + 1],
-                |r| r.get::<_, Vec<u8>>(0),
-            )?;
-            let mut events: Vec<Value> =
-                rows.filter_map(|r| r.ok()).filter_map(|b| serde_json::from_slice(&b).ok()).collect();
+            let mut events: Vec<Value> = rows
+                .iter()
+                .filter_map(|r| r.blob(0).ok())
+                .filter_map(|b| serde_json::from_slice(&b).ok())
+                .collect();
             let more = events.len() > limit as usize;
             events.truncate(limit as usize);
             Ok((events, more))
@@ -784,47 +747,39 @@ impl Webhooks {
     ) -> Result<Value, WebhookError> {
         self.db
             .read(|c| {
-                let payload: Option<Vec<u8>> = c
-                    .query_row(
-                        "SELECT payload FROM outbox WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3",
-                        params![id, merchant_id, environment.as_str()],
-                        |r| r.get(0),
-                    )
-                    .optional()?;
-                let Some(payload) = payload else { return Ok(None) };
-                let mut event: Value = serde_json::from_slice(&payload).unwrap_or(Value::Null);
-                let mut stmt = c.prepare_cached(
-                    "SELECT id, endpoint_id, url, status, attempts, next_attempt_ms, delivered_ms, last_error FROM deliveries WHERE event_id = ?1 ORDER BY id",
+                let payload = c.query_opt(
+                    "SELECT payload FROM outbox WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3",
+                    sql_params![id, merchant_id, environment.as_str()],
                 )?;
-                let deliveries: Vec<(i64, Value)> = stmt
-                    .query_map([id], |r| {
-                        Ok((
-                            r.get::<_, i64>(0)?,
-                            json!({
-                                "endpoint_id": r.get::<_, Option<String>>(1)?,
-                                "url": r.get::<_, String>(2)?,
-                                "status": r.get::<_, String>(3)?,
-                                "attempt_count": r.get::<_, i64>(4)?,
-                                "next_attempt_ms": r.get::<_, i64>(5)?,
-                                "delivered_ms": r.get::<_, Option<i64>>(6)?,
-                                "last_error": r.get::<_, Option<String>>(7)?,
-                            }),
-                        ))
-                    })?
-                    .collect::<Result<_, _>>()?;
+                let Some(payload) = payload else { return Ok(None) };
+                let mut event: Value = serde_json::from_slice(&payload.blob(0)?).unwrap_or(Value::Null);
+                let deliveries = c.query(
+                    "SELECT id, endpoint_id, url, status, attempts, next_attempt_ms, delivered_ms, last_error FROM deliveries WHERE event_id = ?1 ORDER BY id",
+                    sql_params![id],
+                )?;
                 let mut out = Vec::new();
-                for (did, mut d) in deliveries {
-                    let mut stmt = c.prepare_cached(
-                        "SELECT at_ms, status_code, latency_ms, error FROM delivery_attempts WHERE delivery_id = ?1 ORDER BY id",
-                    )?;
-                    let attempts: Vec<Value> = stmt
-                        .query_map([did], |r| {
-                            Ok(json!({"at_ms": r.get::<_, i64>(0)?, "status_code": r.get::<_, Option<i64>>(1)?,
-                                      "latency_ms": r.get::<_, i64>(2)?, "error": r.get::<_, Option<String>>(3)?}))
-                        })?
-                        .collect::<Result<_, _>>()?;
-                    d["attempts"] = Value::Array(attempts);
-                    out.push(d);
+                for r in deliveries {
+                    let attempts = c
+                        .query(
+                            "SELECT at_ms, status_code, latency_ms, error FROM delivery_attempts WHERE delivery_id = ?1 ORDER BY id",
+                            sql_params![r.int(0)?],
+                        )?
+                        .iter()
+                        .map(|a| {
+                            Ok(json!({"at_ms": a.int(0)?, "status_code": a.opt_int(1)?,
+                                      "latency_ms": a.int(2)?, "error": a.opt_text(3)?}))
+                        })
+                        .collect::<Result<Vec<Value>, StorageError>>()?;
+                    out.push(json!({
+                        "endpoint_id": r.opt_text(1)?,
+                        "url": r.text(2)?,
+                        "status": r.text(3)?,
+                        "attempt_count": r.int(4)?,
+                        "next_attempt_ms": r.int(5)?,
+                        "delivered_ms": r.opt_int(6)?,
+                        "last_error": r.opt_text(7)?,
+                        "attempts": attempts,
+                    }));
                 }
                 event["deliveries"] = Value::Array(out);
                 Ok(Some(event))

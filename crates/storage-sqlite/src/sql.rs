@@ -1,0 +1,172 @@
+//! The host's tables on SQLite ([`mmc_storage::sql`]): their schema, and
+//! statements run on the writer (in its group commit) or a reader.
+
+use rusqlite::Connection;
+use rusqlite::types::{ToSqlOutput, ValueRef};
+
+use mmc_storage::StorageError;
+use mmc_storage::sql::{Row, SqlConn, SqlEngine, Value};
+
+use crate::Sqlite;
+
+/// The host's own tables (merchants and keys are in the main schema, beside
+/// the outbox they predate).
+pub(crate) const HOST_SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS webhook_endpoints (
+    id              TEXT PRIMARY KEY,
+    merchant_id     TEXT NOT NULL,
+    environment     TEXT NOT NULL,
+    url             TEXT NOT NULL,
+    secret          TEXT NOT NULL,
+    enabled_events  TEXT NOT NULL,
+    description     TEXT,
+    created_ms      INTEGER NOT NULL,
+    deleted_ms      INTEGER
+);
+CREATE INDEX IF NOT EXISTS webhook_endpoints_owner ON webhook_endpoints (merchant_id, environment);
+
+-- Signs deliveries to a payment's callback_url (no endpoint, so no endpoint secret).
+CREATE TABLE IF NOT EXISTS callback_secrets (
+    merchant_id  TEXT NOT NULL,
+    environment  TEXT NOT NULL,
+    secret       TEXT NOT NULL,
+    PRIMARY KEY (merchant_id, environment)
+);
+
+CREATE TABLE IF NOT EXISTS deliveries (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id         TEXT NOT NULL,
+    endpoint_id      TEXT,
+    url              TEXT NOT NULL,
+    environment      TEXT NOT NULL,
+    merchant_id      TEXT NOT NULL,
+    status           TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    next_attempt_ms  INTEGER NOT NULL,
+    created_ms       INTEGER NOT NULL,
+    delivered_ms     INTEGER,
+    last_error       TEXT
+);
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, next_attempt_ms);
+CREATE INDEX IF NOT EXISTS deliveries_event ON deliveries (event_id);
+
+CREATE TABLE IF NOT EXISTS delivery_attempts (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    delivery_id  INTEGER NOT NULL,
+    at_ms        INTEGER NOT NULL,
+    status_code  INTEGER,
+    latency_ms   INTEGER NOT NULL,
+    error        TEXT
+);
+CREATE INDEX IF NOT EXISTS delivery_attempts_delivery ON delivery_attempts (delivery_id);
+CREATE INDEX IF NOT EXISTS outbox_owner ON outbox (merchant_id, environment, seq);
+
+-- Adapter versions deployed through the admin API (the rollback chain).
+CREATE TABLE IF NOT EXISTS component_versions (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    name         TEXT NOT NULL,
+    hash         TEXT NOT NULL,
+    bytes        BLOB NOT NULL,
+    deployed_ms  INTEGER NOT NULL,
+    active       INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS component_versions_name ON component_versions (name, id);
+
+-- The audit trail of adapter calls.
+CREATE TABLE IF NOT EXISTS adapter_calls (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    subject_id   TEXT NOT NULL,
+    environment  TEXT NOT NULL,
+    operator     TEXT NOT NULL,
+    adapter      TEXT,
+    version      TEXT,
+    operation    TEXT NOT NULL,
+    outcome      TEXT NOT NULL,
+    duration_ms  REAL NOT NULL,
+    at_ms        INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS adapter_calls_subject ON adapter_calls (subject_id, id);
+
+-- Background duties held by one node at a time (see the host's `leases`).
+CREATE TABLE IF NOT EXISTS leases (
+    name        TEXT PRIMARY KEY,
+    holder      TEXT NOT NULL,
+    expires_ms  INTEGER NOT NULL
+);
+"#;
+
+struct Param<'a>(&'a Value);
+
+impl rusqlite::ToSql for Param<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self.0 {
+            Value::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+            Value::Int(v) => ToSqlOutput::Borrowed(ValueRef::Integer(*v)),
+            Value::Real(v) => ToSqlOutput::Borrowed(ValueRef::Real(*v)),
+            Value::Text(v) => ToSqlOutput::Borrowed(ValueRef::Text(v.as_bytes())),
+            Value::Blob(v) => ToSqlOutput::Borrowed(ValueRef::Blob(v)),
+        })
+    }
+}
+
+fn value(v: ValueRef<'_>) -> Result<Value, StorageError> {
+    Ok(match v {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(i) => Value::Int(i),
+        ValueRef::Real(r) => Value::Real(r),
+        ValueRef::Text(t) => Value::Text(
+            std::str::from_utf8(t)
+                .map_err(|_| StorageError::Unavailable("sqlite: text is not UTF-8".into()))?
+                .to_string(),
+        ),
+        ValueRef::Blob(b) => Value::Blob(b.to_vec()),
+    })
+}
+
+struct Conn<'a>(&'a Connection);
+
+impl SqlConn for Conn<'_> {
+    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, StorageError> {
+        let mut stmt = self.0.prepare_cached(sql)?;
+        let n = stmt.execute(rusqlite::params_from_iter(params.iter().map(Param)))?;
+        Ok(n as u64)
+    }
+
+    fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, StorageError> {
+        let mut stmt = self.0.prepare_cached(sql)?;
+        let width = stmt.column_count();
+        let mut rows = stmt.query(rusqlite::params_from_iter(params.iter().map(Param)))?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let mut row = Vec::with_capacity(width);
+            for i in 0..width {
+                row.push(value(r.get_ref(i)?)?);
+            }
+            out.push(Row(row));
+        }
+        Ok(out)
+    }
+
+    /// One writer already: nothing to take.
+    fn lock(&mut self, _name: &str) -> Result<(), StorageError> {
+        Ok(())
+    }
+}
+
+impl SqlEngine for Sqlite {
+    fn run_sql(
+        &self,
+        write: bool,
+        f: &mut dyn FnMut(&mut dyn SqlConn) -> Result<(), StorageError>,
+    ) -> Result<(), StorageError> {
+        if write {
+            self.write(|c| f(&mut Conn(c)))
+        } else {
+            self.read(|c| f(&mut Conn(c)))
+        }
+    }
+
+    fn engine_name(&self) -> &'static str {
+        "sqlite"
+    }
+}

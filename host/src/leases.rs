@@ -1,0 +1,120 @@
+//! Background duties shared by a fleet: a job (expiry, reconciliation, bulk
+//! payouts) runs on one node at a time, the holder of its lease. The lease
+//! is a row with an expiry, renewed by its holder while it works; a node
+//! that dies stops renewing, and another takes the lease over once it has
+//! expired ([`LEASE_MS`] at most). On SQLite (one process) the lease is
+//! always this node's, at the price of a row write per round.
+//!
+//! A lease makes doubled work rare, not impossible (a holder cut off from
+//! the database keeps working until it notices): what keeps money safe is
+//! still that every state change is checked against what is stored
+//! (`apply`), so a second runner finds the work done.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mmc_storage::sql_params;
+use uuid::Uuid;
+
+use crate::capabilities::clock::system_now_ms;
+use crate::db::{SqlDb, StorageError};
+
+/// How long a lease lasts without renewal: the bound on a dead holder's
+/// duties standing still.
+pub const LEASE_MS: u64 = 5_000;
+
+/// Renewed this often while its holder works (a third of its life).
+pub const RENEW_EVERY: Duration = Duration::from_millis(LEASE_MS / 3);
+
+pub struct Leases {
+    db: SqlDb,
+    /// This process, in every lease it holds.
+    pub holder: String,
+}
+
+impl Leases {
+    pub fn new(db: SqlDb) -> Arc<Leases> {
+        Arc::new(Leases {
+            db,
+            holder: format!("node_{}", Uuid::new_v4().simple()),
+        })
+    }
+
+    /// Takes `name`, or renews it when this node holds it: true when this
+    /// node holds it for the next [`LEASE_MS`].
+    pub fn acquire(&self, name: &str) -> Result<bool, StorageError> {
+        let now = system_now_ms() as i64;
+        let changed = self.db.write(|tx| {
+            tx.execute(
+                "INSERT INTO leases (name, holder, expires_ms) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms
+                 WHERE leases.holder = excluded.holder OR leases.expires_ms < ?4",
+                sql_params![name, &self.holder, now + LEASE_MS as i64, now],
+            )
+        })?;
+        Ok(changed == 1)
+    }
+
+    /// Gives up every lease this node holds (graceful shutdown: the others
+    /// take its duties over at once instead of after expiry).
+    pub fn release_all(&self) -> Result<u64, StorageError> {
+        self.db.write(|tx| {
+            tx.execute(
+                "DELETE FROM leases WHERE holder = ?1",
+                sql_params![&self.holder],
+            )
+        })
+    }
+
+    /// Says this node is alive (a lease of its own) and counts the live
+    /// nodes, itself included: what a fleet-wide limit is shared by.
+    pub fn heartbeat(&self) -> Result<u32, StorageError> {
+        self.acquire(&format!("node:{}", self.holder))?;
+        let now = system_now_ms() as i64;
+        let n = self.db.read(|c| {
+            c.query_one(
+                "SELECT COUNT(*) FROM leases WHERE name LIKE 'node:%' AND expires_ms >= ?1",
+                sql_params![now],
+            )?
+            .int(0)
+        })?;
+        Ok(n.max(1) as u32)
+    }
+
+    /// Who holds `name` now, if anyone (for tests and diagnostics).
+    pub fn holder_of(&self, name: &str) -> Result<Option<String>, StorageError> {
+        let now = system_now_ms() as i64;
+        self.db.read(|c| {
+            c.query_opt(
+                "SELECT holder FROM leases WHERE name = ?1 AND expires_ms >= ?2",
+                sql_params![name, now],
+            )?
+            .map(|r| r.text(0))
+            .transpose()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_holder_at_a_time_until_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqlDb::new(Arc::new(
+            crate::db::Sqlite::open(&dir.path().join("l.db")).unwrap(),
+        ));
+        let (a, b) = (Leases::new(db.clone()), Leases::new(db));
+        assert!(a.acquire("job").unwrap());
+        assert!(a.acquire("job").unwrap(), "the holder renews");
+        assert!(!b.acquire("job").unwrap(), "held by a");
+        assert_eq!(a.holder_of("job").unwrap(), Some(a.holder.clone()));
+        assert!(b.acquire("other").unwrap());
+        assert_eq!(a.release_all().unwrap(), 1);
+        assert!(b.acquire("job").unwrap(), "released: b takes it at once");
+        assert!(!a.acquire("job").unwrap());
+        assert_eq!(a.heartbeat().unwrap(), 1);
+        assert_eq!(b.heartbeat().unwrap(), 2);
+    }
+}
