@@ -37,7 +37,7 @@ fn pay_in_browser(url: &str, lang: &str, operator: &str, phone: &str, otp: Optio
 
 /// Runs `node <args>` in tests/browser (off the async workers) and parses
 /// the one JSON line it prints.
-async fn node_json(args: Vec<String>) -> Value {
+pub(crate) async fn node_json(args: Vec<String>) -> Value {
     tokio::task::spawn_blocking(move || {
         let out = Command::new("node")
             .current_dir(root().join("tests/browser"))

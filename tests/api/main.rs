@@ -11,6 +11,7 @@ mod cli;
 mod connections;
 mod crash;
 mod create;
+mod docs;
 mod export;
 mod isolation;
 mod legacy;

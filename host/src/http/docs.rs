@@ -7,11 +7,13 @@ use std::sync::OnceLock;
 
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd, html};
 
-/// The page's only style sheet, allowed by hash in its CSP.
-const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:960px;margin:0 auto;padding:16px;line-height:1.5;color:#1d2330}\
+/// The pages' only style sheet (this one's and the API reference's),
+/// allowed by hash in their CSP.
+pub const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:960px;margin:0 auto;padding:16px;line-height:1.5;color:#1d2330}\
 table{border-collapse:collapse;display:block;overflow-x:auto}td,th{border:1px solid #c5cad3;padding:4px 8px;vertical-align:top}\
 code{background:#f1f3f6;padding:0 3px;border-radius:3px}pre{background:#f1f3f6;padding:12px;overflow-x:auto}\
-tr:target,:target{background:#fff4c2}";
+tr:target,:target{background:#fff4c2}.op{border-top:1px solid #c5cad3;margin-top:24px}\
+td p{margin:0}.method{font-family:monospace;font-weight:bold;background:#1d2330;color:#fff;padding:1px 6px;border-radius:3px}";
 
 /// The rendered page.
 pub fn page() -> &'static str {
@@ -82,7 +84,7 @@ fn render(markdown: &str) -> String {
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
          <title>Mobile Money Collection Service</title><style>{STYLE}</style></head>\
-         <body><main>{body}</main></body></html>"
+         <body><main><p><a href=\"/docs/api\">API reference</a>: every operation, rendered from the OpenAPI documents</p>{body}</main></body></html>"
     )
 }
 

@@ -2,6 +2,7 @@
 //! request, picks the API component by path prefix and hands it the request
 //! on a blocking thread (components run synchronously under deadlines).
 
+pub mod api_docs;
 pub mod connections;
 pub mod docs;
 pub mod errors;
@@ -231,7 +232,24 @@ fn text(
 
 /// The README as HTML, under a policy that lets nothing run or load.
 fn docs_page() -> Response<Full<Bytes>> {
-    let mut resp = text(StatusCode::OK, "text/html; charset=utf-8", docs::page());
+    html_page(docs::page())
+}
+
+/// The API reference (`/docs/api`), rendered from the OpenAPI documents the
+/// components serve. Each view asks the components for them, so a client
+/// gets as many views as its bucket for public routes allows.
+async fn api_docs_page(app: &Arc<App>, client: Option<std::net::IpAddr>) -> Response<Full<Bytes>> {
+    if let Some(ip) = client
+        && let Err(wait) = app.client_limiter.check(&client_bucket(ip, "/docs/api"))
+    {
+        return HttpError::RateLimited(wait).into_response(&Generation::Current, &app.docs_url());
+    }
+    html_page(Bytes::from(api_docs::page(app).await.as_bytes().to_vec()))
+}
+
+/// A documentation page, under a policy that lets nothing run or load.
+fn html_page(html: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut resp = text(StatusCode::OK, "text/html; charset=utf-8", html);
     let headers = resp.headers_mut();
     if let Ok(csp) = HeaderValue::from_str(&docs::content_security_policy()) {
         headers.insert("content-security-policy", csp);
@@ -290,6 +308,13 @@ async fn handle_get(app: Arc<App>, req: Request<Incoming>) -> Response<Body> {
             )),
         ),
         "/docs" => ("docs".to_string(), paged::full(docs_page())),
+        "/docs/api" => {
+            let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
+            (
+                "docs".to_string(),
+                paged::full(api_docs_page(&app, client).await),
+            )
+        }
         _ if native_area(&path).is_some() => {
             let area = native_area(&path).expect("checked");
             let resp = match native_dispatch(&app, area, req).await {

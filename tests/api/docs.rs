@@ -1,0 +1,138 @@
+//! `/docs/api`: the API reference, rendered by the server from the OpenAPI
+//! documents it serves, readable offline.
+
+use serde_json::{Value, json};
+
+use crate::checkout::node_json;
+use crate::support::*;
+
+/// Every operationId of the OpenAPI document at `path`, as the server serves it.
+async fn operation_ids(app: &TestApp, path: &str) -> Vec<String> {
+    let doc: Value = app
+        .client
+        .get(app.url(path))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut ids = Vec::new();
+    for item in doc["paths"].as_object().unwrap().values() {
+        for op in item.as_object().unwrap().values() {
+            if let Some(id) = op["operationId"].as_str() {
+                ids.push(id.to_string());
+            }
+        }
+    }
+    ids
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_reference_has_every_operation_of_the_documents_served() {
+    let app = spawn_app().await;
+    let resp = app.client.get(app.url("/docs/api")).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let header = |name: &str| {
+        resp.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(header("content-type"), "text/html; charset=utf-8");
+    let csp = header("content-security-policy");
+    assert!(
+        csp.starts_with("default-src 'none';") && !csp.contains("script-src"),
+        "{csp}"
+    );
+    let html = resp.text().await.unwrap();
+    assert!(!html.contains("<script"), "nothing to run");
+    // Every operation of both generations' documents, each with its anchor.
+    let current = operation_ids(&app, "/api/v1/collect/openapi.json").await;
+    let legacy = operation_ids(&app, "/api/v1/collect/mobile-money/openapi.json").await;
+    assert!(
+        current.len() > 10 && legacy.len() >= 4,
+        "{current:?} {legacy:?}"
+    );
+    for id in &current {
+        assert!(html.contains(&format!("<section id=\"{id}\"")), "#{id}");
+        assert!(
+            html.contains(&format!("<a href=\"#{id}\">")),
+            "linked: {id}"
+        );
+    }
+    for id in &legacy {
+        assert!(
+            html.contains(&format!("<section id=\"legacy-{id}\"")),
+            "#legacy-{id}"
+        );
+    }
+    // What an operation shows: method and path, parameters, body, responses.
+    let create = &html[html.find("<section id=\"createPayment\"").unwrap()..];
+    let create = &create[..create.find("</section>").unwrap()];
+    for needle in [
+        "<span class=\"method\">POST</span> <code>/api/v1/collect/payments</code>",
+        "<code>Idempotency-Key</code></td><td>header</td><td>yes</td>",
+        "<a href=\"#schema-CreatePayment\">CreatePayment</a>",
+        "<td><code>201</code></td>",
+        "<td><code>409</code></td>",
+    ] {
+        assert!(create.contains(needle), "{needle}\n{create}");
+    }
+    assert!(html.contains("<section id=\"schema-CreatePayment\">"));
+    assert!(html.contains("<h3 id=\"tag-payments\">payments</h3>"));
+
+    // The guide links to it; HEAD is answered as GET is.
+    let guide = app
+        .client
+        .get(app.url("/docs"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        guide.contains("<a href=\"/docs/api\">"),
+        "linked from /docs"
+    );
+    let head = app.client.head(app.url("/docs/api")).send().await.unwrap();
+    assert_eq!(head.status(), 200);
+    assert_eq!(
+        head.headers()["content-length"].to_str().unwrap(),
+        html.len().to_string()
+    );
+}
+
+/// In Chromium: from /docs to the reference to createPayment, and not one
+/// request leaves the server (no CDN, no font, no script).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_reference_works_offline_in_a_browser() {
+    let app = spawn_app().await;
+    let out = node_json(vec!["docs_api.mjs".into(), app.url("/docs")]).await;
+    assert_eq!(out["outside"], json!([]), "{out}");
+    assert_eq!(out["violations"], json!([]), "{out}");
+    assert_eq!(out["reference"]["url"], app.url("/docs/api"), "{out}");
+    assert_eq!(out["reference"]["scripts"], 0, "{out}");
+    let op = &out["op"];
+    assert_eq!(op["hash"], "#createPayment", "{out}");
+    let heading = op["heading"].as_str().unwrap();
+    assert!(
+        heading.contains("POST") && heading.contains("/api/v1/collect/payments"),
+        "{op}"
+    );
+    assert!(
+        op["text"].as_str().unwrap().contains("Create a payment"),
+        "{op}"
+    );
+    let top = op["top"].as_i64().unwrap();
+    assert!(
+        (-5..100).contains(&top) && op["scrollY"].as_i64().unwrap() > 0,
+        "{op}"
+    );
+    assert!(
+        out["requests"].as_array().unwrap().len() >= 2,
+        "the two pages were seen: {out}"
+    );
+}
