@@ -11,9 +11,11 @@ COMPONENT_OUT := $(TARGET_DIR)/$(WASM_TARGET)/components
 DATA_DIR ?= ./data
 
 VENV := $(TARGET_DIR)/venv
-PY_TOOLS := schemathesis==4.32.5 openapi-spec-validator==0.9.0
+PY_TOOLS := schemathesis==4.32.5 openapi-spec-validator==0.9.0 openapi-python-client==0.29.1
+# The stamp names the tool list: changing a pin installs again.
+VENV_STAMP := $(VENV)/.installed-$(shell echo '$(PY_TOOLS)' | cksum | cut -d' ' -f1)
 
-.PHONY: all run test components test-components toolchain tools browser lint fmt bench soak crash clean
+.PHONY: all run test components test-components toolchain tools browser sdk lint fmt bench soak crash clean
 
 all: components
 	$(CARGO) build -p mmc-host
@@ -32,12 +34,20 @@ test-components: toolchain
 	@mkdir -p $(TARGET_DIR)/test-components
 	@for c in $(TEST_COMPONENTS); do cp $(COMPONENT_OUT)/$$c.wasm $(TARGET_DIR)/test-components/$$c.wasm; done
 
-# Python tools the tests drive (schemathesis, openapi-spec-validator), in a venv under target/.
-tools: $(VENV)/.installed
+# Python tools the tests drive (schemathesis, openapi-spec-validator, and
+# openapi-python-client for the SDK test), in a venv under target/.
+tools: $(VENV_STAMP)
 
-$(VENV)/.installed:
+$(VENV_STAMP):
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet $(PY_TOOLS)
+	@touch $@
+
+# openapi-typescript, openapi-fetch and typescript (pinned in tests/sdk) for the SDK test.
+sdk: tests/sdk/node_modules/.installed
+
+tests/sdk/node_modules/.installed: tests/sdk/package.json
+	cd tests/sdk && npm install --silent --no-audit --no-fund
 	@touch $@
 
 # Headless Chromium (Debian's) and playwright-core, for the checkout page test.
@@ -60,7 +70,7 @@ TEST_TIMEOUT ?= 50m
 # PostgreSQL for the tests: MMC_TEST_DATABASE_URL, else a server on
 # 127.0.0.1:5432, else a private throwaway cluster under target/pg (Debian's
 # postgresql installed first when missing). None: the run fails, saying why.
-test: components test-components tools browser
+test: components test-components tools browser sdk
 	@url=$$(./scripts/test-postgres.sh) || { echo "make test: no PostgreSQL for the tests (see above)" >&2; exit 1; }; \
 	echo "PostgreSQL for the tests: $$url"; \
 	MMC_TEST_DATABASE_URL="$$url" timeout -k 30s $(TEST_TIMEOUT) $(CARGO) test --no-fail-fast --workspace $(addprefix --exclude ,$(COMPONENTS) $(TEST_COMPONENTS))

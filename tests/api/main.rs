@@ -23,6 +23,7 @@ mod platform;
 mod predict;
 mod process;
 mod receiver;
+mod sdk;
 mod security;
 mod tenancy;
 mod webhooks;

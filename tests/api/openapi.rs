@@ -150,26 +150,12 @@ async fn schemathesis_finds_no_5xx_and_no_response_outside_the_document() {
         let base = app.base.clone();
         let key = key.clone();
         let out = tokio::task::spawn_blocking(move || {
-            Command::new(venv_tool("schemathesis"))
-                .args([
-                    "run",
-                    &format!("{base}/api/v1/collect/openapi.json"),
-                    "--url",
-                    &format!("{base}/api/v1"),
-                ])
-                .args([
-                    "--checks",
-                    "all",
-                    "--max-examples",
-                    "40",
-                    "--workers",
-                    "1",
-                    "--no-color",
-                ])
-                .args(["--header", &format!("Authorization: Bearer {key}")])
-                .args(["--suppress-health-check", "all", "--request-timeout", "20"])
-                .output()
-                .unwrap()
+            fuzz(
+                &base,
+                "/api/v1/collect/openapi.json",
+                &key,
+                Some("schemathesis.toml"),
+            )
         })
         .await
         .unwrap();

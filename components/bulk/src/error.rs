@@ -16,6 +16,8 @@ pub struct ApiError {
     pub param: Option<String>,
     /// Every problem found, for batch validation (empty otherwise).
     pub errors: Vec<Value>,
+    /// The `Allow` header of a 405: the methods the path answers.
+    pub allow: Option<&'static str>,
 }
 
 impl ApiError {
@@ -33,6 +35,7 @@ impl ApiError {
             message: message.into(),
             param: param.map(str::to_string),
             errors: Vec::new(),
+            allow: None,
         }
     }
 
@@ -105,14 +108,17 @@ impl ApiError {
         )
     }
 
-    pub fn method_not_allowed(method: &str) -> ApiError {
-        ApiError::new(
+    /// 405 with the methods the path answers (RFC 9110 requires `Allow`).
+    pub fn method_not_allowed(method: &str, allow: &'static str) -> ApiError {
+        let mut e = ApiError::new(
             405,
             "invalid_request_error",
             "method_not_allowed",
-            format!("Method {method} is not allowed on this path."),
+            format!("Method {method} is not allowed on this path; it answers {allow}."),
             None,
-        )
+        );
+        e.allow = Some(allow);
+        e
     }
 
     pub fn idempotency(code: &'static str, message: impl Into<String>) -> ApiError {
@@ -143,7 +149,11 @@ impl ApiError {
         if !self.errors.is_empty() {
             error["errors"] = Value::Array(self.errors);
         }
-        crate::wire::json_response(self.status, &json!({ "error": error }))
+        let mut resp = crate::wire::json_response(self.status, &json!({ "error": error }));
+        if let Some(allow) = self.allow {
+            resp.headers.push(("allow".into(), allow.into()));
+        }
+        resp
     }
 }
 

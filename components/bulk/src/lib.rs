@@ -71,7 +71,10 @@ fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, ApiError> {
         ("GET", [id]) if *id != "import_csv" => batches::get(caller, id),
         ("GET", [id, "items"]) => batches::items(caller, req, id),
         ("POST", [id, "validate"]) => batches::validate(caller, req, id),
-        (_, [] | [_] | [_, "items" | "validate"]) => Err(ApiError::method_not_allowed(method)),
+        (_, []) => Err(ApiError::method_not_allowed(method, "GET, HEAD, POST")),
+        (_, ["import_csv"]) => Err(ApiError::method_not_allowed(method, "POST")),
+        (_, [_] | [_, "items"]) => Err(ApiError::method_not_allowed(method, "GET, HEAD")),
+        (_, [_, "validate"]) => Err(ApiError::method_not_allowed(method, "POST")),
         _ => Err(not_found()),
     }
 }

@@ -131,6 +131,8 @@ pub struct ApiError {
     pub code: String,
     pub message: String,
     pub param: Option<String>,
+    /// The `Allow` header of a 405: the methods the path answers.
+    pub allow: Option<&'static str>,
 }
 
 impl ApiError {
@@ -147,6 +149,15 @@ impl ApiError {
             code: code.into(),
             message: message.into(),
             param: param.map(str::to_string),
+            allow: None,
+        }
+    }
+
+    /// A 405 naming the methods the path answers (RFC 9110 §15.5.6).
+    pub fn method_not_allowed_on(method: &str, allow: &'static str) -> ApiError {
+        ApiError {
+            allow: Some(allow),
+            ..ApiError::method_not_allowed(method)
         }
     }
 

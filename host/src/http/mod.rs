@@ -489,14 +489,17 @@ fn native_response(
     app: &App,
     result: Result<native::NativeResponse, errors::ApiError>,
 ) -> Response<Full<Bytes>> {
-    let (status, body) = match result {
-        Ok(r) => (r.status, r.body),
-        Err(e) => (e.status, e.body(&app.docs_url())),
+    let (status, body, allow) = match result {
+        Ok(r) => (r.status, r.body, None),
+        Err(e) => (e.status, e.body(&app.docs_url()), e.allow),
     };
-    Response::builder()
+    let mut resp = Response::builder()
         .status(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body.to_string())))
+        .header("content-type", "application/json");
+    if let Some(allow) = allow {
+        resp = resp.header("allow", allow);
+    }
+    resp.body(Full::new(Bytes::from(body.to_string())))
         .expect("valid response parts")
 }
 

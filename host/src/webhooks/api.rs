@@ -76,10 +76,18 @@ pub async fn handle(
                 .and_then(Value::as_str)
                 .ok_or_else(|| ApiError::invalid("parameter_missing", "url", "url is required."))?;
             let events = string_list(&body, "enabled_events")?;
-            let description = body
-                .get("description")
-                .and_then(Value::as_str)
-                .map(str::to_string);
+            // A description that is not text is refused, not silently dropped.
+            let description = match body.get("description") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(_) => {
+                    return Err(ApiError::invalid(
+                        "parameter_invalid_string",
+                        "description",
+                        "description must be a string.",
+                    ));
+                }
+            };
             let e = webhooks
                 .create_endpoint(&who.merchant_id, env, url, events, description)
                 .await?;
@@ -151,7 +159,19 @@ pub async fn handle(
                 json!({"id": id, "object": "event", "deliveries_queued": n}),
             ))
         }
-        (_, ["webhook-endpoints" | "events", ..]) => Err(ApiError::method_not_allowed(&req.method)),
+        (method, ["webhook-endpoints"]) => {
+            Err(ApiError::method_not_allowed_on(method, "GET, HEAD, POST"))
+        }
+        (method, ["webhook-endpoints", "callback-secret"]) => {
+            Err(ApiError::method_not_allowed_on(method, "GET, HEAD"))
+        }
+        (method, ["webhook-endpoints", _]) => {
+            Err(ApiError::method_not_allowed_on(method, "DELETE"))
+        }
+        (method, ["events"] | ["events", _]) => {
+            Err(ApiError::method_not_allowed_on(method, "GET, HEAD"))
+        }
+        (method, ["events", _, "resend"]) => Err(ApiError::method_not_allowed_on(method, "POST")),
         _ => Err(ApiError::not_found(
             "resource_not_found",
             format!("No such endpoint: {} {}", req.method, req.path),
