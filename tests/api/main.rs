@@ -22,6 +22,7 @@ mod openapi;
 mod platform;
 mod predict;
 mod process;
+mod quickstart;
 mod receiver;
 mod sdk;
 mod security;
