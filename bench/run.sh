@@ -84,19 +84,30 @@ SWAP_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
 RSS_KB=$(awk '/VmRSS/ {print $2}' /proc/$SERVER/status)
 kill $SERVER; wait $SERVER 2>/dev/null || true
 
-# GET latency against store size, in a store of its own: 10,000 payments, then 1,000,000.
+# GET and list latency against store size, in a store of its own: 10,000
+# payments, then 1,000,000 (seeded as collect writes them: UUIDv7 ids in
+# creation order, 10 ms apart from T0).
 READS="$DATA/reads"; mkdir -p "$READS"
 M2=$("$MMC" merchants create --name Reads --data-dir "$READS" | python3 -c 'import sys,json;print(json.load(sys.stdin)["id"])')
 KEY2=$("$MMC" keys create --merchant "$M2" --env test --data-dir "$READS" | python3 -c 'import sys,json;print(json.load(sys.stdin)["key"])')
 ID2=$(python3 bench/seed.py "$READS/mmc.db" "$M2" 10000)
-get_p50() {
+# A page of 10 from the middle of the first 10,000 (created 50 s after T0):
+# the same page in both stores, found through a larger index in the second.
+LIST_QUERY="limit=10&created%5Bgte%5D=$((1780272000 + 50))"
+reads_p50() { # prints "get p50|list p50"
   DATA_DIR="$READS" start_server
-  wrk -t2 -c16 -d5s --latency -H "Authorization: Bearer $KEY2" "$BASE/api/v1/collect/payments/$ID2" | awk '$1=="50%" {print $2}'
+  local get list
+  get=$(wrk -t2 -c16 -d5s --latency -H "Authorization: Bearer $KEY2" "$BASE/api/v1/collect/payments/$ID2" | awk '$1=="50%" {print $2}')
+  list=$(wrk -t2 -c16 -d5s --latency -H "Authorization: Bearer $KEY2" "$BASE/api/v1/collect/payments?$LIST_QUERY" | awk '$1=="50%" {print $2}')
   kill $SERVER; wait $SERVER 2>/dev/null || true
+  echo "$get|$list"
 }
-small=$(get_p50)
+IFS='|' read -r small small_list <<<"$(reads_p50)"
 python3 bench/seed.py "$READS/mmc.db" "$M2" 990000 10000 >/dev/null
-large=$(get_p50)
+IFS='|' read -r large large_list <<<"$(reads_p50)"
+# wrk prints latencies with their unit (850.00us, 1.09ms).
+ms() { python3 -c "import re,sys; v,u=re.match(r'([\d.]+)(\w+)',sys.argv[1]).groups(); print(float(v)*{'us':1e-3,'ms':1,'s':1e3}[u])" "$1"; }
+LIST_RATIO=$(python3 -c "print(f'{$(ms "$large_list")/$(ms "$small_list"):.2f}')")
 
 ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); print(f'{a/b:.2f}')"; }
 {
@@ -110,4 +121,5 @@ ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); 
   echo "- share of create request time inside component calls (instantiate + Wasm + the storage commits and adapter call they make): $WASM_SHARE"
   echo "- start-up with all components cached: ${STARTUP_MS} ms; hot swap of an adapter (upload, compile, smoke test, swap): ${SWAP_MS} ms"
   echo "- GET p50 (16 connections) with 10,000 payments stored: $small; with 1,000,000: $large; server RSS after the load phases ($STORED payments created): $((RSS_KB / 1024)) MiB"
+  echo "- list p50 (a page of 10 from created[gte], 16 connections) with 10,000 payments stored: $small_list; with 1,000,000: $large_list (×$LIST_RATIO; target ≤ 1.5)"
 } | tee bench/results/latest.md

@@ -3,8 +3,23 @@
 large store without spending minutes creating them through the API.
 
 Usage: seed.py DB MERCHANT N [FIRST]: payments FIRST..FIRST+N-1 (references
-seed-FIRST…); prints the id of the first one."""
-import json, sqlite3, sys, uuid
+seed-FIRST…); prints the id of the first one. Payment i is created at
+T0 + 10 ms * i with a UUIDv7 id of that time, as collect makes them, so the
+payments table is in creation order and created[gte|lt] ranges work."""
+import json, os, sqlite3, sys
+
+T0_MS = 1780272000000
+STEP_MS = 10
+
+
+def uuid7(ms):
+    """A UUIDv7 (RFC 9562) of time `ms`: 48 bits of time, version, random."""
+    b = bytearray(ms.to_bytes(6, "big") + os.urandom(10))
+    b[6] = 0x70 | (b[6] & 0x0F)
+    b[8] = 0x80 | (b[8] & 0x3F)
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
 
 db, merchant, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 first = int(sys.argv[4]) if len(sys.argv) > 4 else 0
@@ -22,9 +37,12 @@ proto = {
 }
 batch = []
 for i in range(first, first + n):
-    pid = str(uuid.uuid4())
+    created = T0_MS + STEP_MS * i
+    pid = uuid7(created)
     first_id = first_id or pid
-    rec = dict(proto, id=pid, reference=f"seed-{i}")
+    rec = dict(proto, id=pid, reference=f"seed-{i}", created_at_ms=created,
+               updated_at_ms=created + 1000, completed_at_ms=created + 1000,
+               expires_at_ms=created + 900000)
     batch.append(("collect", "payments", f"test/{merchant}/{pid}", json.dumps(rec).encode()))
     batch.append(("collect", "refs", f"test/{merchant}/seed-{i}", pid.encode()))
     if len(batch) >= 20000:
