@@ -27,7 +27,7 @@ fn components_with(extra: &[(&str, std::path::PathBuf)]) -> std::path::PathBuf {
 
 /// The same component with a custom section appended: a new version (new
 /// hash) with the same behaviour.
-fn new_version(bytes: &[u8], tag: &str) -> Vec<u8> {
+pub fn new_version(bytes: &[u8], tag: &str) -> Vec<u8> {
     let name = b"mmc-version";
     let mut contents = vec![name.len() as u8];
     contents.extend_from_slice(name);

@@ -13,6 +13,7 @@ mod crash;
 mod create;
 mod docs;
 mod export;
+mod fleet;
 mod isolation;
 mod legacy;
 mod lifecycle;

@@ -9,6 +9,8 @@ use crate::support::*;
 pub struct ServerProcess {
     pub child: Child,
     pub base: String,
+    /// The admin listener's base URL.
+    pub admin: String,
 }
 
 impl ServerProcess {
@@ -38,15 +40,27 @@ impl ServerProcess {
         let mut child = cmd.spawn().expect("mmc starts");
         let stdout = child.stdout.take().unwrap();
         let mut lines = BufReader::new(stdout).lines();
-        let base = loop {
-            let line = lines.next().expect("mmc prints its address").unwrap();
+        let (mut base, mut admin) = (None, None);
+        while base.is_none() || admin.is_none() {
+            let line = lines.next().expect("mmc prints its addresses").unwrap();
             if let Some(addr) = line.strip_prefix("mmc listening on ") {
-                break addr.trim().to_string();
+                base = Some(addr.trim().to_string());
+            } else if let Some(addr) = line.strip_prefix("mmc admin on ") {
+                admin = Some(addr.trim().to_string());
             }
-        };
+        }
+        let (base, admin) = (base.unwrap(), admin.unwrap());
         // Keep draining stdout so the child never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
-        ServerProcess { child, base }
+        ServerProcess { child, base, admin }
+    }
+
+    /// SIGTERM, then waits for the graceful shutdown to end.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        self.child.wait().unwrap()
     }
 
     /// SIGKILL: no shutdown code runs.

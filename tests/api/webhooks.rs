@@ -588,8 +588,12 @@ async fn signing_secrets_are_sealed_at_rest_and_older_rows_are_sealed_at_start()
 
     // A row from before sealing (written in plaintext) is sealed at the next
     // start and keeps working; the generated key sits beside the database, 0600.
-    let key_file = app.data_dir.path().join("webhook_secrets_key");
-    let hex_key = std::fs::read_to_string(&key_file).unwrap();
+    // (On PostgreSQL the key is configured, the same on every node.)
+    let hex_key = if on_postgres() {
+        TEST_SECRETS_KEY.to_string()
+    } else {
+        std::fs::read_to_string(app.data_dir.path().join("webhook_secrets_key")).unwrap()
+    };
     db.sql
         .write(|c| {
             c.execute(

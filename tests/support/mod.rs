@@ -98,6 +98,11 @@ pub fn with_test_storage(config: &mut Config) {
         if config.storage.url.is_some() {
             // Tests run two at a time, and some start three nodes.
             config.storage.pool_size = Some(6);
+            // A fleet's nodes share one sealing key (required on PostgreSQL).
+            config
+                .webhooks
+                .secrets_key
+                .get_or_insert_with(|| TEST_SECRETS_KEY.to_string());
         }
     }
 }
@@ -109,10 +114,19 @@ pub fn test_storage(config: &Config) -> mmc_host::db::Storage {
     mmc_host::server::open_db(&config).expect("test storage opens")
 }
 
+/// The webhook sealing key of test nodes on PostgreSQL.
+pub const TEST_SECRETS_KEY: &str =
+    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
 /// Environment for an `mmc` process on `data_dir`: its test storage.
 pub fn storage_env(data_dir: &std::path::Path) -> Vec<(&'static str, String)> {
     storage_url(data_dir)
-        .map(|u| vec![("MMC_STORAGE__URL", u)])
+        .map(|u| {
+            vec![
+                ("MMC_STORAGE__URL", u),
+                ("MMC_WEBHOOKS__SECRETS_KEY", TEST_SECRETS_KEY.to_string()),
+            ]
+        })
         .unwrap_or_default()
 }
 

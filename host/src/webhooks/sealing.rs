@@ -35,6 +35,10 @@ pub enum SealError {
         "a webhook secret cannot be opened with the configured keys (wrong webhooks.secrets_key, or the value was altered)"
     )]
     CannotOpen,
+    #[error(
+        "storage.url is PostgreSQL (a fleet): set webhooks.secrets_key (MMC_WEBHOOKS__SECRETS_KEY, 64 hex digits), the same on every node; a key generated per node would not open the secrets another node sealed"
+    )]
+    FleetNeedsKey,
 }
 
 pub struct Sealer {
@@ -61,6 +65,13 @@ impl Sealer {
             .collect::<Result<Vec<_>, _>>()?;
         let current = match config.webhooks.secrets_key.as_deref() {
             Some(k) => parse_key(k)?,
+            None if matches!(
+                config.storage_url(),
+                Ok(crate::config::StorageUrl::Postgres(_))
+            ) =>
+            {
+                return Err(SealError::FleetNeedsKey);
+            }
             None => parse_key(&generated_key(config.data_dir.join("webhook_secrets_key"))?)?,
         };
         Ok(Sealer { current, previous })

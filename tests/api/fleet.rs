@@ -1,0 +1,726 @@
+//! A fleet: two or three `mmc serve` processes on one PostgreSQL database
+//! (a throwaway one per test), each with a data directory of its own, as
+//! nodes behind a load balancer would be. Always on PostgreSQL, whatever
+//! `MMC_TEST_STORAGE` says.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use mmc_storage_postgres::test_util::TestDatabase;
+use serde_json::{Value, json};
+
+use crate::adapters_admin::new_version;
+use crate::process::ServerProcess;
+use crate::receiver::Receiver;
+use crate::support::*;
+
+const ADMIN_TOKEN: &str = "fleet-admin-token-0123456789abcdef0123";
+
+/// Fields drop in order: the nodes stop before their database goes.
+struct Fleet {
+    nodes: Vec<Option<ServerProcess>>,
+    dirs: Vec<tempfile::TempDir>,
+    env: Vec<(String, String)>,
+    client: reqwest::Client,
+    _db: TestDatabase,
+}
+
+impl Fleet {
+    /// `n` nodes on a new database, with `extra` settings on each.
+    fn start(n: usize, extra: &[(&str, &str)]) -> Fleet {
+        let db = TestDatabase::create();
+        let mut env: Vec<(String, String)> = vec![
+            ("MMC_STORAGE__URL".into(), db.url.clone()),
+            ("MMC_STORAGE__POOL_SIZE".into(), "6".into()),
+            ("MMC_WEBHOOKS__SECRETS_KEY".into(), TEST_SECRETS_KEY.into()),
+            ("MMC_ADMIN__TOKEN".into(), ADMIN_TOKEN.into()),
+            ("MMC_RATE_LIMIT__PER_SECOND".into(), "0".into()),
+            ("MMC_WEBHOOKS__RETRY_SCHEDULE_MS".into(), "[100]".into()),
+            ("MMC_WEBHOOKS__POLL_INTERVAL_MS".into(), "20".into()),
+            ("MMC_WEBHOOKS__TIMEOUT_MS".into(), "1000".into()),
+            // The test's webhook receiver listens on loopback.
+            (
+                "MMC_WEBHOOKS__ALLOW_PRIVATE_DESTINATIONS".into(),
+                "true".into(),
+            ),
+        ];
+        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let dirs: Vec<_> = (0..n).map(|_| tempfile::tempdir().unwrap()).collect();
+        let mut fleet = Fleet {
+            _db: db,
+            dirs,
+            nodes: Vec::new(),
+            env,
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()
+                .unwrap(),
+        };
+        // The first node migrates the schema; the others start together.
+        fleet.nodes.push(Some(fleet.spawn(0)));
+        for i in 1..n {
+            fleet.nodes.push(Some(fleet.spawn(i)));
+        }
+        fleet
+    }
+
+    fn spawn(&self, i: usize) -> ServerProcess {
+        let env: Vec<(&str, &str)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        ServerProcess::start(self.dirs[i].path(), &env)
+    }
+
+    fn node(&self, i: usize) -> &ServerProcess {
+        self.nodes[i].as_ref().expect("node running")
+    }
+
+    fn url(&self, i: usize, path: &str) -> String {
+        format!("{}{path}", self.node(i).base)
+    }
+
+    /// `mmc ARGS` on the fleet's database, as an operator's shell would run it.
+    fn cli(&self, args: &[&str]) -> Value {
+        let out = Command::new(env!("CARGO_BIN_EXE_mmc"))
+            .args(args)
+            .arg("--data-dir")
+            .arg(scratch_dir())
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env_remove("MMC_CONFIG")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "mmc {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// A merchant and a test key, made through the CLI: (merchant, key, key id).
+    fn merchant(&self) -> (String, String, String) {
+        let m = self.cli(&["merchants", "create", "--name", "Fleet"]);
+        let id = m["id"].as_str().unwrap().to_string();
+        let k = self.cli(&["keys", "create", "--merchant", &id, "--env", "test"]);
+        (
+            id,
+            k["key"].as_str().unwrap().to_string(),
+            k["id"].as_str().unwrap().to_string(),
+        )
+    }
+
+    async fn send(
+        &self,
+        i: usize,
+        method: reqwest::Method,
+        path: &str,
+        key: &str,
+        idem: Option<&str>,
+        body: Option<&Value>,
+    ) -> (u16, Value) {
+        let mut req = self
+            .client
+            .request(method, self.url(i, path))
+            .bearer_auth(key);
+        if let Some(k) = idem {
+            req = req.header("Idempotency-Key", k);
+        }
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        match req.send().await {
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                (status, resp.json().await.unwrap_or(Value::Null))
+            }
+            Err(_) => (0, Value::Null),
+        }
+    }
+
+    async fn get(&self, i: usize, path: &str, key: &str) -> (u16, Value) {
+        self.send(i, reqwest::Method::GET, path, key, None, None)
+            .await
+    }
+
+    async fn post(&self, i: usize, path: &str, key: &str, body: &Value) -> (u16, Value) {
+        let idem = new_key();
+        self.send(i, reqwest::Method::POST, path, key, Some(&idem), Some(body))
+            .await
+    }
+
+    async fn admin(
+        &self,
+        i: usize,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Value {
+        let mut req = self
+            .client
+            .request(method, format!("{}{path}", self.node(i).admin))
+            .bearer_auth(ADMIN_TOKEN);
+        if let Some(b) = body {
+            req = req.header("content-type", "application/wasm").body(b);
+        }
+        let resp = req.send().await.unwrap();
+        assert!(resp.status().is_success(), "{path}: {}", resp.status());
+        resp.json().await.unwrap()
+    }
+}
+
+/// A data directory for CLI runs (nothing of the fleet's lives in it).
+fn scratch_dir() -> &'static Path {
+    use std::sync::OnceLock;
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
+}
+
+/// Polls `read` until the payment's status is `want` (15 s at most).
+async fn wait_status<F, Fut>(read: F, want: &str) -> Value
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = (u16, Value)>,
+{
+    let mut last = Value::Null;
+    for _ in 0..150 {
+        let (_, p) = read().await;
+        if p["status"] == want {
+            return p;
+        }
+        last = p;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("never {want}: {last}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payment_created_on_one_node_is_read_cancelled_and_refunded_on_another() {
+    let fleet = Fleet::start(2, &[]);
+    let (_, key, _) = fleet.merchant();
+
+    // Stays in progress at the operator: cancelled through the other node.
+    let (status, p) = fleet
+        .post(
+            0,
+            "/api/v1/collect/payments",
+            &key,
+            &direct_payment("+2290166000004"),
+        )
+        .await;
+    assert_eq!(status, 201, "{p}");
+    let id = p["id"].as_str().unwrap();
+    let (status, read) = fleet
+        .get(1, &format!("/api/v1/collect/payments/{id}"), &key)
+        .await;
+    assert_eq!(status, 200, "{read}");
+    assert_eq!(read["id"], p["id"]);
+    assert_eq!(read["reference"], p["reference"]);
+    let (status, cancelled) = fleet
+        .post(
+            1,
+            &format!("/api/v1/collect/payments/{id}/cancel"),
+            &key,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(status, 200, "{cancelled}");
+    assert_eq!(cancelled["status"], "cancelled");
+    let (_, again) = fleet
+        .get(0, &format!("/api/v1/collect/payments/{id}"), &key)
+        .await;
+    assert_eq!(again["status"], "cancelled", "node A sees B's cancel");
+
+    // Completes: refunded through the other node, read back through the first.
+    let (status, p) = fleet
+        .post(
+            0,
+            "/api/v1/collect/payments",
+            &key,
+            &direct_payment("+2290166000001"),
+        )
+        .await;
+    assert_eq!(status, 201, "{p}");
+    let id = p["id"].as_str().unwrap().to_string();
+    let path = format!("/api/v1/collect/payments/{id}");
+    wait_status(|| fleet.get(1, &path, &key), "completed").await;
+    let (status, refund) = fleet
+        .post(
+            1,
+            &format!("{path}/refunds"),
+            &key,
+            &json!({"amount": p["amount"]}),
+        )
+        .await;
+    assert!(status == 201 || status == 200, "{status}: {refund}");
+    let refund_id = refund["id"].as_str().unwrap();
+    let (status, r) = fleet
+        .get(0, &format!("/api/v1/collect/refunds/{refund_id}"), &key)
+        .await;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["payment_id"], p["id"], "{r}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_concurrent_creates_under_one_key_over_three_nodes_make_one_payment_and_one_request_to_pay()
+ {
+    let fleet = Fleet::start(3, &[]);
+    let (_, key, _) = fleet.merchant();
+    let body = direct_payment("+2290166000001");
+    let idem = new_key();
+    let calls = (0..50).map(|i| {
+        fleet.send(
+            i % 3,
+            reqwest::Method::POST,
+            "/api/v1/collect/payments",
+            &key,
+            Some(&idem),
+            Some(&body),
+        )
+    });
+    let results = futures::future::join_all(calls).await;
+    let created: Vec<&Value> = results
+        .iter()
+        .filter(|(s, _)| *s == 201)
+        .map(|(_, p)| p)
+        .collect();
+    assert_eq!(
+        created.len(),
+        1,
+        "exactly one 201: {:?}",
+        results.iter().map(|r| r.0).collect::<Vec<_>>()
+    );
+    let id = created[0]["id"].as_str().unwrap();
+    for (status, body) in &results {
+        match status {
+            201 => {}
+            200 => assert_eq!(body["id"], created[0]["id"]),
+            409 => assert_eq!(body["error"]["code"], "idempotency_request_in_progress"),
+            s => panic!("unexpected {s}: {body}"),
+        }
+    }
+    // The audit of adapter calls (shared by the fleet) shows one request to pay.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let calls = fleet
+        .admin(
+            0,
+            reqwest::Method::GET,
+            &format!("/admin/v1/payments/{id}/calls"),
+            None,
+        )
+        .await;
+    let initiations = calls["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["operation"] == "initiate")
+        .count();
+    assert_eq!(initiations, 1, "{calls}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_key_and_a_deployed_adapter_reach_every_node_within_a_second() {
+    let fleet = Fleet::start(3, &[]);
+    let (_, key, key_id) = fleet.merchant();
+    let path = "/api/v1/collect/payments/operators/";
+    for i in 0..3 {
+        assert_eq!(fleet.get(i, path, &key).await.0, 200, "node {i}");
+    }
+    // Revoked by the CLI, on the database: every node refuses it within 1 s.
+    fleet.cli(&["keys", "revoke", &key_id]);
+    let revoked = Instant::now();
+    let mut refused_after = [None; 3];
+    while refused_after.iter().any(Option::is_none) && revoked.elapsed() < Duration::from_secs(5) {
+        for (i, seen) in refused_after.iter_mut().enumerate() {
+            if seen.is_none() && fleet.get(i, path, &key).await.0 == 401 {
+                *seen = Some(revoked.elapsed());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    println!("revocation seen by the three nodes after {refused_after:?}");
+    for (i, seen) in refused_after.iter().enumerate() {
+        let seen = seen.unwrap_or_else(|| panic!("node {i} still accepts a revoked key"));
+        assert!(seen <= Duration::from_secs(1), "node {i}: {seen:?}");
+    }
+
+    // Deployed through node 0's admin API: served by every node.
+    let original = std::fs::read(components_dir().join("simulator.wasm")).unwrap();
+    let version = new_version(&original, "fleet");
+    let deployed = fleet
+        .admin(
+            0,
+            reqwest::Method::PUT,
+            "/admin/v1/adapters/simulator",
+            Some(version),
+        )
+        .await;
+    let hash = deployed["hash"].as_str().unwrap().to_string();
+    let started = Instant::now();
+    let mut serving_after = [None; 3];
+    while serving_after.iter().any(Option::is_none) && started.elapsed() < Duration::from_secs(30) {
+        for (i, seen) in serving_after.iter_mut().enumerate() {
+            if seen.is_some() {
+                continue;
+            }
+            let list = fleet
+                .admin(i, reqwest::Method::GET, "/admin/v1/adapters", None)
+                .await;
+            let serving = list["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| a["name"] == "simulator" && a["hash"] == hash.as_str());
+            if serving {
+                *seen = Some(started.elapsed());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    println!("deploy served by the three nodes after {serving_after:?}");
+    for (i, seen) in serving_after.iter().enumerate() {
+        let seen = seen.unwrap_or_else(|| panic!("node {i} never served the deployed version"));
+        assert!(seen <= Duration::from_secs(1), "node {i}: {seen:?}");
+    }
+    // And rolled back through node 2: node 0 goes back too.
+    fleet
+        .admin(
+            2,
+            reqwest::Method::POST,
+            "/admin/v1/adapters/simulator/rollback",
+            None,
+        )
+        .await;
+    let back = Instant::now();
+    loop {
+        let list = fleet
+            .admin(0, reqwest::Method::GET, "/admin/v1/adapters", None)
+            .await;
+        let sim = list["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == "simulator")
+            .cloned()
+            .unwrap();
+        if sim["hash"] != hash.as_str() {
+            break;
+        }
+        assert!(
+            back.elapsed() <= Duration::from_secs(1),
+            "rollback not seen on node 0"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keys_rate_limit_holds_across_the_fleet() {
+    let fleet = Fleet::start(
+        2,
+        &[
+            ("MMC_RATE_LIMIT__PER_SECOND", "20"),
+            ("MMC_RATE_LIMIT__BURST", "20"),
+        ],
+    );
+    let (_, key, _) = fleet.merchant();
+    // The nodes learn of each other through their heartbeats.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let path = "/api/v1/collect/payments/operators/";
+    // 200 requests as fast as they go, spread evenly as a balancer would:
+    // over ~2 s the fleet allows the burst plus 20/s, not twice that.
+    let started = Instant::now();
+    let mut ok = 0;
+    for round in 0..200 {
+        if fleet.get(round % 2, path, &key).await.0 == 200 {
+            ok += 1;
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let allowed = 20.0 + 20.0 * secs;
+    println!(
+        "rate limit over 2 nodes: {ok} of 200 accepted in {secs:.2} s (the limit allows {allowed:.0})"
+    );
+    assert!(
+        f64::from(ok) <= allowed * 1.1 + 2.0,
+        "{ok} accepted, the key's limit allows {allowed:.0}"
+    );
+    assert!(
+        f64::from(ok) >= allowed * 0.5,
+        "{ok} accepted of {allowed:.0}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_sigkills_of_one_node_lose_nothing_while_the_others_serve() {
+    let receiver = Receiver::start().await;
+    // A request cut by a kill is "possibly in flight" for the adapter's
+    // deadline plus the operator's answer window: short here, so retries end.
+    let mut fleet = Fleet::start(
+        3,
+        &[
+            ("MMC_LIMITS__ADAPTER_DEADLINE_MS", "2000"),
+            (
+                "MMC_COMPONENTS__COLLECT__SETTINGS__OPERATOR_ANSWER_WINDOW_MS",
+                "\"1000\"",
+            ),
+        ],
+    );
+    let (merchant, key, _) = fleet.merchant();
+    fleet.cli(&[
+        "webhooks",
+        "add",
+        "--merchant",
+        &merchant,
+        "--env",
+        "test",
+        "--url",
+        &receiver.url(),
+    ]);
+    struct Attempt {
+        key: String,
+        status: u16,
+        payment: Value,
+    }
+    let mut attempts: Vec<Attempt> = Vec::new();
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let kills = 10;
+    for round in 0..kills {
+        let victim = next(3) as usize;
+        // Creates spread over the three nodes; the victim dies during them.
+        let batch: Vec<(usize, String, Value)> = (0..30)
+            .map(|i| {
+                let mut body = direct_payment(if i % 3 == 0 {
+                    "+2290166000001"
+                } else {
+                    "+2290166000004"
+                });
+                body["reference"] = json!(format!("fleet-{round}-{i}"));
+                (i % 3, new_key(), body)
+            })
+            .collect();
+        let sends = batch.iter().map(|(node, idem, body)| {
+            fleet.send(
+                *node,
+                reqwest::Method::POST,
+                "/api/v1/collect/payments",
+                &key,
+                Some(idem),
+                Some(body),
+            )
+        });
+        // SIGKILLed while the batch is in flight: mid-request for some of it.
+        let pid = fleet.node(victim).child.id().to_string();
+        let after = Duration::from_millis(5 + next(60));
+        let killer = async move {
+            tokio::time::sleep(after).await;
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+        };
+        let (results, ()) = tokio::join!(futures::future::join_all(sends), killer);
+        drop(fleet.nodes[victim].take()); // reaped
+        let mut unanswered = Vec::new();
+        for ((node, idem, body), (status, payment)) in batch.into_iter().zip(results) {
+            if status == 0 {
+                unanswered.push((node, idem, body));
+            } else {
+                attempts.push(Attempt {
+                    key: idem,
+                    status,
+                    payment,
+                });
+            }
+        }
+        // What was cut is retried with the same key on a live node, as a
+        // client does: again after a 409 "in progress", until it is answered.
+        let live = (victim + 1) % 3;
+        for (_, idem, body) in unanswered {
+            let mut answer = (0, Value::Null);
+            for _ in 0..100 {
+                answer = fleet
+                    .send(
+                        live,
+                        reqwest::Method::POST,
+                        "/api/v1/collect/payments",
+                        &key,
+                        Some(&idem),
+                        Some(&body),
+                    )
+                    .await;
+                if answer.0 != 409 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            attempts.push(Attempt {
+                key: idem,
+                status: answer.0,
+                payment: answer.1,
+            });
+        }
+        fleet.nodes[victim] = Some(fleet.spawn(victim));
+    }
+    let acknowledged: Vec<&Attempt> = attempts
+        .iter()
+        .filter(|a| matches!(a.status, 200 | 201))
+        .collect();
+    assert!(
+        attempts.iter().all(|a| matches!(a.status, 200 | 201)),
+        "every create ends acknowledged: {:?}",
+        attempts.iter().map(|a| a.status).collect::<Vec<_>>()
+    );
+    // Every 201 is readable, from any node.
+    for (n, a) in acknowledged.iter().enumerate() {
+        let id = a.payment["id"].as_str().unwrap();
+        let (status, stored) = fleet
+            .get(n % 3, &format!("/api/v1/collect/payments/{id}"), &key)
+            .await;
+        assert_eq!(status, 200, "{stored}");
+        assert_eq!(stored["reference"], a.payment["reference"]);
+    }
+    let mut ids_by_key: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for a in &acknowledged {
+        ids_by_key
+            .entry(a.key.as_str())
+            .or_default()
+            .insert(a.payment["id"].as_str().unwrap());
+    }
+    assert!(
+        ids_by_key.values().all(|ids| ids.len() == 1),
+        "an idempotency key made two payments"
+    );
+    // Every acknowledged creation's event arrives at least once.
+    let expected: HashSet<String> = acknowledged
+        .iter()
+        .map(|a| a.payment["id"].as_str().unwrap().to_string())
+        .collect();
+    let got = receiver
+        .wait_for(60, |r| {
+            let seen: HashSet<String> = r
+                .iter()
+                .map(|x| x.json())
+                .filter(|e| e["type"] == "collect.payment.created")
+                .map(|e| {
+                    e["data"]["object"]["id"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string()
+                })
+                .collect();
+            expected.iter().all(|id| seen.contains(id))
+        })
+        .await;
+    let mut deliveries: HashMap<String, usize> = HashMap::new();
+    for r in &got {
+        *deliveries
+            .entry(r.json()["id"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    let duplicates: usize = deliveries.values().map(|n| n - 1).sum();
+    println!(
+        "fleet crash test: {kills} SIGKILLs of one node of three; {} creates acknowledged ({} payments); \
+         {} deliveries of {} distinct events, {duplicates} duplicates (at-least-once)",
+        acknowledged.len(),
+        expected.len(),
+        got.len(),
+        deliveries.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_finishes_what_a_node_serves_and_hands_its_jobs_over_at_once() {
+    let mut fleet = Fleet::start(2, &[]);
+    let (_, key, _) = fleet.merchant();
+    let db = mmc_host::db::SqlDb::new(std::sync::Arc::new(
+        mmc_host::db::Postgres::connect(&fleet._db.url).unwrap(),
+    ));
+    let holders = |pattern: &str| -> Vec<String> {
+        db.read(|c| {
+            c.query(
+                "SELECT holder FROM leases WHERE name LIKE ?1 AND expires_ms >= ?2",
+                &[pattern.into(), (now_ms() as i64).into()],
+            )?
+            .iter()
+            .map(|r| r.text(0))
+            .collect()
+        })
+        .unwrap()
+    };
+    // Both nodes alive (a heartbeat each), every job held by one of them.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while holders("node:%").len() < 2 || holders("job:%").len() < 3 {
+        assert!(Instant::now() < deadline, "nodes never registered");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Requests on fresh connections to node 0, SIGTERM while they run.
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let url = fleet.url(0, "/api/v1/collect/payments");
+    let sends = (0..20).map(|i| {
+        let (client, url, key) = (client.clone(), url.clone(), key.clone());
+        async move {
+            tokio::time::sleep(Duration::from_millis(i * 10)).await;
+            client
+                .post(url)
+                .bearer_auth(key)
+                .header("Idempotency-Key", new_key())
+                .json(&direct_payment("+2290166000001"))
+                .send()
+                .await
+                .map(|r| r.status().as_u16())
+        }
+    });
+    let node = fleet.nodes[0].take().unwrap();
+    let stop = async move {
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        tokio::task::spawn_blocking(move || node.terminate())
+            .await
+            .unwrap()
+    };
+    let (results, status) = tokio::join!(futures::future::join_all(sends), stop);
+    assert!(status.success(), "a drained node exits 0: {status}");
+    let (mut answered, mut refused) = (0, 0);
+    for r in &results {
+        match r {
+            Ok(201) => answered += 1,
+            // Came after the listener closed: never accepted, safe to retry.
+            Err(e) if e.is_connect() => refused += 1,
+            other => panic!("a request was cut or failed: {other:?}"),
+        }
+    }
+    println!("SIGTERM: {answered} requests answered, {refused} refused at connect");
+    assert!(answered > 0, "the node was serving when it was stopped");
+    // Its leases went with it: one node left, holding every job, at once.
+    let left = holders("node:%");
+    assert_eq!(left.len(), 1, "{left:?}");
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let jobs = holders("job:%");
+        if jobs.len() == 3 && jobs.iter().all(|h| *h == left[0]) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the jobs were not taken over within 2 s: {jobs:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
