@@ -36,7 +36,14 @@ impl Leases {
     pub fn new(db: SqlDb) -> Arc<Leases> {
         Arc::new(Leases {
             db,
-            holder: format!("node_{}", Uuid::new_v4().simple()),
+            // Says which process holds what (`host:pid:…`), for an operator
+            // reading the table; unique whatever the hosts are called.
+            holder: format!(
+                "{}:{}:{}",
+                std::env::var("HOSTNAME").unwrap_or_else(|_| "node".into()),
+                std::process::id(),
+                &Uuid::new_v4().simple().to_string()[..8]
+            ),
         })
     }
 

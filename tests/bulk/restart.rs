@@ -13,12 +13,21 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::helpers::{ROOT, Recorder, bj, is_final, item, recorder_components, with_fresh_key};
-use crate::support::cache_dir;
+use crate::support::{TEST_SECRETS_KEY, cache_dir, storage_env};
 
 /// Runs `mmc` to completion; its one JSON line.
 fn cli(args: &[&str]) -> Value {
+    let data = args
+        .iter()
+        .position(|a| *a == "--data-dir")
+        .map(|i| PathBuf::from(args[i + 1]));
+    cli_with(args, &data.map(|d| storage_env(&d)).unwrap_or_default())
+}
+
+fn cli_with(args: &[&str], env: &[(&str, String)]) -> Value {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_mmc"))
         .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .env_remove("MMC_CONFIG")
         .output()
         .unwrap();
@@ -38,6 +47,16 @@ struct Server {
 
 impl Server {
     async fn start(data: &Path, components: &Path, config: &Path, log: &Path) -> Server {
+        Self::start_with(data, components, config, log, &storage_env(data)).await
+    }
+
+    async fn start_with(
+        data: &Path,
+        components: &Path,
+        config: &Path,
+        log: &Path,
+        env: &[(&str, String)],
+    ) -> Server {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -50,6 +69,7 @@ impl Server {
             .arg(components)
             .arg("--config")
             .arg(config)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .env_remove("MMC_CONFIG")
             .env("MMC_ADMIN__LISTEN", "127.0.0.1:0")
             .env("MMC_WEBHOOKS__ALLOW_PRIVATE_DESTINATIONS", "true")
@@ -258,4 +278,132 @@ async fn a_kill_and_restart_in_the_middle_of_a_batch_pays_nobody_twice() {
     paid.sort();
     assert_eq!(ids, paid, "the payout ids are the item ids");
     server.kill().await;
+}
+
+/// The node paying a batch out is SIGKILLed mid-batch while another node
+/// serves on, on one PostgreSQL database: the other takes the payouts job
+/// over when the lease expires, asks about the payout left unanswered, and
+/// pays the rest; every payout reaches the operator exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_of_200_survives_the_death_of_the_node_paying_it() {
+    const ITEMS: usize = 200;
+    const KILL_AT: usize = 60;
+    let (recorder, recorder_addr) = Recorder::start(KILL_AT).await;
+    let db = mmc_storage_postgres::test_util::TestDatabase::create();
+    let dir = tempfile::tempdir().unwrap();
+    let components = recorder_components(dir.path());
+    let config = write_config(dir.path(), recorder_addr);
+    let log = dir.path().join("mmc.log");
+    let env = vec![
+        ("MMC_STORAGE__URL", db.url.clone()),
+        ("MMC_STORAGE__POOL_SIZE", "6".to_string()),
+        ("MMC_WEBHOOKS__SECRETS_KEY", TEST_SECRETS_KEY.to_string()),
+    ];
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let merchant = cli_with(&["merchants", "create", "--name", "Fleet SA"], &env);
+    let key = cli_with(
+        &[
+            "keys",
+            "create",
+            "--merchant",
+            merchant["id"].as_str().unwrap(),
+            "--env",
+            "test",
+        ],
+        &env,
+    )["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut nodes = vec![
+        Server::start_with(&a, &components, &config, &log, &env).await,
+        Server::start_with(&b, &components, &config, &log, &env).await,
+    ];
+    let client = reqwest::Client::new();
+    let items: Vec<Value> = (0..ITEMS as u32)
+        .map(|i| item(&bj(102_000 + i), 1000, &format!("f{i}")))
+        .collect();
+    let (status, batch) = call(
+        &client,
+        &key,
+        reqwest::Method::POST,
+        format!("{}{ROOT}", nodes[0].base),
+        Some(json!({"name": "fleet", "items": items})),
+    )
+    .await;
+    assert_eq!(status, 201, "{batch}");
+    let id = batch["id"].as_str().unwrap().to_string();
+    let batch_url = |base: &str| format!("{base}{ROOT}{id}/");
+    let (status, v) = call(
+        &client,
+        &key,
+        reqwest::Method::POST,
+        format!("{}validate/", batch_url(&nodes[1].base)),
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+
+    // Payout #60 is at the operator, unanswered: kill the node that sent it
+    // (the holder of the payouts job's lease, `host:pid:…`).
+    tokio::time::timeout(Duration::from_secs(60), recorder.held.notified())
+        .await
+        .expect("the held payout arrives");
+    let sql = mmc_host::db::SqlDb::new(std::sync::Arc::new(
+        mmc_host::db::Postgres::connect(&db.url).unwrap(),
+    ));
+    let holder = sql
+        .read(|c| {
+            c.query_one(
+                "SELECT holder FROM leases WHERE name = 'job:bulk:payouts'",
+                &[],
+            )?
+            .text(0)
+        })
+        .unwrap();
+    let pid: u32 = holder.split(':').nth(1).unwrap().parse().unwrap();
+    let victim = nodes
+        .iter()
+        .position(|n| n.child.id() == Some(pid))
+        .unwrap_or_else(|| panic!("lease holder {holder} is none of the nodes"));
+    nodes.remove(victim).kill().await;
+    let survivor = &nodes[0];
+
+    let started = Instant::now();
+    let done = loop {
+        let (status, b) = call(
+            &client,
+            &key,
+            reqwest::Method::GET,
+            batch_url(&survivor.base),
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{b}");
+        if is_final(b["status"].as_str().unwrap()) {
+            break b;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "not finished by the surviving node: {b}\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let posts = recorder.posts();
+    let mut per_id: HashMap<&str, usize> = HashMap::new();
+    for p in &posts {
+        *per_id.entry(p).or_default() += 1;
+    }
+    let twice: Vec<_> = per_id.iter().filter(|(_, n)| **n > 1).collect();
+    println!(
+        "fleet batch: {ITEMS} payouts, the paying node killed at #{KILL_AT}; {} sent, {} twice; finished {:?} after the kill",
+        posts.len(),
+        twice.len(),
+        started.elapsed()
+    );
+    assert!(twice.is_empty(), "paid more than once: {twice:?}");
+    assert_eq!(posts.len(), ITEMS, "everyone paid once");
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["items_by_status"]["completed"], ITEMS as u64);
 }
