@@ -16,8 +16,6 @@ pub struct ApiError {
     pub param: Option<String>,
     /// Every problem found, for batch validation (empty otherwise).
     pub errors: Vec<Value>,
-    /// The `Allow` header of a 405: the methods the path answers.
-    pub allow: Option<&'static str>,
 }
 
 impl ApiError {
@@ -35,7 +33,6 @@ impl ApiError {
             message: message.into(),
             param: param.map(str::to_string),
             errors: Vec::new(),
-            allow: None,
         }
     }
 
@@ -108,17 +105,20 @@ impl ApiError {
         )
     }
 
-    /// 405 with the methods the path answers (RFC 9110 requires `Allow`).
-    pub fn method_not_allowed(method: &str, allow: &'static str) -> ApiError {
-        let mut e = ApiError::new(
+    /// The 405 answer, with the `Allow` header RFC 9110 requires: the
+    /// methods the path answers. A response, not an error, so the header
+    /// does not grow every `ApiError`.
+    pub fn method_not_allowed(method: &str, allow: &str, base_url: &str) -> Response {
+        let mut resp = ApiError::new(
             405,
             "invalid_request_error",
             "method_not_allowed",
             format!("Method {method} is not allowed on this path; it answers {allow}."),
             None,
-        );
-        e.allow = Some(allow);
-        e
+        )
+        .into_response(base_url);
+        resp.headers.push(("allow".into(), allow.into()));
+        resp
     }
 
     pub fn idempotency(code: &'static str, message: impl Into<String>) -> ApiError {
@@ -149,11 +149,7 @@ impl ApiError {
         if !self.errors.is_empty() {
             error["errors"] = Value::Array(self.errors);
         }
-        let mut resp = crate::wire::json_response(self.status, &json!({ "error": error }));
-        if let Some(allow) = self.allow {
-            resp.headers.push(("allow".into(), allow.into()));
-        }
-        resp
+        crate::wire::json_response(self.status, &json!({ "error": error }))
     }
 }
 

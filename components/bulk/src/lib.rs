@@ -64,6 +64,7 @@ fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, ApiError> {
     let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
     let caller = caller.ok_or_else(ApiError::unauthenticated)?;
     wire::check_api_version(req)?;
+    let not_allowed = |allow| ApiError::method_not_allowed(method, allow, &caller.base_url);
     match (method, segments.as_slice()) {
         ("POST", []) => batches::create(caller, req),
         ("GET", []) => batches::list(caller, req),
@@ -71,10 +72,9 @@ fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, ApiError> {
         ("GET", [id]) if *id != "import_csv" => batches::get(caller, id),
         ("GET", [id, "items"]) => batches::items(caller, req, id),
         ("POST", [id, "validate"]) => batches::validate(caller, req, id),
-        (_, []) => Err(ApiError::method_not_allowed(method, "GET, HEAD, POST")),
-        (_, ["import_csv"]) => Err(ApiError::method_not_allowed(method, "POST")),
-        (_, [_] | [_, "items"]) => Err(ApiError::method_not_allowed(method, "GET, HEAD")),
-        (_, [_, "validate"]) => Err(ApiError::method_not_allowed(method, "POST")),
+        (_, []) => Ok(not_allowed("GET, HEAD, POST")),
+        (_, ["import_csv"] | [_, "validate"]) => Ok(not_allowed("POST")),
+        (_, [_] | [_, "items"]) => Ok(not_allowed("GET, HEAD")),
         _ => Err(not_found()),
     }
 }

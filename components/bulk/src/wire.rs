@@ -106,7 +106,12 @@ pub fn body_object(req: &Request, empty_ok: bool) -> Result<Map<String, Value>, 
     use mmc_domain::http::BodyError;
     match mmc_domain::http::json_object(&req.body) {
         Ok(m) => Ok(m),
-        Err(BodyError::Missing) if empty_ok => Ok(Map::new()),
+        // No body at all; a body of blanks is not JSON.
+        Err(BodyError::Missing) if empty_ok && req.body.is_empty() => Ok(Map::new()),
+        Err(BodyError::Missing) if empty_ok => Err(ApiError::bad_request(
+            "invalid_json",
+            "The body must be a JSON object, or no body at all.",
+        )),
         Err(BodyError::Missing) => Err(ApiError::bad_request(
             "body_missing",
             "A JSON object body is required.",
