@@ -724,3 +724,85 @@ fn now_ms() -> u64 {
         .unwrap()
         .as_millis() as u64
 }
+
+/// The README's "Running a fleet" walkthrough, as written: its `sh` block run
+/// by bash with this test's database, ports, directories and binary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readmes_walkthrough_works() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let section = readme
+        .split("\n## ")
+        .find(|s| s.starts_with("Running a fleet"))
+        .expect("the README has a Running a fleet section");
+    let block = section
+        .split("```")
+        .skip(1)
+        .step_by(2)
+        .filter_map(|b| b.strip_prefix("sh\n"))
+        .find(|b| b.contains("createdb"))
+        .expect("the walkthrough's sh block")
+        .to_string();
+    let db = TestDatabase::create();
+    let dir = tempfile::tempdir().unwrap();
+    let free_port = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+            .to_string()
+    };
+    let mut script = block
+        .replace(
+            "createdb -h 127.0.0.1 -U postgres mmc_fleet",
+            ": the test made its database",
+        )
+        .replace("postgres://postgres@127.0.0.1:5432/mmc_fleet", &db.url)
+        .replace("target/release/mmc", env!("CARGO_BIN_EXE_mmc"))
+        .replace("target/components", components_dir().to_str().unwrap());
+    for port in ["8081", "8082", "9091", "9092"] {
+        script = script.replace(
+            &format!("127.0.0.1:{port}"),
+            &format!("127.0.0.1:{}", free_port()),
+        );
+    }
+    for d in ["mmc-a", "mmc-b", "mmc-cli"] {
+        script = script.replace(&format!("/tmp/{d}"), dir.path().join(d).to_str().unwrap());
+    }
+    assert!(
+        !script.contains("mmc_fleet") && !script.contains(":8081"),
+        "{script}"
+    );
+    let cache = cache_dir();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n{script}"
+            ))
+            .env("MMC_CACHE_DIR", cache)
+            .env("MMC_LOG", "warn")
+            .env_remove("MMC_CONFIG")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "the walkthrough failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The create on node a, then the reads on node b, before and after a left.
+    let payments: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
+        .filter(|v| v["object"] == "collect.payment")
+        .collect();
+    assert_eq!(payments.len(), 3, "{stdout}");
+    for p in &payments {
+        assert_eq!(p["reference"], "fleet-1", "{p}");
+        assert_eq!(p["id"], payments[0]["id"], "{p}");
+    }
+}
