@@ -17,7 +17,6 @@ use std::time::Duration;
 use mmc_storage::sql_params;
 use uuid::Uuid;
 
-use crate::capabilities::clock::system_now_ms;
 use crate::db::{SqlDb, StorageError};
 
 /// How long a lease lasts without renewal: the bound on a dead holder's
@@ -68,13 +67,17 @@ impl Leases {
         if self.alone {
             return Ok(true);
         }
-        let now = system_now_ms() as i64;
+        // On the database's clock: nodes whose clocks disagree still agree
+        // on when a lease ends.
+        let now = self.db.now_ms_sql();
         let changed = self.db.write(|tx| {
             tx.execute(
-                "INSERT INTO leases (name, holder, expires_ms) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms
-                 WHERE leases.holder = excluded.holder OR leases.expires_ms < ?4",
-                sql_params![name, &self.holder, now + LEASE_MS as i64, now],
+                &format!(
+                    "INSERT INTO leases (name, holder, expires_ms) VALUES (?1, ?2, {now} + ?3)
+                     ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms
+                     WHERE leases.holder = excluded.holder OR leases.expires_ms < {now}"
+                ),
+                sql_params![name, &self.holder, LEASE_MS as i64],
             )
         })?;
         Ok(changed == 1)
@@ -101,11 +104,11 @@ impl Leases {
             return Ok(1);
         }
         self.acquire(&format!("node:{}", self.holder))?;
-        let now = system_now_ms() as i64;
+        let now = self.db.now_ms_sql();
         let n = self.db.read(|c| {
             c.query_one(
-                "SELECT COUNT(*) FROM leases WHERE name LIKE 'node:%' AND expires_ms >= ?1",
-                sql_params![now],
+                &format!("SELECT COUNT(*) FROM leases WHERE name LIKE 'node:%' AND expires_ms >= {now}"),
+                &[],
             )?
             .int(0)
         })?;
@@ -114,11 +117,11 @@ impl Leases {
 
     /// Who holds `name` now, if anyone (for tests and diagnostics).
     pub fn holder_of(&self, name: &str) -> Result<Option<String>, StorageError> {
-        let now = system_now_ms() as i64;
+        let now = self.db.now_ms_sql();
         self.db.read(|c| {
             c.query_opt(
-                "SELECT holder FROM leases WHERE name = ?1 AND expires_ms >= ?2",
-                sql_params![name, now],
+                &format!("SELECT holder FROM leases WHERE name = ?1 AND expires_ms >= {now}"),
+                sql_params![name],
             )?
             .map(|r| r.text(0))
             .transpose()

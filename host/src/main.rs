@@ -423,6 +423,12 @@ fn serve(config: Config, demo: bool) {
         .enable_all()
         .build()
         .expect("tokio runtime");
+    serve_on(&rt, config, demo);
+    // A component call still running past the grace period is not waited for.
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+}
+
+fn serve_on(rt: &tokio::runtime::Runtime, config: Config, demo: bool) {
     rt.block_on(async move {
         if demo {
             demo_account(&config);

@@ -71,7 +71,8 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     }
     let sealer = crate::webhooks::sealing::Sealer::resolve(&config)?;
     let webhooks = crate::webhooks::Webhooks::new(db.sql.clone(), config.webhooks.clone(), sealer)?;
-    crate::webhooks::spawn(webhooks.clone());
+    let drain = crate::shutdown::Drain::new();
+    crate::webhooks::spawn(webhooks.clone(), drain.clone());
     let app = Arc::new(App {
         admin,
         rate_limiter: crate::http::rate_limit::RateLimiter::new(config.rate_limit.clone()),
@@ -86,7 +87,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
             config.connections.clone(),
             runtime.services.metrics.clone(),
         ),
-        drain: crate::shutdown::Drain::new(),
+        drain,
     });
     let leases = crate::leases::Leases::new(db.sql.clone());
     crate::workers::spawn(runtime.clone(), leases.clone(), app.drain.clone());
@@ -118,6 +119,14 @@ impl Service {
             .drain
             .wait_idle(deadline, || connections.open() > 0)
             .await;
+        // The audit of the last adapter calls is written in batches 50 ms apart.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        if !idle {
+            // A job still runs: its lease stays (renewed while it runs, then
+            // expiring), so no other node starts the same job alongside it.
+            tracing::warn!("grace period over with work still running; leases left to expire");
+            return false;
+        }
         let leases = self.leases.clone();
         match tokio::task::spawn_blocking(move || leases.release_all()).await {
             Ok(Ok(n)) => tracing::info!(leases = n, idle, "drained; leases released"),

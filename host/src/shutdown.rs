@@ -16,9 +16,9 @@ pub struct Drain {
 }
 
 /// A job running; dropping it says it finished.
-pub struct Job<'a>(&'a Drain);
+pub struct Job(Arc<Drain>);
 
-impl Drop for Job<'_> {
+impl Drop for Job {
     fn drop(&mut self) {
         self.0.jobs.fetch_sub(1, Ordering::SeqCst);
     }
@@ -47,10 +47,10 @@ impl Drain {
         let _ = rx.wait_for(|d| *d).await;
     }
 
-    /// Leave to run a job, unless draining.
-    pub fn job(&self) -> Option<Job<'_>> {
+    /// Leave to run a job (a round of a worker, a webhook delivery), unless draining.
+    pub fn job(self: &Arc<Self>) -> Option<Job> {
         self.jobs.fetch_add(1, Ordering::SeqCst);
-        let job = Job(self);
+        let job = Job(self.clone());
         (!self.draining()).then_some(job)
     }
 

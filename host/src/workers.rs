@@ -4,9 +4,10 @@
 //! holding its lease (see [`crate::leases`]).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
-use crate::leases::{Leases, RENEW_EVERY};
+use crate::leases::{LEASE_MS, Leases, RENEW_EVERY};
 use crate::runtime::{CallError, Runtime};
 use crate::shutdown::Drain;
 
@@ -67,22 +68,37 @@ pub fn spawn(runtime: Arc<Runtime>, leases: Arc<Leases>, drain: Arc<Drain>) {
                     }
                 }
                 // Renewed while the job runs, however long its calls take.
+                let lease_held = Arc::new(Held::new());
                 let renewer = {
-                    let (l, name) = (leases.clone(), lease.clone());
+                    let (l, name, held) = (leases.clone(), lease.clone(), lease_held.clone());
                     tokio::spawn(async move {
                         loop {
                             tokio::time::sleep(RENEW_EVERY).await;
                             let (l, name) = (l.clone(), name.clone());
-                            let _ = tokio::task::spawn_blocking(move || l.acquire(&name)).await;
+                            match tokio::task::spawn_blocking(move || l.acquire(&name)).await {
+                                Ok(Ok(true)) => held.renewed(),
+                                Ok(Ok(false)) => {
+                                    // Another node holds it now (ours expired).
+                                    held.lost.store(true, Ordering::SeqCst);
+                                    break;
+                                }
+                                _ => {} // not renewed this time: `Held::valid` tells
+                            }
                         }
                     })
                 };
                 let rt = runtime.clone();
+                let (drain, held) = (drain.clone(), lease_held.clone());
                 // Drain: keep going while full batches come back.
                 let result = tokio::task::spawn_blocking(move || {
                     let mut total = 0;
                     // Bounded rounds: entries that keep failing cannot pin a thread.
                     for _ in 0..MAX_ROUNDS {
+                        // A round starts only under a lease known to be ours,
+                        // and not once the node drains.
+                        if !held.valid() || drain.draining() {
+                            break;
+                        }
                         let done = rt.run_job(component, job, limit)?;
                         total += done;
                         if done < limit {
@@ -102,6 +118,34 @@ pub fn spawn(runtime: Arc<Runtime>, leases: Arc<Leases>, drain: Arc<Drain>) {
                 }
             }
         });
+    }
+}
+
+/// A job's lease as its renewer last saw it.
+struct Held {
+    /// Taken by another node: stop.
+    lost: AtomicBool,
+    /// When it was last taken or renewed.
+    renewed: parking_lot::Mutex<Instant>,
+}
+
+impl Held {
+    fn new() -> Held {
+        Held {
+            lost: AtomicBool::new(false),
+            renewed: parking_lot::Mutex::new(Instant::now()),
+        }
+    }
+
+    fn renewed(&self) {
+        *self.renewed.lock() = Instant::now();
+    }
+
+    /// Ours, with a margin: a renewal stuck on the database (a full pool, a
+    /// slow server) is not counted on past two thirds of the lease.
+    fn valid(&self) -> bool {
+        !self.lost.load(Ordering::SeqCst)
+            && self.renewed.lock().elapsed() < Duration::from_millis(LEASE_MS * 2 / 3)
     }
 }
 

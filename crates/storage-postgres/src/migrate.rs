@@ -157,6 +157,11 @@ pub(crate) async fn migrate(
     // A connection of its own, closed at the end: a session lock never
     // outlives it, whatever fails in between.
     let conn = Object::take(get_conn(pool).await?);
+    // Another node may be migrating for longer than the session's
+    // lock_timeout: wait for it rather than fail to start.
+    conn.batch_execute("SET lock_timeout = 0")
+        .await
+        .map_err(db_err)?;
     conn.execute("SELECT pg_advisory_lock($1)", &[&lock_key])
         .await
         .map_err(db_err)?;

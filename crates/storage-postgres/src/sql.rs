@@ -36,10 +36,14 @@ impl ToSql for Param {
             },
             Value::Real(v) => match *ty {
                 Type::FLOAT4 => (*v as f32).to_sql(ty, out),
-                _ => v.to_sql(ty, out),
+                Type::FLOAT8 => v.to_sql(ty, out),
+                _ => Err(format!("a number for a {ty} parameter").into()),
             },
-            Value::Text(v) => v.as_str().to_sql(ty, out),
-            Value::Blob(v) => v.as_slice().to_sql(ty, out),
+            // Checked, not trusted: text bytes sent for a bigint would be read as a number.
+            Value::Text(v) if <&str as ToSql>::accepts(ty) => v.as_str().to_sql(ty, out),
+            Value::Blob(v) if *ty == Type::BYTEA => v.as_slice().to_sql(ty, out),
+            Value::Text(_) => Err(format!("text for a {ty} parameter").into()),
+            Value::Blob(_) => Err(format!("bytes for a {ty} parameter").into()),
         }
     }
 
@@ -119,6 +123,16 @@ impl Conn {
     }
 }
 
+/// A body that panicked leaves its connection here, perhaps mid-transaction
+/// and holding advisory locks: closed, never handed to someone else.
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            discard(conn);
+        }
+    }
+}
+
 impl SqlConn for Conn {
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, StorageError> {
         self.call(sql, params, |_, n| n, false)
@@ -146,6 +160,21 @@ impl SqlConn for Conn {
             "SELECT pg_advisory_xact_lock(?1)",
             &[Value::Int(key)],
             |_, _| (),
+            true,
+        )
+    }
+
+    fn try_lock(&mut self, name: &str) -> Result<bool, StorageError> {
+        if !self.write {
+            return Err(StorageError::Invalid(format!(
+                "lock {name}: only a write transaction holds locks"
+            )));
+        }
+        let key = (self.scope_key)(name);
+        self.call(
+            "SELECT pg_try_advisory_xact_lock(?1)",
+            &[Value::Int(key)],
+            |rows, _| rows.first().is_some_and(|r| r.get::<_, bool>(0)),
             true,
         )
     }
@@ -195,5 +224,9 @@ impl SqlEngine for Postgres {
 
     fn engine_name(&self) -> &'static str {
         "postgres"
+    }
+
+    fn now_ms_sql(&self) -> &'static str {
+        "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
     }
 }

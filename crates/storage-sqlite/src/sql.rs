@@ -151,6 +151,10 @@ impl SqlConn for Conn<'_> {
     fn lock(&mut self, _name: &str) -> Result<(), StorageError> {
         Ok(())
     }
+
+    fn try_lock(&mut self, _name: &str) -> Result<bool, StorageError> {
+        Ok(true)
+    }
 }
 
 impl SqlEngine for Sqlite {
@@ -168,5 +172,9 @@ impl SqlEngine for Sqlite {
 
     fn engine_name(&self) -> &'static str {
         "sqlite"
+    }
+
+    fn now_ms_sql(&self) -> &'static str {
+        "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
     }
 }

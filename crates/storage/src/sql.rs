@@ -166,6 +166,10 @@ pub trait SqlConn {
     /// In a write: holds the lock `name` until the transaction ends, on every
     /// node of the database. Takes it before reading what the write depends on.
     fn lock(&mut self, name: &str) -> Result<(), StorageError>;
+    /// [`lock`](Self::lock) if it is free now: false when another node
+    /// holds it (a poll that finds its work taken skips the round rather
+    /// than wait holding a connection).
+    fn try_lock(&mut self, name: &str) -> Result<bool, StorageError>;
 }
 
 impl dyn SqlConn + '_ {
@@ -192,6 +196,10 @@ pub trait SqlEngine: Send + Sync + 'static {
 
     /// `"sqlite"` or `"postgres"`, for the few places that must know (logs).
     fn engine_name(&self) -> &'static str;
+
+    /// An SQL expression for the database's clock in Unix milliseconds: a
+    /// fleet compares lease times on one clock, not on each node's.
+    fn now_ms_sql(&self) -> &'static str;
 }
 
 /// The host's handle on its tables.
@@ -205,6 +213,10 @@ impl SqlDb {
 
     pub fn engine_name(&self) -> &'static str {
         self.0.engine_name()
+    }
+
+    pub fn now_ms_sql(&self) -> &'static str {
+        self.0.now_ms_sql()
     }
 
     /// Runs `f` on committed data.

@@ -233,20 +233,29 @@ impl Admin {
             .runtime
             .get(name)
             .ok_or_else(|| AdminError::Unknown(name.into()))?;
-        let previous: Option<(i64, Vec<u8>)> = self.db.read(|c| {
-            c.query_opt(
-                "SELECT id, bytes FROM component_versions WHERE name = ?1 AND hash != ?2
-                 AND id < COALESCE((SELECT MAX(id) FROM component_versions WHERE name = ?1 AND active = 1), 9223372036854775807)
-                 ORDER BY id DESC LIMIT 1",
-                sql_params![name, &current.hash],
-            )?
-            .map(|r| Ok((r.int(0)?, r.blob(1)?)))
-            .transpose()
+        let active_sql = "SELECT MAX(id) FROM component_versions WHERE name = ?1 AND active = 1";
+        let (active, previous) = self.db.read(|c| {
+            let active = c.query_one(active_sql, sql_params![name])?.opt_int(0)?;
+            let previous = c
+                .query_opt(
+                    "SELECT id, bytes FROM component_versions WHERE name = ?1 AND hash != ?2
+                     AND id < COALESCE(?3, 9223372036854775807)
+                     ORDER BY id DESC LIMIT 1",
+                    sql_params![name, &current.hash, active],
+                )?
+                .map(|r| Ok::<_, StorageError>((r.int(0)?, r.blob(1)?)))
+                .transpose()?;
+            Ok((active, previous))
         })?;
         let (id, bytes) = previous.ok_or_else(|| AdminError::NothingToRollBack(name.into()))?;
         let loaded = self.prepare_checked(name, &bytes)?;
-        self.db.write(|tx| {
+        let applied = self.db.write(|tx| {
             tx.lock(&format!("component_versions:{name}"))?;
+            // A deploy or rollback through another node since the read above:
+            // this rollback would undo it unseen. The caller asks again.
+            if tx.query_one(active_sql, sql_params![name])?.opt_int(0)? != active {
+                return Ok(false);
+            }
             tx.execute(
                 "UPDATE component_versions SET active = 0 WHERE name = ?1",
                 sql_params![name],
@@ -260,8 +269,13 @@ impl Admin {
                 "DELETE FROM component_versions WHERE name = ?1 AND id > ?2",
                 sql_params![name, id],
             )?;
-            Ok(())
+            Ok(true)
         })?;
+        if !applied {
+            return Err(AdminError::Refused(
+                "another deploy or rollback of this adapter happened meanwhile; list the versions and try again".into(),
+            ));
+        }
         self.runtime.install(loaded);
         Ok(self.runtime.get(name).expect("just installed"))
     }

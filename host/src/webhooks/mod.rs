@@ -445,8 +445,11 @@ impl Webhooks {
         let now = system_now_ms() as i64;
         Ok(self.db.write(|tx| {
             // One dispatcher at a time across the fleet: the cursor is read,
-            // fanned out past and moved in one transaction.
-            tx.lock("outbox_dispatch")?;
+            // fanned out past and moved in one transaction. Another node
+            // dispatching now: this round has nothing to do.
+            if !tx.try_lock("outbox_dispatch")? {
+                return Ok(0);
+            }
             let events = tx.query(
                 "SELECT seq, id, event_type, merchant_id, environment, extra_url FROM outbox
                  WHERE seq > (SELECT seq FROM outbox_cursor WHERE id = 1) ORDER BY seq LIMIT ?1",
@@ -499,12 +502,15 @@ impl Webhooks {
         let lease = (self.config.timeout_ms * 2 + 1_000) as i64;
         Ok(self.db.write(|tx| {
             // Claims are taken one node at a time: the next claimer's
-            // statement sees these leases and skips what they cover.
-            tx.lock("deliveries_claim")?;
+            // statement sees these leases and skips what they cover. Another
+            // node claiming now: this one claims at its next poll.
+            if !tx.try_lock("deliveries_claim")? {
+                return Ok(Vec::new());
+            }
             tx.query(
                 "UPDATE deliveries SET next_attempt_ms = CAST(?2 AS BIGINT) + CAST(?3 AS BIGINT)
                  WHERE id IN (SELECT id FROM deliveries WHERE status = 'pending' AND next_attempt_ms <= ?2 ORDER BY next_attempt_ms LIMIT ?1)
-                 RETURNING id, event_id, endpoint_id, url, environment, merchant_id, attempts, created_ms",
+                 RETURNING id, event_id, endpoint_id, url, environment, merchant_id, attempts, created_ms, next_attempt_ms",
                 sql_params![limit as i64, now, lease],
             )?
             .iter()
@@ -518,17 +524,19 @@ impl Webhooks {
                     merchant_id: r.text(5)?,
                     attempts: r.int(6)? as u32,
                     created_ms: r.int(7)? as u64,
+                    lease_until: r.int(8)?,
                 })
             })
             .collect::<Result<_, StorageError>>()
         })?)
     }
 
-    fn release(&self, id: i64) -> Result<(), WebhookError> {
+    /// Gives a claimed delivery back, unattempted (only while the claim is ours).
+    fn release(&self, d: &Claimed) -> Result<(), WebhookError> {
         self.db.write(|tx| {
             tx.execute(
-                "UPDATE deliveries SET next_attempt_ms = ?2 WHERE id = ?1",
-                sql_params![id, system_now_ms() as i64],
+                "UPDATE deliveries SET next_attempt_ms = ?2 WHERE id = ?1 AND status = 'pending' AND next_attempt_ms = ?3",
+                sql_params![d.id, system_now_ms() as i64, d.lease_until],
             )
         })?;
         Ok(())
@@ -587,10 +595,13 @@ impl Webhooks {
                 "INSERT INTO delivery_attempts (delivery_id, at_ms, status_code, latency_ms, error) VALUES (?1, ?2, ?3, ?4, ?5)",
                 sql_params![d.id, now as i64, outcome.status_code, outcome.latency_ms as i64, &outcome.error],
             )?;
+            // Fenced by the claim: a node that outlived its lease (another
+            // claimed the delivery since) records its attempt, not the state.
             tx.execute(
-                "UPDATE deliveries SET status = ?2, attempts = ?3, next_attempt_ms = ?4, last_error = ?5,
-                 delivered_ms = CASE WHEN ?2 = 'delivered' THEN CAST(?4 AS BIGINT) ELSE NULL END WHERE id = ?1",
-                sql_params![d.id, status, attempts, next as i64, &outcome.error],
+                "UPDATE deliveries SET status = ?2, attempts = attempts + 1, next_attempt_ms = ?3, last_error = ?4,
+                 delivered_ms = CASE WHEN ?2 = 'delivered' THEN CAST(?3 AS BIGINT) ELSE NULL END
+                 WHERE id = ?1 AND status = 'pending' AND next_attempt_ms = ?5",
+                sql_params![d.id, status, next as i64, &outcome.error, d.lease_until],
             )?;
             Ok(())
         })?;
@@ -798,6 +809,8 @@ struct Claimed {
     merchant_id: String,
     attempts: u32,
     created_ms: u64,
+    /// The claim's lease (`next_attempt_ms` as claimed): fences what it writes.
+    lease_until: i64,
 }
 
 struct Attempt {
@@ -816,7 +829,8 @@ impl Attempt {
 
 /// The delivery worker: dispatches the outbox and delivers what is due,
 /// each delivery in its own task so one slow endpoint stalls nothing else.
-pub fn spawn(webhooks: Arc<Webhooks>) {
+/// Draining, it claims nothing more; deliveries under way are waited for.
+pub fn spawn(webhooks: Arc<Webhooks>, drain: Arc<crate::shutdown::Drain>) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_millis(
             webhooks.config.poll_interval_ms.max(10),
@@ -824,6 +838,7 @@ pub fn spawn(webhooks: Arc<Webhooks>) {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
+            let Some(_round) = drain.job() else { break };
             let w = webhooks.clone();
             let claimed =
                 tokio::task::spawn_blocking(move || -> Result<Vec<Claimed>, WebhookError> {
@@ -848,18 +863,20 @@ pub fn spawn(webhooks: Arc<Webhooks>) {
                 }
             };
             for d in claimed {
-                let Some(endpoint_permit) = webhooks.endpoint_permit(&d) else {
-                    // This endpoint is busy: let the delivery wait for the next round.
+                let permits = webhooks.endpoint_permit(&d).and_then(|endpoint| {
+                    let all = webhooks.in_flight.clone().try_acquire_owned().ok()?;
+                    Some((all, endpoint))
+                });
+                let (Some(permits), Some(job)) = (permits, drain.job()) else {
+                    // This endpoint is busy, or the node is draining: the
+                    // delivery goes back for the next round (here or elsewhere).
                     let w = webhooks.clone();
-                    let _ = tokio::task::spawn_blocking(move || w.release(d.id)).await;
+                    let _ = tokio::task::spawn_blocking(move || w.release(&d)).await;
                     continue;
-                };
-                let Ok(permit) = webhooks.in_flight.clone().try_acquire_owned() else {
-                    break;
                 };
                 let w = webhooks.clone();
                 tokio::spawn(async move {
-                    let _permits = (permit, endpoint_permit);
+                    let _held = (permits, job);
                     let loaded = {
                         let (w, d) = (w.clone(), d.clone());
                         tokio::task::spawn_blocking(move || w.load(&d)).await
