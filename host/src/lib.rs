@@ -11,6 +11,7 @@ pub mod conformance;
 pub mod db;
 pub mod http;
 pub mod leases;
+pub mod logging;
 pub mod metrics;
 pub mod runtime;
 pub mod sandbox;

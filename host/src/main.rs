@@ -184,15 +184,14 @@ fn main() {
             "warn".into()
         }
     });
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        // Colour codes only for a terminal: a file or a pipe gets plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
-    match config.log.format {
-        mmc_host::config::LogFormat::Text => logs.init(),
-        mmc_host::config::LogFormat::Json => logs.json().flatten_event(true).init(),
-    }
+    // Colour codes only for a terminal: a file or a pipe gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::util::SubscriberInitExt::init(mmc_host::logging::subscriber(
+        config.log.format,
+        filter,
+        std::io::stderr,
+        ansi,
+    ));
     match cli.command {
         Command::Serve {
             listen,

@@ -155,9 +155,12 @@ fn statuses(
     let next = AtomicUsize::new(0);
     let answers: Vec<Mutex<Option<Result<PspStatus, AdapterError>>>> =
         payments.iter().map(|_| Mutex::new(None)).collect();
+    // The caller's span (its request's), so the adapters' lines carry it.
+    let span = tracing::Span::current();
     std::thread::scope(|scope| {
         for _ in 0..STATUS_FAN_OUT.min(payments.len()) {
             scope.spawn(|| {
+                let _in_request = span.enter();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(p) = payments.get(i) else { break };

@@ -24,6 +24,7 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
+use tracing::Instrument;
 
 use self::connections::{Activity, Connections, Cut, Watched, client_of};
 use self::errors::HttpError;
@@ -181,22 +182,34 @@ async fn handle_admin(app: Arc<App>, mut req: Request<Incoming>) -> Response<Bod
 
 async fn handle_admin_get(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let started = Instant::now();
+    let request_id = format!("req_{}", uuid::Uuid::new_v4().simple());
     let path = req.uri().path().to_string();
-    let resp = if path == "/healthz" {
-        text(StatusCode::OK, "text/plain", "ok\n")
-    } else if path == "/admin/v1" || path.starts_with("/admin/v1/") {
-        admin_dispatch(&app, req).await
-    } else {
-        HttpError::NoRoute {
-            method: req.method().to_string(),
-            path,
+    let quiet = path == "/healthz";
+    let span = request_span(quiet, &request_id, req.method(), &path, "admin");
+    let served = async {
+        if quiet {
+            text(StatusCode::OK, "text/plain", "ok\n")
+        } else if path == "/admin/v1" || path.starts_with("/admin/v1/") {
+            admin_dispatch(&app, req).await
+        } else {
+            HttpError::NoRoute {
+                method: req.method().to_string(),
+                path: path.clone(),
+            }
+            .into_response(&Generation::Current, &app.docs_url())
         }
-        .into_response(&Generation::Current, &app.docs_url())
     };
+    let mut resp = served.instrument(span.clone()).await;
+    resp.headers_mut().insert(
+        "x-request-id",
+        HeaderValue::from_str(&request_id).expect("ascii id"),
+    );
+    let elapsed = started.elapsed();
     app.runtime
         .services
         .metrics
-        .request("admin", resp.status().as_u16(), started.elapsed());
+        .request("admin", resp.status().as_u16(), elapsed);
+    log_request_end(&span, quiet, resp.status(), elapsed);
     resp
 }
 
@@ -290,73 +303,192 @@ async fn handle(app: Arc<App>, mut req: Request<Incoming>) -> Response<Body> {
     if head { without_body(resp) } else { resp }
 }
 
+/// What the public listener serves a path with, decided before anything is read.
+enum Target {
+    Healthz,
+    Metrics,
+    Docs,
+    ApiDocs,
+    Native(NativeArea),
+    Route(Route),
+    Unmatched,
+}
+
+impl Target {
+    fn of(app: &App, path: &str) -> Target {
+        match path {
+            "/healthz" => Target::Healthz,
+            "/metrics" => Target::Metrics,
+            "/docs" => Target::Docs,
+            "/docs/api" => Target::ApiDocs,
+            _ => match native_area(path) {
+                Some(area) => Target::Native(area),
+                None => match app.route(path) {
+                    Some(route) => Target::Route(route.clone()),
+                    None => Target::Unmatched,
+                },
+            },
+        }
+    }
+
+    /// Who served it: the API component, or the host's own area. The
+    /// `component` of the request's log line and the metrics' `route` label.
+    fn label(&self) -> &str {
+        match self {
+            Target::Healthz => "healthz",
+            Target::Metrics => "metrics",
+            Target::Docs | Target::ApiDocs => "docs",
+            Target::Native(area) => area.label(),
+            Target::Route(route) => &route.component,
+            Target::Unmatched => "unmatched",
+        }
+    }
+
+    /// Probes and scrapes: logged at debug, so they do not flood the log.
+    fn quiet(&self) -> bool {
+        matches!(self, Target::Healthz | Target::Metrics)
+    }
+}
+
+/// Longest path a log line carries (a client chooses its length).
+const MAX_LOGGED_PATH: usize = 256;
+
+fn logged_path(path: &str) -> &str {
+    if path.len() <= MAX_LOGGED_PATH {
+        return path;
+    }
+    let mut cut = MAX_LOGGED_PATH;
+    while !path.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &path[..cut]
+}
+
+/// The span of one request: every line logged while it is served (the
+/// components' included) carries its fields; `merchant_id` and
+/// `environment` are recorded once the key is authenticated
+/// ([`record_principal`]). The path has no query string: no secret or
+/// customer data from it reaches the log.
+fn request_span(
+    quiet: bool,
+    request_id: &str,
+    method: &hyper::Method,
+    path: &str,
+    component: &str,
+) -> tracing::Span {
+    macro_rules! span {
+        ($level:expr) => {
+            tracing::span!(
+                $level,
+                "request",
+                request_id = %request_id,
+                method = %method,
+                path = %logged_path(path),
+                component = %component,
+                merchant_id = tracing::field::Empty,
+                environment = tracing::field::Empty,
+            )
+        };
+    }
+    if quiet {
+        span!(tracing::Level::DEBUG)
+    } else {
+        span!(tracing::Level::INFO)
+    }
+}
+
+/// The request's merchant and environment, on its span.
+fn record_principal(merchant_id: &str, environment: &str) {
+    let span = tracing::Span::current();
+    span.record("merchant_id", tracing::field::display(merchant_id));
+    span.record("environment", tracing::field::display(environment));
+}
+
+/// The one line a request logs, at its end (when its response's head is
+/// ready; a streamed body goes on after it), in its span.
+fn log_request_end(
+    span: &tracing::Span,
+    quiet: bool,
+    status: StatusCode,
+    elapsed: std::time::Duration,
+) {
+    let status = status.as_u16();
+    let duration_ms = elapsed.as_micros() as f64 / 1000.0;
+    span.in_scope(|| {
+        if quiet {
+            tracing::debug!(status, duration_ms, "request");
+        } else {
+            tracing::info!(status, duration_ms, "request");
+        }
+    });
+}
+
 async fn handle_get(app: Arc<App>, req: Request<Incoming>) -> Response<Body> {
     let started = Instant::now();
     let request_id = format!("req_{}", uuid::Uuid::new_v4().simple());
     let path = req.uri().path().to_string();
-    let (label, mut resp) = match path.as_str() {
-        "/healthz" => (
-            "healthz".to_string(),
-            paged::full(text(StatusCode::OK, "text/plain", "ok\n")),
-        ),
-        "/metrics" => (
-            "metrics".to_string(),
-            paged::full(text(
-                StatusCode::OK,
-                "text/plain; version=0.0.4",
-                app.runtime.services.metrics.render(),
-            )),
-        ),
-        "/docs" => ("docs".to_string(), paged::full(docs_page())),
-        "/docs/api" => {
-            let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
-            (
-                "docs".to_string(),
-                paged::full(api_docs_page(&app, client).await),
-            )
-        }
-        _ if native_area(&path).is_some() => {
-            let area = native_area(&path).expect("checked");
-            let resp = match native_dispatch(&app, area, req).await {
-                Ok(resp) => resp,
-                Err(err) => err.into_response(&Generation::Current, &app.docs_url()),
-            };
-            (area.label().to_string(), paged::full(resp))
-        }
-        _ => match app.route(&path).cloned() {
-            None => {
-                let err = HttpError::NoRoute {
-                    method: req.method().to_string(),
-                    path: path.clone(),
-                };
-                let generation = if path.starts_with("/api/v1/collect/mobile-money") {
-                    Generation::Legacy
-                } else {
-                    Generation::Current
-                };
-                (
-                    "unmatched".to_string(),
-                    paged::full(err.into_response(&generation, &app.docs_url())),
-                )
-            }
-            Some(route) => {
-                let resp = match dispatch(&app, &route, req, &request_id).await {
-                    Ok(resp) => resp,
-                    Err(err) => paged::full(err.into_response(&route.generation, &app.docs_url())),
-                };
-                (route.component.clone(), resp)
-            }
-        },
-    };
+    let target = Target::of(&app, &path);
+    let quiet = target.quiet();
+    let span = request_span(quiet, &request_id, req.method(), &path, target.label());
+    let mut resp = serve_target(&app, &target, req, &path, &request_id)
+        .instrument(span.clone())
+        .await;
     resp.headers_mut().insert(
         "x-request-id",
         HeaderValue::from_str(&request_id).expect("ascii id"),
     );
+    let elapsed = started.elapsed();
     app.runtime
         .services
         .metrics
-        .request(&label, resp.status().as_u16(), started.elapsed());
+        .request(target.label(), resp.status().as_u16(), elapsed);
+    log_request_end(&span, quiet, resp.status(), elapsed);
     resp
+}
+
+async fn serve_target(
+    app: &Arc<App>,
+    target: &Target,
+    req: Request<Incoming>,
+    path: &str,
+    request_id: &str,
+) -> Response<Body> {
+    match target {
+        Target::Healthz => paged::full(text(StatusCode::OK, "text/plain", "ok\n")),
+        Target::Metrics => paged::full(text(
+            StatusCode::OK,
+            "text/plain; version=0.0.4",
+            app.runtime.services.metrics.render(),
+        )),
+        Target::Docs => paged::full(docs_page()),
+        Target::ApiDocs => {
+            let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
+            paged::full(api_docs_page(app, client).await)
+        }
+        Target::Native(area) => {
+            let resp = match native_dispatch(app, *area, req).await {
+                Ok(resp) => resp,
+                Err(err) => err.into_response(&Generation::Current, &app.docs_url()),
+            };
+            paged::full(resp)
+        }
+        Target::Unmatched => {
+            let err = HttpError::NoRoute {
+                method: req.method().to_string(),
+                path: path.to_string(),
+            };
+            let generation = if path.starts_with("/api/v1/collect/mobile-money") {
+                Generation::Legacy
+            } else {
+                Generation::Current
+            };
+            paged::full(err.into_response(&generation, &app.docs_url()))
+        }
+        Target::Route(route) => match dispatch(app, route, req, request_id).await {
+            Ok(resp) => resp,
+            Err(err) => paged::full(err.into_response(&route.generation, &app.docs_url())),
+        },
+    }
 }
 
 fn presented_key(req: &Request<Incoming>) -> Option<String> {
@@ -513,6 +645,7 @@ async fn native_dispatch(
     let (parts, body) = read_request(app, req, None).await?;
     let principal = match tokio::task::block_in_place(|| app.accounts.authenticate(&key)) {
         Ok(Some(p)) => {
+            record_principal(&p.merchant_id, p.environment.as_str());
             app.rate_limiter
                 .check(&p.key_id)
                 .map_err(HttpError::RateLimited)?;
@@ -566,12 +699,16 @@ async fn dispatch(
     let app2 = app.clone();
     let route2 = route.clone();
     let request_id = request_id.to_string();
+    let span = tracing::Span::current();
     let (caller, request, mut response) =
         tokio::task::spawn_blocking(move || -> Result<(_, _, http_types::Response), HttpError> {
+            // The components' log lines carry the request's fields too.
+            let _in_request = span.enter();
             // Authentication reads the key table on every request, so a revoked key stops at once.
             let caller = match key {
                 Some(key) => match app2.accounts.authenticate(&key) {
                     Ok(Some(p)) => {
+                        record_principal(&p.merchant_id, p.environment.as_str());
                         if let Err(wait) = app2.rate_limiter.check(&p.key_id) {
                             return Err(HttpError::RateLimited(wait));
                         }
@@ -641,4 +778,139 @@ pub struct Running {
     pub task: tokio::task::JoinHandle<()>,
     pub admin_addr: SocketAddr,
     pub admin_task: tokio::task::JoinHandle<()>,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use serde_json::Value;
+
+    use super::*;
+    use crate::config::{Config, LogFormat};
+    use crate::runtime::bindings::host::mmc::platform::log::{Host, Level};
+    use crate::runtime::state::HostState;
+
+    /// What a subscriber under test wrote.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+        type Writer = Captured;
+        fn make_writer(&'a self) -> Captured {
+            self.clone()
+        }
+    }
+
+    /// A request as `handle_get` logs it, a component logging through its
+    /// capability in it, then a probe; what `mmc` writes in `format`.
+    fn logs_of_a_request(format: LogFormat) -> String {
+        let out = Captured::default();
+        let subscriber = crate::logging::subscriber(
+            format,
+            tracing_subscriber::EnvFilter::new("info"),
+            out.clone(),
+            false,
+        );
+        let mut config = Config::default();
+        config.limits.concurrent_calls = 1;
+        let sandbox = crate::sandbox::Sandbox::new(&config).unwrap();
+        let mut component = HostState::new(
+            sandbox.runtime.clone(),
+            "collect".into(),
+            Arc::default(),
+            1 << 20,
+            Duration::from_secs(1),
+        );
+        tracing::subscriber::with_default(subscriber, || {
+            let span = request_span(
+                false,
+                "req_1",
+                &hyper::Method::POST,
+                "/api/v1/collect/payments",
+                "collect",
+            );
+            span.in_scope(|| {
+                record_principal("m_1", "test");
+                component
+                    .log(Level::Warn, "said by the component".into())
+                    .unwrap();
+            });
+            log_request_end(
+                &span,
+                false,
+                StatusCode::CREATED,
+                Duration::from_micros(12_345),
+            );
+            // Probes are logged at debug: not at info.
+            let probe = request_span(true, "req_2", &hyper::Method::GET, "/healthz", "healthz");
+            log_request_end(&probe, true, StatusCode::OK, Duration::from_millis(1));
+        });
+        String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn a_requests_lines_carry_its_id_merchant_and_component_in_json() {
+        let text = logs_of_a_request(LogFormat::Json);
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        let said = &lines[0];
+        assert_eq!(said["target"], "component", "{said}");
+        assert_eq!(said["component"], "collect", "{said}");
+        assert_eq!(said["message"], "said by the component", "{said}");
+        assert_eq!(said["span"]["request_id"], "req_1", "{said}");
+        assert_eq!(said["span"]["merchant_id"], "m_1", "{said}");
+        let end = &lines[1];
+        assert_eq!(end["level"], "INFO", "{end}");
+        assert_eq!(end["message"], "request", "{end}");
+        assert_eq!(end["status"], 201, "{end}");
+        assert_eq!(end["duration_ms"], 12.345, "{end}");
+        let span = &end["span"];
+        assert_eq!(span["request_id"], "req_1", "{end}");
+        assert_eq!(span["method"], "POST", "{end}");
+        assert_eq!(span["path"], "/api/v1/collect/payments", "{end}");
+        assert_eq!(span["component"], "collect", "{end}");
+        assert_eq!(span["merchant_id"], "m_1", "{end}");
+        assert_eq!(span["environment"], "test", "{end}");
+    }
+
+    #[test]
+    fn a_requests_lines_in_text_are_prefixed_by_its_span_without_colour() {
+        let text = logs_of_a_request(LogFormat::Text);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        for line in &lines {
+            assert!(
+                line.contains(
+                    "request{request_id=req_1 method=POST path=/api/v1/collect/payments component=collect merchant_id=m_1 environment=test}:"
+                ),
+                "{line}"
+            );
+        }
+        assert!(lines[1].contains("status=201") && lines[1].contains("duration_ms=12.345"));
+        assert!(!text.contains('\u{1b}'), "{text}");
+    }
+
+    #[test]
+    fn a_long_path_is_cut_for_the_log() {
+        let long = "/é".repeat(200);
+        let logged = logged_path(&long);
+        assert!(logged.len() <= MAX_LOGGED_PATH && long.starts_with(logged));
+        assert_eq!(logged_path("/healthz"), "/healthz");
+    }
 }

@@ -84,7 +84,10 @@ pub fn stream(
     next: String,
 ) -> Paged {
     let (tx, rx) = mpsc::channel(1);
-    tokio::spawn(async move {
+    // The request's span: the pages' log lines are the request's.
+    let span = tracing::Span::current();
+    let in_request = span.clone();
+    let pages = async move {
         if tx.send(Ok(Bytes::from(first))).await.is_err() {
             return;
         }
@@ -100,7 +103,9 @@ pub fn stream(
                 query,
                 ..request.clone()
             };
+            let span = in_request.clone();
             let page = tokio::task::spawn_blocking(move || {
+                let _in_request = span.enter();
                 runtime.handle(&component, Some(caller), request)
             })
             .await;
@@ -122,6 +127,7 @@ pub fn stream(
             permit.send(Err(PageError(failure)));
             return;
         }
-    });
+    };
+    tokio::spawn(tracing::Instrument::instrument(pages, span));
     Paged { rx }
 }
