@@ -17,9 +17,12 @@ local function uuid()
   end))
 end
 
+-- `wrk ... -- TAG`: several wrk processes started in the same second (one per
+-- node of a fleet) need different keys and references, or they replay each other.
 function init(args)
-  thread_tag = tid .. "-" .. os.time()
-  math.randomseed(os.time() * 1000 + tid)
+  local tag = args[1] or "0"
+  thread_tag = tag .. "-" .. tid .. "-" .. os.time()
+  math.randomseed(os.time() * 1000 + tid + (tonumber(tag) or 0) * 7919)
 end
 
 request = function()

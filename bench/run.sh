@@ -13,7 +13,7 @@ command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk;
 mkdir -p bench/results
 DATA=$(mktemp -d)
 trap 'kill $SERVER 2>/dev/null || true; rm -rf "$DATA"' EXIT
-export MMC_CACHE_DIR="$TARGET_DIR/mmc-cache" MMC_LOG=warn MMC_RATE_LIMIT__PER_SECOND=0 MMC_RATE_LIMIT__PER_CLIENT_PER_SECOND=0 MMC_ADMIN__LISTEN=127.0.0.1:0
+export MMC_CACHE_DIR="$TARGET_DIR/mmc-cache" MMC_LOG=warn MMC_RATE_LIMIT__PER_SECOND=0 MMC_RATE_LIMIT__PER_CLIENT_PER_SECOND=0 MMC_ADMIN__LISTEN=127.0.0.1:$((PORT + 1)) MMC_ADMIN__TOKEN=adm_bench_0123456789abcdef0123456789ab
 
 M=$("$MMC" merchants create --name Bench --data-dir "$DATA" | python3 -c 'import sys,json;print(json.load(sys.stdin)["id"])')
 KEY=$("$MMC" keys create --merchant "$M" --env test --data-dir "$DATA" | python3 -c 'import sys,json;print(json.load(sys.stdin)["key"])')
@@ -78,7 +78,7 @@ payload = bytes([len(name)]) + name + tag
 open(sys.argv[2], "wb").write(b + bytes([0, len(payload)]) + payload)
 PY
 t0=$(date +%s%N)
-"$MMC" adapters deploy simulator "$DATA/sim-v2.wasm" --server "$BASE" --token adm_bench >/dev/null
+"$MMC" adapters deploy simulator "$DATA/sim-v2.wasm" --server "http://127.0.0.1:$((PORT + 1))" --token "$MMC_ADMIN__TOKEN" >/dev/null
 SWAP_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
 
 RSS_KB=$(awk '/VmRSS/ {print $2}' /proc/$SERVER/status)
@@ -109,6 +109,69 @@ IFS='|' read -r large large_list <<<"$(reads_p50)"
 ms() { python3 -c "import re,sys; v,u=re.match(r'([\d.]+)(\w+)',sys.argv[1]).groups(); print(float(v)*{'us':1e-3,'ms':1,'s':1e3}[u])" "$1"; }
 LIST_RATIO=$(python3 -c "print(f'{$(ms "$large_list")/$(ms "$small_list"):.2f}')")
 
+# PostgreSQL, in the same run: one node, then two nodes on one database (two
+# wrk processes, one per node, half the connections each; req/s summed).
+PGURL=$(./scripts/test-postgres.sh)
+PGSERVERS=()
+pg_database() { # a fresh database on the server; prints its URL
+  psql "$PGURL" -qc "DROP DATABASE IF EXISTS $1 WITH (FORCE)" -c "CREATE DATABASE $1" >/dev/null
+  echo "${PGURL%/*}/$1"
+}
+pg_node() { # port, data dir: a node on $MMC_STORAGE__URL
+  MMC_ADMIN__LISTEN=127.0.0.1:0 "$MMC" serve --listen 127.0.0.1:$1 --data-dir "$2" --components-dir "$TARGET_DIR/components" > "$2.log" 2>&1 &
+  PGSERVERS+=($!)
+  until curl -sf "http://127.0.0.1:$1/healthz" >/dev/null; do sleep 0.01; done
+}
+pg_stop() { kill "${PGSERVERS[@]}" 2>/dev/null || true; wait "${PGSERVERS[@]}" 2>/dev/null || true; PGSERVERS=(); }
+pg_wrk() { # name, connections, urls... (one wrk per URL, in parallel): "name|req/s|p50|p99|non-2xx"
+  local name=$1 conns=$2; shift 2
+  local i=0 pids=()
+  for url in "$@"; do
+    wrk -t1 -c"$conns" -d"$DURATION" --latency "${PGWRK[@]}" "$url" -- "$i" > "$DATA/$name.$i.txt" & pids+=($!)
+    i=$((i + 1))
+  done
+  wait "${pids[@]}"
+  python3 - "$name" "$DATA/$name".*.txt <<'PY'
+import re, sys
+name, files = sys.argv[1], sys.argv[2:]
+def ms(v):
+    n, u = re.match(r'([\d.]+)(\w+)', v).groups()
+    return float(n) * {'us': 1e-3, 'ms': 1, 's': 1e3}[u]
+rps = p50 = p99 = 0.0; bad = 0
+for f in files:
+    t = open(f).read()
+    rps += float(re.search(r'Requests/sec:\s+([\d.]+)', t).group(1))
+    p50 = max(p50, ms(re.search(r'\n\s+50%\s+(\S+)', t).group(1)))
+    p99 = max(p99, ms(re.search(r'\n\s+99%\s+(\S+)', t).group(1)))
+    m = re.search(r'Non-2xx or 3xx responses: (\d+)', t); bad += int(m.group(1)) if m else 0
+print(f"{name}|{rps:.2f}|{p50:.2f}ms|{p99:.2f}ms|{bad}")
+PY
+}
+pg_round() { # nodes: "creates|gets" rows for 1 or 2 nodes on a fresh database
+  local n=$1 ports=() urls=()
+  export MMC_STORAGE__URL; MMC_STORAGE__URL=$(pg_database "mmc_bench_$n")
+  export MMC_WEBHOOKS__SECRETS_KEY=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+  local m k
+  m=$("$MMC" merchants create --name Bench --data-dir "$DATA/pg" | python3 -c 'import sys,json;print(json.load(sys.stdin)["id"])')
+  k=$("$MMC" keys create --merchant "$m" --env test --data-dir "$DATA/pg" | python3 -c 'import sys,json;print(json.load(sys.stdin)["key"])')
+  for i in $(seq "$n"); do ports+=($((PORT + 10 + i))); pg_node "${ports[-1]}" "$DATA/pg-$n-$i"; urls+=("http://127.0.0.1:${ports[-1]}"); done
+  PGWRK=(-H "Authorization: Bearer $k" -s bench/create.lua)
+  local create; create=$(pg_wrk "pg-create-$n" $((CONNS / n)) "${urls[@]}")
+  local id; id=$(curl -s -H "Authorization: Bearer $k" -H "Idempotency-Key: $(python3 -c 'import uuid;print(uuid.uuid4())')" -H 'Content-Type: application/json' \
+    -d '{"reference":"bench-get","amount":1500,"currency":"XOF","country":"BJ","operator":"mtn-bj","customer":{"phone":"+2290166000001"}}' \
+    "${urls[0]}/api/v1/collect/payments" | python3 -c 'import sys,json;print(json.load(sys.stdin)["id"])')
+  sleep 2
+  PGWRK=(-H "Authorization: Bearer $k")
+  local gets=() u; for u in "${urls[@]}"; do gets+=("$u/api/v1/collect/payments/$id"); done
+  local get; get=$(pg_wrk "pg-get-$n" $((CONNS / n)) "${gets[@]}")
+  pg_stop
+  unset MMC_STORAGE__URL MMC_WEBHOOKS__SECRETS_KEY
+  echo "$create;$get"
+}
+IFS=';' read -r PG_CREATE_1 PG_GET_1 <<<"$(pg_round 1)"
+IFS=';' read -r PG_CREATE_2 PG_GET_2 <<<"$(pg_round 2)"
+psql "$PGURL" -qc "DROP DATABASE IF EXISTS mmc_bench_1 WITH (FORCE)" -c "DROP DATABASE IF EXISTS mmc_bench_2 WITH (FORCE)" >/dev/null || true
+
 ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); print(f'{a/b:.2f}')"; }
 {
   echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; wrk -t2 -c$CONNS -d$DURATION; release build; SQLite WAL, every acknowledged commit fsynced (group commit)"
@@ -116,6 +179,12 @@ ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); 
   echo "| Endpoint | req/s | p50 | p99 | non-2xx |"
   echo "|---|---|---|---|---|"
   for row in "$HEALTH" "$CREATE" "$GET" "$LEGACY"; do IFS='|' read -r n r a b e <<<"$row"; echo "| $n | $r | $a | $b | $e |"; done
+  echo
+  echo "PostgreSQL ($(psql "$PGURL" -Atc 'SHOW server_version'), same machine, synchronous_commit on), one node and two nodes on one database (one wrk per node, $((CONNS / 2)) connections each for two):"
+  echo
+  echo "| Endpoint | req/s | p50 | p99 | non-2xx |"
+  echo "|---|---|---|---|---|"
+  for row in "$PG_CREATE_1" "$PG_GET_1" "$PG_CREATE_2" "$PG_GET_2"; do IFS='|' read -r n r a b e <<<"$row"; echo "| $n | $r | $a | $b | $e |"; done
   echo
   echo "- create/healthz: $(ratio "$CREATE" "$HEALTH"); get/healthz: $(ratio "$GET" "$HEALTH"); legacy create/create: $(ratio "$LEGACY" "$CREATE")"
   echo "- share of create request time inside component calls (instantiate + Wasm + the storage commits and adapter call they make): $WASM_SHARE"
