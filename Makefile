@@ -1,6 +1,8 @@
 # Two commands do all set-up on a fresh machine with Rust installed:
 #   make run    build everything and serve on 127.0.0.1:8080 (demo merchant + test key printed)
-#   make test   build everything (components included) and run every test
+#   make test   build everything (components included) and run every test; on Debian it
+#               installs the system packages the tests need when they are missing
+#               (apt-get: run it as root, or install them first)
 SHELL := /bin/bash
 CARGO ?= cargo
 WASM_TARGET := wasm32-wasip2
@@ -15,7 +17,10 @@ PY_TOOLS := schemathesis==4.32.5 openapi-spec-validator==0.9.0 openapi-python-cl
 # The stamp names the tool list: changing a pin installs again.
 VENV_STAMP := $(VENV)/.installed-$(shell echo '$(PY_TOOLS)' | cksum | cut -d' ' -f1)
 
-.PHONY: all run test components test-components toolchain tools browser sdk lint fmt bench soak crash clean
+.PHONY: all run test components test-components toolchain tools node browser sdk lint fmt bench soak crash clean
+
+# Debian packages, for what a fresh machine lacks.
+APT_INSTALL := apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
 
 all: components
 	$(CARGO) build -p mmc-host
@@ -39,22 +44,32 @@ test-components: toolchain
 tools: $(VENV_STAMP)
 
 $(VENV_STAMP):
-	python3 -m venv $(VENV)
+	@command -v python3 >/dev/null || ($(APT_INSTALL) python3 python3-venv)
+	@# Debian's python3 makes no venv without python3-venv (ensurepip).
+	python3 -m venv $(VENV) || { rm -rf $(VENV); $(APT_INSTALL) python3-venv && python3 -m venv $(VENV); }
 	$(VENV)/bin/pip install --quiet $(PY_TOOLS)
 	@touch $@
+
+# Node.js and npm for the SDK and browser tests (Debian's when npm is missing).
+node:
+	@command -v npm >/dev/null || ($(APT_INSTALL) nodejs npm)
 
 # openapi-typescript, openapi-fetch and typescript (pinned in tests/sdk) for the SDK test.
 sdk: tests/sdk/node_modules/.installed
 
-tests/sdk/node_modules/.installed: tests/sdk/package.json
+tests/sdk/node_modules/.installed: tests/sdk/package.json | node
 	cd tests/sdk && npm install --silent --no-audit --no-fund
 	@touch $@
 
 # Headless Chromium (Debian's) and playwright-core, for the checkout page test.
 browser: tests/browser/node_modules/.installed
 
-tests/browser/node_modules/.installed: tests/browser/package.json
-	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+# playwright-core refuses a Node.js older than 20 (Debian 12's is 18): said here, not
+# halfway through the tests.
+tests/browser/node_modules/.installed: tests/browser/package.json | node
+	@major=$$(node -p 'process.versions.node.split(".")[0]'); [ "$$major" -ge 20 ] || { \
+	  echo "make: Node.js $$(node --version) is too old for the browser test (playwright-core needs 20 or later; Debian 12's nodejs is 18): install Node.js 20 or later (e.g. NodeSource's nodejs) and run make test again" >&2; exit 1; }
+	@command -v chromium >/dev/null || ($(APT_INSTALL) chromium)
 	cd tests/browser && npm install --silent --no-audit --no-fund
 	@touch $@
 
@@ -73,6 +88,8 @@ TEST_TIMEOUT ?= 50m
 # Everything runs on SQLite, the fleet tests on PostgreSQL; then the API and
 # bulk suites run again with every server on PostgreSQL.
 test: components test-components tools browser sdk
+	@# The README's walkthroughs, run as written by the tests, call curl.
+	@command -v curl >/dev/null || ($(APT_INSTALL) curl)
 	@url=$$(./scripts/test-postgres.sh) || { echo "make test: no PostgreSQL for the tests (see above)" >&2; exit 1; }; \
 	echo "PostgreSQL for the tests: $$url"; \
 	export MMC_TEST_DATABASE_URL="$$url"; status=0; \
