@@ -87,6 +87,39 @@ async fn the_document_is_public_and_valid_openapi_3_1() {
             }
         }
     }
+    // Pinned: the generated SDKs' method names are the operationIds (a
+    // rename breaks every merchant's code that calls it).
+    assert_eq!(
+        ids.iter().map(String::as_str).collect::<Vec<_>>(),
+        [
+            "cancelPayment",
+            "confirmOtp",
+            "createBulkPayment",
+            "createPayment",
+            "createWebhookEndpoint",
+            "deleteWebhookEndpoint",
+            "exportPayments",
+            "getBulkPayment",
+            "getCallbackSecret",
+            "getEvent",
+            "getOpenApi",
+            "getPayment",
+            "getRefund",
+            "importBulkPaymentCsv",
+            "listBulkPaymentItems",
+            "listBulkPayments",
+            "listEvents",
+            "listOperators",
+            "listPaymentRefunds",
+            "listPayments",
+            "listWebhookEndpoints",
+            "predictOperator",
+            "refundPayment",
+            "resendEvent",
+            "validateBulkPayment",
+        ],
+        "the operationIds changed: generated SDK method names change with them"
+    );
     let body = &doc["paths"]["/bulk-payments/import_csv/"]["post"]["requestBody"]["content"];
     assert!(body["text/csv"].is_object() && body["multipart/form-data"].is_object());
     let file = tempfile::NamedTempFile::new().unwrap();
@@ -148,8 +181,19 @@ async fn the_legacy_generation_has_its_document_and_it_holds_under_fuzzing() {
         .await
         .unwrap();
     assert_eq!(resp.status(), 200, "public");
+    let doc = resp.bytes().await.unwrap();
+    let mut ids: Vec<String> = operations(&serde_json::from_slice(&doc).unwrap())
+        .map(|(_, op)| op["operationId"].as_str().unwrap_or_default().to_string())
+        .collect();
+    ids.sort();
+    // Pinned, as the current generation's: SDK method names.
+    assert_eq!(
+        ids,
+        ["confirm", "initiate", "legacyOpenApi", "operators", "read"],
+        "the legacy operationIds changed"
+    );
     let file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(file.path(), resp.bytes().await.unwrap()).unwrap();
+    std::fs::write(file.path(), doc).unwrap();
     let out = Command::new(venv_tool("openapi-spec-validator"))
         .arg(file.path())
         .output()
@@ -191,6 +235,20 @@ async fn schemathesis_finds_no_5xx_and_no_response_outside_the_document() {
         );
     })
     .await;
+    let doc: Value = app
+        .client
+        .get(app.url("/api/v1/collect/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let links: usize = operations(&doc)
+        .flat_map(|(_, op)| op["responses"].as_object().into_iter().flatten())
+        .filter_map(|(_, r)| r["links"].as_object().map(|l| l.len()))
+        .sum();
+    assert!(links > 10, "{links} links");
     let (_, test_key, live_key) = app.merchant("Fuzz");
     for key in [&test_key, &live_key] {
         let base = app.base.clone();
@@ -211,5 +269,92 @@ async fn schemathesis_finds_no_5xx_and_no_response_outside_the_document() {
             "schemathesis failed:\n{stdout}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
+        // The stateful phase ran scenarios over the document's own links:
+        // links schemathesis cannot follow would leave it with none (or
+        // with only the links it infers, which it does without any).
+        let stateful = Stateful::of(&stdout);
+        assert!(
+            stateful.scenarios > 0 && stateful.links_covered > 0,
+            "the stateful phase ran nothing: {stateful:?}\n{stdout}"
+        );
+        assert_eq!(
+            stateful.links_total - stateful.links_inferred,
+            links,
+            "schemathesis does not see the document's links: {stateful:?}\n{stdout}"
+        );
     }
+}
+
+/// Every operation of an OpenAPI document: (method, operation).
+fn operations(doc: &Value) -> impl Iterator<Item = (&String, &Value)> {
+    doc["paths"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .flat_map(|(_, item)| item.as_object().into_iter().flatten())
+        .filter(|(_, op)| op["operationId"].is_string())
+}
+
+/// What schemathesis (4.x) reports of its stateful phase:
+///
+/// ```text
+///  ✅  Stateful (in 7.83s)
+///
+///      Scenarios:    40
+///      API Links:    33 covered / 49 selected / 49 total (24 inferred)
+/// ```
+#[derive(Debug, Default)]
+struct Stateful {
+    scenarios: usize,
+    links_covered: usize,
+    links_total: usize,
+    links_inferred: usize,
+}
+
+impl Stateful {
+    fn of(stdout: &str) -> Stateful {
+        let section = stdout
+            .split_once("Stateful (in ")
+            .unwrap_or_else(|| panic!("no stateful phase in the output:\n{stdout}"))
+            .1;
+        let field = |name: &str| -> &str {
+            section
+                .lines()
+                .find_map(|l| l.trim().strip_prefix(name))
+                .unwrap_or_else(|| panic!("no {name} in the stateful phase:\n{stdout}"))
+                .trim()
+        };
+        // The number before `word` in "33 covered / 49 selected / 49 total (24 inferred)".
+        let number_before = |text: &str, word: &str| -> Option<usize> {
+            let before = text.split_once(word)?.0.trim_end();
+            let digits = before.rsplit(|c: char| !c.is_ascii_digit()).next()?;
+            digits.parse().ok()
+        };
+        let links = field("API Links:");
+        Stateful {
+            scenarios: field("Scenarios:")
+                .parse()
+                .unwrap_or_else(|e| panic!("{e}: {stdout}")),
+            links_covered: number_before(links, " covered").unwrap_or_default(),
+            links_total: number_before(links, " total").unwrap_or_default(),
+            links_inferred: number_before(links, " inferred").unwrap_or_default(),
+        }
+    }
+}
+
+#[test]
+fn schemathesis_stateful_summary_is_read() {
+    let out = " ✅  Fuzzing (in 8.62s)\n\n     ✅ 24 passed\n\n ✅  Stateful (in 7.83s)\n\n     Scenarios:    40\n     API Links:    33 covered / 49 selected / 49 total (24 inferred)\n\n     ✅ 40 passed\n";
+    let s = Stateful::of(out);
+    assert_eq!(
+        (
+            s.scenarios,
+            s.links_covered,
+            s.links_total,
+            s.links_inferred
+        ),
+        (40, 33, 49, 24)
+    );
+    let none = " 🚫  Stateful (in 0.01s)\n\n     Scenarios:    0\n     API Links:    0 covered / 41 selected / 66 total (41 inferred)\n";
+    assert_eq!(Stateful::of(none).scenarios, 0);
 }
