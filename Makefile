@@ -86,7 +86,8 @@ TEST_TIMEOUT ?= 50m
 # 127.0.0.1:5432, else a private throwaway cluster under target/pg (Debian's
 # postgresql installed first when missing). None: the run fails, saying why.
 # Everything runs on SQLite, the fleet tests on PostgreSQL; then the API,
-# adapter and bulk suites run again with every server on PostgreSQL.
+# adapter and bulk suites run again with every server on PostgreSQL (the same
+# package selection as the first pass, so nothing is built again).
 test: components test-components tools browser sdk
 	@# The README's walkthroughs, run as written by the tests, call curl.
 	@command -v curl >/dev/null || ($(APT_INSTALL) curl)
@@ -95,7 +96,7 @@ test: components test-components tools browser sdk
 	export MMC_TEST_DATABASE_URL="$$url"; status=0; \
 	timeout -k 30s $(TEST_TIMEOUT) $(CARGO) test --no-fail-fast --workspace $(addprefix --exclude ,$(COMPONENTS) $(TEST_COMPONENTS)) || status=1; \
 	echo "make test: the API, adapter and bulk suites again, on PostgreSQL (the fleet tests ran above)"; \
-	MMC_TEST_STORAGE=postgres timeout -k 30s $(TEST_TIMEOUT) $(CARGO) test --no-fail-fast -p mmc-host --test api --test adapters --test bulk -- --skip fleet:: --skip a_batch_of_200 || status=1; \
+	MMC_TEST_STORAGE=postgres timeout -k 30s $(TEST_TIMEOUT) $(CARGO) test --no-fail-fast --workspace $(addprefix --exclude ,$(COMPONENTS) $(TEST_COMPONENTS)) --test api --test adapters --test bulk -- --skip fleet:: --skip a_batch_of_200 || status=1; \
 	exit $$status
 	# Components' own unit tests (CSV parsing...) run natively.
 	$(CARGO) test -p collect -p bulk -p momo -p wave -p pawapay -p fedapay
