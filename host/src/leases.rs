@@ -107,7 +107,9 @@ impl Leases {
         let now = self.db.now_ms_sql();
         let n = self.db.read(|c| {
             c.query_one(
-                &format!("SELECT COUNT(*) FROM leases WHERE name LIKE 'node:%' AND expires_ms >= {now}"),
+                &format!(
+                    "SELECT COUNT(*) FROM leases WHERE name LIKE 'node:%' AND expires_ms >= {now}"
+                ),
                 &[],
             )?
             .int(0)
