@@ -143,6 +143,39 @@ async fn call(
     )
 }
 
+/// Polls the batch at `url` until it is final (`secs` at most; the server log on failure).
+async fn wait_final(
+    client: &reqwest::Client,
+    key: &str,
+    url: &str,
+    log: &Path,
+    secs: u64,
+) -> Value {
+    let started = Instant::now();
+    loop {
+        let (status, b) = call(client, key, reqwest::Method::GET, url.to_string(), None).await;
+        assert_eq!(status, 200, "{b}");
+        if is_final(b["status"].as_str().unwrap()) {
+            return b;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(secs),
+            "not finished: {b}\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The payout ids the operator received more than once, with their counts.
+fn paid_twice(posts: &[String]) -> Vec<(&str, usize)> {
+    let mut per_id: HashMap<&str, usize> = HashMap::new();
+    for p in posts {
+        *per_id.entry(p).or_default() += 1;
+    }
+    per_id.into_iter().filter(|(_, n)| *n > 1).collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kill_and_restart_in_the_middle_of_a_batch_pays_nobody_twice() {
     const ITEMS: usize = 150;
@@ -217,35 +250,11 @@ async fn a_kill_and_restart_in_the_middle_of_a_batch_pays_nobody_twice() {
     let held = at_kill.last().unwrap().clone();
 
     let server = Server::start(&data, &components, &config, &log).await;
-    let started = Instant::now();
-    let done = loop {
-        let (status, b) = call(
-            &client,
-            &key,
-            reqwest::Method::GET,
-            batch_url(&server.base),
-            None,
-        )
-        .await;
-        assert_eq!(status, 200, "{b}");
-        if is_final(b["status"].as_str().unwrap()) {
-            break b;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(90),
-            "not finished after restart: {b}\n{}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let done = wait_final(&client, &key, &batch_url(&server.base), &log, 90).await;
 
     // Nobody paid twice: each payout id reached the operator once.
     let posts = recorder.posts();
-    let mut per_id: HashMap<&str, usize> = HashMap::new();
-    for p in &posts {
-        *per_id.entry(p).or_default() += 1;
-    }
-    let twice: Vec<_> = per_id.iter().filter(|(_, n)| **n > 1).collect();
+    let twice = paid_twice(&posts);
     assert!(twice.is_empty(), "paid more than once: {twice:?}");
     // Everyone paid: the payout whose answer was lost was asked about, not resent.
     assert_eq!(posts.len(), ITEMS);
@@ -370,32 +379,9 @@ async fn a_batch_of_200_survives_the_death_of_the_node_paying_it() {
     let survivor = &nodes[0];
 
     let started = Instant::now();
-    let done = loop {
-        let (status, b) = call(
-            &client,
-            &key,
-            reqwest::Method::GET,
-            batch_url(&survivor.base),
-            None,
-        )
-        .await;
-        assert_eq!(status, 200, "{b}");
-        if is_final(b["status"].as_str().unwrap()) {
-            break b;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "not finished by the surviving node: {b}\n{}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let done = wait_final(&client, &key, &batch_url(&survivor.base), &log, 120).await;
     let posts = recorder.posts();
-    let mut per_id: HashMap<&str, usize> = HashMap::new();
-    for p in &posts {
-        *per_id.entry(p).or_default() += 1;
-    }
-    let twice: Vec<_> = per_id.iter().filter(|(_, n)| **n > 1).collect();
+    let twice = paid_twice(&posts);
     println!(
         "fleet batch: {ITEMS} payouts, the paying node killed at #{KILL_AT}; {} sent, {} twice; finished {:?} after the kill",
         posts.len(),

@@ -113,7 +113,8 @@ fn query_exists(url: &str, sql: &str) -> Result<bool, String> {
     Ok(!list(url, sql)?.is_empty())
 }
 
-/// The first column of `sql`'s rows, as text.
+/// The first column of `sql`'s rows, as text (the simple protocol: `sql`
+/// may be any statement, `CREATE DATABASE` included).
 fn list(url: &str, sql: &str) -> Result<Vec<String>, String> {
     off_runtime(|| list_here(url, sql))
 }
@@ -157,30 +158,7 @@ fn list_here(url: &str, sql: &str) -> Result<Vec<String>, String> {
 
 /// Runs `sql` on the server's maintenance database.
 fn admin(url: &str, sql: &str) -> Result<(), String> {
-    off_runtime(|| admin_here(url, sql))
-}
-
-fn admin_here(url: &str, sql: &str) -> Result<(), String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    rt.block_on(async {
-        let mut config: tokio_postgres::Config = url.parse().map_err(|e| format!("{e}"))?;
-        config.connect_timeout(std::time::Duration::from_secs(5));
-        let (client, conn) = config
-            .connect(tokio_postgres::NoTls)
-            .await
-            .map_err(|e| crate::describe(&e))?;
-        let conn = tokio::spawn(conn);
-        let out = client
-            .batch_execute(sql)
-            .await
-            .map_err(|e| crate::describe(&e));
-        drop(client);
-        let _ = conn.await;
-        out
-    })
+    list(url, sql).map(|_| ())
 }
 
 /// `url` with its database replaced by `db` (URL form only).
