@@ -15,6 +15,8 @@ use crate::shutdown::Drain;
 const JOBS: &[(&str, &str, Duration, u32)] = &[
     ("collect", "expire", Duration::from_millis(500), 100),
     ("collect", "reconcile", Duration::from_millis(1000), 200),
+    // Backfills the list's index once (payments stored before it existed).
+    ("collect", "index", Duration::from_millis(1000), 500),
     ("bulk", "payouts", Duration::from_millis(500), 50),
 ];
 

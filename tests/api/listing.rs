@@ -1,5 +1,6 @@
-//! Lists: a merchant's payments (creation order, filters, cursor), a
-//! payment's refunds, one refund.
+//! Lists: a merchant's payments (newest first, filters from the `listing`
+//! index, cursors both ways, the index's backfill), a payment's refunds,
+//! one refund.
 
 use serde_json::{Value, json};
 
@@ -8,7 +9,7 @@ use crate::support::*;
 fn ids(page: &Value) -> Vec<String> {
     page["data"]
         .as_array()
-        .unwrap()
+        .unwrap_or_else(|| panic!("not a list: {page}"))
         .iter()
         .map(|p| p["id"].as_str().unwrap().to_string())
         .collect()
@@ -21,7 +22,7 @@ fn payment(country: &str, operator: &str, phone: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn payments_are_listed_oldest_first_filtered_and_paged() {
+async fn payments_are_listed_newest_first_filtered_and_paged_both_ways() {
     let app = spawn_app().await;
     let (_, key, _) = app.merchant("Shop");
     let (_, other, _) = app.merchant("Other");
@@ -37,8 +38,10 @@ async fn payments_are_listed_oldest_first_filtered_and_paged() {
         assert_eq!(status, 201, "{p}");
         created.push(p);
     }
+    // Newest first.
     let all: Vec<String> = created
         .iter()
+        .rev()
         .map(|p| p["id"].as_str().unwrap().to_string())
         .collect();
     let list = |query: &str| {
@@ -54,8 +57,9 @@ async fn payments_are_listed_oldest_first_filtered_and_paged() {
         (page["object"].as_str(), page["has_more"].as_bool()),
         (Some("list"), Some(false))
     );
-    assert_eq!(ids(&page), all, "oldest first");
+    assert_eq!(ids(&page), all, "newest first");
     assert!(page["next_starting_after"].is_null());
+    assert!(page.get("next_ending_before").is_none(), "{page}");
 
     // Pages of two, each continuing where the last stopped.
     let mut seen = Vec::new();
@@ -72,17 +76,51 @@ async fn payments_are_listed_oldest_first_filtered_and_paged() {
         }
     }
     assert_eq!(seen, all);
+    // And back with `ending_before`, each page still newest first.
+    let mut back = Vec::new();
+    let mut cursor = format!("&ending_before={}", all[4]);
+    for expected_more in [true, false] {
+        let (_, page) = list(&format!("?limit=2{cursor}")).await;
+        assert_eq!(page["has_more"], expected_more, "{page}");
+        assert!(page["next_starting_after"].is_null(), "{page}");
+        let mut got = ids(&page);
+        got.extend(back);
+        back = got;
+        if expected_more {
+            cursor = format!(
+                "&ending_before={}",
+                page["next_ending_before"].as_str().unwrap()
+            );
+        }
+    }
+    assert_eq!(back, all[..4]);
 
-    // Filters: by alias, country, reference, status, creation time.
-    assert_eq!(
-        ids(&list("?operator=mtn").await.1),
-        [all[0].as_str(), &all[1], &all[3]]
-    );
+    // Filters: by alias, country, reference, status, creation time, each
+    // paged one by one with no short page (they come from an index).
+    let mtn = [all[1].as_str(), &all[3], &all[4]];
+    assert_eq!(ids(&list("?operator=mtn").await.1), mtn);
+    let mut seen = Vec::new();
+    let mut cursor = String::new();
+    for expected_more in [true, true, false] {
+        let (_, page) = list(&format!("?operator=mtn-bj&country=BJ&limit=1{cursor}")).await;
+        assert_eq!(ids(&page).len(), 1, "{page}");
+        assert_eq!(page["has_more"], expected_more, "{page}");
+        seen.extend(ids(&page));
+        cursor = format!("&starting_after={}", seen.last().unwrap());
+    }
+    assert_eq!(seen, mtn);
+    let (_, page) = list(&format!("?operator=mtn&ending_before={}", all[4])).await;
+    assert_eq!(ids(&page), [all[1].as_str(), &all[3]]);
     assert_eq!(ids(&list("?country=TG").await.1), [all[2].as_str()]);
+    assert_eq!(
+        ids(&list("?country=TG&operator=orange-ci").await.1).len(),
+        0
+    );
+    assert_eq!(ids(&list("?country=CI&status=refunded").await.1).len(), 0);
     let reference = created[4]["reference"].as_str().unwrap();
     assert_eq!(
         ids(&list(&format!("?reference={reference}")).await.1),
-        [all[4].as_str()]
+        [all[0].as_str()]
     );
     assert_eq!(
         ids(&list(&format!("?reference={reference}&country=BJ")).await.1).len(),
@@ -91,12 +129,22 @@ async fn payments_are_listed_oldest_first_filtered_and_paged() {
     let failed = app
         .get(
             &key,
-            &format!("/api/v1/collect/payments/{}?sync=true", all[1]),
+            &format!("/api/v1/collect/payments/{}?sync=true", all[3]),
         )
         .await
         .1;
     assert_eq!(failed["status"], "failed", "{failed}");
-    assert_eq!(ids(&list("?status=failed").await.1), [all[1].as_str()]);
+    assert_eq!(ids(&list("?status=failed").await.1), [all[3].as_str()]);
+    assert_eq!(
+        ids(&list("?status=failed&operator=mtn&country=BJ").await.1),
+        [all[3].as_str()]
+    );
+    // The index follows the status: the failed payment left its old one.
+    assert!(!ids(&list("?limit=100").await.1).is_empty());
+    for status in ["pending", "processing"] {
+        let (_, page) = list(&format!("?status={status}&limit=100")).await;
+        assert!(!ids(&page).contains(&all[3]), "{status}: {page}");
+    }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -123,6 +171,11 @@ async fn payments_are_listed_oldest_first_filtered_and_paged() {
         ("?operator=nokia", "operator"),
         ("?created[gte]=yesterday", "created[gte]"),
         ("?starting_after=order-1", "starting_after"),
+        ("?ending_before=order-1", "ending_before"),
+        (
+            "?starting_after=0190b1e2-0000-7000-8000-000000000000&ending_before=0190b1e2-0000-7000-8000-000000000000",
+            "ending_before",
+        ),
         ("?country=FR", "country"),
         ("?reference=", "reference"),
     ] {
@@ -158,8 +211,9 @@ async fn a_payments_refunds_are_listed_and_each_is_read() {
 
     let (status, page) = app.get(&key, &refunds).await;
     assert_eq!(status, 200, "{page}");
-    assert_eq!(ids(&page), made, "oldest first");
-    assert_eq!(page["data"][0]["amount"], 500);
+    made.reverse();
+    assert_eq!(ids(&page), made, "newest first");
+    assert_eq!(page["data"][0]["amount"], 400);
     let (_, first) = app.get(&key, &format!("{refunds}?limit=1")).await;
     assert_eq!(
         (ids(&first), first["has_more"].as_bool()),
@@ -168,7 +222,10 @@ async fn a_payments_refunds_are_listed_and_each_is_read() {
     let (_, second) = app
         .get(
             &key,
-            &format!("{refunds}?limit=1&starting_after={}", made[0]),
+            &format!(
+                "{refunds}?limit=1&starting_after={}",
+                first["next_starting_after"].as_str().unwrap()
+            ),
         )
         .await;
     assert_eq!(
@@ -183,7 +240,7 @@ async fn a_payments_refunds_are_listed_and_each_is_read() {
     assert_eq!(ids(&app.get(&key, &by_ref).await.1), made);
 
     let (status, r) = app
-        .get(&key, &format!("/api/v1/collect/refunds/{}", made[1]))
+        .get(&key, &format!("/api/v1/collect/refunds/{}", made[0]))
         .await;
     assert_eq!(status, 200, "{r}");
     assert_eq!(
@@ -216,4 +273,112 @@ async fn a_payments_refunds_are_listed_and_each_is_read() {
         .unwrap();
     assert_eq!(resp.status(), 405);
     assert_eq!(resp.headers()["allow"], "GET");
+}
+
+/// A database from before the `listing` index: payments with no entry in
+/// it. Until the backfill is done the filters are checked on the payments
+/// table; the job then indexes every payment (over several rounds) and the
+/// filters come from the index, with the same answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payments_stored_before_the_listing_index_are_backfilled_into_it() {
+    let app = spawn_app().await;
+    let (merchant, key, _) = app.merchant("Shop");
+    let (_, p) = app
+        .create(&key, &new_key(), &direct_payment("+2290166000001"))
+        .await;
+    let db = test_storage(&base_config(app.data_dir.path())).backend;
+    let template: Value = serde_json::from_slice(
+        &db.get(
+            "collect",
+            "payments",
+            &format!("test/{merchant}/{}", p["id"].as_str().unwrap()),
+        )
+        .unwrap()
+        .expect("the payment is stored"),
+    )
+    .unwrap();
+
+    // 1,200 old payments (over two rounds of the job), a third of them
+    // failed, written as an older version would have: no `listing` entry.
+    let mut failed = Vec::new();
+    let mut tx = db.begin("collect").unwrap();
+    let mut old_ids = Vec::new();
+    for i in 0..1200u32 {
+        let id = uuid::Uuid::now_v7().to_string();
+        let mut record = template.clone();
+        record["id"] = json!(id);
+        record["reference"] = json!(format!("old-{i}"));
+        record["status"] = json!(if i % 3 == 0 { "failed" } else { "completed" });
+        if i % 3 == 0 {
+            failed.push(id.clone());
+        }
+        tx.put(
+            "payments",
+            &format!("test/{merchant}/{id}"),
+            &serde_json::to_vec(&record).unwrap(),
+        )
+        .unwrap();
+        old_ids.push(id);
+    }
+    for table in ["listing"] {
+        for (k, _) in tx.scan(table, "", "", 1000).unwrap() {
+            tx.delete(table, &k).unwrap();
+        }
+    }
+    tx.delete("meta", "listing").unwrap();
+    tx.delete("meta", "listing-backfill").unwrap();
+    tx.commit().unwrap();
+    failed.reverse(); // newest first
+
+    let failed_pages = || async {
+        let mut seen = Vec::new();
+        let mut cursor = String::new();
+        loop {
+            let (status, page) = app
+                .get(
+                    &key,
+                    &format!("/api/v1/collect/payments?status=failed&limit=100{cursor}"),
+                )
+                .await;
+            assert_eq!(status, 200, "{page}");
+            seen.extend(ids(&page));
+            if page["has_more"] != true {
+                return seen;
+            }
+            cursor = format!(
+                "&starting_after={}",
+                page["next_starting_after"].as_str().unwrap()
+            );
+        }
+    };
+    // Before or during the backfill: the same answer, from the payments table.
+    assert_eq!(failed_pages().await, failed);
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while db.get("collect", "meta", "listing").unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "the backfill ended");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let mut indexed = Vec::new();
+    let (mut start, end) = (format!("test/{merchant}/"), format!("test/{merchant}0"));
+    loop {
+        let rows = db.scan("collect", "listing", &start, &end, 1000).unwrap();
+        let Some((last, _)) = rows.last() else { break };
+        start = format!("{last}\u{1}");
+        indexed.extend(
+            rows.iter()
+                .map(|(k, _)| k.rsplit('/').next().unwrap().to_string()),
+        );
+    }
+    indexed.sort();
+    let mut want = old_ids.clone();
+    want.push(p["id"].as_str().unwrap().to_string());
+    want.sort();
+    assert_eq!(indexed, want, "every payment is in the index once");
+    assert_eq!(failed_pages().await, failed);
+    let (_, page) = app
+        .get(&key, "/api/v1/collect/payments?status=completed&limit=5")
+        .await;
+    assert_eq!(ids(&page).len(), 5, "{page}");
+    assert_eq!(page["has_more"], true);
 }

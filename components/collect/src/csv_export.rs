@@ -1,7 +1,7 @@
 //! `GET /payments/export`: a period's payments as CSV for accounting.
 //!
-//! One call answers one page (at most [`MAX_SCANNED`] payments read, the
-//! list's scan and filters) and, when the period goes on, names the next
+//! Oldest first: a period reads as a ledger. One call answers one page (at
+//! most [`MAX_SCANNED`] payments read, the list's scan and filters) and, when the period goes on, names the next
 //! page in the `mmc-continue` response header: the query to call again
 //! with. The host streams the pages one after another into one response
 //! (`host/src/http/paged.rs`), so neither side ever holds more than a page,
@@ -12,7 +12,7 @@
 use mmc_domain::{Status, time};
 
 use crate::ApiError;
-use crate::listing::{self, MAX_SCANNED, Range};
+use crate::listing::{self, MAX_SCANNED, Order, Range};
 use crate::mmc::api::http_types::{Caller, Request, Response};
 use crate::mmc::platform::clock;
 use crate::store::Payment;
@@ -54,7 +54,7 @@ pub fn export_payments(caller: &Caller, req: &Request) -> Result<Response, ApiEr
         Some(lt) => lt,
         None => clock::now_ms() / 1000 + 1,
     };
-    let after = listing::cursor(req)?;
+    let after = listing::cursor(req, "starting_after")?;
     let filters = listing::filters(req)?;
 
     let page = listing::scan_payments(
@@ -67,6 +67,7 @@ pub fn export_payments(caller: &Caller, req: &Request) -> Result<Response, ApiEr
         },
         &filters,
         MAX_SCANNED,
+        Order::Asc,
     )?;
     let mut body = String::with_capacity(200 * (page.payments.len() + 1));
     if after.is_none() {

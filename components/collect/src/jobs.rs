@@ -175,3 +175,46 @@ fn record_poll(
     };
     tx.save_payment(&p, previous)
 }
+
+/// Puts payments stored before the `listing` index existed into it, `limit`
+/// per round in key order, then marks it ready (`meta/listing`); until then
+/// the list checks its filters on the payments table instead. A payment
+/// saved meanwhile indexes itself: putting its key again changes nothing,
+/// and this round's transaction reads the record it indexes.
+pub fn build_listing_index(limit: u32) -> u32 {
+    match index_some(limit) {
+        Ok(n) => n,
+        Err(e) => {
+            log::log(
+                log::Level::Error,
+                &format!("listing index backfill failed: {}", e.message),
+            );
+            0
+        }
+    }
+}
+
+fn index_some(limit: u32) -> Result<u32, crate::ApiError> {
+    if store::listing_ready()? {
+        return Ok(0);
+    }
+    let tx = crate::mmc::platform::storage::begin()?;
+    let done_up_to = tx
+        .get("meta", store::LISTING_BACKFILL)?
+        .map(|k| String::from_utf8_lossy(&k).into_owned());
+    let start = done_up_to.map(|k| format!("{k}\u{1}")).unwrap_or_default();
+    let rows = tx.scan("payments", &start, "", limit)?;
+    for row in &rows {
+        let listed: store::Listed = serde_json::from_slice(&row.value)
+            .map_err(|e| crate::ApiError::internal(format!("corrupt record: {e}")))?;
+        tx.put("listing", &store::listing_key(&listed), b"")?;
+    }
+    match rows.last() {
+        Some(last) if rows.len() as u32 == limit => {
+            tx.put("meta", store::LISTING_BACKFILL, last.key.as_bytes())?
+        }
+        _ => tx.put("meta", store::LISTING_READY, b"ready")?,
+    }
+    tx.commit()?;
+    Ok(rows.len() as u32)
+}

@@ -1,14 +1,12 @@
-//! What a merchant lists: payments in creation order, with filters and a
-//! cursor; a payment's refunds; one refund.
+//! What a merchant lists: payments newest first (as Stripe's lists), with
+//! filters and cursors both ways; a payment's refunds; one refund.
 //!
 //! Payment ids are UUIDv7, so the `payments` table (keyed
-//! `env/merchant/id`) is itself the index by creation time: a page is one
-//! ordered range scan, `created[gte|lt]` narrows the range by the ids' time
-//! prefix, `reference` is one lookup in `refs`. `status`, `operator` and
-//! `country` are checked on the payments of the range, at most
-//! [`MAX_SCANNED`] per request: a page may then hold fewer than `limit`
-//! payments while `has_more` is true; `next_starting_after` says where the
-//! next page starts.
+//! `env/merchant/id`) is itself the index by creation time: an unfiltered
+//! page is one ordered range scan, `created[gte|lt]` narrows the range by
+//! the ids' time prefix, `reference` is one lookup in `refs`. `status`,
+//! `operator` and `country` are answered from the `listing` index (see
+//! [`scan_payments`]).
 
 use serde::Serialize;
 
@@ -25,6 +23,8 @@ const DEFAULT_LIMIT: u32 = 10;
 const MAX_LIMIT: u32 = 100;
 /// Payments read at most per request when filters drop some.
 pub const MAX_SCANNED: u32 = 1000;
+/// The largest page one storage scan returns (the host's cap).
+const SCAN_CAP: u32 = 1000;
 
 const STATUSES: [Status; 9] = [
     Status::Pending,
@@ -43,15 +43,25 @@ struct Page<T> {
     object: &'static str,
     data: Vec<T>,
     has_more: bool,
-    /// Where the next page starts (`starting_after`), when there is one.
+    /// Where the next older page starts (`starting_after`), when there is one.
     next_starting_after: Option<String>,
+    /// Paging with `ending_before`: where the next newer page ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_ending_before: Option<String>,
 }
 
+/// A list page, newest first; `next` continues in the direction `order`
+/// was read (`Desc`: older, `Asc`: newer).
 fn page_response<T: Serialize>(
     data: Vec<T>,
     has_more: bool,
-    next_starting_after: Option<String>,
+    next: Option<String>,
+    order: Order,
 ) -> Response {
+    let (next_starting_after, next_ending_before) = match order {
+        Order::Desc => (next, None),
+        Order::Asc => (None, next),
+    };
     json_response(
         200,
         &Page {
@@ -59,6 +69,7 @@ fn page_response<T: Serialize>(
             data,
             has_more,
             next_starting_after,
+            next_ending_before,
         },
     )
 }
@@ -70,6 +81,43 @@ pub struct Filters {
 }
 
 impl Filters {
+    fn is_empty(&self) -> bool {
+        self.status.is_none() && self.operator.is_none() && self.country.is_none()
+    }
+
+    /// The `listing` prefixes holding every payment these filters keep:
+    /// each status, country and operator (or none chosen yet) they allow.
+    fn prefixes(&self, env: &str, merchant: &str) -> Vec<String> {
+        let statuses: Vec<Status> = match self.status {
+            Some(s) => vec![s],
+            None => STATUSES.to_vec(),
+        };
+        let mut routes: Vec<(&str, Option<&str>)> = Vec::new();
+        for country in operators::Country::ALL {
+            let code = country.code();
+            if self.country.as_deref().is_some_and(|c| c != code) {
+                continue;
+            }
+            if self.operator.is_none() {
+                routes.push((code, None));
+            }
+            for op in operators::OPERATORS.iter().filter(|o| o.country == country) {
+                if self.operator.is_none_or(|want| want == op.slug) {
+                    routes.push((code, Some(op.slug)));
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(statuses.len() * routes.len());
+        for &status in &statuses {
+            for &(country, operator) in &routes {
+                out.push(store::listing_prefix(
+                    env, merchant, status, country, operator,
+                ));
+            }
+        }
+        out
+    }
+
     fn keep(&self, p: &Payment) -> bool {
         self.status.is_none_or(|s| p.status == s)
             && self
@@ -108,16 +156,17 @@ fn limit(req: &Request) -> Result<u32, ApiError> {
     }
 }
 
-/// A payment or refund id given as a cursor: a UUID.
-pub fn cursor(req: &Request) -> Result<Option<String>, ApiError> {
-    match param(req, "starting_after") {
+/// A payment or refund id given as a cursor (`starting_after`,
+/// `ending_before`): a UUID.
+pub fn cursor(req: &Request, name: &str) -> Result<Option<String>, ApiError> {
+    match param(req, name) {
         None => Ok(None),
         Some(v) => uuid::Uuid::parse_str(&v)
             .map(|u| Some(u.hyphenated().to_string()))
             .map_err(|_| {
                 invalid(
-                    "starting_after",
-                    "starting_after must be a payment id (a UUID).".into(),
+                    name,
+                    format!("{name} must be a payment or refund id (a UUID)."),
                 )
             }),
     }
@@ -188,11 +237,24 @@ pub fn filters(req: &Request) -> Result<Filters, ApiError> {
     })
 }
 
-/// `GET /payments`: the merchant's payments, oldest first.
+/// `GET /payments`: the merchant's payments, newest first (as Stripe's
+/// lists): `starting_after` pages to older ones, `ending_before` to newer.
 pub fn list_payments(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
     let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
     let limit = limit(req)?;
-    let after = cursor(req)?;
+    let (cursor, order) = match (
+        cursor(req, "starting_after")?,
+        cursor(req, "ending_before")?,
+    ) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "ending_before",
+                "Give starting_after or ending_before, not both.".into(),
+            ));
+        }
+        (None, Some(before)) => (Some(before), Order::Asc),
+        (after, None) => (after, Order::Desc),
+    };
     let gte = seconds(req, "created[gte]")?;
     let lt = seconds(req, "created[lt]")?;
     let filters = filters(req)?;
@@ -209,32 +271,49 @@ pub fn list_payments(caller: &Caller, req: &Request) -> Result<Response, ApiErro
             .filter(|p| p.reference == reference && filters.keep(p))
             .filter(|p| gte.is_none_or(|s| p.created_at_ms >= s * 1000))
             .filter(|p| lt.is_none_or(|s| p.created_at_ms < s * 1000))
-            .filter(|p| after.as_deref().is_none_or(|a| p.id.as_str() > a));
+            .filter(|p| {
+                cursor.as_deref().is_none_or(|c| match order {
+                    Order::Desc => p.id.as_str() < c,
+                    Order::Asc => p.id.as_str() > c,
+                })
+            });
         let data: Vec<PaymentView> = found.iter().map(|p| PaymentView::new(p, false)).collect();
-        return Ok(page_response(data, false, None));
+        return Ok(page_response(data, false, None, order));
     }
 
-    let page = scan_payments(
+    let mut page = scan_payments(
         &Range {
             env,
             merchant,
-            after: after.as_deref(),
+            after: cursor.as_deref(),
             gte,
             lt,
         },
         &filters,
         limit,
+        order,
     )?;
+    if order == Order::Asc {
+        page.payments.reverse(); // newest first, whichever way it was read
+    }
     let data: Vec<PaymentView> = page
         .payments
         .iter()
         .map(|p| PaymentView::new(p, false))
         .collect();
-    Ok(page_response(data, page.has_more, page.next))
+    Ok(page_response(data, page.has_more, page.next, order))
 }
 
-/// Where a scan of a merchant's payments runs: after a cursor, within a
-/// creation-time range (Unix seconds, `lt` exclusive).
+/// Which way a scan reads: `Asc` from the oldest (the export, and a list's
+/// `ending_before`), `Desc` from the newest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    Asc,
+    Desc,
+}
+
+/// Where a scan of a merchant's payments runs: past a cursor (in the scan's
+/// order), within a creation-time range (Unix seconds, `lt` exclusive).
 pub struct Range<'a> {
     pub env: &'a str,
     pub merchant: &'a str,
@@ -243,71 +322,165 @@ pub struct Range<'a> {
     pub lt: Option<u64>,
 }
 
-/// One page of a scan: the payments kept, whether the range goes on, and
-/// where the next page starts.
+/// One page of a scan: the payments kept (in the scan's order), whether the
+/// range goes on, and where the next page starts.
 pub struct ScanPage {
     pub payments: Vec<Payment>,
     pub has_more: bool,
     pub next: Option<String>,
 }
 
-/// Up to `limit` payments of `range` that pass `filters`, oldest first,
-/// reading at most [`MAX_SCANNED`]: the list's pages and the CSV export's.
+/// Up to `limit` payments of `range` that pass `filters`, in `order`,
+/// reading at most [`MAX_SCANNED`] entries: the list's pages and the CSV
+/// export's.
+///
+/// Without `status`, `operator` or `country`, the payments table is the
+/// index (ids are UUIDv7: key order is creation order). With them, the
+/// `listing` index: one prefix per (status, country, operator) the filters
+/// allow, each in id order, merged. Until `listing` is backfilled (a
+/// database from before it), the filters are checked on the payments table.
 pub fn scan_payments(
     range: &Range<'_>,
     filters: &Filters,
     limit: u32,
+    order: Order,
 ) -> Result<ScanPage, ApiError> {
-    let Range {
-        env,
-        merchant,
-        after,
-        gte,
-        lt,
-    } = *range;
-    let prefix = scope(env, merchant, "");
-    let mut start = match (after, gte) {
-        (Some(a), Some(s)) => format!("{prefix}{}", a.max(&id_floor(s * 1000))),
-        (Some(a), None) => format!("{prefix}{a}"),
-        (None, Some(s)) => format!("{prefix}{}", id_floor(s * 1000)),
-        (None, None) => prefix.clone(),
-    };
-    // `env/merchant0` is the first key after every `env/merchant/…`.
-    let end = match lt {
-        Some(s) => format!("{prefix}{}", id_floor(s * 1000)),
-        None => format!("{}0", prefix.trim_end_matches('/')),
-    };
+    let chunk = (limit + 1).min(SCAN_CAP);
+    if filters.is_empty() || !store::listing_ready()? {
+        let prefix = scope(range.env, range.merchant, "");
+        let run = Run::new("payments", &prefix, range, order, chunk);
+        return merge(vec![run], range, filters, limit, order);
+    }
+    let runs = filters
+        .prefixes(range.env, range.merchant)
+        .iter()
+        .map(|prefix| Run::new("listing", prefix, range, order, chunk.min(101)))
+        .collect();
+    merge(runs, range, filters, limit, order)
+}
+
+/// One key range of one table, read a chunk at a time in the scan's order.
+struct Run {
+    table: &'static str,
+    /// `[lo, hi)`, narrowed as chunks are read.
+    lo: String,
+    hi: String,
+    order: Order,
+    chunk: u32,
+    buf: std::collections::VecDeque<storage::Entry>,
+    done: bool,
+}
+
+impl Run {
+    /// The keys under `prefix` (ending in `/`, followed by a payment id)
+    /// within `range`.
+    fn new(table: &'static str, prefix: &str, range: &Range<'_>, order: Order, chunk: u32) -> Run {
+        let mut lo = match range.gte {
+            Some(s) => format!("{prefix}{}", id_floor(s * 1000)),
+            None => prefix.to_string(),
+        };
+        // `a/b0` is the first key after every `a/b/…`.
+        let mut hi = match range.lt {
+            Some(s) => format!("{prefix}{}", id_floor(s * 1000)),
+            None => format!("{}0", prefix.trim_end_matches('/')),
+        };
+        if let Some(c) = range.after {
+            match order {
+                Order::Asc => lo = lo.max(format!("{prefix}{c}\u{1}")),
+                Order::Desc => hi = hi.min(format!("{prefix}{c}")),
+            }
+        }
+        Run {
+            table,
+            lo,
+            hi,
+            order,
+            chunk,
+            buf: Default::default(),
+            done: false,
+        }
+    }
+
+    /// The next entry's payment id, reading a chunk when the buffer is empty.
+    fn peek(&mut self) -> Result<Option<&str>, ApiError> {
+        if self.buf.is_empty() && !self.done {
+            self.fill()?;
+        }
+        Ok(self.buf.front().map(|e| entry_id(&e.key)))
+    }
+
+    fn fill(&mut self) -> Result<(), ApiError> {
+        if self.lo >= self.hi {
+            self.done = true;
+            return Ok(());
+        }
+        let rows = match self.order {
+            Order::Asc => storage::scan(self.table, &self.lo, &self.hi, self.chunk)?,
+            Order::Desc => storage::scan_desc(self.table, &self.lo, &self.hi, self.chunk)?,
+        };
+        self.done = (rows.len() as u32) < self.chunk;
+        if let Some(last) = rows.last() {
+            match self.order {
+                Order::Asc => self.lo = format!("{}\u{1}", last.key),
+                Order::Desc => self.hi = last.key.clone(),
+            }
+        }
+        self.buf.extend(rows);
+        Ok(())
+    }
+}
+
+fn entry_id(key: &str) -> &str {
+    key.rsplit('/').next().unwrap_or_default()
+}
+
+/// Merges `runs` by payment id in `order` into one page. A `payments` entry
+/// carries its record; a `listing` entry is a key, whose record is read and
+/// checked (a filter's answer is the record's, never the index's alone).
+fn merge(
+    mut runs: Vec<Run>,
+    range: &Range<'_>,
+    filters: &Filters,
+    limit: u32,
+    order: Order,
+) -> Result<ScanPage, ApiError> {
     let mut payments: Vec<Payment> = Vec::new();
     let mut scanned = 0;
     let mut last_scanned: Option<String> = None;
-    let mut range_done = false;
-    while payments.len() <= limit as usize && scanned < MAX_SCANNED {
-        let want = (limit + 1).min(MAX_SCANNED - scanned);
-        let rows = storage::scan("payments", &start, &end, want)?;
-        range_done = (rows.len() as u32) < want;
-        for storage::Entry { key, value } in rows {
-            let id = key.rsplit('/').next().unwrap_or_default().to_string();
-            start = format!("{key}\u{1}");
-            if after == Some(id.as_str()) {
-                continue; // `starting_after` itself
-            }
-            scanned += 1;
-            last_scanned = Some(id);
-            let p: Payment = serde_json::from_slice(&value)
-                .map_err(|e| ApiError::internal(format!("corrupt record: {e}")))?;
-            if filters.keep(&p) {
-                payments.push(p);
-                if payments.len() > limit as usize {
-                    break;
+    while payments.len() < limit as usize && scanned < MAX_SCANNED {
+        // The run whose next id comes first in `order`.
+        let mut best: Option<(usize, String)> = None;
+        for (i, run) in runs.iter_mut().enumerate() {
+            if let Some(id) = run.peek()? {
+                let first = best.as_ref().is_none_or(|(_, b)| match order {
+                    Order::Asc => id < b.as_str(),
+                    Order::Desc => id > b.as_str(),
+                });
+                if first {
+                    best = Some((i, id.to_string()));
                 }
             }
         }
-        if range_done {
-            break;
+        let Some((i, id)) = best else { break };
+        let entry = runs[i].buf.pop_front().expect("peeked");
+        scanned += 1;
+        let record = if runs[i].table == "payments" {
+            Some(
+                serde_json::from_slice::<Payment>(&entry.value)
+                    .map_err(|e| ApiError::internal(format!("corrupt record: {e}")))?,
+            )
+        } else {
+            store::read_payment(range.env, range.merchant, &id)?
+        };
+        if let Some(p) = record.filter(|p| p.id == id && filters.keep(p)) {
+            payments.push(p);
         }
+        last_scanned = Some(id);
     }
-    let has_more = payments.len() > limit as usize || !range_done;
-    payments.truncate(limit as usize);
+    let mut has_more = false;
+    for run in &mut runs {
+        has_more |= run.peek()?.is_some();
+    }
     let next = if !has_more {
         None
     } else if payments.len() == limit as usize {
@@ -322,11 +495,12 @@ pub fn scan_payments(
     })
 }
 
-/// `GET /payments/{reference_or_id}/refunds`: the payment's refunds, oldest first.
+/// `GET /payments/{reference_or_id}/refunds`: the payment's refunds, newest
+/// first (a payment has few: `starting_after` pages, no `ending_before`).
 pub fn payment_refunds(caller: &Caller, req: &Request, id: &str) -> Result<Response, ApiError> {
     let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
     let limit = limit(req)?;
-    let after = cursor(req)?;
+    let after = cursor(req, "starting_after")?;
     let p =
         store::read_payment(env, merchant, id)?.ok_or_else(|| ApiError::payment_not_found(id))?;
     let refunds = store::read_payment_refunds(env, merchant, &p.id, after.as_deref(), limit + 1)?;
@@ -337,7 +511,12 @@ pub fn payment_refunds(caller: &Caller, req: &Request, id: &str) -> Result<Respo
         .map(refund_json)
         .collect();
     let next_starting_after = has_more.then(|| refunds[limit as usize - 1].id.clone());
-    Ok(page_response(data, has_more, next_starting_after))
+    Ok(page_response(
+        data,
+        has_more,
+        next_starting_after,
+        Order::Desc,
+    ))
 }
 
 /// `GET /refunds/{id}`.

@@ -15,6 +15,8 @@
 //! | refund_active | next_check_ms/env/merchant/refund id | (empty) — refunds to poll |
 //! | payment_refunds | env/merchant/payment id/refund id | (empty) — a payment's refunds |
 //! | refund_idem | env/merchant/idempotency-key | [`RefundIdem`] |
+//! | listing | env/merchant/status/country/operator/id | (empty) — the list's filters ([`listing_key`]) |
+//! | meta | `listing` / `listing-backfill` | set once payments stored before `listing` existed are in it / how far its backfill got |
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -270,7 +272,7 @@ pub fn read_refund(env: &str, merchant: &str, id: &str) -> Result<Option<Refund>
     decode(storage::get("refunds", &scope(env, merchant, id))?)
 }
 
-/// Refunds of `payment_id`, oldest first, after refund `after`, at most `limit`.
+/// Refunds of `payment_id`, newest first, older than refund `after`, at most `limit`.
 pub fn read_payment_refunds(
     env: &str,
     merchant: &str,
@@ -279,13 +281,12 @@ pub fn read_payment_refunds(
     limit: u32,
 ) -> Result<Vec<Refund>, ApiError> {
     let prefix = format!("{env}/{merchant}/{payment_id}/");
-    let start = match after {
-        Some(a) => format!("{prefix}{a}\u{1}"),
-        None => prefix.clone(),
+    let end = match after {
+        Some(a) => format!("{prefix}{a}"),
+        None => format!("{}0", prefix.trim_end_matches('/')),
     };
-    let end = format!("{}0", prefix.trim_end_matches('/'));
     let mut out = Vec::new();
-    for storage::Entry { key, .. } in storage::scan("payment_refunds", &start, &end, limit)? {
+    for storage::Entry { key, .. } in storage::scan_desc("payment_refunds", &prefix, &end, limit)? {
         let id = key.rsplit('/').next().unwrap_or_default();
         if let Some(r) = read_refund(env, merchant, id)? {
             out.push(r);
@@ -536,13 +537,29 @@ impl Tx {
             &format!("{}/{}", p.environment, p.id),
             p.merchant_id.as_bytes(),
         )?;
-        self.save_payment(p, None)
+        self.put("listing", &listing_key(&Listed::of(p)), b"")?;
+        self.write_payment(p, None)
     }
 
-    /// Writes `p`, keeping the `expiry` and `active` indexes in step with its
-    /// status. `previous_check` is the `next_check_ms` it was stored with.
-    /// (`pspref` is kept by [`Tx::index_psp_reference`].)
+    /// Writes `p`, keeping the `expiry`, `active` and `listing` indexes in
+    /// step with its status. `previous_check` is the `next_check_ms` it was
+    /// stored with. (`pspref` is kept by [`Tx::index_psp_reference`].)
     pub fn save_payment(&self, p: &Payment, previous_check: Option<u64>) -> Result<(), ApiError> {
+        // As stored before this write: a draft knows it from the read that
+        // loaded `p`, so this costs no storage call there.
+        let stored = self.get("payments", &scope(&p.environment, &p.merchant_id, &p.id))?;
+        let before: Option<Listed> = decode(stored)?;
+        let after = Listed::of(p);
+        if before.as_ref() != Some(&after) {
+            if let Some(before) = before {
+                self.delete("listing", &listing_key(&before))?;
+            }
+            self.put("listing", &listing_key(&after), b"")?;
+        }
+        self.write_payment(p, previous_check)
+    }
+
+    fn write_payment(&self, p: &Payment, previous_check: Option<u64>) -> Result<(), ApiError> {
         let (env, m, id) = (&p.environment, &p.merchant_id, &p.id);
         if let Some(at) = previous_check {
             self.delete("active", &time_key(at, env, m, id))?;
@@ -616,6 +633,71 @@ impl Tx {
         )?;
         self.put("refunds", &scope(env, m, id), &encode(r))
     }
+}
+
+/// `meta` key: present once every payment is in `listing`.
+pub const LISTING_READY: &str = "listing";
+/// `meta` key: the last payments key the backfill of `listing` has indexed.
+pub const LISTING_BACKFILL: &str = "listing-backfill";
+
+/// Whether `listing` holds every payment (committed data).
+pub fn listing_ready() -> Result<bool, ApiError> {
+    Ok(storage::get("meta", LISTING_READY)?.is_some())
+}
+
+/// What the `listing` index keys a payment by (decoded alone from a stored
+/// record: the other fields are skipped).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Listed {
+    pub environment: String,
+    pub merchant_id: String,
+    pub id: String,
+    pub status: Status,
+    pub country: String,
+    #[serde(default)]
+    pub operator: Option<String>,
+}
+
+impl Listed {
+    pub fn of(p: &Payment) -> Listed {
+        Listed {
+            environment: p.environment.clone(),
+            merchant_id: p.merchant_id.clone(),
+            id: p.id.clone(),
+            status: p.status,
+            country: p.country.clone(),
+            operator: p.operator.clone(),
+        }
+    }
+}
+
+/// A payment's key in `listing`: `env/merchant/status/country/operator/id`
+/// (`-` before an operator is chosen). Every filter of the list is a set of
+/// these prefixes, each in id (creation) order; the list merges them.
+pub fn listing_key(p: &Listed) -> String {
+    let prefix = listing_prefix(
+        &p.environment,
+        &p.merchant_id,
+        p.status,
+        &p.country,
+        p.operator.as_deref(),
+    );
+    format!("{prefix}{}", p.id)
+}
+
+/// The prefix (ending in `/`) of one status, country and operator in `listing`.
+pub fn listing_prefix(
+    env: &str,
+    merchant: &str,
+    status: Status,
+    country: &str,
+    operator: Option<&str>,
+) -> String {
+    format!(
+        "{env}/{merchant}/{}/{country}/{}/",
+        status.as_str(),
+        operator.unwrap_or("-")
+    )
 }
 
 /// An entry of a time-ordered index that is due.

@@ -374,6 +374,8 @@ const PUT: &str = "INSERT INTO kv (ns, tbl, k, v) VALUES ($1, $2, $3, $4)
 const DELETE: &str = "DELETE FROM kv WHERE ns = $1 AND tbl = $2 AND k = $3";
 const SCAN: &str = "SELECT k, v FROM kv WHERE ns = $1 AND tbl = $2 AND k >= $3
      AND (octet_length($4::bytea) = 0 OR k < $4) ORDER BY k LIMIT $5";
+const SCAN_DESC: &str = "SELECT k, v FROM kv WHERE ns = $1 AND tbl = $2 AND k >= $3
+     AND (octet_length($4::bytea) = 0 OR k < $4) ORDER BY k DESC LIMIT $5";
 const EMIT: &str = "INSERT INTO outbox
      (id, event_type, merchant_id, environment, subject_id, extra_url, payload, created_ms)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
@@ -396,11 +398,11 @@ async fn scan_on(
     c: &Client,
     ns: &str,
     table: &str,
-    start: &str,
-    end: &str,
+    (start, end): (&str, &str),
+    sql: &str,
     limit: u32,
 ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-    let stmt = c.prepare_cached(SCAN).await.map_err(db_err)?;
+    let stmt = c.prepare_cached(sql).await.map_err(db_err)?;
     let limit = i64::from(limit.min(MAX_SCAN));
     let rows = c
         .query(
@@ -607,6 +609,31 @@ impl Backend for Postgres {
         end: &str,
         limit: u32,
     ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        self.scan_with(SCAN, namespace, table, (start, end), limit)
+    }
+
+    fn scan_desc(
+        &self,
+        namespace: &str,
+        table: &str,
+        start: &str,
+        end: &str,
+        limit: u32,
+    ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        self.scan_with(SCAN_DESC, namespace, table, (start, end), limit)
+    }
+}
+
+impl Postgres {
+    /// A committed-data scan in the order `sql` gives ([`SCAN`] or [`SCAN_DESC`]).
+    fn scan_with(
+        &self,
+        sql: &'static str,
+        namespace: &str,
+        table: &str,
+        (start, end): (&str, &str),
+        limit: u32,
+    ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
         check_namespace(namespace)?;
         check_names(table, start)?;
         let pool = self.pool.clone();
@@ -618,7 +645,7 @@ impl Backend for Postgres {
         );
         run(&self.handle, async move {
             let conn = get_conn(&pool).await?;
-            scan_on(&conn, &ns, &table, &start, &end, limit).await
+            scan_on(&conn, &ns, &table, (&start, &end), sql, limit).await
         })
     }
 }
@@ -705,7 +732,7 @@ impl Transaction for PgTxn {
         check_names(table, start)?;
         let (table, start, end) = (table.to_string(), start.to_string(), end.to_string());
         self.call(|c, ns| async move {
-            let out = scan_on(&c, &ns, &table, &start, &end, limit).await;
+            let out = scan_on(&c, &ns, &table, (&start, &end), SCAN, limit).await;
             (c, out)
         })
     }

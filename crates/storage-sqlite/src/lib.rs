@@ -657,18 +657,26 @@ fn check_names(table: &str, key: &str) -> Result<(), StorageError> {
     Ok(())
 }
 
+/// Key order of a scan.
+#[derive(Clone, Copy)]
+enum Order {
+    Asc,
+    Desc,
+}
+
 fn scan_on(
     conn: &Connection,
     ns: &str,
     table: &str,
-    start: &str,
-    end: &str,
+    (start, end): (&str, &str),
+    order: Order,
     limit: u32,
 ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
     check_names(table, start)?;
-    let mut stmt = conn.prepare_cached(
-        "SELECT k, v FROM kv WHERE ns = ?1 AND tbl = ?2 AND k >= ?3 AND (?4 = '' OR k < ?4) ORDER BY k LIMIT ?5",
-    )?;
+    let mut stmt = conn.prepare_cached(match order {
+        Order::Asc => "SELECT k, v FROM kv WHERE ns = ?1 AND tbl = ?2 AND k >= ?3 AND (?4 = '' OR k < ?4) ORDER BY k LIMIT ?5",
+        Order::Desc => "SELECT k, v FROM kv WHERE ns = ?1 AND tbl = ?2 AND k >= ?3 AND (?4 = '' OR k < ?4) ORDER BY k DESC LIMIT ?5",
+    })?;
     let rows = stmt.query_map(params![ns, table, start, end, limit.min(MAX_SCAN)], |r| {
         Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
     })?;
@@ -806,7 +814,18 @@ impl Backend for Sqlite {
         end: &str,
         limit: u32,
     ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-        self.read(|c| scan_on(c, namespace, table, start, end, limit))
+        self.read(|c| scan_on(c, namespace, table, (start, end), Order::Asc, limit))
+    }
+
+    fn scan_desc(
+        &self,
+        namespace: &str,
+        table: &str,
+        start: &str,
+        end: &str,
+        limit: u32,
+    ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        self.read(|c| scan_on(c, namespace, table, (start, end), Order::Desc, limit))
     }
 }
 
@@ -856,7 +875,14 @@ impl Transaction for SqliteTxn {
         end: &str,
         limit: u32,
     ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-        scan_on(self.conn()?, &self.ns, table, start, end, limit)
+        scan_on(
+            self.conn()?,
+            &self.ns,
+            table,
+            (start, end),
+            Order::Asc,
+            limit,
+        )
     }
 
     fn emit(&mut self, e: &OutboxEvent) -> Result<(), StorageError> {

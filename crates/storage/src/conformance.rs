@@ -171,6 +171,33 @@ pub fn scan_is_ordered_bounded_and_ranged(db: &dyn Backend) {
     );
     assert!(db.scan(ns, "mixed", "", "", 0).unwrap().is_empty());
 
+    // Descending: the same ranges from the last key down.
+    let mut reversed = sorted.clone();
+    reversed.reverse();
+    assert_eq!(
+        keys(&db.scan_desc(ns, "mixed", "", "", 100).unwrap()),
+        reversed
+    );
+    assert_eq!(
+        keys(&db.scan_desc(ns, "mixed", "a", "b", 2).unwrap()),
+        ["a_b", "aB"]
+    );
+    assert_eq!(
+        keys(&db.scan_desc(ns, "mixed", "", "a", 100).unwrap()),
+        ["_", "B"]
+    );
+    assert!(db.scan_desc(ns, "mixed", "c", "c", 100).unwrap().is_empty());
+    assert_eq!(
+        db.scan_desc(ns, "many", "", "", MAX_SCAN + 5)
+            .unwrap()
+            .len(),
+        MAX_SCAN as usize
+    );
+    assert_eq!(
+        keys(&db.scan_desc(ns, "many", "", "", 1).unwrap()),
+        [format!("k{:05}", MAX_SCAN + 4)]
+    );
+
     // Paging by the last key: every key once, in order.
     let mut seen = Vec::new();
     let mut from = String::new();

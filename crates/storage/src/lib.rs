@@ -94,6 +94,16 @@ pub trait Backend: Send + Sync + 'static {
         end: &str,
         limit: u32,
     ) -> Result<Vec<(String, Vec<u8>)>, StorageError>;
+    /// The keys of `[start, end)` from the last down (newest-first lists
+    /// page backwards through an ordered table).
+    fn scan_desc(
+        &self,
+        namespace: &str,
+        table: &str,
+        start: &str,
+        end: &str,
+        limit: u32,
+    ) -> Result<Vec<(String, Vec<u8>)>, StorageError>;
 }
 
 /// What a prepared transaction needs of a transaction: reads and writes.

@@ -32,7 +32,8 @@ impl Memory {
     }
 }
 
-/// `[start, end)` of one table (`end` empty: to its end), in key order, with
+/// `[start, end)` of one table (`end` empty: to its end), in key order, at
+/// most `limit` rows (callers cap it at [`MAX_SCAN`]), with
 /// `pending` (a transaction's own writes: `None` deletes) laid over `map`.
 fn scan(
     map: &Map,
@@ -55,9 +56,7 @@ fn scan(
             None => rows.remove(k),
         };
     }
-    rows.into_iter()
-        .take(limit.min(MAX_SCAN) as usize)
-        .collect()
+    rows.into_iter().take(limit as usize).collect()
 }
 
 impl Backend for Memory {
@@ -100,8 +99,31 @@ impl Backend for Memory {
             (namespace, table),
             start,
             end,
-            limit,
+            limit.min(MAX_SCAN),
         ))
+    }
+
+    fn scan_desc(
+        &self,
+        namespace: &str,
+        table: &str,
+        start: &str,
+        end: &str,
+        limit: u32,
+    ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        // A test double: the whole range, reversed.
+        let data = self.data.lock();
+        let mut rows = scan(
+            &data,
+            &BTreeMap::new(),
+            (namespace, table),
+            start,
+            end,
+            u32::MAX,
+        );
+        rows.reverse();
+        rows.truncate(limit.min(MAX_SCAN) as usize);
+        Ok(rows)
     }
 }
 
@@ -167,7 +189,7 @@ impl Transaction for MemoryTxn {
             (&self.ns, table),
             start,
             end,
-            limit,
+            limit.min(MAX_SCAN),
         ))
     }
 

@@ -136,6 +136,22 @@ impl storage::Host for HostState {
             .map(entries)
             .map_err(Into::into))
     }
+
+    fn scan_desc(
+        &mut self,
+        table: String,
+        start: String,
+        end: String,
+        limit: u32,
+    ) -> wasmtime::Result<Result<Vec<Entry>, CapabilityError>> {
+        Ok(self
+            .runtime
+            .services
+            .storage
+            .scan_desc(&self.component, &table, &start, &end, limit)
+            .map(entries)
+            .map_err(Into::into))
+    }
 }
 
 impl storage::HostTransaction for HostState {
