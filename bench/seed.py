@@ -5,7 +5,10 @@ large store without spending minutes creating them through the API.
 Usage: seed.py DB MERCHANT N [FIRST]: payments FIRST..FIRST+N-1 (references
 seed-FIRST…); prints the id of the first one. Payment i is created at
 T0 + 10 ms * i with a UUIDv7 id of that time, as collect makes them, so the
-payments table is in creation order and created[gte|lt] ranges work."""
+payments table is in creation order and created[gte|lt] ranges work. Every
+tenth payment failed, the rest completed; each has its `listing` entry (the
+index of the list's status/operator/country filters), and the index is
+marked complete as the collect job marks it after a backfill."""
 import json, os, sqlite3, sys
 
 T0_MS = 1780272000000
@@ -43,12 +46,17 @@ for i in range(first, first + n):
     rec = dict(proto, id=pid, reference=f"seed-{i}", created_at_ms=created,
                updated_at_ms=created + 1000, completed_at_ms=created + 1000,
                expires_at_ms=created + 900000)
+    if i % 10 == 0:
+        rec.update(status="failed", completed_at_ms=None,
+                   failure={"code": "insufficient_funds", "message": "Insufficient funds."})
     batch.append(("collect", "payments", f"test/{merchant}/{pid}", json.dumps(rec).encode()))
     batch.append(("collect", "refs", f"test/{merchant}/seed-{i}", pid.encode()))
+    batch.append(("collect", "listing", f"test/{merchant}/{rec['status']}/BJ/mtn-bj/{pid}", b""))
     if len(batch) >= 20000:
         conn.executemany("INSERT OR REPLACE INTO kv (ns, tbl, k, v) VALUES (?, ?, ?, ?)", batch)
         conn.commit()
         batch = []
+batch.append(("collect", "meta", "listing", b"ready"))
 conn.executemany("INSERT OR REPLACE INTO kv (ns, tbl, k, v) VALUES (?, ?, ?, ?)", batch)
 conn.commit()
 print(first_id)
