@@ -332,6 +332,32 @@ async fn events_are_listed_filtered_and_paginated_and_deleted_endpoints_stop_rec
         (page2["data"].as_array().unwrap().len(), &page2["has_more"]),
         (1, &json!(false))
     );
+    // Names and values may come percent-encoded, as any client may send them.
+    let (_, encoded) = app
+        .get(
+            &key,
+            &format!(
+                "/api/v1/events?limit=3&starting%5Fafter={last}&type=collect%2Epayment%2Ecreated"
+            ),
+        )
+        .await;
+    assert_eq!(encoded["data"].as_array().unwrap().len(), 1, "{encoded}");
+    assert_eq!(encoded["data"][0]["type"], "collect.payment.created");
+    // A cursor that names no event of this merchant is refused, not read as
+    // "from the newest" (another merchant's event included).
+    for cursor in [uuid::Uuid::new_v4().to_string(), last.to_string()] {
+        let (status, e) = app
+            .get(
+                if cursor == last { &other_key } else { &key },
+                &format!("/api/v1/events?starting_after={cursor}"),
+            )
+            .await;
+        assert_eq!(
+            (status, e["error"]["param"].as_str()),
+            (400, Some("starting_after")),
+            "{e}"
+        );
+    }
     assert_eq!(
         app.get(&other_key, "/api/v1/events").await.1["data"]
             .as_array()

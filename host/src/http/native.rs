@@ -1,6 +1,7 @@
 //! Endpoints the host serves itself (webhook endpoints, events, admin): the
 //! request as they see it, and their JSON answers.
 
+use mmc_domain::http::decode_component;
 use serde_json::Value;
 
 use super::errors::ApiError;
@@ -14,12 +15,13 @@ pub struct NativeRequest {
 }
 
 impl NativeRequest {
-    pub fn query(&self, name: &str) -> Option<&str> {
+    /// A query parameter, its name and value percent-decoded (`%3A`, `+`).
+    pub fn query(&self, name: &str) -> Option<String> {
         self.query
             .split('&')
             .filter_map(|kv| kv.split_once('='))
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v)
+            .find(|(k, _)| decode_component(k) == name)
+            .map(|(_, v)| decode_component(v))
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {

@@ -130,16 +130,18 @@ pub async fn handle(
                         )
                     })?,
             };
-            if let Some(t) = req.query("type") {
-                Webhooks::validate_events(&[t.to_string()])?;
+            let event_type = req.query("type");
+            if let Some(t) = &event_type {
+                Webhooks::validate_events(std::slice::from_ref(t))?;
             }
+            let (payment, after) = (req.query("payment"), req.query("starting_after"));
             let (data, has_more) = req.blocking(|| {
                 webhooks.list_events(
                     &who.merchant_id,
                     env,
-                    req.query("type"),
-                    req.query("payment"),
-                    req.query("starting_after"),
+                    event_type.as_deref(),
+                    payment.as_deref(),
+                    after.as_deref(),
                     limit,
                 )
             })?;

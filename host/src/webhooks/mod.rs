@@ -720,16 +720,19 @@ impl Webhooks {
         starting_after: Option<&str>,
         limit: u32,
     ) -> Result<(Vec<Value>, bool), WebhookError> {
-        Ok(self.db.read(|c| {
+        let page = self.db.read(|c| {
             let after_seq = match starting_after {
-                Some(id) => c
+                Some(id) => match c
                     .query_opt(
                         "SELECT seq FROM outbox WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3",
                         sql_params![id, merchant_id, environment.as_str()],
                     )?
                     .map(|r| r.int(0))
                     .transpose()?
-                    .unwrap_or(i64::MAX),
+                {
+                    Some(seq) => seq,
+                    None => return Ok(None),
+                },
                 None => i64::MAX,
             };
             let rows = c.query(
@@ -745,8 +748,19 @@ impl Webhooks {
                 .collect();
             let more = events.len() > limit as usize;
             events.truncate(limit as usize);
-            Ok((events, more))
-        })?)
+            Ok(Some((events, more)))
+        })?;
+        // An id this merchant has no event under is refused, not read as
+        // "from the newest": a mistyped cursor would restart the walk.
+        page.ok_or_else(|| {
+            WebhookError::Invalid(
+                format!(
+                    "starting_after: no event {} in this environment.",
+                    starting_after.unwrap_or_default()
+                ),
+                "starting_after",
+            )
+        })
     }
 
     /// One event with its deliveries and their attempts.
