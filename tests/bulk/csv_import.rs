@@ -285,12 +285,30 @@ async fn import_requests_are_checked_before_the_file() {
     let (status, b) = post_as(
         Some("text/csv"),
         format!("{path}?name=Fournisseurs%20%C3%A9t%C3%A9&description=lot+2"),
-        csv.into_bytes(),
+        csv.clone().into_bytes(),
     )
     .await;
     assert_eq!(status, 201, "{b}");
     assert_eq!(b["name"], "Fournisseurs été");
     assert_eq!(b["description"], "lot 2");
+
+    // A form without name or description takes them from the query; a
+    // form's own field wins over the query's.
+    let (ct, body) = multipart(&[("description", "lot 3")], Some(("a.csv", csv.as_bytes())));
+    let (status, b) = send(
+        &app,
+        &key,
+        reqwest::Method::POST,
+        &format!("{path}?name=Query+name&description=ignored"),
+        Some(&ct),
+        body,
+    )
+    .await;
+    assert_eq!(status, 201, "{b}");
+    assert_eq!(
+        (b["name"].as_str(), b["description"].as_str()),
+        (Some("Query name"), Some("lot 3"))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -239,7 +239,15 @@ pub fn import_csv(caller: &Caller, req: &Request) -> Result<Response, ApiError> 
         name,
         description,
     } = match wire::media_type(req).as_str() {
-        "multipart/form-data" => form_fields(req)?,
+        // The form's fields, else the query's (as for a text/csv body).
+        "multipart/form-data" => {
+            let form = form_fields(req)?;
+            Upload {
+                name: form.name.or(wire::query_param(req, "name")?),
+                description: form.description.or(wire::query_param(req, "description")?),
+                ..form
+            }
+        }
         "text/csv" | "application/csv" => Upload {
             file: req.body.as_slice(),
             name: wire::query_param(req, "name")?,
