@@ -55,6 +55,9 @@ struct Inner {
     component_events: BTreeMap<(String, String), u64>,
     adapter_calls: BTreeMap<(String, String, &'static str), u64>,
     connections_cut: BTreeMap<&'static str, u64>,
+    instantiations: BTreeMap<String, u64>,
+    /// By component and kind (put, delete, emit).
+    rows_written: BTreeMap<(String, &'static str), u64>,
 }
 
 #[derive(Default)]
@@ -100,6 +103,29 @@ impl Metrics {
         *m.component_events
             .entry((component.to_string(), event.to_string()))
             .or_default() += 1;
+    }
+
+    /// A component instantiated in a fresh Store (one per call).
+    pub fn component_instantiated(&self, component: &str) {
+        *self
+            .inner
+            .lock()
+            .instantiations
+            .entry(component.to_string())
+            .or_default() += 1;
+    }
+
+    /// Rows a component's committed storage transaction wrote: puts,
+    /// deletes and outbox events, in that order.
+    pub fn storage_rows_written(&self, component: &str, [puts, deletes, emits]: [u64; 3]) {
+        let mut m = self.inner.lock();
+        for (kind, n) in [("put", puts), ("delete", deletes), ("emit", emits)] {
+            if n > 0 {
+                *m.rows_written
+                    .entry((component.to_string(), kind))
+                    .or_default() += n;
+            }
+        }
     }
 
     pub fn connection_opened(&self) {
@@ -183,6 +209,26 @@ impl Metrics {
                 &format!("component=\"{c}\""),
             );
         }
+        out.push_str("# HELP mmc_component_instantiations_total Component instances created (every call instantiates its component in a fresh Store).\n# TYPE mmc_component_instantiations_total counter\n");
+        for (c, n) in &m.instantiations {
+            let _ = writeln!(
+                out,
+                "mmc_component_instantiations_total{{component=\"{c}\"}} {n}"
+            );
+        }
+        out.push_str("# HELP mmc_storage_rows_written_total Rows components wrote through the storage capability in committed transactions (put, delete, emit: an outbox row); the host's own tables are not counted.\n# TYPE mmc_storage_rows_written_total counter\n");
+        for ((c, kind), n) in &m.rows_written {
+            let _ = writeln!(
+                out,
+                "mmc_storage_rows_written_total{{component=\"{c}\",kind=\"{kind}\"}} {n}"
+            );
+        }
+        out.push_str("# HELP mmc_sqlite_wal_bytes_total Bytes the SQLite writer connections of this process wrote to the WAL (pages written × (page size + 24-byte frame header), from SQLITE_DBSTATUS_CACHE_WRITE); checkpoint copies into the database file are not included. Stays 0 on PostgreSQL.\n# TYPE mmc_sqlite_wal_bytes_total counter\n");
+        let _ = writeln!(
+            out,
+            "mmc_sqlite_wal_bytes_total {}",
+            mmc_storage_sqlite::wal_bytes_written()
+        );
         out
     }
 }

@@ -115,3 +115,49 @@ async fn oversized_bodies_are_refused_with_413() {
     let body: serde_json::Value = resp.json().await.unwrap();
     assert_eq!(body["error"]["code"], "payload_too_large");
 }
+
+/// Sum of a counter's samples whose labels start with `labels` (none: `""`).
+fn counter(text: &str, name: &str, labels: &str) -> f64 {
+    let prefix = if labels.is_empty() {
+        format!("{name} ")
+    } else {
+        format!("{name}{{{labels}")
+    };
+    text.lines()
+        .filter(|l| l.starts_with(&prefix))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_moves_the_instantiation_rows_written_and_wal_counters() {
+    let app = spawn_app().await;
+    let (_, key, _) = app.merchant("Shop");
+    let collect = "component=\"collect\"";
+    let before = app.metrics().await;
+    let (status, p) = app
+        .create(&key, &new_key(), &direct_payment("+2290166000001"))
+        .await;
+    assert_eq!(status, 201, "{p}");
+    let after = app.metrics().await;
+    let moved =
+        |name: &str, labels: &str| counter(&after, name, labels) - counter(&before, name, labels);
+    assert!(
+        moved("mmc_component_instantiations_total", collect) >= 1.0,
+        "{after}"
+    );
+    // The payment (put) and its `created` event (an outbox row), at least.
+    let rows = "mmc_storage_rows_written_total";
+    assert!(
+        moved(rows, "component=\"collect\",kind=\"put\"") >= 1.0,
+        "{after}"
+    );
+    assert!(
+        moved(rows, "component=\"collect\",kind=\"emit\"") >= 1.0,
+        "{after}"
+    );
+    if !on_postgres() {
+        // Process-wide: other tests' servers add theirs, never take away.
+        assert!(moved("mmc_sqlite_wal_bytes_total", "") >= 4096.0, "{after}");
+    }
+}

@@ -9,8 +9,9 @@ use crate::runtime::bindings::CapabilityError;
 use crate::runtime::bindings::host::mmc::platform::storage::{self, Entry};
 use crate::runtime::state::HostState;
 
-/// The resource behind a component's `transaction` handle.
-pub struct TxnHandle(Box<dyn Transaction>);
+/// The resource behind a component's `transaction` handle, with the rows it
+/// wrote (puts, deletes, outbox events), counted in metrics once committed.
+pub struct TxnHandle(Box<dyn Transaction>, [u64; 3]);
 
 impl From<StorageError> for CapabilityError {
     fn from(e: StorageError) -> Self {
@@ -87,12 +88,20 @@ impl storage::Host for HostState {
                 storage::WriteOp::Emit(e) => Write::Emit(outbox_event(e)),
             })
             .collect();
-        Ok(self
-            .runtime
-            .services
-            .storage
-            .apply(&self.component, checks, writes)
-            .map_err(Into::into))
+        let mut rows = [0u64; 3];
+        for w in &writes {
+            rows[match w {
+                Write::Put { .. } => 0,
+                Write::Delete { .. } => 1,
+                Write::Emit(_) => 2,
+            }] += 1;
+        }
+        let services = &self.runtime.services;
+        let applied = services.storage.apply(&self.component, checks, writes);
+        if let Ok(true) = applied {
+            services.metrics.storage_rows_written(&self.component, rows);
+        }
+        Ok(applied.map_err(Into::into))
     }
 
     fn begin(&mut self) -> wasmtime::Result<Result<Resource<TxnHandle>, CapabilityError>> {
@@ -102,7 +111,7 @@ impl storage::Host for HostState {
         match self.runtime.services.storage.begin(&self.component) {
             Ok(tx) => {
                 self.open_txn = true;
-                Ok(Ok(self.table.push(TxnHandle(tx))?))
+                Ok(Ok(self.table.push(TxnHandle(tx, [0; 3]))?))
             }
             Err(e) => Ok(Err(e.into())),
         }
@@ -176,12 +185,10 @@ impl storage::HostTransaction for HostState {
         key: String,
         value: Vec<u8>,
     ) -> wasmtime::Result<Result<(), CapabilityError>> {
-        Ok(self
-            .table
-            .get_mut(&tx)?
-            .0
-            .put(&table, &key, &value)
-            .map_err(Into::into))
+        let handle = self.table.get_mut(&tx)?;
+        let done = handle.0.put(&table, &key, &value);
+        handle.1[0] += u64::from(done.is_ok());
+        Ok(done.map_err(Into::into))
     }
 
     fn delete(
@@ -190,12 +197,10 @@ impl storage::HostTransaction for HostState {
         table: String,
         key: String,
     ) -> wasmtime::Result<Result<(), CapabilityError>> {
-        Ok(self
-            .table
-            .get_mut(&tx)?
-            .0
-            .delete(&table, &key)
-            .map_err(Into::into))
+        let handle = self.table.get_mut(&tx)?;
+        let done = handle.0.delete(&table, &key);
+        handle.1[1] += u64::from(done.is_ok());
+        Ok(done.map_err(Into::into))
     }
 
     fn scan(
@@ -221,12 +226,24 @@ impl storage::HostTransaction for HostState {
         event: storage::OutboxEvent,
     ) -> wasmtime::Result<Result<(), CapabilityError>> {
         let event = outbox_event(event);
-        Ok(self.table.get_mut(&tx)?.0.emit(&event).map_err(Into::into))
+        let handle = self.table.get_mut(&tx)?;
+        let done = handle.0.emit(&event);
+        handle.1[2] += u64::from(done.is_ok());
+        Ok(done.map_err(Into::into))
     }
 
     fn commit(&mut self, tx: Resource<TxnHandle>) -> wasmtime::Result<Result<(), CapabilityError>> {
-        let result = self.table.get_mut(&tx)?.0.commit();
+        let handle = self.table.get_mut(&tx)?;
+        let result = handle.0.commit();
+        // Counted once committed; a second commit of the same handle fails.
+        let rows = std::mem::take(&mut handle.1);
         self.open_txn = false;
+        if result.is_ok() {
+            self.runtime
+                .services
+                .metrics
+                .storage_rows_written(&self.component, rows);
+        }
         Ok(result.map_err(Into::into))
     }
 

@@ -474,6 +474,8 @@ impl Runtime {
             self.deadline_for(loaded),
         );
         let mut store = Store::new(&self.engine, state);
+        // Every `f` instantiates the component in this Store, once.
+        self.services.metrics.component_instantiated(&loaded.name);
         store.limiter(|s| &mut s.limiter);
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|mut ctx| {
