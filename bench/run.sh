@@ -50,12 +50,69 @@ wait_quiet() {
   done
 }
 metric_sum() { curl -s "$BASE/metrics" | awk -v n="$1" -v l="$2" 'index($0, n"{"l) == 1 {s += $2} END {printf "%.6f", s}'; }
+# What a load run costs the server, read just before and just after it (work
+# the run leaves for later, such as webhook fan-out, falls outside). One line:
+#   CPU time, user+sys, in clock ticks (/proc/PID/stat: every thread, exited ones too);
+#   context switches, voluntary+involuntary, summed over /proc/PID/task/*/status
+#     (the live threads: those that exit during the run take theirs along);
+#   from /metrics: component instantiations, storage rows written (committed
+#     puts, deletes and outbox events of components; the host's own tables not
+#     counted), requests on ROUTE;
+#   WAL bytes: SQLite, mmc_sqlite_wal_bytes_total (frames the writer wrote to
+#     the WAL; checkpoint copies into the database file not included); with
+#     PGWAL set to a PostgreSQL URL instead, the server's WAL position
+#     (pg_current_wal_lsn(): everything the cluster logged, whoever wrote it).
+cost() { # route, pid=url of each node
+  python3 - "$@" <<'PY'
+import glob, os, subprocess, sys, urllib.request
+route, nodes = sys.argv[1], sys.argv[2:]
+ticks = switches = inst = rows = reqs = wal = 0.0
+for node in nodes:
+    pid, url = node.split("=", 1)
+    stat = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    ticks += int(stat[11]) + int(stat[12])  # utime, stime (fields 14 and 15)
+    for status in glob.glob(f"/proc/{pid}/task/*/status"):
+        try:
+            for line in open(status):
+                if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                    switches += int(line.split()[1])
+        except OSError:
+            pass  # the thread exited meanwhile
+    for line in urllib.request.urlopen(f"{url}/metrics").read().decode().splitlines():
+        name, _, value = line.rpartition(" ")
+        if name.startswith("mmc_component_instantiations_total{"):
+            inst += float(value)
+        elif name.startswith("mmc_storage_rows_written_total{"):
+            rows += float(value)
+        elif name.startswith(f'mmc_http_requests_total{{route="{route}",'):
+            reqs += float(value)
+        elif name == "mmc_sqlite_wal_bytes_total":
+            wal += float(value)
+if os.environ.get("PGWAL"):
+    q = "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')"
+    wal = float(subprocess.run(["psql", os.environ["PGWAL"], "-Atc", q], capture_output=True, text=True, check=True).stdout)
+print(ticks, switches, inst, rows, reqs, wal)
+PY
+}
+# "name|requests|CPU per request|WAL bytes|rows written|instantiations|context switches" (each per request)
+per_request() { # name, cost before, cost after
+  python3 - "$@" <<'PY'
+import os, sys
+name, a, b = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
+ticks, switches, inst, rows, reqs, wal = (float(y) - float(x) for x, y in zip(a, b))
+n = max(reqs, 1)
+cpu_ms = 1000 * ticks / os.sysconf("SC_CLK_TCK") / n
+print(f"{name}|{reqs:.0f}|{cpu_ms:.3f} ms|{wal / n:.0f}|{rows / n:.2f}|{inst / n:.2f}|{switches / n:.1f}")
+PY
+}
 
 AUTH=(-H "Authorization: Bearer $KEY")
 HEALTH=$(run_wrk healthz "$BASE/healthz")
 W0=$(metric_sum mmc_component_call_duration_seconds_sum "component=\"collect\"")
 R0=$(metric_sum mmc_http_request_duration_seconds_sum "route=\"collect\"")
+C0=$(cost collect "$SERVER=$BASE")
 CREATE=$(run_wrk create "${AUTH[@]}" -s bench/create.lua "$BASE")
+C1=$(cost collect "$SERVER=$BASE")
 W1=$(metric_sum mmc_component_call_duration_seconds_sum "component=\"collect\"")
 R1=$(metric_sum mmc_http_request_duration_seconds_sum "route=\"collect\"")
 WASM_SHARE=$(python3 -c "print(f'{100*($W1-$W0)/max($R1-$R0,1e-9):.0f}%')")
@@ -65,7 +122,9 @@ ID=$(curl -s "${AUTH[@]}" -H "Idempotency-Key: $(python3 -c 'import uuid;print(u
 wait_quiet
 GET=$(run_wrk get "${AUTH[@]}" "$BASE/api/v1/collect/payments/$ID")
 wait_quiet
+L0=$(cost legacy "$SERVER=$BASE")
 LEGACY=$(run_wrk legacy "${AUTH[@]}" -s bench/legacy.lua "$BASE")
+L1=$(cost legacy "$SERVER=$BASE")
 STORED=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT COUNT(*) FROM kv WHERE ns='collect' AND tbl='payments'\").fetchone()[0])" "$DATA/mmc.db")
 
 # Hot swap: a new simulator version (same code, one custom section more), compiled and swapped in.
@@ -159,7 +218,10 @@ pg_round() { # nodes: "creates|gets" rows for 1 or 2 nodes on a fresh database
   k=$("$MMC" keys create --merchant "$m" --env test --data-dir "$DATA/pg" | python3 -c 'import sys,json;print(json.load(sys.stdin)["key"])')
   for i in $(seq "$n"); do ports+=($((PORT + 10 + i))); pg_node "${ports[-1]}" "$DATA/pg-$n-$i"; urls+=("http://127.0.0.1:${ports[-1]}"); done
   PGWRK=(-H "Authorization: Bearer $k" -s bench/create.lua)
+  local nodes=() i; for i in "${!urls[@]}"; do nodes+=("${PGSERVERS[$i]}=${urls[$i]}"); done
+  local c0 c1; c0=$(PGWAL=$PGURL cost collect "${nodes[@]}")
   local create; create=$(pg_wrk "pg-create-$n" $((CONNS / n)) "${urls[@]}")
+  c1=$(PGWAL=$PGURL cost collect "${nodes[@]}")
   local id; id=$(curl -s -H "Authorization: Bearer $k" -H "Idempotency-Key: $(python3 -c 'import uuid;print(uuid.uuid4())')" -H 'Content-Type: application/json' \
     -d '{"reference":"bench-get","amount":1500,"currency":"XOF","country":"BJ","operator":"mtn-bj","customer":{"phone":"+2290166000001"}}' \
     "${urls[0]}/api/v1/collect/payments" | python3 -c 'import sys,json;print(json.load(sys.stdin)["id"])')
@@ -169,10 +231,10 @@ pg_round() { # nodes: "creates|gets" rows for 1 or 2 nodes on a fresh database
   local get; get=$(pg_wrk "pg-get-$n" $((CONNS / n)) "${gets[@]}")
   pg_stop
   unset MMC_STORAGE__URL MMC_WEBHOOKS__SECRETS_KEY
-  echo "$create;$get"
+  echo "$create;$get;$(per_request "pg-create-$n" "$c0" "$c1")"
 }
-IFS=';' read -r PG_CREATE_1 PG_GET_1 <<<"$(pg_round 1)"
-IFS=';' read -r PG_CREATE_2 PG_GET_2 <<<"$(pg_round 2)"
+IFS=';' read -r PG_CREATE_1 PG_GET_1 PG_COST_1 <<<"$(pg_round 1)"
+IFS=';' read -r PG_CREATE_2 PG_GET_2 PG_COST_2 <<<"$(pg_round 2)"
 psql "$PGURL" -qc "DROP DATABASE IF EXISTS mmc_bench_1 WITH (FORCE)" -c "DROP DATABASE IF EXISTS mmc_bench_2 WITH (FORCE)" >/dev/null || true
 
 ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); print(f'{a/b:.2f}')"; }
