@@ -134,7 +134,9 @@ pub async fn handle(
             if let Some(t) = &event_type {
                 Webhooks::validate_events(std::slice::from_ref(t))?;
             }
-            let (payment, after) = (req.query("payment"), req.query("starting_after"));
+            // An empty value is no filter and no cursor (`?starting_after=`).
+            let given = |name| req.query(name).filter(|v| !v.is_empty());
+            let (payment, after) = (given("payment"), given("starting_after"));
             let (data, has_more) = req.blocking(|| {
                 webhooks.list_events(
                     &who.merchant_id,
