@@ -372,10 +372,17 @@ const GET: &str = "SELECT v FROM kv WHERE ns = $1 AND tbl = $2 AND k = $3";
 const PUT: &str = "INSERT INTO kv (ns, tbl, k, v) VALUES ($1, $2, $3, $4)
      ON CONFLICT (ns, tbl, k) DO UPDATE SET v = EXCLUDED.v";
 const DELETE: &str = "DELETE FROM kv WHERE ns = $1 AND tbl = $2 AND k = $3";
-const SCAN: &str = "SELECT k, v FROM kv WHERE ns = $1 AND tbl = $2 AND k >= $3
-     AND (octet_length($4::bytea) = 0 OR k < $4) ORDER BY k LIMIT $5";
-const SCAN_DESC: &str = "SELECT k, v FROM kv WHERE ns = $1 AND tbl = $2 AND k >= $3
-     AND (octet_length($4::bytea) = 0 OR k < $4) ORDER BY k DESC LIMIT $5";
+// Scans, by order and by whether they have an end: a bound written
+// `(octet_length($4) = 0 OR k < $4)` is not one a generic plan can seek to,
+// and a descending scan would walk back over every key above the end.
+const SCAN: [&str; 2] = [
+    "SELECT k, v FROM kv WHERE ns = $1 AND tbl = $2 AND k >= $3 ORDER BY k LIMIT $4",
+    "SELECT k, v FROM kv WHERE ns = $1 AND tbl = $2 AND k >= $3 AND k < $5 ORDER BY k LIMIT $4",
+];
+const SCAN_DESC: [&str; 2] = [
+    "SELECT k, v FROM kv WHERE ns = $1 AND tbl = $2 AND k >= $3 ORDER BY k DESC LIMIT $4",
+    "SELECT k, v FROM kv WHERE ns = $1 AND tbl = $2 AND k >= $3 AND k < $5 ORDER BY k DESC LIMIT $4",
+];
 const EMIT: &str = "INSERT INTO outbox
      (id, event_type, merchant_id, environment, subject_id, extra_url, payload, created_ms)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
@@ -399,18 +406,23 @@ async fn scan_on(
     ns: &str,
     table: &str,
     (start, end): (&str, &str),
-    sql: &str,
+    sql: [&str; 2],
     limit: u32,
 ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-    let stmt = c.prepare_cached(sql).await.map_err(db_err)?;
     let limit = i64::from(limit.min(MAX_SCAN));
-    let rows = c
-        .query(
+    let rows = if end.is_empty() {
+        let stmt = c.prepare_cached(sql[0]).await.map_err(db_err)?;
+        c.query(&stmt, &[&ns, &table, &start.as_bytes(), &limit])
+            .await
+    } else {
+        let stmt = c.prepare_cached(sql[1]).await.map_err(db_err)?;
+        c.query(
             &stmt,
-            &[&ns, &table, &start.as_bytes(), &end.as_bytes(), &limit],
+            &[&ns, &table, &start.as_bytes(), &limit, &end.as_bytes()],
         )
         .await
-        .map_err(db_err)?;
+    }
+    .map_err(db_err)?;
     rows.into_iter()
         .map(|r| {
             let k: Vec<u8> = r.get(0);
@@ -628,7 +640,7 @@ impl Postgres {
     /// A committed-data scan in the order `sql` gives ([`SCAN`] or [`SCAN_DESC`]).
     fn scan_with(
         &self,
-        sql: &'static str,
+        sql: [&'static str; 2],
         namespace: &str,
         table: &str,
         (start, end): (&str, &str),

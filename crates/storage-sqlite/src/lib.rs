@@ -709,14 +709,25 @@ fn scan_on(
     limit: u32,
 ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
     check_names(table, start)?;
-    let mut stmt = conn.prepare_cached(match order {
-        Order::Asc => "SELECT k, v FROM kv WHERE ns = ?1 AND tbl = ?2 AND k >= ?3 AND (?4 = '' OR k < ?4) ORDER BY k LIMIT ?5",
-        Order::Desc => "SELECT k, v FROM kv WHERE ns = ?1 AND tbl = ?2 AND k >= ?3 AND (?4 = '' OR k < ?4) ORDER BY k DESC LIMIT ?5",
+    // One statement per shape: a bound written `(?4 = '' OR k < ?4)` is not
+    // one the planner can seek to, and a descending scan would then start at
+    // the table's last key and walk back over every key above `end`.
+    let mut stmt = conn.prepare_cached(match (order, end.is_empty()) {
+        (Order::Asc, true) => "SELECT k, v FROM kv WHERE ns = ?1 AND tbl = ?2 AND k >= ?3 ORDER BY k LIMIT ?4",
+        (Order::Asc, false) => "SELECT k, v FROM kv WHERE ns = ?1 AND tbl = ?2 AND k >= ?3 AND k < ?5 ORDER BY k LIMIT ?4",
+        (Order::Desc, true) => "SELECT k, v FROM kv WHERE ns = ?1 AND tbl = ?2 AND k >= ?3 ORDER BY k DESC LIMIT ?4",
+        (Order::Desc, false) => "SELECT k, v FROM kv WHERE ns = ?1 AND tbl = ?2 AND k >= ?3 AND k < ?5 ORDER BY k DESC LIMIT ?4",
     })?;
-    let rows = stmt.query_map(params![ns, table, start, end, limit.min(MAX_SCAN)], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    let limit = limit.min(MAX_SCAN);
+    let row = |r: &rusqlite::Row<'_>| Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?));
+    let rows = if end.is_empty() {
+        stmt.query_map(params![ns, table, start, limit], row)?
+            .collect::<Result<_, _>>()?
+    } else {
+        stmt.query_map(params![ns, table, start, limit, end], row)?
+            .collect::<Result<_, _>>()?
+    };
+    Ok(rows)
 }
 
 fn get_on(
