@@ -52,6 +52,11 @@ enum Command {
         #[command(subcommand)]
         command: WebhooksCommand,
     },
+    /// Index every stored payment again for the list's filters (after a
+    /// rolling upgrade from a version without the index: nodes of the older
+    /// version wrote payments it does not hold). The running nodes' `index`
+    /// job does it; filtered lists check the records until it is done.
+    Reindex,
 }
 
 #[derive(Subcommand)]
@@ -292,6 +297,21 @@ fn main() {
                 .block_on(webhooks.create_endpoint(&merchant, env, &url, events, None))
                 .unwrap_or_else(|e| fail(&e.to_string()));
             println!("{}", json!(endpoint));
+        }
+        Command::Reindex => {
+            let db = mmc_host::server::open_db(&config).unwrap_or_else(|e| fail(&e.to_string()));
+            // collect's `meta` keys (components/collect/src/store.rs): with
+            // neither, its job starts the backfill from the first payment.
+            let mut tx = db
+                .backend
+                .begin("collect")
+                .unwrap_or_else(|e| fail(&e.to_string()));
+            for key in ["listing", "listing-backfill"] {
+                tx.delete("meta", key)
+                    .unwrap_or_else(|e| fail(&e.to_string()));
+            }
+            tx.commit().unwrap_or_else(|e| fail(&e.to_string()));
+            println!("{}", json!({"reindex": "started"}));
         }
         Command::Keys {
             command: KeysCommand::Revoke { key_id, .. },

@@ -203,11 +203,17 @@ fn index_some(limit: u32) -> Result<u32, crate::ApiError> {
         .get("meta", store::LISTING_BACKFILL)?
         .map(|k| String::from_utf8_lossy(&k).into_owned());
     let start = done_up_to.map(|k| format!("{k}\u{1}")).unwrap_or_default();
+    let limit = limit.min(1000); // the storage's largest scan
     let rows = tx.scan("payments", &start, "", limit)?;
     for row in &rows {
-        let listed: store::Listed = serde_json::from_slice(&row.value)
-            .map_err(|e| crate::ApiError::internal(format!("corrupt record: {e}")))?;
-        tx.put("listing", &store::listing_key(&listed), b"")?;
+        match serde_json::from_slice::<store::Listed>(&row.value) {
+            Ok(listed) => tx.put("listing", &store::listing_key(&listed), b"")?,
+            // Said, and passed over: one bad record must not stop the index.
+            Err(e) => log::log(
+                log::Level::Error,
+                &format!("listing backfill: {} is not a payment record: {e}", row.key),
+            ),
+        }
     }
     match rows.last() {
         Some(last) if rows.len() as u32 == limit => {

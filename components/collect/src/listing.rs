@@ -348,6 +348,12 @@ pub fn scan_payments(
     let chunk = (limit + 1).min(SCAN_CAP);
     if filters.is_empty() || !store::listing_ready()? {
         let prefix = scope(range.env, range.merchant, "");
+        // Checking filters on records (before the backfill): larger chunks.
+        let chunk = if filters.is_empty() {
+            chunk
+        } else {
+            chunk.max(100)
+        };
         let run = Run::new("payments", &prefix, range, order, chunk);
         return merge(vec![run], range, filters, limit, order);
     }
@@ -464,6 +470,12 @@ fn merge(
         let Some((i, id)) = best else { break };
         let entry = runs[i].buf.pop_front().expect("peeked");
         scanned += 1;
+        // One payment under two prefixes: its entry moved between the reads
+        // of two prefixes (or an old one was left). Merge order puts the two
+        // side by side: the second is skipped.
+        if last_scanned.as_deref() == Some(id.as_str()) {
+            continue;
+        }
         let record = if runs[i].table == "payments" {
             Some(
                 serde_json::from_slice::<Payment>(&entry.value)

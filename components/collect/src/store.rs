@@ -267,8 +267,12 @@ pub fn read_owner(env: &str, id: &str) -> Result<Option<String>, ApiError> {
         .map(|b| String::from_utf8_lossy(&b).into_owned()))
 }
 
-/// Reads a refund outside a transaction (committed data).
+/// Reads a refund outside a transaction (committed data). An id no refund
+/// can have (as for payments) is not looked up: storage refuses long keys.
 pub fn read_refund(env: &str, merchant: &str, id: &str) -> Result<Option<Refund>, ApiError> {
+    if id.is_empty() || id.len() > 200 || id.contains('/') {
+        return Ok(None);
+    }
     decode(storage::get("refunds", &scope(env, merchant, id))?)
 }
 
@@ -635,7 +639,8 @@ impl Tx {
     }
 }
 
-/// `meta` key: present once every payment is in `listing`.
+/// `meta` key: present once every payment is in `listing`. (`mmc reindex`
+/// deletes it and [`LISTING_BACKFILL`] by name: keep them in step.)
 pub const LISTING_READY: &str = "listing";
 /// `meta` key: the last payments key the backfill of `listing` has indexed.
 pub const LISTING_BACKFILL: &str = "listing-backfill";
