@@ -173,6 +173,11 @@ impl Fleet {
 }
 
 /// A data directory for CLI runs (nothing of the fleet's lives in it).
+
+/// The jobs a node runs under a lease (host/src/workers.rs): collect's
+/// expire, reconcile and index, bulk's payouts.
+const JOBS: usize = 4;
+
 fn scratch_dir() -> &'static Path {
     use std::sync::OnceLock;
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
@@ -685,7 +690,7 @@ async fn sigterm_finishes_what_a_node_serves_and_hands_its_jobs_over_at_once() {
     };
     // Both nodes alive (a heartbeat each), every job held by one of them.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while holders("node:%").len() < 2 || holders("job:%").len() < 3 {
+    while holders("node:%").len() < 2 || holders("job:%").len() < JOBS {
         assert!(Instant::now() < deadline, "nodes never registered");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -736,7 +741,7 @@ async fn sigterm_finishes_what_a_node_serves_and_hands_its_jobs_over_at_once() {
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
         let jobs = holders("job:%");
-        if jobs.len() == 3 && jobs.iter().all(|h| *h == left[0]) {
+        if jobs.len() == JOBS && jobs.iter().all(|h| *h == left[0]) {
             break;
         }
         assert!(

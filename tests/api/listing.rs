@@ -264,6 +264,17 @@ async fn a_payments_refunds_are_listed_and_each_is_read() {
         (status, e["error"]["code"].as_str()),
         (404, Some("refund_not_found"))
     );
+    // An id no refund can have (longer than storage keys go) is a 404 too.
+    let (status, e) = app
+        .get(
+            &key,
+            &format!("/api/v1/collect/refunds/{}", "é".repeat(700)),
+        )
+        .await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (404, Some("refund_not_found"))
+    );
     let resp = app
         .client
         .delete(app.url(&format!("/api/v1/collect/refunds/{}", made[1])))
@@ -376,6 +387,67 @@ async fn payments_stored_before_the_listing_index_are_backfilled_into_it() {
     want.sort();
     assert_eq!(indexed, want, "every payment is in the index once");
     assert_eq!(failed_pages().await, failed);
+
+    // Entries left behind (as when a status change lands between the reads
+    // of two prefixes): a payment is listed once, and only where its record
+    // says. Three failed payments also under another operator, one
+    // completed payment under `failed`.
+    let completed_id = old_ids
+        .iter()
+        .find(|id| !failed.contains(id))
+        .unwrap()
+        .clone();
+    let mut tx = db.begin("collect").unwrap();
+    for id in failed.iter().take(3).chain([&completed_id]) {
+        tx.put("listing", &format!("test/{merchant}/failed/BJ/-/{id}"), b"")
+            .unwrap();
+    }
+    tx.commit().unwrap();
+    assert_eq!(failed_pages().await, failed, "once each, none completed");
+
+    // A payment written by a node of a version without the index (a rolling
+    // upgrade): `mmc reindex` has the job index everything again.
+    let late = uuid::Uuid::now_v7().to_string();
+    let mut record = template.clone();
+    record["id"] = json!(late);
+    record["reference"] = json!("written-by-an-old-node");
+    record["status"] = json!("failed");
+    let mut tx = db.begin("collect").unwrap();
+    tx.put(
+        "payments",
+        &format!("test/{merchant}/{late}"),
+        &serde_json::to_vec(&record).unwrap(),
+    )
+    .unwrap();
+    tx.commit().unwrap();
+    assert_ne!(failed_pages().await.first(), Some(&late), "not indexed yet");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mmc"))
+        .args(["reindex", "--data-dir"])
+        .arg(app.data_dir.path())
+        .envs(storage_env(app.data_dir.path()))
+        .env_remove("MMC_CONFIG")
+        .output()
+        .expect("mmc runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(said["reindex"], "started");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while db.get("collect", "meta", "listing").unwrap().is_none()
+        || failed_pages().await.first() != Some(&late)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reindex ended with the late payment listed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let mut with_late = vec![late.clone()];
+    with_late.extend(failed.iter().cloned());
+    assert_eq!(failed_pages().await, with_late);
     let (_, page) = app
         .get(&key, "/api/v1/collect/payments?status=completed&limit=5")
         .await;

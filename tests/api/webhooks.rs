@@ -343,6 +343,13 @@ async fn events_are_listed_filtered_and_paginated_and_deleted_endpoints_stop_rec
         .await;
     assert_eq!(encoded["data"].as_array().unwrap().len(), 1, "{encoded}");
     assert_eq!(encoded["data"][0]["type"], "collect.payment.created");
+    // Control characters are no id: a clear 400, on every engine.
+    let (status, e) = app.get(&key, "/api/v1/events?payment=a%00b").await;
+    assert_eq!(
+        (status, e["error"]["param"].as_str()),
+        (400, Some("payment")),
+        "{e}"
+    );
     // A cursor that names no event of this merchant is refused, not read as
     // "from the newest" (another merchant's event included).
     for cursor in [uuid::Uuid::new_v4().to_string(), last.to_string()] {

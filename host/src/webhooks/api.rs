@@ -27,6 +27,19 @@ impl From<WebhookError> for ApiError {
     }
 }
 
+/// A query parameter that is text: decoded, with no control character (a
+/// NUL is no text PostgreSQL can compare, and no id or event type holds one).
+fn text_param(req: &NativeRequest, name: &'static str) -> Result<Option<String>, ApiError> {
+    match req.query(name) {
+        Some(v) if v.chars().any(char::is_control) => Err(ApiError::invalid(
+            "parameter_invalid",
+            name,
+            format!("{name} must be text without control characters."),
+        )),
+        v => Ok(v),
+    }
+}
+
 fn string_list(v: &Value, field: &'static str) -> Result<Vec<String>, ApiError> {
     match v.get(field) {
         None | Some(Value::Null) => Ok(vec!["*".into()]),
@@ -130,13 +143,13 @@ pub async fn handle(
                         )
                     })?,
             };
-            let event_type = req.query("type");
+            let event_type = text_param(&req, "type")?;
             if let Some(t) = &event_type {
                 Webhooks::validate_events(std::slice::from_ref(t))?;
             }
             // An empty value is no filter and no cursor (`?starting_after=`).
-            let given = |name| req.query(name).filter(|v| !v.is_empty());
-            let (payment, after) = (given("payment"), given("starting_after"));
+            let given = |name| text_param(&req, name).map(|v| v.filter(|v| !v.is_empty()));
+            let (payment, after) = (given("payment")?, given("starting_after")?);
             let (data, has_more) = req.blocking(|| {
                 webhooks.list_events(
                     &who.merchant_id,
