@@ -172,12 +172,11 @@ impl Fleet {
     }
 }
 
-/// A data directory for CLI runs (nothing of the fleet's lives in it).
-
 /// The jobs a node runs under a lease (host/src/workers.rs): collect's
 /// expire, reconcile and index, bulk's payouts.
 const JOBS: usize = 4;
 
+/// A data directory for CLI runs (nothing of the fleet's lives in it).
 fn scratch_dir() -> &'static Path {
     use std::sync::OnceLock;
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
