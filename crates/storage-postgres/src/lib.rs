@@ -45,7 +45,7 @@ use parking_lot::{Mutex, RawMutex};
 use tokio::runtime::{Handle, Runtime};
 use tokio_postgres::NoTls;
 
-use mmc_storage::{Backend, Check, MAX_SCAN, OutboxEvent, StorageError, Transaction, Write};
+use mmc_storage::{Backend, Check, MAX_SCAN, Order, OutboxEvent, StorageError, Transaction, Write};
 
 /// The client the host's own SQL runs on (see [`Postgres::with_client`]).
 pub use deadpool_postgres::Client;
@@ -613,41 +613,20 @@ impl Backend for Postgres {
         })
     }
 
-    fn scan(
+    fn scan_in(
         &self,
-        namespace: &str,
-        table: &str,
-        start: &str,
-        end: &str,
-        limit: u32,
-    ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-        self.scan_with(SCAN, namespace, table, (start, end), limit)
-    }
-
-    fn scan_desc(
-        &self,
-        namespace: &str,
-        table: &str,
-        start: &str,
-        end: &str,
-        limit: u32,
-    ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-        self.scan_with(SCAN_DESC, namespace, table, (start, end), limit)
-    }
-}
-
-impl Postgres {
-    /// A committed-data scan in the order `sql` gives ([`SCAN`] or [`SCAN_DESC`]).
-    fn scan_with(
-        &self,
-        sql: [&'static str; 2],
         namespace: &str,
         table: &str,
         (start, end): (&str, &str),
+        order: Order,
         limit: u32,
     ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
         check_namespace(namespace)?;
         check_names(table, start)?;
+        let sql = match order {
+            Order::Asc => SCAN,
+            Order::Desc => SCAN_DESC,
+        };
         let pool = self.pool.clone();
         let (ns, table, start, end) = (
             namespace.to_string(),

@@ -39,7 +39,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 use mmc_storage::{
-    Backend, Check, MAX_SCAN, OutboxEvent, Stage, StorageError, Transaction, Write,
+    Backend, Check, MAX_SCAN, Order, OutboxEvent, Stage, StorageError, Transaction, Write,
     check_then_write,
 };
 
@@ -693,13 +693,6 @@ fn check_names(table: &str, key: &str) -> Result<(), StorageError> {
     Ok(())
 }
 
-/// Key order of a scan.
-#[derive(Clone, Copy)]
-enum Order {
-    Asc,
-    Desc,
-}
-
 fn scan_on(
     conn: &Connection,
     ns: &str,
@@ -853,26 +846,15 @@ impl Backend for Sqlite {
         self.read(|c| get_on(c, namespace, table, key))
     }
 
-    fn scan(
+    fn scan_in(
         &self,
         namespace: &str,
         table: &str,
-        start: &str,
-        end: &str,
+        range: (&str, &str),
+        order: Order,
         limit: u32,
     ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-        self.read(|c| scan_on(c, namespace, table, (start, end), Order::Asc, limit))
-    }
-
-    fn scan_desc(
-        &self,
-        namespace: &str,
-        table: &str,
-        start: &str,
-        end: &str,
-        limit: u32,
-    ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-        self.read(|c| scan_on(c, namespace, table, (start, end), Order::Desc, limit))
+        self.read(|c| scan_on(c, namespace, table, range, order, limit))
     }
 }
 

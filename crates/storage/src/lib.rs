@@ -86,6 +86,17 @@ pub trait Backend: Send + Sync + 'static {
 
     fn get(&self, namespace: &str, table: &str, key: &str)
     -> Result<Option<Vec<u8>>, StorageError>;
+    /// At most `limit` (capped at [`MAX_SCAN`]) rows of `[start, end)` (`end`
+    /// empty: to the table's end) in `order`.
+    fn scan_in(
+        &self,
+        namespace: &str,
+        table: &str,
+        range: (&str, &str),
+        order: Order,
+        limit: u32,
+    ) -> Result<Vec<(String, Vec<u8>)>, StorageError>;
+
     fn scan(
         &self,
         namespace: &str,
@@ -93,7 +104,10 @@ pub trait Backend: Send + Sync + 'static {
         start: &str,
         end: &str,
         limit: u32,
-    ) -> Result<Vec<(String, Vec<u8>)>, StorageError>;
+    ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        self.scan_in(namespace, table, (start, end), Order::Asc, limit)
+    }
+
     /// The keys of `[start, end)` from the last down (newest-first lists
     /// page backwards through an ordered table).
     fn scan_desc(
@@ -103,7 +117,16 @@ pub trait Backend: Send + Sync + 'static {
         start: &str,
         end: &str,
         limit: u32,
-    ) -> Result<Vec<(String, Vec<u8>)>, StorageError>;
+    ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        self.scan_in(namespace, table, (start, end), Order::Desc, limit)
+    }
+}
+
+/// Key order of a scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    Asc,
+    Desc,
 }
 
 /// What a prepared transaction needs of a transaction: reads and writes.

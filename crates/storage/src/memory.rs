@@ -11,7 +11,7 @@ use std::sync::Arc;
 use parking_lot::lock_api::ArcMutexGuard;
 use parking_lot::{Mutex, RawMutex};
 
-use crate::{Backend, MAX_SCAN, OutboxEvent, StorageError, Transaction};
+use crate::{Backend, MAX_SCAN, Order, OutboxEvent, StorageError, Transaction};
 
 type Key = (String, String, String);
 type Map = BTreeMap<Key, Vec<u8>>;
@@ -84,46 +84,33 @@ impl Backend for Memory {
             .cloned())
     }
 
-    fn scan(
+    fn scan_in(
         &self,
         namespace: &str,
         table: &str,
-        start: &str,
-        end: &str,
+        (start, end): (&str, &str),
+        order: Order,
         limit: u32,
     ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
         let data = self.data.lock();
-        Ok(scan(
-            &data,
-            &BTreeMap::new(),
-            (namespace, table),
-            start,
-            end,
-            limit.min(MAX_SCAN),
-        ))
-    }
-
-    fn scan_desc(
-        &self,
-        namespace: &str,
-        table: &str,
-        start: &str,
-        end: &str,
-        limit: u32,
-    ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-        // A test double: the whole range, reversed.
-        let data = self.data.lock();
-        let mut rows = scan(
-            &data,
-            &BTreeMap::new(),
-            (namespace, table),
-            start,
-            end,
-            u32::MAX,
-        );
-        rows.reverse();
-        rows.truncate(limit.min(MAX_SCAN) as usize);
-        Ok(rows)
+        let none = BTreeMap::new();
+        Ok(match order {
+            Order::Asc => scan(
+                &data,
+                &none,
+                (namespace, table),
+                start,
+                end,
+                limit.min(MAX_SCAN),
+            ),
+            // A test double: the whole range, reversed.
+            Order::Desc => {
+                let mut rows = scan(&data, &none, (namespace, table), start, end, u32::MAX);
+                rows.reverse();
+                rows.truncate(limit.min(MAX_SCAN) as usize);
+                rows
+            }
+        })
     }
 }
 

@@ -4,7 +4,7 @@
 
 use wasmtime::component::Resource;
 
-use crate::db::{Check, OutboxEvent, StorageError, Transaction, Write};
+use crate::db::{Check, Order, OutboxEvent, StorageError, Transaction, Write};
 use crate::runtime::bindings::CapabilityError;
 use crate::runtime::bindings::host::mmc::platform::storage::{self, Entry};
 use crate::runtime::state::HostState;
@@ -137,13 +137,7 @@ impl storage::Host for HostState {
         end: String,
         limit: u32,
     ) -> wasmtime::Result<Result<Vec<Entry>, CapabilityError>> {
-        Ok(self
-            .runtime
-            .services
-            .storage
-            .scan(&self.component, &table, &start, &end, limit)
-            .map(entries)
-            .map_err(Into::into))
+        Ok(self.committed_scan(&table, (&start, &end), Order::Asc, limit))
     }
 
     fn scan_desc(
@@ -153,13 +147,25 @@ impl storage::Host for HostState {
         end: String,
         limit: u32,
     ) -> wasmtime::Result<Result<Vec<Entry>, CapabilityError>> {
-        Ok(self
-            .runtime
+        Ok(self.committed_scan(&table, (&start, &end), Order::Desc, limit))
+    }
+}
+
+impl HostState {
+    /// A scan of committed data in this component's namespace.
+    fn committed_scan(
+        &self,
+        table: &str,
+        range: (&str, &str),
+        order: Order,
+        limit: u32,
+    ) -> Result<Vec<Entry>, CapabilityError> {
+        self.runtime
             .services
             .storage
-            .scan_desc(&self.component, &table, &start, &end, limit)
+            .scan_in(&self.component, table, range, order, limit)
             .map(entries)
-            .map_err(Into::into))
+            .map_err(Into::into)
     }
 }
 
