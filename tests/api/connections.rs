@@ -204,3 +204,28 @@ async fn a_connection_that_never_sends_a_byte_is_cut_by_the_header_clock() {
         1
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn draining_answers_the_first_request_of_a_connection_accepted_before_it() {
+    let app = spawn_app().await;
+    let server = app.service.running.addr;
+    // Accepted before the drain, its request sent only after it began (a
+    // client whose request was on its way when the node was told to stop).
+    let mut late = TcpStream::connect(server).await.unwrap();
+    let mut silent = TcpStream::connect(server).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    app.service.app.drain.start();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    late.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(3), late.read_to_end(&mut answer))
+        .await
+        .expect("answered, then closed")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // One that sends nothing is closed once the grace is over.
+    assert!(closed_within(&mut silent, Duration::from_secs(2)).await);
+}

@@ -180,6 +180,8 @@ pub struct Activity {
     reading_head: AtomicBool,
     head_started_ms: AtomicU64,
     in_flight: AtomicUsize,
+    /// A request's headers were complete at least once.
+    served_any: AtomicBool,
 }
 
 impl Activity {
@@ -191,6 +193,7 @@ impl Activity {
             reading_head: AtomicBool::new(true),
             head_started_ms: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
+            served_any: AtomicBool::new(false),
         })
     }
 
@@ -217,7 +220,13 @@ impl Activity {
     pub fn request_started(self: &Arc<Self>) -> InFlight {
         self.in_flight.fetch_add(1, Ordering::Relaxed);
         self.reading_head.store(false, Ordering::Relaxed);
+        self.served_any.store(true, Ordering::Relaxed);
         InFlight(self.clone())
+    }
+
+    /// Whether a request has reached the service on this connection.
+    pub fn served_any(&self) -> bool {
+        self.served_any.load(Ordering::Relaxed)
     }
 
     /// Whether the connection has overstayed one of its clocks.

@@ -13,7 +13,7 @@ pub mod rate_limit;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Either, Full, Limited};
@@ -98,6 +98,10 @@ pub async fn serve_admin(app: Arc<App>, listener: TcpListener) {
     .await
 }
 
+/// Draining: how long a connection accepted before draining began has to
+/// send its first request.
+const FIRST_REQUEST_GRACE: Duration = Duration::from_millis(500);
+
 type Handled = std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send>>;
 
 async fn accept_loop(
@@ -154,13 +158,31 @@ async fn accept_loop(
             let draining = drain.started();
             tokio::pin!(draining);
             let mut closing = false;
+            // Draining, a connection accepted before it and not yet read
+            // from: its client has sent, or is sending, a request it expects
+            // answered. hyper would close it unread (its graceful shutdown
+            // closes an idle connection at once), so it is given until
+            // this deadline for that first request.
+            let mut first_request_until: Option<Instant> = None;
             loop {
                 tokio::select! {
                     _ = &mut conn => break,
                     // The request in flight is answered, then the connection closes.
                     _ = &mut draining, if !closing => {
-                        conn.as_mut().graceful_shutdown();
                         closing = true;
+                        if activity.served_any() {
+                            conn.as_mut().graceful_shutdown();
+                        } else {
+                            first_request_until = Some(Instant::now() + FIRST_REQUEST_GRACE);
+                        }
+                    }
+                    _ = tokio::time::sleep(Duration::from_millis(5)), if first_request_until.is_some() => {
+                        if activity.served_any()
+                            || first_request_until.is_some_and(|t| Instant::now() >= t)
+                        {
+                            conn.as_mut().graceful_shutdown();
+                            first_request_until = None;
+                        }
                     }
                     _ = tokio::time::sleep(every) => {
                         if let Some(cut) = activity.overdue(&connections.config) {
