@@ -58,14 +58,7 @@ async fn read_latency(app: &TestApp, key: &str, path: &str, n: usize) -> Duratio
     let mut took = Vec::new();
     for _ in 0..n {
         let t = Instant::now();
-        let resp = client
-            .get(app.url(path))
-            .bearer_auth(key)
-            .send()
-            .await
-            .unwrap();
-        let status = resp.status().as_u16();
-        let body = resp.text().await.unwrap();
+        let (status, body) = app.get_with(&client, key, path).await;
         assert_eq!(status, 200, "{body}");
         took.push(t.elapsed());
     }

@@ -239,8 +239,12 @@ impl TestApp {
     }
 
     pub async fn get(&self, key: &str, path: &str) -> (u16, Value) {
-        let resp = self
-            .client
+        self.get_with(&self.client, key, path).await
+    }
+
+    /// [`TestApp::get`] through `client` (one not pooling, say).
+    pub async fn get_with(&self, client: &reqwest::Client, key: &str, path: &str) -> (u16, Value) {
+        let resp = client
             .get(self.url(path))
             .bearer_auth(key)
             .send()
