@@ -7,7 +7,9 @@ use serde_json::Value;
 
 use crate::support::*;
 
-fn mmc(args: &[&str]) -> Value {
+/// Runs `mmc ARGS` (on the suite's storage for the data directory named)
+/// and returns the one JSON object it prints.
+pub(crate) fn mmc(args: &[&str]) -> Value {
     // The storage of the data directory named, when the suite runs on PostgreSQL.
     let storage = args
         .iter()

@@ -421,19 +421,8 @@ async fn payments_stored_before_the_listing_index_are_backfilled_into_it() {
     .unwrap();
     tx.commit().unwrap();
     assert_ne!(failed_pages().await.first(), Some(&late), "not indexed yet");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mmc"))
-        .args(["reindex", "--data-dir"])
-        .arg(app.data_dir.path())
-        .envs(storage_env(app.data_dir.path()))
-        .env_remove("MMC_CONFIG")
-        .output()
-        .expect("mmc runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let said: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let dir = app.data_dir.path().to_str().unwrap();
+    let said = crate::cli::mmc(&["reindex", "--data-dir", dir]);
     assert_eq!(said["reindex"], "started");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while db.get("collect", "meta", "listing").unwrap().is_none()
