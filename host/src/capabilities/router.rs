@@ -73,7 +73,10 @@ fn routed<T>(
     f: impl FnOnce(&mut wasmtime::Store<HostState>, &Adapter) -> Outcome<T>,
 ) -> Result<T, AdapterError> {
     let started = Instant::now();
-    let (result, served_by) = runtime.call_adapter_waiting(environment, operator, slot_wait, f);
+    // An operator call may wait on the network for seconds: never on a tokio worker.
+    let (result, served_by) = crate::runtime::inline::may_block(|| {
+        runtime.call_adapter_waiting(environment, operator, slot_wait, f)
+    });
     let elapsed = started.elapsed();
     let outcome = match &result {
         Ok(Ok(_)) => "ok",

@@ -7,6 +7,7 @@ use wasmtime::component::Resource;
 use crate::db::{Check, Order, OutboxEvent, StorageError, Transaction, Write};
 use crate::runtime::bindings::CapabilityError;
 use crate::runtime::bindings::host::mmc::platform::storage::{self, Entry};
+use crate::runtime::inline::may_block;
 use crate::runtime::state::HostState;
 
 /// The resource behind a component's `transaction` handle, with the rows it
@@ -97,7 +98,8 @@ impl storage::Host for HostState {
             }] += 1;
         }
         let services = &self.runtime.services;
-        let applied = services.storage.apply(&self.component, checks, writes);
+        // A write waits for its group's fsync: off a worker's core, when inline.
+        let applied = may_block(|| services.storage.apply(&self.component, checks, writes));
         if let Ok(true) = applied {
             services.metrics.storage_rows_written(&self.component, rows);
         }
@@ -108,7 +110,7 @@ impl storage::Host for HostState {
         if let Err(e) = self.no_open_txn() {
             return Ok(Err(e));
         }
-        match self.runtime.services.storage.begin(&self.component) {
+        match may_block(|| self.runtime.services.storage.begin(&self.component)) {
             Ok(tx) => {
                 self.open_txn = true;
                 Ok(Ok(self.table.push(TxnHandle(tx, [0; 3]))?))
@@ -240,7 +242,7 @@ impl storage::HostTransaction for HostState {
 
     fn commit(&mut self, tx: Resource<TxnHandle>) -> wasmtime::Result<Result<(), CapabilityError>> {
         let handle = self.table.get_mut(&tx)?;
-        let result = handle.0.commit();
+        let result = may_block(|| handle.0.commit());
         // Counted once committed; a second commit of the same handle fails.
         let rows = std::mem::take(&mut handle.1);
         self.open_txn = false;
@@ -254,8 +256,10 @@ impl storage::HostTransaction for HostState {
     }
 
     fn drop(&mut self, tx: Resource<TxnHandle>) -> wasmtime::Result<()> {
-        // Dropping the handle rolls back an uncommitted transaction.
-        self.table.delete(tx)?;
+        // Dropping the handle rolls back an uncommitted transaction (and
+        // waits until what it read is durable: off a worker's core, when inline).
+        let handle = self.table.delete(tx)?;
+        may_block(|| drop(handle));
         self.open_txn = false;
         Ok(())
     }

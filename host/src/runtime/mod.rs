@@ -6,8 +6,10 @@
 
 pub mod bindings;
 mod compile;
+pub mod inline;
 mod pool;
 pub mod state;
+mod wasi_io;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -120,6 +122,10 @@ pub enum CallError {
     Memory(String),
     #[error("component {component} trapped: {message}")]
     Trap { component: String, message: String },
+    /// Stopped on a tokio worker for using up its inline budget; the request
+    /// runs again on a blocking thread ([`inline`]).
+    #[error("component {0} ran past its time on the worker")]
+    InlineBudget(String),
 }
 
 impl CallError {
@@ -129,6 +135,7 @@ impl CallError {
             CallError::Memory(_) => "memory",
             CallError::Trap { .. } => "trap",
             CallError::Busy(_) => "busy",
+            CallError::InlineBudget(_) => "moved",
             _ => "refused",
         }
     }
@@ -183,6 +190,7 @@ impl Runtime {
         let mut api_linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut api_linker)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
+        wasi_io::link(&mut api_linker).map_err(|e| anyhow::anyhow!("{e}"))?;
         bindings::host::HostCapabilities::add_to_linker::<_, HasSelf<HostState>>(
             &mut api_linker,
             |s| s,
@@ -207,6 +215,7 @@ impl Runtime {
         let mut adapter_linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut adapter_linker)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
+        wasi_io::link(&mut adapter_linker).map_err(|e| anyhow::anyhow!("{e}"))?;
         bindings::adapter::Adapter::add_to_linker::<_, HasSelf<HostState>>(
             &mut adapter_linker,
             |s| s,
@@ -457,7 +466,14 @@ impl Runtime {
                     .map_or(Duration::MAX, Duration::from_millis),
             )
             .min(slot_wait.unwrap_or(Duration::MAX));
-        let Some(_slot) = gate.enter(wait) else {
+        if inline::hit() {
+            // The request is moving to a blocking thread: nothing more runs here.
+            return Err(CallError::InlineBudget(loaded.name.clone()));
+        }
+        let slot = gate
+            .enter(Duration::ZERO)
+            .or_else(|| inline::may_block(|| gate.enter(wait)));
+        let Some(_slot) = slot else {
             let e = CallError::Busy(loaded.name.clone());
             self.services
                 .metrics
@@ -479,6 +495,9 @@ impl Runtime {
         store.limiter(|s| &mut s.limiter);
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|mut ctx| {
+            if inline::stop_for_budget() {
+                return Err(wasmtime::Error::new(DeadlineExceeded));
+            }
             let state = ctx.data_mut();
             if Instant::now() >= state.deadline.until {
                 state.deadline.hit = true;
@@ -491,7 +510,9 @@ impl Runtime {
         let elapsed = started.elapsed();
         let result = result.map_err(|e| {
             let state = store.data();
-            if state.deadline.hit {
+            if inline::hit() {
+                CallError::InlineBudget(loaded.name.clone())
+            } else if state.deadline.hit {
                 CallError::Deadline(loaded.name.clone())
             } else if state.limiter.exceeded {
                 CallError::Memory(loaded.name.clone())
@@ -508,6 +529,7 @@ impl Runtime {
         });
         let outcome = match &result {
             Ok(_) => "ok",
+            Err(e @ CallError::InlineBudget(_)) => e.outcome(),
             Err(e) => {
                 tracing::error!(component = %loaded.name, error = %e, "component call failed");
                 e.outcome()
