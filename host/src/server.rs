@@ -87,6 +87,10 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
             config.connections.clone(),
             runtime.services.metrics.clone(),
         ),
+        // On PostgreSQL a read is a network round trip: it stays off the workers.
+        inline_reads: matches!(config.storage_url()?, crate::config::StorageUrl::Sqlite(_))
+            && tokio::runtime::Handle::current().runtime_flavor()
+                == tokio::runtime::RuntimeFlavor::MultiThread,
         drain,
     });
     let leases = crate::leases::Leases::new(db.sql.clone());

@@ -159,3 +159,47 @@ async fn runaway_components_are_stopped_and_the_server_keeps_serving() {
         "{text}"
     );
 }
+
+/// GETs run on the tokio worker that read them; one that computes past the
+/// inline budget is stopped there and served again on a blocking thread, so a
+/// slow read answers normally and never holds a worker for long.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_that_computes_past_the_inline_budget_is_answered_from_a_blocking_thread() {
+    let app = app_with_hostile().await;
+    let (_, key, _) = app.merchant("Shop");
+    let hostile = |what: &str| {
+        app.client
+            .get(app.url(&format!("/api/v1/hostile/{what}")))
+            .bearer_auth(&key)
+            .send()
+    };
+    let slow = tokio::spawn(hostile("slow"));
+    // While it computes, the worker it started on serves again.
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    let asked = Instant::now();
+    assert_eq!(hostile("fine").await.unwrap().status(), 200);
+    assert!(
+        asked.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        asked.elapsed()
+    );
+    let resp = slow.await.unwrap().unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.text().await.unwrap(), "slow but done");
+
+    // Writing to stderr on a worker (WASI's blocking stream calls) is no panic.
+    let resp = hostile("stderr").await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.text().await.unwrap(), "wrote to stderr");
+
+    let text = app.metrics().await;
+    let calls = |outcome: &str| {
+        metric(
+            &text,
+            "mmc_component_calls_total",
+            &format!("component=\"hostile\",outcome=\"{outcome}\""),
+        )
+    };
+    assert_eq!(calls("moved"), 1.0, "{text}");
+    assert_eq!(calls("ok"), 3.0, "{text}");
+}

@@ -55,6 +55,8 @@ pub struct App {
     /// Graceful shutdown: once started, no connection is accepted and open
     /// ones close after their current request.
     pub drain: Arc<crate::shutdown::Drain>,
+    /// GETs are served on the worker that read them ([`crate::runtime::inline`]).
+    pub inline_reads: bool,
 }
 
 impl App {
@@ -718,48 +720,25 @@ async fn dispatch(
         headers: headers_of(&parts),
         body: body.to_vec(),
     };
-    let app2 = app.clone();
-    let route2 = route.clone();
-    let request_id = request_id.to_string();
-    let span = tracing::Span::current();
-    let (caller, request, mut response) =
-        tokio::task::spawn_blocking(move || -> Result<(_, _, http_types::Response), HttpError> {
+    let inline =
+        app.inline_reads && matches!(parts.method, hyper::Method::GET | hyper::Method::HEAD);
+    let (caller, request, mut response) = if inline {
+        serve_inline(app, route, key, client, request, request_id).await?
+    } else {
+        let (app, route, request_id) = (app.clone(), route.clone(), request_id.to_string());
+        let span = tracing::Span::current();
+        tokio::task::spawn_blocking(move || {
             // The components' log lines carry the request's fields too.
             let _in_request = span.enter();
-            // Authentication reads the key table on every request, so a revoked key stops at once.
-            let caller = match key {
-                Some(key) => match app2.accounts.authenticate(&key) {
-                    Ok(Some(p)) => {
-                        record_principal(&p.merchant_id, p.environment.as_str());
-                        if let Err(wait) = app2.rate_limiter.check(&p.key_id) {
-                            return Err(HttpError::RateLimited(wait));
-                        }
-                        p.scopes
-                            .allow(&request.method, &request.path)
-                            .map_err(HttpError::insufficient_scope)?;
-                        Some(http_types::Caller {
-                            merchant_id: p.merchant_id,
-                            merchant_name: p.merchant_name,
-                            environment: p.environment.as_str().to_string(),
-                            key_id: p.key_id,
-                            require_second_approver: p.require_second_approver,
-                            request_id,
-                            base_url: app2.base_url.clone(),
-                        })
-                    }
-                    Ok(None) if route2.public => None,
-                    Ok(None) => return Err(invalid_key(&app2, client)),
-                    Err(e) => return Err(HttpError::Unavailable(e.to_string())),
-                },
-                None => None,
-            };
-            let response =
-                app2.runtime
-                    .handle(&route2.component, caller.clone(), request.clone())?;
-            Ok((caller, request, response))
+            let caller = authorize(&app, &route, key, client, &request, request_id)?;
+            let response = app
+                .runtime
+                .handle(&route.component, caller.clone(), request.clone())?;
+            Ok::<_, HttpError>((caller, request, response))
         })
         .await
-        .map_err(|e| HttpError::Unavailable(format!("request task failed: {e}")))??;
+        .map_err(|e| HttpError::Unavailable(format!("request task failed: {e}")))??
+    };
     let continuation = paged::take_continuation(&mut response);
 
     let mut builder = Response::builder()
@@ -792,6 +771,91 @@ async fn dispatch(
             "invalid response\n",
         ))
     }))
+}
+
+/// The caller a request's key names, checked against its rate limit and
+/// scopes; `None` on a public route without a key.
+fn authorize(
+    app: &App,
+    route: &Route,
+    key: Option<String>,
+    client: Option<std::net::IpAddr>,
+    request: &http_types::Request,
+    request_id: String,
+) -> Result<Option<http_types::Caller>, HttpError> {
+    // Authentication reads the key table on every request, so a revoked key stops at once.
+    let Some(key) = key else { return Ok(None) };
+    match app.accounts.authenticate(&key) {
+        Ok(Some(p)) => {
+            record_principal(&p.merchant_id, p.environment.as_str());
+            if let Err(wait) = app.rate_limiter.check(&p.key_id) {
+                return Err(HttpError::RateLimited(wait));
+            }
+            p.scopes
+                .allow(&request.method, &request.path)
+                .map_err(HttpError::insufficient_scope)?;
+            Ok(Some(http_types::Caller {
+                merchant_id: p.merchant_id,
+                merchant_name: p.merchant_name,
+                environment: p.environment.as_str().to_string(),
+                key_id: p.key_id,
+                require_second_approver: p.require_second_approver,
+                request_id,
+                base_url: app.base_url.clone(),
+            }))
+        }
+        Ok(None) if route.public => Ok(None),
+        Ok(None) => Err(invalid_key(app, client)),
+        Err(e) => Err(HttpError::Unavailable(e.to_string())),
+    }
+}
+
+type Served = (
+    Option<http_types::Caller>,
+    http_types::Request,
+    http_types::Response,
+);
+
+/// A read, served on this worker; one that computes past the inline budget
+/// is stopped and served again on a blocking thread (what it did meanwhile
+/// was a read: doing it again changes nothing).
+async fn serve_inline(
+    app: &Arc<App>,
+    route: &Route,
+    key: Option<String>,
+    client: Option<std::net::IpAddr>,
+    request: http_types::Request,
+    request_id: &str,
+) -> Result<Served, HttpError> {
+    use crate::runtime::inline;
+    let caller = authorize(app, route, key, client, &request, request_id.into())?;
+    // A host panic must not take the connection down without an answer.
+    let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        inline::run(|| {
+            app.runtime
+                .handle(&route.component, caller.clone(), request.clone())
+        })
+    }));
+    let response = match attempt {
+        Ok(Some(response)) => response?,
+        Ok(None) => {
+            let (app, component, caller2, request2) = (
+                app.clone(),
+                route.component.clone(),
+                caller.clone(),
+                request.clone(),
+            );
+            let span = tracing::Span::current();
+            tokio::task::spawn_blocking(move || {
+                let _in_request = span.enter();
+                app.runtime.handle(&component, caller2, request2)
+            })
+            .await
+            .map_err(|e| HttpError::Unavailable(format!("request task failed: {e}")))??
+        }
+        Err(_) => return Err(HttpError::Unavailable("request task failed".into())),
+    };
+    Ok((caller, request, response))
 }
 
 /// A running server: its bound addresses and the tasks serving them.

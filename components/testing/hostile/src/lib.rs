@@ -37,6 +37,19 @@ impl Guest for Hostile {
                 }
             }
             "panic" => panic!("hostile component panics on purpose"),
+            "slow" => {
+                // Computes for 120 ms (well within its deadline), then answers.
+                let until = mmc::platform::clock::now_ms() + 120;
+                let mut n: u64 = 0;
+                while mmc::platform::clock::now_ms() < until {
+                    n = std::hint::black_box(n.wrapping_add(1));
+                }
+                ok("slow but done")
+            }
+            "stderr" => {
+                eprintln!("a line on stderr, which the host discards");
+                ok("wrote to stderr")
+            }
             "storage" => {
                 // Leaves a transaction open and traps: the host must roll it back and free the writer.
                 let tx = mmc::platform::storage::begin().expect("begin");
