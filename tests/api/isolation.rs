@@ -160,9 +160,9 @@ async fn runaway_components_are_stopped_and_the_server_keeps_serving() {
     );
 }
 
-/// GETs run on the tokio worker that read them; one that computes past the
-/// inline budget is stopped there and served again on a blocking thread, so a
-/// slow read answers normally and never holds a worker for long.
+/// GETs run on the tokio worker that read them (on SQLite); one that computes
+/// past the inline budget is stopped there and served again on a blocking
+/// thread, so a slow read answers normally and never holds a worker for long.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_that_computes_past_the_inline_budget_is_answered_from_a_blocking_thread() {
     let app = app_with_hostile().await;
@@ -200,6 +200,12 @@ async fn a_read_that_computes_past_the_inline_budget_is_answered_from_a_blocking
             &format!("component=\"hostile\",outcome=\"{outcome}\""),
         )
     };
-    assert_eq!(calls("moved"), 1.0, "{text}");
+    if on_postgres() {
+        // A read on PostgreSQL is a network round trip: every request runs
+        // on a blocking thread, and none has anything to move.
+        assert_eq!(calls("moved"), 0.0, "{text}");
+    } else {
+        assert_eq!(calls("moved"), 1.0, "{text}");
+    }
     assert_eq!(calls("ok"), 3.0, "{text}");
 }
