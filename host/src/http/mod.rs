@@ -817,8 +817,9 @@ type Served = (
 );
 
 /// A read, served on this worker; one that computes past the inline budget
-/// is stopped and served again on a blocking thread (what it did meanwhile
-/// was a read: doing it again changes nothing).
+/// is stopped and served again on a blocking thread. Doing a GET again is
+/// safe: the most it writes is what the operator answered to a status query
+/// (`?sync=true`), which the second run asks and applies again, idempotently.
 async fn serve_inline(
     app: &Arc<App>,
     route: &Route,
