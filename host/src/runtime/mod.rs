@@ -538,6 +538,11 @@ impl Runtime {
         self.services
             .metrics
             .component_call(&loaded.name, outcome, elapsed);
+        if store.data().open_txn {
+            // A call stopped inside a transaction: dropping the Store rolls it
+            // back, which waits until what it read is durable.
+            inline::may_block(|| drop(store));
+        }
         result
     }
 
