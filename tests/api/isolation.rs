@@ -37,6 +37,13 @@ async fn app_with_hostile_and(adjust: impl FnOnce(&mut mmc_host::config::Config)
     .await
 }
 
+/// `GET /api/v1/hostile/{what}`: the last segment picks the misbehaviour.
+fn hostile(app: &TestApp, key: &str, what: &str) -> reqwest::RequestBuilder {
+    app.client
+        .get(app.url(&format!("/api/v1/hostile/{what}")))
+        .bearer_auth(key)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_beyond_the_instance_slots_waits_for_a_slot_instead_of_failing() {
     // One API call at a time, each with a 1 s deadline.
@@ -47,12 +54,7 @@ async fn a_call_beyond_the_instance_slots_waits_for_a_slot_instead_of_failing() 
     .await;
     let (_, key, _) = app.merchant("Shop");
     // The runaway loop holds the only slot until its deadline stops it...
-    let looping = tokio::spawn(
-        app.client
-            .get(app.url("/api/v1/hostile/loop"))
-            .bearer_auth(&key)
-            .send(),
-    );
+    let looping = tokio::spawn(hostile(&app, &key, "loop").send());
     tokio::time::sleep(Duration::from_millis(100)).await;
     // ...so a create sent meanwhile queues for the slot, then succeeds.
     let asked = Instant::now();
@@ -72,12 +74,7 @@ async fn a_call_beyond_the_instance_slots_waits_for_a_slot_instead_of_failing() 
 async fn runaway_components_are_stopped_and_the_server_keeps_serving() {
     let app = app_with_hostile().await;
     let (_, key, _) = app.merchant("Shop");
-    let hostile = |what: &str| {
-        app.client
-            .get(app.url(&format!("/api/v1/hostile/{what}")))
-            .bearer_auth(&key)
-            .send()
-    };
+    let hostile = |what: &str| hostile(&app, &key, what).send();
 
     // Start the infinite loop, and while it runs, serve other requests.
     let started = Instant::now();
@@ -167,12 +164,7 @@ async fn runaway_components_are_stopped_and_the_server_keeps_serving() {
 async fn a_read_that_computes_past_the_inline_budget_is_answered_from_a_blocking_thread() {
     let app = app_with_hostile().await;
     let (_, key, _) = app.merchant("Shop");
-    let hostile = |what: &str| {
-        app.client
-            .get(app.url(&format!("/api/v1/hostile/{what}")))
-            .bearer_auth(&key)
-            .send()
-    };
+    let hostile = |what: &str| hostile(&app, &key, what).send();
     let slow = tokio::spawn(hostile("slow"));
     // While it computes, the worker it started on serves again.
     tokio::time::sleep(Duration::from_millis(60)).await;
