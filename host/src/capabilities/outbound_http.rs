@@ -44,57 +44,54 @@ impl HttpClient for ReqwestClient {
         for (k, v) in req.headers {
             builder = builder.header(k, v);
         }
-        // Components run on blocking threads (or off a worker's core, when
-        // inline); the I/O runs on the server's runtime.
-        crate::runtime::inline::may_block(|| {
-            self.runtime.block_on(async move {
-                let resp = builder.send().await.map_err(|e| {
-                    if e.is_timeout() {
-                        CapabilityError::Timeout(e.to_string())
-                    } else {
-                        CapabilityError::Unavailable(e.to_string())
-                    }
-                })?;
-                let status = resp.status().as_u16();
-                let headers = resp
-                    .headers()
-                    .iter()
-                    .filter_map(|(k, v)| {
-                        Some((k.as_str().to_string(), v.to_str().ok()?.to_string()))
-                    })
-                    .collect();
-                // Read chunk by chunk and stop at the cap: a hostile or broken
-                // server cannot make the host buffer more than 4 MiB. (An answer
-                // too large is unreadable: the outcome stays unknown.)
-                let too_large =
-                    || CapabilityError::Unavailable("response body larger than 4 MiB".into());
-                if resp
-                    .content_length()
-                    .is_some_and(|n| n > MAX_RESPONSE_BYTES as u64)
-                {
+        let fetch = async move {
+            let resp = builder.send().await.map_err(|e| {
+                if e.is_timeout() {
+                    CapabilityError::Timeout(e.to_string())
+                } else {
+                    CapabilityError::Unavailable(e.to_string())
+                }
+            })?;
+            let status = resp.status().as_u16();
+            let headers = resp
+                .headers()
+                .iter()
+                .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
+                .collect();
+            // Read chunk by chunk and stop at the cap: a hostile or broken
+            // server cannot make the host buffer more than 4 MiB. (An answer
+            // too large is unreadable: the outcome stays unknown.)
+            let too_large =
+                || CapabilityError::Unavailable("response body larger than 4 MiB".into());
+            if resp
+                .content_length()
+                .is_some_and(|n| n > MAX_RESPONSE_BYTES as u64)
+            {
+                return Err(too_large());
+            }
+            let mut resp = resp;
+            let mut body = Vec::new();
+            while let Some(chunk) = resp.chunk().await.map_err(|e| {
+                if e.is_timeout() {
+                    CapabilityError::Timeout(e.to_string())
+                } else {
+                    CapabilityError::Unavailable(e.to_string())
+                }
+            })? {
+                if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
                     return Err(too_large());
                 }
-                let mut resp = resp;
-                let mut body = Vec::new();
-                while let Some(chunk) = resp.chunk().await.map_err(|e| {
-                    if e.is_timeout() {
-                        CapabilityError::Timeout(e.to_string())
-                    } else {
-                        CapabilityError::Unavailable(e.to_string())
-                    }
-                })? {
-                    if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
-                        return Err(too_large());
-                    }
-                    body.extend_from_slice(&chunk);
-                }
-                Ok(Response {
-                    status,
-                    headers,
-                    body,
-                })
+                body.extend_from_slice(&chunk);
+            }
+            Ok(Response {
+                status,
+                headers,
+                body,
             })
-        })
+        };
+        // Components run on blocking threads (or off a worker's core, when
+        // inline); the I/O runs on the server's runtime.
+        crate::runtime::inline::may_block(|| self.runtime.block_on(fetch))
     }
 }
 

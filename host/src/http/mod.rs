@@ -726,18 +726,14 @@ async fn dispatch(
         serve_inline(app, route, key, client, request, request_id).await?
     } else {
         let (app, route, request_id) = (app.clone(), route.clone(), request_id.to_string());
-        let span = tracing::Span::current();
-        tokio::task::spawn_blocking(move || {
-            // The components' log lines carry the request's fields too.
-            let _in_request = span.enter();
+        on_blocking_thread(move || {
             let caller = authorize(&app, &route, key, client, &request, request_id)?;
             let response = app
                 .runtime
                 .handle(&route.component, caller.clone(), request.clone())?;
-            Ok::<_, HttpError>((caller, request, response))
+            Ok((caller, request, response))
         })
-        .await
-        .map_err(|e| HttpError::Unavailable(format!("request task failed: {e}")))??
+        .await?
     };
     let continuation = paged::take_continuation(&mut response);
 
@@ -771,6 +767,17 @@ async fn dispatch(
             "invalid response\n",
         ))
     }))
+}
+
+/// Runs `f` on a blocking thread, inside the request's span (the
+/// components' log lines carry the request's fields too).
+async fn on_blocking_thread<R: Send + 'static>(
+    f: impl FnOnce() -> Result<R, HttpError> + Send + 'static,
+) -> Result<R, HttpError> {
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || span.in_scope(f))
+        .await
+        .map_err(|e| HttpError::Unavailable(format!("request task failed: {e}")))?
 }
 
 /// The caller a request's key names, checked against its rate limit and
@@ -840,19 +847,13 @@ async fn serve_inline(
     let response = match attempt {
         Ok(Some(response)) => response?,
         Ok(None) => {
-            let (app, component, caller2, request2) = (
+            let (app, component, caller, request) = (
                 app.clone(),
                 route.component.clone(),
                 caller.clone(),
                 request.clone(),
             );
-            let span = tracing::Span::current();
-            tokio::task::spawn_blocking(move || {
-                let _in_request = span.enter();
-                app.runtime.handle(&component, caller2, request2)
-            })
-            .await
-            .map_err(|e| HttpError::Unavailable(format!("request task failed: {e}")))??
+            on_blocking_thread(move || Ok(app.runtime.handle(&component, caller, request)?)).await?
         }
         Err(_) => return Err(HttpError::Unavailable("request task failed".into())),
     };
