@@ -426,14 +426,12 @@ fn applier(writer: Arc<Mutex<Writer>>, groups: Arc<Groups>, applier: Arc<Applier
             q.jobs.drain(..n).collect::<Vec<_>>()
         };
         let mut w = writer.lock();
-        let mut applied = Vec::with_capacity(batch.len());
-        for job in batch {
-            // A caller that stopped waiting has been told it failed: never apply it.
-            if !job.claimed.swap(true, Ordering::AcqRel) {
-                let outcome = apply_on(&mut w, &job);
-                applied.push((job, outcome));
-            }
-        }
+        // A caller that stopped waiting has been told it failed: never apply it.
+        let claimed: Vec<Arc<Job>> = batch
+            .into_iter()
+            .filter(|job| !job.claimed.swap(true, Ordering::AcqRel))
+            .collect();
+        let applied = apply_batch(&mut w, claimed);
         if !applied.is_empty() {
             let group = w.group;
             // Handed over before the lock is released: the group cannot be committed
@@ -460,15 +458,61 @@ fn applier(writer: Arc<Mutex<Writer>>, groups: Arc<Groups>, applier: Arc<Applier
     }
 }
 
+/// Applies a batch of prepared transactions in one savepoint: each job's
+/// checks come before its writes, so a job whose checks fail wrote nothing,
+/// and only a failed write needs a job's own savepoint to undo it. Then (rare:
+/// an I/O error, a full disk) the batch is undone and applied again job by
+/// job, each in its own savepoint, so one job's failure is not its
+/// neighbours'. One savepoint per batch instead of per job: SQLite copies a
+/// page into the savepoint journal the first time a savepoint modifies it,
+/// and every job modifies the same hot pages (the outbox, the right edges of
+/// time-ordered indexes).
+fn apply_batch(w: &mut Writer, jobs: Vec<Arc<Job>>) -> Vec<(Arc<Job>, Result<bool, StorageError>)> {
+    let together = (|| -> Result<Vec<bool>, StorageError> {
+        enter(w, "batch")?;
+        let mut on = OnWriter {
+            conn: &w.conn,
+            ns: "",
+        };
+        let mut outcomes = Vec::with_capacity(jobs.len());
+        for job in &jobs {
+            on.ns = &job.ns;
+            match check_then_write(&mut on, &job.checks, &job.writes) {
+                Ok(applied) => outcomes.push(applied),
+                Err(e) => {
+                    let _ = w.conn.execute_batch("ROLLBACK TO batch; RELEASE batch");
+                    return Err(e);
+                }
+            }
+        }
+        leave(w, "batch", true)?;
+        Ok(outcomes)
+    })();
+    match together {
+        Ok(outcomes) => jobs
+            .into_iter()
+            .zip(outcomes)
+            .map(|(job, applied)| (job, Ok(applied)))
+            .collect(),
+        Err(_) => jobs
+            .into_iter()
+            .map(|job| {
+                let outcome = apply_on(w, &job);
+                (job, outcome)
+            })
+            .collect(),
+    }
+}
+
 /// One prepared transaction on the writer: its checks, then its writes, in a savepoint.
 fn apply_on(w: &mut Writer, job: &Job) -> Result<bool, StorageError> {
-    enter(w)?;
+    enter(w, "txn")?;
     let mut on = OnWriter {
         conn: &w.conn,
         ns: &job.ns,
     };
     let outcome = check_then_write(&mut on, &job.checks, &job.writes);
-    let kept = leave(w, matches!(outcome, Ok(true)));
+    let kept = leave(w, "txn", matches!(outcome, Ok(true)));
     match (outcome, kept) {
         (Ok(true), Err(e)) => Err(e),
         (outcome, _) => outcome,
@@ -538,28 +582,35 @@ impl Drop for Sqlite {
     }
 }
 
-/// Opens the group's outer transaction if needed and a savepoint in it.
-fn enter(w: &mut Writer) -> Result<(), StorageError> {
+/// Opens the group's outer transaction if needed and savepoint `name` in it.
+fn enter(w: &mut Writer, name: &str) -> Result<(), StorageError> {
     if !w.open {
         // IMMEDIATE: take the write lock up front, so a read-then-write cannot
         // fail with SQLITE_BUSY when another process (the CLI) writes meanwhile.
         w.conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
         w.open = true;
     }
-    w.conn.prepare_cached("SAVEPOINT txn")?.execute([])?;
+    w.conn
+        .prepare_cached(&format!("SAVEPOINT {name}"))?
+        .execute([])?;
     Ok(())
 }
 
-/// Ends the savepoint: kept (`RELEASE`) or undone.
-fn leave(w: &mut Writer, keep: bool) -> Result<(), StorageError> {
+/// Ends savepoint `name`: kept (`RELEASE`) or undone.
+fn leave(w: &mut Writer, name: &str, keep: bool) -> Result<(), StorageError> {
+    let undo = format!("ROLLBACK TO {name}; RELEASE {name}");
     if keep {
-        if let Err(e) = w.conn.prepare_cached("RELEASE txn")?.execute([]) {
-            let _ = w.conn.execute_batch("ROLLBACK TO txn; RELEASE txn");
+        if let Err(e) = w
+            .conn
+            .prepare_cached(&format!("RELEASE {name}"))?
+            .execute([])
+        {
+            let _ = w.conn.execute_batch(&undo);
             return Err(e.into());
         }
         Ok(())
     } else {
-        Ok(w.conn.execute_batch("ROLLBACK TO txn; RELEASE txn")?)
+        Ok(w.conn.execute_batch(&undo)?)
     }
 }
 
@@ -639,9 +690,9 @@ impl Sqlite {
         f: impl FnOnce(&Connection) -> Result<T, StorageError>,
     ) -> Result<T, StorageError> {
         let mut w = self.writer.lock();
-        enter(&mut w)?;
+        enter(&mut w, "txn")?;
         let out = f(&w.conn);
-        let kept = leave(&mut w, out.is_ok());
+        let kept = leave(&mut w, "txn", out.is_ok());
         let group = w.group;
         drop(w);
         self.groups.wait_durable(group)?;
@@ -791,7 +842,7 @@ impl Backend for Sqlite {
             ))
         })?;
         let mut guard = guard;
-        enter(&mut guard)?;
+        enter(&mut guard, "txn")?;
         Ok(Box::new(SqliteTxn {
             writer: Some(guard),
             groups: self.groups.clone(),
@@ -876,7 +927,7 @@ impl SqliteTxn {
     /// Ends the savepoint, frees the writer, waits for the group on disk.
     fn finish(&mut self, keep: bool) -> Result<(), StorageError> {
         let mut w = self.writer.take().ok_or(StorageError::Finished)?;
-        let kept = leave(&mut w, keep);
+        let kept = leave(&mut w, "txn", keep);
         let group = w.group;
         drop(w);
         self.groups.wait_durable(group)?;
@@ -1024,6 +1075,57 @@ mod tests {
         assert!(db.apply("c", vec![check("a", Some(b"1"))], writes).unwrap());
         assert_eq!(db.get("c", "t", "a").unwrap(), None);
         assert_eq!(db.get("c", "t", "b").unwrap(), Some(b"3".to_vec()));
+    }
+
+    #[test]
+    fn a_write_that_fails_in_a_batch_undoes_only_its_own_job() {
+        use mmc_storage::{OutboxEvent, Write};
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(Sqlite::open(&dir.path().join("b.db")).unwrap());
+        let event = |id: &str| {
+            Write::Emit(OutboxEvent {
+                id: id.into(),
+                event_type: "payment.created".into(),
+                merchant_id: "m".into(),
+                environment: "test".into(),
+                subject_id: "p".into(),
+                extra_url: None,
+                payload: b"{}".to_vec(),
+            })
+        };
+        let put = |key: &str| Write::Put {
+            table: "t".into(),
+            key: key.into(),
+            value: b"1".to_vec(),
+        };
+        assert!(db.apply("c", vec![], vec![event("evt_taken")]).unwrap());
+        // An open transaction holds the writer: the first apply below takes
+        // the applier to the lock, the rest queue behind it as one batch.
+        let holder = db.begin("c").unwrap();
+        let spawn = |key: &'static str, event_id: &'static str| {
+            let db = db.clone();
+            std::thread::spawn(move || db.apply("c", vec![], vec![put(key), event(event_id)]))
+        };
+        let first = spawn("first", "evt_first");
+        std::thread::sleep(Duration::from_millis(50));
+        let before = spawn("before", "evt_before");
+        std::thread::sleep(Duration::from_millis(20));
+        let failing = spawn("failing", "evt_taken"); // its event id is taken: the insert fails
+        std::thread::sleep(Duration::from_millis(20));
+        let after = spawn("after", "evt_after");
+        std::thread::sleep(Duration::from_millis(50));
+        drop(holder);
+        assert!(first.join().unwrap().unwrap());
+        assert!(before.join().unwrap().unwrap());
+        assert!(failing.join().unwrap().is_err());
+        assert!(after.join().unwrap().unwrap());
+        for key in ["first", "before", "after"] {
+            assert_eq!(db.get("c", "t", key).unwrap(), Some(b"1".to_vec()), "{key}");
+        }
+        // Its put came before the failed insert, in the same job: undone with it.
+        assert_eq!(db.get("c", "t", "failing").unwrap(), None);
+        // And the writer goes on.
+        assert!(db.apply("c", vec![], vec![put("later")]).unwrap());
     }
 
     #[test]
