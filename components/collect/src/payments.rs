@@ -145,7 +145,13 @@ pub fn create_payment(
 
     let now = clock::now_ms();
     // The pending record, its indexes, event and idempotency key: one transaction.
-    let step = store::transact(|tx| {
+    // A create's key and reference are nearly always new: the first draft
+    // assumes so, and the writer checks it.
+    let mut new_keys = vec![("refs", store::scope(env, merchant, &input.reference))];
+    if let Some(key) = &key {
+        new_keys.push(("idem", store::scope(env, merchant, key)));
+    }
+    let step = store::transact_assuming_absent(&new_keys, |tx| {
         if let Some(key) = &key {
             // An expired key (older than 24 h) counts as absent; the reference check below still applies.
             if let Some(rec) = tx

@@ -352,6 +352,36 @@ pub fn transact<T>(f: impl Fn(&Tx) -> Result<T, ApiError>) -> Result<T, ApiError
     Ok(out)
 }
 
+/// As [`transact`], but the first draft takes each of `absent` (table, key)
+/// as absent without reading it; the check under the writer still proves it.
+/// For keys that are nearly always new (a create's Idempotency-Key and
+/// reference): a reader's lookup of a missing key walks the B-tree again
+/// through `pread`, since every commit empties the readers' page caches,
+/// while the writer checks it against its own warm cache. When the guess is
+/// wrong (a replay) or the draft fails, `f` runs as in [`transact`]: drafted
+/// with real reads, then under the writer if need be.
+pub fn transact_assuming_absent<T>(
+    absent: &[(&str, String)],
+    f: impl Fn(&Tx) -> Result<T, ApiError>,
+) -> Result<T, ApiError> {
+    let mut draft = Draft::default();
+    for (table, key) in absent {
+        draft.known.insert((table.to_string(), key.clone()), None);
+        draft.reads.push((table.to_string(), key.clone(), None));
+    }
+    let draft = Tx(TxMode::Draft(RefCell::new(draft)));
+    if let Ok(out) = f(&draft) {
+        let TxMode::Draft(d) = draft.0 else {
+            unreachable!("built as a draft")
+        };
+        let d = d.into_inner();
+        if !d.writes.is_empty() && d.apply()? {
+            return Ok(out);
+        }
+    }
+    transact(f)
+}
+
 impl Draft {
     /// One call: the host checks the reads and applies the writes under the writer.
     fn apply(self) -> Result<bool, ApiError> {
