@@ -334,16 +334,9 @@ struct Draft {
 /// the outcome is always that of `f` run under the writer on current data.
 /// `f` may run twice, so it must not call operators or other side effects.
 pub fn transact<T>(f: impl Fn(&Tx) -> Result<T, ApiError>) -> Result<T, ApiError> {
-    let draft = Tx(TxMode::Draft(RefCell::new(Draft::default())));
-    if let Ok(out) = f(&draft) {
-        let TxMode::Draft(d) = draft.0 else {
-            unreachable!("built as a draft")
-        };
-        let d = d.into_inner();
-        // Read-only: committed data was read, nothing to write.
-        if d.writes.is_empty() || d.apply()? {
-            return Ok(out);
-        }
+    // Read-only: committed data was read, nothing to write.
+    if let Some(out) = settle_draft(Draft::default(), &f, true)? {
+        return Ok(out);
     }
     // The draft failed, or what it read changed meanwhile: decide again under the writer.
     let tx = Tx::begin()?;
@@ -359,7 +352,7 @@ pub fn transact<T>(f: impl Fn(&Tx) -> Result<T, ApiError>) -> Result<T, ApiError
 /// through `pread`, since every commit empties the readers' page caches,
 /// while the writer checks it against its own warm cache. When the guess is
 /// wrong (a replay) or the draft fails, `f` runs as in [`transact`]: drafted
-/// with real reads, then under the writer if need be.
+/// with real reads, then under the writer if need be (so `f` may run three times).
 pub fn transact_assuming_absent<T>(
     absent: &[(&str, String)],
     f: impl Fn(&Tx) -> Result<T, ApiError>,
@@ -369,17 +362,35 @@ pub fn transact_assuming_absent<T>(
         draft.known.insert((table.to_string(), key.clone()), None);
         draft.reads.push((table.to_string(), key.clone(), None));
     }
-    let draft = Tx(TxMode::Draft(RefCell::new(draft)));
-    if let Ok(out) = f(&draft) {
-        let TxMode::Draft(d) = draft.0 else {
-            unreachable!("built as a draft")
-        };
-        let d = d.into_inner();
-        if !d.writes.is_empty() && d.apply()? {
-            return Ok(out);
-        }
+    // An answer that writes nothing proves nothing of what was assumed.
+    match settle_draft(draft, &f, false)? {
+        Some(out) => Ok(out),
+        None => transact(f),
     }
-    transact(f)
+}
+
+/// Runs `f` on `draft` and applies what it wrote: `Some` when that settled
+/// it, `None` when `f` failed, a check failed, or the draft wrote nothing and
+/// `read_only_settles` is false.
+fn settle_draft<T>(
+    draft: Draft,
+    f: &impl Fn(&Tx) -> Result<T, ApiError>,
+    read_only_settles: bool,
+) -> Result<Option<T>, ApiError> {
+    let draft = Tx(TxMode::Draft(RefCell::new(draft)));
+    let Ok(out) = f(&draft) else {
+        return Ok(None);
+    };
+    let TxMode::Draft(d) = draft.0 else {
+        unreachable!("built as a draft")
+    };
+    let d = d.into_inner();
+    let settled = if d.writes.is_empty() {
+        read_only_settles
+    } else {
+        d.apply()?
+    };
+    Ok(settled.then_some(out))
 }
 
 impl Draft {

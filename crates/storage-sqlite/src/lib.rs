@@ -469,7 +469,7 @@ fn applier(writer: Arc<Mutex<Writer>>, groups: Arc<Groups>, applier: Arc<Applier
 /// time-ordered indexes).
 fn apply_batch(w: &mut Writer, jobs: Vec<Arc<Job>>) -> Vec<(Arc<Job>, Result<bool, StorageError>)> {
     let together = (|| -> Result<Vec<bool>, StorageError> {
-        enter(w, "batch")?;
+        enter(w, Savepoint::Batch)?;
         let mut on = OnWriter {
             conn: &w.conn,
             ns: "",
@@ -480,12 +480,12 @@ fn apply_batch(w: &mut Writer, jobs: Vec<Arc<Job>>) -> Vec<(Arc<Job>, Result<boo
             match check_then_write(&mut on, &job.checks, &job.writes) {
                 Ok(applied) => outcomes.push(applied),
                 Err(e) => {
-                    let _ = w.conn.execute_batch("ROLLBACK TO batch; RELEASE batch");
+                    let _ = leave(w, Savepoint::Batch, false);
                     return Err(e);
                 }
             }
         }
-        leave(w, "batch", true)?;
+        leave(w, Savepoint::Batch, true)?;
         Ok(outcomes)
     })();
     match together {
@@ -506,13 +506,13 @@ fn apply_batch(w: &mut Writer, jobs: Vec<Arc<Job>>) -> Vec<(Arc<Job>, Result<boo
 
 /// One prepared transaction on the writer: its checks, then its writes, in a savepoint.
 fn apply_on(w: &mut Writer, job: &Job) -> Result<bool, StorageError> {
-    enter(w, "txn")?;
+    enter(w, Savepoint::Txn)?;
     let mut on = OnWriter {
         conn: &w.conn,
         ns: &job.ns,
     };
     let outcome = check_then_write(&mut on, &job.checks, &job.writes);
-    let kept = leave(w, "txn", matches!(outcome, Ok(true)));
+    let kept = leave(w, Savepoint::Txn, matches!(outcome, Ok(true)));
     match (outcome, kept) {
         (Ok(true), Err(e)) => Err(e),
         (outcome, _) => outcome,
@@ -582,35 +582,55 @@ impl Drop for Sqlite {
     }
 }
 
-/// Opens the group's outer transaction if needed and savepoint `name` in it.
-fn enter(w: &mut Writer, name: &str) -> Result<(), StorageError> {
+/// The writer's savepoints: one per batch of prepared transactions, or one
+/// per transaction (an interactive one, or a prepared one applied alone).
+#[derive(Clone, Copy)]
+enum Savepoint {
+    Batch,
+    Txn,
+}
+
+impl Savepoint {
+    /// (open, keep, undo) statements.
+    fn sql(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Savepoint::Batch => (
+                "SAVEPOINT batch",
+                "RELEASE batch",
+                "ROLLBACK TO batch; RELEASE batch",
+            ),
+            Savepoint::Txn => (
+                "SAVEPOINT txn",
+                "RELEASE txn",
+                "ROLLBACK TO txn; RELEASE txn",
+            ),
+        }
+    }
+}
+
+/// Opens the group's outer transaction if needed and savepoint `sp` in it.
+fn enter(w: &mut Writer, sp: Savepoint) -> Result<(), StorageError> {
     if !w.open {
         // IMMEDIATE: take the write lock up front, so a read-then-write cannot
         // fail with SQLITE_BUSY when another process (the CLI) writes meanwhile.
         w.conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
         w.open = true;
     }
-    w.conn
-        .prepare_cached(&format!("SAVEPOINT {name}"))?
-        .execute([])?;
+    w.conn.prepare_cached(sp.sql().0)?.execute([])?;
     Ok(())
 }
 
-/// Ends savepoint `name`: kept (`RELEASE`) or undone.
-fn leave(w: &mut Writer, name: &str, keep: bool) -> Result<(), StorageError> {
-    let undo = format!("ROLLBACK TO {name}; RELEASE {name}");
+/// Ends savepoint `sp`: kept (`RELEASE`) or undone.
+fn leave(w: &mut Writer, sp: Savepoint, keep: bool) -> Result<(), StorageError> {
+    let (_, release, undo) = sp.sql();
     if keep {
-        if let Err(e) = w
-            .conn
-            .prepare_cached(&format!("RELEASE {name}"))?
-            .execute([])
-        {
-            let _ = w.conn.execute_batch(&undo);
+        if let Err(e) = w.conn.prepare_cached(release)?.execute([]) {
+            let _ = w.conn.execute_batch(undo);
             return Err(e.into());
         }
         Ok(())
     } else {
-        Ok(w.conn.execute_batch(&undo)?)
+        Ok(w.conn.execute_batch(undo)?)
     }
 }
 
@@ -690,9 +710,9 @@ impl Sqlite {
         f: impl FnOnce(&Connection) -> Result<T, StorageError>,
     ) -> Result<T, StorageError> {
         let mut w = self.writer.lock();
-        enter(&mut w, "txn")?;
+        enter(&mut w, Savepoint::Txn)?;
         let out = f(&w.conn);
-        let kept = leave(&mut w, "txn", out.is_ok());
+        let kept = leave(&mut w, Savepoint::Txn, out.is_ok());
         let group = w.group;
         drop(w);
         self.groups.wait_durable(group)?;
@@ -842,7 +862,7 @@ impl Backend for Sqlite {
             ))
         })?;
         let mut guard = guard;
-        enter(&mut guard, "txn")?;
+        enter(&mut guard, Savepoint::Txn)?;
         Ok(Box::new(SqliteTxn {
             writer: Some(guard),
             groups: self.groups.clone(),
@@ -927,7 +947,7 @@ impl SqliteTxn {
     /// Ends the savepoint, frees the writer, waits for the group on disk.
     fn finish(&mut self, keep: bool) -> Result<(), StorageError> {
         let mut w = self.writer.take().ok_or(StorageError::Finished)?;
-        let kept = leave(&mut w, "txn", keep);
+        let kept = leave(&mut w, Savepoint::Txn, keep);
         let group = w.group;
         drop(w);
         self.groups.wait_durable(group)?;
