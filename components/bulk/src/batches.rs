@@ -138,11 +138,10 @@ fn raw_from_json(v: &Value, mut report: impl FnMut(Problem)) -> Option<RawItem> 
         let text = match (k.as_str(), val) {
             (_, Value::Null) => continue,
             // An integer as JSON Schema sees it (5000 and 5000.0, as the create API
-            // takes them); 1.5 or -3 arrive as their text and fail the amount check.
-            ("amount", Value::Number(n)) => match n.as_f64() {
-                Some(f) if n.as_u64().is_none() && f.fract() == 0.0 && f > 0.0 && f < 1e15 => {
-                    (f as u64).to_string()
-                }
+            // takes them), 5000.0 written 5000. What the amount check refuses (1.5,
+            // -3.0, a saturated 1e300) keeps its spelling, so the refusal echoes it.
+            ("amount", Value::Number(n)) => match mmc_domain::json::integer(n) {
+                Some(i) if n.is_f64() && i > 0 && i < i64::MAX => i.to_string(),
                 _ => n.to_string(),
             },
             ("amount", _) => {

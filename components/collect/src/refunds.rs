@@ -49,7 +49,7 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
     wire::reject_unknown(&body, &["amount", "reason", "metadata"])?;
     let amount = match body.get("amount") {
         None | Some(Value::Null) => None,
-        Some(Value::Number(n)) => match wire::json_integer(n) {
+        Some(Value::Number(n)) => match mmc_domain::json::integer(n) {
             Some(a) if a >= 1 => Some(a as u64),
             Some(_) => {
                 return Err(ApiError::invalid(

@@ -200,23 +200,10 @@ fn required_string(m: &Map<String, Value>, field: &str, max: usize) -> Result<St
     }
 }
 
-/// An integer as JSON Schema sees it: `1500` and `1500.0` both are; huge values saturate.
-pub fn json_integer(n: &serde_json::Number) -> Option<i64> {
-    if let Some(i) = n.as_i64() {
-        return Some(i);
-    }
-    if n.as_u64().is_some() {
-        return Some(i64::MAX);
-    }
-    n.as_f64()
-        .filter(|f| f.fract() == 0.0 && f.is_finite())
-        .map(|f| f.clamp(i64::MIN as f64, i64::MAX as f64) as i64)
-}
-
 fn opt_integer(m: &Map<String, Value>, field: &str) -> Result<Option<i64>, ApiError> {
     match m.get(field) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => match json_integer(n) {
+        Some(Value::Number(n)) => match mmc_domain::json::integer(n) {
             Some(i) => Ok(Some(i)),
             None => Err(ApiError::invalid(
                 "parameter_invalid_integer",
@@ -459,7 +446,7 @@ pub fn parse_create_object(
             // Flat values only: strings (up to 500 characters), integers, booleans.
             let flat = |v: &Value| match v {
                 Value::String(s) => s.chars().count() <= 500,
-                Value::Number(n) => json_integer(n).is_some(),
+                Value::Number(n) => mmc_domain::json::integer(n).is_some(),
                 Value::Bool(_) => true,
                 _ => false,
             };

@@ -3,6 +3,7 @@
 //! Plain Rust, no I/O, so it is tested natively with `cargo test`.
 
 pub mod http;
+pub mod json;
 pub mod legacy;
 pub mod operator_ids;
 pub mod operators;
