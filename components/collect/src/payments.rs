@@ -147,9 +147,9 @@ pub fn create_payment(
     // The pending record, its indexes, event and idempotency key: one transaction.
     // A create's key and reference are nearly always new: the first draft
     // assumes so, and the writer checks it.
-    let mut new_keys = vec![("refs", store::scope(env, merchant, &input.reference))];
+    let mut new_keys = vec![store::reference_row(env, merchant, &input.reference)];
     if let Some(key) = &key {
-        new_keys.push(("idem", store::scope(env, merchant, key)));
+        new_keys.push(store::idem_row(env, merchant, key));
     }
     let step = store::transact_assuming_absent(&new_keys, |tx| {
         if let Some(key) = &key {

@@ -209,6 +209,16 @@ pub fn scope(env: &str, merchant: &str, id: &str) -> String {
     format!("{env}/{merchant}/{id}")
 }
 
+/// The row that indexes a merchant's reference to its payment id.
+pub fn reference_row(env: &str, merchant: &str, reference: &str) -> (&'static str, String) {
+    ("refs", scope(env, merchant, reference))
+}
+
+/// The row that holds a create's Idempotency-Key record.
+pub fn idem_row(env: &str, merchant: &str, key: &str) -> (&'static str, String) {
+    ("idem", scope(env, merchant, key))
+}
+
 pub fn time_key(ms: u64, env: &str, merchant: &str, id: &str) -> String {
     format!("{ms:013}/{env}/{merchant}/{id}")
 }
@@ -252,7 +262,8 @@ pub fn read_payment(
     )?)? {
         return Ok(Some(p));
     }
-    match storage::get("refs", &scope(env, merchant, id_or_reference))? {
+    let (table, key) = reference_row(env, merchant, id_or_reference);
+    match storage::get(table, &key)? {
         Some(id) => decode(storage::get(
             "payments",
             &scope(env, merchant, &String::from_utf8_lossy(&id)),
@@ -521,8 +532,9 @@ impl Tx {
         merchant: &str,
         reference: &str,
     ) -> Result<Option<String>, ApiError> {
+        let (table, key) = reference_row(env, merchant, reference);
         Ok(self
-            .get("refs", &scope(env, merchant, reference))?
+            .get(table, &key)?
             .map(|b| String::from_utf8_lossy(&b).into_owned()))
     }
 
@@ -532,7 +544,8 @@ impl Tx {
         merchant: &str,
         key: &str,
     ) -> Result<Option<IdemRecord>, ApiError> {
-        decode(self.get("idem", &scope(env, merchant, key))?)
+        let (table, key) = idem_row(env, merchant, key);
+        decode(self.get(table, &key)?)
     }
 
     pub fn put_idem(
@@ -542,7 +555,8 @@ impl Tx {
         key: &str,
         rec: &IdemRecord,
     ) -> Result<(), ApiError> {
-        self.put("idem", &scope(env, merchant, key), &encode(rec))
+        let (table, key) = idem_row(env, merchant, key);
+        self.put(table, &key, &encode(rec))
     }
 
     pub fn refund_idem(
@@ -566,11 +580,8 @@ impl Tx {
 
     /// Inserts a new payment with its reference and expiry indexes.
     pub fn insert_payment(&self, p: &Payment) -> Result<(), ApiError> {
-        self.put(
-            "refs",
-            &scope(&p.environment, &p.merchant_id, &p.reference),
-            p.id.as_bytes(),
-        )?;
+        let (table, key) = reference_row(&p.environment, &p.merchant_id, &p.reference);
+        self.put(table, &key, p.id.as_bytes())?;
         self.put(
             "expiry",
             &time_key(p.expires_at_ms, &p.environment, &p.merchant_id, &p.id),
