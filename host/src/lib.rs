@@ -13,6 +13,7 @@ pub mod http;
 pub mod leases;
 pub mod logging;
 pub mod metrics;
+pub mod paths;
 pub mod runtime;
 pub mod sandbox;
 pub mod scopes;

@@ -107,7 +107,7 @@ impl fmt::Display for Scopes {
 
 /// The scopes any one of which lets a key make this request.
 pub fn required(method: &str, path: &str) -> &'static [Scope] {
-    let under = |prefix: &str| path == prefix || path.starts_with(&format!("{prefix}/"));
+    let under = |prefix| crate::paths::under(path, prefix);
     let reads = matches!(method, "GET" | "HEAD");
     if under("/api/v1/webhook-endpoints") || under("/api/v1/events") {
         &[Scope::WebhooksManage]

@@ -68,12 +68,7 @@ impl App {
     fn route(&self, path: &str) -> Option<&Route> {
         self.routes
             .iter()
-            .filter(|r| {
-                path == r.prefix
-                    || (path.starts_with(&r.prefix)
-                        && (r.prefix.ends_with('/')
-                            || path.as_bytes().get(r.prefix.len()) == Some(&b'/')))
-            })
+            .filter(|r| crate::paths::under(path, &r.prefix))
             .max_by_key(|r| r.prefix.len())
     }
 }
@@ -621,7 +616,7 @@ impl NativeArea {
 }
 
 fn native_area(path: &str) -> Option<NativeArea> {
-    let under = |prefix: &str| path == prefix || path.starts_with(&format!("{prefix}/"));
+    let under = |prefix| crate::paths::under(path, prefix);
     if under("/api/v1/webhook-endpoints") || under("/api/v1/events") {
         return Some(NativeArea::Webhooks);
     }
