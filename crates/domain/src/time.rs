@@ -3,16 +3,31 @@
 /// `2026-06-01T12:00:00.123Z`.
 pub fn rfc3339(ms: u64) -> String {
     let secs = ms / 1000;
-    let millis = ms % 1000;
+    let millis = (ms % 1000) as u32;
     let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
+    let rem = (secs % 86_400) as u32;
     let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+    let (hh, mm, ss) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    if !(0..=9999).contains(&y) {
+        return format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{millis:03}Z");
+    }
+    // Every record, event and response carries several of these: written
+    // digit by digit rather than through the formatting machinery.
+    let mut out = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |at: usize, width: usize, mut n: u32| {
+        for i in (at..at + width).rev() {
+            out[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+    };
+    put(0, 4, y as u32);
+    put(5, 2, m);
+    put(8, 2, d);
+    put(11, 2, hh);
+    put(14, 2, mm);
+    put(17, 2, ss);
+    put(20, 3, millis);
+    String::from_utf8(out.to_vec()).expect("ASCII digits")
 }
 
 /// Howard Hinnant's days → (year, month, day) for the proleptic Gregorian calendar.
@@ -39,5 +54,31 @@ mod tests {
             "2026-06-01T12:00:00.123Z"
         );
         assert_eq!(super::rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(
+            super::rfc3339(253_402_300_799_999),
+            "9999-12-31T23:59:59.999Z"
+        );
+        assert_eq!(
+            super::rfc3339(253_402_300_800_000),
+            "10000-01-01T00:00:00.000Z"
+        );
+    }
+
+    proptest::proptest! {
+        /// The digit-by-digit writer says what `format!` says, at every instant.
+        #[test]
+        fn writes_what_format_writes(ms in 0u64..400_000_000_000_000) {
+            let secs = ms / 1000;
+            let rem = secs % 86_400;
+            let (y, m, d) = super::civil_from_days((secs / 86_400) as i64);
+            let expected = format!(
+                "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+                rem / 3600,
+                rem % 3600 / 60,
+                rem % 60,
+                ms % 1000
+            );
+            proptest::prop_assert_eq!(super::rfc3339(ms), expected);
+        }
     }
 }
