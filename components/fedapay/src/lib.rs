@@ -44,7 +44,7 @@ use mmc::adapter::types::*;
 use mmc::platform::outbound_http::{self, Request as HttpRequest, Response as HttpResponse};
 use mmc::platform::types::CapabilityError;
 use mmc::platform::{cache, clock, config, log, signing};
-use mmc_domain::Operator;
+use mmc_domain::{Operator, http};
 use transformers::{Payout, Token, Transaction};
 
 /// Every operator FedaPay documents for collection in our three countries.
@@ -120,7 +120,7 @@ fn xof_modes() -> Option<Vec<String>> {
         Ok(resp) => Err(format!(
             "FedaPay answered {} to GET /v1/currencies: {}",
             resp.status,
-            excerpt(&resp.body)
+            http::excerpt(&resp.body)
         )),
         Err(e) => Err(format!("GET /v1/currencies failed: {e:?}")),
     };
@@ -213,21 +213,6 @@ fn payout_mode(op: &Operator) -> Option<String> {
     })
 }
 
-fn excerpt(body: &[u8]) -> String {
-    String::from_utf8_lossy(body).chars().take(200).collect()
-}
-
-fn query_escape(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 /// FedaPay ids are integers; anything else was not issued by FedaPay.
 fn fedapay_id(reference: Option<&str>) -> Option<&str> {
     reference.filter(|r| !r.is_empty() && r.len() <= 20 && r.bytes().all(|b| b.is_ascii_digit()))
@@ -244,12 +229,12 @@ fn unexpected(resp: &HttpResponse) -> AdapterError {
         401 | 403 => AdapterError::Rejected(format!(
             "FedaPay refused our secret key ({}): {}",
             resp.status,
-            excerpt(&resp.body)
+            http::excerpt(&resp.body)
         )),
         400..=499 => AdapterError::Rejected(transformers::refusal(resp.status, &resp.body).message),
         s => AdapterError::InvalidResponse(format!(
             "FedaPay answered {s} unexpectedly: {}",
-            excerpt(&resp.body)
+            http::excerpt(&resp.body)
         )),
     }
 }
@@ -333,7 +318,7 @@ impl Api {
             return Err(AdapterError::Unavailable(format!(
                 "FedaPay answered {} to {method} {path}: {}",
                 resp.status,
-                excerpt(&resp.body)
+                http::excerpt(&resp.body)
             )));
         }
         Ok(resp)
@@ -372,7 +357,10 @@ impl Api {
         metadata: impl Fn(&T) -> &Option<serde_json::Value>,
         is_final: impl Fn(&T) -> bool,
     ) -> Result<Option<T>, AdapterError> {
-        let path = format!("/v1/{kind}s/search?search={}", query_escape(our_id));
+        let path = format!(
+            "/v1/{kind}s/search?search={}",
+            http::encode_component(our_id)
+        );
         let resp = self.send("GET", &path, None)?;
         if resp.status != 200 {
             return Err(unexpected(&resp));
@@ -586,16 +574,12 @@ fn verify_signature(req: &Inbound) -> Result<(), AdapterError> {
     let expected = hex::encode(signing::hmac_sha256(secret.as_bytes(), &message));
     if signatures
         .iter()
-        .any(|s| constant_time_eq(s.as_bytes(), expected.as_bytes()))
+        .any(|s| http::constant_time_eq(s.as_bytes(), expected.as_bytes()))
     {
         Ok(())
     } else {
         refuse("X-FEDAPAY-SIGNATURE does not match")
     }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 impl Guest for FedaPay {

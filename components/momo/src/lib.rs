@@ -34,7 +34,7 @@ use mmc::adapter::types::*;
 use mmc::platform::outbound_http::{self, Request as HttpRequest, Response as HttpResponse};
 use mmc::platform::types::CapabilityError;
 use mmc::platform::{cache, config, signing};
-use mmc_domain::Operator;
+use mmc_domain::{Operator, http};
 
 /// Served unless the `operators` setting narrows it.
 const FAMILY: &[&str] = &["mtn-bj", "mtn-ci"];
@@ -92,17 +92,13 @@ fn reference_id(id: &str) -> String {
     mmc_domain::operator_ids::to_operator(id, signing::sha256)
 }
 
-fn excerpt(body: &[u8]) -> String {
-    String::from_utf8_lossy(body).chars().take(200).collect()
-}
-
 /// An answer no operation expects: 4xx is a refusal, anything else unreadable.
 fn unexpected(resp: &HttpResponse) -> AdapterError {
     match resp.status {
         400..=499 => AdapterError::Rejected(transformers::refusal(resp.status, &resp.body).message),
         s => AdapterError::InvalidResponse(format!(
             "MTN answered {s} unexpectedly: {}",
-            excerpt(&resp.body)
+            http::excerpt(&resp.body)
         )),
     }
 }
@@ -202,7 +198,7 @@ impl Market {
             return Err(AdapterError::Unavailable(format!(
                 "MTN answered {} to {method} {path}: {}",
                 resp.status,
-                excerpt(&resp.body)
+                http::excerpt(&resp.body)
             )));
         }
         Ok(resp)
@@ -290,7 +286,7 @@ impl<'a> Session<'a> {
             401 | 403 => Err(AdapterError::Unavailable(format!(
                 "MTN refused our {p} API user ({}): {}",
                 resp.status,
-                excerpt(&resp.body)
+                http::excerpt(&resp.body)
             ))),
             _ => Err(unexpected(&resp)),
         }

@@ -57,7 +57,7 @@ use mmc::platform::log::{self as host_log, Level};
 use mmc::platform::outbound_http::{self, Request as HttpRequest, Response as HttpResponse};
 use mmc::platform::types::CapabilityError;
 use mmc::platform::{cache, config, signing};
-use mmc_domain::Operator;
+use mmc_domain::{Operator, http};
 use transformers::{Check, Initiated as Answer};
 
 const FAMILY: &[&str] = &["moov-bj", "togocom-tg", "moov-tg", "orange-ci", "moov-ci"];
@@ -157,7 +157,7 @@ fn active_conf() -> Option<BTreeMap<String, transformers::DepositConf>> {
         Ok(resp) => Err(format!(
             "pawaPay answered {} to GET /v2/active-conf: {}",
             resp.status,
-            excerpt(&resp.body)
+            http::excerpt(&resp.body)
         )),
         Err(e) => Err(format!("GET /v2/active-conf failed: {e:?}")),
     };
@@ -194,26 +194,22 @@ fn reference(op: &OperationRef) -> String {
     op.psp_reference.clone().unwrap_or_else(|| uuid_for(&op.id))
 }
 
-fn excerpt(body: &[u8]) -> String {
-    String::from_utf8_lossy(body).chars().take(200).collect()
-}
-
 fn unexpected(resp: &HttpResponse) -> AdapterError {
     match resp.status {
         // Our key refused: nothing performed, and our problem, not the customer's.
         401 | 403 => AdapterError::Rejected(format!(
             "pawaPay refused our API token ({}): {}",
             resp.status,
-            excerpt(&resp.body)
+            http::excerpt(&resp.body)
         )),
         400..=499 => AdapterError::Rejected(format!(
             "pawaPay refused the request ({}): {}",
             resp.status,
-            excerpt(&resp.body)
+            http::excerpt(&resp.body)
         )),
         s => AdapterError::InvalidResponse(format!(
             "pawaPay answered {s} unexpectedly: {}",
-            excerpt(&resp.body)
+            http::excerpt(&resp.body)
         )),
     }
 }
@@ -286,7 +282,7 @@ impl Api {
             return Err(AdapterError::Unavailable(format!(
                 "pawaPay answered {} to {method} {path}: {}",
                 resp.status,
-                excerpt(&resp.body)
+                http::excerpt(&resp.body)
             )));
         }
         Ok(resp)

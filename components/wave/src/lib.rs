@@ -32,7 +32,7 @@ use mmc::adapter::types::*;
 use mmc::platform::outbound_http::{self, Request as HttpRequest, Response as HttpResponse};
 use mmc::platform::types::CapabilityError;
 use mmc::platform::{clock, config, log, signing};
-use mmc_domain::Operator;
+use mmc_domain::{Operator, http};
 use transformers::{Payout, Search, Session};
 
 const FAMILY: &[&str] = &["wave-ci"];
@@ -65,34 +65,18 @@ fn served() -> Vec<&'static Operator> {
         .collect()
 }
 
-fn excerpt(body: &[u8]) -> String {
-    String::from_utf8_lossy(body).chars().take(200).collect()
-}
-
-/// For ids in query strings: ours are UUIDs, but never trust that.
-fn query_escape(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 fn unexpected(resp: &HttpResponse) -> AdapterError {
     match resp.status {
         // Our key refused: nothing performed, and our problem, not the customer's.
         401 | 403 => AdapterError::Rejected(format!(
             "Wave refused our API key ({}): {}",
             resp.status,
-            excerpt(&resp.body)
+            http::excerpt(&resp.body)
         )),
         400..=499 => AdapterError::Rejected(transformers::refusal(resp.status, &resp.body).message),
         s => AdapterError::InvalidResponse(format!(
             "Wave answered {s} unexpectedly: {}",
-            excerpt(&resp.body)
+            http::excerpt(&resp.body)
         )),
     }
 }
@@ -180,7 +164,7 @@ impl Api {
             return Err(AdapterError::Unavailable(format!(
                 "Wave answered {} to {method} {path}: {}",
                 resp.status,
-                excerpt(&resp.body)
+                http::excerpt(&resp.body)
             )));
         }
         Ok(resp)
@@ -210,7 +194,7 @@ impl Api {
             "session search",
             &format!(
                 "/v1/checkout/sessions/search?client_reference={}",
-                query_escape(&payment.id)
+                http::encode_component(&payment.id)
             ),
         )?;
         // Several sessions for one payment would be our bug; a paid one wins.
@@ -242,7 +226,7 @@ fn verify_signature(req: &Inbound) -> Result<(), AdapterError> {
             .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
             .and_then(|(_, v)| v.strip_prefix("Bearer "));
         return match bearer {
-            Some(b) if constant_time_eq(b.as_bytes(), secret.as_bytes()) => Ok(()),
+            Some(b) if http::constant_time_eq(b.as_bytes(), secret.as_bytes()) => Ok(()),
             Some(_) => refuse("the webhook's shared secret does not match"),
             None => refuse("no Authorization header (webhook_security = shared_secret)"),
         };
@@ -272,16 +256,12 @@ fn verify_signature(req: &Inbound) -> Result<(), AdapterError> {
     let expected = hex::encode(signing::hmac_sha256(secret.as_bytes(), &message));
     if signatures
         .iter()
-        .any(|s| constant_time_eq(s.as_bytes(), expected.as_bytes()))
+        .any(|s| http::constant_time_eq(s.as_bytes(), expected.as_bytes()))
     {
         Ok(())
     } else {
         refuse("Wave-Signature does not match")
     }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 impl Guest for Wave {
@@ -470,7 +450,7 @@ impl Guest for Wave {
                     "payout search",
                     &format!(
                         "/v1/payouts/search?client_reference={}",
-                        query_escape(&payout.id)
+                        http::encode_component(&payout.id)
                     ),
                 )?
                 .result

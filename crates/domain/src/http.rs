@@ -1,5 +1,7 @@
-//! Request helpers every API component needs, over plain data so they are
-//! written once (each component has its own generated `Request` type).
+//! HTTP helpers the components need, over plain data so they are written
+//! once (each component has its own generated `Request` type): reading
+//! requests in the API components, and in the operator adapters escaping a
+//! query value, comparing a signature and quoting an answer in an error.
 
 use serde_json::{Map, Value};
 
@@ -18,6 +20,33 @@ pub fn query_param<'a>(query: &'a str, name: &str) -> Option<&'a str> {
         .map(|kv| kv.split_once('=').unwrap_or((kv, "")))
         .find(|(k, _)| *k == name)
         .map(|(_, v)| v)
+}
+
+/// A query value percent-encoded (RFC 3986 unreserved characters kept). Our
+/// ids are UUIDs, but a value put in a URL is never trusted to be.
+pub fn encode_component(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// The start of a body (200 characters), for an error that quotes what an
+/// operator answered.
+pub fn excerpt(body: &[u8]) -> String {
+    String::from_utf8_lossy(body).chars().take(200).collect()
+}
+
+/// Equal bytes, compared in time that depends only on the lengths (a
+/// signature check must not tell how many leading bytes were right).
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// A query or form value as it was meant: `+` is a space and `%XX` (two hex
@@ -68,6 +97,17 @@ pub fn json_object(body: &[u8]) -> Result<Map<String, Value>, BodyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn adapter_helpers() {
+        assert_eq!(encode_component("a b/é~-_.Z9"), "a%20b%2F%C3%A9~-_.Z9");
+        assert_eq!(decode_component(&encode_component("x&y=z é")), "x&y=z é");
+        assert_eq!(excerpt("é".repeat(300).as_bytes()).chars().count(), 200);
+        assert_eq!(excerpt(b"\xffok"), "\u{fffd}ok");
+        assert!(constant_time_eq(b"sig", b"sig"));
+        assert!(!constant_time_eq(b"sig", b"sih"));
+        assert!(!constant_time_eq(b"sig", b"sig2"));
+    }
 
     #[test]
     fn lookups_and_bodies() {
