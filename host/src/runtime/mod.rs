@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
 use sha2::{Digest, Sha256};
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::{ComponentExportIndex, HasSelf, Linker};
 use wasmtime::{Engine, Store, UpdateDeadline};
 
 use self::bindings::adapter::{Adapter, AdapterPre};
@@ -84,6 +84,8 @@ pub struct Loaded {
     pub operators: Vec<OperatorInfo>,
     config: Arc<ComponentConfig>,
     pre: Pre,
+    /// `mmc:api/handler#handle` of an API component, found once at load.
+    handler: Option<ComponentExportIndex>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -330,7 +332,13 @@ impl Runtime {
         } else {
             return Err(LoadError::UnknownWorld { name: name.into() });
         };
+        let handler = exports
+            .iter()
+            .find(|e| e.starts_with("mmc:api/handler@"))
+            .and_then(|iface| component.get_export_index(None, iface))
+            .and_then(|iface| component.get_export_index(Some(&iface), "handle"));
         let mut loaded = Loaded {
+            handler,
             name: name.to_string(),
             kind,
             hash,
@@ -392,6 +400,7 @@ impl Runtime {
                         operators,
                         config: loaded.config.clone(),
                         pre: loaded.pre.clone(),
+                        handler: loaded.handler,
                     }),
                 );
             }
@@ -556,23 +565,25 @@ impl Runtime {
         let loaded = self
             .get(component)
             .ok_or_else(|| CallError::NotLoaded(component.into()))?;
-        self.invoke(&loaded, |store, pre| match pre {
-            Pre::Collect(p) => p.instantiate(&mut *store)?.mmc_api_handler().call_handle(
-                &mut *store,
-                caller.as_ref(),
-                &req,
-            ),
-            Pre::Service(p) => p.instantiate(&mut *store)?.mmc_api_handler().call_handle(
-                &mut *store,
-                caller.as_ref(),
-                &req,
-            ),
-            Pre::Surface(p) => p.instantiate(&mut *store)?.mmc_api_handler().call_handle(
-                &mut *store,
-                caller.as_ref(),
-                &req,
-            ),
-            Pre::Adapter(_) => Err(wasmtime::format_err!("not an API component")),
+        let handler = loaded.handler.as_ref();
+        self.invoke(&loaded, |store, pre| {
+            let (pre, Some(handler)) = (
+                match pre {
+                    Pre::Collect(p) => p.instance_pre(),
+                    Pre::Service(p) => p.instance_pre(),
+                    Pre::Surface(p) => p.instance_pre(),
+                    Pre::Adapter(_) => return Err(wasmtime::format_err!("not an API component")),
+                },
+                handler,
+            ) else {
+                return Err(wasmtime::format_err!("no mmc:api/handler#handle export"));
+            };
+            // Only the handler is looked up and type-checked: the generated
+            // `instantiate` checks every export (payments, jobs) on every call.
+            let instance = pre.instantiate(&mut *store)?;
+            let handle = instance
+                .get_typed_func::<(Option<&Caller>, &Request), (Response,)>(&mut *store, handler)?;
+            Ok(handle.call(&mut *store, (caller.as_ref(), &req))?.0)
         })
     }
 
