@@ -37,22 +37,6 @@ fn requests_to_pay_for(fake: &FakeMtn, id: &str) -> usize {
         .count()
 }
 
-async fn events_of(app: &TestApp, key: &str, id: &str) -> Vec<String> {
-    let (status, body) = app
-        .get(key, &format!("/api/v1/events?payment={id}&limit=100"))
-        .await;
-    assert_eq!(status, 200, "{body}");
-    // Newest first: reversed, they are in the order they happened.
-    let mut types: Vec<String> = body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["type"].as_str().unwrap().to_string())
-        .collect();
-    types.reverse();
-    types
-}
-
 /// Scenario 1 of the money-safety issue: MTN answers the request to pay
 /// after 1.5 s, we give up at 400 ms. The cancel asks MTN, which still has
 /// the request pending: 409, and the customer's approval completes the payment.
@@ -140,7 +124,7 @@ async fn a_late_success_for_a_failed_payment_completes_it() {
     let done = wait_for(&app, &live, id, "completed", Duration::from_secs(5)).await;
     assert!(done["completed_at"].is_string(), "{done}");
 
-    let events = events_of(&app, &live, id).await;
+    let events = app.event_types(&live, id).await;
     let failed_at = events.iter().position(|t| t == "collect.payment.failed");
     let completed_at = events.iter().position(|t| t == "collect.payment.completed");
     assert!(

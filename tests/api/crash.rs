@@ -56,13 +56,7 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
         .build()
         .unwrap();
     let mut attempts: Vec<Attempt> = Vec::new();
-    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
-    };
+    let mut rng = Xorshift(0x9e37_79b9_7f4a_7c15);
     let rounds = 20;
     for round in 0..rounds {
         let server = ServerProcess::start(data.path(), &env);
@@ -84,7 +78,7 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
             body["reference"] = json!(format!("crash-{round}-{i}"));
             batch.push((new_key(), body));
         }
-        let kill_after = Duration::from_millis(50 + next(400));
+        let kill_after = Duration::from_millis(50 + rng.below(400));
         let sends = batch.into_iter().map(|(k, body)| {
             let (client, base, key) = (client.clone(), base.clone(), key.clone());
             async move {

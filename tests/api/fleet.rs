@@ -286,26 +286,7 @@ async fn fifty_concurrent_creates_under_one_key_over_three_nodes_make_one_paymen
         )
     });
     let results = futures::future::join_all(calls).await;
-    let created: Vec<&Value> = results
-        .iter()
-        .filter(|(s, _)| *s == 201)
-        .map(|(_, p)| p)
-        .collect();
-    assert_eq!(
-        created.len(),
-        1,
-        "exactly one 201: {:?}",
-        results.iter().map(|r| r.0).collect::<Vec<_>>()
-    );
-    let id = created[0]["id"].as_str().unwrap();
-    for (status, body) in &results {
-        match status {
-            201 => {}
-            200 => assert_eq!(body["id"], created[0]["id"]),
-            409 => assert_eq!(body["error"]["code"], "idempotency_request_in_progress"),
-            s => panic!("unexpected {s}: {body}"),
-        }
-    }
+    let id = the_one_created(&results)["id"].as_str().unwrap();
     // The audit of adapter calls (shared by the fleet) shows one request to pay.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let calls = fleet
@@ -496,16 +477,10 @@ async fn ten_sigkills_of_one_node_lose_nothing_while_the_others_serve() {
         payment: Value,
     }
     let mut attempts: Vec<Attempt> = Vec::new();
-    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
-    };
+    let mut rng = Xorshift(0x2545_f491_4f6c_dd1d);
     let kills = 10;
     for round in 0..kills {
-        let victim = next(3) as usize;
+        let victim = rng.below(3) as usize;
         // Creates spread over the three nodes; the victim dies during them.
         let batch: Vec<(usize, String, Value)> = (0..30)
             .map(|i| {
@@ -530,7 +505,7 @@ async fn ten_sigkills_of_one_node_lose_nothing_while_the_others_serve() {
         });
         // SIGKILLed while the batch is in flight: mid-request for some of it.
         let pid = fleet.node(victim).child.id().to_string();
-        let after = Duration::from_millis(5 + next(60));
+        let after = Duration::from_millis(5 + rng.below(60));
         let killer = async move {
             tokio::time::sleep(after).await;
             let _ = Command::new("kill").args(["-KILL", &pid]).status();

@@ -250,25 +250,7 @@ async fn fifty_concurrent_identical_creates_make_one_payment_and_one_initiation(
     );
     let calls = (0..50).map(|_| app.create(&key, &idem, &body));
     let results = futures::future::join_all(calls).await;
-    let created: Vec<&Value> = results
-        .iter()
-        .filter(|(s, _)| *s == 201)
-        .map(|(_, p)| p)
-        .collect();
-    assert_eq!(
-        created.len(),
-        1,
-        "exactly one 201: {:?}",
-        results.iter().map(|r| r.0).collect::<Vec<_>>()
-    );
-    for (status, body) in &results {
-        match status {
-            201 => {}
-            200 => assert_eq!(body["id"], created[0]["id"]),
-            409 => assert_eq!(body["error"]["code"], "idempotency_request_in_progress"),
-            s => panic!("unexpected {s}: {body}"),
-        }
-    }
+    the_one_created(&results);
     let after = metric(
         &app.metrics().await,
         "mmc_component_calls_total",
@@ -336,22 +318,6 @@ async fn unfinished_payments_expire_and_the_deadline_survives_a_restart() {
     panic!("not expired: {last}");
 }
 
-/// The payment's event types, oldest first.
-async fn event_types(app: &TestApp, key: &str, id: &str) -> Vec<String> {
-    let (status, body) = app
-        .get(key, &format!("/api/v1/events?payment={id}&limit=100"))
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let mut types: Vec<String> = body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["type"].as_str().unwrap().to_string())
-        .collect();
-    types.reverse(); // listed newest first
-    types
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_status_change_emits_its_event_and_refunds_replay_under_their_key() {
     let app = fast_app().await;
@@ -406,7 +372,7 @@ async fn every_status_change_emits_its_event_and_refunds_replay_under_their_key(
     );
 
     assert_eq!(
-        event_types(&app, &key, id).await,
+        app.event_types(&key, id).await,
         vec![
             "collect.payment.created",
             "collect.payment.awaiting_otp",

@@ -254,6 +254,22 @@ impl TestApp {
         (status, resp.json().await.unwrap_or(Value::Null))
     }
 
+    /// The payment's event types, oldest first (the API lists them newest first).
+    pub async fn event_types(&self, key: &str, id: &str) -> Vec<String> {
+        let (status, body) = self
+            .get(key, &format!("/api/v1/events?payment={id}&limit=100"))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let mut types: Vec<String> = body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["type"].as_str().unwrap().to_string())
+            .collect();
+        types.reverse();
+        types
+    }
+
     pub async fn metrics(&self) -> String {
         self.client
             .get(self.url("/metrics"))
@@ -296,4 +312,44 @@ pub fn metric(text: &str, name: &str, labels: &str) -> f64 {
 /// The UUIDv4 an operator (MTN, pawaPay) knows our operation `id` by.
 pub fn operator_id(id: &str) -> String {
     mmc_domain::operator_ids::to_operator(id, |_| unreachable!("our ids are UUIDs"))
+}
+
+/// The one payment that concurrent creates under one Idempotency-Key made:
+/// exactly one got a 201, every other one replayed it (200) or was refused
+/// while it ran (409 `idempotency_request_in_progress`).
+pub fn the_one_created(results: &[(u16, Value)]) -> &Value {
+    let created: Vec<&Value> = results
+        .iter()
+        .filter(|(s, _)| *s == 201)
+        .map(|(_, p)| p)
+        .collect();
+    assert_eq!(
+        created.len(),
+        1,
+        "exactly one 201: {:?}",
+        results.iter().map(|r| r.0).collect::<Vec<_>>()
+    );
+    for (status, body) in results {
+        match status {
+            201 => {}
+            200 => assert_eq!(body["id"], created[0]["id"]),
+            409 => assert_eq!(body["error"]["code"], "idempotency_request_in_progress"),
+            s => panic!("unexpected {s}: {body}"),
+        }
+    }
+    created[0]
+}
+
+/// A seeded xorshift generator: tests that kill servers at random points
+/// replay the same points on every run.
+pub struct Xorshift(pub u64);
+
+impl Xorshift {
+    /// A number below `n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
 }
