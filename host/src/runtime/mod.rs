@@ -567,17 +567,14 @@ impl Runtime {
             .ok_or_else(|| CallError::NotLoaded(component.into()))?;
         let handler = loaded.handler.as_ref();
         self.invoke(&loaded, |store, pre| {
-            let (pre, Some(handler)) = (
-                match pre {
-                    Pre::Collect(p) => p.instance_pre(),
-                    Pre::Service(p) => p.instance_pre(),
-                    Pre::Surface(p) => p.instance_pre(),
-                    Pre::Adapter(_) => return Err(wasmtime::format_err!("not an API component")),
-                },
-                handler,
-            ) else {
-                return Err(wasmtime::format_err!("no mmc:api/handler#handle export"));
+            let pre = match pre {
+                Pre::Collect(p) => p.instance_pre(),
+                Pre::Service(p) => p.instance_pre(),
+                Pre::Surface(p) => p.instance_pre(),
+                Pre::Adapter(_) => return Err(wasmtime::format_err!("not an API component")),
             };
+            let handler =
+                handler.ok_or_else(|| wasmtime::format_err!("no mmc:api/handler#handle export"))?;
             // Only the handler is looked up and type-checked: the generated
             // `instantiate` checks every export (payments, jobs) on every call.
             let instance = pre.instantiate(&mut *store)?;
