@@ -131,6 +131,90 @@ async fn a_panicking_looping_hungry_or_lying_adapter_leaves_one_payment_unknown_
     }
 }
 
+/// Reconciliation asks many payments' status in one round, and the calls of
+/// one worker of the round share an adapter instance. A status call that
+/// panics, loops or exhausts its memory there leaves its own payment in
+/// progress (unknown) and costs the others nothing: they complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_call_that_fails_in_a_reconciliation_round_leaves_only_its_payment_unknown() {
+    let dir = components_with(&[("rogue", test_component("rogue"))]);
+    let app = spawn_app_with(move |c| {
+        c.components_dir = dir;
+        c.routing
+            .get_mut("test")
+            .unwrap()
+            .insert("mtn-bj".into(), "rogue".into());
+        c.components.entry("rogue".into()).or_default().deadline_ms = Some(300);
+        c.components.entry("rogue".into()).or_default().memory_mib = Some(16);
+    })
+    .await;
+    let (_, key, _) = app.merchant("Shop");
+    let phones = (0..40)
+        .map(|_| "+2290166000109") // completed at the first status
+        .chain([
+            "+2290166000106", // status panics
+            "+2290166000107", // status loops: deadline
+            "+2290166000108", // status exhausts its memory
+        ]);
+    let created = futures::future::join_all(phones.map(|phone| {
+        let (app, key) = (&app, &key);
+        async move {
+            let (s, p) = app.create(key, &new_key(), &direct_payment(phone)).await;
+            assert_eq!(s, 201, "{p}");
+            assert_eq!(p["status"], "processing", "{p}");
+            (phone, p["id"].as_str().unwrap().to_string())
+        }
+    }))
+    .await;
+    let failed = |text: &str, outcome: &str| {
+        metric(
+            text,
+            "mmc_adapter_calls_total",
+            &format!("adapter=\"rogue\",operation=\"status\",outcome=\"{outcome}\""),
+        )
+    };
+    let mut waiting: Vec<_> = created
+        .iter()
+        .filter(|(p, _)| p.ends_with("0109"))
+        .collect();
+    for _ in 0..100 {
+        let mut still = Vec::new();
+        for entry in waiting {
+            let (_, p) = app
+                .get(&key, &format!("/api/v1/collect/payments/{}", entry.1))
+                .await;
+            if p["status"] != "completed" {
+                still.push(entry);
+            }
+        }
+        waiting = still;
+        let text = app.metrics().await;
+        if waiting.is_empty()
+            && ["trap", "deadline", "memory"]
+                .iter()
+                .all(|o| failed(&text, o) >= 1.0)
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(waiting.is_empty(), "not completed: {waiting:?}");
+    let text = app.metrics().await;
+    for outcome in ["trap", "deadline", "memory"] {
+        assert!(failed(&text, outcome) >= 1.0, "{outcome}: {text}");
+    }
+    for (phone, id) in created.iter().filter(|(p, _)| !p.ends_with("0109")) {
+        let (_, p) = app
+            .get(&key, &format!("/api/v1/collect/payments/{id}"))
+            .await;
+        assert_eq!(
+            p["status"], "processing",
+            "{phone}: unknown stays in progress: {p}"
+        );
+        assert!(p["failure_code"].is_null(), "{phone}: {p}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_admin_api_needs_its_token_and_refuses_bad_versions() {
     let app = spawn_app_with(|c| c.admin_token = Some(ADMIN.into())).await;

@@ -8,9 +8,9 @@ mod support;
 use std::time::Duration;
 
 use mmc_host::config::{ComponentConfig, Config};
-use mmc_host::runtime::Kind;
 use mmc_host::runtime::bindings::adapter_types::*;
 use mmc_host::runtime::bindings::http_types::{Caller, Request};
+use mmc_host::runtime::{CallError, Kind};
 use mmc_host::sandbox::{Sandbox, adapter_config};
 use serde_json::{Value, json};
 
@@ -163,6 +163,86 @@ fn simulator_outcomes_follow_the_phone_and_the_clock() {
         sb.http.requests.lock().is_empty(),
         "the simulator makes no network calls"
     );
+}
+
+/// The calls of one `status-many` worker share an instance of the adapter
+/// (an adapter session), yet each keeps its own deadline, and a call that
+/// traps, runs out its deadline or its memory takes only its own answer
+/// down: the next call gets a fresh instance.
+#[test]
+fn an_adapter_session_shares_one_instance_until_a_call_fails() {
+    let mut config = adapter_config(
+        "rogue",
+        "test",
+        ComponentConfig {
+            deadline_ms: Some(300),
+            memory_mib: Some(16),
+            ..ComponentConfig::default()
+        },
+    );
+    config.cache_dir = Some(support::cache_dir());
+    let sb = Sandbox::new(&config).unwrap();
+    sb.load("rogue", &support::test_component("rogue")).unwrap();
+    let instances = || {
+        support::metric(
+            &sb.runtime.services.metrics.render(),
+            "mmc_component_instantiations_total",
+            "component=\"rogue\"",
+        )
+    };
+    let at_load = instances();
+    let mut session = sb.runtime.adapter_session();
+    let mut status = |psp: &str| {
+        let started = std::time::Instant::now();
+        let (answer, served_by) = session.call("test", "mtn-bj", |s, a| {
+            a.mmc_adapter_operator().call_status(s, &op_ref(psp))
+        });
+        assert_eq!(served_by.unwrap().name, "rogue");
+        (answer, started.elapsed())
+    };
+
+    for _ in 0..5 {
+        assert!(matches!(status("rogue-ok").0, Ok(Ok(PspStatus::Pending))));
+    }
+    assert_eq!(instances() - at_load, 1.0, "five calls, one instance");
+
+    // Each call has the whole deadline (300 ms), however long the session.
+    let (answer, took) = status("status-loops");
+    assert!(matches!(answer, Err(CallError::Deadline(_))), "{answer:?}");
+    assert!(took >= Duration::from_millis(300), "{took:?}");
+    assert!(matches!(
+        status("status-completes").0,
+        Ok(Ok(PspStatus::Completed))
+    ));
+    let (answer, _) = status("status-loops");
+    assert!(matches!(answer, Err(CallError::Deadline(_))), "{answer:?}");
+
+    let (answer, _) = status("status-panics");
+    assert!(matches!(answer, Err(CallError::Trap { .. })), "{answer:?}");
+    let (answer, _) = status("status-hoards");
+    assert!(matches!(answer, Err(CallError::Memory(_))), "{answer:?}");
+    assert!(matches!(status("rogue-ok").0, Ok(Ok(PspStatus::Pending))));
+    assert!(matches!(
+        status("status-completes").0,
+        Ok(Ok(PspStatus::Completed))
+    ));
+    // Every failure discarded its instance: the first, then one after each of four failures.
+    assert_eq!(instances() - at_load, 5.0);
+
+    // An operator no adapter serves is no route, and does not end the session's instance.
+    let (answer, served_by) = session.call("test", "wave-sn", |s, a| {
+        a.mmc_adapter_operator().call_status(s, &op_ref("rogue-ok"))
+    });
+    assert!(
+        matches!(answer, Err(CallError::NoRoute { .. })),
+        "{answer:?}"
+    );
+    assert!(served_by.is_none());
+    let (answer, _) = session.call("test", "mtn-bj", |s, a| {
+        a.mmc_adapter_operator().call_status(s, &op_ref("rogue-ok"))
+    });
+    assert!(matches!(answer, Ok(Ok(PspStatus::Pending))));
+    assert_eq!(instances() - at_load, 5.0);
 }
 
 fn collect_alone() -> Sandbox {

@@ -13,7 +13,7 @@ use crate::runtime::bindings::adapter::Adapter;
 use crate::runtime::bindings::adapter_types::*;
 use crate::runtime::bindings::host::mmc::adapter::router::Host;
 use crate::runtime::state::HostState;
-use crate::runtime::{CallError, Runtime};
+use crate::runtime::{CallError, Loaded, Runtime};
 
 type Outcome<T> = wasmtime::Result<Result<T, AdapterError>>;
 
@@ -77,6 +77,26 @@ fn routed<T>(
     let (result, served_by) = crate::runtime::inline::may_block(|| {
         runtime.call_adapter_waiting(environment, operator, slot_wait, f)
     });
+    answered(
+        runtime,
+        (operation, subject),
+        (environment, operator),
+        started,
+        result,
+        served_by,
+    )
+}
+
+/// What an operator call made through an adapter answered, counted in the
+/// metrics and recorded in the audit trail; a failing adapter is an `adapter-error`.
+fn answered<T>(
+    runtime: &Arc<Runtime>,
+    (operation, subject): (&str, &str),
+    (environment, operator): (&str, &str),
+    started: Instant,
+    result: Result<Result<T, AdapterError>, CallError>,
+    served_by: Option<Arc<Loaded>>,
+) -> Result<T, AdapterError> {
     let elapsed = started.elapsed();
     let outcome = match &result {
         Ok(Ok(_)) => "ok",
@@ -164,10 +184,24 @@ fn statuses(
         for _ in 0..STATUS_FAN_OUT.min(payments.len()) {
             scope.spawn(|| {
                 let _in_request = span.enter();
+                // This thread's calls share an instance of the adapter.
+                let mut session = runtime.adapter_session();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(p) = payments.get(i) else { break };
-                    *answers[i].lock() = Some(status_of(runtime, p));
+                    let started = Instant::now();
+                    let (result, served_by) = session.call(&p.environment, &p.operator, |s, a| {
+                        a.mmc_adapter_operator().call_status(s, p)
+                    });
+                    let answer = answered(
+                        runtime,
+                        ("status", &p.id),
+                        (&p.environment, &p.operator),
+                        started,
+                        result,
+                        served_by,
+                    );
+                    *answers[i].lock() = Some(answer);
                 }
             });
         }

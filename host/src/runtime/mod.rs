@@ -28,7 +28,7 @@ use self::bindings::collect::{Collect, CollectPre};
 use self::bindings::http_types::{Caller, Request, Response};
 use self::bindings::service::ServicePre;
 use self::bindings::surface::{Surface, SurfacePre};
-use self::state::{DeadlineExceeded, HostState};
+use self::state::{Deadline, DeadlineExceeded, HostState};
 use crate::capabilities::clock::Clock;
 use crate::capabilities::outbound_http::HttpClient;
 use crate::config::{ComponentConfig, Config, Limits};
@@ -462,6 +462,24 @@ impl Runtime {
         slot_wait: Option<Duration>,
         f: impl FnOnce(&mut Store<HostState>, &Pre) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
+        let _slot = self.enter(loaded, slot_wait)?;
+        let mut store = self.new_store(loaded);
+        let result = self.run(loaded, &mut store, |store| f(store, &loaded.pre));
+        if store.data().open_txn {
+            // A call stopped inside a transaction: dropping the Store rolls it
+            // back, which waits until what it read is durable.
+            inline::may_block(|| drop(store));
+        }
+        result
+    }
+
+    /// An instance slot for a call of `loaded`, waiting for one at most its
+    /// deadline (or `slot_wait`, when shorter).
+    fn enter(
+        &self,
+        loaded: &Loaded,
+        slot_wait: Option<Duration>,
+    ) -> Result<pool::Permit<'_>, CallError> {
         // Adapters have their own slots: an API call holding one may call an adapter.
         let gate = match loaded.kind {
             Kind::Adapter => &self.adapter_slots,
@@ -482,13 +500,18 @@ impl Runtime {
         let slot = gate
             .enter(Duration::ZERO)
             .or_else(|| inline::may_block(|| gate.enter(wait)));
-        let Some(_slot) = slot else {
+        slot.ok_or_else(|| {
             let e = CallError::Busy(loaded.name.clone());
             self.services
                 .metrics
                 .component_call(&loaded.name, e.outcome(), Duration::ZERO);
-            return Err(e);
-        };
+            e
+        })
+    }
+
+    /// A fresh Store for `loaded`, under its memory cap, in which the
+    /// caller instantiates the component once.
+    fn new_store(self: &Arc<Self>, loaded: &Loaded) -> Store<HostState> {
         let memory =
             loaded.config.memory_mib.unwrap_or(self.limits.memory_mib) as usize * 1024 * 1024;
         let state = HostState::new(
@@ -499,10 +522,8 @@ impl Runtime {
             self.deadline_for(loaded),
         );
         let mut store = Store::new(&self.engine, state);
-        // Every `f` instantiates the component in this Store, once.
         self.services.metrics.component_instantiated(&loaded.name);
         store.limiter(|s| &mut s.limiter);
-        store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|mut ctx| {
             if inline::stop_for_budget() {
                 return Err(wasmtime::Error::new(DeadlineExceeded));
@@ -514,8 +535,22 @@ impl Runtime {
             }
             Ok(UpdateDeadline::Continue(1))
         });
+        store
+    }
+
+    /// Runs one call in `store` under a deadline of its own and turns any
+    /// failure into a [`CallError`]. After a failure the Store's instance may
+    /// be broken (a trap leaves it unusable): the caller drops the Store.
+    fn run<R>(
+        &self,
+        loaded: &Loaded,
+        store: &mut Store<HostState>,
+        f: impl FnOnce(&mut Store<HostState>) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        store.data_mut().deadline = Deadline::after(self.deadline_for(loaded));
+        store.set_epoch_deadline(1);
         let started = Instant::now();
-        let result = f(&mut store, &loaded.pre);
+        let result = f(store);
         let elapsed = started.elapsed();
         let result = result.map_err(|e| {
             let state = store.data();
@@ -547,11 +582,6 @@ impl Runtime {
         self.services
             .metrics
             .component_call(&loaded.name, outcome, elapsed);
-        if store.data().open_txn {
-            // A call stopped inside a transaction: dropping the Store rolls it
-            // back, which waits until what it read is durable.
-            inline::may_block(|| drop(store));
-        }
         result
     }
 
@@ -690,6 +720,14 @@ impl Runtime {
         (result, Some(loaded))
     }
 
+    /// An [`AdapterSession`]: calls of one thread that may share an instance.
+    pub fn adapter_session(self: &Arc<Self>) -> AdapterSession<'_> {
+        AdapterSession {
+            runtime: self,
+            live: None,
+        }
+    }
+
     /// Calls `parse-callback` on a prepared (not installed) adapter version.
     pub fn smoke_parse_callback(
         self: &Arc<Self>,
@@ -749,3 +787,80 @@ fn country_rank(code: &str) -> usize {
 pub type AdapterInstance = Adapter;
 pub type CollectInstance = Collect;
 pub type SurfaceInstance = Surface;
+
+/// Adapter calls made one after another by one thread (a worker of a
+/// `status-many` round) on one instance of the adapter version serving them,
+/// instead of a Store and an instance per call: for the simulator, setting up
+/// and tearing down the instance cost more than its `status` call. Each call
+/// keeps its own deadline, metrics and slot accounting; a call that fails
+/// (trap, deadline, memory) discards the instance, so the next one starts
+/// fresh, and a call routed to another adapter version (another operator, or
+/// a hot swap) replaces it. The instance holds one adapter slot while it lives.
+pub struct AdapterSession<'r> {
+    runtime: &'r Arc<Runtime>,
+    live: Option<LiveAdapter<'r>>,
+}
+
+struct LiveAdapter<'r> {
+    loaded: Arc<Loaded>,
+    store: Store<HostState>,
+    instance: Option<Adapter>,
+    _slot: pool::Permit<'r>,
+}
+
+impl AdapterSession<'_> {
+    /// As [`Runtime::call_adapter_traced`], on this session's instance when
+    /// the same version serves (environment, operator).
+    pub fn call<R>(
+        &mut self,
+        environment: &str,
+        operator: &str,
+        f: impl FnOnce(&mut Store<HostState>, &Adapter) -> wasmtime::Result<R>,
+    ) -> (Result<R, CallError>, Option<Arc<Loaded>>) {
+        let runtime = self.runtime;
+        let Some(loaded) = runtime.adapter_for(environment, operator) else {
+            let e = CallError::NoRoute {
+                environment: environment.into(),
+                operator: operator.into(),
+            };
+            return (Err(e), None);
+        };
+        if !self
+            .live
+            .as_ref()
+            .is_some_and(|l| Arc::ptr_eq(&l.loaded, &loaded))
+        {
+            self.live = None; // its slot is free again before we wait for one
+            let slot = match runtime.enter(&loaded, None) {
+                Ok(slot) => slot,
+                Err(e) => return (Err(e), Some(loaded)),
+            };
+            self.live = Some(LiveAdapter {
+                store: runtime.new_store(&loaded),
+                loaded: loaded.clone(),
+                instance: None,
+                _slot: slot,
+            });
+        }
+        let Some(live) = self.live.as_mut() else {
+            unreachable!("set above")
+        };
+        let LiveAdapter {
+            store, instance, ..
+        } = live;
+        let result = runtime.run(&loaded, store, |store| {
+            let adapter = match instance {
+                Some(adapter) => adapter,
+                None => match &loaded.pre {
+                    Pre::Adapter(p) => instance.insert(p.instantiate(&mut *store)?),
+                    _ => unreachable!("adapter_for checks the kind"),
+                },
+            };
+            f(store, adapter)
+        });
+        if result.is_err() {
+            self.live = None;
+        }
+        (result, Some(loaded))
+    }
+}

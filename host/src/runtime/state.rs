@@ -42,10 +42,7 @@ impl HostState {
                 max_bytes: memory_bytes,
                 exceeded: false,
             },
-            deadline: Deadline {
-                until: Instant::now() + deadline,
-                hit: false,
-            },
+            deadline: Deadline::after(deadline),
             open_txn: false,
         }
     }
@@ -67,6 +64,13 @@ pub struct Deadline {
 }
 
 impl Deadline {
+    pub fn after(deadline: Duration) -> Deadline {
+        Deadline {
+            until: Instant::now() + deadline,
+            hit: false,
+        }
+    }
+
     /// Time spent waiting on another component (an adapter with its own
     /// deadline) is not charged to the caller.
     pub fn extend(&mut self, by: Duration) {

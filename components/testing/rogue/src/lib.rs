@@ -2,6 +2,9 @@
 //! the phone's last four digits pick the misbehaviour at initiation:
 //! 0101 panics, 0102 loops forever, 0103 allocates without bound,
 //! 0104 returns a garbage PSP reference, 0105 a garbage redirect URL.
+//! At `status`, what initiation answered picks it: 0106's payment panics,
+//! 0107's loops forever, 0108's allocates without bound, 0109's is completed;
+//! every other one is pending.
 
 wit_bindgen::generate!({
     path: ["../../../wit/platform", "../../../wit/adapter"],
@@ -57,6 +60,10 @@ impl Guest for Rogue {
                 psp_reference: "r1".into(),
                 url: "javascript:alert(1)".into(),
             })),
+            "0106" => Ok(Initiated::AwaitingCustomer("status-panics".into())),
+            "0107" => Ok(Initiated::AwaitingCustomer("status-loops".into())),
+            "0108" => Ok(Initiated::AwaitingCustomer("status-hoards".into())),
+            "0109" => Ok(Initiated::AwaitingCustomer("status-completes".into())),
             _ => Ok(Initiated::AwaitingCustomer("rogue-ok".into())),
         }
     }
@@ -64,8 +71,25 @@ impl Guest for Rogue {
     fn confirm_otp(_: OperationRef, _: String) -> Result<OtpOutcome, AdapterError> {
         unsupported()
     }
-    fn status(_: OperationRef) -> Result<PspStatus, AdapterError> {
-        Ok(PspStatus::Pending)
+    fn status(payment: OperationRef) -> Result<PspStatus, AdapterError> {
+        match payment.psp_reference.as_deref().unwrap_or_default() {
+            "status-panics" => panic!("rogue adapter panics at status"),
+            "status-loops" => {
+                let mut n = 0u64;
+                loop {
+                    n = std::hint::black_box(n.wrapping_add(1));
+                }
+            }
+            "status-hoards" => {
+                let mut hoard = Vec::new();
+                loop {
+                    hoard.push(vec![7u8; 1 << 20]);
+                    std::hint::black_box(&hoard);
+                }
+            }
+            "status-completes" => Ok(PspStatus::Completed),
+            _ => Ok(PspStatus::Pending),
+        }
     }
     fn cancel(_: OperationRef) -> Result<PspStatus, AdapterError> {
         unsupported()
