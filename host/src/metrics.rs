@@ -105,7 +105,8 @@ impl Metrics {
             .or_default() += 1;
     }
 
-    /// A component instantiated in a fresh Store (one per call).
+    /// A component instantiated in a fresh Store (one per call, except the
+    /// status calls of a reconciliation worker, which share one).
     pub fn component_instantiated(&self, component: &str) {
         *self
             .inner
@@ -209,7 +210,7 @@ impl Metrics {
                 &format!("component=\"{c}\""),
             );
         }
-        out.push_str("# HELP mmc_component_instantiations_total Component instances created (every call instantiates its component in a fresh Store).\n# TYPE mmc_component_instantiations_total counter\n");
+        out.push_str("# HELP mmc_component_instantiations_total Component instances created (every call instantiates its component in a fresh Store, except a reconciliation worker's status calls, which share one).\n# TYPE mmc_component_instantiations_total counter\n");
         for (c, n) in &m.instantiations {
             let _ = writeln!(
                 out,
