@@ -286,7 +286,7 @@ fn call(
             serde_json::to_vec(&body).unwrap()
         },
     };
-    let resp = sb.runtime.handle("collect", Some(caller), req).unwrap();
+    let resp = sb.runtime.handle("collect", Some(&caller), &req).unwrap();
     (
         resp.status,
         serde_json::from_slice(&resp.body).unwrap_or(Value::Null),

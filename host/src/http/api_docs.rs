@@ -88,7 +88,7 @@ async fn fetch(app: &Arc<App>, path: &'static str) -> Result<Vec<u8>, String> {
         headers: Vec::new(),
         body: Vec::new(),
     };
-    let resp = tokio::task::spawn_blocking(move || runtime.handle(&component, None, request))
+    let resp = tokio::task::spawn_blocking(move || runtime.handle(&component, None, &request))
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())?;

@@ -725,7 +725,7 @@ async fn dispatch(
             let caller = authorize(&app, &route, key, client, &request, request_id)?;
             let response = app
                 .runtime
-                .handle(&route.component, caller.clone(), request.clone())?;
+                .handle(&route.component, caller.as_ref(), &request)?;
             Ok((caller, request, response))
         })
         .await?
@@ -836,7 +836,7 @@ async fn serve_inline(
     let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         inline::run(|| {
             app.runtime
-                .handle(&route.component, caller.clone(), request.clone())
+                .handle(&route.component, caller.as_ref(), &request)
         })
     }));
     let response = match attempt {
@@ -848,7 +848,10 @@ async fn serve_inline(
                 caller.clone(),
                 request.clone(),
             );
-            on_blocking_thread(move || Ok(app.runtime.handle(&component, caller, request)?)).await?
+            on_blocking_thread(move || {
+                Ok(app.runtime.handle(&component, caller.as_ref(), &request)?)
+            })
+            .await?
         }
         Err(_) => return Err(HttpError::Unavailable("request task failed".into())),
     };

@@ -106,7 +106,7 @@ pub fn stream(
             let span = in_request.clone();
             let page = tokio::task::spawn_blocking(move || {
                 let _in_request = span.enter();
-                runtime.handle(&component, Some(caller), request)
+                runtime.handle(&component, Some(&caller), &request)
             })
             .await;
             let failure = match page {

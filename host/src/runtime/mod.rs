@@ -589,8 +589,8 @@ impl Runtime {
     pub fn handle(
         self: &Arc<Self>,
         component: &str,
-        caller: Option<Caller>,
-        req: Request,
+        caller: Option<&Caller>,
+        req: &Request,
     ) -> Result<Response, CallError> {
         let loaded = self
             .get(component)
@@ -610,7 +610,7 @@ impl Runtime {
             let instance = pre.instantiate(&mut *store)?;
             let handle = instance
                 .get_typed_func::<(Option<&Caller>, &Request), (Response,)>(&mut *store, handler)?;
-            Ok(handle.call(&mut *store, (caller.as_ref(), &req))?.0)
+            Ok(handle.call(&mut *store, (caller, req))?.0)
         })
     }
 
