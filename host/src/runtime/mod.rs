@@ -825,25 +825,21 @@ impl AdapterSession<'_> {
             };
             return (Err(e), None);
         };
-        if !self
-            .live
-            .as_ref()
-            .is_some_and(|l| Arc::ptr_eq(&l.loaded, &loaded))
-        {
-            self.live = None; // its slot is free again before we wait for one
-            let slot = match runtime.enter(&loaded, None) {
-                Ok(slot) => slot,
-                Err(e) => return (Err(e), Some(loaded)),
-            };
-            self.live = Some(LiveAdapter {
-                store: runtime.new_store(&loaded),
-                loaded: loaded.clone(),
-                instance: None,
-                _slot: slot,
-            });
-        }
-        let Some(live) = self.live.as_mut() else {
-            unreachable!("set above")
+        let live = match &mut self.live {
+            Some(live) if Arc::ptr_eq(&live.loaded, &loaded) => live,
+            live => {
+                *live = None; // its slot is free again before we wait for one
+                let slot = match runtime.enter(&loaded, None) {
+                    Ok(slot) => slot,
+                    Err(e) => return (Err(e), Some(loaded)),
+                };
+                live.insert(LiveAdapter {
+                    store: runtime.new_store(&loaded),
+                    loaded: loaded.clone(),
+                    instance: None,
+                    _slot: slot,
+                })
+            }
         };
         let LiveAdapter {
             store, instance, ..
