@@ -66,10 +66,11 @@ async fn admin(
     (status, resp.json().await.unwrap_or(Value::Null))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_panicking_looping_hungry_or_lying_adapter_leaves_one_payment_unknown_never_the_host() {
+/// The app with `mtn-bj` served by the misbehaving `rogue` adapter (300 ms
+/// deadline, 16 MiB of memory), then `adjust`ed.
+async fn spawn_rogue_app(adjust: impl FnOnce(&mut mmc_host::config::Config)) -> TestApp {
     let dir = components_with(&[("rogue", test_component("rogue"))]);
-    let app = spawn_app_with(move |c| {
+    spawn_app_with(move |c| {
         c.components_dir = dir;
         c.routing
             .get_mut("test")
@@ -77,8 +78,14 @@ async fn a_panicking_looping_hungry_or_lying_adapter_leaves_one_payment_unknown_
             .insert("mtn-bj".into(), "rogue".into());
         c.components.entry("rogue".into()).or_default().deadline_ms = Some(300);
         c.components.entry("rogue".into()).or_default().memory_mib = Some(16);
+        adjust(c);
     })
-    .await;
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_looping_hungry_or_lying_adapter_leaves_one_payment_unknown_never_the_host() {
+    let app = spawn_rogue_app(|_| {}).await;
     let (_, key, _) = app.merchant("Shop");
     // A trap, a deadline, a memory cap or an unusable answer after the adapter
     // may have sent the request: the outcome is unknown, never `failed`; the
@@ -137,15 +144,7 @@ async fn a_panicking_looping_hungry_or_lying_adapter_leaves_one_payment_unknown_
 /// progress (unknown) and costs the others nothing: they complete.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_status_call_that_fails_in_a_reconciliation_round_leaves_only_its_payment_unknown() {
-    let dir = components_with(&[("rogue", test_component("rogue"))]);
-    let app = spawn_app_with(move |c| {
-        c.components_dir = dir;
-        c.routing
-            .get_mut("test")
-            .unwrap()
-            .insert("mtn-bj".into(), "rogue".into());
-        c.components.entry("rogue".into()).or_default().deadline_ms = Some(300);
-        c.components.entry("rogue".into()).or_default().memory_mib = Some(16);
+    let app = spawn_rogue_app(|c| {
         // 43 creates, then reads of each until it is done: past one key's rate.
         c.rate_limit.per_second = 0.0;
     })

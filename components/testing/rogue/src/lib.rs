@@ -17,6 +17,23 @@ use mmc::adapter::types::*;
 
 struct Rogue;
 
+/// Runs until the host's deadline stops it.
+fn spin() -> ! {
+    let mut n = 0u64;
+    loop {
+        n = std::hint::black_box(n.wrapping_add(1));
+    }
+}
+
+/// Allocates until the host's memory cap stops it.
+fn hoard() -> ! {
+    let mut hoard = Vec::new();
+    loop {
+        hoard.push(vec![7u8; 1 << 20]);
+        std::hint::black_box(&hoard);
+    }
+}
+
 fn unsupported<T>() -> Result<T, AdapterError> {
     Err(AdapterError::NotSupported("rogue adapter".into()))
 }
@@ -42,19 +59,8 @@ impl Guest for Rogue {
         let phone = req.phone.unwrap_or_default();
         match &phone[phone.len().saturating_sub(4)..] {
             "0101" => panic!("rogue adapter panics"),
-            "0102" => {
-                let mut n = 0u64;
-                loop {
-                    n = std::hint::black_box(n.wrapping_add(1));
-                }
-            }
-            "0103" => {
-                let mut hoard = Vec::new();
-                loop {
-                    hoard.push(vec![7u8; 1 << 20]);
-                    std::hint::black_box(&hoard);
-                }
-            }
+            "0102" => spin(),
+            "0103" => hoard(),
             "0104" => Ok(Initiated::AwaitingCustomer("\u{0}".repeat(10_000))),
             "0105" => Ok(Initiated::Redirect(Redirect {
                 psp_reference: "r1".into(),
@@ -74,19 +80,8 @@ impl Guest for Rogue {
     fn status(payment: OperationRef) -> Result<PspStatus, AdapterError> {
         match payment.psp_reference.as_deref().unwrap_or_default() {
             "status-panics" => panic!("rogue adapter panics at status"),
-            "status-loops" => {
-                let mut n = 0u64;
-                loop {
-                    n = std::hint::black_box(n.wrapping_add(1));
-                }
-            }
-            "status-hoards" => {
-                let mut hoard = Vec::new();
-                loop {
-                    hoard.push(vec![7u8; 1 << 20]);
-                    std::hint::black_box(&hoard);
-                }
-            }
+            "status-loops" => spin(),
+            "status-hoards" => hoard(),
             "status-completes" => Ok(PspStatus::Completed),
             _ => Ok(PspStatus::Pending),
         }
