@@ -1237,14 +1237,9 @@ mod tests {
             key: key.into(),
             value: value.map(<[u8]>::to_vec),
         };
-        let put = |key: &str, value: &[u8]| Write::Put {
-            table: "t".into(),
-            key: key.into(),
-            value: value.to_vec(),
-        };
         // Absent as read: applied, durable, visible at once.
         assert!(
-            db.apply("c", vec![check("a", None)], vec![put("a", b"1")])
+            db.apply("c", vec![check("a", None)], vec![put("a", "1")])
                 .unwrap()
         );
         assert_eq!(db.get("c", "t", "a").unwrap(), Some(b"1".to_vec()));
@@ -1253,7 +1248,7 @@ mod tests {
             .apply(
                 "c",
                 vec![check("a", None)],
-                vec![put("a", b"2"), put("b", b"2")],
+                vec![put("a", "2"), put("b", "2")],
             )
             .unwrap();
         assert!(!stale);
@@ -1265,7 +1260,7 @@ mod tests {
                 table: "t".into(),
                 key: "a".into(),
             },
-            put("b", b"3"),
+            put("b", "3"),
         ];
         assert!(db.apply("c", vec![check("a", Some(b"1"))], writes).unwrap());
         assert_eq!(db.get("c", "t", "a").unwrap(), None);
@@ -1288,18 +1283,13 @@ mod tests {
                 payload: b"{}".to_vec(),
             })
         };
-        let put = |key: &str| Write::Put {
-            table: "t".into(),
-            key: key.into(),
-            value: b"1".to_vec(),
-        };
         assert!(db.apply("c", vec![], vec![event("evt_taken")]).unwrap());
         // An open transaction holds the writer: the first apply below takes
         // the applier to the lock, the rest queue behind it as one batch.
         let holder = db.begin("c").unwrap();
         let spawn = |key: &'static str, event_id: &'static str| {
             let db = db.clone();
-            std::thread::spawn(move || db.apply("c", vec![], vec![put(key), event(event_id)]))
+            std::thread::spawn(move || db.apply("c", vec![], vec![put(key, "1"), event(event_id)]))
         };
         let first = spawn("first", "evt_first");
         std::thread::sleep(Duration::from_millis(50));
@@ -1320,23 +1310,18 @@ mod tests {
         // Its put came before the failed insert, in the same job: undone with it.
         assert_eq!(db.get("c", "t", "failing").unwrap(), None);
         // And the writer goes on.
-        assert!(db.apply("c", vec![], vec![put("later")]).unwrap());
+        assert!(db.apply("c", vec![], vec![put("later", "1")]).unwrap());
     }
 
     #[test]
     fn concurrent_applies_all_become_durable_and_a_conflict_applies_once() {
-        use mmc_storage::{Check, Write};
+        use mmc_storage::Check;
         let dir = tempfile::tempdir().unwrap();
         let db = Arc::new(Sqlite::open(&dir.path().join("q.db")).unwrap());
         let absent = |key: &str| Check {
             table: "t".into(),
             key: key.into(),
             value: None,
-        };
-        let put = |key: &str, value: &str| Write::Put {
-            table: "t".into(),
-            key: key.into(),
-            value: value.as_bytes().to_vec(),
         };
         let threads: Vec<_> = (0..8)
             .map(|t| {
