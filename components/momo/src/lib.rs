@@ -181,27 +181,8 @@ impl Market {
             body,
             timeout_ms: self.timeout_ms,
         };
-        let resp = outbound_http::send(&req).map_err(|e| match e {
-            CapabilityError::Timeout(m) => {
-                AdapterError::Timeout(format!("MTN did not answer {method} {path} in time: {m}"))
-            }
-            CapabilityError::Denied(m) => {
-                AdapterError::NotSent(format!("outbound request denied: {m}"))
-            }
-            CapabilityError::Unavailable(m)
-            | CapabilityError::Invalid(m)
-            | CapabilityError::Conflict(m) => {
-                AdapterError::Unavailable(format!("MTN unreachable: {m}"))
-            }
-        })?;
-        if resp.status >= 500 {
-            return Err(AdapterError::Unavailable(format!(
-                "MTN answered {} to {method} {path}: {}",
-                resp.status,
-                http::excerpt(&resp.body)
-            )));
-        }
-        Ok(resp)
+        mmc_domain::exchange!(outbound_http::send(&req), "MTN", method, path;
+            CapabilityError, AdapterError)
     }
 }
 

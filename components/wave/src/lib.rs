@@ -147,27 +147,8 @@ impl Api {
             body: body.unwrap_or_default(),
             timeout_ms: self.timeout_ms,
         };
-        let resp = outbound_http::send(&req).map_err(|e| match e {
-            CapabilityError::Timeout(m) => {
-                AdapterError::Timeout(format!("Wave did not answer {method} {path} in time: {m}"))
-            }
-            CapabilityError::Denied(m) => {
-                AdapterError::NotSent(format!("outbound request denied: {m}"))
-            }
-            CapabilityError::Unavailable(m)
-            | CapabilityError::Invalid(m)
-            | CapabilityError::Conflict(m) => {
-                AdapterError::Unavailable(format!("Wave unreachable: {m}"))
-            }
-        })?;
-        if resp.status >= 500 {
-            return Err(AdapterError::Unavailable(format!(
-                "Wave answered {} to {method} {path}: {}",
-                resp.status,
-                http::excerpt(&resp.body)
-            )));
-        }
-        Ok(resp)
+        mmc_domain::exchange!(outbound_http::send(&req), "Wave", method, path;
+            CapabilityError, AdapterError)
     }
 
     fn get<T: serde::de::DeserializeOwned>(

@@ -43,6 +43,42 @@ pub fn excerpt(body: &[u8]) -> String {
     String::from_utf8_lossy(body).chars().take(200).collect()
 }
 
+/// An adapter's outbound exchange as every live adapter reads it: a transport
+/// failure and a 5xx answer become the `adapter-error` that says what is
+/// known of the operation — a timeout or a 5xx leaves it unknown (asked again
+/// by our id), a denied request was never sent. `CapabilityError` and
+/// `AdapterError` are generated into each component from the WIT, hence a
+/// macro:
+///
+/// ```ignore
+/// let resp = mmc_domain::exchange!(outbound_http::send(&req), "Wave", method, path;
+///     CapabilityError, AdapterError)?;
+/// ```
+#[macro_export]
+macro_rules! exchange {
+    ($sent:expr, $provider:expr, $method:expr, $path:expr; $cap:ident, $err:ident) => {
+        match $sent {
+            Err($cap::Timeout(m)) => Err($err::Timeout(format!(
+                "{} did not answer {} {} in time: {m}",
+                $provider, $method, $path
+            ))),
+            Err($cap::Denied(m)) => Err($err::NotSent(format!("outbound request denied: {m}"))),
+            Err($cap::Unavailable(m) | $cap::Invalid(m) | $cap::Conflict(m)) => {
+                Err($err::Unavailable(format!("{} unreachable: {m}", $provider)))
+            }
+            Ok(resp) if resp.status >= 500 => Err($err::Unavailable(format!(
+                "{} answered {} to {} {}: {}",
+                $provider,
+                resp.status,
+                $method,
+                $path,
+                $crate::http::excerpt(&resp.body)
+            ))),
+            Ok(resp) => Ok(resp),
+        }
+    };
+}
+
 /// Equal bytes, compared in time that depends only on the lengths (a
 /// signature check must not tell how many leading bytes were right).
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
