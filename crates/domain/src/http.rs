@@ -134,6 +134,79 @@ pub fn json_object(body: &[u8]) -> Result<Map<String, Value>, BodyError> {
 mod tests {
     use super::*;
 
+    /// Stand-ins for the types wit-bindgen generates into each adapter.
+    #[derive(Debug)]
+    enum CapabilityError {
+        Timeout(String),
+        Denied(String),
+        Unavailable(String),
+        Invalid(String),
+        Conflict(String),
+    }
+
+    #[derive(Debug, PartialEq)]
+    enum AdapterError {
+        Timeout(String),
+        NotSent(String),
+        Unavailable(String),
+    }
+
+    #[derive(Debug, PartialEq)]
+    struct Response {
+        status: u16,
+        body: Vec<u8>,
+    }
+
+    fn read(sent: Result<Response, CapabilityError>) -> Result<Response, AdapterError> {
+        crate::exchange!(sent, "Wave", "POST", "/v1/checkout/sessions";
+            CapabilityError, AdapterError)
+    }
+
+    #[test]
+    fn an_exchange_is_read_for_what_it_says_of_the_operation() {
+        let answer = |status: u16| {
+            Ok(Response {
+                status,
+                body: b"{\"code\":\"x\"}".to_vec(),
+            })
+        };
+        // Any answer under 500 is the adapter's to read, refusals included.
+        assert_eq!(read(answer(200)).unwrap().status, 200);
+        assert_eq!(read(answer(409)).unwrap().status, 409);
+        // A 5xx, a timeout: the operation's outcome is unknown.
+        assert_eq!(
+            read(answer(502)),
+            Err(AdapterError::Unavailable(
+                "Wave answered 502 to POST /v1/checkout/sessions: {\"code\":\"x\"}".into()
+            ))
+        );
+        assert_eq!(
+            read(Err(CapabilityError::Timeout("30 s".into()))),
+            Err(AdapterError::Timeout(
+                "Wave did not answer POST /v1/checkout/sessions in time: 30 s".into()
+            ))
+        );
+        // Denied by the allow-list: never sent.
+        assert_eq!(
+            read(Err(CapabilityError::Denied("host".into()))),
+            Err(AdapterError::NotSent(
+                "outbound request denied: host".into()
+            ))
+        );
+        for e in [
+            CapabilityError::Unavailable("refused".into()),
+            CapabilityError::Invalid("refused".into()),
+            CapabilityError::Conflict("refused".into()),
+        ] {
+            assert_eq!(
+                read(Err(e)),
+                Err(AdapterError::Unavailable(
+                    "Wave unreachable: refused".into()
+                ))
+            );
+        }
+    }
+
     #[test]
     fn adapter_helpers() {
         assert_eq!(encode_component("a b/é~-_.Z9"), "a%20b%2F%C3%A9~-_.Z9");
