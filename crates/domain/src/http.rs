@@ -50,7 +50,7 @@ pub fn excerpt(body: &[u8]) -> String {
 /// `AdapterError` are generated into each component from the WIT, hence a
 /// macro:
 ///
-/// ```ignore
+/// ```text
 /// let resp = mmc_domain::exchange!(outbound_http::send(&req), "Wave", method, path;
 ///     CapabilityError, AdapterError)?;
 /// ```
