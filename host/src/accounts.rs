@@ -93,25 +93,32 @@ const KEY_CACHE_MAX: usize = 10_000;
 #[derive(Clone)]
 pub struct Accounts {
     db: SqlDb,
-    /// key hash → principal and when it was read. Only live keys are cached,
-    /// so a key created a moment ago works at once.
-    cache: Arc<Mutex<HashMap<String, (Principal, Instant)>>>,
+    /// key digest → principal and when it was read. Only live keys are cached,
+    /// so a key created a moment ago works at once. Keyed by the digest, not
+    /// its hex: a hit allocates nothing for the key.
+    cache: Arc<Mutex<HashMap<[u8; 32], (Principal, Instant)>>>,
 }
 
 /// The stored form of a presented key, if it has the shape of one: a
 /// prefixed key hashes as given, a legacy UUID key in its hyphenated form.
 fn hash_key(presented: &str) -> Option<String> {
+    key_digest(presented).map(hex::encode)
+}
+
+/// The SHA-256 of a key's canonical form (what [`hash_key`] stores in hex).
+fn key_digest(presented: &str) -> Option<[u8; 32]> {
     let presented = presented.trim();
-    let canonical = if key_environment(presented).is_some() {
+    let digest = if key_environment(presented).is_some() {
         let secret = &presented[KEY_PREFIX_LEN..];
         if secret.len() != 32 || !secret.bytes().all(|b| b.is_ascii_hexdigit()) {
             return None;
         }
-        presented.to_string()
+        Sha256::digest(presented.as_bytes())
     } else {
-        Uuid::parse_str(presented).ok()?.hyphenated().to_string()
+        let canonical = Uuid::parse_str(presented).ok()?.hyphenated().to_string();
+        Sha256::digest(canonical.as_bytes())
     };
-    Some(hex::encode(Sha256::digest(canonical.as_bytes())))
+    Some(digest.into())
 }
 
 const KEY_PREFIX_LEN: usize = "mk_test_".len();
@@ -264,16 +271,16 @@ impl Accounts {
     /// The principal of a presented key, if it is a live (unrevoked) key.
     /// A lookup is reused for [`KEY_CACHE_TTL`] (it was a third of a GET).
     pub fn authenticate(&self, presented: &str) -> Result<Option<Principal>, AccountError> {
-        let Some(hash) = hash_key(presented) else {
+        let Some(digest) = key_digest(presented) else {
             return Ok(None);
         };
-        if let Some((p, at)) = self.cache.lock().get(&hash)
+        if let Some((p, at)) = self.cache.lock().get(&digest)
             && at.elapsed() < KEY_CACHE_TTL
         {
             return Ok(Some(p.clone()));
         }
         let found = self
-            .lookup(&hash)?
+            .lookup(&hex::encode(digest))?
             // A prefix that names the other environment is not this key.
             .filter(|p| key_environment(presented.trim()).is_none_or(|e| e == p.environment));
         if let Some(p) = &found {
@@ -281,7 +288,7 @@ impl Accounts {
             if cache.len() >= KEY_CACHE_MAX {
                 cache.clear();
             }
-            cache.insert(hash, (p.clone(), Instant::now()));
+            cache.insert(digest, (p.clone(), Instant::now()));
         }
         Ok(found)
     }

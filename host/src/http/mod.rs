@@ -785,7 +785,8 @@ fn authorize(
     request: &http_types::Request,
     request_id: String,
 ) -> Result<Option<http_types::Caller>, HttpError> {
-    // Authentication reads the key table on every request, so a revoked key stops at once.
+    // A revoked key stops at once on the node that revoked it, and within the
+    // key cache's 500 ms on the others (`Accounts::authenticate`).
     let Some(key) = key else { return Ok(None) };
     match app.accounts.authenticate(&key) {
         Ok(Some(p)) => {
