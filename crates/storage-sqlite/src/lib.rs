@@ -506,10 +506,24 @@ fn applier(writer: Arc<Mutex<Writer>>, groups: Arc<Groups>, applier: Arc<Applier
 /// neighbours'. One savepoint per batch instead of per job: SQLite copies a
 /// page into the savepoint journal the first time a savepoint modifies it,
 /// and every job modifies the same hot pages (the outbox, the right edges of
-/// time-ordered indexes).
+/// time-ordered indexes). A batch that opens its group takes no savepoint at
+/// all: nothing before it is there to keep, so undoing it is rolling the
+/// group back, and its pages are not copied.
 fn apply_batch(w: &mut Writer, jobs: Vec<Arc<Job>>) -> Vec<(Arc<Job>, Result<bool, StorageError>)> {
+    let opens_group = !w.open;
     let together = (|| -> Result<Vec<bool>, StorageError> {
-        enter(w, Savepoint::Batch)?;
+        if opens_group {
+            begin_group(w)?;
+        } else {
+            enter(w, Savepoint::Batch)?;
+        }
+        let undo = |w: &mut Writer| {
+            if opens_group {
+                rollback_group(w);
+            } else {
+                let _ = leave(w, Savepoint::Batch, false);
+            }
+        };
         let mut on = OnWriter {
             conn: &w.conn,
             ns: "",
@@ -520,12 +534,14 @@ fn apply_batch(w: &mut Writer, jobs: Vec<Arc<Job>>) -> Vec<(Arc<Job>, Result<boo
             match check_then_write(&mut on, &job.checks, &job.writes) {
                 Ok(applied) => outcomes.push(applied),
                 Err(e) => {
-                    let _ = leave(w, Savepoint::Batch, false);
+                    undo(w);
                     return Err(e);
                 }
             }
         }
-        leave(w, Savepoint::Batch, true)?;
+        if !opens_group {
+            leave(w, Savepoint::Batch, true)?;
+        }
         Ok(outcomes)
     })();
     match together {
@@ -660,13 +676,26 @@ impl Savepoint {
 /// Opens the group's outer transaction if needed and savepoint `sp` in it.
 fn enter(w: &mut Writer, sp: Savepoint) -> Result<(), StorageError> {
     if !w.open {
-        // IMMEDIATE: take the write lock up front, so a read-then-write cannot
-        // fail with SQLITE_BUSY when another process (the CLI) writes meanwhile.
-        w.conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
-        w.open = true;
+        begin_group(w)?;
     }
     w.conn.prepare_cached(sp.sql().0)?.execute([])?;
     Ok(())
+}
+
+/// Opens the group's outer transaction.
+fn begin_group(w: &mut Writer) -> Result<(), StorageError> {
+    // IMMEDIATE: take the write lock up front, so a read-then-write cannot
+    // fail with SQLITE_BUSY when another process (the CLI) writes meanwhile.
+    w.conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+    w.open = true;
+    Ok(())
+}
+
+/// Undoes the open group whole. Only for a group nothing was handed over
+/// from yet: its number is reused by the next one.
+fn rollback_group(w: &mut Writer) {
+    let _ = w.conn.execute_batch("ROLLBACK");
+    w.open = false;
 }
 
 /// Ends savepoint `sp`: kept (`RELEASE`) or undone.
@@ -1311,6 +1340,72 @@ mod tests {
         assert_eq!(db.get("c", "t", "failing").unwrap(), None);
         // And the writer goes on.
         assert!(db.apply("c", vec![], vec![put("later", "1")]).unwrap());
+    }
+
+    /// The same, for both kinds of batch: one that opens its group (no
+    /// savepoint: undone by rolling the group back) and one inside a group
+    /// that already holds an earlier transaction (which must survive).
+    #[test]
+    fn a_failed_batch_is_undone_whether_or_not_it_opened_its_group() {
+        use mmc_storage::OutboxEvent;
+        let event = |id: &str| {
+            Write::Emit(OutboxEvent {
+                id: id.into(),
+                event_type: "payment.created".into(),
+                merchant_id: "m".into(),
+                environment: "test".into(),
+                subject_id: "p".into(),
+                extra_url: None,
+                payload: b"{}".to_vec(),
+            })
+        };
+        for group_already_open in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let db = Sqlite::open(&dir.path().join("g.db")).unwrap();
+            assert!(db.apply("c", vec![], vec![event("evt_taken")]).unwrap());
+            let job = |key: &str, event_id: &str| {
+                Arc::new(Job {
+                    ns: "c".into(),
+                    checks: vec![],
+                    writes: vec![put(key, "1"), event(event_id)],
+                    claimed: AtomicBool::new(true),
+                    outcome: Mutex::new(None),
+                    caller: std::thread::current(),
+                })
+            };
+            let mut w = db.writer.lock();
+            assert!(!w.open, "the first apply's group is committed");
+            if group_already_open {
+                enter(&mut w, Savepoint::Txn).unwrap();
+                put_on(&w.conn, "c", "t", "earlier", b"1").unwrap();
+                leave(&mut w, Savepoint::Txn, true).unwrap();
+            }
+            let jobs = vec![
+                job("before", "evt_before"),
+                job("failing", "evt_taken"), // its event id is taken: the insert fails
+                job("after", "evt_after"),
+            ];
+            let outcomes: Vec<_> = apply_batch(&mut w, jobs)
+                .into_iter()
+                .map(|(_, o)| o.map_err(|e| e.to_string()))
+                .collect();
+            assert!(
+                matches!(outcomes[..], [Ok(true), Err(_), Ok(true)]),
+                "{outcomes:?}"
+            );
+            assert!(w.open, "the jobs that applied wait in the open group");
+            drop(w);
+            // A later apply joins that group and commits it.
+            assert!(db.apply("c", vec![], vec![put("later", "1")]).unwrap());
+            let mut kept = vec!["before", "after", "later"];
+            if group_already_open {
+                kept.push("earlier");
+            }
+            for key in kept {
+                assert_eq!(db.get("c", "t", key).unwrap(), Some(b"1".to_vec()), "{key}");
+            }
+            assert_eq!(db.get("c", "t", "failing").unwrap(), None);
+        }
     }
 
     #[test]
