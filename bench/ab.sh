@@ -8,6 +8,9 @@
 # spent per request (CPU time of the process, context switches) — the figure
 # to compare when the VM's speed moves req/s by more than the change does.
 #
+# AB_COMPONENTS_A / AB_COMPONENTS_B: a components directory for each side
+# (default target/components for both), to compare two builds of a component.
+#
 # Build each binary, then copy it aside (one workspace target directory is
 # shared, so a second build overwrites the first):
 #   git stash; cargo build --release -p mmc-host; cp target/release/mmc /tmp/a
@@ -38,19 +41,24 @@ wait_quiet() {
   done
 }
 
-one_run() { # label, binary
-  local label=$1 bin=$2 data
+one_run() { # label, binary, components directory
+  local label=$1 bin=$2 components=$3 data
   data=$(mktemp -d)
   local m key
   m=$("$bin" merchants create --name AB --data-dir "$data" | json_field id)
   key=$("$bin" keys create --merchant "$m" --env test --data-dir "$data" | json_field key)
-  "$bin" serve --listen 127.0.0.1:$PORT --data-dir "$data" --components-dir "$TARGET_DIR/components" > "$data/server.log" 2>&1 &
+  "$bin" serve --listen 127.0.0.1:$PORT --data-dir "$data" --components-dir "$components" > "$data/server.log" 2>&1 &
   SERVER=$!
   until curl -sf "$BASE/healthz" >/dev/null; do sleep 0.01; done
-  local auth=(-H "Authorization: Bearer $key") id
-  id=$(curl -s "${auth[@]}" -H "Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)" -H 'Content-Type: application/json' \
-    -d '{"reference":"ab-get","amount":1500,"currency":"XOF","country":"BJ","operator":"mtn-bj","customer":{"phone":"+2290166000001"}}' \
-    "$BASE/api/v1/collect/payments" | json_field id)
+  local auth=(-H "Authorization: Bearer $key") id=
+  # A component compiled for the first time (a cold cache) may still be loading.
+  for _ in $(seq 300); do
+    id=$(curl -s "${auth[@]}" -H "Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)" -H 'Content-Type: application/json' \
+      -d '{"reference":"ab-get","amount":1500,"currency":"XOF","country":"BJ","operator":"mtn-bj","customer":{"phone":"+2290166000001"}}' \
+      "$BASE/api/v1/collect/payments" | json_field id 2>/dev/null) && break
+    sleep 0.1
+  done
+  [ -n "$id" ] || { echo "$label: no payment could be created; see $data/server.log" >&2; exit 1; }
   local p args t0 s0 out t1 s1
   for p in $PHASES; do
     case $p in
@@ -80,9 +88,12 @@ PY
 }
 
 LINES=$(mktemp)
-trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null || true; rm -f "$LINES"' EXIT
+trap 'rm -f "$LINES"' EXIT
+# The runs are a subshell (the pipe): its own trap stops a server a failure leaves.
 for r in $(seq "$ROUNDS"); do
-  if [ $((r % 2)) -eq 1 ]; then one_run "A$r" "$A"; one_run "B$r" "$B"; else one_run "B$r" "$B"; one_run "A$r" "$A"; fi
+  trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null || true' EXIT
+  CA=${AB_COMPONENTS_A:-$TARGET_DIR/components} CB=${AB_COMPONENTS_B:-$TARGET_DIR/components}
+  if [ $((r % 2)) -eq 1 ]; then one_run "A$r" "$A" "$CA"; one_run "B$r" "$B" "$CB"; else one_run "B$r" "$B" "$CB"; one_run "A$r" "$A" "$CA"; fi
 done | tee "$LINES"
 # Means over the rounds, and B against A.
 python3 - "$LINES" <<'PY'

@@ -19,7 +19,7 @@
 //! | meta | `listing` / `listing-backfill` | set once payments stored before `listing` existed are in it / how far its backfill got |
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use mmc_domain::{Mode, Status};
 use serde::{Deserialize, Serialize};
@@ -333,7 +333,31 @@ struct Draft {
     /// The value of each key read or written, as the draft last saw or made
     /// it. A map, not a scan of `reads` and `writes`: a reconciliation round
     /// touches hundreds of keys in one draft.
-    known: HashMap<(String, String), Option<Vec<u8>>>,
+    known: Known,
+}
+
+/// table → key → value. By table first, so a lookup borrows the caller's
+/// `&str`s instead of building a key (the draft looks up every key it touches).
+#[derive(Default)]
+struct Known(BTreeMap<String, BTreeMap<String, Option<Vec<u8>>>>);
+
+impl Known {
+    fn get(&self, table: &str, key: &str) -> Option<&Option<Vec<u8>>> {
+        self.0.get(table)?.get(key)
+    }
+
+    fn insert(&mut self, table: &str, key: &str, value: Option<Vec<u8>>) {
+        let keys = match self.0.get_mut(table) {
+            Some(keys) => keys,
+            None => self.0.entry(table.to_string()).or_default(),
+        };
+        match keys.get_mut(key) {
+            Some(v) => *v = value,
+            None => {
+                keys.insert(key.to_string(), value);
+            }
+        }
+    }
 }
 
 /// Runs `f` as one transaction and commits what it wrote.
@@ -370,7 +394,7 @@ pub fn transact_assuming_absent<T>(
 ) -> Result<T, ApiError> {
     let mut draft = Draft::default();
     for (table, key) in absent {
-        draft.known.insert((table.to_string(), key.clone()), None);
+        draft.known.insert(table, key, None);
         draft.reads.push((table.to_string(), key.clone(), None));
     }
     // An answer that writes nothing proves nothing of what was assumed.
@@ -418,9 +442,7 @@ impl Draft {
     /// The value of (table, key) this draft already knows: as it wrote it,
     /// else as it read it (one read, one check per key).
     fn known(&self, table: &str, key: &str) -> Option<Option<Vec<u8>>> {
-        self.known
-            .get(&(table.to_string(), key.to_string()))
-            .cloned()
+        self.known.get(table, key).cloned()
     }
 }
 
@@ -445,7 +467,7 @@ impl Tx {
                 }
                 let v = storage::get(table, key)?;
                 let mut d = d.borrow_mut();
-                d.known.insert((table.into(), key.into()), v.clone());
+                d.known.insert(table, key, v.clone());
                 d.reads.push((table.into(), key.into(), v.clone()));
                 Ok(v)
             }
@@ -462,8 +484,7 @@ impl Tx {
                     value: value.to_vec(),
                 });
                 let mut d = d.borrow_mut();
-                d.known
-                    .insert((table.into(), key.into()), Some(value.to_vec()));
+                d.known.insert(table, key, Some(value.to_vec()));
                 d.writes.push(w);
                 Ok(())
             }
@@ -479,7 +500,7 @@ impl Tx {
                     key: key.into(),
                 });
                 let mut d = d.borrow_mut();
-                d.known.insert((table.into(), key.into()), None);
+                d.known.insert(table, key, None);
                 d.writes.push(w);
                 Ok(())
             }
@@ -513,15 +534,12 @@ impl Tx {
     /// A real transaction ignores this and reads.
     pub fn assume_payment(&self, p: &Payment) {
         if let TxMode::Draft(d) = &self.0 {
-            let key = (
-                "payments".to_string(),
-                scope(&p.environment, &p.merchant_id, &p.id),
-            );
+            let key = scope(&p.environment, &p.merchant_id, &p.id);
             let mut d = d.borrow_mut();
-            if !d.known.contains_key(&key) {
+            if d.known.get("payments", &key).is_none() {
                 let stored = Some(encode(p));
-                d.known.insert(key.clone(), stored.clone());
-                d.reads.push((key.0, key.1, stored));
+                d.known.insert("payments", &key, stored.clone());
+                d.reads.push(("payments".into(), key, stored));
             }
         }
     }
