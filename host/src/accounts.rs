@@ -96,7 +96,7 @@ pub struct Accounts {
     /// key digest → principal and when it was read. Only live keys are cached,
     /// so a key created a moment ago works at once. Keyed by the digest, not
     /// its hex: a hit allocates nothing for the key.
-    cache: Arc<Mutex<HashMap<[u8; 32], (Principal, Instant)>>>,
+    cache: Arc<Mutex<HashMap<KeyDigest, (Principal, Instant)>>>,
 }
 
 /// The stored form of a presented key, if it has the shape of one: a
@@ -105,8 +105,11 @@ fn hash_key(presented: &str) -> Option<String> {
     key_digest(presented).map(hex::encode)
 }
 
-/// The SHA-256 of a key's canonical form (what [`hash_key`] stores in hex).
-fn key_digest(presented: &str) -> Option<[u8; 32]> {
+/// A key's SHA-256: what the cache is keyed by (the table stores its hex).
+type KeyDigest = [u8; 32];
+
+/// The digest of a key's canonical form, if it has the shape of a key.
+fn key_digest(presented: &str) -> Option<KeyDigest> {
     let presented = presented.trim();
     let digest = if key_environment(presented).is_some() {
         let secret = &presented[KEY_PREFIX_LEN..];
