@@ -1145,6 +1145,19 @@ mod tests {
         assert!(wal >= 16 * frame, "the WAL holds them: {wal} bytes");
     }
 
+    /// An outbox event with id `id` (ids are unique: a taken one fails the insert).
+    fn event(id: &str) -> Write {
+        Write::Emit(mmc_storage::OutboxEvent {
+            id: id.into(),
+            event_type: "payment.created".into(),
+            merchant_id: "m".into(),
+            environment: "test".into(),
+            subject_id: "p".into(),
+            extra_url: None,
+            payload: b"{}".to_vec(),
+        })
+    }
+
     fn put(key: &str, value: &str) -> Write {
         Write::Put {
             table: "t".into(),
@@ -1298,20 +1311,8 @@ mod tests {
 
     #[test]
     fn a_write_that_fails_in_a_batch_undoes_only_its_own_job() {
-        use mmc_storage::{OutboxEvent, Write};
         let dir = tempfile::tempdir().unwrap();
         let db = Arc::new(Sqlite::open(&dir.path().join("b.db")).unwrap());
-        let event = |id: &str| {
-            Write::Emit(OutboxEvent {
-                id: id.into(),
-                event_type: "payment.created".into(),
-                merchant_id: "m".into(),
-                environment: "test".into(),
-                subject_id: "p".into(),
-                extra_url: None,
-                payload: b"{}".to_vec(),
-            })
-        };
         assert!(db.apply("c", vec![], vec![event("evt_taken")]).unwrap());
         // An open transaction holds the writer: the first apply below takes
         // the applier to the lock, the rest queue behind it as one batch.
@@ -1347,18 +1348,6 @@ mod tests {
     /// that already holds an earlier transaction (which must survive).
     #[test]
     fn a_failed_batch_is_undone_whether_or_not_it_opened_its_group() {
-        use mmc_storage::OutboxEvent;
-        let event = |id: &str| {
-            Write::Emit(OutboxEvent {
-                id: id.into(),
-                event_type: "payment.created".into(),
-                merchant_id: "m".into(),
-                environment: "test".into(),
-                subject_id: "p".into(),
-                extra_url: None,
-                payload: b"{}".to_vec(),
-            })
-        };
         for group_already_open in [false, true] {
             let dir = tempfile::tempdir().unwrap();
             let db = Sqlite::open(&dir.path().join("g.db")).unwrap();
