@@ -510,20 +510,8 @@ fn applier(writer: Arc<Mutex<Writer>>, groups: Arc<Groups>, applier: Arc<Applier
 /// all: nothing before it is there to keep, so undoing it is rolling the
 /// group back, and its pages are not copied.
 fn apply_batch(w: &mut Writer, jobs: Vec<Arc<Job>>) -> Vec<(Arc<Job>, Result<bool, StorageError>)> {
-    let opens_group = !w.open;
     let together = (|| -> Result<Vec<bool>, StorageError> {
-        if opens_group {
-            begin_group(w)?;
-        } else {
-            enter(w, Savepoint::Batch)?;
-        }
-        let undo = |w: &mut Writer| {
-            if opens_group {
-                rollback_group(w);
-            } else {
-                let _ = leave(w, Savepoint::Batch, false);
-            }
-        };
+        let scope = open_batch(w)?;
         let mut on = OnWriter {
             conn: &w.conn,
             ns: "",
@@ -534,14 +522,12 @@ fn apply_batch(w: &mut Writer, jobs: Vec<Arc<Job>>) -> Vec<(Arc<Job>, Result<boo
             match check_then_write(&mut on, &job.checks, &job.writes) {
                 Ok(applied) => outcomes.push(applied),
                 Err(e) => {
-                    undo(w);
+                    let _ = close_batch(w, scope, false);
                     return Err(e);
                 }
             }
         }
-        if !opens_group {
-            leave(w, Savepoint::Batch, true)?;
-        }
+        close_batch(w, scope, true)?;
         Ok(outcomes)
     })();
     match together {
@@ -691,11 +677,37 @@ fn begin_group(w: &mut Writer) -> Result<(), StorageError> {
     Ok(())
 }
 
-/// Undoes the open group whole. Only for a group nothing was handed over
-/// from yet: its number is reused by the next one.
-fn rollback_group(w: &mut Writer) {
-    let _ = w.conn.execute_batch("ROLLBACK");
-    w.open = false;
+/// What a batch is undone by: rolling back the group it opened (nothing
+/// before it to keep, and no savepoint, so SQLite copies none of its pages
+/// into a savepoint journal), or its savepoint in a group holding earlier work.
+#[derive(Clone, Copy)]
+enum BatchScope {
+    OwnGroup,
+    Savepoint,
+}
+
+fn open_batch(w: &mut Writer) -> Result<BatchScope, StorageError> {
+    if w.open {
+        enter(w, Savepoint::Batch)?;
+        Ok(BatchScope::Savepoint)
+    } else {
+        begin_group(w)?;
+        Ok(BatchScope::OwnGroup)
+    }
+}
+
+/// Ends a batch: kept, or undone. An undone group of its own is rolled back
+/// whole; nothing was handed over from it, so its number is reused.
+fn close_batch(w: &mut Writer, scope: BatchScope, keep: bool) -> Result<(), StorageError> {
+    match (scope, keep) {
+        (BatchScope::OwnGroup, true) => Ok(()), // committed with its group
+        (BatchScope::OwnGroup, false) => {
+            let r = w.conn.execute_batch("ROLLBACK");
+            w.open = false;
+            Ok(r?)
+        }
+        (BatchScope::Savepoint, keep) => leave(w, Savepoint::Batch, keep),
+    }
 }
 
 /// Ends savepoint `sp`: kept (`RELEASE`) or undone.
