@@ -18,6 +18,7 @@
 #   bench/ab.sh /tmp/a /tmp/b "c g" 4
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh # wait_quiet
 [ $# -ge 2 ] || { sed -n 2,16p "$0"; exit 2; }
 A=$1 B=$2 PHASES=${3:-"h c g"} ROUNDS=${4:-3}
 DURATION=${AB_DURATION:-6s} CONNS=${AB_CONNECTIONS:-64} PORT=${AB_PORT:-18199}
@@ -33,13 +34,6 @@ SERVER=
 json_field() { python3 -c "import sys,json;print(json.load(sys.stdin)[sys.argv[1]])" "$1"; }
 cpu_ticks() { awk '{print $14+$15}' "/proc/$SERVER/stat"; }
 switches() { cat /proc/"$SERVER"/task/*/status 2>/dev/null | awk '/ctxt_switches/ {s += $2} END {print s + 0}'; }
-# Until the server uses under 5% of a core for a second (at most 60 s).
-wait_quiet() {
-  for _ in $(seq 60); do
-    local a b; a=$(cpu_ticks); sleep 1; b=$(cpu_ticks)
-    [ $(((b - a) * 100)) -lt $((HZ * 5)) ] && return 0
-  done
-}
 
 one_run() { # label, binary, components directory
   local label=$1 bin=$2 components=$3 data

@@ -3,6 +3,7 @@
 # durable storage (every acknowledged commit fsynced). Prints a table and writes bench/results/latest.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh # wait_quiet
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 MMC="$TARGET_DIR/release/mmc"
 DURATION=${BENCH_DURATION:-10s}
@@ -38,18 +39,6 @@ run_wrk() { # name, extra args...
   p99=$(awk '$1=="99%" {print $2}' "$DATA/$name.txt")
   local non2xx=$(awk '/Non-2xx/ {print $5}' "$DATA/$name.txt")
   echo "$name|$rps|$p50|$p99|${non2xx:-0}"
-}
-# Background work a load leaves behind (reconciliation polls, webhook fan-out,
-# checkpoints) must not be charged to the next measurement: wait until the
-# servers (PIDs given, else $SERVER) use under 5% of a core each for a second
-# (at most 60 s).
-wait_quiet() {
-  local hz pids=("${@:-$SERVER}"); hz=$(getconf CLK_TCK)
-  cpu() { local p t=0; for p in "${pids[@]}"; do t=$((t + $(awk '{print $14+$15}' /proc/$p/stat))); done; echo $t; }
-  for _ in $(seq 60); do
-    local a b; a=$(cpu); sleep 1; b=$(cpu)
-    [ $(( (b - a) * 100 )) -lt $(( hz * 5 * ${#pids[@]} )) ] && return 0
-  done
 }
 metric_sum() { curl -s "$BASE/metrics" | awk -v n="$1" -v l="$2" 'index($0, n"{"l) == 1 {s += $2} END {printf "%.6f", s}'; }
 # What a load run costs the server, read just before and just after it (work

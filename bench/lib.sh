@@ -1,0 +1,14 @@
+# Shell functions the bench scripts share (sourced by run.sh and ab.sh).
+
+# Background work a load leaves behind (reconciliation polls, webhook fan-out,
+# checkpoints) must not be charged to the next measurement: wait until the
+# servers (PIDs given, else $SERVER) use under 5% of a core each for a second
+# (at most 60 s).
+wait_quiet() {
+  local hz pids=("${@:-$SERVER}"); hz=$(getconf CLK_TCK)
+  cpu() { local p t=0; for p in "${pids[@]}"; do t=$((t + $(awk '{print $14+$15}' /proc/$p/stat))); done; echo $t; }
+  for _ in $(seq 60); do
+    local a b; a=$(cpu); sleep 1; b=$(cpu)
+    [ $(( (b - a) * 100 )) -lt $(( hz * 5 * ${#pids[@]} )) ] && return 0
+  done
+}
