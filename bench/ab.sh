@@ -41,8 +41,12 @@ one_run() { # label, binary, components directory
   local m key
   m=$("$bin" merchants create --name AB --data-dir "$data" | json_field id)
   key=$("$bin" keys create --merchant "$m" --env test --data-dir "$data" | json_field key)
+  if curl -sf "$BASE/healthz" >/dev/null; then
+    echo "$label: something already serves $BASE (a server left running?)" >&2; exit 1
+  fi
   "$bin" serve --listen 127.0.0.1:$PORT --data-dir "$data" --components-dir "$components" > "$data/server.log" 2>&1 &
   SERVER=$!
+  echo "$SERVER" >> "$STARTED"
   until curl -sf "$BASE/healthz" >/dev/null; do sleep 0.01; done
   local auth=(-H "Authorization: Bearer $key") id=
   # A component compiled for the first time (a cold cache) may still be loading.
@@ -81,11 +85,11 @@ PY
   rm -rf "$data"
 }
 
-LINES=$(mktemp)
-trap 'rm -f "$LINES"' EXIT
-# The runs are a subshell (the pipe): its own trap stops a server a failure leaves.
+LINES=$(mktemp) STARTED=$(mktemp)
+# The runs are a subshell (the pipe), and bash runs no EXIT trap of a subshell
+# that `set -e` ends: the main shell stops every server they started.
+trap 'xargs -r kill < "$STARTED" 2>/dev/null || true; rm -f "$LINES" "$STARTED"' EXIT
 for r in $(seq "$ROUNDS"); do
-  trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null || true' EXIT
   CA=${AB_COMPONENTS_A:-$TARGET_DIR/components} CB=${AB_COMPONENTS_B:-$TARGET_DIR/components}
   if [ $((r % 2)) -eq 1 ]; then one_run "A$r" "$A" "$CA"; one_run "B$r" "$B" "$CB"; else one_run "B$r" "$B" "$CB"; one_run "A$r" "$A" "$CA"; fi
 done | tee "$LINES"
