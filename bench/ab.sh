@@ -68,7 +68,8 @@ one_run() { # label, binary, components directory
     esac
     wait_quiet
     t0=$(cpu_ticks) s0=$(switches)
-    out=$(wrk -t2 -c"$CONNS" -d"$DURATION" --latency "${args[@]}")
+    out=$(wrk -t2 -c"$CONNS" -d"$DURATION" --latency "${args[@]}" 2>&1) ||
+      { echo "$label $p: wrk failed: $out" >&2; exit 1; }
     t1=$(cpu_ticks) s1=$(switches)
     python3 - "$label" "$p" "$out" "$((t1 - t0))" "$((s1 - s0))" "$HZ" <<'PY'
 import re, sys
