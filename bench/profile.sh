@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# `bench/profile.sh [PHASE] [EVENT]`: where the server's CPU (or its thread
+# switches) goes under one load, as the README's profiles were taken. Starts a
+# release server on a fresh store, runs `wrk -c64` for 10 s on PHASE (create,
+# get, legacy or healthz; default create) and records the server with
+# `perf record -g` for 5 s of it, from second 3. EVENT: `cpu` (default,
+# sampled at 1999 Hz) or `switches` (every `sched:sched_switch`). Then prints
+# the share of samples by thread, and by the frames below `Runtime::handle`
+# (cpu) or by where threads slept or lost their core (switches); see
+# `bench/perf_tree.py` to break down other frames.
+#
+# Call paths through Rust code need frame pointers; build a host with them
+# apart (a second target directory: the whole of wasmtime is rebuilt, ~9 min):
+#   RUSTFLAGS="-C force-frame-pointers=yes" CARGO_TARGET_DIR=/tmp/fp-target \
+#     cargo build --release -p mmc-host
+#   PROFILE_BIN=/tmp/fp-target/release/mmc bench/profile.sh get
+# (Not MMC_BIN: every MMC_* variable is read as configuration.)
+# Wasm frames are unwound by wasmtime's own frame pointers; glibc's are not.
+# Output stays in $PROFILE_DIR (default /tmp/mmc-profile): perf.data, perf.txt
+# (`perf script`), wrk.txt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PHASE=${1:-create} EVENT=${2:-cpu}
+TARGET_DIR=${CARGO_TARGET_DIR:-target}
+MMC=${PROFILE_BIN:-$TARGET_DIR/release/mmc}
+OUT=${PROFILE_DIR:-/tmp/mmc-profile}
+PORT=${PROFILE_PORT:-18399}
+BASE="http://127.0.0.1:$PORT"
+command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+command -v perf >/dev/null || { echo "perf is needed (apt-get install linux-perf)" >&2; exit 1; }
+mkdir -p "$OUT"
+DATA=$(mktemp -d)
+SERVER=
+trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER"; rm -rf "$DATA"' EXIT
+export MMC_CACHE_DIR="$TARGET_DIR/mmc-cache" MMC_LOG=warn MMC_RATE_LIMIT__PER_SECOND=0 \
+  MMC_RATE_LIMIT__PER_CLIENT_PER_SECOND=0 MMC_ADMIN__LISTEN=127.0.0.1:$((PORT + 1)) \
+  MMC_ADMIN__TOKEN=adm_bench_0123456789abcdef0123456789ab
+json_field() { python3 -c "import sys,json;print(json.load(sys.stdin)[sys.argv[1]])" "$1"; }
+
+if curl -sf "$BASE/healthz" >/dev/null; then
+  echo "something already serves $BASE (a server left running?)" >&2; exit 1
+fi
+M=$("$MMC" merchants create --name Profile --data-dir "$DATA" | json_field id)
+KEY=$("$MMC" keys create --merchant "$M" --env test --data-dir "$DATA" | json_field key)
+"$MMC" serve --listen 127.0.0.1:$PORT --data-dir "$DATA" --components-dir "$TARGET_DIR/components" > "$DATA/server.log" 2>&1 &
+SERVER=$!
+until curl -sf "$BASE/healthz" >/dev/null; do sleep 0.05; done
+AUTH=(-H "Authorization: Bearer $KEY")
+ID=
+for _ in $(seq 300); do # a component compiled for the first time may still be loading
+  ID=$(curl -s "${AUTH[@]}" -H "Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)" -H 'Content-Type: application/json' \
+    -d '{"reference":"profile","amount":1500,"currency":"XOF","country":"BJ","operator":"mtn-bj","customer":{"phone":"+2290166000001"}}' \
+    "$BASE/api/v1/collect/payments" | json_field id 2>/dev/null) && break
+  sleep 0.1
+done
+[ -n "$ID" ] || { echo "no payment could be created; see $DATA/server.log" >&2; exit 1; }
+case $PHASE in
+  create) ARGS=("${AUTH[@]}" -s bench/create.lua "$BASE") ;;
+  get) ARGS=("${AUTH[@]}" "$BASE/api/v1/collect/payments/$ID") ;;
+  legacy) ARGS=("${AUTH[@]}" -s bench/legacy.lua "$BASE") ;;
+  healthz) ARGS=("$BASE/healthz") ;;
+  *) echo "unknown phase $PHASE (create get legacy healthz)" >&2; exit 2 ;;
+esac
+case $EVENT in
+  cpu) PERF_EVENT=(-F 1999) ;;
+  switches) PERF_EVENT=(-e sched:sched_switch) ;;
+  *) echo "unknown event $EVENT (cpu switches)" >&2; exit 2 ;;
+esac
+sleep 1
+wrk -t2 -c64 -d10s --latency "${ARGS[@]}" > "$OUT/wrk.txt" &
+WRK=$!
+sleep 3
+perf record -g "${PERF_EVENT[@]}" -p "$SERVER" -o "$OUT/perf.data" -- sleep 5 > /dev/null 2>&1
+wait $WRK
+grep -E "Requests/sec|^ +(50|99)%" "$OUT/wrk.txt"
+# No debuginfod: without network it makes `perf script` hang.
+DEBUGINFOD_URLS= perf script -i "$OUT/perf.data" 2>/dev/null > "$OUT/perf.txt"
+echo "--- by thread"
+perf report -i "$OUT/perf.data" --no-children --sort comm -g none --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -8
+if [ "$EVENT" = switches ]; then
+  echo "--- where threads went to sleep or were preempted"
+  python3 bench/perf_tree.py "$OUT/perf.txt" --callers | head -16
+else
+  echo "--- below Runtime::handle (the component calls of requests)"
+  python3 bench/perf_tree.py "$OUT/perf.txt" 'mmc_host::runtime::Runtime::handle' 1 | head -12
+fi
+echo "(more: python3 bench/perf_tree.py $OUT/perf.txt FRAME [DEPTH])"
