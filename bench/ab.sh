@@ -18,7 +18,7 @@
 #   bench/ab.sh /tmp/a /tmp/b "c g" 4
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # wait_quiet
+. bench/lib.sh # wait_quiet, json_field, first_payment
 [ $# -ge 2 ] || { sed -n 2,16p "$0"; exit 2; }
 A=$1 B=$2 PHASES=${3:-"h c g"} ROUNDS=${4:-3}
 DURATION=${AB_DURATION:-6s} CONNS=${AB_CONNECTIONS:-64} PORT=${AB_PORT:-18199}
@@ -31,7 +31,6 @@ export MMC_CACHE_DIR="$TARGET_DIR/mmc-cache" MMC_LOG=warn MMC_RATE_LIMIT__PER_SE
 HZ=$(getconf CLK_TCK)
 SERVER=
 
-json_field() { python3 -c "import sys,json;print(json.load(sys.stdin)[sys.argv[1]])" "$1"; }
 cpu_ticks() { awk '{print $14+$15}' "/proc/$SERVER/stat"; }
 switches() { cat /proc/"$SERVER"/task/*/status 2>/dev/null | awk '/ctxt_switches/ {s += $2} END {print s + 0}'; }
 
@@ -48,14 +47,8 @@ one_run() { # label, binary, components directory
   SERVER=$!
   echo "$SERVER" >> "$STARTED"
   until curl -sf "$BASE/healthz" >/dev/null; do sleep 0.01; done
-  local auth=(-H "Authorization: Bearer $key") id=
-  # A component compiled for the first time (a cold cache) may still be loading.
-  for _ in $(seq 300); do
-    id=$(curl -s "${auth[@]}" -H "Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)" -H 'Content-Type: application/json' \
-      -d '{"reference":"ab-get","amount":1500,"currency":"XOF","country":"BJ","operator":"mtn-bj","customer":{"phone":"+2290166000001"}}' \
-      "$BASE/api/v1/collect/payments" | json_field id 2>/dev/null) && break
-    sleep 0.1
-  done
+  local auth=(-H "Authorization: Bearer $key") id
+  id=$(first_payment "$BASE" "$key" ab-get)
   [ -n "$id" ] || { echo "$label: no payment could be created; see $data/server.log" >&2; exit 1; }
   local p args t0 s0 out t1 s1
   for p in $PHASES; do

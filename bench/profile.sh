@@ -20,6 +20,7 @@
 # (`perf script`), wrk.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh # json_field, first_payment
 PHASE=${1:-create} EVENT=${2:-cpu}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 MMC=${PROFILE_BIN:-$TARGET_DIR/release/mmc}
@@ -35,7 +36,6 @@ trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER"; rm -rf "
 export MMC_CACHE_DIR="$TARGET_DIR/mmc-cache" MMC_LOG=warn MMC_RATE_LIMIT__PER_SECOND=0 \
   MMC_RATE_LIMIT__PER_CLIENT_PER_SECOND=0 MMC_ADMIN__LISTEN=127.0.0.1:$((PORT + 1)) \
   MMC_ADMIN__TOKEN=adm_bench_0123456789abcdef0123456789ab
-json_field() { python3 -c "import sys,json;print(json.load(sys.stdin)[sys.argv[1]])" "$1"; }
 
 if curl -sf "$BASE/healthz" >/dev/null; then
   echo "something already serves $BASE (a server left running?)" >&2; exit 1
@@ -46,13 +46,7 @@ KEY=$("$MMC" keys create --merchant "$M" --env test --data-dir "$DATA" | json_fi
 SERVER=$!
 until curl -sf "$BASE/healthz" >/dev/null; do sleep 0.05; done
 AUTH=(-H "Authorization: Bearer $KEY")
-ID=
-for _ in $(seq 300); do # a component compiled for the first time may still be loading
-  ID=$(curl -s "${AUTH[@]}" -H "Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)" -H 'Content-Type: application/json' \
-    -d '{"reference":"profile","amount":1500,"currency":"XOF","country":"BJ","operator":"mtn-bj","customer":{"phone":"+2290166000001"}}' \
-    "$BASE/api/v1/collect/payments" | json_field id 2>/dev/null) && break
-  sleep 0.1
-done
+ID=$(first_payment "$BASE" "$KEY" profile)
 [ -n "$ID" ] || { echo "no payment could be created; see $DATA/server.log" >&2; exit 1; }
 case $PHASE in
   create) ARGS=("${AUTH[@]}" -s bench/create.lua "$BASE") ;;
