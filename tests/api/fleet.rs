@@ -752,14 +752,17 @@ async fn the_readmes_walkthrough_works() {
         .to_string();
     let db = TestDatabase::create();
     let dir = tempfile::tempdir().unwrap();
-    let free_port = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-            .to_string()
-    };
+    // Four free ports, held together until all are read: a port released at
+    // once can be handed out again, and two nodes given the same admin port
+    // left the walkthrough waiting forever for the one that could not start.
+    let held: Vec<_> = (0..4)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let free: Vec<String> = held
+        .iter()
+        .map(|l| l.local_addr().unwrap().port().to_string())
+        .collect();
+    drop(held);
     let mut script = block
         .replace(
             "createdb -h 127.0.0.1 -U postgres mmc_fleet",
@@ -768,11 +771,8 @@ async fn the_readmes_walkthrough_works() {
         .replace("postgres://postgres@127.0.0.1:5432/mmc_fleet", &db.url)
         .replace("target/release/mmc", env!("CARGO_BIN_EXE_mmc"))
         .replace("target/components", components_dir().to_str().unwrap());
-    for port in ["8081", "8082", "9091", "9092"] {
-        script = script.replace(
-            &format!("127.0.0.1:{port}"),
-            &format!("127.0.0.1:{}", free_port()),
-        );
+    for (port, free) in ["8081", "8082", "9091", "9092"].into_iter().zip(&free) {
+        script = script.replace(&format!("127.0.0.1:{port}"), &format!("127.0.0.1:{free}"));
     }
     for d in ["mmc-a", "mmc-b", "mmc-cli"] {
         script = script.replace(&format!("/tmp/{d}"), dir.path().join(d).to_str().unwrap());
@@ -783,8 +783,10 @@ async fn the_readmes_walkthrough_works() {
     );
     let cache = cache_dir();
     let out = tokio::task::spawn_blocking(move || {
-        Command::new("bash")
-            .arg("-c")
+        // Bounded: the walkthrough waits for both nodes to answer, and a
+        // node that cannot start must fail this test, not hang the suite.
+        Command::new("timeout")
+            .args(["-k", "5", "120", "bash", "-c"])
             .arg(format!(
                 "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n{script}"
             ))
