@@ -382,3 +382,56 @@ async fn every_status_change_emits_its_event_and_refunds_replay_under_their_key(
         ]
     );
 }
+
+/// A payment reconciliation completes leaves nothing in the `active` index
+/// (the payments to poll): neither the entry its poll came through nor, where
+/// the index and the record disagree, the record's own entry. Here a stale
+/// entry, due at once, brings the first payment to its poll before its own
+/// entry is due; the second is polled through its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconciled_payment_leaves_no_entry_to_poll_even_from_a_stale_index() {
+    let app = fast_app().await;
+    let (_, key, _) = app.merchant("Shop");
+    let storage = &app.service.app.runtime.services.storage;
+    let entries = |id: &str| -> Vec<String> {
+        let all = storage.scan("collect", "active", "", "~", 1000).unwrap();
+        all.into_iter()
+            .map(|(k, _)| k)
+            .filter(|k| k.ends_with(id))
+            .collect()
+    };
+    let (_, stale) = app
+        .create(&key, &new_key(), &direct_payment("+2290166001234"))
+        .await;
+    let stale = stale["id"].as_str().unwrap().to_string();
+    let own = entries(&stale);
+    assert_eq!(own.len(), 1, "in progress: one entry, its next check");
+    let mut tx = storage.begin("collect").unwrap();
+    // Same env/merchant/id, due at 1 ms: polled at the next round.
+    tx.put("active", &format!("0000000000001{}", &own[0][13..]), b"")
+        .unwrap();
+    tx.commit().unwrap();
+    assert_eq!(entries(&stale).len(), 2);
+    completed_by_reconciliation(&app, &key, &stale).await;
+    assert_eq!(entries(&stale), Vec::<String>::new(), "both entries gone");
+
+    let (_, agreed) = app
+        .create(&key, &new_key(), &direct_payment("+2290166001235"))
+        .await;
+    let agreed = agreed["id"].as_str().unwrap().to_string();
+    assert_eq!(entries(&agreed).len(), 1);
+    completed_by_reconciliation(&app, &key, &agreed).await;
+    assert_eq!(entries(&agreed), Vec::<String>::new(), "its entry gone");
+}
+
+/// Waits (up to 10 s) until payment `id` is completed.
+async fn completed_by_reconciliation(app: &TestApp, key: &str, id: &str) {
+    let path = format!("/api/v1/collect/payments/{id}");
+    for _ in 0..100 {
+        if app.get(key, &path).await.1["status"] == "completed" {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("{path} not completed by reconciliation");
+}

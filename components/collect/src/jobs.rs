@@ -153,7 +153,11 @@ fn record_poll(
     let Some(mut p) = tx.payment(&d.env, &d.merchant, &d.id)? else {
         return Ok(());
     };
-    let previous = p.next_check_ms;
+    // `save_payment` deletes the entry of the check the record had: passed
+    // only where that is another entry, not the one deleted just above.
+    let previous = p
+        .next_check_ms
+        .filter(|&at| store::time_key(at, &d.env, &d.merchant, &d.id) != d.key);
     if let Some(Ok(status)) = answer {
         apply_psp_status(tx, &mut p, status.clone())?;
     }
