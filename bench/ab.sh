@@ -18,7 +18,7 @@
 #   bench/ab.sh /tmp/a /tmp/b "c g" 4
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # wait_quiet, json_field, first_payment
+. bench/lib.sh # wait_quiet, bench_key, serve_fresh, first_payment
 [ $# -ge 2 ] || { sed -n 2,16p "$0"; exit 2; }
 A=$1 B=$2 PHASES=${3:-"h c g"} ROUNDS=${4:-3}
 DURATION=${AB_DURATION:-6s} CONNS=${AB_CONNECTIONS:-64} PORT=${AB_PORT:-18199}
@@ -37,16 +37,10 @@ switches() { cat /proc/"$SERVER"/task/*/status 2>/dev/null | awk '/ctxt_switches
 one_run() { # label, binary, components directory
   local label=$1 bin=$2 components=$3 data
   data=$(mktemp -d)
-  local m key
-  m=$("$bin" merchants create --name AB --data-dir "$data" | json_field id)
-  key=$("$bin" keys create --merchant "$m" --env test --data-dir "$data" | json_field key)
-  if curl -sf "$BASE/healthz" >/dev/null; then
-    echo "$label: something already serves $BASE (a server left running?)" >&2; exit 1
-  fi
-  "$bin" serve --listen 127.0.0.1:$PORT --data-dir "$data" --components-dir "$components" > "$data/server.log" 2>&1 &
-  SERVER=$!
+  local key
+  key=$(bench_key "$bin" "$data")
+  serve_fresh "$bin" "$data" "$components" "$PORT" || { echo "$label: no server" >&2; exit 1; }
   echo "$SERVER" >> "$STARTED"
-  until curl -sf "$BASE/healthz" >/dev/null; do sleep 0.01; done
   local auth=(-H "Authorization: Bearer $key") id
   id=$(first_payment "$BASE" "$key" ab-get)
   [ -n "$id" ] || { echo "$label: no payment could be created; see $data/server.log" >&2; exit 1; }

@@ -30,3 +30,27 @@ first_payment() { # base, key, reference
   done
   echo "$id"
 }
+
+# A merchant and a test key in the fresh store DATA; prints the key.
+bench_key() { # binary, data dir
+  local m
+  m=$("$1" merchants create --name Bench --data-dir "$2" | json_field id)
+  "$1" keys create --merchant "$m" --env test --data-dir "$2" | json_field key
+}
+
+# Starts BIN serving DATA on 127.0.0.1:PORT in the background (SERVER: its
+# PID; its log in DATA/server.log) and waits until it answers. Fails on a
+# port something already serves (a server left running would be measured
+# instead) and on a server that exits before answering.
+serve_fresh() { # binary, data dir, components dir, port
+  local base="http://127.0.0.1:$4"
+  if curl -sf "$base/healthz" >/dev/null; then
+    echo "something already serves $base (a server left running?)" >&2; return 1
+  fi
+  "$1" serve --listen "127.0.0.1:$4" --data-dir "$2" --components-dir "$3" > "$2/server.log" 2>&1 &
+  SERVER=$!
+  until curl -sf "$base/healthz" >/dev/null; do
+    kill -0 "$SERVER" 2>/dev/null || { echo "the server exited; see $2/server.log" >&2; return 1; }
+    sleep 0.01
+  done
+}

@@ -20,7 +20,7 @@
 # (`perf script`), wrk.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # json_field, first_payment
+. bench/lib.sh # bench_key, serve_fresh, first_payment
 PHASE=${1:-create} EVENT=${2:-cpu}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 MMC=${PROFILE_BIN:-$TARGET_DIR/release/mmc}
@@ -37,14 +37,8 @@ export MMC_CACHE_DIR="$TARGET_DIR/mmc-cache" MMC_LOG=warn MMC_RATE_LIMIT__PER_SE
   MMC_RATE_LIMIT__PER_CLIENT_PER_SECOND=0 MMC_ADMIN__LISTEN=127.0.0.1:$((PORT + 1)) \
   MMC_ADMIN__TOKEN=adm_bench_0123456789abcdef0123456789ab
 
-if curl -sf "$BASE/healthz" >/dev/null; then
-  echo "something already serves $BASE (a server left running?)" >&2; exit 1
-fi
-M=$("$MMC" merchants create --name Profile --data-dir "$DATA" | json_field id)
-KEY=$("$MMC" keys create --merchant "$M" --env test --data-dir "$DATA" | json_field key)
-"$MMC" serve --listen 127.0.0.1:$PORT --data-dir "$DATA" --components-dir "$TARGET_DIR/components" > "$DATA/server.log" 2>&1 &
-SERVER=$!
-until curl -sf "$BASE/healthz" >/dev/null; do sleep 0.05; done
+KEY=$(bench_key "$MMC" "$DATA")
+serve_fresh "$MMC" "$DATA" "$TARGET_DIR/components" "$PORT"
 AUTH=(-H "Authorization: Bearer $KEY")
 ID=$(first_payment "$BASE" "$KEY" profile)
 [ -n "$ID" ] || { echo "no payment could be created; see $DATA/server.log" >&2; exit 1; }
