@@ -563,6 +563,13 @@ impl Tx {
         }
     }
 
+    /// Drops the decoded payment under `key`: its stored value changed.
+    fn forget_payment(&self, key: &str) {
+        if let TxMode::Draft(d) = &self.0 {
+            d.borrow_mut().payments.remove(key);
+        }
+    }
+
     /// Tells a draft how `p` is stored, when the caller knows (it wrote or
     /// read it a moment ago): the draft then reads nothing for it, and the
     /// check under the writer still proves it (else `f` runs again for real).
@@ -687,9 +694,7 @@ impl Tx {
         let key = scope(env, m, id);
         self.put("payments", &key, &encode(p))?;
         // Read back in this transaction (rare), it is decoded from what was written.
-        if let TxMode::Draft(d) = &self.0 {
-            d.borrow_mut().payments.remove(&key);
-        }
+        self.forget_payment(&key);
         Ok(())
     }
 
