@@ -13,8 +13,10 @@ use wasmtime::{Enabled, InstanceAllocationStrategy, PoolingAllocationConfig};
 /// `madvise`d away, so reuse costs no page faults. With the `PAGEMAP_SCAN`
 /// ioctl (Linux 6.7+) only the pages the call dirtied are reset; without it
 /// the whole region is `memset` on every return, so keep none (`madvise`).
-/// 1 MiB, not 4: the scan walks the whole kept region on every return (5% of
-/// a GET's CPU at 4 MiB), and a call dirties less than 1 MiB. Alternating
+/// 1 MiB, not 4: the scan (5% of a GET's CPU at 4 MiB) reports up to the
+/// kept region's worth of dirty pages, and a call dirties less than 1 MiB.
+/// (Its cost is not the length of the memory it walks: a 256 KiB Wasm stack
+/// instead of 1 MiB, a shorter memory, changed nothing; README.) Alternating
 /// builds (`bench/ab.sh`, 2026-11-26): CPU per GET 54.0 → 52.7 µs and per
 /// create 440–456 → 413–424 µs, lower in every pair.
 fn keep_resident() -> usize {
