@@ -32,7 +32,8 @@ HZ=$(getconf CLK_TCK)
 SERVER=
 
 cpu_ticks() { awk '{print $14+$15}' "/proc/$SERVER/stat"; }
-switches() { cat /proc/"$SERVER"/task/*/status 2>/dev/null | awk '/ctxt_switches/ {s += $2} END {print s + 0}'; }
+# A thread may exit between the glob and `cat`: under pipefail that failed the run.
+switches() { { cat /proc/"$SERVER"/task/*/status 2>/dev/null || true; } | awk '/ctxt_switches/ {s += $2} END {print s + 0}'; }
 
 one_run() { # label, binary, components directory
   local label=$1 bin=$2 components=$3 data
