@@ -62,6 +62,8 @@ struct Inner {
     instantiations: BTreeMap<String, u64>,
     /// By component, then kind (put, delete, emit).
     rows_written: BTreeMap<String, BTreeMap<&'static str, u64>>,
+    /// By component, then how it ended (applied, refused, interactive).
+    transactions: BTreeMap<String, BTreeMap<&'static str, u64>>,
 }
 
 /// The entry of `key`, allocating the key only the first time it is seen.
@@ -127,6 +129,16 @@ impl Metrics {
                 *rows.entry(kind).or_default() += n;
             }
         }
+    }
+
+    /// A component's write transaction: a prepared one `applied`, or
+    /// `refused` because something it read had changed (the component then
+    /// decides again in an `interactive` one, which holds the writer).
+    pub fn storage_transaction(&self, component: &str, kind: &'static str) {
+        let mut m = self.inner.lock();
+        *entry(&mut m.transactions, component)
+            .entry(kind)
+            .or_default() += 1;
     }
 
     pub fn connection_opened(&self) {
@@ -235,6 +247,17 @@ impl Metrics {
                 "mmc_storage_rows_written_total{{component=\"{c}\",kind=\"{kind}\"}} {n}"
             );
         }
+        out.push_str("# HELP mmc_storage_transactions_total Write transactions components made through the storage capability: prepared ones applied, or refused because what they read had changed; interactive ones begun (each holds the writer while the component runs).\n# TYPE mmc_storage_transactions_total counter\n");
+        let transactions = m
+            .transactions
+            .iter()
+            .flat_map(|(c, k)| k.iter().map(move |k| (c, k)));
+        for (c, (kind, n)) in transactions {
+            let _ = writeln!(
+                out,
+                "mmc_storage_transactions_total{{component=\"{c}\",kind=\"{kind}\"}} {n}"
+            );
+        }
         out.push_str("# HELP mmc_sqlite_wal_bytes_total Bytes the SQLite writer connections of this process wrote to the WAL (pages written × (page size + 24-byte frame header), from SQLITE_DBSTATUS_CACHE_WRITE); checkpoint copies into the database file are not included. Stays 0 on PostgreSQL.\n# TYPE mmc_sqlite_wal_bytes_total counter\n");
         let _ = writeln!(
             out,
@@ -262,6 +285,9 @@ mod tests {
         m.component_call("bulk", "ok", ms);
         m.storage_rows_written("collect", [2, 0, 1]);
         m.storage_rows_written("collect", [1, 1, 0]);
+        m.storage_transaction("collect", "applied");
+        m.storage_transaction("collect", "applied");
+        m.storage_transaction("collect", "interactive");
         let out = m.render();
         let lines: Vec<&str> = out.lines().filter(|l| !l.starts_with('#')).collect();
         let pos = |s: &str| {
@@ -287,5 +313,7 @@ mod tests {
         pos(r#"mmc_storage_rows_written_total{component="collect",kind="put"} 3"#);
         pos(r#"mmc_storage_rows_written_total{component="collect",kind="delete"} 1"#);
         pos(r#"mmc_storage_rows_written_total{component="collect",kind="emit"} 1"#);
+        pos(r#"mmc_storage_transactions_total{component="collect",kind="applied"} 2"#);
+        pos(r#"mmc_storage_transactions_total{component="collect",kind="interactive"} 1"#);
     }
 }

@@ -116,19 +116,6 @@ async fn oversized_bodies_are_refused_with_413() {
     assert_eq!(body["error"]["code"], "payload_too_large");
 }
 
-/// Sum of a counter's samples whose labels start with `labels` (none: `""`).
-fn counter(text: &str, name: &str, labels: &str) -> f64 {
-    let prefix = if labels.is_empty() {
-        format!("{name} ")
-    } else {
-        format!("{name}{{{labels}")
-    };
-    text.lines()
-        .filter(|l| l.starts_with(&prefix))
-        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
-        .sum()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_create_moves_the_instantiation_rows_written_and_wal_counters() {
     let app = spawn_app().await;

@@ -282,6 +282,20 @@ impl TestApp {
     }
 }
 
+/// Sum of a counter's samples in `/metrics` text whose labels start with
+/// `labels` (none: `""`).
+pub fn counter(text: &str, name: &str, labels: &str) -> f64 {
+    let prefix = if labels.is_empty() {
+        format!("{name} ")
+    } else {
+        format!("{name}{{{labels}")
+    };
+    text.lines()
+        .filter(|l| l.starts_with(&prefix))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
+}
+
 pub fn new_key() -> String {
     uuid::Uuid::new_v4().to_string()
 }

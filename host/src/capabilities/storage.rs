@@ -100,8 +100,17 @@ impl storage::Host for HostState {
         let services = &self.runtime.services;
         // A write waits for its group's fsync: off a worker's core, when inline.
         let applied = may_block(|| services.storage.apply(&self.component, checks, writes));
-        if let Ok(true) = applied {
-            services.metrics.storage_rows_written(&self.component, rows);
+        match applied {
+            Ok(true) => {
+                services.metrics.storage_rows_written(&self.component, rows);
+                services
+                    .metrics
+                    .storage_transaction(&self.component, "applied");
+            }
+            Ok(false) => services
+                .metrics
+                .storage_transaction(&self.component, "refused"),
+            Err(_) => {}
         }
         Ok(applied.map_err(Into::into))
     }
@@ -113,6 +122,8 @@ impl storage::Host for HostState {
         match may_block(|| self.runtime.services.storage.begin(&self.component)) {
             Ok(tx) => {
                 self.open_txn = true;
+                let metrics = &self.runtime.services.metrics;
+                metrics.storage_transaction(&self.component, "interactive");
                 Ok(Ok(self.table.push(TxnHandle(tx, [0; 3]))?))
             }
             Err(e) => Ok(Err(e.into())),
