@@ -423,6 +423,51 @@ async fn a_reconciled_payment_leaves_no_entry_to_poll_even_from_a_stale_index() 
     assert_eq!(entries(&agreed), Vec::<String>::new(), "its entry gone");
 }
 
+/// A record written by another version (here the same payment encoded with
+/// whitespace: what an upgrade's older or newer encoder may write) is
+/// reconciled through a prepared transaction checked against the bytes as
+/// stored. Checked against this version's encoding of it, it was refused and
+/// the round decided again in an interactive transaction holding the writer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_another_version_wrote_is_reconciled_without_holding_the_writer() {
+    let app = fast_app().await;
+    let (_, key, _) = app.merchant("Shop");
+    let (_, p) = app
+        .create(&key, &new_key(), &direct_payment("+2290166001234"))
+        .await;
+    let id = p["id"].as_str().unwrap().to_string();
+    let storage = &app.service.app.runtime.services.storage;
+    let mut tx = storage.begin("collect").unwrap();
+    let (k, v) = tx
+        .scan("payments", "", "~", 1000)
+        .unwrap()
+        .into_iter()
+        .find(|(k, _)| k.ends_with(&id))
+        .expect("the payment's record");
+    let pretty = serde_json::to_vec_pretty(&serde_json::from_slice::<Value>(&v).unwrap()).unwrap();
+    assert_ne!(pretty, v);
+    tx.put("payments", &k, &pretty).unwrap();
+    tx.commit().unwrap();
+    let transactions = |text: &str, kind: &str| {
+        counter(
+            text,
+            "mmc_storage_transactions_total",
+            &format!("component=\"collect\",kind=\"{kind}\""),
+        )
+    };
+    let before = app.metrics().await;
+    completed_by_reconciliation(&app, &key, &id).await;
+    let after = app.metrics().await;
+    assert!(transactions(&after, "applied") > transactions(&before, "applied"));
+    for kind in ["refused", "interactive"] {
+        assert_eq!(
+            transactions(&after, kind),
+            transactions(&before, kind),
+            "{kind}: {after}"
+        );
+    }
+}
+
 /// Waits (up to 10 s) until payment `id` is completed.
 async fn completed_by_reconciliation(app: &TestApp, key: &str, id: &str) {
     let path = format!("/api/v1/collect/payments/{id}");

@@ -78,8 +78,8 @@ pub fn reconcile_due(limit: u32) -> u32 {
     };
     let mut found = Vec::with_capacity(due.len());
     for d in &due {
-        match store::read_payment(&d.env, &d.merchant, &d.id) {
-            Ok(Some(p)) => found.push((d, p)),
+        match store::read_stored_payment(&d.env, &d.merchant, &d.id) {
+            Ok(Some((p, stored))) => found.push((d, p, stored)),
             Ok(None) => {
                 if let Err(e) = store::drop_index_entry("active", &d.key) {
                     reconcile_failed(&d.id, &e);
@@ -88,12 +88,12 @@ pub fn reconcile_due(limit: u32) -> u32 {
             Err(e) => reconcile_failed(&d.id, &e),
         }
     }
-    let answers = ask_psp_many(&found.iter().map(|(_, p)| p).collect::<Vec<_>>());
+    let answers = ask_psp_many(&found.iter().map(|(_, p, _)| p).collect::<Vec<_>>());
     // Overdue payments need their operator's approval window, asked outside the transaction.
     let mut windows: HashMap<(String, Option<String>), u64> = HashMap::new();
     let windows: Vec<u64> = found
         .iter()
-        .map(|(_, p)| {
+        .map(|(_, p, _)| {
             if now < p.expires_at_ms {
                 return 0;
             }
@@ -107,20 +107,20 @@ pub fn reconcile_due(limit: u32) -> u32 {
             .iter()
             .zip(&answers)
             .zip(&windows)
-            .map(|(((d, p), a), w)| (*d, p, a, *w))
+            .map(|(((d, p, stored), a), w)| (*d, p, stored, a, *w))
     };
     let batch = store::transact(|tx| {
-        for (d, p, answer, window) in polled() {
-            tx.assume_payment(p); // as read above
+        for (d, p, stored, answer, window) in polled() {
+            tx.assume_stored_payment(p, stored); // as read above
             record_poll(tx, d, answer, window)?;
         }
         Ok(())
     });
     if batch.is_err() {
         // One payment that cannot be recorded must not hold back the others.
-        for (d, p, answer, window) in polled() {
+        for (d, p, stored, answer, window) in polled() {
             let one = store::transact(|tx| {
-                tx.assume_payment(p);
+                tx.assume_stored_payment(p, stored);
                 record_poll(tx, d, answer, window)
             });
             if let Err(e) = one {

@@ -272,6 +272,21 @@ pub fn read_payment(
     }
 }
 
+/// Payment `id` as stored (committed data): decoded, and the bytes it was
+/// decoded from, for a draft to assume exactly ([`Tx::assume_stored_payment`]).
+pub fn read_stored_payment(
+    env: &str,
+    merchant: &str,
+    id: &str,
+) -> Result<Option<(Payment, Vec<u8>)>, ApiError> {
+    let Some(stored) = storage::get("payments", &scope(env, merchant, id))? else {
+        return Ok(None);
+    };
+    let p = serde_json::from_slice(&stored)
+        .map_err(|e| ApiError::internal(format!("corrupt record: {e}")))?;
+    Ok(Some((p, stored)))
+}
+
 /// The merchant owning payment `id` in `env`, read outside a transaction.
 pub fn read_owner(env: &str, id: &str) -> Result<Option<String>, ApiError> {
     Ok(storage::get("owners", &format!("{env}/{id}"))?
@@ -575,11 +590,21 @@ impl Tx {
     /// check under the writer still proves it (else `f` runs again for real).
     /// A real transaction ignores this and reads.
     pub fn assume_payment(&self, p: &Payment) {
+        if matches!(self.0, TxMode::Draft(_)) {
+            self.assume_stored_payment(p, &encode(p));
+        }
+    }
+
+    /// As [`Tx::assume_payment`], with the bytes `p` was read from: no encode,
+    /// and the check is exact even for a record another version wrote (whose
+    /// encoding by this one may differ, which would fail the check and send
+    /// the whole transaction to the writer).
+    pub fn assume_stored_payment(&self, p: &Payment, stored: &[u8]) {
         if let TxMode::Draft(d) = &self.0 {
             let key = scope(&p.environment, &p.merchant_id, &p.id);
             let mut d = d.borrow_mut();
             if d.known.get("payments", &key).is_none() {
-                let stored = Some(encode(p));
+                let stored = Some(stored.to_vec());
                 d.known.insert("payments", &key, stored.clone());
                 d.payments.insert(key.clone(), p.clone());
                 d.reads.push(("payments".into(), key, stored));
