@@ -48,7 +48,8 @@ metric_sum() { curl -s "$BASE/metrics" | awk -v n="$1" -v l="$2" 'index($0, n"{"
 #     (the live threads: those that exit during the run take theirs along);
 #   from /metrics: component instantiations, storage rows written (committed
 #     puts, deletes and outbox events of components; the host's own tables not
-#     counted), requests on ROUTE;
+#     counted), components' write transactions (applied or interactive) and
+#     those refused (a prepared one whose reads had changed), requests on ROUTE;
 #   WAL bytes: SQLite, mmc_sqlite_wal_bytes_total (frames the writer wrote to
 #     the WAL; checkpoint copies into the database file not included); with
 #     PGWAL set to a PostgreSQL URL instead, the server's WAL position
@@ -57,7 +58,7 @@ cost() { # route, pid=url of each node
   python3 - "$@" <<'PY'
 import glob, os, subprocess, sys, urllib.request
 route, nodes = sys.argv[1], sys.argv[2:]
-ticks = switches = inst = rows = reqs = wal = 0.0
+ticks = switches = inst = rows = reqs = wal = txns = refused = 0.0
 for node in nodes:
     pid, url = node.split("=", 1)
     stat = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
@@ -75,6 +76,11 @@ for node in nodes:
             inst += float(value)
         elif name.startswith("mmc_storage_rows_written_total{"):
             rows += float(value)
+        elif name.startswith("mmc_storage_transactions_total{"):
+            if 'kind="refused"' in name:
+                refused += float(value)
+            else:
+                txns += float(value)
         elif name.startswith(f'mmc_http_requests_total{{route="{route}",'):
             reqs += float(value)
         elif name == "mmc_sqlite_wal_bytes_total":
@@ -82,18 +88,18 @@ for node in nodes:
 if os.environ.get("PGWAL"):
     q = "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')"
     wal = float(subprocess.run(["psql", os.environ["PGWAL"], "-Atc", q], capture_output=True, text=True, check=True).stdout)
-print(ticks, switches, inst, rows, reqs, wal)
+print(ticks, switches, inst, rows, reqs, wal, txns, refused)
 PY
 }
-# "name|requests|CPU per request|WAL bytes|rows written|instantiations|context switches" (each per request)
+# "name|requests|CPU per request|WAL bytes|rows written|instantiations|context switches|write transactions (refused)" (each per request)
 per_request() { # name, cost before, cost after
   python3 - "$@" <<'PY'
 import os, sys
 name, a, b = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
-ticks, switches, inst, rows, reqs, wal = (float(y) - float(x) for x, y in zip(a, b))
+ticks, switches, inst, rows, reqs, wal, txns, refused = (float(y) - float(x) for x, y in zip(a, b))
 n = max(reqs, 1)
 cpu_ms = 1000 * ticks / os.sysconf("SC_CLK_TCK") / n
-print(f"{name}|{reqs:.0f}|{cpu_ms:.3f} ms|{wal / n:.0f}|{rows / n:.2f}|{inst / n:.2f}|{switches / n:.1f}")
+print(f"{name}|{reqs:.0f}|{cpu_ms:.3f} ms|{wal / n:.0f}|{rows / n:.2f}|{inst / n:.2f}|{switches / n:.1f}|{txns / n:.2f} ({refused / n:.2f})")
 PY
 }
 
@@ -244,12 +250,12 @@ ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); 
   echo "|---|---|---|---|---|"
   for row in "$PG_CREATE_1" "$PG_GET_1" "$PG_CREATE_2" "$PG_GET_2"; do IFS='|' read -r n r a b e <<<"$row"; echo "| $n | $r | $a | $b | $e |"; done
   echo
-  echo "Per create, over each create run (requests counted by the server; CPU and context switches of the mmc process, both nodes summed for two; WAL: SQLite, bytes its writer wrote to the WAL, checkpoints not included; PostgreSQL, the cluster's WAL position difference; rows: puts, deletes and outbox events components committed, the host's own tables not counted):"
+  echo "Per create, over each create run (requests counted by the server; CPU and context switches of the mmc process, both nodes summed for two; WAL: SQLite, bytes its writer wrote to the WAL, checkpoints not included; PostgreSQL, the cluster's WAL position difference; rows: puts, deletes and outbox events components committed, the host's own tables not counted; write transactions: components' applied and interactive ones, in brackets those refused and decided again):"
   echo
-  echo "| Run | creates | server CPU | WAL bytes | rows written | component instantiations | context switches |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| Run | creates | server CPU | WAL bytes | rows written | component instantiations | context switches | write transactions (refused) |"
+  echo "|---|---|---|---|---|---|---|---|"
   for row in "$(per_request create "$C0" "$C1")" "$(per_request legacy "$L0" "$L1")" "$PG_COST_1" "$PG_COST_2"; do
-    IFS='|' read -r n c u w r i s <<<"$row"; echo "| $n | $c | $u | $w | $r | $i | $s |"
+    IFS='|' read -r n c u w r i s t <<<"$row"; echo "| $n | $c | $u | $w | $r | $i | $s | $t |"
   done
   echo
   echo "- create/healthz: $(ratio "$CREATE" "$HEALTH"); get/healthz: $(ratio "$GET" "$HEALTH"); legacy create/create: $(ratio "$LEGACY" "$CREATE")"
