@@ -66,6 +66,22 @@ struct Inner {
     transactions: BTreeMap<String, BTreeMap<&'static str, u64>>,
 }
 
+/// A counter with two labels, from a map by the first label's value, then the second's.
+fn counter_by_two<K: std::fmt::Display>(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    (first, second): (&str, &str),
+    map: &BTreeMap<String, BTreeMap<K, u64>>,
+) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+    for (a, by) in map {
+        for (b, n) in by {
+            let _ = writeln!(out, "{name}{{{first}=\"{a}\",{second}=\"{b}\"}} {n}");
+        }
+    }
+}
+
 /// The entry of `key`, allocating the key only the first time it is seen.
 fn entry<'a, V: Default>(map: &'a mut BTreeMap<String, V>, key: &str) -> &'a mut V {
     if !map.contains_key(key) {
@@ -167,17 +183,13 @@ impl Metrics {
         for (reason, n) in &m.connections_cut {
             let _ = writeln!(out, "mmc_connections_cut_total{{reason=\"{reason}\"}} {n}");
         }
-        out.push_str("# HELP mmc_http_requests_total HTTP requests by route and status.\n# TYPE mmc_http_requests_total counter\n");
-        let statuses = m
-            .requests
-            .iter()
-            .flat_map(|(r, s)| s.iter().map(move |s| (r, s)));
-        for (route, (status, n)) in statuses {
-            let _ = writeln!(
-                out,
-                "mmc_http_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}"
-            );
-        }
+        counter_by_two(
+            &mut out,
+            "mmc_http_requests_total",
+            "HTTP requests by route and status.",
+            ("route", "status"),
+            &m.requests,
+        );
         out.push_str("# HELP mmc_http_request_duration_seconds HTTP request latency by route.\n# TYPE mmc_http_request_duration_seconds histogram\n");
         for (route, h) in &m.request_seconds {
             h.render(
@@ -236,28 +248,20 @@ impl Metrics {
                 "mmc_component_instantiations_total{{component=\"{c}\"}} {n}"
             );
         }
-        out.push_str("# HELP mmc_storage_rows_written_total Rows components wrote through the storage capability in committed transactions (put, delete, emit: an outbox row); the host's own tables are not counted.\n# TYPE mmc_storage_rows_written_total counter\n");
-        let rows = m
-            .rows_written
-            .iter()
-            .flat_map(|(c, k)| k.iter().map(move |k| (c, k)));
-        for (c, (kind, n)) in rows {
-            let _ = writeln!(
-                out,
-                "mmc_storage_rows_written_total{{component=\"{c}\",kind=\"{kind}\"}} {n}"
-            );
-        }
-        out.push_str("# HELP mmc_storage_transactions_total Write transactions components made through the storage capability: prepared ones applied, or refused because what they read had changed; interactive ones begun (each holds the writer while the component runs).\n# TYPE mmc_storage_transactions_total counter\n");
-        let transactions = m
-            .transactions
-            .iter()
-            .flat_map(|(c, k)| k.iter().map(move |k| (c, k)));
-        for (c, (kind, n)) in transactions {
-            let _ = writeln!(
-                out,
-                "mmc_storage_transactions_total{{component=\"{c}\",kind=\"{kind}\"}} {n}"
-            );
-        }
+        counter_by_two(
+            &mut out,
+            "mmc_storage_rows_written_total",
+            "Rows components wrote through the storage capability in committed transactions (put, delete, emit: an outbox row); the host's own tables are not counted.",
+            ("component", "kind"),
+            &m.rows_written,
+        );
+        counter_by_two(
+            &mut out,
+            "mmc_storage_transactions_total",
+            "Write transactions components made through the storage capability: prepared ones applied, or refused because what they read had changed; interactive ones begun (each holds the writer while the component runs).",
+            ("component", "kind"),
+            &m.transactions,
+        );
         out.push_str("# HELP mmc_sqlite_wal_bytes_total Bytes the SQLite writer connections of this process wrote to the WAL (pages written × (page size + 24-byte frame header), from SQLITE_DBSTATUS_CACHE_WRITE); checkpoint copies into the database file are not included. Stays 0 on PostgreSQL.\n# TYPE mmc_sqlite_wal_bytes_total counter\n");
         let _ = writeln!(
             out,
