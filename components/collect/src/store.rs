@@ -235,12 +235,11 @@ pub fn parse_time_key(key: &str) -> Option<(u64, String, String, String)> {
 }
 
 fn decode<T: for<'de> Deserialize<'de>>(bytes: Option<Vec<u8>>) -> Result<Option<T>, ApiError> {
-    bytes
-        .map(|b| {
-            serde_json::from_slice(&b)
-                .map_err(|e| ApiError::internal(format!("corrupt record: {e}")))
-        })
-        .transpose()
+    bytes.map(|b| decode_stored(&b)).transpose()
+}
+
+fn decode_stored<T: for<'de> Deserialize<'de>>(stored: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(stored).map_err(|e| ApiError::internal(format!("corrupt record: {e}")))
 }
 
 fn encode<T: Serialize>(v: &T) -> Vec<u8> {
@@ -282,9 +281,7 @@ pub fn read_stored_payment(
     let Some(stored) = storage::get("payments", &scope(env, merchant, id))? else {
         return Ok(None);
     };
-    let p = serde_json::from_slice(&stored)
-        .map_err(|e| ApiError::internal(format!("corrupt record: {e}")))?;
-    Ok(Some((p, stored)))
+    Ok(Some((decode_stored(&stored)?, stored)))
 }
 
 /// The merchant owning payment `id` in `env`, read outside a transaction.
