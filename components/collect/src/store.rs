@@ -255,18 +255,13 @@ pub fn read_payment(
     if id_or_reference.is_empty() || id_or_reference.len() > 200 || id_or_reference.contains('/') {
         return Ok(None);
     }
-    if let Some(p) = decode(storage::get(
-        "payments",
-        &scope(env, merchant, id_or_reference),
-    )?)? {
+    let by_id = |id: &str| Ok(read_stored_payment(env, merchant, id)?.map(|(p, _)| p));
+    if let Some(p) = by_id(id_or_reference)? {
         return Ok(Some(p));
     }
     let (table, key) = reference_row(env, merchant, id_or_reference);
     match storage::get(table, &key)? {
-        Some(id) => decode(storage::get(
-            "payments",
-            &scope(env, merchant, &String::from_utf8_lossy(&id)),
-        )?),
+        Some(id) => by_id(&String::from_utf8_lossy(&id)),
         None => Ok(None),
     }
 }
