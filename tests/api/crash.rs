@@ -4,6 +4,8 @@
 //! payments, every acknowledged change's event was delivered at least once.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -78,9 +80,17 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
             body["reference"] = json!(format!("crash-{round}-{i}"));
             batch.push((new_key(), body));
         }
-        let kill_after = Duration::from_millis(50 + rng.below(400));
+        // The kill falls at a random point of the batch's progress, not of the
+        // clock: after a random number of answers, then a short random delay
+        // (so not always just after a commit). A kill timed from the start
+        // fell before nearly every answer on a loaded machine (7 creates
+        // acknowledged in 20 rounds) and after every one on a fast machine.
+        let answers_before_kill = rng.below(40) as usize;
+        let delay_before_kill = Duration::from_millis(rng.below(20));
+        let answered = Arc::new(AtomicUsize::new(0));
         let sends = batch.into_iter().map(|(k, body)| {
             let (client, base, key) = (client.clone(), base.clone(), key.clone());
+            let answered = answered.clone();
             async move {
                 let resp = client
                     .post(format!("{base}/api/v1/collect/payments"))
@@ -92,7 +102,9 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
                 let (status, payment) = match resp {
                     Ok(r) => {
                         let s = r.status().as_u16();
-                        (Some(s), r.json::<Value>().await.unwrap_or(Value::Null))
+                        let payment = r.json::<Value>().await.unwrap_or(Value::Null);
+                        answered.fetch_add(1, Ordering::SeqCst);
+                        (Some(s), payment)
                     }
                     Err(_) => (None, Value::Null),
                 };
@@ -106,9 +118,15 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
         });
         let all = futures::future::join_all(sends);
         tokio::pin!(all);
+        let kill_point = async {
+            while answered.load(Ordering::SeqCst) < answers_before_kill {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            tokio::time::sleep(delay_before_kill).await;
+        };
         let results = tokio::select! {
-            r = &mut all => { tokio::time::sleep(kill_after).await; server.kill(); r }
-            _ = tokio::time::sleep(kill_after) => { server.kill(); all.await }
+            r = &mut all => { tokio::time::sleep(delay_before_kill).await; server.kill(); r }
+            _ = kill_point => { server.kill(); all.await }
         };
         attempts.extend(results);
     }
