@@ -21,6 +21,21 @@ async fn mtn_app(
     app_with_adapter("momo", &["mtn-bj"], component, |_| {}).await
 }
 
+/// Returns once MTN has received a request to `endpoint`. A step that must
+/// fall while MTN is still answering starts from that arrival, not from a
+/// sleep: on a loaded machine a fixed sleep could fall before our request left
+/// or after MTN's answer.
+async fn arrived(fake: &FakeMtn, endpoint: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while fake.requests(endpoint).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no request to {endpoint} reached MTN"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mtn_payment_completes_via_the_callback_with_the_protocol_followed() {
     let fake = FakeMtn::start().await;
@@ -204,18 +219,18 @@ async fn mtn_timeout_at_initiation_leaves_the_payment_pending_and_polling_finds_
 async fn while_the_operator_is_still_answering_a_replay_is_told_to_retry_and_a_cancel_is_refused() {
     let fake = FakeMtn::start().await;
     fake.callbacks(Callbacks::Never);
-    // MTN answers the request to pay after 1 s (within our timeout).
-    fake.inject("requesttopay", Fault::Slow(Duration::from_millis(1000)), 1);
+    // MTN answers the request to pay 2 s after it arrives (within our timeout).
+    fake.inject("requesttopay", Fault::Slow(Duration::from_millis(2000)), 1);
     let app = mtn_app(&fake, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
     let (idem, body) = (new_key(), live_payment("BJ", "mtn-bj", PHONE));
     let replay_meanwhile = async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        arrived(&fake, "requesttopay").await;
         app.create(&live, &idem, &body).await
     };
     // Nor can it be cancelled meanwhile: MTN would still take the money.
     let cancel_meanwhile = async {
-        tokio::time::sleep(Duration::from_millis(400)).await;
+        arrived(&fake, "requesttopay").await;
         let reference = body["reference"].as_str().unwrap();
         let (_, p) = app
             .get(&live, &format!("/api/v1/collect/payments/{reference}"))
@@ -336,7 +351,7 @@ async fn an_mtn_refund_pending_at_the_operator_is_settled_by_polling() {
 async fn a_checkout_page_payment_on_its_way_to_mtn_is_sent_once_and_cannot_be_cancelled() {
     let fake = FakeMtn::start().await;
     fake.callbacks(Callbacks::Never);
-    fake.inject("requesttopay", Fault::Slow(Duration::from_millis(1000)), 1);
+    fake.inject("requesttopay", Fault::Slow(Duration::from_millis(2000)), 1);
     let app = mtn_app(&fake, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
     let hosted = json!({"reference": format!("h-{}", uuid::Uuid::new_v4()), "amount": 1500,
@@ -355,7 +370,7 @@ async fn a_checkout_page_payment_on_its_way_to_mtn_is_sent_once_and_cannot_be_ca
             .as_u16()
     };
     let meanwhile = async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        arrived(&fake, "requesttopay").await;
         let again = choose().await; // the customer taps "pay" twice
         let cancel = format!("/api/v1/collect/payments/{id}/cancel");
         (again, app.post(&live, &cancel, json!({})).await)
