@@ -314,7 +314,17 @@ impl Config {
                 continue;
             }
             let path: Vec<String> = key.split("__").map(|s| s.to_ascii_lowercase()).collect();
-            set_path(&mut tree, &path, parse_value(&value));
+            // A component's settings and secrets are strings (`config.get`):
+            // `…__SECRETS__PIN=0042` is "0042", not the number 42 refused. A
+            // quoted value (`"0042"`, as TOML) still means what it says.
+            let text_only = matches!(path.as_slice(),
+                [c, _, kind, _] if c == "components" && (kind == "settings" || kind == "secrets"));
+            let value = match parse_value(&value) {
+                parsed @ toml::Value::String(_) => parsed,
+                _ if text_only => toml::Value::String(value),
+                parsed => parsed,
+            };
+            set_path(&mut tree, &path, value);
         }
         let config: Config = toml::Value::Table(tree)
             .try_into()
@@ -461,8 +471,9 @@ mod tests {
                 ("MMC_LISTEN".into(), "127.0.0.1:0".into()),
                 (
                     "MMC_COMPONENTS__SIMULATOR__SETTINGS__DELAY_MS".into(),
-                    "\"10\"".into(),
+                    "10".into(),
                 ),
+                ("MMC_COMPONENTS__MOMO__SECRETS__PIN".into(), "0042".into()),
                 ("OTHER".into(), "x".into()),
                 // The test suite's, not configuration: a server it starts must not refuse it.
                 (
@@ -475,6 +486,16 @@ mod tests {
         assert_eq!(c.limits.memory_mib, 16);
         assert_eq!(c.listen.port(), 0);
         assert_eq!(c.components["simulator"].settings["delay_ms"], "10");
+        assert_eq!(c.components["momo"].secrets["pin"], "0042", "as written");
+        let quoted = Config::load(
+            None,
+            vec![(
+                "MMC_COMPONENTS__SIMULATOR__SETTINGS__DELAY_MS".into(),
+                "\"10\"".into(),
+            )],
+        )
+        .unwrap();
+        assert_eq!(quoted.components["simulator"].settings["delay_ms"], "10");
     }
 
     #[test]
