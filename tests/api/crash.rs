@@ -1,7 +1,10 @@
 //! Crash recovery: creates (with a webhook endpoint) against the real binary,
-//! SIGKILLed at random moments 20 times and restarted each time. Afterwards:
-//! every 201 exists with the same content, no idempotency key made two
-//! payments, every acknowledged change's event was delivered at least once.
+//! SIGKILLed at random moments 20 times and restarted each time, requests
+//! cut by a kill sent again as a merchant would. Afterwards: every request
+//! sent again once more is acknowledged (none stuck or refused), the store
+//! holds exactly the payments acknowledged (one per idempotency key and per
+//! reference, none unnamed by an answer), every 201 exists with the same
+//! content, and every stored payment's events were delivered at least once.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,6 +54,14 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
         ("MMC_WEBHOOKS__POLL_INTERVAL_MS", "20"),
         ("MMC_WEBHOOKS__TIMEOUT_MS", "1000"),
         ("MMC_RATE_LIMIT__PER_SECOND", "0"),
+        // A request cut by a kill may have reached the operator: its retry is
+        // answered 409 until nothing can be in flight (the adapter deadline
+        // plus the operator's answer window; 90 s by default), then resumed.
+        ("MMC_LIMITS__ADAPTER_DEADLINE_MS", "3000"),
+        (
+            "MMC_COMPONENTS__COLLECT__SETTINGS__OPERATOR_ANSWER_WINDOW_MS",
+            "0",
+        ),
     ];
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(5))
@@ -62,14 +73,14 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
     for round in 0..rounds {
         let server = ServerProcess::start(data.path(), &env);
         let base = server.base.clone();
-        // Requests that never got an answer are retried with the same key and body.
-        let retries: Vec<(String, Value)> = attempts
-            .iter()
-            .filter(|a| a.status.is_none())
+        // Requests that never got an acknowledgement are retried with the
+        // same key and body, as a merchant would (the oldest first, a few a
+        // round: they too can be cut by the next kill).
+        let mut batch: Vec<(String, Value)> = unacknowledged(&attempts)
+            .into_iter()
+            .take(8)
             .map(|a| (a.key.clone(), a.body.clone()))
-            .take(4)
             .collect();
-        let mut batch: Vec<(String, Value)> = retries;
         for i in 0..40 {
             let mut body = direct_payment(if i % 3 == 0 {
                 "+2290166000001"
@@ -132,6 +143,46 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
 
     // A last run, left alive, to finish deliveries and reconciliation.
     let server = ServerProcess::start(data.path(), &env);
+    // Every request still without an acknowledgement, sent again until it
+    // has one: the kill left each either committed (a replay now, or a 409
+    // while its operator call may still be in flight) or not (created now);
+    // none is stuck or refused.
+    let last: Vec<(String, Value)> = unacknowledged(&attempts)
+        .into_iter()
+        .map(|a| (a.key.clone(), a.body.clone()))
+        .collect();
+    let retried = last.len();
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    for (k, body) in last {
+        let (status, payment) = loop {
+            let resp = client
+                .post(format!("{}/api/v1/collect/payments", server.base))
+                .bearer_auth(&key)
+                .header("Idempotency-Key", &k)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = resp.status().as_u16();
+            let payment = resp.json::<Value>().await.unwrap();
+            let in_progress =
+                status == 409 && payment["error"]["code"] == "idempotency_request_in_progress";
+            if !in_progress || std::time::Instant::now() > until {
+                break (status, payment);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        assert!(
+            matches!(status, 200 | 201),
+            "a request cut by a kill, sent again: {status} {payment}"
+        );
+        attempts.push(Attempt {
+            key: k,
+            body,
+            status: Some(status),
+            payment,
+        });
+    }
     let read = |id: String| {
         let (client, base, key) = (client.clone(), server.base.clone(), key.clone());
         async move {
@@ -192,17 +243,66 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
         "a reference produced two payments"
     );
 
-    // Every acknowledged change's event arrives at least once.
-    let expected: HashSet<(String, &str)> = created
+    // What the store holds is exactly what was acknowledged: every key now
+    // has its payment, and there is no payment no answer named (one a killed
+    // request committed is the replay its retry got).
+    let mut stored: Vec<Value> = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let page = client
+            .get(format!(
+                "{}/api/v1/collect/payments?limit=100{cursor}",
+                server.base
+            ))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap();
+        stored.extend(page["data"].as_array().unwrap().iter().cloned());
+        if page["has_more"] != true {
+            break;
+        }
+        cursor = format!(
+            "&starting_after={}",
+            page["next_starting_after"].as_str().unwrap()
+        );
+    }
+    let stored_ids: HashSet<String> = stored
         .iter()
-        .flat_map(|a| {
-            let id = a.payment["id"].as_str().unwrap().to_string();
-            let mut v = vec![(id.clone(), "collect.payment.created")];
-            if a.payment["status"] == "processing" {
-                v.push((id, "collect.payment.processing"));
-            }
-            v
-        })
+        .map(|p| p["id"].as_str().unwrap().to_string())
+        .collect();
+    let answered_ids: HashSet<String> = ids_by_key.values().flatten().cloned().collect();
+    let keys: HashSet<&str> = attempts.iter().map(|a| a.key.as_str()).collect();
+    assert_eq!(stored.len(), stored_ids.len(), "a payment listed twice");
+    assert_eq!(
+        ids_by_key.len(),
+        keys.len(),
+        "every idempotency key has its payment"
+    );
+    assert_eq!(
+        stored_ids, answered_ids,
+        "the payments stored are the payments acknowledged"
+    );
+
+    // Every committed change's event arrives at least once: each stored
+    // payment's creation (those whose first request was cut before its
+    // answer too), and each processing a 201 reported.
+    let processing = created
+        .iter()
+        .filter(|a| a.payment["status"] == "processing")
+        .map(|a| {
+            (
+                a.payment["id"].as_str().unwrap().to_string(),
+                "collect.payment.processing",
+            )
+        });
+    let expected: HashSet<(String, &str)> = stored_ids
+        .iter()
+        .map(|id| (id.clone(), "collect.payment.created"))
+        .chain(processing)
         .collect();
     let got = receiver
         .wait_for(60, |r| {
@@ -231,12 +331,14 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
         .collect();
     println!(
         "crash test: {rounds} SIGKILLs; {} requests: {} created (201), {} replayed (200), {} unanswered (killed mid-request), {} other; \
+         {retried} keys sent again after the last kill; {} payments stored, each acknowledged once; \
          {} events expected and all delivered ({} deliveries of {} distinct events)",
         attempts.len(),
         created.len(),
         acknowledged.len() - created.len(),
         unanswered,
         attempts.len() - acknowledged.len() - unanswered,
+        stored.len(),
         expected.len(),
         got.len(),
         distinct_events.len()
@@ -246,6 +348,20 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
         "enough load to mean something: {}",
         created.len()
     );
+}
+
+/// The attempts of keys that no attempt got a 200 or 201 for, one per key, oldest first.
+fn unacknowledged(attempts: &[Attempt]) -> Vec<&Attempt> {
+    let acknowledged: HashSet<&str> = attempts
+        .iter()
+        .filter(|a| matches!(a.status, Some(200 | 201)))
+        .map(|a| a.key.as_str())
+        .collect();
+    let mut seen = HashSet::new();
+    attempts
+        .iter()
+        .filter(|a| !acknowledged.contains(a.key.as_str()) && seen.insert(a.key.as_str()))
+        .collect()
 }
 
 /// A refund stored `pending` whose operator answer never came back (the
@@ -325,7 +441,15 @@ async fn a_refund_left_pending_by_a_crash_is_polled_after_restart() {
     let refund_url = format!("{base}/api/v1/collect/payments/{id}/refunds");
     let refund = tokio::spawn({
         let (client, key) = (client.clone(), key.clone());
-        async move { post_json(&client, &refund_url, &key, None, &json!({})).await }
+        // Its connection dies with the server: no answer is expected.
+        async move {
+            let _ = client
+                .post(&refund_url)
+                .bearer_auth(&key)
+                .json(&json!({}))
+                .send()
+                .await;
+        }
     });
     for _ in 0..100 {
         if !fake.requests("refund").is_empty() {
