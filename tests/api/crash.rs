@@ -183,27 +183,19 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
             payment,
         });
     }
-    let read = |id: String| {
-        let (client, base, key) = (client.clone(), server.base.clone(), key.clone());
-        async move {
-            client
-                .get(format!("{base}/api/v1/collect/payments/{id}"))
-                .bearer_auth(&key)
-                .send()
-                .await
-                .unwrap()
-                .json::<Value>()
-                .await
-                .unwrap()
-        }
-    };
     let acknowledged: Vec<&Attempt> = attempts
         .iter()
         .filter(|a| matches!(a.status, Some(200 | 201)))
         .collect();
     let created: Vec<&Attempt> = attempts.iter().filter(|a| a.status == Some(201)).collect();
     for a in &created {
-        let stored = read(a.payment["id"].as_str().unwrap().to_string()).await;
+        let id = a.payment["id"].as_str().unwrap();
+        let stored = get_json(
+            &client,
+            &format!("{}/api/v1/collect/payments/{id}", server.base),
+            &key,
+        )
+        .await;
         for field in [
             "id",
             "reference",
@@ -249,18 +241,12 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
     let mut stored: Vec<Value> = Vec::new();
     let mut cursor = String::new();
     loop {
-        let page = client
-            .get(format!(
-                "{}/api/v1/collect/payments?limit=100{cursor}",
-                server.base
-            ))
-            .bearer_auth(&key)
-            .send()
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap();
+        let page = get_json(
+            &client,
+            &format!("{}/api/v1/collect/payments?limit=100{cursor}", server.base),
+            &key,
+        )
+        .await;
         stored.extend(page["data"].as_array().unwrap().iter().cloned());
         if page["has_more"] != true {
             break;
@@ -425,13 +411,12 @@ async fn a_refund_left_pending_by_a_crash_is_polled_after_restart() {
     let read = |base: String| {
         let (client, key, id) = (client.clone(), key.clone(), id.clone());
         async move {
-            let resp = client
-                .get(format!("{base}/api/v1/collect/payments/{id}"))
-                .bearer_auth(&key)
-                .send()
-                .await
-                .unwrap();
-            resp.json::<Value>().await.unwrap()
+            get_json(
+                &client,
+                &format!("{base}/api/v1/collect/payments/{id}"),
+                &key,
+            )
+            .await
         }
     };
     wait_until(|| read(base.clone()), "completed").await;
@@ -465,6 +450,11 @@ async fn a_refund_left_pending_by_a_crash_is_polled_after_restart() {
     let done = wait_until(|| read(server.base.clone()), "refunded").await;
     assert_eq!(done["status"], "refunded", "{done}");
     assert_eq!(fake.requests("refund").len(), 1, "never sent again");
+}
+
+async fn get_json(client: &reqwest::Client, url: &str, key: &str) -> Value {
+    let resp = client.get(url).bearer_auth(key).send().await.unwrap();
+    resp.json().await.unwrap()
 }
 
 async fn post_json(
