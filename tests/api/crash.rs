@@ -154,17 +154,9 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
     let retried = last.len();
     let until = std::time::Instant::now() + Duration::from_secs(30);
     for (k, body) in last {
+        let url = format!("{}/api/v1/collect/payments", server.base);
         let (status, payment) = loop {
-            let resp = client
-                .post(format!("{}/api/v1/collect/payments", server.base))
-                .bearer_auth(&key)
-                .header("Idempotency-Key", &k)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            let status = resp.status().as_u16();
-            let payment = resp.json::<Value>().await.unwrap();
+            let (status, payment) = post_json(&client, &url, &key, Some(&k), &body).await;
             let in_progress =
                 status == 409 && payment["error"]["code"] == "idempotency_request_in_progress";
             if !in_progress || std::time::Instant::now() > until {
