@@ -1,7 +1,8 @@
 //! Service configuration: defaults, then an optional TOML file, then `MMC_*`
 //! environment variables. `MMC_A__B=v` sets key `a.b` (double underscore
-//! nests; the value is read as TOML when it parses, else as a string), so
-//! every setting can be overridden without a file.
+//! nests; the value is read as TOML when it parses, else as a string, and a
+//! key that takes a string takes it as written), so every setting can be
+//! overridden without a file.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -304,6 +305,13 @@ impl Config {
             })?;
             merge(&mut tree, file_tree);
         }
+        // Each value as TOML where it parses (numbers, booleans, arrays), else
+        // as a string; but a key that takes a string takes it as written
+        // (`MMC_ADMIN__TOKEN=123` is the token "123", a PIN `0042` keeps its
+        // zeros). Which keys take strings, serde knows and the tree does not
+        // (an unset `Option` is absent from it), so a value refused as the
+        // wrong type at its own key is set again as the string it was.
+        let mut typed: Vec<(Vec<String>, String)> = Vec::new();
         for (name, value) in env {
             let Some(key) = name.strip_prefix("MMC_") else {
                 continue;
@@ -314,21 +322,33 @@ impl Config {
                 continue;
             }
             let path: Vec<String> = key.split("__").map(|s| s.to_ascii_lowercase()).collect();
-            // A component's settings and secrets are strings (`config.get`):
-            // `…__SECRETS__PIN=0042` is "0042", not the number 42 refused. A
-            // quoted value (`"0042"`, as TOML) still means what it says.
-            let text_only = matches!(path.as_slice(),
-                [c, _, kind, _] if c == "components" && (kind == "settings" || kind == "secrets"));
-            let value = match parse_value(&value) {
-                parsed @ toml::Value::String(_) => parsed,
-                _ if text_only => toml::Value::String(value),
-                parsed => parsed,
-            };
-            set_path(&mut tree, &path, value);
+            let parsed = parse_value(&value);
+            if !parsed.is_str() {
+                typed.push((path.clone(), value));
+            }
+            set_path(&mut tree, &path, parsed);
         }
-        let config: Config = toml::Value::Table(tree)
-            .try_into()
-            .map_err(|e: toml::de::Error| ConfigError::Invalid(e.to_string()))?;
+        let deserialize = |tree: &toml::Table| {
+            toml::Value::Table(tree.clone())
+                .try_into::<Config>()
+                .map_err(|e| e.to_string())
+        };
+        let mut result = deserialize(&tree);
+        while let Err(err) = &result {
+            let at = |path: &[String]| err.contains(&format!("in `{}`", path.join(".")));
+            let Some(i) = typed.iter().position(|(path, _)| at(path)) else {
+                break;
+            };
+            let (path, raw) = typed.swap_remove(i);
+            let mut as_text = tree.clone();
+            set_path(&mut as_text, &path, toml::Value::String(raw));
+            match deserialize(&as_text) {
+                // Not a string key either (`limits.memory_mib=-1`): the first error says why.
+                Err(again) if again.contains(&format!("in `{}`", path.join("."))) => break,
+                again => (tree, result) = (as_text, again),
+            }
+        }
+        let config = result.map_err(ConfigError::Invalid)?;
         config.validate()?;
         Ok(config)
     }
@@ -496,6 +516,32 @@ mod tests {
         )
         .unwrap();
         assert_eq!(quoted.components["simulator"].settings["delay_ms"], "10");
+    }
+
+    #[test]
+    fn env_values_take_the_type_of_their_key() {
+        let token = "12345678901234567890123456789012";
+        let c = Config::load(
+            None,
+            vec![
+                ("MMC_ADMIN__TOKEN".into(), token.into()),
+                ("MMC_LIMITS__MEMORY_MIB".into(), "24".into()),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            c.configured_admin_token(),
+            Some(token),
+            "a string key, as written"
+        );
+        assert_eq!(c.limits.memory_mib, 24, "a number key, as a number");
+        let err = Config::load(None, vec![("MMC_LIMITS__MEMORY_MIB".into(), "-1".into())])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("integer `-1`") && err.contains("limits.memory_mib"),
+            "a number refused says so: {err}"
+        );
     }
 
     #[test]
