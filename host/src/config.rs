@@ -373,6 +373,15 @@ impl Config {
                 "connections.* must be positive".into(),
             ));
         }
+        let w = &self.webhooks;
+        let retention_ms = w.event_retention_days.saturating_mul(24 * 3600 * 1000);
+        if w.event_retention_days != 0 && retention_ms <= w.max_age_ms {
+            // An event must outlive its deliveries' retries, or a retry would find nothing to send.
+            return Err(ConfigError::Invalid(format!(
+                "webhooks.event_retention_days ({}) must be longer than webhooks.max_age_ms ({} ms, the delivery retries), or 0 to keep events forever",
+                w.event_retention_days, w.max_age_ms
+            )));
+        }
         for env in self.routing.keys() {
             if env != "test" && env != "live" {
                 return Err(ConfigError::Invalid(format!(
@@ -542,6 +551,24 @@ mod tests {
             err.contains("integer `-1`") && err.contains("limits.memory_mib"),
             "a number refused says so: {err}"
         );
+    }
+
+    #[test]
+    fn event_retention_outlasts_delivery_retries() {
+        let days = |d: &str| {
+            Config::load(
+                None,
+                vec![("MMC_WEBHOOKS__EVENT_RETENTION_DAYS".into(), d.into())],
+            )
+        };
+        assert_eq!(
+            days("0").unwrap().webhooks.event_retention_days,
+            0,
+            "kept forever"
+        );
+        assert_eq!(days("4").unwrap().webhooks.event_retention_days, 4);
+        let err = days("3").unwrap_err().to_string();
+        assert!(err.contains("event_retention_days (3)"), "{err}");
     }
 
     #[test]

@@ -691,3 +691,269 @@ async fn delivery_records_say_what_failed_never_what_the_remote_said() {
         assert!(!event.to_string().contains("hunter2"), "{event}");
     }
 }
+
+/// Events past their retention (30 days by default) go with their deliveries
+/// and attempts, oldest first. An event with a delivery still pending (a
+/// resend of an old event) stays, and so does every event after it, until
+/// that delivery ends; a young event stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_past_their_retention_go_with_their_deliveries_unless_still_pending() {
+    use mmc_host::webhooks::{Webhooks, sealing::Sealer};
+    use mmc_storage::sql::Value as Sql;
+    let app = fast_webhooks().await;
+    let (_, key, _) = app.merchant("Shop");
+    let receiver = Receiver::start().await;
+    app.post(
+        &key,
+        "/api/v1/webhook-endpoints",
+        json!({"url": receiver.url(), "enabled_events": ["collect.payment.created"]}),
+    )
+    .await;
+    // Phones ending 0004 stay in progress: each payment's events are its
+    // created and processing, written before its 201, so in creation order.
+    let mut payments = Vec::new();
+    for _ in 0..3 {
+        let (status, p) = app
+            .create(&key, &new_key(), &direct_payment("+2290166000004"))
+            .await;
+        assert_eq!(status, 201, "{p}");
+        payments.push(p["id"].as_str().unwrap().to_string());
+    }
+    receiver.wait_for(10, |r| r.len() >= 3).await;
+
+    let db = test_storage(&base_config(app.data_dir.path()));
+    let count = |sql: &str, params: &[Sql]| -> i64 {
+        db.sql.read(|c| c.query(sql, params)?[0].int(0)).unwrap()
+    };
+    let created_event = |payment: &str| -> String {
+        db.sql
+            .read(|c| {
+                c.query(
+                    "SELECT id FROM outbox WHERE subject_id = ?1 AND event_type = 'collect.payment.created'",
+                    &[payment.into()],
+                )?[0]
+                    .text(0)
+            })
+            .unwrap()
+    };
+    let events = |payment: &str| {
+        count(
+            "SELECT COUNT(*) FROM outbox WHERE subject_id = ?1",
+            &[payment.into()],
+        )
+    };
+    let deliveries = |payment: &str| {
+        count(
+            "SELECT COUNT(*) FROM deliveries WHERE event_id IN (SELECT id FROM outbox WHERE subject_id = ?1)",
+            &[payment.into()],
+        )
+    };
+    let attempts = |payment: &str| {
+        count(
+            "SELECT COUNT(*) FROM delivery_attempts WHERE delivery_id IN (SELECT id FROM deliveries
+             WHERE event_id IN (SELECT id FROM outbox WHERE subject_id = ?1))",
+            &[payment.into()],
+        )
+    };
+    let (first, second) = (created_event(&payments[0]), created_event(&payments[1]));
+    // Every created event delivered (its delivery recorded, not only received).
+    wait_until(10, || async {
+        let pending = count(
+            "SELECT COUNT(*) FROM deliveries WHERE status = 'pending'",
+            &[],
+        );
+        (pending == 0).then_some(())
+    })
+    .await;
+    assert_eq!((deliveries(&payments[0]), attempts(&payments[0])), (1, 1));
+
+    // The first two payments' events become 31 days old, the third's stay new.
+    let month_ago = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64)
+        - 31 * 24 * 3600 * 1000;
+    let last_old: i64 = db
+        .sql
+        .read(|c| {
+            c.query(
+                "SELECT MAX(seq) FROM outbox WHERE subject_id = ?1",
+                &[payments[1].as_str().into()],
+            )?[0]
+                .int(0)
+        })
+        .unwrap();
+    let young = count(
+        "SELECT COUNT(*) FROM outbox WHERE seq > ?1",
+        &[last_old.into()],
+    );
+    db.sql
+        .write(|c| {
+            c.execute(
+                "UPDATE outbox SET created_ms = ?1 WHERE seq <= ?2",
+                &[month_ago.into(), last_old.into()],
+            )
+        })
+        .unwrap();
+    // A resend of the second payment's created event is still pending.
+    let (status, _) = app
+        .post(&key, &format!("/api/v1/events/{second}/resend"), json!({}))
+        .await;
+    assert_eq!(status, 202);
+    db.sql
+        .write(|c| {
+            c.execute(
+                "UPDATE deliveries SET next_attempt_ms = 99999999999999 WHERE event_id = ?1 AND status = 'pending'",
+                &[second.as_str().into()],
+            )
+        })
+        .unwrap();
+
+    let hex_key = if on_postgres() {
+        TEST_SECRETS_KEY.to_string()
+    } else {
+        std::fs::read_to_string(app.data_dir.path().join("webhook_secrets_key")).unwrap()
+    };
+    let webhooks = Webhooks::new(
+        db.sql.clone(),
+        Default::default(),
+        Sealer::with_key(&hex_key).unwrap(),
+    )
+    .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let pruned = webhooks.prune_events(now, 500).unwrap();
+    assert_eq!(pruned, 2, "the first payment's two events went");
+    assert_eq!(
+        (
+            events(&payments[0]),
+            deliveries(&payments[0]),
+            attempts(&payments[0])
+        ),
+        (0, 0, 0),
+        "the first payment's events, deliveries and attempts"
+    );
+    let (status, _) = app.get(&key, &format!("/api/v1/events/{first}")).await;
+    assert_eq!(status, 404, "a pruned event is gone from the API");
+    assert_eq!(events(&payments[1]), 2, "kept behind the pending delivery");
+    let (status, _) = app.get(&key, &format!("/api/v1/events/{second}")).await;
+    assert_eq!(status, 200);
+
+    // The pending delivery ends: the rest of the old events go, the young stay.
+    db.sql
+        .write(|c| {
+            c.execute(
+                "UPDATE deliveries SET status = 'failed' WHERE event_id = ?1",
+                &[second.as_str().into()],
+            )
+        })
+        .unwrap();
+    webhooks.prune_events(now, 500).unwrap();
+    assert_eq!((events(&payments[1]), deliveries(&payments[1])), (0, 0));
+    assert_eq!(events(&payments[2]), 2);
+    assert_eq!(
+        count(
+            "SELECT COUNT(*) FROM outbox WHERE seq > ?1",
+            &[last_old.into()],
+        ),
+        young,
+        "no young event went"
+    );
+    assert_eq!(
+        webhooks.prune_events(now, 500).unwrap(),
+        0,
+        "nothing old left"
+    );
+    let (_, listed) = app.get(&key, "/api/v1/events?limit=100").await;
+    let subjects: Vec<&str> = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["data"]["object"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        subjects,
+        [payments[2].as_str(); 2],
+        "only the young events are listed"
+    );
+}
+
+/// A node deletes the events past their retention when it starts (and every
+/// hour after): the store does not grow without bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_deletes_events_past_their_retention_when_it_starts() {
+    use crate::process::{ServerProcess, cli};
+    use mmc_storage::sql::Value as Sql;
+    let data = tempfile::tempdir().unwrap();
+    let m = cli(data.path(), &["merchants", "create", "--name", "Shop"]);
+    let merchant = m["id"].as_str().unwrap();
+    let k = cli(
+        data.path(),
+        &["keys", "create", "--merchant", merchant, "--env", "test"],
+    );
+    let key = k["key"].as_str().unwrap();
+    let env = [("MMC_WEBHOOKS__POLL_INTERVAL_MS", "20")];
+    let server = ServerProcess::start(data.path(), &env);
+    let client = reqwest::Client::new();
+    let events_of = |base: String, id: String| {
+        let client = client.clone();
+        async move {
+            let events: Value = client
+                .get(format!("{base}/api/v1/events?payment={id}"))
+                .bearer_auth(key)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            events["data"].as_array().unwrap().len()
+        }
+    };
+    let resp = client
+        .post(format!("{}/api/v1/collect/payments", server.base))
+        .bearer_auth(key)
+        .header("Idempotency-Key", new_key())
+        .json(&direct_payment("+2290166000004"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    let id = resp.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(events_of(server.base.clone(), id.clone()).await, 2);
+    {
+        let db = test_storage(&base_config(data.path()));
+        let dispatched = || {
+            db.sql
+                .read(|c| {
+                    c.query(
+                        "SELECT COUNT(*) FROM outbox WHERE seq > (SELECT seq FROM outbox_cursor)",
+                        &[],
+                    )?[0]
+                        .int(0)
+                })
+                .unwrap()
+                == 0
+        };
+        wait_until(10, || async { dispatched().then_some(()) }).await;
+        server.kill();
+        let month_ago = (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64)
+            - 31 * 24 * 3600 * 1000;
+        db.sql
+            .write(|c| c.execute("UPDATE outbox SET created_ms = ?1", &[Sql::from(month_ago)]))
+            .unwrap();
+    }
+    let server = ServerProcess::start(data.path(), &env);
+    wait_until(10, || async {
+        (events_of(server.base.clone(), id.clone()).await == 0).then_some(())
+    })
+    .await;
+}

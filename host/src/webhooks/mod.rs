@@ -37,6 +37,9 @@ pub struct WebhookConfig {
     pub retry_schedule_ms: Vec<u64>,
     /// Give up this long after the event.
     pub max_age_ms: u64,
+    /// Events older than this many days are deleted with their deliveries and
+    /// attempts (as Stripe keeps 30 days of events); 0 keeps them forever.
+    pub event_retention_days: u64,
     pub timeout_ms: u64,
     pub poll_interval_ms: u64,
     /// Deliveries in flight at once, and per endpoint (a slow endpoint cannot take them all).
@@ -60,6 +63,7 @@ impl std::fmt::Debug for WebhookConfig {
         f.debug_struct("WebhookConfig")
             .field("retry_schedule_ms", &self.retry_schedule_ms)
             .field("max_age_ms", &self.max_age_ms)
+            .field("event_retention_days", &self.event_retention_days)
             .field("timeout_ms", &self.timeout_ms)
             .field("poll_interval_ms", &self.poll_interval_ms)
             .field("concurrency", &self.concurrency)
@@ -83,6 +87,7 @@ impl Default for WebhookConfig {
         WebhookConfig {
             retry_schedule_ms: vec![MIN, 5 * MIN, 30 * MIN, 120 * MIN, 300 * MIN, 600 * MIN],
             max_age_ms: 3 * 24 * 3600 * 1000,
+            event_retention_days: 30,
             timeout_ms: 30_000,
             poll_interval_ms: 200,
             concurrency: 64,
@@ -495,6 +500,80 @@ impl Webhooks {
         })?)
     }
 
+    /// Deletes the oldest events past the retention with their deliveries and
+    /// attempts, at most `limit` in one transaction (the writer is shared with
+    /// payments: the caller repeats while a whole batch went). Returns how many
+    /// went. Only a prefix of the outbox in `seq` order goes, up to the first
+    /// event that is too young, not yet fanned out, or still has a delivery
+    /// pending (a resend of an old event): each round costs one bounded scan
+    /// from the front instead of a search of the whole table.
+    pub fn prune_events(&self, now_ms: u64, limit: u32) -> Result<usize, WebhookError> {
+        let days = self.config.event_retention_days;
+        if days == 0 {
+            return Ok(0);
+        }
+        let cutoff = now_ms.saturating_sub(days * 24 * 3600 * 1000) as i64;
+        Ok(self.db.write(|tx| {
+            // One pruner at a time across the fleet; another node pruning: nothing to do here.
+            if !tx.try_lock("outbox_prune")? {
+                return Ok(0);
+            }
+            let front = tx.query(
+                "SELECT o.seq, o.created_ms,
+                        CAST(CASE WHEN EXISTS (SELECT 1 FROM deliveries d
+                                               WHERE d.event_id = o.id AND d.status = 'pending')
+                             THEN 1 ELSE 0 END AS BIGINT)
+                 FROM outbox o WHERE o.seq <= (SELECT seq FROM outbox_cursor WHERE id = 1)
+                 ORDER BY o.seq LIMIT ?1",
+                sql_params![limit as i64],
+            )?;
+            let mut prefix = Vec::new();
+            for r in &front {
+                if r.int(1)? >= cutoff || r.int(2)? != 0 {
+                    break;
+                }
+                prefix.push(r.int(0)?);
+            }
+            let (Some(&first), Some(&last)) = (prefix.first(), prefix.last()) else {
+                return Ok(0);
+            };
+            let of_events = "SELECT id FROM outbox WHERE seq BETWEEN ?1 AND ?2";
+            tx.execute(
+                &format!(
+                    "DELETE FROM delivery_attempts WHERE delivery_id IN
+                     (SELECT id FROM deliveries WHERE event_id IN ({of_events}))"
+                ),
+                sql_params![first, last],
+            )?;
+            tx.execute(
+                &format!("DELETE FROM deliveries WHERE event_id IN ({of_events})"),
+                sql_params![first, last],
+            )?;
+            tx.execute(
+                "DELETE FROM outbox WHERE seq BETWEEN ?1 AND ?2",
+                sql_params![first, last],
+            )?;
+            Ok(prefix.len())
+        })?)
+    }
+
+    /// One round of [`Webhooks::prune_events`]: up to 20 batches of 500.
+    /// Returns whether more may be left. A failure is logged: events are kept
+    /// and the next round tries again.
+    fn prune_round(&self) -> bool {
+        for _ in 0..20 {
+            match self.prune_events(system_now_ms(), 500) {
+                Ok(500) => {}
+                Ok(_) => return false,
+                Err(e) => {
+                    tracing::warn!(error = %e, "pruning old events failed");
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
     /// Claims due deliveries with a lease (a crash mid-attempt retries after it).
     fn claim_due(&self, limit: usize) -> Result<Vec<Claimed>, WebhookError> {
         let now = system_now_ms() as i64;
@@ -841,6 +920,9 @@ impl Attempt {
     }
 }
 
+/// How often the delivery worker deletes events past their retention.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
 /// The delivery worker: dispatches the outbox and delivers what is due,
 /// each delivery in its own task so one slow endpoint stalls nothing else.
 /// Draining, it claims nothing more; deliveries under way are waited for.
@@ -850,23 +932,36 @@ pub fn spawn(webhooks: Arc<Webhooks>, drain: Arc<crate::shutdown::Drain>) {
             webhooks.config.poll_interval_ms.max(10),
         ));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut next_prune = Instant::now();
         loop {
             tick.tick().await;
             let Some(_round) = drain.job() else { break };
+            let prune = Instant::now() >= next_prune;
             let w = webhooks.clone();
-            let claimed =
-                tokio::task::spawn_blocking(move || -> Result<Vec<Claimed>, WebhookError> {
+            let claimed = tokio::task::spawn_blocking(
+                move || -> Result<(Vec<Claimed>, bool), WebhookError> {
+                    // A backlog of old events (a first start with retention) goes a
+                    // slice per round, so deliveries never wait behind all of it.
+                    let more = prune && w.prune_round();
                     while w.dispatch_outbox(500)? == 500 {}
                     let room = w.in_flight.available_permits();
-                    if room == 0 {
-                        Ok(Vec::new())
+                    let claimed = if room == 0 {
+                        Vec::new()
                     } else {
-                        w.claim_due(room)
-                    }
-                })
-                .await;
+                        w.claim_due(room)?
+                    };
+                    Ok((claimed, more))
+                },
+            )
+            .await;
             let claimed = match claimed {
-                Ok(Ok(c)) => c,
+                Ok(Ok((c, more))) => {
+                    if prune {
+                        next_prune =
+                            Instant::now() + if more { Duration::ZERO } else { PRUNE_EVERY };
+                    }
+                    c
+                }
                 Ok(Err(e)) => {
                     tracing::warn!(error = %e, "webhook dispatch failed");
                     continue;
