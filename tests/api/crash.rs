@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::process::{ServerProcess, cli};
+use crate::process::{ServerProcess, cli, cli_merchant};
 use crate::receiver::Receiver;
 use crate::support::*;
 
@@ -26,15 +26,7 @@ struct Attempt {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
     let data = tempfile::tempdir().unwrap();
-    let m = cli(data.path(), &["merchants", "create", "--name", "Crash"]);
-    let merchant = m["id"].as_str().unwrap().to_string();
-    let key = cli(
-        data.path(),
-        &["keys", "create", "--merchant", &merchant, "--env", "test"],
-    )["key"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (merchant, key) = cli_merchant(data.path(), "Crash", "test");
     let receiver = Receiver::start().await;
     cli(
         data.path(),
@@ -354,15 +346,7 @@ async fn a_refund_left_pending_by_a_crash_is_polled_after_restart() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
     let data = tempfile::tempdir().unwrap();
-    let m = cli(data.path(), &["merchants", "create", "--name", "Refunds"]);
-    let merchant = m["id"].as_str().unwrap().to_string();
-    let key = cli(
-        data.path(),
-        &["keys", "create", "--merchant", &merchant, "--env", "live"],
-    )["key"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (_, key) = cli_merchant(data.path(), "Refunds", "live");
     // Live mtn-bj through the real adapter to the fake; a short in-flight
     // window so the restarted process asks about the refund soon.
     let momo = fake.component_config();

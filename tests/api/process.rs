@@ -95,3 +95,15 @@ pub fn cli(data_dir: &Path, args: &[&str]) -> serde_json::Value {
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }
+
+/// A merchant and an API key for `env` (`test` or `live`) made through the
+/// CLI on `data_dir`'s storage: (merchant id, key).
+pub fn cli_merchant(data_dir: &Path, name: &str, env: &str) -> (String, String) {
+    let m = cli(data_dir, &["merchants", "create", "--name", name]);
+    let merchant = m["id"].as_str().unwrap().to_string();
+    let k = cli(
+        data_dir,
+        &["keys", "create", "--merchant", &merchant, "--env", env],
+    );
+    (merchant, k["key"].as_str().unwrap().to_string())
+}

@@ -401,15 +401,10 @@ async fn events_are_listed_filtered_and_paginated_and_deleted_endpoints_stop_rec
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_written_before_a_sigkill_is_delivered_after_restart() {
-    use crate::process::{ServerProcess, cli};
+    use crate::process::{ServerProcess, cli, cli_merchant};
     let data = tempfile::tempdir().unwrap();
-    let m = cli(data.path(), &["merchants", "create", "--name", "Shop"]);
-    let merchant = m["id"].as_str().unwrap();
-    let k = cli(
-        data.path(),
-        &["keys", "create", "--merchant", merchant, "--env", "test"],
-    );
-    let key = k["key"].as_str().unwrap();
+    let (merchant, key) = cli_merchant(data.path(), "Shop", "test");
+    let (merchant, key) = (merchant.as_str(), key.as_str());
     // The receiver is down while the change happens.
     let addr = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -440,17 +435,7 @@ async fn an_event_written_before_a_sigkill_is_delivered_after_restart() {
         ("MMC_WEBHOOKS__TIMEOUT_MS", "1000"),
     ];
     let server = ServerProcess::start(data.path(), &env);
-    let client = reqwest::Client::new();
-    let resp = client
-        .post(format!("{}/api/v1/collect/payments", server.base))
-        .bearer_auth(key)
-        .header("Idempotency-Key", new_key())
-        .json(&direct_payment("+2290166000001"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 201);
-    let payment: Value = resp.json().await.unwrap();
+    let payment = create_on(&server.base, key, "+2290166000001").await;
     server.kill();
 
     let receiver = Receiver::start_on(addr).await;
@@ -495,6 +480,20 @@ async fn a_callback_url_on_loopback_is_never_called_and_says_nothing_of_it() {
 
 /// Creates a payment with `callback_url`, then waits for its newest event's
 /// first delivery attempt; returns that event.
+/// A direct payment created on a server process (`base`), answered 201.
+async fn create_on(base: &str, key: &str, phone: &str) -> Value {
+    let resp = reqwest::Client::new()
+        .post(format!("{base}/api/v1/collect/payments"))
+        .bearer_auth(key)
+        .header("Idempotency-Key", new_key())
+        .json(&direct_payment(phone))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    resp.json().await.unwrap()
+}
+
 async fn first_attempted_event(app: &TestApp, key: &str, url: &str) -> Value {
     let mut body = direct_payment("+2290166000001");
     body["callback_url"] = json!(url);
@@ -884,16 +883,11 @@ async fn events_past_their_retention_go_with_their_deliveries_unless_still_pendi
 /// hour after): the store does not grow without bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_deletes_events_past_their_retention_when_it_starts() {
-    use crate::process::{ServerProcess, cli};
+    use crate::process::{ServerProcess, cli_merchant};
     use mmc_storage::sql::Value as Sql;
     let data = tempfile::tempdir().unwrap();
-    let m = cli(data.path(), &["merchants", "create", "--name", "Shop"]);
-    let merchant = m["id"].as_str().unwrap();
-    let k = cli(
-        data.path(),
-        &["keys", "create", "--merchant", merchant, "--env", "test"],
-    );
-    let key = k["key"].as_str().unwrap();
+    let (_, key) = cli_merchant(data.path(), "Shop", "test");
+    let key = key.as_str();
     let env = [("MMC_WEBHOOKS__POLL_INTERVAL_MS", "20")];
     let server = ServerProcess::start(data.path(), &env);
     let client = reqwest::Client::new();
@@ -912,16 +906,7 @@ async fn a_node_deletes_events_past_their_retention_when_it_starts() {
             events["data"].as_array().unwrap().len()
         }
     };
-    let resp = client
-        .post(format!("{}/api/v1/collect/payments", server.base))
-        .bearer_auth(key)
-        .header("Idempotency-Key", new_key())
-        .json(&direct_payment("+2290166000004"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 201);
-    let id = resp.json::<Value>().await.unwrap()["id"]
+    let id = create_on(&server.base, key, "+2290166000004").await["id"]
         .as_str()
         .unwrap()
         .to_string();
