@@ -937,6 +937,10 @@ pub fn spawn(webhooks: Arc<Webhooks>, drain: Arc<crate::shutdown::Drain>) {
             tick.tick().await;
             let Some(_round) = drain.job() else { break };
             let prune = Instant::now() >= next_prune;
+            if prune {
+                // Whatever this round's outcome: a failing store is not asked every tick.
+                next_prune = Instant::now() + PRUNE_EVERY;
+            }
             let w = webhooks.clone();
             let claimed = tokio::task::spawn_blocking(
                 move || -> Result<(Vec<Claimed>, bool), WebhookError> {
@@ -956,9 +960,8 @@ pub fn spawn(webhooks: Arc<Webhooks>, drain: Arc<crate::shutdown::Drain>) {
             .await;
             let claimed = match claimed {
                 Ok(Ok((c, more))) => {
-                    if prune {
-                        next_prune =
-                            Instant::now() + if more { Duration::ZERO } else { PRUNE_EVERY };
+                    if more {
+                        next_prune = Instant::now();
                     }
                     c
                 }
