@@ -7,6 +7,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -260,6 +261,14 @@ pub struct Recorder {
     /// notified; 0 holds none.
     hold_at: usize,
     pub held: Notify,
+    /// The next this many payouts are recorded (paid), then answered 503:
+    /// their outcome is unknown to the service, which must ask.
+    pub accept_then_fail: AtomicUsize,
+    /// How long a status query waits before its answer.
+    pub status_delay: Mutex<Duration>,
+    status_in_flight: AtomicUsize,
+    /// The most status queries this operator was answering at once.
+    pub status_most_at_once: AtomicUsize,
 }
 
 impl Recorder {
@@ -304,11 +313,20 @@ impl Recorder {
                     self.held.notify_one();
                     tokio::time::sleep(Duration::from_secs(30)).await;
                 }
-                200
+                let fail = self
+                    .accept_then_fail
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok();
+                if fail { 503 } else { 200 }
             }
             ("GET", Some(id)) => {
                 let id = id.trim_start_matches('/').to_string();
                 *self.status_queries.lock().entry(id.clone()).or_default() += 1;
+                let now = self.status_in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                self.status_most_at_once.fetch_max(now, Ordering::SeqCst);
+                let delay = *self.status_delay.lock();
+                tokio::time::sleep(delay).await;
+                self.status_in_flight.fetch_sub(1, Ordering::SeqCst);
                 if self.posts.lock().contains(&id) {
                     200
                 } else {

@@ -1,5 +1,6 @@
 //! Payout execution against the test environment's simulator: final
-//! states with exact counts and reasons, and the per-operator cap.
+//! states with exact counts and reasons, and the per-operator cap; and the
+//! status queries of payouts whose answer was lost, asked at once.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -185,4 +186,40 @@ async fn payouts_in_flight_per_operator_are_capped_without_holding_up_other_oper
         .map(|i| i["reference"].as_str().unwrap())
         .collect();
     assert_eq!(sent, ["mtn-0", "mtn-1", "tg-1", "tg-2"]);
+}
+
+/// Payouts whose answer was lost (the operator took them, then answered 503)
+/// are asked about by their id, and the queries of one round go out at once,
+/// not one after another: a live operator takes up to seconds per query.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payouts_whose_answer_was_lost_are_asked_about_together_and_paid_once() {
+    use std::sync::atomic::Ordering;
+    let (recorder, addr) = Recorder::start(0).await;
+    recorder.accept_then_fail.store(4, Ordering::SeqCst);
+    *recorder.status_delay.lock() = Duration::from_millis(300);
+    let dir = tempfile::tempdir().unwrap();
+    let app =
+        spawn_app_paying_to(addr, dir.path(), &[("validation_threshold", "1000000000")]).await;
+    let (_, key, _) = app.merchant("Asked");
+    let items = (0..4)
+        .map(|i| item(&bj(3_000 + i), 1000, &format!("q{i}")))
+        .collect();
+    let b = create(&app, &key, items).await;
+    let id = b["id"].as_str().unwrap();
+    let b = wait_until_final(&app, &key, id, Duration::from_secs(30)).await;
+    assert_eq!(b["status"], "completed", "{b}");
+    assert_eq!(b["items_by_status"]["completed"], 4, "{b}");
+    let mut posts = recorder.posts();
+    posts.sort();
+    posts.dedup();
+    assert_eq!(posts.len(), 4, "each payout sent once");
+    assert!(
+        recorder.status_queries.lock().values().all(|n| *n >= 1),
+        "each asked about"
+    );
+    let at_once = recorder.status_most_at_once.load(Ordering::SeqCst);
+    assert!(
+        at_once >= 2,
+        "the round's queries went out together: {at_once} at once"
+    );
 }

@@ -46,12 +46,8 @@ pub fn run_payouts(limit: u32) -> u32 {
     // Outcomes first: they free room under the per-operator cap.
     match store::due("checks", now, limit) {
         Ok(due) => {
-            for d in due {
-                if let Err(e) = check_item(&d, now) {
-                    warn(&format!("status check of {} failed: {}", d.key, e.message));
-                }
-                done += 1;
-            }
+            check_items(&due, now);
+            done += due.len() as u32;
         }
         Err(e) => warn(&format!("cannot read due checks: {}", e.message)),
     }
@@ -330,26 +326,65 @@ fn record(
     Ok(true)
 }
 
-/// A processing item whose outcome is due to be asked: after a pending
-/// answer, a timeout, or a claim nobody finished (a crash).
-fn check_item(d: &store::Due, now: u64) -> Result<(), ApiError> {
+/// Processing items whose outcome is due to be asked: after a pending
+/// answer, a timeout, or a claim nobody finished (a crash). The operators are
+/// asked all at once (each answer can take seconds), then each answer is
+/// recorded in its own transaction.
+fn check_items(due: &[store::Due], now: u64) {
+    let mut asked = Vec::with_capacity(due.len());
+    for d in due {
+        match processing_item(d) {
+            Ok(Some(item)) => asked.push((d, item)),
+            Ok(None) => {}
+            Err(e) => warn(&format!("status check of {} failed: {}", d.key, e.message)),
+        }
+    }
+    let ops: Vec<OperationRef> = asked
+        .iter()
+        .map(|(d, item)| OperationRef {
+            id: item.id.clone(),
+            operator: item.operator.clone(),
+            environment: d.env.clone(),
+            psp_reference: item.psp_reference.clone(),
+            phone: Some(item.phone.clone()),
+            amount: item.amount,
+            currency: item.currency.clone(),
+        })
+        .collect();
+    let statuses = if ops.is_empty() {
+        Vec::new()
+    } else {
+        router::payout_status_many(&ops)
+    };
+    for ((d, item), status) in asked.into_iter().zip(statuses) {
+        if let Err(e) = record_status(d, item, status, now) {
+            warn(&format!("status check of {} failed: {}", d.key, e.message));
+        }
+    }
+}
+
+/// The item a due check is about, while it is still processing; a check
+/// left for an item that has moved on is dropped.
+fn processing_item(d: &store::Due) -> Result<Option<Item>, ApiError> {
     let (env, merchant) = (d.env.as_str(), d.merchant.as_str());
     let item = match d.position {
         Some(p) => store::read_item(env, merchant, &d.batch, p)?,
         None => None,
     };
-    let Some(item) = item.filter(|i| i.status == ItemStatus::Processing) else {
-        return store::drop_entry("checks", &d.key);
-    };
-    let status = router::payout_status(&OperationRef {
-        id: item.id.clone(),
-        operator: item.operator.clone(),
-        environment: env.into(),
-        psp_reference: item.psp_reference.clone(),
-        phone: Some(item.phone.clone()),
-        amount: item.amount,
-        currency: item.currency.clone(),
-    });
+    match item.filter(|i| i.status == ItemStatus::Processing) {
+        Some(item) => Ok(Some(item)),
+        None => store::drop_entry("checks", &d.key).map(|_| None),
+    }
+}
+
+/// What the operator answered about a processing item, recorded.
+fn record_status(
+    d: &store::Due,
+    item: Item,
+    status: Result<PspStatus, AdapterError>,
+    now: u64,
+) -> Result<(), ApiError> {
+    let (env, merchant) = (d.env.as_str(), d.merchant.as_str());
     let since = item.submitted_at_ms.unwrap_or(item.created_at_ms);
     let answer = match status {
         Ok(PspStatus::Completed) => Answer::Completed(None),

@@ -155,47 +155,80 @@ fn answered<T>(
     }
 }
 
-fn status_of(runtime: &Arc<Runtime>, payment: &OperationRef) -> Result<PspStatus, AdapterError> {
+/// The status queries asked many at a time: of a payment, of a payout.
+#[derive(Clone, Copy)]
+enum StatusOf {
+    Payment,
+    Payout,
+}
+
+impl StatusOf {
+    fn operation(self) -> &'static str {
+        match self {
+            StatusOf::Payment => "status",
+            StatusOf::Payout => "payout_status",
+        }
+    }
+
+    fn call(
+        self,
+        s: &mut wasmtime::Store<HostState>,
+        a: &Adapter,
+        op: &OperationRef,
+    ) -> wasmtime::Result<Result<PspStatus, AdapterError>> {
+        let operator = a.mmc_adapter_operator();
+        match self {
+            StatusOf::Payment => operator.call_status(s, op),
+            StatusOf::Payout => operator.call_payout_status(s, op),
+        }
+    }
+}
+
+fn status_of(
+    runtime: &Arc<Runtime>,
+    kind: StatusOf,
+    op: &OperationRef,
+) -> Result<PspStatus, AdapterError> {
     routed(
         runtime,
-        ("status", &payment.id),
-        &payment.environment,
-        &payment.operator,
+        (kind.operation(), &op.id),
+        &op.environment,
+        &op.operator,
         None,
-        |s, a| a.mmc_adapter_operator().call_status(s, payment),
+        |s, a| kind.call(s, a, op),
     )
 }
 
-/// `status` of each of `payments`, at most [`STATUS_FAN_OUT`] at once, in
+/// The `kind` status of each of `ops`, at most [`STATUS_FAN_OUT`] at once, in
 /// the order given. Each call has its own adapter deadline.
 fn statuses(
     runtime: &Arc<Runtime>,
-    payments: &[OperationRef],
+    kind: StatusOf,
+    ops: &[OperationRef],
 ) -> Vec<Result<PspStatus, AdapterError>> {
-    if payments.len() < 2 {
-        return payments.iter().map(|p| status_of(runtime, p)).collect();
+    if ops.len() < 2 {
+        return ops.iter().map(|p| status_of(runtime, kind, p)).collect();
     }
     let next = AtomicUsize::new(0);
     let answers: Vec<Mutex<Option<Result<PspStatus, AdapterError>>>> =
-        payments.iter().map(|_| Mutex::new(None)).collect();
+        ops.iter().map(|_| Mutex::new(None)).collect();
     // The caller's span (its request's), so the adapters' lines carry it.
     let span = tracing::Span::current();
     std::thread::scope(|scope| {
-        for _ in 0..STATUS_FAN_OUT.min(payments.len()) {
+        for _ in 0..STATUS_FAN_OUT.min(ops.len()) {
             scope.spawn(|| {
                 let _in_request = span.enter();
                 // This thread's calls share an instance of the adapter.
                 let mut session = runtime.adapter_session();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(p) = payments.get(i) else { break };
+                    let Some(p) = ops.get(i) else { break };
                     let started = Instant::now();
-                    let (result, served_by) = session.call(&p.environment, &p.operator, |s, a| {
-                        a.mmc_adapter_operator().call_status(s, p)
-                    });
+                    let (result, served_by) =
+                        session.call(&p.environment, &p.operator, |s, a| kind.call(s, a, p));
                     let answer = answered(
                         runtime,
-                        ("status", &p.id),
+                        (kind.operation(), &p.id),
                         (&p.environment, &p.operator),
                         started,
                         result,
@@ -285,7 +318,7 @@ impl Host for HostState {
     fn status(&mut self, payment: OperationRef) -> Outcome<PspStatus> {
         Ok(self.operator_calls(
             || Err(in_transaction()),
-            |runtime| status_of(runtime, &payment),
+            |runtime| status_of(runtime, StatusOf::Payment, &payment),
         ))
     }
 
@@ -295,7 +328,7 @@ impl Host for HostState {
     ) -> wasmtime::Result<Vec<Result<PspStatus, AdapterError>>> {
         Ok(self.operator_calls(
             || payments.iter().map(|_| Err(in_transaction())).collect(),
-            |runtime| statuses(runtime, &payments),
+            |runtime| statuses(runtime, StatusOf::Payment, &payments),
         ))
     }
 
@@ -344,14 +377,20 @@ impl Host for HostState {
     }
 
     fn payout_status(&mut self, payout: OperationRef) -> Outcome<PspStatus> {
-        let (env, op, id) = (
-            payout.environment.clone(),
-            payout.operator.clone(),
-            payout.id.clone(),
-        );
-        self.with_adapter(("payout_status", &id), &env, &op, |s, a| {
-            a.mmc_adapter_operator().call_payout_status(s, &payout)
-        })
+        Ok(self.operator_calls(
+            || Err(in_transaction()),
+            |runtime| status_of(runtime, StatusOf::Payout, &payout),
+        ))
+    }
+
+    fn payout_status_many(
+        &mut self,
+        payouts: Vec<OperationRef>,
+    ) -> wasmtime::Result<Vec<Result<PspStatus, AdapterError>>> {
+        Ok(self.operator_calls(
+            || payouts.iter().map(|_| Err(in_transaction())).collect(),
+            |runtime| statuses(runtime, StatusOf::Payout, &payouts),
+        ))
     }
 
     fn predict(&mut self, environment: String, phone: String) -> wasmtime::Result<Option<String>> {
