@@ -347,6 +347,42 @@ async fn an_mtn_refund_pending_at_the_operator_is_settled_by_polling() {
     assert!(!fake.requests("refund_status").is_empty());
 }
 
+/// Refunds pending at MTN are asked about together: a round's status queries
+/// go out at once (`refund-status-many`), not one after another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mtn_refunds_pending_at_the_operator_are_asked_about_together() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+        let id = p["id"].as_str().unwrap().to_string();
+        wait_for(&app, &live, &id, "completed", Duration::from_secs(3)).await;
+        ids.push(id);
+    }
+    // Each status query answers after 400 ms (MTN does the lookup, then is slow).
+    fake.inject("refund_status", Fault::Slow(Duration::from_millis(400)), 6);
+    for id in &ids {
+        let refunds = format!("/api/v1/collect/payments/{id}/refunds");
+        let (status, r) = app.post(&live, &refunds, json!({})).await;
+        assert_eq!(
+            (status, r["status"].as_str()),
+            (201, Some("pending")),
+            "{r}"
+        );
+    }
+    for id in &ids {
+        wait_for(&app, &live, id, "refunded", Duration::from_secs(10)).await;
+    }
+    let at_once = fake.most_at_once("refund_status");
+    assert!(
+        at_once >= 2,
+        "a round's queries went out together: {at_once} at once"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_checkout_page_payment_on_its_way_to_mtn_is_sent_once_and_cannot_be_cancelled() {
     let fake = FakeMtn::start().await;

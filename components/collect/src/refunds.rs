@@ -330,53 +330,74 @@ pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result
     )
 }
 
-/// Polls refunds still pending at the PSP.
+/// Polls refunds still pending at the PSP: the round's queries go to the
+/// operators at once (`refund-status-many`; each can take seconds), then each
+/// answer is recorded in its own transaction.
 pub fn reconcile_due(limit: u32) -> u32 {
     let due = match store::due("refund_active", clock::now_ms(), limit) {
         Ok(d) => d,
         Err(_) => return 0,
     };
-    let mut done = 0;
-    for d in due {
-        let _ = (|| -> Result<(), ApiError> {
-            // A read: the writer is taken only to record the answer.
-            let Some(r) = store::read_refund(&d.env, &d.merchant, &d.id)? else {
-                return store::drop_index_entry("refund_active", &d.key);
-            };
-            let operator = store::read_payment(&d.env, &d.merchant, &r.payment_id)?
-                .and_then(|p| p.operator)
-                .unwrap_or_default();
-            let answer = router::refund_status(&OperationRef {
-                id: r.id.clone(),
-                operator,
-                environment: r.environment.clone(),
-                psp_reference: r.psp_reference.clone(),
-                phone: None,
-                amount: r.amount,
-                currency: r.currency.clone(),
-            });
-            let tx = Tx::begin()?;
-            let Some(mut r) = tx.refund(&d.env, &d.merchant, &d.id)? else {
-                return Ok(());
-            };
-            match answer {
-                Ok(status) => apply_refund_status(&tx, &mut r, status)?,
-                // The operator offers no status query (Wave): stop polling; the refund stays
-                // pending for a person to check with the operator.
-                Err(AdapterError::NotSupported(m)) => {
-                    crate::mmc::platform::log::log(
-                        crate::mmc::platform::log::Level::Warn,
-                        &format!("refund {}: {m}; needs manual review", r.id),
-                    );
-                    crate::mmc::platform::log::count("refund_needs_review");
-                    let previous = r.next_check_ms.take();
-                    tx.save_refund(&r, previous)?;
-                }
-                Err(_) => apply_refund_status(&tx, &mut r, PspStatus::Pending)?,
-            }
-            tx.commit()
-        })();
-        done += 1;
+    // Reads: the writer is taken only to record the answers.
+    let (asked, ops): (Vec<&store::Due>, Vec<OperationRef>) = due
+        .iter()
+        .filter_map(|d| Some((d, refund_to_ask(d).ok().flatten()?)))
+        .unzip();
+    let answers = if ops.is_empty() {
+        Vec::new()
+    } else {
+        router::refund_status_many(&ops)
+    };
+    for (d, answer) in asked.into_iter().zip(answers) {
+        let _ = record_refund_answer(d, answer);
     }
-    done
+    due.len() as u32
+}
+
+/// The operator's view of a due refund; none when the refund is gone (its
+/// index entry is dropped).
+fn refund_to_ask(d: &store::Due) -> Result<Option<OperationRef>, ApiError> {
+    let Some(r) = store::read_refund(&d.env, &d.merchant, &d.id)? else {
+        store::drop_index_entry("refund_active", &d.key)?;
+        return Ok(None);
+    };
+    let operator = store::read_payment(&d.env, &d.merchant, &r.payment_id)?
+        .and_then(|p| p.operator)
+        .unwrap_or_default();
+    Ok(Some(OperationRef {
+        id: r.id,
+        operator,
+        environment: r.environment,
+        psp_reference: r.psp_reference,
+        phone: None,
+        amount: r.amount,
+        currency: r.currency,
+    }))
+}
+
+/// What the operator answered about a due refund, recorded.
+fn record_refund_answer(
+    d: &store::Due,
+    answer: Result<PspStatus, AdapterError>,
+) -> Result<(), ApiError> {
+    let tx = Tx::begin()?;
+    let Some(mut r) = tx.refund(&d.env, &d.merchant, &d.id)? else {
+        return Ok(());
+    };
+    match answer {
+        Ok(status) => apply_refund_status(&tx, &mut r, status)?,
+        // The operator offers no status query (Wave): stop polling; the refund stays
+        // pending for a person to check with the operator.
+        Err(AdapterError::NotSupported(m)) => {
+            crate::mmc::platform::log::log(
+                crate::mmc::platform::log::Level::Warn,
+                &format!("refund {}: {m}; needs manual review", r.id),
+            );
+            crate::mmc::platform::log::count("refund_needs_review");
+            let previous = r.next_check_ms.take();
+            tx.save_refund(&r, previous)?;
+        }
+        Err(_) => apply_refund_status(&tx, &mut r, PspStatus::Pending)?,
+    }
+    tx.commit()
 }

@@ -155,10 +155,11 @@ fn answered<T>(
     }
 }
 
-/// The status queries asked many at a time: of a payment, of a payout.
+/// The status queries asked many at a time: of a payment, a refund, a payout.
 #[derive(Clone, Copy)]
 enum StatusOf {
     Payment,
+    Refund,
     Payout,
 }
 
@@ -166,6 +167,7 @@ impl StatusOf {
     fn operation(self) -> &'static str {
         match self {
             StatusOf::Payment => "status",
+            StatusOf::Refund => "refund_status",
             StatusOf::Payout => "payout_status",
         }
     }
@@ -179,6 +181,7 @@ impl StatusOf {
         let operator = a.mmc_adapter_operator();
         match self {
             StatusOf::Payment => operator.call_status(s, op),
+            StatusOf::Refund => operator.call_refund_status(s, op),
             StatusOf::Payout => operator.call_payout_status(s, op),
         }
     }
@@ -355,14 +358,20 @@ impl Host for HostState {
     }
 
     fn refund_status(&mut self, refund: OperationRef) -> Outcome<PspStatus> {
-        let (env, op, id) = (
-            refund.environment.clone(),
-            refund.operator.clone(),
-            refund.id.clone(),
-        );
-        self.with_adapter(("refund_status", &id), &env, &op, |s, a| {
-            a.mmc_adapter_operator().call_refund_status(s, &refund)
-        })
+        Ok(self.operator_calls(
+            || Err(in_transaction()),
+            |runtime| status_of(runtime, StatusOf::Refund, &refund),
+        ))
+    }
+
+    fn refund_status_many(
+        &mut self,
+        refunds: Vec<OperationRef>,
+    ) -> wasmtime::Result<Vec<Result<PspStatus, AdapterError>>> {
+        Ok(self.operator_calls(
+            || refunds.iter().map(|_| Err(in_transaction())).collect(),
+            |runtime| statuses(runtime, StatusOf::Refund, &refunds),
+        ))
     }
 
     fn payout(&mut self, req: PayoutRequest) -> Outcome<Started> {

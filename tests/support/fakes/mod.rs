@@ -240,6 +240,8 @@ pub struct Plumbing {
     targeted: Mutex<Vec<Targeted>>,
     /// Callbacks sent: (url, status our service answered).
     callbacks: Mutex<Vec<(String, u16)>>,
+    /// Per endpoint: requests being answered now, and the most at once.
+    in_flight: Mutex<HashMap<&'static str, (usize, usize)>>,
     client: reqwest::Client,
 }
 
@@ -278,6 +280,15 @@ impl Plumbing {
             .filter(|t| t.endpoint == endpoint && t.key == wanted)
             .map(|t| t.left)
             .sum()
+    }
+
+    /// The most requests to `endpoint` this fake was answering at once
+    /// (requests with a `Slow` fault overlap if the client sends them together).
+    pub fn most_at_once(&self, endpoint: &str) -> usize {
+        self.in_flight
+            .lock()
+            .get(endpoint)
+            .map_or(0, |(_, most)| *most)
     }
 
     pub fn take_fault(&self, endpoint: &'static str) -> Option<Fault> {
@@ -403,7 +414,31 @@ pub async fn with_fault(
     endpoint: &'static str,
     work: impl std::future::Future<Output = Reply>,
 ) -> Reply {
-    apply(plumbing.take_fault(endpoint), work).await
+    counted(
+        plumbing,
+        endpoint,
+        apply(plumbing.take_fault(endpoint), work),
+    )
+    .await
+}
+
+/// `answer`, counted among the requests `endpoint` is answering meanwhile.
+async fn counted(
+    plumbing: &Plumbing,
+    endpoint: &'static str,
+    answer: impl std::future::Future<Output = Reply>,
+) -> Reply {
+    {
+        let mut in_flight = plumbing.in_flight.lock();
+        let (now, most) = in_flight.entry(endpoint).or_default();
+        *now += 1;
+        *most = (*most).max(*now);
+    }
+    let reply = answer.await;
+    if let Some((now, _)) = plumbing.in_flight.lock().get_mut(endpoint) {
+        *now -= 1;
+    }
+    reply
 }
 
 /// Applies a fault targeted at `req`'s operation, else the endpoint's next
@@ -414,7 +449,8 @@ pub async fn with_fault_for(
     req: &Received,
     work: impl std::future::Future<Output = Reply>,
 ) -> Reply {
-    apply(plumbing.take_fault_for(endpoint, req), work).await
+    let fault = plumbing.take_fault_for(endpoint, req);
+    counted(plumbing, endpoint, apply(fault, work)).await
 }
 
 /// `Status` and `Malformed` skip the work; every other fault does the work

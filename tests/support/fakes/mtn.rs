@@ -189,6 +189,11 @@ impl FakeMtn {
         self.inner.plumbing.requests(endpoint)
     }
 
+    /// The most requests to `endpoint` answered at once.
+    pub fn most_at_once(&self, endpoint: &str) -> usize {
+        self.inner.plumbing.most_at_once(endpoint)
+    }
+
     /// Requests to `endpoint` about `key` (see [`FakeMtn::inject_for`]).
     pub fn requests_for(&self, endpoint: &str, key: &str) -> Vec<Received> {
         self.inner.plumbing.requests_for(endpoint, key)
