@@ -335,16 +335,21 @@ async fn an_mtn_refund_pending_at_the_operator_is_settled_by_polling() {
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     let id = p["id"].as_str().unwrap();
     wait_for(&app, &live, id, "completed", Duration::from_secs(3)).await;
+    refund_left_pending(&app, &live, id).await;
+    // MTN says nothing more unless asked: reconciliation asks, and the full refund lands.
+    wait_for(&app, &live, id, "refunded", Duration::from_secs(8)).await;
+    assert!(!fake.requests("refund_status").is_empty());
+}
+
+/// Refunds payment `id` in full; MTN answers 202, so the refund is pending.
+async fn refund_left_pending(app: &TestApp, key: &str, id: &str) {
     let refunds = format!("/api/v1/collect/payments/{id}/refunds");
-    let (status, r) = app.post(&live, &refunds, json!({})).await;
+    let (status, r) = app.post(key, &refunds, json!({})).await;
     assert_eq!(
         (status, r["status"].as_str()),
         (201, Some("pending")),
         "{r}"
     );
-    // MTN says nothing more unless asked: reconciliation asks, and the full refund lands.
-    wait_for(&app, &live, id, "refunded", Duration::from_secs(8)).await;
-    assert!(!fake.requests("refund_status").is_empty());
 }
 
 /// Refunds pending at MTN are asked about together: a round's status queries
@@ -365,13 +370,7 @@ async fn mtn_refunds_pending_at_the_operator_are_asked_about_together() {
     // Each status query answers after 400 ms (MTN does the lookup, then is slow).
     fake.inject("refund_status", Fault::Slow(Duration::from_millis(400)), 6);
     for id in &ids {
-        let refunds = format!("/api/v1/collect/payments/{id}/refunds");
-        let (status, r) = app.post(&live, &refunds, json!({})).await;
-        assert_eq!(
-            (status, r["status"].as_str()),
-            (201, Some("pending")),
-            "{r}"
-        );
+        refund_left_pending(&app, &live, id).await;
     }
     for id in &ids {
         wait_for(&app, &live, id, "refunded", Duration::from_secs(10)).await;

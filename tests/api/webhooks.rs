@@ -724,6 +724,9 @@ async fn events_past_their_retention_go_with_their_deliveries_unless_still_pendi
     let count = |sql: &str, params: &[Sql]| -> i64 {
         db.sql.read(|c| c.query(sql, params)?[0].int(0)).unwrap()
     };
+    let exec = |sql: &str, params: &[Sql]| {
+        db.sql.write(|c| c.execute(sql, params)).unwrap();
+    };
     let created_event = |payment: &str| -> String {
         db.sql
             .read(|c| {
@@ -786,27 +789,19 @@ async fn events_past_their_retention_go_with_their_deliveries_unless_still_pendi
         "SELECT COUNT(*) FROM outbox WHERE seq > ?1",
         &[last_old.into()],
     );
-    db.sql
-        .write(|c| {
-            c.execute(
-                "UPDATE outbox SET created_ms = ?1 WHERE seq <= ?2",
-                &[month_ago.into(), last_old.into()],
-            )
-        })
-        .unwrap();
+    exec(
+        "UPDATE outbox SET created_ms = ?1 WHERE seq <= ?2",
+        &[month_ago.into(), last_old.into()],
+    );
     // A resend of the second payment's created event is still pending.
     let (status, _) = app
         .post(&key, &format!("/api/v1/events/{second}/resend"), json!({}))
         .await;
     assert_eq!(status, 202);
-    db.sql
-        .write(|c| {
-            c.execute(
-                "UPDATE deliveries SET next_attempt_ms = 99999999999999 WHERE event_id = ?1 AND status = 'pending'",
-                &[second.as_str().into()],
-            )
-        })
-        .unwrap();
+    exec(
+        "UPDATE deliveries SET next_attempt_ms = 99999999999999 WHERE event_id = ?1 AND status = 'pending'",
+        &[second.as_str().into()],
+    );
 
     let hex_key = if on_postgres() {
         TEST_SECRETS_KEY.to_string()
@@ -844,14 +839,10 @@ async fn events_past_their_retention_go_with_their_deliveries_unless_still_pendi
     assert_eq!(status, 200);
 
     // The pending delivery ends: the rest of the old events go, the young stay.
-    db.sql
-        .write(|c| {
-            c.execute(
-                "UPDATE deliveries SET status = 'failed' WHERE event_id = ?1",
-                &[second.as_str().into()],
-            )
-        })
-        .unwrap();
+    exec(
+        "UPDATE deliveries SET status = 'failed' WHERE event_id = ?1",
+        &[second.as_str().into()],
+    );
     webhooks.prune_events(now, 500).unwrap();
     assert_eq!((events(&payments[1]), deliveries(&payments[1])), (0, 0));
     assert_eq!(events(&payments[2]), 2);

@@ -41,6 +41,26 @@ impl HostState {
         out
     }
 
+    /// One status query, as an operator call.
+    fn status_of(&mut self, kind: StatusOf, op: &OperationRef) -> Result<PspStatus, AdapterError> {
+        self.operator_calls(
+            || Err(in_transaction()),
+            |runtime| status_of(runtime, kind, op),
+        )
+    }
+
+    /// Status queries asked at once, as operator calls.
+    fn statuses(
+        &mut self,
+        kind: StatusOf,
+        ops: &[OperationRef],
+    ) -> Vec<Result<PspStatus, AdapterError>> {
+        self.operator_calls(
+            || ops.iter().map(|_| Err(in_transaction())).collect(),
+            |runtime| statuses(runtime, kind, ops),
+        )
+    }
+
     fn with_adapter<T>(
         &mut self,
         call: (&str, &str),
@@ -319,20 +339,14 @@ impl Host for HostState {
     }
 
     fn status(&mut self, payment: OperationRef) -> Outcome<PspStatus> {
-        Ok(self.operator_calls(
-            || Err(in_transaction()),
-            |runtime| status_of(runtime, StatusOf::Payment, &payment),
-        ))
+        Ok(self.status_of(StatusOf::Payment, &payment))
     }
 
     fn status_many(
         &mut self,
         payments: Vec<OperationRef>,
     ) -> wasmtime::Result<Vec<Result<PspStatus, AdapterError>>> {
-        Ok(self.operator_calls(
-            || payments.iter().map(|_| Err(in_transaction())).collect(),
-            |runtime| statuses(runtime, StatusOf::Payment, &payments),
-        ))
+        Ok(self.statuses(StatusOf::Payment, &payments))
     }
 
     fn cancel(&mut self, payment: OperationRef) -> Outcome<PspStatus> {
@@ -358,20 +372,14 @@ impl Host for HostState {
     }
 
     fn refund_status(&mut self, refund: OperationRef) -> Outcome<PspStatus> {
-        Ok(self.operator_calls(
-            || Err(in_transaction()),
-            |runtime| status_of(runtime, StatusOf::Refund, &refund),
-        ))
+        Ok(self.status_of(StatusOf::Refund, &refund))
     }
 
     fn refund_status_many(
         &mut self,
         refunds: Vec<OperationRef>,
     ) -> wasmtime::Result<Vec<Result<PspStatus, AdapterError>>> {
-        Ok(self.operator_calls(
-            || refunds.iter().map(|_| Err(in_transaction())).collect(),
-            |runtime| statuses(runtime, StatusOf::Refund, &refunds),
-        ))
+        Ok(self.statuses(StatusOf::Refund, &refunds))
     }
 
     fn payout(&mut self, req: PayoutRequest) -> Outcome<Started> {
@@ -386,20 +394,14 @@ impl Host for HostState {
     }
 
     fn payout_status(&mut self, payout: OperationRef) -> Outcome<PspStatus> {
-        Ok(self.operator_calls(
-            || Err(in_transaction()),
-            |runtime| status_of(runtime, StatusOf::Payout, &payout),
-        ))
+        Ok(self.status_of(StatusOf::Payout, &payout))
     }
 
     fn payout_status_many(
         &mut self,
         payouts: Vec<OperationRef>,
     ) -> wasmtime::Result<Vec<Result<PspStatus, AdapterError>>> {
-        Ok(self.operator_calls(
-            || payouts.iter().map(|_| Err(in_transaction())).collect(),
-            |runtime| statuses(runtime, StatusOf::Payout, &payouts),
-        ))
+        Ok(self.statuses(StatusOf::Payout, &payouts))
     }
 
     fn predict(&mut self, environment: String, phone: String) -> wasmtime::Result<Option<String>> {
