@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::process::{ServerProcess, cli, cli_merchant};
+use crate::process::{ServerProcess, cli, cli_merchant, get_json, post_json};
 use crate::receiver::Receiver;
 use crate::support::*;
 
@@ -426,27 +426,6 @@ async fn a_refund_left_pending_by_a_crash_is_polled_after_restart() {
     let done = wait_until(|| read(server.base.clone()), "refunded").await;
     assert_eq!(done["status"], "refunded", "{done}");
     assert_eq!(fake.requests("refund").len(), 1, "never sent again");
-}
-
-async fn get_json(client: &reqwest::Client, url: &str, key: &str) -> Value {
-    let resp = client.get(url).bearer_auth(key).send().await.unwrap();
-    resp.json().await.unwrap()
-}
-
-async fn post_json(
-    client: &reqwest::Client,
-    url: &str,
-    key: &str,
-    idempotency_key: Option<&str>,
-    body: &Value,
-) -> (u16, Value) {
-    let mut req = client.post(url).bearer_auth(key).json(body);
-    if let Some(k) = idempotency_key {
-        req = req.header("Idempotency-Key", k);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
 }
 
 /// Reads until the payment's status is `want` (20 s at most); returns the last read.

@@ -107,3 +107,26 @@ pub fn cli_merchant(data_dir: &Path, name: &str, env: &str) -> (String, String) 
     );
     (merchant, k["key"].as_str().unwrap().to_string())
 }
+
+/// GET `url` with `key`, its body as JSON.
+pub async fn get_json(client: &reqwest::Client, url: &str, key: &str) -> serde_json::Value {
+    let resp = client.get(url).bearer_auth(key).send().await.unwrap();
+    resp.json().await.unwrap()
+}
+
+/// POST `body` to `url` with `key` (and an `Idempotency-Key` if given): status and JSON body.
+pub async fn post_json(
+    client: &reqwest::Client,
+    url: &str,
+    key: &str,
+    idempotency_key: Option<&str>,
+    body: &serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let mut req = client.post(url).bearer_auth(key).json(body);
+    if let Some(k) = idempotency_key {
+        req = req.header("Idempotency-Key", k);
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(serde_json::Value::Null))
+}

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::process::post_json;
 use crate::receiver::{Receiver, verify};
 use crate::support::*;
 
@@ -482,16 +483,13 @@ async fn a_callback_url_on_loopback_is_never_called_and_says_nothing_of_it() {
 /// first delivery attempt; returns that event.
 /// A direct payment created on a server process (`base`), answered 201.
 async fn create_on(base: &str, key: &str, phone: &str) -> Value {
-    let resp = reqwest::Client::new()
-        .post(format!("{base}/api/v1/collect/payments"))
-        .bearer_auth(key)
-        .header("Idempotency-Key", new_key())
-        .json(&direct_payment(phone))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 201);
-    resp.json().await.unwrap()
+    let url = format!("{base}/api/v1/collect/payments");
+    let client = reqwest::Client::new();
+    let idempotency_key = new_key();
+    let body = direct_payment(phone);
+    let (status, p) = post_json(&client, &url, key, Some(&idempotency_key), &body).await;
+    assert_eq!(status, 201, "{p}");
+    p
 }
 
 async fn first_attempted_event(app: &TestApp, key: &str, url: &str) -> Value {
@@ -877,7 +875,7 @@ async fn events_past_their_retention_go_with_their_deliveries_unless_still_pendi
 /// hour after): the store does not grow without bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_deletes_events_past_their_retention_when_it_starts() {
-    use crate::process::{ServerProcess, cli_merchant};
+    use crate::process::{ServerProcess, cli_merchant, get_json};
     use mmc_storage::sql::Value as Sql;
     let data = tempfile::tempdir().unwrap();
     let (_, key) = cli_merchant(data.path(), "Shop", "test");
@@ -888,16 +886,11 @@ async fn a_node_deletes_events_past_their_retention_when_it_starts() {
     let events_of = |base: String, id: String| {
         let client = client.clone();
         async move {
-            let events: Value = client
-                .get(format!("{base}/api/v1/events?payment={id}"))
-                .bearer_auth(key)
-                .send()
-                .await
+            let url = format!("{base}/api/v1/events?payment={id}");
+            get_json(&client, &url, key).await["data"]
+                .as_array()
                 .unwrap()
-                .json()
-                .await
-                .unwrap();
-            events["data"].as_array().unwrap().len()
+                .len()
         }
     };
     let id = create_on(&server.base, key, "+2290166000004").await["id"]
