@@ -333,10 +333,11 @@ impl Config {
                 .try_into::<Config>()
                 .map_err(|e| e.to_string())
         };
+        // Whether deserialisation error `err` is about the key at `path`.
+        let at = |err: &str, path: &[String]| err.contains(&format!("in `{}`", path.join(".")));
         let mut result = deserialize(&tree);
         while let Err(err) = &result {
-            let at = |path: &[String]| err.contains(&format!("in `{}`", path.join(".")));
-            let Some(i) = typed.iter().position(|(path, _)| at(path)) else {
+            let Some(i) = typed.iter().position(|(path, _)| at(err, path)) else {
                 break;
             };
             let (path, raw) = typed.swap_remove(i);
@@ -344,7 +345,7 @@ impl Config {
             set_path(&mut as_text, &path, toml::Value::String(raw));
             match deserialize(&as_text) {
                 // Not a string key either (`limits.memory_mib=-1`): the first error says why.
-                Err(again) if again.contains(&format!("in `{}`", path.join("."))) => break,
+                Err(again) if at(&again, &path) => break,
                 again => (tree, result) = (as_text, again),
             }
         }
@@ -374,8 +375,9 @@ impl Config {
             ));
         }
         let w = &self.webhooks;
-        let retention_ms = w.event_retention_days.saturating_mul(24 * 3600 * 1000);
-        if w.event_retention_days != 0 && retention_ms <= w.max_age_ms {
+        if w.event_retention_ms()
+            .is_some_and(|kept| kept <= w.max_age_ms)
+        {
             // An event must outlive its deliveries' retries, or a retry would find nothing to send.
             return Err(ConfigError::Invalid(format!(
                 "webhooks.event_retention_days ({}) must be longer than webhooks.max_age_ms ({} ms, the delivery retries), or 0 to keep events forever",

@@ -351,11 +351,7 @@ fn check_items(due: &[store::Due], now: u64) {
             currency: item.currency.clone(),
         })
         .collect();
-    let statuses = if ops.is_empty() {
-        Vec::new()
-    } else {
-        router::payout_status_many(&ops)
-    };
+    let statuses = router::payout_status_many(&ops);
     for ((d, item), status) in asked.into_iter().zip(statuses) {
         if let Err(e) = record_status(d, item, status, now) {
             warn(&format!("status check of {} failed: {}", d.key, e.message));

@@ -343,11 +343,7 @@ pub fn reconcile_due(limit: u32) -> u32 {
         .iter()
         .filter_map(|d| Some((d, refund_to_ask(d).ok().flatten()?)))
         .unzip();
-    let answers = if ops.is_empty() {
-        Vec::new()
-    } else {
-        router::refund_status_many(&ops)
-    };
+    let answers = router::refund_status_many(&ops);
     for (d, answer) in asked.into_iter().zip(answers) {
         let _ = record_refund_answer(d, answer);
     }

@@ -81,6 +81,14 @@ impl std::fmt::Debug for WebhookConfig {
     }
 }
 
+impl WebhookConfig {
+    /// How long events are kept, in ms; `None` for ever (`event_retention_days = 0`).
+    pub fn event_retention_ms(&self) -> Option<u64> {
+        (self.event_retention_days != 0)
+            .then(|| self.event_retention_days.saturating_mul(24 * 3600 * 1000))
+    }
+}
+
 impl Default for WebhookConfig {
     fn default() -> Self {
         const MIN: u64 = 60_000;
@@ -508,11 +516,10 @@ impl Webhooks {
     /// pending (a resend of an old event): each round costs one bounded scan
     /// from the front instead of a search of the whole table.
     pub fn prune_events(&self, now_ms: u64, limit: u32) -> Result<usize, WebhookError> {
-        let days = self.config.event_retention_days;
-        if days == 0 {
+        let Some(retention) = self.config.event_retention_ms() else {
             return Ok(0);
-        }
-        let cutoff = now_ms.saturating_sub(days * 24 * 3600 * 1000) as i64;
+        };
+        let cutoff = now_ms.saturating_sub(retention) as i64;
         Ok(self.db.write(|tx| {
             // One pruner at a time across the fleet; another node pruning: nothing to do here.
             if !tx.try_lock("outbox_prune")? {
