@@ -131,6 +131,32 @@ impl Leases {
     }
 }
 
+/// A node is alive while its heartbeat lease (`node:<holder>`) has not
+/// expired. On SQLite one process serves the file, so any other holder is a
+/// process that has stopped (a crash, a kill, a restart).
+impl crate::capabilities::node::Nodes for Leases {
+    fn id(&self) -> &str {
+        &self.holder
+    }
+
+    fn alive(&self, id: &str) -> bool {
+        if id == self.holder {
+            return true;
+        }
+        if self.alone {
+            return false;
+        }
+        match self.holder_of(&format!("node:{id}")) {
+            Ok(holder) => holder.is_some(),
+            Err(e) => {
+                // Unknown is not dead: the caller keeps waiting as before.
+                tracing::warn!(error = %e, node = id, "node liveness not read");
+                true
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,5 +180,32 @@ mod tests {
         assert!(!a.acquire("job").unwrap());
         assert_eq!(a.heartbeat().unwrap(), 1);
         assert_eq!(b.heartbeat().unwrap(), 2);
+    }
+
+    #[test]
+    fn a_node_is_alive_while_its_heartbeat_lease_lasts() {
+        use crate::capabilities::node::Nodes;
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqlDb::new(Arc::new(
+            crate::db::Sqlite::open(&dir.path().join("l.db")).unwrap(),
+        ));
+        let (a, b) = (Leases::shared(db.clone()), Leases::shared(db.clone()));
+        assert!(a.alive(&a.holder), "itself, before any heartbeat");
+        assert!(!a.alive(&b.holder), "no heartbeat yet");
+        b.heartbeat().unwrap();
+        assert!(a.alive(&b.holder));
+        // b's lease runs out (it stopped renewing): b is gone.
+        db.write(|tx| {
+            tx.execute(
+                "UPDATE leases SET expires_ms = 0 WHERE holder = ?1",
+                sql_params![&b.holder],
+            )
+        })
+        .unwrap();
+        assert!(!a.alive(&b.holder));
+        // Alone on a SQLite file: any other process has stopped.
+        let alone = Leases::new(db);
+        assert!(alone.alive(&alone.holder));
+        assert!(!alone.alive(&a.holder));
     }
 }

@@ -41,6 +41,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         .public_base_url
         .clone()
         .unwrap_or_else(|| format!("http://{addr}"));
+    let leases = crate::leases::Leases::new(db.sql.clone());
     let services = Services {
         audit: crate::admin::audit::Audit::start(db.sql.clone())?,
         storage: db.backend.clone(),
@@ -48,6 +49,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         clock: Arc::new(SystemClock),
         metrics: Arc::new(Metrics::default()),
         cache: Arc::default(),
+        nodes: leases.clone(),
     };
     let runtime = Runtime::new(&config, services)?;
     let dir = config.components_dir.clone();
@@ -93,7 +95,6 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
                 == tokio::runtime::RuntimeFlavor::MultiThread,
         drain,
     });
-    let leases = crate::leases::Leases::new(db.sql.clone());
     crate::workers::spawn(runtime.clone(), leases.clone(), app.drain.clone());
     crate::workers::spawn_fleet(app.clone(), leases.clone());
     let task = tokio::spawn(http::serve(app.clone(), listener));

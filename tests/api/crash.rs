@@ -46,14 +46,10 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
         ("MMC_WEBHOOKS__POLL_INTERVAL_MS", "20"),
         ("MMC_WEBHOOKS__TIMEOUT_MS", "1000"),
         ("MMC_RATE_LIMIT__PER_SECOND", "0"),
-        // A request cut by a kill may have reached the operator: its retry is
-        // answered 409 until nothing can be in flight (the adapter deadline
-        // plus the operator's answer window; 90 s by default), then resumed.
-        ("MMC_LIMITS__ADAPTER_DEADLINE_MS", "3000"),
-        (
-            "MMC_COMPONENTS__COLLECT__SETTINGS__OPERATOR_ANSWER_WINDOW_MS",
-            "0",
-        ),
+        // The in-flight window stays at its default (90 s): a request cut by
+        // a kill is no longer run by anyone once its process is gone, so its
+        // retry is answered at once (on PostgreSQL, once the dead process's
+        // liveness lease has expired: 5 s), not 409 for the whole window.
     ];
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(5))
@@ -136,15 +132,18 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
     // A last run, left alive, to finish deliveries and reconciliation.
     let server = ServerProcess::start(data.path(), &env);
     // Every request still without an acknowledgement, sent again until it
-    // has one: the kill left each either committed (a replay now, or a 409
-    // while its operator call may still be in flight) or not (created now);
+    // has one: the kill left each either committed (a replay now; a 409 only
+    // while the killed process may count as alive) or not (created now);
     // none is stuck or refused.
     let last: Vec<(String, Value)> = unacknowledged(&attempts)
         .into_iter()
         .map(|a| (a.key.clone(), a.body.clone()))
         .collect();
     let retried = last.len();
-    let until = std::time::Instant::now() + Duration::from_secs(30);
+    // Far less than the in-flight window (90 s): the kill, not a timeout,
+    // ends a cut request.
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    let mut told_to_wait = 0;
     for (k, body) in last {
         let url = format!("{}/api/v1/collect/payments", server.base);
         let (status, payment) = loop {
@@ -154,6 +153,7 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
             if !in_progress || std::time::Instant::now() > until {
                 break (status, payment);
             }
+            told_to_wait += 1;
             tokio::time::sleep(Duration::from_millis(200)).await;
         };
         assert!(
@@ -167,6 +167,12 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
             payment,
         });
     }
+    // Every process that ran them is dead: on SQLite (one process serves the
+    // file) none is still counted as running.
+    assert!(
+        on_postgres() || told_to_wait == 0,
+        "{told_to_wait} retries told to wait for a killed process"
+    );
     let acknowledged: Vec<&Attempt> = attempts
         .iter()
         .filter(|a| matches!(a.status, Some(200 | 201)))
@@ -301,7 +307,7 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
         .collect();
     println!(
         "crash test: {rounds} SIGKILLs; {} requests: {} created (201), {} replayed (200), {} unanswered (killed mid-request), {} other; \
-         {retried} keys sent again after the last kill; {} payments stored, each acknowledged once; \
+         {retried} keys sent again after the last kill ({told_to_wait} times told to wait); {} payments stored, each acknowledged once; \
          {} events expected and all delivered ({} deliveries of {} distinct events)",
         attempts.len(),
         created.len(),
@@ -347,25 +353,8 @@ async fn a_refund_left_pending_by_a_crash_is_polled_after_restart() {
     fake.settle_after(Duration::from_millis(100));
     let data = tempfile::tempdir().unwrap();
     let (_, key) = cli_merchant(data.path(), "Refunds", "live");
-    // Live mtn-bj through the real adapter to the fake; a short in-flight
-    // window so the restarted process asks about the refund soon.
-    let momo = fake.component_config();
-    let table = |m: &std::collections::BTreeMap<String, String>| {
-        m.iter()
-            .map(|(k, v)| format!("{k:?} = {v:?}\n"))
-            .collect::<String>()
-    };
-    let config = format!(
-        "[limits]\nadapter_deadline_ms = 2000\n\n[routing.live]\n\"mtn-bj\" = \"momo\"\n\n\
-         [components.collect.settings]\noperator_answer_window_ms = \"0\"\n\n\
-         [components.momo]\nallowed_hosts = {:?}\n\n[components.momo.settings]\n{}\n\
-         [components.momo.secrets]\n{}",
-        momo.allowed_hosts,
-        table(&momo.settings),
-        table(&momo.secrets)
-    );
-    let config_path = data.path().join("mmc.toml");
-    std::fs::write(&config_path, config).unwrap();
+    // A short in-flight window so the restarted process asks about the refund soon.
+    let config_path = live_mtn_config(data.path(), &fake, 2000, 0);
     let env = [
         ("MMC_CONFIG", config_path.to_str().unwrap()),
         ("MMC_RATE_LIMIT__PER_SECOND", "0"),
@@ -426,6 +415,132 @@ async fn a_refund_left_pending_by_a_crash_is_polled_after_restart() {
     let done = wait_until(|| read(server.base.clone()), "refunded").await;
     assert_eq!(done["status"], "refunded", "{done}");
     assert_eq!(fake.requests("refund").len(), 1, "never sent again");
+}
+
+/// A config file in `dir` that routes live `mtn-bj` through the real `momo`
+/// adapter to `fake`, with the in-flight window given (the adapter deadline
+/// plus the operator's answer window).
+fn live_mtn_config(
+    dir: &std::path::Path,
+    fake: &crate::support::fakes::mtn::FakeMtn,
+    adapter_deadline_ms: u64,
+    answer_window_ms: u64,
+) -> std::path::PathBuf {
+    let momo = fake.component_config();
+    let table = |m: &std::collections::BTreeMap<String, String>| {
+        m.iter()
+            .map(|(k, v)| format!("{k:?} = {v:?}\n"))
+            .collect::<String>()
+    };
+    let config = format!(
+        "[limits]\nadapter_deadline_ms = {adapter_deadline_ms}\n\n\
+         [routing.live]\n\"mtn-bj\" = \"momo\"\n\n\
+         [components.collect.settings]\noperator_answer_window_ms = \"{answer_window_ms}\"\n\n\
+         [components.momo]\nallowed_hosts = {:?}\n\n[components.momo.settings]\n{}\n\
+         [components.momo.secrets]\n{}",
+        momo.allowed_hosts,
+        table(&momo.settings),
+        table(&momo.secrets)
+    );
+    let path = dir.join("mmc.toml");
+    std::fs::write(&path, config).unwrap();
+    path
+}
+
+/// A create SIGKILLed while MTN was still answering it (MTN took the request
+/// to pay): while the process lived, a retry of the Idempotency-Key was told
+/// 409; after the restart the retry is answered at once with the payment as
+/// stored, not 409 for the rest of the in-flight window (here 60 s; on
+/// PostgreSQL once the dead process's liveness lease has expired). Nothing
+/// is sent to MTN again, and MTN is asked about it by our id: it completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_cut_by_a_crash_is_answered_at_once_after_the_restart() {
+    use crate::support::fakes::Fault;
+    use crate::support::fakes::mtn::FakeMtn;
+
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    let data = tempfile::tempdir().unwrap();
+    let (_, key) = cli_merchant(data.path(), "Cut", "live");
+    let config_path = live_mtn_config(data.path(), &fake, 30_000, 30_000);
+    let env = [
+        ("MMC_CONFIG", config_path.to_str().unwrap()),
+        ("MMC_RATE_LIMIT__PER_SECOND", "0"),
+    ];
+    let client = reqwest::Client::new();
+    let idempotency_key = new_key();
+    let body = json!({"reference": "cut-by-a-crash", "amount": 2500, "currency": "XOF",
+                      "country": "BJ", "operator": "mtn-bj",
+                      "customer": {"phone": "+2290166000001"}});
+    let server = ServerProcess::start(data.path(), &env);
+    let url = format!("{}/api/v1/collect/payments", server.base);
+    // MTN takes the request to pay, then takes 30 s to say so: we die meanwhile.
+    fake.inject("requesttopay", Fault::Slow(Duration::from_secs(30)), 1);
+    let first = tokio::spawn({
+        let (client, url, key, idem, body) = (
+            client.clone(),
+            url.clone(),
+            key.clone(),
+            idempotency_key.clone(),
+            body.clone(),
+        );
+        // Its connection dies with the server: no answer is expected.
+        async move {
+            let _ = client
+                .post(&url)
+                .bearer_auth(&key)
+                .header("Idempotency-Key", &idem)
+                .json(&body)
+                .send()
+                .await;
+        }
+    });
+    for _ in 0..100 {
+        if !fake.requests("requesttopay").is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        fake.requests("requesttopay").len(),
+        1,
+        "the request reached MTN"
+    );
+    let (status, busy) = post_json(&client, &url, &key, Some(&idempotency_key), &body).await;
+    assert_eq!(status, 409, "while the first request runs: {busy}");
+    assert_eq!(busy["error"]["code"], "idempotency_request_in_progress");
+    server.kill();
+    first.abort();
+
+    let server = ServerProcess::start(data.path(), &env);
+    let restarted = std::time::Instant::now();
+    let url = format!("{}/api/v1/collect/payments", server.base);
+    let (status, p) = loop {
+        let (status, p) = post_json(&client, &url, &key, Some(&idempotency_key), &body).await;
+        // On PostgreSQL the killed process counts as alive until its
+        // liveness lease expires (5 s); one process serves a SQLite file.
+        if status != 409 || !on_postgres() || restarted.elapsed() > Duration::from_secs(15) {
+            break (status, p);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(
+        status, 200,
+        "the payment as stored, not 409 for the window: {p}"
+    );
+    assert_eq!(p["reference"], "cut-by-a-crash");
+    assert_eq!(p["status"], "pending", "its outcome is not known yet: {p}");
+    let id = p["id"].as_str().unwrap().to_string();
+    let read = || {
+        let (client, key) = (client.clone(), key.clone());
+        let url = format!("{url}/{id}");
+        async move { get_json(&client, &url, &key).await }
+    };
+    let done = wait_until(read, "completed").await;
+    assert_eq!(done["amount"], 2500);
+    assert_eq!(fake.requests("requesttopay").len(), 1, "never sent again");
+    let (status, again) = post_json(&client, &url, &key, Some(&idempotency_key), &body).await;
+    assert_eq!((status, &again["id"]), (200, &json!(id)), "{again}");
 }
 
 /// Reads until the payment's status is `want` (20 s at most); returns the last read.

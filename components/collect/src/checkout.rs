@@ -504,7 +504,7 @@ fn choose(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {
         ..names
     });
     // The intent, persisted before the operator is called.
-    current.initiating_since_ms = Some(now);
+    current.start_initiating(now);
     current.sent_at_ms = Some(now);
     tx.save_payment(&current, current.next_check_ms)?;
     tx.commit()?;

@@ -13,7 +13,7 @@ use crate::mmc::adapter::types::{
     AdapterError, InitiateRequest, Initiated, OperationRef, OtpOutcome, PspStatus,
 };
 use crate::mmc::api::http_types::{Caller, Request, Response};
-use crate::mmc::platform::{clock, config, log, signing, storage};
+use crate::mmc::platform::{clock, config, log, node, signing, storage};
 use crate::store::{self, Failure, Generation, IdemRecord, Payment, Tx};
 use crate::wire::{self, json_response};
 use crate::{API_VERSION, ApiError};
@@ -71,13 +71,23 @@ enum Created {
 
 /// A replayed create whose payment was never sent (its initiation found the
 /// adapter busy) is sent now, under the same id: the intent is marked again
-/// in this transaction, so two retries at once send it once.
+/// in this transaction, so two retries at once send it once. Any other is
+/// replayed as stored (one whose sender died mid-call is scheduled for a poll).
 fn replay_or_resume(tx: &Tx, mut p: Payment, now: u64) -> Result<Created, ApiError> {
     if !(p.unsent && p.status == Status::Pending && !initiation_under_way(&p, now)) {
+        if initiation_under_way(&p, now)
+            && !initiation_running(&p, now)
+            && p.next_check_ms.is_none()
+        {
+            // Its sender stopped before the operator's answer was recorded:
+            // the operator is asked soon, not only at expiry.
+            p.next_check_ms = Some(now + FIRST_CHECK_MS);
+            tx.save_payment(&p, None)?;
+        }
         return Ok(Created::Replay(p));
     }
     p.unsent = false;
-    p.initiating_since_ms = Some(now);
+    p.start_initiating(now);
     p.sent_at_ms = Some(now);
     tx.save_payment(&p, p.next_check_ms)?;
     Ok(Created::Resumed(p))
@@ -167,7 +177,7 @@ pub fn create_payment(
                 let p = tx
                     .payment(env, merchant, &rec.payment_id)?
                     .ok_or_else(|| ApiError::internal("idempotency record without payment"))?;
-                if initiation_under_way(&p, now)
+                if initiation_running(&p, now)
                     || (!rec.done && now.saturating_sub(rec.created_ms) < in_flight_ms())
                 {
                     return Err(ApiError::idempotency(
@@ -228,6 +238,7 @@ pub fn create_payment(
             next_check_ms: None,
             checks: 0,
             initiating_since_ms: None,
+            initiating_on: None,
             sent_at_ms: None,
             unsent: false,
             late_success_from: None,
@@ -242,7 +253,7 @@ pub fn create_payment(
             move_to(tx, &mut p, Status::AwaitingPayment, now)?;
         } else {
             // The intent, persisted before the operator is called.
-            p.initiating_since_ms = Some(now);
+            p.start_initiating(now);
             p.sent_at_ms = Some(now);
         }
         tx.insert_payment(&p)?;
@@ -285,6 +296,17 @@ pub fn in_flight_ms() -> u64 {
 pub fn initiation_under_way(p: &Payment, now: u64) -> bool {
     p.initiating_since_ms
         .is_some_and(|since| now.saturating_sub(since) < in_flight_ms())
+}
+
+/// The request that sends `p` is still being run by us: under way, on a node
+/// that has not stopped. A retry of the create waits for it (409). Once that
+/// node is gone (a crash), nothing of ours runs it any more: the retry gets
+/// the payment as stored, never sent again, and reconciliation asks the
+/// operator about it by our id. Cancel and expiry still wait out the whole
+/// in-flight window (`initiation_under_way`), since the request may still be
+/// on its way to the operator whether we run or not.
+pub fn initiation_running(p: &Payment, now: u64) -> bool {
+    initiation_under_way(p, now) && p.initiating_on.as_deref().is_none_or(node::alive)
 }
 
 /// What an adapter error means for the money (see `mmc_domain::outcome`).
@@ -331,7 +353,7 @@ pub fn initiate(caller: &Caller, p: Payment) -> Result<Payment, ApiError> {
         if p.psp_reference != previous_ref {
             tx.index_psp_reference(&p)?;
         }
-        p.initiating_since_ms = None;
+        p.end_initiating();
         tx.save_payment(&p, previous_check)?;
         Ok(p)
     })?;
@@ -929,7 +951,7 @@ pub fn confirm(caller: &Caller, id: &str, otp: &str) -> Result<Payment, ApiError
                 "A one-time code for this payment is being checked; retry in a moment.",
             ));
         }
-        p.initiating_since_ms = Some(now);
+        p.start_initiating(now);
         tx.save_payment(&p, p.next_check_ms)?;
         Ok(p)
     })?;
@@ -940,7 +962,7 @@ pub fn confirm(caller: &Caller, id: &str, otp: &str) -> Result<Payment, ApiError
         .ok_or_else(|| ApiError::internal("payment vanished"))?;
     let previous_check = p.next_check_ms;
     let now = clock::now_ms();
-    p.initiating_since_ms = None;
+    p.end_initiating();
     if p.status != Status::AwaitingOtp {
         // Moved meanwhile (a callback): money taken is still recorded.
         if let Ok(OtpOutcome::Accepted(PspStatus::Completed)) = answer {

@@ -100,10 +100,16 @@ pub struct Payment {
     /// When a request to pay (or a one-time code) was sent on its way (set
     /// with the pending record, when the customer picks an operator on the
     /// checkout page, or before a confirmation), cleared with the operator's
-    /// answer. Meanwhile a replay of the Idempotency-Key is told to retry, a
-    /// second confirmation and a cancel are refused, and expiry waits.
+    /// answer. Meanwhile a replay of the Idempotency-Key is told to retry
+    /// (while the node running it lives: `initiating_on`), a second
+    /// confirmation and a cancel are refused, and expiry waits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initiating_since_ms: Option<u64>,
+    /// The node (process) that sent it on its way, set and cleared with
+    /// `initiating_since_ms`: once that node has stopped, nothing of ours is
+    /// still running the request (see `payments::initiation_running`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initiating_on: Option<String>,
     /// When a request to pay was first put on its way to the operator (the
     /// intent persisted before the call). Never cleared: from then on the
     /// operator may hold a request under our id, so cancel and expiry ask it.
@@ -122,6 +128,18 @@ pub struct Payment {
 }
 
 impl Payment {
+    /// A request to pay (or a one-time code) goes on its way now, from this node.
+    pub fn start_initiating(&mut self, now: u64) {
+        self.initiating_since_ms = Some(now);
+        self.initiating_on = Some(crate::mmc::platform::node::id());
+    }
+
+    /// The operator's answer to it is recorded (or it never left).
+    pub fn end_initiating(&mut self) {
+        self.initiating_since_ms = None;
+        self.initiating_on = None;
+    }
+
     /// When a request to pay may have reached the operator. Records from before
     /// `sent_at_ms` existed: a direct payment is initiated as it is created.
     pub fn sent_at(&self) -> Option<u64> {

@@ -6,6 +6,7 @@ pub mod cache;
 pub mod clock;
 pub mod config;
 pub mod log;
+pub mod node;
 pub mod outbound_http;
 pub mod payments;
 pub mod router;

@@ -49,6 +49,8 @@ pub struct Services {
     pub clock: Arc<dyn Clock>,
     pub metrics: Arc<Metrics>,
     pub cache: Arc<crate::capabilities::cache::Cache>,
+    /// This process and the liveness of others (the fleet's leases).
+    pub nodes: Arc<dyn crate::capabilities::node::Nodes>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -1,0 +1,38 @@
+//! The `node` capability: which process a call runs on, and whether another
+//! process is still alive. `collect` records the node that sends a request to
+//! pay; a retry of that request finds it in progress only while that node may
+//! still be running it (see `leases`, which keeps the liveness).
+
+use crate::runtime::bindings::host::mmc::platform::node::Host;
+use crate::runtime::state::HostState;
+
+pub trait Nodes: Send + Sync + 'static {
+    /// This process, unique per start.
+    fn id(&self) -> &str;
+    /// False only when `id` is known to have stopped.
+    fn alive(&self, id: &str) -> bool;
+}
+
+/// A process with nobody to share its storage with (the sandbox): every
+/// other id is a process that has stopped.
+pub struct Alone(pub String);
+
+impl Nodes for Alone {
+    fn id(&self) -> &str {
+        &self.0
+    }
+
+    fn alive(&self, id: &str) -> bool {
+        id == self.0
+    }
+}
+
+impl Host for HostState {
+    fn id(&mut self) -> wasmtime::Result<String> {
+        Ok(self.runtime.services.nodes.id().to_string())
+    }
+
+    fn alive(&mut self, id: String) -> wasmtime::Result<bool> {
+        Ok(self.runtime.services.nodes.alive(&id))
+    }
+}
