@@ -441,3 +441,36 @@ async fn idempotent_replays_and_conflicts() {
     assert_eq!(status, 201);
     assert_ne!(b["id"], first["id"]);
 }
+
+/// A reference holding what a URL escapes (a space, `é`, `#`, `?`, `+`) is
+/// found by its escaped form, in both generations; `+` in a path is itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reference_is_found_by_its_url_escaped_form() {
+    let app = spawn_app().await;
+    let (_, key, _) = app.merchant("Shop");
+    let mut body = direct_payment("+2290166000001");
+    body["reference"] = json!("order 1 é#?+");
+    let (status, p) = app.create(&key, &new_key(), &body).await;
+    assert_eq!(status, 201, "{p}");
+    let escaped = "order%201%20%C3%A9%23%3F%2B";
+    let (status, got) = app
+        .get(&key, &format!("/api/v1/collect/payments/{escaped}"))
+        .await;
+    assert_eq!((status, &got["id"]), (200, &p["id"]), "{got}");
+    let (status, got) = app
+        .get(&key, "/api/v1/collect/payments/order%201%20%C3%A9%23%3F+")
+        .await;
+    assert_eq!((status, &got["id"]), (200, &p["id"]), "{got}");
+    let (status, _) = app
+        .get(&key, "/api/v1/collect/payments/order%201%20%C3%A9%23%3F%20")
+        .await;
+    assert_eq!(status, 404, "a space is not a plus");
+    let (status, legacy) = app
+        .get(&key, &format!("/api/v1/collect/mobile-money/{escaped}"))
+        .await;
+    assert_eq!((status, &legacy["id"]), (200, &p["id"]), "{legacy}");
+    let (status, refunds) = app
+        .get(&key, &format!("/api/v1/collect/payments/{escaped}/refunds"))
+        .await;
+    assert_eq!(status, 200, "{refunds}");
+}

@@ -90,7 +90,8 @@ fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, ApiError> {
         };
     }
     let rest = path.strip_prefix("/api/v1/collect").unwrap_or(path);
-    let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    let segments = mmc_domain::http::path_segments(rest);
+    let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
     let method = req.method.as_str();
     if segments == ["openapi.json"] {
         return match method {

@@ -65,7 +65,8 @@ fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, LegacyError
     let rest = path
         .strip_prefix("/api/v1/collect/mobile-money")
         .unwrap_or(path);
-    let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    let segments = mmc_domain::http::path_segments(rest);
+    let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
     match (method, segments.as_slice()) {
         ("POST", []) => initiate(caller, req),
         ("POST", ["confirm"]) => confirm(caller, req),

@@ -88,12 +88,32 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// A query or form value as it was meant: `+` is a space and `%XX` (two hex
 /// digits) the byte it names; anything else is kept as it is.
 pub fn decode_component(s: &str) -> String {
-    let bytes = s.replace('+', " ").into_bytes();
+    decode_path_segment(&s.replace('+', " "))
+}
+
+/// The non-empty segments of a URL path, decoded: a merchant's reference
+/// may hold what a URL escapes (`order 1` arrives as `order%201`).
+pub fn path_segments(path: &str) -> Vec<String> {
+    path.split('/')
+        .filter(|s| !s.is_empty())
+        .map(decode_path_segment)
+        .collect()
+}
+
+/// A path segment as it was meant (a merchant's reference in a URL): `%XX`
+/// (two hex digits) is the byte it names; `+` is itself, unlike in a query.
+pub fn decode_path_segment(s: &str) -> String {
+    if !s.contains('%') {
+        return s.to_string();
+    }
+    let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
         let hex = bytes
             .get(i + 1..i + 3)
+            // from_str_radix would take a sign ("%+1").
+            .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
             .and_then(|h| std::str::from_utf8(h).ok())
             .and_then(|h| u8::from_str_radix(h, 16).ok());
         if let (b'%', Some(b)) = (bytes[i], hex) {
@@ -211,6 +231,12 @@ mod tests {
     fn adapter_helpers() {
         assert_eq!(encode_component("a b/é~-_.Z9"), "a%20b%2F%C3%A9~-_.Z9");
         assert_eq!(decode_component(&encode_component("x&y=z é")), "x&y=z é");
+        assert_eq!(decode_path_segment("order%201+%C3%A9%23%3F"), "order 1+é#?");
+        assert_eq!(
+            decode_path_segment("%+1%zz%4"),
+            "%+1%zz%4",
+            "not escapes: kept"
+        );
         assert_eq!(excerpt("é".repeat(300).as_bytes()).chars().count(), 200);
         assert_eq!(excerpt(b"\xffok"), "\u{fffd}ok");
         assert!(constant_time_eq(b"sig", b"sig"));
