@@ -221,8 +221,13 @@ fn opt_integer(m: &Map<String, Value>, field: &str) -> Result<Option<i64>, ApiEr
 
 /// http(s)://host[...]: https always; plain http only in the test environment.
 /// The documented shape: `https://host[:port][/path][?query]` (plain http
-/// only in the test environment), with a conservative character set.
+/// only in the test environment); the path and query take what RFC 3986
+/// allows there. No user info (credentials in a URL we store and log), no
+/// fragment (never sent), no IP-literal host.
 fn check_url(url: &str, environment: &str) -> Result<(), &'static str> {
+    // RFC 3986 `pchar` less the letters and digits: unreserved, `%` of an
+    // escape, sub-delims, `:` and `@`.
+    const PCHAR: &[u8] = b"-._~%!$&'()*+,;=:@";
     const BAD: &str =
         "callback_url must be an absolute https URL (host, optional port, path and query).";
     let rest = if let Some(r) = url.strip_prefix("https://") {
@@ -249,10 +254,10 @@ fn check_url(url: &str, environment: &str) -> Result<(), &'static str> {
         || ((1..=5).contains(&port.len()) && port.bytes().all(|b| b.is_ascii_digit()));
     let ok_path = path
         .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"._~%/-".contains(&b));
+        .all(|b| b.is_ascii_alphanumeric() || PCHAR.contains(&b) || b == b'/');
     let ok_query = query
         .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"._~%&=+-".contains(&b));
+        .all(|b| b.is_ascii_alphanumeric() || PCHAR.contains(&b) || b"/?".contains(&b));
     if ok_host && ok_port && ok_path && ok_query && url.len() <= 2048 {
         Ok(())
     } else {
@@ -606,6 +611,34 @@ pub fn catalogue_json(ops: &[OperatorInfo], country: Option<Country>) -> Value {
         })
         .collect();
     json!({"object": "list", "data": data})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_url;
+
+    #[test]
+    fn a_callback_url_takes_what_rfc_3986_allows_in_its_path_and_query() {
+        for ok in [
+            "https://shop.example/hooks",
+            "https://shop.example:8443/a/b;v=1/c@d/(x)!*,$'?next=https://x/y?z&a=1+2",
+            "https://shop.example?t=a:b@c",
+        ] {
+            assert_eq!(check_url(ok, "live"), Ok(()), "{ok}");
+        }
+        for bad in [
+            "https://user:pw@shop.example/hooks",
+            "https://shop.example/hooks#frag",
+            "https://[::1]/hooks",
+            "https://shop.example/a b",
+            "https://shop.example/\"x\"",
+            "https://shop.example/<x>",
+            "http://shop.example/hooks",
+        ] {
+            assert!(check_url(bad, "live").is_err(), "{bad}");
+        }
+        assert_eq!(check_url("http://localhost:9/h", "test"), Ok(()));
+    }
 }
 
 #[cfg(test)]
