@@ -230,6 +230,33 @@ async fn refunds_never_exceed_the_payment_and_a_full_refund_refunds_it() {
             .1["status"],
         "refunded"
     );
+    // A refund's event carries the payment as the refund left it (the
+    // contract's envelope: `data.object` is the payment), and the refund;
+    // it is listed under the payment.
+    let (_, events) = app
+        .get(
+            &key,
+            &format!("/api/v1/events?payment={id}&type=collect.refund.completed"),
+        )
+        .await;
+    let data: Vec<&Value> = events["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["data"])
+        .collect();
+    assert_eq!(data.len(), 2, "{events}");
+    let by_amount = |a: u64| *data.iter().find(|d| d["refund"]["amount"] == a).unwrap();
+    let (partial, rest) = (by_amount(500), by_amount(1000));
+    for d in [partial, rest] {
+        assert_eq!(d["object"]["object"], "collect.payment", "{d}");
+        assert_eq!(d["object"]["id"], p["id"]);
+        assert_eq!(d["refund"]["object"], "collect.refund");
+        assert_eq!(d["refund"]["status"], "completed");
+    }
+    assert_eq!(partial["object"]["status"], "completed");
+    assert_eq!(rest["object"]["status"], "refunded");
+    assert_eq!(rest["refund"]["id"], r["id"]);
     let (status, err) = app.post(&key, &refunds, json!({})).await;
     assert_eq!(
         (status, err["error"]["code"].as_str()),
@@ -379,6 +406,8 @@ async fn every_status_change_emits_its_event_and_refunds_replay_under_their_key(
             "collect.payment.processing",
             "collect.payment.completed",
             "collect.payment.refunded",
+            // Filed under its payment, which is its `data.object`.
+            "collect.refund.completed",
         ]
     );
 }

@@ -562,7 +562,7 @@ pub fn emit(tx: &Tx, p: &Payment, event_type: &str) -> Result<(), ApiError> {
             env,
             id,
             url.clone(),
-            &wire::PaymentView::new(p, false),
+            EventData::of(&wire::PaymentView::new(p, false)),
             API_VERSION,
         ),
         Generation::Legacy => match mmc_domain::legacy::event_type(event_type) {
@@ -573,7 +573,7 @@ pub fn emit(tx: &Tx, p: &Payment, event_type: &str) -> Result<(), ApiError> {
                 env,
                 id,
                 url.clone(),
-                &wire::legacy_collection(p, false),
+                EventData::of(&wire::legacy_collection(p, false)),
                 "legacy",
             ),
             None => Ok(()),
@@ -595,9 +595,23 @@ struct Envelope<'a, T: serde::Serialize + ?Sized> {
     event_type: &'a str,
 }
 
+/// `data` of an event: what it is about, as it was when it happened.
 #[derive(serde::Serialize)]
-struct EventData<'a, T: serde::Serialize + ?Sized> {
-    object: &'a T,
+pub struct EventData<'a, T: serde::Serialize + ?Sized> {
+    pub object: &'a T,
+    /// `collect.refund.*`: the refund. Their `object` is the payment, as in
+    /// every current-generation event (the contract's envelope).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refund: Option<&'a Value>,
+}
+
+impl<'a, T: serde::Serialize + ?Sized> EventData<'a, T> {
+    pub fn of(object: &'a T) -> Self {
+        EventData {
+            object,
+            refund: None,
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -608,14 +622,14 @@ pub fn emit_event<T: serde::Serialize + ?Sized>(
     environment: &str,
     subject_id: &str,
     extra_url: Option<String>,
-    object: &T,
+    data: EventData<'_, T>,
     api_version: &str,
 ) -> Result<(), ApiError> {
     let id = format!("evt_{}", crate::ids::new().simple());
     let body = Envelope {
         api_version,
         created: clock::now_ms() / 1000,
-        data: EventData { object },
+        data,
         environment,
         id: &id,
         merchant_id,

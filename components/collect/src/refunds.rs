@@ -10,7 +10,7 @@ use crate::mmc::adapter::types::{AdapterError, OperationRef, PspStatus, RefundRe
 use crate::mmc::api::http_types::{Caller, Request, Response};
 use crate::mmc::platform::{clock, signing};
 use crate::payments::{
-    self, FIRST_CHECK_MS, MAX_CHECK_INTERVAL_MS, adapter_failure, emit_event, move_to,
+    self, EventData, FIRST_CHECK_MS, MAX_CHECK_INTERVAL_MS, adapter_failure, emit_event, move_to,
     operation_ref,
 };
 use crate::store::{self, Failure, Refund, RefundIdem, RefundStatus, Tx};
@@ -318,14 +318,18 @@ pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result
         }
     }
     tx.save_payment(&p, p.next_check_ms)?;
+    // Filed under the payment (`GET /events?payment=`), which is its object.
     emit_event(
         tx,
         event,
         &r.merchant_id,
         &r.environment,
-        &r.id,
+        &p.id,
         p.callback_url.clone(),
-        &refund_json(r),
+        EventData {
+            object: &wire::PaymentView::new(&p, false),
+            refund: Some(&refund_json(r)),
+        },
         API_VERSION,
     )
 }
