@@ -6,6 +6,7 @@
 //! prints a usable URL, starting a private server if need be). No server is a
 //! failure with the reason, never a skip.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -31,12 +32,15 @@ impl TestDatabase {
     /// to do when no server answers.
     pub fn create() -> TestDatabase {
         static SEQ: AtomicU32 = AtomicU32::new(0);
+        static SWEPT: std::sync::Once = std::sync::Once::new();
         let server = server_url();
+        SWEPT.call_once(|| drop_orphans(&server));
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
         let name = format!(
-            "mmc_test_{}_{}_{nanos}",
+            "{}{}_{}_{nanos}",
+            this_boot_prefix(),
             std::process::id(),
             SEQ.fetch_add(1, Ordering::Relaxed)
         );
@@ -62,6 +66,42 @@ impl Drop for TestDatabase {
             &self.server,
             &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
         );
+    }
+}
+
+/// `mmc_test_<boot>_`: the prefix of this machine's test databases since it
+/// booted (a server may be shared by several machines, whose process ids
+/// mean nothing here).
+fn this_boot_prefix() -> String {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let tag: String = boot
+        .chars()
+        .filter(char::is_ascii_hexdigit)
+        .take(8)
+        .collect();
+    format!("mmc_test_{tag}_")
+}
+
+/// Drops the databases a killed test run of this machine left (a run that
+/// ends normally drops its own): named with this boot's prefix, by a process
+/// that no longer exists.
+fn drop_orphans(server: &str) {
+    let prefix = this_boot_prefix();
+    let Ok(names) = list(
+        server,
+        &format!("SELECT datname FROM pg_database WHERE datname LIKE '{prefix}%'"),
+    ) else {
+        return;
+    };
+    for name in names {
+        let pid = name[prefix.len()..].split('_').next().unwrap_or_default();
+        let gone = !pid.is_empty() && !Path::new(&format!("/proc/{pid}")).exists();
+        if gone {
+            let _ = admin(
+                server,
+                &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+            );
+        }
     }
 }
 
