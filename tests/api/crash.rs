@@ -11,9 +11,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tokio::task::JoinHandle;
 
 use crate::process::{ServerProcess, cli, cli_merchant, get_json, post_json};
 use crate::receiver::Receiver;
+use crate::support::fakes::Fault;
+use crate::support::fakes::mtn::FakeMtn;
 use crate::support::*;
 
 struct Attempt {
@@ -340,32 +343,120 @@ fn unacknowledged(attempts: &[Attempt]) -> Vec<&Attempt> {
         .collect()
 }
 
+/// A live merchant whose `mtn-bj` goes through the real `momo` adapter to a
+/// fake MTN (it settles 100 ms after a request), for tests that kill the
+/// server while MTN is answering. The in-flight window is given: the adapter
+/// deadline plus the operator's answer window.
+struct LiveMtn {
+    fake: FakeMtn,
+    data: tempfile::TempDir,
+    key: String,
+    config: std::path::PathBuf,
+}
+
+impl LiveMtn {
+    async fn start(merchant: &str, adapter_deadline_ms: u64, answer_window_ms: u64) -> LiveMtn {
+        let fake = FakeMtn::start().await;
+        fake.settle_after(Duration::from_millis(100));
+        let data = tempfile::tempdir().unwrap();
+        let (_, key) = cli_merchant(data.path(), merchant, "live");
+        let momo = fake.component_config();
+        let table = |m: &std::collections::BTreeMap<String, String>| {
+            m.iter()
+                .map(|(k, v)| format!("{k:?} = {v:?}\n"))
+                .collect::<String>()
+        };
+        let config = data.path().join("mmc.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[limits]\nadapter_deadline_ms = {adapter_deadline_ms}\n\n\
+                 [routing.live]\n\"mtn-bj\" = \"momo\"\n\n\
+                 [components.collect.settings]\noperator_answer_window_ms = \"{answer_window_ms}\"\n\n\
+                 [components.momo]\nallowed_hosts = {:?}\n\n[components.momo.settings]\n{}\n\
+                 [components.momo.secrets]\n{}",
+                momo.allowed_hosts,
+                table(&momo.settings),
+                table(&momo.secrets)
+            ),
+        )
+        .unwrap();
+        LiveMtn {
+            fake,
+            data,
+            key,
+            config,
+        }
+    }
+
+    /// `mmc serve` on this set-up (again after a kill: the same storage).
+    fn serve(&self) -> ServerProcess {
+        let env = [
+            ("MMC_CONFIG", self.config.to_str().unwrap()),
+            ("MMC_RATE_LIMIT__PER_SECOND", "0"),
+        ];
+        ServerProcess::start(self.data.path(), &env)
+    }
+
+    /// A POST the kill will cut: sent in a task of its own, no answer expected.
+    fn cut_post(
+        &self,
+        url: String,
+        idempotency_key: Option<String>,
+        body: Value,
+    ) -> JoinHandle<()> {
+        let key = self.key.clone();
+        tokio::spawn(async move {
+            let mut req = reqwest::Client::new()
+                .post(&url)
+                .bearer_auth(&key)
+                .json(&body);
+            if let Some(k) = idempotency_key {
+                req = req.header("Idempotency-Key", k);
+            }
+            let _ = req.send().await;
+        })
+    }
+
+    /// Waits (5 s at most) until MTN has received the request at `endpoint`.
+    async fn until_mtn_has(&self, endpoint: &str) {
+        for _ in 0..100 {
+            if !self.fake.requests(endpoint).is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(
+            self.fake.requests(endpoint).len(),
+            1,
+            "{endpoint} reached MTN"
+        );
+    }
+
+    /// Reads payment `id` through `server` until its status is `want`.
+    async fn until_status(&self, server: &ServerProcess, id: &str, want: &str) -> Value {
+        let (client, url) = (
+            reqwest::Client::new(),
+            format!("{}/api/v1/collect/payments/{id}", server.base),
+        );
+        wait_until(|| get_json(&client, &url, &self.key), want).await
+    }
+}
+
 /// A refund stored `pending` whose operator answer never came back (the
 /// process was SIGKILLed while MTN was answering) is asked about after the
 /// restart, and its reserved amount settles: the payment ends `refunded`,
 /// with one refund at MTN.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refund_left_pending_by_a_crash_is_polled_after_restart() {
-    use crate::support::fakes::Fault;
-    use crate::support::fakes::mtn::FakeMtn;
-
-    let fake = FakeMtn::start().await;
-    fake.settle_after(Duration::from_millis(100));
-    let data = tempfile::tempdir().unwrap();
-    let (_, key) = cli_merchant(data.path(), "Refunds", "live");
     // A short in-flight window so the restarted process asks about the refund soon.
-    let config_path = live_mtn_config(data.path(), &fake, 2000, 0);
-    let env = [
-        ("MMC_CONFIG", config_path.to_str().unwrap()),
-        ("MMC_RATE_LIMIT__PER_SECOND", "0"),
-    ];
+    let mtn = LiveMtn::start("Refunds", 2000, 0).await;
     let client = reqwest::Client::new();
-    let server = ServerProcess::start(data.path(), &env);
-    let base = server.base.clone();
+    let server = mtn.serve();
     let (status, p) = post_json(
         &client,
-        &format!("{base}/api/v1/collect/payments"),
-        &key,
+        &format!("{}/api/v1/collect/payments", server.base),
+        &mtn.key,
         Some(&new_key()),
         &json!({"reference": "crash-refund", "amount": 1500, "currency": "XOF", "country": "BJ",
                 "operator": "mtn-bj", "customer": {"phone": "+2290166000001"}}),
@@ -373,78 +464,24 @@ async fn a_refund_left_pending_by_a_crash_is_polled_after_restart() {
     .await;
     assert_eq!(status, 201, "{p}");
     let id = p["id"].as_str().unwrap().to_string();
-    let read = |base: String| {
-        let (client, key, id) = (client.clone(), key.clone(), id.clone());
-        async move {
-            get_json(
-                &client,
-                &format!("{base}/api/v1/collect/payments/{id}"),
-                &key,
-            )
-            .await
-        }
-    };
-    wait_until(|| read(base.clone()), "completed").await;
+    mtn.until_status(&server, &id, "completed").await;
 
     // MTN records the refund, then takes 30 s to say so: we die meanwhile.
-    fake.inject("refund", Fault::Slow(Duration::from_secs(30)), 1);
-    let refund_url = format!("{base}/api/v1/collect/payments/{id}/refunds");
-    let refund = tokio::spawn({
-        let (client, key) = (client.clone(), key.clone());
-        // Its connection dies with the server: no answer is expected.
-        async move {
-            let _ = client
-                .post(&refund_url)
-                .bearer_auth(&key)
-                .json(&json!({}))
-                .send()
-                .await;
-        }
-    });
-    for _ in 0..100 {
-        if !fake.requests("refund").is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(fake.requests("refund").len(), 1, "the refund reached MTN");
+    mtn.fake
+        .inject("refund", Fault::Slow(Duration::from_secs(30)), 1);
+    let refund = mtn.cut_post(
+        format!("{}/api/v1/collect/payments/{id}/refunds", server.base),
+        None,
+        json!({}),
+    );
+    mtn.until_mtn_has("refund").await;
     server.kill();
     refund.abort();
 
-    let server = ServerProcess::start(data.path(), &env);
-    let done = wait_until(|| read(server.base.clone()), "refunded").await;
+    let server = mtn.serve();
+    let done = mtn.until_status(&server, &id, "refunded").await;
     assert_eq!(done["status"], "refunded", "{done}");
-    assert_eq!(fake.requests("refund").len(), 1, "never sent again");
-}
-
-/// A config file in `dir` that routes live `mtn-bj` through the real `momo`
-/// adapter to `fake`, with the in-flight window given (the adapter deadline
-/// plus the operator's answer window).
-fn live_mtn_config(
-    dir: &std::path::Path,
-    fake: &crate::support::fakes::mtn::FakeMtn,
-    adapter_deadline_ms: u64,
-    answer_window_ms: u64,
-) -> std::path::PathBuf {
-    let momo = fake.component_config();
-    let table = |m: &std::collections::BTreeMap<String, String>| {
-        m.iter()
-            .map(|(k, v)| format!("{k:?} = {v:?}\n"))
-            .collect::<String>()
-    };
-    let config = format!(
-        "[limits]\nadapter_deadline_ms = {adapter_deadline_ms}\n\n\
-         [routing.live]\n\"mtn-bj\" = \"momo\"\n\n\
-         [components.collect.settings]\noperator_answer_window_ms = \"{answer_window_ms}\"\n\n\
-         [components.momo]\nallowed_hosts = {:?}\n\n[components.momo.settings]\n{}\n\
-         [components.momo.secrets]\n{}",
-        momo.allowed_hosts,
-        table(&momo.settings),
-        table(&momo.secrets)
-    );
-    let path = dir.join("mmc.toml");
-    std::fs::write(&path, config).unwrap();
-    path
+    assert_eq!(mtn.fake.requests("refund").len(), 1, "never sent again");
 }
 
 /// A create SIGKILLed while MTN was still answering it (MTN took the request
@@ -455,68 +492,31 @@ fn live_mtn_config(
 /// is sent to MTN again, and MTN is asked about it by our id: it completes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_create_cut_by_a_crash_is_answered_at_once_after_the_restart() {
-    use crate::support::fakes::Fault;
-    use crate::support::fakes::mtn::FakeMtn;
-
-    let fake = FakeMtn::start().await;
-    fake.settle_after(Duration::from_millis(100));
-    let data = tempfile::tempdir().unwrap();
-    let (_, key) = cli_merchant(data.path(), "Cut", "live");
-    let config_path = live_mtn_config(data.path(), &fake, 30_000, 30_000);
-    let env = [
-        ("MMC_CONFIG", config_path.to_str().unwrap()),
-        ("MMC_RATE_LIMIT__PER_SECOND", "0"),
-    ];
+    let mtn = LiveMtn::start("Cut", 30_000, 30_000).await;
     let client = reqwest::Client::new();
+    let key = &mtn.key;
     let idempotency_key = new_key();
     let body = json!({"reference": "cut-by-a-crash", "amount": 2500, "currency": "XOF",
                       "country": "BJ", "operator": "mtn-bj",
                       "customer": {"phone": "+2290166000001"}});
-    let server = ServerProcess::start(data.path(), &env);
+    let server = mtn.serve();
     let url = format!("{}/api/v1/collect/payments", server.base);
     // MTN takes the request to pay, then takes 30 s to say so: we die meanwhile.
-    fake.inject("requesttopay", Fault::Slow(Duration::from_secs(30)), 1);
-    let first = tokio::spawn({
-        let (client, url, key, idem, body) = (
-            client.clone(),
-            url.clone(),
-            key.clone(),
-            idempotency_key.clone(),
-            body.clone(),
-        );
-        // Its connection dies with the server: no answer is expected.
-        async move {
-            let _ = client
-                .post(&url)
-                .bearer_auth(&key)
-                .header("Idempotency-Key", &idem)
-                .json(&body)
-                .send()
-                .await;
-        }
-    });
-    for _ in 0..100 {
-        if !fake.requests("requesttopay").is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(
-        fake.requests("requesttopay").len(),
-        1,
-        "the request reached MTN"
-    );
-    let (status, busy) = post_json(&client, &url, &key, Some(&idempotency_key), &body).await;
+    mtn.fake
+        .inject("requesttopay", Fault::Slow(Duration::from_secs(30)), 1);
+    let first = mtn.cut_post(url.clone(), Some(idempotency_key.clone()), body.clone());
+    mtn.until_mtn_has("requesttopay").await;
+    let (status, busy) = post_json(&client, &url, key, Some(&idempotency_key), &body).await;
     assert_eq!(status, 409, "while the first request runs: {busy}");
     assert_eq!(busy["error"]["code"], "idempotency_request_in_progress");
     server.kill();
     first.abort();
 
-    let server = ServerProcess::start(data.path(), &env);
+    let server = mtn.serve();
     let restarted = std::time::Instant::now();
     let url = format!("{}/api/v1/collect/payments", server.base);
     let (status, p) = loop {
-        let (status, p) = post_json(&client, &url, &key, Some(&idempotency_key), &body).await;
+        let (status, p) = post_json(&client, &url, key, Some(&idempotency_key), &body).await;
         // On PostgreSQL the killed process counts as alive until its
         // liveness lease expires (5 s); one process serves a SQLite file.
         if status != 409 || !on_postgres() || restarted.elapsed() > Duration::from_secs(15) {
@@ -531,15 +531,14 @@ async fn a_create_cut_by_a_crash_is_answered_at_once_after_the_restart() {
     assert_eq!(p["reference"], "cut-by-a-crash");
     assert_eq!(p["status"], "pending", "its outcome is not known yet: {p}");
     let id = p["id"].as_str().unwrap().to_string();
-    let read = || {
-        let (client, key) = (client.clone(), key.clone());
-        let url = format!("{url}/{id}");
-        async move { get_json(&client, &url, &key).await }
-    };
-    let done = wait_until(read, "completed").await;
+    let done = mtn.until_status(&server, &id, "completed").await;
     assert_eq!(done["amount"], 2500);
-    assert_eq!(fake.requests("requesttopay").len(), 1, "never sent again");
-    let (status, again) = post_json(&client, &url, &key, Some(&idempotency_key), &body).await;
+    assert_eq!(
+        mtn.fake.requests("requesttopay").len(),
+        1,
+        "never sent again"
+    );
+    let (status, again) = post_json(&client, &url, key, Some(&idempotency_key), &body).await;
     assert_eq!((status, &again["id"]), (200, &json!(id)), "{again}");
 }
 
