@@ -11,12 +11,14 @@
 //! still that every state change is checked against what is stored
 //! (`apply`), so a second runner finds the work done.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use mmc_storage::sql_params;
 use uuid::Uuid;
 
+use crate::capabilities::node::Nodes;
 use crate::db::{SqlDb, StorageError};
 
 /// How long a lease lasts without renewal: the bound on a dead holder's
@@ -32,6 +34,9 @@ pub struct Leases {
     alone: bool,
     /// This process, in every lease it holds.
     pub holder: String,
+    /// The nodes whose heartbeat lease was live at this node's last
+    /// heartbeat: what [`Nodes::alive`] answers from, without a query.
+    live: parking_lot::RwLock<HashSet<String>>,
 }
 
 impl Leases {
@@ -58,6 +63,7 @@ impl Leases {
                 std::process::id(),
                 &Uuid::new_v4().simple().to_string()[..8]
             ),
+            live: Default::default(),
         })
     }
 
@@ -97,24 +103,29 @@ impl Leases {
         })
     }
 
-    /// Says this node is alive (a lease of its own) and counts the live
-    /// nodes, itself included: what a fleet-wide limit is shared by.
+    /// Says this node is alive (a lease of its own), and learns which nodes
+    /// are: their count, itself included, is what a fleet-wide limit is
+    /// shared by; the set is what [`Nodes::alive`] answers from.
     pub fn heartbeat(&self) -> Result<u32, StorageError> {
         if self.alone {
             return Ok(1);
         }
         self.acquire(&format!("node:{}", self.holder))?;
         let now = self.db.now_ms_sql();
-        let n = self.db.read(|c| {
-            c.query_one(
+        let live = self.db.read(|c| {
+            c.query(
                 &format!(
-                    "SELECT COUNT(*) FROM leases WHERE name LIKE 'node:%' AND expires_ms >= {now}"
+                    "SELECT holder FROM leases WHERE name LIKE 'node:%' AND expires_ms >= {now}"
                 ),
                 &[],
             )?
-            .int(0)
+            .iter()
+            .map(|r| r.text(0))
+            .collect::<Result<HashSet<String>, _>>()
         })?;
-        Ok(n.max(1) as u32)
+        let n = live.len().max(1) as u32;
+        *self.live.write() = live;
+        Ok(n)
     }
 
     /// Who holds `name` now, if anyone (for tests and diagnostics).
@@ -131,29 +142,18 @@ impl Leases {
     }
 }
 
-/// A node is alive while its heartbeat lease (`node:<holder>`) has not
-/// expired. On SQLite one process serves the file, so any other holder is a
-/// process that has stopped (a crash, a kill, a restart).
-impl crate::capabilities::node::Nodes for Leases {
+/// A node counts as alive while its heartbeat lease (`node:<holder>`) was
+/// live at this node's last heartbeat (at most [`RENEW_EVERY`] ago): no query
+/// per question, so it may be asked inside a transaction. On SQLite one
+/// process serves the file, so any other holder has stopped (a crash, a kill,
+/// a restart).
+impl Nodes for Leases {
     fn id(&self) -> &str {
         &self.holder
     }
 
     fn alive(&self, id: &str) -> bool {
-        if id == self.holder {
-            return true;
-        }
-        if self.alone {
-            return false;
-        }
-        match self.holder_of(&format!("node:{id}")) {
-            Ok(holder) => holder.is_some(),
-            Err(e) => {
-                // Unknown is not dead: the caller keeps waiting as before.
-                tracing::warn!(error = %e, node = id, "node liveness not read");
-                true
-            }
-        }
+        id == self.holder || (!self.alone && self.live.read().contains(id))
     }
 }
 
@@ -184,7 +184,6 @@ mod tests {
 
     #[test]
     fn a_node_is_alive_while_its_heartbeat_lease_lasts() {
-        use crate::capabilities::node::Nodes;
         let dir = tempfile::tempdir().unwrap();
         let db = SqlDb::new(Arc::new(
             crate::db::Sqlite::open(&dir.path().join("l.db")).unwrap(),
@@ -193,8 +192,10 @@ mod tests {
         assert!(a.alive(&a.holder), "itself, before any heartbeat");
         assert!(!a.alive(&b.holder), "no heartbeat yet");
         b.heartbeat().unwrap();
+        assert!(!a.alive(&b.holder), "a has not looked since");
+        assert_eq!(a.heartbeat().unwrap(), 2);
         assert!(a.alive(&b.holder));
-        // b's lease runs out (it stopped renewing): b is gone.
+        // b's lease runs out (it stopped renewing): at a's next heartbeat, b is gone.
         db.write(|tx| {
             tx.execute(
                 "UPDATE leases SET expires_ms = 0 WHERE holder = ?1",
@@ -202,6 +203,8 @@ mod tests {
             )
         })
         .unwrap();
+        assert!(a.alive(&b.holder), "until a looks again");
+        assert_eq!(a.heartbeat().unwrap(), 1);
         assert!(!a.alive(&b.holder));
         // Alone on a SQLite file: any other process has stopped.
         let alone = Leases::new(db);

@@ -98,7 +98,7 @@ impl Sandbox {
             clock: clock.clone(),
             metrics: Arc::new(Metrics::default()),
             cache: Arc::default(),
-            nodes: Arc::new(crate::capabilities::node::Alone("sandbox".into())),
+            nodes: Arc::new(crate::capabilities::node::Alone::new("sandbox")),
         };
         let runtime = Runtime::new(config, services)?;
         Ok(Sandbox {

@@ -52,7 +52,7 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
         // The in-flight window stays at its default (90 s): a request cut by
         // a kill is no longer run by anyone once its process is gone, so its
         // retry is answered at once (on PostgreSQL, once the dead process's
-        // liveness lease has expired: 5 s), not 409 for the whole window.
+        // liveness lease has expired: 5 s, and the next heartbeat), not 409 for the whole window.
     ];
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(5))
@@ -518,7 +518,7 @@ async fn a_create_cut_by_a_crash_is_answered_at_once_after_the_restart() {
     let (status, p) = loop {
         let (status, p) = post_json(&client, &url, key, Some(&idempotency_key), &body).await;
         // On PostgreSQL the killed process counts as alive until its
-        // liveness lease expires (5 s); one process serves a SQLite file.
+        // liveness lease expires (5 s, then a heartbeat); one process serves a SQLite file.
         if status != 409 || !on_postgres() || restarted.elapsed() > Duration::from_secs(15) {
             break (status, p);
         }

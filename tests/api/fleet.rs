@@ -451,7 +451,7 @@ async fn ten_sigkills_of_one_node_lose_nothing_while_the_others_serve() {
     // A request cut by a kill is "possibly in flight" for the adapter's
     // deadline plus the operator's answer window (90 s, left at its default),
     // but no longer running once its node counts as dead (its liveness
-    // lease, 5 s): a retry on a live node is told to wait only until then.
+    // lease, 5 s, then a heartbeat): a retry on a live node is told to wait only until then.
     let mut fleet = Fleet::start(3, &[]);
     let (merchant, key, _) = fleet.merchant();
     fleet.cli(&[

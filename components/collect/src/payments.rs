@@ -74,11 +74,9 @@ enum Created {
 /// in this transaction, so two retries at once send it once. Any other is
 /// replayed as stored (one whose sender died mid-call is scheduled for a poll).
 fn replay_or_resume(tx: &Tx, mut p: Payment, now: u64) -> Result<Created, ApiError> {
-    if !(p.unsent && p.status == Status::Pending && !initiation_under_way(&p, now)) {
-        if initiation_under_way(&p, now)
-            && !initiation_running(&p, now)
-            && p.next_check_ms.is_none()
-        {
+    let under_way = initiation_under_way(&p, now);
+    if !(p.unsent && p.status == Status::Pending && !under_way) {
+        if under_way && !sender_alive(&p) && p.next_check_ms.is_none() {
             // Its sender stopped before the operator's answer was recorded:
             // the operator is asked soon, not only at expiry.
             p.next_check_ms = Some(now + FIRST_CHECK_MS);
@@ -306,7 +304,13 @@ pub fn initiation_under_way(p: &Payment, now: u64) -> bool {
 /// in-flight window (`initiation_under_way`), since the request may still be
 /// on its way to the operator whether we run or not.
 pub fn initiation_running(p: &Payment, now: u64) -> bool {
-    initiation_under_way(p, now) && p.initiating_on.as_deref().is_none_or(node::alive)
+    initiation_under_way(p, now) && sender_alive(p)
+}
+
+/// The node that put `p`'s request on its way has not stopped (a record
+/// from before `initiating_on` is assumed to have a live sender).
+fn sender_alive(p: &Payment) -> bool {
+    p.initiating_on.as_deref().is_none_or(node::alive)
 }
 
 /// What an adapter error means for the money (see `mmc_domain::outcome`).

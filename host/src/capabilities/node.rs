@@ -9,13 +9,20 @@ use crate::runtime::state::HostState;
 pub trait Nodes: Send + Sync + 'static {
     /// This process, unique per start.
     fn id(&self) -> &str;
-    /// False only when `id` is known to have stopped.
+    /// False when `id` is presumed stopped (see the WIT `node.alive`).
     fn alive(&self, id: &str) -> bool;
 }
 
 /// A process with nobody to share its storage with (the sandbox): every
 /// other id is a process that has stopped.
-pub struct Alone(pub String);
+pub struct Alone(String);
+
+impl Alone {
+    /// A new id, as for a process start.
+    pub fn new(name: &str) -> Alone {
+        Alone(format!("{name}:{}", uuid::Uuid::new_v4().simple()))
+    }
+}
 
 impl Nodes for Alone {
     fn id(&self) -> &str {
