@@ -91,7 +91,7 @@ fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, ApiError> {
     }
     let rest = path.strip_prefix("/api/v1/collect").unwrap_or(path);
     let segments = mmc_domain::http::path_segments(rest);
-    let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+    let segments: Vec<&str> = segments.iter().map(|s| s.as_ref()).collect();
     let method = req.method.as_str();
     if segments == ["openapi.json"] {
         return match method {

@@ -66,7 +66,7 @@ fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, LegacyError
         .strip_prefix("/api/v1/collect/mobile-money")
         .unwrap_or(path);
     let segments = mmc_domain::http::path_segments(rest);
-    let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+    let segments: Vec<&str> = segments.iter().map(|s| s.as_ref()).collect();
     match (method, segments.as_slice()) {
         ("POST", []) => initiate(caller, req),
         ("POST", ["confirm"]) => confirm(caller, req),

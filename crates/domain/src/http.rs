@@ -3,6 +3,8 @@
 //! requests in the API components, and in the operator adapters escaping a
 //! query value, comparing a signature and quoting an answer in an error.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 /// A header by case-insensitive name.
@@ -93,19 +95,19 @@ pub fn decode_component(s: &str) -> String {
 
 /// The non-empty segments of a URL path, decoded: a merchant's reference
 /// may hold what a URL escapes (`order 1` arrives as `order%201`).
-pub fn path_segments(path: &str) -> Vec<String> {
+pub fn path_segments(path: &str) -> Vec<Cow<'_, str>> {
     path.split('/')
         .filter(|s| !s.is_empty())
-        .map(decode_path_segment)
+        .map(|s| match s.contains('%') {
+            true => Cow::Owned(decode_path_segment(s)),
+            false => Cow::Borrowed(s),
+        })
         .collect()
 }
 
 /// A path segment as it was meant (a merchant's reference in a URL): `%XX`
 /// (two hex digits) is the byte it names; `+` is itself, unlike in a query.
 pub fn decode_path_segment(s: &str) -> String {
-    if !s.contains('%') {
-        return s.to_string();
-    }
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
