@@ -40,7 +40,7 @@ impl TestDatabase {
             .map_or(0, |d| d.subsec_nanos());
         let name = format!(
             "{}{}_{}_{nanos}",
-            this_boot_prefix(),
+            local_prefix(),
             std::process::id(),
             SEQ.fetch_add(1, Ordering::Relaxed)
         );
@@ -69,40 +69,30 @@ impl Drop for TestDatabase {
     }
 }
 
-/// `mmc_test_<boot>_`: the prefix of this machine's test databases since it
-/// booted (a server may be shared by several machines, whose process ids
-/// mean nothing here).
-fn this_boot_prefix() -> String {
+/// `mmc_test_<tag>_`: the prefix of the test databases of the processes
+/// this one can see. The tag hashes the boot id and the pid namespace, so
+/// containers on one kernel, or machines sharing a server, never take each
+/// other's process ids for their own.
+fn local_prefix() -> String {
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    let tag: String = boot
-        .chars()
-        .filter(char::is_ascii_hexdigit)
-        .take(8)
-        .collect();
-    format!("mmc_test_{tag}_")
+    let pid_ns = std::fs::read_link("/proc/self/ns/pid").unwrap_or_default();
+    // FNV-1a: stable across builds, unlike std's hasher.
+    let tag = format!("{}{}", boot.trim(), pid_ns.display())
+        .bytes()
+        .fold(0x811c_9dc5_u32, |h, b| {
+            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+        });
+    format!("mmc_test_{tag:08x}_")
 }
 
-/// Drops the databases a killed test run of this machine left (a run that
-/// ends normally drops its own): named with this boot's prefix, by a process
-/// that no longer exists.
+/// Drops the databases a killed test run left (a run that ends normally
+/// drops its own): named with this prefix, by a process that no longer exists.
 fn drop_orphans(server: &str) {
-    let prefix = this_boot_prefix();
-    let Ok(names) = list(
-        server,
-        &format!("SELECT datname FROM pg_database WHERE datname LIKE '{prefix}%'"),
-    ) else {
-        return;
-    };
-    for name in names {
+    let prefix = local_prefix();
+    drop_databases_where(server, &prefix, |name| {
         let pid = name[prefix.len()..].split('_').next().unwrap_or_default();
-        let gone = !pid.is_empty() && !Path::new(&format!("/proc/{pid}")).exists();
-        if gone {
-            let _ = admin(
-                server,
-                &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
-            );
-        }
-    }
+        !pid.is_empty() && !Path::new(&format!("/proc/{pid}")).exists()
+    });
 }
 
 /// The URL of database `name` on [`server_url`], created if missing (kept:
@@ -133,17 +123,21 @@ pub fn named_database(name: &str) -> String {
 /// Drops every database whose name starts with `prefix` (what an earlier
 /// run's [`named_database`]s left).
 pub fn drop_databases_like(prefix: &str) {
-    let server = server_url();
-    let names = match list(
-        &server,
-        &format!("SELECT datname FROM pg_database WHERE datname LIKE '{prefix}%'"),
-    ) {
-        Ok(n) => n,
-        Err(_) => return,
+    drop_databases_where(&server_url(), prefix, |_| true);
+}
+
+/// Drops the databases named `prefix…` that `doomed` picks. `prefix` is
+/// letters, digits and `_` (compared as text: `_` is no wildcard here).
+fn drop_databases_where(server: &str, prefix: &str, doomed: impl Fn(&str) -> bool) {
+    let Ok(names) = list(
+        server,
+        &format!("SELECT datname FROM pg_database WHERE starts_with(datname, '{prefix}')"),
+    ) else {
+        return;
     };
-    for name in names {
+    for name in names.iter().filter(|n| doomed(n)) {
         let _ = admin(
-            &server,
+            server,
             &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
         );
     }
