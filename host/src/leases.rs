@@ -161,12 +161,18 @@ impl Nodes for Leases {
 mod tests {
     use super::*;
 
-    #[test]
-    fn one_holder_at_a_time_until_released() {
+    /// A SQLite database in a directory of its own (kept while the guard lives).
+    fn sqlite() -> (tempfile::TempDir, SqlDb) {
         let dir = tempfile::tempdir().unwrap();
         let db = SqlDb::new(Arc::new(
             crate::db::Sqlite::open(&dir.path().join("l.db")).unwrap(),
         ));
+        (dir, db)
+    }
+
+    #[test]
+    fn one_holder_at_a_time_until_released() {
+        let (_dir, db) = sqlite();
         // The table's rules (on SQLite a process's leases never touch it).
         let (a, b) = (Leases::shared(db.clone()), Leases::shared(db.clone()));
         assert!(Leases::new(db).acquire("job").unwrap());
@@ -184,10 +190,7 @@ mod tests {
 
     #[test]
     fn a_node_is_alive_while_its_heartbeat_lease_lasts() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = SqlDb::new(Arc::new(
-            crate::db::Sqlite::open(&dir.path().join("l.db")).unwrap(),
-        ));
+        let (_dir, db) = sqlite();
         let (a, b) = (Leases::shared(db.clone()), Leases::shared(db.clone()));
         assert!(a.alive(&a.holder), "itself, before any heartbeat");
         assert!(!a.alive(&b.holder), "no heartbeat yet");
