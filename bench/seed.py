@@ -8,7 +8,9 @@ T0 + 10 ms * i with a UUIDv7 id of that time, as collect makes them, so the
 payments table is in creation order and created[gte|lt] ranges work. Every
 tenth payment failed, the rest completed; each has its `listing` entry (the
 index of the list's status/operator/country filters), and the index is
-marked complete as the collect job marks it after a backfill."""
+marked complete as the collect job marks it after a backfill. Records are
+written as JSON, the form versions before the binary one wrote, which collect
+still reads (crates/domain/src/record.rs)."""
 import json, os, sqlite3, sys
 
 T0_MS = 1780272000000

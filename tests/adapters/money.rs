@@ -221,13 +221,13 @@ fn move_deadline(app: &TestApp, id: &str, expires_at_ms: u64) {
         .expect("the payment is in the expiry index");
     let record_key = old_key[14..].to_string(); // after "<13 digits>/"
     let mut tx = storage.begin("collect").unwrap();
-    let mut record: Value =
-        serde_json::from_slice(&tx.get("payments", &record_key).unwrap().unwrap()).unwrap();
-    record["expires_at_ms"] = json!(expires_at_ms);
+    let stored = tx.get("payments", &record_key).unwrap().unwrap();
+    let mut record = mmc_domain::record::decode(&stored).unwrap();
+    record.expires_at_ms = expires_at_ms;
     tx.put(
         "payments",
         &record_key,
-        &serde_json::to_vec(&record).unwrap(),
+        &mmc_domain::record::encode(&record),
     )
     .unwrap();
     tx.delete("expiry", old_key).unwrap();

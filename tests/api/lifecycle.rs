@@ -319,13 +319,13 @@ async fn unfinished_payments_expire_and_the_deadline_survives_a_restart() {
         tx.put("expiry", &format!("0000000000001{}", &k[13..]), v)
             .unwrap();
         let record_key = k[14..].to_string(); // env/merchant/id after "<13 digits>/"
-        let mut record: Value =
-            serde_json::from_slice(&tx.get("payments", &record_key).unwrap().unwrap()).unwrap();
-        record["expires_at_ms"] = json!(1);
+        let stored = tx.get("payments", &record_key).unwrap().unwrap();
+        let mut record = mmc_domain::record::decode(&stored).unwrap();
+        record.expires_at_ms = 1;
         tx.put(
             "payments",
             &record_key,
-            &serde_json::to_vec(&record).unwrap(),
+            &mmc_domain::record::encode(&record),
         )
         .unwrap();
         tx.commit().unwrap();
@@ -452,10 +452,9 @@ async fn a_reconciled_payment_leaves_no_entry_to_poll_even_from_a_stale_index() 
     assert_eq!(entries(&agreed), Vec::<String>::new(), "its entry gone");
 }
 
-/// A record written by another version (here the same payment encoded with
-/// whitespace: what an upgrade's older or newer encoder may write) is
-/// reconciled through a prepared transaction checked against the bytes as
-/// stored. Checked against this version's encoding of it, it was refused and
+/// A record written by another version (here the same payment as pretty
+/// JSON, the form of the versions before the binary one) is reconciled
+/// through a prepared transaction checked against the bytes as stored. Checked against this version's encoding of it, it was refused and
 /// the round decided again in an interactive transaction holding the writer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_record_another_version_wrote_is_reconciled_without_holding_the_writer() {
@@ -473,7 +472,7 @@ async fn a_record_another_version_wrote_is_reconciled_without_holding_the_writer
         .into_iter()
         .find(|(k, _)| k.ends_with(&id))
         .expect("the payment's record");
-    let pretty = serde_json::to_vec_pretty(&serde_json::from_slice::<Value>(&v).unwrap()).unwrap();
+    let pretty = serde_json::to_vec_pretty(&mmc_domain::record::decode(&v).unwrap()).unwrap();
     assert_ne!(pretty, v);
     tx.put("payments", &k, &pretty).unwrap();
     tx.commit().unwrap();

@@ -504,7 +504,7 @@ fn choose(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {
         ..names
     });
     // The intent, persisted before the operator is called.
-    current.start_initiating(now);
+    current.start_initiating(now, crate::mmc::platform::node::id());
     current.sent_at_ms = Some(now);
     tx.save_payment(&current, current.next_check_ms)?;
     tx.commit()?;

@@ -210,12 +210,12 @@ fn index_some(limit: u32) -> Result<u32, crate::ApiError> {
     let limit = limit.min(1000); // the storage's largest scan
     let rows = tx.scan("payments", &start, "", limit)?;
     for row in &rows {
-        match serde_json::from_slice::<store::Listed>(&row.value) {
-            Ok(listed) => tx.put("listing", &store::listing_key(&listed), b"")?,
+        match store::decode_payment(&row.value) {
+            Ok(p) => tx.put("listing", &store::listing_key(&store::Listed::of(&p)), b"")?,
             // Said, and passed over: one bad record must not stop the index.
             Err(e) => log::log(
                 log::Level::Error,
-                &format!("listing backfill: {} is not a payment record: {e}", row.key),
+                &format!("listing backfill: {}: {}", row.key, e.message),
             ),
         }
     }

@@ -477,10 +477,7 @@ fn merge(
             continue;
         }
         let record = if runs[i].table == "payments" {
-            Some(
-                serde_json::from_slice::<Payment>(&entry.value)
-                    .map_err(|e| ApiError::internal(format!("corrupt record: {e}")))?,
-            )
+            Some(store::decode_payment(&entry.value)?)
         } else {
             store::read_payment(range.env, range.merchant, &id)?
         };

@@ -85,7 +85,7 @@ fn replay_or_resume(tx: &Tx, mut p: Payment, now: u64) -> Result<Created, ApiErr
         return Ok(Created::Replay(p));
     }
     p.unsent = false;
-    p.start_initiating(now);
+    p.start_initiating(now, crate::mmc::platform::node::id());
     p.sent_at_ms = Some(now);
     tx.save_payment(&p, p.next_check_ms)?;
     Ok(Created::Resumed(p))
@@ -251,7 +251,7 @@ pub fn create_payment(
             move_to(tx, &mut p, Status::AwaitingPayment, now)?;
         } else {
             // The intent, persisted before the operator is called.
-            p.start_initiating(now);
+            p.start_initiating(now, crate::mmc::platform::node::id());
             p.sent_at_ms = Some(now);
         }
         tx.insert_payment(&p)?;
@@ -969,7 +969,7 @@ pub fn confirm(caller: &Caller, id: &str, otp: &str) -> Result<Payment, ApiError
                 "A one-time code for this payment is being checked; retry in a moment.",
             ));
         }
-        p.start_initiating(now);
+        p.start_initiating(now, crate::mmc::platform::node::id());
         tx.save_payment(&p, p.next_check_ms)?;
         Ok(p)
     })?;

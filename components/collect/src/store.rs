@@ -21,145 +21,14 @@
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 
-use mmc_domain::{Mode, Status};
+use mmc_domain::Status;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::ApiError;
 use crate::mmc::platform::storage::{self, Transaction};
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Customer {
-    pub phone: Option<String>,
-    pub first_name: Option<String>,
-    pub last_name: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Failure {
-    pub code: String,
-    pub message: String,
-}
-
-/// Stored as JSON without its empty fields: a record that fits a B-tree
-/// leaf cell (about 1,000 bytes on 4 KiB pages) needs no overflow page.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Payment {
-    pub id: String,
-    pub merchant_id: String,
-    pub environment: String,
-    pub reference: String,
-    pub status: Status,
-    pub amount: u64,
-    pub currency: String,
-    pub country: String,
-    pub mode: Mode,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub operator: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub customer: Option<Customer>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub callback_url: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub external_merchant_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub psp_reference: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checkout_url: Option<String>,
-    pub expires_at_ms: u64,
-    pub created_at_ms: u64,
-    pub updated_at_ms: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub completed_at_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure: Option<Failure>,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub otp_attempts: u32,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub refunded_amount: u64,
-    /// Hash of the creating request's canonical body (reference replays compare it).
-    pub request_hash: String,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub refund_reserved: u64,
-    #[serde(default)]
-    pub generation: Generation,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cancel_reason: Option<String>,
-    /// Shown on the hosted checkout page.
-    #[serde(default)]
-    pub merchant_name: String,
-    /// Next PSP poll, when the payment is in `active`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_check_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub checks: u32,
-    /// When a request to pay (or a one-time code) was sent on its way (set
-    /// with the pending record, when the customer picks an operator on the
-    /// checkout page, or before a confirmation), cleared with the operator's
-    /// answer. Meanwhile a replay of the Idempotency-Key is told to retry
-    /// (while the node running it lives: `initiating_on`), a second
-    /// confirmation and a cancel are refused, and expiry waits.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub initiating_since_ms: Option<u64>,
-    /// The node (process) that sent it on its way, set and cleared with
-    /// `initiating_since_ms`: once that node has stopped, nothing of ours is
-    /// still running the request (see `payments::initiation_running`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub initiating_on: Option<String>,
-    /// When a request to pay was first put on its way to the operator (the
-    /// intent persisted before the call). Never cleared: from then on the
-    /// operator may hold a request under our id, so cancel and expiry ask it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sent_at_ms: Option<u64>,
-    /// A direct payment whose initiation found every adapter instance busy:
-    /// nothing was sent, and the merchant's retry sends it. (Without it, a
-    /// direct payment with no `sent_at_ms` is a record from before that
-    /// field, counted as sent at creation.)
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub unsent: bool,
-    /// The status a payment had when the operator reported the money taken
-    /// after all (a late success): kept for audit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub late_success_from: Option<Status>,
-}
-
-impl Payment {
-    /// A request to pay (or a one-time code) goes on its way now, from this node.
-    pub fn start_initiating(&mut self, now: u64) {
-        self.initiating_since_ms = Some(now);
-        self.initiating_on = Some(crate::mmc::platform::node::id());
-    }
-
-    /// The operator's answer to it is recorded (or it never left).
-    pub fn end_initiating(&mut self) {
-        self.initiating_since_ms = None;
-        self.initiating_on = None;
-    }
-
-    /// When a request to pay may have reached the operator. Records from before
-    /// `sent_at_ms` existed: a direct payment is initiated as it is created.
-    pub fn sent_at(&self) -> Option<u64> {
-        if self.unsent {
-            return None;
-        }
-        self.sent_at_ms.or_else(|| {
-            (self.mode == Mode::Direct || self.psp_reference.is_some())
-                .then_some(self.created_at_ms)
-        })
-    }
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Generation {
-    #[default]
-    Current,
-    Legacy,
-}
+pub use mmc_domain::record::{Customer, Failure, Generation, Payment};
 
 /// A refund request's Idempotency-Key (table `refund_idem`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -211,10 +80,6 @@ pub struct IdemRecord {
     pub done: bool,
 }
 
-fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
-    *n == T::default()
-}
-
 fn yes() -> bool {
     true
 }
@@ -260,6 +125,16 @@ fn decode_stored<T: for<'de> Deserialize<'de>>(stored: &[u8]) -> Result<T, ApiEr
     serde_json::from_slice(stored).map_err(|e| ApiError::internal(format!("corrupt record: {e}")))
 }
 
+/// A payment as stored ([`mmc_domain::record`]: binary, or JSON from before it).
+pub fn decode_payment(stored: &[u8]) -> Result<Payment, ApiError> {
+    mmc_domain::record::decode(stored)
+        .map_err(|e| ApiError::internal(format!("corrupt record: {e}")))
+}
+
+pub fn encode_payment(p: &Payment) -> Vec<u8> {
+    mmc_domain::record::encode(p)
+}
+
 fn encode<T: Serialize>(v: &T) -> Vec<u8> {
     serde_json::to_vec(v).expect("records serialise")
 }
@@ -294,7 +169,7 @@ pub fn read_stored_payment(
     let Some(stored) = storage::get("payments", &scope(env, merchant, id))? else {
         return Ok(None);
     };
-    Ok(Some((decode_stored(&stored)?, stored)))
+    Ok(Some((decode_payment(&stored)?, stored)))
 }
 
 /// The merchant owning payment `id` in `env`, read outside a transaction.
@@ -566,7 +441,10 @@ impl Tx {
         if let Some(p) = self.with_decoded(&key, Payment::clone) {
             return Ok(Some(p));
         }
-        let p: Option<Payment> = decode(self.get("payments", &key)?)?;
+        let p = match self.get("payments", &key)? {
+            Some(stored) => Some(decode_payment(&stored)?),
+            None => None,
+        };
         if let Some(p) = &p {
             self.remember_payment(key, p);
         }
@@ -601,7 +479,7 @@ impl Tx {
     /// A real transaction ignores this and reads.
     pub fn assume_payment(&self, p: &Payment) {
         if matches!(self.0, TxMode::Draft(_)) {
-            self.assume_stored_payment(p, &encode(p));
+            self.assume_stored_payment(p, &encode_payment(p));
         }
     }
 
@@ -702,7 +580,10 @@ impl Tx {
         let key = scope(&p.environment, &p.merchant_id, &p.id);
         let before: Option<Listed> = match self.with_decoded(&key, Listed::of) {
             Some(listed) => Some(listed),
-            None => decode(self.get("payments", &key)?)?,
+            None => match self.get("payments", &key)? {
+                Some(stored) => Some(Listed::of(&decode_payment(&stored)?)),
+                None => None,
+            },
         };
         let after = Listed::of(p);
         if before.as_ref() != Some(&after) {
@@ -727,7 +608,7 @@ impl Tx {
             self.put("active", &time_key(at, env, m, id), b"")?;
         }
         let key = scope(env, m, id);
-        self.put("payments", &key, &encode(p))?;
+        self.put("payments", &key, &encode_payment(p))?;
         // Read back in this transaction (rare), it is decoded from what was written.
         self.forget_payment(&key);
         Ok(())
@@ -805,16 +686,14 @@ pub fn listing_ready() -> Result<bool, ApiError> {
     Ok(storage::get("meta", LISTING_READY)?.is_some())
 }
 
-/// What the `listing` index keys a payment by (decoded alone from a stored
-/// record: the other fields are skipped).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// What the `listing` index keys a payment by.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Listed {
     pub environment: String,
     pub merchant_id: String,
     pub id: String,
     pub status: Status,
     pub country: String,
-    #[serde(default)]
     pub operator: Option<String>,
 }
 

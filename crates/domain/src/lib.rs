@@ -10,6 +10,7 @@ pub mod operators;
 pub mod outcome;
 pub mod payment;
 pub mod phone;
+pub mod record;
 pub mod time;
 
 pub use operators::{Country, OPERATORS, Operator};

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+/// The order of the variants is in stored payment records ([`crate::record`]): add at the end.
 pub enum Status {
     Pending,
     Processing,
@@ -74,6 +75,7 @@ impl Status {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+/// The order of the variants is in stored payment records ([`crate::record`]): add at the end.
 pub enum Mode {
     Direct,
     Hosted,

@@ -1,0 +1,295 @@
+//! The stored form of a payment record (`collect`'s `payments` table): a
+//! version byte, then its fields in order in postcard's compact binary layout
+//! (varint numbers, length-prefixed strings, no field names). A payment is
+//! written three times and read several times per create, and read once per
+//! GET; as JSON (~650 bytes with its field names) decoding it was ~5% of a
+//! GET's CPU (#21). Records written before this form (JSON, which starts
+//! with `{`) are read as they are and rewritten in it at their next change.
+//!
+//! The layout is positional. Adding, removing or moving a field of
+//! [`Payment`] (or of what it holds), or a variant of `Status`, `Mode` or
+//! [`Generation`], changes it: such a change needs a new version byte and a
+//! decoder kept for the old layout. The test `v1_layout_is_pinned` fails
+//! first. (An older build cannot read this form: roll back past it only to a
+//! build that reads it.)
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+use crate::{Mode, Status};
+
+const V1: u8 = 1;
+
+pub fn encode(p: &Payment) -> Vec<u8> {
+    let mut out = Vec::with_capacity(384);
+    out.push(V1);
+    postcard::to_extend(p, out).expect("payments serialise")
+}
+
+pub fn decode(stored: &[u8]) -> Result<Payment, String> {
+    match stored.first() {
+        Some(&V1) => postcard::from_bytes(&stored[1..]).map_err(|e| e.to_string()),
+        Some(b'{') => serde_json::from_slice(stored).map_err(|e| e.to_string()),
+        _ => Err("not a payment record".into()),
+    }
+}
+
+/// `metadata` (free-form JSON): itself in a JSON record, its JSON text in the
+/// binary one, whose decoder cannot read a value of unknown shape.
+mod json_text {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(v: &Option<Value>, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            return v.serialize(s);
+        }
+        v.as_ref().map(|v| v.to_string()).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+        if d.is_human_readable() {
+            return Option::<Value>::deserialize(d);
+        }
+        Option::<&str>::deserialize(d)?
+            .map(|t| serde_json::from_str(t).map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Customer {
+    pub phone: Option<String>,
+    pub first_name: Option<String>,
+    pub last_name: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Failure {
+    pub code: String,
+    pub message: String,
+}
+
+/// Stored in the binary form above (~300 bytes: a B-tree leaf cell, no
+/// overflow page). `default` on a field is for records stored as
+/// JSON before that form, which left out their empty fields.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Payment {
+    pub id: String,
+    pub merchant_id: String,
+    pub environment: String,
+    pub reference: String,
+    pub status: Status,
+    pub amount: u64,
+    pub currency: String,
+    pub country: String,
+    pub mode: Mode,
+    #[serde(default)]
+    pub operator: Option<String>,
+    #[serde(default)]
+    pub customer: Option<Customer>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub callback_url: Option<String>,
+    #[serde(default)]
+    pub external_merchant_id: Option<String>,
+    #[serde(default, with = "json_text")]
+    pub metadata: Option<Value>,
+    #[serde(default)]
+    pub psp_reference: Option<String>,
+    #[serde(default)]
+    pub checkout_url: Option<String>,
+    pub expires_at_ms: u64,
+    pub created_at_ms: u64,
+    pub updated_at_ms: u64,
+    #[serde(default)]
+    pub completed_at_ms: Option<u64>,
+    #[serde(default)]
+    pub failure: Option<Failure>,
+    #[serde(default)]
+    pub otp_attempts: u32,
+    #[serde(default)]
+    pub refunded_amount: u64,
+    /// Hash of the creating request's canonical body (reference replays compare it).
+    pub request_hash: String,
+    #[serde(default)]
+    pub refund_reserved: u64,
+    #[serde(default)]
+    pub generation: Generation,
+    #[serde(default)]
+    pub cancel_reason: Option<String>,
+    /// Shown on the hosted checkout page.
+    #[serde(default)]
+    pub merchant_name: String,
+    /// Next PSP poll, when the payment is in `active`.
+    #[serde(default)]
+    pub next_check_ms: Option<u64>,
+    #[serde(default)]
+    pub checks: u32,
+    /// When a request to pay (or a one-time code) was sent on its way (set
+    /// with the pending record, when the customer picks an operator on the
+    /// checkout page, or before a confirmation), cleared with the operator's
+    /// answer. Meanwhile a replay of the Idempotency-Key is told to retry
+    /// (while the node running it lives: `initiating_on`), a second
+    /// confirmation and a cancel are refused, and expiry waits.
+    #[serde(default)]
+    pub initiating_since_ms: Option<u64>,
+    /// The node (process) that sent it on its way, set and cleared with
+    /// `initiating_since_ms`: once that node has stopped, nothing of ours is
+    /// still running the request (see `payments::initiation_running`).
+    #[serde(default)]
+    pub initiating_on: Option<String>,
+    /// When a request to pay was first put on its way to the operator (the
+    /// intent persisted before the call). Never cleared: from then on the
+    /// operator may hold a request under our id, so cancel and expiry ask it.
+    #[serde(default)]
+    pub sent_at_ms: Option<u64>,
+    /// A direct payment whose initiation found every adapter instance busy:
+    /// nothing was sent, and the merchant's retry sends it. (Without it, a
+    /// direct payment with no `sent_at_ms` is a record from before that
+    /// field, counted as sent at creation.)
+    #[serde(default)]
+    pub unsent: bool,
+    /// The status a payment had when the operator reported the money taken
+    /// after all (a late success): kept for audit.
+    #[serde(default)]
+    pub late_success_from: Option<Status>,
+}
+
+impl Payment {
+    /// A request to pay (or a one-time code) goes on its way now, from `node`.
+    pub fn start_initiating(&mut self, now: u64, node: String) {
+        self.initiating_since_ms = Some(now);
+        self.initiating_on = Some(node);
+    }
+
+    /// The operator's answer to it is recorded (or it never left).
+    pub fn end_initiating(&mut self) {
+        self.initiating_since_ms = None;
+        self.initiating_on = None;
+    }
+
+    /// When a request to pay may have reached the operator. Records from before
+    /// `sent_at_ms` existed: a direct payment is initiated as it is created.
+    pub fn sent_at(&self) -> Option<u64> {
+        if self.unsent {
+            return None;
+        }
+        self.sent_at_ms.or_else(|| {
+            (self.mode == Mode::Direct || self.psp_reference.is_some())
+                .then_some(self.created_at_ms)
+        })
+    }
+}
+
+/// The order of the variants is in stored records: add at the end.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Generation {
+    #[default]
+    Current,
+    Legacy,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn payment() -> Payment {
+        serde_json::from_value(json!({
+            "id": "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b",
+            "merchant_id": "7f3e2d1c-0b9a-4876-a5b4-c3d2e1f0a9b8",
+            "environment": "test",
+            "reference": "order 1 é",
+            "status": "processing",
+            "amount": 1500,
+            "currency": "XOF",
+            "country": "BJ",
+            "mode": "direct",
+            "operator": "mtn-bj",
+            "customer": {"phone": "+2290166001234", "first_name": "Ama", "last_name": null},
+            "metadata": {"cart": [1, 2], "note": "x"},
+            "psp_reference": "sim_1",
+            "expires_at_ms": 1764240000000u64,
+            "created_at_ms": 1764239100000u64,
+            "updated_at_ms": 1764239100020u64,
+            "request_hash": "ab12",
+            "merchant_name": "Shop",
+            "next_check_ms": 1764239101020u64,
+            "sent_at_ms": 1764239100000u64,
+            "late_success_from": "expired"
+        }))
+        .unwrap()
+    }
+
+    fn as_json(p: &Payment) -> Value {
+        serde_json::to_value(p).unwrap()
+    }
+
+    #[test]
+    fn a_payment_comes_back_as_it_was_stored() {
+        let p = payment();
+        let stored = encode(&p);
+        assert_eq!(stored[0], V1);
+        assert!(stored.len() < serde_json::to_vec(&p).unwrap().len() / 2 + 40);
+        assert_eq!(as_json(&decode(&stored).unwrap()), as_json(&p));
+        let mut bare = p.clone();
+        (bare.metadata, bare.customer, bare.operator) = (None, None, None);
+        assert_eq!(as_json(&decode(&encode(&bare)).unwrap()), as_json(&bare));
+    }
+
+    /// Records from before the binary form, JSON without their empty fields,
+    /// are read as they are.
+    #[test]
+    fn a_json_record_from_before_is_read() {
+        let old = br#"{"id":"p1","merchant_id":"m1","environment":"live","reference":"r","status":"pending","amount":5,"currency":"XOF","country":"TG","mode":"hosted","metadata":{"a":"b"},"expires_at_ms":3,"created_at_ms":1,"updated_at_ms":2,"request_hash":"h"}"#;
+        let p = decode(old).unwrap();
+        assert_eq!(
+            (p.status, p.mode, p.amount),
+            (Status::Pending, Mode::Hosted, 5)
+        );
+        assert_eq!(p.metadata, Some(json!({"a": "b"})));
+        assert_eq!(
+            (p.generation, p.unsent, p.checks),
+            (Generation::Current, false, 0)
+        );
+        assert!(decode(b"").is_err());
+        assert!(
+            decode(&[2, 0]).is_err(),
+            "an unknown version is refused, not misread"
+        );
+        assert!(
+            decode(&encode(&p)[..10]).is_err(),
+            "a cut record is refused"
+        );
+    }
+
+    /// The bytes of one record in version 1. A change to `Payment` or to the
+    /// order of an enum's variants changes them: then records already stored
+    /// would be misread, so the change needs a new version (module docs).
+    #[test]
+    fn v1_layout_is_pinned() {
+        let mut p = payment();
+        (p.id, p.merchant_id, p.reference) = ("p".into(), "m".into(), "r".into());
+        p.status = Status::Refunded;
+        p.mode = Mode::Hosted;
+        p.generation = Generation::Legacy;
+        p.metadata = Some(json!({"a": 1}));
+        p.request_hash = "h".into();
+        p.merchant_name = "S".into();
+        (p.expires_at_ms, p.created_at_ms, p.updated_at_ms) = (3, 1, 2);
+        (p.next_check_ms, p.sent_at_ms) = (Some(4), Some(5));
+        p.customer = Some(Customer {
+            phone: Some("+1".into()),
+            first_name: None,
+            last_name: None,
+        });
+        let hex: String = encode(&p).iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex,
+            "010170016d0474657374017208dc0b03584f4602424a0101066d746e2d626a0101022b3100000000\
+             0001077b2261223a317d010573696d5f3100030102000000000168000100015301040000000105000107"
+        );
+    }
+}
