@@ -4,7 +4,8 @@
 //! Same contract as SQLite (`mmc_storage::conformance`), kept the same way:
 //! - **Writers of a namespace are serialised across the fleet**: `begin` and
 //!   `apply` take a transaction-scoped advisory lock on the namespace
-//!   (`pg_advisory_xact_lock`), as SQLite's single writer serialises them. A
+//!   (`pg_advisory_xact_lock`), as SQLite's single writer serialises them
+//!   (`apply` in the server, in one call of `mmc_apply`). A
 //!   prepared transaction's checks then read the latest committed values and
 //!   nothing can change them before its writes commit: no serialization
 //!   failures, nothing to retry. Within a node, writers of a namespace also
@@ -383,6 +384,9 @@ const SCAN_DESC: [&str; 2] = [
     "SELECT k, v FROM kv WHERE ns = $1 AND tbl = $2 AND k >= $3 ORDER BY k DESC LIMIT $4",
     "SELECT k, v FROM kv WHERE ns = $1 AND tbl = $2 AND k >= $3 AND k < $5 ORDER BY k DESC LIMIT $4",
 ];
+/// A prepared transaction in one round trip (migration 3's `mmc_apply`).
+const APPLY: &str =
+    "SELECT mmc_apply($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
 const EMIT: &str = "INSERT INTO outbox
      (id, event_type, merchant_id, environment, subject_id, extra_url, payload, created_ms)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
@@ -544,9 +548,10 @@ impl Backend for Postgres {
         }))
     }
 
-    /// Checks then writes in one transaction under the namespace's lock: the
-    /// checks read the latest committed values, and nothing changes them
-    /// before the writes commit.
+    /// Checks then writes in one transaction under the namespace's lock, in
+    /// one round trip (`mmc_apply`, migration 3): the checks read the latest
+    /// committed values, nothing changes them before the writes commit, and
+    /// the lock is held for the function and the commit only.
     fn apply(
         &self,
         namespace: &str,
@@ -560,40 +565,65 @@ impl Backend for Postgres {
         let ns = namespace.to_string();
         run(&self.handle, async move {
             let conn = get_conn(&pool).await?;
-            let outcome = async {
-                begin_on(&conn, ns_key).await?;
-                let get = conn.prepare_cached(GET).await.map_err(db_err)?;
-                let (conn, get, ns) = (&conn, &get, &ns);
-                let reads = checks.iter().map(|c| async move {
-                    conn.query_opt(get, &[ns, &c.table, &c.key.as_bytes()])
-                        .await
-                });
-                for (c, row) in checks.iter().zip(join_all(reads).await) {
-                    let value: Option<Vec<u8>> = row.map_err(db_err)?.map(|r| r.get(0));
-                    if value != c.value {
-                        return Ok(false);
-                    }
+            let applied = async {
+                let apply = conn.prepare_cached(APPLY).await?;
+                let (mut c_tbl, mut c_k, mut c_v) = (vec![], vec![], vec![]);
+                for c in &checks {
+                    c_tbl.push(c.table.as_str());
+                    c_k.push(c.key.as_bytes());
+                    c_v.push(c.value.as_deref());
                 }
-                let events: Vec<&OutboxEvent> = writes
+                let (mut w_tbl, mut w_k, mut w_v, mut e) = (vec![], vec![], vec![], vec![]);
+                for w in &writes {
+                    let (table, key, value) = match w {
+                        Write::Put { table, key, value } => (table, key, Some(value.as_slice())),
+                        Write::Delete { table, key } => (table, key, None),
+                        Write::Emit(event) => {
+                            e.push(event);
+                            continue;
+                        }
+                    };
+                    w_tbl.push(table.as_str());
+                    w_k.push(key.as_bytes());
+                    w_v.push(value);
+                }
+                let column =
+                    |f: fn(&OutboxEvent) -> &str| e.iter().map(|x| f(x)).collect::<Vec<_>>();
+                let (e_url, e_payload): (Vec<_>, Vec<_>) = e
                     .iter()
-                    .filter_map(|w| match w {
-                        Write::Emit(e) => Some(e),
-                        _ => None,
-                    })
-                    .collect();
-                let kv: Vec<&Write> = writes.iter().collect();
-                write_on(conn, ns, &kv, &events, outbox_key).await?;
-                Ok(true)
+                    .map(|x| (x.extra_url.as_deref(), x.payload.as_slice()))
+                    .unzip();
+                let row = conn
+                    .query_one(
+                        &apply,
+                        &[
+                            &ns,
+                            &ns_key,
+                            &outbox_key,
+                            &c_tbl,
+                            &c_k,
+                            &c_v,
+                            &w_tbl,
+                            &w_k,
+                            &w_v,
+                            &column(|x| &x.id),
+                            &column(|x| &x.event_type),
+                            &column(|x| &x.merchant_id),
+                            &column(|x| &x.environment),
+                            &column(|x| &x.subject_id),
+                            &e_url,
+                            &e_payload,
+                            &now_ms(),
+                        ],
+                    )
+                    .await?;
+                Ok::<bool, tokio_postgres::Error>(row.get(0))
             }
             .await;
-            match outcome {
-                Ok(true) => finish(conn, "COMMIT").await.map(|()| true),
-                Ok(false) => finish(conn, "ROLLBACK").await.map(|()| false),
-                Err(e) => {
-                    discard(conn);
-                    Err(e)
-                }
-            }
+            applied.map_err(|e| {
+                discard(conn);
+                db_err(e)
+            })
         })
     }
 
