@@ -131,7 +131,17 @@ pub fn decode_payment(stored: &[u8]) -> Result<Payment, ApiError> {
         .map_err(|e| ApiError::internal(format!("corrupt record: {e}")))
 }
 
-pub fn encode_payment(p: &Payment) -> Vec<u8> {
+/// Binary, unless the setting `payment_records` is `json`: while a fleet is
+/// rolled from a version that reads only JSON records (README: Running a
+/// fleet). Read once per instance (one call).
+fn encode_payment(p: &Payment) -> Vec<u8> {
+    static AS_JSON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let as_json = *AS_JSON.get_or_init(|| {
+        crate::mmc::platform::config::get("payment_records").is_some_and(|v| v.trim() == "json")
+    });
+    if as_json {
+        return serde_json::to_vec(p).expect("payments serialise");
+    }
     mmc_domain::record::encode(p)
 }
 
@@ -216,7 +226,7 @@ pub fn read_payment_refunds(
 /// see committed data and are remembered, writes and events are buffered.
 /// [`transact`] then takes the writer only to check that what the draft read
 /// is unchanged and to write the buffer — so the decoding, the rules and the
-/// JSON encoding of records and events happen outside the single writer's
+/// encoding of records and events happen outside the single writer's
 /// hold, which is what bounds write throughput (README: Benchmarks).
 pub struct Tx(TxMode);
 
@@ -237,8 +247,8 @@ struct Draft {
     /// Each payment whose stored value is in `known`, decoded: a payment is
     /// encoded, read back and saved several times in one transaction (told
     /// by `assume_payment`, loaded by `payment`, its listing key looked up
-    /// by `save_payment`), and parsing its JSON each time was ~3% of a
-    /// create's CPU. Kept in step with `known` by those; `write_payment` (the
+    /// by `save_payment`), and decoding it each time (as JSON then) was ~3%
+    /// of a create's CPU. Kept in step with `known` by those; `write_payment` (the
     /// only writer of `payments`) drops what it overwrites.
     payments: FxHashMap<String, Payment>,
 }
