@@ -28,7 +28,12 @@ pub fn encode(p: &Payment) -> Vec<u8> {
 
 pub fn decode(stored: &[u8]) -> Result<Payment, String> {
     match stored.first() {
-        Some(&V1) => postcard::from_bytes(&stored[1..]).map_err(|e| e.to_string()),
+        Some(&V1) => match postcard::take_from_bytes(&stored[1..]) {
+            Ok((p, [])) => Ok(p),
+            // Bytes left over: not this layout (a change without a new version).
+            Ok(_) => Err("bytes left over after the record".into()),
+            Err(e) => Err(e.to_string()),
+        },
         Some(b'{') => serde_json::from_slice(stored).map_err(|e| e.to_string()),
         _ => Err("not a payment record".into()),
     }
@@ -262,6 +267,12 @@ mod tests {
         assert!(
             decode(&encode(&p)[..10]).is_err(),
             "a cut record is refused"
+        );
+        let mut longer = encode(&p);
+        longer.push(0);
+        assert!(
+            decode(&longer).is_err(),
+            "a record with bytes left over is refused"
         );
     }
 
