@@ -370,6 +370,8 @@ fn check_writes(ns: &str, checks: &[Check], writes: &[Write]) -> Result<(), Stor
 }
 
 const GET: &str = "SELECT v FROM kv WHERE ns = $1 AND tbl = $2 AND k = $3";
+// PUT, DELETE and EMIT are also written in migration 3's `mmc_apply`: a
+// change to `kv` or `outbox` changes both (the function by a new migration).
 const PUT: &str = "INSERT INTO kv (ns, tbl, k, v) VALUES ($1, $2, $3, $4)
      ON CONFLICT (ns, tbl, k) DO UPDATE SET v = EXCLUDED.v";
 const DELETE: &str = "DELETE FROM kv WHERE ns = $1 AND tbl = $2 AND k = $3";
@@ -620,8 +622,13 @@ impl Backend for Postgres {
                 Ok::<bool, tokio_postgres::Error>(row.get(0))
             }
             .await;
+            // A statement of its own (an implicit transaction): after an
+            // error the server reported (a lock timeout, a constraint), the
+            // connection is idle and clean; after any other, its state is unknown.
             applied.map_err(|e| {
-                discard(conn);
+                if e.as_db_error().is_none() {
+                    discard(conn);
+                }
                 db_err(e)
             })
         })

@@ -155,6 +155,7 @@ CREATE TABLE leases (
 -- lock is held for them and the commit, not for five round trips to a node.
 -- Checks: `c_v` NULL means the key must be absent. Writes, in order: `w_v`
 -- NULL deletes. Events get `seq` in array order, under the outbox lock.
+-- The writes are those of PUT, DELETE and EMIT in lib.rs: keep them alike.
 CREATE FUNCTION mmc_apply(
     p_ns text, p_ns_key bigint, p_outbox_key bigint,
     c_tbl text[], c_k bytea[], c_v bytea[],
