@@ -141,8 +141,8 @@ RSS_KB=$(awk '/VmRSS/ {print $2}' /proc/$SERVER/status)
 kill $SERVER; wait $SERVER 2>/dev/null || true
 
 # GET and list latency against store size, in a store of its own: 10,000
-# payments, then 1,000,000 (seeded as collect writes them: UUIDv7 ids in
-# creation order, 10 ms apart from T0).
+# payments, then 1,000,000 (seeded as collect writes them: binary records,
+# UUIDv7 ids in creation order, 10 ms apart from T0).
 READS="$DATA/reads"; mkdir -p "$READS"
 M2=$("$MMC" merchants create --name Reads --data-dir "$READS" | python3 -c 'import sys,json;print(json.load(sys.stdin)["id"])')
 KEY2=$("$MMC" keys create --merchant "$M2" --env test --data-dir "$READS" | python3 -c 'import sys,json;print(json.load(sys.stdin)["key"])')
@@ -160,6 +160,11 @@ reads_p50() { # prints "get p50|list p50|filtered list p50"
   kill $SERVER; wait $SERVER 2>/dev/null || true
   echo "$get|$list|$failed"
 }
+# A seeded record collect cannot read would make every GET below a quick 500.
+DATA_DIR="$READS" start_server
+SEEDED=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $KEY2" "$BASE/api/v1/collect/payments/$ID2")
+kill $SERVER; wait $SERVER 2>/dev/null || true
+[ "$SEEDED" = 200 ] || { echo "a seeded payment answered $SEEDED: bench/seed.py and collect's record form disagree" >&2; exit 1; }
 IFS='|' read -r small small_list small_failed <<<"$(reads_p50)"
 python3 bench/seed.py "$READS/mmc.db" "$M2" 990000 10000 >/dev/null
 IFS='|' read -r large large_list large_failed <<<"$(reads_p50)"

@@ -8,13 +8,58 @@ T0 + 10 ms * i with a UUIDv7 id of that time, as collect makes them, so the
 payments table is in creation order and created[gte|lt] ranges work. Every
 tenth payment failed, the rest completed; each has its `listing` entry (the
 index of the list's status/operator/country filters), and the index is
-marked complete as the collect job marks it after a backfill. Records are
-written as JSON, the form versions before the binary one wrote, which collect
-still reads (crates/domain/src/record.rs)."""
-import json, os, sqlite3, sys
+marked complete as the collect job marks it after a backfill. Records are in
+collect's binary form (crates/domain/src/record.rs, version 1; `record()`
+below writes the fields it needs in that layout)."""
+import os, sqlite3, sys
 
 T0_MS = 1780272000000
 STEP_MS = 10
+
+
+STATUS = {"completed": 4, "failed": 5}  # mmc_domain::Status variant indexes
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def text(s):
+    b = s.encode()
+    return varint(len(b)) + b
+
+
+def some(v):
+    """An Option: None, or already encoded bytes."""
+    return b"\x00" if v is None else b"\x01" + v
+
+
+def record(r):
+    """A payment in the layout of `mmc_domain::record` version 1: its fields
+    in declaration order; the ones the seed does not set are empty."""
+    f = r["failure"]
+    return b"".join([
+        b"\x01", text(r["id"]), text(r["merchant_id"]), text(r["environment"]),
+        text(r["reference"]), varint(STATUS[r["status"]]), varint(r["amount"]),
+        text(r["currency"]), text(r["country"]), varint(0),  # mode: direct
+        some(text(r["operator"])),
+        some(some(text(r["customer"]["phone"])) + some(None) + some(None)),
+        some(None), some(None), some(None), some(None),  # description .. metadata
+        some(text(r["psp_reference"])), some(None),  # psp_reference, checkout_url
+        varint(r["expires_at_ms"]), varint(r["created_at_ms"]), varint(r["updated_at_ms"]),
+        some(None if r["completed_at_ms"] is None else varint(r["completed_at_ms"])),
+        some(None if f is None else text(f["code"]) + text(f["message"])),
+        varint(0), varint(0), text(r["request_hash"]), varint(0),  # otp, refunded, hash, reserved
+        varint(0), some(None), text(r["merchant_name"]),  # generation, cancel_reason, name
+        some(None), varint(0), some(None), some(None), some(None),  # next_check .. sent_at
+        b"\x00", some(None),  # unsent, late_success_from
+    ])
 
 
 def uuid7(ms):
@@ -51,7 +96,7 @@ for i in range(first, first + n):
     if i % 10 == 0:
         rec.update(status="failed", completed_at_ms=None,
                    failure={"code": "insufficient_funds", "message": "Insufficient funds."})
-    batch.append(("collect", "payments", f"test/{merchant}/{pid}", json.dumps(rec).encode()))
+    batch.append(("collect", "payments", f"test/{merchant}/{pid}", record(rec)))
     batch.append(("collect", "refs", f"test/{merchant}/seed-{i}", pid.encode()))
     batch.append(("collect", "listing", f"test/{merchant}/{rec['status']}/BJ/mtn-bj/{pid}", b""))
     if len(batch) >= 20000:
