@@ -796,8 +796,21 @@ async fn events_past_their_retention_go_with_their_deliveries_unless_still_pendi
         .post(&key, &format!("/api/v1/events/{second}/resend"), json!({}))
         .await;
     assert_eq!(status, 202);
+    // The receiver answers, so the resend is delivered at once (deferring it
+    // before the dispatcher, polling every 20 ms, claimed it was a race a
+    // fresh clone's CI lost). Once it is, it is put back as still pending,
+    // far ahead: a resend to a failing endpoint between two retries.
+    wait_until(10, || async {
+        let delivered = count(
+            "SELECT COUNT(*) FROM deliveries WHERE event_id = ?1 AND status = 'delivered'",
+            &[second.as_str().into()],
+        );
+        (delivered == 2).then_some(())
+    })
+    .await;
     exec(
-        "UPDATE deliveries SET next_attempt_ms = 99999999999999 WHERE event_id = ?1 AND status = 'pending'",
+        "UPDATE deliveries SET status = 'pending', next_attempt_ms = 99999999999999, delivered_ms = NULL
+         WHERE id = (SELECT MAX(id) FROM deliveries WHERE event_id = ?1)",
         &[second.as_str().into()],
     );
 
