@@ -140,7 +140,7 @@ fn encode_payment(p: &Payment) -> Vec<u8> {
         crate::mmc::platform::config::get("payment_records").is_some_and(|v| v.trim() == "json")
     });
     if as_json {
-        return serde_json::to_vec(p).expect("payments serialise");
+        return encode(p);
     }
     mmc_domain::record::encode(p)
 }
