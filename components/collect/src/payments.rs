@@ -110,17 +110,13 @@ pub fn create_payment(
 
     // The operator must be reachable in this environment, within its limits.
     if let Some(op) = input.operator {
-        let catalogue = router::catalogue(env);
-        let info = catalogue
-            .iter()
-            .find(|o| o.slug == op.slug)
-            .ok_or_else(|| {
-                ApiError::invalid(
-                    "operator_unavailable",
-                    "operator",
-                    format!("{} is not available in the {env} environment.", op.slug),
-                )
-            })?;
+        let info = router::operator(env, op.slug).ok_or_else(|| {
+            ApiError::invalid(
+                "operator_unavailable",
+                "operator",
+                format!("{} is not available in the {env} environment.", op.slug),
+            )
+        })?;
         // A provider that says it is closed rejects every request: refused here, nothing sent.
         if info.status == "closed" {
             return Err(ApiError::invalid(
@@ -701,10 +697,7 @@ pub fn apply_psp_status(tx: &Tx, p: &mut Payment, status: PspStatus) -> Result<(
 pub fn approval_window_ms(p: &Payment) -> u64 {
     const UNKNOWN_WINDOW_MS: u64 = 30 * 60 * 1000;
     let Some(op) = &p.operator else { return 0 };
-    router::catalogue(&p.environment)
-        .into_iter()
-        .find(|o| &o.slug == op)
-        .map_or(UNKNOWN_WINDOW_MS, |o| o.approval_window_ms)
+    router::operator(&p.environment, op).map_or(UNKNOWN_WINDOW_MS, |o| o.approval_window_ms)
 }
 
 /// Past `expires_at`, what the operator said decides (`answer`: None when no

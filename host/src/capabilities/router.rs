@@ -316,6 +316,14 @@ impl Host for HostState {
         Ok(self.runtime.catalogue(&environment))
     }
 
+    fn operator(
+        &mut self,
+        environment: String,
+        slug: String,
+    ) -> wasmtime::Result<Option<OperatorInfo>> {
+        Ok(self.runtime.operator_info(&environment, &slug))
+    }
+
     fn initiate(&mut self, req: InitiateRequest) -> Outcome<Initiated> {
         let (env, op, id) = (
             req.environment.clone(),

@@ -748,6 +748,13 @@ impl Runtime {
         })
     }
 
+    /// One operator of [`Runtime::catalogue`]: the adapter routed to serve
+    /// it, if that adapter describes it (the rule `catalogue` applies).
+    pub fn operator_info(&self, environment: &str, slug: &str) -> Option<OperatorInfo> {
+        let adapter = self.adapter_for(environment, slug)?;
+        adapter.operators.iter().find(|o| o.slug == slug).cloned()
+    }
+
     /// The operators of an environment, as their adapters describe them.
     pub fn catalogue(&self, environment: &str) -> Vec<OperatorInfo> {
         let Some(routes) = self.routing.get(environment) else {
