@@ -504,9 +504,9 @@ fn choose(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {
         ..names
     });
     // The intent, persisted before the operator is called.
-    current.start_initiating(now, crate::mmc::platform::node::id());
-    current.sent_at_ms = Some(now);
-    tx.save_payment(&current, current.next_check_ms)?;
+    let previous_check = current.next_check_ms;
+    payments::mark_intent(&mut current, now);
+    tx.save_payment(&current, previous_check)?;
     tx.commit()?;
     match payments::initiate(&caller_for(&current), current) {
         Ok(after) => Ok(see_other(&after, lang)),

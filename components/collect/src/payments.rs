@@ -85,10 +85,21 @@ fn replay_or_resume(tx: &Tx, mut p: Payment, now: u64) -> Result<Created, ApiErr
         return Ok(Created::Replay(p));
     }
     p.unsent = false;
+    let previous_check = p.next_check_ms;
+    mark_intent(&mut p, now);
+    tx.save_payment(&p, previous_check)?;
+    Ok(Created::Resumed(p))
+}
+
+/// The intent of a request to pay, persisted before it is sent: marked as
+/// under way on this node, and its first poll scheduled with it. If the
+/// answer is never recorded (the node died meanwhile), reconciliation asks
+/// the operator about it by our id within seconds, not only at expiry. The
+/// answer keeps that poll rather than moving it, so this costs no index row.
+pub fn mark_intent(p: &mut Payment, now: u64) {
     p.start_initiating(now, crate::mmc::platform::node::id());
     p.sent_at_ms = Some(now);
-    tx.save_payment(&p, p.next_check_ms)?;
-    Ok(Created::Resumed(p))
+    p.next_check_ms.get_or_insert(now + FIRST_CHECK_MS);
 }
 
 /// The creation rules, shared by every generation: operator availability and
@@ -247,8 +258,7 @@ pub fn create_payment(
             move_to(tx, &mut p, Status::AwaitingPayment, now)?;
         } else {
             // The intent, persisted before the operator is called.
-            p.start_initiating(now, crate::mmc::platform::node::id());
-            p.sent_at_ms = Some(now);
+            mark_intent(&mut p, now);
         }
         tx.insert_payment(&p)?;
         if let Some(key) = &key {
@@ -391,9 +401,10 @@ fn apply_initiated(
         _ => Ok(o),
     });
     match outcome {
+        // The poll the intent scheduled stays (see `mark_intent`).
         Ok(Initiated::AwaitingCustomer(r)) => {
             p.psp_reference = Some(r);
-            p.next_check_ms = Some(now + FIRST_CHECK_MS);
+            p.next_check_ms.get_or_insert(now + FIRST_CHECK_MS);
             move_to(tx, p, Status::Processing, now)
         }
         Ok(Initiated::OtpRequired(r)) => {
@@ -403,7 +414,7 @@ fn apply_initiated(
         Ok(Initiated::Redirect(r)) => {
             p.psp_reference = Some(r.psp_reference);
             p.checkout_url = Some(r.url);
-            p.next_check_ms = Some(now + FIRST_CHECK_MS);
+            p.next_check_ms.get_or_insert(now + FIRST_CHECK_MS);
             move_to(tx, p, Status::AwaitingPayment, now)
         }
         Ok(Initiated::Completed(r)) => {
@@ -423,6 +434,7 @@ fn apply_initiated(
         Err(e) if failure_kind(&e) == CallFailure::Busy => {
             log::count("initiate_busy");
             p.sent_at_ms = None;
+            p.next_check_ms = None; // nothing to ask about
             match p.mode {
                 Mode::Direct => p.unsent = true,
                 Mode::Hosted => p.operator = None, // the customer chooses again

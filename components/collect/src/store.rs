@@ -607,15 +607,19 @@ impl Tx {
 
     fn write_payment(&self, p: &Payment, previous_check: Option<u64>) -> Result<(), ApiError> {
         let (env, m, id) = (&p.environment, &p.merchant_id, &p.id);
-        if let Some(at) = previous_check {
-            self.delete("active", &time_key(at, env, m, id))?;
+        // A check kept as it was (the operator's answer keeps the poll its
+        // intent scheduled) stays where it is: no index row written.
+        if previous_check != p.next_check_ms {
+            if let Some(at) = previous_check {
+                self.delete("active", &time_key(at, env, m, id))?;
+            }
+            // A final payment is due for a check only after a callback (a late success).
+            if let Some(at) = p.next_check_ms {
+                self.put("active", &time_key(at, env, m, id), b"")?;
+            }
         }
         if p.status.is_terminal() {
             self.delete("expiry", &time_key(p.expires_at_ms, env, m, id))?;
-        }
-        // A final payment is due for a check only after a callback (a late success).
-        if let Some(at) = p.next_check_ms {
-            self.put("active", &time_key(at, env, m, id), b"")?;
         }
         let key = scope(env, m, id);
         self.put("payments", &key, &encode_payment(p))?;
