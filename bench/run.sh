@@ -103,13 +103,33 @@ print(f"{name}|{reqs:.0f}|{cpu_ms:.3f} ms|{wal / n:.0f}|{rows / n:.2f}|{inst / n
 PY
 }
 
+# Request latency as the server times it (its handler's start to the response
+# head: without the time a request waits to be read, or its answer to be read
+# by wrk): "count sum n(<=10ms) n(<=25ms) n(<=50ms)" for ROUTE, from /metrics.
+served() {
+  curl -s "$BASE/metrics" | awk -v r="route=\"$1\"" '
+    function is(n) { return index($0, "mmc_http_request_duration_seconds_" n) == 1 }
+    is("count{" r "}") {c = $2} is("sum{" r "}") {s = $2}
+    is("bucket{" r ",le=\"0.01\"}") {a = $2} is("bucket{" r ",le=\"0.025\"}") {b = $2}
+    is("bucket{" r ",le=\"0.05\"}") {d = $2}
+    END {print c+0, s+0, a+0, b+0, d+0}'
+}
+served_line() { # before, after: "mean; share over 10 / 25 / 50 ms"
+  python3 - "$@" <<'PY'
+import sys
+c, s, a, b, d = (float(y) - float(x) for x, y in zip(sys.argv[1].split(), sys.argv[2].split()))
+n = max(c, 1)
+print(f"mean {1000 * s / n:.1f} ms; over 10 ms {100 * (1 - a / n):.1f}%, over 25 ms {100 * (1 - b / n):.2f}%, over 50 ms {100 * (1 - d / n):.2f}%")
+PY
+}
+
 AUTH=(-H "Authorization: Bearer $KEY")
 HEALTH=$(run_wrk healthz "$BASE/healthz")
 W0=$(metric_sum mmc_component_call_duration_seconds_sum "component=\"collect\"")
 R0=$(metric_sum mmc_http_request_duration_seconds_sum "route=\"collect\"")
-C0=$(cost collect "$SERVER=$BASE")
+C0=$(cost collect "$SERVER=$BASE"); S0=$(served collect)
 CREATE=$(run_wrk create "${AUTH[@]}" -s bench/create.lua "$BASE")
-C1=$(cost collect "$SERVER=$BASE")
+C1=$(cost collect "$SERVER=$BASE"); S1=$(served collect)
 W1=$(metric_sum mmc_component_call_duration_seconds_sum "component=\"collect\"")
 R1=$(metric_sum mmc_http_request_duration_seconds_sum "route=\"collect\"")
 WASM_SHARE=$(python3 -c "print(f'{100*($W1-$W0)/max($R1-$R0,1e-9):.0f}%')")
@@ -264,6 +284,7 @@ ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); 
   done
   echo
   echo "- create/healthz: $(ratio "$CREATE" "$HEALTH"); get/healthz: $(ratio "$GET" "$HEALTH"); legacy create/create: $(ratio "$LEGACY" "$CREATE")"
+  echo "- creates as the server timed them (handler start to response head; wrk's p50/p99 above add the waits to be read and answered): $(served_line "$S0" "$S1")"
   echo "- share of create request time inside component calls (instantiate + Wasm + the storage commits and adapter call they make): $WASM_SHARE"
   echo "- start-up with all components cached: ${STARTUP_MS} ms; hot swap of an adapter (upload, compile, smoke test, swap): ${SWAP_MS} ms"
   echo "- GET p50 (16 connections) with 10,000 payments stored: $small; with 1,000,000: $large; server RSS after the load phases ($STORED payments created): $((RSS_KB / 1024)) MiB"
