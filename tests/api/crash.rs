@@ -17,6 +17,7 @@ use crate::process::{ServerProcess, cli, cli_merchant, get_json, post_json};
 use crate::receiver::Receiver;
 use crate::support::fakes::Fault;
 use crate::support::fakes::mtn::FakeMtn;
+use crate::support::fakes::pawapay::{self, FakePawapay};
 use crate::support::*;
 
 struct Attempt {
@@ -347,6 +348,39 @@ fn unacknowledged(attempts: &[Attempt]) -> Vec<&Attempt> {
 /// fake MTN (it settles 100 ms after a request), for tests that kill the
 /// server while MTN is answering. The in-flight window is given: the adapter
 /// deadline plus the operator's answer window.
+/// `mmc.toml` for a live environment whose operator `route.0` goes to the
+/// adapter `route.1`, configured as `adapter` says.
+fn live_config(
+    dir: &std::path::Path,
+    adapter_deadline_ms: u64,
+    answer_window_ms: u64,
+    route: (&str, &str),
+    adapter: &mmc_host::config::ComponentConfig,
+) -> std::path::PathBuf {
+    let table = |m: &std::collections::BTreeMap<String, String>| {
+        m.iter()
+            .map(|(k, v)| format!("{k:?} = {v:?}\n"))
+            .collect::<String>()
+    };
+    let (slug, name) = route;
+    let config = dir.join("mmc.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[limits]\nadapter_deadline_ms = {adapter_deadline_ms}\n\n\
+             [routing.live]\n{slug:?} = {name:?}\n\n\
+             [components.collect.settings]\noperator_answer_window_ms = \"{answer_window_ms}\"\n\n\
+             [components.{name}]\nallowed_hosts = {:?}\n\n[components.{name}.settings]\n{}\n\
+             [components.{name}.secrets]\n{}",
+            adapter.allowed_hosts,
+            table(&adapter.settings),
+            table(&adapter.secrets)
+        ),
+    )
+    .unwrap();
+    config
+}
+
 struct LiveMtn {
     fake: FakeMtn,
     data: tempfile::TempDir,
@@ -360,27 +394,13 @@ impl LiveMtn {
         fake.settle_after(Duration::from_millis(100));
         let data = tempfile::tempdir().unwrap();
         let (_, key) = cli_merchant(data.path(), merchant, "live");
-        let momo = fake.component_config();
-        let table = |m: &std::collections::BTreeMap<String, String>| {
-            m.iter()
-                .map(|(k, v)| format!("{k:?} = {v:?}\n"))
-                .collect::<String>()
-        };
-        let config = data.path().join("mmc.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[limits]\nadapter_deadline_ms = {adapter_deadline_ms}\n\n\
-                 [routing.live]\n\"mtn-bj\" = \"momo\"\n\n\
-                 [components.collect.settings]\noperator_answer_window_ms = \"{answer_window_ms}\"\n\n\
-                 [components.momo]\nallowed_hosts = {:?}\n\n[components.momo.settings]\n{}\n\
-                 [components.momo.secrets]\n{}",
-                momo.allowed_hosts,
-                table(&momo.settings),
-                table(&momo.secrets)
-            ),
-        )
-        .unwrap();
+        let config = live_config(
+            data.path(),
+            adapter_deadline_ms,
+            answer_window_ms,
+            ("mtn-bj", "momo"),
+            &fake.component_config(),
+        );
         LiveMtn {
             fake,
             data,
@@ -585,6 +605,79 @@ async fn a_create_cut_by_a_crash_and_never_retried_is_settled_soon_after_the_res
         1,
         "never sent again"
     );
+}
+
+/// An OTP confirmation cut by our crash while pawaPay was taking the deposit
+/// (Orange Money CI is PREAUTH: the deposit travels with the customer's code)
+/// and never retried: after the restart pawaPay is asked about it by our id
+/// within seconds — the poll the confirmation's intent scheduled — rather
+/// than at the payment's expiry. It completes, and the deposit is not sent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_otp_confirmation_cut_by_a_crash_is_settled_soon_after_the_restart() {
+    let fake = FakePawapay::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    let data = tempfile::tempdir().unwrap();
+    let (_, key) = cli_merchant(data.path(), "Otp", "live");
+    let config = live_config(
+        data.path(),
+        30_000,
+        30_000,
+        ("orange-ci", "pawapay"),
+        &fake.component_config(),
+    );
+    let serve = || {
+        ServerProcess::start(
+            data.path(),
+            &[
+                ("MMC_CONFIG", config.to_str().unwrap()),
+                ("MMC_RATE_LIMIT__PER_SECOND", "0"),
+            ],
+        )
+    };
+    let server = serve();
+    let client = reqwest::Client::new();
+    let (status, p) = post_json(
+        &client,
+        &format!("{}/api/v1/collect/payments", server.base),
+        &key,
+        Some(&new_key()),
+        &json!({"reference": "otp-cut", "amount": 2500, "currency": "XOF", "country": "CI",
+                "operator": "orange-ci", "customer": {"phone": "+2250700000001"}}),
+    )
+    .await;
+    assert_eq!((status, &p["status"]), (201, &json!("awaiting_otp")), "{p}");
+    let id = p["id"].as_str().unwrap().to_string();
+
+    fake.inject("deposits", Fault::Slow(Duration::from_secs(30)), 1);
+    let confirm = {
+        let (url, key) = (
+            format!("{}/api/v1/collect/payments/{id}/confirm", server.base),
+            key.clone(),
+        );
+        tokio::spawn(async move {
+            let body = json!({"otp": pawapay::GOOD_OTP});
+            let _ = post_json(&reqwest::Client::new(), &url, &key, None, &body).await;
+        })
+    };
+    for _ in 0..100 {
+        if !fake.requests("deposits").is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        fake.requests("deposits").len(),
+        1,
+        "the deposit reached pawaPay"
+    );
+    server.kill();
+    confirm.abort();
+
+    let server = serve();
+    let url = format!("{}/api/v1/collect/payments/{id}", server.base);
+    let done = wait_until(|| get_json(&client, &url, &key), "completed").await;
+    assert_eq!(done["amount"], 2500);
+    assert_eq!(fake.requests("deposits").len(), 1, "never sent again");
 }
 
 /// Reads until the payment's status is `want` (20 s at most); returns the last read.

@@ -167,10 +167,11 @@ fn record_poll(
         settle_overdue(tx, &mut p, answer.as_ref(), approval_window_ms, now)?;
     }
     // The next poll, while there is something to ask; an OTP payment waits
-    // for its code, unless it is overdue and must be settled.
+    // for its code, unless it is overdue and must be settled or a code sent
+    // has had no answer recorded (a confirmation under way or cut by a crash).
     p.next_check_ms = if p.status.is_terminal()
         || !worth_asking(&p)
-        || (p.status == Status::AwaitingOtp && !overdue)
+        || (p.status == Status::AwaitingOtp && !overdue && p.initiating_since_ms.is_none())
     {
         None
     } else {

@@ -974,8 +974,11 @@ pub fn confirm(caller: &Caller, id: &str, otp: &str) -> Result<Payment, ApiError
                 "A one-time code for this payment is being checked; retry in a moment.",
             ));
         }
-        p.start_initiating(now, crate::mmc::platform::node::id());
-        tx.save_payment(&p, p.next_check_ms)?;
+        // With its first poll, as a create's intent (see `mark_intent`): a
+        // confirmation cut by a crash is asked about within seconds, not at expiry.
+        let previous_check = p.next_check_ms;
+        mark_intent(&mut p, now);
+        tx.save_payment(&p, previous_check)?;
         Ok(p)
     })?;
     let answer = router::confirm_otp(&operation_ref(&p), otp);
@@ -998,11 +1001,13 @@ pub fn confirm(caller: &Caller, id: &str, otp: &str) -> Result<Payment, ApiError
     let wrong = match answer {
         // The code never left (no adapter instance was free): not a guess.
         Err(e) if failure_kind(&e) == CallFailure::Busy => {
+            wait_for_code(&mut p, now);
             tx.save_payment(&p, previous_check)?;
             tx.commit()?;
             return Err(ApiError::busy());
         }
         Ok(OtpOutcome::WrongCode) => {
+            wait_for_code(&mut p, now);
             p.otp_attempts += 1;
             if p.otp_attempts >= MAX_OTP_ATTEMPTS {
                 p.failure = Some(Failure {
@@ -1015,7 +1020,7 @@ pub fn confirm(caller: &Caller, id: &str, otp: &str) -> Result<Payment, ApiError
         }
         Ok(OtpOutcome::Accepted(status)) => {
             move_to(&tx, &mut p, Status::Processing, now)?;
-            p.next_check_ms = Some(now + FIRST_CHECK_MS);
+            p.next_check_ms.get_or_insert(now + FIRST_CHECK_MS); // the intent's
             apply_psp_status(&tx, &mut p, status)?;
             false
         }
@@ -1028,6 +1033,7 @@ pub fn confirm(caller: &Caller, id: &str, otp: &str) -> Result<Payment, ApiError
         }
         // Certainly not performed: nothing changes, the customer may try again.
         Err(e) => {
+            wait_for_code(&mut p, now);
             tx.save_payment(&p, previous_check)?;
             tx.commit()?;
             return Err(ApiError::operator("operator_error", adapter_failure(&e).1));
@@ -1048,6 +1054,15 @@ pub fn confirm(caller: &Caller, id: &str, otp: &str) -> Result<Payment, ApiError
         ));
     }
     Ok(p)
+}
+
+/// The code was refused or never left: the payment waits for its code again
+/// and the poll its confirmation's intent scheduled goes — unless it is
+/// overdue, when reconciliation keeps asking until it can settle it.
+fn wait_for_code(p: &mut Payment, now: u64) {
+    if now < p.expires_at_ms {
+        p.next_check_ms = None;
+    }
 }
 
 fn not_awaiting_otp(p: &Payment) -> ApiError {
