@@ -54,3 +54,36 @@ serve_fresh() { # binary, data dir, components dir, port
     sleep 0.01
   done
 }
+
+# For the profiling scripts (profile.sh, sched.sh): a release server
+# (PROFILE_BIN, else the workspace's) on a fresh store, stopped on exit, with
+# one payment in it; sets SERVER, DATA, BASE, OUT ($PROFILE_DIR, default
+# /tmp/mmc-profile) and ARGS, wrk's arguments for PHASE (create, get, legacy
+# or healthz).
+serve_for_profile() { # phase
+  local phase=$1 target=${CARGO_TARGET_DIR:-target} port=${PROFILE_PORT:-18399} key id
+  local mmc=${PROFILE_BIN:-$target/release/mmc}
+  OUT=${PROFILE_DIR:-/tmp/mmc-profile}
+  BASE="http://127.0.0.1:$port"
+  command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+  command -v perf >/dev/null || { echo "perf is needed (apt-get install linux-perf)" >&2; exit 1; }
+  mkdir -p "$OUT"
+  DATA=$(mktemp -d)
+  SERVER=
+  trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER"; rm -rf "$DATA"' EXIT
+  export MMC_CACHE_DIR="$target/mmc-cache" MMC_LOG=warn MMC_RATE_LIMIT__PER_SECOND=0 \
+    MMC_RATE_LIMIT__PER_CLIENT_PER_SECOND=0 MMC_ADMIN__LISTEN=127.0.0.1:$((port + 1)) \
+    MMC_ADMIN__TOKEN=adm_bench_0123456789abcdef0123456789ab
+  key=$(bench_key "$mmc" "$DATA")
+  serve_fresh "$mmc" "$DATA" "$target/components" "$port"
+  local auth=(-H "Authorization: Bearer $key")
+  id=$(first_payment "$BASE" "$key" profile)
+  [ -n "$id" ] || { echo "no payment could be created; see $DATA/server.log" >&2; exit 1; }
+  case $phase in
+    create) ARGS=("${auth[@]}" -s bench/create.lua "$BASE") ;;
+    get) ARGS=("${auth[@]}" "$BASE/api/v1/collect/payments/$id") ;;
+    legacy) ARGS=("${auth[@]}" -s bench/legacy.lua "$BASE") ;;
+    healthz) ARGS=("$BASE/healthz") ;;
+    *) echo "unknown phase $phase (create get legacy healthz)" >&2; exit 2 ;;
+  esac
+}

@@ -20,35 +20,9 @@
 # (`perf script`), wrk.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # bench_key, serve_fresh, first_payment
+. bench/lib.sh # serve_for_profile
 PHASE=${1:-create} EVENT=${2:-cpu}
-TARGET_DIR=${CARGO_TARGET_DIR:-target}
-MMC=${PROFILE_BIN:-$TARGET_DIR/release/mmc}
-OUT=${PROFILE_DIR:-/tmp/mmc-profile}
-PORT=${PROFILE_PORT:-18399}
-BASE="http://127.0.0.1:$PORT"
-command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
-command -v perf >/dev/null || { echo "perf is needed (apt-get install linux-perf)" >&2; exit 1; }
-mkdir -p "$OUT"
-DATA=$(mktemp -d)
-SERVER=
-trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER"; rm -rf "$DATA"' EXIT
-export MMC_CACHE_DIR="$TARGET_DIR/mmc-cache" MMC_LOG=warn MMC_RATE_LIMIT__PER_SECOND=0 \
-  MMC_RATE_LIMIT__PER_CLIENT_PER_SECOND=0 MMC_ADMIN__LISTEN=127.0.0.1:$((PORT + 1)) \
-  MMC_ADMIN__TOKEN=adm_bench_0123456789abcdef0123456789ab
-
-KEY=$(bench_key "$MMC" "$DATA")
-serve_fresh "$MMC" "$DATA" "$TARGET_DIR/components" "$PORT"
-AUTH=(-H "Authorization: Bearer $KEY")
-ID=$(first_payment "$BASE" "$KEY" profile)
-[ -n "$ID" ] || { echo "no payment could be created; see $DATA/server.log" >&2; exit 1; }
-case $PHASE in
-  create) ARGS=("${AUTH[@]}" -s bench/create.lua "$BASE") ;;
-  get) ARGS=("${AUTH[@]}" "$BASE/api/v1/collect/payments/$ID") ;;
-  legacy) ARGS=("${AUTH[@]}" -s bench/legacy.lua "$BASE") ;;
-  healthz) ARGS=("$BASE/healthz") ;;
-  *) echo "unknown phase $PHASE (create get legacy healthz)" >&2; exit 2 ;;
-esac
+serve_for_profile "$PHASE"
 case $EVENT in
   cpu) PERF_EVENT=(-F 1999) ;;
   switches) PERF_EVENT=(-e sched:sched_switch) ;;
