@@ -1,8 +1,6 @@
 //! Background work the host schedules: expiry and reconciliation. Both walk
 //! time-ordered indexes in storage, so they survive restarts.
 
-use mmc_domain::Status;
-
 use std::collections::HashMap;
 
 use crate::mmc::adapter::router;
@@ -10,7 +8,7 @@ use crate::mmc::adapter::types::PspStatus;
 use crate::mmc::platform::{clock, log};
 use crate::payments::{
     FIRST_CHECK_MS, MAX_CHECK_INTERVAL_MS, PspAnswer, apply_psp_status, approval_window_ms,
-    ask_psp_many, operation_ref, settle_overdue, worth_asking,
+    ask_psp_many, operation_ref, settle_overdue, waits_for_code, worth_asking,
 };
 use crate::store::{self, Tx};
 
@@ -166,13 +164,8 @@ fn record_poll(
     if overdue {
         settle_overdue(tx, &mut p, answer.as_ref(), approval_window_ms, now)?;
     }
-    // The next poll, while there is something to ask; an OTP payment waits
-    // for its code, unless it is overdue and must be settled or a code sent
-    // has had no answer recorded (a confirmation under way or cut by a crash).
-    p.next_check_ms = if p.status.is_terminal()
-        || !worth_asking(&p)
-        || (p.status == Status::AwaitingOtp && !overdue && p.initiating_since_ms.is_none())
-    {
+    // The next poll, while there is something to ask.
+    p.next_check_ms = if p.status.is_terminal() || !worth_asking(&p) || waits_for_code(&p, now) {
         None
     } else {
         p.checks += 1;

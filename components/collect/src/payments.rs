@@ -1056,11 +1056,18 @@ pub fn confirm(caller: &Caller, id: &str, otp: &str) -> Result<Payment, ApiError
     Ok(p)
 }
 
-/// The code was refused or never left: the payment waits for its code again
-/// and the poll its confirmation's intent scheduled goes — unless it is
-/// overdue, when reconciliation keeps asking until it can settle it.
+/// An OTP payment with no code on its way waits for its code: nothing to
+/// ask the operator about, so no poll — unless it is overdue, when
+/// reconciliation asks until it can settle it. A code sent and not answered
+/// (a confirmation under way, or cut by a crash) is asked about.
+pub fn waits_for_code(p: &Payment, now: u64) -> bool {
+    p.status == Status::AwaitingOtp && now < p.expires_at_ms && p.initiating_since_ms.is_none()
+}
+
+/// The code was refused or never left: the poll the confirmation's intent
+/// scheduled goes, if the payment waits for its code again.
 fn wait_for_code(p: &mut Payment, now: u64) {
-    if now < p.expires_at_ms {
+    if waits_for_code(p, now) {
         p.next_check_ms = None;
     }
 }
