@@ -344,10 +344,6 @@ fn unacknowledged(attempts: &[Attempt]) -> Vec<&Attempt> {
         .collect()
 }
 
-/// A live merchant whose `mtn-bj` goes through the real `momo` adapter to a
-/// fake MTN (it settles 100 ms after a request), for tests that kill the
-/// server while MTN is answering. The in-flight window is given: the adapter
-/// deadline plus the operator's answer window.
 /// `mmc.toml` for a live environment whose operator `route.0` goes to the
 /// adapter `route.1`, configured as `adapter` says.
 fn live_config(
@@ -381,6 +377,31 @@ fn live_config(
     config
 }
 
+/// `mmc serve` on the set-up in `data` with `config` (again after a kill: the same storage).
+fn serve_live(data: &std::path::Path, config: &std::path::Path) -> ServerProcess {
+    let env = [
+        ("MMC_CONFIG", config.to_str().unwrap()),
+        ("MMC_RATE_LIMIT__PER_SECOND", "0"),
+    ];
+    ServerProcess::start(data, &env)
+}
+
+/// Waits (5 s at most) until the operator has received one request: `received`
+/// counts them.
+async fn until_received(received: impl Fn() -> usize, what: &str) {
+    for _ in 0..100 {
+        if received() > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(received(), 1, "{what} reached the operator");
+}
+
+/// A live merchant whose `mtn-bj` goes through the real `momo` adapter to a
+/// fake MTN (it settles 100 ms after a request), for tests that kill the
+/// server while MTN is answering. The in-flight window is given: the adapter
+/// deadline plus the operator's answer window.
 struct LiveMtn {
     fake: FakeMtn,
     data: tempfile::TempDir,
@@ -411,11 +432,7 @@ impl LiveMtn {
 
     /// `mmc serve` on this set-up (again after a kill: the same storage).
     fn serve(&self) -> ServerProcess {
-        let env = [
-            ("MMC_CONFIG", self.config.to_str().unwrap()),
-            ("MMC_RATE_LIMIT__PER_SECOND", "0"),
-        ];
-        ServerProcess::start(self.data.path(), &env)
+        serve_live(self.data.path(), &self.config)
     }
 
     /// A POST the kill will cut: sent in a task of its own, no answer expected.
@@ -440,17 +457,7 @@ impl LiveMtn {
 
     /// Waits (5 s at most) until MTN has received the request at `endpoint`.
     async fn until_mtn_has(&self, endpoint: &str) {
-        for _ in 0..100 {
-            if !self.fake.requests(endpoint).is_empty() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        assert_eq!(
-            self.fake.requests(endpoint).len(),
-            1,
-            "{endpoint} reached MTN"
-        );
+        until_received(|| self.fake.requests(endpoint).len(), endpoint).await;
     }
 
     /// Reads payment `id` through `server` until its status is `want`.
@@ -625,16 +632,7 @@ async fn an_otp_confirmation_cut_by_a_crash_is_settled_soon_after_the_restart() 
         ("orange-ci", "pawapay"),
         &fake.component_config(),
     );
-    let serve = || {
-        ServerProcess::start(
-            data.path(),
-            &[
-                ("MMC_CONFIG", config.to_str().unwrap()),
-                ("MMC_RATE_LIMIT__PER_SECOND", "0"),
-            ],
-        )
-    };
-    let server = serve();
+    let server = serve_live(data.path(), &config);
     let client = reqwest::Client::new();
     let (status, p) = post_json(
         &client,
@@ -659,21 +657,11 @@ async fn an_otp_confirmation_cut_by_a_crash_is_settled_soon_after_the_restart() 
             let _ = post_json(&reqwest::Client::new(), &url, &key, None, &body).await;
         })
     };
-    for _ in 0..100 {
-        if !fake.requests("deposits").is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(
-        fake.requests("deposits").len(),
-        1,
-        "the deposit reached pawaPay"
-    );
+    until_received(|| fake.requests("deposits").len(), "the deposit").await;
     server.kill();
     confirm.abort();
 
-    let server = serve();
+    let server = serve_live(data.path(), &config);
     let url = format!("{}/api/v1/collect/payments/{id}", server.base);
     let done = wait_until(|| get_json(&client, &url, &key), "completed").await;
     assert_eq!(done["amount"], 2500);
