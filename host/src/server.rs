@@ -75,12 +75,6 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     let webhooks = crate::webhooks::Webhooks::new(db.sql.clone(), config.webhooks.clone(), sealer)?;
     let drain = crate::shutdown::Drain::new();
     crate::webhooks::spawn(webhooks.clone(), drain.clone());
-    // Requests served on the tokio worker that read them: reads inline, writes
-    // as async calls whose storage waits are futures. On PostgreSQL a read
-    // and a write are network round trips: they stay off the workers.
-    let on_workers = matches!(config.storage_url()?, crate::config::StorageUrl::Sqlite(_))
-        && tokio::runtime::Handle::current().runtime_flavor()
-            == tokio::runtime::RuntimeFlavor::MultiThread;
     let app = Arc::new(App {
         admin,
         rate_limiter: crate::http::rate_limit::RateLimiter::new(config.rate_limit.clone()),
@@ -95,8 +89,10 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
             config.connections.clone(),
             runtime.services.metrics.clone(),
         ),
-        inline_reads: on_workers,
-        async_writes: on_workers,
+        // On PostgreSQL a read is a network round trip: it stays off the workers.
+        inline_reads: matches!(config.storage_url()?, crate::config::StorageUrl::Sqlite(_))
+            && tokio::runtime::Handle::current().runtime_flavor()
+                == tokio::runtime::RuntimeFlavor::MultiThread,
         drain,
     });
     crate::workers::spawn(runtime.clone(), leases.clone(), app.drain.clone());

@@ -27,12 +27,9 @@
 mod sql;
 
 use std::fs::File;
-use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::task::{Context, Poll, Waker};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -42,8 +39,8 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 use mmc_storage::{
-    Backend, Check, MAX_SCAN, Order, OutboxEvent, PendingApply, Stage, StorageError, Transaction,
-    Write, check_then_write,
+    Backend, Check, MAX_SCAN, Order, OutboxEvent, Stage, StorageError, Transaction, Write,
+    check_then_write,
 };
 
 const SCHEMA: &str = r#"
@@ -209,79 +206,7 @@ struct Job {
     claimed: AtomicBool,
     /// Set once its group is resolved.
     outcome: Mutex<Option<Result<bool, StorageError>>>,
-    caller: Waiter,
-}
-
-/// Who waits for a job's outcome: a thread that parks, or a task (an
-/// `apply_async` on a tokio worker) that is woken.
-enum Waiter {
-    Thread(Thread),
-    Task(Mutex<Option<Waker>>),
-}
-
-impl Job {
-    fn new(ns: &str, checks: Vec<Check>, writes: Vec<Write>, caller: Waiter) -> Job {
-        Job {
-            ns: ns.to_string(),
-            checks,
-            writes,
-            claimed: AtomicBool::new(false),
-            outcome: Mutex::new(None),
-            caller,
-        }
-    }
-
-    /// Sets the outcome and wakes whoever waits for it.
-    fn answer(&self, outcome: Result<bool, StorageError>) {
-        *self.outcome.lock() = Some(outcome);
-        match &self.caller {
-            Waiter::Thread(t) => t.unpark(),
-            Waiter::Task(w) => {
-                if let Some(w) = w.lock().take() {
-                    w.wake();
-                }
-            }
-        }
-    }
-
-    /// Claims the job for its caller if the applier has not started it: it
-    /// is then never applied, and the caller is told the storage is busy.
-    fn give_up(&self) -> Option<Result<bool, StorageError>> {
-        (!self.claimed.swap(true, Ordering::AcqRel)).then(|| {
-            Err(StorageError::Unavailable(format!(
-                "storage busy: transaction not started in {} s",
-                WRITER_WAIT.as_secs()
-            )))
-        })
-    }
-}
-
-/// The wait of an `apply_async`: ready once the job's group is resolved, or
-/// once polled past its deadline before the applier took the job.
-struct Applying {
-    job: Arc<Job>,
-    deadline: Instant,
-}
-
-impl Future for Applying {
-    type Output = Result<bool, StorageError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let job = &self.job;
-        if let Waiter::Task(w) = &job.caller {
-            // Registered before the outcome is read: an answer after the read wakes us.
-            *w.lock() = Some(cx.waker().clone());
-        }
-        if let Some(outcome) = job.outcome.lock().take() {
-            return Poll::Ready(outcome);
-        }
-        if Instant::now() >= self.deadline
-            && let Some(busy) = job.give_up()
-        {
-            return Poll::Ready(busy);
-        }
-        Poll::Pending
-    }
+    caller: Thread,
 }
 
 /// Most jobs run under one lock acquisition: the committer waits no longer than that.
@@ -367,17 +292,6 @@ struct GroupState {
     stop: bool,
     /// Applied jobs with their group, answered when it is resolved.
     jobs: Vec<(u64, Arc<Job>, Result<bool, StorageError>)>,
-    /// The committer lets the open group gather before committing it: the
-    /// applier tells it of every batch.
-    gathering: bool,
-}
-
-impl GroupState {
-    /// Jobs applied to the open group (not committed yet).
-    fn open_jobs(&self) -> usize {
-        let committed = self.committed_through;
-        self.jobs.len() - self.jobs.partition_point(|(g, _, _)| *g <= committed)
-    }
 }
 
 impl Groups {
@@ -464,13 +378,6 @@ fn group_failure(failed: &[(u64, String)], group: u64) -> Result<(), StorageErro
 /// or here, when a transaction waits on a group nobody committed.
 fn committer(writer: Arc<Mutex<Writer>>, groups: Arc<Groups>, wal_path: PathBuf) {
     let mut wal: Option<File> = None;
-    // When the last sync started, and how many transactions it answered.
-    let mut last_sync: Option<(Instant, usize)> = None;
-    let min_cycle = min_group_cycle();
-    let gather_from: usize = std::env::var("SQLITE_GATHER_FROM")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(4);
     loop {
         let commit = {
             let mut st = groups.state.lock();
@@ -485,15 +392,6 @@ fn committer(writer: Arc<Mutex<Writer>>, groups: Arc<Groups>, wal_path: PathBuf)
             std::mem::take(&mut st.pending)
         };
         if commit {
-            // Under concurrency (the last sync answered several transactions),
-            // let the open group gather for a whole cycle: a commit writes
-            // every page its group touched, so fewer, larger groups write
-            // fewer WAL frames and sync less per transaction.
-            if let Some((at, answered)) = last_sync
-                && answered >= gather_from
-            {
-                gather(&groups, at + min_cycle, answered);
-            }
             // Never wait for the writer while a committed group is not yet
             // durable: the writer's holder may be waiting for exactly that (a
             // read inside a transaction waits until what it saw is on disk),
@@ -513,37 +411,13 @@ fn committer(writer: Arc<Mutex<Writer>>, groups: Arc<Groups>, wal_path: PathBuf)
             drop(w);
             groups.state.lock().committed(group, result);
         }
-        let started = Instant::now();
-        let answered = make_durable(&groups, &mut wal, &wal_path);
-        last_sync = Some((started, answered));
+        make_durable(&groups, &mut wal, &wal_path);
     }
-}
-
-/// Lets the open group gather until `until`, or until it holds `enough`
-/// transactions (as many as the last sync answered: the rate they arrive at).
-fn gather(groups: &Groups, until: Instant, enough: usize) {
-    let mut st = groups.state.lock();
-    st.gathering = true;
-    while st.open_jobs() < enough && !st.stop {
-        if groups.work.wait_until(&mut st, until).timed_out() {
-            break;
-        }
-    }
-    st.gathering = false;
-}
-
-/// The shortest time from one sync's start to the next commit, under
-/// concurrency (`SQLITE_GROUP_CYCLE_US`, for experiments).
-fn min_group_cycle() -> Duration {
-    std::env::var("SQLITE_GROUP_CYCLE_US")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map_or(Duration::ZERO, Duration::from_micros)
 }
 
 /// One `fdatasync` for every committed group not yet durable; then resolves
 /// them and answers their transactions. Never takes the writer.
-fn make_durable(groups: &Groups, wal: &mut Option<File>, wal_path: &Path) -> usize {
+fn make_durable(groups: &Groups, wal: &mut Option<File>, wal_path: &Path) {
     let (from, through) = (groups.resolved() + 1, groups.state.lock().committed_through);
     let synced = sync_wal(wal, wal_path);
     let mut st = groups.state.lock();
@@ -571,11 +445,10 @@ fn make_durable(groups: &Groups, wal: &mut Option<File>, wal_path: &Path) -> usi
         })
         .collect();
     drop(st);
-    let count = answered.len();
     for (job, outcome) in answered {
-        job.answer(outcome);
+        *job.outcome.lock() = Some(outcome);
+        job.caller.unpark();
     }
-    count
 }
 
 /// Runs queued prepared transactions, each in its own savepoint of the open group.
@@ -614,7 +487,7 @@ fn applier(writer: Arc<Mutex<Writer>>, groups: Arc<Groups>, applier: Arc<Applier
                 let (group, result) = commit_open(&mut w, &groups);
                 groups.state.lock().committed(group, result);
                 groups.work.notify_one();
-            } else if !st.pending || st.gathering {
+            } else if !st.pending {
                 // A sync is under way: the group grows until it is done.
                 st.pending = true;
                 groups.work.notify_one();
@@ -928,14 +801,6 @@ impl Sqlite {
     /// for at most [`SNAPSHOT_FOR`]. A commit of this process is counted before
     /// its writer is answered, so a read after an answer sees the write, as with
     /// a fresh transaction.
-    /// Hands a prepared transaction to the applier thread.
-    fn queue(&self, job: Job) -> Arc<Job> {
-        let job = Arc::new(job);
-        self.applier.queue.lock().jobs.push(job.clone());
-        self.applier.work.notify_one();
-        job
-    }
-
     fn read_kv<T>(
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StorageError>,
@@ -1144,22 +1009,27 @@ impl Backend for Sqlite {
         checks: Vec<Check>,
         writes: Vec<Write>,
     ) -> Result<bool, StorageError> {
-        let job = self.queue(Job::new(
-            namespace,
+        let job = Arc::new(Job {
+            ns: namespace.to_string(),
             checks,
             writes,
-            Waiter::Thread(std::thread::current()),
-        ));
+            claimed: AtomicBool::new(false),
+            outcome: Mutex::new(None),
+            caller: std::thread::current(),
+        });
+        self.applier.queue.lock().jobs.push(job.clone());
+        self.applier.work.notify_one();
         let deadline = Instant::now() + WRITER_WAIT;
         loop {
             if let Some(outcome) = job.outcome.lock().take() {
                 return outcome;
             }
             let now = Instant::now();
-            if now >= deadline
-                && let Some(busy) = job.give_up()
-            {
-                return busy;
+            if now >= deadline && !job.claimed.swap(true, Ordering::AcqRel) {
+                return Err(StorageError::Unavailable(format!(
+                    "storage busy: transaction not started in {} s",
+                    WRITER_WAIT.as_secs()
+                )));
             }
             // Spurious wake-ups are fine: the outcome is checked again.
             std::thread::park_timeout(
@@ -1168,32 +1038,6 @@ impl Backend for Sqlite {
                     .max(Duration::from_millis(100)),
             );
         }
-    }
-
-    /// As `apply`, the caller woken as a task instead of a parked thread: a
-    /// create served on a tokio worker waits for its fsync without taking
-    /// a thread of its own (two thread wake-ups fewer per transaction).
-    fn apply_async(
-        &self,
-        namespace: &str,
-        checks: Vec<Check>,
-        writes: Vec<Write>,
-    ) -> Option<PendingApply> {
-        let job = self.queue(Job::new(
-            namespace,
-            checks,
-            writes,
-            Waiter::Task(Mutex::new(None)),
-        ));
-        let deadline = Instant::now() + WRITER_WAIT;
-        Some(PendingApply {
-            future: Box::pin(Applying { job, deadline }),
-            give_up_at: deadline,
-        })
-    }
-
-    fn applies_async(&self) -> bool {
-        true
     }
 
     fn get(
@@ -1311,71 +1155,6 @@ mod tests {
             .unwrap()
             .len();
         assert!(wal >= 16 * frame, "the WAL holds them: {wal} bytes");
-    }
-
-    /// Polls `fut` to its end on this thread, parking between wake-ups.
-    fn block_on<F: Future>(fut: F) -> F::Output {
-        struct Unpark(Thread);
-        impl std::task::Wake for Unpark {
-            fn wake(self: Arc<Self>) {
-                self.0.unpark();
-            }
-        }
-        let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-        let mut cx = Context::from_waker(&waker);
-        let mut fut = std::pin::pin!(fut);
-        loop {
-            if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
-                return out;
-            }
-            std::thread::park();
-        }
-    }
-
-    #[test]
-    fn an_async_apply_is_woken_once_its_group_is_durable() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Sqlite::open(&dir.path().join("a.db")).unwrap();
-        let pending = db.apply_async("c", vec![], vec![put("k", "1")]).unwrap();
-        assert!(block_on(pending.future).unwrap());
-        assert_eq!(db.get("c", "t", "k").unwrap(), Some(b"1".to_vec()));
-        // A check that no longer holds: refused, nothing written.
-        let stale = Check {
-            table: "t".into(),
-            key: "k".into(),
-            value: None,
-        };
-        let pending = db.apply_async("c", vec![stale], vec![put("k", "2")]);
-        assert!(!block_on(pending.unwrap().future).unwrap());
-        assert_eq!(db.get("c", "t", "k").unwrap(), Some(b"1".to_vec()));
-    }
-
-    /// A caller that gives up on an async apply the writer has not started
-    /// is told so, and the transaction is never applied.
-    #[test]
-    fn an_async_apply_polled_past_its_deadline_before_it_started_is_never_applied() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Sqlite::open(&dir.path().join("a.db")).unwrap();
-        let writer = db.writer.lock(); // the applier cannot start anything
-        let job = db.queue(Job::new(
-            "c",
-            vec![],
-            vec![put("late", "1")],
-            Waiter::Task(Mutex::new(None)),
-        ));
-        let late = Applying {
-            job,
-            deadline: Instant::now(),
-        };
-        let outcome = block_on(late);
-        assert!(
-            matches!(&outcome, Err(StorageError::Unavailable(m)) if m.contains("busy")),
-            "{outcome:?}"
-        );
-        drop(writer);
-        // Whatever the applier does with it now, it skips it.
-        assert!(db.apply("c", vec![], vec![put("after", "1")]).unwrap());
-        assert_eq!(db.get("c", "t", "late").unwrap(), None);
     }
 
     /// An outbox event with id `id` (ids are unique: a taken one fails the insert).
@@ -1586,14 +1365,14 @@ mod tests {
             let db = Sqlite::open(&dir.path().join("g.db")).unwrap();
             assert!(db.apply("c", vec![], vec![event("evt_taken")]).unwrap());
             let job = |key: &str, event_id: &str| {
-                let job = Job::new(
-                    "c",
-                    vec![],
-                    vec![put(key, "1"), event(event_id)],
-                    Waiter::Thread(std::thread::current()),
-                );
-                job.claimed.store(true, Ordering::Relaxed);
-                Arc::new(job)
+                Arc::new(Job {
+                    ns: "c".into(),
+                    checks: vec![],
+                    writes: vec![put(key, "1"), event(event_id)],
+                    claimed: AtomicBool::new(true),
+                    outcome: Mutex::new(None),
+                    caller: std::thread::current(),
+                })
             };
             let mut w = db.writer.lock();
             assert!(!w.open, "the first apply's group is committed");

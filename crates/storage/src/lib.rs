@@ -84,24 +84,6 @@ pub trait Backend: Send + Sync + 'static {
         Ok(true)
     }
 
-    /// [`Backend::apply`] for a caller that must not block its thread (a
-    /// tokio worker): the wait for durability is a future. `None` where the
-    /// engine has no such wait (its `apply` waits on the network): the
-    /// caller then runs `apply` where it may block.
-    fn apply_async(
-        &self,
-        _namespace: &str,
-        _checks: Vec<Check>,
-        _writes: Vec<Write>,
-    ) -> Option<PendingApply> {
-        None
-    }
-
-    /// Whether [`Backend::apply_async`] gives a future.
-    fn applies_async(&self) -> bool {
-        false
-    }
-
     fn get(&self, namespace: &str, table: &str, key: &str)
     -> Result<Option<Vec<u8>>, StorageError>;
     /// At most `limit` (capped at [`MAX_SCAN`]) rows of `[start, end)` (`end`
@@ -138,14 +120,6 @@ pub trait Backend: Send + Sync + 'static {
     ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
         self.scan_in(namespace, table, (start, end), Order::Desc, limit)
     }
-}
-
-/// A prepared transaction on its way (see [`Backend::apply_async`]). Polled
-/// past [`PendingApply::give_up_at`] without having been started, it gives
-/// up (storage busy) and is never applied; once started it is waited for.
-pub struct PendingApply {
-    pub future: std::pin::Pin<Box<dyn Future<Output = Result<bool, StorageError>> + Send>>,
-    pub give_up_at: std::time::Instant,
 }
 
 /// Key order of a scan.

@@ -12,37 +12,6 @@ use crate::runtime::state::HostState;
 
 type Outcome<T> = wasmtime::Result<Result<T, Failure>>;
 
-/// What a facade is answered when payments cannot be called now.
-fn failure(message: String) -> Failure {
-    Failure {
-        status: 500,
-        code: "internal_error".into(),
-        message,
-        param: None,
-    }
-}
-
-const IN_TRANSACTION: &str = "payments calls are not allowed while a storage transaction is open";
-
-/// `payments.create` in a Store called asynchronously: collect's create is
-/// called asynchronously too, so its storage waits are futures.
-pub async fn create_async(
-    mut store: wasmtime::StoreContextMut<'_, HostState>,
-    caller: Caller,
-    req: CreateRequest,
-) -> Result<Created, Failure> {
-    let state = store.data_mut();
-    if state.open_txn {
-        return Err(failure(IN_TRANSACTION.into()));
-    }
-    let runtime = state.runtime.clone();
-    let started = Instant::now();
-    let result = runtime.create_payment_async(&caller, &req).await;
-    // Collect has its own deadline: the facade is not charged for it.
-    store.data_mut().deadline.extend(started.elapsed());
-    result.unwrap_or_else(|e| Err(failure(e.to_string())))
-}
-
 impl HostState {
     fn with_payments<T>(
         &mut self,
@@ -52,13 +21,26 @@ impl HostState {
         ) -> wasmtime::Result<Result<T, Failure>>,
     ) -> Outcome<T> {
         if self.open_txn {
-            return Ok(Err(failure(IN_TRANSACTION.into())));
+            return Ok(Err(Failure {
+                status: 500,
+                code: "internal_error".into(),
+                message: "payments calls are not allowed while a storage transaction is open"
+                    .into(),
+                param: None,
+            }));
         }
         let started = Instant::now();
         let result = self.runtime.call_payments(f);
         // Collect has its own deadline: the facade is not charged for it.
         self.deadline.extend(started.elapsed());
-        Ok(result.unwrap_or_else(|e| Err(failure(e.to_string()))))
+        Ok(result.unwrap_or_else(|e| {
+            Err(Failure {
+                status: 500,
+                code: "internal_error".into(),
+                message: e.to_string(),
+                param: None,
+            })
+        }))
     }
 }
 

@@ -93,12 +93,10 @@ fn routed<T>(
     f: impl FnOnce(&mut wasmtime::Store<HostState>, &Adapter) -> Outcome<T>,
 ) -> Result<T, AdapterError> {
     let started = Instant::now();
-    // An operator call may wait on the network for seconds, never on a tokio
-    // worker: each of its waits (an instance slot, outbound HTTP, a WASI
-    // stream) leaves the worker's core by itself (`inline::may_block`). Not
-    // the whole call: an adapter that only computes (the simulator) runs on
-    // the worker, with no core handed to another thread and back.
-    let (result, served_by) = runtime.call_adapter_waiting(environment, operator, slot_wait, f);
+    // An operator call may wait on the network for seconds: never on a tokio worker.
+    let (result, served_by) = crate::runtime::inline::may_block(|| {
+        runtime.call_adapter_waiting(environment, operator, slot_wait, f)
+    });
     answered(
         runtime,
         (operation, subject),

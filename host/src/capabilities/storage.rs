@@ -4,7 +4,7 @@
 
 use wasmtime::component::Resource;
 
-use crate::db::{Check, Order, OutboxEvent, PendingApply, StorageError, Transaction, Write};
+use crate::db::{Check, Order, OutboxEvent, StorageError, Transaction, Write};
 use crate::runtime::bindings::CapabilityError;
 use crate::runtime::bindings::host::mmc::platform::storage::{self, Entry};
 use crate::runtime::inline::may_block;
@@ -57,103 +57,6 @@ impl HostState {
     }
 }
 
-/// A prepared transaction as the backend takes it, with the rows it writes
-/// (puts, deletes, events) for the metrics.
-fn prepared(
-    checks: Vec<storage::Check>,
-    writes: Vec<storage::WriteOp>,
-) -> (Vec<Check>, Vec<Write>, [u64; 3]) {
-    let checks: Vec<Check> = checks
-        .into_iter()
-        .map(|c| Check {
-            table: c.table,
-            key: c.key,
-            value: c.value,
-        })
-        .collect();
-    let writes: Vec<Write> = writes
-        .into_iter()
-        .map(|w| match w {
-            storage::WriteOp::Put(p) => Write::Put {
-                table: p.table,
-                key: p.key,
-                value: p.value,
-            },
-            storage::WriteOp::Delete(d) => Write::Delete {
-                table: d.table,
-                key: d.key,
-            },
-            storage::WriteOp::Emit(e) => Write::Emit(outbox_event(e)),
-        })
-        .collect();
-    let mut rows = [0u64; 3];
-    for w in &writes {
-        rows[match w {
-            Write::Put { .. } => 0,
-            Write::Delete { .. } => 1,
-            Write::Emit(_) => 2,
-        }] += 1;
-    }
-    (checks, writes, rows)
-}
-
-impl HostState {
-    /// Counts what an `apply` did and hands its outcome to the component.
-    fn applied(
-        &self,
-        applied: Result<bool, StorageError>,
-        rows: [u64; 3],
-    ) -> Result<bool, CapabilityError> {
-        let metrics = &self.runtime.services.metrics;
-        match applied {
-            Ok(true) => {
-                metrics.storage_rows_written(&self.component, rows);
-                metrics.storage_transaction(&self.component, "applied");
-            }
-            Ok(false) => metrics.storage_transaction(&self.component, "refused"),
-            Err(_) => {}
-        }
-        applied.map_err(Into::into)
-    }
-}
-
-/// `apply` in a Store called asynchronously (a write served on a tokio
-/// worker, [`crate::runtime::Runtime::handle_async`]): the wait for the
-/// group's fsync suspends the call instead of blocking the thread.
-pub async fn apply_async(
-    mut store: wasmtime::StoreContextMut<'_, HostState>,
-    checks: Vec<storage::Check>,
-    writes: Vec<storage::WriteOp>,
-) -> Result<bool, CapabilityError> {
-    let state = store.data_mut();
-    state.no_open_txn()?;
-    let (checks, writes, rows) = prepared(checks, writes);
-    let backend = state.runtime.services.storage.clone();
-    let applied = if backend.applies_async() {
-        match backend.apply_async(&state.component, checks, writes) {
-            Some(pending) => wait_applied(pending).await,
-            None => Err(StorageError::Unavailable("no asynchronous apply".into())),
-        }
-    } else {
-        may_block(|| backend.apply(&state.component, checks, writes))
-    };
-    store.data().applied(applied, rows)
-}
-
-/// Waits for a prepared transaction; past its deadline it is polled once
-/// more, which gives it up unless the writer has started it.
-async fn wait_applied(pending: PendingApply) -> Result<bool, StorageError> {
-    let PendingApply {
-        mut future,
-        give_up_at,
-    } = pending;
-    let deadline = tokio::time::Instant::from_std(give_up_at);
-    match tokio::time::timeout_at(deadline, &mut future).await {
-        Ok(applied) => applied,
-        Err(_) => future.await,
-    }
-}
-
 impl storage::Host for HostState {
     fn apply(
         &mut self,
@@ -163,11 +66,53 @@ impl storage::Host for HostState {
         if let Err(e) = self.no_open_txn() {
             return Ok(Err(e));
         }
-        let (checks, writes, rows) = prepared(checks, writes);
+        let checks: Vec<Check> = checks
+            .into_iter()
+            .map(|c| Check {
+                table: c.table,
+                key: c.key,
+                value: c.value,
+            })
+            .collect();
+        let writes: Vec<Write> = writes
+            .into_iter()
+            .map(|w| match w {
+                storage::WriteOp::Put(p) => Write::Put {
+                    table: p.table,
+                    key: p.key,
+                    value: p.value,
+                },
+                storage::WriteOp::Delete(d) => Write::Delete {
+                    table: d.table,
+                    key: d.key,
+                },
+                storage::WriteOp::Emit(e) => Write::Emit(outbox_event(e)),
+            })
+            .collect();
+        let mut rows = [0u64; 3];
+        for w in &writes {
+            rows[match w {
+                Write::Put { .. } => 0,
+                Write::Delete { .. } => 1,
+                Write::Emit(_) => 2,
+            }] += 1;
+        }
         let services = &self.runtime.services;
         // A write waits for its group's fsync: off a worker's core, when inline.
         let applied = may_block(|| services.storage.apply(&self.component, checks, writes));
-        Ok(self.applied(applied, rows))
+        match applied {
+            Ok(true) => {
+                services.metrics.storage_rows_written(&self.component, rows);
+                services
+                    .metrics
+                    .storage_transaction(&self.component, "applied");
+            }
+            Ok(false) => services
+                .metrics
+                .storage_transaction(&self.component, "refused"),
+            Err(_) => {}
+        }
+        Ok(applied.map_err(Into::into))
     }
 
     fn begin(&mut self) -> wasmtime::Result<Result<Resource<TxnHandle>, CapabilityError>> {

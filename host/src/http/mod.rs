@@ -57,9 +57,6 @@ pub struct App {
     pub drain: Arc<crate::shutdown::Drain>,
     /// GETs are served on the worker that read them ([`crate::runtime::inline`]).
     pub inline_reads: bool,
-    /// Other requests too, as asynchronous component calls
-    /// ([`crate::runtime::Runtime::handle_async`]).
-    pub async_writes: bool,
 }
 
 impl App {
@@ -722,8 +719,6 @@ async fn dispatch(
         app.inline_reads && matches!(parts.method, hyper::Method::GET | hyper::Method::HEAD);
     let (caller, request, mut response) = if inline {
         serve_inline(app, route, key, client, request, request_id).await?
-    } else if app.async_writes {
-        serve_async(app, route, key, client, request, request_id).await?
     } else {
         let (app, route, request_id) = (app.clone(), route.clone(), request_id.to_string());
         on_blocking_thread(move || {
@@ -862,34 +857,6 @@ async fn serve_inline(
         Err(_) => return Err(HttpError::Unavailable("request task failed".into())),
     };
     Ok((caller, request, response))
-}
-
-/// A write, served on this worker as an asynchronous component call. It
-/// runs as a task of its own, so that a client that goes away does not
-/// cancel it half-way: like a request on a blocking thread, it runs to the end.
-async fn serve_async(
-    app: &Arc<App>,
-    route: &Route,
-    key: Option<String>,
-    client: Option<std::net::IpAddr>,
-    request: http_types::Request,
-    request_id: &str,
-) -> Result<Served, HttpError> {
-    let caller = authorize(app, route, key, client, &request, request_id.into())?;
-    let (runtime, component) = (app.runtime.clone(), route.component.clone());
-    let task = async move {
-        let response = crate::runtime::inline::polled_on_worker(runtime.handle_async(
-            &component,
-            caller.as_ref(),
-            &request,
-        ))
-        .await;
-        (caller, request, response)
-    };
-    let (caller, request, response) = tokio::spawn(task.instrument(tracing::Span::current()))
-        .await
-        .map_err(|e| HttpError::Unavailable(format!("request task failed: {e}")))?;
-    Ok((caller, request, response?))
 }
 
 /// A running server: its bound addresses and the tasks serving them.

@@ -25,34 +25,6 @@ thread_local! {
     static HIT: Cell<bool> = const { Cell::new(false) };
 }
 
-thread_local! {
-    /// Set while this (worker) thread polls a component call of a write
-    /// ([`polled_on_worker`]).
-    static POLLED: Cell<bool> = const { Cell::new(false) };
-}
-
-/// A write served on the worker that read it: `fut` (an async component
-/// call) is polled here, its storage waits are futures, and anything else
-/// that may block inside it goes through [`may_block`]. No budget applies:
-/// an async call yields its worker at every epoch tick instead of being
-/// stopped (a write cannot simply be run again elsewhere).
-pub async fn polled_on_worker<F: Future>(fut: F) -> F::Output {
-    let mut fut = std::pin::pin!(fut);
-    std::future::poll_fn(|cx| {
-        /// Leaves the thread as it found it, even if the poll panics.
-        struct Reset;
-        impl Drop for Reset {
-            fn drop(&mut self) {
-                POLLED.set(false);
-            }
-        }
-        POLLED.set(true);
-        let _reset = Reset;
-        fut.as_mut().poll(cx)
-    })
-    .await
-}
-
 /// Runs `f` as an inline request on this (worker) thread. Returns `None` if
 /// a call was stopped for the budget: whatever `f` answered then is not the
 /// request's answer, and the caller runs it again on a blocking thread.
@@ -100,21 +72,9 @@ pub fn over_budget() -> bool {
     SINCE.get().is_some_and(|since| since.elapsed() > BUDGET)
 }
 
-/// Runs `f`, which may block: off the worker's core when inline (a read
-/// served inline, or a write's component call polled on the worker, see
-/// [`polled_on_worker`]). The wait does not count against the budget.
+/// Runs `f`, which may block: off the worker's core when inline. The wait
+/// does not count against the budget.
 pub fn may_block<R>(f: impl FnOnce() -> R) -> R {
-    if POLLED.get() {
-        struct Repoll;
-        impl Drop for Repoll {
-            fn drop(&mut self) {
-                POLLED.set(true);
-            }
-        }
-        POLLED.set(false);
-        let _repoll = Repoll;
-        return tokio::task::block_in_place(f);
-    }
     if !active() {
         return f();
     }

@@ -19,14 +19,13 @@ use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
 use sha2::{Digest, Sha256};
-use wasmtime::component::{ComponentExportIndex, HasSelf, InstancePre, Linker};
+use wasmtime::component::{ComponentExportIndex, HasSelf, Linker};
 use wasmtime::{Engine, Store, UpdateDeadline};
 
 use self::bindings::adapter::{Adapter, AdapterPre};
 use self::bindings::adapter_types::OperatorInfo;
 use self::bindings::collect::{Collect, CollectPre};
 use self::bindings::http_types::{Caller, Request, Response};
-use self::bindings::payment_types::{CreateRequest, Created, Failure};
 use self::bindings::service::ServicePre;
 use self::bindings::surface::{Surface, SurfacePre};
 use self::state::{Deadline, DeadlineExceeded, HostState};
@@ -87,12 +86,8 @@ pub struct Loaded {
     pub operators: Vec<OperatorInfo>,
     config: Arc<ComponentConfig>,
     pre: Pre,
-    /// An API component linked for asynchronous calls (see [`Runtime::handle_async`]).
-    pre_async: Option<InstancePre<HostState>>,
     /// `mmc:api/handler#handle` of an API component, found once at load.
     handler: Option<ComponentExportIndex>,
-    /// `mmc:api/payments#create` of the payments component, found once at load.
-    payments_create: Option<ComponentExportIndex>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -154,9 +149,6 @@ pub struct Runtime {
     engine: Engine,
     /// Everything an API component may import.
     api_linker: Linker<HostState>,
-    /// The same, for calls made asynchronously: `storage.apply` and
-    /// `payments.create` wait as futures ([`Runtime::handle_async`]).
-    api_linker_async: Linker<HostState>,
     /// Adapters get no storage and no router: they cannot reach payment data.
     adapter_linker: Linker<HostState>,
     pub services: Services,
@@ -185,9 +177,6 @@ impl Runtime {
         let mut wasm_config = wasmtime::Config::new();
         wasm_config.epoch_interruption(true);
         wasm_config.wasm_component_model(true);
-        // Async calls run on a stack of their own, on which an adapter they
-        // call runs too (synchronously): room for both, beyond the default 2 MiB.
-        wasm_config.async_stack_size(4 << 20);
         let max_memory_mib = config
             .components
             .values()
@@ -202,9 +191,30 @@ impl Runtime {
         let engine =
             Engine::new(&wasm_config).map_err(|e| anyhow::anyhow!("wasmtime engine: {e}"))?;
 
-        let api_linker = link_api(&engine)?;
-        let mut api_linker_async = link_api(&engine)?;
-        link_async(&mut api_linker_async).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut api_linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut api_linker)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        wasi_io::link(&mut api_linker).map_err(|e| anyhow::anyhow!("{e}"))?;
+        bindings::host::HostCapabilities::add_to_linker::<_, HasSelf<HostState>>(
+            &mut api_linker,
+            |s| s,
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        bindings::surface::mmc::api::http_types::add_to_linker::<_, HasSelf<HostState>>(
+            &mut api_linker,
+            |s| s,
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        bindings::facade::mmc::api::payment_types::add_to_linker::<_, HasSelf<HostState>>(
+            &mut api_linker,
+            |s| s,
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        bindings::facade::mmc::api::payments::add_to_linker::<_, HasSelf<HostState>>(
+            &mut api_linker,
+            |s| s,
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
 
         let mut adapter_linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut adapter_linker)
@@ -233,7 +243,6 @@ impl Runtime {
         Ok(Arc::new(Runtime {
             engine,
             api_linker,
-            api_linker_async,
             adapter_linker,
             services,
             limits: config.limits.clone(),
@@ -325,23 +334,11 @@ impl Runtime {
         } else {
             return Err(LoadError::UnknownWorld { name: name.into() });
         };
-        let export = |iface: &str, func: &str| {
-            exports
-                .iter()
-                .find(|e| e.starts_with(iface))
-                .and_then(|iface| component.get_export_index(None, iface))
-                .and_then(|iface| component.get_export_index(Some(&iface), func))
-        };
-        let handler = export("mmc:api/handler@", "handle");
-        let payments_create = export("mmc:api/payments@", "create");
-        let pre_async = match kind {
-            Kind::Adapter => None,
-            _ => Some(
-                self.api_linker_async
-                    .instantiate_pre(&component)
-                    .map_err(link)?,
-            ),
-        };
+        let handler = exports
+            .iter()
+            .find(|e| e.starts_with("mmc:api/handler@"))
+            .and_then(|iface| component.get_export_index(None, iface))
+            .and_then(|iface| component.get_export_index(Some(&iface), "handle"));
         let mut loaded = Loaded {
             handler,
             name: name.to_string(),
@@ -351,8 +348,6 @@ impl Runtime {
             operators: Vec::new(),
             config: Arc::new(self.component_config.get(name).cloned().unwrap_or_default()),
             pre,
-            pre_async,
-            payments_create,
         };
         if kind == Kind::Adapter {
             let loaded_ref = &loaded;
@@ -407,9 +402,7 @@ impl Runtime {
                         operators,
                         config: loaded.config.clone(),
                         pre: loaded.pre.clone(),
-                        pre_async: loaded.pre_async.clone(),
                         handler: loaded.handler,
-                        payments_create: loaded.payments_create,
                     }),
                 );
             }
@@ -556,26 +549,11 @@ impl Runtime {
         store: &mut Store<HostState>,
         f: impl FnOnce(&mut Store<HostState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
-        self.start_call(loaded, store);
-        let started = Instant::now();
-        let result = f(store);
-        self.conclude(loaded, store, result, started.elapsed())
-    }
-
-    /// Sets the deadline of the call about to start in `store`.
-    fn start_call(&self, loaded: &Loaded, store: &mut Store<HostState>) {
         store.data_mut().deadline = Deadline::after(self.deadline_for(loaded));
         store.set_epoch_deadline(1);
-    }
-
-    /// Turns the result of a call into a [`CallError`] on failure, and counts it.
-    fn conclude<R>(
-        &self,
-        loaded: &Loaded,
-        store: &Store<HostState>,
-        result: wasmtime::Result<R>,
-        elapsed: Duration,
-    ) -> Result<R, CallError> {
+        let started = Instant::now();
+        let result = f(store);
+        let elapsed = started.elapsed();
         let result = result.map_err(|e| {
             let state = store.data();
             if inline::hit() {
@@ -607,114 +585,6 @@ impl Runtime {
             .metrics
             .component_call(&loaded.name, outcome, elapsed);
         result
-    }
-
-    /// A Store for an asynchronous call of `loaded`: as [`Runtime::new_store`],
-    /// but a call that computes across an epoch tick yields its thread (a
-    /// tokio worker) to other requests instead of holding it.
-    fn new_async_store(self: &Arc<Self>, loaded: &Loaded) -> Store<HostState> {
-        let mut store = self.new_store(loaded);
-        store.epoch_deadline_callback(|mut ctx| {
-            let state = ctx.data_mut();
-            if Instant::now() >= state.deadline.until {
-                state.deadline.hit = true;
-                return Err(wasmtime::Error::new(DeadlineExceeded));
-            }
-            Ok(UpdateDeadline::Yield(1))
-        });
-        store
-    }
-
-    /// The start of an asynchronous call of `loaded`: its slot, its Store
-    /// (deadline set) and its asynchronous link. The caller instantiates and
-    /// calls it with `call_async`, then hands the result to [`Runtime::end_async`].
-    fn begin_async<'l>(
-        self: &Arc<Self>,
-        loaded: &'l Loaded,
-    ) -> Result<(AsyncCall<'_>, &'l InstancePre<HostState>), CallError> {
-        let pre = loaded
-            .pre_async
-            .as_ref()
-            .ok_or_else(|| CallError::WrongKind(loaded.name.clone()))?;
-        let slot = self.enter(loaded, None)?;
-        let mut store = self.new_async_store(loaded);
-        self.start_call(loaded, &mut store);
-        let call = AsyncCall {
-            store,
-            _slot: slot,
-            started: Instant::now(),
-        };
-        Ok((call, pre))
-    }
-
-    /// The end of an asynchronous call: as [`Runtime::invoke`] ends one.
-    fn end_async<R>(
-        &self,
-        loaded: &Loaded,
-        call: AsyncCall<'_>,
-        result: wasmtime::Result<R>,
-    ) -> Result<R, CallError> {
-        let result = self.conclude(loaded, &call.store, result, call.started.elapsed());
-        if call.store.data().open_txn {
-            inline::may_block(|| drop(call));
-        }
-        result
-    }
-
-    /// [`Runtime::handle`] as a future: the component call runs on the
-    /// polling thread (a tokio worker) and its storage writes wait for their
-    /// fsync as futures, so a write costs no thread of its own and no thread
-    /// wake-ups but the worker's. Poll it inside [`inline::polled_on_worker`].
-    pub async fn handle_async(
-        self: &Arc<Self>,
-        component: &str,
-        caller: Option<&Caller>,
-        req: &Request,
-    ) -> Result<Response, CallError> {
-        let loaded = self
-            .get(component)
-            .ok_or_else(|| CallError::NotLoaded(component.into()))?;
-        let (mut call, pre) = self.begin_async(&loaded)?;
-        let store = &mut call.store;
-        let result = async {
-            let handler = loaded
-                .handler
-                .ok_or_else(|| wasmtime::format_err!("no mmc:api/handler#handle export"))?;
-            let instance = pre.instantiate_async(&mut *store).await?;
-            let handle = instance
-                .get_typed_func::<(Option<&Caller>, &Request), (Response,)>(&mut *store, handler)?;
-            Ok(handle.call_async(&mut *store, (caller, req)).await?.0)
-        }
-        .await;
-        self.end_async(&loaded, call, result)
-    }
-
-    /// `payments.create` of the payments component, called asynchronously
-    /// (a facade's create served on a worker).
-    pub async fn create_payment_async(
-        self: &Arc<Self>,
-        caller: &Caller,
-        req: &CreateRequest,
-    ) -> Result<Result<Created, Failure>, CallError> {
-        let loaded = self
-            .get(PAYMENTS_COMPONENT)
-            .ok_or_else(|| CallError::NotLoaded(PAYMENTS_COMPONENT.into()))?;
-        let (mut call, pre) = self.begin_async(&loaded)?;
-        let store = &mut call.store;
-        let result = async {
-            let create = loaded.payments_create.ok_or_else(|| {
-                wasmtime::format_err!("{PAYMENTS_COMPONENT} does not export payments")
-            })?;
-            let instance = pre.instantiate_async(&mut *store).await?;
-            let create = instance
-                .get_typed_func::<(&Caller, &CreateRequest), (Result<Created, Failure>,)>(
-                    &mut *store,
-                    create,
-                )?;
-            Ok(create.call_async(&mut *store, (caller, req)).await?.0)
-        }
-        .await;
-        self.end_async(&loaded, call, result)
     }
 
     /// One HTTP request into an API component.
@@ -913,68 +783,6 @@ impl Runtime {
         ops.sort_by_key(|o| (country_rank(&o.country), o.slug.clone()));
         ops
     }
-}
-
-/// Everything an API component may import, linked synchronously.
-fn link_api(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
-    let e = |e: wasmtime::Error| anyhow::anyhow!("{e}");
-    let mut linker = Linker::new(engine);
-    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(e)?;
-    wasi_io::link(&mut linker).map_err(e)?;
-    bindings::host::HostCapabilities::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)
-        .map_err(e)?;
-    bindings::surface::mmc::api::http_types::add_to_linker::<_, HasSelf<HostState>>(
-        &mut linker,
-        |s| s,
-    )
-    .map_err(e)?;
-    bindings::facade::mmc::api::payment_types::add_to_linker::<_, HasSelf<HostState>>(
-        &mut linker,
-        |s| s,
-    )
-    .map_err(e)?;
-    bindings::facade::mmc::api::payments::add_to_linker::<_, HasSelf<HostState>>(
-        &mut linker,
-        |s| s,
-    )
-    .map_err(e)?;
-    Ok(linker)
-}
-
-/// Replaces, in an API linker, the imports that wait the longest with
-/// asynchronous ones: `storage.apply` (a group's fsync) and, for facades,
-/// `payments.create` (collect's whole create). A Store instantiated from it
-/// is called with `call_async` only.
-fn link_async(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
-    use bindings::host::mmc::platform::storage::{Check, WriteOp};
-    linker.allow_shadowing(true);
-    linker
-        .instance("mmc:platform/storage@0.1.0")?
-        .func_wrap_async(
-            "apply",
-            |store, (checks, writes): (Vec<Check>, Vec<WriteOp>)| {
-                Box::new(async move {
-                    Ok((crate::capabilities::storage::apply_async(store, checks, writes).await,))
-                })
-            },
-        )?;
-    linker.instance("mmc:api/payments@0.2.0")?.func_wrap_async(
-        "create",
-        |store, (caller, req): (Caller, CreateRequest)| {
-            Box::new(async move {
-                Ok((crate::capabilities::payments::create_async(store, caller, req).await,))
-            })
-        },
-    )?;
-    linker.allow_shadowing(false);
-    Ok(())
-}
-
-/// An asynchronous call under way: its Store and instance slot.
-struct AsyncCall<'r> {
-    store: Store<HostState>,
-    _slot: pool::Permit<'r>,
-    started: Instant,
 }
 
 fn country_rank(code: &str) -> usize {
