@@ -73,6 +73,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     }
     let sealer = crate::webhooks::sealing::Sealer::resolve(&config)?;
     let webhooks = crate::webhooks::Webhooks::new(db.sql.clone(), config.webhooks.clone(), sealer)?;
+    webhooks.set_event_bodies(Arc::new(CollectEventBodies(runtime.clone())));
     let drain = crate::shutdown::Drain::new();
     crate::webhooks::spawn(webhooks.clone(), drain.clone());
     let app = Arc::new(App {
@@ -139,5 +140,14 @@ impl Service {
             Err(e) => tracing::warn!(error = %e, "lease release panicked"),
         }
         idle
+    }
+}
+
+/// Compact events' bodies, built by the `collect` component.
+struct CollectEventBodies(Arc<Runtime>);
+
+impl crate::webhooks::EventBodies for CollectEventBodies {
+    fn render(&self, payloads: Vec<Vec<u8>>) -> Result<Vec<Option<Vec<u8>>>, String> {
+        self.0.render_events(payloads).map_err(|e| e.to_string())
     }
 }

@@ -350,20 +350,32 @@ async fn legacy_catalogue_lists_the_same_operators_and_legacy_events_are_written
     )
     .await;
     let db = test_storage(&base_config(app.data_dir.path())).sql;
-    let events: Vec<(String, String)> = db
+    let events: Vec<(String, String, Vec<u8>)> = db
         .read(|c| {
-            c.query("SELECT event_type, payload FROM outbox ORDER BY seq", &[])?
-                .iter()
-                .map(|r| Ok((r.text(0)?, String::from_utf8(r.blob(1)?).unwrap())))
-                .collect()
+            c.query(
+                "SELECT id, event_type, payload FROM outbox ORDER BY seq",
+                &[],
+            )?
+            .iter()
+            .map(|r| Ok((r.text(0)?, r.text(1)?, r.blob(2)?)))
+            .collect()
         })
         .unwrap();
-    let types: Vec<&str> = events.iter().map(|(t, _)| t.as_str()).collect();
+    let types: Vec<&str> = events.iter().map(|(_, t, _)| t.as_str()).collect();
     assert_eq!(
         types,
         vec!["collect.initiated", "collect.updated", "collect.completed"]
     );
-    let payload: Value = serde_json::from_str(&events[2].1).unwrap();
-    assert_eq!(payload["data"]["object"]["status"], "COMPLETED");
-    assert_eq!(payload["data"]["object"]["amount"], 150000);
+    // Stored compact (not JSON); the events API builds the body, as of each event.
+    assert!(events.iter().all(|(_, _, payload)| payload[0] != b'{'));
+    let statuses = ["PENDING", "PROCESSING", "COMPLETED"];
+    for ((id, event_type, _), status) in events.iter().zip(statuses) {
+        let (code, event) = app.get(&key, &format!("/api/v1/events/{id}")).await;
+        assert_eq!(code, 200, "{event}");
+        assert_eq!(event["id"], id.as_str());
+        assert_eq!(event["type"], event_type.as_str());
+        assert_eq!(event["api_version"], "legacy");
+        assert_eq!(event["data"]["object"]["status"], status, "{event_type}");
+        assert_eq!(event["data"]["object"]["amount"], 150000);
+    }
 }

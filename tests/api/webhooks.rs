@@ -121,7 +121,25 @@ async fn a_failing_endpoint_gets_the_event_again_with_the_same_id_and_attempts_a
         "delivered once it got a 2xx, then no more"
     );
 
+    // Every attempt sends the same bytes (the body is built from the stored
+    // event each time), and the payment as it was when the event happened.
+    assert!(got.iter().all(|r| r.body == got[0].body));
+    assert_eq!(got[0].json()["data"]["object"]["status"], "pending");
+    let (_, now) = app
+        .get(
+            &key,
+            &format!(
+                "/api/v1/collect/payments/{}",
+                got[0].json()["data"]["object"]["id"].as_str().unwrap()
+            ),
+        )
+        .await;
+    assert_ne!(now["status"], "pending", "moved on since: {now}");
+
     let (_, event) = app.get(&key, &format!("/api/v1/events/{}", ids[0])).await;
+    let mut listed = event.clone();
+    listed.as_object_mut().unwrap().remove("deliveries");
+    assert_eq!(listed, got[0].json(), "the events API shows the body sent");
     let d = &event["deliveries"][0];
     assert_eq!(d["status"], "delivered");
     let codes: Vec<i64> = d["attempts"]

@@ -5,7 +5,8 @@
 //!
 //! Modules: `wire` (JSON in and out: request parsing, the Payment shape,
 //! error bodies), `payments` (the rules), `store` (keys and records),
-//! `jobs` (background work).
+//! `jobs` (background work), `events` (the outbox's payment events: stored
+//! compact, rendered when read).
 
 wit_bindgen::generate!({
     path: ["../../wit/platform", "../../wit/adapter", "../../wit/api"],
@@ -17,6 +18,7 @@ mod callbacks;
 mod checkout;
 mod csv_export;
 mod error;
+mod events;
 mod ids;
 mod jobs;
 mod listing;
@@ -26,6 +28,7 @@ mod store;
 mod typed;
 mod wire;
 
+use exports::mmc::api::events::Guest as Events;
 use exports::mmc::api::handler::Guest as Handler;
 use exports::mmc::api::jobs::Guest as Jobs;
 use mmc::api::http_types::{Caller, Request, Response};
@@ -59,6 +62,12 @@ impl Jobs for Collect {
             "index" => jobs::build_listing_index(limit),
             _ => 0,
         }
+    }
+}
+
+impl Events for Collect {
+    fn render(payloads: Vec<Vec<u8>>) -> Vec<Option<Vec<u8>>> {
+        events::render_all(payloads)
     }
 }
 

@@ -8,15 +8,16 @@ use mmc_domain::outcome::{self, CallFailure};
 use mmc_domain::{Mode, Status};
 use serde_json::Value;
 
+use crate::ApiError;
+use crate::events::emit;
 use crate::mmc::adapter::router;
 use crate::mmc::adapter::types::{
     AdapterError, InitiateRequest, Initiated, OperationRef, OtpOutcome, PspStatus,
 };
 use crate::mmc::api::http_types::{Caller, Request, Response};
-use crate::mmc::platform::{clock, config, log, node, signing, storage};
+use crate::mmc::platform::{clock, config, log, node, signing};
 use crate::store::{self, Failure, Generation, IdemRecord, Payment, Tx};
 use crate::wire::{self, json_response};
-use crate::{API_VERSION, ApiError};
 
 /// Idempotency keys are honoured for 24 hours; references forever.
 pub const IDEMPOTENCY_TTL_MS: u64 = 24 * 3600 * 1000;
@@ -558,106 +559,6 @@ fn record_late_success(tx: &Tx, p: &mut Payment, now: u64) -> Result<(), ApiErro
     p.completed_at_ms = Some(now);
     p.next_check_ms = None;
     emit(tx, p, event_of(Status::Completed))
-}
-
-/// Writes the event in the same transaction as the change it reports.
-/// Payments created through the legacy generation get legacy names and the
-/// legacy Collection as `data.object`.
-pub fn emit(tx: &Tx, p: &Payment, event_type: &str) -> Result<(), ApiError> {
-    let (merchant, env, id, url) = (&p.merchant_id, &p.environment, &p.id, &p.callback_url);
-    match p.generation {
-        // Serialised straight from the view: no JSON map built on the way.
-        Generation::Current => emit_event(
-            tx,
-            event_type,
-            merchant,
-            env,
-            id,
-            url.clone(),
-            EventData::of(&wire::PaymentView::new(p, false)),
-            API_VERSION,
-        ),
-        Generation::Legacy => match mmc_domain::legacy::event_type(event_type) {
-            Some(t) => emit_event(
-                tx,
-                t,
-                merchant,
-                env,
-                id,
-                url.clone(),
-                EventData::of(&wire::legacy_collection(p, false)),
-                "legacy",
-            ),
-            None => Ok(()),
-        },
-    }
-}
-
-/// The event envelope of the webhook body; fields in alphabetical order.
-#[derive(serde::Serialize)]
-struct Envelope<'a, T: serde::Serialize + ?Sized> {
-    api_version: &'a str,
-    created: u64,
-    data: EventData<'a, T>,
-    environment: &'a str,
-    id: &'a str,
-    merchant_id: &'a str,
-    object: &'static str,
-    #[serde(rename = "type")]
-    event_type: &'a str,
-}
-
-/// `data` of an event: what it is about, as it was when it happened.
-#[derive(serde::Serialize)]
-pub struct EventData<'a, T: serde::Serialize + ?Sized> {
-    pub object: &'a T,
-    /// `collect.refund.*`: the refund. Their `object` is the payment, as in
-    /// every current-generation event (the contract's envelope).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub refund: Option<&'a Value>,
-}
-
-impl<'a, T: serde::Serialize + ?Sized> EventData<'a, T> {
-    pub fn of(object: &'a T) -> Self {
-        EventData {
-            object,
-            refund: None,
-        }
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-pub fn emit_event<T: serde::Serialize + ?Sized>(
-    tx: &Tx,
-    event_type: &str,
-    merchant_id: &str,
-    environment: &str,
-    subject_id: &str,
-    extra_url: Option<String>,
-    data: EventData<'_, T>,
-    api_version: &str,
-) -> Result<(), ApiError> {
-    let id = format!("evt_{}", crate::ids::new().simple());
-    let body = Envelope {
-        api_version,
-        created: clock::now_ms() / 1000,
-        data,
-        environment,
-        id: &id,
-        merchant_id,
-        object: "event",
-        event_type,
-    };
-    let payload = serde_json::to_vec(&body).expect("event bodies serialise");
-    tx.emit(&storage::OutboxEvent {
-        id,
-        event_type: event_type.into(),
-        merchant_id: merchant_id.into(),
-        environment: environment.into(),
-        subject_id: subject_id.into(),
-        extra_url,
-        payload,
-    })
 }
 
 /// Applies what the PSP says about a payment in progress.

@@ -5,13 +5,13 @@
 use mmc_domain::{Status, time};
 use serde_json::{Value, json};
 
+use crate::events::{EventData, emit_event};
 use crate::mmc::adapter::router;
 use crate::mmc::adapter::types::{AdapterError, OperationRef, PspStatus, RefundRequest};
 use crate::mmc::api::http_types::{Caller, Request, Response};
 use crate::mmc::platform::{clock, signing};
 use crate::payments::{
-    self, EventData, FIRST_CHECK_MS, MAX_CHECK_INTERVAL_MS, adapter_failure, emit_event, move_to,
-    operation_ref,
+    self, FIRST_CHECK_MS, MAX_CHECK_INTERVAL_MS, adapter_failure, move_to, operation_ref,
 };
 use crate::store::{self, Failure, Refund, RefundIdem, RefundStatus, Tx};
 use crate::wire::{self, json_response};

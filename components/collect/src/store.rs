@@ -135,14 +135,20 @@ pub fn decode_payment(stored: &[u8]) -> Result<Payment, ApiError> {
 /// rolled from a version that reads only JSON records (README: Running a
 /// fleet). Read once per instance (one call).
 fn encode_payment(p: &Payment) -> Vec<u8> {
-    static AS_JSON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let as_json = *AS_JSON.get_or_init(|| {
-        crate::mmc::platform::config::get("payment_records").is_some_and(|v| v.trim() == "json")
-    });
-    if as_json {
-        return encode(p);
+    if binary_records() {
+        mmc_domain::record::encode(p)
+    } else {
+        encode(p)
     }
-    mmc_domain::record::encode(p)
+}
+
+/// Payments and their events are stored in their compact binary forms (the
+/// setting `payment_records` is not `json`).
+pub fn binary_records() -> bool {
+    static AS_JSON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    !*AS_JSON.get_or_init(|| {
+        crate::mmc::platform::config::get("payment_records").is_some_and(|v| v.trim() == "json")
+    })
 }
 
 fn encode<T: Serialize>(v: &T) -> Vec<u8> {

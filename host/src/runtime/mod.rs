@@ -644,8 +644,20 @@ impl Runtime {
         })
     }
 
-    /// Calls the `payments` export of the `collect` component (for facades such as legacy).
-    pub fn call_payments<R>(
+    /// The JSON bodies of events `collect` stored in its compact form (its
+    /// `events` export), for webhook deliveries and the events API.
+    pub fn render_events(
+        self: &Arc<Self>,
+        payloads: Vec<Vec<u8>>,
+    ) -> Result<Vec<Option<Vec<u8>>>, CallError> {
+        self.call_collect(|store, collect| {
+            collect.mmc_api_events().call_render(&mut *store, &payloads)
+        })
+    }
+
+    /// Calls an export of the `collect` component in a Store of its own: its
+    /// `payments` (for facades such as legacy), its `events`.
+    pub fn call_collect<R>(
         self: &Arc<Self>,
         f: impl FnOnce(&mut Store<HostState>, &Collect) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
@@ -658,7 +670,7 @@ impl Runtime {
                 f(store, &instance)
             }
             _ => Err(wasmtime::format_err!(
-                "{PAYMENTS_COMPONENT} does not export payments"
+                "{PAYMENTS_COMPONENT} is not the collect world (payments, events)"
             )),
         })
     }

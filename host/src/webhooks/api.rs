@@ -23,6 +23,7 @@ impl From<WebhookError> for ApiError {
             WebhookError::Storage(e) => ApiError::internal(e.to_string()),
             // Never the key or the value: only that the secret cannot be opened.
             WebhookError::Sealing(e) => ApiError::internal(e.to_string()),
+            WebhookError::Body(e) => ApiError::internal(e),
         }
     }
 }

@@ -162,6 +162,22 @@ pub enum WebhookError {
     Storage(#[from] StorageError),
     #[error(transparent)]
     Sealing(#[from] sealing::SealError),
+    /// A stored event's body could not be built (see [`EventBodies`]).
+    #[error("event body: {0}")]
+    Body(String),
+}
+
+/// Builds the JSON bodies of events a component stored in its own compact
+/// form (collect's payment events; the server gives the runtime, which calls
+/// collect's `events` export). A JSON body is stored as it is sent.
+pub trait EventBodies: Send + Sync {
+    /// The body of each payload, in order; none for one that cannot be read.
+    fn render(&self, payloads: Vec<Vec<u8>>) -> Result<Vec<Option<Vec<u8>>>, String>;
+}
+
+/// A payload stored as the JSON body it is (every event but collect's compact ones).
+fn is_json(payload: &[u8]) -> bool {
+    payload.first() == Some(&b'{')
 }
 
 pub struct Webhooks {
@@ -171,6 +187,7 @@ pub struct Webhooks {
     in_flight: Arc<Semaphore>,
     per_endpoint: Mutex<HashMap<String, Arc<Semaphore>>>,
     sealer: sealing::Sealer,
+    bodies: std::sync::OnceLock<Arc<dyn EventBodies>>,
 }
 
 /// The row a callback secret is sealed for.
@@ -301,7 +318,58 @@ impl Webhooks {
             per_endpoint: Mutex::new(HashMap::new()),
             config,
             sealer,
+            bodies: std::sync::OnceLock::new(),
         }))
+    }
+
+    /// Who builds the bodies of compact events (set once, by the server).
+    pub fn set_event_bodies(&self, bodies: Arc<dyn EventBodies>) {
+        let _ = self.bodies.set(bodies);
+    }
+
+    /// The JSON body of each stored payload: JSON ones as they are, the
+    /// others built in one call. None for a payload that cannot be read.
+    fn bodies(&self, mut payloads: Vec<Vec<u8>>) -> Result<Vec<Option<Vec<u8>>>, WebhookError> {
+        let compact: Vec<usize> = (0..payloads.len())
+            .filter(|&i| !is_json(&payloads[i]))
+            .collect();
+        let mut rendered = Vec::new();
+        if !compact.is_empty() {
+            let bodies = self.bodies.get().ok_or_else(|| {
+                WebhookError::Body("no component to build compact event bodies".into())
+            })?;
+            let asked = compact
+                .iter()
+                .map(|&i| std::mem::take(&mut payloads[i]))
+                .collect();
+            rendered = bodies.render(asked).map_err(WebhookError::Body)?;
+            if rendered.len() != compact.len() {
+                return Err(WebhookError::Body(format!(
+                    "{} bodies for {} events",
+                    rendered.len(),
+                    compact.len()
+                )));
+            }
+        }
+        let mut out: Vec<Option<Vec<u8>>> = payloads.into_iter().map(Some).collect();
+        for (i, body) in compact.into_iter().zip(rendered) {
+            if body.is_none() {
+                tracing::error!(index = i, "a stored event's body could not be built");
+            }
+            out[i] = body;
+        }
+        Ok(out)
+    }
+
+    /// The JSON body of one stored payload.
+    fn body(&self, payload: Vec<u8>) -> Result<Vec<u8>, WebhookError> {
+        if is_json(&payload) {
+            return Ok(payload);
+        }
+        self.bodies(vec![payload])?
+            .pop()
+            .flatten()
+            .ok_or_else(|| WebhookError::Body("a stored event's body could not be built".into()))
     }
 
     pub fn validate_events(events: &[String]) -> Result<(), WebhookError> {
@@ -641,6 +709,7 @@ impl Webhooks {
         let Some(payload) = payload else {
             return Ok(None);
         };
+        let payload = self.body(payload)?;
         let secret = match &d.endpoint_id {
             Some(eid) => {
                 let stored = self.db.read(|c| {
@@ -827,18 +896,15 @@ impl Webhooks {
                  ORDER BY seq DESC LIMIT ?6",
                 sql_params![merchant_id, environment.as_str(), after_seq, event_type, subject, limit as i64 + 1],
             )?;
-            let mut events: Vec<Value> = rows
-                .iter()
-                .filter_map(|r| r.blob(0).ok())
-                .filter_map(|b| serde_json::from_slice(&b).ok())
-                .collect();
-            let more = events.len() > limit as usize;
-            events.truncate(limit as usize);
-            Ok(Some((events, more)))
+            let mut payloads: Vec<Vec<u8>> =
+                rows.iter().filter_map(|r| r.blob(0).ok()).collect();
+            let more = payloads.len() > limit as usize;
+            payloads.truncate(limit as usize);
+            Ok(Some((payloads, more)))
         })?;
         // An id this merchant has no event under is refused, not read as
         // "from the newest": a mistyped cursor would restart the walk.
-        page.ok_or_else(|| {
+        let (payloads, more) = page.ok_or_else(|| {
             WebhookError::Invalid(
                 format!(
                     "starting_after: no event {} in this environment.",
@@ -846,7 +912,14 @@ impl Webhooks {
                 ),
                 "starting_after",
             )
-        })
+        })?;
+        let events = self
+            .bodies(payloads)?
+            .into_iter()
+            .flatten()
+            .filter_map(|b| serde_json::from_slice(&b).ok())
+            .collect();
+        Ok((events, more))
     }
 
     /// One event with its deliveries and their attempts.
@@ -856,14 +929,15 @@ impl Webhooks {
         environment: Environment,
         id: &str,
     ) -> Result<Value, WebhookError> {
-        self.db
+        let found = self
+            .db
             .read(|c| {
                 let payload = c.query_opt(
                     "SELECT payload FROM outbox WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3",
                     sql_params![id, merchant_id, environment.as_str()],
                 )?;
                 let Some(payload) = payload else { return Ok(None) };
-                let mut event: Value = serde_json::from_slice(&payload.blob(0)?).unwrap_or(Value::Null);
+                let payload = payload.blob(0)?;
                 let deliveries = c.query(
                     "SELECT id, endpoint_id, url, status, attempts, next_attempt_ms, delivered_ms, last_error FROM deliveries WHERE event_id = ?1 ORDER BY id",
                     sql_params![id],
@@ -892,10 +966,13 @@ impl Webhooks {
                         "attempts": attempts,
                     }));
                 }
-                event["deliveries"] = Value::Array(out);
-                Ok(Some(event))
+                Ok(Some((payload, out)))
             })?
-            .ok_or(WebhookError::NotFound("event"))
+            .ok_or(WebhookError::NotFound("event"))?;
+        let (payload, deliveries) = found;
+        let mut event: Value = serde_json::from_slice(&self.body(payload)?).unwrap_or(Value::Null);
+        event["deliveries"] = Value::Array(deliveries);
+        Ok(event)
     }
 }
 
