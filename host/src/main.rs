@@ -306,7 +306,7 @@ fn main() {
                 .backend
                 .begin("collect")
                 .unwrap_or_else(|e| fail(&e.to_string()));
-            for key in ["listing", "listing-backfill"] {
+            for key in ["listing-v2", "listing-v2-backfill"] {
                 tx.delete("meta", key)
                     .unwrap_or_else(|e| fail(&e.to_string()));
             }

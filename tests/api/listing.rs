@@ -336,8 +336,8 @@ async fn payments_stored_before_the_listing_index_are_backfilled_into_it() {
             tx.delete(table, &k).unwrap();
         }
     }
-    tx.delete("meta", "listing").unwrap();
-    tx.delete("meta", "listing-backfill").unwrap();
+    tx.delete("meta", "listing-v2").unwrap();
+    tx.delete("meta", "listing-v2-backfill").unwrap();
     tx.commit().unwrap();
     failed.reverse(); // newest first
 
@@ -366,7 +366,7 @@ async fn payments_stored_before_the_listing_index_are_backfilled_into_it() {
     assert_eq!(failed_pages().await, failed);
 
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while db.get("collect", "meta", "listing").unwrap().is_none() {
+    while db.get("collect", "meta", "listing-v2").unwrap().is_none() {
         assert!(std::time::Instant::now() < deadline, "the backfill ended");
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
@@ -425,7 +425,7 @@ async fn payments_stored_before_the_listing_index_are_backfilled_into_it() {
     let said = crate::cli::mmc(&["reindex", "--data-dir", dir]);
     assert_eq!(said["reindex"], "started");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while db.get("collect", "meta", "listing").unwrap().is_none()
+    while db.get("collect", "meta", "listing-v2").unwrap().is_none()
         || failed_pages().await.first() != Some(&late)
     {
         assert!(
@@ -442,4 +442,93 @@ async fn payments_stored_before_the_listing_index_are_backfilled_into_it() {
         .await;
     assert_eq!(ids(&page).len(), 5, "{page}");
     assert_eq!(page["has_more"], true);
+}
+
+/// Payments in progress share one `listing` status, `pending`: the
+/// operator's answer moves no entry, and every status filter still answers
+/// from the records. A store indexed before that (an entry under the
+/// payment's own in-progress status) is indexed again and the old entry goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payments_in_progress_share_one_listing_entry_and_filters_still_tell_them_apart() {
+    let app = spawn_app().await;
+    let (merchant, key, _) = app.merchant("Shop");
+    // 0004 stays in progress until expiry; 0005 is refused at initiation.
+    let (_, processing) = app
+        .create(&key, &new_key(), &direct_payment("+2290166000004"))
+        .await;
+    let (_, failed) = app
+        .create(&key, &new_key(), &direct_payment("+2290166000005"))
+        .await;
+    assert_eq!(processing["status"], "processing", "{processing}");
+    assert_eq!(failed["status"], "failed", "{failed}");
+    let (pid, fid) = (
+        processing["id"].as_str().unwrap().to_string(),
+        failed["id"].as_str().unwrap().to_string(),
+    );
+    let db = test_storage(&base_config(app.data_dir.path())).backend;
+    let prefix = format!("test/{merchant}/");
+    let entries = || {
+        let mut keys: Vec<String> = db
+            .scan(
+                "collect",
+                "listing",
+                &prefix,
+                &format!("test/{merchant}0"),
+                1000,
+            )
+            .unwrap()
+            .into_iter()
+            .map(|(k, _)| k.strip_prefix(&prefix).unwrap().to_string())
+            .collect();
+        keys.sort();
+        keys
+    };
+    let want = vec![
+        format!("failed/BJ/mtn-bj/{fid}"),
+        format!("pending/BJ/mtn-bj/{pid}"),
+    ];
+    assert_eq!(entries(), want);
+    let listed = |filter: &'static str| {
+        let app = &app;
+        let key = &key;
+        async move {
+            let (status, page) = app
+                .get(key, &format!("/api/v1/collect/payments?{filter}"))
+                .await;
+            assert_eq!(status, 200, "{page}");
+            ids(&page)
+        }
+    };
+    let check = || async {
+        assert_eq!(listed("status=processing").await, vec![pid.clone()]);
+        assert_eq!(listed("status=pending").await, Vec::<String>::new());
+        assert_eq!(listed("status=failed").await, vec![fid.clone()]);
+        assert_eq!(
+            listed("operator=mtn-bj&country=BJ").await,
+            vec![fid.clone(), pid.clone()]
+        );
+    };
+    check().await;
+
+    // As an older version indexed it: under `processing`, the store not yet
+    // marked as indexed the way it is now.
+    let mut tx = db.begin("collect").unwrap();
+    tx.delete("listing", &format!("{prefix}pending/BJ/mtn-bj/{pid}"))
+        .unwrap();
+    tx.put(
+        "listing",
+        &format!("{prefix}processing/BJ/mtn-bj/{pid}"),
+        b"",
+    )
+    .unwrap();
+    tx.delete("meta", "listing-v2").unwrap();
+    tx.commit().unwrap();
+    check().await; // from the records until the backfill is done
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while db.get("collect", "meta", "listing-v2").unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "the backfill ended");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(entries(), want, "the old entry is gone");
+    check().await;
 }

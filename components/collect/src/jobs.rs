@@ -205,7 +205,19 @@ fn index_some(limit: u32) -> Result<u32, crate::ApiError> {
     let rows = tx.scan("payments", &start, "", limit)?;
     for row in &rows {
         match store::decode_payment(&row.value) {
-            Ok(p) => tx.put("listing", &store::listing_key(&store::Listed::of(&p)), b"")?,
+            Ok(p) => {
+                let listed = store::Listed::of(&p);
+                // Keyed by its own status before `listed_status` (a store
+                // indexed by an older version): that entry goes.
+                if listed.status != p.status {
+                    let old = store::Listed {
+                        status: p.status,
+                        ..listed.clone()
+                    };
+                    tx.delete("listing", &store::listing_key(&old))?;
+                }
+                tx.put("listing", &store::listing_key(&listed), b"")?
+            }
             // Said, and passed over: one bad record must not stop the index.
             Err(e) => log::log(
                 log::Level::Error,

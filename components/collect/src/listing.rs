@@ -86,12 +86,17 @@ impl Filters {
     }
 
     /// The `listing` prefixes holding every payment these filters keep:
-    /// each status, country and operator (or none chosen yet) they allow.
+    /// each status (as keyed: [`store::listed_status`]), country and
+    /// operator (or none chosen yet) they allow.
     fn prefixes(&self, env: &str, merchant: &str) -> Vec<String> {
-        let statuses: Vec<Status> = match self.status {
+        let mut statuses: Vec<Status> = match self.status {
             Some(s) => vec![s],
             None => STATUSES.to_vec(),
         };
+        statuses
+            .iter_mut()
+            .for_each(|s| *s = store::listed_status(*s));
+        statuses.dedup(); // in progress first in STATUSES: one `pending`
         let mut routes: Vec<(&str, Option<&str>)> = Vec::new();
         for country in operators::Country::ALL {
             let code = country.code();

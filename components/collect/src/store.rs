@@ -15,8 +15,8 @@
 //! | refund_active | next_check_ms/env/merchant/refund id | (empty) — refunds to poll |
 //! | payment_refunds | env/merchant/payment id/refund id | (empty) — a payment's refunds |
 //! | refund_idem | env/merchant/idempotency-key | [`RefundIdem`] |
-//! | listing | env/merchant/status/country/operator/id | (empty) — the list's filters ([`listing_key`]) |
-//! | meta | `listing` / `listing-backfill` | set once payments stored before `listing` existed are in it / how far its backfill got |
+//! | listing | env/merchant/status/country/operator/id | (empty) — the list's filters ([`listing_key`]; status: the final one, or `pending` for every payment in progress) |
+//! | meta | `listing-v2` / `listing-v2-backfill` | set once every payment is in `listing` as keyed now / how far its backfill got |
 
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
@@ -696,10 +696,12 @@ impl Tx {
 }
 
 /// `meta` key: present once every payment is in `listing`. (`mmc reindex`
-/// deletes it and [`LISTING_BACKFILL`] by name: keep them in step.)
-pub const LISTING_READY: &str = "listing";
+/// deletes it and [`LISTING_BACKFILL`] by name: keep them in step.) `-v2`:
+/// since payments in progress share one status in the key (see
+/// [`listed_status`]), a store indexed before is indexed again.
+pub const LISTING_READY: &str = "listing-v2";
 /// `meta` key: the last payments key the backfill of `listing` has indexed.
-pub const LISTING_BACKFILL: &str = "listing-backfill";
+pub const LISTING_BACKFILL: &str = "listing-v2-backfill";
 
 /// Whether `listing` holds every payment (committed data).
 pub fn listing_ready() -> Result<bool, ApiError> {
@@ -723,10 +725,25 @@ impl Listed {
             environment: p.environment.clone(),
             merchant_id: p.merchant_id.clone(),
             id: p.id.clone(),
-            status: p.status,
+            status: listed_status(p.status),
             country: p.country.clone(),
             operator: p.operator.clone(),
         }
+    }
+}
+
+/// The status a payment is keyed by in `listing`: its own once final, else
+/// `pending` for every status in progress. A payment's answer from its
+/// operator (pending → processing, awaiting OTP...) then writes no index
+/// row; only its end moves the entry (#21: two rows fewer per payment). The
+/// list checks every filter on the record, so `status=processing` reads
+/// the `pending` entries and keeps the processing ones — few: payments in
+/// progress end within minutes.
+pub fn listed_status(status: Status) -> Status {
+    if status.is_terminal() {
+        status
+    } else {
+        Status::Pending
     }
 }
 
