@@ -164,6 +164,89 @@ async fn a_failing_endpoint_gets_the_event_again_with_the_same_id_and_attempts_a
     assert_eq!(got[3].json()["id"], ids[0].as_str());
 }
 
+/// A stored event whose body this version cannot build (a compact form it
+/// does not read) is never sent as its raw bytes: each attempt is recorded
+/// as `event_unreadable` and retried on the schedule; the events API says
+/// so for that event and lists the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_whose_body_cannot_be_built_is_recorded_never_sent() {
+    use mmc_storage::sql::Value as Sql;
+    let app = fast_webhooks().await;
+    let (_, key, _) = app.merchant("Shop");
+    let receiver = Receiver::start().await;
+    app.post(
+        &key,
+        "/api/v1/webhook-endpoints",
+        json!({"url": receiver.url(), "enabled_events": ["collect.payment.created"]}),
+    )
+    .await;
+    for _ in 0..2 {
+        app.create(&key, &new_key(), &direct_payment("+2290166000004"))
+            .await;
+    }
+    let got = receiver.wait_for(10, |r| r.len() >= 2).await;
+    let (bad, good) = (
+        got[0].json()["id"].as_str().unwrap().to_string(),
+        got[1].json()["id"].as_str().unwrap().to_string(),
+    );
+    let db = test_storage(&base_config(app.data_dir.path()));
+    db.sql
+        .write(|c| {
+            c.execute(
+                "UPDATE outbox SET payload = ?1 WHERE id = ?2",
+                &[Sql::Blob(vec![1, 0xff, 0xfe, 0x00]), bad.as_str().into()],
+            )
+        })
+        .unwrap();
+    let (status, _) = app
+        .post(&key, &format!("/api/v1/events/{bad}/resend"), json!({}))
+        .await;
+    assert_eq!(status, 202);
+    let unreadable = || {
+        db.sql
+            .read(|c| {
+                c.query(
+                    "SELECT COUNT(*) FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
+                     WHERE d.event_id = ?1 AND a.error = 'event_unreadable'",
+                    &[bad.as_str().into()],
+                )?[0]
+                    .int(0)
+            })
+            .unwrap()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while unreadable() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "attempts recorded and retried"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(receiver.events().len(), 2, "nothing sent for it");
+
+    let (status, e) = app.get(&key, &format!("/api/v1/events/{bad}")).await;
+    assert_eq!(status, 500, "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be read by this version"),
+        "{e}"
+    );
+    let (status, list) = app.get(&key, "/api/v1/events?limit=100").await;
+    assert_eq!(status, 200, "{list}");
+    let listed: Vec<&str> = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        listed.contains(&good.as_str()) && !listed.contains(&bad.as_str()),
+        "{listed:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_receiver_that_is_down_and_comes_back_gets_every_event() {
     let app = fast_webhooks().await;

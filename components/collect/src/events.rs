@@ -10,6 +10,9 @@
 //! and writing it to the outbox, three events per payment, was ~8% of a
 //! create's CPU (#21; README, Benchmarks). The body is the same bytes as the
 //! JSON form would have been: what the payment was when the event happened.
+//! It is built by the `collect` loaded when it is read, so a change to the
+//! payment's API view changes stored events' bodies too: such a change must
+//! keep rendering a stored `api_version` as it was.
 //! Under the setting `payment_records = json` (a fleet rolled from a version
 //! that reads only JSON) events are stored as JSON, as before.
 //!

@@ -24,6 +24,7 @@ impl From<WebhookError> for ApiError {
             // Never the key or the value: only that the secret cannot be opened.
             WebhookError::Sealing(e) => ApiError::internal(e.to_string()),
             WebhookError::Body(e) => ApiError::internal(e),
+            WebhookError::Unreadable => ApiError::internal(e.to_string()),
         }
     }
 }

@@ -162,9 +162,13 @@ pub enum WebhookError {
     Storage(#[from] StorageError),
     #[error(transparent)]
     Sealing(#[from] sealing::SealError),
-    /// A stored event's body could not be built (see [`EventBodies`]).
+    /// The call that builds stored events' bodies failed (no `collect`
+    /// loaded, no free instance, a trap): may pass (see [`EventBodies`]).
     #[error("event body: {0}")]
     Body(String),
+    /// A stored event this version cannot build the body of.
+    #[error("this event's stored body cannot be read by this version")]
+    Unreadable,
 }
 
 /// Builds the JSON bodies of events a component stored in its own compact
@@ -354,7 +358,10 @@ impl Webhooks {
         let mut out: Vec<Option<Vec<u8>>> = payloads.into_iter().map(Some).collect();
         for (i, body) in compact.into_iter().zip(rendered) {
             if body.is_none() {
-                tracing::error!(index = i, "a stored event's body could not be built");
+                tracing::error!(
+                    index = i,
+                    "a stored event's body could not be built: not a form this version reads"
+                );
             }
             out[i] = body;
         }
@@ -369,7 +376,7 @@ impl Webhooks {
         self.bodies(vec![payload])?
             .pop()
             .flatten()
-            .ok_or_else(|| WebhookError::Body("a stored event's body could not be built".into()))
+            .ok_or(WebhookError::Unreadable)
     }
 
     pub fn validate_events(events: &[String]) -> Result<(), WebhookError> {
@@ -709,7 +716,6 @@ impl Webhooks {
         let Some(payload) = payload else {
             return Ok(None);
         };
-        let payload = self.body(payload)?;
         let secret = match &d.endpoint_id {
             Some(eid) => {
                 let stored = self.db.read(|c| {
@@ -724,7 +730,8 @@ impl Webhooks {
             }
             None => Some(self.callback_secret(&d.merchant_id, &d.environment)?),
         };
-        Ok(secret.map(|s| (payload, s)))
+        // After the secret: a deleted endpoint's delivery ends, readable or not.
+        secret.map(|s| Ok((self.body(payload)?, s))).transpose()
     }
 
     fn record(&self, d: &Claimed, outcome: &Attempt) -> Result<(), WebhookError> {
@@ -1085,6 +1092,18 @@ pub fn spawn(webhooks: Arc<Webhooks>, drain: Arc<crate::shutdown::Drain>) {
                             error: Some("endpoint deleted".into()),
                             give_up: true,
                         },
+                        // Recorded as a failed attempt: retried on the schedule
+                        // (a later `collect` may read it) and given up at its age.
+                        Ok(Err(WebhookError::Unreadable)) => Attempt {
+                            status_code: None,
+                            latency_ms: 0,
+                            error: Some("event_unreadable".into()),
+                            give_up: false,
+                        },
+                        Ok(Err(e @ WebhookError::Body(_))) => {
+                            tracing::warn!(event = %d.event_id, error = %e, "webhook body not built; retried when the lease expires");
+                            return;
+                        }
                         _ => return, // storage trouble: the lease expires and the delivery is retried
                     };
                     if !outcome.delivered() {
