@@ -22,6 +22,20 @@ async fn fast_webhooks() -> TestApp {
     .await
 }
 
+/// A receiver subscribed to `collect.payment.created` for `key`'s merchant.
+async fn receiving_created(app: &TestApp, key: &str) -> Receiver {
+    let receiver = Receiver::start().await;
+    let (status, endpoint) = app
+        .post(
+            key,
+            "/api/v1/webhook-endpoints",
+            json!({"url": receiver.url(), "enabled_events": ["collect.payment.created"]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{endpoint}");
+    receiver
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscribed_events_arrive_signed_with_the_spec_envelope() {
     let app = fast_webhooks().await;
@@ -173,13 +187,7 @@ async fn an_event_whose_body_cannot_be_built_is_recorded_never_sent() {
     use mmc_storage::sql::Value as Sql;
     let app = fast_webhooks().await;
     let (_, key, _) = app.merchant("Shop");
-    let receiver = Receiver::start().await;
-    app.post(
-        &key,
-        "/api/v1/webhook-endpoints",
-        json!({"url": receiver.url(), "enabled_events": ["collect.payment.created"]}),
-    )
-    .await;
+    let receiver = receiving_created(&app, &key).await;
     for _ in 0..2 {
         app.create(&key, &new_key(), &direct_payment("+2290166000004"))
             .await;
@@ -800,13 +808,7 @@ async fn events_past_their_retention_go_with_their_deliveries_unless_still_pendi
     use mmc_storage::sql::Value as Sql;
     let app = fast_webhooks().await;
     let (_, key, _) = app.merchant("Shop");
-    let receiver = Receiver::start().await;
-    app.post(
-        &key,
-        "/api/v1/webhook-endpoints",
-        json!({"url": receiver.url(), "enabled_events": ["collect.payment.created"]}),
-    )
-    .await;
+    let receiver = receiving_created(&app, &key).await;
     // Phones ending 0004 stay in progress: each payment's events are its
     // created and processing, written before its 201, so in creation order.
     let mut payments = Vec::new();
