@@ -300,13 +300,16 @@ fn main() {
         }
         Command::Reindex => {
             let db = mmc_host::server::open_db(&config).unwrap_or_else(|e| fail(&e.to_string()));
-            // collect's `meta` keys (components/collect/src/store.rs): with
-            // neither, its job starts the backfill from the first payment.
+            // collect's `meta` keys: with neither, its job starts the
+            // backfill from the first payment.
             let mut tx = db
                 .backend
                 .begin("collect")
                 .unwrap_or_else(|e| fail(&e.to_string()));
-            for key in ["listing-v2", "listing-v2-backfill"] {
+            for key in [
+                mmc_domain::payment::listing_meta::READY,
+                mmc_domain::payment::listing_meta::BACKFILL,
+            ] {
                 tx.delete("meta", key)
                     .unwrap_or_else(|e| fail(&e.to_string()));
             }

@@ -695,13 +695,10 @@ impl Tx {
     }
 }
 
-/// `meta` key: present once every payment is in `listing`. (`mmc reindex`
-/// deletes it and [`LISTING_BACKFILL`] by name: keep them in step.) `-v2`:
-/// since payments in progress share one status in the key (see
-/// [`listed_status`]), a store indexed before is indexed again.
-pub const LISTING_READY: &str = "listing-v2";
+/// `meta` key: present once every payment is in `listing`.
+pub const LISTING_READY: &str = mmc_domain::payment::listing_meta::READY;
 /// `meta` key: the last payments key the backfill of `listing` has indexed.
-pub const LISTING_BACKFILL: &str = "listing-v2-backfill";
+pub const LISTING_BACKFILL: &str = mmc_domain::payment::listing_meta::BACKFILL;
 
 /// Whether `listing` holds every payment (committed data).
 pub fn listing_ready() -> Result<bool, ApiError> {

@@ -124,3 +124,14 @@ mod tests {
         assert!(!Processing.can_move_to(Refunded));
     }
 }
+
+/// `collect`'s `meta` keys for its `listing` index, named once for the
+/// component and for `mmc reindex`, which deletes both to start the backfill
+/// again. `-v2`: since payments in progress share one status in the key, a
+/// store indexed before is indexed again.
+pub mod listing_meta {
+    /// Present once every payment is in `listing`.
+    pub const READY: &str = "listing-v2";
+    /// The last payments key the backfill of `listing` has indexed.
+    pub const BACKFILL: &str = "listing-v2-backfill";
+}
