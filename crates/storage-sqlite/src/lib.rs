@@ -126,13 +126,20 @@ fn add_missing_columns(conn: &Connection) -> Result<(), StorageError> {
 /// How often the checkpointer folds the WAL back into the database file.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
 
+/// WAL size (frames) past which the checkpointer restarts the WAL
+/// ([`checkpointer`]): 256 MiB, a few seconds of creates at full load. Each
+/// restart holds the writer for the database's fsync (4–40 ms measured under
+/// load), so every transaction in flight waits that long: the larger the WAL
+/// may grow, the rarer the wait. (At SQLite's default, 1,000 pages, and then at
+/// 10,000 with the writer checkpointing inside its `COMMIT`, it was 10–30 ms
+/// two or three times a second under load, most of the create p99.) Readers
+/// search only the frames not yet copied, so a long WAL does not slow them;
+/// recovery after a crash reads it once.
+const RESTART_AFTER_FRAMES: i64 = 65_536;
+
 /// WAL size (pages) past which the writer checkpoints after a commit, under
-/// its lock — which lets the WAL restart from the beginning. SQLite's default
-/// (1,000 pages, 4 MiB) made that happen after nearly every group under load:
-/// the writer copied each group's pages and fsynced the database itself,
-/// doubling its hold per group. At 10,000 pages (40 MiB) the checkpointer
-/// thread has copied almost everything by then and the writer's turn is rare.
-const WAL_RESTART_PAGES: i64 = 10_000;
+/// its lock: a backstop, should the checkpointer stop or fall behind.
+const WAL_RESTART_PAGES: i64 = 2 * RESTART_AFTER_FRAMES;
 
 pub struct Sqlite {
     path: PathBuf,
@@ -596,7 +603,19 @@ fn sync_wal(wal: &mut Option<File>, path: &Path) -> Result<(), String> {
 /// Folds the WAL into the database file, off the writer's path. `PASSIVE`
 /// never blocks writers or readers; under `NORMAL` it fsyncs the WAL before
 /// and the database after, so the WAL is reused only once the copy is durable.
-fn checkpointer(path: PathBuf, groups: Arc<Groups>, kv_readers: Arc<Mutex<Vec<KvReader>>>) {
+///
+/// Under constant load the WAL is never wholly copied at the moment a group
+/// begins, so it never restarts from its top by itself. Once it holds more
+/// than [`RESTART_AFTER_FRAMES`], the checkpointer copies what is left with
+/// the writer held (the frames of a few milliseconds, right after two passes
+/// without it), and the next group restarts the WAL.
+fn checkpointer(
+    path: PathBuf,
+    writer: Arc<Mutex<Writer>>,
+    groups: Arc<Groups>,
+    kv_readers: Arc<Mutex<Vec<KvReader>>>,
+    restart_after_frames: i64,
+) {
     let conn = match open_connection(&path, false, "NORMAL") {
         Ok(c) => c,
         Err(e) => {
@@ -618,10 +637,28 @@ fn checkpointer(path: PathBuf, groups: Arc<Groups>, kv_readers: Arc<Mutex<Vec<Kv
                 r.end_snapshot();
             }
         }
-        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-            tracing::warn!(error = %e, "checkpoint failed");
+        if checkpoint(&conn).is_some_and(|frames| frames > restart_after_frames) {
+            checkpoint(&conn); // the frames written meanwhile: fewer left for the held pass
+            let mut w = writer.lock();
+            if w.open {
+                // Its frames would come after the held pass: committed now,
+                // made durable by the committer (as after an applier's commit).
+                let (group, result) = commit_open(&mut w, &groups);
+                groups.state.lock().committed(group, result);
+                groups.work.notify_one();
+            }
+            checkpoint(&conn);
+            parking_lot::MutexGuard::unlock_fair(w);
         }
     }
+}
+
+/// One `PASSIVE` checkpoint; the frames the WAL holds, or `None` if it failed.
+fn checkpoint(conn: &Connection) -> Option<i64> {
+    let frames = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1));
+    frames
+        .map_err(|e| tracing::warn!(error = %e, "checkpoint failed"))
+        .ok()
 }
 
 impl Drop for Sqlite {
@@ -726,17 +763,26 @@ fn leave(w: &mut Writer, sp: Savepoint, keep: bool) -> Result<(), StorageError> 
 
 impl Sqlite {
     pub fn open(path: &Path) -> Result<Sqlite, StorageError> {
+        Self::open_with(path, RESTART_AFTER_FRAMES, WAL_RESTART_PAGES)
+    }
+
+    /// [`Sqlite::open`] with the WAL's restart marks: the checkpointer's, and
+    /// the writer's backstop (0: none).
+    fn open_with(
+        path: &Path,
+        restart_after_frames: i64,
+        backstop_pages: i64,
+    ) -> Result<Sqlite, StorageError> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| StorageError::Unavailable(e.to_string()))?;
         }
-        // The writer keeps SQLite's automatic checkpoint, at a high mark: run
-        // right after a commit, under the writer lock, it is what lets the WAL
-        // restart under constant load (see WAL_RESTART_PAGES).
+        // The writer keeps SQLite's automatic checkpoint, at a high mark, as a
+        // backstop: the checkpointer restarts the WAL long before (WAL_RESTART_PAGES).
         let conn = open_connection(path, false, "NORMAL")?;
         conn.execute_batch(SCHEMA)?;
         conn.execute_batch(sql::HOST_SCHEMA)?;
         add_missing_columns(&conn)?;
-        conn.pragma_update(None, "wal_autocheckpoint", WAL_RESTART_PAGES)?;
+        conn.pragma_update(None, "wal_autocheckpoint", backstop_pages)?;
         let page_size: i64 = conn.pragma_query_value(None, "page_size", |r| r.get(0))?;
         let writer = Arc::new(Mutex::new(Writer {
             conn,
@@ -765,10 +811,15 @@ impl Sqlite {
         }
         let kv_readers = Arc::new(Mutex::new(Vec::new()));
         {
-            let (p, g, r) = (path.to_path_buf(), groups.clone(), kv_readers.clone());
+            let (p, w, g, r) = (
+                path.to_path_buf(),
+                writer.clone(),
+                groups.clone(),
+                kv_readers.clone(),
+            );
             std::thread::Builder::new()
                 .name("sqlite-checkpoint".into())
-                .spawn(move || checkpointer(p, g, r))
+                .spawn(move || checkpointer(p, w, g, r, restart_after_frames))
                 .map_err(|e| StorageError::Unavailable(e.to_string()))?;
         }
         Ok(Sqlite {
@@ -1451,6 +1502,56 @@ mod tests {
         drop(db);
         let again = Sqlite::open(&dir.path().join("q.db")).unwrap();
         assert_eq!(again.scan("c", "t", "", "", 1000).unwrap().len(), 450);
+    }
+
+    /// Under writes that never pause, the WAL is never wholly copied when a
+    /// group begins: only the checkpointer's restart (the writer's backstop is
+    /// off here) keeps it from growing with everything ever written.
+    #[test]
+    fn the_wal_restarts_under_writes_that_never_pause() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.db");
+        let db = Arc::new(Sqlite::open_with(&path, 256, 0).unwrap());
+        let before = wal_bytes_written(); // other tests add theirs: a few pages
+        let value = "v".repeat(4096); // a page or more per transaction
+        let (threads, each) = (4, 2_000);
+        let writers: Vec<_> = (0..threads)
+            .map(|t| {
+                let (db, value) = (db.clone(), value.clone());
+                std::thread::spawn(move || {
+                    for i in 0..each {
+                        let key = format!("{t}-{i:05}");
+                        assert!(db.apply("c", vec![], vec![put(&key, &value)]).unwrap());
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        // ~130 MiB of frames were written (a 4 KiB value takes two pages); the
+        // WAL file is as long as the most it held between two restarts, ~20
+        // MiB here: the checkpointer looks every 100 ms, the writes go fast.
+        let written = wal_bytes_written() - before;
+        let wal = std::fs::metadata(dir.path().join("w.db-wal"))
+            .unwrap()
+            .len();
+        assert!(written > 64 << 20, "only {written} bytes written");
+        assert!(
+            wal * 3 < written,
+            "WAL of {wal} bytes after {written}: never restarted"
+        );
+        drop(db);
+        let again = Sqlite::open(&path).unwrap();
+        for t in 0..threads {
+            for i in (0..each).step_by(97).chain([each - 1]) {
+                let key = format!("{t}-{i:05}");
+                assert_eq!(
+                    again.get("c", "t", &key).unwrap(),
+                    Some(value.clone().into_bytes())
+                );
+            }
+        }
     }
 
     #[test]
