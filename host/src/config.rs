@@ -49,6 +49,9 @@ pub struct StorageConfig {
     pub url: Option<String>,
     /// Connections each node keeps to PostgreSQL.
     pub pool_size: Option<usize>,
+    /// SQLite: the WAL size (MiB) past which it is restarted; the WAL file
+    /// keeps up to twice this on disk under sustained load.
+    pub wal_restart_mib: Option<u64>,
 }
 
 /// The engine a storage URL names.
@@ -384,6 +387,19 @@ impl Config {
                 w.event_retention_days, w.max_age_ms
             )));
         }
+        if let Some(mib) = self.storage.wal_restart_mib {
+            if !matches!(self.storage_url()?, StorageUrl::Sqlite(_)) {
+                return Err(ConfigError::Invalid(
+                    "storage.wal_restart_mib applies to SQLite only; PostgreSQL manages its own WAL (max_wal_size)".into(),
+                ));
+            }
+            let least = mmc_storage_sqlite::WAL_RESTART_MIB_MIN;
+            if mib < least {
+                return Err(ConfigError::Invalid(format!(
+                    "storage.wal_restart_mib is {mib}; the least is {least} (below it the writer would stop for a restart several times a second)"
+                )));
+            }
+        }
         for env in self.routing.keys() {
             if env != "test" && env != "live" {
                 return Err(ConfigError::Invalid(format!(
@@ -491,6 +507,28 @@ mod tests {
         let c = Config::load(None, Vec::new()).unwrap();
         assert_eq!(c.limits.api_deadline_ms, 5_000);
         assert_eq!(c.routing["test"]["*"], "simulator");
+    }
+
+    #[test]
+    fn the_wal_restart_mark_is_for_sqlite_and_has_a_least() {
+        let load = |vars: &[(&str, &str)]| {
+            Config::load(
+                None,
+                vars.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+        };
+        let c = load(&[("MMC_STORAGE__WAL_RESTART_MIB", "256")]).unwrap();
+        assert_eq!(c.storage.wal_restart_mib, Some(256));
+        let low = load(&[("MMC_STORAGE__WAL_RESTART_MIB", "8")]).unwrap_err();
+        assert!(low.to_string().contains("the least is 16"), "{low}");
+        let pg = load(&[
+            ("MMC_STORAGE__WAL_RESTART_MIB", "256"),
+            ("MMC_STORAGE__URL", "postgres://postgres@127.0.0.1/mmc"),
+        ])
+        .unwrap_err();
+        assert!(pg.to_string().contains("SQLite only"), "{pg}");
     }
 
     #[test]

@@ -27,7 +27,11 @@ impl Storage {
     pub fn open(config: &Config) -> anyhow::Result<Storage> {
         Ok(match config.storage_url()? {
             StorageUrl::Sqlite(path) => {
-                let db = Arc::new(Sqlite::open(&path)?);
+                let mib = config
+                    .storage
+                    .wal_restart_mib
+                    .unwrap_or(mmc_storage_sqlite::WAL_RESTART_MIB);
+                let db = Arc::new(Sqlite::open_with_wal_restart(&path, mib)?);
                 Storage {
                     backend: db.clone(),
                     sql: SqlDb::new(db),
