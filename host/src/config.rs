@@ -516,7 +516,7 @@ mod tests {
                 None,
                 vars.iter()
                     .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
+                    .collect::<Vec<_>>(),
             )
         };
         let c = load(&[("MMC_STORAGE__WAL_RESTART_MIB", "256")]).unwrap();
