@@ -702,12 +702,13 @@ fn restart_pass(
     }
 }
 
-/// One `PASSIVE` checkpoint; the frames the WAL holds, or `None` if it failed.
 /// Gives the WAL file its blocks before the writer needs them, as
 /// PostgreSQL does for its WAL segments. A frame appended past the file's end
 /// makes the file system allocate blocks and grow the file, and the commit's
 /// `fdatasync` then writes that metadata through the file system's journal;
-/// a frame written over allocated blocks syncs only itself. Measured
+/// over allocated blocks only the extents' conversion from unwritten (once
+/// per block; PostgreSQL zero-fills instead, which measured no better here).
+/// Measured
 /// (`bench/ab.sh`, 30 s of creates from a fresh store, README): creates
 /// +10 to +15%, CPU per create -7 to -16%, until the WAL first reaches its
 /// restart mark — with a 1 GiB mark, the first ten seconds or so of full
@@ -723,9 +724,32 @@ fn restart_pass(
 /// memory) and where it would leave less than four times its size free.
 fn preallocate_wal(conn: &Connection, wal_path: &Path, bytes: u64) {
     let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    if len(wal_path) >= bytes {
+    // A longer WAL is another process's under load (a server that could not
+    // allocate): emptying it would copy it all under its write lock.
+    let wal = len(wal_path);
+    if wal >= bytes || wal > PREALLOCATE_EMPTIES_UP_TO {
         return;
     }
+    // Never wait here: a busy database is another process's, left as it is.
+    if conn.busy_timeout(Duration::ZERO).is_err() {
+        return;
+    }
+    preallocate_unless_busy(conn, wal_path, bytes, len);
+    if let Err(e) = conn.busy_timeout(BUSY_TIMEOUT) {
+        tracing::warn!(error = %e, "restoring the writer's busy timeout");
+    }
+}
+
+/// The most WAL [`preallocate_wal`] checkpoints to empty it (a fresh store's
+/// schema, what a CLI command left): a few milliseconds of copying.
+const PREALLOCATE_EMPTIES_UP_TO: u64 = 16 << 20;
+
+fn preallocate_unless_busy(
+    conn: &Connection,
+    wal_path: &Path,
+    bytes: u64,
+    len: impl Fn(&Path) -> u64,
+) {
     let emptied = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
         Ok(r.get::<_, i64>(0)? == 0 && r.get::<_, i64>(1)? == 0)
     });
@@ -791,6 +815,7 @@ fn allocate(_: &Path, _: u64) -> std::io::Result<()> {
     Ok(())
 }
 
+/// One `PASSIVE` checkpoint; the frames the WAL holds, or `None` if it failed.
 fn checkpoint(conn: &Connection) -> Option<i64> {
     let frames = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1));
     frames
