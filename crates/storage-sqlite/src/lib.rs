@@ -708,14 +708,14 @@ fn restart_pass(
 /// `fdatasync` then writes that metadata through the file system's journal;
 /// over allocated blocks only the extents' conversion from unwritten (once
 /// per block; PostgreSQL zero-fills instead, which measured no better here).
-/// Measured
-/// (`bench/ab.sh`, 30 s of creates from a fresh store, README): creates
+/// Measured (`bench/ab.sh`, 30 s of creates from a fresh store, README): creates
 /// +10 to +15%, CPU per create -7 to -16%, until the WAL first reaches its
 /// restart mark — with a 1 GiB mark, the first ten seconds or so of full
 /// load after every start, since SQLite removes the WAL at a clean shutdown.
 ///
-/// Only a WAL that holds no frame is touched: checkpointed and truncated
-/// first, then allocated under SQLite's write lock (no process appends a
+/// Only a WAL that holds no frame is touched: one of at most
+/// [`PREALLOCATE_EMPTIES_UP_TO`] checkpointed and truncated first (never
+/// waiting for another process), then allocated under SQLite's write lock (no process appends a
 /// frame meanwhile), and left alone if another process holds it. The zeros
 /// past the WAL header are no frame to SQLite (a frame counts only with the
 /// header's salts and a valid checksum), as with the old frames it leaves
@@ -723,10 +723,9 @@ fn restart_pass(
 /// fatal. Skipped on tmpfs (no blocks to allocate; the allocation would take
 /// memory) and where it would leave less than four times its size free.
 fn preallocate_wal(conn: &Connection, wal_path: &Path, bytes: u64) {
-    let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
     // A longer WAL is another process's under load (a server that could not
     // allocate): emptying it would copy it all under its write lock.
-    let wal = len(wal_path);
+    let wal = file_len(wal_path);
     if wal >= bytes || wal > PREALLOCATE_EMPTIES_UP_TO {
         return;
     }
@@ -734,7 +733,7 @@ fn preallocate_wal(conn: &Connection, wal_path: &Path, bytes: u64) {
     if conn.busy_timeout(Duration::ZERO).is_err() {
         return;
     }
-    preallocate_unless_busy(conn, wal_path, bytes, len);
+    preallocate_unless_busy(conn, wal_path, bytes);
     if let Err(e) = conn.busy_timeout(BUSY_TIMEOUT) {
         tracing::warn!(error = %e, "restoring the writer's busy timeout");
     }
@@ -744,12 +743,11 @@ fn preallocate_wal(conn: &Connection, wal_path: &Path, bytes: u64) {
 /// schema, what a CLI command left): a few milliseconds of copying.
 const PREALLOCATE_EMPTIES_UP_TO: u64 = 16 << 20;
 
-fn preallocate_unless_busy(
-    conn: &Connection,
-    wal_path: &Path,
-    bytes: u64,
-    len: impl Fn(&Path) -> u64,
-) {
+fn file_len(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+fn preallocate_unless_busy(conn: &Connection, wal_path: &Path, bytes: u64) {
     let emptied = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
         Ok(r.get::<_, i64>(0)? == 0 && r.get::<_, i64>(1)? == 0)
     });
@@ -761,7 +759,7 @@ fn preallocate_unless_busy(
         return;
     }
     // Frames are appended only under the write lock we hold: an empty file has none.
-    let done = if len(wal_path) == 0 {
+    let done = if file_len(wal_path) == 0 {
         allocate(wal_path, bytes)
     } else {
         Ok(())
@@ -937,10 +935,11 @@ impl Sqlite {
                 "the WAL restart mark is {mib} MiB; the least is {WAL_RESTART_MIB_MIN}"
             )));
         }
+        // The backstop (twice the frames) must fit SQLite's page count.
         let frames = i64::try_from(mib)
             .ok()
-            .and_then(|m| m.checked_mul(FRAMES_PER_MIB * BACKSTOP_FACTOR))
-            .map(|pages| pages / BACKSTOP_FACTOR)
+            .filter(|m| *m <= i64::MAX / (FRAMES_PER_MIB * BACKSTOP_FACTOR))
+            .map(|m| m * FRAMES_PER_MIB)
             .ok_or_else(|| StorageError::Invalid(format!("the WAL restart mark {mib} MiB")))?;
         let bytes = mib.saturating_mul(1 << 20);
         Self::open_with(path, frames, frames * BACKSTOP_FACTOR, bytes)
