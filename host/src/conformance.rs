@@ -414,7 +414,7 @@ pub fn run(file: &Path, cache_dir: &Path, inputs: &Inputs) -> anyhow::Result<Vec
         match (forged, junk) {
             (Err(e), _) | (_, Err(e)) => Err(trapped(&e)),
             (_, Ok(Ok(u))) if !u.is_empty() => Err("a garbage notification produced status updates".into()),
-            (Ok(Ok(u)), _) if u.iter().any(|x| x.status == PspStatus::Completed) => {
+            (Ok(Ok(u)), _) if u.iter().any(|x| matches!(x.status, PspStatus::Completed(_))) => {
                 Err("an unsigned notification claiming success was believed without checking with the operator".into())
             }
             _ => Ok("garbage refused; unsigned success not believed".into()),

@@ -451,16 +451,16 @@ async fn fedapay_payouts_refunds_and_signatures_at_adapter_level() {
     let status = adapter
         .settled(Duration::from_secs(3), || adapter.status(paid.clone()))
         .await;
-    assert_eq!(status, PspStatus::Completed);
+    assert_eq!(completed(&status), Some(1500));
     let by_id = operation(&id, "celtiis-bj", None, CELTIIS, 1500);
-    assert_eq!(adapter.status(by_id).await.unwrap(), PspStatus::Completed);
+    assert_eq!(completed(&adapter.status(by_id).await.unwrap()), Some(1500));
     let nobody = operation(&new_key(), "celtiis-bj", None, CELTIIS, 1500);
     assert_eq!(adapter.status(nobody).await.unwrap(), PspStatus::NotFound);
     // A payment id (UUIDv7) the search misses: not found once the list was
     // read back past its creation, never before.
     fake.search_ignores_custom_metadata();
     let by_id = operation(&id, "celtiis-bj", None, CELTIIS, 1500);
-    assert_eq!(adapter.status(by_id).await.unwrap(), PspStatus::Completed);
+    assert_eq!(completed(&adapter.status(by_id).await.unwrap()), Some(1500));
     let nobody = operation(&uuid_v7(), "celtiis-bj", None, CELTIIS, 1500);
     assert_eq!(adapter.status(nobody).await.unwrap(), PspStatus::NotFound);
     let lists = fake.requests("transaction_list");
@@ -519,11 +519,11 @@ async fn fedapay_payouts_refunds_and_signatures_at_adapter_level() {
     let status = adapter
         .settled(Duration::from_secs(3), || adapter.payout_status(op.clone()))
         .await;
-    assert_eq!(status, PspStatus::Completed);
+    assert_eq!(completed(&status), Some(2500));
     let op = operation("po-1", "celtiis-bj", None, "+2290140000031", 2500);
     assert_eq!(
-        adapter.payout_status(op).await.unwrap(),
-        PspStatus::Completed
+        completed(&adapter.payout_status(op).await.unwrap()),
+        Some(2500),
     );
     assert!(fake.payout(&started.psp_reference).unwrap().sent());
     // The search misses it (see above): FedaPay's payout list, read to its end, has it.
@@ -557,7 +557,7 @@ async fn fedapay_payouts_refunds_and_signatures_at_adapter_level() {
     let status = adapter
         .settled(Duration::from_secs(3), || adapter.payout_status(op.clone()))
         .await;
-    assert_eq!(status, PspStatus::Completed);
+    assert_eq!(completed(&status), Some(2500));
     // A create that failed sent nothing.
     fake.inject("payout_create", Fault::AcceptThenStatus(502), 1);
     let err = adapter
@@ -616,7 +616,11 @@ async fn fedapay_payouts_refunds_and_signatures_at_adapter_level() {
             kind: SubjectKind::Payment,
             id: Some(id.clone()),
             psp_reference: Some(tx.clone()),
-            status: PspStatus::Completed,
+            status: PspStatus::Completed(Settled {
+                amount: fake.transaction(&tx).unwrap().amount.to_string(),
+                currency: "XOF".into(),
+                party: None,
+            }),
         }]
     );
     let pending = serde_json::to_vec(&json!({"id": 1, "name": "transaction.created",

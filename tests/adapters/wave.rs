@@ -279,12 +279,12 @@ async fn wave_refunds_whole_sessions_and_pays_out_idempotently() {
     fake.customer_pays(&r.psp_reference).await; // no webhook URL: nothing sent
     let paid = operation(&id, "wave-ci", Some(r.psp_reference.clone()), PHONE, 1500);
     assert_eq!(
-        adapter.status(paid.clone()).await.unwrap(),
-        PspStatus::Completed
+        completed(&adapter.status(paid.clone()).await.unwrap()),
+        Some(1500),
     );
     // Found by our id as well.
     let by_id = operation(&id, "wave-ci", None, PHONE, 1500);
-    assert_eq!(adapter.status(by_id).await.unwrap(), PspStatus::Completed);
+    assert_eq!(completed(&adapter.status(by_id).await.unwrap()), Some(1500));
 
     let refund = |amount| RefundRequest {
         refund_id: uuid::Uuid::new_v4().to_string(),
@@ -296,7 +296,11 @@ async fn wave_refunds_whole_sessions_and_pays_out_idempotently() {
     assert!(matches!(err, AdapterError::NotSupported(_)), "{err:?}");
     assert!(fake.requests("session_refund").is_empty());
     let started = adapter.refund(refund(1500)).await.unwrap();
-    assert_eq!(started.status, PspStatus::Completed, "synchronous at Wave");
+    assert_eq!(
+        completed(&started.status),
+        Some(1500),
+        "synchronous at Wave"
+    );
     assert_eq!(started.psp_reference, r.psp_reference);
     assert!(fake.session(&r.psp_reference).unwrap().refunded);
     let err = adapter.refund(refund(1500)).await.unwrap_err();
@@ -334,11 +338,11 @@ async fn wave_refunds_whole_sessions_and_pays_out_idempotently() {
     let status = adapter
         .settled(Duration::from_secs(3), || adapter.payout_status(op.clone()))
         .await;
-    assert_eq!(status, PspStatus::Completed);
+    assert_eq!(completed(&status), Some(2500));
     let op = operation("po-1", "wave-ci", None, "+2250500000001", 2500);
     assert_eq!(
-        adapter.payout_status(op).await.unwrap(),
-        PspStatus::Completed,
+        completed(&adapter.payout_status(op).await.unwrap()),
+        Some(2500),
         "by client_reference"
     );
 
@@ -393,7 +397,11 @@ async fn wave_signature_checks_at_adapter_level() {
             kind: SubjectKind::Payment,
             id: Some("pay-9".into()),
             psp_reference: Some("cos-9".into()),
-            status: PspStatus::Completed,
+            status: PspStatus::Completed(Settled {
+                amount: "1500".into(),
+                currency: "XOF".into(),
+                party: None,
+            }),
         }]
     );
     // 60 s old is beyond a 30 s tolerance.

@@ -328,6 +328,19 @@ pub fn operator_id(id: &str) -> String {
     mmc_domain::operator_ids::to_operator(id, |_| unreachable!("our ids are UUIDs"))
 }
 
+/// The amount (major units) of an adapter's success in XOF, in whatever
+/// decimal form its operator wrote it; `None` for anything else.
+#[allow(dead_code)]
+pub fn completed(status: &mmc_host::runtime::bindings::adapter_types::PspStatus) -> Option<u64> {
+    use mmc_host::runtime::bindings::adapter_types::PspStatus;
+    match status {
+        PspStatus::Completed(s) if s.currency == "XOF" => {
+            mmc_domain::settlement::major_units(&s.amount)
+        }
+        _ => None,
+    }
+}
+
 /// The one payment that concurrent creates under one Idempotency-Key made:
 /// exactly one got a 201, every other one replayed it (200) or was refused
 /// while it ran (409 `idempotency_request_in_progress`).

@@ -664,6 +664,7 @@ fn store_new(caller: &Caller, new: NewBatch, key: String) -> Result<Response, Ap
             completed_at_ms: None,
             next_check_ms: None,
             checks: 0,
+            review: None,
         })
         .collect();
     // Below the threshold: paid at once, as if validated on creation.

@@ -22,10 +22,13 @@
 use std::collections::HashMap;
 
 use mmc_domain::outcome::{self, CallFailure};
+use mmc_domain::settlement::{self, Asked, Reported};
 use serde_json::json;
 
 use crate::mmc::adapter::router;
-use crate::mmc::adapter::types::{AdapterError, OperationRef, PayoutRequest, PspStatus, Started};
+use crate::mmc::adapter::types::{
+    AdapterError, OperationRef, PayoutRequest, PspStatus, Settled, Started,
+};
 use crate::mmc::platform::{clock, log, storage};
 use crate::store::{self, Batch, BatchStatus, Failure, Item, ItemStatus, Tx};
 use crate::{API_VERSION, ApiError, settings, wire};
@@ -156,7 +159,13 @@ fn pay_batch(d: &store::Due, budget: u32, lanes: &mut Lanes) -> Result<u32, ApiE
             beneficiary_name: claimed.beneficiary_name.clone(),
             reference: claimed.reference.clone(),
         });
-        if record(env, merchant, &claimed, payout_answer(outcome), false)? {
+        if record(
+            env,
+            merchant,
+            &claimed,
+            payout_answer(&claimed, outcome),
+            false,
+        )? {
             lanes.add(env, &claimed.operator, -1);
         }
         done += 1;
@@ -214,6 +223,9 @@ fn claim(
 enum Answer {
     Completed(Option<String>),
     Failed(Option<String>, Failure),
+    /// A success for something other than what was asked: stays processing,
+    /// flagged for review, asked again later.
+    Review(Option<String>, Failure),
     /// Accepted, not final yet, or unknown (timeout): ask again later.
     Pending(Option<String>),
 }
@@ -222,6 +234,35 @@ fn failure(code: &str, message: impl Into<String>) -> Failure {
     Failure {
         code: code.into(),
         message: message.into(),
+    }
+}
+
+/// A success counts only for the item's amount, currency and beneficiary;
+/// any other is not believed and the item stays processing, under review.
+fn completed(item: &Item, paid: &Settled, r: Option<String>) -> Answer {
+    let asked = Asked {
+        amount: item.amount,
+        currency: &item.currency,
+        party: Some(&item.phone),
+    };
+    let reported = Reported {
+        amount: &paid.amount,
+        currency: &paid.currency,
+        party: paid.party.as_deref(),
+    };
+    match settlement::check(asked, reported) {
+        Ok(()) => Answer::Completed(r),
+        Err(m) => {
+            log::log(
+                log::Level::Error,
+                &format!(
+                    "payout of item {}: success not believed, flagged for review: {m}",
+                    item.id
+                ),
+            );
+            log::count(&format!("settlement_{}", m.code()));
+            Answer::Review(r, failure(m.code(), m.to_string()))
+        }
     }
 }
 
@@ -234,7 +275,7 @@ fn failure_kind(e: &AdapterError) -> CallFailure {
 /// (timeout, 5xx, reset, unreadable answer, trap) keeps the item processing:
 /// the operator is asked about it by our id, and it is never sent again under
 /// another. Only an error that certainly performed nothing fails it.
-fn payout_answer(outcome: Result<Started, AdapterError>) -> Answer {
+fn payout_answer(item: &Item, outcome: Result<Started, AdapterError>) -> Answer {
     match outcome {
         Ok(Started {
             psp_reference,
@@ -242,7 +283,7 @@ fn payout_answer(outcome: Result<Started, AdapterError>) -> Answer {
         }) => {
             let r = Some(psp_reference).filter(|r| !r.is_empty());
             match status {
-                PspStatus::Completed => Answer::Completed(r),
+                PspStatus::Completed(paid) => completed(item, &paid, r),
                 PspStatus::Failed(f) => Answer::Failed(r, failure(&f.code, f.message)),
                 PspStatus::Pending | PspStatus::NotFound => Answer::Pending(r),
             }
@@ -289,6 +330,12 @@ fn record(
         Answer::Failed(r, f) => {
             item.failure = Some(f);
             (ItemStatus::Failed, r)
+        }
+        Answer::Review(r, f) => {
+            item.review.get_or_insert(f);
+            let interval = (FIRST_CHECK_MS << item.checks.min(5)).min(MAX_CHECK_INTERVAL_MS);
+            item.next_check_ms = Some(now + interval);
+            (ItemStatus::Processing, r)
         }
         Answer::Pending(r) => {
             let interval = (FIRST_CHECK_MS << item.checks.min(5)).min(MAX_CHECK_INTERVAL_MS);
@@ -383,7 +430,7 @@ fn record_status(
     let (env, merchant) = (d.env.as_str(), d.merchant.as_str());
     let since = item.submitted_at_ms.unwrap_or(item.created_at_ms);
     let answer = match status {
-        Ok(PspStatus::Completed) => Answer::Completed(None),
+        Ok(PspStatus::Completed(paid)) => completed(&item, &paid, None),
         Ok(PspStatus::Failed(f)) => Answer::Failed(None, failure(&f.code, f.message)),
         // Never received, once nothing can be in flight any more: nothing was paid.
         Ok(PspStatus::NotFound)

@@ -206,6 +206,11 @@ pub struct Item {
     pub next_check_ms: Option<u64>,
     /// Status queries made so far (for the backoff).
     pub checks: u32,
+    /// Why the operator's success was not believed (another amount,
+    /// currency or beneficiary): the item stays processing until someone
+    /// looks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<Failure>,
 }
 
 /// The batch created under an `Idempotency-Key` (JSON create or CSV import).

@@ -5,6 +5,14 @@
 //! the answer goes back at once (MTN allows 2 s, pawaPay counts only a quick
 //! 200), and an unsigned callback's subject is asked about right after, by
 //! reconciliation.
+//!
+//! A callback never chooses which operator transaction we follow. The
+//! reference of a payment or refund is the one our own call was answered
+//! with (or, for the operators that take our id, the one derived from it);
+//! a callback naming another changes nothing and is counted, and one that
+//! cannot be compared yet (no reference recorded) only brings the operator
+//! query forward. A success in a callback counts, as in any answer, only
+//! for the amount and currency asked (`review`).
 
 use serde_json::json;
 
@@ -88,7 +96,7 @@ pub fn handle(req: &Request, operator: &str) -> Result<Response, ApiError> {
             Ok(true) => applied += 1,
             Ok(false) => log::log(
                 log::Level::Warn,
-                &format!("{operator} callback for an unknown subject: {u:?}"),
+                &format!("{operator} callback not applied: {u:?}"),
             ),
             Err(e) => return Err(e),
         }
@@ -135,11 +143,22 @@ fn apply(env: &str, operator: &str, u: &CallbackUpdate) -> Result<bool, ApiError
                 return Ok(false);
             }
             let previous_check = p.next_check_ms;
-            if p.psp_reference.is_none() && u.psp_reference.is_some() {
-                p.psp_reference = u.psp_reference.clone();
-                tx.index_psp_reference(&p)?;
+            match follows(u, p.psp_reference.as_deref()) {
+                Some(Follows::Ours) => apply_psp_status(&tx, &mut p, u.status.clone())?,
+                // Not comparable yet: a hint, answered by asking the operator (below).
+                Some(Follows::Unverified) => log::count("callback_reference_unverified"),
+                None => {
+                    log::log(
+                        log::Level::Warn,
+                        &format!(
+                            "payment {}: callback names another operator transaction ({:?}), ignored",
+                            p.id, u.psp_reference
+                        ),
+                    );
+                    log::count("callback_reference_mismatch");
+                    return Ok(false);
+                }
             }
-            apply_psp_status(&tx, &mut p, u.status.clone())?;
             // A callback is news: the operator is asked at the next reconciliation
             // round (within a second), after this answer, not before it.
             if payments::worth_asking(&p) {
@@ -156,7 +175,14 @@ fn apply(env: &str, operator: &str, u: &CallbackUpdate) -> Result<bool, ApiError
                 log::count("callback_from_foreign_adapter");
                 return Ok(false);
             }
-            apply_refund_status(&tx, &mut r, u.status.clone())?;
+            match follows(u, r.psp_reference.as_deref()) {
+                Some(Follows::Ours) => apply_refund_status(&tx, &mut r, u.status.clone())?,
+                Some(Follows::Unverified) => log::count("callback_reference_unverified"),
+                None => {
+                    log::count("callback_reference_mismatch");
+                    return Ok(false);
+                }
+            }
             // Asked right after (a failed refund too: the operator may have made it after all).
             if r.status != RefundStatus::Completed {
                 let previous = r.next_check_ms.replace(clock::now_ms());
@@ -168,4 +194,21 @@ fn apply(env: &str, operator: &str, u: &CallbackUpdate) -> Result<bool, ApiError
     }
     tx.commit()?;
     Ok(true)
+}
+
+enum Follows {
+    /// The callback names the operator transaction we follow.
+    Ours,
+    /// We have no reference to compare yet, or the callback gives none.
+    Unverified,
+}
+
+/// Whether `u` speaks of the operator transaction recorded as `ours`,
+/// compared exactly; `None` when it names another one.
+fn follows(u: &CallbackUpdate, ours: Option<&str>) -> Option<Follows> {
+    match (u.psp_reference.as_deref(), ours) {
+        (Some(theirs), Some(ours)) if theirs == ours => Some(Follows::Ours),
+        (Some(_), Some(_)) => None,
+        _ => Some(Follows::Unverified),
+    }
 }

@@ -48,8 +48,8 @@ fn expire_one(d: &store::Due, now: u64) -> Result<(), crate::ApiError> {
         return Ok(());
     };
     let previous_check = p.next_check_ms;
-    if let Some(Ok(PspStatus::Completed)) = answer {
-        apply_psp_status(&tx, &mut p, PspStatus::Completed)?;
+    if let Some(Ok(paid @ PspStatus::Completed(_))) = &answer {
+        apply_psp_status(&tx, &mut p, paid.clone())?;
     }
     settle_overdue(&tx, &mut p, answer.as_ref(), window, now)?;
     // This payment leaves the expiry index: if it is still in progress,

@@ -24,6 +24,7 @@ mod jobs;
 mod listing;
 mod payments;
 mod refunds;
+mod review;
 mod store;
 mod typed;
 mod wire;

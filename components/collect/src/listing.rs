@@ -286,6 +286,16 @@ pub fn list_payments(caller: &Caller, req: &Request) -> Result<Response, ApiErro
         return Ok(page_response(data, false, None, order));
     }
 
+    if let Some(review) = param(req, "review") {
+        if review != "required" {
+            return Err(invalid(
+                "review",
+                "review must be required (the payments flagged for review).".into(),
+            ));
+        }
+        return under_review(env, merchant, &filters, limit, cursor.as_deref());
+    }
+
     let mut page = scan_payments(
         &Range {
             env,
@@ -307,6 +317,52 @@ pub fn list_payments(caller: &Caller, req: &Request) -> Result<Response, ApiErro
         .map(|p| PaymentView::new(p, false))
         .collect();
     Ok(page_response(data, page.has_more, page.next, order))
+}
+
+/// `review=required`: the payments an operator reported a success for
+/// another amount or currency, newest first (few: each is an incident), with
+/// `starting_after` and the other filters; `created` and `ending_before` are
+/// not combined with it.
+fn under_review(
+    env: &str,
+    merchant: &str,
+    filters: &Filters,
+    limit: u32,
+    after: Option<&str>,
+) -> Result<Response, ApiError> {
+    let prefix = store::scope(env, merchant, "");
+    let end = match after {
+        Some(a) => format!("{prefix}{a}"),
+        None => format!("{}0", prefix.trim_end_matches('/')),
+    };
+    let mut payments = Vec::new();
+    let mut last = None;
+    let mut has_more = false;
+    for e in storage::scan_desc(crate::review::TABLE, &prefix, &end, MAX_SCANNED)? {
+        let id = e.key.rsplit('/').next().unwrap_or_default().to_string();
+        let Some(p) = store::read_payment(env, merchant, &id)? else {
+            continue;
+        };
+        if !filters.keep(&p) {
+            continue;
+        }
+        if payments.len() == limit as usize {
+            has_more = true;
+            break;
+        }
+        last = Some(id);
+        payments.push(p);
+    }
+    let data: Vec<PaymentView> = payments
+        .iter()
+        .map(|p| PaymentView::new(p, false))
+        .collect();
+    Ok(page_response(
+        data,
+        has_more,
+        last.filter(|_| has_more),
+        Order::Desc,
+    ))
 }
 
 /// Which way a scan reads: `Asc` from the oldest (the export, and a list's

@@ -5,6 +5,7 @@
 
 use mmc_domain::operators::Country;
 use mmc_domain::outcome::{self, CallFailure};
+use mmc_domain::settlement::Mismatch;
 use mmc_domain::{Mode, Status};
 use serde_json::Value;
 
@@ -16,6 +17,7 @@ use crate::mmc::adapter::types::{
 };
 use crate::mmc::api::http_types::{Caller, Request, Response};
 use crate::mmc::platform::{clock, config, log, node, signing};
+use crate::review;
 use crate::store::{self, Failure, Generation, IdemRecord, Payment, Tx};
 use crate::wire::{self, json_response};
 
@@ -248,6 +250,7 @@ pub fn create_payment(
             sent_at_ms: None,
             unsent: false,
             late_success_from: None,
+            review: None,
         };
         // Hosted: the customer picks the operator on our checkout page; nothing to initiate yet.
         let hosted = input.mode == Mode::Hosted;
@@ -381,7 +384,19 @@ fn apply_initiated(
 ) -> Result<(), ApiError> {
     let now = clock::now_ms();
     if p.status != Status::Pending && p.status != Status::AwaitingPayment {
-        return Ok(()); // moved meanwhile (a callback or a cancel): that move stands.
+        // Moved meanwhile (a cancel, an answer to a query): that move stands,
+        // but the reference our own call was answered with is the one we follow.
+        if p.psp_reference.is_none()
+            && let Ok(
+                Initiated::AwaitingCustomer(r)
+                | Initiated::OtpRequired(r)
+                | Initiated::Completed(r),
+            ) = &outcome
+            && plausible_reference(r)
+        {
+            p.psp_reference = Some(r.clone());
+        }
+        return Ok(());
     }
     // An adapter is untrusted code: an answer we cannot store or show leaves the outcome unknown.
     let outcome = outcome.and_then(|o| match &o {
@@ -418,9 +433,13 @@ fn apply_initiated(
             p.next_check_ms.get_or_insert(now + FIRST_CHECK_MS);
             move_to(tx, p, Status::AwaitingPayment, now)
         }
+        // Settled at once, says the adapter, without saying for what: the
+        // operator is asked right away, and its answer (amount and currency
+        // included) decides.
         Ok(Initiated::Completed(r)) => {
             p.psp_reference = Some(r);
-            move_to(tx, p, Status::Completed, now)
+            p.next_check_ms = Some(now);
+            move_to(tx, p, Status::Processing, now)
         }
         Ok(Initiated::Refused(f)) => {
             p.failure = Some(Failure {
@@ -561,12 +580,28 @@ fn record_late_success(tx: &Tx, p: &mut Payment, now: u64) -> Result<(), ApiErro
     emit(tx, p, event_of(Status::Completed))
 }
 
+/// A success for another amount or currency than the payment's: not
+/// believed. The payment keeps its status and is flagged for review, once.
+fn flag_for_review(tx: &Tx, p: &mut Payment, m: &Mismatch) -> Result<(), ApiError> {
+    review::report("payment", &p.id, m);
+    if p.review.is_some() {
+        return Ok(());
+    }
+    p.review = Some(review::failure(m));
+    p.updated_at_ms = clock::now_ms();
+    review::list(tx, &p.environment, &p.merchant_id, &p.id)?;
+    emit(tx, p, review::PAYMENT_EVENT)
+}
+
 /// Applies what the PSP says about a payment in progress.
 pub fn apply_psp_status(tx: &Tx, p: &mut Payment, status: PspStatus) -> Result<(), ApiError> {
     let now = clock::now_ms();
     match status {
-        PspStatus::Completed if p.status.takes_late_success() => record_late_success(tx, p, now),
-        PspStatus::Completed => move_to(tx, p, Status::Completed, now),
+        PspStatus::Completed(paid) => match review::check(p.amount, &p.currency, &paid) {
+            Err(m) => flag_for_review(tx, p, &m),
+            Ok(()) if p.status.takes_late_success() => record_late_success(tx, p, now),
+            Ok(()) => move_to(tx, p, Status::Completed, now),
+        },
         PspStatus::NotFound if p.status.is_terminal() => Ok(()),
         // The request never reached the operator (its window has passed): nothing was performed.
         PspStatus::NotFound if not_found_is_final(p.sent_at(), now) => {
@@ -636,7 +671,7 @@ pub fn settle_overdue(
             Some(Ok(PspStatus::Pending)) => {
                 now >= p.expires_at_ms.saturating_add(approval_window_ms)
             }
-            Some(Ok(PspStatus::Completed)) | Some(Err(_)) => false,
+            Some(Ok(PspStatus::Completed(_))) | Some(Err(_)) => false,
         };
     if expire {
         if let Some(Ok(PspStatus::Failed(f))) = answer {
@@ -892,8 +927,8 @@ pub fn confirm(caller: &Caller, id: &str, otp: &str) -> Result<Payment, ApiError
     p.end_initiating();
     if p.status != Status::AwaitingOtp {
         // Moved meanwhile (a callback): money taken is still recorded.
-        if let Ok(OtpOutcome::Accepted(PspStatus::Completed)) = answer {
-            apply_psp_status(&tx, &mut p, PspStatus::Completed)?;
+        if let Ok(OtpOutcome::Accepted(paid @ PspStatus::Completed(_))) = answer {
+            apply_psp_status(&tx, &mut p, paid)?;
         }
         tx.save_payment(&p, previous_check)?;
         tx.commit()?;
@@ -1059,10 +1094,15 @@ pub fn cancel_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
     let now = clock::now_ms();
     let refuse = |why: &str| Err(ApiError::state("payment_not_cancellable", why.to_string()));
     match answer {
-        Some(Ok(PspStatus::Completed)) => {
-            apply_psp_status(&tx, &mut p, PspStatus::Completed)?;
+        Some(Ok(paid @ PspStatus::Completed(_))) => {
+            apply_psp_status(&tx, &mut p, paid)?;
             tx.save_payment(&p, previous_check)?;
             tx.commit()?;
+            if p.status != Status::Completed {
+                return refuse(
+                    "The operator reports a payment for another amount or currency: the payment is under review.",
+                );
+            }
             return refuse("The customer already paid: the payment is completed.");
         }
         // Withdrawn at the operator (or failed there), or never sent: cancelled here too.

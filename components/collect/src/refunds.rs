@@ -13,6 +13,7 @@ use crate::mmc::platform::{clock, signing};
 use crate::payments::{
     self, FIRST_CHECK_MS, MAX_CHECK_INTERVAL_MS, adapter_failure, move_to, operation_ref,
 };
+use crate::review;
 use crate::store::{self, Failure, Refund, RefundIdem, RefundStatus, Tx};
 use crate::wire::{self, json_response};
 use crate::{API_VERSION, ApiError};
@@ -179,6 +180,7 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
         updated_at_ms: now,
         next_check_ms: Some(now + payments::in_flight_ms()),
         checks: 0,
+        review: None,
     };
     p.refund_reserved += amount;
     tx.save_payment(&p, p.next_check_ms)?;
@@ -242,10 +244,45 @@ fn status_after_error(r: &Refund, e: &AdapterError) -> PspStatus {
 pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result<(), ApiError> {
     let previous_check = r.next_check_ms;
     let now = clock::now_ms();
+    // A success for another amount or currency is not believed: the refund
+    // stays as it is, flagged for review (asked again on its schedule).
+    if let PspStatus::Completed(paid) = &status
+        && let Err(m) = review::check(r.amount, &r.currency, paid)
+    {
+        review::report("refund", &r.id, &m);
+        let first = r.review.is_none();
+        r.review.get_or_insert_with(|| review::failure(&m));
+        if r.status == RefundStatus::Pending {
+            r.checks += 1;
+            r.next_check_ms =
+                Some(now + (FIRST_CHECK_MS << r.checks.min(10)).min(MAX_CHECK_INTERVAL_MS));
+        }
+        r.updated_at_ms = now;
+        tx.save_refund(r, previous_check)?;
+        if !first {
+            return Ok(());
+        }
+        let p = tx
+            .payment(&r.environment, &r.merchant_id, &r.payment_id)?
+            .ok_or_else(|| ApiError::internal("refund without payment"))?;
+        return emit_event(
+            tx,
+            review::REFUND_EVENT,
+            &r.merchant_id,
+            &r.environment,
+            &p.id,
+            p.callback_url.clone(),
+            EventData {
+                object: &wire::PaymentView::new(&p, false),
+                refund: Some(&refund_json(r)),
+            },
+            API_VERSION,
+        );
+    }
     // A late success: the operator refunded a refund recorded failed. The
     // money went back, so it is recorded (its amount, released when it
     // failed, is counted as refunded), never dropped.
-    let late = r.status == RefundStatus::Failed && matches!(status, PspStatus::Completed);
+    let late = r.status == RefundStatus::Failed && matches!(status, PspStatus::Completed(_));
     if late {
         crate::mmc::platform::log::log(
             crate::mmc::platform::log::Level::Error,
@@ -255,7 +292,7 @@ pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result
     } else if r.status != RefundStatus::Pending {
         if !matches!(
             (r.status, &status),
-            (RefundStatus::Completed, PspStatus::Completed)
+            (RefundStatus::Completed, PspStatus::Completed(_))
                 | (
                     RefundStatus::Failed,
                     PspStatus::Failed(_) | PspStatus::Pending
@@ -289,7 +326,7 @@ pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result
             tx.save_refund(r, previous_check)?;
             return Ok(());
         }
-        PspStatus::Completed => {
+        PspStatus::Completed(_) => {
             r.status = RefundStatus::Completed;
             ("collect.refund.completed", true)
         }

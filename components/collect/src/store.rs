@@ -66,6 +66,10 @@ pub struct Refund {
     pub next_check_ms: Option<u64>,
     #[serde(default)]
     pub checks: u32,
+    /// Why the operator's success was not believed (another amount or
+    /// currency): the refund stays as it was until someone looks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<Failure>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

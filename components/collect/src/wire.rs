@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use crate::mmc::adapter::types::OperatorInfo;
 use crate::mmc::api::http_types::{Request, Response};
-use crate::store::{Customer, Payment};
+use crate::store::{Customer, Failure, Payment};
 use crate::{API_VERSION, ApiError};
 
 pub fn json_response(status: u16, body: &impl Serialize) -> Response {
@@ -556,6 +556,9 @@ pub struct PaymentView<'a> {
     operator: Option<&'a str>,
     psp_reference: Option<&'a str>,
     reference: &'a str,
+    /// Only when flagged: an unflagged payment's JSON is as it always was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    review: Option<&'a Failure>,
     status: &'static str,
 }
 
@@ -586,6 +589,7 @@ impl<'a> PaymentView<'a> {
             operator: p.operator.as_deref(),
             psp_reference: p.psp_reference.as_deref(),
             reference: &p.reference,
+            review: p.review.as_ref(),
             status: p.status.as_str(),
         }
     }

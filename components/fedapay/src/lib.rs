@@ -85,11 +85,30 @@ const CURRENCIES_TIMEOUT_MS: u32 = 3_000;
 /// How long its answer is kept in the host's cache (setting `currencies_ttl_ms`).
 const DEFAULT_CURRENCIES_TTL_MS: u64 = 300_000;
 
-/// The modes FedaPay lists for XOF on this account, from the cache or
-/// `GET /v1/currencies`; `None` when they cannot be had (never an error:
-/// `describe` must answer, and the operator table then stands). FedaPay
-/// publishes no limits or operational status, only these modes.
+/// The modes FedaPay lists for XOF on this account; `None` when they cannot
+/// be had (never an error: `describe` must answer, and the operator table
+/// then stands). FedaPay publishes no limits or operational status, only
+/// these modes.
 fn xof_modes() -> Option<Vec<String>> {
+    let modes = currencies().and_then(|c| transformers::xof_modes(&c));
+    if modes.is_none() {
+        log::log(
+            log::Level::Warn,
+            "FedaPay lists no XOF modes, describing from the operator table",
+        );
+    }
+    modes
+}
+
+/// The ISO code of FedaPay's currency `id` (transactions and payouts name
+/// their currency by id), from the account's currencies.
+fn iso_of(id: u64) -> Option<String> {
+    currencies().and_then(|c| transformers::iso_of(&c, id))
+}
+
+/// The account's currencies, from the cache or `GET /v1/currencies`; `None`
+/// when they cannot be had.
+fn currencies() -> Option<Vec<transformers::CurrencyModes>> {
     let base_url = setting("base_url")?;
     let base_url = base_url.trim_end_matches('/');
     let key = secret("secret_key")?;
@@ -98,9 +117,9 @@ fn xof_modes() -> Option<Vec<String>> {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    let cache_key = format!("xof_modes:{base_url}:{account}");
-    if let Some(modes) = cache::get(&cache_key).and_then(|b| serde_json::from_slice(&b).ok()) {
-        return Some(modes);
+    let cache_key = format!("currencies:{base_url}:{account}");
+    if let Some(listed) = cache::get(&cache_key).and_then(|b| serde_json::from_slice(&b).ok()) {
+        return Some(listed);
     }
     let req = HttpRequest {
         method: "GET".into(),
@@ -115,7 +134,6 @@ fn xof_modes() -> Option<Vec<String>> {
     let read = match outbound_http::send(&req) {
         Ok(resp) if resp.status == 200 => {
             transformers::many::<transformers::CurrencyModes>("currencies", &resp.body)
-                .and_then(|c| transformers::xof_modes(&c).ok_or_else(|| "no XOF listed".into()))
         }
         Ok(resp) => Err(format!(
             "FedaPay answered {} to GET /v1/currencies: {}",
@@ -125,19 +143,19 @@ fn xof_modes() -> Option<Vec<String>> {
         Err(e) => Err(format!("GET /v1/currencies failed: {e:?}")),
     };
     match read {
-        Ok(modes) => {
+        Ok(listed) => {
             let ttl = setting("currencies_ttl_ms")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(DEFAULT_CURRENCIES_TTL_MS);
-            if let Ok(bytes) = serde_json::to_vec(&modes) {
+            if let Ok(bytes) = serde_json::to_vec(&listed) {
                 cache::set(&cache_key, &bytes, ttl);
             }
-            Some(modes)
+            Some(listed)
         }
         Err(e) => {
             log::log(
                 log::Level::Warn,
-                &format!("FedaPay's modes unavailable, describing from the operator table: {e}"),
+                &format!("FedaPay's currencies unavailable: {e}"),
             );
             None
         }
@@ -367,7 +385,7 @@ impl Api {
         }
         let metadata = Transaction::metadata;
         let found = self.search("transaction", &payment.id, metadata, |t| {
-            !matches!(transformers::transaction_status(t), PspStatus::Pending)
+            transformers::transaction_final(t)
         });
         match found {
             Ok(Some(t)) => Ok(Some(t)),
@@ -380,13 +398,44 @@ impl Api {
         }
     }
 
+    /// `PUT /v1/payouts/start` for a created payout: the call that sends money.
+    fn start_payout(&self, id: u64) -> Result<Started, AdapterError> {
+        let start = transformers::StartPayouts {
+            payouts: vec![transformers::StartItem { id, send_now: true }],
+        };
+        let resp = self.send(
+            "PUT",
+            "/v1/payouts/start",
+            Some(serde_json::to_vec(&start).expect("wire types serialise")),
+        )?;
+        let status = match resp.status {
+            200..=299 => match transformers::many::<Payout>("payouts", &resp.body)
+                .map_err(AdapterError::InvalidResponse)?
+                .iter()
+                .find(|p| p.id == id)
+            {
+                Some(p) => transformers::payout_status(p, &iso_of)
+                    .map_err(AdapterError::InvalidResponse)?,
+                None => PspStatus::Pending,
+            },
+            s if refused_because_of_us(s) => return Err(unexpected(&resp)),
+            // Refused: the payout was never started, nothing was sent.
+            400..=499 => PspStatus::Failed(transformers::refusal(resp.status, &resp.body)),
+            _ => return Err(unexpected(&resp)),
+        };
+        Ok(Started {
+            psp_reference: id.to_string(),
+            status,
+        })
+    }
+
     fn payout(&self, payout: &OperationRef) -> Result<Option<Payout>, AdapterError> {
         if let Some(id) = fedapay_id(payout.psp_reference.as_deref()) {
             return self.get("payout", id);
         }
         let metadata = Payout::metadata;
         let found = self.search("payout", &payout.id, metadata, |p| {
-            !matches!(transformers::payout_status(p), PspStatus::Pending)
+            transformers::payout_final(p)
         });
         match found {
             Ok(Some(p)) => Ok(Some(p)),
@@ -651,12 +700,14 @@ impl Guest for FedaPay {
 
     fn status(payment: OperationRef) -> Result<PspStatus, AdapterError> {
         let api = Api::of(&payment.operator)?;
-        Ok(api
-            .transaction(&payment)?
-            .map(|t| transformers::transaction_status(&t))
+        match api.transaction(&payment)? {
+            Some(t) => {
+                transformers::transaction_status(&t, &iso_of).map_err(AdapterError::InvalidResponse)
+            }
             // Nothing under our id: never created, or still in flight (the
             // caller decides when this is final).
-            .unwrap_or(PspStatus::NotFound))
+            None => Ok(PspStatus::NotFound),
+        }
     }
 
     /// FedaPay documents no way to withdraw a transaction: report where it
@@ -685,6 +736,36 @@ impl Guest for FedaPay {
                 api.op.slug, api.op.slug
             ))
         })?;
+        // FedaPay takes no idempotency key: an earlier attempt under our id
+        // (its answer lost) is looked for first, and started or reported,
+        // never created again. When that cannot be told, nothing new is
+        // created and the outcome stays unknown (asked again by our id).
+        let earlier = api
+            .payout(&OperationRef {
+                id: req.payout_id.clone(),
+                operator: req.operator.clone(),
+                environment: req.environment.clone(),
+                psp_reference: None,
+                phone: Some(req.phone.clone()),
+                amount: req.amount,
+                currency: req.currency.clone(),
+            })
+            .map_err(|e| {
+                AdapterError::Unavailable(format!(
+                    "could not tell whether an earlier attempt created this FedaPay payout: {e:?}"
+                ))
+            })?;
+        if let Some(p) = earlier {
+            if p.status != "pending" {
+                return Ok(Started {
+                    psp_reference: p.id.to_string(),
+                    status: transformers::payout_status(&p, &iso_of)
+                        .map_err(AdapterError::InvalidResponse)?,
+                });
+            }
+            // Created, never started: start that one.
+            return api.start_payout(p.id);
+        }
         let (firstname, lastname) = transformers::split_name(&req.beneficiary_name);
         let body = transformers::CreatePayout {
             amount: req.amount,
@@ -717,40 +798,17 @@ impl Guest for FedaPay {
                 )));
             }
         };
-        let start = transformers::StartPayouts {
-            payouts: vec![transformers::StartItem {
-                id: created.id,
-                send_now: true,
-            }],
-        };
-        let resp = api.send(
-            "PUT",
-            "/v1/payouts/start",
-            Some(serde_json::to_vec(&start).expect("wire types serialise")),
-        )?;
-        let status = match resp.status {
-            200..=299 => transformers::many::<Payout>("payouts", &resp.body)
-                .map_err(AdapterError::InvalidResponse)?
-                .iter()
-                .find(|p| p.id == created.id)
-                .map_or(PspStatus::Pending, transformers::payout_status),
-            s if refused_because_of_us(s) => return Err(unexpected(&resp)),
-            // Refused: the payout was never started, nothing was sent.
-            400..=499 => PspStatus::Failed(transformers::refusal(resp.status, &resp.body)),
-            _ => return Err(unexpected(&resp)),
-        };
-        Ok(Started {
-            psp_reference: created.id.to_string(),
-            status,
-        })
+        api.start_payout(created.id)
     }
 
     fn payout_status(payout: OperationRef) -> Result<PspStatus, AdapterError> {
         let api = Api::of(&payout.operator)?;
-        Ok(api
-            .payout(&payout)?
-            .map(|p| transformers::payout_status(&p))
-            .unwrap_or(PspStatus::NotFound))
+        match api.payout(&payout)? {
+            Some(p) => {
+                transformers::payout_status(&p, &iso_of).map_err(AdapterError::InvalidResponse)
+            }
+            None => Ok(PspStatus::NotFound),
+        }
     }
 
     /// A signed webhook. Final transaction (or payout) states are reported
@@ -778,7 +836,8 @@ impl Guest for FedaPay {
         };
         let (kind, id, psp_reference, status) = if name.starts_with("transaction.") {
             let t: Transaction = serde_json::from_value(entity).map_err(unreadable)?;
-            let status = transformers::transaction_status(&t);
+            let status = transformers::transaction_status(&t, &iso_of)
+                .map_err(AdapterError::InvalidResponse)?;
             (
                 SubjectKind::Payment,
                 transformers::our_id(&t.custom_metadata),
@@ -787,7 +846,8 @@ impl Guest for FedaPay {
             )
         } else if name.starts_with("payout.") {
             let p: Payout = serde_json::from_value(entity).map_err(unreadable)?;
-            let status = transformers::payout_status(&p);
+            let status =
+                transformers::payout_status(&p, &iso_of).map_err(AdapterError::InvalidResponse)?;
             (
                 SubjectKind::Payout,
                 transformers::our_id(&p.custom_metadata),

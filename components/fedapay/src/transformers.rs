@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::mmc::adapter::types::{Failure, PspStatus};
+use crate::mmc::adapter::types::{Failure, PspStatus, Settled};
 
 /// The `custom_metadata` key that carries our id (payment or payout id):
 /// FedaPay has no documented lookup by a merchant reference, so this is how
@@ -104,30 +104,67 @@ pub struct StartItem {
     pub send_now: bool,
 }
 
-#[derive(Deserialize, Clone, Debug)]
+#[derive(Deserialize, Clone, Debug, Default)]
 pub struct Transaction {
     pub id: u64,
     pub status: String,
     #[serde(default)]
     pub custom_metadata: Option<Value>,
-    #[serde(default)]
+    /// A string or a number: FedaPay's SDKs read it as an integer.
+    #[serde(default, deserialize_with = "text_or_number")]
     pub last_error_code: Option<String>,
     #[serde(default)]
     pub created_at: Option<String>,
+    /// What was moved, as FedaPay states it (whole units; its currency by
+    /// id, resolved with `GET /v1/currencies`): a success is believed only
+    /// for what we asked (the service compares).
+    #[serde(default, deserialize_with = "text_or_number")]
+    pub amount: Option<String>,
+    #[serde(default)]
+    pub currency_id: Option<u64>,
 }
 
-#[derive(Deserialize, Clone, Debug)]
+#[derive(Deserialize, Clone, Debug, Default)]
 pub struct Payout {
     pub id: u64,
     pub status: String,
     #[serde(default)]
     pub custom_metadata: Option<Value>,
-    #[serde(default)]
+    /// A string or a number: FedaPay's SDKs read it as an integer.
+    #[serde(default, deserialize_with = "text_or_number")]
     pub last_error_code: Option<String>,
     #[serde(default)]
     pub last_error_message: Option<String>,
     #[serde(default)]
     pub created_at: Option<String>,
+    #[serde(default, deserialize_with = "text_or_number")]
+    pub amount: Option<String>,
+    #[serde(default)]
+    pub currency_id: Option<u64>,
+    /// The beneficiary, as FedaPay states it.
+    #[serde(default)]
+    pub customer: Option<PayoutCustomer>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+pub struct PayoutCustomer {
+    #[serde(default)]
+    pub phone_number: Option<PhoneIn>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+pub struct PhoneIn {
+    #[serde(default)]
+    pub number: Option<String>,
+}
+
+/// A JSON string or number as text; anything else (null, absent) is none.
+fn text_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match Option::<Value>::deserialize(d)? {
+        Some(Value::String(s)) => Some(s),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    })
 }
 
 impl Transaction {
@@ -192,17 +229,23 @@ pub fn one<T: DeserializeOwned>(klass: &str, body: &[u8]) -> Result<T, String> {
 }
 
 /// A currency as `GET /v1/currencies` lists it
-/// (https://docs.fedapay.com/api-reference/currencies/get-all): its ISO code
-/// (`iso`, as FedaPay's SDKs name it) and the modes available in it.
-#[derive(Debug, Deserialize)]
+/// (https://docs.fedapay.com/api-reference/currencies/get-all): its id (how
+/// transactions and payouts name their currency), its ISO code (`iso`, as
+/// FedaPay's SDKs name it) and the modes available in it, when listed.
+#[derive(Debug, Deserialize, Serialize, Clone)]
 pub struct CurrencyModes {
     #[serde(default)]
-    pub iso: Option<String>,
+    pub id: Option<u64>,
     #[serde(default)]
-    pub modes: Vec<String>,
+    pub iso: Option<String>,
+    /// Absent is not "no mode": an answer that does not list modes says
+    /// nothing of them (the operator table then stands).
+    #[serde(default)]
+    pub modes: Option<Vec<String>>,
 }
 
-/// The modes FedaPay lists for XOF, or `None` when it lists no XOF.
+/// The modes FedaPay lists for XOF, or `None` when it lists no XOF or no
+/// modes for it.
 pub fn xof_modes(currencies: &[CurrencyModes]) -> Option<Vec<String>> {
     currencies
         .iter()
@@ -210,13 +253,23 @@ pub fn xof_modes(currencies: &[CurrencyModes]) -> Option<Vec<String>> {
             c.iso
                 .as_deref()
                 .is_some_and(|i| i.eq_ignore_ascii_case("XOF"))
-        })
-        .map(|c| {
-            c.modes
+        })?
+        .modes
+        .as_ref()
+        .map(|modes| {
+            modes
                 .iter()
                 .map(|m| m.trim().to_ascii_lowercase())
                 .collect()
         })
+}
+
+/// The ISO code of FedaPay's currency `id`.
+pub fn iso_of(currencies: &[CurrencyModes], id: u64) -> Option<String> {
+    currencies
+        .iter()
+        .find(|c| c.id == Some(id))
+        .and_then(|c| c.iso.clone())
 }
 
 /// A list of class `klass` (`transactions`, `payouts`), wrapped or bare.
@@ -280,22 +333,67 @@ const PAID: &[&str] = &[
     "transferred_partially_refunded",
 ];
 
-pub fn transaction_status(t: &Transaction) -> PspStatus {
-    match t.status.as_str() {
-        s if PAID.contains(&s) => PspStatus::Completed,
+/// Whether FedaPay's answer on `t` is final (paid, declined or cancelled).
+pub fn transaction_final(t: &Transaction) -> bool {
+    PAID.contains(&t.status.as_str())
+        || matches!(t.status.as_str(), "declined" | "canceled" | "cancelled")
+}
+
+/// Whether FedaPay's answer on `p` is final (sent or failed).
+pub fn payout_final(p: &Payout) -> bool {
+    matches!(p.status.as_str(), "sent" | "failed")
+}
+
+/// What a success says was moved: its amount, and its currency by id
+/// (`iso`: FedaPay's currency ids to ISO codes, from `GET /v1/currencies`).
+fn settled(
+    what: &str,
+    amount: &Option<String>,
+    currency_id: Option<u64>,
+    party: Option<String>,
+    iso: &dyn Fn(u64) -> Option<String>,
+) -> Result<Settled, String> {
+    let amount = amount
+        .clone()
+        .ok_or_else(|| format!("a FedaPay {what} paid without its amount"))?;
+    let currency = currency_id
+        .and_then(iso)
+        .ok_or_else(|| format!("a FedaPay {what} paid in a currency that cannot be told"))?;
+    Ok(Settled {
+        amount,
+        currency,
+        party,
+    })
+}
+
+pub fn transaction_status(
+    t: &Transaction,
+    iso: &dyn Fn(u64) -> Option<String>,
+) -> Result<PspStatus, String> {
+    Ok(match t.status.as_str() {
+        s if PAID.contains(&s) => {
+            PspStatus::Completed(settled("transaction", &t.amount, t.currency_id, None, iso)?)
+        }
         "declined" => PspStatus::Failed(failure_for(t.last_error_code.as_deref(), "declined")),
         "canceled" | "cancelled" => {
             PspStatus::Failed(failure_for(t.last_error_code.as_deref(), "canceled"))
         }
         _ => PspStatus::Pending,
-    }
+    })
 }
 
 /// `pending` (created, not started), `started`, `scheduled`, `processing`:
 /// not final; `sent` and `failed` are.
-pub fn payout_status(p: &Payout) -> PspStatus {
-    match p.status.as_str() {
-        "sent" => PspStatus::Completed,
+pub fn payout_status(p: &Payout, iso: &dyn Fn(u64) -> Option<String>) -> Result<PspStatus, String> {
+    Ok(match p.status.as_str() {
+        "sent" => {
+            let to = p
+                .customer
+                .as_ref()
+                .and_then(|c| c.phone_number.as_ref())
+                .and_then(|n| n.number.clone());
+            PspStatus::Completed(settled("payout", &p.amount, p.currency_id, to, iso)?)
+        }
         "failed" => {
             let mut f = failure_for(p.last_error_code.as_deref(), "failed");
             if let Some(m) = &p.last_error_message {
@@ -304,7 +402,7 @@ pub fn payout_status(p: &Payout) -> PspStatus {
             PspStatus::Failed(f)
         }
         _ => PspStatus::Pending,
-    }
+    })
 }
 
 /// FedaPay's `last_error_code` → ours. FedaPay publishes no list of these
@@ -402,6 +500,52 @@ mod tests {
         assert_eq!(read(br#"[{"iso":"GNF","modes":["mtn_open"]}]"#), None);
     }
 
+    fn xof(id: u64) -> Option<String> {
+        (id == 1).then(|| "XOF".to_string())
+    }
+
+    #[test]
+    fn currencies_without_modes_say_nothing_of_modes() {
+        let listed = many::<CurrencyModes>(
+            "currencies",
+            br#"[{"id":1,"iso":"XOF","name":"FCFA"},{"id":2,"iso":"GNF","modes":["mtn_open"]}]"#,
+        )
+        .unwrap();
+        assert_eq!(xof_modes(&listed), None, "no modes listed is not no modes");
+        assert_eq!(iso_of(&listed, 1).as_deref(), Some("XOF"));
+        assert_eq!(iso_of(&listed, 3), None);
+        let none =
+            many::<CurrencyModes>("currencies", br#"[{"id":1,"iso":"XOF","modes":[]}]"#).unwrap();
+        assert_eq!(xof_modes(&none), Some(vec![]), "an empty list is a list");
+    }
+
+    #[test]
+    fn a_payouts_error_code_may_be_a_number() {
+        let p: Payout = one(
+            "payout",
+            br#"{"id":4,"status":"failed","last_error_code":4001,"last_error_message":"No account"}"#,
+        )
+        .unwrap();
+        assert_eq!(p.last_error_code.as_deref(), Some("4001"));
+        match payout_status(&p, &xof).unwrap() {
+            PspStatus::Failed(f) => assert!(f.message.contains("No account"), "{f:?}"),
+            other => panic!("{other:?}"),
+        }
+        let p: Payout = one(
+            "payout",
+            br#"{"id":4,"status":"sent","amount":"700","currency_id":1,
+                "customer":{"phone_number":{"number":"+22997000001"}}}"#,
+        )
+        .unwrap();
+        match payout_status(&p, &xof).unwrap() {
+            PspStatus::Completed(s) => {
+                assert_eq!(s.amount, "700");
+                assert_eq!(s.party.as_deref(), Some("+22997000001"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn wrapped_and_bare_objects_are_read() {
         let t: Transaction = one(
@@ -410,8 +554,26 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.id, 7);
+        let t: Transaction = one(
+            "transaction",
+            br#"{"id":8,"status":"approved","amount":1500,"currency_id":1}"#,
+        )
+        .unwrap();
+        match transaction_status(&t, &xof).unwrap() {
+            PspStatus::Completed(s) => {
+                assert_eq!((s.amount.as_str(), s.currency.as_str()), ("1500", "XOF"))
+            }
+            other => panic!("{other:?}"),
+        }
+        // Paid, but in a currency that cannot be told, or for no stated amount: unreadable.
+        let t: Transaction = one(
+            "transaction",
+            br#"{"id":8,"status":"approved","amount":1500,"currency_id":9}"#,
+        )
+        .unwrap();
+        assert!(transaction_status(&t, &xof).is_err());
         let t: Transaction = one("transaction", br#"{"id":8,"status":"approved"}"#).unwrap();
-        assert!(matches!(transaction_status(&t), PspStatus::Completed));
+        assert!(transaction_status(&t, &xof).is_err());
         let list: Vec<Transaction> = many(
             "transactions",
             br#"{"v1/transactions":[{"id":1,"status":"declined"}],"meta":{"page":1}}"#,
@@ -427,27 +589,26 @@ mod tests {
         let t = |status: &str, code: Option<&str>| Transaction {
             id: 1,
             status: status.into(),
-            custom_metadata: None,
             last_error_code: code.map(str::to_string),
-            created_at: None,
+            amount: Some("100".into()),
+            currency_id: Some(1),
+            ..Transaction::default()
         };
+        let status = |t: Transaction| transaction_status(&t, &xof).unwrap();
+        assert!(matches!(status(t("pending", None)), PspStatus::Pending));
         assert!(matches!(
-            transaction_status(&t("pending", None)),
+            status(t("something_new", None)),
             PspStatus::Pending
         ));
         assert!(matches!(
-            transaction_status(&t("something_new", None)),
-            PspStatus::Pending
+            status(t("transferred", None)),
+            PspStatus::Completed(_)
         ));
-        assert!(matches!(
-            transaction_status(&t("transferred", None)),
-            PspStatus::Completed
-        ));
-        match transaction_status(&t("declined", Some("INSUFFICIENT_FUND_ERROR"))) {
+        match status(t("declined", Some("INSUFFICIENT_FUND_ERROR"))) {
             PspStatus::Failed(f) => assert_eq!(f.code, "insufficient_funds"),
             other => panic!("{other:?}"),
         }
-        match transaction_status(&t("canceled", None)) {
+        match status(t("canceled", None)) {
             PspStatus::Failed(f) => assert_eq!(f.code, "cancelled"),
             other => panic!("{other:?}"),
         }

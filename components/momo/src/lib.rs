@@ -342,7 +342,7 @@ impl<'a> Session<'a> {
         let resp = self.get(path)?;
         match resp.status {
             200 => transformers::parse_transaction(&resp.body)
-                .map(|t| transformers::status_of(&t))
+                .and_then(|t| transformers::status_of(&t))
                 .map_err(AdapterError::InvalidResponse),
             // Unknown to MTN: the creating request never arrived, or is still in flight
             // (the caller decides when "not found" becomes final).
@@ -383,10 +383,11 @@ fn created(resp: &HttpResponse) -> Result<bool, AdapterError> {
     }
 }
 
+/// The `X-Reference-Id` of a payment: always derived from our id, never a
+/// stored reference (which only ever held this very id): whatever a message
+/// from outside named, our queries name the request we sent.
 fn payment_reference(op: &OperationRef) -> String {
-    op.psp_reference
-        .clone()
-        .unwrap_or_else(|| reference_id(&op.id))
+    reference_id(&op.id)
 }
 
 fn payment_status(op: &OperationRef) -> Result<PspStatus, AdapterError> {

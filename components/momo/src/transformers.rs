@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::mmc::adapter::types::{Failure, InitiateRequest, PayoutRequest, PspStatus};
+use crate::mmc::adapter::types::{Failure, InitiateRequest, PayoutRequest, PspStatus, Settled};
 
 /// MTN's free-text fields are short; longer text is refused with a 400.
 const NOTE_MAX: usize = 160;
@@ -72,6 +72,25 @@ pub struct Transaction {
     pub reason: Option<Reason>,
     #[serde(default)]
     pub external_id: Option<String>,
+    /// What was moved, as MTN states it: a success is believed only for what
+    /// we asked (the service compares).
+    #[serde(default)]
+    pub amount: Option<String>,
+    #[serde(default)]
+    pub currency: Option<String>,
+    /// A request to pay's payer.
+    #[serde(default)]
+    pub payer: Option<PartyIn>,
+    /// A transfer's (or refund's) payee.
+    #[serde(default)]
+    pub payee: Option<PartyIn>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PartyIn {
+    #[serde(default)]
+    pub party_id: Option<String>,
 }
 
 /// Newer markets answer `"reason": "NOT_ENOUGH_FUNDS"`, older ones an object.
@@ -180,16 +199,33 @@ pub fn parse_transaction(body: &[u8]) -> Result<Transaction, String> {
     serde_json::from_slice(body).map_err(|e| format!("unreadable transaction: {e}"))
 }
 
-pub fn status_of(t: &Transaction) -> PspStatus {
-    match t.status.as_str() {
-        "SUCCESSFUL" => PspStatus::Completed,
+pub fn status_of(t: &Transaction) -> Result<PspStatus, String> {
+    Ok(match t.status.as_str() {
+        "SUCCESSFUL" => PspStatus::Completed(settled(t)?),
         "FAILED" => PspStatus::Failed(failure_for(t.reason.as_ref().map(Reason::code))),
         // Final states some markets report instead of FAILED + reason.
         "REJECTED" => PspStatus::Failed(failure_for(Some("APPROVAL_REJECTED"))),
         "TIMEOUT" => PspStatus::Failed(failure_for(Some("EXPIRED"))),
         // PENDING, CREATED, ONGOING and anything new: not final.
         _ => PspStatus::Pending,
-    }
+    })
+}
+
+/// What a `SUCCESSFUL` transaction says was moved; a success that does not
+/// say is unreadable.
+fn settled(t: &Transaction) -> Result<Settled, String> {
+    let (Some(amount), Some(currency)) = (&t.amount, &t.currency) else {
+        return Err("a SUCCESSFUL transaction without its amount and currency".into());
+    };
+    Ok(Settled {
+        amount: amount.clone(),
+        currency: currency.clone(),
+        party: t
+            .payee
+            .as_ref()
+            .or(t.payer.as_ref())
+            .and_then(|p| p.party_id.clone()),
+    })
 }
 
 /// MTN's reason → our failure code (shared with the other adapters).
@@ -281,10 +317,24 @@ mod tests {
             };
             status_of(&parse_transaction(json.as_bytes()).unwrap())
         };
-        assert!(matches!(t("SUCCESSFUL", None), PspStatus::Completed));
-        assert!(matches!(t("PENDING", None), PspStatus::Pending));
-        assert!(matches!(t("SOMETHING_NEW", None), PspStatus::Pending));
-        match t("FAILED", Some("NOT_ENOUGH_FUNDS")) {
+        // A success that does not say what was moved cannot be believed.
+        assert!(t("SUCCESSFUL", None).is_err());
+        match status_of(
+            &parse_transaction(
+                br#"{"status":"SUCCESSFUL","amount":"1500","currency":"XOF",
+                    "payer":{"partyIdType":"MSISDN","partyId":"2290166000001"}}"#,
+            )
+            .unwrap(),
+        ) {
+            Ok(PspStatus::Completed(s)) => {
+                assert_eq!((s.amount.as_str(), s.currency.as_str()), ("1500", "XOF"));
+                assert_eq!(s.party.as_deref(), Some("2290166000001"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(t("PENDING", None), Ok(PspStatus::Pending)));
+        assert!(matches!(t("SOMETHING_NEW", None), Ok(PspStatus::Pending)));
+        match t("FAILED", Some("NOT_ENOUGH_FUNDS")).unwrap() {
             PspStatus::Failed(f) => assert_eq!(f.code, "insufficient_funds"),
             other => panic!("{other:?}"),
         }
@@ -329,7 +379,7 @@ mod tests {
                 format!(r#"{{"status":"FAILED","reason":"{reason}"}}"#),
                 format!(r#"{{"status":"FAILED","reason":{{"code":"{reason}","message":"x"}}}}"#),
             ] {
-                match status_of(&parse_transaction(body.as_bytes()).unwrap()) {
+                match status_of(&parse_transaction(body.as_bytes()).unwrap()).unwrap() {
                     PspStatus::Failed(f) => assert_eq!(f.code, code, "{body}"),
                     other => panic!("{body}: {other:?}"),
                 }
@@ -378,7 +428,7 @@ mod tests {
             br#"{"status":"FAILED","reason":{"code":"APPROVAL_REJECTED","message":"no"}}"#,
         )
         .unwrap();
-        match status_of(&t) {
+        match status_of(&t).unwrap() {
             PspStatus::Failed(f) => assert_eq!(f.code, "declined_by_customer"),
             other => panic!("{other:?}"),
         }

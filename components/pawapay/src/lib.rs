@@ -190,8 +190,11 @@ fn uuid_for(id: &str) -> String {
     mmc_domain::operator_ids::to_operator(id, signing::sha256)
 }
 
+/// The id pawaPay knows an operation by: always derived from ours, never a
+/// stored reference (which only ever held this very id): whatever a message
+/// from outside named, our queries name the operation we sent.
 fn reference(op: &OperationRef) -> String {
-    op.psp_reference.clone().unwrap_or_else(|| uuid_for(&op.id))
+    uuid_for(&op.id)
 }
 
 fn unexpected(resp: &HttpResponse) -> AdapterError {

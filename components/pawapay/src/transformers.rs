@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::mmc::adapter::types::{Failure, PspStatus};
+use crate::mmc::adapter::types::{Failure, PspStatus, Settled};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -113,6 +113,32 @@ pub struct Record {
     pub status: String,
     #[serde(default)]
     pub failure_reason: Option<FailureReason>,
+    /// What was moved, as pawaPay states it: a success is believed only for
+    /// what we asked (the service compares).
+    #[serde(default)]
+    pub amount: Option<String>,
+    #[serde(default)]
+    pub currency: Option<String>,
+    /// A deposit's payer.
+    #[serde(default)]
+    pub payer: Option<PartyIn>,
+    /// A payout's recipient.
+    #[serde(default)]
+    pub recipient: Option<PartyIn>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PartyIn {
+    #[serde(default)]
+    pub account_details: Option<AccountIn>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountIn {
+    #[serde(default)]
+    pub phone_number: Option<String>,
 }
 
 /// A final-state callback: one of the three ids names its subject.
@@ -294,16 +320,16 @@ pub fn initiation(i: Initiation) -> Result<Initiated, String> {
 /// What a status check says. Not found: the initiation may still be in flight.
 pub fn check_status(c: &Check) -> Result<PspStatus, String> {
     match (c.status.as_str(), &c.data) {
-        ("FOUND", Some(r)) => Ok(record_status(r)),
+        ("FOUND", Some(r)) => record_status(r),
         // Not (yet) known under our id: the caller decides when this is final.
         ("NOT_FOUND", _) => Ok(PspStatus::NotFound),
         (other, _) => Err(format!("unknown status check answer {other}")),
     }
 }
 
-pub fn record_status(r: &Record) -> PspStatus {
-    match r.status.as_str() {
-        "COMPLETED" => PspStatus::Completed,
+pub fn record_status(r: &Record) -> Result<PspStatus, String> {
+    Ok(match r.status.as_str() {
+        "COMPLETED" => PspStatus::Completed(settled(r)?),
         "FAILED" => PspStatus::Failed(match &r.failure_reason {
             Some(f) => failure_for(f),
             None => Failure {
@@ -312,7 +338,22 @@ pub fn record_status(r: &Record) -> PspStatus {
             },
         }),
         _ => PspStatus::Pending,
-    }
+    })
+}
+
+/// What a `COMPLETED` record says was moved; a success that does not say is unreadable.
+fn settled(r: &Record) -> Result<Settled, String> {
+    let (Some(amount), Some(currency)) = (&r.amount, &r.currency) else {
+        return Err("a COMPLETED record without its amount and currency".into());
+    };
+    let party = r.recipient.as_ref().or(r.payer.as_ref());
+    Ok(Settled {
+        amount: amount.clone(),
+        currency: currency.clone(),
+        party: party
+            .and_then(|p| p.account_details.as_ref())
+            .and_then(|a| a.phone_number.clone()),
+    })
 }
 
 /// pawaPay's failure codes → ours (shared with the other adapters).
@@ -358,10 +399,18 @@ mod tests {
     #[test]
     fn only_completed_and_failed_are_final() {
         let check = |json: &str| check_status(&parse::<Check>("check", json.as_bytes()).unwrap());
-        assert!(matches!(
-            check(r#"{"status":"FOUND","data":{"status":"COMPLETED"}}"#),
-            Ok(PspStatus::Completed)
-        ));
+        match check(
+            r#"{"status":"FOUND","data":{"status":"COMPLETED","amount":"1000.00","currency":"XOF",
+                "payer":{"type":"MMO","accountDetails":{"phoneNumber":"22997000001","provider":"MOOV_BEN"}}}}"#,
+        ) {
+            Ok(PspStatus::Completed(s)) => {
+                assert_eq!((s.amount.as_str(), s.currency.as_str()), ("1000.00", "XOF"));
+                assert_eq!(s.party.as_deref(), Some("22997000001"));
+            }
+            other => panic!("{other:?}"),
+        }
+        // A success that does not say what was moved cannot be believed.
+        assert!(check(r#"{"status":"FOUND","data":{"status":"COMPLETED"}}"#).is_err());
         assert!(matches!(
             check(r#"{"status":"FOUND","data":{"status":"IN_RECONCILIATION"}}"#),
             Ok(PspStatus::Pending)

@@ -62,10 +62,20 @@ fn parse_reference(r: &str) -> Option<(String, u64)> {
     Some((digits, at))
 }
 
-/// What the simulated operator says about an operation started at `at`.
-fn outcome(digits: &str, at: u64) -> PspStatus {
+/// What the simulated operator moved: what it was asked (it is the operator).
+fn settled(amount: u64, currency: &str, party: Option<&str>) -> Settled {
+    Settled {
+        amount: amount.to_string(),
+        currency: currency.into(),
+        party: party.map(|p| p.chars().filter(char::is_ascii_digit).collect()),
+    }
+}
+
+/// What the simulated operator says about an operation started at `at`,
+/// `paid` being what it moved when it succeeds.
+fn outcome(digits: &str, at: u64, paid: Settled) -> PspStatus {
     match digits {
-        "0001" => PspStatus::Completed,
+        "0001" => PspStatus::Completed(paid),
         "0002" => PspStatus::Failed(failure(
             "insufficient_funds",
             "The customer's balance is too low.",
@@ -75,7 +85,7 @@ fn outcome(digits: &str, at: u64) -> PspStatus {
             "The customer declined the payment.",
         )),
         "0004" => PspStatus::Pending,
-        _ if clock::now_ms() >= at + delay_ms() => PspStatus::Completed,
+        _ if clock::now_ms() >= at + delay_ms() => PspStatus::Completed(paid),
         _ => PspStatus::Pending,
     }
 }
@@ -87,7 +97,11 @@ fn status_of(op: &OperationRef) -> Result<PspStatus, AdapterError> {
         .ok_or_else(|| AdapterError::Rejected("no psp reference".into()))?;
     let (digits, at) = parse_reference(r)
         .ok_or_else(|| AdapterError::Rejected(format!("unknown psp reference {r}")))?;
-    Ok(outcome(&digits, at))
+    Ok(outcome(
+        &digits,
+        at,
+        settled(op.amount, &op.currency, op.phone.as_deref()),
+    ))
 }
 
 impl Guest for Simulator {
@@ -142,7 +156,7 @@ impl Guest for Simulator {
 
     fn cancel(payment: OperationRef) -> Result<PspStatus, AdapterError> {
         Ok(match status_of(&payment)? {
-            PspStatus::Completed => PspStatus::Completed,
+            PspStatus::Completed(paid) => PspStatus::Completed(paid),
             PspStatus::Failed(f) => PspStatus::Failed(f),
             PspStatus::Pending | PspStatus::NotFound => {
                 PspStatus::Failed(failure("cancelled", "Cancelled at the merchant's request."))
@@ -154,12 +168,16 @@ impl Guest for Simulator {
         let reference = psp_reference("simrf", req.payment.phone.as_deref(), &req.refund_id);
         Ok(Started {
             psp_reference: reference,
-            status: PspStatus::Completed,
+            status: PspStatus::Completed(settled(req.amount, &req.payment.currency, None)),
         })
     }
 
-    fn refund_status(_refund: OperationRef) -> Result<PspStatus, AdapterError> {
-        Ok(PspStatus::Completed)
+    fn refund_status(refund: OperationRef) -> Result<PspStatus, AdapterError> {
+        Ok(PspStatus::Completed(settled(
+            refund.amount,
+            &refund.currency,
+            None,
+        )))
     }
 
     fn payout(req: PayoutRequest) -> Result<Started, AdapterError> {
@@ -173,8 +191,9 @@ impl Guest for Simulator {
         let reference = psp_reference("simpo", Some(&req.phone), &req.payout_id);
         let (_, at) = parse_reference(&reference).unwrap_or_default();
         // A payout is not waited on by a customer: settle at once except for the failing numbers.
-        let status = match outcome(&digits, at) {
-            PspStatus::Pending if digits != "0004" => PspStatus::Completed,
+        let paid = settled(req.amount, &req.currency, Some(&req.phone));
+        let status = match outcome(&digits, at, paid.clone()) {
+            PspStatus::Pending if digits != "0004" => PspStatus::Completed(paid),
             s => s,
         };
         Ok(Started {

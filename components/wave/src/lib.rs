@@ -180,9 +180,7 @@ impl Api {
         )?;
         // Several sessions for one payment would be our bug; a paid one wins.
         let mut sessions = found.result;
-        let paid = sessions
-            .iter()
-            .position(|s| matches!(transformers::session_status(s), PspStatus::Completed));
+        let paid = sessions.iter().position(transformers::Session::paid);
         Ok(match paid {
             Some(i) => Some(sessions.swap_remove(i)),
             None => sessions.pop(),
@@ -319,12 +317,12 @@ impl Guest for Wave {
 
     fn status(payment: OperationRef) -> Result<PspStatus, AdapterError> {
         let api = Api::of(&payment.operator)?;
-        Ok(api
-            .session(&payment)?
-            .map(|s| transformers::session_status(&s))
+        match api.session(&payment)? {
+            Some(s) => transformers::session_status(&s).map_err(AdapterError::InvalidResponse),
             // No session under our id: the creating request never reached Wave, or is
             // still in flight (the caller decides when this is final).
-            .unwrap_or(PspStatus::NotFound))
+            None => Ok(PspStatus::NotFound),
+        }
     }
 
     /// Expires the checkout session so it can no longer be paid. If Wave
@@ -350,7 +348,7 @@ impl Guest for Wave {
                     "checkout session",
                     &format!("/v1/checkout/sessions/{}", session.id),
                 )?;
-                Ok(transformers::session_status(&now))
+                transformers::session_status(&now).map_err(AdapterError::InvalidResponse)
             }
             _ => Err(unexpected(&resp)),
         }
@@ -377,10 +375,12 @@ impl Guest for Wave {
             None,
         )?;
         match resp.status {
-            // Synchronous at Wave: a 200 means the money went back.
+            // Synchronous at Wave: a 200 means the whole session's money went back.
             200 | 204 => Ok(Started {
+                status: PspStatus::Completed(
+                    session.settled().map_err(AdapterError::InvalidResponse)?,
+                ),
                 psp_reference: session.id,
-                status: PspStatus::Completed,
             }),
             _ => Err(unexpected(&resp)),
         }
@@ -414,7 +414,8 @@ impl Guest for Wave {
                 let payout: Payout = transformers::parse("payout", &resp.body)
                     .map_err(AdapterError::InvalidResponse)?;
                 Ok(Started {
-                    status: transformers::payout_status(&payout),
+                    status: transformers::payout_status(&payout)
+                        .map_err(AdapterError::InvalidResponse)?,
                     psp_reference: payout.id,
                 })
             }
@@ -437,9 +438,10 @@ impl Guest for Wave {
                 .result
                 .pop(),
         };
-        Ok(found
-            .map(|p| transformers::payout_status(&p))
-            .unwrap_or(PspStatus::NotFound))
+        match found {
+            Some(p) => transformers::payout_status(&p).map_err(AdapterError::InvalidResponse),
+            None => Ok(PspStatus::NotFound),
+        }
     }
 
     /// A signed webhook. Checkout events carry the session: we report its
@@ -476,7 +478,8 @@ impl Guest for Wave {
         Ok(vec![CallbackUpdate {
             kind: SubjectKind::Payment,
             id: session.client_reference.clone(),
-            status: transformers::session_status(&session),
+            status: transformers::session_status(&session)
+                .map_err(AdapterError::InvalidResponse)?,
             psp_reference: Some(session.id),
         }])
     }

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::mmc::adapter::types::{Failure, PspStatus};
+use crate::mmc::adapter::types::{Failure, PspStatus, Settled};
 
 /// `POST /v1/checkout/sessions`.
 #[derive(Serialize)]
@@ -35,6 +35,33 @@ pub struct Session {
     pub client_reference: Option<String>,
     #[serde(default)]
     pub last_payment_error: Option<WaveError>,
+    /// What the session asks (and, paid, took), as Wave states it: a
+    /// success is believed only for what we asked (the service compares).
+    #[serde(default)]
+    pub amount: Option<String>,
+    #[serde(default)]
+    pub currency: Option<String>,
+}
+
+impl Session {
+    pub fn paid(&self) -> bool {
+        self.payment_status.as_deref() == Some("succeeded")
+    }
+
+    /// What a paid session says was moved (also what a whole refund of it gives back).
+    pub fn settled(&self) -> Result<Settled, String> {
+        let (Some(amount), Some(currency)) = (&self.amount, &self.currency) else {
+            return Err(format!(
+                "Wave session {} without its amount and currency",
+                self.id
+            ));
+        };
+        Ok(Settled {
+            amount: amount.clone(),
+            currency: currency.clone(),
+            party: None,
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -63,6 +90,13 @@ pub struct Payout {
     pub status: String,
     #[serde(default)]
     pub payout_error: Option<PayoutError>,
+    /// What the beneficiary receives, to whom, as Wave states it.
+    #[serde(default)]
+    pub receive_amount: Option<String>,
+    #[serde(default)]
+    pub currency: Option<String>,
+    #[serde(default)]
+    pub mobile: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -100,26 +134,38 @@ pub fn parse<T: serde::de::DeserializeOwned>(what: &str, body: &[u8]) -> Result<
     serde_json::from_slice(body).map_err(|e| format!("unreadable Wave {what}: {e}"))
 }
 
-pub fn session_status(s: &Session) -> PspStatus {
-    if s.payment_status.as_deref() == Some("succeeded") {
-        return PspStatus::Completed;
+pub fn session_status(s: &Session) -> Result<PspStatus, String> {
+    if s.paid() {
+        return s.settled().map(PspStatus::Completed);
     }
     if s.checkout_status == "expired" || s.payment_status.as_deref() == Some("cancelled") {
-        return PspStatus::Failed(match &s.last_payment_error {
+        return Ok(PspStatus::Failed(match &s.last_payment_error {
             // The customer tried and failed, then the session ran out: their failure says more.
             Some(e) => failure_for(&e.code, e.message.as_deref()),
             None => Failure {
                 code: "approval_expired".into(),
                 message: "The Wave checkout session ended without a payment.".into(),
             },
-        });
+        }));
     }
-    PspStatus::Pending
+    Ok(PspStatus::Pending)
 }
 
-pub fn payout_status(p: &Payout) -> PspStatus {
-    match p.status.as_str() {
-        "succeeded" => PspStatus::Completed,
+pub fn payout_status(p: &Payout) -> Result<PspStatus, String> {
+    Ok(match p.status.as_str() {
+        "succeeded" => match (&p.receive_amount, &p.currency) {
+            (Some(amount), Some(currency)) => PspStatus::Completed(Settled {
+                amount: amount.clone(),
+                currency: currency.clone(),
+                party: p.mobile.clone(),
+            }),
+            _ => {
+                return Err(format!(
+                    "Wave payout {} without its amount and currency",
+                    p.id
+                ));
+            }
+        },
         "failed" => PspStatus::Failed(match &p.payout_error {
             Some(e) => failure_for(&e.error_code, e.error_message.as_deref()),
             None => failure_for("", None),
@@ -129,7 +175,7 @@ pub fn payout_status(p: &Payout) -> PspStatus {
             message: "The Wave payout was reversed.".into(),
         }),
         _ => PspStatus::Pending,
-    }
+    })
 }
 
 /// Wave's error codes (kebab-case) → our failure codes.
@@ -205,6 +251,31 @@ mod tests {
     }
 
     #[test]
+    fn a_paid_session_says_what_it_took() {
+        let s: Session = parse(
+            "session",
+            br#"{"id":"cos-1","checkout_status":"complete","payment_status":"succeeded",
+                "amount":"2500","currency":"XOF"}"#,
+        )
+        .unwrap();
+        match session_status(&s).unwrap() {
+            PspStatus::Completed(t) => {
+                assert_eq!((t.amount.as_str(), t.currency.as_str()), ("2500", "XOF"))
+            }
+            other => panic!("{other:?}"),
+        }
+        let s: Session = parse(
+            "session",
+            br#"{"id":"cos-1","checkout_status":"complete","payment_status":"succeeded"}"#,
+        )
+        .unwrap();
+        assert!(
+            session_status(&s).is_err(),
+            "a success that does not say what it took"
+        );
+    }
+
+    #[test]
     fn an_open_session_with_a_failed_attempt_is_still_pending() {
         let s: Session = parse(
             "session",
@@ -212,14 +283,14 @@ mod tests {
                 "last_payment_error":{"code":"insufficient-funds","message":"low"}}"#,
         )
         .unwrap();
-        assert!(matches!(session_status(&s), PspStatus::Pending));
+        assert!(matches!(session_status(&s), Ok(PspStatus::Pending)));
         let s: Session = parse(
             "session",
             br#"{"id":"cos-1","checkout_status":"expired","payment_status":"cancelled",
                 "last_payment_error":{"code":"insufficient-funds","message":"low"}}"#,
         )
         .unwrap();
-        match session_status(&s) {
+        match session_status(&s).unwrap() {
             PspStatus::Failed(f) => assert_eq!(f.code, "insufficient_funds"),
             other => panic!("{other:?}"),
         }

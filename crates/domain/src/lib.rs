@@ -11,6 +11,7 @@ pub mod outcome;
 pub mod payment;
 pub mod phone;
 pub mod record;
+pub mod settlement;
 pub mod time;
 
 pub use operators::{Country, OPERATORS, Operator};

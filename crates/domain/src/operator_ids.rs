@@ -47,9 +47,13 @@ pub fn to_operator(id: &str, sha256: impl FnOnce(&[u8]) -> Vec<u8>) -> String {
 }
 
 /// Our id for an operator's UUIDv4 made by [`to_operator`] from one of our
-/// UUIDv7 ids (callbacks name the operation by the operator's id).
+/// UUIDv7 ids (callbacks name the operation by the operator's id). Only the
+/// exact form [`to_operator`] makes maps back: another version digit or
+/// letter case is another id at the operator, and a callback naming it must
+/// never be taken for ours (it would point our status queries elsewhere).
 pub fn from_operator(operator_id: &str) -> Option<String> {
-    is_hyphenated_uuid(operator_id).then(|| with_version(operator_id, '7'))
+    let ours = is_hyphenated_uuid(operator_id).then(|| with_version(operator_id, '7'))?;
+    (with_version(&ours, '4') == operator_id).then_some(ours)
 }
 
 #[cfg(test)]
@@ -63,6 +67,24 @@ mod tests {
         assert_eq!(op, "0199a1b2-c3d4-4e5f-8a9b-0c1d2e3f4a5b");
         assert_eq!(from_operator(&op).as_deref(), Some(ours));
         assert_eq!(to_operator(ours, |_| vec![]), op, "stable");
+    }
+
+    #[test]
+    fn only_the_exact_form_we_send_maps_back() {
+        let ours = "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
+        for forged in [
+            "0199a1b2-c3d4-5e5f-8a9b-0c1d2e3f4a5b", // another version digit
+            "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", // our own id, not what we send
+            "0199A1B2-C3D4-4E5F-8A9B-0C1D2E3F4A5B", // other letter case
+            "0199a1b2-c3d4-4e5f-8a9b-0c1d2e3f4a5B",
+            "0199a1b2c3d44e5f8a9b0c1d2e3f4a5b",
+        ] {
+            assert_eq!(from_operator(forged), None, "{forged}");
+        }
+        assert_eq!(
+            from_operator("0199a1b2-c3d4-4e5f-8a9b-0c1d2e3f4a5b").as_deref(),
+            Some(ours)
+        );
     }
 
     #[test]

@@ -9,9 +9,12 @@
 //! The layout is positional. Adding, removing or moving a field of
 //! [`Payment`] (or of what it holds), or a variant of `Status`, `Mode` or
 //! [`Generation`], changes it: such a change needs a new version byte and a
-//! decoder kept for the old layout. The test `v1_layout_is_pinned` fails
+//! decoder kept for the old layout. The test `v2_layout_is_pinned` fails
 //! first. (An older build cannot read this form: roll back past it only to a
 //! build that reads it.)
+//!
+//! Version 2 is version 1 with `review` at the end: a version 1 record is
+//! read as version 2 with no review.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -19,21 +22,30 @@ use serde_json::Value;
 use crate::{Mode, Status};
 
 const V1: u8 = 1;
+const V2: u8 = 2;
 
 pub fn encode(p: &Payment) -> Vec<u8> {
     let mut out = Vec::with_capacity(384);
-    out.push(V1);
+    out.push(V2);
     postcard::to_extend(p, out).expect("payments serialise")
 }
 
 pub fn decode(stored: &[u8]) -> Result<Payment, String> {
+    let whole = |bytes: &[u8]| match postcard::take_from_bytes(bytes) {
+        Ok((p, [])) => Ok(p),
+        // Bytes left over: not this layout (a change without a new version).
+        Ok(_) => Err("bytes left over after the record".to_string()),
+        Err(e) => Err(e.to_string()),
+    };
     match stored.first() {
-        Some(&V1) => match postcard::take_from_bytes(&stored[1..]) {
-            Ok((p, [])) => Ok(p),
-            // Bytes left over: not this layout (a change without a new version).
-            Ok(_) => Err("bytes left over after the record".into()),
-            Err(e) => Err(e.to_string()),
-        },
+        Some(&V2) => whole(&stored[1..]),
+        // Version 1 lacks the trailing `review`: `None` is one zero byte.
+        Some(&V1) => {
+            let mut v2 = Vec::with_capacity(stored.len());
+            v2.extend_from_slice(&stored[1..]);
+            v2.push(0);
+            whole(&v2)
+        }
         Some(b'{') => serde_json::from_slice(stored).map_err(|e| e.to_string()),
         _ => Err("not a payment record".into()),
     }
@@ -159,6 +171,12 @@ pub struct Payment {
     /// after all (a late success): kept for audit.
     #[serde(default)]
     pub late_success_from: Option<Status>,
+    /// Why an operator's success was not believed (it named another amount
+    /// or currency than the payment's): the payment stays in progress, is
+    /// listed under `review=required` and has its own event, until someone
+    /// looks. Kept once set, for audit.
+    #[serde(default)]
+    pub review: Option<Failure>,
 }
 
 impl Payment {
@@ -236,7 +254,7 @@ mod tests {
     fn a_payment_comes_back_as_it_was_stored() {
         let p = payment();
         let stored = encode(&p);
-        assert_eq!(stored[0], V1);
+        assert_eq!(stored[0], V2);
         assert!(stored.len() < serde_json::to_vec(&p).unwrap().len() / 2 + 40);
         assert_eq!(as_json(&decode(&stored).unwrap()), as_json(&p));
         let mut bare = p.clone();
@@ -261,7 +279,7 @@ mod tests {
         );
         assert!(decode(b"").is_err());
         assert!(
-            decode(&[2, 0]).is_err(),
+            decode(&[3, 0]).is_err(),
             "an unknown version is refused, not misread"
         );
         assert!(
@@ -276,11 +294,7 @@ mod tests {
         );
     }
 
-    /// The bytes of one record in version 1. A change to `Payment` or to the
-    /// order of an enum's variants changes them: then records already stored
-    /// would be misread, so the change needs a new version (module docs).
-    #[test]
-    fn v1_layout_is_pinned() {
+    fn pinned() -> Payment {
         let mut p = payment();
         (p.id, p.merchant_id, p.reference) = ("p".into(), "m".into(), "r".into());
         p.status = Status::Refunded;
@@ -296,11 +310,37 @@ mod tests {
             first_name: None,
             last_name: None,
         });
+        p
+    }
+
+    const V1_HEX: &str = "010170016d0474657374017208dc0b03584f4602424a0101066d746e2d626a0101022b3100000000\
+             0001077b2261223a317d010573696d5f3100030102000000000168000100015301040000000105000107";
+
+    /// The bytes of one record in version 2. A change to `Payment` or to the
+    /// order of an enum's variants changes them: then records already stored
+    /// would be misread, so the change needs a new version (module docs).
+    #[test]
+    fn v2_layout_is_pinned() {
+        let mut p = pinned();
         let hex: String = encode(&p).iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(
-            hex,
-            "010170016d0474657374017208dc0b03584f4602424a0101066d746e2d626a0101022b3100000000\
-             0001077b2261223a317d010573696d5f3100030102000000000168000100015301040000000105000107"
-        );
+        assert_eq!(hex, format!("02{}00", &V1_HEX[2..]));
+        p.review = Some(Failure {
+            code: "a".into(),
+            message: "b".into(),
+        });
+        let hex: String = encode(&p).iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, format!("02{}0101610162", &V1_HEX[2..]));
+    }
+
+    /// Records stored in version 1 are read, with no review.
+    #[test]
+    fn a_v1_record_is_read() {
+        let bytes: Vec<u8> = (0..V1_HEX.len() / 2)
+            .map(|i| u8::from_str_radix(&V1_HEX[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        let p = decode(&bytes).unwrap();
+        assert_eq!(as_json(&p), as_json(&pinned()));
+        assert_eq!(p.review, None);
+        assert!(decode(&bytes[..bytes.len() - 1]).is_err(), "a cut record");
     }
 }

@@ -98,7 +98,11 @@ impl Guest for Recorder {
         )? {
             200..=299 => Ok(Started {
                 psp_reference: format!("rec-{}", req.payout_id),
-                status: PspStatus::Completed,
+                status: PspStatus::Completed(Settled {
+                    amount: req.amount.to_string(),
+                    currency: req.currency.clone(),
+                    party: Some(req.phone.clone()),
+                }),
             }),
             s => Err(AdapterError::Unavailable(format!("recorder answered {s}"))),
         }
@@ -110,7 +114,11 @@ impl Guest for Recorder {
             format!("{}/payouts/{}", url()?, payout.id),
             Vec::new(),
         )? {
-            200..=299 => Ok(PspStatus::Completed),
+            200..=299 => Ok(PspStatus::Completed(Settled {
+                amount: payout.amount.to_string(),
+                currency: payout.currency.clone(),
+                party: payout.phone.clone(),
+            })),
             404 => Ok(PspStatus::Failed(Failure {
                 code: "payout_not_found".into(),
                 message: "The operator never received this payout.".into(),

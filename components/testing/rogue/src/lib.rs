@@ -82,7 +82,11 @@ impl Guest for Rogue {
             "status-panics" => panic!("rogue adapter panics at status"),
             "status-loops" => spin(),
             "status-hoards" => hoard(),
-            "status-completes" => Ok(PspStatus::Completed),
+            "status-completes" => Ok(PspStatus::Completed(Settled {
+                amount: payment.amount.to_string(),
+                currency: payment.currency.clone(),
+                party: None,
+            })),
             _ => Ok(PspStatus::Pending),
         }
     }
