@@ -15,7 +15,7 @@ const CELTIIS: &str = "+2290140000001";
 const CORIS: &str = "+2290122000001";
 const SERVED: &[&str] = &["celtiis-bj", "coris-bj"];
 
-async fn fedapay_app(
+pub(crate) async fn fedapay_app(
     fake: &FakeFedaPay,
     tweak: impl FnOnce(&mut mmc_host::config::ComponentConfig),
 ) -> TestApp {

@@ -15,6 +15,7 @@ mod fedapay;
 mod momo;
 mod money;
 mod pawapay;
+mod trust;
 mod wave;
 
 use std::time::{Duration, Instant};

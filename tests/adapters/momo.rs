@@ -12,7 +12,7 @@ use crate::*;
 
 const PHONE: &str = "+2290166000001";
 
-async fn mtn_app(
+pub(crate) async fn mtn_app(
     fake: &FakeMtn,
     tweak: impl FnOnce(&mut mmc_host::config::ComponentConfig),
 ) -> TestApp {

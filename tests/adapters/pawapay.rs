@@ -14,7 +14,7 @@ const MOOV_BJ: &str = "+2290195000001";
 /// Where pawaPay really serves (no Celtiis or Coris Money in its Benin list).
 const ALL: &[&str] = &["moov-bj", "togocom-tg", "moov-tg", "orange-ci", "moov-ci"];
 
-async fn pawapay_app(
+pub(crate) async fn pawapay_app(
     fake: &FakePawapay,
     tweak: impl FnOnce(&mut mmc_host::config::ComponentConfig),
 ) -> TestApp {

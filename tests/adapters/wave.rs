@@ -12,7 +12,7 @@ use crate::*;
 
 const PHONE: &str = "+2250700000001";
 
-async fn wave_app(
+pub(crate) async fn wave_app(
     fake: &FakeWave,
     tweak: impl FnOnce(&mut mmc_host::config::ComponentConfig),
 ) -> TestApp {

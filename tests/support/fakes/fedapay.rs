@@ -406,6 +406,16 @@ impl FakeFedaPay {
         self.inner.plumbing.ids_for(endpoint, key)
     }
 
+    /// The operator's books say another amount for this operation (a
+    /// customer who paid another sum on a USSD menu, a provider's bug):
+    /// every later answer and callback about it carries that amount.
+    pub fn set_amount(&self, id: &str, amount: u64) {
+        let Ok(id) = id.parse::<u64>() else { return };
+        if let Some(t) = self.inner.transactions.lock().get_mut(&id) {
+            t.amount = amount;
+        }
+    }
+
     pub fn transaction(&self, id: &str) -> Option<Transaction> {
         let id: u64 = id.parse().ok()?;
         self.inner.transactions.lock().get(&id).cloned()

@@ -239,6 +239,15 @@ impl FakeMtn {
         self.inner.tokens.lock().clear();
     }
 
+    /// The operator's books say another amount for this operation (a
+    /// customer who paid another sum on a USSD menu, a provider's bug):
+    /// every later answer and callback about it carries that amount.
+    pub fn set_amount(&self, reference: &str, amount: &str) {
+        if let Some(t) = self.inner.transactions.lock().get_mut(reference) {
+            t.amount = amount.into();
+        }
+    }
+
     /// The operator changes its mind (it happens): the status resource now says this.
     pub fn set_status(&self, reference: &str, status: &str, reason: Option<&str>) {
         if let Some(t) = self.inner.transactions.lock().get_mut(reference) {

@@ -304,6 +304,15 @@ impl FakePawapay {
         self.inner.plumbing.callbacks()
     }
 
+    /// The operator's books say another amount for this operation (a
+    /// customer who paid another sum on a USSD menu, a provider's bug):
+    /// every later answer and callback about it carries that amount.
+    pub fn set_amount(&self, id: &str, amount: &str) {
+        if let Some(r) = self.inner.records.lock().get_mut(id) {
+            r.amount = amount.into();
+        }
+    }
+
     /// The aggregator changes its mind: its status check now says this.
     pub fn set_status(&self, id: &str, status: &str, failure: Option<&str>) {
         if let Some(r) = self.inner.records.lock().get_mut(id) {

@@ -243,6 +243,15 @@ impl FakeWave {
         self.inner.plumbing.ids_for(endpoint, key)
     }
 
+    /// The operator's books say another amount for this operation (a
+    /// customer who paid another sum on a USSD menu, a provider's bug):
+    /// every later answer and callback about it carries that amount.
+    pub fn set_amount(&self, id: &str, amount: &str) {
+        if let Some(s) = self.inner.sessions.lock().get_mut(id) {
+            s.amount = amount.into();
+        }
+    }
+
     pub fn session(&self, id: &str) -> Option<Session> {
         self.inner.sessions.lock().get(id).cloned()
     }

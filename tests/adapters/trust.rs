@@ -1,0 +1,347 @@
+//! No forged or mismatched message moves money, against every adapter's
+//! fake: a callback never chooses which operator transaction a payment
+//! follows (whatever id it names, in whatever form, at whatever moment), and
+//! a success counts only for the amount and currency asked — one for another
+//! amount leaves the payment in progress, flagged for review.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::fedapay::fedapay_app;
+use crate::momo::mtn_app;
+use crate::pawapay::pawapay_app;
+use crate::support::fakes::fedapay::FakeFedaPay;
+use crate::support::fakes::mtn::FakeMtn;
+use crate::support::fakes::pawapay::{Callbacks, FakePawapay};
+use crate::support::fakes::wave::{self, FakeWave};
+use crate::support::fakes::{Fault, Outcome};
+use crate::support::*;
+use crate::wave::wave_app;
+use crate::*;
+
+const MOOV_BJ: &str = "+2290195000001";
+const MTN_BJ: &str = "+2290166000001";
+const CELTIIS: &str = "+2290140000001";
+const WAVE_CI: &str = "+2250700000001";
+
+/// Our operator id for `id` with its version digit replaced: another UUID
+/// that only a careless mapping would take for ours.
+fn with_version(operator_id: &str, digit: char) -> String {
+    let mut s = operator_id.to_string();
+    s.replace_range(14..15, &digit.to_string());
+    s
+}
+
+async fn events_of(app: &TestApp, key: &str, id: &str) -> Vec<String> {
+    let (status, list) = app
+        .get(key, &format!("/api/v1/events?payment={id}&limit=100"))
+        .await;
+    assert_eq!(status, 200, "{list}");
+    list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+async fn under_review(app: &TestApp, key: &str) -> Vec<String> {
+    let (status, list) = app
+        .get(key, "/api/v1/collect/payments?review=required")
+        .await;
+    assert_eq!(status, 200, "{list}");
+    list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+async fn counted(app: &TestApp, event: &str) -> f64 {
+    metric(
+        &app.metrics().await,
+        "mmc_component_events_total",
+        &format!(r#"component="collect",event="{event}""#),
+    )
+}
+
+/// The operator took another amount than the payment's: the payment keeps
+/// its status, says why, is listed under `review=required` and has its own
+/// event, once, however many answers repeat it.
+async fn assert_flagged(app: &TestApp, key: &str, id: &str, status: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let p = loop {
+        let p = payment(app, key, id).await;
+        if !p["review"].is_null() {
+            break p;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "payment {id} never flagged: {p}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(p["status"], status, "the success is not believed: {p}");
+    assert_eq!(p["review"]["code"], "amount_mismatch", "{p}");
+    assert!(p["completed_at"].is_null(), "{p}");
+    // Asked again on its schedule: still not believed, still one event.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let p = payment(app, key, id).await;
+    assert_eq!(p["status"], status, "{p}");
+    assert_eq!(under_review(app, key).await, vec![id.to_string()]);
+    let events = events_of(app, key, id).await;
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| *e == "collect.payment.review_required")
+            .count(),
+        1,
+        "{events:?}"
+    );
+    assert!(!events.iter().any(|e| e == "collect.payment.completed"));
+    assert!(counted(app, "settlement_amount_mismatch").await >= 1.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_pawapay_callback_never_hides_the_real_deposit() {
+    let fake = FakePawapay::start().await;
+    fake.settle_after(Duration::from_millis(2500));
+    // The deposit is taken, but its answer is lost: the outcome is unknown.
+    fake.inject_for("deposits", MOOV_BJ, Fault::AcceptThenStatus(502), 1);
+    let app = pawapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let other = create(
+        &app,
+        &live,
+        &live_payment("BJ", "moov-bj", "+2290195000002"),
+    )
+    .await;
+    let p = create(&app, &live, &live_payment("BJ", "moov-bj", MOOV_BJ)).await;
+    let id = p["id"].as_str().unwrap();
+    assert_eq!(p["status"], "pending", "{p}");
+    let ours = operator_id(id);
+
+    // During the call's unknown outcome, anyone who knows the payment id
+    // (it is in every checkout link) names it in other forms, and names
+    // other deposits, claiming success.
+    let forged = [
+        with_version(&ours, '5'),
+        with_version(&ours, '7'),
+        ours.to_uppercase(),
+        operator_id(other["id"].as_str().unwrap()),
+        uuid::Uuid::new_v4().to_string(),
+    ];
+    for f in &forged {
+        let body = json!({"depositId": f, "status": "COMPLETED", "amount": "1500",
+            "currency": "XOF", "payer": {"type": "MMO", "accountDetails":
+            {"phoneNumber": "2290195000001", "provider": "MOOV_BEN"}}});
+        let answer = fake
+            .send_raw_callback(serde_json::to_vec(&body).unwrap())
+            .await;
+        assert!(matches!(answer, 200 | 400), "{f}: {answer}");
+    }
+    let during = payment(&app, &live, id).await;
+    assert!(
+        during["psp_reference"].is_null() || during["psp_reference"] == ours,
+        "a callback never records the reference we follow: {during}"
+    );
+    assert_ne!(during["status"], "completed", "{during}");
+
+    // The real deposit completes and is recorded, under the id we derived.
+    let done = wait_for(&app, &live, id, "completed", Duration::from_secs(20)).await;
+    assert!(
+        done["psp_reference"].is_null() || done["psp_reference"] == ours,
+        "{done}"
+    );
+    let sent = fake.ids_for("deposits", MOOV_BJ);
+    assert_eq!(sent.len(), 1, "one deposit, under our id: {sent:?}");
+    for f in &forged {
+        assert!(
+            fake.requests("deposit_status")
+                .iter()
+                .all(|r| !r.path.contains(f.as_str())
+                    || f == &operator_id(other["id"].as_str().unwrap())),
+            "never asked about the forged id {f}"
+        );
+    }
+
+    // After completion, the forms again: nothing moves.
+    for f in &forged[..3] {
+        let body = json!({"depositId": f, "status": "FAILED",
+            "failureReason": {"failureCode": "PAYER_NOT_FOUND"}});
+        fake.send_raw_callback(serde_json::to_vec(&body).unwrap())
+            .await;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let after = payment(&app, &live, id).await;
+    assert_eq!(after["status"], "completed");
+    assert_eq!(after["completed_at"], done["completed_at"]);
+    // The other payment was asked about (a hint), never completed by a claim.
+    let other_now = payment(&app, &live, other["id"].as_str().unwrap()).await;
+    assert!(other_now["review"].is_null(), "{other_now}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pawapay_success_for_another_amount_is_flagged_for_review() {
+    let fake = FakePawapay::start().await;
+    fake.settle_after(Duration::from_millis(300));
+    let app = pawapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "moov-bj", MOOV_BJ)).await;
+    let id = p["id"].as_str().unwrap();
+    fake.set_amount(&operator_id(id), "15");
+    assert_flagged(&app, &live, id, "processing").await;
+    // A refund or cancel of it is refused: it is not completed.
+    let (status, body) = app
+        .post(
+            &live,
+            &format!("/api/v1/collect/payments/{id}/refunds"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mtn_success_for_another_amount_is_flagged_for_review() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(300));
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", MTN_BJ)).await;
+    let id = p["id"].as_str().unwrap();
+    fake.set_amount(&operator_id(id), "150000");
+    assert_flagged(&app, &live, id, "processing").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wave_success_for_another_amount_is_flagged_for_review() {
+    let fake = FakeWave::start().await;
+    let app = wave_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("CI", "wave-ci", WAVE_CI)).await;
+    let id = p["id"].as_str().unwrap();
+    let session = p["psp_reference"].as_str().unwrap();
+    fake.set_amount(session, "100");
+    fake.customer_pays(session).await;
+    assert_flagged(&app, &live, id, "awaiting_payment").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fedapay_success_for_another_amount_is_flagged_for_review() {
+    let fake = FakeFedaPay::start().await;
+    fake.set_outcome(CELTIIS, Outcome::Stay);
+    let app = fedapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
+    let id = p["id"].as_str().unwrap();
+    let tx = p["psp_reference"].as_str().unwrap();
+    fake.set_amount(tx, 1);
+    fake.customer_pays(tx).await;
+    assert_flagged(&app, &live, id, "processing").await;
+}
+
+/// A signed Wave webhook that names our payment (its `client_reference`)
+/// but another checkout session is not the session we follow: it changes
+/// nothing, while the real session's payment still completes the payment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wave_webhook_for_another_session_changes_nothing() {
+    let fake = FakeWave::start().await;
+    let app = wave_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("CI", "wave-ci", WAVE_CI)).await;
+    let id = p["id"].as_str().unwrap();
+    let session = p["psp_reference"].as_str().unwrap();
+    let event = json!({"id": "AE_forged", "type": "checkout.session.completed", "data": {
+        "id": "cos-someone-else", "client_reference": id, "checkout_status": "complete",
+        "payment_status": "succeeded", "amount": "1500", "currency": "XOF"}});
+    let body = serde_json::to_vec(&event).unwrap();
+    let signature = wave::signature(wave::WEBHOOK_SECRET, wave::now(), &body);
+    let (status, answer) = notify(
+        &app,
+        "wave-ci",
+        "POST",
+        &[("wave-signature", signature.as_str())],
+        body,
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["applied"], 0, "{answer}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let now = payment(&app, &live, id).await;
+    assert_eq!(now["status"], "awaiting_payment", "{now}");
+    assert_eq!(now["psp_reference"], session);
+    assert!(counted(&app, "callback_reference_mismatch").await >= 1.0);
+
+    fake.customer_pays(session).await;
+    wait_for(&app, &live, id, "completed", Duration::from_secs(10)).await;
+}
+
+/// MTN's callbacks are unsigned: one naming our payment in another letter
+/// case, or another payment, claims nothing for ours; the request to pay we
+/// sent still decides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_mtn_callbacks_claim_nothing_for_the_payment() {
+    let fake = FakeMtn::start().await;
+    fake.set_outcome(MTN_BJ, Outcome::Stay);
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", MTN_BJ)).await;
+    let id = p["id"].as_str().unwrap();
+    for external_id in [id.to_uppercase(), uuid::Uuid::new_v4().to_string()] {
+        let body = json!({"financialTransactionId": "363440463", "externalId": external_id,
+            "amount": "1500", "currency": "XOF", "payer": {"partyIdType": "MSISDN",
+            "partyId": "2290166000001"}, "status": "SUCCESSFUL"});
+        let (status, answer) = notify(
+            &app,
+            "mtn-bj",
+            "PUT",
+            &[],
+            serde_json::to_vec(&body).unwrap(),
+        )
+        .await;
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["applied"], 0, "{external_id}: {answer}");
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(payment(&app, &live, id).await["status"], "processing");
+    fake.customer_acts(&operator_id(id), Outcome::Succeed).await;
+    wait_for(&app, &live, id, "completed", Duration::from_secs(10)).await;
+}
+
+/// A pawaPay callback during the call itself (the deposit not answered yet)
+/// is only a hint: the deposit's real answer is what the payment follows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pawapay_callback_during_the_call_is_only_a_hint() {
+    let fake = FakePawapay::start().await;
+    fake.callbacks(Callbacks::Lost);
+    fake.settle_after(Duration::from_millis(200));
+    fake.inject("deposits", Fault::Slow(Duration::from_millis(1200)), 1);
+    let app = pawapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let forge = async {
+        // Arrives while the deposit is still being answered.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while fake.requests("deposits").is_empty() {
+            assert!(std::time::Instant::now() < deadline);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let sent: Value = fake.requests("deposits")[0].json().unwrap();
+        let ours = sent["depositId"].as_str().unwrap().to_string();
+        for f in [with_version(&ours, '5'), ours.to_uppercase()] {
+            let body = json!({"depositId": f, "status": "FAILED",
+                "failureReason": {"failureCode": "PAYER_NOT_FOUND"}});
+            fake.send_raw_callback(serde_json::to_vec(&body).unwrap())
+                .await;
+        }
+        ours
+    };
+    let body = live_payment("BJ", "moov-bj", MOOV_BJ);
+    let (p, ours) = tokio::join!(create(&app, &live, &body), forge);
+    let id = p["id"].as_str().unwrap();
+    assert_eq!(operator_id(id), ours);
+    let done = wait_for(&app, &live, id, "completed", Duration::from_secs(15)).await;
+    assert!(done["failure_code"].is_null(), "{done}");
+}
