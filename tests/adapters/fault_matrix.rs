@@ -1,4 +1,4 @@
-//! The money-safety fault matrix (#16): every operator call that moves money
+//! The money-safety fault matrix: every operator call that moves money
 //! × every way it can end without an explicit answer × every live protocol.
 //!
 //! The rule checked in each cell: an operator call that did not end in an
@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use mmc_host::config::ComponentConfig;
 use serde_json::{Value, json};
 
+use crate::support::fakes::fedapay::FakeFedaPay;
 use crate::support::fakes::mtn::{FakeMtn, Kind as MtnKind};
 use crate::support::fakes::pawapay::{self, FakePawapay, Kind as PawaKind};
 use crate::support::fakes::wave::FakeWave;
@@ -135,9 +136,10 @@ enum Proto {
     Momo,
     Wave,
     Pawapay,
+    Fedapay,
 }
 
-const PROTOS: [Proto; 3] = [Proto::Momo, Proto::Wave, Proto::Pawapay];
+const PROTOS: [Proto; 4] = [Proto::Momo, Proto::Wave, Proto::Pawapay, Proto::Fedapay];
 
 impl Proto {
     fn name(self) -> &'static str {
@@ -145,6 +147,7 @@ impl Proto {
             Proto::Momo => "momo",
             Proto::Wave => "wave",
             Proto::Pawapay => "pawapay",
+            Proto::Fedapay => "fedapay",
         }
     }
 
@@ -153,6 +156,10 @@ impl Proto {
         match (self, op) {
             (Proto::Momo, Op::ConfirmOtp) => Some("MTN has no OTP step"),
             (Proto::Wave, Op::ConfirmOtp) => Some("Wave has no OTP step (paid on Wave's page)"),
+            (Proto::Fedapay, Op::ConfirmOtp) => {
+                Some("FedaPay has no OTP step (approved on the phone or its page)")
+            }
+            (Proto::Fedapay, Op::Refund) => Some("FedaPay documents no refund API"),
             _ => None,
         }
     }
@@ -162,6 +169,7 @@ enum Fake {
     Mtn(FakeMtn),
     Wave(FakeWave),
     Pawapay(FakePawapay),
+    Fedapay(FakeFedaPay),
 }
 
 /// One fake operator and one service whose live environment routes to it.
@@ -261,6 +269,21 @@ impl Rig {
                     app,
                 }
             }
+            Proto::Fedapay => {
+                let fake = FakeFedaPay::start().await;
+                let mut c = fake.component_config();
+                limits(&mut c);
+                let app = app_with_adapter("fedapay", &["celtiis-bj"], c, bulk).await;
+                fake.set_webhook_url(&format!(
+                    "{}/api/v1/psp/celtiis-bj/callback?environment=live",
+                    app.base
+                ));
+                Rig {
+                    proto,
+                    fake: Fake::Fedapay(fake),
+                    app,
+                }
+            }
         }
     }
 
@@ -270,6 +293,7 @@ impl Rig {
             Proto::Momo => format!("+2290166{:06}", 700_000 + n),
             Proto::Wave => format!("+22507{:08}", 70_000_000 + n),
             Proto::Pawapay => format!("+2290195{:06}", 700_000 + n),
+            Proto::Fedapay => format!("+2290140{:06}", 700_000 + n),
         }
     }
 
@@ -285,6 +309,7 @@ impl Rig {
             Proto::Momo => "mtn-bj",
             Proto::Wave => "wave-ci",
             Proto::Pawapay => "moov-bj",
+            Proto::Fedapay => "celtiis-bj",
         }
     }
 
@@ -303,14 +328,20 @@ impl Rig {
             (Proto::Pawapay, Op::Refund) => "refunds",
             (Proto::Pawapay, Op::Payout) => "payouts",
             (Proto::Pawapay, _) => "deposits",
+            // The cancel asks where the transaction stands (FedaPay documents
+            // no withdrawal); the push and the payout's start move money.
+            (Proto::Fedapay, Op::Cancel) => "transaction_get",
+            (Proto::Fedapay, Op::Payout) => "payout_start",
+            (Proto::Fedapay, _) => "push",
         }
     }
 
     /// How the operator knows our operation `id`: MTN and pawaPay by the
-    /// UUIDv4 made from it, Wave by `client_reference` (the id itself).
+    /// UUIDv4 made from it, Wave by `client_reference` and FedaPay by
+    /// `custom_metadata` (the id itself).
     fn op_key(&self, id: &str) -> String {
         match self.proto {
-            Proto::Wave => id.to_string(),
+            Proto::Wave | Proto::Fedapay => id.to_string(),
             _ => operator_id(id),
         }
     }
@@ -320,6 +351,7 @@ impl Rig {
             Fake::Mtn(f) => f.inject_for(endpoint, key, lie.fault(), 1),
             Fake::Wave(f) => f.inject_for(endpoint, key, lie.fault(), 1),
             Fake::Pawapay(f) => f.inject_for(endpoint, key, lie.fault(), 1),
+            Fake::Fedapay(f) => f.inject_for(endpoint, key, lie.fault(), 1),
         }
     }
 
@@ -328,6 +360,7 @@ impl Rig {
             Fake::Mtn(f) => f.faults_left(endpoint, key),
             Fake::Wave(f) => f.faults_left(endpoint, key),
             Fake::Pawapay(f) => f.faults_left(endpoint, key),
+            Fake::Fedapay(f) => f.faults_left(endpoint, key),
         }
     }
 
@@ -337,6 +370,7 @@ impl Rig {
             Fake::Mtn(f) => f.ids_for(endpoint, key),
             Fake::Wave(f) => f.ids_for(endpoint, key),
             Fake::Pawapay(f) => f.ids_for(endpoint, key),
+            Fake::Fedapay(f) => f.ids_for(endpoint, key),
         }
     }
 
@@ -345,6 +379,7 @@ impl Rig {
         match &self.fake {
             Fake::Mtn(f) => f.set_outcome(phone, Outcome::Stay),
             Fake::Pawapay(f) => f.set_outcome(phone, Outcome::Stay),
+            Fake::Fedapay(f) => f.set_outcome(phone, Outcome::Stay),
             Fake::Wave(_) => {} // Wave's customer only pays when told anyway.
         }
     }
@@ -372,6 +407,15 @@ impl Rig {
                     }
                 }
                 paid
+            }
+            // The pushed transaction made for our id (pending until the customer acts).
+            Fake::Fedapay(f) => {
+                for t in f.transactions_for(payment_id) {
+                    if t.status == "pending" && t.pushes > 0 {
+                        f.customer_pays(&t.id.to_string()).await;
+                    }
+                }
+                f.transactions_for(payment_id).iter().any(|t| t.paid())
             }
         }
     }
@@ -408,6 +452,17 @@ impl Rig {
                     // The test pays (or fails to pay) at once: nothing pending.
                     settled: true,
                     records: sessions.len(),
+                }
+            }
+            Fake::Fedapay(f) => {
+                let transactions = f.transactions_for(payment_id);
+                AtOperator {
+                    moved: transactions.iter().any(|t| t.paid()),
+                    // Never pushed: nothing can happen to it on its own.
+                    settled: transactions
+                        .iter()
+                        .all(|t| t.status != "pending" || t.pushes == 0),
+                    records: transactions.len(),
                 }
             }
         }
@@ -449,6 +504,7 @@ impl Rig {
                     records: usize::from(refunded),
                 }
             }
+            Fake::Fedapay(_) => unreachable!("FedaPay refunds are not applicable"),
         }
     }
 
@@ -491,6 +547,20 @@ impl Rig {
                 AtOperator {
                     moved: payouts.iter().any(|p| p.succeeded()),
                     settled: payouts.iter().all(|p| p.status != "processing"),
+                    records: payouts.len(),
+                }
+            }
+            // A created payout moves nothing until started; every one made
+            // for the number counts (a second one would be a second payout).
+            Fake::Fedapay(f) => {
+                let payouts: Vec<_> = f
+                    .payouts()
+                    .into_iter()
+                    .filter(|p| p.phone == digits)
+                    .collect();
+                AtOperator {
+                    moved: payouts.iter().any(|p| p.sent()),
+                    settled: payouts.iter().all(|p| p.status != "started"),
                     records: payouts.len(),
                 }
             }
@@ -1026,8 +1096,9 @@ async fn fault_matrix_unknown_outcomes_never_lose_or_double_money() {
             .find(|(c, _)| c.op == op && c.lie == lie && c.rig.proto == proto)
             .map(|(_, v)| v)
     };
-    let mut table =
-        String::from("| operation × fault | momo | wave | pawapay |\n|---|---|---|---|\n");
+    let mut table = String::from(
+        "| operation × fault | momo | wave | pawapay | fedapay |\n|---|---|---|---|---|\n",
+    );
     let mut details = String::new();
     let mut failures = 0;
     for op in OPS {
@@ -1071,7 +1142,7 @@ async fn fault_matrix_unknown_outcomes_never_lose_or_double_money() {
         traps.push(format!("{} {hits}/{wanted}", proto.name()));
     }
     let report = format!(
-        "# Fault matrix (#16)\n\n{table}\n{failures} failing of {} applicable cells; {:.0?}.\n\
+        "# Fault matrix\n\n{table}\n{failures} failing of {} applicable cells; {:.0?}.\n\
          Adapter instances killed at their deadline in the trap services (hits/trap cells): {}.\n\n\
          ## Passing cells\n\n{details}",
         cells.len(),

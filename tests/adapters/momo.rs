@@ -1033,3 +1033,39 @@ async fn an_mtn_callback_met_by_a_full_pool_is_answered_503_at_once_and_delivere
     );
     assert!(answers.len() <= mtn::DELIVERY.attempts, "{answers:?}");
 }
+
+/// MTN asks that a token be renewed ten minutes before it expires: one with
+/// 601 s left is kept for one second, one with less than ten minutes left
+/// is never reused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mtn_tokens_are_renewed_ten_minutes_before_they_expire() {
+    let fake = FakeMtn::start().await;
+    let adapter = Direct::load("momo", fake.component_config());
+    let op = operation(
+        &uuid::Uuid::new_v4().to_string(),
+        "mtn-bj",
+        None,
+        PHONE,
+        1500,
+    );
+    fake.set_token_lifetime(601);
+    adapter.status(op.clone()).await.unwrap();
+    adapter.status(op.clone()).await.unwrap();
+    assert_eq!(fake.requests("token").len(), 1, "kept while 601 s are left");
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    adapter.status(op.clone()).await.unwrap();
+    assert_eq!(
+        fake.requests("token").len(),
+        2,
+        "renewed 600 s before expiry"
+    );
+    fake.set_token_lifetime(599);
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    adapter.status(op.clone()).await.unwrap();
+    adapter.status(op.clone()).await.unwrap();
+    assert_eq!(
+        fake.requests("token").len(),
+        4,
+        "never kept with under 600 s left"
+    );
+}

@@ -924,3 +924,56 @@ async fn the_fake_pawapay_counts_only_a_200_and_resends_on_request() {
     assert_eq!(fake.resend_callback(&deposit).await, None);
     assert_eq!(receiver.received().len(), 2);
 }
+
+/// When the account's active configuration cannot be read, Orange Money CI
+/// (documented `PREAUTH`: the customer generates a code by USSD) still asks
+/// for the customer's code instead of sending deposits pawaPay would refuse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_active_configuration_orange_ci_still_asks_for_the_code() {
+    let fake = FakePawapay::start().await;
+    fake.inject("active_conf", Fault::Status(503), 100);
+    let adapter = tokio::task::block_in_place(|| Direct::load("pawapay", fake.component_config()));
+    let ops = adapter.operators();
+    assert!(
+        ops.iter()
+            .all(|o| o.requires_otp == (o.slug == "orange-ci"))
+    );
+    let req = initiate_request("orange-ci", "CI", "+2250700000001");
+    let id = req.payment_id.clone();
+    assert_eq!(
+        adapter.initiate(req).await.unwrap(),
+        Initiated::OtpRequired(operator_id(&id))
+    );
+    assert!(
+        fake.requests("deposits").is_empty(),
+        "nothing sent without the code"
+    );
+    assert!(!fake.requests("active_conf").is_empty());
+}
+
+/// `DUPLICATE_IGNORED` says an earlier request got through: a status check
+/// that then fails, even with a 4xx, leaves the payout pending (asked again
+/// later), never "nothing was performed".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_duplicate_ignored_a_failed_status_check_is_not_a_refusal() {
+    let fake = FakePawapay::start().await;
+    fake.set_outcome("2250700000079", Outcome::Stay);
+    let adapter = tokio::task::block_in_place(|| Direct::load("pawapay", fake.component_config()));
+    let first = adapter
+        .payout(payout_request("orange-ci", "po-79", "+2250700000079"))
+        .await
+        .unwrap();
+    fake.inject("payout_status", pawapay::refusal(404), 1);
+    let retry = adapter
+        .payout(payout_request("orange-ci", "po-79", "+2250700000079"))
+        .await
+        .unwrap();
+    assert_eq!(retry.psp_reference, first.psp_reference);
+    assert_eq!(retry.status, PspStatus::Pending);
+    assert_eq!(
+        fake.requests("payout_status").len(),
+        1,
+        "the check was made"
+    );
+    assert_eq!(fake.ids_for("payouts", "2250700000079").len(), 1);
+}

@@ -196,9 +196,10 @@ struct Session<'a> {
     subscription_key: String,
 }
 
-/// MTN tokens last `expires_in` seconds (an hour); one is reused until a
-/// minute before that, not fetched for every operation.
-const TOKEN_MARGIN_S: u64 = 60;
+/// MTN tokens last `expires_in` seconds (an hour); one is reused until ten
+/// minutes before that (MTN's published best practice), not fetched for
+/// every operation.
+const TOKEN_MARGIN_S: u64 = 600;
 
 impl<'a> Session<'a> {
     fn open(market: &'a Market, product: Product) -> Result<Session<'a>, AdapterError> {

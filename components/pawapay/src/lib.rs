@@ -113,13 +113,23 @@ fn provider_of(op: &Operator) -> String {
         .unwrap_or_default()
 }
 
+/// Providers whose deposits pawaPay takes only with the customer's
+/// generated code (`PREAUTH`): Orange Money CI (the customer dials
+/// `#144*82#`). Used when the active configuration cannot be read, so that
+/// such deposits still ask the customer for the code instead of going out
+/// without it (pawaPay would refuse every one).
+const PREAUTH_PROVIDERS: &[&str] = &["ORANGE_CIV"];
+
 /// Whether deposits to `op` need the customer's code (`PREAUTH`), as the
-/// account's active configuration says; the operator table's word when it
-/// cannot be had (then pawaPay refuses a deposit that lacks the code, and
-/// nothing is performed).
+/// account's active configuration says; when it cannot be had, what
+/// pawaPay's provider list documents ([`PREAUTH_PROVIDERS`]) or the operator
+/// table says.
 fn preauth(op: &Operator, conf: Option<&BTreeMap<String, transformers::DepositConf>>) -> bool {
-    conf.and_then(|c| c.get(&provider_of(op)))
-        .map_or(op.requires_otp, transformers::DepositConf::preauth)
+    let provider = provider_of(op);
+    conf.and_then(|c| c.get(&provider)).map_or_else(
+        || op.requires_otp || PREAUTH_PROVIDERS.contains(&provider.as_str()),
+        transformers::DepositConf::preauth,
+    )
 }
 
 /// The account's XOF deposit configuration by provider code, from the cache
@@ -302,6 +312,17 @@ impl Api {
         transformers::check_status(&check).map_err(AdapterError::InvalidResponse)
     }
 
+    /// Where an operation stands that pawaPay answered `DUPLICATE_IGNORED`
+    /// for: it exists, an earlier request got through. A status check that
+    /// fails now (even with a 4xx) cannot make it "not performed": it is
+    /// pending, and asked about again later.
+    fn after_duplicate(&self, kind: &str, id: &str) -> PspStatus {
+        match self.check(kind, id) {
+            Ok(PspStatus::NotFound) | Err(_) => PspStatus::Pending,
+            Ok(status) => status,
+        }
+    }
+
     /// A deposit of `amount` from `phone` under our `payment_id`.
     fn deposit(
         &self,
@@ -409,7 +430,9 @@ impl Guest for Pawapay {
             // The operator checks the code afterwards: a wrong one fails the deposit.
             Answer::Accepted => OtpOutcome::Accepted(PspStatus::Pending),
             // An earlier confirmation got through (its answer was lost): report where it stands.
-            Answer::Duplicate => OtpOutcome::Accepted(api.check("deposits", &reference(&payment))?),
+            Answer::Duplicate => {
+                OtpOutcome::Accepted(api.after_duplicate("deposits", &reference(&payment)))
+            }
             Answer::Rejected(f) => {
                 OtpOutcome::Accepted(PspStatus::Failed(transformers::failure_for(&f)))
             }
@@ -437,7 +460,7 @@ impl Guest for Pawapay {
         };
         let status = match api.initiate("/v2/refunds", &body)? {
             Answer::Accepted => PspStatus::Pending,
-            Answer::Duplicate => api.check("refunds", &refund_id)?,
+            Answer::Duplicate => api.after_duplicate("refunds", &refund_id),
             Answer::Rejected(f) => PspStatus::Failed(transformers::failure_for(&f)),
         };
         Ok(Started {
@@ -463,7 +486,7 @@ impl Guest for Pawapay {
         };
         let status = match api.initiate("/v2/payouts", &body)? {
             Answer::Accepted => PspStatus::Pending,
-            Answer::Duplicate => api.check("payouts", &payout_id)?,
+            Answer::Duplicate => api.after_duplicate("payouts", &payout_id),
             Answer::Rejected(f) => PspStatus::Failed(transformers::failure_for(&f)),
         };
         Ok(Started {

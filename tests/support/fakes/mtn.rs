@@ -91,6 +91,8 @@ struct Inner {
     callbacks: Mutex<Callbacks>,
     /// Target environments our API user is provisioned for.
     markets: Mutex<Vec<String>>,
+    /// `expires_in` of the tokens it issues (an hour, as MTN's).
+    token_lifetime_s: std::sync::atomic::AtomicU64,
 }
 
 pub struct FakeMtn {
@@ -106,6 +108,7 @@ impl FakeMtn {
             transactions: Mutex::new(HashMap::new()),
             tokens: Mutex::new(HashMap::new()),
             settle_after: Mutex::new(Duration::from_millis(300)),
+            token_lifetime_s: std::sync::atomic::AtomicU64::new(3600),
             callbacks: Mutex::new(Callbacks::Once),
             markets: Mutex::new(vec![TARGET_ENVIRONMENT.into()]),
         });
@@ -246,6 +249,13 @@ impl FakeMtn {
         if let Some(t) = self.inner.transactions.lock().get_mut(reference) {
             t.amount = amount.into();
         }
+    }
+
+    /// The `expires_in` of the tokens issued from now on.
+    pub fn set_token_lifetime(&self, seconds: u64) {
+        self.inner
+            .token_lifetime_s
+            .store(seconds, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The operator changes its mind (it happens): the status resource now says this.
@@ -430,7 +440,8 @@ fn token(inner: &Inner, product: &str, req: &Received) -> Reply {
     inner.tokens.lock().insert(token.clone(), product.into());
     Reply::json(
         200,
-        &json!({"access_token": token, "token_type": "access_token", "expires_in": 3600}),
+        &json!({"access_token": token, "token_type": "access_token",
+                "expires_in": inner.token_lifetime_s.load(std::sync::atomic::Ordering::Relaxed)}),
     )
 }
 
