@@ -133,9 +133,7 @@ mod tests {
     async fn a_waiter_gets_a_freed_permit_or_gives_up_without_an_entry() {
         let permits = Arc::new(KeyedPermits::new(1));
         let held = permits.try_acquire("k").unwrap();
-        let short = permits
-            .acquire_within("k", Duration::from_millis(20))
-            .await;
+        let short = permits.acquire_within("k", Duration::from_millis(20)).await;
         assert!(short.is_none(), "none free within the wait");
         let waiter = {
             let permits = permits.clone();

@@ -1,8 +1,8 @@
 //! The CSV export for accounting: a period's payments, streamed page by page.
 
 use futures::StreamExt;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::*;
 
@@ -506,7 +506,11 @@ async fn an_export_stops_when_its_key_is_revoked() {
     let mut body = vec![0u8; 4096];
     let n = stream.read(&mut body).await.unwrap();
     body.truncate(n);
-    assert!(body.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&body));
+    assert!(
+        body.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
     app.accounts.revoke_key(&k.id).unwrap();
     let revoked = std::time::Instant::now();
     tokio::time::sleep(std::time::Duration::from_millis(700)).await;

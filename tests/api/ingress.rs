@@ -35,10 +35,7 @@ fn post_head(path: &str, key: &str, length: usize) -> String {
 
 /// The status line's code of what the server answered on `stream`, read
 /// within `within`, and whether it then closed the connection.
-async fn answer(
-    stream: &mut (impl AsyncReadExt + Unpin),
-    within: Duration,
-) -> (Option<u16>, bool) {
+async fn answer(stream: &mut (impl AsyncReadExt + Unpin), within: Duration) -> (Option<u16>, bool) {
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
     let deadline = Instant::now() + within;
@@ -117,12 +114,19 @@ async fn a_key_or_an_anonymous_client_has_a_few_bodies_read_at_once() {
             slow.push(s);
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let mut third = app.client.post(app.url(path)).json(&direct_payment("+2290166000001"));
+        let mut third = app
+            .client
+            .post(app.url(path))
+            .json(&direct_payment("+2290166000001"));
         if !key.is_empty() {
             third = third.bearer_auth(key).header("Idempotency-Key", new_key());
         }
         let resp = third.send().await.unwrap();
-        assert_eq!(resp.status(), 429, "{path}: a third body waits, then is refused");
+        assert_eq!(
+            resp.status(),
+            429,
+            "{path}: a third body waits, then is refused"
+        );
         assert!(resp.headers().contains_key("retry-after"), "{path}");
         if !key.is_empty() {
             // A request without a body needs no read.
@@ -156,7 +160,12 @@ async fn a_thousand_slow_clients_with_made_up_keys_cost_the_server_no_memory() {
     let client = reqwest::Client::new();
     let operators = format!("{}/api/v1/collect/payments/operators/", server.base);
     for _ in 0..20 {
-        let resp = client.get(&operators).bearer_auth(&key).send().await.unwrap();
+        let resp = client
+            .get(&operators)
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(resp.status(), 200);
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -167,7 +176,7 @@ async fn a_thousand_slow_clients_with_made_up_keys_cost_the_server_no_memory() {
         .map(|i| {
             tokio::spawn(async move {
                 let source = format!("127.0.0.{}", 2 + i % 8);
-                let Ok(mut s) = connect_from(&source, addr).await else {
+                let Ok(s) = connect_from(&source, addr).await else {
                     return None;
                 };
                 let head = post_head("/api/v1/bulk-payments", &new_key(), BODY);
@@ -183,10 +192,8 @@ async fn a_thousand_slow_clients_with_made_up_keys_cost_the_server_no_memory() {
                     }
                     Some(())
                 };
-                let (sent_whole, (status, _)) = tokio::join!(
-                    sending,
-                    answer(&mut read, Duration::from_secs(10))
-                );
+                let (sent_whole, (status, _)) =
+                    tokio::join!(sending, answer(&mut read, Duration::from_secs(10)));
                 // Refused: answered 401 (or 429 once its address's bucket
                 // for made-up keys is empty), or cut before its body was taken.
                 Some(matches!(status, Some(401 | 429)) || sent_whole.is_none())
@@ -197,12 +204,20 @@ async fn a_thousand_slow_clients_with_made_up_keys_cost_the_server_no_memory() {
     let mut peak = idle;
     let mut served = 0;
     while attackers.iter().any(|a| !a.is_finished()) {
-        let resp = client.get(&operators).bearer_auth(&key).send().await.unwrap();
+        let resp = client
+            .get(&operators)
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(resp.status(), 200, "a merchant is served meanwhile");
         served += 1;
         peak = peak.max(rss_kib(pid));
         tokio::time::sleep(Duration::from_millis(50)).await;
-        assert!(started.elapsed() < Duration::from_secs(60), "the slow clients never ended");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the slow clients never ended"
+        );
     }
     let (status, body) = post_json(
         &client,
@@ -227,7 +242,10 @@ async fn a_thousand_slow_clients_with_made_up_keys_cost_the_server_no_memory() {
         idle / 1024,
         peak / 1024
     );
-    assert!(refused >= CLIENTS * 9 / 10, "{refused} of {CLIENTS} refused");
+    assert!(
+        refused >= CLIENTS * 9 / 10,
+        "{refused} of {CLIENTS} refused"
+    );
     assert!(
         peak - idle < 64 * 1024,
         "RSS grew from {idle} KiB to {peak} KiB"

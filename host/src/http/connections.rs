@@ -384,7 +384,11 @@ mod tests {
             assert_eq!(c.clients(), 1);
             drop(held);
         }
-        assert_eq!(c.clients(), 0, "a client's entry goes with its last connection");
+        assert_eq!(
+            c.clients(),
+            0,
+            "a client's entry goes with its last connection"
+        );
         let held: Vec<_> = (0..10u32)
             .filter_map(|i| c.admit(IpAddr::from(i.to_be_bytes())).ok())
             .collect();

@@ -869,11 +869,7 @@ async fn on_blocking_thread<R: Send + 'static>(
 /// The caller an authenticated key stands for, as the components see it.
 /// A revoked key stops at once on the node that revoked it, and within the
 /// key cache's 500 ms on the others (`Accounts::authenticate`).
-fn caller_of(
-    app: &App,
-    p: crate::accounts::Principal,
-    request_id: &str,
-) -> http_types::Caller {
+fn caller_of(app: &App, p: crate::accounts::Principal, request_id: &str) -> http_types::Caller {
     http_types::Caller {
         merchant_id: p.merchant_id,
         merchant_name: p.merchant_name,

@@ -148,9 +148,7 @@ impl RateLimiter {
         if buckets.map.len() >= self.max_buckets && now.duration_since(buckets.swept) >= SWEEP_EVERY
         {
             buckets.swept = now;
-            buckets
-                .map
-                .retain(|_, b| !b.idle(now, per_second, burst));
+            buckets.map.retain(|_, b| !b.idle(now, per_second, burst));
         }
         if buckets.map.len() >= self.max_buckets {
             return buckets.overflow.take(now, per_second, burst);
@@ -212,7 +210,11 @@ mod tests {
         // Refilled (idle) after 2 ms; the map is swept once a second at most.
         std::thread::sleep(SWEEP_EVERY + Duration::from_millis(10));
         rl.check("newcomer").unwrap();
-        assert_eq!(rl.buckets(), 1, "the idle ones went, the newcomer has its own");
+        assert_eq!(
+            rl.buckets(),
+            1,
+            "the idle ones went, the newcomer has its own"
+        );
     }
 
     #[test]

@@ -193,7 +193,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("webhook_secrets_key");
         let key = generated_key(path.clone()).unwrap();
-        assert_eq!(generated_key(path.clone()).unwrap(), key, "kept across starts");
+        assert_eq!(
+            generated_key(path.clone()).unwrap(),
+            key,
+            "kept across starts"
+        );
         for mode in [0o640, 0o604, 0o660] {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
             match generated_key(path.clone()) {
