@@ -530,4 +530,8 @@ async fn an_export_stops_when_its_key_is_revoked() {
         "the stream is cut, not ended as a whole file"
     );
     assert!(rows < N, "stopped before its end: {rows} rows of {N}");
+    assert!(
+        revoked.elapsed() < std::time::Duration::from_secs(2),
+        "the cut is there once the client reads again"
+    );
 }
