@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# `make soak`: creates and reads for SOAK_SECONDS (default 600) at a fraction of capacity
-# (few connections), sampling the server's RSS; fails on any non-2xx or on memory growth
-# beyond SOAK_MAX_GROWTH_MIB (default 64) between the first and last minute.
+# `make soak`: creates for SOAK_SECONDS (default 600) at a fraction of capacity (few
+# connections), each payment with its own callback_url (loopback: refused at delivery,
+# as a client's made-up destinations are), sampling the server's RSS; reports the
+# payments made and RSS at start and end; fails on any non-2xx or on memory growth
+# beyond SOAK_MAX_GROWTH_MIB (default 64) between the first minute and the last sample.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
-MMC="$TARGET_DIR/release/mmc"
+MMC=${SOAK_BIN:-$TARGET_DIR/release/mmc}
 SECONDS_TOTAL=${SOAK_SECONDS:-600}
 CONNS=${SOAK_CONNECTIONS:-4}
 PORT=${SOAK_PORT:-18098}
@@ -19,7 +21,9 @@ KEY=$("$MMC" keys create --merchant "$M" --env test --data-dir "$DATA" | python3
 "$MMC" serve --listen 127.0.0.1:$PORT --data-dir "$DATA" --components-dir "$TARGET_DIR/components" > "$DATA/server.log" 2>&1 &
 SERVER=$!
 until curl -sf "$BASE/healthz" >/dev/null; do sleep 0.05; done
-wrk -t1 -c"$CONNS" -d"${SECONDS_TOTAL}s" -H "Authorization: Bearer $KEY" -s bench/create.lua "$BASE" > "$DATA/soak.txt" &
+start=$(awk '/VmRSS/ {print int($2/1024)}' /proc/$SERVER/status)
+echo "t=0s rss=${start} MiB"
+wrk -t1 -c"$CONNS" -d"${SECONDS_TOTAL}s" -H "Authorization: Bearer $KEY" -s bench/create_callbacks.lua "$BASE" > "$DATA/soak.txt" &
 LOAD=$!
 samples=()
 for ((t = 0; t < SECONDS_TOTAL; t += 30)); do
@@ -32,5 +36,7 @@ wait $LOAD
 cat "$DATA/soak.txt"
 non2xx=$(awk '/Non-2xx/ {print $5}' "$DATA/soak.txt"); errors=$(awk '/Socket errors/ {print}' "$DATA/soak.txt")
 first=${samples[1]:-${samples[0]}}; last=${samples[-1]}
-echo "RSS first minute ${first} MiB, last ${last} MiB; non-2xx: ${non2xx:-0}; ${errors:-no socket errors}"
+payments=$(awk '/requests in/ {print $1}' "$DATA/soak.txt")
+echo "payments created (each its own callback_url): ${payments:-?}"
+echo "RSS start ${start} MiB, first minute ${first} MiB, end ${last} MiB; non-2xx: ${non2xx:-0}; ${errors:-no socket errors}"
 [ -z "$non2xx" ] && [ -z "$errors" ] && [ $((last - first)) -le ${SOAK_MAX_GROWTH_MIB:-64} ]

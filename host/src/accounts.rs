@@ -84,8 +84,9 @@ pub enum AccountError {
     Storage(#[from] StorageError),
 }
 
-/// How long a successful key lookup is reused. Revocation (from this process
-/// or the CLI) takes effect within this time; the contract allows 1 s.
+/// How long a successful key lookup is reused, from the moment the lookup
+/// began: a key revoked (from this process or the CLI) is refused by every
+/// node within this time, and at once by the node that revoked it.
 const KEY_CACHE_TTL: Duration = Duration::from_millis(500);
 /// Entries kept at most; the cache is emptied when full.
 const KEY_CACHE_MAX: usize = 10_000;
@@ -274,14 +275,15 @@ impl Accounts {
     /// The principal of a presented key, if it is a live (unrevoked) key.
     /// A lookup is reused for [`KEY_CACHE_TTL`] (it was a third of a GET).
     pub fn authenticate(&self, presented: &str) -> Result<Option<Principal>, AccountError> {
+        if let Some(known) = self.cached(presented) {
+            return Ok(known);
+        }
         let Some(digest) = key_digest(presented) else {
             return Ok(None);
         };
-        if let Some((p, at)) = self.cache.lock().get(&digest)
-            && at.elapsed() < KEY_CACHE_TTL
-        {
-            return Ok(Some(p.clone()));
-        }
+        // Read before the lookup: the entry must not outlive a revocation
+        // committed while the lookup ran by more than the TTL.
+        let read_at = Instant::now();
         let found = self
             .lookup(&hex::encode(digest))?
             // A prefix that names the other environment is not this key.
@@ -291,9 +293,21 @@ impl Accounts {
             if cache.len() >= KEY_CACHE_MAX {
                 cache.clear();
             }
-            cache.insert(digest, (p.clone(), Instant::now()));
+            cache.insert(digest, (p.clone(), read_at));
         }
         Ok(found)
+    }
+
+    /// What is known of a key without the database: `Some(None)` for a key
+    /// that cannot be one, `Some(Some(_))` for one looked up within the
+    /// TTL, `None` when only a lookup can tell.
+    pub fn cached(&self, presented: &str) -> Option<Option<Principal>> {
+        let Some(digest) = key_digest(presented) else {
+            return Some(None);
+        };
+        let cache = self.cache.lock();
+        let (p, at) = cache.get(&digest)?;
+        (at.elapsed() < KEY_CACHE_TTL).then(|| Some(p.clone()))
     }
 
     fn lookup(&self, hash: &str) -> Result<Option<Principal>, AccountError> {

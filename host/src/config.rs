@@ -372,6 +372,8 @@ impl Config {
             || c.idle_timeout_ms == 0
             || c.max_connections == 0
             || c.max_connections_per_client == 0
+            || c.body_reads_per_key == 0
+            || c.body_reads_per_client == 0
         {
             return Err(ConfigError::Invalid(
                 "connections.* must be positive".into(),

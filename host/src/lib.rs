@@ -14,6 +14,7 @@ pub mod leases;
 pub mod logging;
 pub mod metrics;
 pub mod paths;
+pub mod permits;
 pub mod runtime;
 pub mod sandbox;
 pub mod scopes;

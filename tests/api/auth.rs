@@ -55,10 +55,12 @@ async fn missing_unknown_and_revoked_keys_get_401_in_the_current_shape() {
     .await;
     assert_eq!(status, 404, "a valid key reaches the component");
     // Revoked through another handle on the database (as the CLI does): the
-    // server's key cache lets it through for at most 500 ms, never past 1 s.
+    // server's key cache may still accept it for 500 ms, never a request
+    // sent after that.
     app.accounts.revoke_key(&k.id).unwrap();
     let revoked_at = std::time::Instant::now();
     let (status, body) = loop {
+        let sent = revoked_at.elapsed();
         let (status, body) = status_and_body(
             app.client
                 .get(&url)
@@ -72,13 +74,34 @@ async fn missing_unknown_and_revoked_keys_get_401_in_the_current_shape() {
             break (status, body);
         }
         assert!(
-            revoked_at.elapsed() < std::time::Duration::from_secs(1),
-            "still accepted 1 s after revocation"
+            sent < std::time::Duration::from_millis(500),
+            "accepted when sent {sent:?} after revocation"
         );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     };
-    assert_eq!(status, 401, "revoked within 1 s");
+    assert_eq!(status, 401, "revoked within 500 ms");
     assert_eq!(body["error"]["code"], "invalid_api_key");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn x_service_environment_is_ignored_whatever_its_value() {
+    let app = spawn_app().await;
+    let (_, test_key, _) = app.merchant("Shop");
+    for value in ["live", "production", "", "staging"] {
+        let resp = app
+            .client
+            .post(app.url("/api/v1/collect/payments"))
+            .bearer_auth(&test_key)
+            .header("Idempotency-Key", new_key())
+            .header("X-Service-Environment", value)
+            .json(&direct_payment("+2290166000001"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 201, "{value:?}");
+        let body: Value = resp.json().await.unwrap();
+        assert_eq!(body["environment"], "test", "{value:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -80,6 +80,7 @@ async fn merchants_and_keys_from_the_cli_work_on_a_running_server_and_revocation
     ]);
     let revoked_at = Instant::now();
     loop {
+        let sent = revoked_at.elapsed();
         let (status, _) = app
             .get(
                 key,
@@ -90,8 +91,8 @@ async fn merchants_and_keys_from_the_cli_work_on_a_running_server_and_revocation
             break;
         }
         assert!(
-            revoked_at.elapsed() < Duration::from_secs(1),
-            "still accepted 1 s after revocation"
+            sent < Duration::from_millis(500),
+            "accepted when sent {sent:?} after revocation"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

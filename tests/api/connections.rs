@@ -135,12 +135,17 @@ async fn a_slow_body_gets_408_and_an_idle_connection_is_closed() {
     })
     .await;
     let server = app.service.running.addr;
+    // A merchant's key: a body is read only once its key authenticates.
+    let (_, key, _) = app.merchant("Shop");
 
     // Headers at once, then 10 of the 100 bytes announced.
     let mut s = TcpStream::connect(server).await.unwrap();
     s.write_all(
-        b"POST /api/v1/collect/payments HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\n\
-          Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"amount\"",
+        format!(
+            "POST /api/v1/collect/payments HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n\
+             Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"amount\""
+        )
+        .as_bytes(),
     )
     .await
     .unwrap();

@@ -2,6 +2,7 @@
 
 use futures::StreamExt;
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::*;
 
@@ -459,4 +460,78 @@ async fn a_period_longer_than_a_page_is_streamed_whole_in_order() {
     let records = e.records();
     assert_eq!(records.len(), N - 1200);
     assert_eq!(records[0][0], ids[1200]);
+}
+
+/// A key revoked while its export streams: the stream stops (the client
+/// sees it cut, never a file that looks whole) instead of running to its
+/// end, even when the revocation is made elsewhere (the CLI, another node)
+/// and reaches this node through its key cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_export_stops_when_its_key_is_revoked() {
+    // More than the server's socket buffer holds (4 MiB here): the export
+    // is still being made when the key is revoked.
+    const N: usize = 16_000;
+    let description = "d".repeat(255);
+    let app = spawn_app_with(|c| c.rate_limit.per_second = 0.0).await;
+    let m = app.accounts.create_merchant("Shop").unwrap();
+    let k = app
+        .accounts
+        .create_key(&m.id, mmc_host::accounts::Environment::Test)
+        .unwrap();
+    let from = now();
+    futures::stream::iter(0..N)
+        .for_each_concurrent(16, |i| {
+            let (app, key, description) = (&app, k.key.clone(), &description);
+            async move {
+                let body = json!({"reference": format!("bulk-{i}"), "amount": 100 + i,
+                                  "currency": "XOF", "country": "BJ", "mode": "hosted",
+                                  "description": description});
+                created(app, &key, body).await;
+            }
+        })
+        .await;
+
+    // A client that reads the first bytes, then nothing for a while, with a
+    // small receive buffer: what the server has not sent yet is not in it.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let addr = app.base.trim_start_matches("http://").parse().unwrap();
+    let mut stream = socket.connect(addr).await.unwrap();
+    let request = format!(
+        "GET /api/v1/collect/payments/export?created[gte]={from} HTTP/1.1\r\nHost: mmc\r\n\
+         Authorization: Bearer {}\r\nConnection: close\r\n\r\n",
+        k.key
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut body = vec![0u8; 4096];
+    let n = stream.read(&mut body).await.unwrap();
+    body.truncate(n);
+    assert!(
+        body.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    app.accounts.revoke_key(&k.id).unwrap();
+    let revoked = std::time::Instant::now();
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    // Read to the end: the connection's close, cleanly or not.
+    let mut rest = Vec::new();
+    let _ = stream.read_to_end(&mut rest).await;
+    body.extend_from_slice(&rest);
+    let text = String::from_utf8_lossy(&body);
+    let rows = text.matches(",bulk-").count();
+    println!(
+        "export cut {:?} after revocation, {rows} of {N} rows received ({} bytes)",
+        revoked.elapsed(),
+        body.len()
+    );
+    assert!(
+        !text.ends_with("\r\n0\r\n\r\n"),
+        "the stream is cut, not ended as a whole file"
+    );
+    assert!(rows < N, "stopped before its end: {rows} rows of {N}");
+    assert!(
+        revoked.elapsed() < std::time::Duration::from_secs(2),
+        "the cut is there once the client reads again"
+    );
 }

@@ -307,21 +307,31 @@ async fn fifty_concurrent_creates_under_one_key_over_three_nodes_make_one_paymen
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_revoked_key_and_a_deployed_adapter_reach_every_node_within_a_second() {
+async fn a_revoked_key_within_500_ms_and_a_deployed_adapter_reach_every_node() {
     let fleet = Fleet::start(3, &[]);
     let (_, key, key_id) = fleet.merchant();
     let path = "/api/v1/collect/payments/operators/";
     for i in 0..3 {
         assert_eq!(fleet.get(i, path, &key).await.0, 200, "node {i}");
     }
-    // Revoked by the CLI, on the database: every node refuses it within 1 s.
+    // Revoked by the CLI, on the database: no node accepts a request sent
+    // 500 ms after it (the CLI returns once the revocation is committed).
     fleet.cli(&["keys", "revoke", &key_id]);
     let revoked = Instant::now();
     let mut refused_after = [None; 3];
     while refused_after.iter().any(Option::is_none) && revoked.elapsed() < Duration::from_secs(5) {
         for (i, seen) in refused_after.iter_mut().enumerate() {
-            if seen.is_none() && fleet.get(i, path, &key).await.0 == 401 {
-                *seen = Some(revoked.elapsed());
+            if seen.is_some() {
+                continue;
+            }
+            let sent = revoked.elapsed();
+            if fleet.get(i, path, &key).await.0 == 401 {
+                *seen = Some(sent);
+            } else {
+                assert!(
+                    sent < Duration::from_millis(500),
+                    "node {i} accepted it when sent {sent:?} after revocation"
+                );
             }
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -329,7 +339,7 @@ async fn a_revoked_key_and_a_deployed_adapter_reach_every_node_within_a_second()
     println!("revocation seen by the three nodes after {refused_after:?}");
     for (i, seen) in refused_after.iter().enumerate() {
         let seen = seen.unwrap_or_else(|| panic!("node {i} still accepts a revoked key"));
-        assert!(seen <= Duration::from_secs(1), "node {i}: {seen:?}");
+        assert!(seen < Duration::from_millis(520), "node {i}: {seen:?}");
     }
 
     // Deployed through node 0's admin API: served by every node.

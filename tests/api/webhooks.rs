@@ -360,6 +360,8 @@ async fn unsafe_destinations_are_refused_with_a_clear_400() {
         (&test_key, "http://localhost:9/hooks"),
         (&test_key, "http://192.168.1.10/hooks"),
         (&test_key, "https://[::ffff:127.0.0.1]/hooks"),
+        (&test_key, "https://[::ffff:0:a9fe:a9fe]/hooks"),
+        (&test_key, "https://[fec0::1]/hooks"),
         (&test_key, "ftp://example.com/"),
     ] {
         let (status, err) = app
@@ -391,6 +393,39 @@ async fn unsafe_destinations_are_refused_with_a_clear_400() {
     assert_eq!(status, 201);
     let (_, live_list) = app.get(&live_key, "/api/v1/webhook-endpoints").await;
     assert_eq!(live_list["data"].as_array().unwrap().len(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_description_is_bounded_text_or_a_clear_400() {
+    let app = strict_webhooks().await;
+    let (_, key, _) = app.merchant("Shop");
+    for (description, says) in [
+        ("a\u{0}b".to_string(), "control characters"),
+        ("line\nbreak".to_string(), "control characters"),
+        ("é".repeat(501), "at most 500 characters"),
+    ] {
+        let (status, err) = app
+            .post(
+                &key,
+                "/api/v1/webhook-endpoints",
+                json!({"url": "http://8.8.8.8:9/x", "description": description}),
+            )
+            .await;
+        assert_eq!(status, 400, "{err}");
+        assert_eq!(err["error"]["type"], "invalid_request_error", "{err}");
+        assert_eq!(err["error"]["param"], "description", "{err}");
+        let message = err["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{message}");
+    }
+    let (status, e) = app
+        .post(
+            &key,
+            "/api/v1/webhook-endpoints",
+            json!({"url": "http://8.8.8.8:9/x", "description": "é".repeat(500)}),
+        )
+        .await;
+    assert_eq!(status, 201, "{e}");
+    assert_eq!(e["description"].as_str().unwrap().chars().count(), 500);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

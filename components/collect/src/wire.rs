@@ -28,18 +28,6 @@ pub fn query_param<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
     mmc_domain::http::query_param(&req.query, name)
 }
 
-/// `X-Service-Environment`: ignored (the key fixes the environment) but, when sent, `test` or `live`.
-pub fn check_environment_header(req: &Request) -> Result<(), ApiError> {
-    match header(req, "x-service-environment") {
-        None | Some("test") | Some("live") => Ok(()),
-        Some(_) => Err(ApiError::invalid(
-            "parameter_invalid",
-            "X-Service-Environment",
-            "X-Service-Environment must be test or live (it is ignored: the API key fixes the environment).",
-        )),
-    }
-}
-
 /// `Api-Version`: absent or `2026-06`.
 pub fn check_api_version(req: &Request) -> Result<(), ApiError> {
     match header(req, "api-version") {

@@ -45,6 +45,14 @@ pub struct ConnectionConfig {
     pub max_connections: usize,
     /// Open connections at most from one client address.
     pub max_connections_per_client: usize,
+    /// Request bodies read at once per API key (an unauthenticated body is
+    /// never read); a request past it waits up to `body_permit_wait_ms`,
+    /// then gets 429 with Retry-After.
+    pub body_reads_per_key: usize,
+    /// Bodies read at once per client address on the routes without a key
+    /// (checkout, operators' callbacks), with the same wait.
+    pub body_reads_per_client: usize,
+    pub body_permit_wait_ms: u64,
 }
 
 impl Default for ConnectionConfig {
@@ -55,6 +63,9 @@ impl Default for ConnectionConfig {
             idle_timeout_ms: 75_000,
             max_connections: 10_000,
             max_connections_per_client: 512,
+            body_reads_per_key: 16,
+            body_reads_per_client: 8,
+            body_permit_wait_ms: 1_000,
         }
     }
 }
@@ -104,6 +115,10 @@ pub struct Connections {
     open: AtomicUsize,
     per_client: Mutex<HashMap<IpAddr, usize>>,
     metrics: Arc<Metrics>,
+    /// Bodies being read, per API key ([`ConnectionConfig::body_reads_per_key`]).
+    pub key_bodies: crate::permits::KeyedPermits,
+    /// Bodies being read without a key, per client address.
+    pub client_bodies: crate::permits::KeyedPermits,
 }
 
 /// Holds one admitted connection's place; dropping it frees the place.
@@ -129,11 +144,18 @@ impl Drop for Admitted {
 impl Connections {
     pub fn new(config: ConnectionConfig, metrics: Arc<Metrics>) -> Arc<Connections> {
         Arc::new(Connections {
+            key_bodies: crate::permits::KeyedPermits::new(config.body_reads_per_key),
+            client_bodies: crate::permits::KeyedPermits::new(config.body_reads_per_client),
             config,
             open: AtomicUsize::new(0),
             per_client: Mutex::new(HashMap::new()),
             metrics,
         })
+    }
+
+    /// Client addresses with a connection open now (at most `max_connections`).
+    pub fn clients(&self) -> usize {
+        self.per_client.lock().len()
     }
 
     /// Connections open now.
@@ -352,6 +374,26 @@ mod tests {
         assert!(matches!(c.admit(b), Err(Cut::MaxConnections)));
         drop(a1);
         assert!(c.admit(b).is_ok());
+    }
+
+    #[test]
+    fn the_per_client_counts_hold_only_clients_with_a_connection_open() {
+        let c = Connections::new(config(), Arc::default());
+        for i in 0..1_000u32 {
+            let held = c.admit(IpAddr::from(i.to_be_bytes())).unwrap();
+            assert_eq!(c.clients(), 1);
+            drop(held);
+        }
+        assert_eq!(
+            c.clients(),
+            0,
+            "a client's entry goes with its last connection"
+        );
+        let held: Vec<_> = (0..10u32)
+            .filter_map(|i| c.admit(IpAddr::from(i.to_be_bytes())).ok())
+            .collect();
+        assert_eq!(held.len(), 3, "refused at the cap");
+        assert_eq!(c.clients(), 3, "the refused left no entry");
     }
 
     #[test]

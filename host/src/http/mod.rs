@@ -661,21 +661,13 @@ async fn native_dispatch(
 ) -> Result<Response<Full<Bytes>>, HttpError> {
     let key = presented_key(&req).ok_or(HttpError::MissingKey)?;
     let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
-    let (parts, body) = read_request(app, req, None).await?;
-    let principal = match tokio::task::block_in_place(|| app.accounts.authenticate(&key)) {
-        Ok(Some(p)) => {
-            record_principal(&p.merchant_id, p.environment.as_str());
-            app.rate_limiter
-                .check(&p.key_id)
-                .map_err(HttpError::RateLimited)?;
-            p.scopes
-                .allow(parts.method.as_str(), parts.uri.path())
-                .map_err(HttpError::insufficient_scope)?;
-            p
-        }
-        Ok(None) => return Err(invalid_key(app, client)),
-        Err(e) => return Err(HttpError::Unavailable(e.to_string())),
+    let Some(principal) = principal_of(app, &key).await? else {
+        return Err(invalid_key(app, client));
     };
+    admit_principal(app, &principal, req.method().as_str(), req.uri().path())?;
+    let reading = body_permit(app, &req, Some(&principal.key_id), client).await?;
+    let (parts, body) = read_request(app, req, None).await?;
+    drop(reading);
     let request = native_request(&parts, body);
     let result = match area {
         NativeArea::Webhooks => {
@@ -683,6 +675,76 @@ async fn native_dispatch(
         }
     };
     Ok(native_response(app, result))
+}
+
+/// The principal a presented key names: from the key cache, or from the
+/// database off the workers. Called on the request's headers alone, so a
+/// key that authenticates nothing gets its 401 before any byte of its body
+/// is read (hyper then closes the connection rather than read the rest).
+async fn principal_of(
+    app: &Arc<App>,
+    key: &str,
+) -> Result<Option<crate::accounts::Principal>, HttpError> {
+    if let Some(known) = app.accounts.cached(key) {
+        return Ok(known);
+    }
+    let (accounts, key) = (app.accounts.clone(), key.to_string());
+    on_blocking_thread(move || {
+        accounts
+            .authenticate(&key)
+            .map_err(|e| HttpError::Unavailable(e.to_string()))
+    })
+    .await
+}
+
+/// An authenticated key's rate limit and scopes, for this method and path.
+fn admit_principal(
+    app: &App,
+    p: &crate::accounts::Principal,
+    method: &str,
+    path: &str,
+) -> Result<(), HttpError> {
+    record_principal(&p.merchant_id, p.environment.as_str());
+    app.rate_limiter
+        .check(&p.key_id)
+        .map_err(HttpError::RateLimited)?;
+    p.scopes
+        .allow(method, path)
+        .map_err(HttpError::insufficient_scope)
+}
+
+/// The right to read a request's body: one of its key's permits, or, on a
+/// route without a key, one of its client address's, so that no key or
+/// client holds more than a few bodies in memory at once. A request past
+/// them waits briefly, then gets 429. A request without a body needs none.
+async fn body_permit(
+    app: &App,
+    req: &Request<Incoming>,
+    key_id: Option<&str>,
+    client: Option<std::net::IpAddr>,
+) -> Result<Option<crate::permits::KeyedPermit>, HttpError> {
+    if hyper::body::Body::is_end_stream(req.body()) {
+        return Ok(None);
+    }
+    let wait = Duration::from_millis(app.connections.config.body_permit_wait_ms);
+    let permit = match (key_id, client) {
+        (Some(key_id), _) => {
+            app.connections
+                .key_bodies
+                .acquire_within(key_id, wait)
+                .await
+        }
+        (None, Some(ip)) => {
+            app.connections
+                .client_bodies
+                .acquire_within(&ip.to_string(), wait)
+                .await
+        }
+        (None, None) => return Ok(None),
+    };
+    permit
+        .map(Some)
+        .ok_or(HttpError::RateLimited(Duration::from_secs(1)))
 }
 
 async fn dispatch(
@@ -707,7 +769,29 @@ async fn dispatch(
             .check(&client_bucket(ip, &route.prefix))
             .map_err(HttpError::RateLimited)?;
     }
+    // The key, from the headers: a request whose key authenticates nothing
+    // is refused unread (on a public route it is served as anonymous).
+    let principal = match &key {
+        Some(key) => principal_of(app, key).await?,
+        None => None,
+    };
+    let caller = match principal {
+        Some(p) => {
+            admit_principal(app, &p, req.method().as_str(), req.uri().path())?;
+            Some(caller_of(app, p, request_id))
+        }
+        None if route.public => None,
+        None => return Err(invalid_key(app, client)),
+    };
+    let reading = body_permit(
+        app,
+        &req,
+        caller.as_ref().map(|c| c.key_id.as_str()),
+        client,
+    )
+    .await?;
     let (parts, body) = read_request(app, req, route.max_body_bytes).await?;
+    drop(reading);
     let request = http_types::Request {
         method: parts.method.to_string(),
         path: parts.uri.path().to_string(),
@@ -718,11 +802,10 @@ async fn dispatch(
     let inline =
         app.inline_reads && matches!(parts.method, hyper::Method::GET | hyper::Method::HEAD);
     let (caller, request, mut response) = if inline {
-        serve_inline(app, route, key, client, request, request_id).await?
+        serve_inline(app, route, caller, request).await?
     } else {
-        let (app, route, request_id) = (app.clone(), route.clone(), request_id.to_string());
+        let (app, route) = (app.clone(), route.clone());
         on_blocking_thread(move || {
-            let caller = authorize(&app, &route, key, client, &request, request_id)?;
             let response = app
                 .runtime
                 .handle(&route.component, caller.as_ref(), &request)?;
@@ -745,14 +828,22 @@ async fn dispatch(
     }
     let body = match (continuation, caller) {
         // A page that names the next one: the rest is streamed after it.
-        (Some(next), Some(caller)) if response.status == 200 => Either::Right(paged::stream(
-            app.runtime.clone(),
-            route.component.clone(),
-            caller,
-            request,
-            response.body,
-            next,
-        )),
+        (Some(next), Some(caller)) if response.status == 200 => {
+            // A revoked key's stream stops: checked between pages (the
+            // key cache makes that a lookup every 500 ms at most).
+            let (accounts, key) = (app.accounts.clone(), key.unwrap_or_default());
+            let still_valid: paged::StillValid =
+                Arc::new(move || !matches!(accounts.authenticate(&key), Ok(None)));
+            Either::Right(paged::stream(
+                app.runtime.clone(),
+                route.component.clone(),
+                caller,
+                request,
+                response.body,
+                next,
+                still_valid,
+            ))
+        }
         _ => Either::Left(Full::new(Bytes::from(response.body))),
     };
     Ok(builder.body(body).unwrap_or_else(|_| {
@@ -775,41 +866,18 @@ async fn on_blocking_thread<R: Send + 'static>(
         .map_err(|e| HttpError::Unavailable(format!("request task failed: {e}")))?
 }
 
-/// The caller a request's key names, checked against its rate limit and
-/// scopes; `None` on a public route without a key.
-fn authorize(
-    app: &App,
-    route: &Route,
-    key: Option<String>,
-    client: Option<std::net::IpAddr>,
-    request: &http_types::Request,
-    request_id: String,
-) -> Result<Option<http_types::Caller>, HttpError> {
-    // A revoked key stops at once on the node that revoked it, and within the
-    // key cache's 500 ms on the others (`Accounts::authenticate`).
-    let Some(key) = key else { return Ok(None) };
-    match app.accounts.authenticate(&key) {
-        Ok(Some(p)) => {
-            record_principal(&p.merchant_id, p.environment.as_str());
-            if let Err(wait) = app.rate_limiter.check(&p.key_id) {
-                return Err(HttpError::RateLimited(wait));
-            }
-            p.scopes
-                .allow(&request.method, &request.path)
-                .map_err(HttpError::insufficient_scope)?;
-            Ok(Some(http_types::Caller {
-                merchant_id: p.merchant_id,
-                merchant_name: p.merchant_name,
-                environment: p.environment.as_str().to_string(),
-                key_id: p.key_id,
-                require_second_approver: p.require_second_approver,
-                request_id,
-                base_url: app.base_url.clone(),
-            }))
-        }
-        Ok(None) if route.public => Ok(None),
-        Ok(None) => Err(invalid_key(app, client)),
-        Err(e) => Err(HttpError::Unavailable(e.to_string())),
+/// The caller an authenticated key stands for, as the components see it.
+/// A revoked key stops at once on the node that revoked it, and within the
+/// key cache's 500 ms on the others (`Accounts::authenticate`).
+fn caller_of(app: &App, p: crate::accounts::Principal, request_id: &str) -> http_types::Caller {
+    http_types::Caller {
+        merchant_id: p.merchant_id,
+        merchant_name: p.merchant_name,
+        environment: p.environment.as_str().to_string(),
+        key_id: p.key_id,
+        require_second_approver: p.require_second_approver,
+        request_id: request_id.to_string(),
+        base_url: app.base_url.clone(),
     }
 }
 
@@ -826,13 +894,10 @@ type Served = (
 async fn serve_inline(
     app: &Arc<App>,
     route: &Route,
-    key: Option<String>,
-    client: Option<std::net::IpAddr>,
+    caller: Option<http_types::Caller>,
     request: http_types::Request,
-    request_id: &str,
 ) -> Result<Served, HttpError> {
     use crate::runtime::inline;
-    let caller = authorize(app, route, key, client, &request, request_id.into())?;
     // A host panic must not take the connection down without an answer.
     let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         inline::run(|| {

@@ -9,11 +9,16 @@
 //!
 //! A page that fails once the status has gone out cannot become an error
 //! status: the connection is cut before the final chunk, so the client sees
-//! an incomplete response, never a short file that looks whole.
+//! an incomplete response, never a short file that looks whole. So does a
+//! stream whose key is revoked while it runs: the key is checked before each
+//! page and every [`RECHECK`] while the client reads, and the stream stops
+//! (its pages not yet sent dropped) once the key no longer authenticates.
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{Either, Full};
@@ -53,10 +58,20 @@ pub fn take_continuation(resp: &mut Response) -> Option<String> {
 #[error("a page of a streamed response failed: {0}")]
 pub struct PageError(String);
 
+/// How often a stream waiting on its client checks that its key still
+/// authenticates.
+pub const RECHECK: Duration = Duration::from_millis(100);
+
+/// Whether the key a stream is served for still authenticates (it may ask
+/// the database: called off the workers).
+pub type StillValid = Arc<dyn Fn() -> bool + Send + Sync>;
+
 /// The body after a component's first page: the pages come through a
 /// channel of one, so the producer is at most one page ahead.
 pub struct Paged {
     rx: mpsc::Receiver<Result<Bytes, PageError>>,
+    /// Set when the key was revoked: nothing more is sent, buffered page included.
+    revoked: Arc<AtomicBool>,
 }
 
 impl hyper::body::Body for Paged {
@@ -67,10 +82,20 @@ impl hyper::body::Body for Paged {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, PageError>>> {
+        if self.revoked.load(Ordering::Acquire) {
+            return Poll::Ready(Some(Err(PageError("the API key was revoked".into()))));
+        }
         self.rx
             .poll_recv(cx)
             .map(|page| page.map(|r| r.map(Frame::data)))
     }
+}
+
+/// The key was revoked: the body ends in error at its next poll (the
+/// producer returning drops the sender, which wakes it).
+fn stopped(stop: &AtomicBool) {
+    tracing::info!("a streamed response stopped: its API key was revoked");
+    stop.store(true, Ordering::Release);
 }
 
 /// `first`, then every page after it: `request` again with each
@@ -82,8 +107,19 @@ pub fn stream(
     request: Request,
     first: Vec<u8>,
     next: String,
+    still_valid: StillValid,
 ) -> Paged {
     let (tx, rx) = mpsc::channel(1);
+    let revoked = Arc::new(AtomicBool::new(false));
+    let stop = revoked.clone();
+    let valid = move || {
+        let still_valid = still_valid.clone();
+        async move {
+            tokio::task::spawn_blocking(move || still_valid())
+                .await
+                .unwrap_or(false)
+        }
+    };
     // The request's span: the pages' log lines are the request's.
     let span = tracing::Span::current();
     let in_request = span.clone();
@@ -95,9 +131,20 @@ pub fn stream(
         while let Some(query) = next.take() {
             // Room first: a page nobody will read (a client gone, a HEAD)
             // is never asked for.
-            let Ok(permit) = tx.reserve().await else {
-                return;
+            let permit = loop {
+                tokio::select! {
+                    permit = tx.reserve() => match permit {
+                        Ok(permit) => break permit,
+                        Err(_) => return, // the client is gone
+                    },
+                    _ = tokio::time::sleep(RECHECK) => if !valid().await {
+                        return stopped(&stop);
+                    },
+                }
             };
+            if !valid().await {
+                return stopped(&stop);
+            }
             let (runtime, component, caller) = (runtime.clone(), component.clone(), caller.clone());
             let request = Request {
                 query,
@@ -129,5 +176,5 @@ pub fn stream(
         }
     };
     tokio::spawn(tracing::Instrument::instrument(pages, span));
-    Paged { rx }
+    Paged { rx, revoked }
 }

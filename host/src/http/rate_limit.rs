@@ -37,15 +37,54 @@ impl Default for RateLimitConfig {
     }
 }
 
+/// Buckets kept at most per limiter (keys and client addresses are the
+/// client's choice: one with many addresses must not grow the host).
+const MAX_BUCKETS: usize = 100_000;
+/// A full map is swept for idle buckets at most this often (a sweep is a
+/// pass over the map: not once per request).
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
 struct Bucket {
     tokens: f64,
     last: Instant,
 }
 
+impl Bucket {
+    /// Refills for the time since it was last used, then takes a token or
+    /// says how long until one is available.
+    fn take(&mut self, now: Instant, per_second: f64, burst: f64) -> Result<(), Duration> {
+        self.tokens =
+            (self.tokens + now.duration_since(self.last).as_secs_f64() * per_second).min(burst);
+        self.last = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64((1.0 - self.tokens) / per_second))
+        }
+    }
+
+    /// Refilled by now: the same as no bucket at all.
+    fn idle(&self, now: Instant, per_second: f64, burst: f64) -> bool {
+        self.tokens + now.duration_since(self.last).as_secs_f64() * per_second >= burst
+    }
+}
+
+/// Past [`MAX_BUCKETS`], the buckets that are not yet full stay (forgetting
+/// one would hand its owner a new burst) and every newcomer shares one
+/// overflow bucket until a sweep frees room: the cap can make newcomers
+/// wait, never let anyone past their limit.
+struct Buckets {
+    map: HashMap<String, Bucket>,
+    overflow: Bucket,
+    swept: Instant,
+}
+
 pub struct RateLimiter {
     per_second: f64,
     burst: f64,
-    buckets: Mutex<HashMap<String, Bucket>>,
+    max_buckets: usize,
+    buckets: Mutex<Buckets>,
     /// Live nodes sharing this limit (1 alone).
     nodes: AtomicU32,
 }
@@ -62,12 +101,30 @@ impl RateLimiter {
     }
 
     pub fn with_rate(per_second: f64, burst: f64) -> RateLimiter {
+        RateLimiter::bounded(per_second, burst, MAX_BUCKETS)
+    }
+
+    fn bounded(per_second: f64, burst: f64, max_buckets: usize) -> RateLimiter {
+        let now = Instant::now();
         RateLimiter {
             per_second,
             burst,
-            buckets: Mutex::new(HashMap::new()),
+            max_buckets,
+            buckets: Mutex::new(Buckets {
+                map: HashMap::new(),
+                overflow: Bucket {
+                    tokens: burst,
+                    last: now,
+                },
+                swept: now,
+            }),
             nodes: AtomicU32::new(1),
         }
+    }
+
+    /// Buckets held now.
+    pub fn buckets(&self) -> usize {
+        self.buckets.lock().map.len()
     }
 
     /// How many nodes share the limit from now on.
@@ -84,23 +141,25 @@ impl RateLimiter {
         let (per_second, burst) = (self.per_second / share, (self.burst / share).max(1.0));
         let now = Instant::now();
         let mut buckets = self.buckets.lock();
-        if buckets.len() > 100_000 {
-            // Bound memory: forget idle keys (a full bucket is the same as none).
-            let full = burst / per_second;
-            buckets.retain(|_, b| now.duration_since(b.last).as_secs_f64() < full);
+        let buckets = &mut *buckets;
+        if let Some(b) = buckets.map.get_mut(key) {
+            return b.take(now, per_second, burst);
         }
-        let b = buckets.entry(key.to_string()).or_insert(Bucket {
+        if buckets.map.len() >= self.max_buckets && now.duration_since(buckets.swept) >= SWEEP_EVERY
+        {
+            buckets.swept = now;
+            buckets.map.retain(|_, b| !b.idle(now, per_second, burst));
+        }
+        if buckets.map.len() >= self.max_buckets {
+            return buckets.overflow.take(now, per_second, burst);
+        }
+        let mut b = Bucket {
             tokens: burst,
             last: now,
-        });
-        b.tokens = (b.tokens + now.duration_since(b.last).as_secs_f64() * per_second).min(burst);
-        b.last = now;
-        if b.tokens >= 1.0 {
-            b.tokens -= 1.0;
-            Ok(())
-        } else {
-            Err(Duration::from_secs_f64((1.0 - b.tokens) / per_second))
-        }
+        };
+        let taken = b.take(now, per_second, burst);
+        buckets.map.insert(key.to_string(), b);
+        taken
     }
 }
 
@@ -118,6 +177,44 @@ mod tests {
             "{wait:?}"
         );
         assert!(rl.check("other").is_ok(), "per key");
+    }
+
+    #[test]
+    fn buckets_are_capped_and_a_flood_of_new_keys_resets_no_one() {
+        let rl = RateLimiter::bounded(1.0, 2.0, 100);
+        // A client drains its bucket.
+        assert!(rl.check("drained").is_ok() && rl.check("drained").is_ok());
+        assert!(rl.check("drained").is_err());
+        for i in 0..10_000 {
+            let _ = rl.check(&format!("10.0.{}.{}", i / 256, i % 256));
+        }
+        assert_eq!(rl.buckets(), 100, "never more than the cap");
+        assert!(
+            rl.check("drained").is_err(),
+            "its bucket was not forgotten to make room"
+        );
+        // Newcomers past the cap share one bucket: a few get through, then none.
+        let through = (0..50)
+            .filter(|i| rl.check(&format!("new-{i}")).is_ok())
+            .count();
+        assert!(through <= 2, "{through} newcomers past the cap got through");
+    }
+
+    #[test]
+    fn idle_buckets_are_swept_to_make_room() {
+        let rl = RateLimiter::bounded(1000.0, 2.0, 10);
+        for i in 0..10 {
+            rl.check(&i.to_string()).unwrap();
+        }
+        assert_eq!(rl.buckets(), 10);
+        // Refilled (idle) after 2 ms; the map is swept once a second at most.
+        std::thread::sleep(SWEEP_EVERY + Duration::from_millis(10));
+        rl.check("newcomer").unwrap();
+        assert_eq!(
+            rl.buckets(),
+            1,
+            "the idle ones went, the newcomer has its own"
+        );
     }
 
     #[test]

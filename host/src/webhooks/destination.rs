@@ -22,11 +22,21 @@ use crate::accounts::Environment;
 pub fn is_allowed_ip(ip: IpAddr, allow_private: bool) -> bool {
     match ip {
         IpAddr::V4(v4) => allowed_v4(v4, allow_private),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+        IpAddr::V6(v6) => match embedded_v4(v6) {
             Some(v4) => allowed_v4(v4, allow_private),
             None => allowed_v6(v6, allow_private),
         },
     }
+}
+
+/// The IPv4 address an IPv6 address stands for on the wire: IPv4-mapped
+/// `::ffff:0:0/96` and IPv4-translated `::ffff:0:0:0/96` (SIIT). Such an
+/// address is judged by the IPv4 rules, never passed as an IPv6 one.
+fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = ip.segments();
+    let translated = s[..4] == [0; 4] && s[4] == 0xffff && s[5] == 0;
+    ip.to_ipv4_mapped()
+        .or_else(|| translated.then(|| Ipv4Addr::from(((s[6] as u32) << 16) | s[7] as u32)))
 }
 
 /// Loopback and private ranges: the service's own network.
@@ -72,6 +82,7 @@ fn allowed_v6(ip: Ipv6Addr, allow_private: bool) -> bool {
         || ip.is_multicast()
         || metadata
         || (s[0] & 0xffc0) == 0xfe80 // link-local
+        || (s[0] & 0xffc0) == 0xfec0 // site-local (deprecated, still routed inside some networks)
         || (s[0] == 0x2001 && s[1] == 0x0db8)) // documentation
 }
 
@@ -207,6 +218,15 @@ mod tests {
             "fd00:ec2::254",
             "fe80::1",
             "::ffff:10.0.0.1",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+            // IPv4-translated: the IPv4 rules, as for mapped.
+            "::ffff:0:7f00:1",
+            "::ffff:0:a00:1",
+            "::ffff:0:a9fe:a9fe",
+            // Site-local.
+            "fec0::1",
+            "feff:ffff::1",
             // IPv6 transition ranges, whatever IPv4 address they carry.
             "64:ff9b::7f00:1",
             "64:ff9b::808:808",
@@ -236,9 +256,15 @@ mod tests {
             "fd00:ec2::254",
             "64:ff9b::7f00:1",
             "2002:a00:1::1",
+            "::ffff:169.254.169.254",
+            "::ffff:0:a9fe:a9fe",
+            "fec0::1",
         ] {
             assert!(!is_allowed_ip(ip.parse().unwrap(), true), "{ip} never");
         }
+        // A public IPv4 address is as public mapped or translated.
+        assert!(is_allowed_ip("::ffff:8.8.8.8".parse().unwrap(), false));
+        assert!(is_allowed_ip("::ffff:0:808:808".parse().unwrap(), false));
         assert!(is_allowed_ip("8.8.8.8".parse().unwrap(), false));
         assert!(is_allowed_ip("2606:4700::1111".parse().unwrap(), false));
     }

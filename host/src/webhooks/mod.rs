@@ -14,7 +14,6 @@ use std::collections::hash_map::Entry;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -186,12 +185,16 @@ fn is_json(payload: &[u8]) -> bool {
     payload.first() == Some(&b'{')
 }
 
+/// Longest endpoint description, in characters.
+pub const MAX_DESCRIPTION: usize = 500;
+
 pub struct Webhooks {
     db: SqlDb,
     pub config: WebhookConfig,
     client: reqwest::Client,
     in_flight: Arc<Semaphore>,
-    per_endpoint: Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// Deliveries in flight per destination; an entry lives only while one is.
+    per_endpoint: crate::permits::KeyedPermits,
     sealer: sealing::Sealer,
     bodies: std::sync::OnceLock<Arc<dyn EventBodies>>,
 }
@@ -321,7 +324,7 @@ impl Webhooks {
             db,
             client: client(config.allow_private_destinations, timeout),
             in_flight: Arc::new(Semaphore::new(config.concurrency.max(1))),
-            per_endpoint: Mutex::new(HashMap::new()),
+            per_endpoint: crate::permits::KeyedPermits::new(config.per_endpoint_concurrency),
             config,
             sealer,
             bodies: std::sync::OnceLock::new(),
@@ -381,6 +384,25 @@ impl Webhooks {
             .ok_or(WebhookError::Unreadable)
     }
 
+    /// A description is a line of text a person reads in a dashboard: bounded,
+    /// and without control characters (a NUL is no text PostgreSQL stores).
+    pub fn validate_description(description: Option<&str>) -> Result<(), WebhookError> {
+        let Some(d) = description else { return Ok(()) };
+        if d.chars().count() > MAX_DESCRIPTION {
+            return Err(WebhookError::Invalid(
+                format!("description must be at most {MAX_DESCRIPTION} characters."),
+                "description",
+            ));
+        }
+        if d.chars().any(char::is_control) {
+            return Err(WebhookError::Invalid(
+                "description must be text without control characters.".into(),
+                "description",
+            ));
+        }
+        Ok(())
+    }
+
     pub fn validate_events(events: &[String]) -> Result<(), WebhookError> {
         if events.is_empty() {
             return Err(WebhookError::Invalid(
@@ -410,6 +432,7 @@ impl Webhooks {
         description: Option<String>,
     ) -> Result<Endpoint, WebhookError> {
         Self::validate_events(&enabled_events)?;
+        Self::validate_description(description.as_deref())?;
         destination::check(url, environment, self.config.allow_private_destinations)
             .await
             .map_err(|e| WebhookError::Invalid(e.to_string(), "url"))?;
@@ -824,17 +847,9 @@ impl Webhooks {
         }
     }
 
-    fn endpoint_permit(&self, d: &Claimed) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        let key = d.endpoint_id.clone().unwrap_or_else(|| d.url.clone());
-        let sem = self
-            .per_endpoint
-            .lock()
-            .entry(key)
-            .or_insert_with(|| {
-                Arc::new(Semaphore::new(self.config.per_endpoint_concurrency.max(1)))
-            })
-            .clone();
-        sem.try_acquire_owned().ok()
+    fn endpoint_permit(&self, d: &Claimed) -> Option<crate::permits::KeyedPermit> {
+        self.per_endpoint
+            .try_acquire(d.endpoint_id.as_deref().unwrap_or(&d.url))
     }
 
     /// Queues every current destination of an event again (manual resend).

@@ -26,6 +26,10 @@ pub enum SealError {
         "webhooks.secrets_key must be 64 hexadecimal digits (32 bytes); leave it unset to have one generated into <data_dir>/webhook_secrets_key"
     )]
     BadKey,
+    #[error(
+        "{path} can be read by other users (mode {mode:o}): run `chmod 600` on it (deleting it would lose every webhook secret sealed with it)"
+    )]
+    Exposed { path: String, mode: u32 },
     #[error("cannot keep the webhook secrets key in {path}: {source}")]
     File {
         path: String,
@@ -158,7 +162,15 @@ fn generated_key(path: PathBuf) -> Result<String, SealError> {
         source,
     };
     match std::fs::read_to_string(&path) {
-        Ok(k) => return Ok(k.trim().to_string()),
+        Ok(k) => {
+            if let Some(mode) = crate::admin::token::exposed_mode(&path).map_err(file_err)? {
+                return Err(SealError::Exposed {
+                    path: path.display().to_string(),
+                    mode,
+                });
+            }
+            return Ok(k.trim().to_string());
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(file_err(e)),
     }
@@ -173,6 +185,29 @@ mod tests {
 
     const K1: &str = "0101010101010101010101010101010101010101010101010101010101010101";
     const K2: &str = "0202020202020202020202020202020202020202020202020202020202020202";
+
+    #[cfg(unix)]
+    #[test]
+    fn a_key_file_others_can_read_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("webhook_secrets_key");
+        let key = generated_key(path.clone()).unwrap();
+        assert_eq!(
+            generated_key(path.clone()).unwrap(),
+            key,
+            "kept across starts"
+        );
+        for mode in [0o640, 0o604, 0o660] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            match generated_key(path.clone()) {
+                Err(SealError::Exposed { mode: m, .. }) => assert_eq!(m, mode),
+                other => panic!("mode {mode:o}: {:?}", other.map(|_| ())),
+            }
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(generated_key(path).unwrap(), key);
+    }
 
     #[test]
     fn sealed_values_open_only_for_their_row_and_key() {
