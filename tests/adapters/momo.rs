@@ -1034,38 +1034,25 @@ async fn an_mtn_callback_met_by_a_full_pool_is_answered_503_at_once_and_delivere
     assert!(answers.len() <= mtn::DELIVERY.attempts, "{answers:?}");
 }
 
-/// MTN asks that a token be renewed ten minutes before it expires: one with
-/// 601 s left is kept for one second, one with less than ten minutes left
-/// is never reused.
+/// MTN asks that a token be renewed ten minutes before it expires: an
+/// hour's token is reused for 50 minutes and renewed after, and one with
+/// less than ten minutes left is never reused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mtn_tokens_are_renewed_ten_minutes_before_they_expire() {
     let fake = FakeMtn::start().await;
     let adapter = Direct::load("momo", fake.component_config());
-    let op = operation(
-        &uuid::Uuid::new_v4().to_string(),
-        "mtn-bj",
-        None,
-        PHONE,
-        1500,
-    );
-    fake.set_token_lifetime(601);
+    let op = operation(&uuid::Uuid::new_v4().to_string(), "mtn-bj", None, PHONE, 1500);
+    let tokens = || fake.requests("token").len();
     adapter.status(op.clone()).await.unwrap();
+    adapter.sandbox.clock.advance(Duration::from_secs(2999));
     adapter.status(op.clone()).await.unwrap();
-    assert_eq!(fake.requests("token").len(), 1, "kept while 601 s are left");
-    tokio::time::sleep(Duration::from_millis(1300)).await;
+    assert_eq!(tokens(), 1, "kept while more than ten minutes are left");
+    adapter.sandbox.clock.advance(Duration::from_secs(2));
     adapter.status(op.clone()).await.unwrap();
-    assert_eq!(
-        fake.requests("token").len(),
-        2,
-        "renewed 600 s before expiry"
-    );
+    assert_eq!(tokens(), 2, "renewed ten minutes before it expires");
     fake.set_token_lifetime(599);
-    tokio::time::sleep(Duration::from_millis(1300)).await;
+    adapter.sandbox.clock.advance(Duration::from_secs(3001));
     adapter.status(op.clone()).await.unwrap();
     adapter.status(op.clone()).await.unwrap();
-    assert_eq!(
-        fake.requests("token").len(),
-        4,
-        "never kept with under 600 s left"
-    );
+    assert_eq!(tokens(), 4, "never kept with under ten minutes left");
 }
