@@ -817,3 +817,116 @@ async fn an_operator_whose_mode_fedapay_does_not_list_is_closed_and_refused_befo
     let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
     assert_eq!(p["status"], "processing", "{p}");
 }
+
+/// FedaPay takes no idempotency key for payouts: a second request under
+/// the same payout id (the first one's answer lost) finds the first payout
+/// by our id and reports it, or starts it if it was only created; it never
+/// creates another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_payout_finds_the_first_one_and_never_creates_another() {
+    let fake = FakeFedaPay::start().await;
+    let adapter = Direct::load("fedapay", fake.component_config());
+    let phone = "+2290140000041";
+    // The start's answer is lost: the payout was created and started anyway.
+    fake.inject("payout_start", Fault::AcceptThenStatus(502), 1);
+    let err = adapter
+        .payout(payout_request("celtiis-bj", "po-41", phone))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AdapterError::Unavailable(_) | AdapterError::InvalidResponse(_)
+        ),
+        "{err:?}"
+    );
+    let again = adapter
+        .payout(payout_request("celtiis-bj", "po-41", phone))
+        .await
+        .unwrap();
+    assert_eq!(
+        fake.requests("payout_create").len(),
+        1,
+        "never created twice"
+    );
+    assert_eq!(
+        fake.requests("payout_start").len(),
+        1,
+        "never started twice"
+    );
+    let first = fake.payouts().into_iter().next().unwrap();
+    assert_eq!(again.psp_reference, first.id.to_string());
+
+    // Created, its start never sent (refused before any work): the retry starts that one.
+    fake.inject("payout_start", Fault::Status(503), 1);
+    let phone = "+2290140000042";
+    adapter
+        .payout(payout_request("celtiis-bj", "po-42", phone))
+        .await
+        .unwrap_err();
+    let again = adapter
+        .payout(payout_request("celtiis-bj", "po-42", phone))
+        .await
+        .unwrap();
+    let made: Vec<_> = fake
+        .payouts()
+        .into_iter()
+        .filter(|p| p.our_id().as_deref() == Some("po-42"))
+        .collect();
+    assert_eq!(made.len(), 1, "{made:?}");
+    assert_eq!(again.psp_reference, made[0].id.to_string());
+    assert_eq!(fake.requests("payout_start").len(), 3);
+    assert!(
+        made[0].started_at.is_some(),
+        "the created payout was started"
+    );
+}
+
+/// A signed FedaPay webhook about another transaction carrying our id in
+/// its metadata is not the transaction we follow: nothing changes, and the
+/// real one's approval still completes the payment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_for_another_transaction_with_our_id_changes_nothing() {
+    let fake = FakeFedaPay::start().await;
+    fake.set_outcome(CELTIIS, Outcome::Stay);
+    let app = fedapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
+    let id = p["id"].as_str().unwrap();
+    let ours = p["psp_reference"].as_str().unwrap().to_string();
+    // Another transaction on the account naming our payment.
+    let other: Value = reqwest::Client::new()
+        .post(format!("{}/v1/transactions", fake.base_url()))
+        .bearer_auth(fedapay::SECRET_KEY)
+        .json(
+            &json!({"description": "x", "amount": 1500, "currency": {"iso": "XOF"},
+                      "custom_metadata": {"mmc_id": id}}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let other_id = other["v1/transaction"]["id"].as_u64().unwrap().to_string();
+    fake.set_status(&other_id, "approved", None);
+    let body = fake.event("transaction.approved", &other_id);
+    let signature = fedapay::signature(fedapay::WEBHOOK_SECRET, fedapay::now(), &body);
+    let (status, answer) = notify(
+        &app,
+        "celtiis-bj",
+        "POST",
+        &[("x-fedapay-signature", signature.as_str())],
+        body,
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["applied"], 0, "{answer}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let now = payment(&app, &live, id).await;
+    assert_eq!(now["status"], "processing", "{now}");
+    assert_eq!(now["psp_reference"], ours.as_str());
+
+    fake.customer_pays(&ours).await;
+    wait_for(&app, &live, id, "completed", Duration::from_secs(10)).await;
+}

@@ -1041,7 +1041,13 @@ async fn an_mtn_callback_met_by_a_full_pool_is_answered_503_at_once_and_delivere
 async fn mtn_tokens_are_renewed_ten_minutes_before_they_expire() {
     let fake = FakeMtn::start().await;
     let adapter = Direct::load("momo", fake.component_config());
-    let op = operation(&uuid::Uuid::new_v4().to_string(), "mtn-bj", None, PHONE, 1500);
+    let op = operation(
+        &uuid::Uuid::new_v4().to_string(),
+        "mtn-bj",
+        None,
+        PHONE,
+        1500,
+    );
     let tokens = || fake.requests("token").len();
     adapter.status(op.clone()).await.unwrap();
     adapter.sandbox.clock.advance(Duration::from_secs(2999));

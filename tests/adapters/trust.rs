@@ -345,3 +345,83 @@ async fn a_pawapay_callback_during_the_call_is_only_a_hint() {
     let done = wait_for(&app, &live, id, "completed", Duration::from_secs(15)).await;
     assert!(done["failure_code"].is_null(), "{done}");
 }
+
+/// A payout the operator reports for another amount is not believed: the
+/// item stays processing, under review, and the batch does not end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payout_success_for_another_amount_keeps_the_item_under_review() {
+    let fake = FakePawapay::start().await;
+    let phone = "+2290195000077";
+    fake.set_outcome(phone, Outcome::Stay);
+    let app = pawapay_app(&fake, |_| {}).await;
+    let (merchant, _, key) = app.merchant("Payroll");
+    let approver = app
+        .accounts
+        .create_key(&merchant, mmc_host::accounts::Environment::Live)
+        .unwrap()
+        .key;
+    let batch = json!({"name": "June", "items": [{"beneficiary_name": "Awa Koné",
+        "phone": phone, "amount": 2500, "currency": "XOF", "reference": "salary-june"}]});
+    let resp = app
+        .client
+        .post(app.url("/api/v1/bulk-payments/"))
+        .bearer_auth(&key)
+        .header("Idempotency-Key", new_key())
+        .json(&batch)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    let b: Value = resp.json().await.unwrap();
+    let id = b["id"].as_str().unwrap();
+    let (status, v) = app
+        .post(
+            &approver,
+            &format!("/api/v1/bulk-payments/{id}/validate/"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let payout = loop {
+        if let Some(r) = fake
+            .records()
+            .into_iter()
+            .find(|r| r.phone == "2290195000077")
+        {
+            break r;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no payout reached pawaPay"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    fake.set_amount(&payout.id, "25000");
+    fake.customer_acts(&payout.id, Outcome::Succeed).await;
+    let items = format!("/api/v1/bulk-payments/{id}/items/");
+    let item = loop {
+        let (_, page) = app.get(&key, &items).await;
+        let item = page["results"][0].clone();
+        if !item["review"].is_null() {
+            break item;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never flagged: {item}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(item["status"], "processing", "{item}");
+    assert_eq!(item["review"]["code"], "amount_mismatch", "{item}");
+    assert_eq!(item["attempts"], 1, "never sent again: {item}");
+    let (_, b) = app.get(&key, &format!("/api/v1/bulk-payments/{id}/")).await;
+    assert_eq!(b["status"], "processing", "{b}");
+    assert!(
+        metric(
+            &app.metrics().await,
+            "mmc_component_events_total",
+            r#"component="bulk",event="settlement_amount_mismatch""#
+        ) >= 1.0
+    );
+}

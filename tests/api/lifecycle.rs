@@ -197,6 +197,24 @@ async fn refunds_never_exceed_the_payment_and_a_full_refund_refunds_it() {
         (status, err["error"]["param"].as_str()),
         (400, Some("reason"))
     );
+    // A refund's metadata is bounded as a payment's is.
+    let big: serde_json::Map<String, serde_json::Value> =
+        (0..51).map(|i| (format!("k{i}"), json!("v"))).collect();
+    for (metadata, code) in [
+        (json!(big), "metadata_too_large"),
+        (json!({"note": "x".repeat(501)}), "metadata_invalid"),
+        (json!({"nested": {"a": 1}}), "metadata_invalid"),
+        (json!(["a"]), "parameter_invalid_object"),
+    ] {
+        let (status, err) = app
+            .post(&key, &refunds, json!({"amount": 100, "metadata": metadata}))
+            .await;
+        assert_eq!(
+            (status, err["error"]["code"].as_str()),
+            (400, Some(code)),
+            "{err}"
+        );
+    }
     let (status, r) = app
         .post(
             &key,

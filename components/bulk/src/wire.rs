@@ -296,7 +296,7 @@ pub fn batch_json(b: &Batch) -> Value {
 }
 
 pub fn item_json(i: &Item) -> Value {
-    json!({
+    let mut v = json!({
         "object": "bulk_payment.item",
         "id": i.id,
         "bulk_payment_id": i.batch_id,
@@ -317,5 +317,10 @@ pub fn item_json(i: &Item) -> Value {
         "updated_at": time::rfc3339(i.updated_at_ms),
         "submitted_at": ts(i.submitted_at_ms),
         "completed_at": ts(i.completed_at_ms),
-    })
+    });
+    // Only when flagged: an unflagged item's JSON is as it always was.
+    if let Some(r) = &i.review {
+        v["review"] = json!({"code": r.code, "message": r.message});
+    }
+    v
 }

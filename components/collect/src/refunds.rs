@@ -86,24 +86,7 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
             ));
         }
     };
-    let metadata = match body.get("metadata") {
-        None | Some(Value::Null) => None,
-        Some(v @ Value::Object(o)) if o.len() <= 50 => Some(v.clone()),
-        Some(Value::Object(_)) => {
-            return Err(ApiError::invalid(
-                "metadata_too_large",
-                "metadata",
-                "metadata allows at most 50 keys.",
-            ));
-        }
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "parameter_invalid_object",
-                "metadata",
-                "metadata must be an object.",
-            ));
-        }
-    };
+    let metadata = wire::metadata(body.get("metadata"))?;
 
     let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
     let key = wire::header(req, "idempotency-key")

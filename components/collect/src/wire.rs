@@ -426,42 +426,7 @@ pub fn parse_create_object(
         }
     };
     let external_merchant_id = opt_string(m, "external_merchant_id", "external_merchant_id", 100)?;
-    let metadata = match m.get("metadata") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(o)) => {
-            if o.len() > 50 || o.keys().any(|k| k.chars().count() > 40) {
-                return Err(ApiError::invalid(
-                    "metadata_too_large",
-                    "metadata",
-                    "metadata allows at most 50 keys of up to 40 characters.",
-                ));
-            }
-            // Flat values only: strings (up to 500 characters), integers, booleans.
-            let flat = |v: &Value| match v {
-                Value::String(s) => s.chars().count() <= 500,
-                Value::Number(n) => mmc_domain::json::integer(n).is_some(),
-                Value::Bool(_) => true,
-                _ => false,
-            };
-            if let Some(k) = o.iter().find(|(_, v)| !flat(v)).map(|(k, _)| k) {
-                return Err(ApiError::invalid(
-                    "metadata_invalid",
-                    "metadata",
-                    format!(
-                        "metadata.{k} must be a string of at most 500 characters, an integer or a boolean."
-                    ),
-                ));
-            }
-            Some(Value::Object(o.clone()))
-        }
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "parameter_invalid_object",
-                "metadata",
-                "metadata must be an object.",
-            ));
-        }
-    };
+    let metadata = metadata(m.get("metadata"))?;
     Ok(CreatePayment {
         reference,
         amount,
@@ -512,6 +477,46 @@ fn next_action(p: &Payment) -> NextAction<'_> {
         checkout_url,
         message,
         kind,
+    }
+}
+
+/// `metadata` of a payment or a refund: an object of at most 50 keys of up
+/// to 40 characters, each value flat (a string of at most 500 characters,
+/// an integer or a boolean); `None` when absent or null.
+pub fn metadata(value: Option<&Value>) -> Result<Option<Value>, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(o)) => {
+            if o.len() > 50 || o.keys().any(|k| k.chars().count() > 40) {
+                return Err(ApiError::invalid(
+                    "metadata_too_large",
+                    "metadata",
+                    "metadata allows at most 50 keys of up to 40 characters.",
+                ));
+            }
+            // Flat values only: strings (up to 500 characters), integers, booleans.
+            let flat = |v: &Value| match v {
+                Value::String(s) => s.chars().count() <= 500,
+                Value::Number(n) => mmc_domain::json::integer(n).is_some(),
+                Value::Bool(_) => true,
+                _ => false,
+            };
+            if let Some(k) = o.iter().find(|(_, v)| !flat(v)).map(|(k, _)| k) {
+                return Err(ApiError::invalid(
+                    "metadata_invalid",
+                    "metadata",
+                    format!(
+                        "metadata.{k} must be a string of at most 500 characters, an integer or a boolean."
+                    ),
+                ));
+            }
+            Ok(Some(Value::Object(o.clone())))
+        }
+        Some(_) => Err(ApiError::invalid(
+            "parameter_invalid_object",
+            "metadata",
+            "metadata must be an object.",
+        )),
     }
 }
 
