@@ -9,6 +9,10 @@ use serde_json::json;
 use crate::config::Generation;
 use crate::runtime::CallError;
 
+/// `Retry-After` of a 503 (storage or every instance slot unavailable):
+/// soon, since a restarted database or a freed slot is back within seconds.
+pub const RETRY_UNAVAILABLE_SECS: u64 = 1;
+
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
     #[error("No API key provided. Send it as 'Authorization: Bearer <key>' or 'X-API-Key: <key>'.")]
@@ -114,6 +118,9 @@ impl HttpError {
         if let HttpError::RateLimited(wait) = &self {
             let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
             resp.headers_mut().insert("retry-after", secs.into());
+        } else if status == StatusCode::SERVICE_UNAVAILABLE {
+            resp.headers_mut()
+                .insert("retry-after", RETRY_UNAVAILABLE_SECS.into());
         }
         if status == StatusCode::UNAUTHORIZED {
             resp.headers_mut()
@@ -199,6 +206,11 @@ impl ApiError {
 
     pub fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(500, "api_error", "internal_error", message, None)
+    }
+
+    /// 503 (with `Retry-After`): storage cannot be reached now.
+    pub fn unavailable(message: impl Into<String>) -> ApiError {
+        ApiError::new(503, "api_error", "internal_error", message, None)
     }
 
     pub fn body(&self, docs_base: &str) -> serde_json::Value {
