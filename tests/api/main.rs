@@ -14,6 +14,7 @@ mod create;
 mod docs;
 mod export;
 mod fleet;
+mod fleet_faults;
 mod isolation;
 mod legacy;
 mod lifecycle;
