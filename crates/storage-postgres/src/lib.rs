@@ -154,7 +154,7 @@ impl Postgres {
                 "idle_in_transaction_timeout must be at least 100 ms".into(),
             ));
         }
-        config.options(&session_options(&config, &options));
+        config.options(session_options(&config, &options));
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(5));
         }

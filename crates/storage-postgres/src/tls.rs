@@ -74,7 +74,7 @@ pub(crate) fn from_url(url: &str) -> Result<(String, SslMode, MakeRustlsConnect)
     } else {
         format!("{base}?{}", kept.join("&"))
     };
-    let roots = root.as_ref().map(|p| read_roots(p)).transpose()?;
+    let roots = root.as_deref().map(read_roots).transpose()?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier: Arc<dyn ServerCertVerifier> = match (mode, roots) {
         (Mode::VerifyCa | Mode::VerifyFull, None) => {
@@ -104,7 +104,7 @@ pub(crate) fn from_url(url: &str) -> Result<(String, SslMode, MakeRustlsConnect)
     Ok((url, ssl, MakeRustlsConnect::new(config)))
 }
 
-fn read_roots(path: &PathBuf) -> Result<RootCertStore, StorageError> {
+fn read_roots(path: &std::path::Path) -> Result<RootCertStore, StorageError> {
     let invalid = |m: String| {
         StorageError::Invalid(format!("storage url: sslrootcert {}: {m}", path.display()))
     };
