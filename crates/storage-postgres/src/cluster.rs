@@ -100,6 +100,8 @@ impl Cluster {
 
     /// Starts the server (again), on the same port; returns once it accepts connections.
     pub fn resume(&self) {
+        // fsync off: a test stops the server, never the machine, and the
+        // kernel keeps what was written either way.
         let mut opts = format!(
             "-c listen_addresses=127.0.0.1 -c port={} -c unix_socket_directories={} -c fsync=off",
             self.port,

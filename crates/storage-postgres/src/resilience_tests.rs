@@ -127,14 +127,9 @@ fn tls_cluster() -> (Cluster, std::path::PathBuf) {
     cluster.set("ssl_cert_file", &cert.display().to_string());
     cluster.set("ssl_key_file", &key.display().to_string());
     // Plaintext from the client refused: a session is encrypted or there is none.
-    std::fs::write(
-        cluster.dir().join("hba"),
-        "hostssl all all 127.0.0.1/32 trust\nhostnossl all all 127.0.0.1/32 reject\n",
-    )
-    .unwrap();
     let hba = cluster.write_file(
         "pg_hba.conf",
-        &std::fs::read(cluster.dir().join("hba")).unwrap(),
+        b"hostssl all all 127.0.0.1/32 trust\nhostnossl all all 127.0.0.1/32 reject\n",
     );
     cluster.set("hba_file", &hba.display().to_string());
     cluster.resume();

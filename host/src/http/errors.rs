@@ -223,3 +223,22 @@ impl ApiError {
         }})
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_503_says_when_to_retry() {
+        for e in [
+            HttpError::Unavailable("storage unavailable".into()),
+            HttpError::Component(CallError::Busy("collect".into())),
+        ] {
+            let resp = e.into_response(&Generation::Current, "/docs");
+            assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(resp.headers()["retry-after"], "1");
+        }
+        let resp = HttpError::BadBody.into_response(&Generation::Legacy, "/docs");
+        assert!(!resp.headers().contains_key("retry-after"));
+    }
+}
