@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mmc_storage_postgres::cluster::Cluster;
-use mmc_storage_postgres::test_util::TestDatabase;
+use mmc_storage_postgres::test_util::{TestDatabase, namespace_lock_ids};
 use mmc_storage_postgres::tokio_postgres;
 use serde_json::{Value, json};
 
@@ -109,18 +109,25 @@ async fn readable_everywhere(fleet: &Fleet, nodes: &[usize], key: &str, payments
     }
 }
 
-/// The interactive transactions node A has open and idle with a lock held
-/// (its namespace's writer lock): what a node frozen mid-transaction leaves.
-const A_HOLDS_A_LOCK_IDLE: &str = "SELECT count(*) FROM pg_locks l \
-     JOIN pg_stat_activity s ON s.pid = l.pid \
-     WHERE s.application_name = 'mmc-node-0' AND l.locktype = 'advisory' \
-     AND l.granted AND s.state = 'idle in transaction'";
+/// Whether node A has a session idle inside a transaction holding the
+/// `collect` component's fleet-wide writer lock, which B's creates need:
+/// what a node frozen mid-transaction leaves.
+async fn a_holds_collects_lock_idle(url: &str) -> bool {
+    let (classid, objid) = namespace_lock_ids("collect");
+    let sql = format!(
+        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid \
+         WHERE s.application_name = 'mmc-node-0' AND s.state = 'idle in transaction' \
+         AND l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
+         AND l.classid = {classid}::bigint::oid AND l.objid = {objid}::bigint::oid"
+    );
+    query_i64(url, &sql).await > 0
+}
 
 /// Node A creates and cancels payments (cancels run as interactive
 /// transactions) and is frozen with SIGSTOP; the test freezes it again
 /// until the server shows A's session idle inside a transaction holding
-/// its namespace's lock, so A is provably stopped mid-transaction (no hook
-/// in the product). Node B's creates then succeed within seconds, A's
+/// the lock B's creates need, so A is provably stopped mid-transaction (no
+/// hook in the product). Node B's creates then succeed within seconds, A's
 /// transaction is rolled back, and once A runs again (after the requirement's
 /// 60 s) it serves without anyone's help; every acknowledged payment and
 /// cancel reads whole from both nodes.
@@ -177,7 +184,7 @@ async fn a_node_frozen_mid_transaction_holds_the_others_up_seconds_and_loses_not
         signal(pid, "-STOP");
         // What A had sent is answered meanwhile; what it holds stays held.
         tokio::time::sleep(Duration::from_millis(50)).await;
-        if query_i64(&url, A_HOLDS_A_LOCK_IDLE).await > 0 {
+        if a_holds_collects_lock_idle(&url).await {
             frozen_at = Some(Instant::now());
             println!("node A frozen mid-transaction at attempt {attempt}");
             break;
