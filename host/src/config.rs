@@ -49,6 +49,9 @@ pub struct StorageConfig {
     pub url: Option<String>,
     /// Connections each node keeps to PostgreSQL.
     pub pool_size: Option<usize>,
+    /// PostgreSQL: how long a session may sit idle inside a transaction
+    /// before the server ends it (a frozen node's locks released).
+    pub idle_in_transaction_timeout_ms: Option<u64>,
     /// SQLite: the WAL size (MiB) past which it is restarted; the WAL file
     /// keeps up to twice this on disk under sustained load.
     pub wal_restart_mib: Option<u64>,

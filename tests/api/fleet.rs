@@ -19,20 +19,31 @@ use crate::support::*;
 const ADMIN_TOKEN: &str = "fleet-admin-token-0123456789abcdef0123";
 
 /// Fields drop in order: the nodes stop before their database goes.
-struct Fleet {
-    nodes: Vec<Option<ServerProcess>>,
+pub(crate) struct Fleet {
+    pub(crate) nodes: Vec<Option<ServerProcess>>,
     dirs: Vec<tempfile::TempDir>,
     env: Vec<(String, String)>,
-    client: reqwest::Client,
-    _db: TestDatabase,
+    pub(crate) client: reqwest::Client,
+    _db: Option<TestDatabase>,
 }
 
 impl Fleet {
     /// `n` nodes on a new database, with `extra` settings on each.
-    fn start(n: usize, extra: &[(&str, &str)]) -> Fleet {
+    pub(crate) fn start(n: usize, extra: &[(&str, &str)]) -> Fleet {
         let db = TestDatabase::create();
+        let url = db.url.clone();
+        Self::start_on(&url, Some(db), n, extra)
+    }
+
+    /// `n` nodes on the database at `url` (kept by the caller, or `db`).
+    pub(crate) fn start_on(
+        url: &str,
+        db: Option<TestDatabase>,
+        n: usize,
+        extra: &[(&str, &str)],
+    ) -> Fleet {
         let mut env: Vec<(String, String)> = vec![
-            ("MMC_STORAGE__URL".into(), db.url.clone()),
+            ("MMC_STORAGE__URL".into(), url.to_string()),
             ("MMC_STORAGE__POOL_SIZE".into(), "6".into()),
             ("MMC_WEBHOOKS__SECRETS_KEY".into(), TEST_SECRETS_KEY.into()),
             ("MMC_ADMIN__TOKEN".into(), ADMIN_TOKEN.into()),
@@ -66,20 +77,29 @@ impl Fleet {
         fleet
     }
 
-    fn spawn(&self, i: usize) -> ServerProcess {
-        let env: Vec<(&str, &str)> = self
+    /// Node `i`, its sessions named `mmc-node-<i>` on the server (a test
+    /// can see what each node's sessions hold).
+    pub(crate) fn spawn(&self, i: usize) -> ServerProcess {
+        let env: Vec<(String, String)> = self
             .env
             .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .map(|(k, v)| match k.as_str() {
+                "MMC_STORAGE__URL" => {
+                    let sep = if v.contains('?') { '&' } else { '?' };
+                    (k.clone(), format!("{v}{sep}application_name=mmc-node-{i}"))
+                }
+                _ => (k.clone(), v.clone()),
+            })
             .collect();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         ServerProcess::start(self.dirs[i].path(), &env)
     }
 
-    fn node(&self, i: usize) -> &ServerProcess {
+    pub(crate) fn node(&self, i: usize) -> &ServerProcess {
         self.nodes[i].as_ref().expect("node running")
     }
 
-    fn url(&self, i: usize, path: &str) -> String {
+    pub(crate) fn url(&self, i: usize, path: &str) -> String {
         format!("{}{path}", self.node(i).base)
     }
 
@@ -102,7 +122,7 @@ impl Fleet {
     }
 
     /// A merchant and a test key, made through the CLI: (merchant, key, key id).
-    fn merchant(&self) -> (String, String, String) {
+    pub(crate) fn merchant(&self) -> (String, String, String) {
         let m = self.cli(&["merchants", "create", "--name", "Fleet"]);
         let id = m["id"].as_str().unwrap().to_string();
         let k = self.cli(&["keys", "create", "--merchant", &id, "--env", "test"]);
@@ -141,7 +161,7 @@ impl Fleet {
         }
     }
 
-    async fn get(&self, i: usize, path: &str, key: &str) -> (u16, Value) {
+    pub(crate) async fn get(&self, i: usize, path: &str, key: &str) -> (u16, Value) {
         self.send(i, reqwest::Method::GET, path, key, None, None)
             .await
     }
@@ -652,7 +672,7 @@ async fn sigterm_finishes_what_a_node_serves_and_hands_its_jobs_over_at_once() {
     let mut fleet = Fleet::start(2, &[]);
     let (_, key, _) = fleet.merchant();
     let db = mmc_host::db::SqlDb::new(std::sync::Arc::new(
-        mmc_host::db::Postgres::connect(&fleet._db.url).unwrap(),
+        mmc_host::db::Postgres::connect(&fleet._db.as_ref().unwrap().url).unwrap(),
     ));
     let holders = |pattern: &str| -> Vec<String> {
         db.read(|c| {

@@ -14,6 +14,7 @@ mod create;
 mod docs;
 mod export;
 mod fleet;
+mod fleet_faults;
 mod ingress;
 mod isolation;
 mod legacy;

@@ -149,18 +149,34 @@ impl ApiError {
         if !self.errors.is_empty() {
             error["errors"] = Value::Array(self.errors);
         }
-        crate::wire::json_response(self.status, &json!({ "error": error }))
+        let mut resp = crate::wire::json_response(self.status, &json!({ "error": error }));
+        // Storage unavailable: worth retrying soon.
+        if self.status == 503 {
+            resp.headers.push(("retry-after".into(), "1".into()));
+        }
+        resp
     }
 }
 
 impl From<crate::mmc::platform::types::CapabilityError> for ApiError {
     fn from(e: crate::mmc::platform::types::CapabilityError) -> Self {
+        use crate::mmc::platform::types::CapabilityError;
         crate::mmc::platform::log::log(
             crate::mmc::platform::log::Level::Error,
             &format!("storage: {e:?}"),
         );
-        ApiError::internal(
-            "Storage is temporarily unavailable. Retry with the same Idempotency-Key; no batch is created twice.",
-        )
+        // Unavailable (a database restarting, a lock not free in time) is
+        // the client's to retry: 503, with `Retry-After`.
+        let status = if matches!(e, CapabilityError::Unavailable(_)) {
+            503
+        } else {
+            500
+        };
+        ApiError {
+            status,
+            ..ApiError::internal(
+                "Storage is temporarily unavailable. Retry with the same Idempotency-Key; no batch is created twice.",
+            )
+        }
     }
 }

@@ -137,6 +137,11 @@ impl ApiError {
             "doc_url": format!("{base_url}/docs#{}", self.code),
         }});
         let mut resp = crate::wire::json_response(self.status, &body);
+        // Every 503 here (storage, a busy operator slot, a callback not
+        // processed) is worth retrying soon.
+        if self.status == 503 {
+            resp.headers.push(("retry-after".into(), "1".into()));
+        }
         if let Some(allow) = self.allow {
             resp.headers.push(("allow".into(), allow.into()));
         }
@@ -146,12 +151,23 @@ impl ApiError {
 
 impl From<crate::mmc::platform::types::CapabilityError> for ApiError {
     fn from(e: crate::mmc::platform::types::CapabilityError) -> Self {
+        use crate::mmc::platform::types::CapabilityError;
         crate::mmc::platform::log::log(
             crate::mmc::platform::log::Level::Error,
             &format!("storage: {e:?}"),
         );
-        ApiError::internal(
-            "Storage is temporarily unavailable. Retry with the same Idempotency-Key; it will not charge twice.",
-        )
+        // Unavailable (a database restarting, a lock not free in time) is
+        // the client's to retry: 503, with `Retry-After`.
+        let status = if matches!(e, CapabilityError::Unavailable(_)) {
+            503
+        } else {
+            500
+        };
+        ApiError {
+            status,
+            ..ApiError::internal(
+                "Storage is temporarily unavailable. Retry with the same Idempotency-Key; it will not charge twice.",
+            )
+        }
     }
 }

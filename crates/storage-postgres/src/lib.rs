@@ -27,12 +27,17 @@
 //! `Runtime::block_on` that never panics, whatever runtime context the caller
 //! is in (a worker, `spawn_blocking`, `block_in_place`, none).
 
+#[cfg(any(test, feature = "test-util"))]
+pub mod cluster;
 mod migrate;
+#[cfg(test)]
+mod resilience_tests;
 mod sql;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
 #[cfg(test)]
 mod tests;
+mod tls;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -44,7 +49,6 @@ use futures_util::future::{BoxFuture, join_all};
 use parking_lot::lock_api::ArcMutexGuard;
 use parking_lot::{Mutex, RawMutex};
 use tokio::runtime::{Handle, Runtime};
-use tokio_postgres::NoTls;
 
 use mmc_storage::{Backend, Check, MAX_SCAN, Order, OutboxEvent, StorageError, Transaction, Write};
 
@@ -59,6 +63,18 @@ pub use tokio_postgres;
 /// The same bound as SQLite's.
 const WRITER_WAIT: Duration = Duration::from_secs(10);
 
+/// How long one statement may run: a bound on what a node waits for, far
+/// above any statement's work (migrations lift it for themselves).
+const STATEMENT_LIMIT: Duration = Duration::from_secs(30);
+
+/// TCP keepalives, both ways: a peer that vanished (a paused VM, a
+/// partition) is noticed within idle + interval × count, not the kernel's
+/// two hours; data left unacknowledged that long also ends the connection.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(10);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+const KEEPALIVE_COUNT: u32 = 3;
+const TCP_USER_TIMEOUT: Duration = Duration::from_secs(25);
+
 /// Tunables; `Default` suits a node.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -68,13 +84,26 @@ pub struct Options {
     /// Connections per node. Several nodes share the server's
     /// `max_connections` (100 by default).
     pub pool_size: usize,
+    /// How long a session may sit idle inside a transaction before the
+    /// server ends it, rolling the transaction back and releasing its locks:
+    /// a node frozen mid-transaction (stopped, paused, cut off) blocks the
+    /// other nodes' writers of that namespace this long at most. It must
+    /// exceed the longest gap between the statements of a legitimate
+    /// transaction: a component's own computing between storage calls (no
+    /// operator call runs inside a transaction), milliseconds in practice.
+    /// A writer waits for a lock this long plus a second before it fails as busy.
+    pub idle_in_transaction_timeout: Duration,
 }
+
+/// The default [`Options::idle_in_transaction_timeout`].
+pub const IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             schema: None,
             pool_size: 16,
+            idle_in_transaction_timeout: IDLE_IN_TRANSACTION_TIMEOUT,
         }
     }
 }
@@ -112,30 +141,35 @@ impl Postgres {
     }
 
     pub fn connect_with(url: &str, options: Options) -> Result<Postgres, StorageError> {
+        let (url, ssl_mode, tls) = tls::from_url(url)?;
         let mut config: tokio_postgres::Config = url
             .parse()
             .map_err(|e| StorageError::Invalid(format!("storage url: {e}")))?;
+        config.ssl_mode(ssl_mode);
         if let Some(schema) = &options.schema {
             check_schema_name(schema)?;
         }
-        // Set per session: every commit durable before it is acknowledged
-        // whatever the server's default; a lock wait bounded like the pool's.
-        let mut session = format!(
-            "-c synchronous_commit=on -c lock_timeout={}",
-            WRITER_WAIT.as_millis()
-        );
-        if let Some(schema) = &options.schema {
-            session.push_str(&format!(" -c search_path={schema}"));
+        if options.idle_in_transaction_timeout < Duration::from_millis(100) {
+            return Err(StorageError::Invalid(
+                "idle_in_transaction_timeout must be at least 100 ms".into(),
+            ));
         }
-        if let Some(given) = config.get_options() {
-            session = format!("{given} {session}");
-        }
-        config.options(&session);
+        config.options(session_options(&config, &options));
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(5));
         }
         if config.get_application_name().is_none() {
             config.application_name("mmc");
+        }
+        // Unless the URL chose its own (tokio-postgres's idle default is 2 h).
+        if config.get_keepalives() && config.get_keepalives_idle() == Duration::from_secs(7200) {
+            config
+                .keepalives_idle(KEEPALIVE_IDLE)
+                .keepalives_interval(KEEPALIVE_INTERVAL)
+                .keepalives_retries(KEEPALIVE_COUNT);
+        }
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(TCP_USER_TIMEOUT);
         }
 
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -146,7 +180,7 @@ impl Postgres {
             .map_err(|e| StorageError::Unavailable(format!("postgres runtime: {e}")))?;
         let manager = Manager::from_config(
             config,
-            NoTls,
+            tls,
             ManagerConfig {
                 // A connection is checked only for being closed: one that
                 // ended a transaction badly is never returned (see `discard`).
@@ -257,6 +291,37 @@ fn lock_key(scope: &str, kind: &str, name: &str) -> i64 {
     h as i64
 }
 
+/// The session settings every connection starts with (startup options: no
+/// round trip per transaction), after any the URL gave (later ones win):
+/// - every commit durable before it is acknowledged, whatever the server's default;
+/// - a session idle inside a transaction ended (see
+///   [`Options::idle_in_transaction_timeout`]), and a lock wait bounded a
+///   second beyond it, so a waiter outlasts a dead holder, then fails as busy;
+/// - statements bounded ([`STATEMENT_LIMIT`]);
+/// - the server's keepalives on its side of the connection too.
+fn session_options(config: &tokio_postgres::Config, options: &Options) -> String {
+    let idle = options.idle_in_transaction_timeout;
+    let mut session = format!(
+        "-c synchronous_commit=on -c idle_in_transaction_session_timeout={} \
+         -c lock_timeout={} -c statement_timeout={} -c tcp_keepalives_idle={} \
+         -c tcp_keepalives_interval={} -c tcp_keepalives_count={KEEPALIVE_COUNT} \
+         -c tcp_user_timeout={}",
+        idle.as_millis(),
+        (idle + Duration::from_secs(1)).as_millis(),
+        STATEMENT_LIMIT.as_millis(),
+        KEEPALIVE_IDLE.as_secs(),
+        KEEPALIVE_INTERVAL.as_secs(),
+        TCP_USER_TIMEOUT.as_millis(),
+    );
+    if let Some(schema) = &options.schema {
+        session.push_str(&format!(" -c search_path={schema}"));
+    }
+    match config.get_options() {
+        Some(given) => format!("{given} {session}"),
+        None => session,
+    }
+}
+
 /// Runs `fut` on the backend's runtime and waits for it on this thread.
 fn run<T: Send + 'static>(
     handle: &Handle,
@@ -273,10 +338,9 @@ fn run<T: Send + 'static>(
 fn db_err(e: tokio_postgres::Error) -> StorageError {
     use tokio_postgres::error::SqlState;
     match e.code() {
-        Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE => StorageError::Unavailable(format!(
-            "storage busy: writer lock not acquired in {} s",
-            WRITER_WAIT.as_secs()
-        )),
+        Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE => StorageError::Unavailable(
+            "storage busy: writer lock not acquired in time (lock_timeout)".into(),
+        ),
         _ => StorageError::Unavailable(format!("postgres: {}", describe(&e))),
     }
 }

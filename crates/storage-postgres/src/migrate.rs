@@ -206,8 +206,9 @@ pub(crate) async fn migrate(
     // outlives it, whatever fails in between.
     let conn = Object::take(get_conn(pool).await?);
     // Another node may be migrating for longer than the session's
-    // lock_timeout: wait for it rather than fail to start.
-    conn.batch_execute("SET lock_timeout = 0")
+    // lock_timeout: wait for it rather than fail to start. A migration's
+    // statement may also outlast the session's statement_timeout.
+    conn.batch_execute("SET lock_timeout = 0; SET statement_timeout = 0")
         .await
         .map_err(db_err)?;
     conn.execute("SELECT pg_advisory_lock($1)", &[&lock_key])

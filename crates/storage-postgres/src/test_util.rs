@@ -208,3 +208,11 @@ pub fn with_database(url: &str, db: &str) -> String {
         None => format!("{scheme}://{authority}/{db}"),
     }
 }
+
+/// The `(classid, objid)` under which `pg_locks` shows the fleet-wide
+/// writer lock of `namespace` (in the default schema): a test can see which
+/// session holds it.
+pub fn namespace_lock_ids(namespace: &str) -> (u32, u32) {
+    let key = crate::lock_key("", "ns", namespace) as u64;
+    ((key >> 32) as u32, key as u32)
+}

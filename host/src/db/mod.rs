@@ -42,6 +42,9 @@ impl Storage {
                 if let Some(n) = config.storage.pool_size {
                     options.pool_size = n;
                 }
+                if let Some(ms) = config.storage.idle_in_transaction_timeout_ms {
+                    options.idle_in_transaction_timeout = std::time::Duration::from_millis(ms);
+                }
                 let db = Arc::new(
                     Postgres::connect_with(&url, options)
                         .map_err(|e| anyhow::anyhow!("storage.url {}: {e}", redact(&url)))?,

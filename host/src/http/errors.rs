@@ -9,6 +9,10 @@ use serde_json::json;
 use crate::config::Generation;
 use crate::runtime::CallError;
 
+/// `Retry-After` of a 503 (storage or every instance slot unavailable):
+/// soon, since a restarted database or a freed slot is back within seconds.
+pub const RETRY_UNAVAILABLE_SECS: u64 = 1;
+
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
     #[error("No API key provided. Send it as 'Authorization: Bearer <key>' or 'X-API-Key: <key>'.")]
@@ -114,6 +118,9 @@ impl HttpError {
         if let HttpError::RateLimited(wait) = &self {
             let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
             resp.headers_mut().insert("retry-after", secs.into());
+        } else if status == StatusCode::SERVICE_UNAVAILABLE {
+            resp.headers_mut()
+                .insert("retry-after", RETRY_UNAVAILABLE_SECS.into());
         }
         if status == StatusCode::UNAUTHORIZED {
             resp.headers_mut()
@@ -201,6 +208,11 @@ impl ApiError {
         ApiError::new(500, "api_error", "internal_error", message, None)
     }
 
+    /// 503 (with `Retry-After`): storage cannot be reached now.
+    pub fn unavailable(message: impl Into<String>) -> ApiError {
+        ApiError::new(503, "api_error", "internal_error", message, None)
+    }
+
     pub fn body(&self, docs_base: &str) -> serde_json::Value {
         json!({"error": {
             "type": self.kind,
@@ -209,5 +221,24 @@ impl ApiError {
             "param": self.param,
             "doc_url": format!("{docs_base}#{}", self.code),
         }})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_503_says_when_to_retry() {
+        for e in [
+            HttpError::Unavailable("storage unavailable".into()),
+            HttpError::Component(CallError::Busy("collect".into())),
+        ] {
+            let resp = e.into_response(&Generation::Current, "/docs");
+            assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(resp.headers()["retry-after"], "1");
+        }
+        let resp = HttpError::BadBody.into_response(&Generation::Legacy, "/docs");
+        assert!(!resp.headers().contains_key("retry-after"));
     }
 }

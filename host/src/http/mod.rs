@@ -650,6 +650,9 @@ fn native_response(
     if let Some(allow) = allow {
         resp = resp.header("allow", allow);
     }
+    if status == 503 {
+        resp = resp.header("retry-after", errors::RETRY_UNAVAILABLE_SECS);
+    }
     resp.body(Full::new(Bytes::from(body.to_string())))
         .expect("valid response parts")
 }

@@ -1,0 +1,222 @@
+//! The database's and the nodes' bad days, on private clusters (see
+//! [`crate::cluster`]) where a test stops the server or turns TLS on, and
+//! on the shared test server where it does neither.
+
+use std::time::{Duration, Instant};
+
+use mmc_storage::{Backend, StorageError};
+
+use crate::cluster::Cluster;
+use crate::test_util::TestDatabase;
+use crate::{IDLE_IN_TRANSACTION_TIMEOUT, Postgres};
+
+/// A node that stops talking inside a transaction (frozen, cut off) holds
+/// its namespace's fleet-wide lock only until the server ends its idle
+/// session: the other node's writer waits that long, and what the frozen
+/// one wrote is rolled back.
+#[test]
+fn a_transaction_left_idle_is_rolled_back_and_stops_blocking_other_nodes() {
+    let t = TestDatabase::create();
+    let (a, b) = (
+        Postgres::connect(&t.url).unwrap(),
+        Postgres::connect(&t.url).unwrap(),
+    );
+    let mut frozen = a.begin("ns").unwrap();
+    frozen.put("t", "half", b"written").unwrap();
+    let started = Instant::now();
+    let mut other = b.begin("ns").unwrap();
+    let waited = started.elapsed();
+    other.put("t", "whole", b"written").unwrap();
+    other.commit().unwrap();
+    assert!(
+        waited >= IDLE_IN_TRANSACTION_TIMEOUT - Duration::from_millis(200)
+            && waited < IDLE_IN_TRANSACTION_TIMEOUT + Duration::from_secs(2),
+        "the other node waited {waited:?}"
+    );
+    // The frozen node wakes up: its transaction is gone, nothing of it written.
+    let e = frozen.commit().unwrap_err();
+    assert!(matches!(e, StorageError::Unavailable(_)), "{e}");
+    assert_eq!(b.get("ns", "t", "half").unwrap(), None);
+    assert_eq!(
+        a.get("ns", "t", "whole").unwrap().as_deref(),
+        Some(&b"written"[..])
+    );
+    // And it writes again without anyone's help (its dead connection dropped).
+    let mut again = a.begin("ns").unwrap();
+    again.put("t", "after", b"x").unwrap();
+    again.commit().unwrap();
+    println!("writer waited {waited:?} behind a transaction left idle");
+}
+
+/// The server restarted: calls meanwhile fail fast as unavailable (never
+/// hang), and the node reconnects by itself once it is back, with
+/// everything committed before still there.
+#[test]
+fn a_restarted_server_fails_calls_fast_and_is_reconnected_to() {
+    let cluster = Cluster::start();
+    let db = Postgres::connect(&cluster.url()).unwrap();
+    db.apply("ns", vec![], vec![put("before")]).unwrap();
+    cluster.stop();
+    for _ in 0..3 {
+        let started = Instant::now();
+        let e = db.apply("ns", vec![], vec![put("during")]).unwrap_err();
+        assert!(matches!(e, StorageError::Unavailable(_)), "{e}");
+        assert!(
+            started.elapsed() < Duration::from_secs(6),
+            "{:?}",
+            started.elapsed()
+        );
+        let e = db
+            .begin("ns")
+            .err()
+            .expect("no transaction without a server");
+        assert!(matches!(e, StorageError::Unavailable(_)), "{e}");
+    }
+    cluster.resume();
+    let started = Instant::now();
+    loop {
+        match db.apply("ns", vec![], vec![put("after")]) {
+            Ok(_) => break,
+            Err(e) if started.elapsed() < Duration::from_secs(10) => {
+                assert!(matches!(e, StorageError::Unavailable(_)), "{e}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => panic!("not reconnected in 10 s: {e}"),
+        }
+    }
+    assert!(db.get("ns", "t", "before").unwrap().is_some());
+    assert!(db.get("ns", "t", "after").unwrap().is_some());
+    assert!(db.get("ns", "t", "during").unwrap().is_none());
+}
+
+fn put(key: &str) -> mmc_storage::Write {
+    mmc_storage::Write::Put {
+        table: "t".into(),
+        key: key.into(),
+        value: b"v".to_vec(),
+    }
+}
+
+/// A CA and a server certificate for 127.0.0.1 and localhost it signed, in
+/// PEM: (CA certificate, server certificate, server key).
+fn certificates(ca_name: &str) -> (String, String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, ca_name);
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let mut server = CertificateParams::new(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
+    server
+        .distinguished_name
+        .push(DnType::CommonName, "localhost");
+    let cert = server.signed_by(&key, &issuer).unwrap();
+    (ca_cert.pem(), cert.pem(), key.serialize_pem())
+}
+
+/// A cluster serving TLS with a certificate from its own CA: (cluster, CA file).
+fn tls_cluster() -> (Cluster, std::path::PathBuf) {
+    let (ca, cert, key) = certificates("mmc test CA");
+    let mut cluster = Cluster::init();
+    let cert = cluster.write_file("server.crt", cert.as_bytes());
+    let key = cluster.write_file("server.key", key.as_bytes());
+    let ca = cluster.write_file("ca.pem", ca.as_bytes());
+    cluster.set("ssl", "on");
+    cluster.set("ssl_cert_file", &cert.display().to_string());
+    cluster.set("ssl_key_file", &key.display().to_string());
+    // Plaintext from the client refused: a session is encrypted or there is none.
+    let hba = cluster.write_file(
+        "pg_hba.conf",
+        b"hostssl all all 127.0.0.1/32 trust\nhostnossl all all 127.0.0.1/32 reject\n",
+    );
+    cluster.set("hba_file", &hba.display().to_string());
+    cluster.resume();
+    (cluster, ca)
+}
+
+/// Whether this session is encrypted, as the server sees it.
+fn encrypted(db: &Postgres) -> bool {
+    db.with_client(|c| {
+        Box::pin(async move {
+            let row = c
+                .query_one(
+                    "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                    &[],
+                )
+                .await?;
+            Ok(row.get(0))
+        })
+    })
+    .unwrap()
+}
+
+#[test]
+fn tls_require_and_verify_full_connect_and_a_wrong_ca_is_refused() {
+    let (cluster, ca) = tls_cluster();
+    let url = cluster.url();
+    let db = Postgres::connect(&format!("{url}?sslmode=require")).unwrap();
+    assert!(encrypted(&db));
+    let ca = ca.display().to_string();
+    for mode in ["verify-ca", "verify-full"] {
+        let db = Postgres::connect(&format!("{url}?sslmode={mode}&sslrootcert={ca}")).unwrap();
+        assert!(encrypted(&db), "{mode}");
+        db.apply("ns", vec![], vec![put(mode)]).unwrap();
+    }
+    // Another CA's certificate: refused, saying why.
+    let (wrong_ca, _, _) = certificates("another CA");
+    let wrong = cluster.write_file("wrong-ca.pem", wrong_ca.as_bytes());
+    for mode in ["verify-ca", "verify-full", "require"] {
+        let e = Postgres::connect(&format!(
+            "{url}?sslmode={mode}&sslrootcert={}",
+            wrong.display()
+        ))
+        .err()
+        .expect("a server certificate from another CA is refused");
+        let m = e.to_string();
+        assert!(
+            m.contains("invalid peer certificate: UnknownIssuer"),
+            "{mode}: {m}"
+        );
+    }
+    // Plaintext is the default, and this server refuses it.
+    for plain in [url.clone(), format!("{url}?sslmode=disable")] {
+        let e = Postgres::connect(&plain).err().expect("plaintext refused");
+        assert!(e.to_string().contains("no encryption"), "{e}");
+    }
+}
+
+/// verify-full checks the server's name: a certificate for another name
+/// is refused even from the trusted CA; verify-ca accepts it.
+#[test]
+fn tls_verify_full_refuses_a_certificate_for_another_name() {
+    let (cluster, ca) = tls_cluster();
+    // The server reached at its address under a name its certificate lacks.
+    let base = format!(
+        "postgres://postgres@mmc-other-name:{}/postgres?hostaddr=127.0.0.1&sslrootcert={}",
+        cluster.port(),
+        ca.display()
+    );
+    let e = Postgres::connect(&format!("{base}&sslmode=verify-full"))
+        .err()
+        .expect("a certificate for another name is refused");
+    assert!(e.to_string().contains("not valid for name"), "{e}");
+    Postgres::connect(&format!("{base}&sslmode=verify-ca")).unwrap();
+}
+
+/// Plaintext stays the default: a server without TLS is reached without
+/// it, and `require` then refuses to go on in the clear.
+#[test]
+fn plaintext_is_the_default_and_require_needs_a_tls_server() {
+    let t = TestDatabase::create();
+    let db = Postgres::connect(&t.url).unwrap();
+    assert!(!encrypted(&db));
+    let _ = Postgres::connect(&format!("{}?sslmode=disable", t.url)).unwrap();
+    // The shared test server may or may not have TLS; a private one without it:
+    let cluster = Cluster::start();
+    let e = Postgres::connect(&format!("{}?sslmode=require", cluster.url()))
+        .err()
+        .expect("require refuses a server without TLS");
+    assert!(e.to_string().to_lowercase().contains("tls"), "{e}");
+}
