@@ -248,19 +248,7 @@ pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result
         let p = tx
             .payment(&r.environment, &r.merchant_id, &r.payment_id)?
             .ok_or_else(|| ApiError::internal("refund without payment"))?;
-        return emit_event(
-            tx,
-            review::REFUND_EVENT,
-            &r.merchant_id,
-            &r.environment,
-            &p.id,
-            p.callback_url.clone(),
-            EventData {
-                object: &wire::PaymentView::new(&p, false),
-                refund: Some(&refund_json(r)),
-            },
-            API_VERSION,
-        );
+        return emit_refund_event(tx, review::REFUND_EVENT, r, &p);
     }
     // A late success: the operator refunded a refund recorded failed. The
     // money went back, so it is recorded (its amount, released when it
@@ -338,7 +326,17 @@ pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result
         }
     }
     tx.save_payment(&p, p.next_check_ms)?;
-    // Filed under the payment (`GET /events?payment=`), which is its object.
+    emit_refund_event(tx, event, r, &p)
+}
+
+/// A refund's event, filed under its payment (`GET /events?payment=`),
+/// which is its object.
+fn emit_refund_event(
+    tx: &Tx,
+    event: &str,
+    r: &Refund,
+    p: &crate::store::Payment,
+) -> Result<(), ApiError> {
     emit_event(
         tx,
         event,
@@ -347,7 +345,7 @@ pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result
         &p.id,
         p.callback_url.clone(),
         EventData {
-            object: &wire::PaymentView::new(&p, false),
+            object: &wire::PaymentView::new(p, false),
             refund: Some(&refund_json(r)),
         },
         API_VERSION,
