@@ -219,7 +219,7 @@ impl Metrics {
                 "mmc_component_traps_total{{component=\"{c}\",kind=\"{outcome}\"}} {n}"
             );
         }
-        out.push_str("# HELP mmc_adapter_calls_total Operator calls by adapter, operation and outcome (rejected and not_sent: refused because of us or never sent).\n# TYPE mmc_adapter_calls_total counter\n");
+        out.push_str("# HELP mmc_adapter_calls_total Operator calls by adapter, operation and outcome (rejected and not_sent: refused because of us or never sent; paced: a status query not sent, over the provider cap).\n# TYPE mmc_adapter_calls_total counter\n");
         for ((a, op, outcome), n) in &m.adapter_calls {
             let _ = writeln!(
                 out,

@@ -1062,3 +1062,47 @@ async fn mtn_tokens_are_renewed_ten_minutes_before_they_expire() {
     adapter.status(op.clone()).await.unwrap();
     assert_eq!(tokens(), 4, "never kept with under ten minutes left");
 }
+
+/// MTN caps status requests at 10 a second: thirty payments read with
+/// `?sync=true` at once ask MTN at that pace, and the reads past a second's
+/// wait are answered without asking (their outcome stays unknown, asked
+/// again later), never by sending an eleventh request within a second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_requests_to_mtn_are_spaced_to_ten_a_second() {
+    let fake = FakeMtn::start().await;
+    fake.callbacks(Callbacks::Never);
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let mut ids = Vec::new();
+    for n in 0..30 {
+        let phone = format!("+22901660{:05}", 40_000 + n);
+        fake.set_outcome(&phone, Outcome::Stay);
+        let p = create(&app, &live, &live_payment("BJ", "mtn-bj", &phone)).await;
+        ids.push(p["id"].as_str().unwrap().to_string());
+    }
+    let before = fake.requests("requesttopay_status").len();
+    let reads = ids.iter().map(|id| {
+        app.get(&live, &format!("/api/v1/collect/payments/{id}?sync=true"))
+    });
+    for (status, p) in futures::future::join_all(reads).await {
+        assert_eq!(status, 200, "{p}");
+    }
+    let mut at: Vec<std::time::Instant> = fake.requests("requesttopay_status")[before..]
+        .iter()
+        .map(|r| r.at)
+        .collect();
+    at.sort();
+    assert!(at.len() >= 10, "the first ten were asked: {}", at.len());
+    for w in at.windows(11) {
+        let spread = w[10] - w[0];
+        assert!(
+            spread >= Duration::from_millis(950),
+            "eleven status requests within {spread:?}"
+        );
+    }
+    let metrics = app.metrics().await;
+    assert!(
+        metrics.contains(r#"outcome="paced""#),
+        "the reads past a second's wait were not sent: {metrics}"
+    );
+}

@@ -196,6 +196,11 @@ struct Session<'a> {
     subscription_key: String,
 }
 
+/// MTN caps status requests at 10 a second (its published best practices);
+/// the host spaces this adapter's status queries to it (setting
+/// `status_per_second`, per node: a fleet of N nodes sets 10/N).
+const STATUS_PER_SECOND: u32 = 10;
+
 /// MTN tokens last `expires_in` seconds (an hour); one is reused until ten
 /// minutes before that (MTN's published best practice), not fetched for
 /// every operation.
@@ -414,6 +419,9 @@ impl Guest for Momo {
                 max_amount: op.max_amount,
                 status: "operational".into(),
                 approval_window_ms: approval_window_ms(op.slug),
+                status_per_second: setting(op.slug, "status_per_second")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(STATUS_PER_SECOND),
             })
             .collect()
     }

@@ -383,6 +383,7 @@ impl Guest for Pawapay {
                 approval_window_ms: setting("approval_window_ms")
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(DEFAULT_APPROVAL_WINDOW_MS),
+                status_per_second: 0,
             })
             .collect()
     }

@@ -121,6 +121,7 @@ impl Guest for Simulator {
                 status: "operational".into(),
                 // The simulator withdraws any pending request on cancel.
                 approval_window_ms: 0,
+                status_per_second: 0,
             })
             .collect()
     }

@@ -207,11 +207,40 @@ impl StatusOf {
     }
 }
 
+/// Waits for a status query's turn under its provider's cap (see
+/// `runtime::pacing`); an error when none comes soon: nothing was asked, the
+/// outcome stays unknown, and the next round asks again.
+fn paced(runtime: &Arc<Runtime>, kind: StatusOf, op: &OperationRef) -> Result<(), AdapterError> {
+    let Some(adapter) = runtime.adapter_for(&op.environment, &op.operator) else {
+        return Ok(()); // no route: the call itself says so
+    };
+    let per_second = adapter
+        .operators
+        .iter()
+        .find(|o| o.slug == op.operator)
+        .map_or(0, |o| o.status_per_second);
+    if runtime
+        .status_pacer
+        .take(&adapter.name, per_second, crate::runtime::pacing::MAX_WAIT)
+    {
+        return Ok(());
+    }
+    runtime
+        .services
+        .metrics
+        .adapter_call(&adapter.name, kind.operation(), "paced");
+    Err(AdapterError::Unavailable(format!(
+        "not asked: {} allows {per_second} status queries a second",
+        adapter.name
+    )))
+}
+
 fn status_of(
     runtime: &Arc<Runtime>,
     kind: StatusOf,
     op: &OperationRef,
 ) -> Result<PspStatus, AdapterError> {
+    paced(runtime, kind, op)?;
     routed(
         runtime,
         (kind.operation(), &op.id),
@@ -246,6 +275,10 @@ fn statuses(
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(p) = ops.get(i) else { break };
+                    if let Err(e) = paced(runtime, kind, p) {
+                        *answers[i].lock() = Some(Err(e));
+                        continue;
+                    }
                     let started = Instant::now();
                     let (result, served_by) =
                         session.call(&p.environment, &p.operator, |s, a| kind.call(s, a, p));

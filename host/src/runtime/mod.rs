@@ -7,6 +7,7 @@
 pub mod bindings;
 mod compile;
 pub mod inline;
+pub mod pacing;
 mod pool;
 pub mod state;
 mod wasi_io;
@@ -159,6 +160,8 @@ pub struct Runtime {
     components: RwLock<HashMap<String, Arc<Loaded>>>,
     api_slots: pool::Gate,
     adapter_slots: pool::Gate,
+    /// Spaces each adapter's status queries to its provider's cap.
+    pub status_pacer: pacing::StatusPacer,
     stop_ticker: Arc<AtomicBool>,
 }
 
@@ -252,6 +255,7 @@ impl Runtime {
             components: RwLock::new(HashMap::new()),
             api_slots: pool::Gate::new(config.limits.concurrent_calls),
             adapter_slots: pool::Gate::new(config.limits.adapter_slots()),
+            status_pacer: pacing::StatusPacer::default(),
             stop_ticker,
         }))
     }

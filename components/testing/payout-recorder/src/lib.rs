@@ -57,6 +57,7 @@ impl Guest for Recorder {
                 max_amount: op.max_amount,
                 status: "operational".into(),
                 approval_window_ms: 0,
+                status_per_second: 0,
             })
             .collect()
     }

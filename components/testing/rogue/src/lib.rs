@@ -52,6 +52,7 @@ impl Guest for Rogue {
             max_amount: 2_000_000,
             status: "operational".into(),
             approval_window_ms: 0,
+            status_per_second: 0,
         }]
     }
 
