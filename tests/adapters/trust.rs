@@ -425,3 +425,115 @@ async fn a_payout_success_for_another_amount_keeps_the_item_under_review() {
         ) >= 1.0
     );
 }
+
+/// MTN's callbacks are unsigned and name our payment by `externalId`: forged
+/// ones (our id in another case, another payment's id, a made-up id, our
+/// own id claiming a success) during the request to pay, after its answer
+/// was lost and after completion never decide anything; the request to pay
+/// we sent, asked about by the id we derived, does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_mtn_callbacks_at_every_moment_never_decide() {
+    let fake = FakeMtn::start().await;
+    fake.callbacks(crate::support::fakes::mtn::Callbacks::Never);
+    fake.set_outcome(MTN_BJ, Outcome::Stay);
+    // The request to pay is taken, its answer lost: the outcome is unknown.
+    fake.inject_for("requesttopay", MTN_BJ, Fault::AcceptThenStatus(500), 1);
+    let app = mtn_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let other = create(&app, &live, &live_payment("BJ", "mtn-bj", "+2290166000002")).await;
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", MTN_BJ)).await;
+    let id = p["id"].as_str().unwrap();
+    assert_eq!(p["status"], "pending", "{p}");
+    let forge = |external_id: String, status: &str| {
+        serde_json::to_vec(&json!({"financialTransactionId": "363440463",
+            "externalId": external_id, "amount": "1500", "currency": "XOF",
+            "payer": {"partyIdType": "MSISDN", "partyId": "2290166000001"},
+            "status": status}))
+        .unwrap()
+    };
+    let forged = [
+        id.to_uppercase(),
+        other["id"].as_str().unwrap().to_string(),
+        uuid::Uuid::new_v4().to_string(),
+        id.to_string(),
+    ];
+    for f in &forged {
+        let (status, answer) =
+            notify(&app, "mtn-bj", "PUT", &[], forge(f.clone(), "SUCCESSFUL")).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let during = payment(&app, &live, id).await;
+    assert!(
+        matches!(during["status"].as_str(), Some("pending" | "processing")),
+        "{during}"
+    );
+    assert!(during["completed_at"].is_null(), "{during}");
+    let other_now = payment(&app, &live, other["id"].as_str().unwrap()).await;
+    assert_ne!(other_now["status"], "failed", "{other_now}");
+
+    fake.customer_acts(&operator_id(id), Outcome::Succeed).await;
+    let done = wait_for(&app, &live, id, "completed", Duration::from_secs(15)).await;
+    assert!(
+        done["psp_reference"].is_null() || done["psp_reference"] == operator_id(id),
+        "{done}"
+    );
+    for f in &forged {
+        notify(&app, "mtn-bj", "PUT", &[], forge(f.clone(), "FAILED")).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let after = payment(&app, &live, id).await;
+    assert_eq!(after["status"], "completed", "{after}");
+    assert_eq!(after["completed_at"], done["completed_at"]);
+    assert_eq!(fake.ids_for("requesttopay", MTN_BJ).len(), 1, "sent once");
+}
+
+/// Wave's webhooks are signed: one with a made-up signature is refused, and
+/// a signed one about another session for our payment, while our session's
+/// creation answer was lost, only brings the query forward; the session we
+/// find by our id decides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wave_webhooks_after_a_lost_answer_never_choose_the_session() {
+    let fake = FakeWave::start().await;
+    fake.inject_for("session_create", WAVE_CI, Fault::AcceptThenStatus(502), 1);
+    let app = wave_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("CI", "wave-ci", WAVE_CI)).await;
+    let id = p["id"].as_str().unwrap();
+    assert!(p["psp_reference"].is_null(), "{p}");
+    let event = |session: &str, amount: &str| {
+        serde_json::to_vec(&json!({"id": "AE_forged", "type": "checkout.session.completed",
+            "data": {"id": session, "client_reference": id, "checkout_status": "complete",
+            "payment_status": "succeeded", "amount": amount, "currency": "XOF"}}))
+        .unwrap()
+    };
+    let body = event("cos-forged", "1");
+    let (status, _) = notify(
+        &app,
+        "wave-ci",
+        "POST",
+        &[("wave-signature", "t=1,v1=00")],
+        body.clone(),
+    )
+    .await;
+    assert_eq!(status, 401, "a made-up signature");
+    let signature = wave::signature(wave::WEBHOOK_SECRET, wave::now(), &body);
+    let (status, answer) = notify(
+        &app,
+        "wave-ci",
+        "POST",
+        &[("wave-signature", signature.as_str())],
+        body,
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let now = payment(&app, &live, id).await;
+    assert!(now["completed_at"].is_null(), "{now}");
+    assert!(now["review"].is_null(), "the claim was not believed, nor taken for news: {now}");
+    assert!(counted(&app, "callback_reference_unverified").await >= 1.0);
+
+    let session = fake.session_by_reference(id).expect("our session, found by our id");
+    fake.customer_pays(&session).await;
+    wait_for(&app, &live, id, "completed", Duration::from_secs(15)).await;
+}
