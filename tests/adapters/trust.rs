@@ -147,6 +147,7 @@ async fn a_forged_pawapay_callback_never_hides_the_real_deposit() {
         during["psp_reference"].is_null() || during["psp_reference"] == ours,
         "a callback never records the reference we follow: {during}"
     );
+    assert!(counted(&app, "callback_invalid").await >= 3.0, "the forms not ours were counted");
     assert_ne!(during["status"], "completed", "{during}");
 
     // The real deposit completes and is recorded, under the id we derived.

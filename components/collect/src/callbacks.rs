@@ -83,7 +83,10 @@ pub fn handle(req: &Request, operator: &str) -> Result<Response, ApiError> {
             );
             return Err(ApiError::callback_not_processed());
         }
+        // Unreadable, or naming an id that is not in the form we send: nothing
+        // changes, and it is counted.
         Err(e) => {
+            log::count("callback_invalid");
             return Err(ApiError::bad_request(
                 "callback_invalid",
                 format!("The notification could not be read: {e:?}"),
