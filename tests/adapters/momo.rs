@@ -1081,9 +1081,11 @@ async fn status_requests_to_mtn_are_spaced_to_ten_a_second() {
         ids.push(p["id"].as_str().unwrap().to_string());
     }
     let before = fake.requests("requesttopay_status").len();
-    let reads = ids.iter().map(|id| {
-        app.get(&live, &format!("/api/v1/collect/payments/{id}?sync=true"))
-    });
+    let paths: Vec<String> = ids
+        .iter()
+        .map(|id| format!("/api/v1/collect/payments/{id}?sync=true"))
+        .collect();
+    let reads = paths.iter().map(|path| app.get(&live, path));
     for (status, p) in futures::future::join_all(reads).await {
         assert_eq!(status, 200, "{p}");
     }
@@ -1093,14 +1095,23 @@ async fn status_requests_to_mtn_are_spaced_to_ten_a_second() {
         .collect();
     at.sort();
     assert!(at.len() >= 10, "the first ten were asked: {}", at.len());
+    let metrics = app.metrics().await;
     for w in at.windows(11) {
         let spread = w[10] - w[0];
         assert!(
             spread >= Duration::from_millis(950),
-            "eleven status requests within {spread:?}"
+            "eleven status requests within {spread:?} ({} in all, at {:?}): {}",
+            at.len(),
+            at.iter()
+                .map(|t| (*t - at[0]).as_millis())
+                .collect::<Vec<_>>(),
+            metrics
+                .lines()
+                .filter(|l| l.starts_with("mmc_adapter_calls_total"))
+                .collect::<Vec<_>>()
+                .join("\n")
         );
     }
-    let metrics = app.metrics().await;
     assert!(
         metrics.contains(r#"outcome="paced""#),
         "the reads past a second's wait were not sent: {metrics}"

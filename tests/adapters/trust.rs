@@ -147,7 +147,10 @@ async fn a_forged_pawapay_callback_never_hides_the_real_deposit() {
         during["psp_reference"].is_null() || during["psp_reference"] == ours,
         "a callback never records the reference we follow: {during}"
     );
-    assert!(counted(&app, "callback_invalid").await >= 3.0, "the forms not ours were counted");
+    assert!(
+        counted(&app, "callback_invalid").await >= 3.0,
+        "the forms not ours were counted"
+    );
     assert_ne!(during["status"], "completed", "{during}");
 
     // The real deposit completes and is recorded, under the id we derived.
@@ -496,16 +499,18 @@ async fn forged_mtn_callbacks_at_every_moment_never_decide() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wave_webhooks_after_a_lost_answer_never_choose_the_session() {
     let fake = FakeWave::start().await;
-    fake.inject_for("session_create", WAVE_CI, Fault::AcceptThenStatus(502), 1);
+    fake.inject("session_create", Fault::AcceptThenStatus(502), 1);
     let app = wave_app(&fake, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
     let p = create(&app, &live, &live_payment("CI", "wave-ci", WAVE_CI)).await;
     let id = p["id"].as_str().unwrap();
     assert!(p["psp_reference"].is_null(), "{p}");
     let event = |session: &str, amount: &str| {
-        serde_json::to_vec(&json!({"id": "AE_forged", "type": "checkout.session.completed",
+        serde_json::to_vec(
+            &json!({"id": "AE_forged", "type": "checkout.session.completed",
             "data": {"id": session, "client_reference": id, "checkout_status": "complete",
-            "payment_status": "succeeded", "amount": amount, "currency": "XOF"}}))
+            "payment_status": "succeeded", "amount": amount, "currency": "XOF"}}),
+        )
         .unwrap()
     };
     let body = event("cos-forged", "1");
@@ -531,10 +536,15 @@ async fn wave_webhooks_after_a_lost_answer_never_choose_the_session() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let now = payment(&app, &live, id).await;
     assert!(now["completed_at"].is_null(), "{now}");
-    assert!(now["review"].is_null(), "the claim was not believed, nor taken for news: {now}");
+    assert!(
+        now["review"].is_null(),
+        "the claim was not believed, nor taken for news: {now}"
+    );
     assert!(counted(&app, "callback_reference_unverified").await >= 1.0);
 
-    let session = fake.session_by_reference(id).expect("our session, found by our id");
+    let session = fake
+        .session_by_reference(id)
+        .expect("our session, found by our id");
     fake.customer_pays(&session).await;
     wait_for(&app, &live, id, "completed", Duration::from_secs(15)).await;
 }

@@ -219,10 +219,14 @@ fn paced(runtime: &Arc<Runtime>, kind: StatusOf, op: &OperationRef) -> Result<()
         .iter()
         .find(|o| o.slug == op.operator)
         .map_or(0, |o| o.status_per_second);
-    if runtime
-        .status_pacer
-        .take(&adapter.name, per_second, crate::runtime::pacing::MAX_WAIT)
-    {
+    // Waiting for a turn blocks this thread: never a tokio worker's core
+    // (the adapters' own HTTP runs there).
+    let turn = crate::runtime::inline::may_block(|| {
+        runtime
+            .status_pacer
+            .take(&adapter.name, per_second, crate::runtime::pacing::MAX_WAIT)
+    });
+    if turn {
         return Ok(());
     }
     runtime
