@@ -548,3 +548,58 @@ async fn wave_webhooks_after_a_lost_answer_never_choose_the_session() {
     fake.customer_pays(&session).await;
     wait_for(&app, &live, id, "completed", Duration::from_secs(15)).await;
 }
+
+/// A refund the operator reports for another amount is not believed: the
+/// refund stays pending under review, the payment is not refunded, and the
+/// event says so once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refund_success_for_another_amount_is_flagged_for_review() {
+    let fake = FakePawapay::start().await;
+    fake.settle_after(Duration::from_millis(200));
+    let app = pawapay_app(&fake, |_| {}).await;
+    let (_, _, live) = app.merchant("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "moov-bj", MOOV_BJ)).await;
+    let id = p["id"].as_str().unwrap();
+    wait_for(&app, &live, id, "completed", Duration::from_secs(10)).await;
+    // The refund is taken, then pawaPay's records say another amount.
+    fake.settle_after(Duration::from_millis(1500));
+    let (status, r) = app
+        .post(
+            &live,
+            &format!("/api/v1/collect/payments/{id}/refunds"),
+            json!({"amount": 1000}),
+        )
+        .await;
+    assert!(matches!(status, 200 | 201), "{r}");
+    let refund_id = r["id"].as_str().unwrap().to_string();
+    let record = fake
+        .records()
+        .into_iter()
+        .find(|r| r.kind == crate::support::fakes::pawapay::Kind::Refund)
+        .expect("the refund reached pawaPay");
+    fake.set_amount(&record.id, "1500");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let events = events_of(&app, &live, id).await;
+        if events.iter().any(|e| e == "collect.refund.review_required") {
+            assert!(
+                !events.iter().any(|e| e == "collect.refund.completed"),
+                "{events:?}"
+            );
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never flagged: {events:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (_, refund) = app
+        .get(&live, &format!("/api/v1/collect/refunds/{refund_id}"))
+        .await;
+    assert_eq!(refund["status"], "pending", "{refund}");
+    assert_eq!(refund["review"]["code"], "amount_mismatch", "{refund}");
+    let paid = payment(&app, &live, id).await;
+    assert_eq!(paid["status"], "completed", "not refunded: {paid}");
+    assert!(counted(&app, "settlement_amount_mismatch").await >= 1.0);
+}

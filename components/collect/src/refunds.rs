@@ -27,7 +27,7 @@ pub const REASONS: &[&str] = &[
 ];
 
 pub fn refund_json(r: &Refund) -> Value {
-    json!({
+    let mut v = json!({
         "object": "collect.refund",
         "id": r.id,
         "payment_id": r.payment_id,
@@ -42,7 +42,12 @@ pub fn refund_json(r: &Refund) -> Value {
         "failure_message": r.failure.as_ref().map(|f| f.message.clone()),
         "environment": r.environment,
         "created_at": time::rfc3339(r.created_at_ms),
-    })
+    });
+    // Only when flagged: an unflagged refund's JSON is as it always was.
+    if let Some(f) = &r.review {
+        v["review"] = json!({"code": f.code, "message": f.message});
+    }
+    v
 }
 
 pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response, ApiError> {
