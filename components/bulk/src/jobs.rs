@@ -333,16 +333,15 @@ fn record(
         }
         Answer::Review(r, f) => {
             item.review.get_or_insert(f);
-            let interval = (FIRST_CHECK_MS << item.checks.min(5)).min(MAX_CHECK_INTERVAL_MS);
-            item.next_check_ms = Some(now + interval);
             (ItemStatus::Processing, r)
         }
-        Answer::Pending(r) => {
-            let interval = (FIRST_CHECK_MS << item.checks.min(5)).min(MAX_CHECK_INTERVAL_MS);
-            item.next_check_ms = Some(now + interval);
-            (ItemStatus::Processing, r)
-        }
+        Answer::Pending(r) => (ItemStatus::Processing, r),
     };
+    if to == ItemStatus::Processing {
+        // Asked again later, backing off (a success under review too).
+        let interval = (FIRST_CHECK_MS << item.checks.min(5)).min(MAX_CHECK_INTERVAL_MS);
+        item.next_check_ms = Some(now + interval);
+    }
     if psp_reference.is_some() {
         item.psp_reference = psp_reference;
     }

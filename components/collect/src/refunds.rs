@@ -227,6 +227,13 @@ fn status_after_error(r: &Refund, e: &AdapterError) -> PspStatus {
     })
 }
 
+/// The next status query of a refund still pending: backing off from
+/// `FIRST_CHECK_MS`, doubling, up to `MAX_CHECK_INTERVAL_MS`.
+fn ask_again_later(r: &mut Refund, now: u64) {
+    r.checks += 1;
+    r.next_check_ms = Some(now + (FIRST_CHECK_MS << r.checks.min(10)).min(MAX_CHECK_INTERVAL_MS));
+}
+
 /// Moves a pending refund to its final state (once), releasing or settling
 /// the reserved amount and refunding the payment when fully refunded.
 pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result<(), ApiError> {
@@ -241,9 +248,7 @@ pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result
         let first = r.review.is_none();
         r.review.get_or_insert_with(|| review::failure(&m));
         if r.status == RefundStatus::Pending {
-            r.checks += 1;
-            r.next_check_ms =
-                Some(now + (FIRST_CHECK_MS << r.checks.min(10)).min(MAX_CHECK_INTERVAL_MS));
+            ask_again_later(r, now);
         }
         r.updated_at_ms = now;
         tx.save_refund(r, previous_check)?;
@@ -296,9 +301,7 @@ pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result
     };
     let (event, settled) = match status {
         PspStatus::NotFound | PspStatus::Pending => {
-            r.checks += 1;
-            r.next_check_ms =
-                Some(now + (FIRST_CHECK_MS << r.checks.min(10)).min(MAX_CHECK_INTERVAL_MS));
+            ask_again_later(r, now);
             tx.save_refund(r, previous_check)?;
             return Ok(());
         }
