@@ -1,4 +1,4 @@
-//! The attacks of the security review (issue #20, `SECURITY.md`), each run
+//! The attacks of the security review (`SECURITY.md`), each run
 //! against the `mmc` binary started as a deployment starts it — default
 //! settings: private destinations refused, the admin API on its own loopback
 //! listener with a generated token — and each asserted to fail. (Attacks that

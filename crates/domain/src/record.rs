@@ -3,7 +3,7 @@
 //! (varint numbers, length-prefixed strings, no field names). A payment is
 //! written three times and read several times per create, and read once per
 //! GET; as JSON (~650 bytes with its field names) decoding it was ~5% of a
-//! GET's CPU (#21). Records written before this form (JSON, which starts
+//! GET's CPU. Records written before this form (JSON, which starts
 //! with `{`) are read as they are and rewritten in it at their next change.
 //!
 //! The layout is positional. Adding, removing or moving a field of

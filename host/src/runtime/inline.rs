@@ -1,4 +1,4 @@
-//! Reads served on the tokio worker that accepted them (#21). Handing a GET
+//! Reads served on the tokio worker that accepted them. Handing a GET
 //! to a blocking thread and back cost two thread wake-ups per request, a
 //! fifth of a GET's CPU; a GET's component call is ~50 µs of CPU and, on
 //! SQLite, waits on nothing, so it runs where its request was read.

@@ -653,7 +653,7 @@ async fn decide(inner: &Arc<Inner>, reference: &str, outcome: Outcome) {
 /// How long MTN waits for the partner's answer to a callback.
 pub const CALLBACK_PATIENCE: Duration = Duration::from_secs(2);
 
-/// MTN's callback documentation (as issue #17 quotes it): the partner has
+/// MTN's callback documentation: the partner has
 /// 2 s to answer with a 2xx, MTN tries up to 20 times, then blocks the URL.
 /// The pause between attempts is not stated: 200 ms here.
 pub const DELIVERY: Delivery = Delivery {
