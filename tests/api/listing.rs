@@ -532,3 +532,31 @@ async fn payments_in_progress_share_one_listing_entry_and_filters_still_tell_the
     assert_eq!(entries(), want, "the old entry is gone");
     check().await;
 }
+
+/// `review` takes one value, checked whatever comes with it (a reference, a
+/// cursor): anything else is a clear 400, never an unfiltered list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_review_filter_is_checked_with_every_other_parameter() {
+    let app = spawn_app().await;
+    let (_, key, _) = app.merchant("Shop");
+    let (_, p) = app
+        .create(&key, &new_key(), &direct_payment("+2290166000001"))
+        .await;
+    let reference = p["reference"].as_str().unwrap();
+    for query in [
+        "review=yes".to_string(),
+        format!("reference={reference}&review=no"),
+        format!("ending_before={}&review=", p["id"].as_str().unwrap()),
+    ] {
+        let (status, err) = app
+            .get(&key, &format!("/api/v1/collect/payments?{query}"))
+            .await;
+        assert_eq!(status, 400, "{query}: {err}");
+        assert_eq!(err["error"]["param"], "review", "{err}");
+    }
+    // Not under review: the reference finds nothing with the filter, itself without.
+    let with = format!("/api/v1/collect/payments?reference={reference}&review=required");
+    assert_eq!(app.get(&key, &with).await.1["data"], json!([]));
+    let without = format!("/api/v1/collect/payments?reference={reference}");
+    assert_eq!(ids(&app.get(&key, &without).await.1).len(), 1);
+}

@@ -263,6 +263,17 @@ pub fn list_payments(caller: &Caller, req: &Request) -> Result<Response, ApiErro
     let gte = seconds(req, "created[gte]")?;
     let lt = seconds(req, "created[lt]")?;
     let filters = filters(req)?;
+    // Checked before any branch answers, whichever parameters come with it.
+    let review = match param(req, "review").as_deref() {
+        None => false,
+        Some("required") => true,
+        Some(_) => {
+            return Err(invalid(
+                "review",
+                "review must be required (the payments flagged for review).".into(),
+            ));
+        }
+    };
 
     if let Some(reference) = param(req, "reference") {
         if reference.is_empty() || reference.chars().count() > 100 {
@@ -274,6 +285,7 @@ pub fn list_payments(caller: &Caller, req: &Request) -> Result<Response, ApiErro
         // One lookup; the other filters still apply.
         let found = store::read_payment(env, merchant, &reference)?
             .filter(|p| p.reference == reference && filters.keep(p))
+            .filter(|p| !review || p.review.is_some())
             .filter(|p| gte.is_none_or(|s| p.created_at_ms >= s * 1000))
             .filter(|p| lt.is_none_or(|s| p.created_at_ms < s * 1000))
             .filter(|p| {
@@ -286,13 +298,7 @@ pub fn list_payments(caller: &Caller, req: &Request) -> Result<Response, ApiErro
         return Ok(page_response(data, false, None, order));
     }
 
-    if let Some(review) = param(req, "review") {
-        if review != "required" {
-            return Err(invalid(
-                "review",
-                "review must be required (the payments flagged for review).".into(),
-            ));
-        }
+    if review {
         return under_review(env, merchant, &filters, limit, cursor.as_deref());
     }
 
