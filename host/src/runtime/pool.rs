@@ -27,6 +27,15 @@ fn keep_resident() -> usize {
     }
 }
 
+/// Idle slots that keep their memory for the module that last ran in them.
+/// A returned slot stays resident (see [`keep_resident`]); wasmtime's default
+/// (100) lets the set of resident slots creep towards 100 more than the
+/// busiest moment, a slot at a time, so memory grew through a long soak.
+/// With a few, a new instance reuses another module's idle slot before it
+/// touches a cold one: resident slots follow the peak of concurrent calls.
+/// A module still finds its own warm slot first, so the hot path is unchanged.
+const MAX_UNUSED_WARM_SLOTS: u32 = 16;
+
 /// The allocation strategy for an engine whose instances may grow to
 /// `max_memory_mib`, with `slots` calls at once into API components and as
 /// many into adapters.
@@ -44,7 +53,8 @@ pub fn strategy(max_memory_mib: u64, slots: u32) -> InstanceAllocationStrategy {
         .max_memory_size((max_memory_mib as usize) << 20)
         .pagemap_scan(Enabled::Auto)
         .linear_memory_keep_resident(keep_resident())
-        .table_keep_resident(64 * 1024);
+        .table_keep_resident(64 * 1024)
+        .max_unused_warm_slots(MAX_UNUSED_WARM_SLOTS);
     InstanceAllocationStrategy::Pooling(pool)
 }
 
