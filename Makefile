@@ -28,7 +28,7 @@ ifneq ($(SYSTEM_NODE),yes)
 export PATH := $(NODE_BIN):$(PATH)
 endif
 
-.PHONY: all run test components test-components toolchain tools node browser sdk lint fmt bench soak crash clean
+.PHONY: all run test components test-components toolchain tools node browser sdk lint fmt docs bench soak crash clean
 
 # Debian packages, for what a fresh machine lacks.
 APT_INSTALL := apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
@@ -113,7 +113,7 @@ TEST_TIMEOUT ?= 50m
 # a `cargo test -p collect …` of their own resolved features apart and rebuilt
 # their dependencies (2.5 min on a slow VM).
 test: components test-components tools browser sdk
-	@# The README's walkthroughs, run as written by the tests, call curl.
+	@# The walkthroughs of the README and the book, run as written by the tests, call curl.
 	@command -v curl >/dev/null || ($(APT_INSTALL) curl)
 	@url=$$(./scripts/test-postgres.sh) || { echo "make test: no PostgreSQL for the tests (see above)" >&2; exit 1; }; \
 	echo "PostgreSQL for the tests: $$url"; \
@@ -126,6 +126,11 @@ test: components test-components tools browser sdk
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	./scripts/check-prose.sh
+
+# The whole book (docs/*.md) as static HTML, with the service's own renderer.
+docs:
+	$(CARGO) run -q -p mmc-host --bin mmc -- docs --src docs --out $(TARGET_DIR)/book
 
 fmt:
 	$(CARGO) fmt --all
