@@ -99,6 +99,10 @@ run: components
 	# The demo may send webhooks to a receiver on this machine; a deployment must not.
 	MMC_WEBHOOKS__ALLOW_PRIVATE_DESTINATIONS=true $(TARGET_DIR)/release/mmc serve --demo --data-dir $(DATA_DIR) --components-dir $(TARGET_DIR)/components
 
+# The whole book (docs/*.md) as static HTML, with the service's own renderer.
+docs:
+	$(CARGO) run -q -p mmc-host --bin mmc -- docs --src docs --out $(TARGET_DIR)/book
+
 # A hung test fails the run within TEST_TIMEOUT (build included) instead of
 # holding CI to its own limit; libtest names a test still running after 60 s.
 TEST_TIMEOUT ?= 50m
@@ -127,10 +131,6 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	./scripts/check-prose.sh
-
-# The whole book (docs/*.md) as static HTML, with the service's own renderer.
-docs:
-	$(CARGO) run -q -p mmc-host --bin mmc -- docs --src docs --out $(TARGET_DIR)/book
 
 fmt:
 	$(CARGO) fmt --all

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `bench/profile.sh [PHASE] [EVENT]`: where the server's CPU (or its thread
-# switches) goes under one load, as docs/benchmarks.md's profiles were taken. Starts a
+# switches) goes under one load, as the README's profiles were taken. Starts a
 # release server on a fresh store, runs `wrk -c64` for 10 s on PHASE (create,
 # get, legacy or healthz; default create) and records the server with
 # `perf record -g` for 5 s of it, from second 3. EVENT: `cpu` (default,

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # `make bench`: one run on a release build, with a real load generator (wrk),
-# durable storage (every acknowledged commit fsynced). Prints a table and writes
-# bench/results/latest.md; docs/benchmarks.md keeps the latest results and says how to read them.
+# durable storage (every acknowledged commit fsynced). Prints a table and writes bench/results/latest.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh # wait_quiet
