@@ -28,7 +28,7 @@ ifneq ($(SYSTEM_NODE),yes)
 export PATH := $(NODE_BIN):$(PATH)
 endif
 
-.PHONY: all run test components test-components toolchain tools node browser sdk lint fmt bench soak crash clean
+.PHONY: all run test components test-components toolchain tools node browser sdk lint fmt docs bench soak crash clean
 
 # Debian packages, for what a fresh machine lacks.
 APT_INSTALL := apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
@@ -99,6 +99,10 @@ run: components
 	# The demo may send webhooks to a receiver on this machine; a deployment must not.
 	MMC_WEBHOOKS__ALLOW_PRIVATE_DESTINATIONS=true $(TARGET_DIR)/release/mmc serve --demo --data-dir $(DATA_DIR) --components-dir $(TARGET_DIR)/components
 
+# The whole book (docs/*.md) as static HTML, with the service's own renderer.
+docs:
+	$(CARGO) run -q -p mmc-host --bin mmc -- docs --src docs --out $(TARGET_DIR)/book
+
 # A hung test fails the run within TEST_TIMEOUT (build included) instead of
 # holding CI to its own limit; libtest names a test still running after 60 s.
 TEST_TIMEOUT ?= 50m
@@ -113,7 +117,7 @@ TEST_TIMEOUT ?= 50m
 # a `cargo test -p collect …` of their own resolved features apart and rebuilt
 # their dependencies (2.5 min on a slow VM).
 test: components test-components tools browser sdk
-	@# The README's walkthroughs, run as written by the tests, call curl.
+	@# The walkthroughs of the README and the book, run as written by the tests, call curl.
 	@command -v curl >/dev/null || ($(APT_INSTALL) curl)
 	@url=$$(./scripts/test-postgres.sh) || { echo "make test: no PostgreSQL for the tests (see above)" >&2; exit 1; }; \
 	echo "PostgreSQL for the tests: $$url"; \
@@ -126,6 +130,7 @@ test: components test-components tools browser sdk
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	./scripts/check-prose.sh
 
 fmt:
 	$(CARGO) fmt --all

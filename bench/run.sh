@@ -248,7 +248,7 @@ pg_round() { # nodes: "creates|gets" rows for 1 or 2 nodes on a fresh database
     -d '{"reference":"bench-get","amount":1500,"currency":"XOF","country":"BJ","operator":"mtn-bj","customer":{"phone":"+2290166000001"}}' \
     "${urls[0]}/api/v1/collect/payments" | python3 -c 'import sys,json;print(json.load(sys.stdin)["id"])')
   # As for SQLite: the reconciliation backlog of the creates is not charged to
-  # the reads (right after a burst, reads on PostgreSQL stall: README, Benchmarks).
+  # the reads (right after a burst, reads on PostgreSQL stall: docs/benchmarks.md).
   wait_quiet "${PGSERVERS[@]}"
   PGWRK=(-H "Authorization: Bearer $k")
   local gets=() u; for u in "${urls[@]}"; do gets+=("$u/api/v1/collect/payments/$id"); done

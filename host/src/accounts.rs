@@ -55,7 +55,7 @@ pub struct CreatedKey {
     pub key: String,
     pub environment: Environment,
     pub merchant_id: String,
-    /// What the key may do (see the README's Scopes).
+    /// What the key may do (see docs/keys.md).
     pub scopes: Vec<&'static str>,
 }
 

@@ -1,7 +1,7 @@
 //! The Mobile Money Collection Service host: a hyper + tokio server that
 //! loads Wasm components for the API surfaces and the operator adapters and
 //! gives them capabilities (storage, outbound HTTP, signing, clock, log,
-//! config). See the README's design section for the map.
+//! config). See docs/architecture.md for the map.
 
 pub mod accounts;
 pub mod admin;
@@ -22,6 +22,3 @@ pub mod server;
 pub mod shutdown;
 pub mod webhooks;
 pub mod workers;
-
-/// Served at `/docs`; error `doc_url`s point at its anchors.
-pub const README: &str = include_str!("../../README.md");

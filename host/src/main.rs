@@ -57,6 +57,15 @@ enum Command {
     /// version wrote payments it does not hold). The running nodes' `index`
     /// job does it; filtered lists check the records until it is done.
     Reindex,
+    /// Render the book (docs/*.md) as static HTML into a directory.
+    Docs {
+        /// Where the pages go (created if missing).
+        #[arg(long)]
+        out: PathBuf,
+        /// The book's Markdown sources.
+        #[arg(long, default_value = "docs")]
+        src: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -315,6 +324,11 @@ fn main() {
             }
             tx.commit().unwrap_or_else(|e| fail(&e.to_string()));
             println!("{}", json!({"reindex": "started"}));
+        }
+        Command::Docs { out, src } => {
+            let pages = mmc_host::http::docs::book::write(&src, &out)
+                .unwrap_or_else(|e| fail(&format!("{}: {e}", src.display())));
+            println!("{}", json!({"out": out, "pages": pages.len()}));
         }
         Command::Keys {
             command: KeysCommand::Revoke { key_id, .. },

@@ -37,7 +37,7 @@ fn requests_to_pay_for(fake: &FakeMtn, id: &str) -> usize {
         .count()
 }
 
-/// Scenario 1 of the money-safety issue: MTN answers the request to pay
+/// Money-safety scenario 1: MTN answers the request to pay
 /// after 1.5 s, we give up at 400 ms. The cancel asks MTN, which still has
 /// the request pending: 409, and the customer's approval completes the payment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

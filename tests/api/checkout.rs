@@ -437,7 +437,7 @@ async fn the_page_is_hardened_shows_what_is_paid_and_answers_head() {
         .await
         .unwrap();
     assert_eq!(api.status(), 200);
-    for path in ["/healthz", "/metrics", "/docs"] {
+    for path in ["/healthz", "/metrics", "/docs", "/docs/errors"] {
         assert_eq!(
             app.client
                 .head(app.url(path))
@@ -460,15 +460,15 @@ async fn the_page_is_hardened_shows_what_is_paid_and_answers_head() {
     );
 }
 
-/// `/docs` is the README as HTML: in Chromium, the `doc_url` of three error
-/// codes scrolls to each one's row, and the page's policy blocks nothing it
-/// needs (no CSP violation reported).
+/// `/docs/errors` is the errors chapter as HTML: in Chromium, the `doc_url`
+/// of three error codes scrolls to each one's row, and the page's policy
+/// blocks nothing it needs (no CSP violation reported).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn docs_anchors_of_error_codes_scroll_to_their_rows() {
     let app = spawn_app().await;
     let out = node_json(vec![
         "docs.mjs".into(),
-        app.url("/docs"),
+        app.url("/docs/errors"),
         "phone_invalid".into(),
         "operator_busy".into(),
         "idempotency_key_reused".into(),

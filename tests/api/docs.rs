@@ -1,5 +1,6 @@
-//! `/docs/api`: the API reference, rendered by the server from the OpenAPI
-//! documents it serves, readable offline.
+//! `/docs`: the merchant's guide, and `/docs/api`: the API reference,
+//! rendered by the server from the OpenAPI documents it serves, readable
+//! offline.
 
 use serde_json::{Value, json};
 
@@ -134,5 +135,73 @@ async fn the_api_reference_works_offline_in_a_browser() {
     assert!(
         out["requests"].as_array().unwrap().len() >= 2,
         "the two pages were seen: {out}"
+    );
+}
+
+/// `/docs` serves the merchant's chapters of the book, each at its own path
+/// under the same policy, and not the chapters for operators of the service;
+/// an error's `doc_url` is a row of the errors chapter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guide_serves_the_merchants_chapters_only() {
+    let app = spawn_app().await;
+    let index = app.client.get(app.url("/docs")).send().await.unwrap();
+    assert_eq!(index.status(), 200);
+    let csp = index.headers()["content-security-policy"].clone();
+    let index = index.text().await.unwrap();
+    for chapter in ["keys", "payments", "webhooks", "errors", "going-live"] {
+        assert!(
+            index.contains(&format!("<a href=\"/docs/{chapter}\">")),
+            "{chapter} listed: {index}"
+        );
+        let resp = app
+            .client
+            .get(app.url(&format!("/docs/{chapter}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "{chapter}");
+        assert_eq!(resp.headers()["content-security-policy"], csp, "{chapter}");
+        assert_eq!(resp.headers()["content-type"], "text/html; charset=utf-8");
+    }
+    for not_served in [
+        "architecture",
+        "configuration",
+        "benchmarks",
+        "README",
+        "nothing",
+    ] {
+        let resp = app
+            .client
+            .get(app.url(&format!("/docs/{not_served}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 404, "{not_served}");
+    }
+    let resp = app
+        .client
+        .get(app.url("/api/v1/collect/payments/nothing-here"))
+        .bearer_auth(app.merchant("Boutique").1)
+        .send()
+        .await
+        .unwrap();
+    let body: Value = resp.json().await.unwrap();
+    let doc_url = body["error"]["doc_url"].as_str().unwrap();
+    assert!(
+        doc_url.ends_with("/docs/errors#payment_not_found"),
+        "{body}"
+    );
+    let errors = app
+        .client
+        .get(app.url("/docs/errors"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        errors.contains("<a id=\"payment_not_found\"></a>"),
+        "{errors}"
     );
 }

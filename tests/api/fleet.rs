@@ -757,15 +757,15 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
-/// The README's "Running a fleet" walkthrough, as written: its `sh` block run
-/// by bash with this test's database, ports, directories and binary.
+/// The fleet chapter's walkthrough (docs/fleet.md), as written: its `sh`
+/// block run by bash with this test's database, ports, directories and binary.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_readmes_walkthrough_works() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let section = readme
+async fn the_fleet_chapters_walkthrough_works() {
+    let chapter = std::fs::read_to_string(root().join("docs/fleet.md")).unwrap();
+    let section = chapter
         .split("\n## ")
-        .find(|s| s.starts_with("Running a fleet"))
-        .expect("the README has a Running a fleet section");
+        .find(|s| s.starts_with("Walkthrough"))
+        .expect("the fleet chapter has a Walkthrough section");
     let block = section
         .split("```")
         .skip(1)

@@ -93,7 +93,7 @@ async fn unknown_paths_are_404_in_the_current_shape() {
         body["error"]["doc_url"]
             .as_str()
             .unwrap()
-            .ends_with("/docs#resource_not_found")
+            .ends_with("/docs/errors#resource_not_found")
     );
 }
 

@@ -1,4 +1,4 @@
-// Opens /docs#<code> for each error code given, in headless Chromium, and
+// Opens /docs/errors#<code> for each error code given, in headless Chromium, and
 // reports where the anchor landed: its row must be scrolled into view.
 // Usage: node docs.mjs <docs_url> <code>... ; prints one JSON line.
 import { chromium } from 'playwright-core';

@@ -144,7 +144,7 @@ impl ApiError {
             "code": self.code,
             "message": self.message,
             "param": self.param,
-            "doc_url": format!("{base_url}/docs#{}", self.code),
+            "doc_url": format!("{base_url}/docs/errors#{}", self.code),
         });
         if !self.errors.is_empty() {
             error["errors"] = Value::Array(self.errors);

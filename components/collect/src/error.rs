@@ -1,5 +1,5 @@
 //! Errors of the current generation: `{error:{type,code,message,param,doc_url}}`,
-//! built in this one place. `doc_url` points at the README's error table.
+//! built in this one place. `doc_url` points at the errors chapter's table.
 
 use serde_json::json;
 
@@ -134,7 +134,7 @@ impl ApiError {
             "code": self.code,
             "message": self.message,
             "param": self.param,
-            "doc_url": format!("{base_url}/docs#{}", self.code),
+            "doc_url": format!("{base_url}/docs/errors#{}", self.code),
         }});
         let mut resp = crate::wire::json_response(self.status, &body);
         // Every 503 here (storage, a busy operator slot, a callback not

@@ -8,7 +8,7 @@
 //! [`render`] (this component's `events` export, which the host calls for
 //! every stored payload that is not JSON). Building ~1.3 KB of JSON per event
 //! and writing it to the outbox, three events per payment, was ~8% of a
-//! create's CPU (README, Benchmarks). The body is the same bytes as the
+//! create's CPU (docs/benchmarks.md). The body is the same bytes as the
 //! JSON form would have been: what the payment was when the event happened.
 //! It is built by the `collect` loaded when it is read, so a change to the
 //! payment's API view changes stored events' bodies too: such a change must

@@ -136,8 +136,8 @@ pub fn decode_payment(stored: &[u8]) -> Result<Payment, ApiError> {
 }
 
 /// Binary, unless the setting `payment_records` is `json`: while a fleet is
-/// rolled from a version that reads only JSON records (README: Running a
-/// fleet). Read once per instance (one call).
+/// rolled from a version that reads only JSON records (docs/upgrades.md).
+/// Read once per instance (one call).
 fn encode_payment(p: &Payment) -> Vec<u8> {
     if binary_records() {
         mmc_domain::record::encode(p)
@@ -237,7 +237,7 @@ pub fn read_payment_refunds(
 /// [`transact`] then takes the writer only to check that what the draft read
 /// is unchanged and to write the buffer — so the decoding, the rules and the
 /// encoding of records and events happen outside the single writer's
-/// hold, which is what bounds write throughput (README: Benchmarks).
+/// hold, which is what bounds write throughput (docs/benchmarks.md).
 pub struct Tx(TxMode);
 
 enum TxMode {
@@ -736,7 +736,7 @@ impl Listed {
 /// The status a payment is keyed by in `listing`: its own once final, else
 /// `pending` for every status in progress. A payment's answer from its
 /// operator (pending → processing, awaiting OTP...) then writes no index
-/// row; only its end moves the entry (#21: two rows fewer per payment). The
+/// row; only its end moves the entry (two rows fewer per payment). The
 /// list checks every filter on the record, so `status=processing` reads
 /// the `pending` entries and keeps the processing ones — few: payments in
 /// progress end within minutes.

@@ -11,7 +11,7 @@ use crate::mmc::api::payment_types::Payment;
 use crate::mmc::platform::{config, signing};
 
 /// When the current generation replaced this one (RFC 9745 `Deprecation`).
-const DEPRECATED_SINCE: &str = "@1780272000"; // 2026-06-01
+const DEPRECATED_SINCE: &str = "@1780272000"; // 1 June 2026
 const DEFAULT_SUNSET: &str = "Wed, 30 Jun 2027 23:59:59 GMT";
 
 pub fn json(status: u16, body: &Value) -> Response {
@@ -30,7 +30,7 @@ pub fn add_deprecation_headers(resp: &mut Response, base_url: &str) {
     resp.headers.push((
         "link".into(),
         format!(
-            "<{base_url}/docs#migrating-from-the-legacy-generation>; rel=\"deprecation\"; type=\"text/markdown\", <{base_url}/api/v1/collect/openapi.json>; rel=\"successor-version\""
+            "<{base_url}/docs/legacy#migrating-from-the-legacy-generation>; rel=\"deprecation\"; type=\"text/html\", <{base_url}/api/v1/collect/openapi.json>; rel=\"successor-version\""
         ),
     ));
 }

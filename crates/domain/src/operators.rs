@@ -57,7 +57,7 @@ pub struct Operator {
     pub max_amount: u64,
     /// pawaPay's provider code for this operator; `None` where pawaPay does
     /// not serve it (its v2 provider list for Benin has MTN and Moov only:
-    /// Celtiis and Coris Money go through FedaPay, see the README's routes).
+    /// Celtiis and Coris Money go through FedaPay, see docs/operators.md).
     pub provider_code: Option<&'static str>,
 }
 

@@ -136,7 +136,7 @@ fn tls_cluster() -> (Cluster, std::path::PathBuf) {
     (cluster, ca)
 }
 
-/// Whether this session is encrypted, as the server sees it.
+/// Whether the connection's session is encrypted, as the server sees it.
 fn encrypted(db: &Postgres) -> bool {
     db.with_client(|c| {
         Box::pin(async move {

@@ -134,7 +134,7 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
 /// 10,000 with the writer checkpointing inside its `COMMIT`, it was 10–30 ms
 /// two or three times a second under load, most of the create p99; at 256 MiB,
 /// once every ~2.4 s: alternating runs put create p99 −20% and CPU per create
-/// −8% at 1 GiB, README.) Readers search only the frames not yet copied, so a
+/// −8% at 1 GiB, docs/benchmarks.md.) Readers search only the frames not yet copied, so a
 /// long WAL does not slow them; recovery after a crash reads it once (0.8 s
 /// for a 1.9 GB WAL, measured). The WAL file keeps its largest size on disk,
 /// so a small disk wants a lower mark: `storage.wal_restart_mib`
@@ -708,7 +708,7 @@ fn restart_pass(
 /// `fdatasync` then writes that metadata through the file system's journal;
 /// over allocated blocks only the extents' conversion from unwritten (once
 /// per block; PostgreSQL zero-fills instead, which measured no better here).
-/// Measured (`bench/ab.sh`, 30 s of creates from a fresh store, README): creates
+/// Measured (`bench/ab.sh`, 30 s of creates from a fresh store, docs/benchmarks.md): creates
 /// +10 to +15%, CPU per create -7 to -16%, until the WAL first reaches its
 /// restart mark — with a 1 GiB mark, the first ten seconds or so of full
 /// load after every start, since SQLite removes the WAL at a clean shutdown.

@@ -60,8 +60,10 @@ pub struct App {
 }
 
 impl App {
+    /// The base of errors' `doc_url`s: the errors chapter, whose rows are
+    /// anchored by code.
     fn docs_url(&self) -> String {
-        format!("{}/docs", self.base_url)
+        format!("{}/docs/{}", self.base_url, docs::ERRORS)
     }
 
     /// Longest matching prefix, on a path-segment boundary.
@@ -262,9 +264,9 @@ fn text(
         .expect("static response parts are valid")
 }
 
-/// The README as HTML, under a policy that lets nothing run or load.
-fn docs_page() -> Response<Full<Bytes>> {
-    html_page(docs::page())
+/// A page of the merchant's guide, under a policy that lets nothing run or load.
+fn docs_page(page: &'static str) -> Response<Full<Bytes>> {
+    html_page(page)
 }
 
 /// The API reference (`/docs/api`), rendered from the OpenAPI documents the
@@ -326,7 +328,8 @@ async fn handle(app: Arc<App>, mut req: Request<Incoming>) -> Response<Body> {
 enum Target {
     Healthz,
     Metrics,
-    Docs,
+    /// The guide's index or one of its chapters, rendered.
+    Docs(&'static str),
     ApiDocs,
     Native(NativeArea),
     Route(Route),
@@ -338,13 +341,16 @@ impl Target {
         match path {
             "/healthz" => Target::Healthz,
             "/metrics" => Target::Metrics,
-            "/docs" => Target::Docs,
+            "/docs" => Target::Docs(docs::index()),
             "/docs/api" => Target::ApiDocs,
-            _ => match native_area(path) {
-                Some(area) => Target::Native(area),
-                None => match app.route(path) {
-                    Some(route) => Target::Route(route.clone()),
-                    None => Target::Unmatched,
+            _ => match path.strip_prefix("/docs/").and_then(docs::chapter) {
+                Some(page) => Target::Docs(page),
+                None => match native_area(path) {
+                    Some(area) => Target::Native(area),
+                    None => match app.route(path) {
+                        Some(route) => Target::Route(route.clone()),
+                        None => Target::Unmatched,
+                    },
                 },
             },
         }
@@ -356,7 +362,7 @@ impl Target {
         match self {
             Target::Healthz => "healthz",
             Target::Metrics => "metrics",
-            Target::Docs | Target::ApiDocs => "docs",
+            Target::Docs(_) | Target::ApiDocs => "docs",
             Target::Native(area) => area.label(),
             Target::Route(route) => &route.component,
             Target::Unmatched => "unmatched",
@@ -479,7 +485,7 @@ async fn serve_target(
             "text/plain; version=0.0.4",
             app.runtime.services.metrics.render(),
         )),
-        Target::Docs => paged::full(docs_page()),
+        Target::Docs(page) => paged::full(docs_page(page)),
         Target::ApiDocs => {
             let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
             paged::full(api_docs_page(app, client).await)

@@ -834,7 +834,7 @@ struct LiveAdapter<'r> {
 }
 
 impl AdapterSession<'_> {
-    /// As [`Runtime::call_adapter_traced`], on this session's instance when
+    /// As [`Runtime::call_adapter_traced`], on the session's own instance when
     /// the same version serves (environment, operator).
     pub fn call<R>(
         &mut self,

@@ -16,8 +16,8 @@ use wasmtime::{Enabled, InstanceAllocationStrategy, PoolingAllocationConfig};
 /// 1 MiB, not 4: the scan (5% of a GET's CPU at 4 MiB) reports up to the
 /// kept region's worth of dirty pages, and a call dirties less than 1 MiB.
 /// (Its cost is not the length of the memory it walks: a 256 KiB Wasm stack
-/// instead of 1 MiB, a shorter memory, changed nothing; README.) Alternating
-/// builds (`bench/ab.sh`, 2026-11-26): CPU per GET 54.0 → 52.7 µs and per
+/// instead of 1 MiB, a shorter memory, changed nothing: docs/benchmarks.md.)
+/// Alternating builds (`bench/ab.sh`): CPU per GET 54.0 → 52.7 µs and per
 /// create 440–456 → 413–424 µs, lower in every pair.
 fn keep_resident() -> usize {
     if PoolingAllocationConfig::is_pagemap_scan_available() {

@@ -1,8 +1,9 @@
 //! Fake operator servers that speak the real protocols over real HTTP on
-//! 127.0.0.1:0: MTN MoMo Open API (`mtn`), Wave Checkout/Payout (`wave`) and
-//! pawaPay v2 (`pawapay`). Each one checks credentials, completes operations
-//! asynchronously, calls back the way its operator does, records everything
-//! it received and takes injected faults per endpoint, or per operation
+//! 127.0.0.1:0: MTN MoMo Open API (`mtn`), Wave Checkout/Payout (`wave`),
+//! pawaPay v2 (`pawapay`) and FedaPay v1 (`fedapay`). Each one checks
+//! credentials, completes operations asynchronously, calls back the way its
+//! operator does, records everything it received and takes injected faults
+//! per endpoint, or per operation
 //! (`inject_for`: matched against the party's MSISDN or our id), so the
 //! adapters are tested against the protocol and not against our own
 //! assumptions.

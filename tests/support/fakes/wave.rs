@@ -43,7 +43,7 @@ pub struct Session {
 }
 
 impl Session {
-    /// Money moved: the customer paid this session.
+    /// Money moved: the customer paid this checkout session.
     pub fn paid(&self) -> bool {
         self.payment_status == "succeeded"
     }
@@ -642,7 +642,7 @@ fn create_session(inner: &Inner, req: &Received) -> Reply {
         }
     }
     // Wave honours an `idempotency-key` on its POSTs (documented for payouts;
-    // assumed here for sessions): the same key answers the same session.
+    // assumed here for sessions): the same key answers with the session it opened.
     let key = req.header("idempotency-key").map(str::to_string);
     if let Some(key) = &key {
         let sessions = inner.sessions.lock();
