@@ -8,6 +8,7 @@ pub mod admin;
 pub mod capabilities;
 pub mod config;
 pub mod conformance;
+pub mod console;
 pub mod db;
 pub mod http;
 pub mod leases;

@@ -47,6 +47,11 @@ enum Command {
         #[command(subcommand)]
         command: AdaptersCommand,
     },
+    /// Manage the people who use the merchant console.
+    Users {
+        #[command(subcommand)]
+        command: UsersCommand,
+    },
     /// Manage webhook endpoints.
     Webhooks {
         #[command(subcommand)]
@@ -153,6 +158,22 @@ enum MerchantsCommand {
         /// (default: on in live, off in test).
         #[arg(long, action = clap::ArgAction::Set)]
         require_second_approver: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum UsersCommand {
+    /// Invite a console user; prints {"id","email","role","merchant_id","sign_in_link","expires_ms"}.
+    /// The link works once, for 72 hours: the user chooses a password there.
+    Create {
+        #[arg(long)]
+        merchant: String,
+        #[arg(long)]
+        email: String,
+        #[arg(long, value_parser = ["owner", "developer", "finance", "support"])]
+        role: String,
         #[arg(long)]
         json: bool,
     },
@@ -268,6 +289,33 @@ fn main() {
             println!("{}", json!(k));
         }
         Command::Adapters { command } => adapters(&config, command),
+        Command::Users {
+            command:
+                UsersCommand::Create {
+                    merchant,
+                    email,
+                    role,
+                    ..
+                },
+        } => {
+            use mmc_host::console::users::{Role, Users};
+            let role = Role::parse(&role)
+                .unwrap_or_else(|| fail("--role: owner, developer, finance or support"));
+            let db = mmc_host::server::open_db(&config).unwrap_or_else(|e| fail(&e.to_string()));
+            let invitation = Users::new(db.sql)
+                .invite(&merchant, &email, role)
+                .unwrap_or_else(|e| fail(&e.to_string()));
+            let base = config
+                .public_base_url
+                .clone()
+                .unwrap_or_else(|| format!("http://{}", config.listen));
+            let u = &invitation.user;
+            println!(
+                "{}",
+                json!({"id": u.id, "email": u.email, "role": u.role, "merchant_id": u.merchant_id,
+                       "sign_in_link": format!("{base}{}", invitation.path), "expires_ms": invitation.expires_ms})
+            );
+        }
         Command::Webhooks {
             command:
                 WebhooksCommand::Add {

@@ -85,7 +85,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         accounts: Accounts::new(db.sql.clone()),
         routes: config.routes.clone(),
         max_body_bytes: config.limits.max_body_bytes,
-        base_url,
+        base_url: base_url.clone(),
         connections: crate::http::connections::Connections::new(
             config.connections.clone(),
             runtime.services.metrics.clone(),
@@ -95,6 +95,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
             && tokio::runtime::Handle::current().runtime_flavor()
                 == tokio::runtime::RuntimeFlavor::MultiThread,
         drain,
+        console: crate::console::Console::new(db.sql.clone(), &base_url),
     });
     crate::workers::spawn(runtime.clone(), leases.clone(), app.drain.clone());
     crate::workers::spawn_fleet(app.clone(), leases.clone());

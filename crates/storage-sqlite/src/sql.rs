@@ -93,6 +93,50 @@ CREATE TABLE IF NOT EXISTS leases (
     holder      TEXT NOT NULL,
     expires_ms  INTEGER NOT NULL
 );
+-- Merchant console: people (not keys), their sessions, and what they changed.
+CREATE TABLE IF NOT EXISTS console_users (
+    id                 TEXT PRIMARY KEY,
+    merchant_id        TEXT NOT NULL,
+    email              TEXT NOT NULL,
+    role               TEXT NOT NULL,
+    password_hash      TEXT,
+    invite_hash        TEXT,
+    invite_expires_ms  INTEGER,
+    totp_secret        TEXT,
+    totp_enabled       INTEGER NOT NULL DEFAULT 0,
+    totp_last_step     INTEGER,
+    created_ms         INTEGER NOT NULL,
+    removed_ms         INTEGER
+);
+CREATE UNIQUE INDEX IF NOT EXISTS console_users_email ON console_users (email) WHERE removed_ms IS NULL;
+CREATE INDEX IF NOT EXISTS console_users_merchant ON console_users (merchant_id);
+CREATE INDEX IF NOT EXISTS console_users_invite ON console_users (invite_hash);
+
+CREATE TABLE IF NOT EXISTS console_sessions (
+    token_hash   TEXT PRIMARY KEY,
+    user_id      TEXT NOT NULL,
+    csrf         TEXT NOT NULL,
+    environment  TEXT NOT NULL,
+    mfa          INTEGER NOT NULL,
+    client       TEXT,
+    created_ms   INTEGER NOT NULL,
+    expires_ms   INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS console_sessions_user ON console_sessions (user_id);
+
+CREATE TABLE IF NOT EXISTS console_audit (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    merchant_id  TEXT NOT NULL,
+    environment  TEXT NOT NULL,
+    user_id      TEXT NOT NULL,
+    email        TEXT NOT NULL,
+    action       TEXT NOT NULL,
+    subject      TEXT,
+    detail       TEXT,
+    client       TEXT,
+    at_ms        INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS console_audit_merchant ON console_audit (merchant_id, id);
 "#;
 
 struct Param<'a>(&'a Value);

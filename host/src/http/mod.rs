@@ -57,6 +57,8 @@ pub struct App {
     pub drain: Arc<crate::shutdown::Drain>,
     /// GETs are served on the worker that read them ([`crate::runtime::inline`]).
     pub inline_reads: bool,
+    /// The merchant console (`/console/`).
+    pub console: crate::console::Console,
 }
 
 impl App {
@@ -67,7 +69,7 @@ impl App {
     }
 
     /// Longest matching prefix, on a path-segment boundary.
-    fn route(&self, path: &str) -> Option<&Route> {
+    pub(crate) fn route(&self, path: &str) -> Option<&Route> {
         self.routes
             .iter()
             .filter(|r| crate::paths::under(path, &r.prefix))
@@ -331,6 +333,7 @@ enum Target {
     /// The guide's index or one of its chapters, rendered.
     Docs(&'static str),
     ApiDocs,
+    Console,
     Native(NativeArea),
     Route(Route),
     Unmatched,
@@ -343,6 +346,7 @@ impl Target {
             "/metrics" => Target::Metrics,
             "/docs" => Target::Docs(docs::index()),
             "/docs/api" => Target::ApiDocs,
+            _ if crate::paths::under(path, "/console") => Target::Console,
             _ => match path.strip_prefix("/docs/").and_then(docs::chapter) {
                 Some(page) => Target::Docs(page),
                 None => match native_area(path) {
@@ -363,6 +367,7 @@ impl Target {
             Target::Healthz => "healthz",
             Target::Metrics => "metrics",
             Target::Docs(_) | Target::ApiDocs => "docs",
+            Target::Console => "console",
             Target::Native(area) => area.label(),
             Target::Route(route) => &route.component,
             Target::Unmatched => "unmatched",
@@ -423,7 +428,7 @@ fn request_span(
 }
 
 /// The request's merchant and environment, on its span.
-fn record_principal(merchant_id: &str, environment: &str) {
+pub(crate) fn record_principal(merchant_id: &str, environment: &str) {
     let span = tracing::Span::current();
     span.record("merchant_id", tracing::field::display(merchant_id));
     span.record("environment", tracing::field::display(environment));
@@ -490,6 +495,7 @@ async fn serve_target(
             let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
             paged::full(api_docs_page(app, client).await)
         }
+        Target::Console => paged::full(crate::console::handle(app, req, request_id).await),
         Target::Native(area) => {
             let resp = match native_dispatch(app, *area, req).await {
                 Ok(resp) => resp,
@@ -531,7 +537,7 @@ fn presented_key(req: &Request<Incoming>) -> Option<String> {
 }
 
 /// Header bounds, then the body within `max_body_bytes`.
-async fn read_request(
+pub(crate) async fn read_request(
     app: &App,
     req: Request<Incoming>,
     max_body: Option<usize>,
@@ -866,7 +872,7 @@ async fn dispatch(
 
 /// Runs `f` on a blocking thread, inside the request's span (the
 /// components' log lines carry the request's fields too).
-async fn on_blocking_thread<R: Send + 'static>(
+pub(crate) async fn on_blocking_thread<R: Send + 'static>(
     f: impl FnOnce() -> Result<R, HttpError> + Send + 'static,
 ) -> Result<R, HttpError> {
     let span = tracing::Span::current();

@@ -1,0 +1,101 @@
+//! The console acts as a key with its role's scopes would: each action is a
+//! request to the API component, admitted by the same scope check
+//! ([`crate::scopes::Scopes::allow`]) and per-caller rate limit as a key's
+//! request, and carried out by the same component code, with its
+//! idempotency, money rules and outbox. Nothing here writes a payment.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::sessions::Session;
+use super::web::ConsoleError;
+use crate::http::App;
+use crate::runtime::bindings::http_types;
+
+/// The API's answer to a console action.
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+
+    pub fn ok(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    /// The API's error message, for the form that asked.
+    pub fn refusal(&self) -> ConsoleError {
+        let body = self.json();
+        let message = body["error"]["message"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("The API answered {}.", self.status));
+        ConsoleError::Refused(self.status, message)
+    }
+}
+
+/// A console request counts against its person's rate limit as a key's
+/// request does against the key's (once, whatever API calls it makes).
+pub fn admit(app: &App, s: &Session) -> Result<(), ConsoleError> {
+    app.rate_limiter
+        .check(&s.actor_id())
+        .map_err(ConsoleError::RateLimited)
+}
+
+/// `method path?query` with a JSON body, on behalf of the signed-in person.
+pub async fn call(
+    app: &Arc<App>,
+    s: &Session,
+    method: &str,
+    target: &str,
+    body: Option<&Value>,
+    idempotency_key: Option<&str>,
+    request_id: &str,
+) -> Result<Answer, ConsoleError> {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    // The scope check a key's request passes ([`admit`] counted the request).
+    s.role.scopes().allow(method, path).map_err(|needed| {
+        let names: Vec<&str> = needed.iter().map(|n| n.as_str()).collect();
+        ConsoleError::Forbidden(names.join(" or "))
+    })?;
+    let route = app.route(path).ok_or(ConsoleError::NotFound)?.clone();
+    let caller = http_types::Caller {
+        merchant_id: s.merchant_id.clone(),
+        merchant_name: s.merchant_name.clone(),
+        environment: s.environment.as_str().to_string(),
+        key_id: s.actor_id(),
+        require_second_approver: s.require_second_approver,
+        request_id: request_id.to_string(),
+        base_url: app.base_url.clone(),
+    };
+    let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
+    if let Some(key) = idempotency_key {
+        headers.push(("idempotency-key".to_string(), key.to_string()));
+    }
+    let request = http_types::Request {
+        method: method.to_string(),
+        path: path.to_string(),
+        query: query.to_string(),
+        headers,
+        body: body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
+    };
+    let app = app.clone();
+    let response = crate::http::on_blocking_thread(move || {
+        Ok(app
+            .runtime
+            .handle(&route.component, Some(&caller), &request)?)
+    })
+    .await
+    .map_err(|e| ConsoleError::Unavailable(e.to_string()))?;
+    Ok(Answer {
+        status: response.status,
+        headers: response.headers,
+        body: response.body,
+    })
+}

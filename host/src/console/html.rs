@@ -1,0 +1,323 @@
+//! The console's HTML: one layout, escaping, and the words in French and
+//! English. Pages are plain forms and tables: no script runs, and the CSP
+//! allows the service's own stylesheet and nothing else.
+
+use std::fmt::Write;
+
+use super::sessions::Session;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    En,
+    Fr,
+}
+
+impl Lang {
+    pub fn code(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Fr => "fr",
+        }
+    }
+
+    /// `?lang=` first, then the `mmc_lang` cookie, then Accept-Language.
+    pub fn pick(query: Option<&str>, cookie: Option<&str>, accept: Option<&str>) -> Lang {
+        let parse = |s: &str| match s.trim().get(..2) {
+            Some(p) if p.eq_ignore_ascii_case("fr") => Some(Lang::Fr),
+            Some(p) if p.eq_ignore_ascii_case("en") => Some(Lang::En),
+            _ => None,
+        };
+        query
+            .and_then(parse)
+            .or_else(|| cookie.and_then(parse))
+            .or_else(|| accept.and_then(|a| a.split(',').find_map(parse)))
+            .unwrap_or(Lang::En)
+    }
+}
+
+/// The console's words: (key, English, French).
+const WORDS: &[(&str, &str, &str)] = &[
+    ("title", "Merchant console", "Console marchand"),
+    ("sign_in", "Sign in", "Se connecter"),
+    ("sign_out", "Sign out", "Se déconnecter"),
+    ("email", "Email", "E-mail"),
+    ("password", "Password", "Mot de passe"),
+    ("password_again", "Password again", "Mot de passe (encore)"),
+    (
+        "code",
+        "Authenticator code (if enabled)",
+        "Code de l'application d'authentification (si activée)",
+    ),
+    (
+        "bad_credentials",
+        "Wrong email, password or code.",
+        "E-mail, mot de passe ou code incorrect.",
+    ),
+    (
+        "throttled",
+        "Too many sign-in attempts. Try again in {} minutes.",
+        "Trop de tentatives de connexion. Réessayez dans {} minutes.",
+    ),
+    ("payments", "Payments", "Paiements"),
+    ("team", "Team", "Équipe"),
+    ("audit", "Audit log", "Journal d'audit"),
+    ("security", "Security", "Sécurité"),
+    ("status", "Status", "Statut"),
+    ("operator", "Operator", "Opérateur"),
+    ("from", "From", "Du"),
+    ("to", "To", "Au"),
+    ("reference", "Reference", "Référence"),
+    ("phone", "Phone", "Téléphone"),
+    ("filter", "Filter", "Filtrer"),
+    ("export_csv", "Export CSV", "Exporter en CSV"),
+    ("amount", "Amount", "Montant"),
+    ("created", "Created", "Créé le"),
+    ("older", "Older", "Plus anciens"),
+    ("none", "Nothing here.", "Rien ici."),
+    ("any", "Any", "Tous"),
+    ("refund", "Refund", "Rembourser"),
+    ("cancel", "Cancel payment", "Annuler le paiement"),
+    ("confirm", "Confirm", "Confirmer"),
+    ("back", "Back", "Retour"),
+    ("reason", "Reason", "Motif"),
+    (
+        "amount_blank",
+        "Amount (blank: what remains)",
+        "Montant (vide : le reste)",
+    ),
+    (
+        "confirm_refund",
+        "Refund {} of payment {}?",
+        "Rembourser {} du paiement {} ?",
+    ),
+    (
+        "confirm_cancel",
+        "Cancel payment {}?",
+        "Annuler le paiement {} ?",
+    ),
+    ("refunds", "Refunds", "Remboursements"),
+    ("timeline", "Timeline", "Historique"),
+    ("operator_calls", "Operator calls", "Appels à l'opérateur"),
+    ("deliveries", "Webhook deliveries", "Livraisons de webhooks"),
+    ("done", "Done.", "C'est fait."),
+    ("users", "Users", "Utilisateurs"),
+    ("role", "Role", "Rôle"),
+    ("invite", "Invite", "Inviter"),
+    ("remove", "Remove", "Retirer"),
+    ("invited", "invited", "invité"),
+    (
+        "invite_link",
+        "Send this one-time link to {}; it works once, for 72 hours:",
+        "Envoyez ce lien à usage unique à {} ; il sert une fois, pendant 72 heures :",
+    ),
+    ("who", "Who", "Qui"),
+    ("what", "What", "Quoi"),
+    ("when", "When", "Quand"),
+    ("where", "From", "Depuis"),
+    ("action", "Action", "Action"),
+    ("environment", "Environment", "Environnement"),
+    ("switch", "Switch", "Changer"),
+    (
+        "totp_on",
+        "Two-factor authentication is on.",
+        "L'authentification à deux facteurs est activée.",
+    ),
+    (
+        "totp_off",
+        "Two-factor authentication is off.",
+        "L'authentification à deux facteurs est désactivée.",
+    ),
+    (
+        "totp_start",
+        "Set up two-factor authentication",
+        "Activer l'authentification à deux facteurs",
+    ),
+    (
+        "totp_secret",
+        "Add this key to your authenticator app, then enter the code it shows:",
+        "Ajoutez cette clé à votre application d'authentification, puis saisissez le code affiché :",
+    ),
+    (
+        "totp_needed",
+        "Your role needs two-factor authentication to work in live: set it up under Security, then sign in again with a code.",
+        "Votre rôle exige l'authentification à deux facteurs en live : activez-la dans Sécurité, puis reconnectez-vous avec un code.",
+    ),
+    (
+        "forbidden",
+        "Your role does not allow this",
+        "Votre rôle ne le permet pas",
+    ),
+    (
+        "csrf",
+        "This form expired or came from another site. Reload the page and try again.",
+        "Ce formulaire a expiré ou vient d'un autre site. Rechargez la page et réessayez.",
+    ),
+    ("not_found", "Not found.", "Introuvable."),
+    (
+        "choose_password",
+        "Choose your password",
+        "Choisissez votre mot de passe",
+    ),
+    (
+        "passwords_differ",
+        "The two passwords differ.",
+        "Les deux mots de passe diffèrent.",
+    ),
+    (
+        "set_password",
+        "Set password and sign in",
+        "Enregistrer et se connecter",
+    ),
+    ("error", "Something went wrong", "Une erreur s'est produite"),
+];
+
+pub fn t(lang: Lang, key: &str) -> &'static str {
+    WORDS
+        .iter()
+        .find(|(k, _, _)| *k == key)
+        .map(|(_, en, fr)| if lang == Lang::Fr { *fr } else { *en })
+        .unwrap_or("?")
+}
+
+/// A word with its `{}` filled in order (the arguments are escaped).
+pub fn tf(lang: Lang, key: &str, args: &[&str]) -> String {
+    let mut out = String::new();
+    let mut rest = t(lang, key);
+    for a in args {
+        match rest.split_once("{}") {
+            Some((before, after)) => {
+                out.push_str(&esc(before));
+                out.push_str(&esc(a));
+                rest = after;
+            }
+            None => break,
+        }
+    }
+    out.push_str(&esc(rest));
+    out
+}
+
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The stylesheet, served at `/console/assets/console.css`.
+pub const CSS: &str = include_str!("console.css");
+
+/// A whole page: the navigation for a signed-in person, then `body`.
+pub fn page(lang: Lang, session: Option<&Session>, title: &str, body: &str) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!doctype html><html lang=\"{}\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{} · {}</title><link rel=\"stylesheet\" href=\"/console/assets/console.css\"></head><body>",
+        lang.code(),
+        esc(title),
+        t(lang, "title")
+    );
+    if let Some(s) = session {
+        let _ = write!(
+            out,
+            "<header><nav aria-label=\"{title}\"><strong>{merchant}</strong> \
+             <a href=\"/console/payments\">{payments}</a>",
+            title = t(lang, "title"),
+            merchant = esc(&s.merchant_name),
+            payments = t(lang, "payments"),
+        );
+        let _ = write!(out, " <a href=\"/console/team\">{}</a>", t(lang, "team"));
+        if s.role.manages_users() {
+            let _ = write!(out, " <a href=\"/console/audit\">{}</a>", t(lang, "audit"));
+        }
+        let _ = write!(
+            out,
+            " <a href=\"/console/security\">{sec}</a></nav>\
+             <form method=\"post\" action=\"/console/environment\" class=\"inline\">{csrf}\
+             <label>{envw} <select name=\"environment\">{opts}</select></label> <button>{switch}</button></form>\
+             <form method=\"post\" action=\"/console/sign-out\" class=\"inline\">{csrf}<button>{out_}</button></form>\
+             <span class=\"who\">{email} ({role})</span></header>",
+            sec = t(lang, "security"),
+            csrf = csrf_field(s),
+            envw = t(lang, "environment"),
+            opts = ["test", "live"]
+                .iter()
+                .map(|e| format!(
+                    "<option value=\"{e}\"{}>{e}</option>",
+                    if s.environment.as_str() == *e {
+                        " selected"
+                    } else {
+                        ""
+                    }
+                ))
+                .collect::<String>(),
+            switch = t(lang, "switch"),
+            out_ = t(lang, "sign_out"),
+            email = esc(&s.email),
+            role = s.role.as_str(),
+        );
+    }
+    let _ = write!(
+        out,
+        "<main><h1>{}</h1>{body}</main></body></html>",
+        esc(title)
+    );
+    out
+}
+
+pub fn csrf_field(s: &Session) -> String {
+    format!(
+        "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
+        esc(&s.csrf)
+    )
+}
+
+/// A message box (`role=alert` for errors, read out by screen readers).
+pub fn notice(text: &str, error: bool) -> String {
+    if error {
+        format!("<p class=\"error\" role=\"alert\">{}</p>", esc(text))
+    } else {
+        format!("<p class=\"ok\" role=\"status\">{}</p>", esc(text))
+    }
+}
+
+/// Milliseconds since the epoch as `2026-12-01 18:34:05 UTC`.
+pub fn when(ms: u64) -> String {
+    mmc_domain::time::rfc3339(ms)
+        .replace('T', " ")
+        .trim_end_matches('Z')
+        .split('.')
+        .next()
+        .unwrap_or_default()
+        .to_string()
+        + " UTC"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_exist_in_both_languages_and_escape() {
+        for (k, en, fr) in WORDS {
+            assert!(!en.is_empty() && !fr.is_empty(), "{k}");
+            assert_eq!(en.matches("{}").count(), fr.matches("{}").count(), "{k}");
+        }
+        assert_eq!(
+            tf(Lang::Fr, "confirm_cancel", &["<p>"]),
+            "Annuler le paiement &lt;p&gt; ?"
+        );
+        assert_eq!(Lang::pick(None, None, Some("fr-FR,fr;q=0.9")), Lang::Fr);
+        assert_eq!(Lang::pick(Some("en"), Some("fr"), None), Lang::En);
+    }
+}

@@ -1,0 +1,172 @@
+//! The merchant console at `/console/`: the people who run a merchant's
+//! payments (owner, developer, finance, support) sign in, find payments,
+//! refund or cancel them, and manage their team. Server-rendered HTML in
+//! French and English, no script, a strict CSP, assets served here.
+//!
+//! People are not keys, but the console acts as a key with the person's
+//! role's scopes would ([`api`]): the same scope check, the same component
+//! code, so idempotency, the money rules and the outbox hold as for the API.
+
+pub mod api;
+pub mod audit;
+pub mod auth;
+pub mod html;
+pub mod payments;
+pub mod sessions;
+pub mod team;
+pub mod throttle;
+pub mod totp;
+pub mod users;
+pub mod web;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+
+use self::html::Lang;
+use self::sessions::{COOKIE, Session};
+use self::web::{ConsoleError, Req};
+use crate::db::SqlDb;
+use crate::http::{App, ClientAddr};
+
+/// Largest console form accepted.
+const MAX_FORM_BYTES: usize = 64 * 1024;
+
+pub struct Console {
+    pub users: users::Users,
+    pub sessions: sessions::Sessions,
+    pub audit: audit::AuditLog,
+    pub throttle: throttle::Throttle,
+    /// Cookies marked `Secure`: the service is reached over TLS.
+    pub secure_cookies: bool,
+}
+
+impl Console {
+    pub fn new(db: SqlDb, base_url: &str) -> Console {
+        Console {
+            users: users::Users::new(db.clone()),
+            sessions: sessions::Sessions::new(db.clone()),
+            audit: audit::AuditLog::new(db),
+            throttle: throttle::Throttle::default(),
+            secure_cookies: base_url.starts_with("https://"),
+        }
+    }
+}
+
+/// Storage from an async handler: a short query, off the worker's core duty.
+pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(f)
+}
+
+type Resp = Response<Full<Bytes>>;
+
+/// Serves one request under `/console`.
+pub async fn handle(app: &Arc<App>, req: Request<Incoming>, request_id: &str) -> Resp {
+    let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
+    let (parts, body) = match crate::http::read_request(app, req, Some(MAX_FORM_BYTES)).await {
+        Ok(read) => read,
+        Err(_) => return web::page_response(400, "bad request\n".into()),
+    };
+    let headers: Vec<(String, String)> = parts
+        .headers
+        .iter()
+        .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
+        .collect();
+    let mut req = Req {
+        method: parts.method.to_string(),
+        path: parts.uri.path().to_string(),
+        query: parts.uri.query().unwrap_or_default().to_string(),
+        headers,
+        body: body.to_vec(),
+        client: client.map(|c| c.to_string()),
+        lang: Lang::En,
+        request_id: request_id.to_string(),
+    };
+    req.lang = Lang::pick(
+        req.param("lang").as_deref(),
+        req.cookie("mmc_lang").as_deref(),
+        req.header("accept-language"),
+    );
+    let console = &app.console;
+    let session = match req.cookie(COOKIE) {
+        Some(token) => match blocking(|| console.sessions.find(&token)) {
+            Ok(s) => s,
+            Err(e) => return ConsoleError::from(e).into_response(req.lang, None),
+        },
+        None => None,
+    };
+    let lang = req.lang;
+    let mut resp = match route(app, console, &req, session.as_ref()).await {
+        Ok(resp) => resp,
+        Err(e) => e.into_response(lang, session.as_ref()),
+    };
+    // A language asked for in the query is kept for the next pages.
+    if let Some(l) = req.param("lang") {
+        resp = web::with_cookie(
+            resp,
+            &web::cookie(
+                "mmc_lang",
+                Lang::pick(Some(&l), None, None).code(),
+                console.secure_cookies,
+                None,
+            ),
+        );
+    }
+    resp
+}
+
+async fn route(
+    app: &Arc<App>,
+    c: &Console,
+    req: &Req,
+    session: Option<&Session>,
+) -> Result<Resp, ConsoleError> {
+    let rest = req.path.strip_prefix("/console").unwrap_or_default();
+    let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    let method = req.method.as_str();
+    // Pages anyone may reach.
+    match (method, segments.as_slice()) {
+        ("GET", ["assets", "console.css"]) => {
+            return Ok(web::body_response(
+                200,
+                "text/css; charset=utf-8",
+                html::CSS.as_bytes().to_vec(),
+            ));
+        }
+        ("GET", ["sign-in"]) => return Ok(auth::sign_in_page(c, req, 200, None)),
+        ("POST", ["sign-in"]) => return auth::sign_in(c, req).await,
+        ("GET", ["invite", token]) => return auth::invite_page(c, req, token, None),
+        ("POST", ["invite", token]) => return auth::accept_invite(c, req, token),
+        _ => {}
+    }
+    let s = session.ok_or(ConsoleError::NotSignedIn)?;
+    crate::http::record_principal(&s.merchant_id, s.environment.as_str());
+    api::admit(app, s)?;
+    match (method, segments.as_slice()) {
+        ("POST", ["sign-out"]) => return auth::sign_out(c, req, s),
+        ("POST", ["environment"]) => return auth::switch_environment(c, req, s),
+        ("GET", ["security"]) => return auth::security_page(c, req, s, None),
+        ("POST", ["security"]) => return auth::security_action(c, req, s),
+        _ => {}
+    }
+    // Everything else works in the session's environment.
+    auth::admitted(s)?;
+    match (method, segments.as_slice()) {
+        ("GET", []) => Ok(web::redirect("/console/payments")),
+        ("GET", ["payments"]) => payments::list(app, req, s).await,
+        ("GET", ["payments.csv"]) => payments::csv(app, req, s).await,
+        ("GET", ["payments", id]) => payments::show(app, c, req, s, id).await,
+        ("GET", ["payments", id, "refund"]) => payments::refund_form(app, req, s, id, None).await,
+        ("POST", ["payments", id, "refund"]) => payments::refund(app, c, req, s, id).await,
+        ("GET", ["payments", id, "cancel"]) => payments::cancel_form(app, req, s, id).await,
+        ("POST", ["payments", id, "cancel"]) => payments::cancel(app, c, req, s, id).await,
+        ("GET", ["team"]) => team::page(c, req, s, None),
+        ("POST", ["team", "invite"]) => team::invite(c, &app.base_url, req, s),
+        ("POST", ["team", id, "remove"]) => team::remove(c, req, s, id),
+        ("GET", ["audit"]) => team::audit_page(c, req, s),
+        _ => Err(ConsoleError::NotFound),
+    }
+}

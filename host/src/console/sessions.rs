@@ -1,0 +1,148 @@
+//! Console sessions, kept in the database: the cookie holds a random token,
+//! the table its SHA-256. Every request reads its session with its user, so
+//! a sign-out or a removed user ends the session on every node of a fleet
+//! at the next request, with no cache to wait out.
+
+use crate::accounts::Environment;
+use crate::capabilities::clock::system_now_ms;
+use crate::db::{SqlDb, StorageError};
+use mmc_storage::sql_params;
+
+use super::users::{Role, random_hex, sha256_hex};
+
+/// A session lasts this long from sign-in, however active.
+pub const SESSION_TTL_MS: u64 = 12 * 3600 * 1000;
+pub const COOKIE: &str = "mmc_console";
+
+/// A signed-in person, as a request sees them.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub token_hash: String,
+    pub user_id: String,
+    pub email: String,
+    pub role: Role,
+    pub merchant_id: String,
+    pub merchant_name: String,
+    pub environment: Environment,
+    /// Signed in with a second factor.
+    pub mfa: bool,
+    pub totp_enabled: bool,
+    pub csrf: String,
+    /// The merchant's maker-checker rule in the session's environment.
+    pub require_second_approver: bool,
+}
+
+impl Session {
+    /// The id components see as the caller's key: one per person, so
+    /// maker-checker tells two people apart as it tells two keys apart.
+    pub fn actor_id(&self) -> String {
+        format!("user_{}", self.user_id.trim_start_matches("usr_"))
+    }
+}
+
+#[derive(Clone)]
+pub struct Sessions {
+    db: SqlDb,
+}
+
+impl Sessions {
+    pub fn new(db: SqlDb) -> Sessions {
+        Sessions { db }
+    }
+
+    /// A new session for `user_id`; returns the cookie's token.
+    pub fn open(
+        &self,
+        user_id: &str,
+        mfa: bool,
+        client: Option<&str>,
+    ) -> Result<String, StorageError> {
+        let token = random_hex(32);
+        let now = system_now_ms();
+        self.db.write(|tx| {
+            // Expired sessions of this user go as a new one comes.
+            tx.execute(
+                "DELETE FROM console_sessions WHERE user_id = ?1 AND expires_ms <= ?2",
+                sql_params![user_id, now as i64],
+            )?;
+            tx.execute(
+                "INSERT INTO console_sessions (token_hash, user_id, csrf, environment, mfa, client, created_ms, expires_ms)
+                 VALUES (?1, ?2, ?3, 'test', ?4, ?5, ?6, ?7)",
+                sql_params![sha256_hex(&token), user_id, random_hex(16), mfa, client, now as i64, (now + SESSION_TTL_MS) as i64],
+            )
+        })?;
+        Ok(token)
+    }
+
+    /// The live session a cookie's token names, with its user and merchant.
+    pub fn find(&self, token: &str) -> Result<Option<Session>, StorageError> {
+        if token.len() != 64 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(None);
+        }
+        let row = self.db.read(|c| {
+            c.query_opt(
+                "SELECT s.token_hash, u.id, u.email, u.role, u.merchant_id, m.name, s.environment, s.mfa,
+                        u.totp_enabled, s.csrf, m.second_approver_test, m.second_approver_live
+                 FROM console_sessions s
+                 JOIN console_users u ON u.id = s.user_id AND u.removed_ms IS NULL
+                 JOIN merchants m ON m.id = u.merchant_id
+                 WHERE s.token_hash = ?1 AND s.expires_ms > ?2",
+                sql_params![sha256_hex(token), system_now_ms() as i64],
+            )
+        })?;
+        let Some(r) = row else { return Ok(None) };
+        let environment = Environment::parse(&r.text(6)?).unwrap_or(Environment::Test);
+        let (test, live) = (
+            r.opt_int(10)?.map(|v| v != 0),
+            r.opt_int(11)?.map(|v| v != 0),
+        );
+        Ok(Some(Session {
+            token_hash: r.text(0)?,
+            user_id: r.text(1)?,
+            email: r.text(2)?,
+            role: Role::parse(&r.text(3)?).unwrap_or(Role::Support),
+            merchant_id: r.text(4)?,
+            merchant_name: r.text(5)?,
+            environment,
+            mfa: r.int(7)? != 0,
+            totp_enabled: r.int(8)? != 0,
+            csrf: r.text(9)?,
+            // The API's default: off in test, on in live.
+            require_second_approver: match environment {
+                Environment::Test => test.unwrap_or(false),
+                Environment::Live => live.unwrap_or(true),
+            },
+        }))
+    }
+
+    pub fn close(&self, token_hash: &str) -> Result<(), StorageError> {
+        self.db.write(|tx| {
+            tx.execute(
+                "DELETE FROM console_sessions WHERE token_hash = ?1",
+                sql_params![token_hash],
+            )
+        })?;
+        Ok(())
+    }
+
+    pub fn set_environment(&self, token_hash: &str, env: Environment) -> Result<(), StorageError> {
+        self.db.write(|tx| {
+            tx.execute(
+                "UPDATE console_sessions SET environment = ?2 WHERE token_hash = ?1",
+                sql_params![token_hash, env.as_str()],
+            )
+        })?;
+        Ok(())
+    }
+
+    /// The session has now passed a second factor.
+    pub fn mark_mfa(&self, token_hash: &str) -> Result<(), StorageError> {
+        self.db.write(|tx| {
+            tx.execute(
+                "UPDATE console_sessions SET mfa = 1 WHERE token_hash = ?1",
+                sql_params![token_hash],
+            )
+        })?;
+        Ok(())
+    }
+}

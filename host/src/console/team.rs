@@ -1,0 +1,244 @@
+//! The team: the merchant's users and their roles; owners invite and
+//! remove people (removal ends their sessions at once) and read the audit log.
+
+use std::fmt::Write;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::Response;
+
+use super::audit::Filter;
+use super::auth::user_error;
+use super::html::{self, esc, t, tf, when};
+use super::sessions::Session;
+use super::users::Role;
+use super::web::{self, ConsoleError, Req, check_csrf};
+use super::{Console, blocking};
+
+type Resp = Response<Full<Bytes>>;
+
+fn owner_only(s: &Session) -> Result<(), ConsoleError> {
+    if s.role.manages_users() {
+        Ok(())
+    } else {
+        Err(ConsoleError::Forbidden("owner".into()))
+    }
+}
+
+pub fn page(
+    c: &Console,
+    req: &Req,
+    s: &Session,
+    notice: Option<(u16, String)>,
+) -> Result<Resp, ConsoleError> {
+    let l = req.lang;
+    let users = blocking(|| c.users.list(&s.merchant_id)).map_err(user_error)?;
+    let mut body = match &notice {
+        Some((status, m)) => html::notice(m, *status >= 400),
+        None => String::new(),
+    };
+    let _ = write!(
+        body,
+        "<table><thead><tr><th>{}</th><th>{}</th><th></th></tr></thead><tbody>",
+        t(l, "email"),
+        t(l, "role")
+    );
+    for u in &users {
+        let remove = if s.role.manages_users() && u.id != s.user_id {
+            format!(
+                "<form method=\"post\" action=\"/console/team/{}/remove\">{}<button class=\"danger\">{}</button></form>",
+                esc(&u.id),
+                html::csrf_field(s),
+                t(l, "remove")
+            )
+        } else {
+            String::new()
+        };
+        let _ = write!(
+            body,
+            "<tr><td>{}{}</td><td>{}</td><td>{remove}</td></tr>",
+            esc(&u.email),
+            if u.invited {
+                format!(" ({})", t(l, "invited"))
+            } else {
+                String::new()
+            },
+            u.role.as_str()
+        );
+    }
+    body.push_str("</tbody></table>");
+    if s.role.manages_users() {
+        let roles: String = Role::ALL
+            .iter()
+            .map(|r| format!("<option>{}</option>", r.as_str()))
+            .collect();
+        let _ = write!(
+            body,
+            "<h2>{inv}</h2><form method=\"post\" action=\"/console/team/invite\">{csrf}<fieldset>\
+             <label>{e}<input name=\"email\" type=\"email\" required></label>\
+             <label>{r}<select name=\"role\">{roles}</select></label><button>{inv}</button></fieldset></form>",
+            inv = t(l, "invite"),
+            csrf = html::csrf_field(s),
+            e = t(l, "email"),
+            r = t(l, "role"),
+        );
+    }
+    let status = notice.map_or(200, |(st, _)| st);
+    Ok(web::page_response(
+        status,
+        html::page(l, Some(s), t(l, "team"), &body),
+    ))
+}
+
+/// `POST /console/team/invite` (owners): the one-time link is shown once.
+pub fn invite(c: &Console, base_url: &str, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
+    check_csrf(req, s)?;
+    owner_only(s)?;
+    let email = req.field("email").unwrap_or_default();
+    let Some(role) = req.field("role").and_then(|r| Role::parse(&r)) else {
+        return page(
+            c,
+            req,
+            s,
+            Some((400, super::users::UserError::InvalidRole.to_string())),
+        );
+    };
+    let invitation = match blocking(|| c.users.invite(&s.merchant_id, &email, role)) {
+        Ok(i) => i,
+        Err(e @ super::users::UserError::Storage(_)) => return Err(user_error(e)),
+        Err(e) => return page(c, req, s, Some((400, e.to_string()))),
+    };
+    let detail = format!("{} as {}", invitation.user.email, role.as_str());
+    blocking(|| {
+        c.audit.record(
+            s,
+            "user.invite",
+            Some(&invitation.user.id),
+            Some(&detail),
+            req.client.as_deref(),
+        )
+    })?;
+    let l = req.lang;
+    let link = format!("{base_url}{}", invitation.path);
+    let body = format!(
+        "<p role=\"status\">{}</p><p><code id=\"invite-link\">{}</code></p><p><a href=\"/console/team\">{}</a></p>",
+        tf(l, "invite_link", &[&invitation.user.email]),
+        esc(&link),
+        t(l, "back")
+    );
+    Ok(web::page_response(
+        201,
+        html::page(l, Some(s), t(l, "invite"), &body),
+    ))
+}
+
+/// `POST /console/team/{id}/remove` (owners).
+pub fn remove(c: &Console, req: &Req, s: &Session, user_id: &str) -> Result<Resp, ConsoleError> {
+    check_csrf(req, s)?;
+    owner_only(s)?;
+    if user_id == s.user_id {
+        return page(c, req, s, Some((400, "You cannot remove yourself.".into())));
+    }
+    let removed = match blocking(|| c.users.remove(&s.merchant_id, user_id)) {
+        Ok(u) => u,
+        Err(e @ super::users::UserError::LastOwner) => {
+            return page(c, req, s, Some((409, e.to_string())));
+        }
+        Err(e) => return Err(user_error(e)),
+    };
+    blocking(|| {
+        c.audit.record(
+            s,
+            "user.remove",
+            Some(user_id),
+            Some(&removed.email),
+            req.client.as_deref(),
+        )
+    })?;
+    Ok(web::redirect("/console/team"))
+}
+
+/// `GET /console/audit` (owners): newest first, filtered by action, person
+/// and period, paged by `before`.
+pub fn audit_page(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
+    owner_only(s)?;
+    let l = req.lang;
+    let day = |v: Option<String>, shift: u64| -> Result<Option<u64>, ConsoleError> {
+        v.map(|d| {
+            super::payments::date_secs(&d)
+                .map(|secs| (secs + shift) * 1000)
+                .ok_or_else(|| {
+                    ConsoleError::Refused(400, format!("a date as YYYY-MM-DD, not '{d}'."))
+                })
+        })
+        .transpose()
+    };
+    let filter = Filter {
+        action: req.param("action"),
+        email: req.param("email"),
+        since_ms: day(req.param("from"), 0)?,
+        until_ms: day(req.param("to"), 86_400)?,
+        before_id: req.param("before").and_then(|b| b.parse().ok()),
+    };
+    let (entries, more) = blocking(|| c.audit.list(&s.merchant_id, &filter))?;
+    let v = |o: &Option<String>| esc(o.as_deref().unwrap_or_default());
+    let mut body = format!(
+        "<form method=\"get\" action=\"/console/audit\"><fieldset>\
+         <label>{a}<input name=\"action\" value=\"{av}\" placeholder=\"payment.refund\"></label>\
+         <label>{w}<input name=\"email\" type=\"email\" value=\"{ev}\"></label>\
+         <label>{f}<input name=\"from\" type=\"date\" value=\"{fv}\"></label>\
+         <label>{to}<input name=\"to\" type=\"date\" value=\"{tv}\"></label>\
+         <button>{filter}</button></fieldset></form>",
+        a = t(l, "action"),
+        av = v(&filter.action),
+        w = t(l, "who"),
+        ev = v(&filter.email),
+        f = t(l, "from"),
+        fv = v(&req.param("from")),
+        to = t(l, "to"),
+        tv = v(&req.param("to")),
+        filter = t(l, "filter"),
+    );
+    let _ = write!(
+        body,
+        "<table><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",
+        t(l, "when"),
+        t(l, "who"),
+        t(l, "what"),
+        t(l, "environment"),
+        t(l, "where")
+    );
+    for e in &entries {
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td>{}</td><td><strong>{}</strong> {} {}</td><td>{}</td><td>{}</td></tr>",
+            when(e.at_ms),
+            esc(&e.email),
+            esc(&e.action),
+            v(&e.subject),
+            v(&e.detail),
+            esc(&e.environment),
+            v(&e.client),
+        );
+    }
+    body.push_str("</tbody></table>");
+    if more && let Some(last) = entries.last() {
+        let mut q = url::form_urlencoded::Serializer::new(String::new());
+        for name in ["action", "email", "from", "to"] {
+            if let Some(v) = req.param(name) {
+                q.append_pair(name, &v);
+            }
+        }
+        q.append_pair("before", &last.id.to_string());
+        let _ = write!(
+            body,
+            "<p><a rel=\"next\" href=\"/console/audit?{}\">{} →</a></p>",
+            esc(&q.finish()),
+            t(l, "older")
+        );
+    }
+    Ok(web::page_response(
+        200,
+        html::page(l, Some(s), t(l, "audit"), &body),
+    ))
+}

@@ -1,0 +1,452 @@
+//! Console users: people of one merchant, each with a role. A user starts
+//! as an invitation (a one-time sign-in link, stored as its SHA-256 and
+//! valid [`INVITE_TTL_MS`]) and chooses a password there; passwords are kept
+//! as Argon2id hashes. Removing a user ends their sessions in the same
+//! transaction, so every node refuses them from the next request.
+
+use argon2::Argon2;
+use argon2::password_hash::rand_core::{OsRng, RngCore};
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::capabilities::clock::system_now_ms;
+use crate::db::{Row, SqlDb, StorageError};
+use crate::scopes::{Scope, Scopes};
+use mmc_storage::sql_params;
+
+/// How long an invitation link signs in.
+pub const INVITE_TTL_MS: u64 = 72 * 3600 * 1000;
+pub const MIN_PASSWORD_CHARS: usize = 12;
+const MAX_PASSWORD_CHARS: usize = 256;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Owner,
+    Developer,
+    Finance,
+    Support,
+}
+
+impl Role {
+    pub const ALL: [Role; 4] = [Role::Owner, Role::Developer, Role::Finance, Role::Support];
+
+    pub fn parse(s: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Owner => "owner",
+            Role::Developer => "developer",
+            Role::Finance => "finance",
+            Role::Support => "support",
+        }
+    }
+
+    /// What the role may do, as the API scopes of a key: the console's
+    /// actions pass the same scope check a key's requests do.
+    pub fn scopes(self) -> Scopes {
+        let list: &[Scope] = match self {
+            Role::Owner => &Scope::ALL,
+            // Keys, webhooks and their deliveries; no money movement.
+            Role::Developer => &[Scope::PaymentsRead, Scope::WebhooksManage],
+            Role::Finance => &[
+                Scope::PaymentsRead,
+                Scope::PaymentsWrite,
+                Scope::BulkCreate,
+                Scope::BulkApprove,
+            ],
+            Role::Support => &[Scope::PaymentsRead],
+        };
+        let names: Vec<&str> = list.iter().map(|s| s.as_str()).collect();
+        Scopes::parse(&names.join(",")).expect("every role has a scope")
+    }
+
+    /// Roles that move money sign in with a second factor to work in live.
+    pub fn needs_second_factor_in_live(self) -> bool {
+        matches!(self, Role::Owner | Role::Finance)
+    }
+
+    pub fn manages_users(self) -> bool {
+        self == Role::Owner
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct User {
+    pub id: String,
+    pub merchant_id: String,
+    pub email: String,
+    pub role: Role,
+    pub totp_enabled: bool,
+    /// Still an invitation: no password chosen yet.
+    pub invited: bool,
+    pub created_ms: u64,
+}
+
+/// Returned once: the only time the link exists outside the invitee's hands.
+#[derive(Debug, Clone, Serialize)]
+pub struct Invitation {
+    pub user: User,
+    /// The path of the one-time link (`/console/invite/<token>`).
+    pub path: String,
+    pub expires_ms: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UserError {
+    #[error("email must look like name@example.com (at most 254 characters)")]
+    InvalidEmail,
+    #[error("a console user with this email already exists")]
+    EmailTaken,
+    #[error("no merchant with id {0}")]
+    UnknownMerchant(String),
+    #[error("role must be one of owner, developer, finance, support")]
+    InvalidRole,
+    #[error("the password must be {MIN_PASSWORD_CHARS} to {MAX_PASSWORD_CHARS} characters")]
+    WeakPassword,
+    #[error("this invitation link is unknown, used or expired")]
+    InvalidInvitation,
+    #[error("no such user")]
+    UnknownUser,
+    #[error("the last owner cannot be removed")]
+    LastOwner,
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+/// Random bytes as hex: session tokens, CSRF tokens, invitation tokens.
+pub fn random_hex(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    OsRng.fill_bytes(&mut buf);
+    hex::encode(buf)
+}
+
+pub fn sha256_hex(s: &str) -> String {
+    hex::encode(Sha256::digest(s.as_bytes()))
+}
+
+fn normalize_email(email: &str) -> Result<String, UserError> {
+    let email = email.trim().to_lowercase();
+    let valid = email.len() <= 254
+        && email.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty() && domain.contains('.') && !domain.starts_with('.')
+        })
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control());
+    valid.then_some(email).ok_or(UserError::InvalidEmail)
+}
+
+pub fn hash_password(password: &str) -> Result<String, UserError> {
+    let chars = password.chars().count();
+    if !(MIN_PASSWORD_CHARS..=MAX_PASSWORD_CHARS).contains(&chars) {
+        return Err(UserError::WeakPassword);
+    }
+    let salt = SaltString::generate(&mut OsRng);
+    // Argon2::default() is Argon2id, v19, m=19 MiB, t=2, p=1 (OWASP's minimum).
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| UserError::Storage(StorageError::Unavailable(format!("argon2: {e}"))))
+}
+
+fn password_matches(stored: &str, password: &str) -> bool {
+    PasswordHash::new(stored).is_ok_and(|h| {
+        Argon2::default()
+            .verify_password(password.as_bytes(), &h)
+            .is_ok()
+    })
+}
+
+/// A hash to verify against when the account does not exist, so an unknown
+/// email costs what a wrong password costs (no timing oracle on accounts).
+fn decoy_hash() -> &'static str {
+    static DECOY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DECOY.get_or_init(|| hash_password("decoy password, never used").expect("hashes"))
+}
+
+const USER_COLUMNS: &str = "id, merchant_id, email, role, totp_enabled,
+     CASE WHEN password_hash IS NULL THEN 1 ELSE 0 END, created_ms";
+
+fn user(r: &Row) -> Result<User, StorageError> {
+    Ok(User {
+        id: r.text(0)?,
+        merchant_id: r.text(1)?,
+        email: r.text(2)?,
+        // A role this build does not know grants the least.
+        role: Role::parse(&r.text(3)?).unwrap_or(Role::Support),
+        totp_enabled: r.int(4)? != 0,
+        invited: r.int(5)? != 0,
+        created_ms: r.int(6)? as u64,
+    })
+}
+
+/// What signing in with a password found.
+pub struct Credentials {
+    pub user: User,
+    pub totp_secret: Option<Vec<u8>>,
+    pub totp_last_step: Option<u64>,
+}
+
+#[derive(Clone)]
+pub struct Users {
+    db: SqlDb,
+}
+
+impl Users {
+    pub fn new(db: SqlDb) -> Users {
+        Users { db }
+    }
+
+    /// A new user of `merchant_id`, invited: the link signs them in once.
+    pub fn invite(
+        &self,
+        merchant_id: &str,
+        email: &str,
+        role: Role,
+    ) -> Result<Invitation, UserError> {
+        let email = normalize_email(email)?;
+        let token = random_hex(32);
+        let now = system_now_ms();
+        let user = User {
+            id: format!("usr_{}", uuid::Uuid::new_v4().simple()),
+            merchant_id: merchant_id.to_string(),
+            email,
+            role,
+            totp_enabled: false,
+            invited: true,
+            created_ms: now,
+        };
+        let expires_ms = now + INVITE_TTL_MS;
+        self.db.write(|tx| {
+            if tx.query_opt("SELECT 1 FROM merchants WHERE id = ?1", sql_params![merchant_id])?.is_none() {
+                return Ok(Err(UserError::UnknownMerchant(merchant_id.to_string())));
+            }
+            // Invitations of one email through several nodes take turns.
+            tx.lock(&format!("console_users:{}", user.email))?;
+            if tx.query_opt("SELECT 1 FROM console_users WHERE email = ?1 AND removed_ms IS NULL", sql_params![&user.email])?.is_some() {
+                return Ok(Err(UserError::EmailTaken));
+            }
+            tx.execute(
+                "INSERT INTO console_users (id, merchant_id, email, role, invite_hash, invite_expires_ms, created_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                sql_params![&user.id, merchant_id, &user.email, role.as_str(), sha256_hex(&token), expires_ms as i64, now as i64],
+            )?;
+            Ok(Ok(()))
+        })??;
+        Ok(Invitation {
+            user,
+            path: format!("/console/invite/{token}"),
+            expires_ms,
+        })
+    }
+
+    /// The user an invitation token names, if it is still valid.
+    pub fn invited(&self, token: &str) -> Result<Option<User>, UserError> {
+        let row = self.db.read(|c| {
+            c.query_opt(
+                &format!("SELECT {USER_COLUMNS} FROM console_users WHERE invite_hash = ?1 AND removed_ms IS NULL AND invite_expires_ms > ?2"),
+                sql_params![sha256_hex(token), system_now_ms() as i64],
+            )
+        })?;
+        Ok(row.map(|r| user(&r)).transpose()?)
+    }
+
+    /// Sets the password an invitation asked for; the link is spent.
+    pub fn accept(&self, token: &str, password: &str) -> Result<User, UserError> {
+        let hash = hash_password(password)?;
+        let found = self.invited(token)?.ok_or(UserError::InvalidInvitation)?;
+        let changed = self.db.write(|tx| {
+            tx.execute(
+                "UPDATE console_users SET password_hash = ?2, invite_hash = NULL, invite_expires_ms = NULL
+                 WHERE id = ?1 AND invite_hash = ?3 AND removed_ms IS NULL",
+                sql_params![&found.id, &hash, sha256_hex(token)],
+            )
+        })?;
+        if changed == 0 {
+            return Err(UserError::InvalidInvitation);
+        }
+        Ok(User {
+            invited: false,
+            ..found
+        })
+    }
+
+    /// The user whose email and password these are (Argon2id verification
+    /// runs whether or not the email is known).
+    pub fn check_password(
+        &self,
+        email: &str,
+        password: &str,
+    ) -> Result<Option<Credentials>, UserError> {
+        let email = email.trim().to_lowercase();
+        let row = self.db.read(|c| {
+            c.query_opt(
+                &format!("SELECT {USER_COLUMNS}, password_hash, totp_secret, totp_enabled, totp_last_step FROM console_users WHERE email = ?1 AND removed_ms IS NULL"),
+                sql_params![&email],
+            )
+        })?;
+        let stored = row.as_ref().and_then(|r| r.opt_text(7).ok().flatten());
+        let ok = password_matches(stored.as_deref().unwrap_or(decoy_hash()), password);
+        let (Some(r), true, Some(_)) = (row, ok, stored) else {
+            return Ok(None);
+        };
+        let enabled = r.int(9)? != 0;
+        Ok(Some(Credentials {
+            user: user(&r)?,
+            totp_secret: if enabled {
+                r.opt_text(8)?.and_then(|s| super::totp::from_base32(&s))
+            } else {
+                None
+            },
+            totp_last_step: r.opt_int(10)?.map(|s| s as u64),
+        }))
+    }
+
+    /// Records the step of a code just accepted; false if a code of that
+    /// step or a later one was already used (a replayed code).
+    pub fn spend_totp_step(&self, user_id: &str, step: u64) -> Result<bool, UserError> {
+        let changed = self.db.write(|tx| {
+            tx.execute(
+                "UPDATE console_users SET totp_last_step = ?2
+                 WHERE id = ?1 AND (totp_last_step IS NULL OR totp_last_step < ?2)",
+                sql_params![user_id, step as i64],
+            )
+        })?;
+        Ok(changed == 1)
+    }
+
+    /// A new secret, kept pending until a code from it is confirmed.
+    pub fn start_totp(&self, user_id: &str) -> Result<String, UserError> {
+        let mut secret = [0u8; 20];
+        OsRng.fill_bytes(&mut secret);
+        let b32 = super::totp::base32(&secret);
+        self.db.write(|tx| {
+            tx.execute(
+                "UPDATE console_users SET totp_secret = ?2, totp_enabled = 0 WHERE id = ?1 AND removed_ms IS NULL",
+                sql_params![user_id, &b32],
+            )
+        })?;
+        Ok(b32)
+    }
+
+    /// The pending secret of a user (what the setup page shows again).
+    pub fn pending_totp(&self, user_id: &str) -> Result<Option<String>, UserError> {
+        Ok(self
+            .db
+            .read(|c| {
+                c.query_opt(
+                    "SELECT totp_secret FROM console_users WHERE id = ?1 AND totp_enabled = 0",
+                    sql_params![user_id],
+                )?
+                .map(|r| r.opt_text(0))
+                .transpose()
+            })?
+            .flatten())
+    }
+
+    pub fn enable_totp(&self, user_id: &str, step: u64) -> Result<(), UserError> {
+        self.db.write(|tx| {
+            tx.execute(
+                "UPDATE console_users SET totp_enabled = 1, totp_last_step = ?2 WHERE id = ?1",
+                sql_params![user_id, step as i64],
+            )
+        })?;
+        Ok(())
+    }
+
+    pub fn list(&self, merchant_id: &str) -> Result<Vec<User>, UserError> {
+        Ok(self.db.read(|c| {
+            c.query(
+                &format!("SELECT {USER_COLUMNS} FROM console_users WHERE merchant_id = ?1 AND removed_ms IS NULL ORDER BY created_ms, id"),
+                sql_params![merchant_id],
+            )?
+            .iter()
+            .map(user)
+            .collect::<Result<Vec<_>, _>>()
+        })?)
+    }
+
+    /// Removes a user of `merchant_id` and ends every session of theirs.
+    pub fn remove(&self, merchant_id: &str, user_id: &str) -> Result<User, UserError> {
+        let removed = self.db.write(|tx| {
+            tx.lock(&format!("console_owners:{merchant_id}"))?;
+            let Some(r) = tx.query_opt(
+                &format!("SELECT {USER_COLUMNS} FROM console_users WHERE id = ?1 AND merchant_id = ?2 AND removed_ms IS NULL"),
+                sql_params![user_id, merchant_id],
+            )?
+            else {
+                return Ok(Err(UserError::UnknownUser));
+            };
+            let found = user(&r)?;
+            if found.role == Role::Owner {
+                let owners = tx
+                    .query_one(
+                        "SELECT COUNT(*) FROM console_users WHERE merchant_id = ?1 AND role = 'owner' AND removed_ms IS NULL AND password_hash IS NOT NULL",
+                        sql_params![merchant_id],
+                    )?
+                    .int(0)?;
+                if owners <= 1 && !found.invited {
+                    return Ok(Err(UserError::LastOwner));
+                }
+            }
+            tx.execute(
+                "UPDATE console_users SET removed_ms = ?2, invite_hash = NULL WHERE id = ?1",
+                sql_params![user_id, system_now_ms() as i64],
+            )?;
+            tx.execute("DELETE FROM console_sessions WHERE user_id = ?1", sql_params![user_id])?;
+            Ok(Ok(found))
+        })??;
+        Ok(removed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_argon2id_and_checked() {
+        let h = hash_password("correct horse battery").unwrap();
+        assert!(h.starts_with("$argon2id$"), "{h}");
+        assert!(password_matches(&h, "correct horse battery"));
+        assert!(!password_matches(&h, "correct horse battery!"));
+        assert!(matches!(
+            hash_password("short"),
+            Err(UserError::WeakPassword)
+        ));
+    }
+
+    #[test]
+    fn roles_map_to_the_api_scopes() {
+        use crate::scopes::Scope::*;
+        let refund = ("POST", "/api/v1/collect/payments/p/refunds");
+        let approve = ("POST", "/api/v1/bulk-payments/b/validate");
+        for (role, can_refund, can_approve) in [
+            (Role::Owner, true, true),
+            (Role::Finance, true, true),
+            (Role::Developer, false, false),
+            (Role::Support, false, false),
+        ] {
+            let s = role.scopes();
+            assert_eq!(s.allow(refund.0, refund.1).is_ok(), can_refund, "{role:?}");
+            assert_eq!(
+                s.allow(approve.0, approve.1).is_ok(),
+                can_approve,
+                "{role:?}"
+            );
+            assert!(s.contains(PaymentsRead));
+        }
+        assert!(Role::Developer.scopes().contains(WebhooksManage));
+        assert!(!Role::Support.scopes().contains(WebhooksManage));
+    }
+
+    #[test]
+    fn emails_are_checked_and_lowercased() {
+        assert_eq!(normalize_email(" Awa@Shop.BJ ").unwrap(), "awa@shop.bj");
+        for bad in ["", "awa", "@shop.bj", "awa@shop", "a wa@shop.bj"] {
+            assert!(normalize_email(bad).is_err(), "{bad}");
+        }
+    }
+}
