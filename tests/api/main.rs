@@ -9,6 +9,7 @@ mod auth;
 mod checkout;
 mod cli;
 mod connections;
+mod console;
 mod crash;
 mod create;
 mod docs;
