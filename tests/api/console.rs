@@ -377,6 +377,11 @@ async fn console_owner_and_finance_need_a_second_factor_in_live() {
         .await;
     assert_eq!(refused.status, 403, "{}", refused.body);
     assert!(refused.body.contains("two-factor"), "{}", refused.body);
+    let finance = person(&app, &merchant, "finance@shop.bj", Role::Finance).await;
+    let refused = finance
+        .submit("/console/payments", "/console/environment", &live)
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
     // Support works in live without one.
     let support = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
     let switched = support
@@ -618,6 +623,11 @@ async fn a_console_refund_is_the_apis_refund_and_a_double_submit_is_one_refund()
         "timeline: {}",
         page.body
     );
+    assert!(
+        page.body.contains("<strong>collect.refund."),
+        "the refund's events too: {}",
+        page.body
+    );
 
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
     let audit = owner.get("/console/audit?action=payment.refund").await;
@@ -684,4 +694,78 @@ async fn mmc_users_create_prints_a_one_time_sign_in_link() {
         .await;
     assert_eq!(done.status, 303);
     assert_eq!(browser.get("/console/team").await.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_bulk_approval_is_the_apis_validate_under_the_approvers_role() {
+    let app = spawn_app().await;
+    let (merchant, _, _) = app.merchant("Payroll");
+    let maker = app
+        .accounts
+        .create_key_with(
+            &merchant,
+            mmc_host::accounts::Environment::Test,
+            Some(mmc_host::scopes::Scopes::parse("bulk:create").unwrap()),
+        )
+        .unwrap();
+    let resp = app
+        .client
+        .post(app.url("/api/v1/bulk-payments/"))
+        .bearer_auth(&maker.key)
+        .header("Idempotency-Key", new_key())
+        .json(&json!({"name": "May payroll", "items": [{
+            "beneficiary_name": "Awa Koné", "phone": "+2290166000001", "amount": 1000,
+            "currency": "XOF", "reference": "may-1"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    let batch: Value = resp.json().await.unwrap();
+    let id = batch["id"].as_str().unwrap();
+    assert_eq!(batch["status"], "pending_validation", "{batch}");
+    let page = format!("/console/bulk/{id}");
+    let validate = format!("/console/bulk/{id}/validate");
+    for (email, role) in [
+        ("dev@shop.bj", Role::Developer),
+        ("agent@shop.bj", Role::Support),
+    ] {
+        let who = person(&app, &merchant, email, role).await;
+        let refused = who
+            .submit("/console/payments", &validate, &[("action", "approve")])
+            .await;
+        assert_eq!(refused.status, 403, "{role:?}: {}", refused.body);
+        assert!(refused.body.contains("bulk:approve"), "{}", refused.body);
+    }
+    let finance = person(&app, &merchant, "finance@shop.bj", Role::Finance).await;
+    let shown = finance.get(&page).await;
+    assert!(
+        shown.body.contains("May payroll") && shown.body.contains("value=\"approve\""),
+        "{}",
+        shown.body
+    );
+    let approved = finance
+        .submit(&page, &validate, &[("action", "approve")])
+        .await;
+    assert_eq!(
+        (approved.status, approved.location()),
+        (303, format!("{page}?done=approve").as_str()),
+        "{}",
+        approved.body
+    );
+    let (_, after) = app
+        .get(&maker.key, &format!("/api/v1/bulk-payments/{id}"))
+        .await;
+    assert_ne!(after["status"], "pending_validation", "{after}");
+    let approver = after["validated_by_key_id"].as_str().unwrap();
+    assert!(
+        approver.starts_with("user_"),
+        "the person is the approver: {after}"
+    );
+    let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
+    let audit = owner.get("/console/audit?action=bulk.approve").await;
+    assert!(
+        audit.body.contains("finance@shop.bj") && audit.body.contains(id),
+        "{}",
+        audit.body
+    );
 }

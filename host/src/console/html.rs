@@ -169,6 +169,9 @@ const WORDS: &[(&str, &str, &str)] = &[
         "Enregistrer et se connecter",
     ),
     ("error", "Something went wrong", "Une erreur s'est produite"),
+    ("batch", "Bulk payout", "Paiement groupé"),
+    ("approve", "Approve", "Approuver"),
+    ("reject", "Reject", "Rejeter"),
 ];
 
 pub fn t(lang: Lang, key: &str) -> &'static str {

@@ -10,6 +10,7 @@
 pub mod api;
 pub mod audit;
 pub mod auth;
+pub mod bulk;
 pub mod html;
 pub mod payments;
 pub mod sessions;
@@ -158,11 +159,13 @@ async fn route(
         ("GET", []) => Ok(web::redirect("/console/payments")),
         ("GET", ["payments"]) => payments::list(app, req, s).await,
         ("GET", ["payments.csv"]) => payments::csv(app, req, s).await,
-        ("GET", ["payments", id]) => payments::show(app, c, req, s, id).await,
+        ("GET", ["payments", id]) => payments::show(app, req, s, id).await,
         ("GET", ["payments", id, "refund"]) => payments::refund_form(app, req, s, id, None).await,
         ("POST", ["payments", id, "refund"]) => payments::refund(app, c, req, s, id).await,
         ("GET", ["payments", id, "cancel"]) => payments::cancel_form(app, req, s, id).await,
         ("POST", ["payments", id, "cancel"]) => payments::cancel(app, c, req, s, id).await,
+        ("GET", ["bulk", id]) => bulk::show(app, req, s, id).await,
+        ("POST", ["bulk", id, "validate"]) => bulk::validate(app, c, req, s, id).await,
         ("GET", ["team"]) => team::page(c, req, s, None),
         ("POST", ["team", "invite"]) => team::invite(c, &app.base_url, req, s),
         ("POST", ["team", id, "remove"]) => team::remove(c, req, s, id),

@@ -397,13 +397,7 @@ async fn get_payment(
     }
 }
 
-pub async fn show(
-    app: &Arc<App>,
-    c: &Console,
-    req: &Req,
-    s: &Session,
-    id: &str,
-) -> Result<Resp, ConsoleError> {
+pub async fn show(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Resp, ConsoleError> {
     let l = req.lang;
     let p = get_payment(app, req, s, id).await?;
     let refunds = api::call(
@@ -449,7 +443,11 @@ pub async fn show(
         t(l, "cancel")
     );
     let _ = write!(body, "<h2>{}</h2><ul>", t(l, "refunds"));
-    for r in refunds.json()["data"].as_array().into_iter().flatten() {
+    let refund_list = refunds.json()["data"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for r in &refund_list {
         let _ = write!(
             body,
             "<li>{} · {} {} · {} · {}</li>",
@@ -461,7 +459,14 @@ pub async fn show(
         );
     }
     body.push_str("</ul>");
-    body.push_str(&timeline(app, c, l, s, p["id"].as_str().unwrap_or(id))?);
+    let mut subjects = vec![p["id"].as_str().unwrap_or(id).to_string()];
+    subjects.extend(
+        refund_list
+            .iter()
+            .filter_map(|r| r["id"].as_str())
+            .map(str::to_string),
+    );
+    body.push_str(&timeline(app, l, s, &subjects)?);
     Ok(web::page_response(
         200,
         html::page(
@@ -477,22 +482,33 @@ pub async fn show(
     ))
 }
 
-/// Events (each status change) with their webhook deliveries, and the calls
-/// made to the operator, oldest first.
+/// Events (each status change of the payment and of its refunds) with
+/// their webhook deliveries, and the calls made to the operator, oldest first.
 fn timeline(
     app: &Arc<App>,
-    c: &Console,
     l: html::Lang,
     s: &Session,
-    id: &str,
+    subjects: &[String],
 ) -> Result<String, ConsoleError> {
-    let _ = c;
     let mut out = format!("<h2>{}</h2><ol>", t(l, "timeline"));
-    let (events, _) = blocking(|| {
-        app.webhooks
-            .list_events(&s.merchant_id, s.environment, None, Some(id), None, 100)
-    })
-    .map_err(|e| ConsoleError::Unavailable(e.to_string()))?;
+    let mut events = Vec::new();
+    for subject in subjects {
+        let (found, _) = blocking(|| {
+            app.webhooks.list_events(
+                &s.merchant_id,
+                s.environment,
+                None,
+                Some(subject),
+                None,
+                100,
+            )
+        })
+        .map_err(|e| ConsoleError::Unavailable(e.to_string()))?;
+        events.extend(found);
+    }
+    // RFC 3339 times of one format sort as text: newest first, as listed,
+    // then read backwards.
+    events.sort_by(|a, b| b["created_at"].as_str().cmp(&a["created_at"].as_str()));
     for e in events.iter().rev() {
         let eid = e["id"].as_str().unwrap_or_default();
         let _ = write!(
@@ -526,7 +542,10 @@ fn timeline(
         out.push_str("</li>");
     }
     out.push_str("</ol>");
-    let calls = blocking(|| app.runtime.services.audit.calls_for(id)).unwrap_or_default();
+    let calls: Vec<_> = subjects
+        .iter()
+        .flat_map(|id| blocking(|| app.runtime.services.audit.calls_for(id)).unwrap_or_default())
+        .collect();
     let _ = write!(out, "<h2>{}</h2><ol>", t(l, "operator_calls"));
     for call in calls {
         let _ = write!(
