@@ -40,6 +40,12 @@ impl Answer {
     }
 }
 
+/// The refusal of an action none of whose scopes the role has.
+pub fn forbidden(needed: &[crate::scopes::Scope]) -> ConsoleError {
+    let names: Vec<&str> = needed.iter().map(|n| n.as_str()).collect();
+    ConsoleError::Forbidden(names.join(" or "))
+}
+
 /// A console request counts against its person's rate limit as a key's
 /// request does against the key's (once, whatever API calls it makes).
 pub fn admit(app: &App, s: &Session) -> Result<(), ConsoleError> {
@@ -60,10 +66,7 @@ pub async fn call(
 ) -> Result<Answer, ConsoleError> {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     // The scope check a key's request passes ([`admit`] counted the request).
-    s.role.scopes().allow(method, path).map_err(|needed| {
-        let names: Vec<&str> = needed.iter().map(|n| n.as_str()).collect();
-        ConsoleError::Forbidden(names.join(" or "))
-    })?;
+    s.role.scopes().allow(method, path).map_err(forbidden)?;
     let route = app.route(path).ok_or(ConsoleError::NotFound)?.clone();
     let caller = http_types::Caller {
         merchant_id: s.merchant_id.clone(),

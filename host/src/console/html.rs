@@ -170,6 +170,7 @@ const WORDS: &[(&str, &str, &str)] = &[
     ),
     ("error", "Something went wrong", "Une erreur s'est produite"),
     ("batch", "Bulk payout", "Paiement groupé"),
+    ("all_remaining", "all that remains", "tout ce qui reste"),
     ("approve", "Approve", "Approuver"),
     ("reject", "Reject", "Rejeter"),
 ];

@@ -12,7 +12,9 @@ pub mod audit;
 pub mod auth;
 pub mod bulk;
 pub mod html;
+pub mod payment;
 pub mod payments;
+pub mod refunds;
 pub mod sessions;
 pub mod team;
 pub mod throttle;
@@ -159,11 +161,11 @@ async fn route(
         ("GET", []) => Ok(web::redirect("/console/payments")),
         ("GET", ["payments"]) => payments::list(app, req, s).await,
         ("GET", ["payments.csv"]) => payments::csv(app, req, s).await,
-        ("GET", ["payments", id]) => payments::show(app, req, s, id).await,
-        ("GET", ["payments", id, "refund"]) => payments::refund_form(app, req, s, id, None).await,
-        ("POST", ["payments", id, "refund"]) => payments::refund(app, c, req, s, id).await,
-        ("GET", ["payments", id, "cancel"]) => payments::cancel_form(app, req, s, id).await,
-        ("POST", ["payments", id, "cancel"]) => payments::cancel(app, c, req, s, id).await,
+        ("GET", ["payments", id]) => payment::show(app, req, s, id).await,
+        ("GET", ["payments", id, "refund"]) => refunds::refund_form(app, req, s, id, None).await,
+        ("POST", ["payments", id, "refund"]) => refunds::refund(app, c, req, s, id).await,
+        ("GET", ["payments", id, "cancel"]) => refunds::cancel_form(app, req, s, id).await,
+        ("POST", ["payments", id, "cancel"]) => refunds::cancel(app, c, req, s, id).await,
         ("GET", ["bulk", id]) => bulk::show(app, req, s, id).await,
         ("POST", ["bulk", id, "validate"]) => bulk::validate(app, c, req, s, id).await,
         ("GET", ["team"]) => team::page(c, req, s, None),

@@ -1,6 +1,5 @@
-//! Payments: the filtered list (newest first, paged), its CSV, a payment's
-//! page with its timeline, and refund and cancel behind a confirmation
-//! step. Every read and action goes through the API ([`super::api`]).
+//! Payments: the filtered list (newest first, paged) and its CSV, read
+//! through the API ([`super::api`]) as a key with the person's scopes would.
 
 use std::fmt::Write;
 use std::sync::Arc;
@@ -8,13 +7,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::Response;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::api::{self, Answer};
-use super::html::{self, esc, t, tf, when};
+use super::api;
+use super::html::{self, esc, t};
 use super::sessions::Session;
-use super::web::{self, ConsoleError, Req, check_csrf};
-use super::{Console, blocking};
+use super::web::{self, ConsoleError, Req};
 use crate::http::App;
 
 type Resp = Response<Full<Bytes>>;
@@ -103,7 +101,7 @@ fn encode(pairs: &[(&str, String)]) -> String {
     s.finish()
 }
 
-fn phone_of(p: &Value) -> String {
+pub(super) fn phone_of(p: &Value) -> String {
     p["customer"]["phone"]
         .as_str()
         .unwrap_or_default()
@@ -218,23 +216,53 @@ fn filter_form(l: html::Lang, f: &Filters) -> String {
     )
 }
 
+/// The payments as a table (or a line saying there are none).
+fn table(l: html::Lang, payments: &[Value]) -> String {
+    let mut body = String::new();
+    if payments.is_empty() {
+        let _ = write!(body, "<p>{}</p>", t(l, "none"));
+    } else {
+        let _ = write!(
+            body,
+            "<table><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",
+            t(l, "created"),
+            t(l, "reference"),
+            t(l, "status"),
+            t(l, "amount"),
+            t(l, "operator"),
+            t(l, "phone")
+        );
+        for p in payments {
+            let id = p["id"].as_str().unwrap_or_default();
+            let _ = write!(
+                body,
+                "<tr><td>{}</td><td><a href=\"/console/payments/{}\">{}</a></td><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td></tr>",
+                esc(p["created_at"].as_str().unwrap_or_default()),
+                esc(id),
+                esc(p["reference"].as_str().unwrap_or(id)),
+                esc(p["status"].as_str().unwrap_or_default()),
+                p["amount"],
+                esc(p["currency"].as_str().unwrap_or_default()),
+                esc(p["operator"].as_str().unwrap_or_default()),
+                esc(&phone_of(p)),
+            );
+        }
+        body.push_str("</tbody></table>");
+    }
+    body
+}
+
 pub async fn list(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
     let l = req.lang;
     let f = match filters(req) {
         Ok(f) => f,
         Err(ConsoleError::Refused(status, m)) => {
-            let body = format!(
-                "{}{}",
-                html::notice(&m, true),
-                filter_form(
-                    l,
-                    &Filters {
-                        console: Vec::new(),
-                        api: Vec::new(),
-                        phone: None
-                    }
-                )
-            );
+            let empty = Filters {
+                console: Vec::new(),
+                api: Vec::new(),
+                phone: None,
+            };
+            let body = format!("{}{}", html::notice(&m, true), filter_form(l, &empty));
             return Ok(web::page_response(
                 status,
                 html::page(l, Some(s), t(l, "payments"), &body),
@@ -260,36 +288,7 @@ pub async fn list(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Consol
         esc(&encode(&f.console)),
         t(l, "export_csv")
     );
-    if payments.is_empty() {
-        let _ = write!(body, "<p>{}</p>", t(l, "none"));
-    } else {
-        let _ = write!(
-            body,
-            "<table><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",
-            t(l, "created"),
-            t(l, "reference"),
-            t(l, "status"),
-            t(l, "amount"),
-            t(l, "operator"),
-            t(l, "phone")
-        );
-        for p in &payments {
-            let id = p["id"].as_str().unwrap_or_default();
-            let _ = write!(
-                body,
-                "<tr><td>{}</td><td><a href=\"/console/payments/{}\">{}</a></td><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td></tr>",
-                esc(p["created_at"].as_str().unwrap_or_default()),
-                esc(id),
-                esc(p["reference"].as_str().unwrap_or(id)),
-                esc(p["status"].as_str().unwrap_or_default()),
-                p["amount"],
-                esc(p["currency"].as_str().unwrap_or_default()),
-                esc(p["operator"].as_str().unwrap_or_default()),
-                esc(&phone_of(p)),
-            );
-        }
-        body.push_str("</tbody></table>");
-    }
+    body.push_str(&table(l, &payments));
     if let Some(next) = next {
         let mut q = f.console.clone();
         q.push(("after", next));
@@ -372,414 +371,6 @@ pub async fn csv(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Console
         );
     }
     Ok(resp)
-}
-
-async fn get_payment(
-    app: &Arc<App>,
-    req: &Req,
-    s: &Session,
-    id: &str,
-) -> Result<Value, ConsoleError> {
-    let answer = api::call(
-        app,
-        s,
-        "GET",
-        &format!("/api/v1/collect/payments/{id}"),
-        None,
-        None,
-        &req.request_id,
-    )
-    .await?;
-    match answer.status {
-        200 => Ok(answer.json()),
-        404 => Err(ConsoleError::NotFound),
-        _ => Err(answer.refusal()),
-    }
-}
-
-pub async fn show(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Resp, ConsoleError> {
-    let l = req.lang;
-    let p = get_payment(app, req, s, id).await?;
-    let refunds = api::call(
-        app,
-        s,
-        "GET",
-        &format!("/api/v1/collect/payments/{id}/refunds?limit=100"),
-        None,
-        None,
-        &req.request_id,
-    )
-    .await?;
-    let mut body = String::new();
-    if let Some(done) = req.param("done") {
-        body.push_str(&html::notice(&format!("{} ({done})", t(l, "done")), false));
-    }
-    let _ = write!(body, "<dl>");
-    for (label, key) in [
-        ("reference", "reference"),
-        ("status", "status"),
-        ("amount", "amount"),
-        ("operator", "operator"),
-        ("created", "created_at"),
-    ] {
-        let v = match &p[key] {
-            Value::String(s) => s.clone(),
-            Value::Null => String::new(),
-            v => v.to_string(),
-        };
-        let _ = write!(body, "<dt>{}</dt><dd>{}</dd>", t(l, label), esc(&v));
-    }
-    let _ = write!(
-        body,
-        "<dt>{}</dt><dd>{}</dd></dl>",
-        t(l, "phone"),
-        esc(&phone_of(&p))
-    );
-    let id_e = esc(p["id"].as_str().unwrap_or(id));
-    let _ = write!(
-        body,
-        "<p><a href=\"/console/payments/{id_e}/refund\">{}</a> · <a href=\"/console/payments/{id_e}/cancel\">{}</a></p>",
-        t(l, "refund"),
-        t(l, "cancel")
-    );
-    let _ = write!(body, "<h2>{}</h2><ul>", t(l, "refunds"));
-    let refund_list = refunds.json()["data"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    for r in &refund_list {
-        let _ = write!(
-            body,
-            "<li>{} · {} {} · {} · {}</li>",
-            esc(r["id"].as_str().unwrap_or_default()),
-            r["amount"],
-            esc(r["currency"].as_str().unwrap_or_default()),
-            esc(r["status"].as_str().unwrap_or_default()),
-            esc(r["created_at"].as_str().unwrap_or_default())
-        );
-    }
-    body.push_str("</ul>");
-    let mut subjects = vec![p["id"].as_str().unwrap_or(id).to_string()];
-    subjects.extend(
-        refund_list
-            .iter()
-            .filter_map(|r| r["id"].as_str())
-            .map(str::to_string),
-    );
-    body.push_str(&timeline(app, l, s, &subjects)?);
-    Ok(web::page_response(
-        200,
-        html::page(
-            l,
-            Some(s),
-            &format!(
-                "{} {}",
-                t(l, "payments"),
-                p["reference"].as_str().unwrap_or(id)
-            ),
-            &body,
-        ),
-    ))
-}
-
-/// Events (each status change of the payment and of its refunds) with
-/// their webhook deliveries, and the calls made to the operator, oldest first.
-fn timeline(
-    app: &Arc<App>,
-    l: html::Lang,
-    s: &Session,
-    subjects: &[String],
-) -> Result<String, ConsoleError> {
-    let mut out = format!("<h2>{}</h2><ol>", t(l, "timeline"));
-    let mut events = Vec::new();
-    for subject in subjects {
-        let (found, _) = blocking(|| {
-            app.webhooks.list_events(
-                &s.merchant_id,
-                s.environment,
-                None,
-                Some(subject),
-                None,
-                100,
-            )
-        })
-        .map_err(|e| ConsoleError::Unavailable(e.to_string()))?;
-        events.extend(found);
-    }
-    // RFC 3339 times of one format sort as text: newest first, as listed,
-    // then read backwards.
-    events.sort_by(|a, b| b["created_at"].as_str().cmp(&a["created_at"].as_str()));
-    for e in events.iter().rev() {
-        let eid = e["id"].as_str().unwrap_or_default();
-        let _ = write!(
-            out,
-            "<li>{} · <strong>{}</strong>",
-            esc(e["created_at"].as_str().unwrap_or_default()),
-            esc(e["type"].as_str().unwrap_or_default())
-        );
-        if let Ok(full) = blocking(|| app.webhooks.event(&s.merchant_id, s.environment, eid)) {
-            let deliveries = full["deliveries"].as_array().cloned().unwrap_or_default();
-            if !deliveries.is_empty() {
-                let _ = write!(out, "<ul aria-label=\"{}\">", t(l, "deliveries"));
-                for d in deliveries {
-                    let last = d["attempts"]
-                        .as_array()
-                        .and_then(|a| a.last().cloned())
-                        .unwrap_or(Value::Null);
-                    let _ = write!(
-                        out,
-                        "<li>{} → {} ({} × {}, HTTP {})</li>",
-                        esc(d["url"].as_str().unwrap_or_default()),
-                        esc(d["status"].as_str().unwrap_or_default()),
-                        d["attempt_count"],
-                        t(l, "deliveries"),
-                        last["status_code"]
-                    );
-                }
-                out.push_str("</ul>");
-            }
-        }
-        out.push_str("</li>");
-    }
-    out.push_str("</ol>");
-    let calls: Vec<_> = subjects
-        .iter()
-        .flat_map(|id| blocking(|| app.runtime.services.audit.calls_for(id)).unwrap_or_default())
-        .collect();
-    let _ = write!(out, "<h2>{}</h2><ol>", t(l, "operator_calls"));
-    for call in calls {
-        let _ = write!(
-            out,
-            "<li>{} · {} · {} · {} ({:.0} ms)</li>",
-            when(call.at_ms),
-            esc(&call.operator),
-            esc(&call.operation),
-            esc(&call.outcome),
-            call.duration_ms
-        );
-    }
-    out.push_str("</ol>");
-    Ok(out)
-}
-
-fn reason_select(l: html::Lang, chosen: &str) -> String {
-    let options: String = [
-        "requested_by_customer",
-        "duplicate",
-        "fraudulent",
-        "customer_dispute",
-        "other",
-    ]
-    .iter()
-    .map(|r| {
-        format!(
-            "<option{}>{r}</option>",
-            if *r == chosen { " selected" } else { "" }
-        )
-    })
-    .collect();
-    format!(
-        "<label>{}<select name=\"reason\">{options}</select></label>",
-        t(l, "reason")
-    )
-}
-
-/// `GET /console/payments/{id}/refund`: the amount and reason.
-pub async fn refund_form(
-    app: &Arc<App>,
-    req: &Req,
-    s: &Session,
-    id: &str,
-    error: Option<(u16, &str)>,
-) -> Result<Resp, ConsoleError> {
-    let l = req.lang;
-    let p = get_payment(app, req, s, id).await?;
-    let body = format!(
-        "{msg}<form method=\"post\" action=\"/console/payments/{id}/refund\">{csrf}<input type=\"hidden\" name=\"step\" value=\"review\">\
-         <label>{amount} ({max} {cur})<input name=\"amount\" inputmode=\"numeric\" value=\"{a}\"></label>{reason}<button>{refund}</button></form>",
-        msg = error
-            .map(|(_, m)| html::notice(m, true))
-            .unwrap_or_default(),
-        id = esc(id),
-        csrf = html::csrf_field(s),
-        amount = t(l, "amount_blank"),
-        max = p["amount"],
-        cur = esc(p["currency"].as_str().unwrap_or_default()),
-        a = esc(&req.field("amount").unwrap_or_default()),
-        reason = reason_select(l, &req.field("reason").unwrap_or_default()),
-        refund = t(l, "refund"),
-    );
-    Ok(web::page_response(
-        error.map_or(200, |(st, _)| st),
-        html::page(l, Some(s), t(l, "refund"), &body),
-    ))
-}
-
-/// `POST /console/payments/{id}/refund`: `step=review` shows what will be
-/// refunded, with a fresh Idempotency-Key in the form; `step=confirm` sends
-/// it. A double submit carries the same key, so it is one refund.
-pub async fn refund(
-    app: &Arc<App>,
-    c: &Console,
-    req: &Req,
-    s: &Session,
-    id: &str,
-) -> Result<Resp, ConsoleError> {
-    check_csrf(req, s)?;
-    let l = req.lang;
-    let path = format!("/api/v1/collect/payments/{id}/refunds");
-    // Refused before the confirmation, by the check the action itself passes.
-    s.role.scopes().allow("POST", &path).map_err(|n| {
-        ConsoleError::Forbidden(
-            n.iter()
-                .map(|x| x.as_str())
-                .collect::<Vec<_>>()
-                .join(" or "),
-        )
-    })?;
-    let amount = match req.field("amount") {
-        None => None,
-        Some(a) => match a.parse::<u64>() {
-            Ok(n) if n >= 1 => Some(n),
-            _ => {
-                return refund_form(
-                    app,
-                    req,
-                    s,
-                    id,
-                    Some((400, "amount: a whole number of at least 1.")),
-                )
-                .await;
-            }
-        },
-    };
-    let reason = req
-        .field("reason")
-        .unwrap_or_else(|| "requested_by_customer".into());
-    if req.field("step").as_deref() != Some("confirm") {
-        let p = get_payment(app, req, s, id).await?;
-        let shown = match amount {
-            Some(a) => format!("{a} {}", p["currency"].as_str().unwrap_or_default()),
-            None => t(l, "amount_blank").to_string(),
-        };
-        let body = format!(
-            "<p>{q}</p><form method=\"post\" action=\"/console/payments/{ide}/refund\">{csrf}\
-             <input type=\"hidden\" name=\"step\" value=\"confirm\"><input type=\"hidden\" name=\"idempotency_key\" value=\"{key}\">\
-             <input type=\"hidden\" name=\"amount\" value=\"{a}\"><input type=\"hidden\" name=\"reason\" value=\"{r}\">\
-             <button class=\"danger\">{confirm}</button> <a href=\"/console/payments/{ide}\">{back}</a></form>",
-            q = tf(
-                l,
-                "confirm_refund",
-                &[&shown, p["reference"].as_str().unwrap_or(id)]
-            ),
-            ide = esc(id),
-            csrf = html::csrf_field(s),
-            key = uuid::Uuid::new_v4(),
-            a = amount.map(|a| a.to_string()).unwrap_or_default(),
-            r = esc(&reason),
-            confirm = t(l, "confirm"),
-            back = t(l, "back"),
-        );
-        return Ok(web::page_response(
-            200,
-            html::page(l, Some(s), t(l, "refund"), &body),
-        ));
-    }
-    let key = req.field("idempotency_key").ok_or(ConsoleError::Csrf)?;
-    let mut payload = json!({"reason": reason});
-    if let Some(a) = amount {
-        payload["amount"] = json!(a);
-    }
-    let answer: Answer = api::call(
-        app,
-        s,
-        "POST",
-        &path,
-        Some(&payload),
-        Some(&key),
-        &req.request_id,
-    )
-    .await?;
-    if !answer.ok() {
-        let err = answer.refusal();
-        return refund_form(app, req, s, id, Some((answer.status, &err.to_string()))).await;
-    }
-    let r = answer.json();
-    let refund_id = r["id"].as_str().unwrap_or_default().to_string();
-    if !r["idempotent_replay"].as_bool().unwrap_or(false) {
-        let detail = format!("refund {refund_id} amount {} reason {reason}", r["amount"]);
-        blocking(|| {
-            c.audit.record(
-                s,
-                "payment.refund",
-                Some(id),
-                Some(&detail),
-                req.client.as_deref(),
-            )
-        })?;
-    }
-    Ok(web::redirect(&format!(
-        "/console/payments/{id}?done={refund_id}"
-    )))
-}
-
-/// `GET /console/payments/{id}/cancel`: the confirmation.
-pub async fn cancel_form(
-    app: &Arc<App>,
-    req: &Req,
-    s: &Session,
-    id: &str,
-) -> Result<Resp, ConsoleError> {
-    let l = req.lang;
-    let p = get_payment(app, req, s, id).await?;
-    let body = format!(
-        "<p>{q}</p><form method=\"post\" action=\"/console/payments/{ide}/cancel\">{csrf}\
-         <button class=\"danger\">{confirm}</button> <a href=\"/console/payments/{ide}\">{back}</a></form>",
-        q = tf(
-            l,
-            "confirm_cancel",
-            &[p["reference"].as_str().unwrap_or(id)]
-        ),
-        ide = esc(id),
-        csrf = html::csrf_field(s),
-        confirm = t(l, "confirm"),
-        back = t(l, "back"),
-    );
-    Ok(web::page_response(
-        200,
-        html::page(l, Some(s), t(l, "cancel"), &body),
-    ))
-}
-
-pub async fn cancel(
-    app: &Arc<App>,
-    c: &Console,
-    req: &Req,
-    s: &Session,
-    id: &str,
-) -> Result<Resp, ConsoleError> {
-    check_csrf(req, s)?;
-    let path = format!("/api/v1/collect/payments/{id}/cancel");
-    let answer = api::call(
-        app,
-        s,
-        "POST",
-        &path,
-        Some(&json!({})),
-        None,
-        &req.request_id,
-    )
-    .await?;
-    if !answer.ok() {
-        return Err(answer.refusal());
-    }
-    blocking(|| {
-        c.audit
-            .record(s, "payment.cancel", Some(id), None, req.client.as_deref())
-    })?;
-    Ok(web::redirect(&format!(
-        "/console/payments/{id}?done=cancelled"
-    )))
 }
 
 #[cfg(test)]

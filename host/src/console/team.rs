@@ -158,6 +158,28 @@ pub fn remove(c: &Console, req: &Req, s: &Session, user_id: &str) -> Result<Resp
     Ok(web::redirect("/console/team"))
 }
 
+/// The audit log's filters, as the query has them.
+fn audit_form(l: html::Lang, req: &Req) -> String {
+    let v = |o: &Option<String>| esc(o.as_deref().unwrap_or_default());
+    format!(
+        "<form method=\"get\" action=\"/console/audit\"><fieldset>\
+         <label>{a}<input name=\"action\" value=\"{av}\" placeholder=\"payment.refund\"></label>\
+         <label>{w}<input name=\"email\" type=\"email\" value=\"{ev}\"></label>\
+         <label>{f}<input name=\"from\" type=\"date\" value=\"{fv}\"></label>\
+         <label>{to}<input name=\"to\" type=\"date\" value=\"{tv}\"></label>\
+         <button>{filter}</button></fieldset></form>",
+        a = t(l, "action"),
+        av = v(&req.param("action")),
+        w = t(l, "who"),
+        ev = v(&req.param("email")),
+        f = t(l, "from"),
+        fv = v(&req.param("from")),
+        to = t(l, "to"),
+        tv = v(&req.param("to")),
+        filter = t(l, "filter"),
+    )
+}
+
 /// `GET /console/audit` (owners): newest first, filtered by action, person
 /// and period, paged by `before`.
 pub fn audit_page(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
@@ -182,23 +204,7 @@ pub fn audit_page(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleEr
     };
     let (entries, more) = blocking(|| c.audit.list(&s.merchant_id, &filter))?;
     let v = |o: &Option<String>| esc(o.as_deref().unwrap_or_default());
-    let mut body = format!(
-        "<form method=\"get\" action=\"/console/audit\"><fieldset>\
-         <label>{a}<input name=\"action\" value=\"{av}\" placeholder=\"payment.refund\"></label>\
-         <label>{w}<input name=\"email\" type=\"email\" value=\"{ev}\"></label>\
-         <label>{f}<input name=\"from\" type=\"date\" value=\"{fv}\"></label>\
-         <label>{to}<input name=\"to\" type=\"date\" value=\"{tv}\"></label>\
-         <button>{filter}</button></fieldset></form>",
-        a = t(l, "action"),
-        av = v(&filter.action),
-        w = t(l, "who"),
-        ev = v(&filter.email),
-        f = t(l, "from"),
-        fv = v(&req.param("from")),
-        to = t(l, "to"),
-        tv = v(&req.param("to")),
-        filter = t(l, "filter"),
-    );
+    let mut body = audit_form(l, req);
     let _ = write!(
         body,
         "<table><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",

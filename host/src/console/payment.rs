@@ -1,0 +1,222 @@
+//! A payment's page: what it is, its refunds, and its timeline (every
+//! event of the payment and its refunds with their webhook deliveries, and
+//! every call made to the operator).
+
+use std::fmt::Write;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::Response;
+use serde_json::Value;
+
+use super::api;
+use super::blocking;
+use super::html::{self, esc, t, when};
+use super::payments::phone_of;
+use super::sessions::Session;
+use super::web::{self, ConsoleError, Req};
+use crate::http::App;
+
+type Resp = Response<Full<Bytes>>;
+
+pub(super) async fn get_payment(
+    app: &Arc<App>,
+    req: &Req,
+    s: &Session,
+    id: &str,
+) -> Result<Value, ConsoleError> {
+    let answer = api::call(
+        app,
+        s,
+        "GET",
+        &format!("/api/v1/collect/payments/{id}"),
+        None,
+        None,
+        &req.request_id,
+    )
+    .await?;
+    match answer.status {
+        200 => Ok(answer.json()),
+        404 => Err(ConsoleError::NotFound),
+        _ => Err(answer.refusal()),
+    }
+}
+
+/// What the payment is: reference, status, amount, operator, phone.
+fn facts(l: html::Lang, p: &Value) -> String {
+    let mut body = String::new();
+    let _ = write!(body, "<dl>");
+    for (label, key) in [
+        ("reference", "reference"),
+        ("status", "status"),
+        ("amount", "amount"),
+        ("operator", "operator"),
+        ("created", "created_at"),
+    ] {
+        let v = match &p[key] {
+            Value::String(s) => s.clone(),
+            Value::Null => String::new(),
+            v => v.to_string(),
+        };
+        let _ = write!(body, "<dt>{}</dt><dd>{}</dd>", t(l, label), esc(&v));
+    }
+    let _ = write!(
+        body,
+        "<dt>{}</dt><dd>{}</dd></dl>",
+        t(l, "phone"),
+        esc(&phone_of(p))
+    );
+    body
+}
+
+fn refunds_section(l: html::Lang, refunds: &[Value]) -> String {
+    let mut body = String::new();
+    let _ = write!(body, "<h2>{}</h2><ul>", t(l, "refunds"));
+    for r in refunds {
+        let _ = write!(
+            body,
+            "<li>{} · {} {} · {} · {}</li>",
+            esc(r["id"].as_str().unwrap_or_default()),
+            r["amount"],
+            esc(r["currency"].as_str().unwrap_or_default()),
+            esc(r["status"].as_str().unwrap_or_default()),
+            esc(r["created_at"].as_str().unwrap_or_default())
+        );
+    }
+    body.push_str("</ul>");
+    body
+}
+
+pub async fn show(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Resp, ConsoleError> {
+    let l = req.lang;
+    let p = get_payment(app, req, s, id).await?;
+    let refunds = api::call(
+        app,
+        s,
+        "GET",
+        &format!("/api/v1/collect/payments/{id}/refunds?limit=100"),
+        None,
+        None,
+        &req.request_id,
+    )
+    .await?;
+    let mut body = String::new();
+    if let Some(done) = req.param("done") {
+        body.push_str(&html::notice(&format!("{} ({done})", t(l, "done")), false));
+    }
+    body.push_str(&facts(l, &p));
+    let id_e = esc(p["id"].as_str().unwrap_or(id));
+    let _ = write!(
+        body,
+        "<p><a href=\"/console/payments/{id_e}/refund\">{}</a> · <a href=\"/console/payments/{id_e}/cancel\">{}</a></p>",
+        t(l, "refund"),
+        t(l, "cancel")
+    );
+    let refund_list = refunds.json()["data"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    body.push_str(&refunds_section(l, &refund_list));
+    let mut subjects = vec![p["id"].as_str().unwrap_or(id).to_string()];
+    subjects.extend(
+        refund_list
+            .iter()
+            .filter_map(|r| r["id"].as_str())
+            .map(str::to_string),
+    );
+    body.push_str(&timeline(app, l, s, &subjects)?);
+    Ok(web::page_response(
+        200,
+        html::page(
+            l,
+            Some(s),
+            &format!(
+                "{} {}",
+                t(l, "payments"),
+                p["reference"].as_str().unwrap_or(id)
+            ),
+            &body,
+        ),
+    ))
+}
+
+/// Events (each status change of the payment and of its refunds) with
+/// their webhook deliveries, and the calls made to the operator, oldest first.
+fn timeline(
+    app: &Arc<App>,
+    l: html::Lang,
+    s: &Session,
+    subjects: &[String],
+) -> Result<String, ConsoleError> {
+    let mut out = format!("<h2>{}</h2><ol>", t(l, "timeline"));
+    let mut events = Vec::new();
+    for subject in subjects {
+        let (found, _) = blocking(|| {
+            app.webhooks.list_events(
+                &s.merchant_id,
+                s.environment,
+                None,
+                Some(subject),
+                None,
+                100,
+            )
+        })
+        .map_err(|e| ConsoleError::Unavailable(e.to_string()))?;
+        events.extend(found);
+    }
+    // RFC 3339 times of one format sort as text: newest first, as listed,
+    // then read backwards.
+    events.sort_by(|a, b| b["created_at"].as_str().cmp(&a["created_at"].as_str()));
+    for e in events.iter().rev() {
+        let eid = e["id"].as_str().unwrap_or_default();
+        let _ = write!(
+            out,
+            "<li>{} · <strong>{}</strong>",
+            esc(e["created_at"].as_str().unwrap_or_default()),
+            esc(e["type"].as_str().unwrap_or_default())
+        );
+        if let Ok(full) = blocking(|| app.webhooks.event(&s.merchant_id, s.environment, eid)) {
+            let deliveries = full["deliveries"].as_array().cloned().unwrap_or_default();
+            if !deliveries.is_empty() {
+                let _ = write!(out, "<ul aria-label=\"{}\">", t(l, "deliveries"));
+                for d in deliveries {
+                    let last = d["attempts"]
+                        .as_array()
+                        .and_then(|a| a.last().cloned())
+                        .unwrap_or(Value::Null);
+                    let _ = write!(
+                        out,
+                        "<li>{} → {} ({} × {}, HTTP {})</li>",
+                        esc(d["url"].as_str().unwrap_or_default()),
+                        esc(d["status"].as_str().unwrap_or_default()),
+                        d["attempt_count"],
+                        t(l, "deliveries"),
+                        last["status_code"]
+                    );
+                }
+                out.push_str("</ul>");
+            }
+        }
+        out.push_str("</li>");
+    }
+    out.push_str("</ol>");
+    let calls: Vec<_> = subjects
+        .iter()
+        .flat_map(|id| blocking(|| app.runtime.services.audit.calls_for(id)).unwrap_or_default())
+        .collect();
+    let _ = write!(out, "<h2>{}</h2><ol>", t(l, "operator_calls"));
+    for call in calls {
+        let _ = write!(
+            out,
+            "<li>{} · {} · {} · {} ({:.0} ms)</li>",
+            when(call.at_ms),
+            esc(&call.operator),
+            esc(&call.operation),
+            esc(&call.outcome),
+            call.duration_ms
+        );
+    }
+    out.push_str("</ol>");
+    Ok(out)
+}

@@ -1,0 +1,253 @@
+//! Refund (full or partial) and cancel, each behind a confirmation step,
+//! carried out by the API ([`super::api`]) with its Idempotency-Key.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::Response;
+use serde_json::json;
+
+use super::api::{self, Answer};
+use super::html::{self, esc, t, tf};
+use super::payment::get_payment;
+use super::sessions::Session;
+use super::web::{self, ConsoleError, Req, check_csrf};
+use super::{Console, blocking};
+use crate::http::App;
+
+type Resp = Response<Full<Bytes>>;
+
+fn reason_select(l: html::Lang, chosen: &str) -> String {
+    let options: String = [
+        "requested_by_customer",
+        "duplicate",
+        "fraudulent",
+        "customer_dispute",
+        "other",
+    ]
+    .iter()
+    .map(|r| {
+        format!(
+            "<option{}>{r}</option>",
+            if *r == chosen { " selected" } else { "" }
+        )
+    })
+    .collect();
+    format!(
+        "<label>{}<select name=\"reason\">{options}</select></label>",
+        t(l, "reason")
+    )
+}
+
+/// `GET /console/payments/{id}/refund`: the amount and reason.
+pub async fn refund_form(
+    app: &Arc<App>,
+    req: &Req,
+    s: &Session,
+    id: &str,
+    error: Option<(u16, &str)>,
+) -> Result<Resp, ConsoleError> {
+    let l = req.lang;
+    let p = get_payment(app, req, s, id).await?;
+    let body = format!(
+        "{msg}<form method=\"post\" action=\"/console/payments/{id}/refund\">{csrf}<input type=\"hidden\" name=\"step\" value=\"review\">\
+         <label>{amount} ({max} {cur})<input name=\"amount\" inputmode=\"numeric\" value=\"{a}\"></label>{reason}<button>{refund}</button></form>",
+        msg = error
+            .map(|(_, m)| html::notice(m, true))
+            .unwrap_or_default(),
+        id = esc(id),
+        csrf = html::csrf_field(s),
+        amount = t(l, "amount_blank"),
+        max = p["amount"],
+        cur = esc(p["currency"].as_str().unwrap_or_default()),
+        a = esc(&req.field("amount").unwrap_or_default()),
+        reason = reason_select(l, &req.field("reason").unwrap_or_default()),
+        refund = t(l, "refund"),
+    );
+    Ok(web::page_response(
+        error.map_or(200, |(st, _)| st),
+        html::page(l, Some(s), t(l, "refund"), &body),
+    ))
+}
+
+/// The confirmation: what will be refunded, with a fresh Idempotency-Key
+/// that the confirming form carries (twice, if it is submitted twice).
+async fn review(
+    app: &Arc<App>,
+    req: &Req,
+    s: &Session,
+    id: &str,
+    amount: Option<u64>,
+    reason: &str,
+) -> Result<Resp, ConsoleError> {
+    let l = req.lang;
+    let p = get_payment(app, req, s, id).await?;
+    let shown = match amount {
+        Some(a) => format!("{a} {}", p["currency"].as_str().unwrap_or_default()),
+        None => t(l, "all_remaining").to_string(),
+    };
+    let body = format!(
+        "<p>{q}</p><form method=\"post\" action=\"/console/payments/{ide}/refund\">{csrf}\
+         <input type=\"hidden\" name=\"step\" value=\"confirm\"><input type=\"hidden\" name=\"idempotency_key\" value=\"{key}\">\
+         <input type=\"hidden\" name=\"amount\" value=\"{a}\"><input type=\"hidden\" name=\"reason\" value=\"{r}\">\
+         <button class=\"danger\">{confirm}</button> <a href=\"/console/payments/{ide}\">{back}</a></form>",
+        q = tf(
+            l,
+            "confirm_refund",
+            &[&shown, p["reference"].as_str().unwrap_or(id)]
+        ),
+        ide = esc(id),
+        csrf = html::csrf_field(s),
+        key = uuid::Uuid::new_v4(),
+        a = amount.map(|a| a.to_string()).unwrap_or_default(),
+        r = esc(reason),
+        confirm = t(l, "confirm"),
+        back = t(l, "back"),
+    );
+    Ok(web::page_response(
+        200,
+        html::page(l, Some(s), t(l, "refund"), &body),
+    ))
+}
+
+/// `POST /console/payments/{id}/refund`: `step=review` shows what will be
+/// refunded, with a fresh Idempotency-Key in the form; `step=confirm` sends
+/// it. A double submit carries the same key, so it is one refund.
+pub async fn refund(
+    app: &Arc<App>,
+    c: &Console,
+    req: &Req,
+    s: &Session,
+    id: &str,
+) -> Result<Resp, ConsoleError> {
+    check_csrf(req, s)?;
+    let path = format!("/api/v1/collect/payments/{id}/refunds");
+    // Refused before the confirmation, by the check the action itself passes.
+    s.role
+        .scopes()
+        .allow("POST", &path)
+        .map_err(api::forbidden)?;
+    let amount = match req.field("amount") {
+        None => None,
+        Some(a) => match a.parse::<u64>() {
+            Ok(n) if n >= 1 => Some(n),
+            _ => {
+                return refund_form(
+                    app,
+                    req,
+                    s,
+                    id,
+                    Some((400, "amount: a whole number of at least 1.")),
+                )
+                .await;
+            }
+        },
+    };
+    let reason = req
+        .field("reason")
+        .unwrap_or_else(|| "requested_by_customer".into());
+    if req.field("step").as_deref() != Some("confirm") {
+        return review(app, req, s, id, amount, &reason).await;
+    }
+    let key = req.field("idempotency_key").ok_or_else(|| {
+        ConsoleError::Refused(
+            400,
+            "The confirmation is incomplete; start the refund again.".into(),
+        )
+    })?;
+    let mut payload = json!({"reason": reason});
+    if let Some(a) = amount {
+        payload["amount"] = json!(a);
+    }
+    let answer: Answer = api::call(
+        app,
+        s,
+        "POST",
+        &path,
+        Some(&payload),
+        Some(&key),
+        &req.request_id,
+    )
+    .await?;
+    if !answer.ok() {
+        let err = answer.refusal();
+        return refund_form(app, req, s, id, Some((answer.status, &err.to_string()))).await;
+    }
+    let r = answer.json();
+    let refund_id = r["id"].as_str().unwrap_or_default().to_string();
+    if !r["idempotent_replay"].as_bool().unwrap_or(false) {
+        let detail = format!("refund {refund_id} amount {} reason {reason}", r["amount"]);
+        blocking(|| {
+            c.audit.record(
+                s,
+                "payment.refund",
+                Some(id),
+                Some(&detail),
+                req.client.as_deref(),
+            )
+        })?;
+    }
+    Ok(web::redirect(&format!(
+        "/console/payments/{id}?done={refund_id}"
+    )))
+}
+
+/// `GET /console/payments/{id}/cancel`: the confirmation.
+pub async fn cancel_form(
+    app: &Arc<App>,
+    req: &Req,
+    s: &Session,
+    id: &str,
+) -> Result<Resp, ConsoleError> {
+    let l = req.lang;
+    let p = get_payment(app, req, s, id).await?;
+    let body = format!(
+        "<p>{q}</p><form method=\"post\" action=\"/console/payments/{ide}/cancel\">{csrf}\
+         <button class=\"danger\">{confirm}</button> <a href=\"/console/payments/{ide}\">{back}</a></form>",
+        q = tf(
+            l,
+            "confirm_cancel",
+            &[p["reference"].as_str().unwrap_or(id)]
+        ),
+        ide = esc(id),
+        csrf = html::csrf_field(s),
+        confirm = t(l, "confirm"),
+        back = t(l, "back"),
+    );
+    Ok(web::page_response(
+        200,
+        html::page(l, Some(s), t(l, "cancel"), &body),
+    ))
+}
+
+pub async fn cancel(
+    app: &Arc<App>,
+    c: &Console,
+    req: &Req,
+    s: &Session,
+    id: &str,
+) -> Result<Resp, ConsoleError> {
+    check_csrf(req, s)?;
+    let path = format!("/api/v1/collect/payments/{id}/cancel");
+    let answer = api::call(
+        app,
+        s,
+        "POST",
+        &path,
+        Some(&json!({})),
+        None,
+        &req.request_id,
+    )
+    .await?;
+    if !answer.ok() {
+        return Err(answer.refusal());
+    }
+    blocking(|| {
+        c.audit
+            .record(s, "payment.cancel", Some(id), None, req.client.as_deref())
+    })?;
+    Ok(web::redirect(&format!(
+        "/console/payments/{id}?done=cancelled"
+    )))
+}

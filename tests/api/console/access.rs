@@ -1,0 +1,361 @@
+//! Who gets in and for how long: sign-in, its limit, CSRF, sessions, the second factor.
+
+use mmc_host::console::totp;
+use mmc_host::console::users::Role;
+
+use super::*;
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_sign_in_succeeds_fails_clearly_and_is_rate_limited() {
+    let app = spawn_app().await;
+    let (merchant, _, _) = app.merchant("Shop");
+    let owner = person(&app, &merchant, "Owner@Shop.bj", Role::Owner).await;
+    let page = owner.get("/console/payments").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let csp = page.headers["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("default-src 'none'") && !csp.contains("http"),
+        "{csp}"
+    );
+
+    let browser = Browser::new(&app);
+    assert_eq!(
+        browser.get("/console/payments").await.location(),
+        "/console/sign-in"
+    );
+    let signed = browser.sign_in("owner@shop.bj", PASSWORD, "").await;
+    assert_eq!(
+        (signed.status, signed.location()),
+        (303, "/console/payments")
+    );
+    let cookie = signed.headers["set-cookie"].to_str().unwrap();
+    assert!(
+        cookie.starts_with("mmc_console=")
+            && cookie.contains("HttpOnly")
+            && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    assert_eq!(browser.get("/console/payments").await.status, 200);
+
+    let stranger = Browser::new(&app);
+    let wrong = stranger
+        .sign_in("owner@shop.bj", "not the password!", "")
+        .await;
+    assert_eq!(wrong.status, 401);
+    assert!(
+        wrong.body.contains("Wrong email, password or code."),
+        "{}",
+        wrong.body
+    );
+    let fr = stranger.get("/console/sign-in?lang=fr").await;
+    assert!(fr.body.contains("Se connecter") && fr.body.contains("lang=\"fr\""));
+    for _ in 0..4 {
+        assert_eq!(
+            stranger
+                .sign_in("owner@shop.bj", "still not it!!", "")
+                .await
+                .status,
+            401
+        );
+    }
+    // Five failures: the account is refused for a while, the right password
+    // too, in the language the browser chose.
+    let limited = stranger.sign_in("owner@shop.bj", PASSWORD, "").await;
+    assert_eq!(limited.status, 429, "{}", limited.body);
+    assert!(
+        limited
+            .body
+            .contains("Trop de tentatives de connexion. Réessayez dans 15 minutes."),
+        "{}",
+        limited.body
+    );
+    assert!(limited.headers.contains_key("retry-after"));
+    let limited = Browser::new(&app)
+        .sign_in("owner@shop.bj", PASSWORD, "")
+        .await;
+    assert_eq!(limited.status, 429);
+    assert!(
+        limited
+            .body
+            .contains("Too many sign-in attempts. Try again in 15 minutes."),
+        "{}",
+        limited.body
+    );
+    // The session opened before is not affected.
+    assert_eq!(browser.get("/console/payments").await.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_forms_without_their_csrf_token_are_refused() {
+    let app = spawn_app().await;
+    let (merchant, _, _) = app.merchant("Shop");
+    let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
+    for form in [vec![], vec![("csrf", "0123456789abcdef0123456789abcdef")]] {
+        let refused = owner.post("/console/sign-out", &form).await;
+        assert_eq!(refused.status, 403, "{}", refused.body);
+        assert!(
+            refused
+                .body
+                .contains("This form expired or came from another site")
+        );
+        let invite = owner
+            .post(
+                "/console/team/invite",
+                &[&form[..], &[("email", "x@shop.bj"), ("role", "owner")]].concat(),
+            )
+            .await;
+        assert_eq!(invite.status, 403);
+    }
+    assert_eq!(
+        owner.get("/console/payments").await.status,
+        200,
+        "still signed in"
+    );
+    assert!(
+        !owner.get("/console/team").await.body.contains("x@shop.bj"),
+        "nobody invited"
+    );
+    // The sign-in form is tied to the browser that loaded it.
+    let other = Browser::new(&app);
+    let forged = other
+        .post(
+            "/console/sign-in",
+            &[
+                ("pre", "abc"),
+                ("email", "owner@shop.bj"),
+                ("password", PASSWORD),
+            ],
+        )
+        .await;
+    assert_eq!(forged.status, 403);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_sessions_end_at_sign_out_and_when_the_user_is_removed() {
+    let app = spawn_app().await;
+    let (merchant, _, _) = app.merchant("Shop");
+    let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
+    let support = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
+    assert_eq!(support.get("/console/payments").await.status, 200);
+    // Support cannot remove anyone, nor read the audit log.
+    let owner_id = app.service.app.console.users.list(&merchant).unwrap()[0]
+        .id
+        .clone();
+    let refused = support
+        .submit(
+            "/console/team",
+            &format!("/console/team/{owner_id}/remove"),
+            &[],
+        )
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(support.get("/console/audit").await.status, 403);
+
+    let agent_id = app.service.app.console.users.list(&merchant).unwrap()[1]
+        .id
+        .clone();
+    let removed = owner
+        .submit(
+            "/console/team",
+            &format!("/console/team/{agent_id}/remove"),
+            &[],
+        )
+        .await;
+    assert_eq!((removed.status, removed.location()), (303, "/console/team"));
+    // Removed: the session ends at once, and the password signs in no more.
+    assert_eq!(
+        support.get("/console/payments").await.location(),
+        "/console/sign-in"
+    );
+    assert_eq!(
+        Browser::new(&app)
+            .sign_in("agent@shop.bj", PASSWORD, "")
+            .await
+            .status,
+        401
+    );
+
+    let audit = owner.get("/console/audit?action=user.remove").await;
+    assert_eq!(audit.status, 200);
+    assert!(
+        audit.body.contains("agent@shop.bj") && audit.body.contains("owner@shop.bj"),
+        "{}",
+        audit.body
+    );
+    assert!(
+        audit.body.contains("127.0.0.1"),
+        "from where: {}",
+        audit.body
+    );
+
+    let kept = owner.cookies.lock().unwrap().clone();
+    let out = owner
+        .submit("/console/payments", "/console/sign-out", &[])
+        .await;
+    assert_eq!((out.status, out.location()), (303, "/console/sign-in"));
+    assert_eq!(
+        owner.get("/console/payments").await.location(),
+        "/console/sign-in"
+    );
+    // The old cookie, replayed, names no session.
+    *owner.cookies.lock().unwrap() = kept;
+    assert_eq!(
+        owner.get("/console/payments").await.location(),
+        "/console/sign-in"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_owner_and_finance_need_a_second_factor_in_live() {
+    let app = spawn_app().await;
+    let (merchant, _, _) = app.merchant("Shop");
+    let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
+    let live = [("environment", "live")];
+    let refused = owner
+        .submit("/console/payments", "/console/environment", &live)
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(refused.body.contains("two-factor"), "{}", refused.body);
+    let finance = person(&app, &merchant, "finance@shop.bj", Role::Finance).await;
+    let refused = finance
+        .submit("/console/payments", "/console/environment", &live)
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    // Support works in live without one.
+    let support = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
+    let switched = support
+        .submit("/console/payments", "/console/environment", &live)
+        .await;
+    assert_eq!(switched.status, 303);
+    assert!(
+        support
+            .get("/console/payments")
+            .await
+            .body
+            .contains("<option value=\"live\" selected>")
+    );
+
+    let start = owner
+        .submit(
+            "/console/security",
+            "/console/security",
+            &[("action", "start")],
+        )
+        .await;
+    assert_eq!(start.status, 303);
+    let page = owner.get("/console/security").await;
+    let at = page.body.find("id=\"totp-secret\">").unwrap() + "id=\"totp-secret\">".len();
+    let secret = totp::from_base32(page.body[at..].split('<').next().unwrap()).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let wrong = owner
+        .submit(
+            "/console/security",
+            "/console/security",
+            &[("action", "confirm"), ("code", "000000")],
+        )
+        .await;
+    assert_eq!(wrong.status, 400);
+    let code = totp::code_at(&secret, now);
+    let on = owner
+        .submit(
+            "/console/security",
+            "/console/security",
+            &[("action", "confirm"), ("code", &code)],
+        )
+        .await;
+    assert_eq!(on.status, 303);
+    assert!(
+        owner
+            .get("/console/security")
+            .await
+            .body
+            .contains("Two-factor authentication is on.")
+    );
+    assert_eq!(
+        owner
+            .submit("/console/payments", "/console/environment", &live)
+            .await
+            .status,
+        303
+    );
+    assert_eq!(owner.get("/console/payments").await.status, 200);
+
+    // Signing in now takes a code; one already used is refused.
+    let fresh = Browser::new(&app);
+    assert_eq!(
+        fresh.sign_in("owner@shop.bj", PASSWORD, "").await.status,
+        401
+    );
+    assert_eq!(
+        fresh.sign_in("owner@shop.bj", PASSWORD, &code).await.status,
+        401,
+        "replayed"
+    );
+    let next = totp::code_at(&secret, now + totp::STEP_SECS);
+    let signed = fresh.sign_in("owner@shop.bj", PASSWORD, &next).await;
+    assert_eq!(signed.status, 303);
+    assert_eq!(
+        fresh
+            .submit("/console/payments", "/console/environment", &live)
+            .await
+            .status,
+        303
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mmc_users_create_prints_a_one_time_sign_in_link() {
+    let app = spawn_app().await;
+    let (merchant, _, _) = app.merchant("Shop");
+    let dir = app.data_dir.path().to_str().unwrap().to_string();
+    let created = crate::cli::mmc(&[
+        "users",
+        "create",
+        "--merchant",
+        &merchant,
+        "--email",
+        "boss@shop.bj",
+        "--role",
+        "owner",
+        "--data-dir",
+        &dir,
+    ]);
+    assert_eq!(
+        (created["role"].as_str(), created["email"].as_str()),
+        (Some("owner"), Some("boss@shop.bj"))
+    );
+    let link = created["sign_in_link"].as_str().unwrap();
+    let path = &link[link.find("/console/invite/").unwrap()..];
+    let browser = Browser::new(&app);
+    let page = browser.get(path).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let pre = page.field("pre");
+    let short = browser
+        .post(
+            path,
+            &[("pre", &pre), ("password", "short"), ("password2", "short")],
+        )
+        .await;
+    assert_eq!(short.status, 400);
+    assert!(
+        short.body.contains("the password must be 12"),
+        "{}",
+        short.body
+    );
+    let done = browser
+        .post(
+            path,
+            &[
+                ("pre", &pre),
+                ("password", PASSWORD),
+                ("password2", PASSWORD),
+            ],
+        )
+        .await;
+    assert_eq!(done.status, 303);
+    assert_eq!(browser.get("/console/team").await.status, 200);
+}

@@ -1,0 +1,172 @@
+//! The merchant console over real HTTP with cookies: people sign in, the
+//! console holds them to their role's API scopes, and its actions are the API's.
+
+mod access;
+mod money;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use mmc_host::console::users::Role;
+
+use crate::support::*;
+
+pub const PASSWORD: &str = "a long enough password";
+
+/// A browser: its own cookies, no redirects followed (the tests read them).
+pub struct Browser {
+    base: String,
+    client: reqwest::Client,
+    pub cookies: Mutex<HashMap<String, String>>,
+}
+
+pub struct Page {
+    pub status: u16,
+    pub body: String,
+    pub headers: reqwest::header::HeaderMap,
+}
+
+impl Page {
+    pub fn location(&self) -> &str {
+        self.headers
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+    }
+
+    /// The value of the form field `name` on the page.
+    pub fn field(&self, name: &str) -> String {
+        let marker = format!("name=\"{name}\" value=\"");
+        let at = self
+            .body
+            .find(&marker)
+            .unwrap_or_else(|| panic!("no field {name} in {}", self.body))
+            + marker.len();
+        self.body[at..].split('"').next().unwrap().to_string()
+    }
+}
+
+impl Browser {
+    pub fn new(app: &TestApp) -> Browser {
+        Browser {
+            base: app.base.clone(),
+            client: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .timeout(std::time::Duration::from_secs(60))
+                .build()
+                .unwrap(),
+            cookies: Mutex::default(),
+        }
+    }
+
+    fn cookie_header(&self) -> String {
+        let cookies = self.cookies.lock().unwrap();
+        cookies
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder) -> Page {
+        let resp = req
+            .header("cookie", self.cookie_header())
+            .send()
+            .await
+            .unwrap();
+        let headers = resp.headers().clone();
+        for set in headers.get_all("set-cookie") {
+            let set = set.to_str().unwrap();
+            let (name, value) = set.split(';').next().unwrap().split_once('=').unwrap();
+            let mut cookies = self.cookies.lock().unwrap();
+            if value.is_empty() || set.contains("Max-Age=0") {
+                cookies.remove(name);
+            } else {
+                cookies.insert(name.to_string(), value.to_string());
+            }
+        }
+        Page {
+            status: resp.status().as_u16(),
+            body: resp.text().await.unwrap(),
+            headers,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Page {
+        self.send(self.client.get(format!("{}{path}", self.base)))
+            .await
+    }
+
+    pub async fn post(&self, path: &str, form: &[(&str, &str)]) -> Page {
+        self.send(self.client.post(format!("{}{path}", self.base)).form(form))
+            .await
+    }
+
+    /// Posts a form of the page at `from`, with its CSRF token.
+    pub async fn submit(&self, from: &str, path: &str, form: &[(&str, &str)]) -> Page {
+        let csrf = self.get(from).await.field("csrf");
+        let mut form = form.to_vec();
+        form.push(("csrf", &csrf));
+        self.post(path, &form).await
+    }
+
+    pub async fn sign_in(&self, email: &str, password: &str, code: &str) -> Page {
+        let pre = self.get("/console/sign-in").await.field("pre");
+        self.post(
+            "/console/sign-in",
+            &[
+                ("pre", &pre),
+                ("email", email),
+                ("password", password),
+                ("code", code),
+            ],
+        )
+        .await
+    }
+}
+
+/// A user of `merchant` with `role` who accepted their invitation; their browser is signed in.
+pub async fn person(app: &TestApp, merchant: &str, email: &str, role: Role) -> Browser {
+    let invitation = app
+        .service
+        .app
+        .console
+        .users
+        .invite(merchant, email, role)
+        .unwrap();
+    let browser = Browser::new(app);
+    let page = browser.get(&invitation.path).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let pre = page.field("pre");
+    let done = browser
+        .post(
+            &invitation.path,
+            &[
+                ("pre", &pre),
+                ("password", PASSWORD),
+                ("password2", PASSWORD),
+            ],
+        )
+        .await;
+    assert_eq!((done.status, done.location()), (303, "/console/payments"));
+    // The link is spent.
+    assert_eq!(Browser::new(app).get(&invitation.path).await.status, 404);
+    browser
+}
+
+/// A completed payment of the merchant whose test key is `key`: its id.
+pub async fn completed_payment(app: &TestApp, key: &str) -> (String, String) {
+    let body = direct_payment("+2290166000001");
+    let (status, p) = app.create(key, &new_key(), &body).await;
+    assert_eq!(status, 201, "{p}");
+    let id = p["id"].as_str().unwrap().to_string();
+    let (_, synced) = app
+        .get(key, &format!("/api/v1/collect/payments/{id}?sync=1"))
+        .await;
+    assert_eq!(synced["status"], "completed", "{synced}");
+    (id, body["reference"].as_str().unwrap().to_string())
+}
+
+pub fn page_path(id: &str) -> String {
+    format!("/console/payments/{id}")
+}

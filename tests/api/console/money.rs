@@ -1,0 +1,254 @@
+//! The console's actions are the API's: scopes refused by the server,
+//! a refund that is the API's refund, a bulk approval that is its validate.
+
+use mmc_host::console::users::Role;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_roles_are_refused_what_their_api_scopes_forbid() {
+    let app = spawn_app_completing_after(0).await;
+    let (merchant, key, _) = app.merchant("Shop");
+    let (id, _) = completed_payment(&app, &key).await;
+    let refund_path = format!("/console/payments/{id}/refund");
+    for (email, role) in [
+        ("agent@shop.bj", Role::Support),
+        ("dev@shop.bj", Role::Developer),
+    ] {
+        let who = person(&app, &merchant, email, role).await;
+        let page = who.get(&format!("/console/payments/{id}")).await;
+        assert_eq!(page.status, 200, "{role:?} reads payments");
+        for step in ["review", "confirm"] {
+            let key = uuid::Uuid::new_v4().to_string();
+            let refused = who
+                .submit(
+                    &page_path(&id),
+                    &refund_path,
+                    &[("step", step), ("amount", "100"), ("idempotency_key", &key)],
+                )
+                .await;
+            assert_eq!(refused.status, 403, "{role:?} {step}: {}", refused.body);
+            assert!(refused.body.contains("payments:write"), "{}", refused.body);
+        }
+        let cancel = who
+            .submit(
+                &page_path(&id),
+                &format!("/console/payments/{id}/cancel"),
+                &[],
+            )
+            .await;
+        assert_eq!(cancel.status, 403, "{role:?}");
+    }
+    let (_, refunds) = app
+        .get(&key, &format!("/api/v1/collect/payments/{id}/refunds"))
+        .await;
+    assert_eq!(refunds["data"], json!([]), "nothing refunded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_refund_is_the_apis_refund_and_a_double_submit_is_one_refund() {
+    let app = spawn_app_completing_after(0).await;
+    let (merchant, key, _) = app.merchant("Shop");
+    let (id, reference) = completed_payment(&app, &key).await;
+    let finance = person(&app, &merchant, "finance@shop.bj", Role::Finance).await;
+
+    let list = finance.get("/console/payments?status=completed").await;
+    assert!(list.body.contains(&reference), "{}", list.body);
+    let none = finance.get("/console/payments?status=failed").await;
+    assert!(!none.body.contains(&reference));
+    assert!(
+        finance
+            .get(&format!(
+                "/console/payments?phone=66000001&reference={reference}"
+            ))
+            .await
+            .body
+            .contains(&reference)
+    );
+    let bad = finance.get("/console/payments?from=yesterday").await;
+    assert_eq!(bad.status, 400);
+    assert!(bad.body.contains("a date as YYYY-MM-DD"), "{}", bad.body);
+    let csv = finance.get("/console/payments.csv?status=completed").await;
+    assert_eq!(csv.headers["content-type"], "text/csv; charset=utf-8");
+    assert!(
+        csv.body.starts_with("id,reference,") && csv.body.contains(&reference),
+        "{}",
+        csv.body
+    );
+
+    let too_much = finance
+        .submit(
+            &page_path(&id),
+            &format!("/console/payments/{id}/refund"),
+            &[("step", "review"), ("amount", "abc")],
+        )
+        .await;
+    assert_eq!(too_much.status, 400);
+    let review = finance
+        .submit(
+            &page_path(&id),
+            &format!("/console/payments/{id}/refund"),
+            &[
+                ("step", "review"),
+                ("amount", "500"),
+                ("reason", "duplicate"),
+            ],
+        )
+        .await;
+    assert_eq!(review.status, 200, "{}", review.body);
+    assert!(review.body.contains("Refund 500 XOF"), "{}", review.body);
+    let form: Vec<(String, String)> = ["csrf", "step", "idempotency_key", "amount", "reason"]
+        .iter()
+        .map(|f| (f.to_string(), review.field(f)))
+        .collect();
+    let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let first = finance
+        .post(&format!("/console/payments/{id}/refund"), &form)
+        .await;
+    let second = finance
+        .post(&format!("/console/payments/{id}/refund"), &form)
+        .await;
+    assert_eq!((first.status, second.status), (303, 303), "{}", second.body);
+    assert_eq!(first.location(), second.location(), "the same refund");
+
+    let (_, refunds) = app
+        .get(&key, &format!("/api/v1/collect/payments/{id}/refunds"))
+        .await;
+    let data = refunds["data"].as_array().unwrap();
+    assert_eq!(data.len(), 1, "one refund for a double submit: {refunds}");
+    let refund: &Value = &data[0];
+    assert_eq!(
+        (refund["amount"].as_u64(), refund["reason"].as_str()),
+        (Some(500), Some("duplicate"))
+    );
+    // The API's own refund object, event and all.
+    let (status, via_api) = app
+        .get(
+            &key,
+            &format!("/api/v1/collect/refunds/{}", refund["id"].as_str().unwrap()),
+        )
+        .await;
+    assert_eq!((status, &via_api["payment_id"]), (200, &json!(id)));
+    let events = app.event_types(&key, &id).await;
+    assert!(events.iter().any(|e| e.contains("refund")), "{events:?}");
+    // A second refund asks the API too: what remains, nothing more.
+    let over = finance
+        .submit(
+            &page_path(&id),
+            &format!("/console/payments/{id}/refund"),
+            &[
+                ("step", "confirm"),
+                ("amount", "1001"),
+                ("idempotency_key", &uuid::Uuid::new_v4().to_string()),
+            ],
+        )
+        .await;
+    assert_eq!(over.status, 400, "{}", over.body);
+
+    let page = finance.get(&page_path(&id)).await;
+    assert!(
+        page.body.contains(refund["id"].as_str().unwrap()),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body
+            .contains("<strong>collect.payment.completed</strong>"),
+        "timeline: {}",
+        page.body
+    );
+    assert!(
+        page.body.contains("<strong>collect.refund."),
+        "the refund's events too: {}",
+        page.body
+    );
+
+    let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
+    let audit = owner.get("/console/audit?action=payment.refund").await;
+    assert_eq!(
+        audit
+            .body
+            .matches("<strong>payment.refund</strong>")
+            .count(),
+        1,
+        "{}",
+        audit.body
+    );
+    assert!(audit.body.contains("finance@shop.bj") && audit.body.contains(&id));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_bulk_approval_is_the_apis_validate_under_the_approvers_role() {
+    let app = spawn_app().await;
+    let (merchant, _, _) = app.merchant("Payroll");
+    let maker = app
+        .accounts
+        .create_key_with(
+            &merchant,
+            mmc_host::accounts::Environment::Test,
+            Some(mmc_host::scopes::Scopes::parse("bulk:create").unwrap()),
+        )
+        .unwrap();
+    let resp = app
+        .client
+        .post(app.url("/api/v1/bulk-payments/"))
+        .bearer_auth(&maker.key)
+        .header("Idempotency-Key", new_key())
+        .json(&json!({"name": "May payroll", "items": [{
+            "beneficiary_name": "Awa Koné", "phone": "+2290166000001", "amount": 1000,
+            "currency": "XOF", "reference": "may-1"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    let batch: Value = resp.json().await.unwrap();
+    let id = batch["id"].as_str().unwrap();
+    assert_eq!(batch["status"], "pending_validation", "{batch}");
+    let page = format!("/console/bulk/{id}");
+    let validate = format!("/console/bulk/{id}/validate");
+    for (email, role) in [
+        ("dev@shop.bj", Role::Developer),
+        ("agent@shop.bj", Role::Support),
+    ] {
+        let who = person(&app, &merchant, email, role).await;
+        let refused = who
+            .submit("/console/payments", &validate, &[("action", "approve")])
+            .await;
+        assert_eq!(refused.status, 403, "{role:?}: {}", refused.body);
+        assert!(refused.body.contains("bulk:approve"), "{}", refused.body);
+    }
+    let finance = person(&app, &merchant, "finance@shop.bj", Role::Finance).await;
+    let shown = finance.get(&page).await;
+    assert!(
+        shown.body.contains("May payroll") && shown.body.contains("value=\"approve\""),
+        "{}",
+        shown.body
+    );
+    let approved = finance
+        .submit(&page, &validate, &[("action", "approve")])
+        .await;
+    assert_eq!(
+        (approved.status, approved.location()),
+        (303, format!("{page}?done=approve").as_str()),
+        "{}",
+        approved.body
+    );
+    let (_, after) = app
+        .get(&maker.key, &format!("/api/v1/bulk-payments/{id}"))
+        .await;
+    assert_ne!(after["status"], "pending_validation", "{after}");
+    let approver = after["validated_by_key_id"].as_str().unwrap();
+    assert!(
+        approver.starts_with("user_"),
+        "the person is the approver: {after}"
+    );
+    let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
+    let audit = owner.get("/console/audit?action=bulk.approve").await;
+    assert!(
+        audit.body.contains("finance@shop.bj") && audit.body.contains(id),
+        "{}",
+        audit.body
+    );
+}
