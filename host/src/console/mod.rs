@@ -170,6 +170,7 @@ async fn route(
         ("POST", ["bulk", id, "validate"]) => bulk::validate(app, c, req, s, id).await,
         ("GET", ["team"]) => team::page(c, req, s, None),
         ("POST", ["team", "invite"]) => team::invite(c, &app.base_url, req, s),
+        ("POST", ["team", "sessions", hash, "end"]) => team::end_session(c, req, s, hash),
         ("POST", ["team", id, "remove"]) => team::remove(c, req, s, id),
         ("GET", ["audit"]) => team::audit_page(c, req, s),
         _ => Err(ConsoleError::NotFound),

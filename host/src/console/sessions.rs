@@ -40,6 +40,16 @@ impl Session {
     }
 }
 
+/// A live session, as the Team page lists it (never its token).
+#[derive(Debug, Clone)]
+pub struct SessionView {
+    pub token_hash: String,
+    pub email: String,
+    pub environment: String,
+    pub client: Option<String>,
+    pub created_ms: u64,
+}
+
 #[derive(Clone)]
 pub struct Sessions {
     db: SqlDb,
@@ -123,6 +133,41 @@ impl Sessions {
             )
         })?;
         Ok(())
+    }
+
+    /// The merchant's live sessions, newest first.
+    pub fn list(&self, merchant_id: &str) -> Result<Vec<SessionView>, StorageError> {
+        self.db.read(|c| {
+            c.query(
+                "SELECT s.token_hash, u.email, s.environment, s.client, s.created_ms
+                 FROM console_sessions s JOIN console_users u ON u.id = s.user_id AND u.removed_ms IS NULL
+                 WHERE u.merchant_id = ?1 AND s.expires_ms > ?2 ORDER BY s.created_ms DESC LIMIT 200",
+                sql_params![merchant_id, system_now_ms() as i64],
+            )?
+            .iter()
+            .map(|r| {
+                Ok(SessionView {
+                    token_hash: r.text(0)?,
+                    email: r.text(1)?,
+                    environment: r.text(2)?,
+                    client: r.opt_text(3)?,
+                    created_ms: r.int(4)? as u64,
+                })
+            })
+            .collect()
+        })
+    }
+
+    /// Ends a session of one of the merchant's users; false if there was none.
+    pub fn end(&self, merchant_id: &str, token_hash: &str) -> Result<bool, StorageError> {
+        let n = self.db.write(|tx| {
+            tx.execute(
+                "DELETE FROM console_sessions WHERE token_hash = ?1
+                 AND user_id IN (SELECT id FROM console_users WHERE merchant_id = ?2)",
+                sql_params![token_hash, merchant_id],
+            )
+        })?;
+        Ok(n == 1)
     }
 
     pub fn set_environment(&self, token_hash: &str, env: Environment) -> Result<(), StorageError> {

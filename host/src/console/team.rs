@@ -83,11 +83,68 @@ pub fn page(
             r = t(l, "role"),
         );
     }
+    if s.role.manages_users() {
+        body.push_str(&sessions_section(c, l, s)?);
+    }
     let status = notice.map_or(200, |(st, _)| st);
     Ok(web::page_response(
         status,
         html::page(l, Some(s), t(l, "team"), &body),
     ))
+}
+
+/// Owners see who is signed in, from where, and can end a session.
+fn sessions_section(c: &Console, l: html::Lang, s: &Session) -> Result<String, ConsoleError> {
+    let sessions = blocking(|| c.sessions.list(&s.merchant_id))?;
+    let mut out = format!(
+        "<h2>{}</h2><table><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th></th></tr></thead><tbody>",
+        t(l, "sessions"),
+        t(l, "who"),
+        t(l, "when"),
+        t(l, "environment"),
+        t(l, "where")
+    );
+    for v in &sessions {
+        let end = if v.token_hash == s.token_hash {
+            String::new()
+        } else {
+            format!(
+                "<form method=\"post\" action=\"/console/team/sessions/{}/end\">{}<button class=\"danger\">{}</button></form>",
+                esc(&v.token_hash),
+                html::csrf_field(s),
+                t(l, "end_session")
+            )
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{end}</td></tr>",
+            esc(&v.email),
+            when(v.created_ms),
+            esc(&v.environment),
+            esc(v.client.as_deref().unwrap_or_default()),
+        );
+    }
+    out.push_str("</tbody></table>");
+    Ok(out)
+}
+
+/// `POST /console/team/sessions/{hash}/end` (owners).
+pub fn end_session(
+    c: &Console,
+    req: &Req,
+    s: &Session,
+    token_hash: &str,
+) -> Result<Resp, ConsoleError> {
+    check_csrf(req, s)?;
+    owner_only(s)?;
+    if !blocking(|| c.sessions.end(&s.merchant_id, token_hash))? {
+        return Err(ConsoleError::NotFound);
+    }
+    blocking(|| {
+        c.audit
+            .record(s, "session.end", None, None, req.client.as_deref())
+    })?;
+    Ok(web::redirect("/console/team"))
 }
 
 /// `POST /console/team/invite` (owners): the one-time link is shown once.

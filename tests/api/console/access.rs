@@ -359,3 +359,102 @@ async fn mmc_users_create_prints_a_one_time_sign_in_link() {
     assert_eq!(done.status, 303);
     assert_eq!(browser.get("/console/team").await.status, 200);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_owners_invite_people_and_no_one_else_can() {
+    let app = spawn_app().await;
+    let (merchant, _, _) = app.merchant("Shop");
+    let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
+    let finance = person(&app, &merchant, "finance@shop.bj", Role::Finance).await;
+    let invite = [("email", "New@Shop.bj"), ("role", "support")];
+    let refused = finance
+        .submit("/console/team", "/console/team/invite", &invite)
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+
+    let bad = owner
+        .submit(
+            "/console/team",
+            "/console/team/invite",
+            &[("email", "not an email"), ("role", "support")],
+        )
+        .await;
+    assert_eq!(bad.status, 400);
+    assert!(bad.body.contains("email must look like"), "{}", bad.body);
+    let shown = owner
+        .submit("/console/team", "/console/team/invite", &invite)
+        .await;
+    assert_eq!(shown.status, 201, "{}", shown.body);
+    let at = shown.body.find("id=\"invite-link\">").unwrap() + "id=\"invite-link\">".len();
+    let link = shown.body[at..].split('<').next().unwrap();
+    assert!(link.starts_with(&app.base), "{link}");
+    let again = owner
+        .submit("/console/team", "/console/team/invite", &invite)
+        .await;
+    assert_eq!(again.status, 400, "one account per email");
+
+    let newcomer = Browser::new(&app);
+    let path = &link[app.base.len()..];
+    let pre = newcomer.get(path).await.field("pre");
+    let done = newcomer
+        .post(
+            path,
+            &[
+                ("pre", &pre),
+                ("password", PASSWORD),
+                ("password2", PASSWORD),
+            ],
+        )
+        .await;
+    assert_eq!(done.status, 303);
+    let team = newcomer.get("/console/team").await;
+    assert!(
+        team.body.contains("new@shop.bj") && team.body.contains("support"),
+        "{}",
+        team.body
+    );
+    assert!(
+        !team.body.contains("/remove"),
+        "support removes no one: {}",
+        team.body
+    );
+    let audit = owner.get("/console/audit?action=user.invite").await;
+    assert!(
+        audit.body.contains("new@shop.bj as support"),
+        "{}",
+        audit.body
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_sees_the_teams_sessions_and_ends_one() {
+    let app = spawn_app().await;
+    let (merchant, _, _) = app.merchant("Shop");
+    let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
+    let support = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
+    let team = owner.get("/console/team").await;
+    assert!(
+        team.body.contains("agent@shop.bj") && team.body.contains("127.0.0.1"),
+        "{}",
+        team.body
+    );
+    let marker = "action=\"/console/team/sessions/";
+    let at = team.body.find(marker).unwrap() + marker.len();
+    let hash = team.body[at..].split('/').next().unwrap().to_string();
+    // Not the support's to see, nor to end.
+    assert!(!support.get("/console/team").await.body.contains(marker));
+    let end = format!("/console/team/sessions/{hash}/end");
+    assert_eq!(support.submit("/console/team", &end, &[]).await.status, 403);
+    let ended = owner.submit("/console/team", &end, &[]).await;
+    assert_eq!(ended.status, 303, "{}", ended.body);
+    assert_eq!(
+        support.get("/console/payments").await.location(),
+        "/console/sign-in"
+    );
+    assert_eq!(owner.get("/console/payments").await.status, 200);
+    assert_eq!(
+        owner.submit("/console/team", &end, &[]).await.status,
+        404,
+        "already ended"
+    );
+}
