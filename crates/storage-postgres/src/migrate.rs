@@ -242,6 +242,7 @@ CREATE TABLE console_audit (
     at_ms        bigint NOT NULL
 );
 CREATE INDEX console_audit_merchant ON console_audit (merchant_id, id);
+CREATE INDEX console_audit_subject ON console_audit (merchant_id, subject);
 "#,
     ),
 ];

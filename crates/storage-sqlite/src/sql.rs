@@ -137,6 +137,7 @@ CREATE TABLE IF NOT EXISTS console_audit (
     at_ms        INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS console_audit_merchant ON console_audit (merchant_id, id);
+CREATE INDEX IF NOT EXISTS console_audit_subject ON console_audit (merchant_id, subject);
 "#;
 
 struct Param<'a>(&'a Value);

@@ -34,6 +34,9 @@ pub struct Filter {
 
 pub const PAGE: usize = 50;
 
+const INSERT: &str = "INSERT INTO console_audit (merchant_id, environment, user_id, email, action, subject, detail, client, at_ms)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+
 #[derive(Clone)]
 pub struct AuditLog {
     db: SqlDb,
@@ -54,12 +57,47 @@ impl AuditLog {
     ) -> Result<(), StorageError> {
         self.db.write(|tx| {
             tx.execute(
-                "INSERT INTO console_audit (merchant_id, environment, user_id, email, action, subject, detail, client, at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                sql_params![&s.merchant_id, s.environment.as_str(), &s.user_id, &s.email, action, subject, detail, client, system_now_ms() as i64],
+                INSERT,
+                sql_params![
+                    &s.merchant_id,
+                    s.environment.as_str(),
+                    &s.user_id,
+                    &s.email,
+                    action,
+                    subject,
+                    detail,
+                    client,
+                    system_now_ms() as i64
+                ],
             )
         })?;
         Ok(())
+    }
+
+    /// Records an entry unless the same one (action, subject, detail) is
+    /// already there: for actions the API may answer twice (idempotent replays).
+    pub fn record_once(
+        &self,
+        s: &Session,
+        action: &str,
+        subject: &str,
+        detail: &str,
+        client: Option<&str>,
+    ) -> Result<(), StorageError> {
+        self.db.write(|tx| {
+            tx.lock(&format!("console_audit:{}", s.merchant_id))?;
+            let seen = tx.query_opt(
+                "SELECT 1 FROM console_audit WHERE merchant_id = ?1 AND action = ?2 AND subject = ?3 AND detail = ?4",
+                sql_params![&s.merchant_id, action, subject, detail],
+            )?;
+            if seen.is_none() {
+                tx.execute(
+                    INSERT,
+                    sql_params![&s.merchant_id, s.environment.as_str(), &s.user_id, &s.email, action, subject, detail, client, system_now_ms() as i64],
+                )?;
+            }
+            Ok(())
+        })
     }
 
     /// A merchant's entries, newest first, one page (and whether more follow).

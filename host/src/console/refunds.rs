@@ -176,18 +176,13 @@ pub async fn refund(
     }
     let r = answer.json();
     let refund_id = r["id"].as_str().unwrap_or_default().to_string();
-    if !r["idempotent_replay"].as_bool().unwrap_or(false) {
-        let detail = format!("refund {refund_id} amount {} reason {reason}", r["amount"]);
-        blocking(|| {
-            c.audit.record(
-                s,
-                "payment.refund",
-                Some(id),
-                Some(&detail),
-                req.client.as_deref(),
-            )
-        })?;
-    }
+    // Written once per refund: a replay (a double submit, or a retry after
+    // the answer was lost) finds the entry, or writes the one that was lost.
+    let detail = format!("refund {refund_id} amount {} reason {reason}", r["amount"]);
+    blocking(|| {
+        c.audit
+            .record_once(s, "payment.refund", id, &detail, req.client.as_deref())
+    })?;
     Ok(web::redirect(&format!(
         "/console/payments/{id}?done={refund_id}"
     )))
