@@ -33,7 +33,8 @@ async fn console_sign_in_succeeds_fails_clearly_and_is_rate_limited() {
     assert!(
         cookie.starts_with("mmc_console=")
             && cookie.contains("HttpOnly")
-            && cookie.contains("SameSite=Strict"),
+            && cookie.contains("SameSite=Strict")
+            && !cookie.contains("Secure"),
         "{cookie}"
     );
     assert_eq!(browser.get("/console/payments").await.status, 200);
@@ -456,5 +457,23 @@ async fn an_owner_sees_the_teams_sessions_and_ends_one() {
         owner.submit("/console/team", &end, &[]).await.status,
         404,
         "already ended"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_cookies_are_secure_when_the_service_is_reached_over_tls() {
+    let app = spawn_app_with(|c| c.public_base_url = Some("https://pay.example.bj".into())).await;
+    let (merchant, _, _) = app.merchant("Shop");
+    let _owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
+    let signed = Browser::new(&app)
+        .sign_in("owner@shop.bj", PASSWORD, "")
+        .await;
+    assert_eq!(signed.status, 303);
+    let cookie = signed.headers["set-cookie"].to_str().unwrap();
+    assert!(
+        cookie.contains("; Secure")
+            && cookie.contains("HttpOnly")
+            && cookie.contains("SameSite=Strict"),
+        "{cookie}"
     );
 }
