@@ -67,6 +67,11 @@ pub async fn call(
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     // The scope check a key's request passes ([`admit`] counted the request).
     s.role.scopes().allow(method, path).map_err(forbidden)?;
+    if crate::paths::under(path, "/api/v1/events")
+        || crate::paths::under(path, "/api/v1/webhook-endpoints")
+    {
+        return Ok(native(app, s, method, path, query, body).await);
+    }
     let route = app.route(path).ok_or(ConsoleError::NotFound)?.clone();
     let caller = http_types::Caller {
         merchant_id: s.merchant_id.clone(),
@@ -101,4 +106,41 @@ pub async fn call(
         headers: response.headers,
         body: response.body,
     })
+}
+
+/// The areas the host serves itself (events, webhook endpoints), through
+/// the handler a key's request reaches, with the person as the principal.
+async fn native(
+    app: &Arc<App>,
+    s: &Session,
+    method: &str,
+    path: &str,
+    query: &str,
+    body: Option<&Value>,
+) -> Answer {
+    let principal = crate::accounts::Principal {
+        key_id: s.actor_id(),
+        merchant_id: s.merchant_id.clone(),
+        merchant_name: s.merchant_name.clone(),
+        environment: s.environment,
+        scopes: s.role.scopes(),
+        require_second_approver: s.require_second_approver,
+    };
+    let request = crate::http::native::NativeRequest {
+        method: method.to_string(),
+        path: path.to_string(),
+        query: query.to_string(),
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
+    };
+    let (status, body) =
+        match crate::webhooks::api::handle(&app.webhooks, &principal, request).await {
+            Ok(r) => (r.status, r.body),
+            Err(e) => (e.status, e.body(&format!("{}/docs", app.base_url))),
+        };
+    Answer {
+        status,
+        headers: Vec::new(),
+        body: body.to_string().into_bytes(),
+    }
 }

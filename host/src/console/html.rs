@@ -171,6 +171,7 @@ const WORDS: &[(&str, &str, &str)] = &[
     ("error", "Something went wrong", "Une erreur s'est produite"),
     ("batch", "Bulk payout", "Paiement groupé"),
     ("sessions", "Sessions", "Sessions"),
+    ("resend", "Resend", "Renvoyer"),
     ("end_session", "End", "Terminer"),
     ("all_remaining", "all that remains", "tout ce qui reste"),
     ("approve", "Approve", "Approuver"),

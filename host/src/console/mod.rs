@@ -166,6 +166,7 @@ async fn route(
         ("POST", ["payments", id, "refund"]) => refunds::refund(app, c, req, s, id).await,
         ("GET", ["payments", id, "cancel"]) => refunds::cancel_form(app, req, s, id).await,
         ("POST", ["payments", id, "cancel"]) => refunds::cancel(app, c, req, s, id).await,
+        ("POST", ["events", id, "resend"]) => payment::resend(app, c, req, s, id).await,
         ("GET", ["bulk", id]) => bulk::show(app, req, s, id).await,
         ("POST", ["bulk", id, "validate"]) => bulk::validate(app, c, req, s, id).await,
         ("GET", ["team"]) => team::page(c, req, s, None),

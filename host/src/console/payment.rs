@@ -150,6 +150,11 @@ fn timeline(
     subjects: &[String],
 ) -> Result<String, ConsoleError> {
     let mut out = format!("<h2>{}</h2><ol>", t(l, "timeline"));
+    let may_resend = s
+        .role
+        .scopes()
+        .allow("POST", "/api/v1/events/e/resend")
+        .is_ok();
     let mut events = Vec::new();
     for subject in subjects {
         let (found, _) = blocking(|| {
@@ -176,6 +181,17 @@ fn timeline(
             esc(e["created_at"].as_str().unwrap_or_default()),
             esc(e["type"].as_str().unwrap_or_default())
         );
+        if may_resend {
+            let _ = write!(
+                out,
+                " <form method=\"post\" action=\"/console/events/{}/resend\" class=\"inline\">{}\
+                 <input type=\"hidden\" name=\"payment\" value=\"{}\"><button>{}</button></form>",
+                esc(eid),
+                html::csrf_field(s),
+                esc(&subjects[0]),
+                t(l, "resend")
+            );
+        }
         if let Ok(full) = blocking(|| app.webhooks.event(&s.merchant_id, s.environment, eid)) {
             let deliveries = full["deliveries"].as_array().cloned().unwrap_or_default();
             if !deliveries.is_empty() {
@@ -219,4 +235,41 @@ fn timeline(
     }
     out.push_str("</ol>");
     Ok(out)
+}
+
+/// `POST /console/events/{id}/resend`: the event's deliveries, queued again
+/// by the API's resend (scope `webhooks:manage`).
+pub async fn resend(
+    app: &Arc<App>,
+    c: &super::Console,
+    req: &Req,
+    s: &Session,
+    event_id: &str,
+) -> Result<Resp, ConsoleError> {
+    web::check_csrf(req, s)?;
+    let path = format!("/api/v1/events/{event_id}/resend");
+    let answer = api::call(app, s, "POST", &path, None, None, &req.request_id).await?;
+    if !answer.ok() {
+        return Err(answer.refusal());
+    }
+    let queued = answer.json()["deliveries_queued"].to_string();
+    blocking(|| {
+        c.audit.record(
+            s,
+            "event.resend",
+            Some(event_id),
+            Some(&format!("{queued} deliveries")),
+            req.client.as_deref(),
+        )
+    })?;
+    let back = match req.field("payment") {
+        Some(p)
+            if p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
+        {
+            format!("/console/payments/{p}?done=resend")
+        }
+        _ => "/console/payments".to_string(),
+    };
+    Ok(web::redirect(&back))
 }

@@ -252,3 +252,63 @@ async fn console_bulk_approval_is_the_apis_validate_under_the_approvers_role() {
         audit.body
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_developer_resends_an_events_webhooks_and_support_is_refused() {
+    let app = spawn_app_completing_after(0).await;
+    let (merchant, key, _) = app.merchant("Shop");
+    let (id, _) = completed_payment(&app, &key).await;
+    let (status, endpoint) = app
+        .post(
+            &key,
+            "/api/v1/webhook-endpoints",
+            json!({"url": "http://127.0.0.1:9/hook", "enabled_events": ["collect.payment.completed"]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{endpoint}");
+    let (_, events) = app
+        .get(
+            &key,
+            &format!("/api/v1/events?payment={id}&type=collect.payment.completed"),
+        )
+        .await;
+    let event = events["data"][0]["id"].as_str().unwrap().to_string();
+    let resend = format!("/console/events/{event}/resend");
+
+    let support = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
+    assert!(
+        !support.get(&page_path(&id)).await.body.contains(&resend),
+        "no button"
+    );
+    let refused = support
+        .submit(&page_path(&id), &resend, &[("payment", &id)])
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(refused.body.contains("webhooks:manage"), "{}", refused.body);
+
+    let developer = person(&app, &merchant, "dev@shop.bj", Role::Developer).await;
+    assert!(developer.get(&page_path(&id)).await.body.contains(&resend));
+    let done = developer
+        .submit(&page_path(&id), &resend, &[("payment", &id)])
+        .await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert_eq!(
+        done.location(),
+        format!("/console/payments/{id}?done=resend")
+    );
+    let (_, after) = app.get(&key, &format!("/api/v1/events/{event}")).await;
+    let deliveries = after["deliveries"].as_array().unwrap();
+    assert!(
+        deliveries
+            .iter()
+            .any(|d| d["url"] == "http://127.0.0.1:9/hook"),
+        "queued to the endpoint: {after}"
+    );
+    let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
+    let audit = owner.get("/console/audit?action=event.resend").await;
+    assert!(
+        audit.body.contains("dev@shop.bj") && audit.body.contains(&event),
+        "{}",
+        audit.body
+    );
+}
