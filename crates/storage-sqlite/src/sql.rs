@@ -123,6 +123,7 @@ CREATE TABLE IF NOT EXISTS console_sessions (
     expires_ms   INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS console_sessions_user ON console_sessions (user_id);
+CREATE INDEX IF NOT EXISTS console_sessions_expiry ON console_sessions (expires_ms);
 
 CREATE TABLE IF NOT EXISTS console_audit (
     id           INTEGER PRIMARY KEY AUTOINCREMENT,

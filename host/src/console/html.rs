@@ -172,6 +172,7 @@ const WORDS: &[(&str, &str, &str)] = &[
     ("batch", "Bulk payout", "Paiement groupé"),
     ("sessions", "Sessions", "Sessions"),
     ("resend", "Resend", "Renvoyer"),
+    ("attempts", "attempts", "tentatives"),
     ("end_session", "End", "Terminer"),
     ("all_remaining", "all that remains", "tout ce qui reste"),
     ("approve", "Approve", "Approuver"),

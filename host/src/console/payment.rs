@@ -141,6 +141,54 @@ pub async fn show(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Re
     ))
 }
 
+/// An event's webhook deliveries: where, how it went, the last answer.
+fn deliveries(l: html::Lang, event: &Value) -> String {
+    let list = event["deliveries"].as_array().cloned().unwrap_or_default();
+    if list.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("<ul aria-label=\"{}\">", t(l, "deliveries"));
+    for d in list {
+        let last = d["attempts"]
+            .as_array()
+            .and_then(|a| a.last().cloned())
+            .unwrap_or(Value::Null);
+        let _ = write!(
+            out,
+            "<li>{} → {} · {} {} · HTTP {}</li>",
+            esc(d["url"].as_str().unwrap_or_default()),
+            esc(d["status"].as_str().unwrap_or_default()),
+            d["attempt_count"],
+            t(l, "attempts"),
+            last["status_code"]
+        );
+    }
+    out.push_str("</ul>");
+    out
+}
+
+/// The calls made to the operator for the payment and its refunds.
+fn operator_calls(app: &Arc<App>, l: html::Lang, subjects: &[String]) -> String {
+    let calls: Vec<_> = subjects
+        .iter()
+        .flat_map(|id| blocking(|| app.runtime.services.audit.calls_for(id)).unwrap_or_default())
+        .collect();
+    let mut out = format!("<h2>{}</h2><ol>", t(l, "operator_calls"));
+    for call in calls {
+        let _ = write!(
+            out,
+            "<li>{} · {} · {} · {} ({:.0} ms)</li>",
+            when(call.at_ms),
+            esc(&call.operator),
+            esc(&call.operation),
+            esc(&call.outcome),
+            call.duration_ms
+        );
+    }
+    out.push_str("</ol>");
+    out
+}
+
 /// Events (each status change of the payment and of its refunds) with
 /// their webhook deliveries, and the calls made to the operator, oldest first.
 fn timeline(
@@ -193,47 +241,12 @@ fn timeline(
             );
         }
         if let Ok(full) = blocking(|| app.webhooks.event(&s.merchant_id, s.environment, eid)) {
-            let deliveries = full["deliveries"].as_array().cloned().unwrap_or_default();
-            if !deliveries.is_empty() {
-                let _ = write!(out, "<ul aria-label=\"{}\">", t(l, "deliveries"));
-                for d in deliveries {
-                    let last = d["attempts"]
-                        .as_array()
-                        .and_then(|a| a.last().cloned())
-                        .unwrap_or(Value::Null);
-                    let _ = write!(
-                        out,
-                        "<li>{} → {} ({} × {}, HTTP {})</li>",
-                        esc(d["url"].as_str().unwrap_or_default()),
-                        esc(d["status"].as_str().unwrap_or_default()),
-                        d["attempt_count"],
-                        t(l, "deliveries"),
-                        last["status_code"]
-                    );
-                }
-                out.push_str("</ul>");
-            }
+            out.push_str(&deliveries(l, &full));
         }
         out.push_str("</li>");
     }
     out.push_str("</ol>");
-    let calls: Vec<_> = subjects
-        .iter()
-        .flat_map(|id| blocking(|| app.runtime.services.audit.calls_for(id)).unwrap_or_default())
-        .collect();
-    let _ = write!(out, "<h2>{}</h2><ol>", t(l, "operator_calls"));
-    for call in calls {
-        let _ = write!(
-            out,
-            "<li>{} · {} · {} · {} ({:.0} ms)</li>",
-            when(call.at_ms),
-            esc(&call.operator),
-            esc(&call.operation),
-            esc(&call.outcome),
-            call.duration_ms
-        );
-    }
-    out.push_str("</ol>");
+    out.push_str(&operator_calls(app, l, subjects));
     Ok(out)
 }
 
