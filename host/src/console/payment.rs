@@ -198,7 +198,7 @@ fn timeline(
     subjects: &[String],
 ) -> Result<String, ConsoleError> {
     let mut out = format!("<h2>{}</h2><ol>", t(l, "timeline"));
-    let may_resend = s
+    let may_manage_webhooks = s
         .role
         .scopes()
         .allow("POST", "/api/v1/events/e/resend")
@@ -229,7 +229,7 @@ fn timeline(
             esc(e["created_at"].as_str().unwrap_or_default()),
             esc(e["type"].as_str().unwrap_or_default())
         );
-        if may_resend {
+        if may_manage_webhooks {
             let _ = write!(
                 out,
                 " <form method=\"post\" action=\"/console/events/{}/resend\" class=\"inline\">{}\
@@ -240,7 +240,11 @@ fn timeline(
                 t(l, "resend")
             );
         }
-        if let Ok(full) = blocking(|| app.webhooks.event(&s.merchant_id, s.environment, eid)) {
+        // Where webhooks go and what they answered is the webhooks scope's
+        // to see, as `GET /api/v1/events/{id}` is.
+        if may_manage_webhooks
+            && let Ok(full) = blocking(|| app.webhooks.event(&s.merchant_id, s.environment, eid))
+        {
             out.push_str(&deliveries(l, &full));
         }
         out.push_str("</li>");

@@ -304,6 +304,21 @@ async fn a_developer_resends_an_events_webhooks_and_support_is_refused() {
             .any(|d| d["url"] == "http://127.0.0.1:9/hook"),
         "queued to the endpoint: {after}"
     );
+    // Deliveries show to those who may read them through the API.
+    assert!(
+        developer
+            .get(&page_path(&id))
+            .await
+            .body
+            .contains("http://127.0.0.1:9/hook")
+    );
+    assert!(
+        !support
+            .get(&page_path(&id))
+            .await
+            .body
+            .contains("127.0.0.1:9")
+    );
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
     let audit = owner.get("/console/audit?action=event.resend").await;
     assert!(
