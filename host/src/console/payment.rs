@@ -78,7 +78,7 @@ fn refunds_section(l: html::Lang, refunds: &[Value]) -> String {
             body,
             "<li>{} · {} {} · {} · {}</li>",
             esc(r["id"].as_str().unwrap_or_default()),
-            r["amount"],
+            esc(&r["amount"].to_string()),
             esc(r["currency"].as_str().unwrap_or_default()),
             esc(r["status"].as_str().unwrap_or_default()),
             esc(r["created_at"].as_str().unwrap_or_default())
@@ -158,9 +158,9 @@ fn deliveries(l: html::Lang, event: &Value) -> String {
             "<li>{} → {} · {} {} · HTTP {}</li>",
             esc(d["url"].as_str().unwrap_or_default()),
             esc(d["status"].as_str().unwrap_or_default()),
-            d["attempt_count"],
+            esc(&d["attempt_count"].to_string()),
             t(l, "attempts"),
-            last["status_code"]
+            esc(&last["status_code"].to_string())
         );
     }
     out.push_str("</ul>");

@@ -241,7 +241,7 @@ fn table(l: html::Lang, payments: &[Value]) -> String {
                 esc(id),
                 esc(p["reference"].as_str().unwrap_or(id)),
                 esc(p["status"].as_str().unwrap_or_default()),
-                p["amount"],
+                esc(&p["amount"].to_string()),
                 esc(p["currency"].as_str().unwrap_or_default()),
                 esc(p["operator"].as_str().unwrap_or_default()),
                 esc(&phone_of(p)),

@@ -59,7 +59,7 @@ pub async fn refund_form(
         id = esc(id),
         csrf = html::csrf_field(s),
         amount = t(l, "amount_blank"),
-        max = p["amount"],
+        max = esc(&p["amount"].to_string()),
         cur = esc(p["currency"].as_str().unwrap_or_default()),
         a = esc(&req.field("amount").unwrap_or_default()),
         reason = reason_select(l, &req.field("reason").unwrap_or_default()),

@@ -137,7 +137,7 @@ impl ConsoleError {
 
 /// Nothing loads from anywhere but the service, nothing runs, forms post
 /// only to it, and no other site may frame a page.
-pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 fn secured(mut resp: Response<Full<Bytes>>) -> Response<Full<Bytes>> {
     let h = resp.headers_mut();
