@@ -177,6 +177,14 @@ enum UsersCommand {
         #[arg(long)]
         json: bool,
     },
+    /// A lost password or second factor: clears both, ends the user's sessions and prints a
+    /// new one-time sign-in link, as create does.
+    Reset {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -289,22 +297,24 @@ fn main() {
             println!("{}", json!(k));
         }
         Command::Adapters { command } => adapters(&config, command),
-        Command::Users {
-            command:
+        Command::Users { command } => {
+            use mmc_host::console::users::{Role, Users};
+            let db = mmc_host::server::open_db(&config).unwrap_or_else(|e| fail(&e.to_string()));
+            let users = Users::new(db.sql);
+            let invitation = match command {
                 UsersCommand::Create {
                     merchant,
                     email,
                     role,
                     ..
-                },
-        } => {
-            use mmc_host::console::users::{Role, Users};
-            let role = Role::parse(&role)
-                .unwrap_or_else(|| fail("--role: owner, developer, finance or support"));
-            let db = mmc_host::server::open_db(&config).unwrap_or_else(|e| fail(&e.to_string()));
-            let invitation = Users::new(db.sql)
-                .invite(&merchant, &email, role)
-                .unwrap_or_else(|e| fail(&e.to_string()));
+                } => {
+                    let role = Role::parse(&role)
+                        .unwrap_or_else(|| fail("--role: owner, developer, finance or support"));
+                    users.invite(&merchant, &email, role)
+                }
+                UsersCommand::Reset { email, .. } => users.reset(&email),
+            }
+            .unwrap_or_else(|e| fail(&e.to_string()));
             let base = config
                 .public_base_url
                 .clone()

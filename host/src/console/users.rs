@@ -242,6 +242,41 @@ impl Users {
         })
     }
 
+    /// A lost password or second factor: both are cleared, every session
+    /// of the user ends, and a new one-time link lets them choose a password.
+    pub fn reset(&self, email: &str) -> Result<Invitation, UserError> {
+        let email = normalize_email(email)?;
+        let token = random_hex(32);
+        let expires_ms = system_now_ms() + INVITE_TTL_MS;
+        let found = self.db.write(|tx| {
+            let Some(r) = tx.query_opt(
+                &format!("SELECT {USER_COLUMNS} FROM console_users WHERE email = ?1 AND removed_ms IS NULL"),
+                sql_params![&email],
+            )?
+            else {
+                return Ok(None);
+            };
+            let found = user(&r)?;
+            tx.execute(
+                "UPDATE console_users SET password_hash = NULL, totp_secret = NULL, totp_enabled = 0,
+                 totp_last_step = NULL, invite_hash = ?2, invite_expires_ms = ?3 WHERE id = ?1",
+                sql_params![&found.id, sha256_hex(&token), expires_ms as i64],
+            )?;
+            tx.execute("DELETE FROM console_sessions WHERE user_id = ?1", sql_params![&found.id])?;
+            Ok(Some(found))
+        })?;
+        let user = found.ok_or(UserError::UnknownUser)?;
+        Ok(Invitation {
+            user: User {
+                invited: true,
+                totp_enabled: false,
+                ..user
+            },
+            path: format!("/console/invite/{token}"),
+            expires_ms,
+        })
+    }
+
     /// The user an invitation token names, if it is still valid.
     pub fn invited(&self, token: &str) -> Result<Option<User>, UserError> {
         let row = self.db.read(|c| {

@@ -309,7 +309,7 @@ async fn console_owner_and_finance_need_a_second_factor_in_live() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mmc_users_create_prints_a_one_time_sign_in_link() {
+async fn mmc_users_create_and_reset_print_a_one_time_sign_in_link() {
     let app = spawn_app().await;
     let (merchant, _, _) = app.merchant("Shop");
     let dir = app.data_dir.path().to_str().unwrap().to_string();
@@ -359,6 +359,47 @@ async fn mmc_users_create_prints_a_one_time_sign_in_link() {
         .await;
     assert_eq!(done.status, 303);
     assert_eq!(browser.get("/console/team").await.status, 200);
+
+    // Lost password: a reset ends the sessions and signs in once more by a new link.
+    let reset = crate::cli::mmc(&[
+        "users",
+        "reset",
+        "--email",
+        "boss@shop.bj",
+        "--data-dir",
+        &dir,
+    ]);
+    assert_eq!(reset["id"], created["id"]);
+    assert_eq!(
+        browser.get("/console/team").await.location(),
+        "/console/sign-in"
+    );
+    assert_eq!(
+        Browser::new(&app)
+            .sign_in("boss@shop.bj", PASSWORD, "")
+            .await
+            .status,
+        401
+    );
+    let link = reset["sign_in_link"].as_str().unwrap();
+    let path = &link[link.find("/console/invite/").unwrap()..];
+    let again = Browser::new(&app);
+    let pre = again.get(path).await.field("pre");
+    let renewed = "another long password";
+    let done = again
+        .post(
+            path,
+            &[("pre", &pre), ("password", renewed), ("password2", renewed)],
+        )
+        .await;
+    assert_eq!(done.status, 303);
+    assert_eq!(
+        Browser::new(&app)
+            .sign_in("boss@shop.bj", renewed, "")
+            .await
+            .status,
+        303
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
