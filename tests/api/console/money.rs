@@ -327,3 +327,54 @@ async fn a_developer_resends_an_events_webhooks_and_support_is_refused() {
         audit.body
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_payments_list_pages_newest_first_and_its_csv_holds_the_filtered_list() {
+    let app = spawn_app().await;
+    let (merchant, key, _) = app.merchant("Shop");
+    let mut references = Vec::new();
+    for i in 0..55 {
+        let mut body = direct_payment(&format!("+22901660{:05}", 100 + i));
+        body["reference"] = json!(format!("order-{i:03}"));
+        let (status, p) = app.create(&key, &new_key(), &body).await;
+        assert_eq!(status, 201, "{p}");
+        references.push(format!("order-{i:03}"));
+    }
+    let support = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
+    let first = support.get("/console/payments").await;
+    let rows = |html: &str| html.matches("<tr><td>").count();
+    assert_eq!(rows(&first.body), 50, "{}", first.body);
+    // Newest first.
+    let (newest, oldest_shown) = (
+        first.body.find("order-054").unwrap(),
+        first.body.find("order-005").unwrap(),
+    );
+    assert!(newest < oldest_shown);
+    assert!(!first.body.contains("order-004"));
+    let marker = "rel=\"next\" href=\"";
+    let at = first.body.find(marker).unwrap() + marker.len();
+    let next = first.body[at..]
+        .split('"')
+        .next()
+        .unwrap()
+        .replace("&amp;", "&");
+    let second = support.get(&next).await;
+    assert_eq!(rows(&second.body), 5, "{}", second.body);
+    assert!(second.body.contains("order-000") && !second.body.contains("rel=\"next\""));
+
+    // By phone, across pages of the API: the last digits are enough.
+    let by_phone = support.get("/console/payments?phone=000100").await;
+    assert_eq!(rows(&by_phone.body), 1, "{}", by_phone.body);
+    assert!(by_phone.body.contains("order-000"));
+
+    let csv = support.get("/console/payments.csv").await;
+    assert_eq!(csv.status, 200);
+    assert_eq!(csv.body.lines().count(), 56, "a header and every payment");
+    for r in &references {
+        assert!(csv.body.contains(r.as_str()), "{r}");
+    }
+    let narrowed = support
+        .get("/console/payments.csv?reference=order-007")
+        .await;
+    assert_eq!(narrowed.body.lines().count(), 2, "{}", narrowed.body);
+}
