@@ -170,7 +170,12 @@ pub fn accept_invite(c: &Console, req: &Req, token: &str) -> Result<Resp, Consol
     let user = match blocking(|| c.users.accept(token, &password)) {
         Ok(user) => user,
         Err(UserError::WeakPassword) => {
-            return invite_page(c, req, token, Some(&UserError::WeakPassword.to_string()));
+            return invite_page(
+                c,
+                req,
+                token,
+                Some(&html::user_error(req.lang, &UserError::WeakPassword)),
+            );
         }
         Err(e) => return Err(user_error(e)),
     };

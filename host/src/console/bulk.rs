@@ -101,10 +101,7 @@ pub async fn validate(
         Some("approve") => "approve",
         Some("reject") => "reject",
         _ => {
-            return Err(ConsoleError::Refused(
-                400,
-                "action: approve or reject.".into(),
-            ));
+            return Err(ConsoleError::Refused(400, t(req.lang, "bad_action").into()));
         }
     };
     let mut payload = json!({"action": action});

@@ -174,6 +174,36 @@ const WORDS: &[(&str, &str, &str)] = &[
     ("resend", "Resend", "Renvoyer"),
     ("attempts", "attempts", "tentatives"),
     ("end_session", "End", "Terminer"),
+    (
+        "bad_date",
+        "{}: a date as YYYY-MM-DD, not '{}'.",
+        "{} : une date au format AAAA-MM-JJ, pas « {} ».",
+    ),
+    (
+        "bad_phone",
+        "phone: at least 4 digits.",
+        "téléphone : 4 chiffres au moins.",
+    ),
+    (
+        "bad_amount",
+        "amount: a whole number of at least 1.",
+        "montant : un nombre entier d'au moins 1.",
+    ),
+    (
+        "bad_action",
+        "action: approve or reject.",
+        "action : approuver ou rejeter.",
+    ),
+    (
+        "incomplete",
+        "The confirmation is incomplete; start again.",
+        "La confirmation est incomplète ; recommencez.",
+    ),
+    (
+        "self_remove",
+        "You cannot remove yourself.",
+        "Vous ne pouvez pas vous retirer vous-même.",
+    ),
     ("all_remaining", "all that remains", "tout ce qui reste"),
     ("approve", "Approve", "Approuver"),
     ("reject", "Reject", "Rejeter"),
@@ -203,6 +233,25 @@ pub fn tf(lang: Lang, key: &str, args: &[&str]) -> String {
     }
     out.push_str(&esc(rest));
     out
+}
+
+/// A user-management error in the page's language (English: as the error says it).
+pub fn user_error(lang: Lang, e: &super::users::UserError) -> String {
+    use super::users::UserError::*;
+    let fr = match e {
+        InvalidEmail => "l'e-mail doit ressembler à nom@exemple.com (254 caractères au plus)",
+        EmailTaken => "un utilisateur de la console a déjà cet e-mail",
+        InvalidRole => "le rôle doit être owner, developer, finance ou support",
+        WeakPassword => "le mot de passe doit compter de 12 à 256 caractères",
+        InvalidInvitation => "ce lien d'invitation est inconnu, déjà utilisé ou expiré",
+        LastOwner => "le dernier propriétaire ne peut pas être retiré",
+        _ => return e.to_string(),
+    };
+    if lang == Lang::Fr {
+        fr.to_string()
+    } else {
+        e.to_string()
+    }
 }
 
 pub fn esc(s: &str) -> String {

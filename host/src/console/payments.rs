@@ -51,6 +51,12 @@ pub(super) fn date_secs(s: &str) -> Option<u64> {
     Some(((era * 146_097 + doe - 719_468) * 86_400) as u64)
 }
 
+/// A word with its `{}` filled in, unescaped (for a message that is escaped where it is shown).
+pub(super) fn plain(l: html::Lang, key: &str, args: &[&str]) -> String {
+    args.iter()
+        .fold(t(l, key).to_string(), |m, a| m.replacen("{}", a, 1))
+}
+
 /// The list's filters as the console's query has them, and as the API's.
 struct Filters {
     console: Vec<(&'static str, String)>,
@@ -73,7 +79,7 @@ fn filters(req: &Req) -> Result<Filters, ConsoleError> {
     for (name, api_name, shift) in [("from", "created[gte]", 0), ("to", "created[lt]", 86_400)] {
         if let Some(v) = req.param(name) {
             let secs = date_secs(&v).ok_or_else(|| {
-                ConsoleError::Refused(400, format!("{name}: a date as YYYY-MM-DD, not '{v}'."))
+                ConsoleError::Refused(400, plain(req.lang, "bad_date", &[name, &v]))
             })?;
             f.console.push((name, v));
             f.api.push((api_name, (secs + shift).to_string()));
@@ -82,10 +88,7 @@ fn filters(req: &Req) -> Result<Filters, ConsoleError> {
     if let Some(v) = req.param("phone") {
         let digits: String = v.chars().filter(char::is_ascii_digit).collect();
         if digits.len() < 4 {
-            return Err(ConsoleError::Refused(
-                400,
-                "phone: at least 4 digits.".into(),
-            ));
+            return Err(ConsoleError::Refused(400, t(req.lang, "bad_phone").into()));
         }
         f.console.push(("phone", v));
         f.phone = Some(digits);

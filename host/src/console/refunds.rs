@@ -133,14 +133,7 @@ pub async fn refund(
         Some(a) => match a.parse::<u64>() {
             Ok(n) if n >= 1 => Some(n),
             _ => {
-                return refund_form(
-                    app,
-                    req,
-                    s,
-                    id,
-                    Some((400, "amount: a whole number of at least 1.")),
-                )
-                .await;
+                return refund_form(app, req, s, id, Some((400, t(req.lang, "bad_amount")))).await;
             }
         },
     };
@@ -150,12 +143,9 @@ pub async fn refund(
     if req.field("step").as_deref() != Some("confirm") {
         return review(app, req, s, id, amount, &reason).await;
     }
-    let key = req.field("idempotency_key").ok_or_else(|| {
-        ConsoleError::Refused(
-            400,
-            "The confirmation is incomplete; start the refund again.".into(),
-        )
-    })?;
+    let key = req
+        .field("idempotency_key")
+        .ok_or_else(|| ConsoleError::Refused(400, t(req.lang, "incomplete").into()))?;
     let mut payload = json!({"reason": reason});
     if let Some(a) = amount {
         payload["amount"] = json!(a);

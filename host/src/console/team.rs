@@ -157,13 +157,16 @@ pub fn invite(c: &Console, base_url: &str, req: &Req, s: &Session) -> Result<Res
             c,
             req,
             s,
-            Some((400, super::users::UserError::InvalidRole.to_string())),
+            Some((
+                400,
+                html::user_error(req.lang, &super::users::UserError::InvalidRole),
+            )),
         );
     };
     let invitation = match blocking(|| c.users.invite(&s.merchant_id, &email, role)) {
         Ok(i) => i,
         Err(e @ super::users::UserError::Storage(_)) => return Err(user_error(e)),
-        Err(e) => return page(c, req, s, Some((400, e.to_string()))),
+        Err(e) => return page(c, req, s, Some((400, html::user_error(req.lang, &e)))),
     };
     let detail = format!("{} as {}", invitation.user.email, role.as_str());
     blocking(|| {
@@ -194,12 +197,12 @@ pub fn remove(c: &Console, req: &Req, s: &Session, user_id: &str) -> Result<Resp
     check_csrf(req, s)?;
     owner_only(s)?;
     if user_id == s.user_id {
-        return page(c, req, s, Some((400, "You cannot remove yourself.".into())));
+        return page(c, req, s, Some((400, t(req.lang, "self_remove").into())));
     }
     let removed = match blocking(|| c.users.remove(&s.merchant_id, user_id)) {
         Ok(u) => u,
         Err(e @ super::users::UserError::LastOwner) => {
-            return page(c, req, s, Some((409, e.to_string())));
+            return page(c, req, s, Some((409, html::user_error(req.lang, &e))));
         }
         Err(e) => return Err(user_error(e)),
     };
@@ -247,7 +250,7 @@ pub fn audit_page(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleEr
             super::payments::date_secs(&d)
                 .map(|secs| (secs + shift) * 1000)
                 .ok_or_else(|| {
-                    ConsoleError::Refused(400, format!("a date as YYYY-MM-DD, not '{d}'."))
+                    ConsoleError::Refused(400, super::payments::plain(l, "bad_date", &["date", &d]))
                 })
         })
         .transpose()

@@ -165,6 +165,15 @@ async fn a_console_refund_is_the_apis_refund_and_a_double_submit_is_one_refund()
         page.body
     );
 
+    // The console's own messages in French too.
+    let fr = finance.get("/console/payments?from=hier&lang=fr").await;
+    assert_eq!(fr.status, 400);
+    assert!(
+        fr.body.contains("from : une date au format AAAA-MM-JJ"),
+        "{}",
+        fr.body
+    );
+
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
     let audit = owner.get("/console/audit?action=payment.refund").await;
     assert_eq!(
