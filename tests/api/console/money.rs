@@ -387,3 +387,53 @@ async fn the_payments_list_pages_newest_first_and_its_csv_holds_the_filtered_lis
         .await;
     assert_eq!(narrowed.body.lines().count(), 2, "{}", narrowed.body);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_cancel_is_confirmed_then_the_apis_and_a_second_one_is_refused_clearly() {
+    let app = spawn_app_completing_after(0).await;
+    let (merchant, key, _) = app.merchant("Shop");
+    let body = direct_payment("+2290166000004");
+    let (status, p) = app.create(&key, &new_key(), &body).await;
+    assert_eq!(status, 201, "{p}");
+    let id = p["id"].as_str().unwrap();
+    let finance = person(&app, &merchant, "finance@shop.bj", Role::Finance).await;
+    let cancel = format!("/console/payments/{id}/cancel");
+    let confirm = finance.get(&cancel).await;
+    assert_eq!(confirm.status, 200);
+    let reference = body["reference"].as_str().unwrap();
+    assert!(
+        confirm
+            .body
+            .contains(&format!("Cancel payment {reference}?")),
+        "{}",
+        confirm.body
+    );
+    let done = finance.submit(&cancel, &cancel, &[]).await;
+    assert_eq!(
+        (done.status, done.location()),
+        (
+            303,
+            format!("/console/payments/{id}?done=cancelled").as_str()
+        ),
+        "{}",
+        done.body
+    );
+    let (_, after) = app
+        .get(&key, &format!("/api/v1/collect/payments/{id}"))
+        .await;
+    assert_eq!(after["status"], "cancelled");
+    let again = finance.submit(&page_path(id), &cancel, &[]).await;
+    assert_eq!(again.status, 409, "{}", again.body);
+    assert!(again.body.contains("cannot be cancelled"), "{}", again.body);
+    let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
+    let audit = owner.get("/console/audit?action=payment.cancel").await;
+    assert_eq!(
+        audit
+            .body
+            .matches("<strong>payment.cancel</strong>")
+            .count(),
+        1,
+        "{}",
+        audit.body
+    );
+}
