@@ -136,7 +136,7 @@ async fn native(
     let (status, body) =
         match crate::webhooks::api::handle(&app.webhooks, &principal, request).await {
             Ok(r) => (r.status, r.body),
-            Err(e) => (e.status, e.body(&format!("{}/docs", app.base_url))),
+            Err(e) => (e.status, e.body(&app.docs_url())),
         };
     Answer {
         status,

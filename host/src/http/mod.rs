@@ -64,7 +64,7 @@ pub struct App {
 impl App {
     /// The base of errors' `doc_url`s: the errors chapter, whose rows are
     /// anchored by code.
-    fn docs_url(&self) -> String {
+    pub(crate) fn docs_url(&self) -> String {
         format!("{}/docs/{}", self.base_url, docs::ERRORS)
     }
 
