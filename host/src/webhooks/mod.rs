@@ -240,6 +240,9 @@ fn error_class(e: &reqwest::Error) -> &'static str {
 /// An endpoint's (id, url, enabled event types).
 type Subscription = (String, String, Vec<String>);
 
+/// A claimed delivery's body and secret (None: its endpoint is gone).
+type Loaded = Result<Option<(Vec<u8>, String)>, WebhookError>;
+
 /// The live endpoints of a merchant in an environment: (id, url, enabled events).
 fn subscriptions(
     tx: &mut dyn SqlConn,
@@ -728,8 +731,8 @@ impl Webhooks {
         Ok(())
     }
 
-    /// Body and secret of a claimed delivery; None when its endpoint is gone.
-    fn load(&self, d: &Claimed) -> Result<Option<(Vec<u8>, String)>, WebhookError> {
+    /// Stored payload and secret of a claimed delivery; None when its endpoint is gone.
+    fn load_stored(&self, d: &Claimed) -> Result<Option<(Vec<u8>, String)>, WebhookError> {
         let payload = self.db.read(|c| {
             c.query_opt(
                 "SELECT payload FROM outbox WHERE id = ?1",
@@ -756,7 +759,42 @@ impl Webhooks {
             None => Some(self.callback_secret(&d.merchant_id, &d.environment)?),
         };
         // After the secret: a deleted endpoint's delivery ends, readable or not.
-        secret.map(|s| Ok((self.body(payload)?, s))).transpose()
+        Ok(secret.map(|s| (payload, s)))
+    }
+
+    /// Body and secret of each of a round's claimed deliveries, the compact
+    /// bodies built in one component call: one instance per round rather than
+    /// one per delivery, so a burst of deliveries holds one instance slot
+    /// (each slot used keeps memory resident) and pays one instantiation.
+    fn load_all(&self, claimed: &[Claimed]) -> Vec<Loaded> {
+        let mut loaded: Vec<Loaded> = claimed.iter().map(|d| self.load_stored(d)).collect();
+        let mut payloads = Vec::new();
+        for (payload, _) in loaded.iter_mut().flatten().flatten() {
+            payloads.push(std::mem::take(payload));
+        }
+        let mut bodies = match self.bodies(payloads) {
+            Ok(bodies) => bodies.into_iter(),
+            Err(e) => {
+                let message = e.to_string();
+                return loaded
+                    .into_iter()
+                    .map(|l| match l {
+                        Ok(Some(_)) => Err(WebhookError::Body(message.clone())),
+                        other => other,
+                    })
+                    .collect();
+            }
+        };
+        loaded
+            .into_iter()
+            .map(|l| match l {
+                Ok(Some((_, secret))) => match bodies.next().flatten() {
+                    Some(body) => Ok(Some((body, secret))),
+                    None => Err(WebhookError::Unreadable),
+                },
+                other => other,
+            })
+            .collect()
     }
 
     fn record(&self, d: &Claimed, outcome: &Attempt) -> Result<(), WebhookError> {
@@ -1051,7 +1089,7 @@ pub fn spawn(webhooks: Arc<Webhooks>, drain: Arc<crate::shutdown::Drain>) {
             }
             let w = webhooks.clone();
             let claimed = tokio::task::spawn_blocking(
-                move || -> Result<(Vec<Claimed>, bool), WebhookError> {
+                move || -> Result<(Vec<(Claimed, Loaded)>, bool), WebhookError> {
                     // A backlog of old events (a first start with retention) goes a
                     // slice per round, so deliveries never wait behind all of it.
                     let more = prune && w.prune_round();
@@ -1062,7 +1100,8 @@ pub fn spawn(webhooks: Arc<Webhooks>, drain: Arc<crate::shutdown::Drain>) {
                     } else {
                         w.claim_due(room)?
                     };
-                    Ok((claimed, more))
+                    let loaded = w.load_all(&claimed);
+                    Ok((claimed.into_iter().zip(loaded).collect(), more))
                 },
             )
             .await;
@@ -1082,7 +1121,7 @@ pub fn spawn(webhooks: Arc<Webhooks>, drain: Arc<crate::shutdown::Drain>) {
                     continue;
                 }
             };
-            for d in claimed {
+            for (d, loaded) in claimed {
                 let permits = webhooks.endpoint_permit(&d).and_then(|endpoint| {
                     let all = webhooks.in_flight.clone().try_acquire_owned().ok()?;
                     Some((all, endpoint))
@@ -1097,13 +1136,9 @@ pub fn spawn(webhooks: Arc<Webhooks>, drain: Arc<crate::shutdown::Drain>) {
                 let w = webhooks.clone();
                 tokio::spawn(async move {
                     let _held = (permits, job);
-                    let loaded = {
-                        let (w, d) = (w.clone(), d.clone());
-                        tokio::task::spawn_blocking(move || w.load(&d)).await
-                    };
                     let outcome = match loaded {
-                        Ok(Ok(Some((payload, secret)))) => w.attempt(&d, payload, &secret).await,
-                        Ok(Ok(None)) => Attempt {
+                        Ok(Some((payload, secret))) => w.attempt(&d, payload, &secret).await,
+                        Ok(None) => Attempt {
                             status_code: None,
                             latency_ms: 0,
                             error: Some("endpoint deleted".into()),
@@ -1111,13 +1146,13 @@ pub fn spawn(webhooks: Arc<Webhooks>, drain: Arc<crate::shutdown::Drain>) {
                         },
                         // Recorded as a failed attempt: retried on the schedule
                         // (a later `collect` may read it) and given up at its age.
-                        Ok(Err(WebhookError::Unreadable)) => Attempt {
+                        Err(WebhookError::Unreadable) => Attempt {
                             status_code: None,
                             latency_ms: 0,
                             error: Some("event_unreadable".into()),
                             give_up: false,
                         },
-                        Ok(Err(e @ WebhookError::Body(_))) => {
+                        Err(e @ WebhookError::Body(_)) => {
                             tracing::warn!(event = %d.event_id, error = %e, "webhook body not built; retried when the lease expires");
                             return;
                         }
