@@ -348,7 +348,7 @@ pub fn notice(text: &str, error: bool) -> String {
     }
 }
 
-/// Milliseconds since the epoch as `2026-12-01 18:34:05 UTC`.
+/// Milliseconds since the epoch as `YYYY-MM-DD HH:MM:SS UTC`.
 pub fn when(ms: u64) -> String {
     mmc_domain::time::rfc3339(ms)
         .replace('T', " ")
