@@ -127,6 +127,10 @@ pub fn backup(config: &Config, to: &Path) -> Result<Manifest, BackupError> {
 fn fill(config: &Config, db: &Path, dir: &Path) -> Result<Manifest, BackupError> {
     let copy = dir.join(DATABASE);
     let copied = mmc_storage_sqlite::backup::copy_live(db, &copy)?;
+    // SQLite created it with the umask's mode; it holds what the keys protect.
+    #[cfg(unix)]
+    std::fs::set_permissions(&copy, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .map_err(write_err(&copy))?;
     let mut files = Vec::new();
     for name in KEY_FILES {
         let from = config.data_dir.join(name);

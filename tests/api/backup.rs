@@ -281,11 +281,22 @@ async fn backup_and_restore_refuse_what_they_cannot_do_safely() {
 
     // The one that is sound, into a new directory: the merchant's key works.
     succeeds(&mmc(&fresh, &["restore", "--from", &arg(&to)]));
+    let mode = |p: &Path| {
+        let m = std::fs::metadata(p).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::mode(&m) & 0o077
+    };
+    assert_eq!(mode(&to), 0, "the backup is open to others");
     for name in ["mmc.db", "webhook_secrets_key", "admin_token"] {
-        let mode = std::os::unix::fs::PermissionsExt::mode(
-            &std::fs::metadata(fresh.join(name)).unwrap().permissions(),
+        assert_eq!(
+            mode(&to.join(name)),
+            0,
+            "the backup's {name} is open to others"
         );
-        assert_eq!(mode & 0o077, 0, "{name} is readable by others");
+        assert_eq!(
+            mode(&fresh.join(name)),
+            0,
+            "the restored {name} is open to others"
+        );
     }
     let server = ServerProcess::start(&fresh, &[]);
     let m = get_json(
