@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `bench/ab.sh A B [PHASES] [ROUNDS]`: compares two release binaries of `mmc`
+# `bench/ab.sh A B [PHASES] [ROUNDS]`: compares two bench-release binaries of `mmc`
 # on this machine, alternating A and B ROUNDS times (default 3) so a drift of
 # the VM's speed falls on both. Each run starts its own server on a fresh data
 # directory and runs PHASES (default "h c g": healthz, creates, gets; "l":
@@ -13,8 +13,8 @@
 #
 # Build each binary, then copy it aside (one workspace target directory is
 # shared, so a second build overwrites the first):
-#   git stash; cargo build --release -p mmc-host; cp target/release/mmc /tmp/a
-#   git stash pop; cargo build --release -p mmc-host; cp target/release/mmc /tmp/b
+#   git stash; cargo build --profile bench-release -p mmc-host; cp target/bench-release/mmc /tmp/a
+#   git stash pop; cargo build --profile bench-release -p mmc-host; cp target/bench-release/mmc /tmp/b
 #   bench/ab.sh /tmp/a /tmp/b "c g" 4
 set -euo pipefail
 cd "$(dirname "$0")/.."

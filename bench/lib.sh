@@ -55,14 +55,14 @@ serve_fresh() { # binary, data dir, components dir, port
   done
 }
 
-# For the profiling scripts (profile.sh, sched.sh): a release server
+# For the profiling scripts (profile.sh, sched.sh): a bench-release server
 # (PROFILE_BIN, else the workspace's) on a fresh store, stopped on exit, with
 # one payment in it; sets SERVER, DATA, BASE, OUT ($PROFILE_DIR, default
 # /tmp/mmc-profile) and ARGS, wrk's arguments for PHASE (create, get, legacy
 # or healthz).
 serve_for_profile() { # phase
   local phase=$1 target=${CARGO_TARGET_DIR:-target} port=${PROFILE_PORT:-18399} key id
-  local mmc=${PROFILE_BIN:-$target/release/mmc}
+  local mmc=${PROFILE_BIN:-$target/bench-release/mmc}
   OUT=${PROFILE_DIR:-/tmp/mmc-profile}
   BASE="http://127.0.0.1:$port"
   command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }

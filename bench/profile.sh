@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `bench/profile.sh [PHASE] [EVENT]`: where the server's CPU (or its thread
 # switches) goes under one load, as the README's profiles were taken. Starts a
-# release server on a fresh store, runs `wrk -c64` for 10 s on PHASE (create,
+# bench-release server on a fresh store, runs `wrk -c64` for 10 s on PHASE (create,
 # get, legacy or healthz; default create) and records the server with
 # `perf record -g` for 5 s of it, from second 3. EVENT: `cpu` (default,
 # sampled at 1999 Hz) or `switches` (every `sched:sched_switch`). Then prints
@@ -12,8 +12,8 @@
 # Call paths through Rust code need frame pointers; build a host with them
 # apart (a second target directory: the whole of wasmtime is rebuilt, ~9 min):
 #   RUSTFLAGS="-C force-frame-pointers=yes" CARGO_TARGET_DIR=/tmp/fp-target \
-#     cargo build --release -p mmc-host
-#   PROFILE_BIN=/tmp/fp-target/release/mmc bench/profile.sh get
+#     cargo build --profile bench-release -p mmc-host
+#   PROFILE_BIN=/tmp/fp-target/bench-release/mmc bench/profile.sh get
 # (Not MMC_BIN: every MMC_* variable is read as configuration.)
 # Wasm frames are unwound by wasmtime's own frame pointers; glibc's are not.
 # Output stays in $PROFILE_DIR (default /tmp/mmc-profile): perf.data, perf.txt

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# `make bench`: one run on a release build, with a real load generator (wrk),
-# durable storage (every acknowledged commit fsynced). Prints a table and writes bench/results/latest.md.
+# `make bench`: one run on the bench-release build (whole-program LTO), with a
+# real load generator (wrk), durable storage (every acknowledged commit
+# fsynced). Prints a table and writes bench/results/latest.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh # wait_quiet
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
-MMC="$TARGET_DIR/release/mmc"
+MMC="$TARGET_DIR/bench-release/mmc"
 DURATION=${BENCH_DURATION:-10s}
 CONNS=${BENCH_CONNECTIONS:-64}
 PORT=${BENCH_PORT:-18099}
@@ -263,7 +264,7 @@ psql "$PGURL" -qc "DROP DATABASE IF EXISTS mmc_bench_1 WITH (FORCE)" -c "DROP DA
 
 ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); print(f'{a/b:.3f}')"; }
 {
-  echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; wrk -t2 -c$CONNS -d$DURATION; release build; SQLite WAL, every acknowledged commit fsynced (group commit)"
+  echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; wrk -t2 -c$CONNS -d$DURATION; bench-release build (whole-program LTO); SQLite WAL, every acknowledged commit fsynced (group commit)"
   echo
   echo "| Endpoint | req/s | p50 | p99 | non-2xx |"
   echo "|---|---|---|---|---|"

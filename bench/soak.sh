@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
-MMC=${SOAK_BIN:-$TARGET_DIR/release/mmc}
+MMC=${SOAK_BIN:-$TARGET_DIR/bench-release/mmc}
 SECONDS_TOTAL=${SOAK_SECONDS:-600}
 CONNS=${SOAK_CONNECTIONS:-4}
 PORT=${SOAK_PORT:-18098}

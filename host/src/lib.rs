@@ -5,6 +5,7 @@
 
 pub mod accounts;
 pub mod admin;
+pub mod backup;
 pub mod capabilities;
 pub mod config;
 pub mod conformance;

@@ -13,7 +13,7 @@ struct Cli {
     /// TOML configuration file (also MMC_CONFIG). Every key can be overridden by MMC_* variables.
     #[arg(long, global = true, env = "MMC_CONFIG")]
     config: Option<PathBuf>,
-    /// Data directory (SQLite file, compiled-component cache).
+    /// Data directory (SQLite file, generated keys, compiled-component cache).
     #[arg(long, global = true)]
     data_dir: Option<PathBuf>,
     #[command(subcommand)]
@@ -70,6 +70,21 @@ enum Command {
         /// The book's Markdown sources.
         #[arg(long, default_value = "docs")]
         src: PathBuf,
+    },
+    /// Copy the SQLite store and the data directory's keys into the new
+    /// directory TO, consistently, while a server runs (docs/backups.md).
+    Backup {
+        #[arg(long)]
+        to: PathBuf,
+    },
+    /// Put the backup FROM in place of the store; refuses a data directory
+    /// that is not empty unless --force, and a store a server has open.
+    Restore {
+        #[arg(long)]
+        from: PathBuf,
+        /// Replace the store (and keys) of a data directory that is not empty.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -387,6 +402,18 @@ fn main() {
             let pages = mmc_host::http::docs::book::write(&src, &out)
                 .unwrap_or_else(|e| fail(&format!("{}: {e}", src.display())));
             println!("{}", json!({"out": out, "pages": pages.len()}));
+        }
+        Command::Backup { to } => {
+            let m = mmc_host::backup::backup(&config, &to).unwrap_or_else(|e| fail(&e.to_string()));
+            println!("{}", json!({"backup": to, "manifest": m}));
+        }
+        Command::Restore { from, force } => {
+            let m = mmc_host::backup::restore(&config, &from, force)
+                .unwrap_or_else(|e| fail(&e.to_string()));
+            println!(
+                "{}",
+                json!({"restored": from, "data_dir": config.data_dir, "manifest": m})
+            );
         }
         Command::Keys {
             command: KeysCommand::Revoke { key_id, .. },

@@ -6,6 +6,7 @@ mod support;
 
 mod adapters_admin;
 mod auth;
+mod backup;
 mod checkout;
 mod cli;
 mod connections;

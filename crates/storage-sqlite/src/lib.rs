@@ -24,6 +24,7 @@
 //! durable. Readers wait the same way for a group that was being committed
 //! while they read. Checkpoints run on their own connection and thread.
 
+pub mod backup;
 mod sql;
 
 use std::fs::File;
