@@ -132,8 +132,18 @@ impl Provider {
 
     /// Classifies the answer to a call that expects one of `success`.
     pub fn reply(&self, resp: Response, success: &[u16]) -> Result<Reply, AdapterError> {
+        self.reply_if(resp, |s| success.contains(&s))
+    }
+
+    /// [`Provider::reply`] with the success statuses given by a predicate
+    /// (a provider whose answer is in the body of any 2xx or 3xx).
+    pub fn reply_if(
+        &self,
+        resp: Response,
+        success: impl Fn(u16) -> bool,
+    ) -> Result<Reply, AdapterError> {
         match resp.status {
-            s if success.contains(&s) => Ok(Reply::Success(resp)),
+            s if success(s) => Ok(Reply::Success(resp)),
             s if ours(s) => Err(self.unexpected(&resp)),
             400..=499 => Ok(Reply::Declined(resp)),
             _ => Err(self.unexpected(&resp)),

@@ -32,6 +32,7 @@ pub mod spec;
 pub mod token;
 pub mod webhook;
 
+pub use bindings::export;
 pub use bindings::mmc::adapter::types;
 pub use bindings::mmc::platform::{cache, clock, config, log, outbound_http, signing};
 pub use mmc_domain;

@@ -13,7 +13,14 @@ pub fn ttl_ms(expires_in_s: Option<u64>, margin_s: u64) -> u64 {
 /// A short hash of a secret, to key cached answers per account without
 /// putting the secret in the cache.
 pub fn account(secret: &str) -> String {
-    hex::encode(&signing::sha256(secret.as_bytes())[..8])
+    digest(secret, 8)
+}
+
+/// The first `bytes` bytes of `text`'s SHA-256, in hex: a cache key for
+/// what must not sit in the cache as it is (a secret, a phone number).
+pub fn digest(text: &str, bytes: usize) -> String {
+    let hash = signing::sha256(text.as_bytes());
+    hex::encode(&hash[..bytes.min(hash.len())])
 }
 
 /// A cached token, if one is kept under `key`.

@@ -70,6 +70,25 @@ fn every_status_code_is_classified_by_the_rule() {
 }
 
 #[test]
+fn a_success_range_is_classified_by_the_same_rule() {
+    let below_4xx = |s: u16| s < 400;
+    for status in 100..=599u16 {
+        let reply = PROVIDER
+            .transport(Ok(answer(status, b"{}")), "POST", "/pay")
+            .and_then(|resp| PROVIDER.reply_if(resp, below_4xx));
+        let got = match reply {
+            Ok(_) => Class::Known,
+            Err(e) => class_of(&e),
+        };
+        let expected = match status {
+            s if below_4xx(s) => Class::Known,
+            s => rule(s, &[]),
+        };
+        assert_eq!(got, expected, "{status}");
+    }
+}
+
+#[test]
 fn every_transport_failure_is_unknown_unless_provably_not_sent() {
     let cases = [
         (CapabilityError::Timeout("slow".into()), Class::Unknown),
