@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::mmc::adapter::types::{Failure, InitiateRequest, PayoutRequest, PspStatus, Settled};
+use mmc_adapter_kit::types::{Failure, InitiateRequest, PayoutRequest, PspStatus, Settled};
 
 /// MTN's free-text fields are short; longer text is refused with a 400.
 const NOTE_MAX: usize = 160;
