@@ -162,6 +162,28 @@ impl Provider {
     }
 }
 
+/// A refusal as most providers word it: a JSON body with `code` and
+/// `message` (either may be missing, or the body not JSON at all).
+pub fn coded_refusal(provider: &str, status: u16, body: &[u8]) -> Failure {
+    #[derive(serde::Deserialize)]
+    struct Coded {
+        #[serde(default)]
+        code: Option<String>,
+        #[serde(default)]
+        message: Option<String>,
+    }
+    let parsed: Option<Coded> = serde_json::from_slice(body).ok();
+    let (code, message) = parsed.map_or((None, None), |b| (b.code, b.message));
+    let code = code.map(|c| format!(" {c}")).unwrap_or_default();
+    Failure {
+        code: "operator_refused".into(),
+        message: match message {
+            Some(m) => format!("{provider} refused the request ({status}{code}): {m}"),
+            None => format!("{provider} refused the request ({status}{code})."),
+        },
+    }
+}
+
 /// A failure of a call made before the one that moves money (a token, a
 /// lookup, a draft the provider creates): nothing was asked of the
 /// customer, whatever the error says.

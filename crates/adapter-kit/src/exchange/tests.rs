@@ -193,3 +193,22 @@ fn refusals_are_worded_by_the_provider() {
         AdapterError::Timeout("Test did not answer GET /x in time: 5 s".into())
     );
 }
+
+#[test]
+fn a_coded_refusal_quotes_what_the_provider_said() {
+    let said = |body: &[u8]| coded_refusal("Test", 400, body).message;
+    assert_eq!(
+        said(br#"{"code":"LIMIT","message":"too much"}"#),
+        "Test refused the request (400 LIMIT): too much"
+    );
+    assert_eq!(
+        said(br#"{"code":"LIMIT"}"#),
+        "Test refused the request (400 LIMIT)."
+    );
+    assert_eq!(
+        said(br#"{"message":"no"}"#),
+        "Test refused the request (400): no"
+    );
+    assert_eq!(said(b"<html>"), "Test refused the request (400).");
+    assert_eq!(coded_refusal("Test", 400, b"").code, "operator_refused");
+}
