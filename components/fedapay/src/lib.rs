@@ -264,7 +264,7 @@ impl Api {
     /// by our id (e.g. after a call whose answer was lost): the documented
     /// search, keeping only what carries our id in `custom_metadata` (several
     /// would be our bug; a final one wins), then the list.
-    fn find<T: serde::de::DeserializeOwned + Clone>(
+    fn find<T: serde::de::DeserializeOwned>(
         &self,
         kind: &str,
         op: &OperationRef,
@@ -344,56 +344,34 @@ impl Api {
         })
     }
 
-    /// Ours in FedaPay's list (`GET /v1/{kind}s`, `per_page`, `page`). Only
-    /// a list read to its end, or (ids that are UUIDv7, like payment ids,
-    /// carry their creation time) back past our creation in newest-first
-    /// order, proves it absent; otherwise the answer stays unknown.
-    fn listed<T: serde::de::DeserializeOwned + Clone>(
+    /// Ours in FedaPay's list (`GET /v1/{kind}s`, `per_page`, `page`), read
+    /// until absence is proven ([`lookup::Scan`]): ids that are UUIDv7, like
+    /// payment ids, carry their creation time.
+    fn listed<T: serde::de::DeserializeOwned>(
         &self,
         kind: &str,
         our_id: &str,
         mine: impl Fn(&T) -> bool,
         created_at: impl Fn(&T) -> Option<&str>,
     ) -> Result<Option<T>, AdapterError> {
-        let since = transformers::uuid7_ms(our_id)
+        let since = lookup::uuid7_ms(our_id)
             .map(|ms| mmc_domain::time::rfc3339(ms.saturating_sub(CLOCK_MARGIN_MS)));
-        let since = since.as_deref().map(|s| &s[..19]);
-        let mut previous: Option<String> = None;
-        for page in 1..=LIST_PAGES {
-            let path = format!("/v1/{kind}s?per_page={LIST_PER_PAGE}&page={page}");
-            let items: Vec<T> = self.list(kind, &path)?;
-            if let Some(t) = items.iter().find(|t| mine(t)) {
-                return Ok(Some(t.clone()));
-            }
-            if items.is_empty() {
-                return Ok(None); // the whole list was read
-            }
-            let Some(since) = since else {
-                continue;
-            };
-            let times: Option<Vec<&str>> = items
-                .iter()
-                .map(|t| transformers::utc_second(created_at(t)))
-                .collect();
-            let in_order = times.filter(|ts| {
-                ts.windows(2).all(|w| w[0] >= w[1])
-                    && previous.as_deref().is_none_or(|p| p >= ts[0])
-            });
-            let Some(times) = in_order else {
-                return Err(AdapterError::InvalidResponse(format!(
-                    "FedaPay's {kind} list is not newest first in UTC: the absence of {our_id} cannot be told"
-                )));
-            };
-            let oldest = times[times.len() - 1];
-            if oldest < since {
-                return Ok(None); // read back past our creation
-            }
-            previous = Some(oldest.to_string());
-        }
-        Err(AdapterError::InvalidResponse(format!(
-            "no FedaPay {kind} for {our_id} in its search nor in its {} most recent: not known yet",
-            LIST_PAGES * LIST_PER_PAGE
-        )))
+        let scan = lookup::Scan {
+            list: &format!("FedaPay's {kind} list"),
+            our_id,
+            pages: LIST_PAGES,
+            since: since.as_deref().map(|s| &s[..19]),
+        };
+        scan.find(
+            |page| {
+                self.list(
+                    kind,
+                    &format!("/v1/{kind}s?per_page={LIST_PER_PAGE}&page={page}"),
+                )
+            },
+            mine,
+            |t| lookup::utc_second(created_at(t)),
+        )
     }
 
     /// A call made before the one that moves money (creating a transaction,

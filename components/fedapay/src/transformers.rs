@@ -296,31 +296,6 @@ pub fn our_id(custom_metadata: &Option<Value>) -> Option<String> {
         .map(str::to_string)
 }
 
-/// When our id was made, if it is a UUIDv7 (payment ids are: their first 48
-/// bits are Unix milliseconds).
-pub fn uuid7_ms(id: &str) -> Option<u64> {
-    let b = id.as_bytes();
-    if b.len() != 36 || b[8] != b'-' || b[13] != b'-' || b[14] != b'7' {
-        return None;
-    }
-    u64::from_str_radix(&format!("{}{}", &id[..8], &id[9..13]), 16).ok()
-}
-
-/// `YYYY-MM-DDTHH:MM:SS` of a UTC RFC 3339 time (`…Z` or `…+00:00`), which
-/// compares as text; None for anything else.
-pub fn utc_second(time: Option<&str>) -> Option<&str> {
-    let t = time?;
-    let shape = t.len() >= 20
-        && t.is_char_boundary(19)
-        && t[..19].bytes().enumerate().all(|(i, c)| match i {
-            4 | 7 => c == b'-',
-            10 => c == b'T',
-            13 | 16 => c == b':',
-            _ => c.is_ascii_digit(),
-        });
-    (shape && (t.ends_with('Z') || t.ends_with("+00:00"))).then(|| &t[..19])
-}
-
 pub fn metadata(id: &str) -> Value {
     serde_json::json!({ OUR_ID: id })
 }
@@ -601,26 +576,6 @@ mod tests {
         assert_eq!(our_id(&None), None);
         assert_eq!(split_name("Awa Koné Diallo").1, "Koné Diallo");
         assert_eq!(split_name("Awa").0, "Awa");
-    }
-
-    #[test]
-    fn times_from_our_ids_and_fedapays_lists() {
-        assert_eq!(
-            uuid7_ms("019a6f1e-3b2c-7d4e-8f00-0123456789ab"),
-            Some(0x019a_6f1e_3b2c)
-        );
-        assert_eq!(uuid7_ms("3f6c1a52-8d0e-4c1e-9a57-3f4f2c8b9d10"), None);
-        assert_eq!(
-            utc_second(Some("2018-03-12T09:09:03.969Z")),
-            Some("2018-03-12T09:09:03")
-        );
-        assert_eq!(
-            utc_second(Some("2018-03-12T09:09:03+00:00")),
-            Some("2018-03-12T09:09:03")
-        );
-        assert_eq!(utc_second(Some("2018-03-12T10:09:03+01:00")), None);
-        assert_eq!(utc_second(Some("12/03/2018")), None);
-        assert_eq!(utc_second(None), None);
     }
 }
 

@@ -22,13 +22,13 @@
 
 mod transformers;
 
-use std::cell::{Cell, RefCell};
-
 use base64::Engine;
 use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, before_sending};
+use mmc_adapter_kit::outbound_http::Response;
 use mmc_adapter_kit::spec::{Market, Spec};
+use mmc_adapter_kit::token::{self, Bearer, Fresh, HostCache};
 use mmc_adapter_kit::types::*;
-use mmc_adapter_kit::{Adapter, failure, signing, token};
+use mmc_adapter_kit::{Adapter, failure, signing};
 use mmc_domain::http;
 
 static SPEC: Spec = Spec {
@@ -134,122 +134,54 @@ impl Mtn {
 struct Session<'a> {
     mtn: &'a Mtn,
     product: Product,
-    token: RefCell<String>,
-    /// The token came from the cache: MTN may have dropped it since.
-    cached: Cell<bool>,
+    bearer: Bearer,
     subscription_key: String,
 }
 
 impl<'a> Session<'a> {
     fn open(mtn: &'a Mtn, product: Product) -> Result<Session<'a>, AdapterError> {
         let p = product.name();
-        let session = Session {
-            subscription_key: mtn.market.secret(&format!("{p}_subscription_key"))?,
+        let subscription_key = mtn.market.secret(&format!("{p}_subscription_key"))?;
+        // Cached per market, product and API user (each has its own token).
+        let user = mtn.market.secret(&format!("{p}_api_user"))?;
+        let key = format!(
+            "token/{p}/{}/{}/{user}",
+            mtn.base_url, mtn.target_environment
+        );
+        let renew = || renew(mtn, product, &subscription_key);
+        let bearer = Bearer::open(HostCache, key, "no MTN token", renew)?;
+        Ok(Session {
             mtn,
             product,
-            token: Default::default(),
-            cached: Default::default(),
-        };
-        match token::cached(&session.cache_key()?) {
-            Some(t) => {
-                *session.token.borrow_mut() = t;
-                session.cached.set(true);
-            }
-            None => session.renew()?,
-        }
-        Ok(session)
+            bearer,
+            subscription_key,
+        })
     }
 
-    fn secret(&self, key: &str) -> Result<String, AdapterError> {
-        self.mtn
-            .market
-            .secret(&format!("{}_{key}", self.product.name()))
-    }
-
-    /// Cached per market, product and API user (each has its own token).
-    fn cache_key(&self) -> Result<String, AdapterError> {
-        let p = self.product.name();
-        let user = self.secret("api_user")?;
-        Ok(format!(
-            "token/{p}/{}/{}/{user}",
-            self.mtn.base_url, self.mtn.target_environment
-        ))
-    }
-
-    /// A new token from `POST /{product}/token/`, cached for its lifetime.
-    fn renew(&self) -> Result<(), AdapterError> {
-        let p = self.product.name();
-        let (user, key) = (self.secret("api_user")?, self.secret("api_key")?);
-        let basic = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{key}"));
-        let endpoint = self.mtn.endpoint(vec![
-            ("Authorization".into(), format!("Basic {basic}")),
-            (
-                "Ocp-Apim-Subscription-Key".into(),
-                self.subscription_key.clone(),
-            ),
-        ]);
-        let resp = endpoint.send("POST", &format!("/{p}/token/"), &[], None)?;
-        match resp.status {
-            200 => {
-                let token =
-                    transformers::parse_token(&resp.body).map_err(AdapterError::InvalidResponse)?;
-                token::keep(
-                    &self.cache_key()?,
-                    &token.access_token,
-                    token::ttl_ms(token.expires_in, TOKEN_MARGIN_S),
-                );
-                *self.token.borrow_mut() = token.access_token;
-                self.cached.set(false);
-                Ok(())
-            }
-            // Our credentials are wrong: an operator-side problem for the payment, not the customer's.
-            401 | 403 => Err(AdapterError::Unavailable(format!(
-                "MTN refused our {p} API user ({}): {}",
-                resp.status,
-                http::excerpt(&resp.body)
-            ))),
-            _ => Err(MTN.unexpected(&resp)),
-        }
-    }
-
-    /// One exchange under the session's token. A 401 to a cached token (MTN
-    /// dropped it) performed nothing: the token is renewed and the request
-    /// sent once more, under the same X-Reference-Id.
+    /// One exchange under the session's token, sent once more under the
+    /// same X-Reference-Id after a 401 to a token MTN dropped.
     fn send(
         &self,
         method: &str,
         path: &str,
         extra_headers: &[(String, String)],
         body: Option<Vec<u8>>,
-    ) -> Result<mmc_adapter_kit::outbound_http::Response, AdapterError> {
-        let attempt = || {
-            let endpoint = self.mtn.endpoint(self.headers());
+    ) -> Result<Response, AdapterError> {
+        let renew = || renew(self.mtn, self.product, &self.subscription_key);
+        self.bearer.send(renew, |token| {
+            let endpoint = self.mtn.endpoint(vec![
+                ("Authorization".into(), format!("Bearer {token}")),
+                (
+                    "X-Target-Environment".into(),
+                    self.mtn.target_environment.clone(),
+                ),
+                (
+                    "Ocp-Apim-Subscription-Key".into(),
+                    self.subscription_key.clone(),
+                ),
+            ]);
             endpoint.send(method, path, extra_headers, body.clone())
-        };
-        let resp = attempt()?;
-        if resp.status == 401 && self.cached.get() {
-            token::forget(&self.cache_key()?);
-            self.renew().map_err(before_sending("no MTN token"))?;
-            return attempt();
-        }
-        Ok(resp)
-    }
-
-    fn headers(&self) -> Vec<(String, String)> {
-        vec![
-            (
-                "Authorization".into(),
-                format!("Bearer {}", self.token.borrow()),
-            ),
-            (
-                "X-Target-Environment".into(),
-                self.mtn.target_environment.clone(),
-            ),
-            (
-                "Ocp-Apim-Subscription-Key".into(),
-                self.subscription_key.clone(),
-            ),
-        ]
+        })
     }
 
     /// A creating POST under our `reference`: MTN answers 202 with an empty
@@ -282,6 +214,37 @@ impl<'a> Session<'a> {
             404 => Ok(PspStatus::NotFound),
             _ => Err(MTN.unexpected(&resp)),
         }
+    }
+}
+
+/// A new token from `POST /{product}/token/`, kept for its lifetime less
+/// [`TOKEN_MARGIN_S`].
+fn renew(mtn: &Mtn, product: Product, subscription_key: &str) -> Result<Fresh, AdapterError> {
+    let p = product.name();
+    let user = mtn.market.secret(&format!("{p}_api_user"))?;
+    let key = mtn.market.secret(&format!("{p}_api_key"))?;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{key}"));
+    let endpoint = mtn.endpoint(vec![
+        ("Authorization".into(), format!("Basic {basic}")),
+        ("Ocp-Apim-Subscription-Key".into(), subscription_key.into()),
+    ]);
+    let resp = endpoint.send("POST", &format!("/{p}/token/"), &[], None)?;
+    match resp.status {
+        200 => {
+            let token =
+                transformers::parse_token(&resp.body).map_err(AdapterError::InvalidResponse)?;
+            Ok(Fresh {
+                ttl_ms: token::ttl_ms(token.expires_in, TOKEN_MARGIN_S),
+                token: token.access_token,
+            })
+        }
+        // Our credentials are wrong: an operator-side problem for the payment, not the customer's.
+        401 | 403 => Err(AdapterError::Unavailable(format!(
+            "MTN refused our {p} API user ({}): {}",
+            resp.status,
+            http::excerpt(&resp.body)
+        ))),
+        _ => Err(MTN.unexpected(&resp)),
     }
 }
 

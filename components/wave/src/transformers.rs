@@ -122,14 +122,6 @@ pub struct Event {
     pub data: serde_json::Value,
 }
 
-#[derive(Deserialize)]
-struct ErrorBody {
-    #[serde(default)]
-    code: Option<String>,
-    #[serde(default)]
-    message: Option<String>,
-}
-
 pub fn session_status(s: &Session) -> Result<PspStatus, String> {
     if s.paid() {
         return s.settled().map(PspStatus::Completed);
@@ -199,19 +191,7 @@ pub fn failure_for(code: &str, message: Option<&str>) -> Failure {
 
 /// The operator's reason from a 4xx body.
 pub fn refusal(status: u16, body: &[u8]) -> Failure {
-    let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
-    let (code, message) = match parsed {
-        Some(b) => (b.code, b.message),
-        None => (None, None),
-    };
-    Failure {
-        code: "operator_refused".into(),
-        message: format!(
-            "Wave refused the request ({status}{}){}",
-            code.map(|c| format!(" {c}")).unwrap_or_default(),
-            message.map(|m| format!(": {m}")).unwrap_or_default()
-        ),
-    }
+    mmc_adapter_kit::exchange::coded_refusal("Wave", status, body)
 }
 
 #[cfg(test)]
