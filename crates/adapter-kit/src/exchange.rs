@@ -198,6 +198,11 @@ pub fn before_sending(what: &str) -> impl Fn(AdapterError) -> AdapterError + '_ 
     }
 }
 
+/// A request body in JSON.
+pub fn json(body: &impl serde::Serialize) -> Option<Vec<u8>> {
+    Some(serde_json::to_vec(body).expect("wire types serialise"))
+}
+
 /// One provider endpoint: where, with which headers on every request, and
 /// how long to wait.
 pub struct Endpoint {
@@ -242,8 +247,7 @@ impl Endpoint {
         body: Option<&impl serde::Serialize>,
         success: &[u16],
     ) -> Result<Reply, AdapterError> {
-        let body = body.map(|b| serde_json::to_vec(b).expect("wire types serialise"));
-        let resp = self.send(method, path, extra_headers, body)?;
+        let resp = self.send(method, path, extra_headers, body.and_then(json))?;
         self.provider.reply(resp, success)
     }
 

@@ -2,7 +2,17 @@
 //! have it, else by our id (after an initiation whose answer was lost, the
 //! reference was never learnt, but our id went with the request).
 
+use crate::signing;
 use crate::types::{AdapterError, PspStatus};
+
+/// The UUIDv4 a provider that demands one knows our id by
+/// (`mmc_domain::operator_ids`): stable, so a retry or a status query names
+/// the same operation, and derived from our id alone, never from a stored
+/// reference, so that whatever a message from outside named, our queries
+/// name the operation we sent.
+pub fn operator_uuid(our_id: &str) -> String {
+    mmc_domain::operator_ids::to_operator(our_id, signing::sha256)
+}
 
 /// The operation by `reference` when there is one, else the one of
 /// `by_our_id`'s answers that [`pick`] keeps.

@@ -13,6 +13,18 @@ use crate::{clock, signing};
 /// Without the `webhook_tolerance_seconds` setting.
 pub const DEFAULT_TOLERANCE_S: u64 = 300;
 
+/// A notification by a method the provider does not use is refused unread.
+pub fn method(req: &Inbound, allowed: &[&str], what: &str) -> Result<(), AdapterError> {
+    if allowed.contains(&req.method.as_str()) {
+        return Ok(());
+    }
+    Err(AdapterError::Rejected(format!(
+        "{what} are {}, not {}",
+        allowed.join(" or "),
+        req.method
+    )))
+}
+
 /// How one provider signs its notifications.
 pub struct Hmac {
     /// The header carrying the signature (`Wave-Signature`).
@@ -194,6 +206,24 @@ mod tests {
         assert!(WAVE.parse_header("t=x1,v1=ab").is_none());
         assert!(WAVE.parse_header("t=1234567890123,v1=ab").is_none());
         assert_eq!(DOTTED.parse_header("t=1,s=AB").unwrap().1, vec!["ab"]);
+    }
+
+    #[test]
+    fn a_method_the_provider_does_not_use_is_refused() {
+        let req = |method: &str| Inbound {
+            operator: "op".into(),
+            environment: "live".into(),
+            method: method.into(),
+            headers: Vec::new(),
+            body: Vec::new(),
+        };
+        assert_eq!(method(&req("PUT"), &["PUT", "POST"], "Callbacks"), Ok(()));
+        assert_eq!(
+            method(&req("GET"), &["PUT", "POST"], "Callbacks"),
+            Err(AdapterError::Rejected(
+                "Callbacks are PUT or POST, not GET".into()
+            ))
+        );
     }
 
     proptest::proptest! {
