@@ -33,11 +33,11 @@
 
 mod transformers;
 
-use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, before_sending};
+use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, before_sending, json};
 use mmc_adapter_kit::outbound_http::Response;
 use mmc_adapter_kit::spec::Spec;
 use mmc_adapter_kit::types::*;
-use mmc_adapter_kit::webhook::Hmac;
+use mmc_adapter_kit::webhook::{self, Hmac};
 use mmc_adapter_kit::{Adapter, failure, log, lookup, settings, token};
 use mmc_domain::{Operator, http};
 use transformers::{Payout, Token, Transaction};
@@ -202,10 +202,6 @@ fn payout_mode(op: &Operator) -> Option<String> {
 /// FedaPay ids are integers; anything else was not issued by FedaPay.
 fn fedapay_id(reference: Option<&str>) -> Option<&str> {
     reference.filter(|r| !r.is_empty() && r.len() <= 20 && r.bytes().all(|b| b.is_ascii_digit()))
-}
-
-fn json(body: &impl serde::Serialize) -> Option<Vec<u8>> {
-    Some(serde_json::to_vec(body).expect("wire types serialise"))
 }
 
 /// FedaPay's API for one served operator.
@@ -613,12 +609,7 @@ impl Adapter for FedaPay {
     /// with our id from `custom_metadata`; other events are acknowledged
     /// and ignored.
     fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
-        if req.method != "POST" {
-            return Err(AdapterError::Rejected(format!(
-                "FedaPay webhooks are POST, not {}",
-                req.method
-            )));
-        }
+        webhook::method(&req, &["POST"], "FedaPay webhooks")?;
         SIGNATURE.verify(&req)?;
         let event: transformers::Event = FEDAPAY.read("webhook", &req.body)?;
         let name = event.name.or(event.kind).unwrap_or_default();

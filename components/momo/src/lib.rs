@@ -23,12 +23,12 @@
 mod transformers;
 
 use base64::Engine;
-use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, before_sending};
+use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, before_sending, json};
 use mmc_adapter_kit::outbound_http::Response;
 use mmc_adapter_kit::spec::{Market, Spec};
 use mmc_adapter_kit::token::{self, Bearer, Fresh, HostCache};
 use mmc_adapter_kit::types::*;
-use mmc_adapter_kit::{Adapter, failure, signing};
+use mmc_adapter_kit::{Adapter, failure, lookup, webhook};
 use mmc_domain::http;
 
 static SPEC: Spec = Spec {
@@ -56,13 +56,10 @@ const TOKEN_MARGIN_S: u64 = 600;
 
 struct Momo;
 
-/// MTN wants a UUIDv4 in `X-Reference-Id`: ours, as `mmc_domain::operator_ids`
-/// maps it. Always derived from our id, never a stored reference (which only
-/// ever held this very id): whatever a message from outside named, our
-/// queries name the request we sent.
-fn reference_id(id: &str) -> String {
-    mmc_domain::operator_ids::to_operator(id, signing::sha256)
-}
+/// MTN wants a UUIDv4 in `X-Reference-Id`: our id's
+/// ([`lookup::operator_uuid`]), so a status query works even when the
+/// initiation timed out.
+use lookup::operator_uuid as reference_id;
 
 #[derive(Clone, Copy)]
 enum Product {
@@ -198,8 +195,7 @@ impl<'a> Session<'a> {
         if let Some(url) = callback_url {
             headers.push(("X-Callback-Url".into(), url.into()));
         }
-        let body = serde_json::to_vec(body).expect("wire types serialise");
-        MTN.reply(self.send("POST", path, &headers, Some(body))?, &[202, 409])
+        MTN.reply(self.send("POST", path, &headers, json(body))?, &[202, 409])
     }
 
     /// Status of a request to pay, transfer or refund at `path`.
@@ -360,12 +356,7 @@ impl Adapter for Momo {
     /// answers at once (MTN gives a partner 2 s) and asks MTN right after, by
     /// its own authenticated status query, never trusting what the body claims.
     fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
-        if req.method != "PUT" && req.method != "POST" {
-            return Err(AdapterError::Rejected(format!(
-                "MTN callbacks are PUT (or POST), not {}",
-                req.method
-            )));
-        }
+        webhook::method(&req, &["PUT", "POST"], "MTN callbacks")?;
         let claimed = transformers::parse_transaction(&req.body)
             .map_err(|e| AdapterError::InvalidResponse(format!("MTN callback: {e}")))?;
         let id = claimed

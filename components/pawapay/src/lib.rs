@@ -45,10 +45,10 @@ mod transformers;
 
 use std::collections::BTreeMap;
 
-use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply};
+use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, json};
 use mmc_adapter_kit::spec::Spec;
 use mmc_adapter_kit::types::*;
-use mmc_adapter_kit::{Adapter, cache, failure, log, settings, signing, token};
+use mmc_adapter_kit::{Adapter, cache, failure, log, lookup, settings, token, webhook};
 use mmc_domain::Operator;
 use transformers::{Check, DepositConf, Initiated as Answer};
 
@@ -140,14 +140,10 @@ fn active_conf() -> Option<BTreeMap<String, DepositConf>> {
     })
 }
 
-/// pawaPay wants UUIDv4 ids: ours, as `mmc_domain::operator_ids` maps them
-/// (stable, so a retry or a status query names the same operation). Always
-/// derived from our id, never a stored reference (which only ever held this
-/// very id): whatever a message from outside named, our queries name the
-/// operation we sent.
-fn uuid_for(id: &str) -> String {
-    mmc_domain::operator_ids::to_operator(id, signing::sha256)
-}
+/// pawaPay wants UUIDv4 ids: ours ([`lookup::operator_uuid`]), so a status
+/// query works after a timed-out initiation and a repeated one is answered
+/// `DUPLICATE_IGNORED`.
+use lookup::operator_uuid as uuid_for;
 
 fn endpoint(base_url: String, api_token: &str, timeout_ms: u32) -> Endpoint {
     Endpoint {
@@ -181,8 +177,7 @@ impl Api {
     /// 400, so the body of any answer below 500 is read: below 400 it is the
     /// answer (unreadable: unknown), a 4xx we cannot read is a refusal.
     fn initiate(&self, path: &str, body: &impl serde::Serialize) -> Result<Answer, AdapterError> {
-        let body = Some(serde_json::to_vec(body).expect("wire types serialise"));
-        let resp = self.endpoint.send("POST", path, &[], body)?;
+        let resp = self.endpoint.send("POST", path, &[], json(body))?;
         let answer = match PAWAPAY.reply_if(resp, |s| s < 400)? {
             Reply::Success(resp) => PAWAPAY.read("initiation", &resp.body)?,
             Reply::Declined(resp) => transformers::parse("initiation", &resp.body)
@@ -413,12 +408,7 @@ impl Adapter for Pawapay {
     /// Takes the subject's id from the body; the status is asked for after
     /// the answer (see the module comment on signatures).
     fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
-        if req.method != "POST" && req.method != "PUT" {
-            return Err(AdapterError::Rejected(format!(
-                "pawaPay callbacks are POST, not {}",
-                req.method
-            )));
-        }
+        webhook::method(&req, &["POST", "PUT"], "pawaPay callbacks")?;
         let body: transformers::Callback = PAWAPAY.read("callback", &req.body)?;
         // A refund's callback also names the deposit it refunds.
         let (kind, id) = match (body.refund_id, body.payout_id, body.deposit_id) {

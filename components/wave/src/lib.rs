@@ -21,10 +21,10 @@
 
 mod transformers;
 
-use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, before_sending};
+use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, before_sending, json};
 use mmc_adapter_kit::spec::Spec;
 use mmc_adapter_kit::types::*;
-use mmc_adapter_kit::webhook::Hmac;
+use mmc_adapter_kit::webhook::{self, Hmac};
 use mmc_adapter_kit::{Adapter, failure, log, lookup, settings};
 use mmc_domain::http;
 use transformers::{Payout, Search, Session};
@@ -128,10 +128,6 @@ fn verify_signature(req: &Inbound) -> Result<(), AdapterError> {
         Some(_) => refuse("the webhook's shared secret does not match"),
         None => refuse("no Authorization header (webhook_security = shared_secret)"),
     }
-}
-
-fn json(body: &impl serde::Serialize) -> Option<Vec<u8>> {
-    Some(serde_json::to_vec(body).expect("wire types serialise"))
 }
 
 impl Adapter for Wave {
@@ -290,12 +286,7 @@ impl Adapter for Wave {
     /// state (a failed attempt in an open session stays pending). Other event
     /// types are acknowledged and ignored so Wave stops resending them.
     fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
-        if req.method != "POST" {
-            return Err(AdapterError::Rejected(format!(
-                "Wave webhooks are POST, not {}",
-                req.method
-            )));
-        }
+        webhook::method(&req, &["POST"], "Wave webhooks")?;
         verify_signature(&req)?;
         let event: transformers::Event = WAVE.read("webhook", &req.body)?;
         if !event.kind.starts_with("checkout.session.") {
