@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::mmc::adapter::types::{Failure, PspStatus, Settled};
+use mmc_adapter_kit::types::{Failure, PspStatus, Settled};
 
 /// The `custom_metadata` key that carries our id (payment or payout id):
 /// FedaPay has no documented lookup by a merchant reference, so this is how
@@ -296,31 +296,6 @@ pub fn our_id(custom_metadata: &Option<Value>) -> Option<String> {
         .map(str::to_string)
 }
 
-/// When our id was made, if it is a UUIDv7 (payment ids are: their first 48
-/// bits are Unix milliseconds).
-pub fn uuid7_ms(id: &str) -> Option<u64> {
-    let b = id.as_bytes();
-    if b.len() != 36 || b[8] != b'-' || b[13] != b'-' || b[14] != b'7' {
-        return None;
-    }
-    u64::from_str_radix(&format!("{}{}", &id[..8], &id[9..13]), 16).ok()
-}
-
-/// `YYYY-MM-DDTHH:MM:SS` of a UTC RFC 3339 time (`…Z` or `…+00:00`), which
-/// compares as text; None for anything else.
-pub fn utc_second(time: Option<&str>) -> Option<&str> {
-    let t = time?;
-    let shape = t.len() >= 20
-        && t.is_char_boundary(19)
-        && t[..19].bytes().enumerate().all(|(i, c)| match i {
-            4 | 7 => c == b'-',
-            10 => c == b'T',
-            13 | 16 => c == b':',
-            _ => c.is_ascii_digit(),
-        });
-    (shape && (t.ends_with('Z') || t.ends_with("+00:00"))).then(|| &t[..19])
-}
-
 pub fn metadata(id: &str) -> Value {
     serde_json::json!({ OUR_ID: id })
 }
@@ -456,25 +431,6 @@ pub fn refusal(status: u16, body: &[u8]) -> Failure {
             message.map(|m| format!(": {m}")).unwrap_or_default()
         ),
     }
-}
-
-/// `X-FEDAPAY-SIGNATURE: t=<unix seconds>,s=<hex>[,s=<hex>…]` (the `s`
-/// scheme of FedaPay's official libraries). Returns the timestamp text and
-/// the signatures.
-pub fn parse_signature_header(value: &str) -> Option<(String, Vec<String>)> {
-    let mut timestamp = None;
-    let mut signatures = Vec::new();
-    for part in value.split(',') {
-        match part.trim().split_once('=') {
-            Some(("t", t)) => timestamp = Some(t.trim().to_string()),
-            Some(("s", s)) => signatures.push(s.trim().to_ascii_lowercase()),
-            _ => {}
-        }
-    }
-    timestamp
-        .filter(|t| !t.is_empty() && t.len() <= 12 && t.bytes().all(|b| b.is_ascii_digit()))
-        .filter(|_| !signatures.is_empty())
-        .map(|t| (t, signatures))
 }
 
 /// The customer's first and last names from one `beneficiary_name`.
@@ -615,41 +571,11 @@ mod tests {
     }
 
     #[test]
-    fn signature_header_takes_every_s() {
-        let (t, sigs) = parse_signature_header("t=1639081943, s=AB12,s=cd34,v1=ff").unwrap();
-        assert_eq!(t, "1639081943");
-        assert_eq!(sigs, vec!["ab12", "cd34"]);
-        assert!(parse_signature_header("s=ab12").is_none());
-        assert!(parse_signature_header("t=12,v1=ab").is_none());
-        assert!(parse_signature_header("t=x1,s=ab").is_none());
-    }
-
-    #[test]
     fn our_id_comes_from_custom_metadata() {
         assert_eq!(our_id(&Some(metadata("pay-1"))).as_deref(), Some("pay-1"));
         assert_eq!(our_id(&None), None);
         assert_eq!(split_name("Awa Koné Diallo").1, "Koné Diallo");
         assert_eq!(split_name("Awa").0, "Awa");
-    }
-
-    #[test]
-    fn times_from_our_ids_and_fedapays_lists() {
-        assert_eq!(
-            uuid7_ms("019a6f1e-3b2c-7d4e-8f00-0123456789ab"),
-            Some(0x019a_6f1e_3b2c)
-        );
-        assert_eq!(uuid7_ms("3f6c1a52-8d0e-4c1e-9a57-3f4f2c8b9d10"), None);
-        assert_eq!(
-            utc_second(Some("2018-03-12T09:09:03.969Z")),
-            Some("2018-03-12T09:09:03")
-        );
-        assert_eq!(
-            utc_second(Some("2018-03-12T09:09:03+00:00")),
-            Some("2018-03-12T09:09:03")
-        );
-        assert_eq!(utc_second(Some("2018-03-12T10:09:03+01:00")), None);
-        assert_eq!(utc_second(Some("12/03/2018")), None);
-        assert_eq!(utc_second(None), None);
     }
 }
 
@@ -658,10 +584,10 @@ mod props {
     use proptest::prelude::*;
 
     proptest! {
-        /// Callback parsing (signature header and body) never panics on hostile input.
+        /// Callback bodies never panic the parser, whatever arrives (the
+        /// signature header's parser is the adapter kit's, tested there).
         #[test]
-        fn signature_headers_and_bodies_never_panic(header in ".{0,80}", body in prop::collection::vec(any::<u8>(), 0..200)) {
-            let _ = super::parse_signature_header(&header);
+        fn bodies_never_panic(body in prop::collection::vec(any::<u8>(), 0..200)) {
             let _ = super::parse::<super::Event>("webhook", &body);
             let _ = super::one::<super::Transaction>("transaction", &body);
         }

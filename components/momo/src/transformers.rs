@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::mmc::adapter::types::{Failure, InitiateRequest, PayoutRequest, PspStatus, Settled};
+use mmc_adapter_kit::types::{Failure, InitiateRequest, PayoutRequest, PspStatus, Settled};
 
 /// MTN's free-text fields are short; longer text is refused with a 400.
 const NOTE_MAX: usize = 160;
@@ -108,15 +108,6 @@ impl Reason {
             Reason::Detailed { code } => code,
         }
     }
-}
-
-/// `{"code": "...", "message": "..."}` of a 4xx answer.
-#[derive(Deserialize)]
-struct ErrorBody {
-    #[serde(default)]
-    code: Option<String>,
-    #[serde(default)]
-    message: Option<String>,
 }
 
 /// MSISDN as MTN wants it: digits only, country code first, no `+`.
@@ -288,20 +279,9 @@ pub fn failure_for(reason: Option<&str>) -> Failure {
     }
 }
 
-/// The operator's own reason from a 4xx body, or the HTTP status.
+/// The operator's own reason from a 4xx body (`code`, `message`), or the HTTP status.
 pub fn refusal(status: u16, body: &[u8]) -> Failure {
-    let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
-    let code = parsed.as_ref().and_then(|b| b.code.clone());
-    let message = parsed.and_then(|b| b.message);
-    Failure {
-        code: "operator_refused".into(),
-        message: match (code, message) {
-            (Some(c), Some(m)) => format!("MTN MoMo refused the request ({status} {c}): {m}"),
-            (Some(c), None) => format!("MTN MoMo refused the request ({status} {c})."),
-            (None, Some(m)) => format!("MTN MoMo refused the request ({status}): {m}"),
-            (None, None) => format!("MTN MoMo refused the request ({status})."),
-        },
-    }
+    mmc_adapter_kit::exchange::coded_refusal("MTN MoMo", status, body)
 }
 
 #[cfg(test)]

@@ -41,31 +41,33 @@
 //! `provider_code.<slug>`, `active_conf_ttl_ms`, `predict_provider`.
 //! Secret: `api_token`.
 
-wit_bindgen::generate!({
-    path: ["../../wit/platform", "../../wit/adapter"],
-    world: "mmc:adapter/adapter",
-    generate_all,
-});
-
 mod transformers;
 
 use std::collections::BTreeMap;
 
-use exports::mmc::adapter::operator::Guest;
-use mmc::adapter::types::*;
-use mmc::platform::log::{self as host_log, Level};
-use mmc::platform::outbound_http::{self, Request as HttpRequest, Response as HttpResponse};
-use mmc::platform::types::CapabilityError;
-use mmc::platform::{cache, config, signing};
-use mmc_domain::{Operator, http};
-use transformers::{Check, Initiated as Answer};
+use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, json};
+use mmc_adapter_kit::spec::Spec;
+use mmc_adapter_kit::types::*;
+use mmc_adapter_kit::{Adapter, cache, failure, log, lookup, settings, token, webhook};
+use mmc_domain::Operator;
+use transformers::{Check, DepositConf, Initiated as Answer};
 
-const FAMILY: &[&str] = &["moov-bj", "togocom-tg", "moov-tg", "orange-ci", "moov-ci"];
+static SPEC: Spec = Spec {
+    provider: "pawaPay",
+    family: &["moov-bj", "togocom-tg", "moov-tg", "orange-ci", "moov-ci"],
+    default_served: None,
+    // How long a deposit can still be approved on the phone after pawaPay
+    // took it (the operators' own prompts time out within minutes; pawaPay
+    // then reports FAILED).
+    approval_window_ms: 15 * 60 * 1000,
+    status_per_second: 0,
+};
 
-/// How long a deposit can still be approved on the phone after pawaPay took
-/// it (the operators' own prompts time out within minutes; pawaPay then
-/// reports FAILED). Setting `approval_window_ms`.
-const DEFAULT_APPROVAL_WINDOW_MS: u64 = 15 * 60 * 1000;
+static PAWAPAY: Provider = Provider {
+    name: "pawaPay",
+    credential: Some("API token"),
+    refusal: transformers::refusal,
+};
 
 /// How long the active configuration is kept (setting `active_conf_ttl_ms`):
 /// pawaPay changes limits and availability rarely, and a stale value is at
@@ -80,39 +82,6 @@ const PREDICTION_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 /// that up for long (the operator table is the fallback).
 const ACTIVE_CONF_TIMEOUT_MS: u32 = 3_000;
 
-struct Pawapay;
-
-fn failure(code: &str, message: &str) -> Failure {
-    Failure {
-        code: code.into(),
-        message: message.into(),
-    }
-}
-
-fn setting(key: &str) -> Option<String> {
-    config::get(key).filter(|v| !v.trim().is_empty())
-}
-
-fn served() -> Vec<&'static Operator> {
-    let wanted = setting("operators");
-    FAMILY
-        .iter()
-        .filter(|slug| {
-            wanted
-                .as_deref()
-                .is_none_or(|w| w.split(',').any(|s| s.trim() == **slug))
-        })
-        .filter_map(|slug| mmc_domain::operators::find(slug))
-        .collect()
-}
-
-/// The provider code pawaPay knows `op` by (setting `provider_code.<slug>`, else the table's).
-fn provider_of(op: &Operator) -> String {
-    setting(&format!("provider_code.{}", op.slug))
-        .or_else(|| op.provider_code.map(str::to_string))
-        .unwrap_or_default()
-}
-
 /// Providers whose deposits pawaPay takes only with the customer's
 /// generated code (`PREAUTH`): Orange Money CI (the customer dials
 /// `#144*82#`). Used when the active configuration cannot be read, so that
@@ -120,110 +89,68 @@ fn provider_of(op: &Operator) -> String {
 /// without it (pawaPay would refuse every one).
 const PREAUTH_PROVIDERS: &[&str] = &["ORANGE_CIV"];
 
+struct Pawapay;
+
+/// The provider code pawaPay knows `op` by (setting `provider_code.<slug>`, else the table's).
+fn provider_of(op: &Operator) -> String {
+    settings::setting(&format!("provider_code.{}", op.slug))
+        .or_else(|| op.provider_code.map(str::to_string))
+        .unwrap_or_default()
+}
+
 /// Whether deposits to `op` need the customer's code (`PREAUTH`), as the
 /// account's active configuration says; when it cannot be had, what
 /// pawaPay's provider list documents ([`PREAUTH_PROVIDERS`]) or the operator
 /// table says.
-fn preauth(op: &Operator, conf: Option<&BTreeMap<String, transformers::DepositConf>>) -> bool {
+fn preauth(op: &Operator, conf: Option<&BTreeMap<String, DepositConf>>) -> bool {
     let provider = provider_of(op);
     conf.and_then(|c| c.get(&provider)).map_or_else(
         || op.requires_otp || PREAUTH_PROVIDERS.contains(&provider.as_str()),
-        transformers::DepositConf::preauth,
+        DepositConf::preauth,
     )
 }
 
 /// The account's XOF deposit configuration by provider code, from the cache
 /// or `GET /v2/active-conf`; `None` when it cannot be had (never an error:
 /// `describe` must answer).
-fn active_conf() -> Option<BTreeMap<String, transformers::DepositConf>> {
-    let base_url = setting("base_url")?;
+fn active_conf() -> Option<BTreeMap<String, DepositConf>> {
+    let base_url = settings::setting("base_url")?;
     let base_url = base_url.trim_end_matches('/');
-    let token = config::secret("api_token").filter(|t| !t.is_empty())?;
-    // Per base URL and token (hashed: the cache is no place for secrets), so a
-    // configuration change never serves another account's answer.
-    let account: String = signing::sha256(token.as_bytes())[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let key = format!("active_conf:{base_url}:{account}");
-    if let Some(conf) = cache::get(&key).and_then(|b| serde_json::from_slice(&b).ok()) {
-        return Some(conf);
-    }
-    let timeout_ms = match setting("timeout_ms").and_then(|v| v.parse::<u32>().ok()) {
+    let api_token = settings::secret("api_token")?;
+    // Per base URL and token, so a configuration change never serves another account's answer.
+    let key = format!("active_conf:{base_url}:{}", token::account(&api_token));
+    let timeout_ms = match settings::parsed::<u32>(settings::setting("timeout_ms")) {
         Some(t) if t > 0 => t.min(ACTIVE_CONF_TIMEOUT_MS),
         _ => ACTIVE_CONF_TIMEOUT_MS,
     };
-    let req = HttpRequest {
-        method: "GET".into(),
-        url: format!("{base_url}/v2/active-conf"),
-        headers: vec![("Authorization".into(), format!("Bearer {token}"))],
-        body: Vec::new(),
-        timeout_ms,
-    };
-    let read = match outbound_http::send(&req) {
-        Ok(resp) if resp.status == 200 => {
-            transformers::parse::<transformers::ActiveConf>("active configuration", &resp.body)
-        }
-        Ok(resp) => Err(format!(
-            "pawaPay answered {} to GET /v2/active-conf: {}",
-            resp.status,
-            http::excerpt(&resp.body)
-        )),
-        Err(e) => Err(format!("GET /v2/active-conf failed: {e:?}")),
-    };
-    match read {
-        Ok(conf) => {
-            let deposits = transformers::deposit_conf(&conf);
-            let ttl = setting("active_conf_ttl_ms")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(DEFAULT_ACTIVE_CONF_TTL_MS);
-            if let Ok(bytes) = serde_json::to_vec(&deposits) {
-                cache::set(&key, &bytes, ttl);
+    let ttl = settings::parsed(settings::setting("active_conf_ttl_ms"))
+        .unwrap_or(DEFAULT_ACTIVE_CONF_TTL_MS);
+    token::remember(&key, ttl, || {
+        let endpoint = endpoint(base_url.to_string(), &api_token, timeout_ms);
+        match endpoint.get::<transformers::ActiveConf>("active configuration", "/v2/active-conf") {
+            Ok(conf) => Some(transformers::deposit_conf(&conf)),
+            Err(e) => {
+                let warning = format!(
+                    "active configuration unavailable, describing from the operator table: {e:?}"
+                );
+                log::log(log::Level::Warn, &warning);
+                None
             }
-            Some(deposits)
         }
-        Err(e) => {
-            host_log::log(
-                Level::Warn,
-                &format!(
-                    "active configuration unavailable, describing from the operator table: {e}"
-                ),
-            );
-            None
-        }
-    }
+    })
 }
 
-/// pawaPay wants UUIDv4 ids: ours, as `mmc_domain::operator_ids` maps them
-/// (stable, so a retry or a status query names the same operation).
-fn uuid_for(id: &str) -> String {
-    mmc_domain::operator_ids::to_operator(id, signing::sha256)
-}
+/// pawaPay wants UUIDv4 ids: ours ([`lookup::operator_uuid`]), so a status
+/// query works after a timed-out initiation and a repeated one is answered
+/// `DUPLICATE_IGNORED`.
+use lookup::operator_uuid as uuid_for;
 
-/// The id pawaPay knows an operation by: always derived from ours, never a
-/// stored reference (which only ever held this very id): whatever a message
-/// from outside named, our queries name the operation we sent.
-fn reference(op: &OperationRef) -> String {
-    uuid_for(&op.id)
-}
-
-fn unexpected(resp: &HttpResponse) -> AdapterError {
-    match resp.status {
-        // Our key refused: nothing performed, and our problem, not the customer's.
-        401 | 403 => AdapterError::Rejected(format!(
-            "pawaPay refused our API token ({}): {}",
-            resp.status,
-            http::excerpt(&resp.body)
-        )),
-        400..=499 => AdapterError::Rejected(format!(
-            "pawaPay refused the request ({}): {}",
-            resp.status,
-            http::excerpt(&resp.body)
-        )),
-        s => AdapterError::InvalidResponse(format!(
-            "pawaPay answered {s} unexpectedly: {}",
-            http::excerpt(&resp.body)
-        )),
+fn endpoint(base_url: String, api_token: &str, timeout_ms: u32) -> Endpoint {
+    Endpoint {
+        provider: &PAWAPAY,
+        base_url,
+        headers: vec![("Authorization".into(), format!("Bearer {api_token}"))],
+        timeout_ms,
     }
 }
 
@@ -231,84 +158,38 @@ fn unexpected(resp: &HttpResponse) -> AdapterError {
 struct Api {
     op: &'static Operator,
     provider: String,
-    base_url: String,
-    token: String,
-    timeout_ms: u32,
+    endpoint: Endpoint,
 }
 
 impl Api {
     fn of(operator: &str) -> Result<Api, AdapterError> {
-        let op = served()
-            .into_iter()
-            .find(|o| o.slug == operator)
-            .ok_or_else(|| {
-                AdapterError::NotSupported(format!("this adapter does not serve {operator}"))
-            })?;
-        let base_url = setting("base_url")
-            .ok_or_else(|| AdapterError::NotSent("base_url not configured".into()))?;
-        let token = config::secret("api_token")
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| AdapterError::NotSent("secret api_token not configured".into()))?;
+        let market = SPEC.market(operator)?;
+        let base_url = market.base_url()?;
+        let api_token = market.secret("api_token")?;
         Ok(Api {
-            op,
-            provider: provider_of(op),
-            base_url: base_url.trim_end_matches('/').to_string(),
-            token,
-            timeout_ms: setting("timeout_ms")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0),
+            op: market.op,
+            provider: provider_of(market.op),
+            endpoint: endpoint(base_url, &api_token, market.timeout_ms()),
         })
     }
 
-    /// One exchange; transport failures and 5xx become adapter errors.
-    fn send(
-        &self,
-        method: &str,
-        path: &str,
-        body: Option<Vec<u8>>,
-    ) -> Result<HttpResponse, AdapterError> {
-        let mut headers = vec![("Authorization".into(), format!("Bearer {}", self.token))];
-        if body.is_some() {
-            headers.push(("Content-Type".into(), "application/json".into()));
-        }
-        let req = HttpRequest {
-            method: method.into(),
-            url: format!("{}{path}", self.base_url),
-            headers,
-            body: body.unwrap_or_default(),
-            timeout_ms: self.timeout_ms,
-        };
-        mmc_domain::exchange!(outbound_http::send(&req), "pawaPay", method, path;
-            CapabilityError, AdapterError)
-    }
-
     /// POSTs an initiation. Refusals come as `REJECTED` bodies with 200 or
-    /// 400, so any readable answer below 500 counts.
+    /// 400, so the body of any answer below 500 is read: below 400 it is the
+    /// answer (unreadable: unknown), a 4xx we cannot read is a refusal.
     fn initiate(&self, path: &str, body: &impl serde::Serialize) -> Result<Answer, AdapterError> {
-        let resp = self.send(
-            "POST",
-            path,
-            Some(serde_json::to_vec(body).expect("wire types serialise")),
-        )?;
-        // Refused because of us (token, path, throttling): not the customer's refusal.
-        if matches!(resp.status, 401 | 403 | 404 | 429) {
-            return Err(unexpected(&resp));
-        }
-        match transformers::parse::<transformers::Initiation>("initiation", &resp.body) {
-            Ok(i) => transformers::initiation(i).map_err(AdapterError::InvalidResponse),
-            Err(_) if (400..500).contains(&resp.status) => Err(unexpected(&resp)),
-            Err(e) => Err(AdapterError::InvalidResponse(e)),
-        }
+        let resp = self.endpoint.send("POST", path, &[], json(body))?;
+        let answer = match PAWAPAY.reply_if(resp, |s| s < 400)? {
+            Reply::Success(resp) => PAWAPAY.read("initiation", &resp.body)?,
+            Reply::Declined(resp) => transformers::parse("initiation", &resp.body)
+                .map_err(|_| PAWAPAY.unexpected(&resp))?,
+        };
+        transformers::initiation(answer).map_err(AdapterError::InvalidResponse)
     }
 
-    /// `GET /v2/{kind}/{id}`.
-    fn check(&self, kind: &str, id: &str) -> Result<PspStatus, AdapterError> {
-        let resp = self.send("GET", &format!("/v2/{kind}/{id}"), None)?;
-        if resp.status != 200 {
-            return Err(unexpected(&resp));
-        }
-        let check: Check = transformers::parse("status check", &resp.body)
-            .map_err(AdapterError::InvalidResponse)?;
+    /// `GET /v2/{kind}/{our id's UUID}`.
+    fn check(&self, kind: &str, our_id: &str) -> Result<PspStatus, AdapterError> {
+        let path = format!("/v2/{kind}/{}", uuid_for(our_id));
+        let check: Check = self.endpoint.get("status check", &path)?;
         transformers::check_status(&check).map_err(AdapterError::InvalidResponse)
     }
 
@@ -316,11 +197,29 @@ impl Api {
     /// for: it exists, an earlier request got through. A status check that
     /// fails now (even with a 4xx) cannot make it "not performed": it is
     /// pending, and asked about again later.
-    fn after_duplicate(&self, kind: &str, id: &str) -> PspStatus {
-        match self.check(kind, id) {
+    fn after_duplicate(&self, kind: &str, our_id: &str) -> PspStatus {
+        match self.check(kind, our_id) {
             Ok(PspStatus::NotFound) | Err(_) => PspStatus::Pending,
             Ok(status) => status,
         }
+    }
+
+    /// Starts a refund or a payout under our id: where it then stands.
+    fn start(
+        &self,
+        kind: &str,
+        our_id: &str,
+        body: &impl serde::Serialize,
+    ) -> Result<Started, AdapterError> {
+        let status = match self.initiate(&format!("/v2/{kind}"), body)? {
+            Answer::Accepted => PspStatus::Pending,
+            Answer::Duplicate => self.after_duplicate(kind, our_id),
+            Answer::Rejected(f) => PspStatus::Failed(transformers::failure_for(&f)),
+        };
+        Ok(Started {
+            psp_reference: uuid_for(our_id),
+            status,
+        })
     }
 
     /// A deposit of `amount` from `phone` under our `payment_id`.
@@ -343,49 +242,38 @@ impl Api {
     }
 }
 
-impl Guest for Pawapay {
+/// `op` as the account's active configuration `conf` describes it.
+fn info(op: &'static Operator, conf: Option<&BTreeMap<String, DepositConf>>) -> OperatorInfo {
+    let mut info = SPEC.info(op);
+    info.requires_otp = preauth(op, conf);
+    let Some(conf) = conf else {
+        return info;
+    };
+    match conf.get(&provider_of(op)) {
+        // Not configured for XOF deposits on this account: pawaPay would refuse.
+        None => info.status = "closed".into(),
+        Some(d) => {
+            let min = d.min.unwrap_or(op.min_amount);
+            let max = d.max.unwrap_or(op.max_amount);
+            // Nonsense limits are not believed: the table's stand.
+            if min <= max {
+                (info.min_amount, info.max_amount) = (min, max);
+            }
+            info.status = transformers::availability(d.status.as_deref()).into();
+        }
+    }
+    info
+}
+
+impl Adapter for Pawapay {
+    fn spec() -> &'static Spec {
+        &SPEC
+    }
+
     fn describe() -> Vec<OperatorInfo> {
-        let ops = served();
+        let ops = SPEC.served();
         let conf = if ops.is_empty() { None } else { active_conf() };
-        ops.into_iter()
-            .map(|op| {
-                let (min_amount, max_amount, status) = match &conf {
-                    None => (op.min_amount, op.max_amount, "operational"),
-                    // Not configured for XOF deposits on this account: pawaPay would refuse.
-                    Some(c) => match c.get(&provider_of(op)) {
-                        None => (op.min_amount, op.max_amount, "closed"),
-                        Some(d) => {
-                            let min = d.min.unwrap_or(op.min_amount);
-                            let max = d.max.unwrap_or(op.max_amount);
-                            // Nonsense limits are not believed: the table's stand.
-                            let (min, max) = if min <= max {
-                                (min, max)
-                            } else {
-                                (op.min_amount, op.max_amount)
-                            };
-                            (min, max, transformers::availability(d.status.as_deref()))
-                        }
-                    },
-                };
-                (op, min_amount, max_amount, status)
-            })
-            .map(|(op, min_amount, max_amount, status)| OperatorInfo {
-                slug: op.slug.into(),
-                name: op.name.into(),
-                aliases: op.aliases.iter().map(|a| a.to_string()).collect(),
-                country: op.country.code().into(),
-                currency: op.currency().into(),
-                requires_otp: preauth(op, conf.as_ref()),
-                modes: vec!["direct".into(), "hosted".into()],
-                min_amount,
-                max_amount,
-                status: status.into(),
-                approval_window_ms: setting("approval_window_ms")
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(DEFAULT_APPROVAL_WINDOW_MS),
-                status_per_second: 0,
-            })
-            .collect()
+        ops.into_iter().map(|op| info(op, conf.as_ref())).collect()
     }
 
     fn initiate(req: InitiateRequest) -> Result<Initiated, AdapterError> {
@@ -406,8 +294,7 @@ impl Guest for Pawapay {
             customer_message: transformers::customer_message(req.description.as_deref()),
             ..api.deposit(&req.payment_id, req.amount, &req.currency, phone)
         };
-        let answer = api.initiate("/v2/deposits", &deposit)?;
-        Ok(match answer {
+        Ok(match api.initiate("/v2/deposits", &deposit)? {
             Answer::Accepted | Answer::Duplicate => Initiated::AwaitingCustomer(deposit_id),
             Answer::Rejected(f) => Initiated::Refused(transformers::failure_for(&f)),
         })
@@ -426,110 +313,83 @@ impl Guest for Pawapay {
             pre_authorisation_code: Some(otp),
             ..api.deposit(&payment.id, payment.amount, &payment.currency, phone)
         };
-        let answer = api.initiate("/v2/deposits", &deposit)?;
-        Ok(match answer {
-            // The operator checks the code afterwards: a wrong one fails the deposit.
-            Answer::Accepted => OtpOutcome::Accepted(PspStatus::Pending),
-            // An earlier confirmation got through (its answer was lost): report where it stands.
-            Answer::Duplicate => {
-                OtpOutcome::Accepted(api.after_duplicate("deposits", &reference(&payment)))
-            }
-            Answer::Rejected(f) => {
-                OtpOutcome::Accepted(PspStatus::Failed(transformers::failure_for(&f)))
-            }
-        })
+        Ok(OtpOutcome::Accepted(
+            match api.initiate("/v2/deposits", &deposit)? {
+                // The operator checks the code afterwards: a wrong one fails the deposit.
+                Answer::Accepted => PspStatus::Pending,
+                // An earlier confirmation got through (its answer was lost): report where it stands.
+                Answer::Duplicate => api.after_duplicate("deposits", &payment.id),
+                Answer::Rejected(f) => PspStatus::Failed(transformers::failure_for(&f)),
+            },
+        ))
     }
 
+    /// Deposits cannot be withdrawn once sent, so `cancel` (the kit's
+    /// default) reports this too: pending means the customer could still approve it.
     fn status(payment: OperationRef) -> Result<PspStatus, AdapterError> {
-        Api::of(&payment.operator)?.check("deposits", &reference(&payment))
-    }
-
-    /// Deposits cannot be withdrawn once sent: report where it stands.
-    /// Pending means the customer could still approve it.
-    fn cancel(payment: OperationRef) -> Result<PspStatus, AdapterError> {
-        Api::of(&payment.operator)?.check("deposits", &reference(&payment))
+        Api::of(&payment.operator)?.check("deposits", &payment.id)
     }
 
     fn refund(req: RefundRequest) -> Result<Started, AdapterError> {
         let api = Api::of(&req.payment.operator)?;
-        let refund_id = uuid_for(&req.refund_id);
         let body = transformers::Refund {
-            refund_id: refund_id.clone(),
-            deposit_id: reference(&req.payment),
+            refund_id: uuid_for(&req.refund_id),
+            deposit_id: uuid_for(&req.payment.id),
             amount: req.amount.to_string(),
             currency: req.payment.currency.clone(),
         };
-        let status = match api.initiate("/v2/refunds", &body)? {
-            Answer::Accepted => PspStatus::Pending,
-            Answer::Duplicate => api.after_duplicate("refunds", &refund_id),
-            Answer::Rejected(f) => PspStatus::Failed(transformers::failure_for(&f)),
-        };
-        Ok(Started {
-            psp_reference: refund_id,
-            status,
-        })
+        api.start("refunds", &req.refund_id, &body)
     }
 
     fn refund_status(refund: OperationRef) -> Result<PspStatus, AdapterError> {
-        Api::of(&refund.operator)?.check("refunds", &reference(&refund))
+        Api::of(&refund.operator)?.check("refunds", &refund.id)
     }
 
     fn payout(req: PayoutRequest) -> Result<Started, AdapterError> {
         let api = Api::of(&req.operator)?;
-        let payout_id = uuid_for(&req.payout_id);
         let body = transformers::Payout {
-            payout_id: payout_id.clone(),
+            payout_id: uuid_for(&req.payout_id),
             amount: req.amount.to_string(),
             currency: req.currency.clone(),
             recipient: transformers::Party::mmo(&req.phone, &api.provider),
             client_reference_id: req.reference.clone(),
             customer_message: transformers::customer_message(Some(&req.reference)),
         };
-        let status = match api.initiate("/v2/payouts", &body)? {
-            Answer::Accepted => PspStatus::Pending,
-            Answer::Duplicate => api.after_duplicate("payouts", &payout_id),
-            Answer::Rejected(f) => PspStatus::Failed(transformers::failure_for(&f)),
-        };
-        Ok(Started {
-            psp_reference: payout_id,
-            status,
-        })
+        api.start("payouts", &req.payout_id, &body)
     }
 
     fn payout_status(payout: OperationRef) -> Result<PspStatus, AdapterError> {
-        Api::of(&payout.operator)?.check("payouts", &reference(&payout))
+        Api::of(&payout.operator)?.check("payouts", &payout.id)
     }
 
     fn predict(phone: String) -> Result<Option<String>, AdapterError> {
-        if setting("predict_provider").as_deref() != Some("true") {
+        if settings::setting("predict_provider").as_deref() != Some("true") {
             return Ok(None);
         }
-        let Some(first) = served().first().map(|o| o.slug) else {
+        let Some(first) = SPEC.served().first().map(|o| o.slug) else {
             return Ok(None);
         };
         let api = Api::of(first)?;
         let digits: String = phone.chars().filter(char::is_ascii_digit).collect();
         // Phone numbers are personal data: the cache keeps a hash of them.
-        let hashed: String = signing::sha256(digits.as_bytes())[..16]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        let key = format!("predict:{}:{hashed}", api.base_url);
+        let key = format!(
+            "predict:{}:{}",
+            api.endpoint.base_url,
+            token::digest(&digits, 16)
+        );
         if let Some(slug) = cache::get(&key) {
             return Ok(Some(String::from_utf8_lossy(&slug).into_owned()).filter(|s| !s.is_empty()));
         }
         let body = transformers::PredictRequest {
             phone_number: digits,
         };
-        let resp = api.send(
-            "POST",
-            "/v2/predict-provider",
-            Some(serde_json::to_vec(&body).expect("wire types serialise")),
-        )?;
+        let body = Some(serde_json::to_vec(&body).expect("wire types serialise"));
+        let resp = api
+            .endpoint
+            .send("POST", "/v2/predict-provider", &[], body)?;
         let slug = match resp.status {
             200 => {
-                let p: transformers::Prediction = transformers::parse("prediction", &resp.body)
-                    .map_err(AdapterError::InvalidResponse)?;
+                let p: transformers::Prediction = PAWAPAY.read("prediction", &resp.body)?;
                 // Any operator pawaPay knows, served here or not (MTN has its own adapter).
                 mmc_domain::OPERATORS
                     .iter()
@@ -538,27 +398,18 @@ impl Guest for Pawapay {
             }
             // Not a number pawaPay can place: no prediction.
             400 => None,
-            _ => return Err(unexpected(&resp)),
+            _ => return Err(PAWAPAY.unexpected(&resp)),
         };
-        cache::set(
-            &key,
-            slug.as_deref().unwrap_or("").as_bytes(),
-            PREDICTION_TTL_MS,
-        );
+        let kept = slug.as_deref().unwrap_or("");
+        cache::set(&key, kept.as_bytes(), PREDICTION_TTL_MS);
         Ok(slug)
     }
 
     /// Takes the subject's id from the body; the status is asked for after
     /// the answer (see the module comment on signatures).
     fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
-        if req.method != "POST" && req.method != "PUT" {
-            return Err(AdapterError::Rejected(format!(
-                "pawaPay callbacks are POST, not {}",
-                req.method
-            )));
-        }
-        let body: transformers::Callback =
-            transformers::parse("callback", &req.body).map_err(AdapterError::InvalidResponse)?;
+        webhook::method(&req, &["POST", "PUT"], "pawaPay callbacks")?;
+        let body: transformers::Callback = PAWAPAY.read("callback", &req.body)?;
         // A refund's callback also names the deposit it refunds.
         let (kind, id) = match (body.refund_id, body.payout_id, body.deposit_id) {
             (Some(id), None, _) => (SubjectKind::Refund, id),
@@ -586,4 +437,4 @@ impl Guest for Pawapay {
     }
 }
 
-export!(Pawapay);
+mmc_adapter_kit::export!(Pawapay);

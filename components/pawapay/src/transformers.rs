@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::mmc::adapter::types::{Failure, PspStatus, Settled};
+use mmc_adapter_kit::types::{Failure, PspStatus, Settled};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -378,6 +378,17 @@ pub fn failure_for(f: &FailureReason) -> Failure {
             Some(m) => format!("pawaPay: {m} ({})", f.failure_code),
             None => format!("pawaPay failure: {}.", f.failure_code),
         },
+    }
+}
+
+/// A 4xx answer no operation expects, quoted as it came.
+pub fn refusal(status: u16, body: &[u8]) -> Failure {
+    Failure {
+        code: "operator_refused".into(),
+        message: format!(
+            "pawaPay refused the request ({status}): {}",
+            mmc_domain::http::excerpt(body)
+        ),
     }
 }
 

@@ -45,42 +45,6 @@ pub fn excerpt(body: &[u8]) -> String {
     String::from_utf8_lossy(body).chars().take(200).collect()
 }
 
-/// An adapter's outbound exchange as every live adapter reads it: a transport
-/// failure and a 5xx answer become the `adapter-error` that says what is
-/// known of the operation — a timeout or a 5xx leaves it unknown (asked again
-/// by our id), a denied request was never sent. `CapabilityError` and
-/// `AdapterError` are generated into each component from the WIT, hence a
-/// macro:
-///
-/// ```text
-/// let resp = mmc_domain::exchange!(outbound_http::send(&req), "Wave", method, path;
-///     CapabilityError, AdapterError)?;
-/// ```
-#[macro_export]
-macro_rules! exchange {
-    ($sent:expr, $provider:expr, $method:expr, $path:expr; $cap:ident, $err:ident) => {
-        match $sent {
-            Err($cap::Timeout(m)) => Err($err::Timeout(format!(
-                "{} did not answer {} {} in time: {m}",
-                $provider, $method, $path
-            ))),
-            Err($cap::Denied(m)) => Err($err::NotSent(format!("outbound request denied: {m}"))),
-            Err($cap::Unavailable(m) | $cap::Invalid(m) | $cap::Conflict(m)) => {
-                Err($err::Unavailable(format!("{} unreachable: {m}", $provider)))
-            }
-            Ok(resp) if resp.status >= 500 => Err($err::Unavailable(format!(
-                "{} answered {} to {} {}: {}",
-                $provider,
-                resp.status,
-                $method,
-                $path,
-                $crate::http::excerpt(&resp.body)
-            ))),
-            Ok(resp) => Ok(resp),
-        }
-    };
-}
-
 /// Equal bytes, compared in time that depends only on the lengths (a
 /// signature check must not tell how many leading bytes were right).
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -155,79 +119,6 @@ pub fn json_object(body: &[u8]) -> Result<Map<String, Value>, BodyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Stand-ins for the types wit-bindgen generates into each adapter.
-    #[derive(Debug)]
-    enum CapabilityError {
-        Timeout(String),
-        Denied(String),
-        Unavailable(String),
-        Invalid(String),
-        Conflict(String),
-    }
-
-    #[derive(Debug, PartialEq)]
-    enum AdapterError {
-        Timeout(String),
-        NotSent(String),
-        Unavailable(String),
-    }
-
-    #[derive(Debug, PartialEq)]
-    struct Response {
-        status: u16,
-        body: Vec<u8>,
-    }
-
-    fn read(sent: Result<Response, CapabilityError>) -> Result<Response, AdapterError> {
-        crate::exchange!(sent, "Wave", "POST", "/v1/checkout/sessions";
-            CapabilityError, AdapterError)
-    }
-
-    #[test]
-    fn an_exchange_is_read_for_what_it_says_of_the_operation() {
-        let answer = |status: u16| {
-            Ok(Response {
-                status,
-                body: b"{\"code\":\"x\"}".to_vec(),
-            })
-        };
-        // Any answer under 500 is the adapter's to read, refusals included.
-        assert_eq!(read(answer(200)).unwrap().status, 200);
-        assert_eq!(read(answer(409)).unwrap().status, 409);
-        // A 5xx, a timeout: the operation's outcome is unknown.
-        assert_eq!(
-            read(answer(502)),
-            Err(AdapterError::Unavailable(
-                "Wave answered 502 to POST /v1/checkout/sessions: {\"code\":\"x\"}".into()
-            ))
-        );
-        assert_eq!(
-            read(Err(CapabilityError::Timeout("30 s".into()))),
-            Err(AdapterError::Timeout(
-                "Wave did not answer POST /v1/checkout/sessions in time: 30 s".into()
-            ))
-        );
-        // Denied by the allow-list: never sent.
-        assert_eq!(
-            read(Err(CapabilityError::Denied("host".into()))),
-            Err(AdapterError::NotSent(
-                "outbound request denied: host".into()
-            ))
-        );
-        for e in [
-            CapabilityError::Unavailable("refused".into()),
-            CapabilityError::Invalid("refused".into()),
-            CapabilityError::Conflict("refused".into()),
-        ] {
-            assert_eq!(
-                read(Err(e)),
-                Err(AdapterError::Unavailable(
-                    "Wave unreachable: refused".into()
-                ))
-            );
-        }
-    }
 
     #[test]
     fn adapter_helpers() {

@@ -1,0 +1,252 @@
+//! FedaPay's API for one served operator: its objects found by FedaPay's id
+//! or by ours (search, then the list read until absence is proven), the
+//! drafts that move no money (a transaction, its token, a payout) and the
+//! payout start that does.
+
+use mmc_adapter_kit::exchange::{Endpoint, Reply, before_sending, json};
+use mmc_adapter_kit::lookup;
+use mmc_adapter_kit::outbound_http::Response;
+use mmc_adapter_kit::types::*;
+use mmc_domain::{Operator, http};
+
+use crate::transformers::{self, Payout, Token, Transaction};
+use crate::{FEDAPAY, SPEC, endpoint, iso_of};
+
+/// How far FedaPay's lists are read for an operation its search did not
+/// find, and the clock difference allowed between our id's time and
+/// FedaPay's `created_at`.
+const LIST_PAGES: u32 = 5;
+const LIST_PER_PAGE: u32 = 100;
+const CLOCK_MARGIN_MS: u64 = 10 * 60 * 1000;
+
+/// FedaPay ids are integers; anything else was not issued by FedaPay.
+fn fedapay_id(reference: Option<&str>) -> Option<&str> {
+    reference.filter(|r| !r.is_empty() && r.len() <= 20 && r.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// FedaPay's API for one served operator.
+pub struct Api {
+    pub op: &'static Operator,
+    endpoint: Endpoint,
+}
+
+impl Api {
+    pub fn of(operator: &str) -> Result<Api, AdapterError> {
+        let market = SPEC.market(operator)?;
+        let base_url = market.base_url()?;
+        let key = market.secret("secret_key")?;
+        Ok(Api {
+            op: market.op,
+            endpoint: endpoint(base_url, &key, market.timeout_ms()),
+        })
+    }
+
+    pub fn post(&self, path: &str, body: &impl serde::Serialize) -> Result<Response, AdapterError> {
+        self.endpoint.send("POST", path, &[], json(body))
+    }
+
+    /// `GET path`, answered 200 with a readable list of `kind`s.
+    fn list<T: serde::de::DeserializeOwned>(
+        &self,
+        kind: &str,
+        path: &str,
+    ) -> Result<Vec<T>, AdapterError> {
+        let resp = self.endpoint.send("GET", path, &[], None)?;
+        if resp.status != 200 {
+            return Err(FEDAPAY.unexpected(&resp));
+        }
+        transformers::many(&format!("{kind}s"), &resp.body).map_err(AdapterError::InvalidResponse)
+    }
+
+    /// `GET /v1/{kind}s/{id}` (`kind`: `transaction`, `payout`); 404: none.
+    fn get<T: serde::de::DeserializeOwned>(
+        &self,
+        kind: &str,
+        id: &str,
+    ) -> Result<Option<T>, AdapterError> {
+        let resp = self
+            .endpoint
+            .send("GET", &format!("/v1/{kind}s/{id}"), &[], None)?;
+        match resp.status {
+            200 => transformers::one(kind, &resp.body)
+                .map(Some)
+                .map_err(AdapterError::InvalidResponse),
+            404 => Ok(None),
+            _ => Err(FEDAPAY.unexpected(&resp)),
+        }
+    }
+
+    /// A transaction or payout of ours: by FedaPay's id when we have it, else
+    /// by our id (e.g. after a call whose answer was lost): the documented
+    /// search, keeping only what carries our id in `custom_metadata` (several
+    /// would be our bug; a final one wins), then the list.
+    fn find<T: serde::de::DeserializeOwned>(
+        &self,
+        kind: &str,
+        op: &OperationRef,
+        metadata: impl Fn(&T) -> &Option<serde_json::Value>,
+        is_final: impl Fn(&T) -> bool,
+        created_at: impl Fn(&T) -> Option<&str>,
+    ) -> Result<Option<T>, AdapterError> {
+        if let Some(id) = fedapay_id(op.psp_reference.as_deref()) {
+            return self.get(kind, id);
+        }
+        let mine = |t: &T| transformers::our_id(metadata(t)).as_deref() == Some(op.id.as_str());
+        let path = format!(
+            "/v1/{kind}s/search?search={}",
+            http::encode_component(&op.id)
+        );
+        let found = self
+            .list(kind, &path)
+            .map(|all| lookup::pick(all.into_iter().filter(&mine).collect(), &is_final));
+        match found {
+            Ok(Some(t)) => Ok(Some(t)),
+            // How the search matches is not documented (nor that it exists
+            // on every account): an answer without us proves nothing yet.
+            Ok(None) | Err(AdapterError::Rejected(_)) => {
+                self.listed(kind, &op.id, mine, created_at)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    pub fn transaction(&self, payment: &OperationRef) -> Result<Option<Transaction>, AdapterError> {
+        let is_final = transformers::transaction_final;
+        self.find(
+            "transaction",
+            payment,
+            Transaction::metadata,
+            is_final,
+            Transaction::created,
+        )
+    }
+
+    pub fn payout(&self, payout: &OperationRef) -> Result<Option<Payout>, AdapterError> {
+        self.find(
+            "payout",
+            payout,
+            Payout::metadata,
+            transformers::payout_final,
+            Payout::created,
+        )
+    }
+
+    /// `PUT /v1/payouts/start` for a created payout: the call that sends money.
+    pub fn start_payout(&self, id: u64) -> Result<Started, AdapterError> {
+        let start = transformers::StartPayouts {
+            payouts: vec![transformers::StartItem { id, send_now: true }],
+        };
+        let resp = self
+            .endpoint
+            .send("PUT", "/v1/payouts/start", &[], json(&start))?;
+        let status = match FEDAPAY.reply_if(resp, |s| (200..=299).contains(&s))? {
+            Reply::Success(resp) => match transformers::many::<Payout>("payouts", &resp.body)
+                .map_err(AdapterError::InvalidResponse)?
+                .iter()
+                .find(|p| p.id == id)
+            {
+                Some(p) => transformers::payout_status(p, &iso_of)
+                    .map_err(AdapterError::InvalidResponse)?,
+                None => PspStatus::Pending,
+            },
+            // Refused: the payout was never started, nothing was sent.
+            Reply::Declined(resp) => {
+                PspStatus::Failed(transformers::refusal(resp.status, &resp.body))
+            }
+        };
+        Ok(Started {
+            psp_reference: id.to_string(),
+            status,
+        })
+    }
+
+    /// Ours in FedaPay's list (`GET /v1/{kind}s`, `per_page`, `page`), read
+    /// until absence is proven ([`lookup::Scan`]): ids that are UUIDv7, like
+    /// payment ids, carry their creation time.
+    fn listed<T: serde::de::DeserializeOwned>(
+        &self,
+        kind: &str,
+        our_id: &str,
+        mine: impl Fn(&T) -> bool,
+        created_at: impl Fn(&T) -> Option<&str>,
+    ) -> Result<Option<T>, AdapterError> {
+        let since = lookup::uuid7_ms(our_id)
+            .map(|ms| mmc_domain::time::rfc3339(ms.saturating_sub(CLOCK_MARGIN_MS)));
+        let scan = lookup::Scan {
+            list: &format!("FedaPay's {kind} list"),
+            our_id,
+            pages: LIST_PAGES,
+            since: since.as_deref().map(|s| &s[..19]),
+        };
+        scan.find(
+            |page| {
+                self.list(
+                    kind,
+                    &format!("/v1/{kind}s?per_page={LIST_PER_PAGE}&page={page}"),
+                )
+            },
+            mine,
+            |t| lookup::utc_second(created_at(t)),
+        )
+    }
+
+    /// A call made before the one that moves money (creating a transaction,
+    /// its token, a payout): FedaPay's object, a refusal, or an error that
+    /// is never unknown (nothing was asked of the customer).
+    pub fn draft<T: serde::de::DeserializeOwned>(
+        &self,
+        what: &str,
+        path: &str,
+        body: &impl serde::Serialize,
+        read: impl Fn(&[u8]) -> Result<T, String>,
+    ) -> Result<Result<T, Failure>, AdapterError> {
+        let before = before_sending(what);
+        let resp = self.post(path, body).map_err(&before)?;
+        match FEDAPAY.reply(resp, &[200, 201]).map_err(&before)? {
+            Reply::Success(resp) => Ok(Ok(
+                read(&resp.body).map_err(|e| before(AdapterError::InvalidResponse(e)))?
+            )),
+            Reply::Declined(resp) => Ok(Err(transformers::refusal(resp.status, &resp.body))),
+        }
+    }
+
+    /// Creates the transaction and its token: both move no money.
+    pub fn prepare(
+        &self,
+        req: &InitiateRequest,
+    ) -> Result<Result<(u64, Token), Failure>, AdapterError> {
+        let body = transformers::CreateTransaction {
+            description: req
+                .description
+                .clone()
+                .filter(|d| !d.trim().is_empty())
+                .unwrap_or_else(|| req.reference.clone())
+                .chars()
+                .take(255)
+                .collect(),
+            amount: req.amount,
+            currency: transformers::Currency {
+                iso: req.currency.clone(),
+            },
+            callback_url: req.return_url.clone(),
+            customer: req.phone.as_deref().map(|p| transformers::Customer {
+                phone_number: Some(transformers::PhoneNumber::new(p, &req.country)),
+                ..Default::default()
+            }),
+            custom_metadata: transformers::metadata(&req.payment_id),
+        };
+        let what = "creating the FedaPay transaction";
+        let created: Transaction = match self.draft(what, "/v1/transactions", &body, |b| {
+            transformers::one("transaction", b)
+        })? {
+            Ok(t) => t,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        let what = "getting the FedaPay payment token";
+        let path = format!("/v1/transactions/{}/token", created.id);
+        let token = self.draft(what, &path, &serde_json::json!({}), |b| {
+            transformers::parse::<Token>("token", b)
+        })?;
+        Ok(token.map(|t| (created.id, t)))
+    }
+}

@@ -1,0 +1,142 @@
+//! The shell every operator adapter shares, written once so that an adapter
+//! keeps only what is particular to its provider (its wire types and their
+//! mapping):
+//!
+//! - [`bindings`]: the adapter world (`mmc:adapter/adapter`), generated here
+//!   once; an adapter exports itself with [`export!`](crate::export).
+//! - [`settings`]: settings and secrets, `<key>.<slug>` over `<key>`.
+//! - [`spec`]: which operators are served and how they are described.
+//! - [`exchange`]: the outbound exchange and the one rule that decides what
+//!   its ending says about the money (known, unknown, refused, not sent).
+//! - [`lookup`]: an operation found by the provider's reference, else by our id.
+//! - [`webhook`]: HMAC-signed notifications checked against a time window.
+//! - [`token`]: tokens and provider answers kept in the host's cache.
+//! - [`Adapter`]: the operations, with the ones a provider lacks answered
+//!   `not-supported` by default.
+
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: ["../../wit/platform", "../../wit/adapter"],
+        world: "mmc:adapter/adapter",
+        generate_all,
+        pub_export_macro: true,
+        default_bindings_module: "mmc_adapter_kit::bindings",
+        additional_derives: [PartialEq, Eq],
+    });
+}
+
+pub mod exchange;
+pub mod lookup;
+pub mod settings;
+pub mod spec;
+pub mod token;
+pub mod webhook;
+
+pub use bindings::export;
+pub use bindings::mmc::adapter::types;
+pub use bindings::mmc::platform::{cache, clock, config, log, outbound_http, signing};
+pub use mmc_domain;
+
+use bindings::exports::mmc::adapter::operator::Guest;
+use spec::Spec;
+use types::*;
+
+/// A failure with its machine-readable code and its message for people.
+pub fn failure(code: &str, message: &str) -> Failure {
+    Failure {
+        code: code.into(),
+        message: message.into(),
+    }
+}
+
+/// The adapter contract, with what most providers share filled in: an
+/// adapter implements the operations its provider has and exports itself
+/// with `mmc_adapter_kit::export!(MyAdapter)`.
+pub trait Adapter {
+    /// The operators this adapter can serve and how it describes them.
+    fn spec() -> &'static Spec;
+
+    /// The served operators as [`Spec::describe`] says; a provider that
+    /// publishes its own limits or availability adjusts them.
+    fn describe() -> Vec<OperatorInfo> {
+        Self::spec().describe()
+    }
+
+    fn initiate(req: InitiateRequest) -> Result<Initiated, AdapterError>;
+
+    fn confirm_otp(_payment: OperationRef, _otp: String) -> Result<OtpOutcome, AdapterError> {
+        Err(unsupported::<Self>("takes no one-time code"))
+    }
+
+    fn status(payment: OperationRef) -> Result<PspStatus, AdapterError>;
+
+    /// A provider that cannot withdraw a payment reports where it stands:
+    /// pending means the customer could still approve it.
+    fn cancel(payment: OperationRef) -> Result<PspStatus, AdapterError> {
+        Self::status(payment)
+    }
+
+    fn refund(_req: RefundRequest) -> Result<Started, AdapterError> {
+        Err(unsupported::<Self>("offers no refunds"))
+    }
+
+    fn refund_status(_refund: OperationRef) -> Result<PspStatus, AdapterError> {
+        Err(unsupported::<Self>("offers no refunds"))
+    }
+
+    fn payout(_req: PayoutRequest) -> Result<Started, AdapterError> {
+        Err(unsupported::<Self>("offers no payouts"))
+    }
+
+    fn payout_status(_payout: OperationRef) -> Result<PspStatus, AdapterError> {
+        Err(unsupported::<Self>("offers no payouts"))
+    }
+
+    fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError>;
+
+    /// Most providers offer no prediction.
+    fn predict(_phone: String) -> Result<Option<String>, AdapterError> {
+        Ok(None)
+    }
+}
+
+/// `not-supported`: nothing was sent, so nothing was performed.
+fn unsupported<A: Adapter + ?Sized>(what: &str) -> AdapterError {
+    AdapterError::NotSupported(format!("{} {what}", A::spec().provider))
+}
+
+impl<A: Adapter> Guest for A {
+    fn describe() -> Vec<OperatorInfo> {
+        <A as Adapter>::describe()
+    }
+    fn initiate(req: InitiateRequest) -> Result<Initiated, AdapterError> {
+        <A as Adapter>::initiate(req)
+    }
+    fn confirm_otp(payment: OperationRef, otp: String) -> Result<OtpOutcome, AdapterError> {
+        <A as Adapter>::confirm_otp(payment, otp)
+    }
+    fn status(payment: OperationRef) -> Result<PspStatus, AdapterError> {
+        <A as Adapter>::status(payment)
+    }
+    fn cancel(payment: OperationRef) -> Result<PspStatus, AdapterError> {
+        <A as Adapter>::cancel(payment)
+    }
+    fn refund(req: RefundRequest) -> Result<Started, AdapterError> {
+        <A as Adapter>::refund(req)
+    }
+    fn refund_status(refund: OperationRef) -> Result<PspStatus, AdapterError> {
+        <A as Adapter>::refund_status(refund)
+    }
+    fn payout(req: PayoutRequest) -> Result<Started, AdapterError> {
+        <A as Adapter>::payout(req)
+    }
+    fn payout_status(payout: OperationRef) -> Result<PspStatus, AdapterError> {
+        <A as Adapter>::payout_status(payout)
+    }
+    fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
+        <A as Adapter>::parse_callback(req)
+    }
+    fn predict(phone: String) -> Result<Option<String>, AdapterError> {
+        <A as Adapter>::predict(phone)
+    }
+}

@@ -1,0 +1,264 @@
+//! What can always be fetched again (an OAuth token, a provider's published
+//! configuration), kept in the host's `cache` capability: lost on restart,
+//! never anything the money depends on.
+
+use std::cell::{Cell, RefCell};
+
+use crate::exchange::before_sending;
+use crate::outbound_http::Response;
+use crate::types::AdapterError;
+use crate::{cache, signing};
+
+/// How long a token that lasts `expires_in_s` is kept: until `margin_s`
+/// before it expires (0 when it does not say, i.e. not kept).
+pub fn ttl_ms(expires_in_s: Option<u64>, margin_s: u64) -> u64 {
+    expires_in_s.unwrap_or(0).saturating_sub(margin_s) * 1000
+}
+
+/// A short hash of a secret, to key cached answers per account without
+/// putting the secret in the cache.
+pub fn account(secret: &str) -> String {
+    digest(secret, 8)
+}
+
+/// The first `bytes` bytes of `text`'s SHA-256, in hex: a cache key for
+/// what must not sit in the cache as it is (a secret, a phone number).
+pub fn digest(text: &str, bytes: usize) -> String {
+    let hash = signing::sha256(text.as_bytes());
+    hex::encode(&hash[..bytes.min(hash.len())])
+}
+
+/// A cached token, if one is kept under `key`.
+pub fn cached(key: &str) -> Option<String> {
+    cache::get(key).map(|t| String::from_utf8_lossy(&t).into_owned())
+}
+
+/// Keeps `token` under `key` for `ttl_ms` (0: not kept).
+pub fn keep(key: &str, token: &str, ttl_ms: u64) {
+    cache::set(key, token.as_bytes(), ttl_ms);
+}
+
+/// Forgets the token under `key` (the provider dropped it).
+pub fn forget(key: &str) {
+    cache::set(key, &[], 0);
+}
+
+/// A JSON value kept under `key` for `ttl_ms`, else `fetch`ed (and kept when
+/// it gives one). `None` when it cannot be had.
+pub fn remember<T: serde::Serialize + serde::de::DeserializeOwned>(
+    key: &str,
+    ttl_ms: u64,
+    fetch: impl FnOnce() -> Option<T>,
+) -> Option<T> {
+    if let Some(kept) = cache::get(key).and_then(|b| serde_json::from_slice(&b).ok()) {
+        return Some(kept);
+    }
+    let fetched = fetch()?;
+    if let Ok(bytes) = serde_json::to_vec(&fetched) {
+        cache::set(key, &bytes, ttl_ms);
+    }
+    Some(fetched)
+}
+
+/// Where tokens are kept: the host's cache, or memory in a unit test.
+pub trait Store {
+    fn get(&self, key: &str) -> Option<String>;
+    /// Keeps `value` for `ttl_ms`; 0 forgets it.
+    fn set(&self, key: &str, value: &str, ttl_ms: u64);
+}
+
+/// The host's `cache` capability.
+pub struct HostCache;
+
+impl Store for HostCache {
+    fn get(&self, key: &str) -> Option<String> {
+        cached(key)
+    }
+    fn set(&self, key: &str, value: &str, ttl_ms: u64) {
+        keep(key, value, ttl_ms)
+    }
+}
+
+/// A token just issued, and how long to keep it ([`ttl_ms`]).
+pub struct Fresh {
+    pub token: String,
+    pub ttl_ms: u64,
+}
+
+/// A bearer token for one operation: the cached one, else a fresh one
+/// (kept for its lifetime). A provider that dropped a cached token answers
+/// 401 to it, which performed nothing: [`Bearer::send`] then renews the
+/// token and sends the request once more, under the same reference.
+pub struct Bearer<S: Store = HostCache> {
+    store: S,
+    key: String,
+    /// Names the token in the error when its renewal fails (`no MTN token`).
+    label: &'static str,
+    token: RefCell<String>,
+    /// The token came from the store: the provider may have dropped it since.
+    cached: Cell<bool>,
+}
+
+impl<S: Store> Bearer<S> {
+    /// The token kept under `key`, else one from `renew`.
+    pub fn open(
+        store: S,
+        key: String,
+        label: &'static str,
+        renew: impl Fn() -> Result<Fresh, AdapterError>,
+    ) -> Result<Bearer<S>, AdapterError> {
+        let bearer = Bearer {
+            store,
+            key,
+            label,
+            token: RefCell::default(),
+            cached: Cell::new(false),
+        };
+        match bearer.store.get(&bearer.key) {
+            Some(t) => {
+                *bearer.token.borrow_mut() = t;
+                bearer.cached.set(true);
+            }
+            None => bearer.renew(&renew)?,
+        }
+        Ok(bearer)
+    }
+
+    fn renew(&self, renew: &impl Fn() -> Result<Fresh, AdapterError>) -> Result<(), AdapterError> {
+        let fresh = renew()?;
+        self.store.set(&self.key, &fresh.token, fresh.ttl_ms);
+        *self.token.borrow_mut() = fresh.token;
+        self.cached.set(false);
+        Ok(())
+    }
+
+    /// One exchange under the token (`attempt` is given it). A 401 to a
+    /// cached token: forgotten, renewed (a failed renewal sent nothing), and
+    /// the exchange made once more; a 401 to a fresh token is the answer.
+    pub fn send(
+        &self,
+        renew: impl Fn() -> Result<Fresh, AdapterError>,
+        attempt: impl Fn(&str) -> Result<Response, AdapterError>,
+    ) -> Result<Response, AdapterError> {
+        let resp = attempt(&self.token.borrow())?;
+        if resp.status != 401 || !self.cached.get() {
+            return Ok(resp);
+        }
+        self.store.set(&self.key, "", 0);
+        self.renew(&renew).map_err(before_sending(self.label))?;
+        attempt(&self.token.borrow())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    #[derive(Default)]
+    struct Memory(RefCell<HashMap<String, String>>);
+
+    impl Store for &Memory {
+        fn get(&self, key: &str) -> Option<String> {
+            self.0.borrow().get(key).cloned()
+        }
+        fn set(&self, key: &str, value: &str, ttl_ms: u64) {
+            let mut map = self.0.borrow_mut();
+            match ttl_ms {
+                0 => map.remove(key),
+                _ => map.insert(key.into(), value.into()),
+            };
+        }
+    }
+
+    fn answer(status: u16) -> Response {
+        Response {
+            status,
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    /// Issues `t1`, `t2`… and counts them.
+    fn issuer(issued: &Cell<u32>) -> impl Fn() -> Result<Fresh, AdapterError> + '_ {
+        move || {
+            issued.set(issued.get() + 1);
+            Ok(Fresh {
+                token: format!("t{}", issued.get()),
+                ttl_ms: 1000,
+            })
+        }
+    }
+
+    #[test]
+    fn a_kept_token_is_used_and_a_new_one_kept() {
+        let (memory, issued) = (Memory::default(), Cell::new(0));
+        let bearer = Bearer::open(&memory, "k".into(), "no token", issuer(&issued)).unwrap();
+        assert_eq!(
+            (issued.get(), (&memory).get("k").as_deref()),
+            (1, Some("t1"))
+        );
+        let again = Bearer::open(&memory, "k".into(), "no token", issuer(&issued)).unwrap();
+        assert_eq!(issued.get(), 1, "the kept token serves");
+        let sent = Cell::new(Vec::new());
+        let attempt = |t: &str| {
+            let mut s = sent.take();
+            s.push(t.to_string());
+            sent.set(s);
+            Ok(answer(200))
+        };
+        assert_eq!(again.send(issuer(&issued), attempt).unwrap().status, 200);
+        assert_eq!(bearer.send(issuer(&issued), attempt).unwrap().status, 200);
+        assert_eq!(sent.take(), ["t1", "t1"]);
+    }
+
+    #[test]
+    fn a_401_to_a_kept_token_renews_it_and_sends_once_more() {
+        let (memory, issued) = (Memory::default(), Cell::new(0));
+        (&memory).set("k", "old", 1000);
+        let bearer = Bearer::open(&memory, "k".into(), "no token", issuer(&issued)).unwrap();
+        let tokens = RefCell::new(Vec::new());
+        let attempt = |t: &str| {
+            tokens.borrow_mut().push(t.to_string());
+            Ok(answer(if t == "old" { 401 } else { 200 }))
+        };
+        assert_eq!(bearer.send(issuer(&issued), attempt).unwrap().status, 200);
+        assert_eq!(*tokens.borrow(), ["old", "t1"]);
+        assert_eq!((&memory).get("k").as_deref(), Some("t1"));
+    }
+
+    #[test]
+    fn a_401_to_a_fresh_token_is_the_answer_and_a_failed_renewal_sent_nothing() {
+        let (memory, issued) = (Memory::default(), Cell::new(0));
+        let bearer = Bearer::open(&memory, "k".into(), "no token", issuer(&issued)).unwrap();
+        let count = Cell::new(0);
+        let refused = |_: &str| {
+            count.set(count.get() + 1);
+            Ok(answer(401))
+        };
+        assert_eq!(bearer.send(issuer(&issued), refused).unwrap().status, 401);
+        assert_eq!((count.get(), issued.get()), (1, 1), "no second attempt");
+
+        (&memory).set("k", "old", 1000);
+        let bearer = Bearer::open(&memory, "k".into(), "no token", issuer(&issued)).unwrap();
+        let down = || Err(AdapterError::Timeout("token endpoint slow".into()));
+        let err = bearer.send(down, refused).unwrap_err();
+        assert_eq!(
+            err,
+            AdapterError::NotSent("no token, nothing sent: token endpoint slow".into())
+        );
+        assert_eq!(count.get(), 2, "the request was not sent again");
+    }
+
+    #[test]
+    fn a_token_is_kept_until_its_margin() {
+        assert_eq!(ttl_ms(Some(3600), 600), 3_000_000);
+        assert_eq!(
+            ttl_ms(Some(300), 600),
+            0,
+            "shorter than the margin: not kept"
+        );
+        assert_eq!(ttl_ms(None, 600), 0, "no lifetime given: not kept");
+    }
+}
