@@ -11,31 +11,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RateLimitConfig {
-    /// Sustained requests per second per key; 0 disables limiting.
-    pub per_second: f64,
-    pub burst: f64,
-    /// Requests without a key (checkout page, operators' callbacks) per
-    /// client address and surface; 0 disables. Behind a load balancer every
-    /// client is the balancer: raise it there (or limit at the balancer).
-    pub per_client_per_second: f64,
-    pub per_client_burst: f64,
-}
-
-impl Default for RateLimitConfig {
-    fn default() -> Self {
-        RateLimitConfig {
-            per_second: 100.0,
-            burst: 200.0,
-            per_client_per_second: 50.0,
-            per_client_burst: 200.0,
-        }
-    }
-}
+use crate::config::RateLimitConfig;
 
 /// Buckets kept at most per limiter (keys and client addresses are the
 /// client's choice: one with many addresses must not grow the host).

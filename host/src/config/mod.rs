@@ -10,6 +10,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+mod http;
+mod webhooks;
+
+pub use http::{ConnectionConfig, RateLimitConfig};
+pub use webhooks::WebhookConfig;
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
@@ -31,10 +37,10 @@ pub struct Config {
     /// Per-component settings, secrets and outbound allow-list.
     pub components: BTreeMap<String, ComponentConfig>,
     pub log: LogConfig,
-    pub webhooks: crate::webhooks::WebhookConfig,
-    pub rate_limit: crate::http::rate_limit::RateLimitConfig,
+    pub webhooks: WebhookConfig,
+    pub rate_limit: RateLimitConfig,
     /// Connection caps and clocks (header read, body read, idle).
-    pub connections: crate::http::connections::ConnectionConfig,
+    pub connections: ConnectionConfig,
     /// The admin plane (`/admin/v1`): its own listener and token.
     pub admin: AdminConfig,
     /// The admin token, as `admin.token` (kept so `MMC_ADMIN_TOKEN` still works).
