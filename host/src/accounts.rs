@@ -13,7 +13,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::capabilities::clock::system_now_ms;
+use crate::clock::system_now_ms;
 use crate::db::{SqlDb, StorageError};
 use crate::scopes::Scopes;
 use mmc_storage::sql_params;

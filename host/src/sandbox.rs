@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::capabilities::clock::Clock;
 use crate::capabilities::outbound_http::HttpClient;
+use crate::clock::Clock;
 use crate::config::{ComponentConfig, Config};
 use crate::db::Memory;
 use crate::metrics::Metrics;

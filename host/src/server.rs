@@ -6,8 +6,8 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 use crate::accounts::Accounts;
-use crate::capabilities::clock::SystemClock;
 use crate::capabilities::outbound_http::ReqwestClient;
+use crate::clock::SystemClock;
 use crate::config::Config;
 use crate::db::Storage;
 use crate::http::{self, App, Running};

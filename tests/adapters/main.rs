@@ -20,8 +20,8 @@ mod wave;
 
 use std::time::{Duration, Instant};
 
-use mmc_host::capabilities::clock::system_now_ms;
 use mmc_host::capabilities::outbound_http::{HttpClient, ReqwestClient};
+use mmc_host::clock::system_now_ms;
 use mmc_host::config::{ComponentConfig, Config};
 use mmc_host::runtime::AdapterInstance;
 use mmc_host::runtime::bindings::adapter_types::*;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::capabilities::clock::system_now_ms;
+use crate::clock::system_now_ms;
 use crate::db::{SqlDb, StorageError};
 use crate::runtime::bindings::adapter_types::Inbound;
 use crate::runtime::{Kind, LoadError, Loaded, Runtime};

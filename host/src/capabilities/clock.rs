@@ -1,28 +1,7 @@
-//! The `clock` capability. A trait so the sandbox can give components a fake time.
-
-use std::time::{SystemTime, UNIX_EPOCH};
+//! The `clock` capability: the time of the host's [`Clock`](crate::clock::Clock).
 
 use crate::runtime::bindings::host::mmc::platform::clock::Host;
 use crate::runtime::state::HostState;
-
-pub trait Clock: Send + Sync + 'static {
-    fn now_ms(&self) -> u64;
-}
-
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now_ms(&self) -> u64 {
-        system_now_ms()
-    }
-}
-
-pub fn system_now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
 
 impl Host for HostState {
     fn now_ms(&mut self) -> wasmtime::Result<u64> {

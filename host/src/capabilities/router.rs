@@ -155,7 +155,7 @@ fn answered<T>(
         operation: operation.to_string(),
         outcome: outcome.to_string(),
         duration_ms: elapsed.as_secs_f64() * 1000.0,
-        at_ms: crate::capabilities::clock::system_now_ms(),
+        at_ms: crate::clock::system_now_ms(),
     });
     match result {
         // `busy` means "nothing was sent": only the host knows that. An

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::capabilities::clock::system_now_ms;
+use crate::clock::system_now_ms;
 use crate::db::{SqlDb, StorageError};
 use mmc_storage::sql_params;
 

@@ -11,7 +11,7 @@ use super::users::UserError;
 use super::web::{self, ConsoleError, Req, check_csrf, same};
 use super::{Console, blocking};
 use crate::accounts::Environment;
-use crate::capabilities::clock::system_now_ms;
+use crate::clock::system_now_ms;
 
 type Resp = Response<Full<Bytes>>;
 

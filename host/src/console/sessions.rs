@@ -4,7 +4,7 @@
 //! at the next request, with no cache to wait out.
 
 use crate::accounts::Environment;
-use crate::capabilities::clock::system_now_ms;
+use crate::clock::system_now_ms;
 use crate::db::{SqlDb, StorageError};
 use mmc_storage::sql_params;
 

@@ -10,7 +10,7 @@ use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, Salt
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::capabilities::clock::system_now_ms;
+use crate::clock::system_now_ms;
 use crate::db::{Row, SqlDb, StorageError};
 use crate::scopes::{Scope, Scopes};
 use mmc_storage::sql_params;

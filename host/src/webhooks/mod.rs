@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
 use crate::accounts::Environment;
-use crate::capabilities::clock::system_now_ms;
+use crate::clock::system_now_ms;
 use crate::config::WebhookConfig;
 use crate::db::{SqlConn, SqlDb, StorageError};
 use mmc_storage::sql_params;

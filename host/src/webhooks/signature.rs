@@ -1,7 +1,7 @@
 //! `X-Service-Signature: t=<unix>,v1=<hex>`, hex HMAC-SHA256 of `<t>.<raw body>`
 //! — Stripe's scheme, so its verifiers work unchanged.
 
-use crate::capabilities::signing::hmac_sha256;
+use crate::crypto::hmac_sha256;
 
 pub fn header(secret: &str, timestamp: u64, body: &[u8]) -> String {
     let mut message = format!("{timestamp}.").into_bytes();
