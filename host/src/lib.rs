@@ -19,6 +19,7 @@ pub mod logging;
 pub mod metrics;
 pub mod paths;
 pub mod permits;
+pub mod private_file;
 pub mod runtime;
 pub mod sandbox;
 pub mod scopes;

@@ -2,10 +2,8 @@
 //! generated once into `<data_dir>/admin_token` with mode 0600 — never
 //! printed, so it stays out of terminal scroll-back and log collectors.
 
-use std::io::Write;
-use std::path::Path;
-
 use crate::config::{Config, MIN_ADMIN_TOKEN_LEN};
+use crate::private_file::{self, exposed_mode};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
@@ -60,45 +58,14 @@ pub fn resolve(config: &Config) -> Result<(String, Option<std::path::PathBuf>), 
         uuid::Uuid::new_v4().simple(),
         uuid::Uuid::new_v4().simple()
     );
-    write_private(&path, &token).map_err(file_err)?;
+    private_file::write(&path, &token).map_err(file_err)?;
     Ok((token, Some(path)))
-}
-
-/// The mode of a secret file that users other than its owner can read or
-/// write (group or others have any bit), `None` if only its owner can: a
-/// secret kept in a file is refused as ssh refuses an exposed private key.
-pub(crate) fn exposed_mode(path: &Path) -> std::io::Result<Option<u32>> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path)?.permissions().mode();
-        if mode & 0o077 != 0 {
-            return Ok(Some(mode & 0o777));
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = path;
-    Ok(None)
-}
-
-/// Creates `path` readable by its owner only, before anything is written to it.
-pub(crate) fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path)?;
-    file.write_all(contents.as_bytes())?;
-    file.write_all(b"\n")?;
-    file.sync_all()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn config(dir: &Path) -> Config {
         Config {

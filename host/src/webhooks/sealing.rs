@@ -163,7 +163,7 @@ fn generated_key(path: PathBuf) -> Result<String, SealError> {
     };
     match std::fs::read_to_string(&path) {
         Ok(k) => {
-            if let Some(mode) = crate::admin::token::exposed_mode(&path).map_err(file_err)? {
+            if let Some(mode) = crate::private_file::exposed_mode(&path).map_err(file_err)? {
                 return Err(SealError::Exposed {
                     path: path.display().to_string(),
                     mode,
@@ -175,7 +175,7 @@ fn generated_key(path: PathBuf) -> Result<String, SealError> {
         Err(e) => return Err(file_err(e)),
     }
     let key = hex::encode(ChaCha20Poly1305::generate_key(&mut OsRng));
-    crate::admin::token::write_private(&path, &key).map_err(file_err)?;
+    crate::private_file::write(&path, &key).map_err(file_err)?;
     Ok(key)
 }
 
