@@ -5,6 +5,7 @@
 
 pub mod accounts;
 pub mod admin;
+pub mod audit;
 pub mod backup;
 pub mod capabilities;
 pub mod clock;

@@ -92,7 +92,7 @@ impl Sandbox {
         let http = Arc::new(FakeHttp::default());
         let storage = Arc::new(Memory::default());
         let services = Services {
-            audit: crate::admin::audit::Audit::disabled(),
+            audit: crate::audit::Audit::disabled(),
             storage: storage.clone(),
             http: http.clone(),
             clock: clock.clone(),

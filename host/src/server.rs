@@ -43,7 +43,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         .unwrap_or_else(|| format!("http://{addr}"));
     let leases = crate::leases::Leases::new(db.sql.clone());
     let services = Services {
-        audit: crate::admin::audit::Audit::start(db.sql.clone())?,
+        audit: crate::audit::Audit::start(db.sql.clone())?,
         storage: db.backend.clone(),
         http: Arc::new(ReqwestClient::new(tokio::runtime::Handle::current())),
         clock: Arc::new(SystemClock),

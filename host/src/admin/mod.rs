@@ -1,10 +1,10 @@
 //! Operating the adapters without a restart: deploy a new version (compiled,
 //! linked, described and smoke-tested before it is swapped in atomically),
 //! roll back, list; deployed versions persist across restarts. Plus the
-//! audit trail of adapter calls. Served under `/admin/v1` with its own token.
+//! audit trail of adapter calls (kept by [`crate::audit`]). Served under
+//! `/admin/v1` with its own token.
 
 pub mod api;
-pub mod audit;
 pub mod token;
 
 use std::path::PathBuf;

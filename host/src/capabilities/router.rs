@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::admin::audit::AdapterCall;
+use crate::audit::AdapterCall;
 use crate::runtime::bindings::adapter::Adapter;
 use crate::runtime::bindings::adapter_types::*;
 use crate::runtime::bindings::host::mmc::adapter::router::Host;

@@ -44,7 +44,7 @@ const TICK: Duration = Duration::from_millis(10);
 
 /// Shared services behind the capabilities (real ones in the server, fakes in the sandbox).
 pub struct Services {
-    pub audit: Arc<crate::admin::audit::Audit>,
+    pub audit: Arc<crate::audit::Audit>,
     pub storage: Arc<dyn Backend>,
     pub http: Arc<dyn HttpClient>,
     pub clock: Arc<dyn Clock>,
