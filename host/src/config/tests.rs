@@ -1,0 +1,118 @@
+//! Layering of defaults, file and `MMC_*` variables.
+
+use super::*;
+
+#[test]
+fn defaults_need_no_file() {
+    let c = Config::load(None, Vec::new()).unwrap();
+    assert_eq!(c.limits.api_deadline_ms, 5_000);
+    assert_eq!(c.routing["test"]["*"], "simulator");
+}
+
+#[test]
+fn the_wal_restart_mark_is_for_sqlite_and_has_a_least() {
+    let load = |vars: &[(&str, &str)]| {
+        Config::load(
+            None,
+            vars.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let c = load(&[("MMC_STORAGE__WAL_RESTART_MIB", "256")]).unwrap();
+    assert_eq!(c.storage.wal_restart_mib, Some(256));
+    let low = load(&[("MMC_STORAGE__WAL_RESTART_MIB", "8")]).unwrap_err();
+    assert!(low.to_string().contains("the least is 16"), "{low}");
+    let pg = load(&[
+        ("MMC_STORAGE__WAL_RESTART_MIB", "256"),
+        ("MMC_STORAGE__URL", "postgres://postgres@127.0.0.1/mmc"),
+    ])
+    .unwrap_err();
+    assert!(pg.to_string().contains("SQLite only"), "{pg}");
+}
+
+#[test]
+fn env_overrides_nest_and_parse() {
+    let c = Config::load(
+        None,
+        vec![
+            ("MMC_LIMITS__MEMORY_MIB".into(), "16".into()),
+            ("MMC_LISTEN".into(), "127.0.0.1:0".into()),
+            (
+                "MMC_COMPONENTS__SIMULATOR__SETTINGS__DELAY_MS".into(),
+                "10".into(),
+            ),
+            ("MMC_COMPONENTS__MOMO__SECRETS__PIN".into(), "0042".into()),
+            ("OTHER".into(), "x".into()),
+            // The test suite's, not configuration: a server it starts must not refuse it.
+            (
+                "MMC_TEST_DATABASE_URL".into(),
+                "postgres://x@127.0.0.1/y".into(),
+            ),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.limits.memory_mib, 16);
+    assert_eq!(c.listen.port(), 0);
+    assert_eq!(c.components["simulator"].settings["delay_ms"], "10");
+    assert_eq!(c.components["momo"].secrets["pin"], "0042", "as written");
+    let quoted = Config::load(
+        None,
+        vec![(
+            "MMC_COMPONENTS__SIMULATOR__SETTINGS__DELAY_MS".into(),
+            "\"10\"".into(),
+        )],
+    )
+    .unwrap();
+    assert_eq!(quoted.components["simulator"].settings["delay_ms"], "10");
+}
+
+#[test]
+fn env_values_take_the_type_of_their_key() {
+    let token = "12345678901234567890123456789012";
+    let c = Config::load(
+        None,
+        vec![
+            ("MMC_ADMIN__TOKEN".into(), token.into()),
+            ("MMC_LIMITS__MEMORY_MIB".into(), "24".into()),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        c.configured_admin_token(),
+        Some(token),
+        "a string key, as written"
+    );
+    assert_eq!(c.limits.memory_mib, 24, "a number key, as a number");
+    let err = Config::load(None, vec![("MMC_LIMITS__MEMORY_MIB".into(), "-1".into())])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("integer `-1`") && err.contains("limits.memory_mib"),
+        "a number refused says so: {err}"
+    );
+}
+
+#[test]
+fn event_retention_outlasts_delivery_retries() {
+    let days = |d: &str| {
+        Config::load(
+            None,
+            vec![("MMC_WEBHOOKS__EVENT_RETENTION_DAYS".into(), d.into())],
+        )
+    };
+    assert_eq!(
+        days("0").unwrap().webhooks.event_retention_days,
+        0,
+        "kept forever"
+    );
+    assert_eq!(days("4").unwrap().webhooks.event_retention_days, 4);
+    let err = days("3").unwrap_err().to_string();
+    assert!(err.contains("event_retention_days (3)"), "{err}");
+}
+
+#[test]
+fn unknown_keys_are_refused() {
+    let err = Config::load(None, vec![("MMC_LIMITZ".into(), "1".into())]).unwrap_err();
+    assert!(err.to_string().contains("limitz"), "{err}");
+}
