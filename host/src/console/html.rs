@@ -212,6 +212,7 @@ const WORDS: &[(&str, &str, &str)] = &[
 pub fn t(lang: Lang, key: &str) -> &'static str {
     WORDS
         .iter()
+        .chain(super::words::MORE)
         .find(|(k, _, _)| *k == key)
         .map(|(_, en, fr)| if lang == Lang::Fr { *fr } else { *en })
         .unwrap_or("?")
@@ -293,6 +294,10 @@ pub fn page(lang: Lang, session: Option<&Session>, title: &str, body: &str) -> S
             merchant = esc(&s.merchant_name),
             payments = t(lang, "payments"),
         );
+        let scopes = s.role.scopes();
+        if scopes.allow("GET", "/api/v1/bulk-payments/").is_ok() {
+            let _ = write!(out, " <a href=\"/console/bulk\">{}</a>", t(lang, "bulk"));
+        }
         let _ = write!(out, " <a href=\"/console/team\">{}</a>", t(lang, "team"));
         if s.role.manages_users() {
             let _ = write!(out, " <a href=\"/console/audit\">{}</a>", t(lang, "audit"));
@@ -366,7 +371,12 @@ mod tests {
 
     #[test]
     fn words_exist_in_both_languages_and_escape() {
-        for (k, en, fr) in WORDS {
+        for (k, en, fr) in WORDS.iter().chain(super::super::words::MORE) {
+            let found = WORDS
+                .iter()
+                .chain(super::super::words::MORE)
+                .filter(|w| w.0 == *k);
+            assert_eq!(found.count(), 1, "{k} once");
             assert!(!en.is_empty() && !fr.is_empty(), "{k}");
             assert_eq!(en.matches("{}").count(), fr.matches("{}").count(), "{k}");
         }
