@@ -298,6 +298,16 @@ pub fn page(lang: Lang, session: Option<&Session>, title: &str, body: &str) -> S
         if scopes.allow("GET", "/api/v1/bulk-payments/").is_ok() {
             let _ = write!(out, " <a href=\"/console/bulk\">{}</a>", t(lang, "bulk"));
         }
+        if matches!(
+            s.role,
+            super::users::Role::Developer | super::users::Role::Owner
+        ) {
+            let _ = write!(
+                out,
+                " <a href=\"/console/developers\">{}</a>",
+                t(lang, "developers")
+            );
+        }
         let _ = write!(out, " <a href=\"/console/team\">{}</a>", t(lang, "team"));
         if s.role.manages_users() {
             let _ = write!(out, " <a href=\"/console/audit\">{}</a>", t(lang, "audit"));

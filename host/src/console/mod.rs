@@ -12,7 +12,9 @@ pub mod audit;
 pub mod auth;
 pub mod bulk;
 pub mod bulk_upload;
+pub mod hooks;
 pub mod html;
+pub mod keys;
 pub mod multipart;
 pub mod payment;
 pub mod payments;
@@ -176,6 +178,19 @@ async fn route(
         ("POST", ["bulk", "upload"]) => bulk_upload::upload(app, c, req, s).await,
         ("GET", ["bulk", id]) => bulk::show(app, c, req, s, id).await,
         ("POST", ["bulk", id, "validate"]) => bulk::validate(app, c, req, s, id).await,
+        ("GET", ["developers"]) => keys::page(app, req, s, None),
+        ("POST", ["developers", "keys"]) => keys::create(app, c, req, s),
+        ("POST", ["developers", "keys", id, "revoke"]) => keys::revoke(app, c, req, s, id),
+        ("GET", ["developers", "webhooks"]) => hooks::endpoints(app, req, s, None, false).await,
+        ("POST", ["developers", "webhooks"]) => hooks::add(app, c, req, s).await,
+        ("POST", ["developers", "webhooks", id, "disabled"]) => {
+            hooks::set_disabled(app, c, req, s, id).await
+        }
+        ("POST", ["developers", "webhooks", id, "rotate"]) => {
+            hooks::rotate(app, c, req, s, id).await
+        }
+        ("GET", ["developers", "events"]) => hooks::events(app, req, s).await,
+        ("GET", ["developers", "events", id]) => hooks::event(app, req, s, id).await,
         ("GET", ["team"]) => team::page(c, req, s, None),
         ("POST", ["team", "invite"]) => team::invite(c, &app.base_url, req, s),
         ("POST", ["team", "sessions", hash, "end"]) => team::end_session(c, req, s, hash),

@@ -279,6 +279,14 @@ pub async fn resend(
             req.client.as_deref(),
         )
     })?;
+    let plain_id = event_id
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if req.field("back").as_deref() == Some("events") && plain_id {
+        return Ok(web::redirect(&format!(
+            "/console/developers/events/{event_id}?done=resend"
+        )));
+    }
     let back = match req.field("payment") {
         Some(p)
             if p.bytes()

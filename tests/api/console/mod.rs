@@ -3,6 +3,7 @@
 
 mod access;
 mod bulk;
+mod developers;
 mod money;
 
 use std::collections::HashMap;
