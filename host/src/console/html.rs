@@ -294,6 +294,7 @@ pub fn page(lang: Lang, session: Option<&Session>, title: &str, body: &str) -> S
             merchant = esc(&s.merchant_name),
             payments = t(lang, "payments"),
         );
+        let _ = write!(out, " <a href=\"/console/links\">{}</a>", t(lang, "links"));
         let scopes = s.role.scopes();
         if scopes.allow("GET", "/api/v1/bulk-payments/").is_ok() {
             let _ = write!(out, " <a href=\"/console/bulk\">{}</a>", t(lang, "bulk"));

@@ -15,9 +15,11 @@ pub mod bulk_upload;
 pub mod hooks;
 pub mod html;
 pub mod keys;
+pub mod links;
 pub mod multipart;
 pub mod payment;
 pub mod payments;
+pub mod qr;
 pub mod refunds;
 pub mod sessions;
 pub mod team;
@@ -191,6 +193,10 @@ async fn route(
         }
         ("GET", ["developers", "events"]) => hooks::events(app, req, s).await,
         ("GET", ["developers", "events", id]) => hooks::event(app, req, s, id).await,
+        ("GET", ["links"]) => links::list(app, c, req, s, None).await,
+        ("POST", ["links"]) => links::create(app, c, req, s).await,
+        ("GET", ["links", id]) => links::show(app, req, s, id).await,
+        ("GET", ["links", id, "qr.svg"]) => links::qr(app, req, s, id).await,
         ("GET", ["team"]) => team::page(c, req, s, None),
         ("POST", ["team", "invite"]) => team::invite(c, &app.base_url, req, s),
         ("POST", ["team", "sessions", hash, "end"]) => team::end_session(c, req, s, hash),

@@ -4,6 +4,7 @@
 mod access;
 mod bulk;
 mod developers;
+mod links;
 mod money;
 
 use std::collections::HashMap;
