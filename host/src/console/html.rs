@@ -289,7 +289,8 @@ pub fn page(lang: Lang, session: Option<&Session>, title: &str, body: &str) -> S
         let _ = write!(
             out,
             "<header><nav aria-label=\"{title}\"><strong>{merchant}</strong> \
-             <a href=\"/console/payments\">{payments}</a>",
+             <a href=\"/console/overview\">{overview}</a> <a href=\"/console/payments\">{payments}</a>",
+            overview = t(lang, "overview"),
             title = t(lang, "title"),
             merchant = esc(&s.merchant_name),
             payments = t(lang, "payments"),

@@ -12,11 +12,13 @@ pub mod audit;
 pub mod auth;
 pub mod bulk;
 pub mod bulk_upload;
+pub mod charts;
 pub mod hooks;
 pub mod html;
 pub mod keys;
 pub mod links;
 pub mod multipart;
+pub mod overview;
 pub mod payment;
 pub mod payments;
 pub mod qr;
@@ -193,6 +195,7 @@ async fn route(
         }
         ("GET", ["developers", "events"]) => hooks::events(app, req, s).await,
         ("GET", ["developers", "events", id]) => hooks::event(app, req, s, id).await,
+        ("GET", ["overview"]) => overview::page(app, req, s).await,
         ("GET", ["links"]) => links::list(app, c, req, s, None).await,
         ("POST", ["links"]) => links::create(app, c, req, s).await,
         ("GET", ["links", id]) => links::show(app, req, s, id).await,

@@ -122,4 +122,9 @@ pub const MORE: &[(&str, &str, &str)] = &[
     ("per_operator", "Per operator", "Par opérateur"),
     ("operators_now", "Operators now", "Opérateurs en ce moment"),
     ("country", "Country", "Pays"),
+    (
+        "overview_cut",
+        "Counted from the latest {} payments of the period only.",
+        "Calculé sur les {} derniers paiements de la période seulement.",
+    ),
 ];

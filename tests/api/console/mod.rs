@@ -6,6 +6,7 @@ mod bulk;
 mod developers;
 mod links;
 mod money;
+mod overview;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
