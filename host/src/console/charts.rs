@@ -10,6 +10,8 @@ use super::html::esc;
 const WIDTH: f64 = 720.0;
 const HEIGHT: f64 = 200.0;
 const LEFT: f64 = 8.0;
+/// Room for the last bar's label.
+const RIGHT: f64 = 24.0;
 const BOTTOM: f64 = 28.0;
 const TOP: f64 = 16.0;
 
@@ -28,7 +30,7 @@ pub fn bars(title: &str, bars: &[Bar], max: Option<f64>) -> String {
         .unwrap_or_else(|| bars.iter().map(|b| b.value).fold(0.0, f64::max))
         .max(1.0);
     let n = bars.len().max(1) as f64;
-    let slot = (WIDTH - LEFT) / n;
+    let slot = (WIDTH - LEFT - RIGHT) / n;
     let plot = HEIGHT - BOTTOM - TOP;
     let mut out = format!(
         "<figure><svg viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"100%\" role=\"img\" aria-label=\"{t}\">\

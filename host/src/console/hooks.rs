@@ -275,7 +275,7 @@ pub async fn events(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Cons
         let _ = write!(
             body,
             "<tr><td>{}</td><td>{}</td><td><a href=\"/console/developers/events/{id}\">{id}</a></td></tr>",
-            esc(&text(&e["created_at"])),
+            when(super::payment::event_ms(e)),
             esc(&text(&e["type"])),
         );
     }

@@ -341,6 +341,9 @@ pub fn page(lang: Lang, session: Option<&Session>, title: &str, body: &str) -> S
             role = s.role.as_str(),
         );
     }
+    // On a phone a table scrolls sideways in its own box (the stylesheet):
+    // focusable, so the keyboard can scroll it too.
+    let body = body.replace("<table", "<table tabindex=\"0\"");
     let _ = write!(
         out,
         "<main><h1>{}</h1>{body}</main></body></html>",

@@ -25,6 +25,8 @@ use crate::http::App;
 type Resp = Response<Full<Bytes>>;
 
 const DAYS: u64 = 30;
+/// The row of payments whose customer has not chosen an operator yet.
+const NOT_CHOSEN: &str = "(not chosen yet)";
 const DAY_MS: u64 = 86_400_000;
 /// Payments read at most for one overview (100 pages of the API's list).
 pub const MAX_PAYMENTS: usize = 10_000;
@@ -132,7 +134,8 @@ pub fn figures(payments: &[Value], now_ms: u64) -> Figures {
             continue;
         };
         slot.1.add(p);
-        let operator = p["operator"].as_str().unwrap_or("—").to_string();
+        // A hosted payment's operator is the customer's choice, once made.
+        let operator = p["operator"].as_str().unwrap_or(NOT_CHOSEN).to_string();
         month
             .entry(operator.clone())
             .or_insert_with(Tally::default)

@@ -2,6 +2,7 @@
 //! console holds them to their role's API scopes, and its actions are the API's.
 
 mod access;
+mod browser;
 mod bulk;
 mod developers;
 mod links;
