@@ -59,6 +59,15 @@ pub struct CreatedKey {
     pub scopes: Vec<&'static str>,
 }
 
+/// A key as listed: what it may do and whether it still works.
+#[derive(Debug, Clone)]
+pub struct KeyInfo {
+    pub id: String,
+    pub scopes: Scopes,
+    pub created_ms: u64,
+    pub revoked_ms: Option<u64>,
+}
+
 /// What a valid key stands for.
 #[derive(Debug, Clone)]
 pub struct Principal {
@@ -259,17 +268,56 @@ impl Accounts {
     }
 
     pub fn revoke_key(&self, key_id: &str) -> Result<(), AccountError> {
-        let changed = self.db.write(|tx| {
-            tx.execute(
+        self.revoke(key_id, None)
+    }
+
+    /// [`Accounts::revoke_key`] for a key of `merchant_id` only (the console's).
+    pub fn revoke_merchant_key(&self, merchant_id: &str, key_id: &str) -> Result<(), AccountError> {
+        self.revoke(key_id, Some(merchant_id))
+    }
+
+    fn revoke(&self, key_id: &str, merchant_id: Option<&str>) -> Result<(), AccountError> {
+        let now = system_now_ms() as i64;
+        let changed = self.db.write(|tx| match merchant_id {
+            None => tx.execute(
                 "UPDATE api_keys SET revoked_ms = COALESCE(revoked_ms, ?2) WHERE id = ?1",
-                sql_params![key_id, system_now_ms() as i64],
-            )
+                sql_params![key_id, now],
+            ),
+            Some(m) => tx.execute(
+                "UPDATE api_keys SET revoked_ms = COALESCE(revoked_ms, ?2) WHERE id = ?1 AND merchant_id = ?3",
+                sql_params![key_id, now, m],
+            ),
         })?;
         if changed == 0 {
             return Err(AccountError::UnknownKey(key_id.to_string()));
         }
         self.cache.lock().retain(|_, (p, _)| p.key_id != key_id);
         Ok(())
+    }
+
+    /// A merchant's keys in one environment, newest first (never the key itself).
+    pub fn list_keys(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+    ) -> Result<Vec<KeyInfo>, AccountError> {
+        Ok(self.db.read(|c| {
+            c.query(
+                "SELECT id, scopes, created_ms, revoked_ms FROM api_keys
+                 WHERE merchant_id = ?1 AND environment = ?2 ORDER BY created_ms DESC, id",
+                sql_params![merchant_id, environment.as_str()],
+            )?
+            .iter()
+            .map(|r| {
+                Ok(KeyInfo {
+                    id: r.text(0)?,
+                    scopes: Scopes::from_stored(r.opt_text(1)?.as_deref()),
+                    created_ms: r.int(2)? as u64,
+                    revoked_ms: r.opt_int(3)?.map(|v| v as u64),
+                })
+            })
+            .collect::<Result<Vec<_>, StorageError>>()
+        })?)
     }
 
     /// The principal of a presented key, if it is a live (unrevoked) key.

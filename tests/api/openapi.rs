@@ -45,6 +45,7 @@ async fn the_document_is_public_and_valid_openapi_3_1() {
         // Served by the host and by the bulk component: the same document.
         "/webhook-endpoints",
         "/webhook-endpoints/{endpoint_id}",
+        "/webhook-endpoints/{endpoint_id}/rotate-secret",
         "/webhook-endpoints/callback-secret",
         "/events",
         "/events/{event_id}",
@@ -116,6 +117,8 @@ async fn the_document_is_public_and_valid_openapi_3_1() {
             "predictOperator",
             "refundPayment",
             "resendEvent",
+            "rotateWebhookEndpointSecret",
+            "updateWebhookEndpoint",
             "validateBulkPayment",
         ],
         "the operationIds changed: generated SDK method names change with them"

@@ -448,9 +448,11 @@ fn see_other(p: &Payment, lang: Lang) -> Response {
 }
 
 /// Whether the page offers operator `o` for `p` (and accepts it when chosen):
-/// operational in the payment's country, taking hosted payments of this amount.
+/// operational in the payment's country, taking hosted payments of this
+/// amount, and the one the merchant fixed, if they fixed one.
 fn offered(o: &OperatorInfo, p: &Payment) -> bool {
-    o.country == p.country
+    p.operator.as_deref().is_none_or(|fixed| fixed == o.slug)
+        && o.country == p.country
         && o.status == "operational"
         && o.modes.iter().any(|m| m == "hosted")
         && (o.min_amount..=o.max_amount).contains(&p.amount)

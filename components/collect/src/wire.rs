@@ -114,6 +114,9 @@ pub fn legacy_collection(p: &Payment, replay: bool) -> Value {
     )
 }
 
+/// The longest a hosted payment waits to be paid: 30 days.
+pub const MAX_HOSTED_EXPIRY_SECONDS: u64 = 30 * 24 * 3600;
+
 /// A validated create request.
 #[derive(Debug, Clone)]
 pub struct CreatePayment {
@@ -414,14 +417,27 @@ pub fn parse_create_object(
         check_url(url, environment)
             .map_err(|msg| ApiError::invalid("url_invalid", "callback_url", msg))?;
     }
+    // A hosted payment can be a payment link, sent days before it is paid.
+    let max_expiry = if mode == Mode::Hosted {
+        MAX_HOSTED_EXPIRY_SECONDS
+    } else {
+        3600
+    };
     let expires_in_seconds = match opt_integer(m, "expires_in_seconds")? {
         None => 900,
-        Some(s) if (300..=3600).contains(&s) => s as u64,
+        Some(s) if (300..=max_expiry as i64).contains(&s) => s as u64,
         Some(_) => {
             return Err(ApiError::invalid(
                 "parameter_out_of_range",
                 "expires_in_seconds",
-                "expires_in_seconds must be between 300 and 3600.",
+                format!(
+                    "expires_in_seconds must be between 300 and {max_expiry} for a {} payment.",
+                    if mode == Mode::Hosted {
+                        "hosted"
+                    } else {
+                        "direct"
+                    }
+                ),
             ));
         }
     };
@@ -701,7 +717,8 @@ mod props {
                 Ok(p) => {
                     prop_assert!((100..=2_000_000).contains(&p.amount));
                     prop_assert!(!p.reference.is_empty() && p.reference.chars().count() <= 100);
-                    prop_assert!((300..=3600).contains(&p.expires_in_seconds));
+                    let max = if p.mode == mmc_domain::Mode::Hosted { super::MAX_HOSTED_EXPIRY_SECONDS } else { 3600 };
+                    prop_assert!((300..=max).contains(&p.expires_in_seconds));
                     prop_assert_eq!(p.currency.as_str(), p.country.currency());
                     if p.mode == mmc_domain::Mode::Direct {
                         prop_assert!(p.operator.is_some());

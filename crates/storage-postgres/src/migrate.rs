@@ -246,6 +246,13 @@ CREATE INDEX console_audit_merchant ON console_audit (merchant_id, id);
 CREATE INDEX console_audit_subject ON console_audit (merchant_id, subject);
 "#,
     ),
+    (
+        5,
+        r#"
+-- A disabled webhook endpoint receives no new event; NULL = enabled.
+ALTER TABLE webhook_endpoints ADD COLUMN disabled_ms bigint;
+"#,
+    ),
 ];
 
 pub(crate) async fn migrate(

@@ -108,6 +108,8 @@ const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     // Maker-checker per environment; NULL = the default (off in test, on in live).
     ("merchants", "second_approver_test", "INTEGER"),
     ("merchants", "second_approver_live", "INTEGER"),
+    // A disabled webhook endpoint receives no new event; NULL = enabled.
+    ("webhook_endpoints", "disabled_ms", "INTEGER"),
 ];
 
 fn add_missing_columns(conn: &Connection) -> Result<(), StorageError> {

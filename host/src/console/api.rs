@@ -64,13 +64,36 @@ pub async fn call(
     idempotency_key: Option<&str>,
     request_id: &str,
 ) -> Result<Answer, ConsoleError> {
+    let body = Body {
+        content_type: "application/json".into(),
+        bytes: body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
+    };
+    call_with(app, s, method, target, body, idempotency_key, request_id).await
+}
+
+/// A request body and its media type (JSON, or a multipart upload).
+pub struct Body {
+    pub content_type: String,
+    pub bytes: Vec<u8>,
+}
+
+/// [`call`] with any body: a CSV import is multipart, as a key would send it.
+pub async fn call_with(
+    app: &Arc<App>,
+    s: &Session,
+    method: &str,
+    target: &str,
+    body: Body,
+    idempotency_key: Option<&str>,
+    request_id: &str,
+) -> Result<Answer, ConsoleError> {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     // The scope check a key's request passes ([`admit`] counted the request).
     s.role.scopes().allow(method, path).map_err(forbidden)?;
     if crate::paths::under(path, "/api/v1/events")
         || crate::paths::under(path, "/api/v1/webhook-endpoints")
     {
-        return Ok(native(app, s, method, path, query, body).await);
+        return Ok(native(app, s, method, path, query, body.bytes).await);
     }
     let route = app.route(path).ok_or(ConsoleError::NotFound)?.clone();
     let caller = http_types::Caller {
@@ -82,7 +105,7 @@ pub async fn call(
         request_id: request_id.to_string(),
         base_url: app.base_url.clone(),
     };
-    let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
+    let mut headers = vec![("content-type".to_string(), body.content_type)];
     if let Some(key) = idempotency_key {
         headers.push(("idempotency-key".to_string(), key.to_string()));
     }
@@ -91,7 +114,7 @@ pub async fn call(
         path: path.to_string(),
         query: query.to_string(),
         headers,
-        body: body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
+        body: body.bytes,
     };
     let app = app.clone();
     let response = crate::http::on_blocking_thread(move || {
@@ -116,7 +139,7 @@ async fn native(
     method: &str,
     path: &str,
     query: &str,
-    body: Option<&Value>,
+    body: Vec<u8>,
 ) -> Answer {
     let principal = crate::accounts::Principal {
         key_id: s.actor_id(),
@@ -131,7 +154,7 @@ async fn native(
         path: path.to_string(),
         query: query.to_string(),
         headers: vec![("content-type".into(), "application/json".into())],
-        body: body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
+        body,
     };
     let (status, body) =
         match crate::webhooks::api::handle(&app.webhooks, &principal, request).await {

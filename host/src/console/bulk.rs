@@ -1,8 +1,9 @@
-//! A bulk batch's approval by a person: the batch's page shows what would be
-//! paid, and approving or rejecting it is the API's `validate`, through the
-//! same scope check (`bulk:approve`) and the component's maker-checker rule:
-//! a person is their own caller, so the batch's creator cannot approve it
-//! where the merchant requires a second approver.
+//! Bulk payouts by people: the list of batches with the CSV upload form
+//! ([`super::bulk_upload`]), a batch's page with its items as they are paid,
+//! and its approval or rejection. Approving is the API's `validate`, through
+//! the same scope check (`bulk:approve`) and the component's maker-checker
+//! rule: a person is their own caller, so the batch's creator cannot approve
+//! it where the merchant requires a second approver (always, in live).
 
 use std::fmt::Write;
 use std::sync::Arc;
@@ -20,7 +21,11 @@ use crate::http::App;
 
 type Resp = Response<Full<Bytes>>;
 
-fn text(v: &Value) -> String {
+const BATCHES_PER_PAGE: u64 = 20;
+const ITEMS_PER_PAGE: u64 = 50;
+const ITEM_STATUSES: [&str; 4] = ["pending", "processing", "completed", "failed"];
+
+pub(super) fn text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
@@ -28,59 +33,267 @@ fn text(v: &Value) -> String {
     }
 }
 
-/// `GET /console/bulk/{id}`: the batch, and while it waits, approve or reject.
-pub async fn show(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Resp, ConsoleError> {
+/// `?page=`: a page number from 1, else 1.
+fn page_number(req: &Req) -> u64 {
+    req.param("page")
+        .and_then(|p| p.parse::<u64>().ok())
+        .filter(|p| (1..=1_000_000).contains(p))
+        .unwrap_or(1)
+}
+
+/// The email of the person behind a caller id (`user_…`), else the id (a key).
+fn who(c: &Console, s: &Session, caller: &str) -> String {
+    let Some(id) = caller.strip_prefix("user_") else {
+        return caller.to_string();
+    };
+    blocking(|| c.users.list(&s.merchant_id))
+        .ok()
+        .and_then(|users| {
+            users
+                .into_iter()
+                .find(|u| u.id.trim_start_matches("usr_") == id)
+        })
+        .map(|u| u.email)
+        .unwrap_or_else(|| caller.to_string())
+}
+
+async fn get(app: &Arc<App>, req: &Req, s: &Session, target: &str) -> Result<Value, ConsoleError> {
+    let answer = api::call(app, s, "GET", target, None, None, &req.request_id).await?;
+    match answer.status {
+        200 => Ok(answer.json()),
+        404 => Err(ConsoleError::NotFound),
+        _ => Err(answer.refusal()),
+    }
+}
+
+/// `GET /console/bulk`: the batches, newest first, and the upload form for
+/// those who may create one. `report` is a rejected upload's (status, HTML).
+pub async fn list(
+    app: &Arc<App>,
+    req: &Req,
+    s: &Session,
+    report: Option<(u16, String)>,
+) -> Result<Resp, ConsoleError> {
     let l = req.lang;
-    let answer = api::call(
+    let page = page_number(req);
+    let found = get(
         app,
+        req,
         s,
-        "GET",
-        &format!("/api/v1/bulk-payments/{id}"),
-        None,
-        None,
-        &req.request_id,
+        &format!("/api/v1/bulk-payments/?page={page}&page_size={BATCHES_PER_PAGE}"),
     )
     .await?;
-    match answer.status {
-        200 => {}
-        404 => return Err(ConsoleError::NotFound),
-        _ => return Err(answer.refusal()),
+    let (status, mut body) = report.unwrap_or((200, String::new()));
+    if s.role
+        .scopes()
+        .allow("POST", "/api/v1/bulk-payments/import_csv/")
+        .is_ok()
+    {
+        body.push_str(&super::bulk_upload::form(req, s));
     }
-    let b = answer.json();
+    let _ = write!(
+        body,
+        "<h2>{}</h2><table><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",
+        t(l, "bulk"),
+        t(l, "name"),
+        t(l, "status"),
+        t(l, "amount"),
+        t(l, "items"),
+        t(l, "created"),
+    );
+    let batches = found["results"].as_array().cloned().unwrap_or_default();
+    for b in &batches {
+        let _ = write!(
+            body,
+            "<tr><td><a href=\"/console/bulk/{id}\">{name}</a></td><td>{status}</td><td>{total} {cur}</td><td>{n}</td><td>{created}</td></tr>",
+            id = esc(&text(&b["id"])),
+            name = esc(&text(&b["name"])),
+            status = esc(&text(&b["status"])),
+            total = esc(&text(&b["total_amount"])),
+            cur = esc(&text(&b["currency"])),
+            n = esc(&text(&b["item_count"])),
+            created = esc(&text(&b["created_at"])),
+        );
+    }
+    body.push_str("</tbody></table>");
+    if batches.is_empty() {
+        let _ = write!(body, "<p>{}</p>", t(l, "none"));
+    }
+    body.push_str(&pager(l, "/console/bulk?", page, !found["next"].is_null()));
+    Ok(web::page_response(
+        status,
+        html::page(l, Some(s), t(l, "bulk"), &body),
+    ))
+}
+
+/// Newer and older page links (`base` ends with `?` or `&`).
+fn pager(l: html::Lang, base: &str, page: u64, more: bool) -> String {
+    let mut out = String::from("<p>");
+    if page > 1 {
+        let _ = write!(
+            out,
+            "<a rel=\"prev\" href=\"{}page={}\">{}</a> ",
+            esc(base),
+            page - 1,
+            t(l, "newer")
+        );
+    }
+    if more {
+        let _ = write!(
+            out,
+            "<a rel=\"next\" href=\"{}page={}\">{}</a>",
+            esc(base),
+            page + 1,
+            t(l, "older")
+        );
+    }
+    out.push_str("</p>");
+    out
+}
+
+/// What the batch is, and how far its payment has gone.
+fn facts(c: &Console, l: html::Lang, s: &Session, b: &Value) -> String {
+    let mut body = String::from("<dl>");
+    for (label, value) in [
+        ("name", text(&b["name"])),
+        ("description", text(&b["description"])),
+        ("status", text(&b["status"])),
+        (
+            "amount",
+            format!("{} {}", text(&b["total_amount"]), text(&b["currency"])),
+        ),
+        ("items", text(&b["item_count"])),
+        ("created", text(&b["created_at"])),
+        ("created_by", who(c, s, &text(&b["created_by_key_id"]))),
+        ("approved_by", who(c, s, &text(&b["validated_by_key_id"]))),
+        ("reason", text(&b["rejection_reason"])),
+    ] {
+        if !value.trim().is_empty() {
+            let _ = write!(body, "<dt>{}</dt><dd>{}</dd>", t(l, label), esc(&value));
+        }
+    }
+    let counts = &b["items_by_status"];
+    let _ = write!(body, "<dt>{}</dt><dd>", t(l, "progress"));
+    for st in ITEM_STATUSES {
+        let _ = write!(
+            body,
+            "<span class=\"count\">{st}: <strong>{}</strong></span> ",
+            esc(&text(&counts[st]))
+        );
+    }
+    body.push_str("</dd></dl>");
+    body
+}
+
+/// Approve and reject, while the batch waits for them.
+fn decision(l: html::Lang, s: &Session, id: &str, own: bool) -> String {
+    let mut out = String::new();
+    if own && s.require_second_approver {
+        out.push_str(&html::notice(t(l, "maker_checker"), false));
+    }
+    let _ = write!(
+        out,
+        "<form method=\"post\" action=\"/console/bulk/{ide}/validate\">{csrf}<input type=\"hidden\" name=\"action\" value=\"approve\">\
+         <button>{approve}</button></form>\
+         <form method=\"post\" action=\"/console/bulk/{ide}/validate\">{csrf}<input type=\"hidden\" name=\"action\" value=\"reject\">\
+         <label>{reason}<input name=\"reason\" maxlength=\"255\"></label><button class=\"danger\">{reject}</button></form>",
+        ide = esc(id),
+        csrf = html::csrf_field(s),
+        approve = t(l, "approve"),
+        reason = t(l, "reason"),
+        reject = t(l, "reject"),
+    );
+    out
+}
+
+/// The items of one page, in file order, with how each one went.
+fn items_table(l: html::Lang, items: &[Value]) -> String {
+    let mut out = format!(
+        "<table><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",
+        t(l, "line"),
+        t(l, "status"),
+        t(l, "beneficiary"),
+        t(l, "phone"),
+        t(l, "amount"),
+        t(l, "reference"),
+        t(l, "operator"),
+        t(l, "failure"),
+    );
+    for i in items {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&text(&i["line"])),
+            esc(&text(&i["status"])),
+            esc(&text(&i["beneficiary_name"])),
+            esc(&text(&i["phone"])),
+            esc(&text(&i["amount"])),
+            esc(&text(&i["currency"])),
+            esc(&text(&i["reference"])),
+            esc(&text(&i["operator"])),
+            esc(&text(&i["failure_message"])),
+        );
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+/// `GET /console/bulk/{id}`: the batch, its items page by page (`?status=`
+/// keeps one item status), and while it waits, approve or reject.
+pub async fn show(
+    app: &Arc<App>,
+    c: &Console,
+    req: &Req,
+    s: &Session,
+    id: &str,
+) -> Result<Resp, ConsoleError> {
+    let l = req.lang;
+    let b = get(app, req, s, &format!("/api/v1/bulk-payments/{id}")).await?;
+    let status = req
+        .param("status")
+        .filter(|st| ITEM_STATUSES.contains(&st.as_str()));
+    let page = page_number(req);
+    let mut items_query = format!("page={page}&page_size={ITEMS_PER_PAGE}");
+    if let Some(st) = &status {
+        items_query.push_str(&format!("&status={st}"));
+    }
+    let items = get(
+        app,
+        req,
+        s,
+        &format!("/api/v1/bulk-payments/{id}/items/?{items_query}"),
+    )
+    .await?;
     let mut body = String::new();
     if let Some(done) = req.param("done") {
         body.push_str(&html::notice(&format!("{} ({done})", t(l, "done")), false));
     }
-    body.push_str("<dl>");
-    for key in [
-        "id",
-        "name",
-        "status",
-        "total_amount",
-        "currency",
-        "item_count",
-        "created_by_key_id",
-        "validated_by_key_id",
-    ] {
-        if !b[key].is_null() {
-            let _ = write!(body, "<dt>{key}</dt><dd>{}</dd>", esc(&text(&b[key])));
-        }
-    }
-    body.push_str("</dl>");
+    body.push_str(&facts(c, l, s, &b));
     if b["status"] == "pending_validation" {
+        let own = b["created_by_key_id"].as_str() == Some(&s.actor_id());
+        body.push_str(&decision(l, s, id, own));
+    }
+    let ide = esc(id);
+    let _ = write!(
+        body,
+        "<h2>{}</h2><p><a href=\"/console/bulk/{ide}\">{}</a>",
+        t(l, "items"),
+        t(l, "refresh")
+    );
+    for st in ITEM_STATUSES {
         let _ = write!(
             body,
-            "<form method=\"post\" action=\"/console/bulk/{ide}/validate\">{csrf}<input type=\"hidden\" name=\"action\" value=\"approve\">\
-             <button>{approve}</button></form>\
-             <form method=\"post\" action=\"/console/bulk/{ide}/validate\">{csrf}<input type=\"hidden\" name=\"action\" value=\"reject\">\
-             <label>{reason}<input name=\"reason\" maxlength=\"500\"></label><button class=\"danger\">{reject}</button></form>",
-            ide = esc(id),
-            csrf = html::csrf_field(s),
-            approve = t(l, "approve"),
-            reason = t(l, "reason"),
-            reject = t(l, "reject"),
+            " · <a href=\"/console/bulk/{ide}?status={st}\">{st}</a>"
         );
     }
+    body.push_str("</p>");
+    let list = items["results"].as_array().cloned().unwrap_or_default();
+    body.push_str(&items_table(l, &list));
+    let base = match &status {
+        Some(st) => format!("/console/bulk/{id}?status={st}&"),
+        None => format!("/console/bulk/{id}?"),
+    };
+    body.push_str(&pager(l, &base, page, !items["next"].is_null()));
     let title = format!("{} {}", t(l, "batch"), text(&b["name"]));
     Ok(web::page_response(
         200,

@@ -212,6 +212,7 @@ const WORDS: &[(&str, &str, &str)] = &[
 pub fn t(lang: Lang, key: &str) -> &'static str {
     WORDS
         .iter()
+        .chain(super::words::MORE)
         .find(|(k, _, _)| *k == key)
         .map(|(_, en, fr)| if lang == Lang::Fr { *fr } else { *en })
         .unwrap_or("?")
@@ -288,11 +289,27 @@ pub fn page(lang: Lang, session: Option<&Session>, title: &str, body: &str) -> S
         let _ = write!(
             out,
             "<header><nav aria-label=\"{title}\"><strong>{merchant}</strong> \
-             <a href=\"/console/payments\">{payments}</a>",
+             <a href=\"/console/overview\">{overview}</a> <a href=\"/console/payments\">{payments}</a>",
+            overview = t(lang, "overview"),
             title = t(lang, "title"),
             merchant = esc(&s.merchant_name),
             payments = t(lang, "payments"),
         );
+        let _ = write!(out, " <a href=\"/console/links\">{}</a>", t(lang, "links"));
+        let scopes = s.role.scopes();
+        if scopes.allow("GET", "/api/v1/bulk-payments/").is_ok() {
+            let _ = write!(out, " <a href=\"/console/bulk\">{}</a>", t(lang, "bulk"));
+        }
+        if matches!(
+            s.role,
+            super::users::Role::Developer | super::users::Role::Owner
+        ) {
+            let _ = write!(
+                out,
+                " <a href=\"/console/developers\">{}</a>",
+                t(lang, "developers")
+            );
+        }
         let _ = write!(out, " <a href=\"/console/team\">{}</a>", t(lang, "team"));
         if s.role.manages_users() {
             let _ = write!(out, " <a href=\"/console/audit\">{}</a>", t(lang, "audit"));
@@ -324,6 +341,9 @@ pub fn page(lang: Lang, session: Option<&Session>, title: &str, body: &str) -> S
             role = s.role.as_str(),
         );
     }
+    // On a phone a table scrolls sideways in its own box (the stylesheet):
+    // focusable, so the keyboard can scroll it too.
+    let body = body.replace("<table", "<table tabindex=\"0\"");
     let _ = write!(
         out,
         "<main><h1>{}</h1>{body}</main></body></html>",
@@ -366,7 +386,12 @@ mod tests {
 
     #[test]
     fn words_exist_in_both_languages_and_escape() {
-        for (k, en, fr) in WORDS {
+        for (k, en, fr) in WORDS.iter().chain(super::super::words::MORE) {
+            let found = WORDS
+                .iter()
+                .chain(super::super::words::MORE)
+                .filter(|w| w.0 == *k);
+            assert_eq!(found.count(), 1, "{k} once");
             assert!(!en.is_empty() && !fr.is_empty(), "{k}");
             assert_eq!(en.matches("{}").count(), fr.matches("{}").count(), "{k}");
         }

@@ -11,9 +11,17 @@ pub mod api;
 pub mod audit;
 pub mod auth;
 pub mod bulk;
+pub mod bulk_upload;
+pub mod charts;
+pub mod hooks;
 pub mod html;
+pub mod keys;
+pub mod links;
+pub mod multipart;
+pub mod overview;
 pub mod payment;
 pub mod payments;
+pub mod qr;
 pub mod refunds;
 pub mod sessions;
 pub mod team;
@@ -21,6 +29,7 @@ pub mod throttle;
 pub mod totp;
 pub mod users;
 pub mod web;
+pub mod words;
 
 use std::sync::Arc;
 
@@ -69,7 +78,9 @@ type Resp = Response<Full<Bytes>>;
 /// Serves one request under `/console`.
 pub async fn handle(app: &Arc<App>, req: Request<Incoming>, request_id: &str) -> Resp {
     let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
-    let (parts, body) = match crate::http::read_request(app, req, Some(MAX_FORM_BYTES)).await {
+    // A CSV upload may be as large as the API takes one; other forms are small.
+    let limit = (req.uri().path() != bulk_upload::PATH).then_some(MAX_FORM_BYTES);
+    let (parts, body) = match crate::http::read_request(app, req, limit).await {
         Ok(read) => read,
         Err(_) => return web::page_response(400, "bad request\n".into()),
     };
@@ -167,8 +178,28 @@ async fn route(
         ("GET", ["payments", id, "cancel"]) => refunds::cancel_form(app, req, s, id).await,
         ("POST", ["payments", id, "cancel"]) => refunds::cancel(app, c, req, s, id).await,
         ("POST", ["events", id, "resend"]) => payment::resend(app, c, req, s, id).await,
-        ("GET", ["bulk", id]) => bulk::show(app, req, s, id).await,
+        ("GET", ["bulk"]) => bulk::list(app, req, s, None).await,
+        ("POST", ["bulk", "upload"]) => bulk_upload::upload(app, c, req, s).await,
+        ("GET", ["bulk", id]) => bulk::show(app, c, req, s, id).await,
         ("POST", ["bulk", id, "validate"]) => bulk::validate(app, c, req, s, id).await,
+        ("GET", ["developers"]) => keys::page(app, req, s, None),
+        ("POST", ["developers", "keys"]) => keys::create(app, c, req, s),
+        ("POST", ["developers", "keys", id, "revoke"]) => keys::revoke(app, c, req, s, id),
+        ("GET", ["developers", "webhooks"]) => hooks::endpoints(app, req, s, None, false).await,
+        ("POST", ["developers", "webhooks"]) => hooks::add(app, c, req, s).await,
+        ("POST", ["developers", "webhooks", id, "disabled"]) => {
+            hooks::set_disabled(app, c, req, s, id).await
+        }
+        ("POST", ["developers", "webhooks", id, "rotate"]) => {
+            hooks::rotate(app, c, req, s, id).await
+        }
+        ("GET", ["developers", "events"]) => hooks::events(app, req, s).await,
+        ("GET", ["developers", "events", id]) => hooks::event(app, req, s, id).await,
+        ("GET", ["overview"]) => overview::page(app, req, s).await,
+        ("GET", ["links"]) => links::list(app, c, req, s, None).await,
+        ("POST", ["links"]) => links::create(app, c, req, s).await,
+        ("GET", ["links", id]) => links::show(app, req, s, id).await,
+        ("GET", ["links", id, "qr.svg"]) => links::qr(app, req, s, id).await,
         ("GET", ["team"]) => team::page(c, req, s, None),
         ("POST", ["team", "invite"]) => team::invite(c, &app.base_url, req, s),
         ("POST", ["team", "sessions", hash, "end"]) => team::end_session(c, req, s, hash),

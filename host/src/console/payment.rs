@@ -141,6 +141,23 @@ pub async fn show(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Re
     ))
 }
 
+/// When an event happened: its envelope's `created`, in Unix seconds.
+pub(super) fn event_ms(e: &Value) -> u64 {
+    e["created"].as_u64().unwrap_or(0) * 1000
+}
+
+/// The last answer of a delivery: its HTTP status, else what went wrong.
+pub(super) fn answer_of(attempt: &Value, delivery: &Value) -> String {
+    match attempt["status_code"].as_u64() {
+        Some(code) => format!("HTTP {code}"),
+        None => attempt["error"]
+            .as_str()
+            .or(delivery["last_error"].as_str())
+            .unwrap_or("–")
+            .to_string(),
+    }
+}
+
 /// An event's webhook deliveries: where, how it went, the last answer.
 fn deliveries(l: html::Lang, event: &Value) -> String {
     let list = event["deliveries"].as_array().cloned().unwrap_or_default();
@@ -155,12 +172,12 @@ fn deliveries(l: html::Lang, event: &Value) -> String {
             .unwrap_or(Value::Null);
         let _ = write!(
             out,
-            "<li>{} → {} · {} {} · HTTP {}</li>",
+            "<li>{} → {} · {} {} · {}</li>",
             esc(d["url"].as_str().unwrap_or_default()),
             esc(d["status"].as_str().unwrap_or_default()),
             esc(&d["attempt_count"].to_string()),
             t(l, "attempts"),
-            esc(&last["status_code"].to_string())
+            esc(&answer_of(&last, &d))
         );
     }
     out.push_str("</ul>");
@@ -220,13 +237,13 @@ fn timeline(
     }
     // RFC 3339 times of one format sort as text: newest first, as listed,
     // then read backwards.
-    events.sort_by(|a, b| b["created_at"].as_str().cmp(&a["created_at"].as_str()));
+    events.sort_by_key(|e| std::cmp::Reverse(event_ms(e)));
     for e in events.iter().rev() {
         let eid = e["id"].as_str().unwrap_or_default();
         let _ = write!(
             out,
             "<li>{} · <strong>{}</strong>",
-            esc(e["created_at"].as_str().unwrap_or_default()),
+            when(event_ms(e)),
             esc(e["type"].as_str().unwrap_or_default())
         );
         if may_manage_webhooks {
@@ -279,6 +296,14 @@ pub async fn resend(
             req.client.as_deref(),
         )
     })?;
+    let plain_id = event_id
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if req.field("back").as_deref() == Some("events") && plain_id {
+        return Ok(web::redirect(&format!(
+            "/console/developers/events/{event_id}?done=resend"
+        )));
+    }
     let back = match req.field("payment") {
         Some(p)
             if p.bytes()

@@ -50,6 +50,14 @@ impl Req {
     pub fn field(&self, name: &str) -> Option<String> {
         pairs(&self.body, name)
     }
+
+    /// Every value of a repeated form field (checkboxes), blanks left out.
+    pub fn fields(&self, name: &str) -> Vec<String> {
+        url::form_urlencoded::parse(&self.body)
+            .filter(|(k, v)| k == name && !v.trim().is_empty())
+            .map(|(_, v)| v.trim().to_string())
+            .collect()
+    }
 }
 
 fn pairs(raw: &[u8], name: &str) -> Option<String> {

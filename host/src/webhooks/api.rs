@@ -125,6 +125,33 @@ pub async fn handle(
                 json!({"id": id, "object": "webhook_endpoint", "deleted": true}),
             ))
         }
+        ("POST", ["webhook-endpoints", id]) if *id != "callback-secret" => {
+            let body = req.json_object()?;
+            let o = body.as_object().expect("a JSON object");
+            if let Some(k) = o.keys().find(|k| k.as_str() != "disabled") {
+                return Err(ApiError::invalid(
+                    "parameter_unknown",
+                    k,
+                    format!("Unknown parameter '{k}'; an endpoint's disabled can be changed."),
+                ));
+            }
+            let disabled = match o.get("disabled") {
+                Some(Value::Bool(b)) => *b,
+                _ => {
+                    return Err(ApiError::invalid(
+                        "parameter_invalid_boolean",
+                        "disabled",
+                        "disabled is required: true or false.",
+                    ));
+                }
+            };
+            let e = req.blocking(|| webhooks.set_disabled(&who.merchant_id, env, id, disabled))?;
+            Ok(NativeResponse::json(200, json!(e)))
+        }
+        ("POST", ["webhook-endpoints", id, "rotate-secret"]) => {
+            let e = req.blocking(|| webhooks.rotate_secret(&who.merchant_id, env, id))?;
+            Ok(NativeResponse::json(200, json!(e)))
+        }
         ("GET", ["webhook-endpoints", "callback-secret"]) => {
             let secret =
                 req.blocking(|| webhooks.callback_secret(&who.merchant_id, env.as_str()))?;
@@ -188,7 +215,10 @@ pub async fn handle(
             Err(ApiError::method_not_allowed_on(method, "GET, HEAD"))
         }
         (method, ["webhook-endpoints", _]) => {
-            Err(ApiError::method_not_allowed_on(method, "DELETE"))
+            Err(ApiError::method_not_allowed_on(method, "POST, DELETE"))
+        }
+        (method, ["webhook-endpoints", _, "rotate-secret"]) => {
+            Err(ApiError::method_not_allowed_on(method, "POST"))
         }
         (method, ["events"] | ["events", _]) => {
             Err(ApiError::method_not_allowed_on(method, "GET, HEAD"))

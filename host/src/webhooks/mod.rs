@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod destination;
+mod manage;
 pub mod sealing;
 pub mod signature;
 
@@ -67,7 +68,9 @@ pub struct Endpoint {
     pub description: Option<String>,
     pub environment: String,
     pub created: u64,
-    /// Shown only in the creation response.
+    /// Receives nothing new while disabled (deliveries already queued go on).
+    pub disabled: bool,
+    /// Shown only in the creation (and secret rotation) response.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
 }
@@ -173,7 +176,7 @@ fn subscriptions(
     env: &str,
 ) -> Result<Vec<Subscription>, StorageError> {
     tx.query(
-        "SELECT id, url, enabled_events FROM webhook_endpoints WHERE merchant_id = ?1 AND environment = ?2 AND deleted_ms IS NULL",
+        "SELECT id, url, enabled_events FROM webhook_endpoints WHERE merchant_id = ?1 AND environment = ?2 AND deleted_ms IS NULL AND disabled_ms IS NULL",
         sql_params![merchant, env],
     )?
     .iter()
@@ -370,6 +373,7 @@ impl Webhooks {
             description,
             environment: environment.as_str().into(),
             created: system_now_ms() / 1000,
+            disabled: false,
             secret: Some(signature::new_secret()),
         };
         let sealed = self
@@ -406,7 +410,7 @@ impl Webhooks {
     ) -> Result<Vec<Endpoint>, WebhookError> {
         Ok(self.db.read(|c| {
             c.query(
-                "SELECT id, url, enabled_events, description, environment, created_ms FROM webhook_endpoints
+                "SELECT id, url, enabled_events, description, environment, created_ms, disabled_ms FROM webhook_endpoints
                  WHERE merchant_id = ?1 AND environment = ?2 AND deleted_ms IS NULL ORDER BY created_ms, id",
                 sql_params![merchant_id, environment.as_str()],
             )?
@@ -420,6 +424,7 @@ impl Webhooks {
                     description: r.opt_text(3)?,
                     environment: r.text(4)?,
                     created: r.int(5)? as u64 / 1000,
+                    disabled: r.opt_int(6)?.is_some(),
                     secret: None,
                 })
             })

@@ -2,7 +2,12 @@
 //! console holds them to their role's API scopes, and its actions are the API's.
 
 mod access;
+mod browser;
+mod bulk;
+mod developers;
+mod links;
 mod money;
+mod overview;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -100,6 +105,37 @@ impl Browser {
     pub async fn post(&self, path: &str, form: &[(&str, &str)]) -> Page {
         self.send(self.client.post(format!("{}{path}", self.base)).form(form))
             .await
+    }
+
+    /// Posts `fields` and a file as multipart/form-data, as a browser's upload form does.
+    pub async fn upload(&self, path: &str, fields: &[(&str, &str)], file: (&str, &[u8])) -> Page {
+        let boundary = "----consoleTestBoundary7MA4YWxk";
+        let mut body = Vec::new();
+        for (name, value) in fields {
+            body.extend_from_slice(
+                format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
+                    .as_bytes(),
+            );
+        }
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{}\"\r\nContent-Type: text/csv\r\n\r\n",
+                file.0
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(file.1);
+        body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+        self.send(
+            self.client
+                .post(format!("{}{path}", self.base))
+                .header(
+                    "content-type",
+                    format!("multipart/form-data; boundary={boundary}"),
+                )
+                .body(body),
+        )
+        .await
     }
 
     /// Posts a form of the page at `from`, with its CSRF token.

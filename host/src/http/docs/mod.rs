@@ -41,6 +41,7 @@ pub const SERVED: &[Chapter] = &[
     chapter!("bulk-payouts"),
     chapter!("legacy"),
     chapter!("api-reference"),
+    chapter!("console"),
 ];
 
 /// The errors chapter: the target of every `doc_url`.

@@ -1,0 +1,196 @@
+//! A bulk batch from a CSV file: the upload form posts the file here, and
+//! the console hands it to the bulk component's own CSV import (multipart,
+//! as a key would send it, with the form's Idempotency-Key, so a double
+//! submit is one batch). A file with bad lines creates nothing; its report
+//! lists every problem by line and column, as the API's 400 does.
+
+use std::fmt::Write;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::Response;
+use serde_json::Value;
+
+use super::bulk::text;
+use super::html::{self, esc, t};
+use super::multipart::{self, Part};
+use super::sessions::Session;
+use super::web::{ConsoleError, Req, same};
+use super::{Console, api, blocking};
+use crate::http::App;
+
+type Resp = Response<Full<Bytes>>;
+
+/// Where the form posts; its body may be as large as the API accepts.
+pub const PATH: &str = "/console/bulk/upload";
+const IMPORT: &str = "/api/v1/bulk-payments/import_csv/";
+
+/// The upload form, with a fresh Idempotency-Key.
+pub fn form(req: &Req, s: &Session) -> String {
+    let l = req.lang;
+    format!(
+        "<h2>{upload}</h2><p>{columns}</p><form method=\"post\" action=\"{PATH}\" enctype=\"multipart/form-data\">{csrf}\
+         <input type=\"hidden\" name=\"idempotency_key\" value=\"{key}\">\
+         <fieldset><label>{name}<input name=\"name\" maxlength=\"100\" required></label>\
+         <label>{description}<input name=\"description\" maxlength=\"255\"></label>\
+         <label>{file}<input type=\"file\" name=\"file\" accept=\".csv,text/csv\" required></label></fieldset>\
+         <button>{upload}</button></form>",
+        upload = t(l, "upload"),
+        columns = t(l, "csv_columns"),
+        csrf = html::csrf_field(s),
+        key = uuid::Uuid::new_v4(),
+        name = t(l, "name"),
+        description = t(l, "description"),
+        file = t(l, "file"),
+    )
+}
+
+/// The form's fields, once its CSRF token is checked.
+struct Upload {
+    idempotency_key: String,
+    name: Option<String>,
+    description: Option<String>,
+    file: Option<(String, Vec<u8>)>,
+}
+
+fn read_form(req: &Req, s: &Session) -> Result<Upload, ConsoleError> {
+    let bad = || ConsoleError::Refused(400, t(req.lang, "bad_upload").into());
+    let boundary = req
+        .header("content-type")
+        .and_then(multipart::boundary)
+        .ok_or_else(bad)?;
+    let parts = multipart::parse(&req.body, &boundary).map_err(|_| bad())?;
+    let field = |name: &str| -> Option<String> {
+        parts
+            .iter()
+            .find(|p| p.name == name && p.filename.is_none())
+            .and_then(|p| String::from_utf8(p.body.clone()).ok())
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    match field("csrf") {
+        Some(token) if same(&token, &s.csrf) => {}
+        _ => return Err(ConsoleError::Csrf),
+    }
+    let file = parts
+        .iter()
+        .find(|p| p.name == "file" && !p.body.is_empty())
+        .map(|Part { filename, body, .. }| (filename.clone().unwrap_or_default(), body.clone()));
+    Ok(Upload {
+        // Without one (a hand-made request), each submit is its own batch.
+        idempotency_key: field("idempotency_key")
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+        name: field("name"),
+        description: field("description"),
+        file,
+    })
+}
+
+/// The API's 400 for a CSV with bad lines, as a table: line, column, problem.
+fn report(l: html::Lang, error: &Value) -> String {
+    let mut out = html::notice(
+        &format!("{} {}", text(&error["message"]), t(l, "csv_report")),
+        true,
+    );
+    let rows = error["errors"].as_array().cloned().unwrap_or_default();
+    if rows.is_empty() {
+        return out;
+    }
+    let _ = write!(
+        out,
+        "<table aria-label=\"{}\"><thead><tr><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",
+        t(l, "csv_report"),
+        t(l, "line"),
+        t(l, "column"),
+        t(l, "problem"),
+    );
+    for e in rows {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{} <code>{}</code></td></tr>",
+            esc(&text(&e["line"])),
+            esc(&text(&e["column"])),
+            esc(&text(&e["message"])),
+            esc(&text(&e["code"])),
+        );
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+/// `POST /console/bulk/upload`: the CSV to the bulk component's import; the
+/// batch's page, or the list again with the report of what is wrong.
+pub async fn upload(
+    app: &Arc<App>,
+    c: &Console,
+    req: &Req,
+    s: &Session,
+) -> Result<Resp, ConsoleError> {
+    let l = req.lang;
+    // The role's scope first: a person who may not create a batch learns
+    // that, not that their file is wrong.
+    s.role
+        .scopes()
+        .allow("POST", IMPORT)
+        .map_err(api::forbidden)?;
+    let form = read_form(req, s)?;
+    let Some((filename, file)) = form.file else {
+        let msg = html::notice(t(l, "no_file"), true);
+        return super::bulk::list(app, req, s, Some((400, msg))).await;
+    };
+    let mut fields = Vec::new();
+    if let Some(name) = &form.name {
+        fields.push(("name", name.as_str()));
+    }
+    if let Some(d) = &form.description {
+        fields.push(("description", d.as_str()));
+    }
+    let (content_type, bytes) = multipart::encode(&fields, ("file", &filename, &file));
+    let body = api::Body {
+        content_type,
+        bytes,
+    };
+    let answer = api::call_with(
+        app,
+        s,
+        "POST",
+        IMPORT,
+        body,
+        Some(&form.idempotency_key),
+        &req.request_id,
+    )
+    .await?;
+    if !answer.ok() {
+        let error = answer.json()["error"].clone();
+        if matches!(answer.status, 400 | 413 | 415) && error.is_object() {
+            let shown = report(l, &error);
+            return super::bulk::list(app, req, s, Some((answer.status, shown))).await;
+        }
+        return Err(answer.refusal());
+    }
+    let b = answer.json();
+    let id = text(&b["id"]);
+    // A replay (a double submit) is the same batch, audited once.
+    if answer.status == 201 {
+        let detail = format!(
+            "{} ({} items, {} {})",
+            text(&b["name"]),
+            text(&b["item_count"]),
+            text(&b["total_amount"]),
+            text(&b["currency"])
+        );
+        blocking(|| {
+            c.audit.record(
+                s,
+                "bulk.upload",
+                Some(&id),
+                Some(&detail),
+                req.client.as_deref(),
+            )
+        })?;
+    }
+    Ok(super::web::redirect(&format!(
+        "/console/bulk/{id}?done=upload"
+    )))
+}

@@ -1,0 +1,359 @@
+//! Webhooks for `developer` and `owner`: endpoints (add, disable or enable,
+//! rotate the signing secret, shown once) and events with their deliveries
+//! (the request sent, each attempt's answer) and resend. Each action is the
+//! API's, under scope `webhooks:manage` ([`super::api`]).
+
+use std::fmt::Write;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::Response;
+use serde_json::{Value, json};
+
+use super::api::{self, Answer};
+use super::bulk::text;
+use super::html::{self, esc, t, when};
+use super::keys::{developer, tabs};
+use super::sessions::Session;
+use super::web::{self, ConsoleError, Req, check_csrf};
+use super::{Console, blocking};
+use crate::http::App;
+
+type Resp = Response<Full<Bytes>>;
+
+async fn call(
+    app: &Arc<App>,
+    req: &Req,
+    s: &Session,
+    method: &str,
+    target: &str,
+    body: Option<&Value>,
+) -> Result<Answer, ConsoleError> {
+    developer(s)?;
+    api::call(app, s, method, target, body, None, &req.request_id).await
+}
+
+/// The form for a new endpoint; `req` refills it after a refusal.
+fn add_form(l: html::Lang, s: &Session, req: Option<&Req>) -> String {
+    let value = |name: &str| req.and_then(|r| r.field(name)).unwrap_or_default();
+    format!(
+        "<h2>{add}</h2><form method=\"post\" action=\"/console/developers/webhooks\">{csrf}<fieldset>\
+         <label>{url}<input name=\"url\" type=\"url\" required value=\"{u}\"></label>\
+         <label>{events}<input name=\"enabled_events\" value=\"{e}\"></label>\
+         <label>{description}<input name=\"description\" maxlength=\"200\" value=\"{d}\"></label></fieldset>\
+         <button>{add}</button></form>",
+        add = t(l, "add_endpoint"),
+        csrf = html::csrf_field(s),
+        url = t(l, "url"),
+        u = esc(&value("url")),
+        events = t(l, "events"),
+        e = esc(&req
+            .and_then(|r| r.field("enabled_events"))
+            .unwrap_or_else(|| "*".into())),
+        description = t(l, "description"),
+        d = esc(&value("description")),
+    )
+}
+
+fn endpoint_row(l: html::Lang, s: &Session, e: &Value) -> String {
+    let id = esc(&text(&e["id"]));
+    let disabled = e["disabled"].as_bool().unwrap_or(false);
+    let events: Vec<String> = e["enabled_events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(text)
+        .collect();
+    format!(
+        "<tr><td><code>{id}</code></td><td>{url}</td><td>{events}</td><td>{state}</td><td>\
+         <form method=\"post\" action=\"/console/developers/webhooks/{id}/disabled\" class=\"inline\">{csrf}\
+         <input type=\"hidden\" name=\"disabled\" value=\"{flip}\"><button>{toggle}</button></form> \
+         <form method=\"post\" action=\"/console/developers/webhooks/{id}/rotate\" class=\"inline\">{csrf}\
+         <button class=\"danger\">{rotate}</button></form></td></tr>",
+        url = esc(&text(&e["url"])),
+        events = esc(&events.join(", ")),
+        state = if disabled { "disabled" } else { "enabled" },
+        csrf = html::csrf_field(s),
+        flip = !disabled,
+        toggle = t(l, if disabled { "enable" } else { "disable" }),
+        rotate = t(l, "rotate"),
+    )
+}
+
+/// `GET /console/developers/webhooks`; `top` is a message above the list,
+/// `refill` keeps what a refused form held.
+pub async fn endpoints(
+    app: &Arc<App>,
+    req: &Req,
+    s: &Session,
+    top: Option<(u16, String)>,
+    refill: bool,
+) -> Result<Resp, ConsoleError> {
+    let l = req.lang;
+    let answer = call(app, req, s, "GET", "/api/v1/webhook-endpoints", None).await?;
+    if !answer.ok() {
+        return Err(answer.refusal());
+    }
+    let (status, mut body) = top.unwrap_or((200, String::new()));
+    if let Some(done) = req.param("done") {
+        body.push_str(&html::notice(&format!("{} ({done})", t(l, "done")), false));
+    }
+    body.push_str(&tabs(l));
+    let _ = write!(
+        body,
+        "<h2>{}</h2><table><thead><tr><th>id</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",
+        t(l, "endpoints"),
+        t(l, "url"),
+        t(l, "events"),
+        t(l, "status"),
+        t(l, "action"),
+    );
+    for e in answer.json()["data"].as_array().into_iter().flatten() {
+        body.push_str(&endpoint_row(l, s, e));
+    }
+    body.push_str("</tbody></table>");
+    body.push_str(&add_form(l, s, refill.then_some(req)));
+    Ok(web::page_response(
+        status,
+        html::page(l, Some(s), t(l, "endpoints"), &body),
+    ))
+}
+
+/// The secret of an endpoint just made or rotated, shown this once.
+fn secret_notice(l: html::Lang, e: &Value) -> String {
+    format!(
+        "{}<p><code>{}</code>: <code class=\"secret\">{}</code></p>",
+        html::notice(t(l, "secret_once"), false),
+        esc(&text(&e["id"])),
+        esc(&text(&e["secret"]))
+    )
+}
+
+/// `POST /console/developers/webhooks`: the API's endpoint creation.
+pub async fn add(
+    app: &Arc<App>,
+    c: &Console,
+    req: &Req,
+    s: &Session,
+) -> Result<Resp, ConsoleError> {
+    check_csrf(req, s)?;
+    let l = req.lang;
+    let events: Vec<String> = req
+        .field("enabled_events")
+        .unwrap_or_else(|| "*".into())
+        .split([',', ' '])
+        .filter(|e| !e.is_empty())
+        .map(str::to_string)
+        .collect();
+    let mut payload =
+        json!({"url": req.field("url").unwrap_or_default(), "enabled_events": events});
+    if let Some(d) = req.field("description") {
+        payload["description"] = json!(d);
+    }
+    let answer = call(
+        app,
+        req,
+        s,
+        "POST",
+        "/api/v1/webhook-endpoints",
+        Some(&payload),
+    )
+    .await?;
+    if answer.status == 400 {
+        let ConsoleError::Refused(_, m) = answer.refusal() else {
+            unreachable!("a refusal")
+        };
+        return endpoints(app, req, s, Some((400, html::notice(&m, true))), true).await;
+    }
+    if !answer.ok() {
+        return Err(answer.refusal());
+    }
+    let e = answer.json();
+    blocking(|| {
+        c.audit.record(
+            s,
+            "endpoint.add",
+            e["id"].as_str(),
+            e["url"].as_str(),
+            req.client.as_deref(),
+        )
+    })?;
+    endpoints(app, req, s, Some((201, secret_notice(l, &e))), false).await
+}
+
+/// `POST /console/developers/webhooks/{id}/disabled`: `disabled` true or false.
+pub async fn set_disabled(
+    app: &Arc<App>,
+    c: &Console,
+    req: &Req,
+    s: &Session,
+    id: &str,
+) -> Result<Resp, ConsoleError> {
+    check_csrf(req, s)?;
+    let disabled = req.field("disabled").as_deref() == Some("true");
+    let path = format!("/api/v1/webhook-endpoints/{id}");
+    let answer = call(
+        app,
+        req,
+        s,
+        "POST",
+        &path,
+        Some(&json!({"disabled": disabled})),
+    )
+    .await?;
+    if !answer.ok() {
+        return Err(answer.refusal());
+    }
+    let action = if disabled {
+        "endpoint.disable"
+    } else {
+        "endpoint.enable"
+    };
+    blocking(|| {
+        c.audit
+            .record(s, action, Some(id), None, req.client.as_deref())
+    })?;
+    Ok(web::redirect(&format!(
+        "/console/developers/webhooks?done={}",
+        if disabled { "disable" } else { "enable" }
+    )))
+}
+
+/// `POST /console/developers/webhooks/{id}/rotate`: a new secret, shown once.
+pub async fn rotate(
+    app: &Arc<App>,
+    c: &Console,
+    req: &Req,
+    s: &Session,
+    id: &str,
+) -> Result<Resp, ConsoleError> {
+    check_csrf(req, s)?;
+    let path = format!("/api/v1/webhook-endpoints/{id}/rotate-secret");
+    let answer = call(app, req, s, "POST", &path, None).await?;
+    if !answer.ok() {
+        return Err(answer.refusal());
+    }
+    blocking(|| {
+        c.audit.record(
+            s,
+            "endpoint.rotate_secret",
+            Some(id),
+            None,
+            req.client.as_deref(),
+        )
+    })?;
+    let shown = secret_notice(req.lang, &answer.json());
+    endpoints(app, req, s, Some((200, shown)), false).await
+}
+
+/// `GET /console/developers/events`: the latest events, 20 a page.
+pub async fn events(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
+    let l = req.lang;
+    let mut target = "/api/v1/events?limit=20".to_string();
+    if let Some(after) = req.param("after") {
+        target.push_str(&format!(
+            "&starting_after={}",
+            url::form_urlencoded::byte_serialize(after.as_bytes()).collect::<String>()
+        ));
+    }
+    let answer = call(app, req, s, "GET", &target, None).await?;
+    if !answer.ok() {
+        return Err(answer.refusal());
+    }
+    let list = answer.json();
+    let mut body = tabs(l);
+    let _ = write!(
+        body,
+        "<table><thead><tr><th>{}</th><th>{}</th><th>id</th></tr></thead><tbody>",
+        t(l, "when"),
+        t(l, "what")
+    );
+    let data = list["data"].as_array().cloned().unwrap_or_default();
+    for e in &data {
+        let id = esc(&text(&e["id"]));
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td>{}</td><td><a href=\"/console/developers/events/{id}\">{id}</a></td></tr>",
+            when(super::payment::event_ms(e)),
+            esc(&text(&e["type"])),
+        );
+    }
+    body.push_str("</tbody></table>");
+    if list["has_more"] == true
+        && let Some(last) = data.last()
+    {
+        let _ = write!(
+            body,
+            "<p><a rel=\"next\" href=\"/console/developers/events?after={}\">{}</a></p>",
+            esc(&text(&last["id"])),
+            t(l, "older")
+        );
+    }
+    Ok(web::page_response(
+        200,
+        html::page(l, Some(s), t(l, "deliveries"), &body),
+    ))
+}
+
+/// `GET /console/developers/events/{id}`: the request sent (the event) and
+/// each delivery's attempts with the answer they got; resend.
+pub async fn event(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Resp, ConsoleError> {
+    let l = req.lang;
+    let answer = call(app, req, s, "GET", &format!("/api/v1/events/{id}"), None).await?;
+    match answer.status {
+        200 => {}
+        404 => return Err(ConsoleError::NotFound),
+        _ => return Err(answer.refusal()),
+    }
+    let mut e = answer.json();
+    let deliveries = e["deliveries"].take();
+    if let Some(o) = e.as_object_mut() {
+        o.remove("deliveries");
+    }
+    let mut body = tabs(l);
+    if let Some(done) = req.param("done") {
+        body.push_str(&html::notice(&format!("{} ({done})", t(l, "done")), false));
+    }
+    let _ = write!(
+        body,
+        "<form method=\"post\" action=\"/console/events/{ide}/resend\">{csrf}<input type=\"hidden\" name=\"back\" value=\"events\">\
+         <button>{resend}</button></form><h2>{request}</h2><pre>{json}</pre><h2>{answers}</h2>",
+        ide = esc(id),
+        csrf = html::csrf_field(s),
+        resend = t(l, "resend"),
+        request = t(l, "request"),
+        json = esc(&serde_json::to_string_pretty(&e).unwrap_or_default()),
+        answers = t(l, "deliveries"),
+    );
+    for d in deliveries.as_array().into_iter().flatten() {
+        let _ = write!(
+            body,
+            "<h3>{} · {}</h3><table><thead><tr><th>{}</th><th>HTTP</th><th>ms</th><th>{}</th></tr></thead><tbody>",
+            esc(&text(&d["url"])),
+            esc(&text(&d["status"])),
+            t(l, "when"),
+            t(l, "answer"),
+        );
+        for a in d["attempts"].as_array().into_iter().flatten() {
+            let _ = write!(
+                body,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                when(a["at_ms"].as_u64().unwrap_or_default()),
+                esc(&text(&a["status_code"])),
+                esc(&text(&a["latency_ms"])),
+                esc(&text(&a["error"])),
+            );
+        }
+        body.push_str("</tbody></table>");
+    }
+    Ok(web::page_response(
+        200,
+        html::page(
+            l,
+            Some(s),
+            &format!("{} {}", t(l, "events"), text(&e["type"])),
+            &body,
+        ),
+    ))
+}

@@ -1,0 +1,195 @@
+//! API keys for `developer` and `owner`: listed (never the key itself),
+//! created with scopes (the key shown once) and revoked, through the same
+//! [`crate::accounts::Accounts`] calls as `mmc keys`: a revoked key is
+//! refused by this node from the next request (its cache entry goes with
+//! it) and by every other node within the key cache's half second.
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::Response;
+use std::fmt::Write;
+
+use super::html::{self, esc, t, when};
+use super::sessions::Session;
+use super::users::Role;
+use super::web::{self, ConsoleError, Req, check_csrf};
+use super::{Console, blocking};
+use crate::accounts::Environment;
+use crate::http::App;
+use crate::scopes::{Scope, Scopes};
+
+type Resp = Response<Full<Bytes>>;
+
+/// Keys and webhooks are the developer's and the owner's.
+pub fn developer(s: &Session) -> Result<(), ConsoleError> {
+    match s.role {
+        Role::Developer | Role::Owner => Ok(()),
+        _ => Err(ConsoleError::Forbidden("developer or owner role".into())),
+    }
+}
+
+/// The scopes a person may give a key: an owner any; a developer any in
+/// test (no money moves there), in live only their role's own, so no key
+/// of theirs moves money their role may not.
+pub fn grantable(role: Role, environment: Environment) -> Scopes {
+    match (role, environment) {
+        (Role::Owner, _) | (Role::Developer, Environment::Test) => Scopes::all(),
+        (role, _) => role.scopes(),
+    }
+}
+
+/// Links between the developer pages.
+pub fn tabs(l: html::Lang) -> String {
+    format!(
+        "<p><a href=\"/console/developers\">{}</a> · <a href=\"/console/developers/webhooks\">{}</a> · \
+         <a href=\"/console/developers/events\">{}</a></p>",
+        t(l, "api_keys"),
+        t(l, "endpoints"),
+        t(l, "deliveries")
+    )
+}
+
+fn create_form(l: html::Lang, s: &Session) -> String {
+    let boxes: String = grantable(s.role, s.environment)
+        .iter()
+        .map(|sc| {
+            format!(
+                "<label class=\"check\"><input type=\"checkbox\" name=\"scope\" value=\"{0}\"> {0}</label>",
+                sc.as_str()
+            )
+        })
+        .collect();
+    format!(
+        "<h2>{create}</h2><form method=\"post\" action=\"/console/developers/keys\">{csrf}\
+         <fieldset><legend>{scopes} ({env})</legend>{boxes}</fieldset><button>{create}</button></form>",
+        create = t(l, "create_key"),
+        csrf = html::csrf_field(s),
+        scopes = t(l, "scopes"),
+        env = s.environment.as_str(),
+    )
+}
+
+/// `GET /console/developers`: the environment's keys, and a form for a new one.
+pub fn page(
+    app: &App,
+    req: &Req,
+    s: &Session,
+    top: Option<(u16, String)>,
+) -> Result<Resp, ConsoleError> {
+    developer(s)?;
+    let l = req.lang;
+    let keys = blocking(|| app.accounts.list_keys(&s.merchant_id, s.environment))
+        .map_err(|e| ConsoleError::Unavailable(e.to_string()))?;
+    let (status, mut body) = top.unwrap_or((200, String::new()));
+    if let Some(done) = req.param("done") {
+        body.push_str(&html::notice(&format!("{} ({done})", t(l, "done")), false));
+    }
+    body.push_str(&tabs(l));
+    let _ = write!(
+        body,
+        "<h2>{}</h2><table><thead><tr><th>id</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",
+        t(l, "api_keys"),
+        t(l, "scopes"),
+        t(l, "created"),
+        t(l, "status"),
+        t(l, "action"),
+    );
+    for k in &keys {
+        let state = match k.revoked_ms {
+            Some(at) => format!("{} {}", t(l, "revoked"), when(at)),
+            None => "active".into(),
+        };
+        let action = if k.revoked_ms.is_none() {
+            format!(
+                "<form method=\"post\" action=\"/console/developers/keys/{}/revoke\" class=\"inline\">{}<button class=\"danger\">{}</button></form>",
+                esc(&k.id),
+                html::csrf_field(s),
+                t(l, "revoke")
+            )
+        } else {
+            String::new()
+        };
+        let _ = write!(
+            body,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{action}</td></tr>",
+            esc(&k.id),
+            esc(&k.scopes.to_string().replace(',', ", ")),
+            when(k.created_ms),
+            esc(&state),
+        );
+    }
+    body.push_str("</tbody></table>");
+    body.push_str(&create_form(l, s));
+    Ok(web::page_response(
+        status,
+        html::page(l, Some(s), t(l, "developers"), &body),
+    ))
+}
+
+/// `POST /console/developers/keys`: a key with the chosen scopes, shown once.
+pub fn create(app: &App, c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
+    developer(s)?;
+    check_csrf(req, s)?;
+    let l = req.lang;
+    let allowed = grantable(s.role, s.environment);
+    let mut chosen = Vec::new();
+    for name in req.fields("scope") {
+        match Scope::parse(&name) {
+            Some(sc) if allowed.contains(sc) => chosen.push(name),
+            _ => return Err(ConsoleError::Forbidden(name)),
+        }
+    }
+    let Ok(scopes) = Scopes::parse(&chosen.join(",")) else {
+        return page(
+            app,
+            req,
+            s,
+            Some((400, html::notice(t(l, "no_scope"), true))),
+        );
+    };
+    let created = blocking(|| {
+        app.accounts
+            .create_key_with(&s.merchant_id, s.environment, Some(scopes))
+    })
+    .map_err(|e| ConsoleError::Unavailable(e.to_string()))?;
+    blocking(|| {
+        c.audit.record(
+            s,
+            "key.create",
+            Some(&created.id),
+            Some(&scopes.to_string()),
+            req.client.as_deref(),
+        )
+    })?;
+    let shown = format!(
+        "{}<p><code class=\"secret\">{}</code></p>",
+        html::notice(t(l, "key_once"), false),
+        esc(&created.key)
+    );
+    page(app, req, s, Some((201, shown)))
+}
+
+/// `POST /console/developers/keys/{id}/revoke`: refused from the next request.
+pub fn revoke(
+    app: &App,
+    c: &Console,
+    req: &Req,
+    s: &Session,
+    id: &str,
+) -> Result<Resp, ConsoleError> {
+    developer(s)?;
+    check_csrf(req, s)?;
+    // Only a key of this merchant and environment, as the page lists them.
+    let listed = blocking(|| app.accounts.list_keys(&s.merchant_id, s.environment))
+        .map_err(|e| ConsoleError::Unavailable(e.to_string()))?;
+    if !listed.iter().any(|k| k.id == id) {
+        return Err(ConsoleError::NotFound);
+    }
+    blocking(|| app.accounts.revoke_merchant_key(&s.merchant_id, id))
+        .map_err(|e| ConsoleError::Unavailable(e.to_string()))?;
+    blocking(|| {
+        c.audit
+            .record(s, "key.revoke", Some(id), None, req.client.as_deref())
+    })?;
+    Ok(web::redirect("/console/developers?done=revoke"))
+}

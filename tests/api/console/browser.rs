@@ -1,0 +1,134 @@
+//! The console in headless Chromium (`tests/browser/console.mjs`, installed
+//! by `make browser`): a person signs in, finds a payment by its reference
+//! and refunds part of it at a phone's width and at a desktop's, signs out;
+//! every page passes axe-core with nothing serious or critical and nothing
+//! overflowing sideways. The screenshots are the book's (docs/console/).
+
+use mmc_host::console::users::Role;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_chromium_a_person_finds_and_refunds_a_payment_and_every_page_passes_axe() {
+    assert!(
+        root().join("tests/browser/node_modules/axe-core").exists(),
+        "run `make browser` (make test does)"
+    );
+    let app = spawn_app_completing_after(0).await;
+    let (merchant, key, _) = app.merchant("Boutique Awa");
+    let (id, reference) = completed_payment(&app, &key).await;
+    let owner = person(&app, &merchant, "owner@awa.bj", Role::Owner).await;
+    // Something on every page: a link, a batch, an endpoint and its event.
+    let links = owner.get("/console/links").await;
+    let made = owner
+        .post(
+            "/console/links",
+            &[
+                ("csrf", &links.field("csrf")),
+                ("idempotency_key", &links.field("idempotency_key")),
+                ("amount", "2500"),
+                ("description", "Robe en wax"),
+                ("days", "7"),
+                ("country", "BJ"),
+            ],
+        )
+        .await;
+    assert_eq!(made.status, 303, "{}", made.body);
+    let csv = "beneficiary_name,phone,amount,currency,reference\nAwa Koné,+2290166001001,1000,XOF,jun-1\n";
+    let uploaded = owner
+        .upload(
+            "/console/bulk/upload",
+            &[("csrf", &links.field("csrf")), ("name", "June payroll")],
+            ("june.csv", csv.as_bytes()),
+        )
+        .await;
+    assert_eq!(uploaded.status, 303, "{}", uploaded.body);
+    let (status, _) = app
+        .post(
+            &key,
+            "/api/v1/webhook-endpoints",
+            json!({"url": "http://127.0.0.1:9/hook"}),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let (_, events) = app.get(&key, &format!("/api/v1/events?payment={id}")).await;
+    let event = events["data"][0]["id"].as_str().unwrap().to_string();
+
+    let shots = root().join("docs/console");
+    std::fs::create_dir_all(&shots).unwrap();
+    let mut args: Vec<String> = vec![
+        "console.mjs".into(),
+        app.base.clone(),
+        "owner@awa.bj".into(),
+        PASSWORD.into(),
+        reference.clone(),
+        shots.display().to_string(),
+    ];
+    for path in [
+        "/console/overview".to_string(),
+        "/console/payments".into(),
+        format!("/console/payments/{id}/refund"),
+        "/console/links".into(),
+        made.location().into(),
+        "/console/bulk".into(),
+        uploaded.location().split('?').next().unwrap().into(),
+        "/console/developers".into(),
+        "/console/developers/webhooks".into(),
+        "/console/developers/events".into(),
+        format!("/console/developers/events/{event}"),
+        "/console/team".into(),
+        "/console/audit".into(),
+        "/console/security".into(),
+    ] {
+        args.push(path);
+    }
+    let out = crate::checkout::node_json(args).await;
+    println!("{out}");
+    for width in ["390", "1280"] {
+        let run: &Value = &out[width];
+        assert_eq!(
+            run["found"], 1,
+            "{width}: the search finds the payment: {run}"
+        );
+        assert!(
+            run["confirmation"]
+                .as_str()
+                .unwrap()
+                .starts_with("Refund 100 XOF of payment"),
+            "{width}: {run}"
+        );
+        assert!(
+            run["done"].as_str().unwrap().starts_with("Done."),
+            "{width}: {run}"
+        );
+        assert_eq!(run["signedOut"], true, "{width}");
+        let audits = run["audits"].as_object().unwrap();
+        assert_eq!(audits.len(), 16, "every page audited: {run}");
+        for (path, a) in audits {
+            assert_eq!(a["serious"], json!([]), "{width} {path}: {a}");
+            assert_eq!(a["overflow"], false, "{width} {path} overflows sideways");
+        }
+    }
+    // Two refunds of 100, one per width, each the API's.
+    let (_, refunds) = app
+        .get(&key, &format!("/api/v1/collect/payments/{id}/refunds"))
+        .await;
+    let amounts: Vec<u64> = refunds["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["amount"].as_u64().unwrap())
+        .collect();
+    assert_eq!(amounts, [100, 100], "{refunds}");
+    for shot in [
+        "payments-390.png",
+        "refund-confirm-390.png",
+        "payment-1280.png",
+        "overview-1280.png",
+    ] {
+        let png = std::fs::read(shots.join(shot)).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{shot}");
+    }
+}
