@@ -19,7 +19,7 @@ use super::charts::{Bar, bars};
 use super::html::{self, esc, t};
 use super::sessions::Session;
 use super::web::{self, ConsoleError, Req};
-use crate::capabilities::clock::system_now_ms;
+use crate::clock::system_now_ms;
 use crate::http::App;
 
 type Resp = Response<Full<Bytes>>;

@@ -6,7 +6,7 @@ use mmc_storage::sql_params;
 
 use super::{Endpoint, WebhookError, Webhooks, signature};
 use crate::accounts::Environment;
-use crate::capabilities::clock::system_now_ms;
+use crate::clock::system_now_ms;
 
 impl Webhooks {
     fn endpoint(
