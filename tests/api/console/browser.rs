@@ -132,3 +132,93 @@ async fn in_chromium_a_person_finds_and_refunds_a_payment_and_every_page_passes_
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{shot}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_chromium_a_link_is_paid_a_batch_is_approved_by_another_person_and_a_key_revoked() {
+    assert!(
+        root()
+            .join("tests/browser/node_modules/playwright-core")
+            .exists(),
+        "run `make browser` (make test does)"
+    );
+    let app = spawn_app_completing_after(0).await;
+    let (merchant, key, _) = app.merchant("Boutique Awa");
+    app.accounts
+        .set_require_second_approver(&merchant, mmc_host::accounts::Environment::Test, true)
+        .unwrap();
+    for (email, role) in [
+        ("awa@awa.bj", Role::Finance),
+        ("koffi@awa.bj", Role::Finance),
+        ("dev@awa.bj", Role::Developer),
+    ] {
+        person(&app, &merchant, email, role).await;
+    }
+    let csv = app.data_dir.path().join("june.csv");
+    std::fs::write(
+        &csv,
+        "beneficiary_name,phone,amount,currency,reference\nAwa Koné,+2290166001001,1000,XOF,jun-1\nKoffi Mensah,+2290166001002,2500,XOF,jun-2\n",
+    )
+    .unwrap();
+    let shots = root().join("docs/console");
+    std::fs::create_dir_all(&shots).unwrap();
+    let out = crate::checkout::node_json(vec![
+        "console_flows.mjs".into(),
+        app.base.clone(),
+        PASSWORD.into(),
+        "awa@awa.bj".into(),
+        "koffi@awa.bj".into(),
+        "dev@awa.bj".into(),
+        csv.display().to_string(),
+        shots.display().to_string(),
+    ])
+    .await;
+    println!("{out}");
+
+    // The link: shown with its QR code, paid, listed completed.
+    assert_eq!(
+        (out["qrShown"].as_bool(), out["paid"].as_str()),
+        (Some(true), Some("completed")),
+        "{out}"
+    );
+    assert_eq!(out["listed"], 1, "{out}");
+    let link = out["link"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("/console/links/");
+    let (_, p) = app
+        .get(&key, &format!("/api/v1/collect/payments/{link}"))
+        .await;
+    assert_eq!(
+        (p["status"].as_str(), p["mode"].as_str()),
+        (Some("completed"), Some("hosted")),
+        "{p}"
+    );
+    assert_eq!(p["checkout_url"], out["checkout"]);
+
+    // The batch: A's approval refused by the server, B's paid it.
+    assert_eq!(out["selfApproval"], 403, "{out}");
+    assert!(
+        out["selfApprovalSays"]
+            .as_str()
+            .unwrap()
+            .contains("another key"),
+        "{out}"
+    );
+    assert_eq!(out["itemsCompleted"], 2, "{out}");
+    let batch = out["batch"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("/console/bulk/");
+    let (_, b) = app
+        .get(&key, &format!("/api/v1/bulk-payments/{batch}/"))
+        .await;
+    assert_eq!(b["items_by_status"]["completed"], 2, "{b}");
+    assert_ne!(b["created_by_key_id"], b["validated_by_key_id"], "{b}");
+
+    // The key: made in the browser, revoked there, refused by the API.
+    let made = out["key"].as_str().unwrap();
+    assert!(made.starts_with("mk_test_"), "{out}");
+    assert_eq!(out["revokedShown"], 1, "{out}");
+    let (status, _) = app.get(made, "/api/v1/collect/payments").await;
+    assert_eq!(status, 401, "a revoked key is refused");
+}
