@@ -73,7 +73,7 @@ fn endpoint_row(l: html::Lang, s: &Session, e: &Value) -> String {
          <button class=\"danger\">{rotate}</button></form></td></tr>",
         url = esc(&text(&e["url"])),
         events = esc(&events.join(", ")),
-        state = if disabled { "disabled" } else { "enabled" },
+        state = t(l, if disabled { "disabled" } else { "enabled" }),
         csrf = html::csrf_field(s),
         flip = !disabled,
         toggle = t(l, if disabled { "enable" } else { "disable" }),

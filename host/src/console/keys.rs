@@ -97,7 +97,7 @@ pub fn page(
     for k in &keys {
         let state = match k.revoked_ms {
             Some(at) => format!("{} {}", t(l, "revoked"), when(at)),
-            None => "active".into(),
+            None => t(l, "active").to_string(),
         };
         let action = if k.revoked_ms.is_none() {
             format!(

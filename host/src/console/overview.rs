@@ -25,8 +25,17 @@ use crate::http::App;
 type Resp = Response<Full<Bytes>>;
 
 const DAYS: u64 = 30;
-/// The row of payments whose customer has not chosen an operator yet.
-const NOT_CHOSEN: &str = "(not chosen yet)";
+/// The row of hosted payments whose customer has not chosen an operator yet.
+const NOT_CHOSEN: &str = "";
+
+/// An operator's row label, in the page's language for [`NOT_CHOSEN`].
+fn operator_label(l: html::Lang, op: &str) -> String {
+    if op == NOT_CHOSEN {
+        t(l, "not_chosen").to_string()
+    } else {
+        op.to_string()
+    }
+}
 const DAY_MS: u64 = 86_400_000;
 /// Payments read at most for one overview (100 pages of the API's list).
 pub const MAX_PAYMENTS: usize = 10_000;
@@ -166,7 +175,7 @@ fn operator_table(
         let _ = write!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{} {currency}</td><td>{}</td></tr>",
-            esc(op),
+            esc(&operator_label(l, op)),
             tally.count,
             tally.volume,
             rate_text(tally.rate())
@@ -178,7 +187,8 @@ fn operator_table(
     }
     let _ = write!(
         out,
-        "</tbody><tfoot><tr><th>Total</th><td>{}</td><td>{} {currency}</td><td>{}</td></tr></tfoot></table>",
+        "</tbody><tfoot><tr><th>{}</th><td>{}</td><td>{} {currency}</td><td>{}</td></tr></tfoot></table>",
+        t(l, "total"),
         total.count,
         total.volume,
         rate_text(total.rate())
@@ -223,10 +233,11 @@ fn charts(l: html::Lang, f: &Figures, currency: &str) -> String {
         .month
         .iter()
         .map(|(op, tally)| Bar {
-            label: op.clone(),
+            label: operator_label(l, op),
             value: tally.volume as f64,
             says: format!(
-                "{op}: {} {currency}, {}",
+                "{}: {} {currency}, {}",
+                operator_label(l, op),
                 tally.volume,
                 rate_text(tally.rate())
             ),
@@ -330,7 +341,8 @@ mod tests {
 
     #[test]
     fn payments_count_in_their_day_and_operator_and_rates_leave_out_the_unfinished() {
-        let now = 1_780_272_000_000 + 3_600_000; // 2026-06-01 01:00 UTC
+        // An hour into a day, in milliseconds since the epoch.
+        let now = 1_780_272_000_000 + 3_600_000;
         let p = |day: &str, op: &str, status: &str, amount: u64| json!({"created_at": format!("{day}T00:30:00.000Z"), "operator": op, "status": status, "amount": amount});
         let f = figures(
             &[

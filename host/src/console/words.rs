@@ -122,6 +122,11 @@ pub const MORE: &[(&str, &str, &str)] = &[
     ("per_operator", "Per operator", "Par opérateur"),
     ("operators_now", "Operators now", "Opérateurs en ce moment"),
     ("country", "Country", "Pays"),
+    ("total", "Total", "Total"),
+    ("not_chosen", "(not chosen yet)", "(pas encore choisi)"),
+    ("active", "active", "active"),
+    ("enabled", "enabled", "activé"),
+    ("disabled", "disabled", "désactivé"),
     (
         "overview_cut",
         "Counted from the latest {} payments of the period only.",
