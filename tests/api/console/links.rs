@@ -193,6 +193,13 @@ async fn a_payment_link_is_made_shown_as_a_qr_code_paid_on_the_checkout_page_and
     );
     assert_eq!(listed.body.matches("Robe en wax").count(), 1, "listed once");
 
+    let fr = finance.get("/console/links?lang=fr").await;
+    assert!(
+        fr.body.contains("Créer un lien") && fr.body.contains("Liens de paiement"),
+        "{}",
+        fr.body
+    );
+
     // Support reads the links; the server refuses them a new one.
     let support = person(&app, &merchant, "agent@awa.bj", Role::Support).await;
     let read = support.get(links).await;
