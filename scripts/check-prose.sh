@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The repository speaks of the product, not of how or when it was built: no
-# work-session ordinals or dates of work, no "this session", "stop N",
-# "brief" or issue numbers in the README, the book (docs/), code comments,
-# test names or Cargo.toml files. Prints each offending line; exits 1 if any.
+# The repository speaks of the product, not of how or when it was built: the
+# README, the book (docs/), code comments, test names and Cargo.toml files
+# carry no narration of the work (its dates, its rounds, the tracker's
+# numbers); the patterns below say what counts. Prints each offending line;
+# exits 1 if any.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -34,7 +34,7 @@ pub fn bars(title: &str, bars: &[Bar], max: Option<f64>) -> String {
     let plot = HEIGHT - BOTTOM - TOP;
     let mut out = format!(
         "<figure><svg viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"100%\" role=\"img\" aria-label=\"{t}\">\
-         <title>{t}</title><line x1=\"{LEFT}\" y1=\"{base}\" x2=\"{WIDTH}\" y2=\"{base}\" stroke=\"#555\"/>",
+         <title>{t}</title><line x1=\"{LEFT}\" y1=\"{base}\" x2=\"{WIDTH}\" y2=\"{base}\" stroke=\"rgb(85,85,85)\"/>",
         t = esc(title),
         base = HEIGHT - BOTTOM,
     );

@@ -28,7 +28,7 @@ pub fn svg(text: &str) -> Option<String> {
     Some(format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {side} {side}\" width=\"{SIZE}\" height=\"{SIZE}\" \
          shape-rendering=\"crispEdges\" role=\"img\"><title>{}</title>\
-         <rect width=\"{side}\" height=\"{side}\" fill=\"#fff\"/><path fill=\"#000\" d=\"{path}\"/></svg>",
+         <rect width=\"{side}\" height=\"{side}\" fill=\"white\"/><path fill=\"black\" d=\"{path}\"/></svg>",
         super::html::esc(text)
     ))
 }
