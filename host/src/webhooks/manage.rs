@@ -4,21 +4,26 @@
 
 use mmc_storage::sql_params;
 
-use super::{Endpoint, WebhookError, Webhooks, signature};
+use super::{ENDPOINT_COLUMNS, Endpoint, WebhookError, Webhooks, endpoint_from_row, signature};
 use crate::accounts::Environment;
 use crate::clock::system_now_ms;
 
 impl Webhooks {
-    fn endpoint(
+    /// Runs `update` (an UPDATE of one endpoint of the merchant, its columns
+    /// returned) and gives the endpoint as it is now, or NotFound.
+    fn update_endpoint(
         &self,
-        merchant_id: &str,
-        environment: Environment,
-        id: &str,
+        update: &str,
+        params: &[crate::db::Value],
     ) -> Result<Endpoint, WebhookError> {
-        self.list_endpoints(merchant_id, environment)?
-            .into_iter()
-            .find(|e| e.id == id)
-            .ok_or(WebhookError::NotFound("webhook endpoint"))
+        let sql = format!("{update} RETURNING {ENDPOINT_COLUMNS}");
+        let changed = self.db.write(|tx| {
+            tx.query(&sql, params)?
+                .first()
+                .map(endpoint_from_row)
+                .transpose()
+        })?;
+        changed.ok_or(WebhookError::NotFound("webhook endpoint"))
     }
 
     /// Disables (or enables again) an endpoint of the merchant.
@@ -29,18 +34,12 @@ impl Webhooks {
         id: &str,
         disabled: bool,
     ) -> Result<Endpoint, WebhookError> {
-        let changed = self.db.write(|tx| {
-            // Disabling keeps the first time it was disabled.
-            tx.execute(
-                "UPDATE webhook_endpoints SET disabled_ms = CASE WHEN ?4 THEN COALESCE(disabled_ms, ?5) ELSE NULL END
-                 WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3 AND deleted_ms IS NULL",
-                sql_params![id, merchant_id, environment.as_str(), disabled, system_now_ms() as i64],
-            )
-        })?;
-        if changed == 0 {
-            return Err(WebhookError::NotFound("webhook endpoint"));
-        }
-        self.endpoint(merchant_id, environment, id)
+        // Disabling keeps the first time it was disabled.
+        self.update_endpoint(
+            "UPDATE webhook_endpoints SET disabled_ms = CASE WHEN ?4 THEN COALESCE(disabled_ms, ?5) ELSE NULL END
+             WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3 AND deleted_ms IS NULL",
+            sql_params![id, merchant_id, environment.as_str(), disabled, system_now_ms() as i64],
+        )
     }
 
     /// A new signing secret for an endpoint, returned this once.
@@ -52,19 +51,14 @@ impl Webhooks {
     ) -> Result<Endpoint, WebhookError> {
         let secret = signature::new_secret();
         let sealed = self.sealer.seal(id, &secret);
-        let changed = self.db.write(|tx| {
-            tx.execute(
-                "UPDATE webhook_endpoints SET secret = ?4
-                 WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3 AND deleted_ms IS NULL",
-                sql_params![id, merchant_id, environment.as_str(), &sealed],
-            )
-        })?;
-        if changed == 0 {
-            return Err(WebhookError::NotFound("webhook endpoint"));
-        }
+        let endpoint = self.update_endpoint(
+            "UPDATE webhook_endpoints SET secret = ?4
+             WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3 AND deleted_ms IS NULL",
+            sql_params![id, merchant_id, environment.as_str(), &sealed],
+        )?;
         Ok(Endpoint {
             secret: Some(secret),
-            ..self.endpoint(merchant_id, environment, id)?
+            ..endpoint
         })
     }
 }

@@ -164,6 +164,24 @@ fn error_class(e: &reqwest::Error) -> &'static str {
 }
 
 /// An endpoint's (id, url, enabled event types).
+/// The columns an [`Endpoint`] is read from, in [`endpoint_from_row`]'s order.
+const ENDPOINT_COLUMNS: &str =
+    "id, url, enabled_events, description, environment, created_ms, disabled_ms";
+
+fn endpoint_from_row(r: &crate::db::Row) -> Result<Endpoint, StorageError> {
+    Ok(Endpoint {
+        id: r.text(0)?,
+        object: "webhook_endpoint",
+        url: r.text(1)?,
+        enabled_events: serde_json::from_str(&r.text(2)?).unwrap_or_default(),
+        description: r.opt_text(3)?,
+        environment: r.text(4)?,
+        created: r.int(5)? as u64 / 1000,
+        disabled: r.opt_int(6)?.is_some(),
+        secret: None,
+    })
+}
+
 type Subscription = (String, String, Vec<String>);
 
 /// A claimed delivery's body and secret (None: its endpoint is gone).
@@ -410,24 +428,14 @@ impl Webhooks {
     ) -> Result<Vec<Endpoint>, WebhookError> {
         Ok(self.db.read(|c| {
             c.query(
-                "SELECT id, url, enabled_events, description, environment, created_ms, disabled_ms FROM webhook_endpoints
-                 WHERE merchant_id = ?1 AND environment = ?2 AND deleted_ms IS NULL ORDER BY created_ms, id",
+                &format!(
+                    "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints
+                     WHERE merchant_id = ?1 AND environment = ?2 AND deleted_ms IS NULL ORDER BY created_ms, id"
+                ),
                 sql_params![merchant_id, environment.as_str()],
             )?
             .iter()
-            .map(|r| {
-                Ok(Endpoint {
-                    id: r.text(0)?,
-                    object: "webhook_endpoint",
-                    url: r.text(1)?,
-                    enabled_events: serde_json::from_str(&r.text(2)?).unwrap_or_default(),
-                    description: r.opt_text(3)?,
-                    environment: r.text(4)?,
-                    created: r.int(5)? as u64 / 1000,
-                    disabled: r.opt_int(6)?.is_some(),
-                    secret: None,
-                })
-            })
+            .map(endpoint_from_row)
             .collect::<Result<Vec<_>, StorageError>>()
         })?)
     }
