@@ -1,0 +1,142 @@
+//! From the outbox to delivery rows: each event a component wrote is fanned
+//! out to the endpoints subscribed to its type (and its payment's
+//! `callback_url`), and events past their retention are deleted.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
+use mmc_storage::sql_params;
+
+use super::{INSERT_DELIVERY, Subscription, WebhookError, Webhooks, matches, subscriptions};
+use crate::clock::system_now_ms;
+
+impl Webhooks {
+    /// Fans new outbox events out into delivery rows, in one transaction with
+    /// moving the outbox cursor past them. Returns how many events were dispatched.
+    pub fn dispatch_outbox(&self, limit: u32) -> Result<usize, WebhookError> {
+        let now = system_now_ms() as i64;
+        Ok(self.db.write(|tx| {
+            // One dispatcher at a time across the fleet: the cursor is read,
+            // fanned out past and moved in one transaction. Another node
+            // dispatching now: this round has nothing to do.
+            if !tx.try_lock("outbox_dispatch")? {
+                return Ok(0);
+            }
+            let events = tx.query(
+                "SELECT seq, id, event_type, merchant_id, environment, extra_url FROM outbox
+                 WHERE seq > (SELECT seq FROM outbox_cursor WHERE id = 1) ORDER BY seq LIMIT ?1",
+                sql_params![limit],
+            )?;
+            let Some(last) = events.last().map(|e| e.int(0)).transpose()? else {
+                return Ok(0);
+            };
+            // A round's events are mostly one merchant's: look its endpoints up once.
+            let mut endpoints_of: HashMap<(String, String), Vec<Subscription>> = HashMap::new();
+            for e in &events {
+                let (id, event_type, merchant, env, extra_url) = (
+                    e.text(1)?,
+                    e.text(2)?,
+                    e.text(3)?,
+                    e.text(4)?,
+                    e.opt_text(5)?,
+                );
+                let endpoints = match endpoints_of.entry((merchant.clone(), env.clone())) {
+                    Entry::Occupied(e) => e.into_mut(),
+                    Entry::Vacant(e) => e.insert(subscriptions(tx, &merchant, &env)?),
+                };
+                for (eid, url, enabled) in endpoints.iter() {
+                    if matches(enabled, &event_type) {
+                        tx.execute(
+                            INSERT_DELIVERY,
+                            sql_params![&id, eid, url, &env, &merchant, now],
+                        )?;
+                    }
+                }
+                if let Some(url) = extra_url {
+                    tx.execute(
+                        INSERT_DELIVERY,
+                        sql_params![&id, Option::<String>::None, url, &env, &merchant, now],
+                    )?;
+                }
+            }
+            tx.execute(
+                "UPDATE outbox_cursor SET seq = ?1 WHERE id = 1",
+                sql_params![last],
+            )?;
+            Ok(events.len())
+        })?)
+    }
+
+    /// Deletes the oldest events past the retention with their deliveries and
+    /// attempts, at most `limit` in one transaction (the writer is shared with
+    /// payments: the caller repeats while a whole batch went). Returns how many
+    /// went. Only a prefix of the outbox in `seq` order goes, up to the first
+    /// event that is too young, not yet fanned out, or still has a delivery
+    /// pending (a resend of an old event): each round costs one bounded scan
+    /// from the front instead of a search of the whole table.
+    pub fn prune_events(&self, now_ms: u64, limit: u32) -> Result<usize, WebhookError> {
+        let Some(retention) = self.config.event_retention_ms() else {
+            return Ok(0);
+        };
+        let cutoff = now_ms.saturating_sub(retention) as i64;
+        Ok(self.db.write(|tx| {
+            // One pruner at a time across the fleet; another node pruning: nothing to do here.
+            if !tx.try_lock("outbox_prune")? {
+                return Ok(0);
+            }
+            let front = tx.query(
+                "SELECT o.seq, o.created_ms,
+                        CAST(CASE WHEN EXISTS (SELECT 1 FROM deliveries d
+                                               WHERE d.event_id = o.id AND d.status = 'pending')
+                             THEN 1 ELSE 0 END AS BIGINT)
+                 FROM outbox o WHERE o.seq <= (SELECT seq FROM outbox_cursor WHERE id = 1)
+                 ORDER BY o.seq LIMIT ?1",
+                sql_params![limit as i64],
+            )?;
+            let mut prefix = Vec::new();
+            for r in &front {
+                if r.int(1)? >= cutoff || r.int(2)? != 0 {
+                    break;
+                }
+                prefix.push(r.int(0)?);
+            }
+            let (Some(&first), Some(&last)) = (prefix.first(), prefix.last()) else {
+                return Ok(0);
+            };
+            let of_events = "SELECT id FROM outbox WHERE seq BETWEEN ?1 AND ?2";
+            tx.execute(
+                &format!(
+                    "DELETE FROM delivery_attempts WHERE delivery_id IN
+                     (SELECT id FROM deliveries WHERE event_id IN ({of_events}))"
+                ),
+                sql_params![first, last],
+            )?;
+            tx.execute(
+                &format!("DELETE FROM deliveries WHERE event_id IN ({of_events})"),
+                sql_params![first, last],
+            )?;
+            tx.execute(
+                "DELETE FROM outbox WHERE seq BETWEEN ?1 AND ?2",
+                sql_params![first, last],
+            )?;
+            Ok(prefix.len())
+        })?)
+    }
+
+    /// One round of [`Webhooks::prune_events`]: up to 20 batches of 500.
+    /// Returns whether more may be left. A failure is logged: events are kept
+    /// and the next round tries again.
+    pub(super) fn prune_round(&self) -> bool {
+        for _ in 0..20 {
+            match self.prune_events(system_now_ms(), 500) {
+                Ok(500) => {}
+                Ok(_) => return false,
+                Err(e) => {
+                    tracing::warn!(error = %e, "pruning old events failed");
+                    return false;
+                }
+            }
+        }
+        true
+    }
+}
