@@ -123,45 +123,7 @@ pub fn create_payment(
         &serde_json::to_vec(body).unwrap_or_default(),
     ));
     let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
-
-    // The operator must be reachable in this environment, within its limits.
-    if let Some(op) = input.operator {
-        let info = router::operator(env, op.slug).ok_or_else(|| {
-            ApiError::invalid(
-                "operator_unavailable",
-                "operator",
-                format!("{} is not available in the {env} environment.", op.slug),
-            )
-        })?;
-        // A provider that says it is closed rejects every request: refused here, nothing sent.
-        if info.status == "closed" {
-            return Err(ApiError::invalid(
-                "operator_unavailable",
-                "operator",
-                format!(
-                    "{} is closed at its provider right now; try again later.",
-                    op.slug
-                ),
-            ));
-        }
-        if input.amount > info.max_amount || input.amount < info.min_amount {
-            return Err(ApiError::invalid(
-                "amount_out_of_range",
-                "amount",
-                format!(
-                    "{} accepts amounts from {} to {} {}.",
-                    op.slug, info.min_amount, info.max_amount, info.currency
-                ),
-            ));
-        }
-        if !info.modes.iter().any(|m| m == input.mode.as_str()) {
-            return Err(ApiError::invalid(
-                "mode_not_supported",
-                "mode",
-                format!("{} does not support mode {}.", op.slug, input.mode.as_str()),
-            ));
-        }
-    }
+    check_operator(env, &input)?;
 
     let now = clock::now_ms();
     // The pending record, its indexes, event and idempotency key: one transaction.
@@ -172,88 +134,11 @@ pub fn create_payment(
         new_keys.push(store::idem_row(env, merchant, key));
     }
     let step = store::transact_assuming_absent(&new_keys, |tx| {
-        if let Some(key) = &key {
-            // An expired key (older than 24 h) counts as absent; the reference check below still applies.
-            if let Some(rec) = tx
-                .idem(env, merchant, key)?
-                .filter(|r| now.saturating_sub(r.created_ms) < IDEMPOTENCY_TTL_MS)
-            {
-                if rec.request_hash != request_hash {
-                    return Err(ApiError::idempotency(
-                        "idempotency_key_reused",
-                        "This Idempotency-Key was used with a different request body.",
-                    ));
-                }
-                let p = tx
-                    .payment(env, merchant, &rec.payment_id)?
-                    .ok_or_else(|| ApiError::internal("idempotency record without payment"))?;
-                if initiation_running(&p, now)
-                    || (!rec.done && now.saturating_sub(rec.created_ms) < in_flight_ms())
-                {
-                    return Err(ApiError::idempotency(
-                        "idempotency_request_in_progress",
-                        "A request with this Idempotency-Key is still being processed; retry shortly.",
-                    ));
-                }
-                return replay_or_resume(tx, p, now);
-            }
+        if let Some(earlier) = find_earlier(tx, caller, &input, key.as_deref(), &request_hash, now)?
+        {
+            return replay_or_resume(tx, earlier, now);
         }
-        if let Some(id) = tx.payment_id_by_reference(env, merchant, &input.reference)? {
-            let p = tx
-                .payment(env, merchant, &id)?
-                .ok_or_else(|| ApiError::internal("reference without payment"))?;
-            if p.request_hash != request_hash {
-                return Err(ApiError::idempotency(
-                    "reference_already_used",
-                    format!(
-                        "reference '{}' was already used for a different payment.",
-                        input.reference
-                    ),
-                ));
-            }
-            return replay_or_resume(tx, p, now);
-        }
-
-        let id = crate::ids::new().to_string();
-        let mut p = Payment {
-            id: id.clone(),
-            merchant_id: merchant.into(),
-            environment: env.into(),
-            reference: input.reference.clone(),
-            status: Status::Pending,
-            amount: input.amount,
-            currency: input.currency.clone(),
-            country: input.country.code().into(),
-            mode: input.mode,
-            operator: input.operator.map(|o| o.slug.to_string()),
-            customer: input.customer.clone(),
-            description: input.description.clone(),
-            callback_url: input.callback_url.clone(),
-            external_merchant_id: input.external_merchant_id.clone(),
-            metadata: input.metadata.clone(),
-            psp_reference: None,
-            checkout_url: None,
-            expires_at_ms: now + input.expires_in_seconds * 1000,
-            created_at_ms: now,
-            updated_at_ms: now,
-            completed_at_ms: None,
-            failure: None,
-            otp_attempts: 0,
-            refunded_amount: 0,
-            request_hash: request_hash.clone(),
-            refund_reserved: 0,
-            generation,
-            cancel_reason: None,
-            merchant_name: caller.merchant_name.clone(),
-            next_check_ms: None,
-            checks: 0,
-            initiating_since_ms: None,
-            initiating_on: None,
-            sent_at_ms: None,
-            unsent: false,
-            late_success_from: None,
-            review: None,
-        };
+        let mut p = new_payment(caller, &input, &request_hash, generation, now);
         // Hosted: the customer picks the operator on our checkout page; nothing to initiate yet.
         let hosted = input.mode == Mode::Hosted;
         if hosted {
@@ -274,7 +159,7 @@ pub fn create_payment(
                 key,
                 &IdemRecord {
                     request_hash: request_hash.clone(),
-                    payment_id: id.clone(),
+                    payment_id: p.id.clone(),
                     created_ms: now,
                     done: true,
                 },
@@ -291,6 +176,155 @@ pub fn create_payment(
     }
     let p = initiate(caller, p)?;
     Ok((p, false))
+}
+
+/// The operator asked for must be reachable in this environment, open, and
+/// take this amount in this mode: refused here, nothing stored or sent.
+fn check_operator(env: &str, input: &wire::CreatePayment) -> Result<(), ApiError> {
+    let Some(op) = input.operator else {
+        return Ok(());
+    };
+    let info = router::operator(env, op.slug).ok_or_else(|| {
+        ApiError::invalid(
+            "operator_unavailable",
+            "operator",
+            format!("{} is not available in the {env} environment.", op.slug),
+        )
+    })?;
+    // A provider that says it is closed rejects every request.
+    if info.status == "closed" {
+        return Err(ApiError::invalid(
+            "operator_unavailable",
+            "operator",
+            format!(
+                "{} is closed at its provider right now; try again later.",
+                op.slug
+            ),
+        ));
+    }
+    if input.amount > info.max_amount || input.amount < info.min_amount {
+        return Err(ApiError::invalid(
+            "amount_out_of_range",
+            "amount",
+            format!(
+                "{} accepts amounts from {} to {} {}.",
+                op.slug, info.min_amount, info.max_amount, info.currency
+            ),
+        ));
+    }
+    if !info.modes.iter().any(|m| m == input.mode.as_str()) {
+        return Err(ApiError::invalid(
+            "mode_not_supported",
+            "mode",
+            format!("{} does not support mode {}.", op.slug, input.mode.as_str()),
+        ));
+    }
+    Ok(())
+}
+
+/// The payment an earlier request with this Idempotency-Key, or else with
+/// this reference, created; an error when that request differed or is still
+/// under way. None: this request is new.
+fn find_earlier(
+    tx: &Tx,
+    caller: &Caller,
+    input: &wire::CreatePayment,
+    key: Option<&str>,
+    request_hash: &str,
+    now: u64,
+) -> Result<Option<Payment>, ApiError> {
+    let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
+    // An expired key (older than 24 h) counts as absent; the reference check below still applies.
+    if let Some(rec) = match key {
+        Some(key) => tx
+            .idem(env, merchant, key)?
+            .filter(|r| now.saturating_sub(r.created_ms) < IDEMPOTENCY_TTL_MS),
+        None => None,
+    } {
+        if rec.request_hash != request_hash {
+            return Err(ApiError::idempotency(
+                "idempotency_key_reused",
+                "This Idempotency-Key was used with a different request body.",
+            ));
+        }
+        let p = tx
+            .payment(env, merchant, &rec.payment_id)?
+            .ok_or_else(|| ApiError::internal("idempotency record without payment"))?;
+        if initiation_running(&p, now)
+            || (!rec.done && now.saturating_sub(rec.created_ms) < in_flight_ms())
+        {
+            return Err(ApiError::idempotency(
+                "idempotency_request_in_progress",
+                "A request with this Idempotency-Key is still being processed; retry shortly.",
+            ));
+        }
+        return Ok(Some(p));
+    }
+    let Some(id) = tx.payment_id_by_reference(env, merchant, &input.reference)? else {
+        return Ok(None);
+    };
+    let p = tx
+        .payment(env, merchant, &id)?
+        .ok_or_else(|| ApiError::internal("reference without payment"))?;
+    if p.request_hash != request_hash {
+        return Err(ApiError::idempotency(
+            "reference_already_used",
+            format!(
+                "reference '{}' was already used for a different payment.",
+                input.reference
+            ),
+        ));
+    }
+    Ok(Some(p))
+}
+
+/// A new payment as the request describes it, pending, not yet stored.
+fn new_payment(
+    caller: &Caller,
+    input: &wire::CreatePayment,
+    request_hash: &str,
+    generation: Generation,
+    now: u64,
+) -> Payment {
+    Payment {
+        id: crate::ids::new().to_string(),
+        merchant_id: caller.merchant_id.clone(),
+        environment: caller.environment.clone(),
+        reference: input.reference.clone(),
+        status: Status::Pending,
+        amount: input.amount,
+        currency: input.currency.clone(),
+        country: input.country.code().into(),
+        mode: input.mode,
+        operator: input.operator.map(|o| o.slug.to_string()),
+        customer: input.customer.clone(),
+        description: input.description.clone(),
+        callback_url: input.callback_url.clone(),
+        external_merchant_id: input.external_merchant_id.clone(),
+        metadata: input.metadata.clone(),
+        psp_reference: None,
+        checkout_url: None,
+        expires_at_ms: now + input.expires_in_seconds * 1000,
+        created_at_ms: now,
+        updated_at_ms: now,
+        completed_at_ms: None,
+        failure: None,
+        otp_attempts: 0,
+        refunded_amount: 0,
+        request_hash: request_hash.to_string(),
+        refund_reserved: 0,
+        generation,
+        cancel_reason: None,
+        merchant_name: caller.merchant_name.clone(),
+        next_check_ms: None,
+        checks: 0,
+        initiating_since_ms: None,
+        initiating_on: None,
+        sent_at_ms: None,
+        unsent: false,
+        late_success_from: None,
+        review: None,
+    }
 }
 
 /// How long a request to the operator counts as possibly in flight (see

@@ -14,7 +14,7 @@ use crate::payments::{
     self, FIRST_CHECK_MS, MAX_CHECK_INTERVAL_MS, adapter_failure, move_to, operation_ref,
 };
 use crate::review;
-use crate::store::{self, Failure, Refund, RefundIdem, RefundStatus, Tx};
+use crate::store::{self, Failure, Payment, Refund, RefundIdem, RefundStatus, Tx};
 use crate::wire::{self, json_response};
 use crate::{API_VERSION, ApiError};
 
@@ -50,9 +50,24 @@ pub fn refund_json(r: &Refund) -> Value {
     v
 }
 
-pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response, ApiError> {
+/// What a refund request asks: the amount (None: all that remains), the
+/// reason and the merchant's metadata.
+struct Asked {
+    amount: Option<u64>,
+    reason: String,
+    metadata: Option<Value>,
+}
+
+fn parse_refund(req: &Request) -> Result<Asked, ApiError> {
     let body = wire::optional_body_object(req)?;
     wire::reject_unknown(&body, &["amount", "reason", "metadata"])?;
+    let not_integer = || {
+        ApiError::invalid(
+            "parameter_invalid_integer",
+            "amount",
+            "amount must be an integer.",
+        )
+    };
     let amount = match body.get("amount") {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => match mmc_domain::json::integer(n) {
@@ -64,21 +79,9 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
                     "amount must be at least 1.",
                 ));
             }
-            None => {
-                return Err(ApiError::invalid(
-                    "parameter_invalid_integer",
-                    "amount",
-                    "amount must be an integer.",
-                ));
-            }
+            None => return Err(not_integer()),
         },
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "parameter_invalid_integer",
-                "amount",
-                "amount must be an integer.",
-            ));
-        }
+        Some(_) => return Err(not_integer()),
     };
     let reason = match body.get("reason") {
         None | Some(Value::Null) => "customer_dispute".to_string(),
@@ -92,24 +95,77 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
         }
     };
     let metadata = wire::metadata(body.get("metadata"))?;
+    Ok(Asked {
+        amount,
+        reason,
+        metadata,
+    })
+}
 
-    let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
+/// The first step of a refund: a replay of an earlier request under the
+/// same key, or a new pending refund with its amount reserved.
+enum Reserved {
+    Replay(Refund),
+    /// The payment as reserved on (boxed: a payment is several times a refund's size).
+    New(Box<Payment>, Refund),
+}
+
+pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response, ApiError> {
+    let asked = parse_refund(req)?;
     let key = wire::header(req, "idempotency-key")
         .map(payments::parse_idempotency_key)
         .transpose()?;
+    let (p, mut r) = match reserve(caller, id, asked, key.as_deref())? {
+        Reserved::Replay(r) => {
+            let mut body = refund_json(&r);
+            body["idempotent_replay"] = Value::Bool(true);
+            return Ok(json_response(200, &body));
+        }
+        Reserved::New(p, r) => (*p, r),
+    };
+    let answer = router::refund(&RefundRequest {
+        refund_id: r.id.clone(),
+        payment: operation_ref(&p),
+        amount: r.amount,
+        reason: r.reason.clone(),
+    });
+    let tx = Tx::begin()?;
+    r = tx
+        .refund(&r.environment, &r.merchant_id, &r.id)?
+        .ok_or_else(|| ApiError::internal("refund vanished"))?;
+    let status = match answer {
+        Ok(started) => {
+            r.psp_reference = Some(started.psp_reference);
+            started.status
+        }
+        Err(e) => status_after_error(&r, &e),
+    };
+    apply_refund_status(&tx, &mut r, status)?;
+    tx.commit()?;
+    Ok(json_response(201, &refund_json(&r)))
+}
+
+/// Reserves the amount with the pending refund, in one transaction; the
+/// refund is due for a status query from the start, so a crash before the
+/// operator's answer is recorded leaves it polled, not forgotten.
+fn reserve(
+    caller: &Caller,
+    id: &str,
+    asked: Asked,
+    key: Option<&str>,
+) -> Result<Reserved, ApiError> {
+    let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
     let now = clock::now_ms();
-    // Reserve the amount with the pending refund, in one transaction; the
-    // refund is due for a status query from the start, so a crash before the
-    // operator's answer is recorded leaves it polled, not forgotten.
     let tx = Tx::begin()?;
     let pid = store::read_payment(env, merchant, id)?
         .ok_or_else(|| ApiError::payment_not_found(id))?
         .id;
     // The same request again under its key: the same refund, never a second one.
     let request_hash = payments::hex(&signing::sha256(
-        &serde_json::to_vec(&json!([pid, amount, reason, metadata])).unwrap_or_default(),
+        &serde_json::to_vec(&json!([pid, asked.amount, asked.reason, asked.metadata]))
+            .unwrap_or_default(),
     ));
-    if let Some(key) = &key
+    if let Some(key) = key
         && let Some(rec) = tx
             .refund_idem(env, merchant, key)?
             .filter(|r| now.saturating_sub(r.created_ms) < payments::IDEMPOTENCY_TTL_MS)
@@ -123,9 +179,7 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
         let r = tx
             .refund(env, merchant, &rec.refund_id)?
             .ok_or_else(|| ApiError::internal("idempotency record without refund"))?;
-        let mut body = refund_json(&r);
-        body["idempotent_replay"] = Value::Bool(true);
-        return Ok(json_response(200, &body));
+        return Ok(Reserved::Replay(r));
     }
     let mut p = tx
         .payment(env, merchant, &pid)?
@@ -140,7 +194,7 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
         ));
     }
     let remaining = p.amount - p.refunded_amount - p.refund_reserved;
-    let amount = amount.unwrap_or(remaining);
+    let amount = asked.amount.unwrap_or(remaining);
     if amount == 0 || amount > remaining {
         return Err(ApiError::invalid(
             "refund_amount_exceeds_remaining",
@@ -151,7 +205,7 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
             ),
         ));
     }
-    let mut r = Refund {
+    let r = Refund {
         id: crate::ids::new().to_string(),
         payment_id: p.id.clone(),
         merchant_id: merchant.into(),
@@ -160,8 +214,8 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
         status: RefundStatus::Pending,
         amount,
         currency: p.currency.clone(),
-        reason: reason.clone(),
-        metadata,
+        reason: asked.reason,
+        metadata: asked.metadata,
         psp_reference: None,
         failure: None,
         created_at_ms: now,
@@ -173,7 +227,7 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
     p.refund_reserved += amount;
     tx.save_payment(&p, p.next_check_ms)?;
     tx.save_refund(&r, None)?;
-    if let Some(key) = &key {
+    if let Some(key) = key {
         tx.put_refund_idem(
             env,
             merchant,
@@ -186,27 +240,7 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
         )?;
     }
     tx.commit()?;
-
-    let answer = router::refund(&RefundRequest {
-        refund_id: r.id.clone(),
-        payment: operation_ref(&p),
-        amount,
-        reason,
-    });
-    let tx = Tx::begin()?;
-    r = tx
-        .refund(env, merchant, &r.id)?
-        .ok_or_else(|| ApiError::internal("refund vanished"))?;
-    let status = match answer {
-        Ok(started) => {
-            r.psp_reference = Some(started.psp_reference);
-            started.status
-        }
-        Err(e) => status_after_error(&r, &e),
-    };
-    apply_refund_status(&tx, &mut r, status)?;
-    tx.commit()?;
-    Ok(json_response(201, &refund_json(&r)))
+    Ok(Reserved::New(Box::new(p), r))
 }
 
 /// What a failed refund call means: unknown → still pending (polled, the

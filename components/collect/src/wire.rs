@@ -256,11 +256,53 @@ fn check_url(url: &str, environment: &str) -> Result<(), &'static str> {
     }
 }
 
+/// A create request's body, each field read and checked in the order its
+/// errors are reported: the first bad field is the one named.
 pub fn parse_create_object(
     m: &Map<String, Value>,
     environment: &str,
 ) -> Result<CreatePayment, ApiError> {
     reject_unknown(m, CREATE_FIELDS)?;
+    let reference = parse_reference(m)?;
+    let amount = parse_amount(m)?;
+    let (currency, country) = parse_currency_and_country(m)?;
+    let mode = parse_mode(m)?;
+    let customer = parse_customer(m, country)?;
+    let operator = parse_operator(m, mode, country)?;
+    if mode == Mode::Direct && customer.as_ref().and_then(|c| c.phone.as_ref()).is_none() {
+        return Err(ApiError::invalid(
+            "parameter_missing",
+            "customer.phone",
+            "customer.phone is required when mode is direct.",
+        ));
+    }
+    let description = opt_string(m, "description", "description", 255)?;
+    let callback_url = opt_string(m, "callback_url", "callback_url", 2048)?;
+    if let Some(url) = &callback_url {
+        check_url(url, environment)
+            .map_err(|msg| ApiError::invalid("url_invalid", "callback_url", msg))?;
+    }
+    let expires_in_seconds = parse_expiry(m, mode)?;
+    let external_merchant_id = opt_string(m, "external_merchant_id", "external_merchant_id", 100)?;
+    let metadata = metadata(m.get("metadata"))?;
+    Ok(CreatePayment {
+        reference,
+        amount,
+        currency,
+        country,
+        mode,
+        customer,
+        operator,
+        description,
+        callback_url,
+        expires_in_seconds,
+        external_merchant_id,
+        metadata,
+    })
+}
+
+/// `reference`: required, at most 100 characters, usable in a path.
+fn parse_reference(m: &Map<String, Value>) -> Result<String, ApiError> {
     let reference = required_string(m, "reference", 100)?;
     if reference.contains('/') || reference.chars().any(char::is_control) {
         return Err(ApiError::invalid(
@@ -269,30 +311,33 @@ pub fn parse_create_object(
             "reference must not contain '/' or control characters.",
         ));
     }
-    let amount = match opt_integer(m, "amount")? {
-        None => {
-            return Err(ApiError::invalid(
-                "parameter_missing",
-                "amount",
-                "amount is required.",
-            ));
-        }
-        Some(a) if a < 100 => {
-            return Err(ApiError::invalid(
-                "amount_too_small",
-                "amount",
-                "amount must be at least 100 (major units).",
-            ));
-        }
-        Some(a) if a > MAX_AMOUNT => {
-            return Err(ApiError::invalid(
-                "amount_out_of_range",
-                "amount",
-                format!("amount must be at most {MAX_AMOUNT}."),
-            ));
-        }
-        Some(a) => a as u64,
-    };
+    Ok(reference)
+}
+
+/// `amount`: required, in major units, from 100 to [`MAX_AMOUNT`].
+fn parse_amount(m: &Map<String, Value>) -> Result<u64, ApiError> {
+    match opt_integer(m, "amount")? {
+        None => Err(ApiError::invalid(
+            "parameter_missing",
+            "amount",
+            "amount is required.",
+        )),
+        Some(a) if a < 100 => Err(ApiError::invalid(
+            "amount_too_small",
+            "amount",
+            "amount must be at least 100 (major units).",
+        )),
+        Some(a) if a > MAX_AMOUNT => Err(ApiError::invalid(
+            "amount_out_of_range",
+            "amount",
+            format!("amount must be at most {MAX_AMOUNT}."),
+        )),
+        Some(a) => Ok(a as u64),
+    }
+}
+
+/// `currency` and `country`: a served country, paid in its own currency.
+fn parse_currency_and_country(m: &Map<String, Value>) -> Result<(String, Country), ApiError> {
     let currency = required_string(m, "currency", 3)?;
     if currency != "XOF" && currency != "XAF" {
         return Err(ApiError::invalid(
@@ -320,50 +365,28 @@ pub fn parse_create_object(
             ),
         ));
     }
-    let mode = match opt_string(m, "mode", "mode", 10)?.as_deref() {
-        None | Some("direct") => Mode::Direct,
-        Some("hosted") => Mode::Hosted,
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "parameter_invalid",
-                "mode",
-                "mode must be direct or hosted.",
-            ));
-        }
-    };
-    let customer = match m.get("customer") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(c)) => {
-            if let Some(unknown) = c
-                .keys()
-                .find(|k| !["phone", "first_name", "last_name"].contains(&k.as_str()))
-            {
-                let param = format!("customer.{unknown}");
-                return Err(ApiError::invalid(
-                    "parameter_unknown",
-                    &param,
-                    format!("Unknown parameter '{param}'."),
-                ));
-            }
-            let phone = match opt_string(c, "phone", "customer.phone", 32)? {
-                Some(p) => Some(phone::normalize(country, &p).map_err(|e| {
-                    ApiError::invalid(
-                        "phone_invalid",
-                        "customer.phone",
-                        format!(
-                            "customer.phone is not a valid {} mobile number: {e}.",
-                            country.code()
-                        ),
-                    )
-                })?),
-                None => None,
-            };
-            Some(Customer {
-                phone,
-                first_name: opt_string(c, "first_name", "customer.first_name", 100)?,
-                last_name: opt_string(c, "last_name", "customer.last_name", 100)?,
-            })
-        }
+    Ok((currency, country))
+}
+
+/// `mode`: `direct` (the default) or `hosted`.
+fn parse_mode(m: &Map<String, Value>) -> Result<Mode, ApiError> {
+    match opt_string(m, "mode", "mode", 10)?.as_deref() {
+        None | Some("direct") => Ok(Mode::Direct),
+        Some("hosted") => Ok(Mode::Hosted),
+        Some(_) => Err(ApiError::invalid(
+            "parameter_invalid",
+            "mode",
+            "mode must be direct or hosted.",
+        )),
+    }
+}
+
+/// `customer`: an object of known fields; its phone a mobile number of the
+/// payment's country, normalised to E.164.
+fn parse_customer(m: &Map<String, Value>, country: Country) -> Result<Option<Customer>, ApiError> {
+    let c = match m.get("customer") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(c)) => c,
         Some(_) => {
             return Err(ApiError::invalid(
                 "parameter_invalid_object",
@@ -372,91 +395,100 @@ pub fn parse_create_object(
             ));
         }
     };
-    let operator = match opt_string(m, "operator", "operator", 40)? {
-        None if mode == Mode::Direct => {
+    if let Some(unknown) = c
+        .keys()
+        .find(|k| !["phone", "first_name", "last_name"].contains(&k.as_str()))
+    {
+        let param = format!("customer.{unknown}");
+        return Err(ApiError::invalid(
+            "parameter_unknown",
+            &param,
+            format!("Unknown parameter '{param}'."),
+        ));
+    }
+    let phone = match opt_string(c, "phone", "customer.phone", 32)? {
+        Some(p) => Some(phone::normalize(country, &p).map_err(|e| {
+            ApiError::invalid(
+                "phone_invalid",
+                "customer.phone",
+                format!(
+                    "customer.phone is not a valid {} mobile number: {e}.",
+                    country.code()
+                ),
+            )
+        })?),
+        None => None,
+    };
+    Ok(Some(Customer {
+        phone,
+        first_name: opt_string(c, "first_name", "customer.first_name", 100)?,
+        last_name: opt_string(c, "last_name", "customer.last_name", 100)?,
+    }))
+}
+
+/// `operator`: required in direct mode; a known operator of the country.
+fn parse_operator(
+    m: &Map<String, Value>,
+    mode: Mode,
+    country: Country,
+) -> Result<Option<&'static operators::Operator>, ApiError> {
+    let Some(slug) = opt_string(m, "operator", "operator", 40)? else {
+        if mode == Mode::Direct {
             return Err(ApiError::invalid(
                 "parameter_missing",
                 "operator",
                 "operator is required when mode is direct.",
             ));
         }
-        None => None,
-        Some(slug) => {
-            let op = operators::find(&slug).ok_or_else(|| {
-                ApiError::invalid(
-                    "operator_not_supported",
-                    "operator",
-                    format!("Unknown operator '{slug}'. See GET /collect/payments/operators/."),
-                )
-            })?;
-            if op.country != country {
-                return Err(ApiError::invalid(
-                    "operator_country_mismatch",
-                    "operator",
-                    format!(
-                        "{} operates in {}, not {}.",
-                        op.slug,
-                        op.country.code(),
-                        country.code()
-                    ),
-                ));
-            }
-            Some(op)
-        }
+        return Ok(None);
     };
-    if mode == Mode::Direct && customer.as_ref().and_then(|c| c.phone.as_ref()).is_none() {
+    let op = operators::find(&slug).ok_or_else(|| {
+        ApiError::invalid(
+            "operator_not_supported",
+            "operator",
+            format!("Unknown operator '{slug}'. See GET /collect/payments/operators/."),
+        )
+    })?;
+    if op.country != country {
         return Err(ApiError::invalid(
-            "parameter_missing",
-            "customer.phone",
-            "customer.phone is required when mode is direct.",
+            "operator_country_mismatch",
+            "operator",
+            format!(
+                "{} operates in {}, not {}.",
+                op.slug,
+                op.country.code(),
+                country.code()
+            ),
         ));
     }
-    let description = opt_string(m, "description", "description", 255)?;
-    let callback_url = opt_string(m, "callback_url", "callback_url", 2048)?;
-    if let Some(url) = &callback_url {
-        check_url(url, environment)
-            .map_err(|msg| ApiError::invalid("url_invalid", "callback_url", msg))?;
-    }
-    // A hosted payment can be a payment link, sent days before it is paid.
+    Ok(Some(op))
+}
+
+/// `expires_in_seconds`: 900 by default; up to an hour for a direct
+/// payment, and longer for a hosted one (a payment link, sent days before
+/// it is paid).
+fn parse_expiry(m: &Map<String, Value>, mode: Mode) -> Result<u64, ApiError> {
     let max_expiry = if mode == Mode::Hosted {
         MAX_HOSTED_EXPIRY_SECONDS
     } else {
         3600
     };
-    let expires_in_seconds = match opt_integer(m, "expires_in_seconds")? {
-        None => 900,
-        Some(s) if (300..=max_expiry as i64).contains(&s) => s as u64,
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "parameter_out_of_range",
-                "expires_in_seconds",
-                format!(
-                    "expires_in_seconds must be between 300 and {max_expiry} for a {} payment.",
-                    if mode == Mode::Hosted {
-                        "hosted"
-                    } else {
-                        "direct"
-                    }
-                ),
-            ));
-        }
-    };
-    let external_merchant_id = opt_string(m, "external_merchant_id", "external_merchant_id", 100)?;
-    let metadata = metadata(m.get("metadata"))?;
-    Ok(CreatePayment {
-        reference,
-        amount,
-        currency,
-        country,
-        mode,
-        customer,
-        operator,
-        description,
-        callback_url,
-        expires_in_seconds,
-        external_merchant_id,
-        metadata,
-    })
+    match opt_integer(m, "expires_in_seconds")? {
+        None => Ok(900),
+        Some(s) if (300..=max_expiry as i64).contains(&s) => Ok(s as u64),
+        Some(_) => Err(ApiError::invalid(
+            "parameter_out_of_range",
+            "expires_in_seconds",
+            format!(
+                "expires_in_seconds must be between 300 and {max_expiry} for a {} payment.",
+                if mode == Mode::Hosted {
+                    "hosted"
+                } else {
+                    "direct"
+                }
+            ),
+        )),
+    }
 }
 
 #[derive(Serialize)]
