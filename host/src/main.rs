@@ -211,7 +211,7 @@ enum KeysCommand {
         #[arg(long, value_parser = ["test", "live"])]
         env: String,
         /// Comma-separated: payments:write, payments:read, bulk:create, bulk:approve,
-        /// webhooks:manage (default: all of them).
+        /// webhooks:manage, webhooks:resend (default: all of them).
         #[arg(long)]
         scopes: Option<String>,
         #[arg(long)]

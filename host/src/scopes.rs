@@ -12,15 +12,20 @@ pub enum Scope {
     BulkCreate,
     BulkApprove,
     WebhooksManage,
+    /// Only sending an event's webhooks again: what a support desk needs when
+    /// a merchant's system missed a notification, without the endpoints and
+    /// their secrets that `webhooks:manage` holds.
+    WebhooksResend,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 5] = [
+    pub const ALL: [Scope; 6] = [
         Scope::PaymentsWrite,
         Scope::PaymentsRead,
         Scope::BulkCreate,
         Scope::BulkApprove,
         Scope::WebhooksManage,
+        Scope::WebhooksResend,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -30,6 +35,7 @@ impl Scope {
             Scope::BulkCreate => "bulk:create",
             Scope::BulkApprove => "bulk:approve",
             Scope::WebhooksManage => "webhooks:manage",
+            Scope::WebhooksResend => "webhooks:resend",
         }
     }
 
@@ -109,7 +115,9 @@ impl fmt::Display for Scopes {
 pub fn required(method: &str, path: &str) -> &'static [Scope] {
     let under = |prefix| crate::paths::under(path, prefix);
     let reads = matches!(method, "GET" | "HEAD");
-    if under("/api/v1/webhook-endpoints") || under("/api/v1/events") {
+    if method == "POST" && is_resend(path) {
+        &[Scope::WebhooksManage, Scope::WebhooksResend]
+    } else if under("/api/v1/webhook-endpoints") || under("/api/v1/events") {
         &[Scope::WebhooksManage]
     } else if under("/api/v1/bulk-payments") {
         let validate = path.trim_end_matches('/').ends_with("/validate");
@@ -126,6 +134,12 @@ pub fn required(method: &str, path: &str) -> &'static [Scope] {
     } else {
         &[Scope::PaymentsWrite]
     }
+}
+
+/// `/api/v1/events/{id}/resend`, with or without a trailing slash.
+fn is_resend(path: &str) -> bool {
+    let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+    matches!(segments.as_slice(), ["", "api", "v1", "events", id, "resend"] if !id.is_empty())
 }
 
 #[cfg(test)]
@@ -169,6 +183,23 @@ mod tests {
         assert!(
             Scopes::all()
                 .allow("POST", "/api/v1/bulk-payments/b/validate/")
+                .is_ok()
+        );
+        let resend = s("webhooks:resend");
+        assert!(resend.allow("POST", "/api/v1/events/ev_1/resend").is_ok());
+        assert!(resend.allow("POST", "/api/v1/events/ev_1/resend/").is_ok());
+        assert!(resend.allow("GET", "/api/v1/events/ev_1").is_err());
+        assert!(resend.allow("GET", "/api/v1/events/ev_1/resend").is_err());
+        assert!(resend.allow("POST", "/api/v1/events//resend").is_err());
+        assert!(
+            resend
+                .allow("POST", "/api/v1/webhook-endpoints/we_1/rotate-secret")
+                .is_err()
+        );
+        assert!(resend.allow("GET", "/api/v1/collect/payments/p").is_err());
+        assert!(
+            s("webhooks:manage")
+                .allow("POST", "/api/v1/events/ev_1/resend")
                 .is_ok()
         );
     }

@@ -1,4 +1,4 @@
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::support::*;
 
@@ -273,6 +273,24 @@ async fn a_key_does_only_what_its_scopes_allow() {
     assert_eq!(
         app.get(&hooks.key, "/api/v1/webhook-endpoints").await.0,
         200
+    );
+    // Resending an event's webhooks takes webhooks:resend (or manage), and
+    // that scope reads nothing else: the made-up event passes the scope check
+    // and is not found, where a reader is refused before any lookup.
+    let resender = scoped("webhooks:resend");
+    let resend = "/api/v1/events/evt_made_up/resend";
+    let (status, e) = app.post(&resender.key, resend, json!({})).await;
+    assert_eq!(status, 404, "{e}");
+    let (status, e) = app.post(&reader.key, resend, json!({})).await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (403, Some("insufficient_scope")),
+        "{e}"
+    );
+    assert_eq!(app.get(&resender.key, "/api/v1/events").await.0, 403);
+    assert_eq!(
+        app.get(&resender.key, "/api/v1/webhook-endpoints").await.0,
+        403
     );
     // The legacy generation answers in its own shape.
     let (status, e) = app.get(&writer.key, "/api/v1/collect/operators/").await;

@@ -54,6 +54,54 @@ pub fn admit(app: &App, s: &Session) -> Result<(), ConsoleError> {
         .map_err(ConsoleError::RateLimited)
 }
 
+/// A console action that changes something, as each confirming form does
+/// it: the form's CSRF token checked, the API request made as the person, a
+/// refusal returned in the API's words, and the change written to the audit
+/// log as `audit` on `subject`, with the detail `detail` draws from the
+/// answer.
+pub struct Action<'a> {
+    pub method: &'a str,
+    pub target: &'a str,
+    pub body: Option<&'a Value>,
+    pub audit: &'a str,
+    pub subject: Option<&'a str>,
+}
+
+pub async fn perform(
+    app: &Arc<App>,
+    c: &super::Console,
+    req: &super::web::Req,
+    s: &Session,
+    action: Action<'_>,
+    detail: impl FnOnce(&Answer) -> Option<String>,
+) -> Result<Answer, ConsoleError> {
+    super::web::check_csrf(req, s)?;
+    let answer = call(
+        app,
+        s,
+        action.method,
+        action.target,
+        action.body,
+        None,
+        &req.request_id,
+    )
+    .await?;
+    if !answer.ok() {
+        return Err(answer.refusal());
+    }
+    let detail = detail(&answer);
+    super::blocking(|| {
+        c.audit.record(
+            s,
+            action.audit,
+            action.subject,
+            detail.as_deref(),
+            req.client.as_deref(),
+        )
+    })?;
+    Ok(answer)
+}
+
 /// `method path?query` with a JSON body, on behalf of the signed-in person.
 pub async fn call(
     app: &Arc<App>,

@@ -190,30 +190,20 @@ pub async fn set_disabled(
     s: &Session,
     id: &str,
 ) -> Result<Resp, ConsoleError> {
-    check_csrf(req, s)?;
+    developer(s)?;
     let disabled = req.field("disabled").as_deref() == Some("true");
-    let path = format!("/api/v1/webhook-endpoints/{id}");
-    let answer = call(
-        app,
-        req,
-        s,
-        "POST",
-        &path,
-        Some(&json!({"disabled": disabled})),
-    )
-    .await?;
-    if !answer.ok() {
-        return Err(answer.refusal());
-    }
-    let action = if disabled {
-        "endpoint.disable"
-    } else {
-        "endpoint.enable"
+    let action = api::Action {
+        method: "POST",
+        target: &format!("/api/v1/webhook-endpoints/{id}"),
+        body: Some(&json!({"disabled": disabled})),
+        audit: if disabled {
+            "endpoint.disable"
+        } else {
+            "endpoint.enable"
+        },
+        subject: Some(id),
     };
-    blocking(|| {
-        c.audit
-            .record(s, action, Some(id), None, req.client.as_deref())
-    })?;
+    api::perform(app, c, req, s, action, |_| None).await?;
     Ok(web::redirect(&format!(
         "/console/developers/webhooks?done={}",
         if disabled { "disable" } else { "enable" }
@@ -228,21 +218,15 @@ pub async fn rotate(
     s: &Session,
     id: &str,
 ) -> Result<Resp, ConsoleError> {
-    check_csrf(req, s)?;
-    let path = format!("/api/v1/webhook-endpoints/{id}/rotate-secret");
-    let answer = call(app, req, s, "POST", &path, None).await?;
-    if !answer.ok() {
-        return Err(answer.refusal());
-    }
-    blocking(|| {
-        c.audit.record(
-            s,
-            "endpoint.rotate_secret",
-            Some(id),
-            None,
-            req.client.as_deref(),
-        )
-    })?;
+    developer(s)?;
+    let action = api::Action {
+        method: "POST",
+        target: &format!("/api/v1/webhook-endpoints/{id}/rotate-secret"),
+        body: None,
+        audit: "endpoint.rotate_secret",
+        subject: Some(id),
+    };
+    let answer = api::perform(app, c, req, s, action, |_| None).await?;
     let shown = secret_notice(req.lang, &answer.json());
     endpoints(app, req, s, Some((200, shown)), false).await
 }

@@ -215,11 +215,9 @@ fn timeline(
     subjects: &[String],
 ) -> Result<String, ConsoleError> {
     let mut out = format!("<h2>{}</h2><ol>", t(l, "timeline"));
-    let may_manage_webhooks = s
-        .role
-        .scopes()
-        .allow("POST", "/api/v1/events/e/resend")
-        .is_ok();
+    let scopes = s.role.scopes();
+    let may_resend = scopes.allow("POST", "/api/v1/events/e/resend").is_ok();
+    let may_read_deliveries = scopes.allow("GET", "/api/v1/events/e").is_ok();
     let mut events = Vec::new();
     for subject in subjects {
         let (found, _) = blocking(|| {
@@ -246,7 +244,7 @@ fn timeline(
             when(event_ms(e)),
             esc(e["type"].as_str().unwrap_or_default())
         );
-        if may_manage_webhooks {
+        if may_resend {
             let _ = write!(
                 out,
                 " <form method=\"post\" action=\"/console/events/{}/resend\" class=\"inline\">{}\
@@ -259,7 +257,7 @@ fn timeline(
         }
         // Where webhooks go and what they answered is the webhooks scope's
         // to see, as `GET /api/v1/events/{id}` is.
-        if may_manage_webhooks
+        if may_read_deliveries
             && let Ok(full) = blocking(|| app.webhooks.event(&s.merchant_id, s.environment, eid))
         {
             out.push_str(&deliveries(l, &full));
@@ -272,7 +270,7 @@ fn timeline(
 }
 
 /// `POST /console/events/{id}/resend`: the event's deliveries, queued again
-/// by the API's resend (scope `webhooks:manage`).
+/// by the API's resend (scope `webhooks:resend` or `webhooks:manage`).
 pub async fn resend(
     app: &Arc<App>,
     c: &super::Console,
@@ -280,22 +278,17 @@ pub async fn resend(
     s: &Session,
     event_id: &str,
 ) -> Result<Resp, ConsoleError> {
-    web::check_csrf(req, s)?;
-    let path = format!("/api/v1/events/{event_id}/resend");
-    let answer = api::call(app, s, "POST", &path, None, None, &req.request_id).await?;
-    if !answer.ok() {
-        return Err(answer.refusal());
-    }
-    let queued = answer.json()["deliveries_queued"].to_string();
-    blocking(|| {
-        c.audit.record(
-            s,
-            "event.resend",
-            Some(event_id),
-            Some(&format!("{queued} deliveries")),
-            req.client.as_deref(),
-        )
-    })?;
+    let action = api::Action {
+        method: "POST",
+        target: &format!("/api/v1/events/{event_id}/resend"),
+        body: None,
+        audit: "event.resend",
+        subject: Some(event_id),
+    };
+    api::perform(app, c, req, s, action, |answer| {
+        Some(format!("{} deliveries", answer.json()["deliveries_queued"]))
+    })
+    .await?;
     let plain_id = event_id
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');

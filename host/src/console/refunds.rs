@@ -213,25 +213,14 @@ pub async fn cancel(
     s: &Session,
     id: &str,
 ) -> Result<Resp, ConsoleError> {
-    check_csrf(req, s)?;
-    let path = format!("/api/v1/collect/payments/{id}/cancel");
-    let answer = api::call(
-        app,
-        s,
-        "POST",
-        &path,
-        Some(&json!({})),
-        None,
-        &req.request_id,
-    )
-    .await?;
-    if !answer.ok() {
-        return Err(answer.refusal());
-    }
-    blocking(|| {
-        c.audit
-            .record(s, "payment.cancel", Some(id), None, req.client.as_deref())
-    })?;
+    let action = api::Action {
+        method: "POST",
+        target: &format!("/api/v1/collect/payments/{id}/cancel"),
+        body: Some(&json!({})),
+        audit: "payment.cancel",
+        subject: Some(id),
+    };
+    api::perform(app, c, req, s, action, |_| None).await?;
     Ok(web::redirect(&format!(
         "/console/payments/{id}?done=cancelled"
     )))

@@ -58,7 +58,8 @@ impl Role {
                 Scope::BulkCreate,
                 Scope::BulkApprove,
             ],
-            Role::Support => &[Scope::PaymentsRead],
+            // Reads, and resending a notification the merchant's system missed.
+            Role::Support => &[Scope::PaymentsRead, Scope::WebhooksResend],
         };
         let names: Vec<&str> = list.iter().map(|s| s.as_str()).collect();
         Scopes::parse(&names.join(",")).expect("every role has a scope")
@@ -339,6 +340,36 @@ impl Users {
         }))
     }
 
+    /// A signed-in user's new password, once the current one is checked;
+    /// false when it is not theirs. Every other session of the user ends in
+    /// the same write: a session someone else holds does not outlive the
+    /// change. `keep_session` is the hash of the session that asked.
+    pub fn change_password(
+        &self,
+        user_id: &str,
+        email: &str,
+        current: &str,
+        new: &str,
+        keep_session: &str,
+    ) -> Result<bool, UserError> {
+        let hash = hash_password(new)?;
+        match self.check_password(email, current)? {
+            Some(cred) if cred.user.id == user_id => {}
+            _ => return Ok(false),
+        }
+        self.db.write(|tx| {
+            tx.execute(
+                "UPDATE console_users SET password_hash = ?2 WHERE id = ?1 AND removed_ms IS NULL",
+                sql_params![user_id, &hash],
+            )?;
+            tx.execute(
+                "DELETE FROM console_sessions WHERE user_id = ?1 AND token_hash <> ?2",
+                sql_params![user_id, keep_session],
+            )
+        })?;
+        Ok(true)
+    }
+
     /// Records the step of a code just accepted; false if a code of that
     /// step or a later one was already used (a replayed code).
     pub fn spend_totp_step(&self, user_id: &str, step: u64) -> Result<bool, UserError> {
@@ -475,6 +506,7 @@ mod tests {
         }
         assert!(Role::Developer.scopes().contains(WebhooksManage));
         assert!(!Role::Support.scopes().contains(WebhooksManage));
+        assert!(Role::Support.scopes().contains(WebhooksResend));
     }
 
     #[test]
