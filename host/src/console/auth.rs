@@ -236,6 +236,19 @@ pub fn security_page(
             )),
         }
     }
+    body.push_str(&format!(
+        "<h2>{title}</h2><form method=\"post\" action=\"/console/security\">{csrf}\
+         <input type=\"hidden\" name=\"action\" value=\"password\">\
+         <label>{current}<input name=\"password\" type=\"password\" autocomplete=\"current-password\" required></label>\
+         <label>{new}<input name=\"new_password\" type=\"password\" autocomplete=\"new-password\" minlength=\"12\" required></label>\
+         <label>{again}<input name=\"new_password2\" type=\"password\" autocomplete=\"new-password\" minlength=\"12\" required></label>\
+         <button>{title}</button></form>",
+        title = t(l, "change_password"),
+        csrf = html::csrf_field(s),
+        current = t(l, "current_password"),
+        new = t(l, "new_password"),
+        again = t(l, "password_again"),
+    ));
     let status = if message.is_some_and(|(_, err)| err) {
         400
     } else {
@@ -249,6 +262,9 @@ pub fn security_page(
 
 pub fn security_action(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
     check_csrf(req, s)?;
+    if req.field("action").as_deref() == Some("password") {
+        return change_password(c, req, s);
+    }
     if s.totp_enabled {
         return Ok(web::redirect("/console/security"));
     }
@@ -280,6 +296,51 @@ pub fn security_action(c: &Console, req: &Req, s: &Session) -> Result<Resp, Cons
             Ok(web::redirect("/console/security"))
         }
         _ => Err(ConsoleError::NotFound),
+    }
+}
+
+/// The password change of the security page. Guessing the current
+/// password is throttled as sign-in is, per account and per client.
+fn change_password(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
+    let l = req.lang;
+    let client = req.client.clone().unwrap_or_default();
+    if let Some(wait) = c.throttle.wait(&s.email, &client) {
+        return Err(ConsoleError::RateLimited(wait));
+    }
+    let new = req.field("new_password").unwrap_or_default();
+    if req.field("new_password2").unwrap_or_default() != new {
+        return security_page(c, req, s, Some((t(l, "passwords_differ"), true)));
+    }
+    let current = req.field("password").unwrap_or_default();
+    let changed = blocking(|| {
+        c.users
+            .change_password(&s.user_id, &s.email, &current, &new, &s.token_hash)
+    });
+    match changed {
+        Ok(true) => {
+            c.throttle.succeeded(&s.email);
+            blocking(|| {
+                c.audit.record(
+                    s,
+                    "user.password_changed",
+                    Some(&s.user_id),
+                    None,
+                    req.client.as_deref(),
+                )
+            })?;
+            Ok(web::redirect("/console/security?done=password"))
+        }
+        Ok(false) => {
+            c.throttle.failed(&s.email, &client);
+            security_page(c, req, s, Some((t(l, "wrong_password"), true)))
+        }
+        Err(UserError::WeakPassword) => security_page(
+            c,
+            req,
+            s,
+            Some((&html::user_error(l, &UserError::WeakPassword), true)),
+        ),
+        Err(e) => Err(user_error(e)),
     }
 }
 

@@ -44,6 +44,27 @@ const WORDS: &[(&str, &str, &str)] = &[
     ("password", "Password", "Mot de passe"),
     ("password_again", "Password again", "Mot de passe (encore)"),
     (
+        "change_password",
+        "Change password",
+        "Changer de mot de passe",
+    ),
+    (
+        "current_password",
+        "Current password",
+        "Mot de passe actuel",
+    ),
+    ("new_password", "New password", "Nouveau mot de passe"),
+    (
+        "wrong_password",
+        "The current password is wrong.",
+        "Le mot de passe actuel est incorrect.",
+    ),
+    (
+        "password_changed",
+        "Password changed. Your other sessions have ended.",
+        "Mot de passe changé. Vos autres sessions ont été fermées.",
+    ),
+    (
         "code",
         "Authenticator code (if enabled)",
         "Code de l'application d'authentification (si activée)",

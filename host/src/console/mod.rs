@@ -162,7 +162,11 @@ async fn route(
     match (method, segments.as_slice()) {
         ("POST", ["sign-out"]) => return auth::sign_out(c, req, s),
         ("POST", ["environment"]) => return auth::switch_environment(c, req, s),
-        ("GET", ["security"]) => return auth::security_page(c, req, s, None),
+        ("GET", ["security"]) => {
+            let done = (req.param("done").as_deref() == Some("password"))
+                .then(|| (html::t(req.lang, "password_changed"), false));
+            return auth::security_page(c, req, s, done);
+        }
         ("POST", ["security"]) => return auth::security_action(c, req, s),
         _ => {}
     }

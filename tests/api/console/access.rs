@@ -208,6 +208,84 @@ async fn console_sessions_end_at_sign_out_and_when_the_user_is_removed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_changes_their_password_and_their_other_sessions_end() {
+    let app = spawn_app().await;
+    let (merchant, _, _) = app.merchant("Shop");
+    let desk = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
+    let other = Browser::new(&app);
+    assert_eq!(
+        other.sign_in("agent@shop.bj", PASSWORD, "").await.status,
+        303
+    );
+    let new = "another long password";
+    let change = |current: &'static str, new: &'static str, again: &'static str| {
+        let desk = &desk;
+        async move {
+            desk.submit(
+                "/console/security",
+                "/console/security",
+                &[
+                    ("action", "password"),
+                    ("password", current),
+                    ("new_password", new),
+                    ("new_password2", again),
+                ],
+            )
+            .await
+        }
+    };
+    // Each bad form says why, on the page, and changes nothing.
+    let wrong = change("not the password!", new, new).await;
+    assert_eq!(wrong.status, 400);
+    assert!(
+        wrong.body.contains("The current password is wrong."),
+        "{}",
+        wrong.body
+    );
+    let differ = change(PASSWORD, new, "another long passwore").await;
+    assert_eq!(differ.status, 400);
+    assert!(
+        differ.body.contains("The two passwords differ."),
+        "{}",
+        differ.body
+    );
+    let short = change(PASSWORD, "too short", "too short").await;
+    assert_eq!(short.status, 400);
+    assert!(
+        short.body.contains("12 to 256 characters"),
+        "{}",
+        short.body
+    );
+    assert_eq!(other.get("/console/payments").await.status, 200);
+
+    let done = change(PASSWORD, new, new).await;
+    assert_eq!(
+        (done.status, done.location()),
+        (303, "/console/security?done=password")
+    );
+    let page = desk.get("/console/security?done=password").await;
+    assert!(page.body.contains("Password changed."), "{}", page.body);
+    // The session that asked goes on; the other one ended at once.
+    assert_eq!(desk.get("/console/payments").await.status, 200);
+    assert_eq!(
+        other.get("/console/payments").await.location(),
+        "/console/sign-in"
+    );
+    let old = Browser::new(&app)
+        .sign_in("agent@shop.bj", PASSWORD, "")
+        .await;
+    assert_eq!(old.status, 401);
+    let fresh = Browser::new(&app).sign_in("agent@shop.bj", new, "").await;
+    assert_eq!(fresh.status, 303);
+
+    let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
+    let audit = owner
+        .get("/console/audit?action=user.password_changed")
+        .await;
+    assert!(audit.body.contains("agent@shop.bj"), "{}", audit.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_owner_and_finance_need_a_second_factor_in_live() {
     let app = spawn_app().await;
     let (merchant, _, _) = app.merchant("Shop");
