@@ -28,7 +28,7 @@ ifneq ($(SYSTEM_NODE),yes)
 export PATH := $(NODE_BIN):$(PATH)
 endif
 
-.PHONY: all run test components test-components toolchain tools node browser sdk lint fmt docs bench soak crash clean
+.PHONY: all run test components test-components toolchain tools node browser sdk lint fmt docs screenshots bench soak crash clean
 
 # Debian packages, for what a fresh machine lacks.
 APT_INSTALL := apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
@@ -102,6 +102,10 @@ run: components
 # The whole book (docs/*.md) as static HTML, with the service's own renderer.
 docs:
 	$(CARGO) run -q -p mmc-host --bin mmc -- docs --src docs --out $(TARGET_DIR)/book
+
+# The console chapter's screenshots (docs/console/), taken again by the browser tests.
+screenshots: components test-components browser
+	MMC_CONSOLE_SCREENSHOTS=docs/console $(CARGO) test -p mmc-host --test api console::browser
 
 # A hung test fails the run within TEST_TIMEOUT (build included) instead of
 # holding CI to its own limit; libtest names a test still running after 60 s.

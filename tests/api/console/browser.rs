@@ -2,13 +2,26 @@
 //! by `make browser`): a person signs in, finds a payment by its reference
 //! and refunds part of it at a phone's width and at a desktop's, signs out;
 //! every page passes axe-core with nothing serious or critical and nothing
-//! overflowing sideways. The screenshots are the book's (docs/console/).
+//! overflowing sideways. The screenshots go to target/console-screenshots;
+//! `make screenshots` writes them into the book (docs/console/) instead.
 
 use mmc_host::console::users::Role;
 use serde_json::{Value, json};
 
 use super::*;
 use crate::support::*;
+
+/// Where the browser runs save their screenshots: the directory named by
+/// `MMC_CONSOLE_SCREENSHOTS` (the book's, for `make screenshots`), else one
+/// under target/, so that a test run leaves the work tree as it found it.
+fn shots_dir() -> std::path::PathBuf {
+    let dir = match std::env::var_os("MMC_CONSOLE_SCREENSHOTS") {
+        Some(d) => root().join(d),
+        None => target_dir().join("console-screenshots"),
+    };
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_chromium_a_person_finds_and_refunds_a_payment_and_every_page_passes_axe() {
@@ -56,8 +69,7 @@ async fn in_chromium_a_person_finds_and_refunds_a_payment_and_every_page_passes_
     let (_, events) = app.get(&key, &format!("/api/v1/events?payment={id}")).await;
     let event = events["data"][0]["id"].as_str().unwrap().to_string();
 
-    let shots = root().join("docs/console");
-    std::fs::create_dir_all(&shots).unwrap();
+    let shots = shots_dir();
     let mut args: Vec<String> = vec![
         "console.mjs".into(),
         app.base.clone(),
@@ -159,8 +171,7 @@ async fn in_chromium_a_link_is_paid_a_batch_is_approved_by_another_person_and_a_
         "beneficiary_name,phone,amount,currency,reference\nAwa Koné,+2290166001001,1000,XOF,jun-1\nKoffi Mensah,+2290166001002,2500,XOF,jun-2\n",
     )
     .unwrap();
-    let shots = root().join("docs/console");
-    std::fs::create_dir_all(&shots).unwrap();
+    let shots = shots_dir();
     let out = crate::checkout::node_json(vec![
         "console_flows.mjs".into(),
         app.base.clone(),
