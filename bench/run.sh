@@ -168,31 +168,49 @@ READS="$DATA/reads"; mkdir -p "$READS"
 M2=$("$MMC" merchants create --name Reads --data-dir "$READS" | python3 -c 'import sys,json;print(json.load(sys.stdin)["id"])')
 KEY2=$("$MMC" keys create --merchant "$M2" --env test --data-dir "$READS" | python3 -c 'import sys,json;print(json.load(sys.stdin)["key"])')
 ID2=$(python3 bench/seed.py "$READS/mmc.db" "$M2" 10000)
+# A support person of that merchant, signed in to the console once.
+LINK=$("$MMC" users create --merchant "$M2" --email support@reads.bj --role support --data-dir "$READS" | python3 -c 'import sys,json;print(json.load(sys.stdin)["sign_in_link"])')
+DATA_DIR="$READS" start_server
+CONSOLE_COOKIE=$(python3 bench/console_session.py "$BASE" "$LINK")
+kill $SERVER; wait $SERVER 2>/dev/null || true
 # A page of 10 from the middle of the first 10,000 (created 50 s after T0):
 # the same page in both stores, found through a larger index in the second.
 LIST_QUERY="limit=10&created%5Bgte%5D=$((1780272000 + 50))"
-reads_p50() { # prints "get p50|list p50|filtered list p50"
+console_p50() { # path: p50 of a console page, as the signed-in support person
+  wrk -t2 -c16 -d5s --latency -H "Cookie: $CONSOLE_COOKIE" "$BASE$1" | awk '$1=="50%" {print $2}'
+}
+reads_p50() { # prints "get p50|list p50|filtered list p50|console: list|reference|failed|payment"
   DATA_DIR="$READS" start_server
-  local get list failed
+  local get list failed c_list c_ref c_failed c_payment
   get=$(wrk -t2 -c16 -d5s --latency -H "Authorization: Bearer $KEY2" "$BASE/api/v1/collect/payments/$ID2" | awk '$1=="50%" {print $2}')
   list=$(wrk -t2 -c16 -d5s --latency -H "Authorization: Bearer $KEY2" "$BASE/api/v1/collect/payments?$LIST_QUERY" | awk '$1=="50%" {print $2}')
   # The newest failed payments (one in ten), through the listing index.
   failed=$(wrk -t2 -c16 -d5s --latency -H "Authorization: Bearer $KEY2" "$BASE/api/v1/collect/payments?limit=10&status=failed&country=BJ" | awk '$1=="50%" {print $2}')
+  # The console's pages a support desk lives in: the newest payments, one
+  # found by its reference, the failed ones, and a payment's page.
+  c_list=$(console_p50 /console/payments)
+  c_ref=$(console_p50 "/console/payments?reference=seed-5000")
+  c_failed=$(console_p50 "/console/payments?status=failed")
+  c_payment=$(console_p50 "/console/payments/$ID2")
   kill $SERVER; wait $SERVER 2>/dev/null || true
-  echo "$get|$list|$failed"
+  echo "$get|$list|$failed|$c_list|$c_ref|$c_failed|$c_payment"
 }
 # A seeded record collect cannot read would make every GET below a quick 500.
 DATA_DIR="$READS" start_server
 SEEDED=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $KEY2" "$BASE/api/v1/collect/payments/$ID2")
 kill $SERVER; wait $SERVER 2>/dev/null || true
 [ "$SEEDED" = 200 ] || { echo "a seeded payment answered $SEEDED: bench/seed.py and collect's record form disagree" >&2; exit 1; }
-IFS='|' read -r small small_list small_failed <<<"$(reads_p50)"
+IFS='|' read -r small small_list small_failed sc_list sc_ref sc_failed sc_payment <<<"$(reads_p50)"
 python3 bench/seed.py "$READS/mmc.db" "$M2" 990000 10000 >/dev/null
-IFS='|' read -r large large_list large_failed <<<"$(reads_p50)"
+IFS='|' read -r large large_list large_failed lc_list lc_ref lc_failed lc_payment <<<"$(reads_p50)"
 # wrk prints latencies with their unit (850.00us, 1.09ms).
 ms() { python3 -c "import re,sys; v,u=re.match(r'([\d.]+)(\w+)',sys.argv[1]).groups(); print(float(v)*{'us':1e-3,'ms':1,'s':1e3}[u])" "$1"; }
 LIST_RATIO=$(python3 -c "print(f'{$(ms "$large_list")/$(ms "$small_list"):.2f}')")
 FAILED_RATIO=$(python3 -c "print(f'{$(ms "$large_failed")/$(ms "$small_failed"):.2f}')")
+times() { python3 -c "print(f'{$(ms "$2")/$(ms "$1"):.2f}')"; } # small, large: the ratio
+console_line() { # label, small, large
+  echo "| $1 | $2 | $3 | ×$(times "$2" "$3") |"
+}
 
 # PostgreSQL, in the same run: one node, then two nodes on one database (two
 # wrk processes, one per node, half the connections each; req/s summed).
@@ -291,4 +309,13 @@ ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); 
   echo "- GET p50 (16 connections) with 10,000 payments stored: $small; with 1,000,000: $large; server RSS after the load phases ($STORED payments created): $((RSS_KB / 1024)) MiB"
   echo "- list p50 (a page of 10 from created[gte], 16 connections) with 10,000 payments stored: $small_list; with 1,000,000: $large_list (×$LIST_RATIO; target ≤ 1.5)"
   echo "- filtered list p50 (\`status=failed&country=BJ\`, newest 10 of one in ten, from the listing index) with 10,000 payments stored: $small_failed; with 1,000,000: $large_failed (×$FAILED_RATIO; target ≤ 1.5)"
+  echo
+  echo "Console pages, p50 at 16 connections as a signed-in support person (target ≤ ×1.5):"
+  echo
+  echo "| Console page | 10,000 payments stored | 1,000,000 | ratio |"
+  echo "|---|---|---|---|"
+  console_line "payments, newest first" "$sc_list" "$lc_list"
+  console_line "payments found by reference" "$sc_ref" "$lc_ref"
+  console_line "failed payments" "$sc_failed" "$lc_failed"
+  console_line "a payment's page" "$sc_payment" "$lc_payment"
 } | tee bench/results/latest.md
