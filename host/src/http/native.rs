@@ -5,6 +5,8 @@ use mmc_domain::http::decode_component;
 use serde_json::Value;
 
 use super::errors::ApiError;
+use super::principal::{admit_principal, body_permit, invalid_key, presented_key, principal_of};
+use super::*;
 
 pub struct NativeRequest {
     pub method: String,
@@ -57,4 +59,81 @@ impl NativeResponse {
     pub fn json(status: u16, body: Value) -> NativeResponse {
         NativeResponse { status, body }
     }
+}
+
+/// Areas of the public listener the host serves itself (the admin API is
+/// on its own listener: [`serve_admin`]).
+#[derive(Clone, Copy)]
+pub(super) enum NativeArea {
+    Webhooks,
+}
+
+impl NativeArea {
+    pub(super) fn label(self) -> &'static str {
+        match self {
+            NativeArea::Webhooks => "webhooks",
+        }
+    }
+}
+
+pub(super) fn native_area(path: &str) -> Option<NativeArea> {
+    let under = |prefix| crate::paths::under(path, prefix);
+    if under("/api/v1/webhook-endpoints") || under("/api/v1/events") {
+        return Some(NativeArea::Webhooks);
+    }
+    None
+}
+
+pub(super) fn native_request(parts: &hyper::http::request::Parts, body: Bytes) -> NativeRequest {
+    NativeRequest {
+        method: parts.method.to_string(),
+        path: parts.uri.path().to_string(),
+        query: parts.uri.query().unwrap_or_default().to_string(),
+        headers: headers_of(parts),
+        body: body.to_vec(),
+    }
+}
+
+pub(super) fn native_response(
+    app: &App,
+    result: Result<native::NativeResponse, errors::ApiError>,
+) -> Response<Full<Bytes>> {
+    let (status, body, allow) = match result {
+        Ok(r) => (r.status, r.body, None),
+        Err(e) => (e.status, e.body(&app.docs_url()), e.allow),
+    };
+    let mut resp = Response::builder()
+        .status(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+        .header("content-type", "application/json");
+    if let Some(allow) = allow {
+        resp = resp.header("allow", allow);
+    }
+    if status == 503 {
+        resp = resp.header("retry-after", errors::RETRY_UNAVAILABLE_SECS);
+    }
+    resp.body(Full::new(Bytes::from(body.to_string())))
+        .expect("valid response parts")
+}
+
+pub(super) async fn native_dispatch(
+    app: &Arc<App>,
+    area: NativeArea,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, HttpError> {
+    let key = presented_key(&req).ok_or(HttpError::MissingKey)?;
+    let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
+    let Some(principal) = principal_of(app, &key).await? else {
+        return Err(invalid_key(app, client));
+    };
+    admit_principal(app, &principal, req.method().as_str(), req.uri().path())?;
+    let reading = body_permit(app, &req, Some(&principal.key_id), client).await?;
+    let (parts, body) = read_request(app, req, None).await?;
+    drop(reading);
+    let request = native_request(&parts, body);
+    let result = match area {
+        NativeArea::Webhooks => {
+            crate::webhooks::api::handle(&app.webhooks, &principal, request).await
+        }
+    };
+    Ok(native_response(app, result))
 }

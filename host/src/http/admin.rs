@@ -1,0 +1,70 @@
+//! The admin listener's requests: `/healthz` and the admin API
+//! (`/admin/v1`, behind its token), with their own request id, span and metrics.
+
+use super::*;
+
+pub(super) async fn handle_admin(app: Arc<App>, mut req: Request<Incoming>) -> Response<Body> {
+    let head = head_as_get(&mut req);
+    let resp = paged::full(handle_admin_get(app, req).await);
+    if head { without_body(resp) } else { resp }
+}
+
+pub(super) async fn handle_admin_get(
+    app: Arc<App>,
+    req: Request<Incoming>,
+) -> Response<Full<Bytes>> {
+    let started = Instant::now();
+    let request_id = format!("req_{}", uuid::Uuid::new_v4().simple());
+    let path = req.uri().path().to_string();
+    let quiet = path == "/healthz";
+    let span = request_span(quiet, &request_id, req.method(), &path, "admin");
+    let served = async {
+        if quiet {
+            text(StatusCode::OK, "text/plain", "ok\n")
+        } else if path == "/admin/v1" || path.starts_with("/admin/v1/") {
+            admin_dispatch(&app, req).await
+        } else {
+            HttpError::NoRoute {
+                method: req.method().to_string(),
+                path: path.clone(),
+            }
+            .into_response(&Generation::Current, &app.docs_url())
+        }
+    };
+    let mut resp = served.instrument(span.clone()).await;
+    resp.headers_mut().insert(
+        "x-request-id",
+        HeaderValue::from_str(&request_id).expect("ascii id"),
+    );
+    let elapsed = started.elapsed();
+    app.runtime
+        .services
+        .metrics
+        .request("admin", resp.status().as_u16(), elapsed);
+    log_request_end(&span, quiet, resp.status(), elapsed);
+    resp
+}
+
+pub(super) async fn admin_dispatch(
+    app: &Arc<App>,
+    req: Request<Incoming>,
+) -> Response<Full<Bytes>> {
+    let authorization = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok());
+    if let Err(e) = crate::admin::api::authorize(&app.admin, authorization) {
+        return native_response(app, Err(e));
+    }
+    // Component uploads get a larger body limit.
+    match read_request(app, req, Some(ADMIN_MAX_BODY)).await {
+        Ok((parts, body)) => {
+            let result = crate::admin::api::handle(&app.admin, native_request(&parts, body)).await;
+            native_response(app, result)
+        }
+        Err(err) => err.into_response(&Generation::Current, &app.docs_url()),
+    }
+}
+
+/// Largest component upload accepted by the admin API.
+pub(super) const ADMIN_MAX_BODY: usize = 64 * 1024 * 1024;

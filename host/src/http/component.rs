@@ -1,0 +1,160 @@
+//! Routes served by an API component: the key checked before the body is
+//! read, the request handed to the component (a read inline on the worker,
+//! a write on a blocking thread), its answer streamed page by page.
+
+use super::principal::{
+    admit_principal, body_permit, caller_of, client_bucket, invalid_key, presented_key,
+    principal_of,
+};
+use super::*;
+
+pub(super) async fn dispatch(
+    app: &Arc<App>,
+    route: &Route,
+    req: Request<Incoming>,
+    request_id: &str,
+) -> Result<Response<Body>, HttpError> {
+    let key = presented_key(&req);
+    if !route.public && key.is_none() {
+        return Err(HttpError::MissingKey);
+    }
+    // Anonymous surfaces (checkout, callbacks) have no key to count by: a
+    // client address gets its own bucket per route, before any body is read.
+    // Whatever the headers say: a made-up `Authorization` (or Wave's shared
+    // secret, which comes as one) must not buy a way around the bucket.
+    let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
+    if route.public
+        && let Some(ip) = client
+    {
+        app.client_limiter
+            .check(&client_bucket(ip, &route.prefix))
+            .map_err(HttpError::RateLimited)?;
+    }
+    // The key, from the headers: a request whose key authenticates nothing
+    // is refused unread (on a public route it is served as anonymous).
+    let principal = match &key {
+        Some(key) => principal_of(app, key).await?,
+        None => None,
+    };
+    let caller = match principal {
+        Some(p) => {
+            admit_principal(app, &p, req.method().as_str(), req.uri().path())?;
+            Some(caller_of(app, p, request_id))
+        }
+        None if route.public => None,
+        None => return Err(invalid_key(app, client)),
+    };
+    let reading = body_permit(
+        app,
+        &req,
+        caller.as_ref().map(|c| c.key_id.as_str()),
+        client,
+    )
+    .await?;
+    let (parts, body) = read_request(app, req, route.max_body_bytes).await?;
+    drop(reading);
+    let request = http_types::Request {
+        method: parts.method.to_string(),
+        path: parts.uri.path().to_string(),
+        query: parts.uri.query().unwrap_or_default().to_string(),
+        headers: headers_of(&parts),
+        body: body.to_vec(),
+    };
+    let inline =
+        app.inline_reads && matches!(parts.method, hyper::Method::GET | hyper::Method::HEAD);
+    let (caller, request, mut response) = if inline {
+        serve_inline(app, route, caller, request).await?
+    } else {
+        let (app, route) = (app.clone(), route.clone());
+        on_blocking_thread(move || {
+            let response = app
+                .runtime
+                .handle(&route.component, caller.as_ref(), &request)?;
+            Ok((caller, request, response))
+        })
+        .await?
+    };
+    let continuation = paged::take_continuation(&mut response);
+
+    let mut builder = Response::builder()
+        .status(StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR));
+    for (k, v) in &response.headers {
+        // A component cannot produce an invalid header: such a header is dropped.
+        if let (Ok(name), Ok(value)) = (
+            hyper::header::HeaderName::from_bytes(k.as_bytes()),
+            HeaderValue::from_str(v),
+        ) {
+            builder = builder.header(name, value);
+        }
+    }
+    let body = match (continuation, caller) {
+        // A page that names the next one: the rest is streamed after it.
+        (Some(next), Some(caller)) if response.status == 200 => {
+            // A revoked key's stream stops: checked between pages (the
+            // key cache makes that a lookup every 500 ms at most).
+            let (accounts, key) = (app.accounts.clone(), key.unwrap_or_default());
+            let still_valid: paged::StillValid =
+                Arc::new(move || !matches!(accounts.authenticate(&key), Ok(None)));
+            Either::Right(paged::stream(
+                app.runtime.clone(),
+                route.component.clone(),
+                caller,
+                request,
+                response.body,
+                next,
+                still_valid,
+            ))
+        }
+        _ => Either::Left(Full::new(Bytes::from(response.body))),
+    };
+    Ok(builder.body(body).unwrap_or_else(|_| {
+        paged::full(text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "text/plain",
+            "invalid response\n",
+        ))
+    }))
+}
+
+pub(super) type Served = (
+    Option<http_types::Caller>,
+    http_types::Request,
+    http_types::Response,
+);
+
+/// A read, served on this worker; one that computes past the inline budget
+/// is stopped and served again on a blocking thread. Doing a GET again is
+/// safe: the most it writes is what the operator answered to a status query
+/// (`?sync=true`), which the second run asks and applies again, idempotently.
+pub(super) async fn serve_inline(
+    app: &Arc<App>,
+    route: &Route,
+    caller: Option<http_types::Caller>,
+    request: http_types::Request,
+) -> Result<Served, HttpError> {
+    use crate::runtime::inline;
+    // A host panic must not take the connection down without an answer.
+    let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        inline::run(|| {
+            app.runtime
+                .handle(&route.component, caller.as_ref(), &request)
+        })
+    }));
+    let response = match attempt {
+        Ok(Some(response)) => response?,
+        Ok(None) => {
+            let (app, component, caller, request) = (
+                app.clone(),
+                route.component.clone(),
+                caller.clone(),
+                request.clone(),
+            );
+            on_blocking_thread(move || {
+                Ok(app.runtime.handle(&component, caller.as_ref(), &request)?)
+            })
+            .await?
+        }
+        Err(_) => return Err(HttpError::Unavailable("request task failed".into())),
+    };
+    Ok((caller, request, response))
+}
