@@ -1,0 +1,86 @@
+//! The store's tables, created when missing, and columns added to a store
+//! made by an older version.
+
+use super::*;
+
+pub(crate) const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS kv (
+    ns    TEXT NOT NULL,
+    tbl   TEXT NOT NULL,
+    k     TEXT NOT NULL,
+    v     BLOB NOT NULL,
+    PRIMARY KEY (ns, tbl, k)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS merchants (
+    id          TEXT PRIMARY KEY,
+    name        TEXT NOT NULL,
+    created_ms  INTEGER NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS api_keys (
+    id           TEXT PRIMARY KEY,
+    key_hash     TEXT NOT NULL UNIQUE,
+    merchant_id  TEXT NOT NULL REFERENCES merchants(id),
+    environment  TEXT NOT NULL CHECK (environment IN ('test', 'live')),
+    created_ms   INTEGER NOT NULL,
+    revoked_ms   INTEGER
+);
+
+CREATE TABLE IF NOT EXISTS outbox (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    id           TEXT NOT NULL UNIQUE,
+    event_type   TEXT NOT NULL,
+    merchant_id  TEXT NOT NULL,
+    environment  TEXT NOT NULL,
+    subject_id   TEXT NOT NULL,
+    extra_url    TEXT,
+    payload      BLOB NOT NULL,
+    created_ms   INTEGER NOT NULL,
+    -- Superseded by outbox_cursor; still read once, by the migration below
+    -- that places the cursor of a file from before it.
+    dispatched   INTEGER NOT NULL DEFAULT 0
+);
+
+-- Events up to `seq` are fanned out into deliveries. One row moved forward
+-- per dispatch round, instead of a flag and an index entry updated per event.
+CREATE TABLE IF NOT EXISTS outbox_cursor (
+    id   INTEGER PRIMARY KEY CHECK (id = 1),
+    seq  INTEGER NOT NULL
+);
+-- A file from before the cursor: start after the last event it dispatched.
+-- Only when the row is missing (once per file): that lookup scans the outbox.
+INSERT INTO outbox_cursor (id, seq)
+SELECT 1, COALESCE(
+    (SELECT MIN(seq) - 1 FROM outbox WHERE dispatched = 0),
+    (SELECT MAX(seq) FROM outbox),
+    0)
+WHERE NOT EXISTS (SELECT 1 FROM outbox_cursor);
+DROP INDEX IF EXISTS outbox_undispatched;
+"#;
+
+/// Columns added after their table was first shipped: (table, column,
+/// declaration). Added at open where missing, so an older file keeps working.
+pub(crate) const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
+    // A key's scopes, comma-separated; NULL (keys from before scopes) = all.
+    ("api_keys", "scopes", "TEXT"),
+    // Maker-checker per environment; NULL = the default (off in test, on in live).
+    ("merchants", "second_approver_test", "INTEGER"),
+    ("merchants", "second_approver_live", "INTEGER"),
+    // A disabled webhook endpoint receives no new event; NULL = enabled.
+    ("webhook_endpoints", "disabled_ms", "INTEGER"),
+];
+
+pub(crate) fn add_missing_columns(conn: &Connection) -> Result<(), StorageError> {
+    for (table, column, decl) in ADDED_COLUMNS {
+        let present: bool = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
+            [table, column],
+            |r| r.get(0),
+        )?;
+        if !present {
+            conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))?;
+        }
+    }
+    Ok(())
+}
