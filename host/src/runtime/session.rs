@@ -1,0 +1,86 @@
+//! One adapter instance for a thread's calls in a row (see [`AdapterSession`]).
+
+use super::*;
+
+impl Runtime {
+    /// An [`AdapterSession`]: calls of one thread that may share an instance.
+    pub fn adapter_session(self: &Arc<Self>) -> AdapterSession<'_> {
+        AdapterSession {
+            runtime: self,
+            live: None,
+        }
+    }
+}
+
+/// Adapter calls made one after another by one thread (a worker of a
+/// `status-many` round) on one instance of the adapter version serving them,
+/// instead of a Store and an instance per call: for the simulator, setting up
+/// and tearing down the instance cost more than its `status` call. Each call
+/// keeps its own deadline, metrics and slot accounting; a call that fails
+/// (trap, deadline, memory) discards the instance, so the next one starts
+/// fresh, and a call routed to another adapter version (another operator, or
+/// a hot swap) replaces it. The instance holds one adapter slot while it lives.
+pub struct AdapterSession<'r> {
+    runtime: &'r Arc<Runtime>,
+    live: Option<LiveAdapter<'r>>,
+}
+
+struct LiveAdapter<'r> {
+    loaded: Arc<Loaded>,
+    store: Store<HostState>,
+    instance: Option<Adapter>,
+    _slot: pool::Permit<'r>,
+}
+
+impl AdapterSession<'_> {
+    /// As [`Runtime::call_adapter_traced`], on the session's own instance when
+    /// the same version serves (environment, operator).
+    pub fn call<R>(
+        &mut self,
+        environment: &str,
+        operator: &str,
+        f: impl FnOnce(&mut Store<HostState>, &Adapter) -> wasmtime::Result<R>,
+    ) -> (Result<R, CallError>, Option<Arc<Loaded>>) {
+        let runtime = self.runtime;
+        let Some(loaded) = runtime.adapter_for(environment, operator) else {
+            let e = CallError::NoRoute {
+                environment: environment.into(),
+                operator: operator.into(),
+            };
+            return (Err(e), None);
+        };
+        let live = match &mut self.live {
+            Some(live) if Arc::ptr_eq(&live.loaded, &loaded) => live,
+            live => {
+                *live = None; // its slot is free again before we wait for one
+                let slot = match runtime.enter(&loaded, None) {
+                    Ok(slot) => slot,
+                    Err(e) => return (Err(e), Some(loaded)),
+                };
+                live.insert(LiveAdapter {
+                    store: runtime.new_store(&loaded),
+                    loaded: loaded.clone(),
+                    instance: None,
+                    _slot: slot,
+                })
+            }
+        };
+        let LiveAdapter {
+            store, instance, ..
+        } = live;
+        let result = runtime.run(&loaded, store, |store| {
+            let adapter = match instance {
+                Some(adapter) => adapter,
+                None => match &loaded.pre {
+                    Pre::Adapter(p) => instance.insert(p.instantiate(&mut *store)?),
+                    _ => unreachable!("adapter_for checks the kind"),
+                },
+            };
+            f(store, adapter)
+        });
+        if result.is_err() {
+            self.live = None;
+        }
+        (result, Some(loaded))
+    }
+}
