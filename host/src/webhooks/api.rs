@@ -77,40 +77,7 @@ pub async fn handle(
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).skip(2).collect(); // after /api/v1
     let env = who.environment;
     match (req.method.as_str(), segments.as_slice()) {
-        ("POST", ["webhook-endpoints"]) => {
-            let body = req.json_object()?;
-            if let Some(k) = body.as_object().and_then(|o| {
-                o.keys()
-                    .find(|k| !["url", "enabled_events", "description"].contains(&k.as_str()))
-            }) {
-                return Err(ApiError::invalid(
-                    "parameter_unknown",
-                    k,
-                    format!("Unknown parameter '{k}'."),
-                ));
-            }
-            let url = body
-                .get("url")
-                .and_then(Value::as_str)
-                .ok_or_else(|| ApiError::invalid("parameter_missing", "url", "url is required."))?;
-            let events = string_list(&body, "enabled_events")?;
-            // A description that is not text is refused, not silently dropped.
-            let description = match body.get("description") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(s.clone()),
-                Some(_) => {
-                    return Err(ApiError::invalid(
-                        "parameter_invalid_string",
-                        "description",
-                        "description must be a string.",
-                    ));
-                }
-            };
-            let e = webhooks
-                .create_endpoint(&who.merchant_id, env, url, events, description)
-                .await?;
-            Ok(NativeResponse::json(201, json!(e)))
-        }
+        ("POST", ["webhook-endpoints"]) => create_endpoint(webhooks, who, &req).await,
         ("GET", ["webhook-endpoints"]) => {
             let list = req.blocking(|| webhooks.list_endpoints(&who.merchant_id, env))?;
             Ok(NativeResponse::json(
@@ -126,27 +93,7 @@ pub async fn handle(
             ))
         }
         ("POST", ["webhook-endpoints", id]) if *id != "callback-secret" => {
-            let body = req.json_object()?;
-            let o = body.as_object().expect("a JSON object");
-            if let Some(k) = o.keys().find(|k| k.as_str() != "disabled") {
-                return Err(ApiError::invalid(
-                    "parameter_unknown",
-                    k,
-                    format!("Unknown parameter '{k}'; an endpoint's disabled can be changed."),
-                ));
-            }
-            let disabled = match o.get("disabled") {
-                Some(Value::Bool(b)) => *b,
-                _ => {
-                    return Err(ApiError::invalid(
-                        "parameter_invalid_boolean",
-                        "disabled",
-                        "disabled is required: true or false.",
-                    ));
-                }
-            };
-            let e = req.blocking(|| webhooks.set_disabled(&who.merchant_id, env, id, disabled))?;
-            Ok(NativeResponse::json(200, json!(e)))
+            set_disabled(webhooks, who, &req, id)
         }
         ("POST", ["webhook-endpoints", id, "rotate-secret"]) => {
             let e = req.blocking(|| webhooks.rotate_secret(&who.merchant_id, env, id))?;
@@ -160,43 +107,7 @@ pub async fn handle(
                 json!({"object": "callback_secret", "secret": secret}),
             ))
         }
-        ("GET", ["events"]) => {
-            let limit = match req.query("limit") {
-                None => 20,
-                Some(l) => l
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|l| (1..=100).contains(l))
-                    .ok_or_else(|| {
-                        ApiError::invalid(
-                            "parameter_out_of_range",
-                            "limit",
-                            "limit must be an integer from 1 to 100.",
-                        )
-                    })?,
-            };
-            let event_type = text_param(&req, "type")?;
-            if let Some(t) = &event_type {
-                Webhooks::validate_events(std::slice::from_ref(t))?;
-            }
-            // An empty value is no filter and no cursor (`?starting_after=`).
-            let given = |name| text_param(&req, name).map(|v| v.filter(|v| !v.is_empty()));
-            let (payment, after) = (given("payment")?, given("starting_after")?);
-            let (data, has_more) = req.blocking(|| {
-                webhooks.list_events(
-                    &who.merchant_id,
-                    env,
-                    event_type.as_deref(),
-                    payment.as_deref(),
-                    after.as_deref(),
-                    limit,
-                )
-            })?;
-            Ok(NativeResponse::json(
-                200,
-                json!({"object": "list", "data": data, "has_more": has_more}),
-            ))
-        }
+        ("GET", ["events"]) => list_events(webhooks, who, &req),
         ("GET", ["events", id]) => Ok(NativeResponse::json(
             200,
             req.blocking(|| webhooks.event(&who.merchant_id, env, id))?,
@@ -229,4 +140,120 @@ pub async fn handle(
             format!("No such endpoint: {} {}", req.method, req.path),
         )),
     }
+}
+
+/// `POST /webhook-endpoints`: `url`, `enabled_events`, an optional
+/// `description`; nothing else.
+async fn create_endpoint(
+    webhooks: &Webhooks,
+    who: &Principal,
+    req: &NativeRequest,
+) -> Result<NativeResponse, ApiError> {
+    let body = req.json_object()?;
+    if let Some(k) = body.as_object().and_then(|o| {
+        o.keys()
+            .find(|k| !["url", "enabled_events", "description"].contains(&k.as_str()))
+    }) {
+        return Err(ApiError::invalid(
+            "parameter_unknown",
+            k,
+            format!("Unknown parameter '{k}'."),
+        ));
+    }
+    let url = body
+        .get("url")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ApiError::invalid("parameter_missing", "url", "url is required."))?;
+    let events = string_list(&body, "enabled_events")?;
+    // A description that is not text is refused, not silently dropped.
+    let description = match body.get("description") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "parameter_invalid_string",
+                "description",
+                "description must be a string.",
+            ));
+        }
+    };
+    let e = webhooks
+        .create_endpoint(&who.merchant_id, who.environment, url, events, description)
+        .await?;
+    Ok(NativeResponse::json(201, json!(e)))
+}
+
+/// `POST /webhook-endpoints/{id}`: `disabled`, the one field that changes.
+fn set_disabled(
+    webhooks: &Webhooks,
+    who: &Principal,
+    req: &NativeRequest,
+    id: &str,
+) -> Result<NativeResponse, ApiError> {
+    let body = req.json_object()?;
+    let o = body.as_object().expect("a JSON object");
+    if let Some(k) = o.keys().find(|k| k.as_str() != "disabled") {
+        return Err(ApiError::invalid(
+            "parameter_unknown",
+            k,
+            format!("Unknown parameter '{k}'; an endpoint's disabled can be changed."),
+        ));
+    }
+    let disabled = match o.get("disabled") {
+        Some(Value::Bool(b)) => *b,
+        _ => {
+            return Err(ApiError::invalid(
+                "parameter_invalid_boolean",
+                "disabled",
+                "disabled is required: true or false.",
+            ));
+        }
+    };
+    let e =
+        req.blocking(|| webhooks.set_disabled(&who.merchant_id, who.environment, id, disabled))?;
+    Ok(NativeResponse::json(200, json!(e)))
+}
+
+/// `GET /events`: newest first, filtered by `type` and `payment`, paged by
+/// `limit` (1 to 100) and `starting_after`.
+fn list_events(
+    webhooks: &Webhooks,
+    who: &Principal,
+    req: &NativeRequest,
+) -> Result<NativeResponse, ApiError> {
+    let limit = match req.query("limit") {
+        None => 20,
+        Some(l) => l
+            .parse::<u32>()
+            .ok()
+            .filter(|l| (1..=100).contains(l))
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    "parameter_out_of_range",
+                    "limit",
+                    "limit must be an integer from 1 to 100.",
+                )
+            })?,
+    };
+    let event_type = text_param(req, "type")?;
+    if let Some(t) = &event_type {
+        Webhooks::validate_events(std::slice::from_ref(t))?;
+    }
+    // An empty value is no filter and no cursor (`?starting_after=`).
+    let given = |name| text_param(req, name).map(|v| v.filter(|v| !v.is_empty()));
+    let (payment, after) = (given("payment")?, given("starting_after")?);
+    let (data, has_more) = req.blocking(|| {
+        webhooks.list_events(
+            &who.merchant_id,
+            who.environment,
+            event_type.as_deref(),
+            payment.as_deref(),
+            after.as_deref(),
+            limit,
+        )
+    })?;
+    Ok(NativeResponse::json(
+        200,
+        json!({"object": "list", "data": data, "has_more": has_more}),
+    ))
 }
