@@ -16,6 +16,7 @@ mod momo;
 mod money;
 mod pawapay;
 mod registry;
+mod scaffold;
 mod trust;
 mod wave;
 

@@ -20,6 +20,10 @@
 //! fake exposes what it did (transactions, sessions, payouts, records) so a
 //! test can compare "money moved at the operator" with what we report.
 
+/// The example operator `mmc adapters new` scaffolds from, compiled with the
+/// fakes so that its template cannot rot.
+#[path = "../../../host/src/scaffold/rust/fake.rs"]
+pub mod acme;
 pub mod fedapay;
 pub mod kit;
 pub mod mtn;
