@@ -15,7 +15,9 @@
 
 use std::path::{Path, PathBuf};
 
-/// The languages an adapter can be scaffolded in.
+/// The languages an adapter can be scaffolded in. Another one is a variant
+/// here, its `--lang` name in `from_str` and a module like [`rust`] whose
+/// `plan` gives its files, listings and next steps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lang {
     /// A Rust crate on `mmc-adapter-kit`.

@@ -10,7 +10,6 @@ use mmc_host::config::ComponentConfig;
 use crate::registry::{self, AtOperator, Entry, Harness, Op};
 use crate::support::fakes::acme::{self, FakeAcme};
 use crate::support::fakes::{Callbacks, Outcome, Plumbing};
-use crate::support::*;
 use crate::*;
 
 /// `acme` in the registry of adapters (add `&crate::acme::ENTRY` to
