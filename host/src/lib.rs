@@ -23,6 +23,7 @@ pub mod permits;
 pub mod private_file;
 pub mod runtime;
 pub mod sandbox;
+pub mod scaffold;
 pub mod scopes;
 pub mod server;
 pub mod shutdown;

@@ -108,6 +108,17 @@ enum AdaptersCommand {
         #[command(flatten)]
         server: AdminServer,
     },
+    /// Scaffold adapter NAME in a checkout of this repository: the adapter,
+    /// its fake operator and its tests (docs/adapters.md).
+    New {
+        name: String,
+        /// The adapter's language: rust.
+        #[arg(long)]
+        lang: String,
+        /// The repository's root.
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+    },
     /// Run the adapter contract suite on FILE in a sandbox; prints a pass/fail table.
     Test {
         file: PathBuf,
@@ -492,6 +503,17 @@ fn adapters(config: &Config, command: AdaptersCommand) {
             "/admin/v1/adapters".into(),
             None,
         ),
+        AdaptersCommand::New { name, lang, root } => {
+            let lang: mmc_host::scaffold::Lang =
+                lang.parse().unwrap_or_else(|e| fail(&format!("{e}")));
+            let done = mmc_host::scaffold::new_adapter(&root, &name, lang)
+                .unwrap_or_else(|e| fail(&format!("{e}")));
+            println!(
+                "{}",
+                json!({"adapter": name, "created": done.created, "edited": done.edited,
+                       "next_steps": done.next_steps})
+            );
+        }
         AdaptersCommand::Test {
             file,
             settings,

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::fakes::Outcome;
-use crate::support::fakes::mtn::{Callbacks, FakeMtn};
+use crate::support::fakes::mtn::FakeMtn;
+use crate::support::fakes::{Callbacks, Outcome};
 use crate::support::*;
 use crate::*;
 
@@ -26,7 +26,7 @@ fn status_queries(fake: &FakeMtn, id: &str) -> usize {
 async fn a_hundred_forged_callbacks_ask_mtn_no_more_than_reconciliation_does() {
     let fake = FakeMtn::start().await;
     fake.set_outcome(&STAYS[1..], Outcome::Stay);
-    fake.callbacks(Callbacks::Never);
+    fake.callbacks(Callbacks::Lost);
     let app = mtn_app(&fake).await;
     let (_, _, live) = app.merchant("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", STAYS)).await;
@@ -65,7 +65,7 @@ async fn a_hundred_forged_callbacks_ask_mtn_no_more_than_reconciliation_does() {
 async fn forty_views_of_a_checkout_page_ask_the_operator_once() {
     let fake = FakeMtn::start().await;
     fake.set_outcome(&STAYS[1..], Outcome::Stay);
-    fake.callbacks(Callbacks::Never);
+    fake.callbacks(Callbacks::Lost);
     let app = mtn_app(&fake).await;
     let (_, _, live) = app.merchant("Shop");
     let hosted = json!({"reference": format!("h-{}", uuid::Uuid::new_v4()), "amount": 1500,

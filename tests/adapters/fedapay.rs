@@ -6,10 +6,14 @@ use std::time::Duration;
 use mmc_host::runtime::bindings::adapter_types::*;
 use serde_json::{Value, json};
 
-use crate::support::fakes::fedapay::{self, FakeFedaPay, Webhooks};
-use crate::support::fakes::{Fault, Outcome, REFUSED_BECAUSE_OF_US};
+use crate::registry::{self, AtOperator, Entry, Harness, Op};
+use crate::support::fakes::fedapay::{self, FakeFedaPay};
+use crate::support::fakes::{Callbacks, Fault, Outcome, REFUSED_BECAUSE_OF_US};
+use crate::support::fakes::{Plumbing, normal_key};
 use crate::support::*;
 use crate::*;
+use futures::future::BoxFuture;
+use mmc_host::config::ComponentConfig;
 
 const CELTIIS: &str = "+2290140000001";
 const CORIS: &str = "+2290122000001";
@@ -23,7 +27,7 @@ pub(crate) async fn fedapay_app(
     tweak(&mut component);
     let app = app_with_adapter("fedapay", SERVED, component, |_| {}).await;
     // One URL in FedaPay's dashboard for every operator it serves.
-    fake.set_webhook_url(&format!(
+    fake.set_callback_url(&format!(
         "{}/api/v1/psp/celtiis-bj/callback?environment=live",
         app.base
     ));
@@ -106,7 +110,7 @@ async fn celtiis_push_completes_via_the_signed_webhook_with_the_protocol_followe
     );
     // transaction.created (ignored: says nothing final) and transaction.approved.
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let answers: Vec<u16> = fake.webhooks_sent().iter().map(|(_, s)| *s).collect();
+    let answers: Vec<u16> = fake.callbacks_sent().iter().map(|(_, s)| *s).collect();
     assert_eq!(answers, vec![200, 200], "{answers:?}");
 }
 
@@ -114,7 +118,7 @@ async fn celtiis_push_completes_via_the_signed_webhook_with_the_protocol_followe
 async fn celtiis_push_completes_by_polling_when_the_webhook_is_lost() {
     let fake = FakeFedaPay::start().await;
     fake.settle_after(Duration::from_millis(100));
-    fake.webhooks(Webhooks::Lost);
+    fake.callbacks(Callbacks::Lost);
     let app = fedapay_app(&fake, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
     let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
@@ -128,7 +132,7 @@ async fn celtiis_push_completes_by_polling_when_the_webhook_is_lost() {
             .iter()
             .all(|r| r.path == format!("/v1/transactions/{tx}"))
     );
-    assert!(fake.webhooks_sent().is_empty());
+    assert!(fake.callbacks_sent().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -262,7 +266,7 @@ async fn forged_stale_or_unsigned_webhooks_get_401() {
 async fn unknown_push_outcomes_stay_pending_and_polling_finds_the_one_transaction() {
     let fake = FakeFedaPay::start().await;
     fake.settle_after(Duration::from_millis(100));
-    fake.webhooks(Webhooks::Lost);
+    fake.callbacks(Callbacks::Lost);
     let app = fedapay_app(&fake, |c| {
         c.settings.insert("timeout_ms".into(), "400".into());
     })
@@ -308,7 +312,7 @@ async fn unknown_push_outcomes_stay_pending_and_polling_finds_the_one_transactio
 async fn a_lost_push_answer_is_found_in_the_list_when_the_search_misses_it() {
     let fake = FakeFedaPay::start().await;
     fake.settle_after(Duration::from_millis(100));
-    fake.webhooks(Webhooks::Lost);
+    fake.callbacks(Callbacks::Lost);
     fake.search_ignores_custom_metadata();
     let app = fedapay_app(&fake, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
@@ -395,7 +399,7 @@ async fn cancel_of_a_pending_push_is_refused_then_the_payment_completes() {
     wait_for(&app, &live, id, "completed", Duration::from_millis(500)).await;
 
     // Declined at FedaPay meanwhile (webhook lost): the cancel learns it.
-    fake.webhooks(Webhooks::Lost);
+    fake.callbacks(Callbacks::Lost);
     let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
     let id = p["id"].as_str().unwrap();
     fake.customer_acts(
@@ -752,7 +756,7 @@ async fn the_fake_fedapay_tries_a_webhook_again_until_it_is_acknowledged() {
         ],
     )
     .await;
-    fake.set_webhook_url(&receiver.url());
+    fake.set_callback_url(&receiver.url());
     let adapter = Direct::load("fedapay", fake.component_config());
     let Initiated::AwaitingCustomer(tx) = adapter
         .initiate(initiate_request("celtiis-bj", "BJ", CELTIIS))
@@ -929,4 +933,98 @@ async fn a_webhook_for_another_transaction_with_our_id_changes_nothing() {
 
     fake.customer_pays(&ours).await;
     wait_for(&app, &live, id, "completed", Duration::from_secs(10)).await;
+}
+
+/// `fedapay` in the registry of adapters: the contract tests and every cell
+/// of the fault matrix run over it.
+pub const ENTRY: Entry = Entry {
+    name: "fedapay",
+    operator: "celtiis-bj",
+    routes: &["celtiis-bj"],
+    country: "BJ",
+    phone: |n| format!("+2290140{:06}", 700_000 + n),
+    unsupported: &[
+        (
+            Op::ConfirmOtp,
+            "FedaPay has no OTP step (approved on the phone or its page)",
+        ),
+        (Op::Refund, "FedaPay documents no refund API"),
+    ],
+    otp: None,
+    refund_status_query: false,
+    conformance_settings: &[],
+    conformance_secrets: &["secret_key", "webhook_secret"],
+    start: registry::start::<fedapay::FedaPay>,
+};
+
+/// FedaPay knows our payment by `custom_metadata` (our id itself). A cancel
+/// asks where the transaction stands (FedaPay documents no withdrawal); the
+/// push and the payout's start move money.
+impl Harness for FakeFedaPay {
+    fn plumbing(&self) -> &Plumbing {
+        FakeFedaPay::plumbing(self)
+    }
+
+    fn component_config(&self) -> ComponentConfig {
+        FakeFedaPay::component_config(self)
+    }
+
+    fn endpoint(&self, op: Op) -> &'static str {
+        match op {
+            Op::Cancel => "transaction_get",
+            Op::Payout => "payout_start",
+            _ => "push",
+        }
+    }
+
+    fn target(&self, op: Op, phone: &str, payment_id: &str, _: &str) -> String {
+        match op {
+            Op::Cancel | Op::Refund => payment_id.to_string(),
+            _ => phone.to_string(),
+        }
+    }
+
+    /// The pushed transaction made for our id (pending until the customer acts).
+    fn customer_approves<'a>(&'a self, payment_id: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            for t in self.transactions_for(payment_id) {
+                if t.status == "pending" && t.pushes > 0 {
+                    self.customer_pays(&t.id.to_string()).await;
+                }
+            }
+            self.transactions_for(payment_id).iter().any(|t| t.paid())
+        })
+    }
+
+    fn payment(&self, payment_id: &str) -> AtOperator {
+        let transactions = self.transactions_for(payment_id);
+        AtOperator {
+            moved: transactions.iter().any(|t| t.paid()),
+            // Never pushed: nothing can happen to it on its own.
+            settled: transactions
+                .iter()
+                .all(|t| t.status != "pending" || t.pushes == 0),
+            records: transactions.len(),
+        }
+    }
+
+    fn refund(&self, _: &str, _: &str) -> AtOperator {
+        AtOperator::nothing()
+    }
+
+    /// A created payout moves nothing until started; every one made for the
+    /// number counts (a second one would be a second payout).
+    fn payout(&self, phone: &str) -> AtOperator {
+        let digits = normal_key(phone);
+        let payouts: Vec<_> = self
+            .payouts()
+            .into_iter()
+            .filter(|p| p.phone == digits)
+            .collect();
+        AtOperator {
+            moved: payouts.iter().any(|p| p.sent()),
+            settled: payouts.iter().all(|p| p.status != "started"),
+            records: payouts.len(),
+        }
+    }
 }

@@ -5,10 +5,14 @@ use std::time::Duration;
 use mmc_host::runtime::bindings::adapter_types::*;
 use serde_json::json;
 
-use crate::support::fakes::mtn::{self, Callbacks, FakeMtn};
-use crate::support::fakes::{Fault, Outcome, REFUSED_BECAUSE_OF_US};
+use crate::registry::{self, AtOperator, Entry, Harness, Op};
+use crate::support::fakes::mtn::{self, FakeMtn};
+use crate::support::fakes::{Callbacks, Fault, Outcome, REFUSED_BECAUSE_OF_US};
+use crate::support::fakes::{Plumbing, normal_key};
 use crate::support::*;
 use crate::*;
+use futures::future::BoxFuture;
+use mmc_host::config::ComponentConfig;
 
 const PHONE: &str = "+2290166000001";
 
@@ -90,7 +94,7 @@ async fn mtn_payment_completes_via_the_callback_with_the_protocol_followed() {
 async fn mtn_payment_completes_by_polling_when_the_callback_never_comes() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
-    fake.callbacks(Callbacks::Never);
+    fake.callbacks(Callbacks::Lost);
     let app = mtn_app(&fake, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
@@ -175,7 +179,7 @@ async fn mtn_server_error_leaves_the_payment_in_progress_and_a_refusal_fails_it(
 async fn mtn_timeout_at_initiation_leaves_the_payment_pending_and_polling_finds_it() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
-    fake.callbacks(Callbacks::Never);
+    fake.callbacks(Callbacks::Lost);
     // MTN takes the request but answers after our 400 ms timeout.
     fake.inject("requesttopay", Fault::Slow(Duration::from_millis(1500)), 1);
     let app = mtn_app(&fake, |c| {
@@ -218,7 +222,7 @@ async fn mtn_timeout_at_initiation_leaves_the_payment_pending_and_polling_finds_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn while_the_operator_is_still_answering_a_replay_is_told_to_retry_and_a_cancel_is_refused() {
     let fake = FakeMtn::start().await;
-    fake.callbacks(Callbacks::Never);
+    fake.callbacks(Callbacks::Lost);
     // MTN answers the request to pay 2 s after it arrives (within our timeout).
     fake.inject("requesttopay", Fault::Slow(Duration::from_millis(2000)), 1);
     let app = mtn_app(&fake, |_| {}).await;
@@ -271,7 +275,7 @@ async fn a_reconciliation_round_asks_the_operator_about_its_payments_concurrentl
     const N: usize = 6;
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
-    fake.callbacks(Callbacks::Never);
+    fake.callbacks(Callbacks::Lost);
     // Each status query takes 800 ms: one after another, a round would take 4.8 s.
     fake.inject(
         "requesttopay_status",
@@ -385,7 +389,7 @@ async fn mtn_refunds_pending_at_the_operator_are_asked_about_together() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_checkout_page_payment_on_its_way_to_mtn_is_sent_once_and_cannot_be_cancelled() {
     let fake = FakeMtn::start().await;
-    fake.callbacks(Callbacks::Never);
+    fake.callbacks(Callbacks::Lost);
     fake.inject("requesttopay", Fault::Slow(Duration::from_millis(2000)), 1);
     let app = mtn_app(&fake, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
@@ -453,7 +457,7 @@ async fn mtn_forged_callback_is_only_a_hint() {
 async fn mtn_duplicate_and_late_callbacks_never_move_a_terminal_payment() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
-    fake.callbacks(Callbacks::Twice);
+    fake.callbacks(Callbacks::Duplicate);
     let app = mtn_app(&fake, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
@@ -480,7 +484,7 @@ async fn mtn_duplicate_and_late_callbacks_never_move_a_terminal_payment() {
 async fn mtn_malformed_bodies_are_refused_and_polling_recovers() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
-    fake.callbacks(Callbacks::Never);
+    fake.callbacks(Callbacks::Lost);
     let app = mtn_app(&fake, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
@@ -761,7 +765,7 @@ async fn an_mtn_token_is_reused_and_renewed_when_mtn_drops_it() {
 async fn an_mtn_callback_is_answered_within_a_second_whatever_mtn_does_meanwhile() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
-    fake.callbacks(Callbacks::Never);
+    fake.callbacks(Callbacks::Lost);
     let app = mtn_app(&fake, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
@@ -1070,7 +1074,7 @@ async fn mtn_tokens_are_renewed_ten_minutes_before_they_expire() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_requests_to_mtn_are_spaced_to_ten_a_second() {
     let fake = FakeMtn::start().await;
-    fake.callbacks(Callbacks::Never);
+    fake.callbacks(Callbacks::Lost);
     let app = mtn_app(&fake, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
     let mut ids = Vec::new();
@@ -1116,4 +1120,99 @@ async fn status_requests_to_mtn_are_spaced_to_ten_a_second() {
         metrics.contains(r#"outcome="paced""#),
         "the reads past a second's wait were not sent: {metrics}"
     );
+}
+
+/// `momo` in the registry of adapters: the contract tests and every cell of
+/// the fault matrix run over it.
+pub const ENTRY: Entry = Entry {
+    name: "momo",
+    operator: "mtn-bj",
+    routes: &["mtn-bj"],
+    country: "BJ",
+    phone: |n| format!("+2290166{:06}", 700_000 + n),
+    unsupported: &[(Op::ConfirmOtp, "MTN has no OTP step")],
+    otp: None,
+    refund_status_query: true,
+    // MTN's default target environment (its sandbox) takes EUR only: the
+    // kit's XOF payment needs a market, or the adapter rightly sends nothing.
+    conformance_settings: &[("target_environment", "mtnbenin")],
+    conformance_secrets: &[
+        "collection_api_user",
+        "collection_api_key",
+        "collection_subscription_key",
+        "disbursement_api_user",
+        "disbursement_api_key",
+        "disbursement_subscription_key",
+    ],
+    start: registry::start::<mtn::Mtn>,
+};
+
+/// MTN knows our operations by the UUIDv4 made from our id
+/// (`X-Reference-Id`); a cancel asks where the request to pay stands.
+impl Harness for FakeMtn {
+    fn plumbing(&self) -> &Plumbing {
+        FakeMtn::plumbing(self)
+    }
+
+    fn component_config(&self) -> ComponentConfig {
+        FakeMtn::component_config(self)
+    }
+
+    fn endpoint(&self, op: Op) -> &'static str {
+        match op {
+            Op::Cancel => "requesttopay_status",
+            Op::Refund => "refund",
+            Op::Payout => "transfer",
+            _ => "requesttopay",
+        }
+    }
+
+    fn target(&self, op: Op, phone: &str, payment_id: &str, _: &str) -> String {
+        match op {
+            Op::Cancel | Op::Refund => operator_id(payment_id),
+            _ => phone.to_string(),
+        }
+    }
+
+    fn customer_approves<'a>(&'a self, payment_id: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let key = operator_id(payment_id);
+            self.customer_acts(&key, Outcome::Succeed).await;
+            self.transaction(&key).is_some_and(|t| t.succeeded())
+        })
+    }
+
+    fn payment(&self, payment_id: &str) -> AtOperator {
+        match self.transaction(&operator_id(payment_id)) {
+            Some(t) => AtOperator {
+                moved: t.succeeded(),
+                settled: t.status != "PENDING",
+                records: 1,
+            },
+            None => AtOperator::nothing(),
+        }
+    }
+
+    fn refund(&self, payment_id: &str, _: &str) -> AtOperator {
+        let refunds = self.refunds_of(&operator_id(payment_id));
+        AtOperator {
+            moved: refunds.iter().any(|t| t.succeeded()),
+            settled: refunds.iter().all(|t| t.status != "PENDING"),
+            records: refunds.len(),
+        }
+    }
+
+    fn payout(&self, phone: &str) -> AtOperator {
+        let digits = normal_key(phone);
+        let transfers: Vec<_> = self
+            .transactions()
+            .into_iter()
+            .filter(|t| t.kind == mtn::Kind::Transfer && t.party == digits)
+            .collect();
+        AtOperator {
+            moved: transfers.iter().any(|t| t.succeeded()),
+            settled: transfers.iter().all(|t| t.status != "PENDING"),
+            records: transfers.len(),
+        }
+    }
 }

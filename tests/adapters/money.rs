@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::fakes::mtn::{Callbacks, FakeMtn};
-use crate::support::fakes::{Fault, Outcome};
+use crate::support::fakes::mtn::FakeMtn;
+use crate::support::fakes::{Callbacks, Fault, Outcome};
 use crate::support::*;
 use crate::*;
 
@@ -44,7 +44,7 @@ fn requests_to_pay_for(fake: &FakeMtn, id: &str) -> usize {
 async fn a_timed_out_request_to_pay_is_not_cancelled_and_completes_when_the_customer_pays() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(2500));
-    fake.callbacks(Callbacks::Never);
+    fake.callbacks(Callbacks::Lost);
     fake.inject("requesttopay", Fault::Slow(Duration::from_millis(1500)), 1);
     let app = mtn_app(&fake, &[]).await;
     let (_, _, live) = app.merchant("Shop");
@@ -243,7 +243,7 @@ fn move_deadline(app: &TestApp, id: &str, expires_at_ms: u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expiry_waits_for_the_operators_approval_window() {
     let fake = FakeMtn::start().await;
-    fake.callbacks(Callbacks::Never);
+    fake.callbacks(Callbacks::Lost);
     let (late_payer, never) = ("+2290166000011", "+2290166000012");
     fake.set_outcome(late_payer, Outcome::Stay);
     fake.set_outcome(never, Outcome::Stay);
@@ -290,7 +290,7 @@ async fn expiry_waits_for_the_operators_approval_window() {
 async fn a_checkout_submit_with_an_unknown_outcome_is_polled_and_never_offered_again() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(2500));
-    fake.callbacks(Callbacks::Never);
+    fake.callbacks(Callbacks::Lost);
     fake.inject("requesttopay", Fault::Slow(Duration::from_millis(1500)), 1);
     let app = mtn_app(&fake, &[]).await;
     let (_, _, live) = app.merchant("Shop");

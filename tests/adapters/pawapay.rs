@@ -5,10 +5,14 @@ use std::time::Duration;
 use mmc_host::runtime::bindings::adapter_types::*;
 use serde_json::{Value, json};
 
-use crate::support::fakes::pawapay::{self, Callbacks, FakePawapay};
-use crate::support::fakes::{Fault, Outcome, REFUSED_BECAUSE_OF_US};
+use crate::registry::{self, AtOperator, Entry, Harness, Op, Otp};
+use crate::support::fakes::pawapay::{self, FakePawapay};
+use crate::support::fakes::{Callbacks, Fault, Outcome, REFUSED_BECAUSE_OF_US};
+use crate::support::fakes::{Plumbing, normal_key};
 use crate::support::*;
 use crate::*;
+use futures::future::BoxFuture;
+use mmc_host::config::ComponentConfig;
 
 const MOOV_BJ: &str = "+2290195000001";
 /// Where pawaPay really serves (no Celtiis or Coris Money in its Benin list).
@@ -976,4 +980,107 @@ async fn after_duplicate_ignored_a_failed_status_check_is_not_a_refusal() {
         "the check was made"
     );
     assert_eq!(fake.ids_for("payouts", "2250700000079").len(), 1);
+}
+
+/// `pawapay` in the registry of adapters: the contract tests and every cell
+/// of the fault matrix run over it.
+pub const ENTRY: Entry = Entry {
+    name: "pawapay",
+    operator: "moov-bj",
+    routes: &["moov-bj", "orange-ci"],
+    country: "BJ",
+    phone: |n| format!("+2290195{:06}", 700_000 + n),
+    unsupported: &[],
+    // Orange CI (PREAUTH at pawaPay): nothing is sent before the code; the
+    // deposit carries it.
+    otp: Some(Otp {
+        operator: "orange-ci",
+        country: "CI",
+        phone: |n| format!("+225070{:07}", 7_000_000 + n),
+        code: pawapay::GOOD_OTP,
+    }),
+    refund_status_query: true,
+    conformance_settings: &[],
+    conformance_secrets: &["api_token"],
+    start: registry::start::<pawapay::Pawapay>,
+};
+
+/// pawaPay knows our operations by the UUIDv4 made from our id
+/// (`depositId`, `payoutId`, `refundId`); a cancel asks where the deposit
+/// stands.
+impl Harness for FakePawapay {
+    fn plumbing(&self) -> &Plumbing {
+        FakePawapay::plumbing(self)
+    }
+
+    fn component_config(&self) -> ComponentConfig {
+        FakePawapay::component_config(self)
+    }
+
+    fn endpoint(&self, op: Op) -> &'static str {
+        match op {
+            Op::Cancel => "deposit_status",
+            Op::Refund => "refunds",
+            Op::Payout => "payouts",
+            _ => "deposits",
+        }
+    }
+
+    fn target(&self, op: Op, phone: &str, payment_id: &str, _: &str) -> String {
+        match op {
+            Op::Cancel | Op::Refund => operator_id(payment_id),
+            _ => phone.to_string(),
+        }
+    }
+
+    fn customer_approves<'a>(&'a self, payment_id: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let key = operator_id(payment_id);
+            self.customer_acts(&key, Outcome::Succeed).await;
+            self.record(&key).is_some_and(|r| r.completed())
+        })
+    }
+
+    fn payment(&self, payment_id: &str) -> AtOperator {
+        match self.record(&operator_id(payment_id)) {
+            Some(r) => AtOperator {
+                moved: r.completed(),
+                settled: matches!(r.status.as_str(), "COMPLETED" | "FAILED"),
+                records: 1,
+            },
+            None => AtOperator::nothing(),
+        }
+    }
+
+    fn refund(&self, payment_id: &str, _: &str) -> AtOperator {
+        let deposit = operator_id(payment_id);
+        let refunds: Vec<_> = self
+            .records()
+            .into_iter()
+            .filter(|r| {
+                r.kind == pawapay::Kind::Refund && r.deposit_id.as_deref() == Some(deposit.as_str())
+            })
+            .collect();
+        settled_records(&refunds)
+    }
+
+    fn payout(&self, phone: &str) -> AtOperator {
+        let digits = normal_key(phone);
+        let payouts: Vec<_> = self
+            .records()
+            .into_iter()
+            .filter(|r| r.kind == pawapay::Kind::Payout && r.phone == digits)
+            .collect();
+        settled_records(&payouts)
+    }
+}
+
+fn settled_records(records: &[pawapay::Record]) -> AtOperator {
+    AtOperator {
+        moved: records.iter().any(|r| r.completed()),
+        settled: records
+            .iter()
+            .all(|r| matches!(r.status.as_str(), "COMPLETED" | "FAILED")),
+        records: records.len(),
+    }
 }

@@ -13,9 +13,9 @@ use crate::momo::mtn_app;
 use crate::pawapay::pawapay_app;
 use crate::support::fakes::fedapay::FakeFedaPay;
 use crate::support::fakes::mtn::FakeMtn;
-use crate::support::fakes::pawapay::{Callbacks, FakePawapay};
+use crate::support::fakes::pawapay::FakePawapay;
 use crate::support::fakes::wave::{self, FakeWave};
-use crate::support::fakes::{Fault, Outcome};
+use crate::support::fakes::{Callbacks, Fault, Outcome};
 use crate::support::*;
 use crate::wave::wave_app;
 use crate::*;
@@ -438,7 +438,7 @@ async fn a_payout_success_for_another_amount_keeps_the_item_under_review() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forged_mtn_callbacks_at_every_moment_never_decide() {
     let fake = FakeMtn::start().await;
-    fake.callbacks(crate::support::fakes::mtn::Callbacks::Never);
+    fake.callbacks(crate::support::fakes::Callbacks::Lost);
     fake.set_outcome(MTN_BJ, Outcome::Stay);
     // The request to pay is taken, its answer lost: the outcome is unknown.
     fake.inject_for("requesttopay", MTN_BJ, Fault::AcceptThenStatus(500), 1);

@@ -5,10 +5,14 @@ use std::time::Duration;
 use mmc_host::runtime::bindings::adapter_types::*;
 use serde_json::{Value, json};
 
-use crate::support::fakes::wave::{self, FakeWave, Webhooks};
-use crate::support::fakes::{Fault, Outcome, REFUSED_BECAUSE_OF_US};
+use crate::registry::{self, AtOperator, Entry, Harness, Op};
+use crate::support::fakes::Plumbing;
+use crate::support::fakes::wave::{self, FakeWave};
+use crate::support::fakes::{Callbacks, Fault, Outcome, REFUSED_BECAUSE_OF_US};
 use crate::support::*;
 use crate::*;
+use futures::future::BoxFuture;
+use mmc_host::config::ComponentConfig;
 
 const PHONE: &str = "+2250700000001";
 
@@ -20,7 +24,7 @@ pub(crate) async fn wave_app(
     tweak(&mut component);
     let app = app_with_adapter("wave", &["wave-ci"], component, |_| {}).await;
     // What the merchant sets once in the Wave Business Portal.
-    fake.set_webhook_url(&format!(
+    fake.set_callback_url(&format!(
         "{}/api/v1/psp/wave-ci/callback?environment=live",
         app.base
     ));
@@ -79,7 +83,7 @@ async fn wave_checkout_redirects_and_a_signed_webhook_completes_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wave_payment_completes_by_polling_when_the_webhook_is_lost() {
     let fake = FakeWave::start().await;
-    fake.webhooks(Webhooks::Lost);
+    fake.callbacks(Callbacks::Lost);
     let app = wave_app(&fake, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
     let (id, session) = wave_payment(&app, &live).await;
@@ -164,7 +168,7 @@ async fn wave_failed_attempt_is_not_final_and_expiry_fails_with_the_reason() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wave_duplicate_and_out_of_order_webhooks_never_move_a_terminal_payment() {
     let fake = FakeWave::start().await;
-    fake.webhooks(Webhooks::Duplicate);
+    fake.callbacks(Callbacks::Duplicate);
     let app = wave_app(&fake, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
     let (id, session) = wave_payment(&app, &live).await;
@@ -195,7 +199,7 @@ async fn wave_duplicate_and_out_of_order_webhooks_never_move_a_terminal_payment(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wave_errors_at_initiation_leave_the_payment_pending() {
     let fake = FakeWave::start().await;
-    fake.webhooks(Webhooks::Lost);
+    fake.callbacks(Callbacks::Lost);
     let app = wave_app(&fake, |c| {
         c.settings.insert("timeout_ms".into(), "400".into());
     })
@@ -236,7 +240,7 @@ async fn wave_errors_at_initiation_leave_the_payment_pending() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wave_cancel_expires_the_session_unless_already_paid() {
     let fake = FakeWave::start().await;
-    fake.webhooks(Webhooks::Lost);
+    fake.callbacks(Callbacks::Lost);
     let app = wave_app(&fake, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
     let (id, session) = wave_payment(&app, &live).await;
@@ -432,7 +436,7 @@ async fn wave_signature_checks_at_adapter_level() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wave_shared_secret_webhooks_are_checked_by_their_bearer_token() {
     let fake = FakeWave::start().await;
-    fake.webhooks(Webhooks::Lost);
+    fake.callbacks(Callbacks::Lost);
     let app = wave_app(&fake, |c| {
         c.settings
             .insert("webhook_security".into(), "shared_secret".into());
@@ -526,7 +530,7 @@ async fn the_fake_wave_tries_a_webhook_again_until_it_is_acknowledged() {
         ],
     )
     .await;
-    fake.set_webhook_url(&receiver.url());
+    fake.set_callback_url(&receiver.url());
     assert_eq!(
         fake.customer_pays(&session.psp_reference).await,
         vec![500, 0, 200]
@@ -548,7 +552,7 @@ async fn the_fake_wave_tries_a_webhook_again_until_it_is_acknowledged() {
     let session = fake_session(&adapter).await;
     let receiver =
         Receiver::start("checkout.session.completed", vec![Answer::Status(503); 5]).await;
-    fake.set_webhook_url(&receiver.url());
+    fake.set_callback_url(&receiver.url());
     assert_eq!(fake.customer_pays(&session).await, vec![503; 3]);
     assert_eq!(receiver.received().len(), wave::DELIVERY.attempts);
 }
@@ -562,5 +566,104 @@ async fn fake_session(adapter: &Direct) -> String {
     {
         Initiated::Redirect(r) => r.psp_reference,
         other => panic!("{other:?}"),
+    }
+}
+
+/// `wave` in the registry of adapters: the contract tests and every cell of
+/// the fault matrix run over it.
+pub const ENTRY: Entry = Entry {
+    name: "wave",
+    operator: "wave-ci",
+    routes: &["wave-ci"],
+    country: "CI",
+    phone: |n| format!("+22507{:08}", 70_000_000 + n),
+    unsupported: &[(Op::ConfirmOtp, "Wave has no OTP step (paid on Wave's page)")],
+    otp: None,
+    refund_status_query: false,
+    conformance_settings: &[],
+    conformance_secrets: &["api_key", "webhook_secret"],
+    start: registry::start::<wave::Wave>,
+};
+
+/// Wave knows a payment by its session (`client_reference` = our id); the
+/// customer pays on Wave's page, here on command.
+impl Harness for FakeWave {
+    fn plumbing(&self) -> &Plumbing {
+        FakeWave::plumbing(self)
+    }
+
+    /// The payer's number travels with the session: the fake can then tell
+    /// one test's session from another's.
+    fn component_config(&self) -> ComponentConfig {
+        let mut c = FakeWave::component_config(self);
+        c.settings
+            .insert("restrict_payer_mobile".into(), "true".into());
+        c
+    }
+
+    fn endpoint(&self, op: Op) -> &'static str {
+        match op {
+            Op::Cancel => "session_expire",
+            Op::Refund => "session_refund",
+            Op::Payout => "payout_create",
+            _ => "session_create",
+        }
+    }
+
+    /// A cancel expires the session, a refund refunds it.
+    fn target(&self, op: Op, phone: &str, payment_id: &str, psp_reference: &str) -> String {
+        match op {
+            Op::Cancel if psp_reference.is_empty() => payment_id.to_string(),
+            Op::Cancel | Op::Refund => psp_reference.to_string(),
+            _ => phone.to_string(),
+        }
+    }
+
+    /// Wave's customer pays only when told: nothing to hold back.
+    fn customer_waits(&self, _: &str) {}
+
+    fn customer_approves<'a>(&'a self, payment_id: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let mut paid = false;
+            for s in self.sessions_for(payment_id) {
+                if self.mark_paid(&s.id) {
+                    self.notify("checkout.session.completed", &s.id).await;
+                    paid = true;
+                }
+            }
+            paid
+        })
+    }
+
+    fn payment(&self, payment_id: &str) -> AtOperator {
+        let sessions = self.sessions_for(payment_id);
+        AtOperator {
+            moved: sessions.iter().any(|s| s.paid()),
+            // The test pays (or fails to pay) at once: nothing pending.
+            settled: true,
+            records: sessions.len(),
+        }
+    }
+
+    fn refund(&self, _: &str, psp_reference: &str) -> AtOperator {
+        let refunded = self.session(psp_reference).is_some_and(|s| s.refunded);
+        AtOperator {
+            moved: refunded,
+            settled: true,
+            records: usize::from(refunded),
+        }
+    }
+
+    fn payout(&self, phone: &str) -> AtOperator {
+        let payouts: Vec<_> = self
+            .payouts()
+            .into_iter()
+            .filter(|p| p.mobile == phone)
+            .collect();
+        AtOperator {
+            moved: payouts.iter().any(|p| p.succeeded()),
+            settled: payouts.iter().all(|p| p.status != "processing"),
+            records: payouts.len(),
+        }
     }
 }

@@ -9,7 +9,7 @@
 //!   phone_number?: {number, country}}` pushes the payment to the phone in one
 //!   of the documented no-redirect modes (the API reference writes the path
 //!   `/v1/transactions/{mode}`: both are served). The customer approves or
-//!   declines by phone digits ([`Outcomes`]), or pays on the page on command.
+//!   declines by phone digits (the kit's [`Outcomes`](super::Outcomes)), or pays on the page on command.
 //! - `GET /v1/transactions/{id}`, `GET /v1/transactions` (`per_page`,
 //!   `page`), `GET /v1/transactions/search?search=` (how FedaPay matches is
 //!   not documented: here a substring of the reference, description, id or a
@@ -23,7 +23,7 @@
 //!   entity}` signed `X-FEDAPAY-SIGNATURE: t=<ts>,s=<hex HMAC-SHA256(secret,
 //!   "<ts>.<body>")>`. No refund or cancel endpoint: FedaPay documents none.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -34,8 +34,11 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use sha2::Sha256;
 
+use futures::future::BoxFuture;
+
 use super::{
-    Delivery, Fault, Outcome, Outcomes, Plumbing, Received, Reply, now_rfc3339, with_fault_for,
+    Delivery, FakeServer, Fault, Outcome, Plumbing, Received, Reply, Wire, now_rfc3339,
+    with_fault_for,
 };
 
 pub const SECRET_KEY: &str = "sk_live_FAKEfedapay0123456789abcdef";
@@ -131,24 +134,15 @@ impl Payout {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Webhooks {
-    Send,
-    Lost,
-    Duplicate,
-}
-
-struct Inner {
+/// FedaPay's state: transactions, payouts, the search's behaviour and the
+/// account's modes.
+pub struct FedaPay {
     plumbing: Plumbing,
-    outcomes: Outcomes,
     transactions: Mutex<BTreeMap<u64, Transaction>>,
     payouts: Mutex<BTreeMap<u64, Payout>>,
     next_id: AtomicU64,
     /// Whether the search looks into `custom_metadata` (FedaPay does not say).
     search_metadata: AtomicBool,
-    webhook_url: Mutex<Option<String>>,
-    webhooks: Mutex<Webhooks>,
-    settle_after: Mutex<Duration>,
     /// What `GET /v1/currencies` lists for XOF: the modes this account can use.
     xof_modes: Mutex<Vec<String>>,
 }
@@ -158,9 +152,36 @@ struct Inner {
 /// (https://docs.fedapay.com/payment-methods/en/payment-methods-en).
 const DOCUMENTED_MODES: &[&str] = &["mtn_open", "moov", "sbin", "togocel", "moov_tg", "mtn_ci"];
 
-pub struct FakeFedaPay {
-    pub addr: std::net::SocketAddr,
-    inner: Arc<Inner>,
+/// A fake FedaPay v1 server (the kit's [`FakeServer`] over [`FedaPay`]).
+/// Its webhooks go to the URL set with `set_callback_url` (the dashboard).
+pub type FakeFedaPay = FakeServer<FedaPay>;
+
+impl Wire for FedaPay {
+    fn new() -> FedaPay {
+        FedaPay {
+            plumbing: Plumbing::default(),
+            transactions: Mutex::new(BTreeMap::new()),
+            payouts: Mutex::new(BTreeMap::new()),
+            next_id: AtomicU64::new(104_000),
+            search_metadata: AtomicBool::new(true),
+            xof_modes: Mutex::new(DOCUMENTED_MODES.iter().map(|m| m.to_string()).collect()),
+        }
+    }
+
+    fn plumbing(&self) -> &Plumbing {
+        &self.plumbing
+    }
+
+    fn handle(self: Arc<Self>, req: Received) -> BoxFuture<'static, Reply> {
+        Box::pin(handle(self, req))
+    }
+
+    /// The `fedapay` adapter's secret key and webhook secret.
+    fn configure(&self, c: &mut ComponentConfig) {
+        c.secrets.insert("secret_key".into(), SECRET_KEY.into());
+        c.secrets
+            .insert("webhook_secret".into(), WEBHOOK_SECRET.into());
+    }
 }
 
 fn now_s() -> u64 {
@@ -299,111 +320,26 @@ fn payout_json(p: &Payout) -> Value {
     })
 }
 
+/// FedaPay's own: modes, transactions, payouts, the customer on the phone
+/// or the page, webhooks on demand. Endpoints (for `inject`):
+/// `transaction_create`, `token`, `push`, `transaction_get`,
+/// `transaction_list`, `transaction_search`, `payout_create`,
+/// `payout_start`, `payout_get`, `payout_list`, `payout_search`. Faults by
+/// `inject_for` match our id (`custom_metadata.mmc_id`), FedaPay's id of the
+/// transaction or payout, the customer's MSISDN, or a search term;
+/// `ids_for` counts our id for `transaction_create` / `payout_create`,
+/// FedaPay's transaction id for `push` (more than one: two transactions
+/// pushed for one payment), the payout id for `payout_start`.
 impl FakeFedaPay {
-    pub async fn start() -> FakeFedaPay {
-        let inner = Arc::new(Inner {
-            plumbing: Plumbing::default(),
-            outcomes: Outcomes::default(),
-            transactions: Mutex::new(BTreeMap::new()),
-            payouts: Mutex::new(BTreeMap::new()),
-            next_id: AtomicU64::new(104_000),
-            search_metadata: AtomicBool::new(true),
-            webhook_url: Mutex::new(None),
-            webhooks: Mutex::new(Webhooks::Send),
-            settle_after: Mutex::new(Duration::from_millis(300)),
-            xof_modes: Mutex::new(DOCUMENTED_MODES.iter().map(|m| m.to_string()).collect()),
-        });
-        let handler_inner = inner.clone();
-        let addr = super::serve(Arc::new(move |req| {
-            let inner = handler_inner.clone();
-            Box::pin(async move { handle(inner, req).await })
-        }))
-        .await;
-        FakeFedaPay { addr, inner }
-    }
-
-    pub fn host(&self) -> String {
-        self.addr.to_string()
-    }
-
-    pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// The `fedapay` adapter's configuration for this fake.
-    pub fn component_config(&self) -> ComponentConfig {
-        let mut c = ComponentConfig {
-            allowed_hosts: vec![self.host()],
-            ..Default::default()
-        };
-        c.settings.insert("base_url".into(), self.base_url());
-        c.secrets.insert("secret_key".into(), SECRET_KEY.into());
-        c.secrets
-            .insert("webhook_secret".into(), WEBHOOK_SECRET.into());
-        c
-    }
-
-    /// What the merchant sets once in FedaPay's dashboard.
     /// The modes `GET /v1/currencies` lists for XOF from now on.
     pub fn set_xof_modes(&self, modes: &[&str]) {
-        *self.inner.xof_modes.lock() = modes.iter().map(|m| m.to_string()).collect();
-    }
-
-    pub fn set_webhook_url(&self, url: &str) {
-        *self.inner.webhook_url.lock() = Some(url.into());
-    }
-
-    pub fn webhooks(&self, mode: Webhooks) {
-        *self.inner.webhooks.lock() = mode;
-    }
-
-    /// What the customer (or a payout's recipient side) does, by MSISDN.
-    pub fn set_outcome(&self, msisdn: &str, outcome: Outcome) {
-        self.inner.outcomes.set(msisdn, outcome);
-    }
-
-    pub fn settle_after(&self, delay: Duration) {
-        *self.inner.settle_after.lock() = delay;
+        *self.wire().xof_modes.lock() = modes.iter().map(|m| m.to_string()).collect();
     }
 
     /// How FedaPay's search matches is not documented: from now on it does
     /// not look into `custom_metadata` (only the list can find our id).
     pub fn search_ignores_custom_metadata(&self) {
-        self.inner.search_metadata.store(false, Ordering::SeqCst);
-    }
-
-    /// Endpoints: `transaction_create`, `token`, `push`, `transaction_get`,
-    /// `transaction_list`, `transaction_search`, `payout_create`,
-    /// `payout_start`, `payout_get`, `payout_list`, `payout_search`.
-    pub fn inject(&self, endpoint: &'static str, fault: Fault, times: usize) {
-        self.inner.plumbing.inject(endpoint, fault, times);
-    }
-
-    /// The next `times` requests to `endpoint` about `key` get `fault`.
-    /// `key`: our id (`custom_metadata.mmc_id`), FedaPay's id of the
-    /// transaction or payout, the customer's MSISDN, or a search term.
-    pub fn inject_for(&self, endpoint: &'static str, key: &str, fault: Fault, times: usize) {
-        self.inner.plumbing.inject_for(endpoint, key, fault, times);
-    }
-
-    pub fn faults_left(&self, endpoint: &str, key: &str) -> usize {
-        self.inner.plumbing.faults_left(endpoint, key)
-    }
-
-    pub fn requests(&self, endpoint: &str) -> Vec<Received> {
-        self.inner.plumbing.requests(endpoint)
-    }
-
-    pub fn requests_for(&self, endpoint: &str, key: &str) -> Vec<Received> {
-        self.inner.plumbing.requests_for(endpoint, key)
-    }
-
-    /// Distinct ids of the creating requests about `key`: our id for
-    /// `transaction_create` / `payout_create`, FedaPay's transaction id for
-    /// `push` (more than one: two transactions pushed for one payment), the
-    /// payout id for `payout_start`.
-    pub fn ids_for(&self, endpoint: &str, key: &str) -> BTreeSet<String> {
-        self.inner.plumbing.ids_for(endpoint, key)
+        self.wire().search_metadata.store(false, Ordering::SeqCst);
     }
 
     /// The operator's books say another amount for this operation (a
@@ -411,18 +347,18 @@ impl FakeFedaPay {
     /// every later answer and callback about it carries that amount.
     pub fn set_amount(&self, id: &str, amount: u64) {
         let Ok(id) = id.parse::<u64>() else { return };
-        if let Some(t) = self.inner.transactions.lock().get_mut(&id) {
+        if let Some(t) = self.wire().transactions.lock().get_mut(&id) {
             t.amount = amount;
         }
     }
 
     pub fn transaction(&self, id: &str) -> Option<Transaction> {
         let id: u64 = id.parse().ok()?;
-        self.inner.transactions.lock().get(&id).cloned()
+        self.wire().transactions.lock().get(&id).cloned()
     }
 
     pub fn transactions(&self) -> Vec<Transaction> {
-        self.inner.transactions.lock().values().cloned().collect()
+        self.wire().transactions.lock().values().cloned().collect()
     }
 
     /// Every transaction created with our id in `custom_metadata`.
@@ -435,15 +371,11 @@ impl FakeFedaPay {
 
     pub fn payout(&self, id: &str) -> Option<Payout> {
         let id: u64 = id.parse().ok()?;
-        self.inner.payouts.lock().get(&id).cloned()
+        self.wire().payouts.lock().get(&id).cloned()
     }
 
     pub fn payouts(&self) -> Vec<Payout> {
-        self.inner.payouts.lock().values().cloned().collect()
-    }
-
-    pub fn webhooks_sent(&self) -> Vec<(String, u16)> {
-        self.inner.plumbing.callbacks()
+        self.wire().payouts.lock().values().cloned().collect()
     }
 
     /// The customer pays on FedaPay's page (or approves a push) now: the
@@ -458,13 +390,13 @@ impl FakeFedaPay {
         let Ok(id) = id.parse() else {
             return Vec::new();
         };
-        decide(&self.inner, id, outcome).await
+        decide(self.wire(), id, outcome).await
     }
 
     /// FedaPay changes a transaction (no webhook).
     pub fn set_status(&self, id: &str, status: &str, code: Option<&str>) {
         let Ok(id) = id.parse::<u64>() else { return };
-        if let Some(t) = self.inner.transactions.lock().get_mut(&id) {
+        if let Some(t) = self.wire().transactions.lock().get_mut(&id) {
             t.status = status.into();
             t.last_error_code = code.map(str::to_string);
         }
@@ -493,18 +425,13 @@ impl FakeFedaPay {
     /// POSTs `body` to the dashboard URL with this `X-FEDAPAY-SIGNATURE`.
     pub async fn send_webhook(&self, body: Vec<u8>, signature: Option<String>) -> u16 {
         let url = self
-            .inner
-            .webhook_url
-            .lock()
-            .clone()
+            .plumbing()
+            .dashboard_url()
             .expect("webhook URL configured");
         let headers = signature
             .map(|s| vec![("X-FEDAPAY-SIGNATURE".to_string(), s)])
             .unwrap_or_default();
-        self.inner
-            .plumbing
-            .call_back("POST", &url, headers, body)
-            .await
+        self.plumbing().call_back("POST", &url, headers, body).await
     }
 }
 
@@ -526,17 +453,12 @@ fn rand_u16() -> u16 {
 
 /// Sends `name` about the transaction as it stands, honouring the webhook
 /// mode. Returns our answers.
-async fn notify(inner: &Arc<Inner>, name: &str, id: u64) -> Vec<u16> {
-    let Some(url) = inner.webhook_url.lock().clone() else {
+async fn notify(inner: &Arc<FedaPay>, name: &str, id: u64) -> Vec<u16> {
+    let Some(url) = inner.plumbing.dashboard_url() else {
         return Vec::new();
     };
     let Some(t) = inner.transactions.lock().get(&id).cloned() else {
         return Vec::new();
-    };
-    let times = match *inner.webhooks.lock() {
-        Webhooks::Send => 1,
-        Webhooks::Lost => 0,
-        Webhooks::Duplicate => 2,
     };
     let body = event_body(name, "transaction", id, transaction_json(&t));
     let sign = || {
@@ -545,21 +467,15 @@ async fn notify(inner: &Arc<Inner>, name: &str, id: u64) -> Vec<u16> {
             signature(WEBHOOK_SECRET, now_s(), &body),
         )]
     };
-    let mut answers = Vec::new();
-    for _ in 0..times {
-        answers.extend(
-            inner
-                .plumbing
-                .deliver("POST", &url, sign, body.clone(), DELIVERY)
-                .await,
-        );
-    }
-    answers
+    inner
+        .plumbing
+        .dispatch("POST", &url, sign, body.clone(), DELIVERY)
+        .await
 }
 
 /// A pending transaction becomes final with `outcome` (`Stay`: it does
 /// not), then its webhook.
-async fn decide(inner: &Arc<Inner>, id: u64, outcome: Outcome) -> Vec<u16> {
+async fn decide(inner: &Arc<FedaPay>, id: u64, outcome: Outcome) -> Vec<u16> {
     let name = {
         let mut transactions = inner.transactions.lock();
         let Some(t) = transactions.get_mut(&id) else {
@@ -606,7 +522,7 @@ fn endpoint_of(method: &str, segments: &[&str]) -> Option<&'static str> {
     })
 }
 
-async fn handle(inner: Arc<Inner>, mut req: Received) -> Reply {
+async fn handle(inner: Arc<FedaPay>, mut req: Received) -> Reply {
     let path = req.path.trim_matches('/').to_string();
     let segments: Vec<&str> = path.split('/').collect();
     let Some(endpoint) = endpoint_of(&req.method, &segments) else {
@@ -727,7 +643,7 @@ fn metadata_contains(metadata: &Value, q: &str) -> bool {
     }
 }
 
-fn matches_transaction(inner: &Inner, t: &Transaction, q: &str) -> bool {
+fn matches_transaction(inner: &FedaPay, t: &Transaction, q: &str) -> bool {
     t.id.to_string() == q
         || t.reference.contains(q)
         || t.description.contains(q)
@@ -735,7 +651,7 @@ fn matches_transaction(inner: &Inner, t: &Transaction, q: &str) -> bool {
             && metadata_contains(&t.custom_metadata, q))
 }
 
-fn matches_payout(inner: &Inner, p: &Payout, q: &str) -> bool {
+fn matches_payout(inner: &FedaPay, p: &Payout, q: &str) -> bool {
     p.id.to_string() == q
         || p.reference.contains(q)
         || (inner.search_metadata.load(Ordering::SeqCst)
@@ -743,7 +659,7 @@ fn matches_payout(inner: &Inner, p: &Payout, q: &str) -> bool {
 }
 
 /// What identifies a request's operation (see [`FakeFedaPay::inject_for`]).
-fn identify(inner: &Inner, endpoint: &str, segments: &[&str], req: &mut Received) {
+fn identify(inner: &FedaPay, endpoint: &str, segments: &[&str], req: &mut Received) {
     let body = req.json().unwrap_or(Value::Null);
     let text = |v: &Value| v.as_str().map(str::to_string);
     let transaction_keys = |t: &Transaction| -> Vec<Option<String>> {
@@ -859,7 +775,7 @@ fn phone_of(v: &Value) -> Result<Option<String>, Reply> {
     }
 }
 
-fn create_transaction(inner: &Arc<Inner>, req: &Received) -> Reply {
+fn create_transaction(inner: &Arc<FedaPay>, req: &Received) -> Reply {
     let Some(body) = req.json().filter(Value::is_object) else {
         return error(400, "The request body must be JSON.", Value::Null);
     };
@@ -910,7 +826,7 @@ fn create_transaction(inner: &Arc<Inner>, req: &Received) -> Reply {
     reply
 }
 
-fn token(inner: &Inner, id: u64) -> Reply {
+fn token(inner: &FedaPay, id: u64) -> Reply {
     let mut transactions = inner.transactions.lock();
     let Some(t) = transactions.get_mut(&id) else {
         return error(404, "Transaction not found", Value::Null);
@@ -930,7 +846,7 @@ fn token(inner: &Inner, id: u64) -> Reply {
     )
 }
 
-fn push(inner: &Arc<Inner>, mode: &str, req: &Received) -> Reply {
+fn push(inner: &Arc<FedaPay>, mode: &str, req: &Received) -> Reply {
     let Some(body) = req.json().filter(Value::is_object) else {
         return error(400, "The request body must be JSON.", Value::Null);
     };
@@ -985,12 +901,15 @@ fn push(inner: &Arc<Inner>, mode: &str, req: &Received) -> Reply {
         t.pushes += 1;
         (t.id, t.amount)
     };
-    let delay = *inner.settle_after.lock();
+    let delay = inner.plumbing.settle_delay();
     let settle = inner.clone();
     tokio::spawn(async move {
         tokio::time::sleep(delay).await;
         let outcome = match settle.transactions.lock().get(&id) {
-            Some(t) => settle.outcomes.of(t.phone.as_deref().unwrap_or_default()),
+            Some(t) => settle
+                .plumbing
+                .outcomes
+                .of(t.phone.as_deref().unwrap_or_default()),
             None => return,
         };
         decide(&settle, id, outcome).await;
@@ -1008,7 +927,7 @@ fn push(inner: &Arc<Inner>, mode: &str, req: &Received) -> Reply {
     )
 }
 
-fn create_payout(inner: &Inner, req: &Received) -> Reply {
+fn create_payout(inner: &FedaPay, req: &Received) -> Reply {
     let Some(body) = req.json().filter(Value::is_object) else {
         return error(400, "The request body must be JSON.", Value::Null);
     };
@@ -1060,7 +979,7 @@ fn create_payout(inner: &Inner, req: &Received) -> Reply {
     reply
 }
 
-fn start_payouts(inner: &Arc<Inner>, req: &Received) -> Reply {
+fn start_payouts(inner: &Arc<FedaPay>, req: &Received) -> Reply {
     let Some(body) = req.json() else {
         return error(400, "The request body must be JSON.", Value::Null);
     };
@@ -1105,7 +1024,7 @@ fn start_payouts(inner: &Arc<Inner>, req: &Received) -> Reply {
         started.push(payout_json(p));
     }
     drop(payouts);
-    let delay = *inner.settle_after.lock();
+    let delay = inner.plumbing.settle_delay();
     let settle = inner.clone();
     tokio::spawn(async move {
         tokio::time::sleep(delay).await;
@@ -1114,7 +1033,7 @@ fn start_payouts(inner: &Arc<Inner>, req: &Received) -> Reply {
             let Some(p) = payouts.get_mut(&id) else {
                 continue;
             };
-            match settle.outcomes.of(&p.phone) {
+            match settle.plumbing.outcomes.of(&p.phone) {
                 Outcome::Succeed => p.status = "sent".into(),
                 Outcome::Fail(code) => {
                     p.status = "failed".into();

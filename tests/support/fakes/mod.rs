@@ -8,6 +8,11 @@
 //! adapters are tested against the protocol and not against our own
 //! assumptions.
 //!
+//! Every fake is built on the kit ([`kit`]): a [`kit::Wire`] (the
+//! provider's routes and records) served by a [`kit::FakeServer`], which
+//! gives it the server, the adapter's configuration, the record of
+//! requests, the faults, the callback modes and the customers' outcomes.
+//!
 //! Faults lie the way operators do: besides a refusal before any work
 //! (`Status`, `Malformed`), an operator may do the work and still fail to
 //! tell us (`Slow`, `AcceptThenStatus`, `AcceptThenReset`,
@@ -15,7 +20,12 @@
 //! fake exposes what it did (transactions, sessions, payouts, records) so a
 //! test can compare "money moved at the operator" with what we report.
 
+/// The example operator `mmc adapters new` scaffolds from, compiled with the
+/// fakes so that its template cannot rot.
+#[path = "../../../host/src/scaffold/rust/fake.rs"]
+pub mod acme;
 pub mod fedapay;
+pub mod kit;
 pub mod mtn;
 pub mod pawapay;
 pub mod wave;
@@ -33,6 +43,8 @@ use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::net::TcpListener;
+
+pub use kit::{Callbacks, FakeServer, Wire};
 
 /// A request as the fake received it.
 #[derive(Clone, Debug)]
@@ -232,9 +244,8 @@ struct Targeted {
     left: usize,
 }
 
-/// What every fake shares: the record of requests, the fault queues and a
-/// client to call back with.
-#[derive(Default)]
+/// What every fake shares: the record of requests, the fault queues, a
+/// client to call back with, how callbacks are sent and what customers do.
 pub struct Plumbing {
     received: Mutex<Vec<(&'static str, Received)>>,
     faults: Mutex<HashMap<&'static str, VecDeque<Fault>>>,
@@ -244,6 +255,31 @@ pub struct Plumbing {
     /// Per endpoint: requests being answered now, and the most at once.
     in_flight: Mutex<HashMap<&'static str, (usize, usize)>>,
     client: reqwest::Client,
+    /// What each customer does, by MSISDN.
+    pub outcomes: Outcomes,
+    /// How long a customer takes to act.
+    pub settle_after: Mutex<Duration>,
+    /// How callbacks are sent ([`Callbacks`]).
+    pub callback_mode: Mutex<Callbacks>,
+    /// The callback URL set once in the provider's dashboard, if any.
+    pub callback_url: Mutex<Option<String>>,
+}
+
+impl Default for Plumbing {
+    fn default() -> Plumbing {
+        Plumbing {
+            received: Mutex::default(),
+            faults: Mutex::default(),
+            targeted: Mutex::default(),
+            callbacks: Mutex::default(),
+            in_flight: Mutex::default(),
+            client: reqwest::Client::default(),
+            outcomes: Outcomes::default(),
+            settle_after: Mutex::new(Duration::from_millis(300)),
+            callback_mode: Mutex::new(Callbacks::Send),
+            callback_url: Mutex::default(),
+        }
+    }
 }
 
 impl Plumbing {
@@ -340,6 +376,48 @@ impl Plumbing {
 
     pub fn callbacks(&self) -> Vec<(String, u16)> {
         self.callbacks.lock().clone()
+    }
+
+    /// How long the customer takes to act now.
+    pub fn settle_delay(&self) -> Duration {
+        *self.settle_after.lock()
+    }
+
+    /// The dashboard's callback URL, if set.
+    pub fn dashboard_url(&self) -> Option<String> {
+        self.callback_url.lock().clone()
+    }
+
+    /// One callback of an operation that became final, sent as the fake's
+    /// [`Callbacks`] mode says (once, never, twice, or late), each delivery
+    /// under the provider's `rule` ([`Plumbing::deliver`]). Returns our
+    /// answers to every attempt.
+    pub async fn dispatch(
+        &self,
+        method: &str,
+        url: &str,
+        headers: impl Fn() -> Vec<(String, String)>,
+        body: Vec<u8>,
+        rule: Delivery,
+    ) -> Vec<u16> {
+        let mode = *self.callback_mode.lock();
+        let times = match mode {
+            Callbacks::Send => 1,
+            Callbacks::Lost => 0,
+            Callbacks::Duplicate => 2,
+            Callbacks::Late(delay) => {
+                tokio::time::sleep(delay).await;
+                1
+            }
+        };
+        let mut answers = Vec::new();
+        for _ in 0..times {
+            answers.extend(
+                self.deliver(method, url, &headers, body.clone(), rule)
+                    .await,
+            );
+        }
+        answers
     }
 
     /// Sends one callback and records what our service answered (0: unreachable).

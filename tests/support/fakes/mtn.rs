@@ -20,9 +20,11 @@ use mmc_host::config::ComponentConfig;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
+use futures::future::BoxFuture;
+
 use super::{
-    Delivery, Fault, Outcome, Outcomes, Plumbing, Received, Reply, is_amount, is_uuid, with_fault,
-    with_fault_for,
+    Delivery, FakeServer, Fault, Outcome, Plumbing, Received, Reply, Wire, is_amount, is_uuid,
+    with_fault, with_fault_for,
 };
 
 pub const API_USER: &str = "3f0b9a4e-5a8e-4c1f-9b7e-2d6c8e1a7b90";
@@ -71,76 +73,43 @@ impl Transaction {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Callbacks {
-    /// As MTN: one PUT (retried while not answered 2xx within 2 s).
-    Once,
-    /// The callback is lost.
-    Never,
-    /// A duplicate delivery.
-    Twice,
-}
-
-struct Inner {
+/// MTN's state: the transactions it holds, the tokens it issued, the
+/// markets our API user is provisioned for.
+pub struct Mtn {
     plumbing: Plumbing,
-    outcomes: Outcomes,
     transactions: Mutex<HashMap<String, Transaction>>,
     /// Issued bearer tokens → product.
     tokens: Mutex<HashMap<String, String>>,
-    settle_after: Mutex<Duration>,
-    callbacks: Mutex<Callbacks>,
     /// Target environments our API user is provisioned for.
     markets: Mutex<Vec<String>>,
     /// `expires_in` of the tokens it issues (an hour, as MTN's).
     token_lifetime_s: std::sync::atomic::AtomicU64,
 }
 
-pub struct FakeMtn {
-    pub addr: std::net::SocketAddr,
-    inner: Arc<Inner>,
-}
+/// A fake MTN MoMo Open API server (the kit's [`FakeServer`] over [`Mtn`]).
+pub type FakeMtn = FakeServer<Mtn>;
 
-impl FakeMtn {
-    pub async fn start() -> FakeMtn {
-        let inner = Arc::new(Inner {
+impl Wire for Mtn {
+    fn new() -> Mtn {
+        Mtn {
             plumbing: Plumbing::default(),
-            outcomes: Outcomes::default(),
             transactions: Mutex::new(HashMap::new()),
             tokens: Mutex::new(HashMap::new()),
-            settle_after: Mutex::new(Duration::from_millis(300)),
             token_lifetime_s: std::sync::atomic::AtomicU64::new(3600),
-            callbacks: Mutex::new(Callbacks::Once),
             markets: Mutex::new(vec![TARGET_ENVIRONMENT.into()]),
-        });
-        let handler_inner = inner.clone();
-        let addr = super::serve(Arc::new(move |req| {
-            let inner = handler_inner.clone();
-            Box::pin(async move { handle(inner, req).await })
-        }))
-        .await;
-        FakeMtn { addr, inner }
+        }
     }
 
-    /// Our API user is provisioned for `market` too.
-    pub fn provision(&self, market: &str) {
-        self.inner.markets.lock().push(market.into());
+    fn plumbing(&self) -> &Plumbing {
+        &self.plumbing
     }
 
-    pub fn host(&self) -> String {
-        self.addr.to_string()
+    fn handle(self: Arc<Self>, req: Received) -> BoxFuture<'static, Reply> {
+        Box::pin(handle(self, req))
     }
 
-    pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// The `momo` adapter's configuration for this fake.
-    pub fn component_config(&self) -> ComponentConfig {
-        let mut c = ComponentConfig {
-            allowed_hosts: vec![self.host()],
-            ..Default::default()
-        };
-        c.settings.insert("base_url".into(), self.base_url());
+    /// The `momo` adapter's market and credentials, both products.
+    fn configure(&self, c: &mut ComponentConfig) {
         c.settings
             .insert("target_environment".into(), TARGET_ENVIRONMENT.into());
         for product in ["collection", "disbursement"] {
@@ -155,66 +124,28 @@ impl FakeMtn {
             "disbursement_subscription_key".into(),
             DISBURSEMENT_KEY.into(),
         );
-        c
     }
+}
 
-    pub fn set_outcome(&self, msisdn: &str, outcome: Outcome) {
-        self.inner.outcomes.set(msisdn, outcome);
-    }
-
-    pub fn settle_after(&self, delay: Duration) {
-        *self.inner.settle_after.lock() = delay;
-    }
-
-    pub fn callbacks(&self, mode: Callbacks) {
-        *self.inner.callbacks.lock() = mode;
-    }
-
-    /// Endpoints: `token`, `requesttopay`, `requesttopay_status`, `transfer`,
-    /// `transfer_status`, `refund`, `refund_status`.
-    pub fn inject(&self, endpoint: &'static str, fault: Fault, times: usize) {
-        self.inner.plumbing.inject(endpoint, fault, times);
-    }
-
-    /// The next `times` requests to `endpoint` about `key` get `fault`. `key`:
-    /// the payer's or payee's MSISDN, an `X-Reference-Id`, the
-    /// `referenceIdToRefund` of a refund, or the reference a status query asks about.
-    pub fn inject_for(&self, endpoint: &'static str, key: &str, fault: Fault, times: usize) {
-        self.inner.plumbing.inject_for(endpoint, key, fault, times);
-    }
-
-    /// Injections for (`endpoint`, `key`) not used yet.
-    pub fn faults_left(&self, endpoint: &str, key: &str) -> usize {
-        self.inner.plumbing.faults_left(endpoint, key)
-    }
-
-    pub fn requests(&self, endpoint: &str) -> Vec<Received> {
-        self.inner.plumbing.requests(endpoint)
-    }
-
-    /// The most requests to `endpoint` answered at once.
-    pub fn most_at_once(&self, endpoint: &str) -> usize {
-        self.inner.plumbing.most_at_once(endpoint)
-    }
-
-    /// Requests to `endpoint` about `key` (see [`FakeMtn::inject_for`]).
-    pub fn requests_for(&self, endpoint: &str, key: &str) -> Vec<Received> {
-        self.inner.plumbing.requests_for(endpoint, key)
-    }
-
-    /// Distinct `X-Reference-Id`s of the creating requests (`requesttopay`,
-    /// `transfer`, `refund`) about `key`.
-    pub fn ids_for(&self, endpoint: &str, key: &str) -> std::collections::BTreeSet<String> {
-        self.inner.plumbing.ids_for(endpoint, key)
+/// MTN's own: markets, transactions, tokens, callbacks on demand. Endpoints
+/// (for `inject`): `token`, `requesttopay`, `requesttopay_status`,
+/// `transfer`, `transfer_status`, `refund`, `refund_status`. Faults by
+/// `inject_for` match the payer's or payee's MSISDN, an `X-Reference-Id`,
+/// the `referenceIdToRefund` of a refund, or the reference a status query
+/// asks about; `ids_for` counts the creating requests' `X-Reference-Id`s.
+impl FakeMtn {
+    /// Our API user is provisioned for `market` too.
+    pub fn provision(&self, market: &str) {
+        self.wire().markets.lock().push(market.into());
     }
 
     pub fn transaction(&self, reference: &str) -> Option<Transaction> {
-        self.inner.transactions.lock().get(reference).cloned()
+        self.wire().transactions.lock().get(reference).cloned()
     }
 
     /// Every transaction MTN holds.
     pub fn transactions(&self) -> Vec<Transaction> {
-        self.inner.transactions.lock().values().cloned().collect()
+        self.wire().transactions.lock().values().cloned().collect()
     }
 
     /// The refunds of a request to pay.
@@ -228,39 +159,34 @@ impl FakeMtn {
     /// The customer (or the payee's side) acts now on a pending transaction,
     /// whatever its script said: it becomes final and MTN calls back once.
     pub async fn customer_acts(&self, reference: &str, outcome: Outcome) {
-        decide(&self.inner, reference, outcome).await;
-    }
-
-    /// Callbacks sent so far: (url, status our service answered).
-    pub fn callbacks_sent(&self) -> Vec<(String, u16)> {
-        self.inner.plumbing.callbacks()
+        decide(self.wire(), reference, outcome).await;
     }
 
     /// MTN forgets every access token it issued (a restart, a key rotation):
     /// the next call with one is answered 401.
     pub fn revoke_tokens(&self) {
-        self.inner.tokens.lock().clear();
+        self.wire().tokens.lock().clear();
     }
 
     /// The operator's books say another amount for this operation (a
     /// customer who paid another sum on a USSD menu, a provider's bug):
     /// every later answer and callback about it carries that amount.
     pub fn set_amount(&self, reference: &str, amount: &str) {
-        if let Some(t) = self.inner.transactions.lock().get_mut(reference) {
+        if let Some(t) = self.wire().transactions.lock().get_mut(reference) {
             t.amount = amount.into();
         }
     }
 
     /// The `expires_in` of the tokens issued from now on.
     pub fn set_token_lifetime(&self, seconds: u64) {
-        self.inner
+        self.wire()
             .token_lifetime_s
             .store(seconds, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The operator changes its mind (it happens): the status resource now says this.
     pub fn set_status(&self, reference: &str, status: &str, reason: Option<&str>) {
-        if let Some(t) = self.inner.transactions.lock().get_mut(reference) {
+        if let Some(t) = self.wire().transactions.lock().get_mut(reference) {
             t.status = status.into();
             t.reason = reason.map(str::to_string);
         }
@@ -272,7 +198,7 @@ impl FakeMtn {
             .transaction(reference)
             .and_then(|t| t.callback_url)
             .expect("transaction with a callback URL");
-        self.inner
+        self.wire()
             .plumbing
             .call_back("PUT", &url, Vec::new(), body)
             .await
@@ -313,7 +239,7 @@ fn error(status: u16, code: &str, message: &str) -> Reply {
     Reply::json(status, &json!({"code": code, "message": message}))
 }
 
-async fn handle(inner: Arc<Inner>, mut req: Received) -> Reply {
+async fn handle(inner: Arc<Mtn>, mut req: Received) -> Reply {
     let path = req.path.trim_matches('/').to_string();
     let segments: Vec<&str> = path.split('/').collect();
     let route: Option<(&'static str, Kind)> = match (req.method.as_str(), segments.as_slice()) {
@@ -386,7 +312,7 @@ async fn handle(inner: Arc<Inner>, mut req: Received) -> Reply {
 /// What identifies a creating request: its `X-Reference-Id` (the id it is
 /// created under), the party's MSISDN, `externalId`, and for a refund the
 /// request to pay it refunds (and that payer).
-fn identify_creation(inner: &Inner, kind: Kind, req: &mut Received) {
+fn identify_creation(inner: &Mtn, kind: Kind, req: &mut Received) {
     let body = req.json().unwrap_or(Value::Null);
     let reference = req.header("X-Reference-Id").map(str::to_string);
     let refunded = body["referenceIdToRefund"].as_str().map(str::to_string);
@@ -422,7 +348,7 @@ fn subscription_key(product: &str) -> &'static str {
     }
 }
 
-fn token(inner: &Inner, product: &str, req: &Received) -> Reply {
+fn token(inner: &Mtn, product: &str, req: &Received) -> Reply {
     if !matches!(product, "collection" | "disbursement") {
         return error(404, "RESOURCE_NOT_FOUND", "No such product.");
     }
@@ -447,7 +373,7 @@ fn token(inner: &Inner, product: &str, req: &Received) -> Reply {
 
 /// The checks every API call gets: bearer token of this product, its
 /// subscription key, the target environment.
-fn authorize(inner: &Inner, product: &str, req: &Received) -> Result<(), Reply> {
+fn authorize(inner: &Mtn, product: &str, req: &Received) -> Result<(), Reply> {
     if req.header("Ocp-Apim-Subscription-Key") != Some(subscription_key(product)) {
         return Err(Reply::json(
             401,
@@ -476,7 +402,7 @@ fn authorize(inner: &Inner, product: &str, req: &Received) -> Result<(), Reply> 
     Ok(())
 }
 
-async fn create(inner: Arc<Inner>, kind: Kind, req: Received) -> Reply {
+async fn create(inner: Arc<Mtn>, kind: Kind, req: Received) -> Reply {
     if let Err(denied) = authorize(&inner, product_of(kind), &req) {
         return denied;
     }
@@ -593,25 +519,25 @@ async fn create(inner: Arc<Inner>, kind: Kind, req: Received) -> Reply {
             },
         );
     }
-    let delay = *inner.settle_after.lock();
+    let delay = inner.plumbing.settle_delay();
     tokio::spawn(settle(inner, reference, delay));
     Reply::empty(202)
 }
 
 /// The customer acts (or not) after `delay`, as the phone's script says.
-async fn settle(inner: Arc<Inner>, reference: String, delay: Duration) {
+async fn settle(inner: Arc<Mtn>, reference: String, delay: Duration) {
     tokio::time::sleep(delay).await;
     let party = match inner.transactions.lock().get(&reference) {
         Some(t) => t.party.clone(),
         None => return,
     };
-    let outcome = inner.outcomes.of(&party);
+    let outcome = inner.plumbing.outcomes.of(&party);
     decide(&inner, &reference, outcome).await;
 }
 
 /// A pending transaction becomes final with `outcome` (`Stay`: it does not);
 /// then one callback, if asked for.
-async fn decide(inner: &Arc<Inner>, reference: &str, outcome: Outcome) {
+async fn decide(inner: &Arc<Mtn>, reference: &str, outcome: Outcome) {
     let settled = {
         let mut transactions = inner.transactions.lock();
         let Some(t) = transactions.get_mut(reference) else {
@@ -636,18 +562,11 @@ async fn decide(inner: &Arc<Inner>, reference: &str, outcome: Outcome) {
     let Some(url) = settled.callback_url.clone() else {
         return;
     };
-    let times = match *inner.callbacks.lock() {
-        Callbacks::Once => 1,
-        Callbacks::Never => 0,
-        Callbacks::Twice => 2,
-    };
     let body = serde_json::to_vec(&resource(&settled)).unwrap();
-    for _ in 0..times {
-        inner
-            .plumbing
-            .deliver("PUT", &url, Vec::new, body.clone(), DELIVERY)
-            .await;
-    }
+    inner
+        .plumbing
+        .dispatch("PUT", &url, Vec::new, body, DELIVERY)
+        .await;
 }
 
 /// How long MTN waits for the partner's answer to a callback.

@@ -26,9 +26,11 @@ use mmc_host::config::ComponentConfig;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
+use futures::future::BoxFuture;
+
 use super::{
-    Delivery, Fault, Outcome, Outcomes, Plumbing, Received, Reply, is_amount, is_uuid, now_rfc3339,
-    with_fault_for,
+    Delivery, FakeServer, Fault, Outcome, Plumbing, Received, Reply, Wire, is_amount, is_uuid,
+    now_rfc3339, with_fault_for,
 };
 
 pub const API_TOKEN: &str = "eyJraWQiOiIxIiwiYWxnIjoiRVMyNTYifQ.fake-pawapay-token";
@@ -82,13 +84,6 @@ impl Record {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Callbacks {
-    Send,
-    Lost,
-    Duplicate,
-}
-
 /// One provider's XOF deposits in the active configuration.
 #[derive(Clone, Debug)]
 pub struct ProviderConf {
@@ -102,18 +97,45 @@ pub struct ProviderConf {
     pub auth_type: &'static str,
 }
 
-struct Inner {
+/// pawaPay's state: the account's active configuration, its deposits,
+/// payouts and refunds, ported numbers, callbacks delivered.
+pub struct Pawapay {
     plumbing: Plumbing,
     active_conf: Mutex<BTreeMap<String, ProviderConf>>,
-    outcomes: Outcomes,
     records: Mutex<HashMap<String, Record>>,
     /// Ported numbers: MSISDN → the provider pawaPay knows them at.
     ported: Mutex<HashMap<String, String>>,
-    callback_url: Mutex<Option<String>>,
-    callbacks: Mutex<Callbacks>,
     /// Ids whose final callback was delivered (answered 200).
     delivered: Mutex<std::collections::HashSet<String>>,
-    settle_after: Mutex<Duration>,
+}
+
+/// A fake pawaPay v2 server (the kit's [`FakeServer`] over [`Pawapay`]).
+/// Its callbacks go to the URL set with `set_callback_url` (the dashboard).
+pub type FakePawapay = FakeServer<Pawapay>;
+
+impl Wire for Pawapay {
+    fn new() -> Pawapay {
+        Pawapay {
+            plumbing: Plumbing::default(),
+            active_conf: Mutex::new(default_active_conf()),
+            records: Mutex::new(HashMap::new()),
+            ported: Mutex::new(HashMap::new()),
+            delivered: Mutex::new(std::collections::HashSet::new()),
+        }
+    }
+
+    fn plumbing(&self) -> &Plumbing {
+        &self.plumbing
+    }
+
+    fn handle(self: Arc<Self>, req: Received) -> BoxFuture<'static, Reply> {
+        Box::pin(handle(self, req))
+    }
+
+    /// The `pawapay` adapter's API token.
+    fn configure(&self, c: &mut ComponentConfig) {
+        c.secrets.insert("api_token".into(), API_TOKEN.into());
+    }
 }
 
 /// pawaPay's callback delivery. Documented: "HTTP 200 OK" is what pawaPay
@@ -154,73 +176,18 @@ pub fn refusal(status: u16) -> Fault {
     ))
 }
 
-pub struct FakePawapay {
-    pub addr: std::net::SocketAddr,
-    inner: Arc<Inner>,
-}
-
+/// pawaPay's own: the active configuration, portability, records,
+/// customers acting, callbacks resent. Endpoints (for `inject`):
+/// `active_conf`, `predict_provider`, `deposits`, `deposit_status`,
+/// `payouts`, `payout_status`, `refunds`, `refund_status`. Faults by
+/// `inject_for` match the payer's or recipient's MSISDN, a `depositId` /
+/// `payoutId` / `refundId` (a refund is also about its `depositId`), or the
+/// id a status check asks about; `ids_for` counts the initiations' ids.
 impl FakePawapay {
-    pub async fn start() -> FakePawapay {
-        let inner = Arc::new(Inner {
-            plumbing: Plumbing::default(),
-            active_conf: Mutex::new(default_active_conf()),
-            outcomes: Outcomes::default(),
-            records: Mutex::new(HashMap::new()),
-            ported: Mutex::new(HashMap::new()),
-            callback_url: Mutex::new(None),
-            callbacks: Mutex::new(Callbacks::Send),
-            delivered: Mutex::new(std::collections::HashSet::new()),
-            settle_after: Mutex::new(Duration::from_millis(300)),
-        });
-        let handler_inner = inner.clone();
-        let addr = super::serve(Arc::new(move |req| {
-            let inner = handler_inner.clone();
-            Box::pin(async move { handle(inner, req).await })
-        }))
-        .await;
-        FakePawapay { addr, inner }
-    }
-
-    pub fn host(&self) -> String {
-        self.addr.to_string()
-    }
-
-    pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// The `pawapay` adapter's configuration for this fake.
-    pub fn component_config(&self) -> ComponentConfig {
-        let mut c = ComponentConfig {
-            allowed_hosts: vec![self.host()],
-            ..Default::default()
-        };
-        c.settings.insert("base_url".into(), self.base_url());
-        c.secrets.insert("api_token".into(), API_TOKEN.into());
-        c
-    }
-
-    /// What the merchant sets once in the dashboard (deposits, payouts, refunds alike).
-    pub fn set_callback_url(&self, url: &str) {
-        *self.inner.callback_url.lock() = Some(url.into());
-    }
-
-    pub fn callbacks(&self, mode: Callbacks) {
-        *self.inner.callbacks.lock() = mode;
-    }
-
-    pub fn set_outcome(&self, msisdn: &str, outcome: Outcome) {
-        self.inner.outcomes.set(msisdn, outcome);
-    }
-
-    pub fn settle_after(&self, delay: Duration) {
-        *self.inner.settle_after.lock() = delay;
-    }
-
     /// The account's configuration for `provider`'s deposits from now on
     /// (served by `GET /v2/active-conf`, applied to deposits).
     pub fn set_provider_conf(&self, provider: &str, min: u64, max: u64, status: &str) {
-        let mut conf = self.inner.active_conf.lock();
+        let mut conf = self.wire().active_conf.lock();
         let (country, auth_type) = conf
             .get(provider)
             .map(|c| (c.country, c.auth_type))
@@ -239,7 +206,7 @@ impl FakePawapay {
 
     /// `msisdn` moved to `provider` (portability): pawaPay's prediction knows.
     pub fn port(&self, msisdn: &str, provider: &str) {
-        self.inner
+        self.wire()
             .ported
             .lock()
             .insert(msisdn.into(), provider.into());
@@ -247,75 +214,37 @@ impl FakePawapay {
 
     /// `provider` is no longer configured for the account.
     pub fn remove_provider(&self, provider: &str) {
-        self.inner.active_conf.lock().remove(provider);
-    }
-
-    /// Endpoints: `active_conf`, `deposits`, `deposit_status`, `payouts`,
-    /// `payout_status`, `refunds`, `refund_status`.
-    pub fn inject(&self, endpoint: &'static str, fault: Fault, times: usize) {
-        self.inner.plumbing.inject(endpoint, fault, times);
-    }
-
-    /// The next `times` requests to `endpoint` about `key` get `fault`. `key`:
-    /// the payer's or recipient's MSISDN, a `depositId` / `payoutId` /
-    /// `refundId` (a refund is also about its `depositId`), or the id a
-    /// status check asks about.
-    pub fn inject_for(&self, endpoint: &'static str, key: &str, fault: Fault, times: usize) {
-        self.inner.plumbing.inject_for(endpoint, key, fault, times);
-    }
-
-    /// Injections for (`endpoint`, `key`) not used yet.
-    pub fn faults_left(&self, endpoint: &str, key: &str) -> usize {
-        self.inner.plumbing.faults_left(endpoint, key)
-    }
-
-    pub fn requests(&self, endpoint: &str) -> Vec<Received> {
-        self.inner.plumbing.requests(endpoint)
-    }
-
-    /// Requests to `endpoint` about `key` (see [`FakePawapay::inject_for`]).
-    pub fn requests_for(&self, endpoint: &str, key: &str) -> Vec<Received> {
-        self.inner.plumbing.requests_for(endpoint, key)
-    }
-
-    /// Distinct `depositId` / `payoutId` / `refundId` of the initiations
-    /// (`deposits`, `payouts`, `refunds`) about `key`.
-    pub fn ids_for(&self, endpoint: &str, key: &str) -> std::collections::BTreeSet<String> {
-        self.inner.plumbing.ids_for(endpoint, key)
+        self.wire().active_conf.lock().remove(provider);
     }
 
     pub fn record(&self, id: &str) -> Option<Record> {
-        self.inner.records.lock().get(id).cloned()
+        self.wire().records.lock().get(id).cloned()
     }
 
     /// Every deposit, payout and refund the aggregator holds.
     pub fn records(&self) -> Vec<Record> {
-        self.inner.records.lock().values().cloned().collect()
+        self.wire().records.lock().values().cloned().collect()
     }
 
     /// The customer (or recipient's side) acts now on a submitted
     /// operation, whatever its script said: it becomes final and the
     /// aggregator calls back.
     pub async fn customer_acts(&self, id: &str, outcome: Outcome) {
-        decide(&self.inner, id, outcome).await;
-    }
-
-    pub fn callbacks_sent(&self) -> Vec<(String, u16)> {
-        self.inner.plumbing.callbacks()
+        decide(self.wire(), id, outcome).await;
     }
 
     /// The operator's books say another amount for this operation (a
     /// customer who paid another sum on a USSD menu, a provider's bug):
     /// every later answer and callback about it carries that amount.
     pub fn set_amount(&self, id: &str, amount: &str) {
-        if let Some(r) = self.inner.records.lock().get_mut(id) {
+        if let Some(r) = self.wire().records.lock().get_mut(id) {
             r.amount = amount.into();
         }
     }
 
     /// The aggregator changes its mind: its status check now says this.
     pub fn set_status(&self, id: &str, status: &str, failure: Option<&str>) {
-        if let Some(r) = self.inner.records.lock().get_mut(id) {
+        if let Some(r) = self.wire().records.lock().get_mut(id) {
             r.status = status.into();
             r.failure = failure.map(str::to_string);
         }
@@ -328,18 +257,18 @@ impl FakePawapay {
     pub async fn resend_callback(&self, id: &str) -> Option<Vec<u16>> {
         let r = self.record(id)?;
         if !matches!(r.status.as_str(), "COMPLETED" | "FAILED")
-            || self.inner.delivered.lock().contains(id)
+            || self.wire().delivered.lock().contains(id)
         {
             return None;
         }
-        let url = self.inner.callback_url.lock().clone()?;
+        let url = self.plumbing().dashboard_url()?;
         let body = serde_json::to_vec(&record_json(&r)).unwrap();
-        Some(deliver(&self.inner, id, &url, body).await)
+        Some(deliver(self.wire(), id, &url, body).await)
     }
 
     /// Whether the final callback of `id` was delivered (answered 200).
     pub fn callback_delivered(&self, id: &str) -> bool {
-        self.inner.delivered.lock().contains(id)
+        self.wire().delivered.lock().contains(id)
     }
 
     /// POSTs the record as it stands to the callback URL; returns our answer.
@@ -351,13 +280,10 @@ impl FakePawapay {
 
     pub async fn send_raw_callback(&self, body: Vec<u8>) -> u16 {
         let url = self
-            .inner
-            .callback_url
-            .lock()
-            .clone()
+            .plumbing()
+            .dashboard_url()
             .expect("callback URL configured");
-        self.inner
-            .plumbing
+        self.plumbing()
             .call_back("POST", &url, Vec::new(), body)
             .await
     }
@@ -496,7 +422,7 @@ fn unauthorised(req: &Received) -> Option<Reply> {
     }
 }
 
-async fn handle(inner: Arc<Inner>, mut req: Received) -> Reply {
+async fn handle(inner: Arc<Pawapay>, mut req: Received) -> Reply {
     let path = req.path.trim_matches('/').to_string();
     let segments: Vec<&str> = path.split('/').collect();
     if req.method == "GET" && segments == ["v2", "active-conf"] {
@@ -553,7 +479,7 @@ async fn handle(inner: Arc<Inner>, mut req: Received) -> Reply {
 /// What identifies a request's operation: the id it is initiated under
 /// (`op_id`) or asks about, the party's MSISDN, and for a refund its
 /// deposit (and that payer).
-fn identify(inner: &Inner, kind: Kind, asked: Option<&str>, req: &mut Received) {
+fn identify(inner: &Pawapay, kind: Kind, asked: Option<&str>, req: &mut Received) {
     let records = inner.records.lock();
     let phone_of = |id: &str| records.get(id).map(|r| r.phone.clone());
     let keys: Vec<Option<String>> = match asked {
@@ -585,7 +511,7 @@ fn identify(inner: &Inner, kind: Kind, asked: Option<&str>, req: &mut Received) 
 /// whitespace or other non-digits), then the provider pawaPay knows the
 /// number at: ported numbers first, else the operators' ranges (for Benin,
 /// only the two providers pawaPay has there).
-fn predict(inner: &Inner, req: &Received) -> Reply {
+fn predict(inner: &Pawapay, req: &Received) -> Reply {
     let Some(body) = req.json() else {
         return Reply::json(
             400,
@@ -660,7 +586,7 @@ fn known_provider(code: &str) -> bool {
     PROVIDERS.iter().any(|(p, _, _)| *p == code)
 }
 
-fn initiate(inner: Arc<Inner>, kind: Kind, req: &Received) -> Reply {
+fn initiate(inner: Arc<Pawapay>, kind: Kind, req: &Received) -> Reply {
     let Some(body) = req.json() else {
         return rejected(
             400,
@@ -856,7 +782,7 @@ fn initiate(inner: Arc<Inner>, kind: Kind, req: &Received) -> Reply {
             pre_authorisation_code: code,
         },
     );
-    let delay = *inner.settle_after.lock();
+    let delay = inner.plumbing.settle_delay();
     tokio::spawn(progress(inner, id.clone(), delay));
     Reply::json(
         200,
@@ -866,7 +792,7 @@ fn initiate(inner: Arc<Inner>, kind: Kind, req: &Received) -> Reply {
 
 /// ACCEPTED → SUBMITTED at once, then the final state after `delay` and
 /// its callback (final states only).
-async fn progress(inner: Arc<Inner>, id: String, delay: Duration) {
+async fn progress(inner: Arc<Pawapay>, id: String, delay: Duration) {
     tokio::time::sleep(Duration::from_millis(20)).await;
     if let Some(r) = inner.records.lock().get_mut(&id)
         && r.status == "ACCEPTED"
@@ -884,7 +810,7 @@ async fn progress(inner: Arc<Inner>, id: String, delay: Duration) {
         {
             Outcome::Fail(WRONG_CODE_FAILURE)
         }
-        Some(r) => inner.outcomes.of(&r.phone),
+        Some(r) => inner.plumbing.outcomes.of(&r.phone),
         None => return,
     };
     decide(&inner, &id, outcome).await;
@@ -892,7 +818,7 @@ async fn progress(inner: Arc<Inner>, id: String, delay: Duration) {
 
 /// A submitted operation becomes final with `outcome` (`Stay`: it does
 /// not); then its callback (final states only).
-async fn decide(inner: &Arc<Inner>, id: &str, outcome: Outcome) {
+async fn decide(inner: &Arc<Pawapay>, id: &str, outcome: Outcome) {
     let settled = {
         let mut records = inner.records.lock();
         let Some(r) = records.get_mut(id) else {
@@ -911,21 +837,21 @@ async fn decide(inner: &Arc<Inner>, id: &str, outcome: Outcome) {
         }
         r.clone()
     };
-    let url = inner.callback_url.lock().clone();
-    let Some(url) = url else { return };
-    let times = match *inner.callbacks.lock() {
-        Callbacks::Send => 1,
-        Callbacks::Lost => 0,
-        Callbacks::Duplicate => 2,
+    let Some(url) = inner.plumbing.dashboard_url() else {
+        return;
     };
     let body = serde_json::to_vec(&record_json(&settled)).unwrap();
-    for _ in 0..times {
-        deliver(inner, id, &url, body.clone()).await;
+    let answers = inner
+        .plumbing
+        .dispatch("POST", &url, Vec::new, body, DELIVERY)
+        .await;
+    if answers.iter().any(|s| DELIVERY.delivered(*s)) {
+        inner.delivered.lock().insert(id.to_string());
     }
 }
 
 /// One delivery under [`DELIVERY`]; a 200 marks the callback delivered.
-async fn deliver(inner: &Inner, id: &str, url: &str, body: Vec<u8>) -> Vec<u16> {
+async fn deliver(inner: &Pawapay, id: &str, url: &str, body: Vec<u8>) -> Vec<u16> {
     let answers = inner
         .plumbing
         .deliver("POST", url, Vec::new, body, DELIVERY)

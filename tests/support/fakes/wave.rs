@@ -13,8 +13,10 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use sha2::Sha256;
 
+use futures::future::BoxFuture;
+
 use super::{
-    Delivery, Fault, Outcome, Outcomes, Plumbing, Received, Reply, is_amount, now_rfc3339,
+    Delivery, FakeServer, Fault, Outcome, Plumbing, Received, Reply, Wire, is_amount, now_rfc3339,
     with_fault_for,
 };
 
@@ -69,28 +71,40 @@ impl Payout {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Webhooks {
-    Send,
-    /// Lost on the way.
-    Lost,
-    /// Delivered twice (Wave says duplicates happen).
-    Duplicate,
-}
-
-struct Inner {
+/// Wave's state: checkout sessions and payouts.
+pub struct Wave {
     plumbing: Plumbing,
-    outcomes: Outcomes,
     sessions: Mutex<HashMap<String, Session>>,
     payouts: Mutex<HashMap<String, Payout>>,
-    webhook_url: Mutex<Option<String>>,
-    webhooks: Mutex<Webhooks>,
-    settle_after: Mutex<Duration>,
 }
 
-pub struct FakeWave {
-    pub addr: std::net::SocketAddr,
-    inner: Arc<Inner>,
+/// A fake Wave Business API server (the kit's [`FakeServer`] over [`Wave`]).
+/// Its webhooks go to the URL set with `set_callback_url` (Wave's portal).
+pub type FakeWave = FakeServer<Wave>;
+
+impl Wire for Wave {
+    fn new() -> Wave {
+        Wave {
+            plumbing: Plumbing::default(),
+            sessions: Mutex::new(HashMap::new()),
+            payouts: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn plumbing(&self) -> &Plumbing {
+        &self.plumbing
+    }
+
+    fn handle(self: Arc<Self>, req: Received) -> BoxFuture<'static, Reply> {
+        Box::pin(handle(self, req))
+    }
+
+    /// The `wave` adapter's API key and webhook secret.
+    fn configure(&self, c: &mut ComponentConfig) {
+        c.secrets.insert("api_key".into(), API_KEY.into());
+        c.secrets
+            .insert("webhook_secret".into(), WEBHOOK_SECRET.into());
+    }
 }
 
 fn new_id(prefix: &str) -> String {
@@ -149,117 +163,33 @@ pub fn signature(secret: &str, timestamp: u64, body: &[u8]) -> String {
     )
 }
 
+/// Wave's own: sessions, payouts, the customer on Wave's page, webhooks
+/// on demand. Endpoints (for `inject`): `session_create`, `session_get`,
+/// `session_search`, `session_expire`, `session_refund`, `payout_create`,
+/// `payout_get`, `payout_search`. Faults by `inject_for` match a session's
+/// `client_reference`, its `restrict_payer_mobile`, its id (expire, refund,
+/// get), a payout's `mobile`, `client_reference` or `idempotency-key`;
+/// `ids_for` counts `client_reference` of `session_create`,
+/// `idempotency-key` (else `client_reference`) of `payout_create`, the
+/// session of `session_expire` / `session_refund`.
 impl FakeWave {
-    pub async fn start() -> FakeWave {
-        let inner = Arc::new(Inner {
-            plumbing: Plumbing::default(),
-            outcomes: Outcomes::default(),
-            sessions: Mutex::new(HashMap::new()),
-            payouts: Mutex::new(HashMap::new()),
-            webhook_url: Mutex::new(None),
-            webhooks: Mutex::new(Webhooks::Send),
-            settle_after: Mutex::new(Duration::from_millis(300)),
-        });
-        let handler_inner = inner.clone();
-        let addr = super::serve(Arc::new(move |req| {
-            let inner = handler_inner.clone();
-            Box::pin(async move { handle(inner, req).await })
-        }))
-        .await;
-        FakeWave { addr, inner }
-    }
-
-    pub fn host(&self) -> String {
-        self.addr.to_string()
-    }
-
-    pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// The `wave` adapter's configuration for this fake.
-    pub fn component_config(&self) -> ComponentConfig {
-        let mut c = ComponentConfig {
-            allowed_hosts: vec![self.host()],
-            ..Default::default()
-        };
-        c.settings.insert("base_url".into(), self.base_url());
-        c.secrets.insert("api_key".into(), API_KEY.into());
-        c.secrets
-            .insert("webhook_secret".into(), WEBHOOK_SECRET.into());
-        c
-    }
-
-    /// What the merchant sets once in the Wave Business Portal.
-    pub fn set_webhook_url(&self, url: &str) {
-        *self.inner.webhook_url.lock() = Some(url.into());
-    }
-
-    pub fn webhooks(&self, mode: Webhooks) {
-        *self.inner.webhooks.lock() = mode;
-    }
-
-    /// Payout outcome by the recipient's mobile.
-    pub fn set_outcome(&self, mobile: &str, outcome: Outcome) {
-        self.inner.outcomes.set(mobile, outcome);
-    }
-
-    pub fn settle_after(&self, delay: Duration) {
-        *self.inner.settle_after.lock() = delay;
-    }
-
-    /// Endpoints: `session_create`, `session_get`, `session_search`,
-    /// `session_expire`, `session_refund`, `payout_create`, `payout_get`, `payout_search`.
-    pub fn inject(&self, endpoint: &'static str, fault: Fault, times: usize) {
-        self.inner.plumbing.inject(endpoint, fault, times);
-    }
-
-    /// The next `times` requests to `endpoint` about `key` get `fault`. `key`:
-    /// a session's `client_reference`, its `restrict_payer_mobile`, its id
-    /// (expire, refund, get), a payout's `mobile`, `client_reference` or
-    /// `idempotency-key`.
-    pub fn inject_for(&self, endpoint: &'static str, key: &str, fault: Fault, times: usize) {
-        self.inner.plumbing.inject_for(endpoint, key, fault, times);
-    }
-
-    /// Injections for (`endpoint`, `key`) not used yet.
-    pub fn faults_left(&self, endpoint: &str, key: &str) -> usize {
-        self.inner.plumbing.faults_left(endpoint, key)
-    }
-
-    pub fn requests(&self, endpoint: &str) -> Vec<Received> {
-        self.inner.plumbing.requests(endpoint)
-    }
-
-    /// Requests to `endpoint` about `key` (see [`FakeWave::inject_for`]).
-    pub fn requests_for(&self, endpoint: &str, key: &str) -> Vec<Received> {
-        self.inner.plumbing.requests_for(endpoint, key)
-    }
-
-    /// Distinct ids of the creating requests about `key`: `client_reference`
-    /// of `session_create`, `idempotency-key` (else `client_reference`) of
-    /// `payout_create`, the session of `session_expire` / `session_refund`.
-    pub fn ids_for(&self, endpoint: &str, key: &str) -> std::collections::BTreeSet<String> {
-        self.inner.plumbing.ids_for(endpoint, key)
-    }
-
     /// The operator's books say another amount for this operation (a
     /// customer who paid another sum on a USSD menu, a provider's bug):
     /// every later answer and callback about it carries that amount.
     pub fn set_amount(&self, id: &str, amount: &str) {
-        if let Some(s) = self.inner.sessions.lock().get_mut(id) {
+        if let Some(s) = self.wire().sessions.lock().get_mut(id) {
             s.amount = amount.into();
         }
     }
 
     pub fn session(&self, id: &str) -> Option<Session> {
-        self.inner.sessions.lock().get(id).cloned()
+        self.wire().sessions.lock().get(id).cloned()
     }
 
     /// Every session opened with this `client_reference` (Wave does not
     /// stop a second one: each could be paid).
     pub fn sessions_for(&self, client_reference: &str) -> Vec<Session> {
-        self.inner
+        self.wire()
             .sessions
             .lock()
             .values()
@@ -269,16 +199,11 @@ impl FakeWave {
     }
 
     pub fn payout(&self, id: &str) -> Option<Payout> {
-        self.inner.payouts.lock().get(id).cloned()
+        self.wire().payouts.lock().get(id).cloned()
     }
 
     pub fn payouts(&self) -> Vec<Payout> {
-        self.inner.payouts.lock().values().cloned().collect()
-    }
-
-    /// Webhooks sent so far: (url, status our service answered).
-    pub fn webhooks_sent(&self) -> Vec<(String, u16)> {
-        self.inner.plumbing.callbacks()
+        self.wire().payouts.lock().values().cloned().collect()
     }
 
     /// The customer pays on Wave's page; Wave then sends
@@ -309,7 +234,7 @@ impl FakeWave {
 
     /// The session opened for our payment id, if any.
     pub fn session_by_reference(&self, client_reference: &str) -> Option<String> {
-        self.inner
+        self.wire()
             .sessions
             .lock()
             .values()
@@ -336,7 +261,7 @@ impl FakeWave {
 
     fn update(&self, session_id: &str, f: impl FnOnce(&mut Session)) {
         f(self
-            .inner
+            .wire()
             .sessions
             .lock()
             .get_mut(session_id)
@@ -358,32 +283,19 @@ impl FakeWave {
     /// answers to every attempt.
     pub async fn notify(&self, kind: &str, session_id: &str) -> Vec<u16> {
         // No URL set in the portal: Wave has nowhere to send it.
-        if self.inner.webhook_url.lock().is_none() {
+        let Some(url) = self.plumbing().dashboard_url() else {
             return Vec::new();
-        }
-        let times = match *self.inner.webhooks.lock() {
-            Webhooks::Send => 1,
-            Webhooks::Lost => 0,
-            Webhooks::Duplicate => 2,
         };
         let body = self.event(kind, session_id);
-        let url = self.inner.webhook_url.lock().clone().unwrap_or_default();
-        let mut answers = Vec::new();
-        for _ in 0..times {
-            let sign = || {
-                vec![(
-                    "Wave-Signature".to_string(),
-                    signature(WEBHOOK_SECRET, now_s(), &body),
-                )]
-            };
-            answers.extend(
-                self.inner
-                    .plumbing
-                    .deliver("POST", &url, sign, body.clone(), DELIVERY)
-                    .await,
-            );
-        }
-        answers
+        let sign = || {
+            vec![(
+                "Wave-Signature".to_string(),
+                signature(WEBHOOK_SECRET, now_s(), &body),
+            )]
+        };
+        self.plumbing()
+            .dispatch("POST", &url, sign, body.clone(), DELIVERY)
+            .await
     }
 
     /// Sends an event signed with `secret` at `timestamp` (to test refusals).
@@ -402,18 +314,13 @@ impl FakeWave {
     /// POSTs `body` to the configured webhook URL with this `Wave-Signature`.
     pub async fn send_webhook(&self, body: Vec<u8>, signature: Option<String>) -> u16 {
         let url = self
-            .inner
-            .webhook_url
-            .lock()
-            .clone()
+            .plumbing()
+            .dashboard_url()
             .expect("webhook URL configured");
         let headers = signature
             .map(|s| vec![("Wave-Signature".to_string(), s)])
             .unwrap_or_default();
-        self.inner
-            .plumbing
-            .call_back("POST", &url, headers, body)
-            .await
+        self.plumbing().call_back("POST", &url, headers, body).await
     }
 }
 
@@ -461,7 +368,7 @@ fn error(status: u16, code: &str, message: &str) -> Reply {
     Reply::json(status, &json!({"code": code, "message": message}))
 }
 
-async fn handle(inner: Arc<Inner>, mut req: Received) -> Reply {
+async fn handle(inner: Arc<Wave>, mut req: Received) -> Reply {
     let path = req.path.trim_matches('/').to_string();
     let segments: Vec<&str> = path.split('/').collect();
     let endpoint: &'static str = match (req.method.as_str(), segments.as_slice()) {
@@ -567,7 +474,7 @@ async fn handle(inner: Arc<Inner>, mut req: Received) -> Reply {
 /// `restrict_payer_mobile`, `idempotency-key`, and the session id for calls
 /// on one session; payouts: `mobile`, `client_reference`, `idempotency-key`
 /// and the payout id. `op_id`: the id a creating request acts under.
-fn identify(inner: &Inner, endpoint: &str, id: &str, req: &mut Received) {
+fn identify(inner: &Wave, endpoint: &str, id: &str, req: &mut Received) {
     let body = req.json().unwrap_or(Value::Null);
     let idempotency = req.header("idempotency-key").map(str::to_string);
     let text = |v: &Value| v.as_str().map(str::to_string);
@@ -626,7 +533,7 @@ fn validation_error(field: &str, msg: &str) -> Reply {
     )
 }
 
-fn create_session(inner: &Inner, req: &Received) -> Reply {
+fn create_session(inner: &Wave, req: &Received) -> Reply {
     let Some(body) = req.json() else {
         return validation_error("body", "not JSON");
     };
@@ -673,7 +580,7 @@ fn create_session(inner: &Inner, req: &Received) -> Reply {
     reply
 }
 
-fn create_payout(inner: Arc<Inner>, req: &Received) -> Reply {
+fn create_payout(inner: Arc<Wave>, req: &Received) -> Reply {
     let key = req.header("idempotency-key").map(str::to_string);
     if let Some(key) = &key {
         // Same key: the same payout, never a second one.
@@ -710,7 +617,7 @@ fn create_payout(inner: Arc<Inner>, req: &Received) -> Reply {
         error: None,
     };
     let reply = Reply::json(200, &payout_json(&p));
-    let (id, delay) = (p.id.clone(), *inner.settle_after.lock());
+    let (id, delay) = (p.id.clone(), inner.plumbing.settle_delay());
     inner.payouts.lock().insert(p.id.clone(), p);
     tokio::spawn(async move {
         tokio::time::sleep(delay).await;
@@ -718,7 +625,7 @@ fn create_payout(inner: Arc<Inner>, req: &Received) -> Reply {
         let Some(p) = payouts.get_mut(&id) else {
             return;
         };
-        match inner.outcomes.of(&p.mobile) {
+        match inner.plumbing.outcomes.of(&p.mobile) {
             Outcome::Succeed => p.status = "succeeded".into(),
             Outcome::Fail(code) => {
                 p.status = "failed".into();
