@@ -15,6 +15,7 @@
 //! fake exposes what it did (transactions, sessions, payouts, records) so a
 //! test can compare "money moved at the operator" with what we report.
 
+pub mod cinetpay;
 pub mod fedapay;
 pub mod mtn;
 pub mod pawapay;
