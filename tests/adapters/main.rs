@@ -10,6 +10,7 @@
 mod support;
 
 mod anonymous;
+mod cinetpay;
 mod fault_matrix;
 mod fedapay;
 mod momo;
