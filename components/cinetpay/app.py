@@ -3,8 +3,10 @@ and built into a component by componentize-py: the Payment API v2.
 
 - `initiate` opens a payment link for our payment id (CinetPay's
   `transaction_id`) with the customer's number locked, and returns
-  `initiated::redirect` to CinetPay's page (`payment_token` is the
-  operator's reference). The link moves no money by itself.
+  `initiated::redirect` to CinetPay's page. CinetPay knows the payment by
+  that `transaction_id` (check, notification): it is the operator's
+  reference too; the `payment_token` only opens the page. The link moves no
+  money by itself.
 - `status` asks `/v2/payment/check` by our id: it works whatever happened
   to the initialisation's answer.
 - `parse-callback` checks the notification's `x-token` (HMAC-SHA256 of the
@@ -166,7 +168,7 @@ class Operator:
             raise fail(AdapterError_InvalidResponse(
                 f"CinetPay payment link without payment_token or payment_url: "
                 f"{exchange.excerpt(reply.response.body)}"))
-        return Initiated_Redirect(Redirect(psp_reference=link.token, url=link.url))
+        return Initiated_Redirect(Redirect(psp_reference=req.payment_id, url=link.url))
 
     @staticmethod
     def _refused(answer: wire.Coded) -> Initiated:
@@ -217,8 +219,9 @@ class Operator:
         if status is None:
             raise fail(AdapterError_InvalidResponse(
                 "a paid CinetPay notification without its amount or currency"))
-        return [CallbackUpdate(kind=SubjectKind.PAYMENT, id=fields["cpm_trans_id"],
-                               psp_reference=None, status=status)]
+        ours = fields["cpm_trans_id"]
+        return [CallbackUpdate(kind=SubjectKind.PAYMENT, id=ours, psp_reference=ours,
+                               status=status)]
 
     @guarded
     def predict(self, phone: str) -> Optional[str]:
