@@ -52,21 +52,26 @@ test-components: toolchain
 
 # Adapters written in Python (components/<name>/app.py on the Python adapter kit,
 # crates/adapter-kit/python), built by componentize-py from PyPI, pinned, in the venv
-# under target/. Not part of `make run`, which needs only Rust.
+# under target/. Not part of `make run`, which needs only Rust. They go to
+# target/python-components/, not target/components/, which every server (each test's
+# included) loads whole: a Python component takes about a minute to compile on first
+# load; deploy one to a server (`mmc adapters deploy`) or put it in its components dir.
 PY_ADAPTERS := cinetpay
 COMPONENTIZE_PY := componentize-py==0.25.1
 COMPONENTIZE_STAMP := $(VENV)/.installed-$(subst ==,-,$(COMPONENTIZE_PY))
 PY_KIT := crates/adapter-kit/python
 ADAPTER_WIT := $(wildcard wit/platform/*.wit wit/adapter/*.wit)
 
-python-adapters: $(foreach a,$(PY_ADAPTERS),$(TARGET_DIR)/components/$(a).wasm)
+PY_COMPONENT_OUT := $(TARGET_DIR)/python-components
+
+python-adapters: $(foreach a,$(PY_ADAPTERS),$(PY_COMPONENT_OUT)/$(a).wasm)
 
 $(COMPONENTIZE_STAMP): | $(VENV_STAMP)
 	$(VENV)/bin/pip install --quiet $(COMPONENTIZE_PY)
 	@touch $@
 
-$(TARGET_DIR)/components/%.wasm: components/%/app.py $(wildcard components/*/*.py) $(wildcard $(PY_KIT)/mmc_adapter/*.py) $(ADAPTER_WIT) | $(COMPONENTIZE_STAMP)
-	@mkdir -p $(TARGET_DIR)/components
+$(PY_COMPONENT_OUT)/%.wasm: components/%/app.py $(wildcard components/*/*.py) $(wildcard $(PY_KIT)/mmc_adapter/*.py) $(ADAPTER_WIT) | $(COMPONENTIZE_STAMP)
+	@mkdir -p $(PY_COMPONENT_OUT)
 	$(VENV)/bin/componentize-py -d wit/platform -d wit/adapter -w mmc:adapter/adapter \
 	  componentize -p components/$* -p $(PY_KIT) app -o $@.tmp && mv $@.tmp $@
 

@@ -1,6 +1,7 @@
 //! `cinetpay` (CinetPay Payment API v2, an adapter written in Python and
 //! built by componentize-py) against the fake CinetPay, loaded by the host
-//! like every adapter. Needs `make python-adapters`.
+//! like every adapter. Needs `make python-adapters` (the component is in
+//! `target/python-components/`, added to these tests' servers only).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,7 +25,11 @@ async fn cinetpay_app(
 ) -> TestApp {
     let mut component = fake.component_config();
     tweak(&mut component);
-    app_with_adapter("cinetpay", &["orange-ci"], component, adjust).await
+    app_with_adapter("cinetpay", &["orange-ci"], component, |c| {
+        c.components_dir = components_dir_with(&["cinetpay"]);
+        adjust(c);
+    })
+    .await
 }
 
 /// Creates a CinetPay payment; returns its id (CinetPay's `transaction_id`).
@@ -341,7 +346,7 @@ fn cinetpay_python_adapter_passes_the_conformance_kit() {
         settings: vec![("site_id".into(), cinetpay::SITE_ID.into())],
         secrets: vec![("secret_key".into(), "conformance-secret".into())],
     };
-    let file = components_dir().join("cinetpay.wasm");
+    let file = component_file("cinetpay");
     let checks = mmc_host::conformance::run(&file, &cache_dir(), &inputs).unwrap();
     let problems: Vec<String> = checks
         .iter()
@@ -384,8 +389,17 @@ async fn cinetpay_python_adapter_hot_swapped_under_load_fails_no_request() {
     )
     .await;
     let (_, _, live) = app.merchant("Shop");
-    let original = std::fs::read(components_dir().join("cinetpay.wasm")).unwrap();
+    let original = std::fs::read(component_file("cinetpay")).unwrap();
     let v2 = new_version(&original, "v2");
+    // Compiled first (about a minute for a Python component on two cores,
+    // then kept in the compiled-code cache, as a deploy keeps it): what runs
+    // under the load is the deploy and the swap.
+    let runtime = app.service.app.runtime.clone();
+    let bytes = v2.clone();
+    tokio::task::spawn_blocking(move || runtime.prepare("cinetpay", &bytes).map(drop))
+        .await
+        .unwrap()
+        .unwrap();
 
     // 4 workers creating payments for ~2 s; the swap happens in the middle.
     let stop = Arc::new(AtomicBool::new(false));
@@ -496,7 +510,7 @@ fn cinetpay_against_wave_size_compile_and_call_times() {
     println!("| | size | compile at deploy | instantiate + describe | instantiate + initiate |");
     println!("|---|---|---|---|---|");
     for (name, slug) in [("wave", "wave-ci"), ("cinetpay", "orange-ci")] {
-        let bytes = std::fs::read(components_dir().join(format!("{name}.wasm"))).unwrap();
+        let bytes = std::fs::read(component_file(name)).unwrap();
         let mut component = mmc_host::config::ComponentConfig {
             allowed_hosts: vec!["operator.test".into()],
             ..Default::default()

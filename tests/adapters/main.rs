@@ -60,7 +60,7 @@ impl Direct {
         sandbox
             .clock
             .advance(Duration::from_millis(system_now_ms() - SANDBOX_EPOCH_MS));
-        let path = components_dir().join(format!("{name}.wasm"));
+        let path = component_file(name);
         // Loading asks the adapter to describe itself, which may call its
         // provider (pawaPay's active-conf, FedaPay's currencies): off the workers.
         tokio::task::block_in_place(|| sandbox.load(name, &path))

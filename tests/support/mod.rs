@@ -26,6 +26,37 @@ pub fn components_dir() -> PathBuf {
     target_dir().join("components")
 }
 
+/// Built by `make python-adapters` (adapters written in Python; not in
+/// [`components_dir`], which every test server loads).
+pub fn python_components_dir() -> PathBuf {
+    target_dir().join("python-components")
+}
+
+/// The component file `name`: built by `make components`, else by `make python-adapters`.
+pub fn component_file(name: &str) -> PathBuf {
+    let rust = components_dir().join(format!("{name}.wasm"));
+    if rust.exists() {
+        return rust;
+    }
+    python_components_dir().join(format!("{name}.wasm"))
+}
+
+/// A components directory for a server: every component of
+/// [`components_dir`] plus `extra` (by [`component_file`]), linked, not copied.
+pub fn components_dir_with(extra: &[&str]) -> PathBuf {
+    let dir = tempfile::tempdir().unwrap().keep();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(components_dir())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
+        .collect();
+    files.extend(extra.iter().map(|name| component_file(name)));
+    for file in files {
+        std::os::unix::fs::symlink(&file, dir.join(file.file_name().unwrap())).unwrap();
+    }
+    dir
+}
+
 /// Built by `make test-components`.
 pub fn test_component(name: &str) -> PathBuf {
     target_dir()
