@@ -28,7 +28,7 @@ ifneq ($(SYSTEM_NODE),yes)
 export PATH := $(NODE_BIN):$(PATH)
 endif
 
-.PHONY: all run test components test-components toolchain tools node browser sdk lint fmt docs screenshots bench soak crash clean
+.PHONY: all run test components test-components python-adapters toolchain tools node browser sdk lint fmt docs screenshots bench soak crash clean
 
 # Debian packages, for what a fresh machine lacks.
 APT_INSTALL := apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
@@ -49,6 +49,31 @@ test-components: toolchain
 	$(CARGO) build --profile components --target $(WASM_TARGET) $(addprefix -p ,$(TEST_COMPONENTS))
 	@mkdir -p $(TARGET_DIR)/test-components
 	@for c in $(TEST_COMPONENTS); do cp $(COMPONENT_OUT)/$$c.wasm $(TARGET_DIR)/test-components/$$c.wasm; done
+
+# Adapters written in Python (components/<name>/app.py on the Python adapter kit,
+# crates/adapter-kit/python), built by componentize-py from PyPI, pinned, in the venv
+# under target/. Not part of `make run`, which needs only Rust. They go to
+# target/python-components/, not target/components/, which every server (each test's
+# included) loads whole: a Python component takes about a minute to compile on first
+# load; deploy one to a server (`mmc adapters deploy`) or put it in its components dir.
+PY_ADAPTERS := cinetpay
+COMPONENTIZE_PY := componentize-py==0.25.1
+COMPONENTIZE_STAMP := $(VENV)/.installed-$(subst ==,-,$(COMPONENTIZE_PY))
+PY_KIT := crates/adapter-kit/python
+ADAPTER_WIT := $(wildcard wit/platform/*.wit wit/adapter/*.wit)
+
+PY_COMPONENT_OUT := $(TARGET_DIR)/python-components
+
+python-adapters: $(foreach a,$(PY_ADAPTERS),$(PY_COMPONENT_OUT)/$(a).wasm)
+
+$(COMPONENTIZE_STAMP): | $(VENV_STAMP)
+	$(VENV)/bin/pip install --quiet $(COMPONENTIZE_PY)
+	@touch $@
+
+$(PY_COMPONENT_OUT)/%.wasm: components/%/app.py $(wildcard components/*/*.py) $(wildcard $(PY_KIT)/mmc_adapter/*.py) $(ADAPTER_WIT) | $(COMPONENTIZE_STAMP)
+	@mkdir -p $(PY_COMPONENT_OUT)
+	$(VENV)/bin/componentize-py -d wit/platform -d wit/adapter -w mmc:adapter/adapter \
+	  componentize -p components/$* -p $(PY_KIT) app -o $@.tmp && mv $@.tmp $@
 
 # Python tools the tests drive (schemathesis, openapi-spec-validator, and
 # openapi-python-client for the SDK test), in a venv under target/.
@@ -120,7 +145,7 @@ TEST_TIMEOUT ?= 50m
 # components' own unit tests (CSV parsing...) run natively in the first pass:
 # a `cargo test -p collect …` of their own resolved features apart and rebuilt
 # their dependencies (2.5 min on a slow VM).
-test: components test-components tools browser sdk
+test: components test-components python-adapters tools browser sdk
 	@# The walkthroughs of the README and the book, run as written by the tests, call curl.
 	@command -v curl >/dev/null || ($(APT_INSTALL) curl)
 	@url=$$(./scripts/test-postgres.sh) || { echo "make test: no PostgreSQL for the tests (see above)" >&2; exit 1; }; \

@@ -10,6 +10,7 @@
 mod support;
 
 mod anonymous;
+mod cinetpay;
 mod fault_matrix;
 mod fedapay;
 mod momo;
@@ -44,8 +45,7 @@ pub struct Direct {
 impl Direct {
     /// Must run inside the test's tokio runtime (the HTTP client uses it).
     pub fn load(name: &str, component: ComponentConfig) -> Direct {
-        let path = components_dir().join(format!("{name}.wasm"));
-        Direct::load_file(name, &path, component)
+        Direct::load_file(name, &component_file(name), component)
     }
 
     /// [`Direct::load`] of the component in `path`.

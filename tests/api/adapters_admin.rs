@@ -25,28 +25,7 @@ fn components_with(extra: &[(&str, std::path::PathBuf)]) -> std::path::PathBuf {
     dir
 }
 
-/// The same component with a custom section appended: a new version (new
-/// hash) with the same behaviour.
-pub fn new_version(bytes: &[u8], tag: &str) -> Vec<u8> {
-    let name = b"mmc-version";
-    let mut contents = vec![name.len() as u8];
-    contents.extend_from_slice(name);
-    contents.extend_from_slice(tag.as_bytes());
-    let mut out = bytes.to_vec();
-    out.push(0); // custom section
-    let mut size = contents.len();
-    loop {
-        let byte = (size & 0x7f) as u8;
-        size >>= 7;
-        if size == 0 {
-            out.push(byte);
-            break;
-        }
-        out.push(byte | 0x80);
-    }
-    out.extend_from_slice(&contents);
-    out
-}
+pub use crate::support::new_version;
 
 async fn admin(
     app: &TestApp,

@@ -26,6 +26,37 @@ pub fn components_dir() -> PathBuf {
     target_dir().join("components")
 }
 
+/// Built by `make python-adapters` (adapters written in Python; not in
+/// [`components_dir`], which every test server loads).
+pub fn python_components_dir() -> PathBuf {
+    target_dir().join("python-components")
+}
+
+/// The component file `name`: built by `make components`, else by `make python-adapters`.
+pub fn component_file(name: &str) -> PathBuf {
+    let rust = components_dir().join(format!("{name}.wasm"));
+    if rust.exists() {
+        return rust;
+    }
+    python_components_dir().join(format!("{name}.wasm"))
+}
+
+/// A components directory for a server: every component of
+/// [`components_dir`] plus `extra` (by [`component_file`]), linked, not copied.
+pub fn components_dir_with(extra: &[&str]) -> PathBuf {
+    let dir = tempfile::tempdir().unwrap().keep();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(components_dir())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
+        .collect();
+    files.extend(extra.iter().map(|name| component_file(name)));
+    for file in files {
+        std::os::unix::fs::symlink(&file, dir.join(file.file_name().unwrap())).unwrap();
+    }
+    dir
+}
+
 /// Built by `make test-components`.
 pub fn test_component(name: &str) -> PathBuf {
     target_dir()
@@ -379,4 +410,27 @@ impl Xorshift {
         self.0 ^= self.0 << 17;
         self.0 % n
     }
+}
+
+/// The same component with a custom section appended: a new version (new
+/// hash) with the same behaviour.
+pub fn new_version(bytes: &[u8], tag: &str) -> Vec<u8> {
+    let name = b"mmc-version";
+    let mut contents = vec![name.len() as u8];
+    contents.extend_from_slice(name);
+    contents.extend_from_slice(tag.as_bytes());
+    let mut out = bytes.to_vec();
+    out.push(0); // custom section
+    let mut size = contents.len();
+    loop {
+        let byte = (size & 0x7f) as u8;
+        size >>= 7;
+        if size == 0 {
+            out.push(byte);
+            break;
+        }
+        out.push(byte | 0x80);
+    }
+    out.extend_from_slice(&contents);
+    out
 }

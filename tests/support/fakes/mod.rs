@@ -24,6 +24,7 @@
 /// fakes so that its template cannot rot.
 #[path = "../../../host/src/scaffold/rust/fake.rs"]
 pub mod acme;
+pub mod cinetpay;
 pub mod fedapay;
 pub mod kit;
 pub mod mtn;
