@@ -52,46 +52,7 @@ pub fn handle(req: &Request, operator: &str) -> Result<Response, ApiError> {
     };
     let updates = match router::parse_callback(&inbound) {
         Ok(u) => u,
-        Err(AdapterError::Unauthenticated(m)) => {
-            log::log(
-                log::Level::Warn,
-                &format!("{operator} callback refused: {m}"),
-            );
-            return Ok(ApiError {
-                allow: None,
-                status: 401,
-                kind: "authentication_error",
-                code: "callback_unauthenticated",
-                message: "The notification failed its authenticity check.".into(),
-                param: None,
-            }
-            .into_response(&crate::base_url(None, req)));
-        }
-        Err(AdapterError::NotSupported(m)) => return Err(ApiError::not_found(&m)),
-        // Our side could not read it now (every instance busy, a trap, a
-        // deadline, no configuration): 503, so the operator sends it again.
-        // Only the adapter's own verdict on the body is the sender's fault.
-        Err(
-            e @ (AdapterError::Busy(_)
-            | AdapterError::Timeout(_)
-            | AdapterError::Unavailable(_)
-            | AdapterError::NotSent(_)),
-        ) => {
-            log::log(
-                log::Level::Warn,
-                &format!("{operator} callback not processed, the operator will retry: {e:?}"),
-            );
-            return Err(ApiError::callback_not_processed());
-        }
-        // Unreadable, or naming an id that is not in the form we send: nothing
-        // changes, and it is counted.
-        Err(e) => {
-            log::count("callback_invalid");
-            return Err(ApiError::bad_request(
-                "callback_invalid",
-                format!("The notification could not be read: {e:?}"),
-            ));
-        }
+        Err(e) => return not_parsed(operator, e, req),
     };
     let mut applied = 0;
     for u in &updates {
@@ -108,6 +69,52 @@ pub fn handle(req: &Request, operator: &str) -> Result<Response, ApiError> {
         200,
         &json!({"received": updates.len(), "applied": applied}),
     ))
+}
+
+/// The answer to a notification the adapter did not turn into updates: 401
+/// when it failed its authenticity check, 503 when our side could not read
+/// it now (the operator sends it again), 400 when it is unreadable.
+fn not_parsed(operator: &str, e: AdapterError, req: &Request) -> Result<Response, ApiError> {
+    match e {
+        AdapterError::Unauthenticated(m) => {
+            log::log(
+                log::Level::Warn,
+                &format!("{operator} callback refused: {m}"),
+            );
+            Ok(ApiError {
+                allow: None,
+                status: 401,
+                kind: "authentication_error",
+                code: "callback_unauthenticated",
+                message: "The notification failed its authenticity check.".into(),
+                param: None,
+            }
+            .into_response(&crate::base_url(None, req)))
+        }
+        AdapterError::NotSupported(m) => Err(ApiError::not_found(&m)),
+        // Our side could not read it now (every instance busy, a trap, a
+        // deadline, no configuration): 503, so the operator sends it again.
+        // Only the adapter's own verdict on the body is the sender's fault.
+        e @ (AdapterError::Busy(_)
+        | AdapterError::Timeout(_)
+        | AdapterError::Unavailable(_)
+        | AdapterError::NotSent(_)) => {
+            log::log(
+                log::Level::Warn,
+                &format!("{operator} callback not processed, the operator will retry: {e:?}"),
+            );
+            Err(ApiError::callback_not_processed())
+        }
+        // Unreadable, or naming an id that is not in the form we send: nothing
+        // changes, and it is counted.
+        e => {
+            log::count("callback_invalid");
+            Err(ApiError::bad_request(
+                "callback_invalid",
+                format!("The notification could not be read: {e:?}"),
+            ))
+        }
+    }
 }
 
 /// Applies one update; false when its subject is unknown here.

@@ -352,43 +352,7 @@ fn show(lang: Lang, p: Payment, error: Option<&str>) -> Result<Response, ApiErro
             }
             refresh = true;
         }
-        Status::AwaitingPayment => {
-            let country = Country::parse(&p.country).unwrap_or(Country::Bj);
-            let available = router::catalogue(&p.environment);
-            // The merchant's choice, else the operator the number belongs to.
-            let predicted = p
-                .customer
-                .as_ref()
-                .and_then(|c| c.phone.as_deref())
-                .and_then(|phone| payments::operator_of(&p.environment, phone).0)
-                .map(|o| o.slug);
-            let preselected = p.operator.as_deref().or(predicted);
-            let options: String = available
-                .iter()
-                .filter(|o| offered(o, &p))
-                .map(|o| {
-                    let selected = if preselected == Some(o.slug.as_str()) { " selected" } else { "" };
-                    format!(r#"<option value="{}"{selected}>{}</option>"#, esc(&o.slug), esc(&o.name))
-                })
-                .collect();
-            // A number the merchant gave is shown masked and used when the
-            // field is left empty; it is never written into the page.
-            let (required, placeholder) = match p.customer.as_ref().and_then(|c| c.phone.as_deref()) {
-                Some(known) => ("", masked(known)),
-                None => (" required", format!("+{}…", country.dial_code())),
-            };
-            body.push_str(&format!(
-                r#"<form method="post" action="/checkout/{id}?lang={l}"><label for="operator">{op}</label><select id="operator" name="operator" required>{options}</select>
-<label for="phone">{ph}</label><input id="phone" name="phone" type="tel" inputmode="tel" autocomplete="tel"{required} placeholder="{placeholder}">
-<button id="pay" type="submit">{pay}</button></form>"#,
-                id = esc(&p.id),
-                l = if lang == Lang::Fr { "fr" } else { "en" },
-                op = t(lang, "operator"),
-                ph = t(lang, "phone"),
-                placeholder = esc(&placeholder),
-                pay = t(lang, "pay"),
-            ));
-        }
+        Status::AwaitingPayment => body.push_str(&choose_form(lang, &p)),
         Status::AwaitingOtp => body.push_str(&format!(
             r#"<form method="post" action="/checkout/{id}/otp?lang={l}"><p>{help}</p><label for="otp">{label}</label>
 <input id="otp" name="otp" inputmode="numeric" autocomplete="one-time-code" minlength="4" maxlength="8" required><button id="confirm" type="submit">{c}</button></form>"#,
@@ -430,6 +394,54 @@ fn show(lang: Lang, p: Payment, error: Option<&str>) -> Result<Response, ApiErro
         &body,
         refresh,
     ))
+}
+
+/// The form where the customer picks an operator (the merchant's choice, or
+/// the one their number belongs to, preselected) and gives their number.
+fn choose_form(lang: Lang, p: &Payment) -> String {
+    let country = Country::parse(&p.country).unwrap_or(Country::Bj);
+    let available = router::catalogue(&p.environment);
+    // The merchant's choice, else the operator the number belongs to.
+    let predicted = p
+        .customer
+        .as_ref()
+        .and_then(|c| c.phone.as_deref())
+        .and_then(|phone| payments::operator_of(&p.environment, phone).0)
+        .map(|o| o.slug);
+    let preselected = p.operator.as_deref().or(predicted);
+    let options: String = available
+        .iter()
+        .filter(|o| offered(o, p))
+        .map(|o| {
+            let selected = if preselected == Some(o.slug.as_str()) {
+                " selected"
+            } else {
+                ""
+            };
+            format!(
+                r#"<option value="{}"{selected}>{}</option>"#,
+                esc(&o.slug),
+                esc(&o.name)
+            )
+        })
+        .collect();
+    // A number the merchant gave is shown masked and used when the
+    // field is left empty; it is never written into the page.
+    let (required, placeholder) = match p.customer.as_ref().and_then(|c| c.phone.as_deref()) {
+        Some(known) => ("", masked(known)),
+        None => (" required", format!("+{}…", country.dial_code())),
+    };
+    format!(
+        r#"<form method="post" action="/checkout/{id}?lang={l}"><label for="operator">{op}</label><select id="operator" name="operator" required>{options}</select>
+<label for="phone">{ph}</label><input id="phone" name="phone" type="tel" inputmode="tel" autocomplete="tel"{required} placeholder="{placeholder}">
+<button id="pay" type="submit">{pay}</button></form>"#,
+        id = esc(&p.id),
+        l = if lang == Lang::Fr { "fr" } else { "en" },
+        op = t(lang, "operator"),
+        ph = t(lang, "phone"),
+        placeholder = esc(&placeholder),
+        pay = t(lang, "pay"),
+    )
 }
 
 fn see_other(p: &Payment, lang: Lang) -> Response {

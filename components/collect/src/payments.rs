@@ -434,25 +434,7 @@ fn apply_initiated(
         }
         return Ok(());
     }
-    // An adapter is untrusted code: an answer we cannot store or show leaves the outcome unknown.
-    let outcome = outcome.and_then(|o| match &o {
-        Initiated::AwaitingCustomer(r) | Initiated::OtpRequired(r) | Initiated::Completed(r)
-            if !plausible_reference(r) =>
-        {
-            Err(AdapterError::InvalidResponse(
-                "the adapter returned an unusable PSP reference".into(),
-            ))
-        }
-        Initiated::Redirect(r)
-            if !plausible_reference(&r.psp_reference) || !plausible_url(&r.url) =>
-        {
-            Err(AdapterError::InvalidResponse(
-                "the adapter returned an unusable redirect".into(),
-            ))
-        }
-        _ => Ok(o),
-    });
-    match outcome {
+    match outcome.and_then(usable) {
         // The poll the intent scheduled stays (see `mark_intent`).
         Ok(Initiated::AwaitingCustomer(r)) => {
             p.psp_reference = Some(r);
@@ -487,7 +469,46 @@ fn apply_initiated(
         // No adapter instance was free: the request never left. Not failed and
         // not in flight: a retry (same Idempotency-Key, or the customer on the
         // page) sends it; if none comes, expiry ends it.
-        Err(e) if failure_kind(&e) == CallFailure::Busy => {
+        Err(e) => apply_initiate_error(tx, p, e, now),
+    }
+}
+
+/// An adapter is untrusted code: an answer we cannot store or show leaves
+/// the outcome unknown.
+fn usable(o: Initiated) -> Result<Initiated, AdapterError> {
+    match &o {
+        Initiated::AwaitingCustomer(r) | Initiated::OtpRequired(r) | Initiated::Completed(r)
+            if !plausible_reference(r) =>
+        {
+            Err(AdapterError::InvalidResponse(
+                "the adapter returned an unusable PSP reference".into(),
+            ))
+        }
+        Initiated::Redirect(r)
+            if !plausible_reference(&r.psp_reference) || !plausible_url(&r.url) =>
+        {
+            Err(AdapterError::InvalidResponse(
+                "the adapter returned an unusable redirect".into(),
+            ))
+        }
+        _ => Ok(o),
+    }
+}
+
+/// A request to pay that ended without an answer: never sent (busy), an
+/// unknown outcome (still in progress, asked about by our id), or certainly
+/// not performed (failed).
+fn apply_initiate_error(
+    tx: &Tx,
+    p: &mut Payment,
+    e: AdapterError,
+    now: u64,
+) -> Result<(), ApiError> {
+    match failure_kind(&e) {
+        // No adapter instance was free: the request never left. Not failed and
+        // not in flight: a retry (same Idempotency-Key, or the customer on the
+        // page) sends it; if none comes, expiry ends it.
+        CallFailure::Busy => {
             log::count("initiate_busy");
             p.sent_at_ms = None;
             p.next_check_ms = None; // nothing to ask about
@@ -497,7 +518,7 @@ fn apply_initiated(
             }
             Ok(())
         }
-        Err(e) if failure_kind(&e).is_unknown() => {
+        kind if kind.is_unknown() => {
             // Unknown outcome: stay in progress; asking the operator by our id resolves it.
             log::log(
                 log::Level::Warn,
@@ -510,7 +531,7 @@ fn apply_initiated(
             p.next_check_ms = Some(now + FIRST_CHECK_MS);
             Ok(())
         }
-        Err(e) => {
+        _ => {
             let (code, message) = adapter_failure(&e);
             p.failure = Some(Failure {
                 code: code.into(),
@@ -919,6 +940,40 @@ pub fn hex(bytes: &[u8]) -> String {
 /// unchanged; the third wrong code fails the payment.
 pub fn confirm(caller: &Caller, id: &str, otp: &str) -> Result<Payment, ApiError> {
     let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
+    let p = start_confirmation(env, merchant, id, otp)?;
+    let answer = router::confirm_otp(&operation_ref(&p), otp);
+    let tx = Tx::begin()?;
+    let mut p = tx
+        .payment(env, merchant, &p.id)?
+        .ok_or_else(|| ApiError::internal("payment vanished"))?;
+    let previous_check = p.next_check_ms;
+    p.end_initiating();
+    // A storage error aborts (nothing written); any decided answer is saved.
+    let recorded = record_otp_answer(&tx, &mut p, answer, clock::now_ms())?;
+    tx.save_payment(&p, previous_check)?;
+    tx.commit()?;
+    match recorded {
+        OtpAnswer::Accepted => Ok(p),
+        OtpAnswer::Refused(e) => Err(e),
+        OtpAnswer::Wrong => {
+            let left = MAX_OTP_ATTEMPTS.saturating_sub(p.otp_attempts);
+            Err(ApiError::invalid(
+                "invalid_otp",
+                "otp",
+                if left == 0 {
+                    "Wrong one-time code; the payment has failed after three attempts.".to_string()
+                } else {
+                    format!("Wrong one-time code; {left} attempt(s) left.")
+                },
+            ))
+        }
+    }
+}
+
+/// The intent, persisted before the code goes to the operator: one
+/// confirmation at a time (parallel guesses cannot pass the attempt limit),
+/// and a cancel or expiry meanwhile waits for its answer.
+fn start_confirmation(env: &str, merchant: &str, id: &str, otp: &str) -> Result<Payment, ApiError> {
     let p =
         store::read_payment(env, merchant, id)?.ok_or_else(|| ApiError::payment_not_found(id))?;
     let len = otp.chars().count();
@@ -929,10 +984,7 @@ pub fn confirm(caller: &Caller, id: &str, otp: &str) -> Result<Payment, ApiError
             "otp must be 4 to 8 characters.",
         ));
     }
-    // The intent, persisted before the code goes to the operator: one
-    // confirmation at a time (parallel guesses cannot pass the attempt
-    // limit), and a cancel or expiry meanwhile waits for its answer.
-    let p = store::transact(|tx| {
+    store::transact(|tx| {
         let mut p = tx
             .payment(env, merchant, &p.id)?
             .ok_or_else(|| ApiError::internal("payment vanished"))?;
@@ -952,80 +1004,70 @@ pub fn confirm(caller: &Caller, id: &str, otp: &str) -> Result<Payment, ApiError
         mark_intent(&mut p, now);
         tx.save_payment(&p, previous_check)?;
         Ok(p)
-    })?;
-    let answer = router::confirm_otp(&operation_ref(&p), otp);
-    let tx = Tx::begin()?;
-    let mut p = tx
-        .payment(env, merchant, &p.id)?
-        .ok_or_else(|| ApiError::internal("payment vanished"))?;
-    let previous_check = p.next_check_ms;
-    let now = clock::now_ms();
-    p.end_initiating();
+    })
+}
+
+/// What the operator's answer to a code did to the payment (saved either way).
+enum OtpAnswer {
+    Accepted,
+    Wrong,
+    /// Answered to the merchant as this error once the payment is saved.
+    Refused(ApiError),
+}
+
+/// Applies the operator's answer to a code. Unknown outcomes are treated as
+/// submitted and asked about; only a certain "not performed" lets the
+/// customer try again.
+fn record_otp_answer(
+    tx: &Tx,
+    p: &mut Payment,
+    answer: Result<OtpOutcome, AdapterError>,
+    now: u64,
+) -> Result<OtpAnswer, ApiError> {
     if p.status != Status::AwaitingOtp {
         // Moved meanwhile (a callback): money taken is still recorded.
         if let Ok(OtpOutcome::Accepted(paid @ PspStatus::Completed(_))) = answer {
-            apply_psp_status(&tx, &mut p, paid)?;
+            apply_psp_status(tx, p, paid)?;
         }
-        tx.save_payment(&p, previous_check)?;
-        tx.commit()?;
-        return Err(not_awaiting_otp(&p));
+        return Ok(OtpAnswer::Refused(not_awaiting_otp(p)));
     }
-    let wrong = match answer {
+    Ok(match answer {
         // The code never left (no adapter instance was free): not a guess.
         Err(e) if failure_kind(&e) == CallFailure::Busy => {
-            wait_for_code(&mut p, now);
-            tx.save_payment(&p, previous_check)?;
-            tx.commit()?;
-            return Err(ApiError::busy());
+            wait_for_code(p, now);
+            OtpAnswer::Refused(ApiError::busy())
         }
         Ok(OtpOutcome::WrongCode) => {
-            wait_for_code(&mut p, now);
+            wait_for_code(p, now);
             p.otp_attempts += 1;
             if p.otp_attempts >= MAX_OTP_ATTEMPTS {
                 p.failure = Some(Failure {
                     code: "otp_attempts_exceeded".into(),
                     message: "Three wrong one-time codes.".into(),
                 });
-                move_to(&tx, &mut p, Status::Failed, now)?;
+                move_to(tx, p, Status::Failed, now)?;
             }
-            true
+            OtpAnswer::Wrong
         }
         Ok(OtpOutcome::Accepted(status)) => {
-            move_to(&tx, &mut p, Status::Processing, now)?;
+            move_to(tx, p, Status::Processing, now)?;
             p.next_check_ms.get_or_insert(now + FIRST_CHECK_MS); // the intent's
-            apply_psp_status(&tx, &mut p, status)?;
-            false
+            apply_psp_status(tx, p, status)?;
+            OtpAnswer::Accepted
         }
         Err(e) if failure_kind(&e).is_unknown() => {
             // The code may have been taken: treat as submitted and ask the operator.
             log::count("confirm_otp_outcome_unknown");
-            move_to(&tx, &mut p, Status::Processing, now)?;
+            move_to(tx, p, Status::Processing, now)?;
             p.next_check_ms = Some(now + FIRST_CHECK_MS);
-            false
+            OtpAnswer::Accepted
         }
         // Certainly not performed: nothing changes, the customer may try again.
         Err(e) => {
-            wait_for_code(&mut p, now);
-            tx.save_payment(&p, previous_check)?;
-            tx.commit()?;
-            return Err(ApiError::operator("operator_error", adapter_failure(&e).1));
+            wait_for_code(p, now);
+            OtpAnswer::Refused(ApiError::operator("operator_error", adapter_failure(&e).1))
         }
-    };
-    tx.save_payment(&p, previous_check)?;
-    tx.commit()?;
-    if wrong {
-        let left = MAX_OTP_ATTEMPTS.saturating_sub(p.otp_attempts);
-        return Err(ApiError::invalid(
-            "invalid_otp",
-            "otp",
-            if left == 0 {
-                "Wrong one-time code; the payment has failed after three attempts.".to_string()
-            } else {
-                format!("Wrong one-time code; {left} attempt(s) left.")
-            },
-        ));
-    }
-    Ok(p)
+    })
 }
 
 /// An OTP payment with no code on its way waits for its code: nothing to
@@ -1081,26 +1123,7 @@ pub fn confirm_http(caller: &Caller, req: &Request, id: &str) -> Result<Response
 /// Cancel while the customer has not paid. The operator is asked first; if it
 /// says the money already moved, the payment completes instead.
 pub fn cancel_http(caller: &Caller, req: &Request, id: &str) -> Result<Response, ApiError> {
-    let body = wire::optional_body_object(req)?;
-    wire::reject_unknown(&body, &["reason"])?;
-    let reason = match body.get("reason") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.chars().count() <= 64 => Some(s.clone()),
-        Some(Value::String(_)) => {
-            return Err(ApiError::invalid(
-                "parameter_too_long",
-                "reason",
-                "reason must be at most 64 characters.",
-            ));
-        }
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "parameter_invalid_string",
-                "reason",
-                "reason must be a string.",
-            ));
-        }
-    };
+    let reason = parse_cancel_reason(req)?;
     let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
     let p =
         store::read_payment(env, merchant, id)?.ok_or_else(|| ApiError::payment_not_found(id))?;
@@ -1129,8 +1152,10 @@ pub fn cancel_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
     let previous_check = p.next_check_ms;
     let now = clock::now_ms();
     let refuse = |why: &str| Err(ApiError::state("payment_not_cancellable", why.to_string()));
-    match answer {
-        Some(Ok(paid @ PspStatus::Completed(_))) => {
+    match cancel_verdict(&p, answer, now) {
+        Verdict::Withdrawn => {}
+        Verdict::Refused(why) => return refuse(why),
+        Verdict::Paid(paid) => {
             apply_psp_status(&tx, &mut p, paid)?;
             tx.save_payment(&p, previous_check)?;
             tx.commit()?;
@@ -1140,35 +1165,6 @@ pub fn cancel_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
                 );
             }
             return refuse("The customer already paid: the payment is completed.");
-        }
-        // Withdrawn at the operator (or failed there), or never sent: cancelled here too.
-        Some(Ok(PspStatus::Failed(_))) | None => {}
-        Some(Ok(PspStatus::NotFound)) if not_found_is_final(p.sent_at(), now) => {}
-        // An OTP payment moves money only with a code we send, and none is on its way.
-        Some(Ok(PspStatus::NotFound)) if p.status == Status::AwaitingOtp => {}
-        Some(Ok(PspStatus::NotFound)) => {
-            return refuse(
-                "The request to pay may still be reaching the operator; try again in a moment.",
-            );
-        }
-        // Still pending at an operator that cannot withdraw a push: cancelling only here would
-        // let a later approval take the customer's money for a cancelled payment.
-        Some(Ok(PspStatus::Pending)) => {
-            return refuse(
-                "The operator cannot withdraw this request; it completes or expires on its own.",
-            );
-        }
-        Some(Err(e)) => {
-            log::log(
-                log::Level::Warn,
-                &format!(
-                    "payment {}: cancel not confirmed by the operator: {e:?}",
-                    p.id
-                ),
-            );
-            return refuse(
-                "The operator could not confirm the request is withdrawn; the payment stays in progress.",
-            );
         }
     }
     if !p.status.is_cancellable() || initiation_under_way(&p, now) {
@@ -1182,4 +1178,67 @@ pub fn cancel_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
     tx.save_payment(&p, previous_check)?;
     tx.commit()?;
     Ok(json_response(200, &wire::PaymentView::new(&p, false)))
+}
+
+/// A cancel's optional `reason`: text of at most 64 characters.
+fn parse_cancel_reason(req: &Request) -> Result<Option<String>, ApiError> {
+    let body = wire::optional_body_object(req)?;
+    wire::reject_unknown(&body, &["reason"])?;
+    match body.get("reason") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.chars().count() <= 64 => Ok(Some(s.clone())),
+        Some(Value::String(_)) => Err(ApiError::invalid(
+            "parameter_too_long",
+            "reason",
+            "reason must be at most 64 characters.",
+        )),
+        Some(_) => Err(ApiError::invalid(
+            "parameter_invalid_string",
+            "reason",
+            "reason must be a string.",
+        )),
+    }
+}
+
+/// What the operator's answer to a cancel allows.
+enum Verdict {
+    /// Withdrawn at the operator (or failed there), or never sent.
+    Withdrawn,
+    Refused(&'static str),
+    /// The customer paid meanwhile: recorded, and the cancel refused.
+    Paid(PspStatus),
+}
+
+fn cancel_verdict(
+    p: &Payment,
+    answer: Option<Result<PspStatus, AdapterError>>,
+    now: u64,
+) -> Verdict {
+    match answer {
+        Some(Ok(paid @ PspStatus::Completed(_))) => Verdict::Paid(paid),
+        Some(Ok(PspStatus::Failed(_))) | None => Verdict::Withdrawn,
+        Some(Ok(PspStatus::NotFound)) if not_found_is_final(p.sent_at(), now) => Verdict::Withdrawn,
+        // An OTP payment moves money only with a code we send, and none is on its way.
+        Some(Ok(PspStatus::NotFound)) if p.status == Status::AwaitingOtp => Verdict::Withdrawn,
+        Some(Ok(PspStatus::NotFound)) => Verdict::Refused(
+            "The request to pay may still be reaching the operator; try again in a moment.",
+        ),
+        // Still pending at an operator that cannot withdraw a push: cancelling only here would
+        // let a later approval take the customer's money for a cancelled payment.
+        Some(Ok(PspStatus::Pending)) => Verdict::Refused(
+            "The operator cannot withdraw this request; it completes or expires on its own.",
+        ),
+        Some(Err(e)) => {
+            log::log(
+                log::Level::Warn,
+                &format!(
+                    "payment {}: cancel not confirmed by the operator: {e:?}",
+                    p.id
+                ),
+            );
+            Verdict::Refused(
+                "The operator could not confirm the request is withdrawn; the payment stays in progress.",
+            )
+        }
+    }
 }

@@ -2,6 +2,7 @@
 //! the same transaction that records the refund, so concurrent refunds can
 //! never add up to more than the payment; the operator is called outside.
 
+use mmc_domain::settlement::Mismatch;
 use mmc_domain::{Status, time};
 use serde_json::{Value, json};
 
@@ -166,19 +167,8 @@ fn reserve(
             .unwrap_or_default(),
     ));
     if let Some(key) = key
-        && let Some(rec) = tx
-            .refund_idem(env, merchant, key)?
-            .filter(|r| now.saturating_sub(r.created_ms) < payments::IDEMPOTENCY_TTL_MS)
+        && let Some(r) = earlier_refund(&tx, env, merchant, key, &request_hash, now)?
     {
-        if rec.request_hash != request_hash {
-            return Err(ApiError::idempotency(
-                "idempotency_key_reused",
-                "This Idempotency-Key was used with a different request.",
-            ));
-        }
-        let r = tx
-            .refund(env, merchant, &rec.refund_id)?
-            .ok_or_else(|| ApiError::internal("idempotency record without refund"))?;
         return Ok(Reserved::Replay(r));
     }
     let mut p = tx
@@ -205,25 +195,7 @@ fn reserve(
             ),
         ));
     }
-    let r = Refund {
-        id: crate::ids::new().to_string(),
-        payment_id: p.id.clone(),
-        merchant_id: merchant.into(),
-        environment: env.into(),
-        reference: p.reference.clone(),
-        status: RefundStatus::Pending,
-        amount,
-        currency: p.currency.clone(),
-        reason: asked.reason,
-        metadata: asked.metadata,
-        psp_reference: None,
-        failure: None,
-        created_at_ms: now,
-        updated_at_ms: now,
-        next_check_ms: Some(now + payments::in_flight_ms()),
-        checks: 0,
-        review: None,
-    };
+    let r = new_refund(&p, amount, asked, now);
     p.refund_reserved += amount;
     tx.save_payment(&p, p.next_check_ms)?;
     tx.save_refund(&r, None)?;
@@ -273,26 +245,10 @@ fn ask_again_later(r: &mut Refund, now: u64) {
 pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result<(), ApiError> {
     let previous_check = r.next_check_ms;
     let now = clock::now_ms();
-    // A success for another amount or currency is not believed: the refund
-    // stays as it is, flagged for review (asked again on its schedule).
     if let PspStatus::Completed(paid) = &status
         && let Err(m) = review::check(r.amount, &r.currency, paid)
     {
-        review::report("refund", &r.id, &m);
-        let first = r.review.is_none();
-        r.review.get_or_insert_with(|| review::failure(&m));
-        if r.status == RefundStatus::Pending {
-            ask_again_later(r, now);
-        }
-        r.updated_at_ms = now;
-        tx.save_refund(r, previous_check)?;
-        if !first {
-            return Ok(());
-        }
-        let p = tx
-            .payment(&r.environment, &r.merchant_id, &r.payment_id)?
-            .ok_or_else(|| ApiError::internal("refund without payment"))?;
-        return emit_refund_event(tx, review::REFUND_EVENT, r, &p);
+        return flag_for_review(tx, r, &m, now);
     }
     // A late success: the operator refunded a refund recorded failed. The
     // money went back, so it is recorded (its amount, released when it
@@ -305,22 +261,7 @@ pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result
         );
         crate::mmc::platform::log::count("late_refund_success");
     } else if r.status != RefundStatus::Pending {
-        if !matches!(
-            (r.status, &status),
-            (RefundStatus::Completed, PspStatus::Completed(_))
-                | (
-                    RefundStatus::Failed,
-                    PspStatus::Failed(_) | PspStatus::Pending
-                )
-        ) {
-            crate::mmc::platform::log::count("refused_refund_move");
-        }
-        // A final refund asked about once (after a callback) is not asked again.
-        if r.next_check_ms.is_some() {
-            let previous = r.next_check_ms.take();
-            tx.save_refund(r, previous)?;
-        }
-        return Ok(());
+        return keep_final(tx, r, &status);
     }
     let status = match status {
         // Never received, for good: nothing was refunded.
@@ -358,6 +299,7 @@ pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result
     let mut p = tx
         .payment(&r.environment, &r.merchant_id, &r.payment_id)?
         .ok_or_else(|| ApiError::internal("refund without payment"))?;
+    // The amount reserved at the request goes; a late success had released it.
     if !late {
         p.refund_reserved = p.refund_reserved.saturating_sub(r.amount);
     }
@@ -369,6 +311,100 @@ pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result
     }
     tx.save_payment(&p, p.next_check_ms)?;
     emit_refund_event(tx, event, r, &p)
+}
+
+/// A pending refund of `amount` on `p`, due for a status query once the
+/// request may have reached the operator.
+fn new_refund(p: &Payment, amount: u64, asked: Asked, now: u64) -> Refund {
+    Refund {
+        id: crate::ids::new().to_string(),
+        payment_id: p.id.clone(),
+        merchant_id: p.merchant_id.clone(),
+        environment: p.environment.clone(),
+        reference: p.reference.clone(),
+        status: RefundStatus::Pending,
+        amount,
+        currency: p.currency.clone(),
+        reason: asked.reason,
+        metadata: asked.metadata,
+        psp_reference: None,
+        failure: None,
+        created_at_ms: now,
+        updated_at_ms: now,
+        next_check_ms: Some(now + payments::in_flight_ms()),
+        checks: 0,
+        review: None,
+    }
+}
+
+/// The refund an earlier request with this Idempotency-Key made (within the
+/// key's lifetime); an error if that request differed.
+fn earlier_refund(
+    tx: &Tx,
+    env: &str,
+    merchant: &str,
+    key: &str,
+    request_hash: &str,
+    now: u64,
+) -> Result<Option<Refund>, ApiError> {
+    let Some(rec) = tx
+        .refund_idem(env, merchant, key)?
+        .filter(|r| now.saturating_sub(r.created_ms) < payments::IDEMPOTENCY_TTL_MS)
+    else {
+        return Ok(None);
+    };
+    if rec.request_hash != request_hash {
+        return Err(ApiError::idempotency(
+            "idempotency_key_reused",
+            "This Idempotency-Key was used with a different request.",
+        ));
+    }
+    tx.refund(env, merchant, &rec.refund_id)?
+        .ok_or_else(|| ApiError::internal("idempotency record without refund"))
+        .map(Some)
+}
+
+/// A final refund stays as it is, whatever is said of it later (a move
+/// other than a repeat is counted); asked about once after a callback, it
+/// is not asked again.
+fn keep_final(tx: &Tx, r: &mut Refund, status: &PspStatus) -> Result<(), ApiError> {
+    if !matches!(
+        (r.status, status),
+        (RefundStatus::Completed, PspStatus::Completed(_))
+            | (
+                RefundStatus::Failed,
+                PspStatus::Failed(_) | PspStatus::Pending
+            )
+    ) {
+        crate::mmc::platform::log::count("refused_refund_move");
+    }
+    if r.next_check_ms.is_some() {
+        let previous = r.next_check_ms.take();
+        tx.save_refund(r, previous)?;
+    }
+    Ok(())
+}
+
+/// A success for another amount or currency is not believed: the refund
+/// stays as it is, flagged for review (asked again on its schedule); the
+/// flag's event goes out once.
+fn flag_for_review(tx: &Tx, r: &mut Refund, m: &Mismatch, now: u64) -> Result<(), ApiError> {
+    let previous_check = r.next_check_ms;
+    review::report("refund", &r.id, m);
+    let first = r.review.is_none();
+    r.review.get_or_insert_with(|| review::failure(m));
+    if r.status == RefundStatus::Pending {
+        ask_again_later(r, now);
+    }
+    r.updated_at_ms = now;
+    tx.save_refund(r, previous_check)?;
+    if !first {
+        return Ok(());
+    }
+    let p = tx
+        .payment(&r.environment, &r.merchant_id, &r.payment_id)?
+        .ok_or_else(|| ApiError::internal("refund without payment"))?;
+    emit_refund_event(tx, review::REFUND_EVENT, r, &p)
 }
 
 /// A refund's event, filed under its payment (`GET /events?payment=`),
