@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use mmc_domain::operators::Country;
 use mmc_domain::{operators, phone};
 
 use crate::mmc::adapter::types::OperatorInfo;
@@ -122,7 +123,61 @@ pub fn check(
         MAX_NAME,
         &mut problems,
     );
-    let reference = text(&raw.reference, "reference", MAX_REFERENCE, &mut problems).filter(|r| {
+    let reference = check_reference(raw, &mut problems);
+    let currency = text(&raw.currency, "currency", 3, &mut problems).map(|c| c.to_uppercase());
+    // Phone → country → operator.
+    let located = locate(raw, &mut problems);
+    let operator = located.as_ref().and_then(|(country, e164)| {
+        let op = choose_operator(raw, *country, e164, &mut problems)?;
+        match catalogue.iter().find(|o| o.slug == op.slug) {
+            Some(info) => Some(info),
+            None => {
+                problems.push(problem(
+                    "operator",
+                    "operator_unavailable",
+                    format!(
+                        "{} is not available in the {environment} environment.",
+                        op.slug
+                    ),
+                ));
+                None
+            }
+        }
+    });
+    let amount = check_amount(raw, operator, &mut problems);
+    if let (Some(c), Some((country, _))) = (&currency, &located)
+        && c != country.currency()
+    {
+        problems.push(problem(
+            "currency",
+            "currency_not_supported",
+            format!(
+                "Payouts in {} are in {}, not {c}.",
+                country.code(),
+                country.currency()
+            ),
+        ));
+    }
+
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    // Every field is present when nothing was reported.
+    let (country, phone) = located.expect("checked");
+    Ok(ValidItem {
+        beneficiary_name: beneficiary_name.expect("checked"),
+        phone,
+        country: country.code(),
+        operator: operator.expect("checked").slug.clone(),
+        amount: amount.expect("checked"),
+        currency: currency.expect("checked"),
+        reference: reference.expect("checked"),
+    })
+}
+
+/// The reference: present, at most [`MAX_REFERENCE`], usable in a path.
+fn check_reference(raw: &RawItem, problems: &mut Vec<Problem>) -> Option<String> {
+    text(&raw.reference, "reference", MAX_REFERENCE, problems).filter(|r| {
         let ok = !r.contains('/') && !r.chars().any(char::is_control);
         if !ok {
             problems.push(problem(
@@ -132,88 +187,96 @@ pub fn check(
             ));
         }
         ok
-    });
-    let currency = text(&raw.currency, "currency", 3, &mut problems).map(|c| c.to_uppercase());
+    })
+}
 
-    // Phone → country → operator.
-    let number = text(&raw.phone, "phone", 32, &mut problems);
-    let located = number.and_then(|n| match phone::country_of(&n) {
-        None => {
+/// The phone's country (from its country code) and its E.164 form.
+fn locate(raw: &RawItem, problems: &mut Vec<Problem>) -> Option<(Country, String)> {
+    let n = text(&raw.phone, "phone", 32, problems)?;
+    let Some(country) = phone::country_of(&n) else {
+        problems.push(problem(
+            "phone",
+            "phone_invalid",
+            format!(
+                "phone '{n}' must be written with its country code (+229 Benin, +228 Togo, +225 Côte d'Ivoire): the country is taken from it."
+            ),
+        ));
+        return None;
+    };
+    match phone::normalize(country, &n) {
+        Ok(e164) => Some((country, e164)),
+        Err(e) => {
             problems.push(problem(
                 "phone",
                 "phone_invalid",
                 format!(
-                    "phone '{n}' must be written with its country code (+229 Benin, +228 Togo, +225 Côte d'Ivoire): the country is taken from it."
+                    "phone '{n}' is not a valid {} mobile number: {e}.",
+                    country.code()
                 ),
             ));
             None
         }
-        Some(country) => match phone::normalize(country, &n) {
-            Ok(e164) => Some((country, e164)),
-            Err(e) => {
-                problems.push(problem(
-                    "phone",
-                    "phone_invalid",
-                    format!("phone '{n}' is not a valid {} mobile number: {e}.", country.code()),
-                ));
-                None
-            }
-        },
-    });
-    let operator = located.as_ref().and_then(|(country, e164)| {
-        let chosen = raw.operator.as_deref().map(str::trim).filter(|s| !s.is_empty());
-        let op = match chosen {
-            Some(slug) => match operators::find(slug) {
-                None => {
-                    problems.push(problem(
-                        "operator",
-                        "operator_not_supported",
-                        format!("Unknown operator '{slug}'."),
-                    ));
-                    return None;
-                }
-                Some(op) if op.country != *country => {
-                    problems.push(problem(
-                        "operator",
-                        "operator_country_mismatch",
-                        format!(
-                            "{} operates in {}, but phone {e164} is in {}.",
-                            op.slug,
-                            op.country.code(),
-                            country.code()
-                        ),
-                    ));
-                    return None;
-                }
-                Some(op) => op,
-            },
-            None => match phone::infer_operator(e164) {
-                Some(op) => op,
-                None => {
-                    problems.push(problem(
-                        "phone",
-                        "operator_not_inferred",
-                        format!(
-                            "The operator of {e164} cannot be told from its prefix; give it in the operator field."
-                        ),
-                    ));
-                    return None;
-                }
-            },
-        };
-        match catalogue.iter().find(|o| o.slug == op.slug) {
-            Some(info) => Some(info),
-            None => {
-                problems.push(problem(
-                    "operator",
-                    "operator_unavailable",
-                    format!("{} is not available in the {environment} environment.", op.slug),
-                ));
-                None
-            }
-        }
-    });
+    }
+}
 
+/// The operator named in the row (of the phone's country), or else the one
+/// the number's prefix tells.
+fn choose_operator(
+    raw: &RawItem,
+    country: Country,
+    e164: &str,
+    problems: &mut Vec<Problem>,
+) -> Option<&'static operators::Operator> {
+    let chosen = raw
+        .operator
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
+    let Some(slug) = chosen else {
+        let inferred = phone::infer_operator(e164);
+        if inferred.is_none() {
+            problems.push(problem(
+                "phone",
+                "operator_not_inferred",
+                format!(
+                    "The operator of {e164} cannot be told from its prefix; give it in the operator field."
+                ),
+            ));
+        }
+        return inferred;
+    };
+    match operators::find(slug) {
+        None => {
+            problems.push(problem(
+                "operator",
+                "operator_not_supported",
+                format!("Unknown operator '{slug}'."),
+            ));
+            None
+        }
+        Some(op) if op.country != country => {
+            problems.push(problem(
+                "operator",
+                "operator_country_mismatch",
+                format!(
+                    "{} operates in {}, but phone {e164} is in {}.",
+                    op.slug,
+                    op.country.code(),
+                    country.code()
+                ),
+            ));
+            None
+        }
+        Some(op) => Some(op),
+    }
+}
+
+/// The amount: a positive whole number of major units, within the operator's limits.
+fn check_amount(
+    raw: &RawItem,
+    operator: Option<&OperatorInfo>,
+    problems: &mut Vec<Problem>,
+) -> Option<u64> {
     let amount = match raw.amount.as_deref().map(str::trim) {
         None | Some("") => {
             problems.push(problem(
@@ -249,34 +312,7 @@ pub fn check(
             ),
         ));
     }
-    if let (Some(c), Some((country, _))) = (&currency, &located)
-        && c != country.currency()
-    {
-        problems.push(problem(
-            "currency",
-            "currency_not_supported",
-            format!(
-                "Payouts in {} are in {}, not {c}.",
-                country.code(),
-                country.currency()
-            ),
-        ));
-    }
-
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    // Every field is present when nothing was reported.
-    let (country, phone) = located.expect("checked");
-    Ok(ValidItem {
-        beneficiary_name: beneficiary_name.expect("checked"),
-        phone,
-        country: country.code(),
-        operator: operator.expect("checked").slug.clone(),
-        amount: amount.expect("checked"),
-        currency: currency.expect("checked"),
-        reference: reference.expect("checked"),
-    })
+    amount
 }
 
 /// References used more than once: (index of the repeat, index of the first use).
