@@ -62,7 +62,7 @@ pub(super) async fn dispatch(
     };
     let inline =
         app.inline_reads && matches!(parts.method, hyper::Method::GET | hyper::Method::HEAD);
-    let (caller, request, mut response) = if inline {
+    let (caller, request, response) = if inline {
         serve_inline(app, route, caller, request).await?
     } else {
         let (app, route) = (app.clone(), route.clone());
@@ -74,6 +74,21 @@ pub(super) async fn dispatch(
         })
         .await?
     };
+    let key = key.unwrap_or_default();
+    Ok(respond(app, route, caller, request, response, key))
+}
+
+/// The component's answer as an HTTP response: its status and headers (an
+/// invalid header dropped), its body, and when it names a next page, the
+/// rest streamed after it while the key stays valid.
+fn respond(
+    app: &Arc<App>,
+    route: &Route,
+    caller: Option<http_types::Caller>,
+    request: http_types::Request,
+    mut response: http_types::Response,
+    key: String,
+) -> Response<Body> {
     let continuation = paged::take_continuation(&mut response);
 
     let mut builder = Response::builder()
@@ -92,7 +107,7 @@ pub(super) async fn dispatch(
         (Some(next), Some(caller)) if response.status == 200 => {
             // A revoked key's stream stops: checked between pages (the
             // key cache makes that a lookup every 500 ms at most).
-            let (accounts, key) = (app.accounts.clone(), key.unwrap_or_default());
+            let accounts = app.accounts.clone();
             let still_valid: paged::StillValid =
                 Arc::new(move || !matches!(accounts.authenticate(&key), Ok(None)));
             Either::Right(paged::stream(
@@ -107,13 +122,13 @@ pub(super) async fn dispatch(
         }
         _ => Either::Left(Full::new(Bytes::from(response.body))),
     };
-    Ok(builder.body(body).unwrap_or_else(|_| {
+    builder.body(body).unwrap_or_else(|_| {
         paged::full(text(
             StatusCode::INTERNAL_SERVER_ERROR,
             "text/plain",
             "invalid response\n",
         ))
-    }))
+    })
 }
 
 pub(super) type Served = (
