@@ -32,16 +32,7 @@ pub(super) async fn handle_admin_get(
         }
     };
     let mut resp = served.instrument(span.clone()).await;
-    resp.headers_mut().insert(
-        "x-request-id",
-        HeaderValue::from_str(&request_id).expect("ascii id"),
-    );
-    let elapsed = started.elapsed();
-    app.runtime
-        .services
-        .metrics
-        .request("admin", resp.status().as_u16(), elapsed);
-    log_request_end(&span, quiet, resp.status(), elapsed);
+    finish(&app, &mut resp, &request_id, "admin", &span, quiet, started);
     resp
 }
 

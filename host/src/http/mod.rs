@@ -39,7 +39,7 @@ use self::native::{NativeArea, native_area, native_dispatch, native_request, nat
 use self::paged::Body;
 use self::pages::{api_docs_page, docs_page, text};
 pub(crate) use self::request_log::record_principal;
-use self::request_log::{log_request_end, request_span};
+use self::request_log::{finish, request_span};
 use crate::accounts::Accounts;
 use crate::config::{Generation, Route};
 use crate::runtime::Runtime;
@@ -299,16 +299,15 @@ async fn handle_get(app: Arc<App>, req: Request<Incoming>) -> Response<Body> {
     let mut resp = serve_target(&app, &target, req, &path, &request_id)
         .instrument(span.clone())
         .await;
-    resp.headers_mut().insert(
-        "x-request-id",
-        HeaderValue::from_str(&request_id).expect("ascii id"),
+    finish(
+        &app,
+        &mut resp,
+        &request_id,
+        target.label(),
+        &span,
+        quiet,
+        started,
     );
-    let elapsed = started.elapsed();
-    app.runtime
-        .services
-        .metrics
-        .request(target.label(), resp.status().as_u16(), elapsed);
-    log_request_end(&span, quiet, resp.status(), elapsed);
     resp
 }
 

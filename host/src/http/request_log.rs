@@ -58,6 +58,29 @@ pub(crate) fn record_principal(merchant_id: &str, environment: &str) {
     span.record("environment", tracing::field::display(environment));
 }
 
+/// A request's end, on either listener: its id on the response, its
+/// metrics under `label`, its one log line.
+pub(super) fn finish<B>(
+    app: &App,
+    resp: &mut Response<B>,
+    request_id: &str,
+    label: &str,
+    span: &tracing::Span,
+    quiet: bool,
+    started: Instant,
+) {
+    resp.headers_mut().insert(
+        "x-request-id",
+        HeaderValue::from_str(request_id).expect("ascii id"),
+    );
+    let elapsed = started.elapsed();
+    app.runtime
+        .services
+        .metrics
+        .request(label, resp.status().as_u16(), elapsed);
+    log_request_end(span, quiet, resp.status(), elapsed);
+}
+
 /// The one line a request logs, at its end (when its response's head is
 /// ready; a streamed body goes on after it), in its span.
 pub(super) fn log_request_end(
