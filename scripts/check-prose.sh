@@ -15,7 +15,7 @@ prose+="|\\bsessions? of 20\\d\\d"
 prose+="|\\b20\\d\\d-[01]\\d-[0-3]\\d\\b(?!T\\d)"  # a date, not an ISO timestamp
 prose+="|\\bstop \\d+\\b"
 prose+="|\\bbrief\\b"
-prose+="|\\b(issues?|PR) #?\\d+\\b|\\(#\\d+\\b"  # "issue 12", "(#12)"
+prose+="|\\b(issues?|PR) #?\\d+\\b|\\(#\\d+\\b"  # a tracker number, written out or in brackets
 # Test names: the same words joined by underscores.
 names="fn \\w*(${ordinal//-/_}_session|this_session|stop_\\d+|brief|issue_?\\d+)\\w*"
 
