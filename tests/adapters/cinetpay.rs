@@ -16,7 +16,6 @@ use crate::support::*;
 use crate::*;
 
 const PHONE: &str = "+2250700000001";
-const ADMIN: &str = "adm_test_token_of_forty_characters_00000";
 
 async fn cinetpay_app(
     fake: &FakeCinetPay,
@@ -355,24 +354,6 @@ fn cinetpay_python_adapter_passes_the_conformance_kit() {
         .collect();
     assert!(problems.is_empty(), "{problems:#?}");
     assert!(checks.len() >= 7, "{checks:?}");
-}
-
-async fn admin(
-    app: &TestApp,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<Vec<u8>>,
-) -> (u16, Value) {
-    let mut req = app
-        .client
-        .request(method, app.admin_url(path))
-        .bearer_auth(ADMIN);
-    if let Some(b) = body {
-        req = req.body(b);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,8 +8,6 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-const ADMIN: &str = "adm_test_token_of_forty_characters_00000";
-
 fn components_with(extra: &[(&str, std::path::PathBuf)]) -> std::path::PathBuf {
     let dir = tempfile::tempdir().unwrap().keep();
     for name in ["collect", "simulator"] {
@@ -26,24 +24,6 @@ fn components_with(extra: &[(&str, std::path::PathBuf)]) -> std::path::PathBuf {
 }
 
 pub use crate::support::new_version;
-
-async fn admin(
-    app: &TestApp,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<Vec<u8>>,
-) -> (u16, Value) {
-    let mut req = app
-        .client
-        .request(method, app.admin_url(path))
-        .bearer_auth(ADMIN);
-    if let Some(b) = body {
-        req = req.body(b);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
 
 /// The app with `mtn-bj` served by the misbehaving `rogue` adapter (300 ms
 /// deadline, 16 MiB of memory), then `adjust`ed.

@@ -412,6 +412,28 @@ impl Xorshift {
     }
 }
 
+/// The admin token of the test servers that take one (`admin_token`).
+pub const ADMIN: &str = "adm_test_token_of_forty_characters_00000";
+
+/// A request to `app`'s admin API with [`ADMIN`]: its status and JSON body.
+pub async fn admin(
+    app: &TestApp,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Vec<u8>>,
+) -> (u16, Value) {
+    let mut req = app
+        .client
+        .request(method, app.admin_url(path))
+        .bearer_auth(ADMIN);
+    if let Some(b) = body {
+        req = req.body(b);
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
 /// The same component with a custom section appended: a new version (new
 /// hash) with the same behaviour.
 pub fn new_version(bytes: &[u8], tag: &str) -> Vec<u8> {
