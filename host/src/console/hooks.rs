@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::api::{self, Answer};
 use super::bulk::text;
 use super::html::{self, esc, t, when};
-use super::keys::{developer, tabs};
+use super::keys::{developer, opening, tabs};
 use super::sessions::Session;
 use super::web::{self, ConsoleError, Req, check_csrf};
 use super::{Console, blocking};
@@ -95,11 +95,7 @@ pub async fn endpoints(
     if !answer.ok() {
         return Err(answer.refusal());
     }
-    let (status, mut body) = top.unwrap_or((200, String::new()));
-    if let Some(done) = req.param("done") {
-        body.push_str(&html::notice(&format!("{} ({done})", t(l, "done")), false));
-    }
-    body.push_str(&tabs(l));
+    let (status, mut body) = opening(l, req, top);
     let _ = write!(
         body,
         "<h2>{}</h2><table><thead><tr><th>id</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",

@@ -38,6 +38,18 @@ pub fn grantable(role: Role, environment: Environment) -> Scopes {
     }
 }
 
+/// The start of a developer page: its status and what a form put above it
+/// (`top`, else 200 and nothing), the notice of an action just done
+/// (`?done=`), and the links between the pages.
+pub fn opening(l: html::Lang, req: &Req, top: Option<(u16, String)>) -> (u16, String) {
+    let (status, mut body) = top.unwrap_or((200, String::new()));
+    if let Some(done) = req.param("done") {
+        body.push_str(&html::notice(&format!("{} ({done})", t(l, "done")), false));
+    }
+    body.push_str(&tabs(l));
+    (status, body)
+}
+
 /// Links between the developer pages.
 pub fn tabs(l: html::Lang) -> String {
     format!(
@@ -80,11 +92,7 @@ pub fn page(
     let l = req.lang;
     let keys = blocking(|| app.accounts.list_keys(&s.merchant_id, s.environment))
         .map_err(|e| ConsoleError::Unavailable(e.to_string()))?;
-    let (status, mut body) = top.unwrap_or((200, String::new()));
-    if let Some(done) = req.param("done") {
-        body.push_str(&html::notice(&format!("{} ({done})", t(l, "done")), false));
-    }
-    body.push_str(&tabs(l));
+    let (status, mut body) = opening(l, req, top);
     let _ = write!(
         body,
         "<h2>{}</h2><table><thead><tr><th>id</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",
