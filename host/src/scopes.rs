@@ -136,10 +136,13 @@ pub fn required(method: &str, path: &str) -> &'static [Scope] {
     }
 }
 
-/// `/api/v1/events/{id}/resend`, with or without a trailing slash.
+/// `/api/v1/events/{id}/resend`, with or without a trailing slash. Read
+/// without allocating: every POST, creates included, passes here.
 fn is_resend(path: &str) -> bool {
-    let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
-    matches!(segments.as_slice(), ["", "api", "v1", "events", id, "resend"] if !id.is_empty())
+    path.trim_end_matches('/')
+        .strip_prefix("/api/v1/events/")
+        .and_then(|rest| rest.strip_suffix("/resend"))
+        .is_some_and(|id| !id.is_empty() && !id.contains('/'))
 }
 
 #[cfg(test)]
