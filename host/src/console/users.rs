@@ -352,11 +352,12 @@ impl Users {
         new: &str,
         keep_session: &str,
     ) -> Result<bool, UserError> {
-        let hash = hash_password(new)?;
+        // The current password first: a wrong guess costs one Argon2 run, not two.
         match self.check_password(email, current)? {
             Some(cred) if cred.user.id == user_id => {}
             _ => return Ok(false),
         }
+        let hash = hash_password(new)?;
         self.db.write(|tx| {
             tx.execute(
                 "UPDATE console_users SET password_hash = ?2 WHERE id = ?1 AND removed_ms IS NULL",
