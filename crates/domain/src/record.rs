@@ -13,8 +13,9 @@
 //! first. (An older build cannot read this form: roll back past it only to a
 //! build that reads it.)
 //!
-//! Version 2 is version 1 with `review` at the end: a version 1 record is
-//! read as version 2 with no review.
+//! Version 2 is version 1 with `review` at the end, and version 3 is version
+//! 2 with `route` at the end: an older record is read as version 3 with no
+//! review and no route.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -23,10 +24,11 @@ use crate::{Mode, Status};
 
 const V1: u8 = 1;
 const V2: u8 = 2;
+const V3: u8 = 3;
 
 pub fn encode(p: &Payment) -> Vec<u8> {
     let mut out = Vec::with_capacity(384);
-    out.push(V2);
+    out.push(V3);
     postcard::to_extend(p, out).expect("payments serialise")
 }
 
@@ -38,13 +40,14 @@ pub fn decode(stored: &[u8]) -> Result<Payment, String> {
         Err(e) => Err(e.to_string()),
     };
     match stored.first() {
-        Some(&V2) => whole(&stored[1..]),
-        // Version 1 lacks the trailing `review`: `None` is one zero byte.
-        Some(&V1) => {
-            let mut v2 = Vec::with_capacity(stored.len());
-            v2.extend_from_slice(&stored[1..]);
-            v2.push(0);
-            whole(&v2)
+        Some(&V3) => whole(&stored[1..]),
+        // Versions 1 and 2 lack the trailing `review` and `route`, or
+        // `route`: each `None` is one zero byte.
+        Some(&v @ (V1 | V2)) => {
+            let mut v3 = Vec::with_capacity(stored.len() + 2);
+            v3.extend_from_slice(&stored[1..]);
+            v3.extend_from_slice(if v == V1 { &[0, 0] } else { &[0] });
+            whole(&v3)
         }
         Some(b'{') => serde_json::from_slice(stored).map_err(|e| e.to_string()),
         _ => Err("not a payment record".into()),
@@ -177,6 +180,34 @@ pub struct Payment {
     /// looks. Kept once set, for audit.
     #[serde(default)]
     pub review: Option<Failure>,
+    /// The provider route its request to pay was sent through, and why:
+    /// everything about it afterwards (status, cancel, callbacks, refunds)
+    /// goes through that route. None: sent before routes were recorded, or
+    /// not sent yet (a hosted payment before the customer chose).
+    #[serde(default)]
+    pub route: Option<Route>,
+}
+
+/// The route a payment took (see the host's routing).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Route {
+    /// The adapter it was sent through.
+    pub adapter: String,
+    /// Why that one, as the host explained it (JSON: the rule, the
+    /// candidates and what each was judged).
+    pub explanation: String,
+    /// The routes tried before it, each of which answered that nothing was
+    /// done, in order.
+    #[serde(default)]
+    pub tried: Vec<TriedRoute>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TriedRoute {
+    pub adapter: String,
+    /// What it answered (`operator_rejected`, `operator_unavailable`, …).
+    pub code: String,
+    pub message: String,
 }
 
 impl Payment {
@@ -254,7 +285,7 @@ mod tests {
     fn a_payment_comes_back_as_it_was_stored() {
         let p = payment();
         let stored = encode(&p);
-        assert_eq!(stored[0], V2);
+        assert_eq!(stored[0], V3);
         assert!(stored.len() < serde_json::to_vec(&p).unwrap().len() / 2 + 40);
         assert_eq!(as_json(&decode(&stored).unwrap()), as_json(&p));
         let mut bare = p.clone();
@@ -279,7 +310,7 @@ mod tests {
         );
         assert!(decode(b"").is_err());
         assert!(
-            decode(&[3, 0]).is_err(),
+            decode(&[4, 0]).is_err(),
             "an unknown version is refused, not misread"
         );
         assert!(
@@ -316,31 +347,57 @@ mod tests {
     const V1_HEX: &str = "010170016d0474657374017208dc0b03584f4602424a0101066d746e2d626a0101022b3100000000\
              0001077b2261223a317d010573696d5f3100030102000000000168000100015301040000000105000107";
 
-    /// The bytes of one record in version 2. A change to `Payment` or to the
+    fn hex(p: &Payment) -> String {
+        encode(p).iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn bytes(hex: &str) -> Vec<u8> {
+        (0..hex.len() / 2)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// The bytes of one record in version 3. A change to `Payment` or to the
     /// order of an enum's variants changes them: then records already stored
     /// would be misread, so the change needs a new version (module docs).
     #[test]
-    fn v2_layout_is_pinned() {
+    fn v3_layout_is_pinned() {
         let mut p = pinned();
-        let hex: String = encode(&p).iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(hex, format!("02{}00", &V1_HEX[2..]));
+        assert_eq!(hex(&p), format!("03{}0000", &V1_HEX[2..]));
         p.review = Some(Failure {
             code: "a".into(),
             message: "b".into(),
         });
-        let hex: String = encode(&p).iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(hex, format!("02{}0101610162", &V1_HEX[2..]));
+        assert_eq!(hex(&p), format!("03{}010161016200", &V1_HEX[2..]));
+        p.route = Some(Route {
+            adapter: "m".into(),
+            explanation: "{}".into(),
+            tried: vec![TriedRoute {
+                adapter: "p".into(),
+                code: "c".into(),
+                message: "d".into(),
+            }],
+        });
+        assert_eq!(
+            hex(&p),
+            format!("03{}0101610162" /* review */, &V1_HEX[2..])
+                + "01016d027b7d" // route: adapter, explanation
+                + "01017001630164" // tried: one
+        );
+        assert_eq!(as_json(&decode(&encode(&p)).unwrap()), as_json(&p));
     }
 
-    /// Records stored in version 1 are read, with no review.
+    /// Records stored in versions 1 and 2 are read, with no review and no route.
     #[test]
-    fn a_v1_record_is_read() {
-        let bytes: Vec<u8> = (0..V1_HEX.len() / 2)
-            .map(|i| u8::from_str_radix(&V1_HEX[2 * i..2 * i + 2], 16).unwrap())
-            .collect();
-        let p = decode(&bytes).unwrap();
+    fn v1_and_v2_records_are_read() {
+        let v1 = bytes(V1_HEX);
+        let p = decode(&v1).unwrap();
         assert_eq!(as_json(&p), as_json(&pinned()));
-        assert_eq!(p.review, None);
-        assert!(decode(&bytes[..bytes.len() - 1]).is_err(), "a cut record");
+        assert_eq!((p.review, p.route), (None, None));
+        assert!(decode(&v1[..v1.len() - 1]).is_err(), "a cut record");
+        let v2 = bytes(&format!("02{}0101610162", &V1_HEX[2..]));
+        let p = decode(&v2).unwrap();
+        assert_eq!(p.review.map(|r| r.code), Some("a".to_string()));
+        assert_eq!(p.route, None);
     }
 }
