@@ -58,7 +58,7 @@ fn sandbox(cache_dir: &Path, allowed: bool, inputs: &Inputs) -> anyhow::Result<S
     let mut config = adapter_config(NAME, "test", component);
     config
         .routing
-        .insert("live".into(), [("*".to_string(), NAME.to_string())].into());
+        .insert("live".into(), [("*".to_string(), NAME.into())].into());
     config.cache_dir = Some(cache_dir.to_path_buf());
     config.limits.adapter_deadline_ms = 5_000;
     Sandbox::new(&config)

@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod paths;
 pub mod permits;
 pub mod private_file;
+pub mod routing;
 pub mod runtime;
 pub mod sandbox;
 pub mod scaffold;

@@ -58,6 +58,8 @@ struct Inner {
     component_seconds: BTreeMap<String, Histogram>,
     component_events: BTreeMap<(String, String), u64>,
     adapter_calls: BTreeMap<(String, String, &'static str), u64>,
+    /// By environment, operator, adapter, then reason.
+    route_choices: Nested<Nested<Nested<BTreeMap<&'static str, u64>>>>,
     connections_cut: BTreeMap<&'static str, u64>,
     instantiations: BTreeMap<String, u64>,
     /// By component, then kind (put, delete, emit).
@@ -81,6 +83,8 @@ fn counter_by_two<K: std::fmt::Display>(
         }
     }
 }
+
+type Nested<V> = BTreeMap<String, V>;
 
 /// The entry of `key`, allocating the key only the first time it is seen.
 fn entry<'a, V: Default>(map: &'a mut BTreeMap<String, V>, key: &str) -> &'a mut V {
@@ -119,6 +123,21 @@ impl Metrics {
         *m.adapter_calls
             .entry((adapter.to_string(), operation.to_string(), outcome))
             .or_default() += 1;
+    }
+
+    /// A route chosen for a new operation (`adapter` "none" and reason
+    /// `unroutable` when none could take it); see `crate::routing`.
+    pub fn route_chosen(
+        &self,
+        environment: &str,
+        operator: &str,
+        adapter: &str,
+        reason: &'static str,
+    ) {
+        let mut m = self.inner.lock();
+        let by_op = entry(&mut m.route_choices, environment);
+        let by_adapter = entry(entry(by_op, operator), adapter);
+        *by_adapter.entry(reason).or_default() += 1;
     }
 
     /// A notable event a component counted (`log.count`).
@@ -218,6 +237,19 @@ impl Metrics {
                 out,
                 "mmc_component_traps_total{{component=\"{c}\",kind=\"{outcome}\"}} {n}"
             );
+        }
+        out.push_str("# HELP mmc_route_choices_total Routes chosen for new operations, by environment, operator, adapter and reason (preferred, next, failover, weighted, trial, slow, last_resort; adapter none and reason unroutable when no route could take it).\n# TYPE mmc_route_choices_total counter\n");
+        for (env, by_op) in &m.route_choices {
+            for (op, by_adapter) in by_op {
+                for (adapter, by_reason) in by_adapter {
+                    for (reason, n) in by_reason {
+                        let _ = writeln!(
+                            out,
+                            "mmc_route_choices_total{{environment=\"{env}\",operator=\"{op}\",adapter=\"{adapter}\",reason=\"{reason}\"}} {n}"
+                        );
+                    }
+                }
+            }
         }
         out.push_str("# HELP mmc_adapter_calls_total Operator calls by adapter, operation and outcome (rejected and not_sent: refused because of us or never sent; paced: a status query not sent, over the provider cap).\n# TYPE mmc_adapter_calls_total counter\n");
         for ((a, op, outcome), n) in &m.adapter_calls {

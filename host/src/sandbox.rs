@@ -127,7 +127,7 @@ pub fn adapter_config(name: &str, environment: &str, component: ComponentConfig)
     config.routing.clear();
     config.routing.insert(
         environment.to_string(),
-        [("*".to_string(), name.to_string())].into(),
+        [("*".to_string(), name.into())].into(),
     );
     config.components.insert(name.to_string(), component);
     config

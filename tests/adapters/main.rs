@@ -11,6 +11,7 @@ mod support;
 
 mod anonymous;
 mod cinetpay;
+mod failover;
 mod fault_matrix;
 mod fedapay;
 mod momo;
@@ -235,7 +236,7 @@ pub async fn app_with_adapter(
     spawn_app_with(|c| {
         let live = c.routing.entry("live".into()).or_default();
         for slug in slugs {
-            live.insert(slug.to_string(), adapter.to_string());
+            live.insert(slug.to_string(), adapter.into());
         }
         c.components.insert(adapter.into(), component);
         adjust(c);

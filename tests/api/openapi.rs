@@ -185,7 +185,7 @@ async fn the_legacy_generation_has_its_document_and_it_holds_under_fuzzing() {
         c.rate_limit.per_second = 0.0;
         c.routing.insert(
             "live".into(),
-            [("*".to_string(), "simulator".to_string())].into(),
+            [("*".to_string(), "simulator".into())].into(),
         );
     })
     .await;
@@ -246,7 +246,7 @@ async fn schemathesis_finds_no_5xx_and_no_response_outside_the_document() {
         // Live operators need adapters; here the simulator stands in for them.
         c.routing.insert(
             "live".into(),
-            [("*".to_string(), "simulator".to_string())].into(),
+            [("*".to_string(), "simulator".into())].into(),
         );
     })
     .await;

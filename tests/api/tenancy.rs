@@ -35,7 +35,7 @@ async fn merchant_b_and_the_other_environment_see_nothing_of_merchant_a() {
         // Live operators routed to the simulator too, so live keys reach real code paths.
         c.routing.insert(
             "live".into(),
-            [("*".to_string(), "simulator".to_string())].into(),
+            [("*".to_string(), "simulator".into())].into(),
         );
     })
     .await;

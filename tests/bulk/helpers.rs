@@ -375,7 +375,7 @@ pub async fn spawn_app_paying_to(
         c.components_dir = components;
         c.routing.insert(
             "test".into(),
-            [("*".to_string(), "payout-recorder".to_string())].into(),
+            [("*".to_string(), "payout-recorder".into())].into(),
         );
         let r = c.components.entry("payout-recorder".into()).or_default();
         r.allowed_hosts = vec![recorder.to_string()];

@@ -184,7 +184,7 @@ async fn the_same_key_with_another_request_is_409_and_keys_are_per_merchant_and_
         // Live operators routed to the simulator too, so a live key can create a batch.
         c.routing.insert(
             "live".into(),
-            [("*".to_string(), "simulator".to_string())].into(),
+            [("*".to_string(), "simulator".into())].into(),
         );
     })
     .await;

@@ -14,7 +14,7 @@ async fn app_with_live_routes() -> TestApp {
         // Live operators routed to the simulator, so a live key can create a batch.
         c.routing.insert(
             "live".into(),
-            [("*".to_string(), "simulator".to_string())].into(),
+            [("*".to_string(), "simulator".into())].into(),
         );
     })
     .await
@@ -126,7 +126,7 @@ async fn a_validation_threshold_never_lets_one_key_pay_out_alone() {
     let app = spawn_app_with(|c| {
         c.routing.insert(
             "live".into(),
-            [("*".to_string(), "simulator".to_string())].into(),
+            [("*".to_string(), "simulator".into())].into(),
         );
         // Every batch is under the threshold: without maker-checker it pays at once.
         bulk_settings(c, &[("validation_threshold", "1000000000")]);

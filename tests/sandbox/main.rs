@@ -193,7 +193,7 @@ fn an_adapter_session_shares_one_instance_until_a_call_fails() {
     let mut session = sb.runtime.adapter_session();
     let mut status = |psp: &str| {
         let started = std::time::Instant::now();
-        let (answer, served_by) = session.call("test", "mtn-bj", |s, a| {
+        let (answer, served_by) = session.call(("test", "mtn-bj"), None, |s, a| {
             a.mmc_adapter_operator().call_status(s, &op_ref(psp))
         });
         assert_eq!(served_by.unwrap().name, "rogue");
@@ -229,7 +229,7 @@ fn an_adapter_session_shares_one_instance_until_a_call_fails() {
     assert_eq!(instances() - at_load, 5.0);
 
     // An operator no adapter serves is no route, and does not end the session's instance.
-    let (answer, served_by) = session.call("test", "wave-sn", |s, a| {
+    let (answer, served_by) = session.call(("test", "wave-sn"), None, |s, a| {
         a.mmc_adapter_operator().call_status(s, &op_ref("rogue-ok"))
     });
     assert!(
@@ -237,7 +237,7 @@ fn an_adapter_session_shares_one_instance_until_a_call_fails() {
         "{answer:?}"
     );
     assert!(served_by.is_none());
-    let (answer, _) = session.call("test", "mtn-bj", |s, a| {
+    let (answer, _) = session.call(("test", "mtn-bj"), None, |s, a| {
         a.mmc_adapter_operator().call_status(s, &op_ref("rogue-ok"))
     });
     assert!(matches!(answer, Ok(Ok(PspStatus::Pending))));

@@ -665,6 +665,9 @@ fn store_new(caller: &Caller, new: NewBatch, key: String) -> Result<Response, Ap
             next_check_ms: None,
             checks: 0,
             review: None,
+            route: None,
+            tried: Vec::new(),
+            held: None,
         })
         .collect();
     // Below the threshold: paid at once, as if validated on creation.

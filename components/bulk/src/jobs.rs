@@ -25,7 +25,7 @@ use mmc_domain::outcome::{self, CallFailure};
 use mmc_domain::settlement::{self, Asked, Reported};
 use serde_json::json;
 
-use crate::mmc::adapter::router;
+use crate::mmc::adapter::router::{self, Routed};
 use crate::mmc::adapter::types::{
     AdapterError, OperationRef, PayoutRequest, PspStatus, Settled, Started,
 };
@@ -144,21 +144,33 @@ fn pay_batch(d: &store::Due, budget: u32, lanes: &mut Lanes) -> Result<u32, ApiE
             waiting = true;
             continue;
         }
+        // No route can take it now: it waits, saying why, and goes by itself
+        // once one can (this job comes back to the batch).
+        let route = match route(env, merchant, item, &[]) {
+            Ok(route) => route,
+            Err(reason) => {
+                hold(env, merchant, item, reason)?;
+                waiting = true;
+                continue;
+            }
+        };
         let cursor = (!waiting).then_some(item.position + 1);
-        let Some(claimed) = claim(env, merchant, item, cursor)? else {
+        let Some(mut claimed) = claim(env, merchant, item, cursor, route)? else {
             continue;
         };
         lanes.add(env, &claimed.operator, 1);
-        let outcome = router::payout(&PayoutRequest {
-            payout_id: claimed.id.clone(),
-            operator: claimed.operator.clone(),
-            environment: env.into(),
-            phone: claimed.phone.clone(),
-            amount: claimed.amount,
-            currency: claimed.currency.clone(),
-            beneficiary_name: claimed.beneficiary_name.clone(),
-            reference: claimed.reference.clone(),
-        });
+        let outcome = loop {
+            let outcome = router::payout(claimed.route.as_deref(), &payout_request(env, &claimed));
+            match outcome {
+                Err(ref e) if failure_kind(e).certainty() == outcome::Certainty::NotPerformed => {
+                    match next_route(env, merchant, &claimed)? {
+                        Some(moved) => claimed = moved,
+                        None => break outcome,
+                    }
+                }
+                _ => break outcome,
+            }
+        };
         if record(
             env,
             merchant,
@@ -178,13 +190,103 @@ fn pay_batch(d: &store::Due, budget: u32, lanes: &mut Lanes) -> Result<u32, ApiE
     Ok(done)
 }
 
+fn payout_request(env: &str, item: &Item) -> PayoutRequest {
+    PayoutRequest {
+        payout_id: item.id.clone(),
+        operator: item.operator.clone(),
+        environment: env.into(),
+        phone: item.phone.clone(),
+        amount: item.amount,
+        currency: item.currency.clone(),
+        beneficiary_name: item.beneficiary_name.clone(),
+        reference: item.reference.clone(),
+    }
+}
+
+/// The route a payout of `item` takes now, skipping `tried`; why none can.
+fn route(env: &str, merchant: &str, item: &Item, tried: &[String]) -> Result<String, String> {
+    router::route(
+        env,
+        &item.operator,
+        merchant,
+        &item.id,
+        "payout",
+        item.amount,
+        tried,
+    )
+    .map(|choice| choice.adapter)
+    .map_err(|explanation| {
+        let why = serde_json::from_str::<serde_json::Value>(&explanation)
+            .ok()
+            .and_then(|v| v["reason"].as_str().map(str::to_string))
+            .unwrap_or(explanation);
+        format!(
+            "no provider can take a payout to {} now: {why}",
+            item.operator
+        )
+    })
+}
+
+/// Marks a pending item as waiting for a route (once: the reason is kept
+/// until it goes).
+fn hold(env: &str, merchant: &str, item: &Item, reason: String) -> Result<(), ApiError> {
+    if item.held.is_some() {
+        return Ok(());
+    }
+    let tx = Tx::begin()?;
+    let Some(mut current) = tx.item(env, merchant, &item.batch_id, item.position)? else {
+        return Ok(());
+    };
+    if current.status != ItemStatus::Pending || current.held.is_some() {
+        return Ok(());
+    }
+    log::count("payout_held");
+    current.held = Some(store::Held {
+        reason,
+        since_ms: clock::now_ms(),
+    });
+    tx.save_item(env, merchant, &current, None)?;
+    tx.commit()
+}
+
+/// After the item's route answered that nothing was done: the next route,
+/// stored before it is called (the item stays processing, one more attempt).
+/// None when no other route can take it, or the item moved meanwhile.
+fn next_route(env: &str, merchant: &str, claimed: &Item) -> Result<Option<Item>, ApiError> {
+    let Some(current) = claimed.route.clone() else {
+        return Ok(None);
+    };
+    let mut tried = claimed.tried.clone();
+    tried.push(current.clone());
+    let Ok(next) = route(env, merchant, claimed, &tried) else {
+        return Ok(None);
+    };
+    let tx = Tx::begin()?;
+    let Some(mut item) = tx.item(env, merchant, &claimed.batch_id, claimed.position)? else {
+        return Ok(None);
+    };
+    if item.status != ItemStatus::Processing || item.route.as_ref() != Some(&current) {
+        return Ok(None);
+    }
+    log::count("payout_failover");
+    item.tried.push(current);
+    item.route = Some(next);
+    item.attempts += 1;
+    item.updated_at_ms = clock::now_ms();
+    tx.save_item(env, merchant, &item, item.next_check_ms)?;
+    tx.commit()?;
+    Ok(Some(item))
+}
+
 /// pending → processing, in its own committed transaction, before the
-/// payout request leaves. None if the item or its batch moved meanwhile.
+/// payout request leaves through `route`. None if the item or its batch
+/// moved meanwhile.
 fn claim(
     env: &str,
     merchant: &str,
     item: &Item,
     cursor: Option<u32>,
+    route: String,
 ) -> Result<Option<Item>, ApiError> {
     let now = clock::now_ms();
     let tx = Tx::begin()?;
@@ -199,6 +301,8 @@ fn claim(
     }
     item.status = ItemStatus::Processing;
     item.attempts += 1;
+    item.route = Some(route);
+    item.held = None;
     item.submitted_at_ms = Some(now);
     item.updated_at_ms = now;
     // If nobody records the answer (the process died), ask the operator then.
@@ -385,16 +489,19 @@ fn check_items(due: &[store::Due], now: u64) {
             Err(e) => warn(&format!("status check of {} failed: {}", d.key, e.message)),
         }
     }
-    let ops: Vec<OperationRef> = asked
+    let ops: Vec<Routed> = asked
         .iter()
-        .map(|(d, item)| OperationRef {
-            id: item.id.clone(),
-            operator: item.operator.clone(),
-            environment: d.env.clone(),
-            psp_reference: item.psp_reference.clone(),
-            phone: Some(item.phone.clone()),
-            amount: item.amount,
-            currency: item.currency.clone(),
+        .map(|(d, item)| Routed {
+            via: item.route.clone(),
+            op: OperationRef {
+                id: item.id.clone(),
+                operator: item.operator.clone(),
+                environment: d.env.clone(),
+                psp_reference: item.psp_reference.clone(),
+                phone: Some(item.phone.clone()),
+                amount: item.amount,
+                currency: item.currency.clone(),
+            },
         })
         .collect();
     let statuses = router::payout_status_many(&ops);

@@ -194,7 +194,10 @@ pub struct Item {
     pub amount: u64,
     pub currency: String,
     pub status: ItemStatus,
-    /// Payout requests sent for it: 0 or 1 (an item is never sent twice).
+    /// Payout requests sent for it: 0, or one per route tried (a route is
+    /// tried only after the one before answered that nothing was done; an
+    /// item is never sent twice to one provider, nor to a second one after
+    /// an unknown outcome).
     pub attempts: u32,
     pub psp_reference: Option<String>,
     pub failure: Option<Failure>,
@@ -211,6 +214,23 @@ pub struct Item {
     /// looks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review: Option<Failure>,
+    /// The adapter its payout request was sent through: its status is asked
+    /// there, whatever the routes say later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
+    /// Routes tried before `route`, each of which answered that nothing was done.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tried: Vec<String>,
+    /// Why a pending item waits: no route can take a payout to its operator
+    /// now. It goes by itself when one can; cleared then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<Held>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Held {
+    pub reason: String,
+    pub since_ms: u64,
 }
 
 /// The batch created under an `Idempotency-Key` (JSON create or CSV import).

@@ -322,5 +322,8 @@ pub fn item_json(i: &Item) -> Value {
     if let Some(r) = &i.review {
         v["review"] = json!({"code": r.code, "message": r.message});
     }
+    if let Some(h) = &i.held {
+        v["held"] = json!({"reason": h.reason, "since": time::rfc3339(h.since_ms)});
+    }
     v
 }

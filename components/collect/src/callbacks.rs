@@ -23,7 +23,7 @@ use crate::mmc::api::http_types::{Request, Response};
 use crate::mmc::platform::{clock, log};
 use crate::payments::{self, apply_psp_status};
 use crate::refunds::apply_refund_status;
-use crate::store::{RefundStatus, Tx};
+use crate::store::{Payment, RefundStatus, Tx};
 use crate::wire::{self, json_response};
 
 pub fn handle(req: &Request, operator: &str) -> Result<Response, ApiError> {
@@ -50,13 +50,16 @@ pub fn handle(req: &Request, operator: &str) -> Result<Response, ApiError> {
         headers: req.headers.clone(),
         body: req.body.clone(),
     };
-    let updates = match router::parse_callback(&inbound) {
+    // The route named in the address we gave the operator; else the
+    // operator's first route reads it (a provider with one address for all).
+    let via = wire::query_param(req, "via").map(str::to_string);
+    let updates = match router::parse_callback(via.as_deref(), &inbound) {
         Ok(u) => u,
         Err(e) => return not_parsed(operator, e, req),
     };
     let mut applied = 0;
     for u in &updates {
-        match apply(environment, op.slug, u) {
+        match apply(environment, op.slug, via.as_deref(), u) {
             Ok(true) => applied += 1,
             Ok(false) => log::log(
                 log::Level::Warn,
@@ -118,7 +121,12 @@ fn not_parsed(operator: &str, e: AdapterError, req: &Request) -> Result<Response
 }
 
 /// Applies one update; false when its subject is unknown here.
-fn apply(env: &str, operator: &str, u: &CallbackUpdate) -> Result<bool, ApiError> {
+fn apply(
+    env: &str,
+    operator: &str,
+    via: Option<&str>,
+    u: &CallbackUpdate,
+) -> Result<bool, ApiError> {
     let tx = Tx::begin()?;
     let located = match (&u.id, &u.psp_reference) {
         (Some(id), _) => tx.owner(env, id)?.map(|m| (m, id.clone())),
@@ -128,13 +136,20 @@ fn apply(env: &str, operator: &str, u: &CallbackUpdate) -> Result<bool, ApiError
     let Some((merchant, id)) = located else {
         return Ok(false);
     };
-    // Only the adapter serving the subject's operator speaks for it: a
-    // callback parsed by another adapter (another operator's URL, a forged
-    // body naming our id) is ignored and counted.
-    let served_by = |subject_operator: Option<&str>| {
-        let here = router::served_by(env, operator);
-        let there = subject_operator.and_then(|o| router::served_by(env, o));
-        here.is_some() && here == there
+    // Only the route the subject was sent through speaks for it: a callback
+    // parsed by another adapter (another operator's or route's address, a
+    // forged body naming our id) is ignored and counted.
+    let parsed_by = via
+        .map(str::to_string)
+        .or_else(|| router::served_by(env, operator));
+    let served_by = |subject: Option<&Payment>| {
+        let Some(p) = subject else { return false };
+        let route = crate::routes::via(p).or_else(|| {
+            p.operator
+                .as_deref()
+                .and_then(|o| router::served_by(env, o))
+        });
+        parsed_by.is_some() && parsed_by == route
     };
     match u.kind {
         SubjectKind::Payment => {
@@ -148,7 +163,7 @@ fn apply(env: &str, operator: &str, u: &CallbackUpdate) -> Result<bool, ApiError
                 log::count("callback_for_unsent_payment");
                 return Ok(false);
             }
-            if !served_by(p.operator.as_deref()) {
+            if !served_by(Some(&p)) {
                 log::count("callback_from_foreign_adapter");
                 return Ok(false);
             }
@@ -181,7 +196,7 @@ fn apply(env: &str, operator: &str, u: &CallbackUpdate) -> Result<bool, ApiError
                 return Ok(false);
             };
             let paid_with = tx.payment(env, &merchant, &r.payment_id)?;
-            if !served_by(paid_with.as_ref().and_then(|p| p.operator.as_deref())) {
+            if !served_by(paid_with.as_ref()) {
                 log::count("callback_from_foreign_adapter");
                 return Ok(false);
             }

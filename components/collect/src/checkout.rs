@@ -98,6 +98,10 @@ fn t(lang: Lang, key: &str) -> &'static str {
             "This number is not a valid mobile number for the country.",
             "Ce numéro n'est pas un numéro mobile valide pour ce pays.",
         ),
+        "operator_unavailable" => (
+            "This operator cannot take payments right now. Choose another, or try again later.",
+            "Cet opérateur ne peut pas recevoir de paiement pour le moment. Choisissez-en un autre ou réessayez plus tard.",
+        ),
         "wrong_operator" => (
             "Choose an operator from the list.",
             "Choisissez un opérateur dans la liste.",
@@ -507,7 +511,14 @@ fn choose(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {
     {
         return Ok(see_other(&current, lang));
     }
+    // Its route, stored with the intent; none free now: the customer may pick another.
+    let Ok(route) =
+        crate::routes::choose(&p.environment, op.slug, &p.merchant_id, (&p.id, p.amount))
+    else {
+        return show(lang, p, Some(t(lang, "operator_unavailable")));
+    };
     current.operator = Some(op.slug.to_string());
+    current.route = Some(route);
     let names = current.customer.clone().unwrap_or(Customer {
         phone: None,
         first_name: None,

@@ -40,8 +40,8 @@ fn expire_one(d: &store::Due, now: u64) -> Result<(), crate::ApiError> {
     };
     // The operator is asked to withdraw the request where it can (Wave expires the
     // session), else says where it stands; the customer may have paid a moment ago.
-    let answer =
-        (worth_asking(&p) && !p.status.is_terminal()).then(|| router::cancel(&operation_ref(&p)));
+    let answer = (worth_asking(&p) && !p.status.is_terminal())
+        .then(|| router::cancel(crate::routes::via(&p).as_deref(), &operation_ref(&p)));
     let window = approval_window_ms(&p);
     let tx = Tx::begin()?;
     let Some(mut p) = tx.payment(env, merchant, id)? else {

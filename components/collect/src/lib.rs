@@ -25,6 +25,7 @@ mod listing;
 mod payments;
 mod refunds;
 mod review;
+mod routes;
 mod store;
 mod typed;
 mod wire;
@@ -131,6 +132,7 @@ fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, ApiError> {
         ("GET", ["payments", "operators", "predict"]) => payments::predict(caller, req),
         ("GET", ["payments", "export"]) => csv_export::export_payments(caller, req),
         ("GET", ["payments", id]) => payments::get(caller, req, id),
+        ("GET", ["payments", id, "route"]) => routes::get_http(caller, id),
         ("POST", ["payments", id, "confirm"]) => payments::confirm_http(caller, req, id),
         ("POST", ["payments", id, "cancel"]) => payments::cancel_http(caller, req, id),
         ("POST", ["payments", id, "refunds"]) => refunds::create_http(caller, req, id),
@@ -140,7 +142,7 @@ fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, ApiError> {
         (_, ["payments", _, "confirm" | "cancel"]) => {
             Err(ApiError::method_not_allowed(method, "POST"))
         }
-        (_, ["payments", _]) | (_, ["refunds", _]) => {
+        (_, ["payments", _]) | (_, ["payments", _, "route"]) | (_, ["refunds", _]) => {
             Err(ApiError::method_not_allowed(method, "GET"))
         }
         _ => Err(ApiError::not_found(&format!(

@@ -11,14 +11,14 @@ use serde_json::Value;
 
 use crate::ApiError;
 use crate::events::emit;
-use crate::mmc::adapter::router;
+use crate::mmc::adapter::router::{self, Routed};
 use crate::mmc::adapter::types::{
     AdapterError, InitiateRequest, Initiated, OperationRef, OtpOutcome, PspStatus,
 };
 use crate::mmc::api::http_types::{Caller, Request, Response};
 use crate::mmc::platform::{clock, config, log, node, signing};
 use crate::review;
-use crate::store::{self, Failure, Generation, IdemRecord, Payment, Tx};
+use crate::store::{self, Failure, Generation, IdemRecord, Payment, Route, Tx};
 use crate::wire::{self, json_response};
 
 /// Idempotency keys are honoured for 24 hours; references forever.
@@ -124,6 +124,18 @@ pub fn create_payment(
     ));
     let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
     check_operator(env, &input)?;
+    // The route, chosen before the intent is stored with it (a hosted
+    // payment's, when the customer picks the operator).
+    let id = crate::ids::new().to_string();
+    let route = match input.operator {
+        Some(op) if input.mode == Mode::Direct => Some(crate::routes::choose(
+            env,
+            op.slug,
+            merchant,
+            (&id, input.amount),
+        )?),
+        _ => None,
+    };
 
     let now = clock::now_ms();
     // The pending record, its indexes, event and idempotency key: one transaction.
@@ -138,7 +150,8 @@ pub fn create_payment(
         {
             return replay_or_resume(tx, earlier, now);
         }
-        let mut p = new_payment(caller, &input, &request_hash, generation, now);
+        let mut p = new_payment(caller, (&id, &input), &request_hash, generation, now);
+        p.route = route.clone();
         // Hosted: the customer picks the operator on our checkout page; nothing to initiate yet.
         let hosted = input.mode == Mode::Hosted;
         if hosted {
@@ -281,13 +294,13 @@ fn find_earlier(
 /// A new payment as the request describes it, pending, not yet stored.
 fn new_payment(
     caller: &Caller,
-    input: &wire::CreatePayment,
+    (id, input): (&str, &wire::CreatePayment),
     request_hash: &str,
     generation: Generation,
     now: u64,
 ) -> Payment {
     Payment {
-        id: crate::ids::new().to_string(),
+        id: id.to_string(),
         merchant_id: caller.merchant_id.clone(),
         environment: caller.environment.clone(),
         reference: input.reference.clone(),
@@ -324,6 +337,7 @@ fn new_payment(
         unsent: false,
         late_success_from: None,
         review: None,
+        route: None,
     }
 }
 
@@ -371,27 +385,24 @@ pub fn not_found_is_final(sent_at: Option<u64>, now: u64) -> bool {
 }
 
 /// Asks the operator to start collecting `p` (as just stored; no transaction
-/// held), then applies the outcome (which ends `initiating_since_ms`). Returns the
-/// payment as stored afterwards.
-pub fn initiate(caller: &Caller, p: Payment) -> Result<Payment, ApiError> {
-    let operator = p.operator.clone().unwrap_or_default();
-    let outcome = router::initiate(&InitiateRequest {
-        payment_id: p.id.clone(),
-        reference: p.reference.clone(),
-        operator: operator.clone(),
-        environment: p.environment.clone(),
-        amount: p.amount,
-        currency: p.currency.clone(),
-        country: p.country.clone(),
-        phone: p.customer.as_ref().and_then(|c| c.phone.clone()),
-        mode: p.mode.as_str().into(),
-        description: p.description.clone(),
-        callback_url: format!(
-            "{}/api/v1/psp/{operator}/callback?environment={}",
-            caller.base_url, p.environment
-        ),
-        return_url: Some(format!("{}/checkout/{}", caller.base_url, p.id)),
-    });
+/// held), through its route or, when that route answers that nothing was
+/// done, the next one (see `routes`); then applies the outcome (which ends
+/// `initiating_since_ms`). Returns the payment as stored afterwards.
+pub fn initiate(caller: &Caller, mut p: Payment) -> Result<Payment, ApiError> {
+    let outcome = loop {
+        let outcome = router::initiate(
+            crate::routes::via(&p).as_deref(),
+            &initiate_request(caller, &p),
+        );
+        let next = match &outcome {
+            Err(e) => crate::routes::after_refusal(&p, e),
+            Ok(_) => None,
+        };
+        match next.map(|route| switch_route(&p, route)).transpose()? {
+            Some(Some(moved)) => p = moved,
+            _ => break outcome,
+        }
+    };
     let busy = matches!(&outcome, Err(e) if failure_kind(e) == CallFailure::Busy);
     let p = store::transact(|tx| {
         tx.assume_payment(&p); // as the caller stored it
@@ -411,6 +422,56 @@ pub fn initiate(caller: &Caller, p: Payment) -> Result<Payment, ApiError> {
         return Err(ApiError::busy());
     }
     Ok(p)
+}
+
+fn initiate_request(caller: &Caller, p: &Payment) -> InitiateRequest {
+    let operator = p.operator.clone().unwrap_or_default();
+    // The route is in the callback's address: the adapter it names reads it.
+    let via = p
+        .route
+        .as_ref()
+        .map(|r| format!("&via={}", r.adapter))
+        .unwrap_or_default();
+    InitiateRequest {
+        payment_id: p.id.clone(),
+        reference: p.reference.clone(),
+        operator: operator.clone(),
+        environment: p.environment.clone(),
+        amount: p.amount,
+        currency: p.currency.clone(),
+        country: p.country.clone(),
+        phone: p.customer.as_ref().and_then(|c| c.phone.clone()),
+        mode: p.mode.as_str().into(),
+        description: p.description.clone(),
+        callback_url: format!(
+            "{}/api/v1/psp/{operator}/callback?environment={}{via}",
+            caller.base_url, p.environment
+        ),
+        return_url: Some(format!("{}/checkout/{}", caller.base_url, p.id)),
+    }
+}
+
+/// `p`'s next route, stored before it is called (the intent stays): None
+/// when the payment moved meanwhile (a cancel), and the refusal then stands.
+fn switch_route(p: &Payment, route: Route) -> Result<Option<Payment>, ApiError> {
+    store::transact(|tx| {
+        tx.assume_payment(p);
+        let Some(mut current) = tx.payment(&p.environment, &p.merchant_id, &p.id)? else {
+            return Ok(None);
+        };
+        let same = current.status == p.status
+            && current.initiating_since_ms.is_some()
+            && current.route.as_ref().map(|r| &r.adapter) == p.route.as_ref().map(|r| &r.adapter);
+        if !same {
+            return Ok(None);
+        }
+        log::count("initiate_failover");
+        current.route = Some(route.clone());
+        // A new request goes on its way now: the in-flight window restarts.
+        current.start_initiating(clock::now_ms(), node::id());
+        tx.save_payment(&current, current.next_check_ms)?;
+        Ok(Some(current))
+    })
 }
 
 fn apply_initiated(
@@ -789,10 +850,13 @@ pub fn ask_psp(p: &Payment) -> Option<PspAnswer> {
 /// [`ask_psp`] for each of `payments`, the operators asked concurrently by
 /// the host. Answers in the same order.
 pub fn ask_psp_many(payments: &[&Payment]) -> Vec<Option<PspAnswer>> {
-    let asked: Vec<OperationRef> = payments
+    let asked: Vec<Routed> = payments
         .iter()
         .filter(|p| worth_asking(p))
-        .map(|p| operation_ref(p))
+        .map(|p| Routed {
+            via: crate::routes::via(p),
+            op: operation_ref(p),
+        })
         .collect();
     let mut answers = router::status_many(&asked).into_iter();
     payments
@@ -941,7 +1005,7 @@ pub fn hex(bytes: &[u8]) -> String {
 pub fn confirm(caller: &Caller, id: &str, otp: &str) -> Result<Payment, ApiError> {
     let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
     let p = start_confirmation(env, merchant, id, otp)?;
-    let answer = router::confirm_otp(&operation_ref(&p), otp);
+    let answer = router::confirm_otp(crate::routes::via(&p).as_deref(), &operation_ref(&p), otp);
     let tx = Tx::begin()?;
     let mut p = tx
         .payment(env, merchant, &p.id)?
@@ -1143,8 +1207,8 @@ pub fn cancel_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
     }
     // Once a request to pay may have reached the operator, only the operator
     // can say whether it is withdrawn: ask it, by our id.
-    let answer =
-        (p.operator.is_some() && p.sent_at().is_some()).then(|| router::cancel(&operation_ref(&p)));
+    let answer = (p.operator.is_some() && p.sent_at().is_some())
+        .then(|| router::cancel(crate::routes::via(&p).as_deref(), &operation_ref(&p)));
     let tx = Tx::begin()?;
     let mut p = tx
         .payment(env, merchant, &p.id)?

@@ -7,7 +7,7 @@ use mmc_domain::{Status, time};
 use serde_json::{Value, json};
 
 use crate::events::{EventData, emit_event};
-use crate::mmc::adapter::router;
+use crate::mmc::adapter::router::{self, Routed};
 use crate::mmc::adapter::types::{AdapterError, OperationRef, PspStatus, RefundRequest};
 use crate::mmc::api::http_types::{Caller, Request, Response};
 use crate::mmc::platform::{clock, signing};
@@ -124,12 +124,15 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
         }
         Reserved::New(p, r) => (*p, r),
     };
-    let answer = router::refund(&RefundRequest {
-        refund_id: r.id.clone(),
-        payment: operation_ref(&p),
-        amount: r.amount,
-        reason: r.reason.clone(),
-    });
+    let answer = router::refund(
+        crate::routes::via(&p).as_deref(),
+        &RefundRequest {
+            refund_id: r.id.clone(),
+            payment: operation_ref(&p),
+            amount: r.amount,
+            reason: r.reason.clone(),
+        },
+    );
     let tx = Tx::begin()?;
     r = tx
         .refund(&r.environment, &r.merchant_id, &r.id)?
@@ -439,7 +442,7 @@ pub fn reconcile_due(limit: u32) -> u32 {
         Err(_) => return 0,
     };
     // Reads: the writer is taken only to record the answers.
-    let (asked, ops): (Vec<&store::Due>, Vec<OperationRef>) = due
+    let (asked, ops): (Vec<&store::Due>, Vec<Routed>) = due
         .iter()
         .filter_map(|d| Some((d, refund_to_ask(d).ok().flatten()?)))
         .unzip();
@@ -452,22 +455,24 @@ pub fn reconcile_due(limit: u32) -> u32 {
 
 /// The operator's view of a due refund; none when the refund is gone (its
 /// index entry is dropped).
-fn refund_to_ask(d: &store::Due) -> Result<Option<OperationRef>, ApiError> {
+/// A due refund, asked through the route its payment was collected through.
+fn refund_to_ask(d: &store::Due) -> Result<Option<Routed>, ApiError> {
     let Some(r) = store::read_refund(&d.env, &d.merchant, &d.id)? else {
         store::drop_index_entry("refund_active", &d.key)?;
         return Ok(None);
     };
-    let operator = store::read_payment(&d.env, &d.merchant, &r.payment_id)?
-        .and_then(|p| p.operator)
-        .unwrap_or_default();
-    Ok(Some(OperationRef {
-        id: r.id,
-        operator,
-        environment: r.environment,
-        psp_reference: r.psp_reference,
-        phone: None,
-        amount: r.amount,
-        currency: r.currency,
+    let paid = store::read_payment(&d.env, &d.merchant, &r.payment_id)?;
+    Ok(Some(Routed {
+        via: paid.as_ref().and_then(crate::routes::via),
+        op: OperationRef {
+            id: r.id,
+            operator: paid.and_then(|p| p.operator).unwrap_or_default(),
+            environment: r.environment,
+            psp_reference: r.psp_reference,
+            phone: None,
+            amount: r.amount,
+            currency: r.currency,
+        },
     }))
 }
 

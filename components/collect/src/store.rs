@@ -28,7 +28,7 @@ use serde_json::Value;
 use crate::ApiError;
 use crate::mmc::platform::storage::{self, Transaction};
 
-pub use mmc_domain::record::{Customer, Failure, Generation, Payment};
+pub use mmc_domain::record::{Customer, Failure, Generation, Payment, Route};
 
 /// A refund request's Idempotency-Key (table `refund_idem`).
 #[derive(Debug, Clone, Serialize, Deserialize)]

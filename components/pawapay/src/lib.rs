@@ -54,8 +54,19 @@ use transformers::{Check, DepositConf, Initiated as Answer};
 
 static SPEC: Spec = Spec {
     provider: "pawaPay",
-    family: &["moov-bj", "togocom-tg", "moov-tg", "orange-ci", "moov-ci"],
-    default_served: None,
+    // pawaPay also reaches MTN in Benin and Côte d'Ivoire (MTN_MOMO_BEN,
+    // MTN_MOMO_CIV): a second route to them, served when the `operators`
+    // setting names them (by default `momo` reaches MTN directly).
+    family: &[
+        "mtn-bj",
+        "moov-bj",
+        "togocom-tg",
+        "moov-tg",
+        "mtn-ci",
+        "orange-ci",
+        "moov-ci",
+    ],
+    default_served: Some(&["moov-bj", "togocom-tg", "moov-tg", "orange-ci", "moov-ci"]),
     // How long a deposit can still be approved on the phone after pawaPay
     // took it (the operators' own prompts time out within minutes; pawaPay
     // then reports FAILED).

@@ -1,6 +1,9 @@
-//! The `router` import of API components: the operator operations, routed to
-//! the adapter serving (environment, operator). The adapter runs in its own
-//! Store under its own deadline; its failures become `adapter-error` values.
+//! The `router` import of API components: the operator operations, each
+//! sent to the adapter of its route (`via`, else the operator's first
+//! route), and the choice of a new operation's route (`crate::routing`). The
+//! adapter runs in its own Store under its own deadline; its failures become
+//! `adapter-error` values, and the outcomes of the calls that move money
+//! feed the routes' health.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -9,9 +12,10 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::audit::AdapterCall;
+use crate::routing::{Ask, Observed};
 use crate::runtime::bindings::adapter::Adapter;
 use crate::runtime::bindings::adapter_types::*;
-use crate::runtime::bindings::host::mmc::adapter::router::Host;
+use crate::runtime::bindings::host::mmc::adapter::router::{Host, RouteChoice, Routed};
 use crate::runtime::state::HostState;
 use crate::runtime::{CallError, Loaded, Runtime};
 
@@ -42,19 +46,20 @@ impl HostState {
     }
 
     /// One status query, as an operator call.
-    fn status_of(&mut self, kind: StatusOf, op: &OperationRef) -> Result<PspStatus, AdapterError> {
+    fn status_of(
+        &mut self,
+        kind: StatusOf,
+        via: Option<&str>,
+        op: &OperationRef,
+    ) -> Result<PspStatus, AdapterError> {
         self.operator_calls(
             || Err(in_transaction()),
-            |runtime| status_of(runtime, kind, op),
+            |runtime| status_of(runtime, kind, via, op),
         )
     }
 
     /// Status queries asked at once, as operator calls.
-    fn statuses(
-        &mut self,
-        kind: StatusOf,
-        ops: &[OperationRef],
-    ) -> Vec<Result<PspStatus, AdapterError>> {
+    fn statuses(&mut self, kind: StatusOf, ops: &[Routed]) -> Vec<Result<PspStatus, AdapterError>> {
         self.operator_calls(
             || ops.iter().map(|_| Err(in_transaction())).collect(),
             |runtime| statuses(runtime, kind, ops),
@@ -64,13 +69,13 @@ impl HostState {
     fn with_adapter<T>(
         &mut self,
         call: (&str, &str),
-        environment: &str,
-        operator: &str,
+        target: (&str, &str),
+        via: Option<&str>,
         f: impl FnOnce(&mut wasmtime::Store<HostState>, &Adapter) -> Outcome<T>,
     ) -> Outcome<T> {
         Ok(self.operator_calls(
             || Err(in_transaction()),
-            |runtime| routed(runtime, call, environment, operator, None, f),
+            |runtime| routed(runtime, call, target, via, None, f),
         ))
     }
 }
@@ -82,30 +87,27 @@ fn in_transaction() -> AdapterError {
     )
 }
 
-/// One operator call through the adapter serving (environment, operator),
-/// recorded in the audit trail; a failing adapter is an `adapter-error`.
+/// One operator call through the adapter of its route (`via`, else the
+/// operator's first route), recorded in the audit trail; a failing adapter
+/// is an `adapter-error`.
 fn routed<T>(
     runtime: &Arc<Runtime>,
-    (operation, subject): (&str, &str),
-    environment: &str,
-    operator: &str,
+    call: (&str, &str),
+    target: (&str, &str),
+    via: Option<&str>,
     slot_wait: Option<Duration>,
     f: impl FnOnce(&mut wasmtime::Store<HostState>, &Adapter) -> Outcome<T>,
 ) -> Result<T, AdapterError> {
     let started = Instant::now();
     // An operator call may wait on the network for seconds: never on a tokio worker.
     let (result, served_by) = crate::runtime::inline::may_block(|| {
-        runtime.call_adapter_waiting(environment, operator, slot_wait, f)
+        runtime.call_adapter_waiting(target, via, slot_wait, f)
     });
-    answered(
-        runtime,
-        (operation, subject),
-        (environment, operator),
-        started,
-        result,
-        served_by,
-    )
+    answered(runtime, call, target, via, started, result, served_by)
 }
+
+/// The calls whose outcomes say whether a route can take new operations.
+const MOVES_MONEY: [&str; 3] = ["initiate", "refund", "payout"];
 
 /// What an operator call made through an adapter answered, counted in the
 /// metrics and recorded in the audit trail; a failing adapter is an `adapter-error`.
@@ -113,6 +115,7 @@ fn answered<T>(
     runtime: &Arc<Runtime>,
     (operation, subject): (&str, &str),
     (environment, operator): (&str, &str),
+    via: Option<&str>,
     started: Instant,
     result: Result<Result<T, AdapterError>, CallError>,
     served_by: Option<Arc<Loaded>>,
@@ -141,6 +144,20 @@ fn answered<T>(
         .services
         .metrics
         .adapter_call(adapter, operation, outcome);
+    if MOVES_MONEY.contains(&operation) {
+        let observed = match outcome {
+            "ok" => Some(Observed::Answered),
+            // Ours, not the route's: no instance free, no adapter to call.
+            "busy" | "no_route" => None,
+            _ => Some(Observed::Failed),
+        };
+        if let (Some(observed), Some(l)) = (observed, &served_by) {
+            let key = (environment.into(), l.name.clone(), operator.into());
+            let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
+            let now = crate::clock::system_now_ms();
+            runtime.health.record(key, observed, elapsed_ms, now);
+        }
+    }
     // Refused because of us, or never sent: a configuration or capacity problem
     // someone must look at (the payment itself is safe: nothing was performed).
     if let (Ok(Err(e)), "rejected" | "not_sent") = (&result, outcome) {
@@ -168,6 +185,15 @@ fn answered<T>(
         Err(CallError::Deadline(c)) => Err(AdapterError::Timeout(format!(
             "adapter {c} exceeded its deadline"
         ))),
+        // The route an operation was sent through is not loaded now: only
+        // a new operation may take that as "nothing done"; any other call
+        // about it is asked again later.
+        Err(CallError::NoRoute { .. }) if via.is_some() && !MOVES_MONEY.contains(&operation) => {
+            Err(AdapterError::Unavailable(format!(
+                "{} is not loaded now, or no longer serves {operator}",
+                via.unwrap_or_default()
+            )))
+        }
         Err(e @ CallError::NoRoute { .. }) => Err(AdapterError::NotSupported(e.to_string())),
         // No instance was free within the deadline: the adapter never ran.
         Err(e @ CallError::Busy(_)) => Err(AdapterError::Busy(e.to_string())),
@@ -210,8 +236,13 @@ impl StatusOf {
 /// Waits for a status query's turn under its provider's cap (see
 /// `runtime::pacing`); an error when none comes soon: nothing was asked, the
 /// outcome stays unknown, and the next round asks again.
-fn paced(runtime: &Arc<Runtime>, kind: StatusOf, op: &OperationRef) -> Result<(), AdapterError> {
-    let Some(adapter) = runtime.adapter_for(&op.environment, &op.operator) else {
+fn paced(
+    runtime: &Arc<Runtime>,
+    kind: StatusOf,
+    via: Option<&str>,
+    op: &OperationRef,
+) -> Result<(), AdapterError> {
+    let Some(adapter) = runtime.adapter_via(&op.environment, &op.operator, via) else {
         return Ok(()); // no route: the call itself says so
     };
     let per_second = adapter
@@ -242,14 +273,15 @@ fn paced(runtime: &Arc<Runtime>, kind: StatusOf, op: &OperationRef) -> Result<()
 fn status_of(
     runtime: &Arc<Runtime>,
     kind: StatusOf,
+    via: Option<&str>,
     op: &OperationRef,
 ) -> Result<PspStatus, AdapterError> {
-    paced(runtime, kind, op)?;
+    paced(runtime, kind, via, op)?;
     routed(
         runtime,
         (kind.operation(), &op.id),
-        &op.environment,
-        &op.operator,
+        (&op.environment, &op.operator),
+        via,
         None,
         |s, a| kind.call(s, a, op),
     )
@@ -260,10 +292,13 @@ fn status_of(
 fn statuses(
     runtime: &Arc<Runtime>,
     kind: StatusOf,
-    ops: &[OperationRef],
+    ops: &[Routed],
 ) -> Vec<Result<PspStatus, AdapterError>> {
     if ops.len() < 2 {
-        return ops.iter().map(|p| status_of(runtime, kind, p)).collect();
+        return ops
+            .iter()
+            .map(|r| status_of(runtime, kind, r.via.as_deref(), &r.op))
+            .collect();
     }
     let next = AtomicUsize::new(0);
     let answers: Vec<Mutex<Option<Result<PspStatus, AdapterError>>>> =
@@ -278,18 +313,22 @@ fn statuses(
                 let mut session = runtime.adapter_session();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(p) = ops.get(i) else { break };
-                    if let Err(e) = paced(runtime, kind, p) {
+                    let Some(Routed { via, op: p }) = ops.get(i) else {
+                        break;
+                    };
+                    let via = via.as_deref();
+                    if let Err(e) = paced(runtime, kind, via, p) {
                         *answers[i].lock() = Some(Err(e));
                         continue;
                     }
                     let started = Instant::now();
-                    let (result, served_by) =
-                        session.call(&p.environment, &p.operator, |s, a| kind.call(s, a, p));
+                    let target = (p.environment.as_str(), p.operator.as_str());
+                    let (result, served_by) = session.call(target, via, |s, a| kind.call(s, a, p));
                     let answer = answered(
                         runtime,
                         (kind.operation(), &p.id),
-                        (&p.environment, &p.operator),
+                        target,
+                        via,
                         started,
                         result,
                         served_by,
@@ -361,90 +400,145 @@ impl Host for HostState {
         Ok(self.runtime.operator_info(&environment, &slug))
     }
 
-    fn initiate(&mut self, req: InitiateRequest) -> Outcome<Initiated> {
+    fn route(
+        &mut self,
+        environment: String,
+        operator: String,
+        merchant: String,
+        subject: String,
+        operation: String,
+        amount: u64,
+        skip: Vec<String>,
+    ) -> wasmtime::Result<Result<RouteChoice, String>> {
+        let ask = Ask {
+            environment: &environment,
+            operator: &operator,
+            merchant: &merchant,
+            operation: &operation,
+            amount,
+            skip: &skip,
+        };
+        let chosen = self.runtime.choose_route(&ask);
+        let (adapter, reason) = match &chosen {
+            Ok(c) => (c.adapter.as_str(), c.reason),
+            Err(_) => ("none", "unroutable"),
+        };
+        let services = &self.runtime.services;
+        services
+            .metrics
+            .route_chosen(&environment, &operator, adapter, reason);
+        // The first route is the rule; any other choice is worth a line in
+        // the operation's audit trail (the admin API's calls of a payment).
+        if reason != "preferred" {
+            services.audit.record(AdapterCall {
+                subject_id: subject,
+                environment: environment.clone(),
+                operator: operator.clone(),
+                adapter: Some(adapter.to_string()),
+                version: None,
+                operation: "route".into(),
+                outcome: reason.into(),
+                duration_ms: 0.0,
+                at_ms: crate::clock::system_now_ms(),
+            });
+        }
+        Ok(chosen
+            .map(|choice| RouteChoice {
+                adapter: choice.adapter,
+                explanation: choice.explanation.to_string(),
+            })
+            .map_err(|why| why.to_string()))
+    }
+
+    fn initiate(&mut self, via: Option<String>, req: InitiateRequest) -> Outcome<Initiated> {
         let (env, op, id) = (
             req.environment.clone(),
             req.operator.clone(),
             req.payment_id.clone(),
         );
-        self.with_adapter(("initiate", &id), &env, &op, |s, a| {
+        self.with_adapter(("initiate", &id), (&env, &op), via.as_deref(), |s, a| {
             a.mmc_adapter_operator().call_initiate(s, &req)
         })
     }
 
-    fn confirm_otp(&mut self, payment: OperationRef, otp: String) -> Outcome<OtpOutcome> {
+    fn confirm_otp(
+        &mut self,
+        via: Option<String>,
+        payment: OperationRef,
+        otp: String,
+    ) -> Outcome<OtpOutcome> {
         let (env, op, id) = (
             payment.environment.clone(),
             payment.operator.clone(),
             payment.id.clone(),
         );
-        self.with_adapter(("confirm_otp", &id), &env, &op, |s, a| {
+        self.with_adapter(("confirm_otp", &id), (&env, &op), via.as_deref(), |s, a| {
             a.mmc_adapter_operator().call_confirm_otp(s, &payment, &otp)
         })
     }
 
-    fn status(&mut self, payment: OperationRef) -> Outcome<PspStatus> {
-        Ok(self.status_of(StatusOf::Payment, &payment))
+    fn status(&mut self, via: Option<String>, payment: OperationRef) -> Outcome<PspStatus> {
+        Ok(self.status_of(StatusOf::Payment, via.as_deref(), &payment))
     }
 
     fn status_many(
         &mut self,
-        payments: Vec<OperationRef>,
+        payments: Vec<Routed>,
     ) -> wasmtime::Result<Vec<Result<PspStatus, AdapterError>>> {
         Ok(self.statuses(StatusOf::Payment, &payments))
     }
 
-    fn cancel(&mut self, payment: OperationRef) -> Outcome<PspStatus> {
+    fn cancel(&mut self, via: Option<String>, payment: OperationRef) -> Outcome<PspStatus> {
         let (env, op, id) = (
             payment.environment.clone(),
             payment.operator.clone(),
             payment.id.clone(),
         );
-        self.with_adapter(("cancel", &id), &env, &op, |s, a| {
+        self.with_adapter(("cancel", &id), (&env, &op), via.as_deref(), |s, a| {
             a.mmc_adapter_operator().call_cancel(s, &payment)
         })
     }
 
-    fn refund(&mut self, req: RefundRequest) -> Outcome<Started> {
+    fn refund(&mut self, via: Option<String>, req: RefundRequest) -> Outcome<Started> {
         let (env, op, id) = (
             req.payment.environment.clone(),
             req.payment.operator.clone(),
             req.payment.id.clone(),
         );
-        self.with_adapter(("refund", &id), &env, &op, |s, a| {
+        self.with_adapter(("refund", &id), (&env, &op), via.as_deref(), |s, a| {
             a.mmc_adapter_operator().call_refund(s, &req)
         })
     }
 
-    fn refund_status(&mut self, refund: OperationRef) -> Outcome<PspStatus> {
-        Ok(self.status_of(StatusOf::Refund, &refund))
+    fn refund_status(&mut self, via: Option<String>, refund: OperationRef) -> Outcome<PspStatus> {
+        Ok(self.status_of(StatusOf::Refund, via.as_deref(), &refund))
     }
 
     fn refund_status_many(
         &mut self,
-        refunds: Vec<OperationRef>,
+        refunds: Vec<Routed>,
     ) -> wasmtime::Result<Vec<Result<PspStatus, AdapterError>>> {
         Ok(self.statuses(StatusOf::Refund, &refunds))
     }
 
-    fn payout(&mut self, req: PayoutRequest) -> Outcome<Started> {
+    fn payout(&mut self, via: Option<String>, req: PayoutRequest) -> Outcome<Started> {
         let (env, op, id) = (
             req.environment.clone(),
             req.operator.clone(),
             req.payout_id.clone(),
         );
-        self.with_adapter(("payout", &id), &env, &op, |s, a| {
+        self.with_adapter(("payout", &id), (&env, &op), via.as_deref(), |s, a| {
             a.mmc_adapter_operator().call_payout(s, &req)
         })
     }
 
-    fn payout_status(&mut self, payout: OperationRef) -> Outcome<PspStatus> {
-        Ok(self.status_of(StatusOf::Payout, &payout))
+    fn payout_status(&mut self, via: Option<String>, payout: OperationRef) -> Outcome<PspStatus> {
+        Ok(self.status_of(StatusOf::Payout, via.as_deref(), &payout))
     }
 
     fn payout_status_many(
         &mut self,
-        payouts: Vec<OperationRef>,
+        payouts: Vec<Routed>,
     ) -> wasmtime::Result<Vec<Result<PspStatus, AdapterError>>> {
         Ok(self.statuses(StatusOf::Payout, &payouts))
     }
@@ -464,7 +558,11 @@ impl Host for HostState {
             .map(|l| l.name.clone()))
     }
 
-    fn parse_callback(&mut self, req: Inbound) -> Outcome<Vec<CallbackUpdate>> {
+    fn parse_callback(
+        &mut self,
+        via: Option<String>,
+        req: Inbound,
+    ) -> Outcome<Vec<CallbackUpdate>> {
         let (env, op) = (req.environment.clone(), req.operator.clone());
         // An operator waits seconds for our answer (MTN: 2 s), then retries: with
         // every instance busy, answer "busy" soon (503) rather than wait a payment's time.
@@ -474,8 +572,8 @@ impl Host for HostState {
                 routed(
                     runtime,
                     ("parse_callback", "callback"),
-                    &env,
-                    &op,
+                    (&env, &op),
+                    via.as_deref(),
                     Some(CALLBACK_SLOT_WAIT),
                     |s, a| a.mmc_adapter_operator().call_parse_callback(s, &req),
                 )

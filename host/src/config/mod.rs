@@ -11,9 +11,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 mod http;
+mod routing;
 mod webhooks;
 
 pub use http::{ConnectionConfig, RateLimitConfig};
+pub use routing::{Candidate, OPERATIONS, RouteHealthConfig, RouteSpec, Rule, RuleSet};
 pub use webhooks::WebhookConfig;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -32,8 +34,10 @@ pub struct Config {
     pub limits: Limits,
     /// Path prefix → API component. Longest prefix wins.
     pub routes: Vec<Route>,
-    /// environment → (operator slug or `*`) → adapter component.
-    pub routing: BTreeMap<String, BTreeMap<String, String>>,
+    /// environment → (operator slug or `*`) → the adapters serving it (see [`RouteSpec`]).
+    pub routing: BTreeMap<String, BTreeMap<String, RouteSpec>>,
+    /// When a route counts as failing, and how it comes back.
+    pub route_health: RouteHealthConfig,
     /// Per-component settings, secrets and outbound allow-list.
     pub components: BTreeMap<String, ComponentConfig>,
     pub log: LogConfig,
@@ -275,8 +279,9 @@ impl Default for Config {
             ],
             routing: BTreeMap::from([(
                 "test".to_string(),
-                BTreeMap::from([("*".to_string(), "simulator".to_string())]),
+                BTreeMap::from([("*".to_string(), RouteSpec::from("simulator"))]),
             )]),
+            route_health: RouteHealthConfig::default(),
             components: BTreeMap::new(),
             log: LogConfig::default(),
             webhooks: Default::default(),
@@ -411,11 +416,15 @@ impl Config {
                 )));
             }
         }
-        for env in self.routing.keys() {
+        for (env, routes) in &self.routing {
             if env != "test" && env != "live" {
                 return Err(ConfigError::Invalid(format!(
                     "routing.{env}: environment must be test or live"
                 )));
+            }
+            for (operator, spec) in routes {
+                spec.check(&format!("routing.{env}.{operator}"))
+                    .map_err(ConfigError::Invalid)?;
             }
         }
         Ok(())

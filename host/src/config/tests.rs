@@ -6,7 +6,7 @@ use super::*;
 fn defaults_need_no_file() {
     let c = Config::load(None, Vec::new()).unwrap();
     assert_eq!(c.limits.api_deadline_ms, 5_000);
-    assert_eq!(c.routing["test"]["*"], "simulator");
+    assert_eq!(c.routing["test"]["*"], RouteSpec::from("simulator"));
 }
 
 #[test]
@@ -115,4 +115,42 @@ fn event_retention_outlasts_delivery_retries() {
 fn unknown_keys_are_refused() {
     let err = Config::load(None, vec![("MMC_LIMITZ".into(), "1".into())]).unwrap_err();
     assert!(err.to_string().contains("limitz"), "{err}");
+}
+
+#[test]
+fn routes_are_one_adapter_a_list_a_split_or_rules() {
+    let file = r#"
+        [routing.live]
+        "*" = "simulator"
+        mtn-bj = ["momo", "pawapay"]
+        moov-bj = [{ adapter = "pawapay", weight = 3 }, { adapter = "fedapay", weight = 1 }]
+        [routing.live.celtiis-bj]
+        routes = ["fedapay"]
+        rules = [{ operation = "payout", routes = ["pawapay", "fedapay"] }]
+    "#;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mmc.toml");
+    std::fs::write(&path, file).unwrap();
+    let c = Config::load(Some(&path), Vec::new()).unwrap();
+    let live = &c.routing["live"];
+    assert_eq!(live["*"], RouteSpec::from("simulator"));
+    assert!(matches!(&live["mtn-bj"], RouteSpec::List(l) if l.len() == 2));
+    assert!(matches!(&live["moov-bj"], RouteSpec::List(l) if l[0].weight() == Some(3)));
+    assert!(matches!(&live["celtiis-bj"], RouteSpec::Rules(r) if r.rules.len() == 1));
+
+    let bad = |toml: &str| {
+        std::fs::write(&path, toml).unwrap();
+        Config::load(Some(&path), Vec::new())
+            .unwrap_err()
+            .to_string()
+    };
+    let e = bad("[routing.live]\nmtn-bj = [\"momo\", \"momo\"]\n");
+    assert!(
+        e.contains("routing.live.mtn-bj: momo is listed twice"),
+        "{e}"
+    );
+    let e = bad(
+        "[routing.live.mtn-bj]\nroutes = [\"momo\"]\nrules = [{ operation = \"pay\", routes = [\"momo\"] }]\n",
+    );
+    assert!(e.contains("routing.live.mtn-bj.rules[0].operation"), "{e}");
 }

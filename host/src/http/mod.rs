@@ -323,7 +323,7 @@ async fn serve_target(
         Target::Metrics => paged::full(text(
             StatusCode::OK,
             "text/plain; version=0.0.4",
-            app.runtime.services.metrics.render(),
+            app.runtime.render_metrics(),
         )),
         Target::Docs(page) => paged::full(docs_page(page)),
         Target::ApiDocs => {

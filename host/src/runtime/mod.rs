@@ -158,7 +158,10 @@ pub struct Runtime {
     adapter_linker: Linker<HostState>,
     pub services: Services,
     pub limits: Limits,
-    routing: BTreeMap<String, BTreeMap<String, String>>,
+    /// The routes in force (the admin API may replace them).
+    routes: RwLock<Arc<crate::routing::RouteTable>>,
+    /// What this node observed of each route.
+    pub health: crate::routing::Health,
     component_config: BTreeMap<String, ComponentConfig>,
     cache_dir: PathBuf,
     components: RwLock<HashMap<String, Arc<Loaded>>>,
@@ -253,7 +256,10 @@ impl Runtime {
             adapter_linker,
             services,
             limits: config.limits.clone(),
-            routing: config.routing.clone(),
+            routes: RwLock::new(Arc::new(crate::routing::RouteTable::new(
+                config.routing.clone(),
+            ))),
+            health: crate::routing::Health::new(config.route_health.clone()),
             component_config: config.components.clone(),
             cache_dir: config.cache_dir(),
             components: RwLock::new(HashMap::new()),
@@ -512,14 +518,72 @@ impl Runtime {
         })
     }
 
-    /// The adapter serving `operator` in `environment`: an explicit route for
-    /// the slug, else the environment's `*` adapter — if it describes the slug.
+    /// `/metrics`: the counters, then the routes' health.
+    pub fn render_metrics(&self) -> String {
+        let mut out = self.services.metrics.render();
+        self.health.render(&mut out, crate::clock::system_now_ms());
+        out
+    }
+
+    /// The routes in force.
+    pub fn routes(&self) -> Arc<crate::routing::RouteTable> {
+        self.routes.read().clone()
+    }
+
+    /// Puts `table` in force: operations from now on are routed by it (those
+    /// already sent stay on their routes).
+    pub fn set_routes(&self, table: crate::routing::RouteTable) {
+        *self.routes.write() = Arc::new(table);
+    }
+
+    /// The operator's first route in `environment`: the first adapter its
+    /// entry (else the environment's `*`) lists that is loaded and
+    /// describes the slug.
     pub fn adapter_for(&self, environment: &str, operator: &str) -> Option<Arc<Loaded>> {
-        let routes = self.routing.get(environment)?;
-        let name = routes.get(operator).or_else(|| routes.get("*"))?;
+        let routes = self.routes();
+        routes
+            .default_routes(environment, operator)
+            .iter()
+            .find_map(|c| self.serving(c.adapter(), operator))
+    }
+
+    /// Adapter `name`, if it is loaded and describes `operator`.
+    pub fn serving(&self, name: &str, operator: &str) -> Option<Arc<Loaded>> {
         let loaded = self.get(name)?;
         (loaded.kind == Kind::Adapter && loaded.operators.iter().any(|o| o.slug == operator))
             .then_some(loaded)
+    }
+
+    /// The adapter a call about an operation goes to: the route it was sent
+    /// through (`via`), else the operator's first route.
+    pub fn adapter_via(
+        &self,
+        environment: &str,
+        operator: &str,
+        via: Option<&str>,
+    ) -> Option<Arc<Loaded>> {
+        match via {
+            Some(name) => self.serving(name, operator),
+            None => self.adapter_for(environment, operator),
+        }
+    }
+
+    /// The route a new operation takes now, explained (see [`crate::routing`]).
+    pub fn choose_route(
+        &self,
+        ask: &crate::routing::Ask,
+    ) -> Result<crate::routing::Choice, serde_json::Value> {
+        let offer = |adapter: &str| {
+            let loaded = self.serving(adapter, ask.operator)?;
+            let info = loaded.operators.iter().find(|o| o.slug == ask.operator)?;
+            Some(crate::routing::Offer {
+                status: info.status.clone(),
+                min_amount: info.min_amount,
+                max_amount: info.max_amount,
+            })
+        };
+        let now = crate::clock::system_now_ms();
+        self.routes().choose(&self.health, ask, offer, now)
     }
 
     /// Calls the adapter serving (environment, operator).
@@ -541,20 +605,22 @@ impl Runtime {
         operator: &str,
         f: impl FnOnce(&mut Store<HostState>, &Adapter) -> wasmtime::Result<R>,
     ) -> (Result<R, CallError>, Option<Arc<Loaded>>) {
-        self.call_adapter_waiting(environment, operator, None, f)
+        self.call_adapter_waiting((environment, operator), None, None, f)
     }
 
     /// As [`Runtime::call_adapter_traced`], waiting at most `slot_wait` (when
     /// shorter than the usual wait) for a free instance: for callers that
     /// must answer sooner than a payment waits (an operator's callback).
+    /// The adapter is `via` when given (the route an operation was sent
+    /// through), else the operator's first route.
     pub fn call_adapter_waiting<R>(
         self: &Arc<Self>,
-        environment: &str,
-        operator: &str,
+        (environment, operator): (&str, &str),
+        via: Option<&str>,
         slot_wait: Option<Duration>,
         f: impl FnOnce(&mut Store<HostState>, &Adapter) -> wasmtime::Result<R>,
     ) -> (Result<R, CallError>, Option<Arc<Loaded>>) {
-        let Some(loaded) = self.adapter_for(environment, operator) else {
+        let Some(loaded) = self.adapter_via(environment, operator, via) else {
             let e = CallError::NoRoute {
                 environment: environment.into(),
                 operator: operator.into(),

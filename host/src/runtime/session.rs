@@ -34,15 +34,16 @@ struct LiveAdapter<'r> {
 
 impl AdapterSession<'_> {
     /// As [`Runtime::call_adapter_traced`], on the session's own instance when
-    /// the same version serves (environment, operator).
+    /// the same version serves (environment, operator) through `via` (see
+    /// [`Runtime::adapter_via`]).
     pub fn call<R>(
         &mut self,
-        environment: &str,
-        operator: &str,
+        (environment, operator): (&str, &str),
+        via: Option<&str>,
         f: impl FnOnce(&mut Store<HostState>, &Adapter) -> wasmtime::Result<R>,
     ) -> (Result<R, CallError>, Option<Arc<Loaded>>) {
         let runtime = self.runtime;
-        let Some(loaded) = runtime.adapter_for(environment, operator) else {
+        let Some(loaded) = runtime.adapter_via(environment, operator, via) else {
             let e = CallError::NoRoute {
                 environment: environment.into(),
                 operator: operator.into(),

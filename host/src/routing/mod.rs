@@ -1,0 +1,339 @@
+//! Routing across providers: which adapter takes a new operation (a
+//! collection or a payout) to an operator, and why. A refund goes through
+//! the route that collected its payment.
+//!
+//! A route is an adapter that serves the operator. `[routing]` (or the admin
+//! API) lists them per operator, in order, optionally split by weight or
+//! chosen by rules ([`crate::config::RouteSpec`]). Before anything is sent,
+//! each candidate is judged on what its provider publishes (`describe`:
+//! status, limits) and on what this node observed ([`health`]); the first
+//! that can take the operation is chosen, and the choice is explained.
+//!
+//! An open circuit steers operations to another route; it does not stop the
+//! only one. When every route that could take a collection is open, the
+//! first is used anyway ("last resort": the customer is there now). A payout waits instead (bulk payouts are held until a route can
+//! take them).
+//!
+//! Routing only picks where a *new* operation goes. Once an operation was
+//! sent through a route, everything about it (status, cancel, callbacks,
+//! its refunds) goes through that route: the payment records it.
+
+pub mod health;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Value, json};
+
+use crate::config::{Candidate, RouteSpec, RuleSet};
+pub use health::{Health, Observed, RouteKey, State, Summary};
+
+/// environment → (operator slug or `*`) → routes.
+pub type Specs = BTreeMap<String, BTreeMap<String, RouteSpec>>;
+
+/// The routes in force, as configured or as the admin API last set them.
+pub struct RouteTable {
+    specs: Specs,
+    /// `specs`, each as rules and the routes for the rest.
+    sets: BTreeMap<String, BTreeMap<String, RuleSet>>,
+    /// Spreads a split by weight exactly, pick after pick.
+    turn: AtomicU64,
+}
+
+/// An operation that needs a route.
+pub struct Ask<'a> {
+    pub environment: &'a str,
+    pub operator: &'a str,
+    pub merchant: &'a str,
+    /// `collection` or `payout`.
+    pub operation: &'a str,
+    pub amount: u64,
+    /// Routes already tried for it that answered that nothing was done.
+    pub skip: &'a [String],
+}
+
+/// What an adapter publishes about the operator (`describe`).
+pub struct Offer {
+    pub status: String,
+    pub min_amount: u64,
+    pub max_amount: u64,
+}
+
+/// The route chosen and why: `reason` is the label counted in the metrics,
+/// `explanation` what the payment records.
+#[derive(Debug, Clone)]
+pub struct Choice {
+    pub adapter: String,
+    pub reason: &'static str,
+    pub explanation: Value,
+}
+
+impl RouteTable {
+    pub fn new(specs: Specs) -> Self {
+        let sets = specs
+            .iter()
+            .map(|(env, ops)| {
+                let ops = ops.iter().map(|(k, s)| (k.clone(), s.normalized()));
+                (env.clone(), ops.collect())
+            })
+            .collect();
+        RouteTable {
+            specs,
+            sets,
+            turn: AtomicU64::new(0),
+        }
+    }
+
+    pub fn specs(&self) -> &Specs {
+        &self.specs
+    }
+
+    /// The routes of `operator` in `environment`: its own entry, else `*`.
+    fn set(&self, environment: &str, operator: &str) -> Option<(&str, &RuleSet)> {
+        let routes = self.sets.get(environment)?;
+        routes
+            .get_key_value(operator)
+            .or_else(|| routes.get_key_value("*"))
+            .map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// The routes for operations no rule picks out, in order: what the
+    /// catalogue shows and what reads a callback that names no route.
+    pub fn default_routes(&self, environment: &str, operator: &str) -> &[Candidate] {
+        self.set(environment, operator)
+            .map_or(&[], |(_, s)| s.routes.as_slice())
+    }
+
+    /// The adapters named for `environment`: under `*` first, then per operator.
+    pub fn entries(&self, environment: &str) -> Vec<(&str, &[Candidate])> {
+        let Some(routes) = self.sets.get(environment) else {
+            return Vec::new();
+        };
+        let star = routes.get("*").map(|s| ("*", s.routes.as_slice()));
+        star.into_iter()
+            .chain(
+                routes
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != "*")
+                    .map(|(k, s)| (k.as_str(), s.routes.as_slice())),
+            )
+            .collect()
+    }
+
+    /// The candidates for `ask`: the first rule that matches, else the
+    /// routes for the rest; with the name of what picked them.
+    fn candidates(&self, ask: &Ask) -> Option<(String, &[Candidate])> {
+        let (key, set) = self.set(ask.environment, ask.operator)?;
+        let at = format!("routing.{}.{key}", ask.environment);
+        for (i, rule) in set.rules.iter().enumerate() {
+            let matches = rule.merchant.as_deref().is_none_or(|m| m == ask.merchant)
+                && rule.operation.as_deref().is_none_or(|o| o == ask.operation)
+                && rule.min_amount.is_none_or(|m| ask.amount >= m)
+                && rule.max_amount.is_none_or(|m| ask.amount <= m);
+            if matches {
+                return Some((format!("{at}.rules[{i}]"), &rule.routes));
+            }
+        }
+        Some((at, &set.routes))
+    }
+
+    /// Chooses the route for `ask`. `offer` says what an adapter publishes
+    /// about the operator (None: not loaded, or it does not serve it). An
+    /// error explains why none can take it.
+    pub fn choose(
+        &self,
+        health: &Health,
+        ask: &Ask,
+        offer: impl Fn(&str) -> Option<Offer>,
+        now_ms: u64,
+    ) -> Result<Choice, Value> {
+        let Some((rule, list)) = self.candidates(ask) else {
+            return Err(json!({
+                "rule": null,
+                "reason": format!("no route is configured for {} in {}", ask.operator, ask.environment),
+            }));
+        };
+        let key = |adapter: &str| -> RouteKey {
+            (
+                ask.environment.to_string(),
+                adapter.to_string(),
+                ask.operator.to_string(),
+            )
+        };
+        let weighted = list.iter().any(|c| c.weight().is_some());
+        let mut judged = Vec::with_capacity(list.len());
+        for c in list {
+            judged.push(judge(
+                health,
+                ask,
+                c,
+                offer(c.adapter()),
+                &key(c.adapter()),
+                now_ms,
+            ));
+        }
+        // An open route whose trial is due gets it before any route listed
+        // after it: that is how its recovery is noticed.
+        let pick = judged.iter().position(|j| match j.verdict {
+            Verdict::Usable => !weighted,
+            Verdict::Trial => health.take_trial(&key(&j.adapter), now_ms),
+            _ => false,
+        });
+        let pick = pick
+            .map(|i| {
+                let why = match (judged[i].verdict, i) {
+                    (Verdict::Trial, _) => "trial",
+                    _ if !ask.skip.is_empty() => "failover",
+                    (_, 0) => "preferred",
+                    _ => "next",
+                };
+                (i, why)
+            })
+            .or_else(|| self.split(list, &judged).map(|i| (i, "weighted")))
+            .or_else(|| {
+                let slow = judged.iter().position(|j| j.verdict == Verdict::Slow)?;
+                Some((slow, "slow"))
+            })
+            .or_else(|| {
+                let open = judged.iter().position(|j| j.verdict == Verdict::Open)?;
+                (ask.operation != "payout").then_some((open, "last_resort"))
+            });
+        let candidates: Vec<Value> = judged
+            .iter()
+            .enumerate()
+            .map(|(i, j)| j.to_json(pick.is_some_and(|(p, _)| p == i)))
+            .collect();
+        match pick {
+            Some((i, reason)) => Ok(Choice {
+                adapter: judged[i].adapter.clone(),
+                reason,
+                explanation: json!({
+                    "rule": rule,
+                    "chosen": judged[i].adapter,
+                    "reason": reason,
+                    "candidates": candidates,
+                }),
+            }),
+            None => Err(json!({
+                "rule": rule,
+                "reason": "no route can take it now",
+                "candidates": candidates,
+            })),
+        }
+    }
+
+    /// A pick among the usable routes of a split, in proportion to their weights.
+    fn split(&self, list: &[Candidate], judged: &[Judged]) -> Option<usize> {
+        let usable: Vec<(usize, u64)> = judged
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| j.verdict == Verdict::Usable)
+            .map(|(i, _)| (i, u64::from(list[i].weight().unwrap_or(1))))
+            .collect();
+        let total: u64 = usable.iter().map(|(_, w)| w).sum();
+        if total == 0 {
+            return None;
+        }
+        let mut n = self.turn.fetch_add(1, Ordering::Relaxed) % total;
+        for (i, w) in usable {
+            if n < w {
+                return Some(i);
+            }
+            n -= w;
+        }
+        None
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Usable,
+    /// Delayed at its provider, or slow here: used when nothing better is.
+    Slow,
+    /// Open, with a trial due.
+    Trial,
+    /// Open: used only when nothing else can be (see the module's docs).
+    Open,
+    Skipped,
+}
+
+struct Judged {
+    adapter: String,
+    verdict: Verdict,
+    /// Why it was skipped, or its health.
+    note: String,
+}
+
+impl Judged {
+    fn to_json(&self, chosen: bool) -> Value {
+        let verdict = match (chosen, self.verdict) {
+            (true, _) => "chosen",
+            (false, Verdict::Skipped | Verdict::Open) => "skipped",
+            (false, _) => "passed over",
+        };
+        json!({"adapter": self.adapter, "verdict": verdict, "note": self.note})
+    }
+}
+
+fn judge(
+    health: &Health,
+    ask: &Ask,
+    c: &Candidate,
+    offer: Option<Offer>,
+    key: &RouteKey,
+    now_ms: u64,
+) -> Judged {
+    let skipped = |note: String| Judged {
+        adapter: c.adapter().to_string(),
+        verdict: Verdict::Skipped,
+        note,
+    };
+    if ask.skip.iter().any(|s| s == c.adapter()) {
+        return skipped("already tried: it answered that nothing was done".into());
+    }
+    let Some(offer) = offer else {
+        return skipped(format!("not loaded, or does not serve {}", ask.operator));
+    };
+    if offer.status == "closed" {
+        return skipped("closed, says its provider".into());
+    }
+    if ask.amount < offer.min_amount || ask.amount > offer.max_amount {
+        return skipped(format!(
+            "takes {} to {}, not {}",
+            offer.min_amount, offer.max_amount, ask.amount
+        ));
+    }
+    let h = health.summary(key, now_ms);
+    let (verdict, note) = match h.state {
+        State::Open { trial_due: false } => (
+            Verdict::Open,
+            format!(
+                "circuit open: {} of its last {} calls failed",
+                h.failures, h.calls
+            ),
+        ),
+        State::Open { trial_due: true } => (Verdict::Trial, "recovering: a trial may go".into()),
+        State::Slow => (
+            Verdict::Slow,
+            format!("slow: answers in {} ms on average", h.latency_ms),
+        ),
+        State::Healthy if offer.status == "delayed" => {
+            (Verdict::Slow, "delayed, says its provider".into())
+        }
+        State::Healthy => (
+            Verdict::Usable,
+            format!(
+                "healthy: {} of its last {} calls failed",
+                h.failures, h.calls
+            ),
+        ),
+    };
+    Judged {
+        adapter: c.adapter().to_string(),
+        verdict,
+        note,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,252 @@
+use super::*;
+use crate::config::{RouteHealthConfig, Rule, RuleSet};
+
+fn table(spec: RouteSpec) -> RouteTable {
+    RouteTable::new(BTreeMap::from([(
+        "live".to_string(),
+        BTreeMap::from([("mtn-bj".to_string(), spec)]),
+    )]))
+}
+
+fn list(names: &[&str]) -> RouteSpec {
+    RouteSpec::List(
+        names
+            .iter()
+            .map(|n| Candidate::Name(n.to_string()))
+            .collect(),
+    )
+}
+
+fn health() -> Health {
+    Health::new(RouteHealthConfig {
+        min_failures: 2,
+        open_ms: 1_000,
+        trial_every_ms: 1_000,
+        ..RouteHealthConfig::default()
+    })
+}
+
+fn ask<'a>(amount: u64, skip: &'a [String]) -> Ask<'a> {
+    Ask {
+        environment: "live",
+        operator: "mtn-bj",
+        merchant: "m_1",
+        operation: "collection",
+        amount,
+        skip,
+    }
+}
+
+fn open(status: &str) -> Option<Offer> {
+    Some(Offer {
+        status: status.into(),
+        min_amount: 100,
+        max_amount: 1_000_000,
+    })
+}
+
+fn operational(_: &str) -> Option<Offer> {
+    open("operational")
+}
+
+fn fail(h: &Health, adapter: &str, times: u64) {
+    for i in 0..times {
+        let key = ("live".into(), adapter.into(), "mtn-bj".into());
+        h.record(key, Observed::Failed, 5.0, i);
+    }
+}
+
+#[test]
+fn the_first_listed_route_is_preferred() {
+    let t = table(list(&["momo", "pawapay"]));
+    let c = t
+        .choose(&health(), &ask(500, &[]), operational, 10)
+        .unwrap();
+    assert_eq!((c.adapter.as_str(), c.reason), ("momo", "preferred"));
+    assert_eq!(c.explanation["rule"], "routing.live.mtn-bj");
+    assert_eq!(c.explanation["candidates"][1]["verdict"], "passed over");
+}
+
+#[test]
+fn a_route_that_answered_nothing_was_done_is_not_tried_again() {
+    let t = table(list(&["momo", "pawapay"]));
+    let tried = ["momo".to_string()];
+    let c = t
+        .choose(&health(), &ask(500, &tried), operational, 10)
+        .unwrap();
+    assert_eq!((c.adapter.as_str(), c.reason), ("pawapay", "failover"));
+    let none = ["momo".to_string(), "pawapay".to_string()];
+    let e = t
+        .choose(&health(), &ask(500, &none), operational, 10)
+        .unwrap_err();
+    assert_eq!(e["reason"], "no route can take it now");
+}
+
+#[test]
+fn closed_providers_limits_and_missing_adapters_are_skipped_with_a_reason() {
+    let t = table(list(&["momo", "pawapay", "fedapay", "wave"]));
+    let offer = |a: &str| match a {
+        "momo" => open("closed"),
+        "pawapay" => Some(Offer {
+            status: "operational".into(),
+            min_amount: 100,
+            max_amount: 400,
+        }),
+        "fedapay" => None,
+        _ => open("operational"),
+    };
+    let c = t.choose(&health(), &ask(500, &[]), offer, 10).unwrap();
+    assert_eq!((c.adapter.as_str(), c.reason), ("wave", "next"));
+    let notes: Vec<&str> = (0..3)
+        .map(|i| c.explanation["candidates"][i]["note"].as_str().unwrap())
+        .collect();
+    assert_eq!(notes[0], "closed, says its provider");
+    assert_eq!(notes[1], "takes 100 to 400, not 500");
+    assert!(notes[2].starts_with("not loaded"), "{}", notes[2]);
+}
+
+#[test]
+fn an_open_circuit_is_skipped_then_gets_one_trial() {
+    let (t, h) = (table(list(&["momo", "pawapay"])), health());
+    fail(&h, "momo", 2);
+    let c = t.choose(&h, &ask(500, &[]), operational, 10).unwrap();
+    assert_eq!((c.adapter.as_str(), c.reason), ("pawapay", "next"));
+    assert!(
+        c.explanation["candidates"][0]["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("circuit open")
+    );
+    let c = t.choose(&h, &ask(500, &[]), operational, 1_500).unwrap();
+    assert_eq!((c.adapter.as_str(), c.reason), ("momo", "trial"));
+    let c = t.choose(&h, &ask(500, &[]), operational, 1_600).unwrap();
+    assert_eq!(c.adapter, "pawapay", "one trial at a time");
+}
+
+#[test]
+fn delayed_or_slow_routes_serve_only_when_nothing_better_can() {
+    let t = table(list(&["momo", "pawapay"]));
+    let delayed = |a: &str| {
+        open(if a == "momo" {
+            "delayed"
+        } else {
+            "operational"
+        })
+    };
+    let c = t.choose(&health(), &ask(500, &[]), delayed, 10).unwrap();
+    assert_eq!(c.adapter, "pawapay");
+    let all_delayed = |_: &str| open("delayed");
+    let c = t
+        .choose(&health(), &ask(500, &[]), all_delayed, 10)
+        .unwrap();
+    assert_eq!((c.adapter.as_str(), c.reason), ("momo", "slow"));
+}
+
+#[test]
+fn a_split_follows_its_weights() {
+    let t = table(RouteSpec::List(vec![
+        Candidate::Weighted {
+            adapter: "momo".into(),
+            weight: Some(3),
+        },
+        Candidate::Weighted {
+            adapter: "pawapay".into(),
+            weight: Some(1),
+        },
+    ]));
+    let h = health();
+    let picks: Vec<String> = (0..400)
+        .map(|_| {
+            t.choose(&h, &ask(500, &[]), operational, 10)
+                .unwrap()
+                .adapter
+        })
+        .collect();
+    assert_eq!(picks.iter().filter(|a| *a == "momo").count(), 300);
+    fail(&h, "momo", 2);
+    let c = t.choose(&h, &ask(500, &[]), operational, 20).unwrap();
+    assert_eq!((c.adapter.as_str(), c.reason), ("pawapay", "weighted"));
+}
+
+#[test]
+fn the_first_matching_rule_picks_the_routes() {
+    let t = table(RouteSpec::Rules(RuleSet {
+        rules: vec![
+            Rule {
+                merchant: None,
+                operation: Some("payout".into()),
+                min_amount: None,
+                max_amount: None,
+                routes: vec![Candidate::Name("pawapay".into())],
+            },
+            Rule {
+                merchant: Some("m_1".into()),
+                operation: None,
+                min_amount: Some(100_000),
+                max_amount: None,
+                routes: vec![Candidate::Name("fedapay".into())],
+            },
+        ],
+        routes: vec![Candidate::Name("momo".into())],
+    }));
+    let h = health();
+    let c = t.choose(&h, &ask(500, &[]), operational, 10).unwrap();
+    assert_eq!(c.adapter, "momo");
+    let c = t.choose(&h, &ask(200_000, &[]), operational, 10).unwrap();
+    assert_eq!(c.adapter, "fedapay");
+    assert_eq!(c.explanation["rule"], "routing.live.mtn-bj.rules[1]");
+    let payout = Ask {
+        operation: "payout",
+        ..ask(200_000, &[])
+    };
+    assert_eq!(
+        t.choose(&h, &payout, operational, 10).unwrap().adapter,
+        "pawapay"
+    );
+    assert_eq!(t.default_routes("live", "mtn-bj")[0].adapter(), "momo");
+}
+
+#[test]
+fn an_operator_without_routes_is_explained() {
+    let t = table(list(&["momo"]));
+    let a = Ask {
+        operator: "moov-bj",
+        ..ask(500, &[])
+    };
+    let e = t.choose(&health(), &a, operational, 10).unwrap_err();
+    assert_eq!(e["reason"], "no route is configured for moov-bj in live");
+}
+
+#[test]
+fn route_lists_are_checked() {
+    assert!(
+        list(&["momo", "momo"])
+            .check("x")
+            .unwrap_err()
+            .contains("twice")
+    );
+    assert!(RouteSpec::List(vec![]).check("x").is_err());
+    let half = RouteSpec::List(vec![
+        Candidate::Name("momo".into()),
+        Candidate::Weighted {
+            adapter: "pawapay".into(),
+            weight: Some(2),
+        },
+    ]);
+    assert!(half.check("x").unwrap_err().contains("every adapter"));
+}
+
+#[test]
+fn when_every_route_is_open_a_collection_takes_the_first_and_a_payout_waits() {
+    let (t, h) = (table(list(&["momo", "pawapay"])), health());
+    fail(&h, "momo", 2);
+    fail(&h, "pawapay", 2);
+    let c = t.choose(&h, &ask(500, &[]), operational, 10).unwrap();
+    assert_eq!((c.adapter.as_str(), c.reason), ("momo", "last_resort"));
+    let payout = Ask {
+        operation: "payout",
+        ..ask(500, &[])
+    };
+    let e = t.choose(&h, &payout, operational, 10).unwrap_err();
+    assert_eq!(e["candidates"][0]["verdict"], "skipped");
+}

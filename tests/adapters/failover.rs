@@ -1,0 +1,456 @@
+//! Failover across two routes: the fault matrix of a request to pay, with
+//! the first route failing in each way. The service routes MTN Benin to two
+//! providers that reach it, `[first, second]`, each with its fake; the
+//! first one's fake fails the request in one way per cell.
+//!
+//! - **It refused** (our own 401, 403, 404 or 429: nothing was done there):
+//!   the payment goes through the second route; the money moves there, once,
+//!   and the first holds nothing.
+//! - **It lied** (did the work, then timed out, answered a 5xx, dropped the
+//!   connection or answered garbage): the outcome is unknown, so the payment
+//!   stays on the first route until that operator answers; the second never
+//!   hears of it.
+//!
+//! In every cell: exactly one money movement in total, the service reports
+//! it, and the payment's route says where it went and what was tried.
+
+use std::time::{Duration, Instant};
+
+use mmc_host::config::{Candidate, ComponentConfig, RouteSpec};
+use serde_json::{Value, json};
+
+use crate::live_payment;
+use crate::registry::{Entry, Harness, Op};
+use crate::support::fakes::{Fault, REFUSED_BECAUSE_OF_US};
+use crate::support::*;
+
+/// The operator every route here reaches, and the numbers its cells pay from.
+const OPERATOR: &str = "mtn-bj";
+fn phone(n: usize) -> String {
+    format!("+2290166{:06}", 800_000 + n)
+}
+
+/// The providers that reach MTN Benin, paired so that each is once first
+/// and once second.
+fn pairs() -> [(&'static Entry, &'static Entry); 3] {
+    let (momo, pawapay, fedapay) = (
+        &crate::momo::ENTRY,
+        &crate::pawapay::ENTRY,
+        &crate::fedapay::ENTRY,
+    );
+    [(momo, pawapay), (pawapay, fedapay), (fedapay, momo)]
+}
+
+/// How the first route fails its request to pay.
+#[derive(Clone, Debug)]
+enum Failing {
+    Refused(u16),
+    Lie(Fault),
+}
+
+impl Failing {
+    fn all() -> Vec<Failing> {
+        let mut all: Vec<Failing> = REFUSED_BECAUSE_OF_US
+            .iter()
+            .map(|s| Failing::Refused(*s))
+            .collect();
+        all.extend([
+            Failing::Lie(Fault::Slow(Duration::from_millis(3000))),
+            Failing::Lie(Fault::AcceptThenStatus(500)),
+            Failing::Lie(Fault::AcceptThenReset),
+            Failing::Lie(Fault::AcceptThenGarbage),
+        ]);
+        all
+    }
+
+    fn fault(&self) -> Fault {
+        match self {
+            Failing::Refused(status) => Fault::Status(*status),
+            Failing::Lie(f) => f.clone(),
+        }
+    }
+}
+
+/// Two fakes and a service routing MTN Benin to `[first, second]`.
+pub struct TwoRoutes {
+    pub first: Box<dyn Harness>,
+    pub second: Box<dyn Harness>,
+    pub app: TestApp,
+}
+
+impl TwoRoutes {
+    /// `first_config` adjusts the first adapter's configuration; `health`
+    /// the routes' health settings (the matrix keeps every route closed, to
+    /// see each cell's own failover).
+    pub async fn start(
+        first: &Entry,
+        second: &Entry,
+        first_config: impl FnOnce(&mut ComponentConfig),
+        health: impl FnOnce(&mut mmc_host::config::RouteHealthConfig),
+    ) -> TwoRoutes {
+        let (a, b) = ((first.start)().await, (second.start)().await);
+        // Both serve MTN Benin here (aggregators name the operators they serve).
+        let config = |fake: &dyn Harness| {
+            let mut c: ComponentConfig = fake.component_config();
+            c.settings.insert("timeout_ms".into(), "1000".into());
+            c.settings.insert("operators".into(), OPERATOR.into());
+            c
+        };
+        let (mut ca, cb) = (config(a.as_ref()), config(b.as_ref()));
+        first_config(&mut ca);
+        let app = spawn_app_with(|c| {
+            c.components.insert(first.name.into(), ca);
+            c.components.insert(second.name.into(), cb);
+            let routes = vec![
+                Candidate::Name(first.name.into()),
+                Candidate::Name(second.name.into()),
+            ];
+            let live = c.routing.entry("live".into()).or_default();
+            live.insert(OPERATOR.into(), RouteSpec::List(routes));
+            health(&mut c.route_health);
+            // Hundreds of payments a second from one key, in the scenario.
+            c.rate_limit.per_second = 0.0;
+            c.rate_limit.per_client_per_second = 0.0;
+        })
+        .await;
+        // Each provider's notifications name its route, as its address says.
+        for (fake, entry) in [(&a, first), (&b, second)] {
+            let url = format!(
+                "{}/api/v1/psp/{OPERATOR}/callback?environment=live&via={}",
+                app.base, entry.name
+            );
+            *fake.plumbing().callback_url.lock() = Some(url);
+        }
+        TwoRoutes {
+            first: a,
+            second: b,
+            app,
+        }
+    }
+
+    /// Requests to pay `phone` that reached `fake`.
+    pub fn asked(fake: &dyn Harness, phone: &str) -> usize {
+        let endpoint = fake.endpoint(Op::Initiate);
+        let target = fake.target(Op::Initiate, phone, "", "");
+        fake.plumbing().requests_for(endpoint, &target).len()
+    }
+
+    pub async fn route(&self, key: &str, id: &str) -> Value {
+        let path = format!("/api/v1/collect/payments/{id}/route");
+        let (status, r) = self.app.get(key, &path).await;
+        assert_eq!(status, 200, "{r}");
+        r
+    }
+}
+
+async fn read(app: &TestApp, key: &str, id: &str) -> Value {
+    let path = format!("/api/v1/collect/payments/{id}?sync=true");
+    app.get(key, &path).await.1
+}
+
+/// One cell: returns what happened, or why it broke the rule.
+async fn cell(
+    rig: &TwoRoutes,
+    names: (&str, &str),
+    failing: &Failing,
+    n: usize,
+) -> Result<String, String> {
+    let (_, _, key) = rig.app.merchant(&format!("failover {n}"));
+    let phone = phone(n);
+    let refused = matches!(failing, Failing::Refused(_));
+    let (first, second) = (rig.first.as_ref(), rig.second.as_ref());
+    let target = first.target(Op::Initiate, &phone, "", "");
+    // A refusal twice: an adapter holding a token renews it after a 401 and
+    // sends once more (MTN's tokens expire), and is refused again.
+    let times = if refused { 2 } else { 1 };
+    first.plumbing().inject_for(
+        first.endpoint(Op::Initiate),
+        &target,
+        failing.fault(),
+        times,
+    );
+    let body = live_payment("BJ", OPERATOR, &phone);
+    let (status, p) = rig.app.create(&key, &new_key(), &body).await;
+    let id = match p["id"].as_str() {
+        Some(id) if status == 201 => id.to_string(),
+        _ => return Err(format!("create answered {status}: {p}")),
+    };
+    // The customer approves wherever the request reached.
+    let paying = if refused { second } else { first };
+    paying.customer_approves(&id).await;
+    let until = Instant::now() + Duration::from_secs(30);
+    let p = loop {
+        let p = read(&rig.app, &key, &id).await;
+        if p["status"] == "completed" || Instant::now() >= until {
+            break p;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let (at_first, at_second) = (first.payment(&id), second.payment(&id));
+    let moved = usize::from(at_first.moved) + usize::from(at_second.moved);
+    // A provider may hold a record of a refused request (FedaPay creates the
+    // transaction, then refuses the push): it must never move money.
+    let (paying_at, other) = if refused {
+        (&at_second, &at_first)
+    } else {
+        (&at_first, &at_second)
+    };
+    if moved != 1 || paying_at.records != 1 || other.moved || !other.settled {
+        return Err(format!(
+            "{moved} movements: first {at_first:?}, second {at_second:?}"
+        ));
+    }
+    if p["status"] != "completed" {
+        return Err(format!("money moved, the service says {}", p["status"]));
+    }
+    let asked_second = TwoRoutes::asked(second, &phone);
+    let route = rig.route(&key, &id).await;
+    let (want, tried) = if refused {
+        (names.1, json!([names.0]))
+    } else {
+        (names.0, json!([]))
+    };
+    let tried_now: Vec<&Value> = route["tried"]
+        .as_array()
+        .map(|t| t.iter().map(|t| &t["adapter"]).collect())
+        .unwrap_or_default();
+    if route["adapter"] != want || json!(tried_now) != tried {
+        return Err(format!("route: {route}"));
+    }
+    if !refused && asked_second != 0 {
+        return Err(format!(
+            "after an unknown outcome the second route was asked {asked_second} times"
+        ));
+    }
+    Ok(format!(
+        "through {want}; {}",
+        route["explanation"]["reason"].as_str().unwrap_or("?")
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_moves_money_once_whichever_way_the_first_route_fails() {
+    let mut report = vec!["| first → second | first route | outcome |".to_string()];
+    report.push("|---|---|---|".into());
+    let mut failures = Vec::new();
+    for (p, (first, second)) in pairs().into_iter().enumerate() {
+        // Every route stays closed: each cell shows its own failover.
+        let rig = TwoRoutes::start(first, second, |_| {}, |h| h.min_failures = 1_000).await;
+        let cells = Failing::all().into_iter().enumerate().map(|(i, failing)| {
+            let rig = &rig;
+            async move {
+                let n = p * 100 + i;
+                let verdict = cell(rig, (first.name, second.name), &failing, n).await;
+                (failing, verdict)
+            }
+        });
+        for (failing, verdict) in futures::future::join_all(cells).await {
+            let (mark, text) = match verdict {
+                Ok(t) => ("ok", t),
+                Err(e) => {
+                    failures.push(format!(
+                        "{} → {}, {failing:?}: {e}",
+                        first.name, second.name
+                    ));
+                    ("FAILED", e)
+                }
+            };
+            report.push(format!(
+                "| {} → {} | {failing:?} | {mark}: {text} |",
+                first.name, second.name
+            ));
+        }
+    }
+    let table = report.join("\n");
+    println!("{table}");
+    let _ = std::fs::write(
+        target_dir().join("failover-matrix.md"),
+        format!("{table}\n"),
+    );
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// A route that cannot send (its credentials are missing) answers that
+/// nothing was sent: the payment takes the next route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_route_that_sends_nothing_passes_the_payment_on() {
+    let (first, second) = (&crate::momo::ENTRY, &crate::pawapay::ENTRY);
+    let rig = TwoRoutes::start(first, second, |c| c.secrets.clear(), |_| {}).await;
+    let (_, _, key) = rig.app.merchant("not sent");
+    let phone = phone(990);
+    let p = crate::create(&rig.app, &key, &live_payment("BJ", OPERATOR, &phone)).await;
+    let id = p["id"].as_str().unwrap();
+    assert_eq!(TwoRoutes::asked(rig.first.as_ref(), &phone), 0);
+    assert_eq!(TwoRoutes::asked(rig.second.as_ref(), &phone), 1);
+    let route = rig.route(&key, id).await;
+    assert_eq!(route["adapter"], second.name, "{route}");
+    assert_eq!(route["tried"][0]["adapter"], first.name, "{route}");
+    assert_eq!(route["explanation"]["reason"], "failover", "{route}");
+    rig.second.customer_approves(id).await;
+    crate::wait_for(&rig.app, &key, id, "completed", Duration::from_secs(20)).await;
+}
+
+/// Failures open the first route's circuit: new payments skip it before
+/// anything is sent, `/metrics` and the catalogue show it, and once the
+/// circuit may close, one trial payment goes to it; its success closes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_circuit_is_skipped_then_a_trial_closes_it() {
+    let (first, second) = (&crate::momo::ENTRY, &crate::pawapay::ENTRY);
+    let rig = TwoRoutes::start(
+        first,
+        second,
+        |_| {},
+        |h| {
+            h.min_failures = 3;
+            h.open_ms = 3_000;
+            h.trial_every_ms = 60_000;
+        },
+    )
+    .await;
+    let (_, _, key) = rig.app.merchant("circuit");
+    // Three refusals in a row (403: a 401 with a cached token makes MTN's
+    // adapter fetch a new one and try again, as its tokens expire): each
+    // payment fails over, the circuit opens.
+    for n in 0..3 {
+        let phone = phone(900 + n);
+        let target = rig.first.target(Op::Initiate, &phone, "", "");
+        let endpoint = rig.first.endpoint(Op::Initiate);
+        rig.first
+            .plumbing()
+            .inject_for(endpoint, &target, Fault::Status(403), 1);
+        let p = crate::create(&rig.app, &key, &live_payment("BJ", OPERATOR, &phone)).await;
+        let route = rig.route(&key, p["id"].as_str().unwrap()).await;
+        assert_eq!(route["adapter"], second.name, "{route}");
+    }
+    let metrics = rig.app.metrics().await;
+    let open = format!(
+        "mmc_route_state{{environment=\"live\",adapter=\"{}\",operator=\"{OPERATOR}\"}} 3",
+        first.name
+    );
+    assert!(metrics.contains(&open), "{metrics}");
+    // Skipped before sending: the first route's fake hears nothing of it.
+    let phone_skipped = phone(903);
+    let p = crate::create(
+        &rig.app,
+        &key,
+        &live_payment("BJ", OPERATOR, &phone_skipped),
+    )
+    .await;
+    let route = rig.route(&key, p["id"].as_str().unwrap()).await;
+    assert_eq!(route["adapter"], second.name, "{route}");
+    assert_eq!(route["explanation"]["reason"], "next", "{route}");
+    let note = route["explanation"]["candidates"][0]["note"]
+        .as_str()
+        .unwrap();
+    assert!(note.starts_with("circuit open: 3 of its last 3"), "{note}");
+    assert_eq!(TwoRoutes::asked(rig.first.as_ref(), &phone_skipped), 0);
+    // After `open_ms`, one trial: it succeeds and the route is healthy again.
+    tokio::time::sleep(Duration::from_millis(3_200)).await;
+    let phone_trial = phone(904);
+    let p = crate::create(&rig.app, &key, &live_payment("BJ", OPERATOR, &phone_trial)).await;
+    let route = rig.route(&key, p["id"].as_str().unwrap()).await;
+    assert_eq!(route["adapter"], first.name, "{route}");
+    assert_eq!(route["explanation"]["reason"], "trial", "{route}");
+    let phone_after = phone(905);
+    let p = crate::create(&rig.app, &key, &live_payment("BJ", OPERATOR, &phone_after)).await;
+    let route = rig.route(&key, p["id"].as_str().unwrap()).await;
+    assert_eq!(
+        (&route["adapter"], &route["explanation"]["reason"]),
+        (&json!(first.name), &json!("preferred")),
+        "{route}"
+    );
+    let choices = rig.app.metrics().await;
+    for reason in ["failover", "next", "trial", "preferred"] {
+        assert!(
+            choices.contains(&format!("reason=\"{reason}\"")),
+            "mmc_route_choices_total lacks {reason}: {choices}"
+        );
+    }
+}
+
+/// The first provider goes down in the middle of 1,000 payments (every
+/// request to pay answered 503 from then on: an unknown outcome, as far as
+/// the service can tell). The few payments it took then stay in progress,
+/// asked about until it answers; its circuit opens, and every later payment
+/// goes through the second route. Measured: the share completed, how long
+/// the switch took, and duplicates (none).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_going_down_mid_run_switches_routes_without_a_duplicate() {
+    use futures::StreamExt;
+    const PAYMENTS: usize = 1_000;
+    const DOWN_AT: usize = 300;
+    let (first, second) = (&crate::momo::ENTRY, &crate::pawapay::ENTRY);
+    let rig = TwoRoutes::start(first, second, |_| {}, |_| {}).await;
+    let (_, _, key) = rig.app.merchant("scenario");
+    let down_since = parking_lot::Mutex::new(None::<Instant>);
+    let started = Instant::now();
+    let created: Vec<(usize, String, Instant)> = futures::stream::iter(0..PAYMENTS)
+        .map(|i| {
+            let (rig, key, down_since) = (&rig, &key, &down_since);
+            async move {
+                if i == DOWN_AT {
+                    let endpoint = rig.first.endpoint(Op::Initiate);
+                    rig.first
+                        .plumbing()
+                        .inject(endpoint, Fault::Status(503), 1_000_000);
+                    *down_since.lock() = Some(Instant::now());
+                }
+                let body = live_payment("BJ", OPERATOR, &phone(10_000 + i));
+                let (status, p) = rig.app.create(key, &new_key(), &body).await;
+                assert_eq!(status, 201, "payment {i}: {p}");
+                (i, p["id"].as_str().unwrap().to_string(), Instant::now())
+            }
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    let run = started.elapsed();
+    let down_since = down_since.lock().expect("the provider went down");
+    // Let the last payments settle at their providers, then read them all.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (mut completed, mut in_progress, mut not_reached) = (0, 0, 0);
+    let (mut duplicates, mut switched_at) = (0, None);
+    let mut failed = Vec::new();
+    for (i, id, at) in &created {
+        let (a, b) = (rig.first.payment(id), rig.second.payment(id));
+        if a.records + b.records > 1 {
+            duplicates += 1;
+        }
+        if b.records == 1 && *i >= DOWN_AT {
+            let after = at.saturating_duration_since(down_since);
+            switched_at = Some(switched_at.map_or(after, |s: Duration| s.min(after)));
+        }
+        let p = read(&rig.app, &key, id).await;
+        match (p["status"].as_str(), p["failure_code"].as_str()) {
+            (Some("completed"), _) => completed += 1,
+            (Some("pending" | "processing"), _) => in_progress += 1,
+            // The operator said it never got it, once nothing could be in
+            // flight: an explicit answer, and nothing at either provider.
+            (Some("failed"), Some("operator_not_reached")) if a.records + b.records == 0 => {
+                not_reached += 1
+            }
+            (other, code) => failed.push(format!("{i} {id}: {other:?} {code:?}")),
+        }
+    }
+    let share = completed as f64 * 100.0 / PAYMENTS as f64;
+    let report = format!(
+        "| payments | first route down at | completed | in progress (unknown outcome, asked until answered) | never reached the operator, it says | other failures | duplicates | first payment through the second route after the outage | run |\n\
+         |---|---|---|---|---|---|---|---|---|\n\
+         | {PAYMENTS} | payment {DOWN_AT} | {completed} ({share:.1}%) | {in_progress} | {not_reached} | {} | {duplicates} | {:.0?} | {run:.1?} |\n",
+        failed.len(),
+        switched_at.unwrap_or_default(),
+    );
+    println!("{report}");
+    let _ = std::fs::write(target_dir().join("failover-scenario.md"), &report);
+    assert_eq!(duplicates, 0, "{report}");
+    assert!(
+        failed.is_empty(),
+        "failed otherwise than by the operator's word: {:?}",
+        &failed[..failed.len().min(5)]
+    );
+    assert!(
+        switched_at.is_some(),
+        "no payment went through the second route"
+    );
+    assert!(share >= 95.0, "{report}");
+}
