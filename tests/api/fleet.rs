@@ -840,3 +840,62 @@ async fn the_fleet_chapters_walkthrough_works() {
         assert_eq!(p["id"], payments[0]["id"], "{p}");
     }
 }
+
+/// Routes changed through one node's admin API are in force on every node
+/// within a second; rolled back through another, likewise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routes_changed_or_rolled_back_through_one_node_reach_every_node_within_a_second() {
+    let fleet = Fleet::start(3, &[]);
+    let body = json!({"routes": ["ghost", "simulator"], "note": "fleet"});
+    let changed = fleet
+        .admin(
+            0,
+            reqwest::Method::PUT,
+            "/admin/v1/routes/test/mtn-bj",
+            Some(body.to_string().into_bytes()),
+        )
+        .await;
+    assert_eq!(
+        changed["routes"]["test"]["mtn-bj"],
+        json!(["ghost", "simulator"])
+    );
+    let version = fleet
+        .admin(0, reqwest::Method::GET, "/admin/v1/routes", None)
+        .await["version"]
+        .clone();
+    assert!(version.is_i64(), "{version}");
+    let reach = |want: Value| {
+        let fleet = &fleet;
+        async move {
+            let started = Instant::now();
+            for i in 0..3 {
+                loop {
+                    let r = fleet
+                        .admin(i, reqwest::Method::GET, "/admin/v1/routes", None)
+                        .await;
+                    if r["version"] == want {
+                        break;
+                    }
+                    assert!(
+                        started.elapsed() <= Duration::from_secs(1),
+                        "node {i} still has routes version {}",
+                        r["version"]
+                    );
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            started.elapsed()
+        }
+    };
+    println!(
+        "routes change in force on three nodes after {:?}",
+        reach(version).await
+    );
+    fleet
+        .admin(2, reqwest::Method::POST, "/admin/v1/routes/rollback", None)
+        .await;
+    println!(
+        "rollback in force on three nodes after {:?}",
+        reach(Value::Null).await
+    );
+}

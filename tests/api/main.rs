@@ -29,6 +29,7 @@ mod predict;
 mod process;
 mod quickstart;
 mod receiver;
+mod routes;
 mod sdk;
 mod security;
 mod tenancy;

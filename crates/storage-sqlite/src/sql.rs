@@ -72,6 +72,17 @@ CREATE TABLE IF NOT EXISTS component_versions (
 );
 CREATE INDEX IF NOT EXISTS component_versions_name ON component_versions (name, id);
 
+-- The routes as changed through the admin API (each row the whole table,
+-- as JSON); the active row is in force on every node.
+CREATE TABLE IF NOT EXISTS route_versions (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    specs        TEXT NOT NULL,
+    changed_ms   INTEGER NOT NULL,
+    change       TEXT NOT NULL,
+    note         TEXT,
+    active       INTEGER NOT NULL DEFAULT 0
+);
+
 -- The audit trail of adapter calls.
 CREATE TABLE IF NOT EXISTS adapter_calls (
     id           INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -1,5 +1,6 @@
-//! `/admin/v1`: deploy, roll back and list adapters; read a payment's
-//! adapter calls. Authenticated with the admin token, never a merchant key.
+//! `/admin/v1`: deploy, roll back and list adapters; read, change and roll
+//! back the routes; read a payment's adapter calls. Authenticated with the
+//! admin token, never a merchant key.
 
 use serde_json::json;
 
@@ -12,6 +13,7 @@ impl From<AdminError> for ApiError {
         match &e {
             AdminError::BadName => ApiError::invalid("parameter_invalid", "name", e.to_string()),
             AdminError::Refused(_) => ApiError::bad_request("component_refused", e.to_string()),
+            AdminError::Routes(_) => ApiError::bad_request("routes_invalid", e.to_string()),
             AdminError::Unknown(_) => ApiError::not_found("adapter_not_found", e.to_string()),
             AdminError::NothingToRollBack(_) => {
                 ApiError::conflict("nothing_to_roll_back", e.to_string())
@@ -72,6 +74,40 @@ pub async fn handle(admin: &Admin, req: NativeRequest) -> Result<NativeResponse,
             let loaded = req.blocking(|| admin.rollback(name))?;
             Ok(NativeResponse::json(200, view(&loaded)))
         }
+        ("GET", ["routes"]) => {
+            let (specs, version, health) = admin.routes();
+            Ok(NativeResponse::json(
+                200,
+                json!({"object": "routes", "version": version, "routes": specs, "health": health}),
+            ))
+        }
+        ("GET", ["routes", "versions"]) => Ok(NativeResponse::json(
+            200,
+            json!({"object": "list", "data": req.blocking(|| admin.route_versions())?}),
+        )),
+        ("PUT", ["routes", environment, operator]) => {
+            let (spec, note) = super::routes::spec_from_json(&req.body)?;
+            let specs =
+                req.blocking(|| admin.set_route(environment, operator, Some(spec), note))?;
+            Ok(NativeResponse::json(
+                200,
+                json!({"object": "routes", "routes": specs}),
+            ))
+        }
+        ("DELETE", ["routes", environment, operator]) => {
+            let specs = req.blocking(|| admin.set_route(environment, operator, None, None))?;
+            Ok(NativeResponse::json(
+                200,
+                json!({"object": "routes", "routes": specs}),
+            ))
+        }
+        ("POST", ["routes", "rollback"]) => {
+            let specs = req.blocking(|| admin.rollback_routes())?;
+            Ok(NativeResponse::json(
+                200,
+                json!({"object": "routes", "routes": specs}),
+            ))
+        }
         ("GET", ["payments", id, "calls"]) => {
             let calls = req
                 .blocking(|| admin.runtime.services.audit.calls_for(id))
@@ -81,7 +117,9 @@ pub async fn handle(admin: &Admin, req: NativeRequest) -> Result<NativeResponse,
                 json!({"object": "list", "data": calls}),
             ))
         }
-        (_, ["adapters", ..] | ["payments", ..]) => Err(ApiError::method_not_allowed(&req.method)),
+        (_, ["adapters", ..] | ["payments", ..] | ["routes", ..]) => {
+            Err(ApiError::method_not_allowed(&req.method))
+        }
         _ => Err(ApiError::not_found(
             "resource_not_found",
             format!("No such endpoint: {} {}", req.method, req.path),

@@ -1,10 +1,12 @@
 //! Operating the adapters without a restart: deploy a new version (compiled,
 //! linked, described and smoke-tested before it is swapped in atomically),
-//! roll back, list; deployed versions persist across restarts. Plus the
-//! audit trail of adapter calls (kept by [`crate::audit`]). Served under
-//! `/admin/v1` with its own token.
+//! roll back, list; deployed versions persist across restarts. The routes,
+//! changed and rolled back the same way ([`routes`]). Plus the audit trail
+//! of adapter calls (kept by [`crate::audit`]). Served under `/admin/v1`
+//! with its own token.
 
 pub mod api;
+pub mod routes;
 pub mod token;
 
 use std::path::PathBuf;
@@ -28,6 +30,8 @@ pub enum AdminError {
     Unknown(String),
     #[error("{0} has no earlier version to roll back to")]
     NothingToRollBack(String),
+    #[error("the routes were refused: {0}")]
+    Routes(String),
     #[error(transparent)]
     Storage(#[from] StorageError),
 }
@@ -56,6 +60,10 @@ pub struct Admin {
     token: String,
     /// Versions that failed to load on this node: not retried every round.
     unloadable: parking_lot::Mutex<std::collections::HashSet<String>>,
+    /// The routes of the configuration: in force before any change.
+    configured_routes: crate::routing::Specs,
+    /// The version of the routes in force on this node (None: the configuration's).
+    routes_version: parking_lot::Mutex<Option<i64>>,
 }
 
 /// How often a node looks for deploys and rollbacks made through another.
@@ -77,11 +85,13 @@ impl Admin {
         token: String,
     ) -> Result<Admin, StorageError> {
         Ok(Admin {
+            configured_routes: runtime.routes().specs().clone(),
             runtime,
             db,
             components_dir,
             token,
             unloadable: Default::default(),
+            routes_version: Default::default(),
         })
     }
 
@@ -100,6 +110,7 @@ impl Admin {
     /// made through any node of a fleet serves on every node. Returns the
     /// adapters installed by this call.
     pub fn sync(&self) -> Result<Vec<String>, AdminError> {
+        self.sync_routes()?;
         let active: Vec<(String, String)> = self.db.read(|c| {
             c.query(
                 "SELECT name, hash FROM component_versions WHERE active = 1 ORDER BY id",

@@ -1,0 +1,208 @@
+//! Changing the routes without a restart: each change through the admin API
+//! is a new version of the whole table in `route_versions` (who asked is the
+//! admin token; when, what and why are kept), put in force on this node at
+//! once and on every node of a fleet at its next sync (within
+//! [`super::SYNC_EVERY`]). A rollback puts the version before back in force;
+//! before the first version, the configuration's routes are in force.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Admin, AdminError};
+use crate::clock::system_now_ms;
+use crate::config::RouteSpec;
+use crate::db::StorageError;
+use crate::routing::{RouteTable, Specs, Summary};
+use mmc_storage::sql_params;
+
+/// One version of the routes, as the admin API lists it.
+#[derive(Debug, Serialize)]
+pub struct RouteVersion {
+    pub id: i64,
+    pub changed_at_ms: u64,
+    /// What changed: `set live mtn-bj`, `remove live mtn-bj`.
+    pub change: String,
+    /// Why, as the person who changed it said.
+    pub note: Option<String>,
+    pub active: bool,
+}
+
+/// A route's health on this node.
+#[derive(Debug, Serialize)]
+pub struct RouteHealth {
+    pub environment: String,
+    pub adapter: String,
+    pub operator: String,
+    #[serde(flatten)]
+    pub summary: Summary,
+}
+
+const ACTIVE_SQL: &str = "SELECT id, specs FROM route_versions WHERE active = 1";
+
+impl Admin {
+    /// The routes in force, the version they come from (None: the
+    /// configuration) and what this node observed of each route.
+    pub fn routes(&self) -> (Specs, Option<i64>, Vec<RouteHealth>) {
+        let specs = self.runtime.routes().specs().clone();
+        let health = self
+            .runtime
+            .health
+            .all(system_now_ms())
+            .into_iter()
+            .map(|((environment, adapter, operator), summary)| RouteHealth {
+                environment,
+                adapter,
+                operator,
+                summary,
+            })
+            .collect();
+        (specs, *self.routes_version.lock(), health)
+    }
+
+    /// Every version, newest first.
+    pub fn route_versions(&self) -> Result<Vec<RouteVersion>, AdminError> {
+        Ok(self.db.read(|c| {
+            c.query(
+                "SELECT id, changed_ms, change, note, active FROM route_versions ORDER BY id DESC",
+                &[],
+            )?
+            .iter()
+            .map(|r| {
+                Ok(RouteVersion {
+                    id: r.int(0)?,
+                    changed_at_ms: r.int(1)? as u64,
+                    change: r.text(2)?,
+                    note: r.opt_text(3)?,
+                    active: r.int(4)? == 1,
+                })
+            })
+            .collect::<Result<Vec<_>, StorageError>>()
+        })?)
+    }
+
+    /// Sets (`Some`) or removes (`None`) the routes of `operator` (a slug
+    /// or `*`) in `environment`, as a new version in force at once.
+    pub fn set_route(
+        &self,
+        environment: &str,
+        operator: &str,
+        spec: Option<RouteSpec>,
+        note: Option<String>,
+    ) -> Result<Specs, AdminError> {
+        check_target(environment, operator)?;
+        if let Some(spec) = &spec {
+            spec.check(&format!("routing.{environment}.{operator}"))
+                .map_err(AdminError::Routes)?;
+        }
+        let (change, specs) = self.db.write(|tx| {
+            tx.lock("route_versions")?;
+            let mut specs = match tx.query_opt(ACTIVE_SQL, &[])? {
+                Some(row) => parse(&row.text(1)?)?,
+                None => self.configured_routes.clone(),
+            };
+            let env = specs.entry(environment.to_string()).or_default();
+            let change = match spec.clone() {
+                Some(spec) => {
+                    env.insert(operator.to_string(), spec);
+                    format!("set {environment} {operator}")
+                }
+                None => {
+                    env.remove(operator);
+                    format!("remove {environment} {operator}")
+                }
+            };
+            let text = serde_json::to_string(&specs).expect("routes serialise");
+            tx.execute("UPDATE route_versions SET active = 0 WHERE active = 1", &[])?;
+            tx.execute(
+                "INSERT INTO route_versions (specs, changed_ms, change, note, active) VALUES (?1, ?2, ?3, ?4, 1)",
+                sql_params![&text, system_now_ms() as i64, &change, note.as_deref()],
+            )?;
+            Ok((change, specs))
+        })?;
+        tracing::info!(%change, note = note.as_deref().unwrap_or(""), "routes changed");
+        self.sync_routes()?;
+        Ok(specs)
+    }
+
+    /// Puts the version before the one in force back in force (before the
+    /// first: the configuration's routes).
+    pub fn rollback_routes(&self) -> Result<Specs, AdminError> {
+        let rolled = self.db.write(|tx| {
+            tx.lock("route_versions")?;
+            let Some(active) = tx.query_opt(ACTIVE_SQL, &[])? else {
+                return Ok(false);
+            };
+            let id = active.int(0)?;
+            tx.execute("UPDATE route_versions SET active = 0 WHERE id = ?1", sql_params![id])?;
+            tx.execute(
+                "UPDATE route_versions SET active = 1 WHERE id = (SELECT MAX(id) FROM route_versions WHERE id < ?1)",
+                sql_params![id],
+            )?;
+            // The versions after the one restored leave the chain.
+            tx.execute("DELETE FROM route_versions WHERE id >= ?1", sql_params![id])?;
+            Ok(true)
+        })?;
+        if !rolled {
+            return Err(AdminError::NothingToRollBack("the routes".into()));
+        }
+        tracing::info!("routes rolled back");
+        self.sync_routes()?;
+        Ok(self.runtime.routes().specs().clone())
+    }
+
+    /// Puts the version the database has in force here, if it is not yet.
+    pub(super) fn sync_routes(&self) -> Result<(), AdminError> {
+        let active = self.db.read(|c| {
+            c.query_opt(ACTIVE_SQL, &[])?
+                .map(|r| Ok::<_, StorageError>((r.int(0)?, r.text(1)?)))
+                .transpose()
+        })?;
+        let mut applied = self.routes_version.lock();
+        let id = active.as_ref().map(|(id, _)| *id);
+        if id == *applied {
+            return Ok(());
+        }
+        let specs = match active {
+            Some((_, text)) => parse(&text)?,
+            None => self.configured_routes.clone(),
+        };
+        self.runtime.set_routes(RouteTable::new(specs));
+        *applied = id;
+        tracing::info!(version = ?id, "routes in force");
+        Ok(())
+    }
+}
+
+fn parse(text: &str) -> Result<Specs, StorageError> {
+    serde_json::from_str(text)
+        .map_err(|e| StorageError::Invalid(format!("stored routes unreadable: {e}")))
+}
+
+fn check_target(environment: &str, operator: &str) -> Result<(), AdminError> {
+    if environment != "test" && environment != "live" {
+        return Err(AdminError::Routes(format!(
+            "environment must be test or live, not {environment:?}"
+        )));
+    }
+    if operator != "*" && mmc_domain::operators::find(operator).is_none_or(|o| o.slug != operator) {
+        return Err(AdminError::Routes(format!(
+            "{operator:?} is not an operator slug we know (or *)"
+        )));
+    }
+    Ok(())
+}
+
+/// A route spec from an admin request's JSON body.
+pub fn spec_from_json(body: &[u8]) -> Result<(RouteSpec, Option<String>), AdminError> {
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| AdminError::Routes(format!("the body is not JSON: {e}")))?;
+    let note = v.get("note").and_then(Value::as_str).map(str::to_string);
+    let routes = v.get("routes").cloned().ok_or_else(|| {
+        AdminError::Routes(
+            "the body needs \"routes\": an adapter, a list, or {\"routes\": [...], \"rules\": [...]}".into(),
+        )
+    })?;
+    let spec = serde_json::from_value(routes)
+        .map_err(|e| AdminError::Routes(format!("\"routes\" is not a route list: {e}")))?;
+    Ok((spec, note))
+}
