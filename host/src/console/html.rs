@@ -118,6 +118,8 @@ const WORDS: &[(&str, &str, &str)] = &[
     ),
     ("refunds", "Refunds", "Remboursements"),
     ("timeline", "Timeline", "Historique"),
+    ("route", "Route", "Acheminement"),
+    ("route_tried", "Tried before", "Essayé avant"),
     ("operator_calls", "Operator calls", "Appels à l'opérateur"),
     ("deliveries", "Webhook deliveries", "Livraisons de webhooks"),
     ("done", "Done.", "C'est fait."),

@@ -88,6 +88,47 @@ fn refunds_section(l: html::Lang, refunds: &[Value]) -> String {
     body
 }
 
+/// The provider route the payment went through, why, and the routes that
+/// answered before it that nothing was done.
+fn route_section(l: html::Lang, r: &Value) -> String {
+    let Some(adapter) = r["adapter"].as_str() else {
+        return String::new();
+    };
+    let e = &r["explanation"];
+    let mut out = format!(
+        "<h2>{}</h2><p><strong>{}</strong> · {} · {}</p><ul>",
+        t(l, "route"),
+        esc(adapter),
+        esc(e["reason"].as_str().unwrap_or_default()),
+        esc(e["rule"].as_str().unwrap_or_default())
+    );
+    for c in e["candidates"].as_array().into_iter().flatten() {
+        let _ = write!(
+            out,
+            "<li>{} · {} · {}</li>",
+            esc(c["adapter"].as_str().unwrap_or_default()),
+            esc(c["verdict"].as_str().unwrap_or_default()),
+            esc(c["note"].as_str().unwrap_or_default())
+        );
+    }
+    out.push_str("</ul>");
+    let tried = r["tried"].as_array().map(Vec::as_slice).unwrap_or_default();
+    if !tried.is_empty() {
+        let _ = write!(out, "<p>{}</p><ul>", t(l, "route_tried"));
+        for tr in tried {
+            let _ = write!(
+                out,
+                "<li>{} · {} · {}</li>",
+                esc(tr["adapter"].as_str().unwrap_or_default()),
+                esc(tr["code"].as_str().unwrap_or_default()),
+                esc(tr["message"].as_str().unwrap_or_default())
+            );
+        }
+        out.push_str("</ul>");
+    }
+    out
+}
+
 pub async fn show(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Resp, ConsoleError> {
     let l = req.lang;
     let p = get_payment(app, req, s, id).await?;
@@ -118,6 +159,19 @@ pub async fn show(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Re
         .cloned()
         .unwrap_or_default();
     body.push_str(&refunds_section(l, &refund_list));
+    let route = api::call(
+        app,
+        s,
+        "GET",
+        &format!("/api/v1/collect/payments/{id}/route"),
+        None,
+        None,
+        &req.request_id,
+    )
+    .await?;
+    if route.status == 200 {
+        body.push_str(&route_section(l, &route.json()));
+    }
     let mut subjects = vec![p["id"].as_str().unwrap_or(id).to_string()];
     subjects.extend(
         refund_list
