@@ -143,6 +143,17 @@ wait_quiet
 L0=$(cost legacy "$SERVER=$BASE")
 LEGACY=$(run_wrk legacy "${AUTH[@]}" -s bench/legacy.lua "$BASE")
 L1=$(cost legacy "$SERVER=$BASE")
+# Routing on: three candidate routes for the creates' operator (the first
+# healthy, the others judged every time), then off again; compared with the
+# mean of the fixed-route runs before and after it, which bracket it in time.
+ADMIN_API="http://127.0.0.1:$((PORT + 1))/admin/v1/routes"
+curl -sf -X PUT -H "Authorization: Bearer $MMC_ADMIN__TOKEN" "$ADMIN_API/test/mtn-bj" \
+  -d '{"routes": ["simulator", "momo", "pawapay"], "note": "bench: three candidates"}' >/dev/null
+wait_quiet
+ROUTED=$(run_wrk create-routed "${AUTH[@]}" -s bench/create.lua "$BASE")
+curl -sf -X POST -H "Authorization: Bearer $MMC_ADMIN__TOKEN" "$ADMIN_API/rollback" >/dev/null
+wait_quiet
+CREATE2=$(run_wrk create-fixed "${AUTH[@]}" -s bench/create.lua "$BASE")
 STORED=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT COUNT(*) FROM kv WHERE ns='collect' AND tbl='payments'\").fetchone()[0])" "$DATA/mmc.db")
 
 # Hot swap: a new simulator version (same code, one custom section more), compiled and swapped in.
@@ -286,7 +297,7 @@ ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); 
   echo
   echo "| Endpoint | req/s | p50 | p99 | non-2xx |"
   echo "|---|---|---|---|---|"
-  for row in "$HEALTH" "$CREATE" "$GET" "$LEGACY"; do IFS='|' read -r n r a b e <<<"$row"; echo "| $n | $r | $a | $b | $e |"; done
+  for row in "$HEALTH" "$CREATE" "$GET" "$LEGACY" "$ROUTED" "$CREATE2"; do IFS='|' read -r n r a b e <<<"$row"; echo "| $n | $r | $a | $b | $e |"; done
   echo
   echo "PostgreSQL ($(psql "$PGURL" -Atc 'SHOW server_version'), same machine, synchronous_commit on), one node and two nodes on one database (one wrk per node, $((CONNS / 2)) connections each for two):"
   echo
@@ -303,6 +314,7 @@ ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); 
   done
   echo
   echo "- create/healthz: $(ratio "$CREATE" "$HEALTH"); get/healthz: $(ratio "$GET" "$HEALTH"); legacy create/create: $(ratio "$LEGACY" "$CREATE")"
+  echo "- routing on (three candidate routes) / fixed route, creates: $(python3 -c "import sys; r=float(sys.argv[1].split('|')[1]); a=float(sys.argv[2].split('|')[1]); b=float(sys.argv[3].split('|')[1]); print(f'{r:.0f}/s against {(a+b)/2:.0f}/s (the runs before and after): {2*r/(a+b):.3f} (target ≥ 0.95)')" "$ROUTED" "$CREATE" "$CREATE2")"
   echo "- creates as the server timed them (handler start to response head; wrk's p50/p99 above add the waits to be read and answered): $(served_line "$S0" "$S1")"
   echo "- share of create request time inside component calls (instantiate + Wasm + the storage commits and adapter call they make): $WASM_SHARE"
   echo "- start-up with all components cached: ${STARTUP_MS} ms; hot swap of an adapter (upload, compile, smoke test, swap): ${SWAP_MS} ms"
