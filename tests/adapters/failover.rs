@@ -406,8 +406,21 @@ async fn a_provider_going_down_mid_run_switches_routes_without_a_duplicate() {
         .await;
     let run = started.elapsed();
     let down_since = down_since.lock().expect("the provider went down");
-    // Let the last payments settle at their providers, then read them all.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Every payment a provider holds settles there (300 ms) and is then
+    // reported; wait for the service to report each of them.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut waiting: Vec<&String> = created.iter().map(|(_, id, _)| id).collect();
+    while !waiting.is_empty() && Instant::now() < deadline {
+        let mut still = Vec::new();
+        for id in waiting {
+            let held = rig.first.payment(id).records + rig.second.payment(id).records > 0;
+            if held && read(&rig.app, &key, id).await["status"] != "completed" {
+                still.push(id);
+            }
+        }
+        waiting = still;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
     let (mut completed, mut in_progress, mut not_reached) = (0, 0, 0);
     let (mut duplicates, mut switched_at) = (0, None);
     let mut failed = Vec::new();

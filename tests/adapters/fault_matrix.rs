@@ -137,9 +137,13 @@ impl Rig {
             }
         };
         // Payouts left unanswered are asked about after the grace (default 60 s).
+        // The route's circuit never opens: every cell lies to the same
+        // route, and each cell's own operation is what is judged (an open
+        // circuit would hold the payouts; routing has its own tests).
         let bulk = |c: &mut mmc_host::config::Config| {
             let b = c.components.entry("bulk".into()).or_default();
             b.settings.insert("claim_grace_ms".into(), "5000".into());
+            c.route_health.min_failures = usize::MAX;
         };
         let (fake, app) = registry::rig(entry, limits, bulk).await;
         Rig {

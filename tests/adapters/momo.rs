@@ -70,7 +70,11 @@ async fn mtn_payment_completes_via_the_callback_with_the_protocol_followed() {
         Some(mtn::COLLECTION_KEY)
     );
     assert!(r.header("Authorization").unwrap().starts_with("Bearer "));
-    let callback = format!("{}/api/v1/psp/mtn-bj/callback?environment=live", app.base);
+    // The address names the route, so that its adapter reads the callback.
+    let callback = format!(
+        "{}/api/v1/psp/mtn-bj/callback?environment=live&via=momo",
+        app.base
+    );
     assert_eq!(r.header("X-Callback-Url"), Some(callback.as_str()));
     let body = r.json().unwrap();
     assert_eq!(body["amount"], "1500", "amounts are strings");
@@ -1012,7 +1016,10 @@ async fn an_mtn_callback_met_by_a_full_pool_is_answered_503_at_once_and_delivere
     assert_eq!(b["status"], "processing", "{b}");
     assert_eq!(fake.faults_left("requesttopay", slow), 0);
     wait_for(&app, &live, a_id, "completed", Duration::from_secs(10)).await;
-    let url = format!("{}/api/v1/psp/mtn-bj/callback?environment=live", app.base);
+    let url = format!(
+        "{}/api/v1/psp/mtn-bj/callback?environment=live&via=momo",
+        app.base
+    );
     let until = std::time::Instant::now() + Duration::from_secs(10);
     let answers = loop {
         let answers: Vec<u16> = fake

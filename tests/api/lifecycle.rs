@@ -490,7 +490,7 @@ async fn a_record_another_version_wrote_is_reconciled_without_holding_the_writer
         .into_iter()
         .find(|(k, _)| k.ends_with(&id))
         .expect("the payment's record");
-    assert_eq!(v[0], 2, "stored in the binary form (version 2)");
+    assert_eq!(v[0], 3, "stored in the binary form (version 3)");
     let pretty = serde_json::to_vec_pretty(&mmc_domain::record::decode(&v).unwrap()).unwrap();
     tx.put("payments", &k, &pretty).unwrap();
     tx.commit().unwrap();
@@ -557,7 +557,7 @@ async fn a_node_told_to_write_json_records_writes_them_and_still_reads_binary_on
         .await;
     let binary = p["id"].as_str().unwrap().to_string();
     completed_by_reconciliation(&app, &key, &binary).await;
-    assert_eq!(stored(&app, &binary)[0], 2, "binary by default (version 2)");
+    assert_eq!(stored(&app, &binary)[0], 3, "binary by default (version 3)");
     // Stopped as a node is (its jobs too): none of its writes may follow.
     assert!(
         app.service

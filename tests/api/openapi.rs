@@ -105,6 +105,7 @@ async fn the_document_is_public_and_valid_openapi_3_1() {
             "getEvent",
             "getOpenApi",
             "getPayment",
+            "getPaymentRoute",
             "getRefund",
             "importBulkPaymentCsv",
             "listBulkPaymentItems",
