@@ -88,6 +88,30 @@ async fn routes_change_at_runtime_explain_each_payment_and_roll_back() {
         ghost["note"].as_str().unwrap().starts_with("not loaded"),
         "{ghost}"
     );
+    // The admin API's calls of the payment: the choice (other than the
+    // first route) before the request to pay.
+    let calls_path = format!("/admin/v1/payments/{id}/calls");
+    let started = Instant::now();
+    let calls = loop {
+        let (_, calls) = admin(&app, Method::GET, &calls_path, None).await;
+        let calls = calls["data"].as_array().cloned().unwrap_or_default();
+        if calls.len() >= 2 || started.elapsed() > Duration::from_secs(5) {
+            break calls;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let seen: Vec<(&Value, &Value, &Value)> = calls
+        .iter()
+        .map(|c| (&c["operation"], &c["adapter"], &c["outcome"]))
+        .collect();
+    assert_eq!(
+        seen[..2],
+        [
+            (&json!("route"), &json!("simulator"), &json!("next")),
+            (&json!("initiate"), &json!("simulator"), &json!("ok"))
+        ],
+        "{calls:?}"
+    );
 
     // Bad changes are refused with the reason, and change nothing.
     for (env, op, body, says) in [
