@@ -183,7 +183,7 @@ async fn route(
         ("POST", ["payments", id, "cancel"]) => refunds::cancel(app, c, req, s, id).await,
         ("POST", ["events", id, "resend"]) => payment::resend(app, c, req, s, id).await,
         ("GET", ["bulk"]) => bulk::list(app, req, s, None).await,
-        ("POST", ["bulk", "upload"]) => bulk_upload::upload(app, c, req, s).await,
+        ("POST", ["bulk", "upload"]) => bulk::upload(app, c, req, s).await,
         ("GET", ["bulk", id]) => bulk::show(app, c, req, s, id).await,
         ("POST", ["bulk", id, "validate"]) => bulk::validate(app, c, req, s, id).await,
         ("GET", ["developers"]) => keys::page(app, req, s, None),
