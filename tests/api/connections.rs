@@ -212,7 +212,7 @@ async fn draining_answers_the_first_request_of_a_connection_accepted_before_it()
     let mut late = TcpStream::connect(server).await.unwrap();
     let mut silent = TcpStream::connect(server).await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    app.service.app.drain.start();
+    app.service.site.app.drain.start();
     tokio::time::sleep(Duration::from_millis(50)).await;
     late.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         .await

@@ -439,7 +439,7 @@ async fn every_status_change_emits_its_event_and_refunds_replay_under_their_key(
 async fn a_reconciled_payment_leaves_no_entry_to_poll_even_from_a_stale_index() {
     let app = fast_app().await;
     let (_, key, _) = app.merchant("Shop");
-    let storage = &app.service.app.runtime.services.storage;
+    let storage = &app.service.site.app.runtime.services.storage;
     let entries = |id: &str| -> Vec<String> {
         let all = storage.scan("collect", "active", "", "~", 1000).unwrap();
         all.into_iter()
@@ -482,7 +482,7 @@ async fn a_record_another_version_wrote_is_reconciled_without_holding_the_writer
         .create(&key, &new_key(), &direct_payment("+2290166001234"))
         .await;
     let id = p["id"].as_str().unwrap().to_string();
-    let storage = &app.service.app.runtime.services.storage;
+    let storage = &app.service.site.app.runtime.services.storage;
     let mut tx = storage.begin("collect").unwrap();
     let (k, v) = tx
         .scan("payments", "", "~", 1000)
@@ -541,7 +541,7 @@ async fn a_node_told_to_write_json_records_writes_them_and_still_reads_binary_on
         })
     };
     let stored = |app: &TestApp, id: &str| {
-        let storage = &app.service.app.runtime.services.storage;
+        let storage = &app.service.site.app.runtime.services.storage;
         let (_, v) = storage
             .scan("collect", "payments", "", "~", 1000)
             .unwrap()

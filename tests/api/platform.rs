@@ -51,6 +51,7 @@ async fn every_component_is_loaded_and_compiled_code_is_cached_on_disk() {
     let app = spawn_app().await;
     let names: Vec<String> = app
         .service
+        .site
         .app
         .runtime
         .list()
@@ -66,7 +67,7 @@ async fn every_component_is_loaded_and_compiled_code_is_cached_on_disk() {
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    for loaded in app.service.app.runtime.list() {
+    for loaded in app.service.site.app.runtime.list() {
         let prefix = format!("{}-{}", loaded.name, &loaded.hash[..32]);
         assert!(
             cached

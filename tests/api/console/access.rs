@@ -140,7 +140,7 @@ async fn console_sessions_end_at_sign_out_and_when_the_user_is_removed() {
     let support = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
     assert_eq!(support.get("/console/payments").await.status, 200);
     // Support cannot remove anyone, nor read the audit log.
-    let owner_id = app.service.app.console.users.list(&merchant).unwrap()[0]
+    let owner_id = app.service.site.console.users.list(&merchant).unwrap()[0]
         .id
         .clone();
     let refused = support
@@ -153,7 +153,7 @@ async fn console_sessions_end_at_sign_out_and_when_the_user_is_removed() {
     assert_eq!(refused.status, 403, "{}", refused.body);
     assert_eq!(support.get("/console/audit").await.status, 403);
 
-    let agent_id = app.service.app.console.users.list(&merchant).unwrap()[1]
+    let agent_id = app.service.site.console.users.list(&merchant).unwrap()[1]
         .id
         .clone();
     let removed = owner

@@ -171,7 +171,7 @@ async fn a_csv_uploaded_by_one_person_is_reported_approved_by_another_and_paid()
 
 /// The caller id the API records for the console user `email`.
 fn actor(app: &TestApp, merchant: &str, email: &str) -> String {
-    let users = app.service.app.console.users.list(merchant).unwrap();
+    let users = app.service.site.console.users.list(merchant).unwrap();
     let user = users.iter().find(|u| u.email == email).unwrap();
     format!("user_{}", user.id.trim_start_matches("usr_"))
 }

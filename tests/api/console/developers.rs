@@ -63,6 +63,7 @@ async fn a_developer_creates_a_key_shown_once_and_a_revoked_key_is_refused_at_on
 
     let listed = app
         .service
+        .site
         .app
         .accounts
         .list_keys(&merchant, mmc_host::accounts::Environment::Test)
@@ -97,6 +98,7 @@ async fn a_developer_creates_a_key_shown_once_and_a_revoked_key_is_refused_at_on
     let (other, other_key, _) = app.merchant("Other");
     let theirs = app
         .service
+        .site
         .app
         .accounts
         .list_keys(&other, mmc_host::accounts::Environment::Test)
@@ -151,6 +153,7 @@ async fn support_and_finance_are_refused_the_developer_pages_by_the_server() {
     let (merchant, key, _) = app.merchant("Shop");
     let keys = app
         .service
+        .site
         .app
         .accounts
         .list_keys(&merchant, mmc_host::accounts::Environment::Test)

@@ -165,7 +165,7 @@ impl Browser {
 pub async fn person(app: &TestApp, merchant: &str, email: &str, role: Role) -> Browser {
     let invitation = app
         .service
-        .app
+        .site
         .console
         .users
         .invite(merchant, email, role)
