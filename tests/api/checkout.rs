@@ -137,7 +137,7 @@ async fn a_customer_pays_through_the_hosted_page_in_french_and_english() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_explains_bad_input_failure_and_expiry() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let p = hosted(&app, &key, "CI", 1000).await;
     let url = p["checkout_url"].as_str().unwrap().to_string();
     let page = app
@@ -219,7 +219,7 @@ fn esc_like(text: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_serves_hosted_payments_only_and_masks_the_phone() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let direct = json!({"reference": "d-1", "amount": 1000, "currency": "XOF", "country": "BJ",
         "operator": "mtn-bj", "customer": {"phone": "+2290166000004"}});
     let (status, p) = app.create(&key, &new_key(), &direct).await;
@@ -273,7 +273,7 @@ async fn the_page_serves_hosted_payments_only_and_masks_the_phone() {
 async fn parallel_otp_guesses_on_the_page_reach_the_operator_three_times() {
     const ADMIN: &str = "an-admin-token-of-at-least-32-characters";
     let app = spawn_app_with(|c| c.admin_token = Some(ADMIN.into())).await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let p = hosted(&app, &key, "BJ", 1000).await;
     let url = p["checkout_url"].as_str().unwrap().to_string();
     let id = p["id"].as_str().unwrap().to_string();
@@ -354,7 +354,7 @@ async fn parallel_otp_guesses_on_the_page_reach_the_operator_three_times() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_is_hardened_shows_what_is_paid_and_answers_head() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Boutique Awa");
+    let key = app.test_key("Boutique Awa");
     let p = hosted_described(&app, &key, "Panier <b>42</b>").await;
     let url = p["checkout_url"].as_str().unwrap().to_string();
 
@@ -498,7 +498,7 @@ async fn docs_anchors_of_error_codes_scroll_to_their_rows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_checkout_page_passes_an_accessibility_audit_on_a_phone_and_a_desktop() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Boutique Awa");
+    let key = app.test_key("Boutique Awa");
     let p = hosted_described(&app, &key, "Panier 42").await;
     for lang in ["fr", "en"] {
         let url = format!("{}?lang={lang}", p["checkout_url"].as_str().unwrap());

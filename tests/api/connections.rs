@@ -74,7 +74,7 @@ async fn two_thousand_slow_clients_are_closed_while_a_normal_client_is_served() 
     })
     .await;
     let server = app.service.running.addr;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let body = serde_json::json!({"reference": "c-1", "amount": 1500, "currency": "XOF",
         "country": "BJ", "operator": "mtn-bj", "customer": {"phone": "+2290166000001"}});
     let (status, p) = app.create(&key, &new_key(), &body).await;
@@ -136,7 +136,7 @@ async fn a_slow_body_gets_408_and_an_idle_connection_is_closed() {
     .await;
     let server = app.service.running.addr;
     // A merchant's key: a body is read only once its key authenticates.
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
 
     // Headers at once, then 10 of the 100 bytes announced.
     let mut s = TcpStream::connect(server).await.unwrap();

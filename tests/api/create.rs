@@ -61,7 +61,7 @@ async fn direct_create_returns_the_full_payment_and_get_reads_it_by_id_and_refer
 async fn another_merchant_or_the_other_environment_gets_404() {
     let app = spawn_app().await;
     let (_, key_a, live_a) = app.merchant("A");
-    let (_, key_b, _) = app.merchant("B");
+    let key_b = app.test_key("B");
     let (_, p) = app
         .create(&key_a, &new_key(), &direct_payment("+2290166000001"))
         .await;
@@ -86,7 +86,7 @@ async fn another_merchant_or_the_other_environment_gets_404() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn otp_operator_waits_for_the_code_and_hosted_mode_redirects_to_our_checkout() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let mut otp = direct_payment("+2290166000001");
     otp["operator"] = json!("coris");
     let (status, p) = app.create(&key, &new_key(), &otp).await;
@@ -111,7 +111,7 @@ async fn otp_operator_waits_for_the_code_and_hosted_mode_redirects_to_our_checko
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn simulated_outcomes_follow_the_test_numbers() {
     let app = spawn_app_completing_after(0).await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     // 0005: operator error at initiation → failed at once, with the reason.
     let (status, p) = app
         .create(&key, &new_key(), &direct_payment("+2290166000005"))
@@ -143,7 +143,7 @@ async fn simulated_outcomes_follow_the_test_numbers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn payments_in_progress_are_reconciled_without_being_asked() {
     let app = spawn_app_completing_after(500).await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let (_, p) = app
         .create(&key, &new_key(), &direct_payment("+2290166001234"))
         .await;
@@ -169,7 +169,7 @@ async fn payments_in_progress_are_reconciled_without_being_asked() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconciliation_round_records_each_due_payment() {
     let app = spawn_app_completing_after(500).await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let mut ids = Vec::new();
     for i in 0..8 {
         let phone = format!("+22901660012{i:02}");
@@ -208,7 +208,7 @@ async fn a_reconciliation_round_records_each_due_payment() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_bad_input_is_a_400_naming_its_param() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let base = direct_payment("+2290166000001");
     let with = |field: &str, value: Value| {
         let mut b = base.clone();
@@ -411,7 +411,7 @@ async fn every_bad_input_is_a_400_naming_its_param() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idempotent_replays_and_conflicts() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let body = direct_payment("+2290166000001");
     let idem = new_key();
     let (status, first) = app.create(&key, &idem, &body).await;
@@ -436,7 +436,7 @@ async fn idempotent_replays_and_conflicts() {
     assert_eq!(status, 409);
     assert_eq!(err["error"]["code"], "reference_already_used");
     // Keys are scoped per merchant: another merchant may use the same key and reference.
-    let (_, key_b, _) = app.merchant("Other");
+    let key_b = app.test_key("Other");
     let (status, b) = app.create(&key_b, &idem, &body).await;
     assert_eq!(status, 201);
     assert_ne!(b["id"], first["id"]);
@@ -447,7 +447,7 @@ async fn idempotent_replays_and_conflicts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reference_is_found_by_its_url_escaped_form() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let mut body = direct_payment("+2290166000001");
     body["reference"] = json!("order 1 é#?+");
     let (status, p) = app.create(&key, &new_key(), &body).await;

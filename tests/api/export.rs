@@ -118,8 +118,8 @@ fn direct(reference: &str, country: &str, operator: &str, phone: &str) -> Value 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_export_is_csv_escaped_and_safe_in_a_spreadsheet() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
-    let (_, other, _) = app.merchant("Other");
+    let key = app.test_key("Shop");
+    let other = app.test_key("Other");
     let from = now();
     let mut body = direct(
         "=HYPERLINK(\"evil.example\",\"x\")",
@@ -404,7 +404,7 @@ fn compact(secs: u64) -> String {
 async fn a_period_longer_than_a_page_is_streamed_whole_in_order() {
     const N: usize = 2_500;
     let app = spawn_app_with(|c| c.rate_limit.per_second = 0.0).await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let from = now();
     // Hosted payments: created without a call to an operator, so quickly.
     let mut ids: Vec<String> = futures::stream::iter(0..N)

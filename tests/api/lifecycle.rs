@@ -17,7 +17,7 @@ async fn fast_app() -> TestApp {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn otp_confirmation_rules() {
     let app = fast_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let (_, p) = app
         .create(&key, &new_key(), &otp_payment("+2290166000001"))
         .await;
@@ -93,7 +93,7 @@ async fn otp_confirmation_rules() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_rules() {
     let app = fast_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let (_, p) = app
         .create(&key, &new_key(), &direct_payment("+2290166000004"))
         .await;
@@ -167,7 +167,7 @@ async fn cancel_rules() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refunds_never_exceed_the_payment_and_a_full_refund_refunds_it() {
     let app = fast_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let (_, p) = app
         .create(&key, &new_key(), &direct_payment("+2290166000001"))
         .await;
@@ -285,7 +285,7 @@ async fn refunds_never_exceed_the_payment_and_a_full_refund_refunds_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_concurrent_identical_creates_make_one_payment_and_one_initiation() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let body = direct_payment("+2290166000001");
     let idem = new_key();
     let before = metric(
@@ -311,7 +311,7 @@ async fn unfinished_payments_expire_and_the_deadline_survives_a_restart() {
     let (key, id) = {
         let d = dir.clone();
         let app = spawn_app_with(move |c| c.data_dir = d).await;
-        let (_, key, _) = app.merchant("Shop");
+        let key = app.test_key("Shop");
         let mut body = direct_payment("+2290166000004"); // stays in progress
         body["expires_in_seconds"] = json!(300);
         let (_, p) = app.create(&key, &new_key(), &body).await;
@@ -366,7 +366,7 @@ async fn unfinished_payments_expire_and_the_deadline_survives_a_restart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_status_change_emits_its_event_and_refunds_replay_under_their_key() {
     let app = fast_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let (_, p) = app
         .create(&key, &new_key(), &otp_payment("+2290166000001"))
         .await;
@@ -438,7 +438,7 @@ async fn every_status_change_emits_its_event_and_refunds_replay_under_their_key(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconciled_payment_leaves_no_entry_to_poll_even_from_a_stale_index() {
     let app = fast_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let storage = &app.service.site.app.runtime.services.storage;
     let entries = |id: &str| -> Vec<String> {
         let all = storage.scan("collect", "active", "", "~", 1000).unwrap();
@@ -477,7 +477,7 @@ async fn a_reconciled_payment_leaves_no_entry_to_poll_even_from_a_stale_index() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_record_another_version_wrote_is_reconciled_without_holding_the_writer() {
     let app = fast_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let (_, p) = app
         .create(&key, &new_key(), &direct_payment("+2290166001234"))
         .await;
@@ -551,7 +551,7 @@ async fn a_node_told_to_write_json_records_writes_them_and_still_reads_binary_on
         v
     };
     let app = start(false).await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let (_, p) = app
         .create(&key, &new_key(), &direct_payment("+2290166001234"))
         .await;

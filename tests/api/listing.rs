@@ -24,8 +24,8 @@ fn payment(country: &str, operator: &str, phone: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn payments_are_listed_newest_first_filtered_and_paged_both_ways() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
-    let (_, other, _) = app.merchant("Other");
+    let key = app.test_key("Shop");
+    let other = app.test_key("Other");
     let mut created = Vec::new();
     for body in [
         payment("BJ", "mtn-bj", "+2290166000001"),
@@ -190,8 +190,8 @@ async fn payments_are_listed_newest_first_filtered_and_paged_both_ways() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_payments_refunds_are_listed_and_each_is_read() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
-    let (_, other, _) = app.merchant("Other");
+    let key = app.test_key("Shop");
+    let other = app.test_key("Other");
     let (_, p) = app
         .create(&key, &new_key(), &direct_payment("+2290166000001"))
         .await;
@@ -538,7 +538,7 @@ async fn payments_in_progress_share_one_listing_entry_and_filters_still_tell_the
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_review_filter_is_checked_with_every_other_parameter() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let (_, p) = app
         .create(&key, &new_key(), &direct_payment("+2290166000001"))
         .await;

@@ -6,7 +6,7 @@ async fn healthz_answers_without_key_and_metrics_count_requests() {
     let resp = app.client.get(app.url("/healthz")).send().await.unwrap();
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.text().await.unwrap(), "ok\n");
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let (status, _) = app.get(&key, "/api/v1/collect/payments/nope").await;
     assert_eq!(status, 404);
     let text = app.metrics().await;
@@ -101,7 +101,7 @@ async fn unknown_paths_are_404_in_the_current_shape() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_bodies_are_refused_with_413() {
     let app = spawn_app_with(|c| c.limits.max_body_bytes = 1024).await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let resp = app
         .client
         .post(app.url("/api/v1/collect/payments"))
@@ -120,7 +120,7 @@ async fn oversized_bodies_are_refused_with_413() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_create_moves_the_instantiation_rows_written_and_wal_counters() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let collect = "component=\"collect\"";
     let before = app.metrics().await;
     let (status, p) = app

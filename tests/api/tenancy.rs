@@ -187,7 +187,7 @@ async fn merchant_b_and_the_other_environment_see_nothing_of_merchant_a() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deep_json_and_many_headers_are_refused_cleanly() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let deep = format!("{}1{}", "[".repeat(5000), "]".repeat(5000));
     let resp = app
         .client

@@ -106,7 +106,7 @@ async fn subscribed_events_arrive_signed_with_the_spec_envelope() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_endpoint_gets_the_event_again_with_the_same_id_and_attempts_are_recorded() {
     let app = fast_webhooks().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let receiver = Receiver::start().await;
     receiver
         .fail_first
@@ -186,7 +186,7 @@ async fn a_failing_endpoint_gets_the_event_again_with_the_same_id_and_attempts_a
 async fn an_event_whose_body_cannot_be_built_is_recorded_never_sent() {
     use mmc_storage::sql::Value as Sql;
     let app = fast_webhooks().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let receiver = receiving_created(&app, &key).await;
     for _ in 0..2 {
         app.create(&key, &new_key(), &direct_payment("+2290166000004"))
@@ -258,7 +258,7 @@ async fn an_event_whose_body_cannot_be_built_is_recorded_never_sent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_receiver_that_is_down_and_comes_back_gets_every_event() {
     let app = fast_webhooks().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     // Reserve a port, then close it: the endpoint is down.
     let addr = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -315,7 +315,7 @@ async fn a_receiver_that_is_down_and_comes_back_gets_every_event() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn callback_url_receives_the_payments_events_signed_with_the_callback_secret() {
     let app = fast_webhooks().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let receiver = Receiver::start().await;
     let mut body = direct_payment("+2290166000001");
     body["callback_url"] = json!(receiver.url());
@@ -398,7 +398,7 @@ async fn unsafe_destinations_are_refused_with_a_clear_400() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endpoint_description_is_bounded_text_or_a_clear_400() {
     let app = strict_webhooks().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     for (description, says) in [
         ("a\u{0}b".to_string(), "control characters"),
         ("line\nbreak".to_string(), "control characters"),
@@ -431,8 +431,8 @@ async fn an_endpoint_description_is_bounded_text_or_a_clear_400() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_are_listed_filtered_and_paginated_and_deleted_endpoints_stop_receiving() {
     let app = fast_webhooks().await;
-    let (_, key, _) = app.merchant("Shop");
-    let (_, other_key, _) = app.merchant("Other");
+    let key = app.test_key("Shop");
+    let other_key = app.test_key("Other");
     let receiver = Receiver::start().await;
     let (_, endpoint) = app
         .post(
@@ -608,7 +608,7 @@ async fn an_event_written_before_a_sigkill_is_delivered_after_restart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_callback_url_on_loopback_is_never_called_and_says_nothing_of_it() {
     let app = strict_webhooks().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let receiver = Receiver::start().await;
     for url in [
         receiver.url(),
@@ -809,7 +809,7 @@ async fn delivery_records_say_what_failed_never_what_the_remote_said() {
         c.webhooks.poll_interval_ms = 20;
     })
     .await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let receiver = Receiver::start().await;
     receiver
         .fail_first
@@ -842,7 +842,7 @@ async fn events_past_their_retention_go_with_their_deliveries_unless_still_pendi
     use mmc_host::webhooks::{Webhooks, sealing::Sealer};
     use mmc_storage::sql::Value as Sql;
     let app = fast_webhooks().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let receiver = receiving_created(&app, &key).await;
     // Phones ending 0004 stay in progress: each payment's events are its
     // created and processing, written before its 201, so in creation order.

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod fakes;
+mod fixtures;
 
 use std::path::PathBuf;
 
