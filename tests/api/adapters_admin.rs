@@ -119,10 +119,9 @@ async fn a_status_call_that_fails_in_a_reconciliation_round_leaves_only_its_paym
     let created = futures::future::join_all(phones.map(|phone| {
         let (app, key) = (&app, &key);
         async move {
-            let (s, p) = app.create(key, &new_key(), &direct_payment(phone)).await;
-            assert_eq!(s, 201, "{p}");
+            let (id, p) = app.create_ok(key, &direct_payment(phone)).await;
             assert_eq!(p["status"], "processing", "{p}");
-            (phone, p["id"].as_str().unwrap().to_string())
+            (phone, id)
         }
     }))
     .await;

@@ -60,16 +60,12 @@ pub(crate) async fn node_json(args: Vec<String>) -> Value {
 async fn hosted_described(app: &TestApp, key: &str, description: &str) -> Value {
     let body = json!({"reference": format!("h-{}", uuid::Uuid::new_v4()), "amount": 2500,
         "currency": "XOF", "country": "BJ", "mode": "hosted", "description": description});
-    let (status, p) = app.create(key, &new_key(), &body).await;
-    assert_eq!(status, 201, "{p}");
-    p
+    app.create_ok(key, &body).await.1
 }
 
 async fn hosted(app: &TestApp, key: &str, country: &str, amount: u64) -> Value {
     let body = json!({"reference": format!("h-{}", uuid::Uuid::new_v4()), "amount": amount, "currency": "XOF", "country": country, "mode": "hosted"});
-    let (status, p) = app.create(key, &new_key(), &body).await;
-    assert_eq!(status, 201, "{p}");
-    p
+    app.create_ok(key, &body).await.1
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -222,11 +218,10 @@ async fn the_page_serves_hosted_payments_only_and_masks_the_phone() {
     let key = app.test_key("Shop");
     let direct = json!({"reference": "d-1", "amount": 1000, "currency": "XOF", "country": "BJ",
         "operator": "mtn-bj", "customer": {"phone": "+2290166000004"}});
-    let (status, p) = app.create(&key, &new_key(), &direct).await;
-    assert_eq!(status, 201, "{p}");
+    let (id, _) = app.create_ok(&key, &direct).await;
     let page = app
         .client
-        .get(app.url(&format!("/checkout/{}", p["id"].as_str().unwrap())))
+        .get(app.url(&format!("/checkout/{id}")))
         .send()
         .await
         .unwrap();

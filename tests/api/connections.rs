@@ -77,9 +77,8 @@ async fn two_thousand_slow_clients_are_closed_while_a_normal_client_is_served() 
     let key = app.test_key("Shop");
     let body = serde_json::json!({"reference": "c-1", "amount": 1500, "currency": "XOF",
         "country": "BJ", "operator": "mtn-bj", "customer": {"phone": "+2290166000001"}});
-    let (status, p) = app.create(&key, &new_key(), &body).await;
-    assert_eq!(status, 201, "{p}");
-    let path = format!("/api/v1/collect/payments/{}", p["id"].as_str().unwrap());
+    let (id, _) = app.create_ok(&key, &body).await;
+    let path = format!("/api/v1/collect/payments/{id}");
     let before = read_latency(&app, &key, &path, 21).await;
 
     // 2,000 clients from 127.0.0.2 each send half a request, then nothing.

@@ -9,8 +9,7 @@ async fn direct_create_returns_the_full_payment_and_get_reads_it_by_id_and_refer
     let mut body = direct_payment("97000001"); // old 8-digit Benin number
     body["metadata"] = json!({"order": 42});
     body["external_merchant_id"] = json!("sub-1");
-    let (status, p) = app.create(&key, &new_key(), &body).await;
-    assert_eq!(status, 201, "{p}");
+    let (_, p) = app.create_ok(&key, &body).await;
     assert_eq!(p["object"], "collect.payment");
     assert_eq!(p["api_version"], "2026-06");
     assert!(uuid::Uuid::parse_str(p["id"].as_str().unwrap()).is_ok());
@@ -89,22 +88,17 @@ async fn otp_operator_waits_for_the_code_and_hosted_mode_redirects_to_our_checko
     let key = app.test_key("Shop");
     let mut otp = direct_payment("+2290166000001");
     otp["operator"] = json!("coris");
-    let (status, p) = app.create(&key, &new_key(), &otp).await;
-    assert_eq!(status, 201, "{p}");
+    let (_, p) = app.create_ok(&key, &otp).await;
     assert_eq!(p["operator"], "coris-bj", "aliases resolve to the slug");
     assert_eq!(p["status"], "awaiting_otp");
     assert_eq!(p["next_action"]["type"], "confirm_otp");
 
     let hosted = json!({"reference": "hosted-1", "amount": 2500, "currency": "XOF", "country": "CI", "mode": "hosted"});
-    let (status, p) = app.create(&key, &new_key(), &hosted).await;
-    assert_eq!(status, 201, "{p}");
+    let (id, p) = app.create_ok(&key, &hosted).await;
     assert_eq!(p["status"], "awaiting_payment");
     assert_eq!(p["next_action"]["type"], "redirect_to_checkout");
     let url = p["checkout_url"].as_str().unwrap();
-    assert_eq!(
-        url,
-        format!("{}/checkout/{}", app.base, p["id"].as_str().unwrap())
-    );
+    assert_eq!(url, format!("{}/checkout/{id}", app.base));
     assert_eq!(p["next_action"]["checkout_url"], url);
 }
 
@@ -450,8 +444,7 @@ async fn a_reference_is_found_by_its_url_escaped_form() {
     let key = app.test_key("Shop");
     let mut body = direct_payment("+2290166000001");
     body["reference"] = json!("order 1 é#?+");
-    let (status, p) = app.create(&key, &new_key(), &body).await;
-    assert_eq!(status, 201, "{p}");
+    let (_, p) = app.create_ok(&key, &body).await;
     let escaped = "order%201%20%C3%A9%23%3F%2B";
     let (status, got) = app
         .get(&key, &format!("/api/v1/collect/payments/{escaped}"))

@@ -98,9 +98,7 @@ async fn export_with(app: &TestApp, key: &str, method: reqwest::Method, query: &
 }
 
 async fn created(app: &TestApp, key: &str, body: Value) -> Value {
-    let (status, p) = app.create(key, &new_key(), &body).await;
-    assert_eq!(status, 201, "{p}");
-    p
+    app.create_ok(key, &body).await.1
 }
 
 async fn settled(app: &TestApp, key: &str, p: &Value) -> Value {

@@ -639,9 +639,7 @@ async fn create_on(base: &str, key: &str, phone: &str) -> Value {
 async fn first_attempted_event(app: &TestApp, key: &str, url: &str) -> Value {
     let mut body = direct_payment("+2290166000001");
     body["callback_url"] = json!(url);
-    let (status, p) = app.create(key, &new_key(), &body).await;
-    assert_eq!(status, 201, "{p}");
-    let id = p["id"].as_str().unwrap();
+    let (id, _) = app.create_ok(key, &body).await;
     wait_until(5, || async {
         let (_, events) = app.get(key, &format!("/api/v1/events?payment={id}")).await;
         let first = events["data"][0]["id"].as_str()?.to_string();
@@ -848,11 +846,8 @@ async fn events_past_their_retention_go_with_their_deliveries_unless_still_pendi
     // created and processing, written before its 201, so in creation order.
     let mut payments = Vec::new();
     for _ in 0..3 {
-        let (status, p) = app
-            .create(&key, &new_key(), &direct_payment("+2290166000004"))
-            .await;
-        assert_eq!(status, 201, "{p}");
-        payments.push(p["id"].as_str().unwrap().to_string());
+        let (id, _) = app.create_ok(&key, &direct_payment("+2290166000004")).await;
+        payments.push(id);
     }
     receiver.wait_for(10, |r| r.len() >= 3).await;
 

@@ -332,6 +332,15 @@ pub fn new_key() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
+/// The `id` of an object the API answered with (a payment, a refund, an
+/// event, an endpoint).
+pub fn id_of(object: &Value) -> String {
+    object["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no id: {object}"))
+        .to_string()
+}
+
 /// A valid direct payment in Benin to a simulator test number.
 pub fn direct_payment(phone: &str) -> Value {
     json!({

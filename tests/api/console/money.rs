@@ -348,8 +348,7 @@ async fn the_payments_list_pages_newest_first_and_its_csv_holds_the_filtered_lis
     for i in 0..55 {
         let mut body = direct_payment(&format!("+22901660{:05}", 100 + i));
         body["reference"] = json!(format!("order-{i:03}"));
-        let (status, p) = app.create(&key, &new_key(), &body).await;
-        assert_eq!(status, 201, "{p}");
+        app.create_ok(&key, &body).await;
         references.push(format!("order-{i:03}"));
     }
     let support = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
@@ -396,9 +395,7 @@ async fn a_console_cancel_is_confirmed_then_the_apis_and_a_second_one_is_refused
     let app = spawn_app_completing_after(0).await;
     let (merchant, key, _) = app.merchant("Shop");
     let body = direct_payment("+2290166000004");
-    let (status, p) = app.create(&key, &new_key(), &body).await;
-    assert_eq!(status, 201, "{p}");
-    let id = p["id"].as_str().unwrap();
+    let (id, _) = app.create_ok(&key, &body).await;
     let finance = person(&app, &merchant, "finance@shop.bj", Role::Finance).await;
     let cancel = format!("/console/payments/{id}/cancel");
     let confirm = finance.get(&cancel).await;
@@ -425,7 +422,7 @@ async fn a_console_cancel_is_confirmed_then_the_apis_and_a_second_one_is_refused
         .get(&key, &format!("/api/v1/collect/payments/{id}"))
         .await;
     assert_eq!(after["status"], "cancelled");
-    let again = finance.submit(&page_path(id), &cancel, &[]).await;
+    let again = finance.submit(&page_path(&id), &cancel, &[]).await;
     assert_eq!(again.status, 409, "{}", again.body);
     assert!(again.body.contains("cannot be cancelled"), "{}", again.body);
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
