@@ -234,7 +234,7 @@ async fn a_key_does_only_what_its_scopes_allow() {
     let (_, p) = app
         .create_ok(&full, &direct_payment("+2290197000001"))
         .await;
-    let path = format!("/api/v1/collect/payments/{}", p["id"].as_str().unwrap());
+    let path = format!("/api/v1/collect/payments/{}", id_of(&p));
 
     // Reading needs payments:read; creating, payments:write.
     assert_eq!(app.get(&reader.key, &path).await.0, 200);

@@ -103,10 +103,7 @@ async fn a_customer_pays_through_the_hosted_page_in_french_and_english() {
         "{result}"
     );
     let (_, after) = app
-        .get(
-            &key,
-            &format!("/api/v1/collect/payments/{}", p["id"].as_str().unwrap()),
-        )
+        .get(&key, &format!("/api/v1/collect/payments/{}", id_of(&p)))
         .await;
     assert_eq!(after["status"], "completed");
     assert_eq!(after["operator"], "mtn-bj");
@@ -253,10 +250,7 @@ async fn the_page_serves_hosted_payments_only_and_masks_the_phone() {
         .unwrap();
     assert!(resp.status().is_success(), "{}", resp.status());
     let (_, after) = app
-        .get(
-            &key,
-            &format!("/api/v1/collect/payments/{}", p["id"].as_str().unwrap()),
-        )
+        .get(&key, &format!("/api/v1/collect/payments/{}", id_of(&p)))
         .await;
     assert_eq!(after["customer"]["phone"], "+2290166001234", "{after}");
     assert_eq!(after["operator"], "mtn-bj");
@@ -271,7 +265,7 @@ async fn parallel_otp_guesses_on_the_page_reach_the_operator_three_times() {
     let key = app.test_key("Shop");
     let p = hosted(&app, &key, "BJ", 1000).await;
     let url = p["checkout_url"].as_str().unwrap().to_string();
-    let id = p["id"].as_str().unwrap().to_string();
+    let id = id_of(&p);
     let resp = app
         .client
         .post(&url)
@@ -423,10 +417,7 @@ async fn the_page_is_hardened_shows_what_is_paid_and_answers_head() {
     // Everywhere: the API, the host's own endpoints and the admin listener.
     let api = app
         .client
-        .head(app.url(&format!(
-            "/api/v1/collect/payments/{}",
-            p["id"].as_str().unwrap()
-        )))
+        .head(app.url(&format!("/api/v1/collect/payments/{}", id_of(&p))))
         .bearer_auth(&key)
         .send()
         .await

@@ -49,12 +49,12 @@ async fn merchants_and_keys_from_the_cli_work_on_a_running_server_and_revocation
         &dir,
     ]);
     assert_eq!(m["name"], "Boutique Dakar");
-    let merchant = m["id"].as_str().unwrap();
+    let merchant = id_of(&m);
     let k = mmc(&[
         "keys",
         "create",
         "--merchant",
-        merchant,
+        &merchant,
         "--env",
         "test",
         "--data-dir",
@@ -68,13 +68,7 @@ async fn merchants_and_keys_from_the_cli_work_on_a_running_server_and_revocation
 
     let (id, _) = app.create_ok(key, &direct_payment("+2290166000001")).await;
 
-    mmc(&[
-        "keys",
-        "revoke",
-        k["id"].as_str().unwrap(),
-        "--data-dir",
-        &dir,
-    ]);
+    mmc(&["keys", "revoke", &id_of(&k), "--data-dir", &dir]);
     let revoked_at = Instant::now();
     loop {
         let sent = revoked_at.elapsed();

@@ -12,7 +12,7 @@ async fn direct_create_returns_the_full_payment_and_get_reads_it_by_id_and_refer
     let (_, p) = app.create_ok(&key, &body).await;
     assert_eq!(p["object"], "collect.payment");
     assert_eq!(p["api_version"], "2026-06");
-    assert!(uuid::Uuid::parse_str(p["id"].as_str().unwrap()).is_ok());
+    assert!(uuid::Uuid::parse_str(&id_of(&p)).is_ok());
     assert_eq!(p["reference"], body["reference"]);
     assert_eq!(p["status"], "processing");
     assert_eq!(p["amount"], 1500);
@@ -37,7 +37,7 @@ async fn direct_create_returns_the_full_payment_and_get_reads_it_by_id_and_refer
     assert_eq!(p["metadata"]["order"], 42);
     let _ = merchant;
 
-    let id = p["id"].as_str().unwrap();
+    let id = id_of(&p);
     let (status, by_id) = app
         .get(&key, &format!("/api/v1/collect/payments/{id}"))
         .await;
@@ -61,10 +61,9 @@ async fn another_merchant_or_the_other_environment_gets_404() {
     let app = spawn_app().await;
     let (_, key_a, live_a) = app.merchant("A");
     let key_b = app.test_key("B");
-    let (_, p) = app
-        .create(&key_a, &new_key(), &direct_payment("+2290166000001"))
+    let (id, p) = app
+        .create_ok(&key_a, &direct_payment("+2290166000001"))
         .await;
-    let id = p["id"].as_str().unwrap();
     let reference = p["reference"].as_str().unwrap();
     for key in [&key_b, &live_a] {
         assert_eq!(
@@ -120,8 +119,7 @@ async fn simulated_outcomes_follow_the_test_numbers() {
         ("+2290166000003", "failed", json!("declined_by_customer")),
         ("+2290166000004", "processing", Value::Null),
     ] {
-        let (_, p) = app.create(&key, &new_key(), &direct_payment(phone)).await;
-        let id = p["id"].as_str().unwrap();
+        let (id, _) = app.create_ok(&key, &direct_payment(phone)).await;
         let (status, synced) = app
             .get(&key, &format!("/api/v1/collect/payments/{id}?sync=true"))
             .await;
@@ -142,7 +140,7 @@ async fn payments_in_progress_are_reconciled_without_being_asked() {
         .create(&key, &new_key(), &direct_payment("+2290166001234"))
         .await;
     assert_eq!(p["status"], "processing");
-    let id = p["id"].as_str().unwrap().to_string();
+    let id = id_of(&p);
     let mut last = Value::Null;
     for _ in 0..50 {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
@@ -169,12 +167,9 @@ async fn a_reconciliation_round_records_each_due_payment() {
         let phone = format!("+22901660012{i:02}");
         let (_, p) = app.create(&key, &new_key(), &direct_payment(&phone)).await;
         assert_eq!(p["status"], "processing", "{p}");
-        ids.push(p["id"].as_str().unwrap().to_string());
+        ids.push(id_of(&p));
     }
-    let (_, stuck) = app
-        .create(&key, &new_key(), &direct_payment("+2290166000004"))
-        .await;
-    let stuck = stuck["id"].as_str().unwrap().to_string();
+    let (stuck, _) = app.create_ok(&key, &direct_payment("+2290166000004")).await;
     let mut waiting = ids.clone();
     for _ in 0..60 {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;

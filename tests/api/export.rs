@@ -102,7 +102,7 @@ async fn created(app: &TestApp, key: &str, body: Value) -> Value {
 }
 
 async fn settled(app: &TestApp, key: &str, p: &Value) -> Value {
-    let id = p["id"].as_str().unwrap();
+    let id = id_of(p);
     app.get(key, &format!("/api/v1/collect/payments/{id}?sync=true"))
         .await
         .1
@@ -179,7 +179,7 @@ async fn the_export_is_csv_escaped_and_safe_in_a_spreadsheet() {
     let rows = e.rows();
     assert_eq!(
         e.ids(),
-        [&completed, &failed, &hosted].map(|p| p["id"].as_str().unwrap().to_string()),
+        [&completed, &failed, &hosted].map(id_of),
         "the merchant's own payments, oldest first"
     );
     // Formulas neutralised with a leading `'`; commas, quotes and line breaks quoted.
@@ -269,7 +269,7 @@ async fn the_export_filters_like_the_list_and_needs_a_start() {
         made.push(created(&app, &key, body).await);
     }
     assert_eq!(settled(&app, &key, &made[1]).await["status"], "failed");
-    let id = |i: usize| made[i]["id"].as_str().unwrap().to_string();
+    let id = |i: usize| id_of(&made[i]);
     let ids = |q: String| {
         let (app, key) = (&app, key.clone());
         async move {

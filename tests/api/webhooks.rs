@@ -61,10 +61,7 @@ async fn subscribed_events_arrive_signed_with_the_spec_envelope() {
         .await;
     app.get(
         &key,
-        &format!(
-            "/api/v1/collect/payments/{}?sync=true",
-            p["id"].as_str().unwrap()
-        ),
+        &format!("/api/v1/collect/payments/{}?sync=true", id_of(&p)),
     )
     .await;
     let got = receiver.wait_for(10, |r| r.len() >= 2).await;
@@ -86,8 +83,8 @@ async fn subscribed_events_arrive_signed_with_the_spec_envelope() {
         );
         assert!(!verify("whsec_wrong", &r.signature, &r.body));
         let e = r.json();
-        assert!(e["id"].as_str().unwrap().starts_with("evt_"));
-        assert_eq!(e["id"].as_str().unwrap(), r.event_id_header);
+        assert!(id_of(&e).starts_with("evt_"));
+        assert_eq!(id_of(&e), r.event_id_header);
         assert_eq!(e["object"], "event");
         assert_eq!(e["api_version"], "2026-06");
         assert!(e["created"].as_u64().unwrap() > 1_700_000_000);
@@ -120,10 +117,7 @@ async fn a_failing_endpoint_gets_the_event_again_with_the_same_id_and_attempts_a
     app.create(&key, &new_key(), &direct_payment("+2290166000001"))
         .await;
     let got = receiver.wait_for(10, |r| r.len() >= 3).await;
-    let ids: Vec<String> = got
-        .iter()
-        .map(|r| r.json()["id"].as_str().unwrap().to_string())
-        .collect();
+    let ids: Vec<String> = got.iter().map(|r| id_of(&r.json())).collect();
     assert!(
         ids.iter().all(|i| *i == ids[0]),
         "duplicates carry the same event id: {ids:?}"
@@ -193,10 +187,7 @@ async fn an_event_whose_body_cannot_be_built_is_recorded_never_sent() {
             .await;
     }
     let got = receiver.wait_for(10, |r| r.len() >= 2).await;
-    let (bad, good) = (
-        got[0].json()["id"].as_str().unwrap().to_string(),
-        got[1].json()["id"].as_str().unwrap().to_string(),
-    );
+    let (bad, good) = (id_of(&got[0].json()), id_of(&got[1].json()));
     let db = test_storage(&base_config(app.data_dir.path()));
     db.sql
         .write(|c| {
@@ -274,10 +265,7 @@ async fn a_receiver_that_is_down_and_comes_back_gets_every_event() {
         let (_, p) = app.create(&key, &new_key(), &direct_payment(phone)).await;
         app.get(
             &key,
-            &format!(
-                "/api/v1/collect/payments/{}?sync=true",
-                p["id"].as_str().unwrap()
-            ),
+            &format!("/api/v1/collect/payments/{}?sync=true", id_of(&p)),
         )
         .await;
     }
@@ -286,10 +274,7 @@ async fn a_receiver_that_is_down_and_comes_back_gets_every_event() {
     // created, processing, completed + created, processing, failed
     let got = receiver
         .wait_for(15, |r| {
-            let mut ids: Vec<String> = r
-                .iter()
-                .map(|x| x.json()["id"].as_str().unwrap().to_string())
-                .collect();
+            let mut ids: Vec<String> = r.iter().map(|x| id_of(&x.json())).collect();
             ids.sort();
             ids.dedup();
             ids.len() >= 6
@@ -458,15 +443,12 @@ async fn events_are_listed_filtered_and_paginated_and_deleted_endpoints_stop_rec
         .await;
     assert_eq!(created["data"].as_array().unwrap().len(), 2);
     let (_, of_p1) = app
-        .get(
-            &key,
-            &format!("/api/v1/events?payment={}", p1["id"].as_str().unwrap()),
-        )
+        .get(&key, &format!("/api/v1/events?payment={}", id_of(&p1)))
         .await;
     assert_eq!(of_p1["data"].as_array().unwrap().len(), 2);
     let (_, page1) = app.get(&key, "/api/v1/events?limit=3").await;
     assert_eq!(page1["has_more"], true);
-    let last = page1["data"][2]["id"].as_str().unwrap();
+    let last = id_of(&page1["data"][2]);
     let (_, page2) = app
         .get(
             &key,
@@ -529,10 +511,7 @@ async fn events_are_listed_filtered_and_paginated_and_deleted_endpoints_stop_rec
     receiver.wait_for(10, |r| r.len() >= 4).await;
     let resp = app
         .client
-        .delete(app.url(&format!(
-            "/api/v1/webhook-endpoints/{}",
-            endpoint["id"].as_str().unwrap()
-        )))
+        .delete(app.url(&format!("/api/v1/webhook-endpoints/{}", id_of(&endpoint))))
         .bearer_auth(&key)
         .send()
         .await
@@ -570,7 +549,7 @@ async fn an_event_written_before_a_sigkill_is_delivered_after_restart() {
             "collect.payment.created,collect.payment.processing",
         ],
     );
-    assert!(hook["id"].as_str().unwrap().starts_with("we_"));
+    assert!(id_of(&hook).starts_with("we_"));
     let secret = hook["secret"].as_str().unwrap().to_string();
     // A short attempt timeout: an attempt cut by the kill is retried once its lease
     // (2 × timeout + 1 s) ends.
@@ -680,7 +659,7 @@ async fn endpoints_per_merchant_are_bounded() {
             )
             .await;
         assert_eq!(status, 201, "{e}");
-        ids.push(e["id"].as_str().unwrap().to_string());
+        ids.push(id_of(&e));
     }
     let (status, err) = app
         .post(

@@ -238,7 +238,7 @@ async fn a_developer_adds_disables_and_rekeys_an_endpoint_and_reads_its_deliveri
     assert!(secret.starts_with("whsec_"), "{secret}");
     let (_, list) = app.get(&key, "/api/v1/webhook-endpoints").await;
     let endpoint: Value = list["data"][0].clone();
-    let id = endpoint["id"].as_str().unwrap().to_string();
+    let id = id_of(&endpoint);
     assert_eq!(endpoint["disabled"], false, "{list}");
 
     let off = dev
@@ -267,7 +267,7 @@ async fn a_developer_adds_disables_and_rekeys_an_endpoint_and_reads_its_deliveri
             &format!("/api/v1/events?payment={paid}&type=collect.payment.completed"),
         )
         .await;
-    let event = events["data"][0]["id"].as_str().unwrap().to_string();
+    let event = id_of(&events["data"][0]);
     let started = std::time::Instant::now();
     let full = loop {
         let (_, full) = app.get(&key, &format!("/api/v1/events/{event}")).await;

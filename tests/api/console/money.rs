@@ -125,10 +125,7 @@ async fn a_console_refund_is_the_apis_refund_and_a_double_submit_is_one_refund()
     );
     // The API's own refund object, event and all.
     let (status, via_api) = app
-        .get(
-            &key,
-            &format!("/api/v1/collect/refunds/{}", refund["id"].as_str().unwrap()),
-        )
+        .get(&key, &format!("/api/v1/collect/refunds/{}", id_of(refund)))
         .await;
     assert_eq!((status, &via_api["payment_id"]), (200, &json!(id)));
     let events = app.event_types(&key, &id).await;
@@ -148,11 +145,7 @@ async fn a_console_refund_is_the_apis_refund_and_a_double_submit_is_one_refund()
     assert_eq!(over.status, 400, "{}", over.body);
 
     let page = finance.get(&page_path(&id)).await;
-    assert!(
-        page.body.contains(refund["id"].as_str().unwrap()),
-        "{}",
-        page.body
-    );
+    assert!(page.body.contains(&id_of(refund)), "{}", page.body);
     assert!(
         page.body
             .contains("<strong>collect.payment.completed</strong>"),
@@ -213,7 +206,7 @@ async fn console_bulk_approval_is_the_apis_validate_under_the_approvers_role() {
         .unwrap();
     assert_eq!(resp.status().as_u16(), 201);
     let batch: Value = resp.json().await.unwrap();
-    let id = batch["id"].as_str().unwrap();
+    let id = id_of(&batch);
     assert_eq!(batch["status"], "pending_validation", "{batch}");
     let page = format!("/console/bulk/{id}");
     let validate = format!("/console/bulk/{id}/validate");
@@ -256,7 +249,7 @@ async fn console_bulk_approval_is_the_apis_validate_under_the_approvers_role() {
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
     let audit = owner.get("/console/audit?action=bulk.approve").await;
     assert!(
-        audit.body.contains("finance@shop.bj") && audit.body.contains(id),
+        audit.body.contains("finance@shop.bj") && audit.body.contains(&id),
         "{}",
         audit.body
     );
@@ -281,7 +274,7 @@ async fn support_resends_an_events_webhooks_and_finance_is_refused() {
             &format!("/api/v1/events?payment={id}&type=collect.payment.completed"),
         )
         .await;
-    let event = events["data"][0]["id"].as_str().unwrap().to_string();
+    let event = id_of(&events["data"][0]);
     let resend = format!("/console/events/{event}/resend");
 
     let finance = person(&app, &merchant, "cfo@shop.bj", Role::Finance).await;
