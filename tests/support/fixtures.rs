@@ -13,6 +13,12 @@ impl TestApp {
         self.merchant(name).1
     }
 
+    /// A new merchant named `name`, with a key in each environment: its id,
+    /// for a test that acts as the merchant's people rather than its keys.
+    pub fn new_merchant(&self, name: &str) -> String {
+        self.merchant(name).0
+    }
+
     /// Creates the payment `body` under a fresh Idempotency-Key, which must
     /// be answered 201: the payment's id and JSON.
     pub async fn create_ok(&self, key: &str, body: &Value) -> (String, Value) {

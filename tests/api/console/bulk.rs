@@ -179,7 +179,7 @@ fn actor(app: &TestApp, merchant: &str, email: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn support_and_developers_see_no_bulk_payouts_and_cannot_upload() {
     let app = spawn_app().await;
-    let (merchant, _, _) = app.merchant("Payroll");
+    let merchant = app.new_merchant("Payroll");
     for (email, role) in [
         ("agent@payroll.bj", Role::Support),
         ("dev@payroll.bj", Role::Developer),

@@ -22,7 +22,7 @@ fn after<'a>(page: &'a Page, marker: &str) -> &'a str {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_developer_creates_a_key_shown_once_and_a_revoked_key_is_refused_at_once() {
     let app = spawn_app().await;
-    let (merchant, _, _) = app.merchant("Shop");
+    let merchant = app.new_merchant("Shop");
     let dev = person(&app, &merchant, "dev@shop.bj", Role::Developer).await;
     let page = dev.get("/console/developers").await;
     assert_eq!(page.status, 200, "{}", page.body);

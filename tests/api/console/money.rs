@@ -184,7 +184,7 @@ async fn a_console_refund_is_the_apis_refund_and_a_double_submit_is_one_refund()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_bulk_approval_is_the_apis_validate_under_the_approvers_role() {
     let app = spawn_app().await;
-    let (merchant, _, _) = app.merchant("Payroll");
+    let merchant = app.new_merchant("Payroll");
     let maker = app
         .accounts
         .create_key_with(
