@@ -28,5 +28,6 @@ pub mod scaffold;
 pub mod scopes;
 pub mod server;
 pub mod shutdown;
+pub mod site;
 pub mod webhooks;
 pub mod workers;

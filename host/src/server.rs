@@ -1,6 +1,8 @@
 //! Assembles the service from a [`Config`]: storage, capabilities, runtime,
-//! components, workers, HTTP. Used by `mmc serve` and by the tests.
+//! components, workers, the site its listeners serve. Used by `mmc serve`
+//! and by the tests.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
@@ -10,13 +12,14 @@ use crate::capabilities::outbound_http::ReqwestClient;
 use crate::clock::SystemClock;
 use crate::config::Config;
 use crate::db::Storage;
-use crate::http::{self, App, Running};
+use crate::http::App;
 use crate::metrics::Metrics;
 use crate::runtime::{Runtime, Services};
+use crate::site::{self, Site};
 
 /// Everything a running service holds.
 pub struct Service {
-    pub app: Arc<App>,
+    pub site: Arc<Site>,
     pub running: Running,
     /// Released at a graceful shutdown, so other nodes take the jobs over at once.
     pub leases: Arc<crate::leases::Leases>,
@@ -77,7 +80,6 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     let drain = crate::shutdown::Drain::new();
     crate::webhooks::spawn(webhooks.clone(), drain.clone());
     let app = Arc::new(App {
-        admin,
         rate_limiter: crate::http::rate_limit::RateLimiter::new(config.rate_limit.clone()),
         client_limiter: crate::http::rate_limit::RateLimiter::per_client(&config.rate_limit),
         runtime: runtime.clone(),
@@ -95,14 +97,18 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
             && tokio::runtime::Handle::current().runtime_flavor()
                 == tokio::runtime::RuntimeFlavor::MultiThread,
         drain,
-        console: crate::console::Console::new(db.sql.clone(), &base_url),
     });
     crate::workers::spawn(runtime.clone(), leases.clone(), app.drain.clone());
-    crate::workers::spawn_fleet(app.clone(), leases.clone());
-    let task = tokio::spawn(http::serve(app.clone(), listener));
-    let admin_task = tokio::spawn(http::serve_admin(app.clone(), admin_listener));
-    Ok(Service {
+    crate::workers::spawn_fleet(admin.clone(), app.clone(), leases.clone());
+    let site = Arc::new(Site {
         app,
+        console: crate::console::Console::new(db.sql.clone(), &base_url),
+        admin,
+    });
+    let task = tokio::spawn(site::serve(site.clone(), listener));
+    let admin_task = tokio::spawn(site::serve_admin(site.clone(), admin_listener));
+    Ok(Service {
+        site,
         running: Running {
             addr,
             task,
@@ -113,16 +119,24 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     })
 }
 
+/// A running server: its bound addresses and the tasks serving them.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub task: tokio::task::JoinHandle<()>,
+    pub admin_addr: SocketAddr,
+    pub admin_task: tokio::task::JoinHandle<()>,
+}
+
 impl Service {
     /// Graceful shutdown (SIGTERM): stops accepting, waits up to `grace`
     /// for in-flight requests and jobs, then releases this node's leases.
     /// True when everything finished within `grace`.
     pub async fn shutdown(&self, grace: std::time::Duration) -> bool {
-        self.app.drain.start();
+        let app = &self.site.app;
+        app.drain.start();
         let deadline = std::time::Instant::now() + grace;
-        let connections = self.app.connections.clone();
-        let idle = self
-            .app
+        let connections = app.connections.clone();
+        let idle = app
             .drain
             .wait_idle(deadline, || connections.open() > 0)
             .await;

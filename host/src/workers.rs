@@ -154,23 +154,24 @@ impl Held {
 /// What keeps a fleet's nodes in step: adapter versions deployed through
 /// another node (polled every [`crate::admin::SYNC_EVERY`]), and the count of
 /// live nodes that share each key's rate limit.
-pub fn spawn_fleet(app: Arc<crate::http::App>, leases: Arc<Leases>) {
-    {
-        let app = app.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(crate::admin::SYNC_EVERY);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                let app = app.clone();
-                match tokio::task::spawn_blocking(move || app.admin.sync()).await {
-                    Ok(Ok(_)) => {}
-                    Ok(Err(e)) => tracing::warn!(error = %e, "adapter versions not synced"),
-                    Err(e) => tracing::error!(error = %e, "adapter sync panicked"),
-                }
+pub fn spawn_fleet(
+    admin: Arc<crate::admin::Admin>,
+    app: Arc<crate::http::App>,
+    leases: Arc<Leases>,
+) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(crate::admin::SYNC_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let admin = admin.clone();
+            match tokio::task::spawn_blocking(move || admin.sync()).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => tracing::warn!(error = %e, "adapter versions not synced"),
+                Err(e) => tracing::error!(error = %e, "adapter sync panicked"),
             }
-        });
-    }
+        }
+    });
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(RENEW_EVERY);
         loop {

@@ -375,7 +375,7 @@ async fn cinetpay_python_adapter_hot_swapped_under_load_fails_no_request() {
     // Compiled first (about a minute for a Python component on two cores,
     // then kept in the compiled-code cache, as a deploy keeps it): what runs
     // under the load is the deploy and the swap.
-    let runtime = app.service.app.runtime.clone();
+    let runtime = app.service.site.app.runtime.clone();
     let bytes = v2.clone();
     tokio::task::spawn_blocking(move || runtime.prepare("cinetpay", &bytes).map(drop))
         .await

@@ -213,7 +213,7 @@ async fn post_with_key(
 /// Moves a stored payment's deadline to `expires_at_ms` (index and record),
 /// through the server's own storage, instead of waiting five minutes.
 fn move_deadline(app: &TestApp, id: &str, expires_at_ms: u64) {
-    let storage = &app.service.app.runtime.services.storage;
+    let storage = &app.service.site.app.runtime.services.storage;
     let entries = storage.scan("collect", "expiry", "", "~", 1000).unwrap();
     let (old_key, _) = entries
         .iter()

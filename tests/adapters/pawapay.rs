@@ -675,7 +675,7 @@ async fn the_catalogue_follows_the_active_configuration_after_load() {
         "operational"
     );
     fake.set_provider_conf("MOOV_TGO", 100, 1_000_000, "CLOSED");
-    let runtime = app.service.app.runtime.clone();
+    let runtime = app.service.site.app.runtime.clone();
     tokio::task::spawn_blocking(move || runtime.refresh_descriptions())
         .await
         .unwrap();

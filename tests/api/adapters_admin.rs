@@ -45,7 +45,7 @@ async fn spawn_rogue_app(adjust: impl FnOnce(&mut mmc_host::config::Config)) -> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_looping_hungry_or_lying_adapter_leaves_one_payment_unknown_never_the_host() {
     let app = spawn_rogue_app(|_| {}).await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     // A trap, a deadline, a memory cap or an unusable answer after the adapter
     // may have sent the request: the outcome is unknown, never `failed`; the
     // payment stays in progress for reconciliation to ask the operator.
@@ -108,7 +108,7 @@ async fn a_status_call_that_fails_in_a_reconciliation_round_leaves_only_its_paym
         c.rate_limit.per_second = 0.0;
     })
     .await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let phones = (0..40)
         .map(|_| "+2290166000109") // completed at the first status
         .chain([
@@ -119,10 +119,9 @@ async fn a_status_call_that_fails_in_a_reconciliation_round_leaves_only_its_paym
     let created = futures::future::join_all(phones.map(|phone| {
         let (app, key) = (&app, &key);
         async move {
-            let (s, p) = app.create(key, &new_key(), &direct_payment(phone)).await;
-            assert_eq!(s, 201, "{p}");
+            let (id, p) = app.create_ok(key, &direct_payment(phone)).await;
             assert_eq!(p["status"], "processing", "{p}");
-            (phone, p["id"].as_str().unwrap().to_string())
+            (phone, id)
         }
     }))
     .await;
@@ -178,7 +177,7 @@ async fn a_status_call_that_fails_in_a_reconciliation_round_leaves_only_its_paym
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_admin_api_needs_its_token_and_refuses_bad_versions() {
     let app = spawn_app_with(|c| c.admin_token = Some(ADMIN.into())).await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let resp = app
         .client
         .get(app.admin_url("/admin/v1/adapters"))
@@ -296,7 +295,7 @@ async fn hot_swap_under_load_loses_nothing_and_rollback_and_restart_keep_version
         c.rate_limit.per_second = 0.0;
     })
     .await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let original = std::fs::read(components_dir().join("simulator.wasm")).unwrap();
     let v2 = new_version(&original, "v2");
 
@@ -453,7 +452,7 @@ async fn a_busy_adapter_pool_fails_no_payment_and_the_retry_sends_it_once() {
         c.limits.slot_wait_ms = Some(50);
     })
     .await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     // One payment holds the only adapter slot (its adapter loops until its deadline).
     let holder = {
         let (app_base, client, key) = (app.base.clone(), app.client.clone(), key.clone());

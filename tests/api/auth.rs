@@ -86,7 +86,7 @@ async fn missing_unknown_and_revoked_keys_get_401_in_the_current_shape() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn x_service_environment_is_ignored_whatever_its_value() {
     let app = spawn_app().await;
-    let (_, test_key, _) = app.merchant("Shop");
+    let test_key = app.test_key("Shop");
     for value in ["live", "production", "", "staging"] {
         let resp = app
             .client
@@ -107,7 +107,7 @@ async fn x_service_environment_is_ignored_whatever_its_value() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn x_api_key_header_is_equivalent_to_bearer() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let resp = app
         .client
         .get(app.url("/api/v1/collect/payments/operators/"))
@@ -137,7 +137,7 @@ async fn legacy_paths_get_401_in_the_legacy_shape() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_key_fixes_the_environment_whatever_the_header_says() {
     let app = spawn_app().await;
-    let (_, test_key, _) = app.merchant("Shop");
+    let test_key = app.test_key("Shop");
     let resp = app
         .client
         .post(app.url("/api/v1/collect/payments"))
@@ -231,11 +231,10 @@ async fn a_key_does_only_what_its_scopes_allow() {
     assert_eq!(reader.scopes, vec!["payments:read"]);
     let writer = scoped("payments:write");
 
-    let (status, p) = app
-        .create(&full, &new_key(), &direct_payment("+2290197000001"))
+    let (_, p) = app
+        .create_ok(&full, &direct_payment("+2290197000001"))
         .await;
-    assert_eq!(status, 201, "{p}");
-    let path = format!("/api/v1/collect/payments/{}", p["id"].as_str().unwrap());
+    let path = format!("/api/v1/collect/payments/{}", id_of(&p));
 
     // Reading needs payments:read; creating, payments:write.
     assert_eq!(app.get(&reader.key, &path).await.0, 200);
@@ -310,7 +309,7 @@ async fn anonymous_surfaces_are_limited_per_client_address_and_route() {
         c.rate_limit.per_client_burst = 3.0;
     })
     .await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let checkout = app.url(&format!("/checkout/{}", uuid::Uuid::new_v4()));
     for _ in 0..3 {
         let resp = app.client.get(&checkout).send().await.unwrap();
@@ -375,7 +374,7 @@ async fn a_made_up_key_buys_no_way_around_the_per_client_limits() {
     }
     assert_eq!(seen, [401, 401, 401, 429, 429, 429], "{seen:?}");
     // A real key is counted by its key, not by address.
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     assert_eq!(
         app.create(&key, &new_key(), &direct_payment("+2290197000001"))
             .await

@@ -69,10 +69,7 @@ fn load(
                     let (status, p) =
                         post_json(&client, &create_url(&base), &key, Some(&new_key()), &body).await;
                     assert_eq!(status, 201, "{p}");
-                    acked
-                        .lock()
-                        .unwrap()
-                        .push(p["id"].as_str().unwrap().to_string());
+                    acked.lock().unwrap().push(id_of(&p));
                 }
             })
         })
@@ -154,11 +151,7 @@ async fn a_backup_under_load_restores_every_payment_acknowledged_before_it() {
     }
     let missing = get_json(
         &client,
-        &format!(
-            "{}/{}",
-            create_url(&server.base),
-            later["id"].as_str().unwrap()
-        ),
+        &format!("{}/{}", create_url(&server.base), id_of(&later)),
         &key,
     )
     .await;
@@ -192,11 +185,7 @@ async fn a_backup_under_load_restores_every_payment_acknowledged_before_it() {
     assert_eq!(first["id"], json!(before[0]));
     let gone = get_json(
         &client,
-        &format!(
-            "{}/{}",
-            create_url(&server.base),
-            later["id"].as_str().unwrap()
-        ),
+        &format!("{}/{}", create_url(&server.base), id_of(&later)),
         &key,
     )
     .await;

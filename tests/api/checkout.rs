@@ -60,16 +60,12 @@ pub(crate) async fn node_json(args: Vec<String>) -> Value {
 async fn hosted_described(app: &TestApp, key: &str, description: &str) -> Value {
     let body = json!({"reference": format!("h-{}", uuid::Uuid::new_v4()), "amount": 2500,
         "currency": "XOF", "country": "BJ", "mode": "hosted", "description": description});
-    let (status, p) = app.create(key, &new_key(), &body).await;
-    assert_eq!(status, 201, "{p}");
-    p
+    app.create_ok(key, &body).await.1
 }
 
 async fn hosted(app: &TestApp, key: &str, country: &str, amount: u64) -> Value {
     let body = json!({"reference": format!("h-{}", uuid::Uuid::new_v4()), "amount": amount, "currency": "XOF", "country": country, "mode": "hosted"});
-    let (status, p) = app.create(key, &new_key(), &body).await;
-    assert_eq!(status, 201, "{p}");
-    p
+    app.create_ok(key, &body).await.1
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -107,10 +103,7 @@ async fn a_customer_pays_through_the_hosted_page_in_french_and_english() {
         "{result}"
     );
     let (_, after) = app
-        .get(
-            &key,
-            &format!("/api/v1/collect/payments/{}", p["id"].as_str().unwrap()),
-        )
+        .get(&key, &format!("/api/v1/collect/payments/{}", id_of(&p)))
         .await;
     assert_eq!(after["status"], "completed");
     assert_eq!(after["operator"], "mtn-bj");
@@ -137,7 +130,7 @@ async fn a_customer_pays_through_the_hosted_page_in_french_and_english() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_explains_bad_input_failure_and_expiry() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let p = hosted(&app, &key, "CI", 1000).await;
     let url = p["checkout_url"].as_str().unwrap().to_string();
     let page = app
@@ -219,14 +212,13 @@ fn esc_like(text: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_serves_hosted_payments_only_and_masks_the_phone() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let direct = json!({"reference": "d-1", "amount": 1000, "currency": "XOF", "country": "BJ",
         "operator": "mtn-bj", "customer": {"phone": "+2290166000004"}});
-    let (status, p) = app.create(&key, &new_key(), &direct).await;
-    assert_eq!(status, 201, "{p}");
+    let (id, _) = app.create_ok(&key, &direct).await;
     let page = app
         .client
-        .get(app.url(&format!("/checkout/{}", p["id"].as_str().unwrap())))
+        .get(app.url(&format!("/checkout/{id}")))
         .send()
         .await
         .unwrap();
@@ -258,10 +250,7 @@ async fn the_page_serves_hosted_payments_only_and_masks_the_phone() {
         .unwrap();
     assert!(resp.status().is_success(), "{}", resp.status());
     let (_, after) = app
-        .get(
-            &key,
-            &format!("/api/v1/collect/payments/{}", p["id"].as_str().unwrap()),
-        )
+        .get(&key, &format!("/api/v1/collect/payments/{}", id_of(&p)))
         .await;
     assert_eq!(after["customer"]["phone"], "+2290166001234", "{after}");
     assert_eq!(after["operator"], "mtn-bj");
@@ -273,10 +262,10 @@ async fn the_page_serves_hosted_payments_only_and_masks_the_phone() {
 async fn parallel_otp_guesses_on_the_page_reach_the_operator_three_times() {
     const ADMIN: &str = "an-admin-token-of-at-least-32-characters";
     let app = spawn_app_with(|c| c.admin_token = Some(ADMIN.into())).await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let p = hosted(&app, &key, "BJ", 1000).await;
     let url = p["checkout_url"].as_str().unwrap().to_string();
-    let id = p["id"].as_str().unwrap().to_string();
+    let id = id_of(&p);
     let resp = app
         .client
         .post(&url)
@@ -354,7 +343,7 @@ async fn parallel_otp_guesses_on_the_page_reach_the_operator_three_times() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_is_hardened_shows_what_is_paid_and_answers_head() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Boutique Awa");
+    let key = app.test_key("Boutique Awa");
     let p = hosted_described(&app, &key, "Panier <b>42</b>").await;
     let url = p["checkout_url"].as_str().unwrap().to_string();
 
@@ -428,10 +417,7 @@ async fn the_page_is_hardened_shows_what_is_paid_and_answers_head() {
     // Everywhere: the API, the host's own endpoints and the admin listener.
     let api = app
         .client
-        .head(app.url(&format!(
-            "/api/v1/collect/payments/{}",
-            p["id"].as_str().unwrap()
-        )))
+        .head(app.url(&format!("/api/v1/collect/payments/{}", id_of(&p))))
         .bearer_auth(&key)
         .send()
         .await
@@ -498,7 +484,7 @@ async fn docs_anchors_of_error_codes_scroll_to_their_rows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_checkout_page_passes_an_accessibility_audit_on_a_phone_and_a_desktop() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Boutique Awa");
+    let key = app.test_key("Boutique Awa");
     let p = hosted_described(&app, &key, "Panier 42").await;
     for lang in ["fr", "en"] {
         let url = format!("{}?lang={lang}", p["checkout_url"].as_str().unwrap());

@@ -49,12 +49,12 @@ async fn merchants_and_keys_from_the_cli_work_on_a_running_server_and_revocation
         &dir,
     ]);
     assert_eq!(m["name"], "Boutique Dakar");
-    let merchant = m["id"].as_str().unwrap();
+    let merchant = id_of(&m);
     let k = mmc(&[
         "keys",
         "create",
         "--merchant",
-        merchant,
+        &merchant,
         "--env",
         "test",
         "--data-dir",
@@ -66,26 +66,14 @@ async fn merchants_and_keys_from_the_cli_work_on_a_running_server_and_revocation
     let key = k["key"].as_str().unwrap();
     assert!(key.starts_with("mk_test_"), "{key}");
 
-    let (status, p) = app
-        .create(key, &new_key(), &direct_payment("+2290166000001"))
-        .await;
-    assert_eq!(status, 201, "{p}");
+    let (id, _) = app.create_ok(key, &direct_payment("+2290166000001")).await;
 
-    mmc(&[
-        "keys",
-        "revoke",
-        k["id"].as_str().unwrap(),
-        "--data-dir",
-        &dir,
-    ]);
+    mmc(&["keys", "revoke", &id_of(&k), "--data-dir", &dir]);
     let revoked_at = Instant::now();
     loop {
         let sent = revoked_at.elapsed();
         let (status, _) = app
-            .get(
-                key,
-                &format!("/api/v1/collect/payments/{}", p["id"].as_str().unwrap()),
-            )
+            .get(key, &format!("/api/v1/collect/payments/{id}"))
             .await;
         if status == 401 {
             break;

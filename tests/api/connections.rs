@@ -74,12 +74,11 @@ async fn two_thousand_slow_clients_are_closed_while_a_normal_client_is_served() 
     })
     .await;
     let server = app.service.running.addr;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let body = serde_json::json!({"reference": "c-1", "amount": 1500, "currency": "XOF",
         "country": "BJ", "operator": "mtn-bj", "customer": {"phone": "+2290166000001"}});
-    let (status, p) = app.create(&key, &new_key(), &body).await;
-    assert_eq!(status, 201, "{p}");
-    let path = format!("/api/v1/collect/payments/{}", p["id"].as_str().unwrap());
+    let (id, _) = app.create_ok(&key, &body).await;
+    let path = format!("/api/v1/collect/payments/{id}");
     let before = read_latency(&app, &key, &path, 21).await;
 
     // 2,000 clients from 127.0.0.2 each send half a request, then nothing.
@@ -136,7 +135,7 @@ async fn a_slow_body_gets_408_and_an_idle_connection_is_closed() {
     .await;
     let server = app.service.running.addr;
     // A merchant's key: a body is read only once its key authenticates.
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
 
     // Headers at once, then 10 of the 100 bytes announced.
     let mut s = TcpStream::connect(server).await.unwrap();
@@ -212,7 +211,7 @@ async fn draining_answers_the_first_request_of_a_connection_accepted_before_it()
     let mut late = TcpStream::connect(server).await.unwrap();
     let mut silent = TcpStream::connect(server).await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    app.service.app.drain.start();
+    app.service.site.app.drain.start();
     tokio::time::sleep(Duration::from_millis(50)).await;
     late.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         .await

@@ -183,7 +183,7 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
         .collect();
     let created: Vec<&Attempt> = attempts.iter().filter(|a| a.status == Some(201)).collect();
     for a in &created {
-        let id = a.payment["id"].as_str().unwrap();
+        let id = id_of(&a.payment);
         let stored = get_json(
             &client,
             &format!("{}/api/v1/collect/payments/{id}", server.base),
@@ -211,7 +211,7 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
         ids_by_key
             .entry(a.key.as_str())
             .or_default()
-            .insert(a.payment["id"].as_str().unwrap().to_string());
+            .insert(id_of(&a.payment));
     }
     assert!(
         ids_by_key.values().all(|ids| ids.len() == 1),
@@ -222,7 +222,7 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
         ids_by_reference
             .entry(a.body["reference"].as_str().unwrap().to_string())
             .or_default()
-            .insert(a.payment["id"].as_str().unwrap().to_string());
+            .insert(id_of(&a.payment));
     }
     assert!(
         ids_by_reference.values().all(|ids| ids.len() == 1),
@@ -250,10 +250,7 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
             page["next_starting_after"].as_str().unwrap()
         );
     }
-    let stored_ids: HashSet<String> = stored
-        .iter()
-        .map(|p| p["id"].as_str().unwrap().to_string())
-        .collect();
+    let stored_ids: HashSet<String> = stored.iter().map(id_of).collect();
     let answered_ids: HashSet<String> = ids_by_key.values().flatten().cloned().collect();
     let keys: HashSet<&str> = attempts.iter().map(|a| a.key.as_str()).collect();
     assert_eq!(stored.len(), stored_ids.len(), "a payment listed twice");
@@ -273,12 +270,7 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
     let processing = created
         .iter()
         .filter(|a| a.payment["status"] == "processing")
-        .map(|a| {
-            (
-                a.payment["id"].as_str().unwrap().to_string(),
-                "collect.payment.processing",
-            )
-        });
+        .map(|a| (id_of(&a.payment), "collect.payment.processing"));
     let expected: HashSet<(String, &str)> = stored_ids
         .iter()
         .map(|id| (id.clone(), "collect.payment.created"))
@@ -305,10 +297,7 @@ async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
         })
         .await;
     let unanswered = attempts.iter().filter(|a| a.status.is_none()).count();
-    let distinct_events: HashSet<String> = got
-        .iter()
-        .map(|r| r.json()["id"].as_str().unwrap().to_string())
-        .collect();
+    let distinct_events: HashSet<String> = got.iter().map(|r| id_of(&r.json())).collect();
     println!(
         "crash test: {rounds} SIGKILLs; {} requests: {} created (201), {} replayed (200), {} unanswered (killed mid-request), {} other; \
          {retried} keys sent again after the last kill ({told_to_wait} times told to wait); {} payments stored, each acknowledged once; \
@@ -490,7 +479,7 @@ async fn a_refund_left_pending_by_a_crash_is_polled_after_restart() {
     )
     .await;
     assert_eq!(status, 201, "{p}");
-    let id = p["id"].as_str().unwrap().to_string();
+    let id = id_of(&p);
     mtn.until_status(&server, &id, "completed").await;
 
     // MTN records the refund, then takes 30 s to say so: we die meanwhile.
@@ -561,7 +550,7 @@ async fn a_create_cut_by_a_crash_is_answered_at_once_after_the_restart() {
         p["status"] == "pending" || p["status"] == "completed",
         "its outcome is not known yet, or MTN told us: {p}"
     );
-    let id = p["id"].as_str().unwrap().to_string();
+    let id = id_of(&p);
     let done = mtn.until_status(&server, &id, "completed").await;
     assert_eq!(done["amount"], 2500);
     assert_eq!(
@@ -604,7 +593,7 @@ async fn a_create_cut_by_a_crash_and_never_retried_is_settled_soon_after_the_res
     .await;
     let stored = &list["data"][0];
     assert_eq!(stored["reference"], "abandoned", "{list}");
-    let id = stored["id"].as_str().unwrap().to_string();
+    let id = id_of(stored);
     let done = mtn.until_status(&server, &id, "completed").await;
     assert_eq!(done["amount"], 3500);
     assert_eq!(
@@ -644,7 +633,7 @@ async fn an_otp_confirmation_cut_by_a_crash_is_settled_soon_after_the_restart() 
     )
     .await;
     assert_eq!((status, &p["status"]), (201, &json!("awaiting_otp")), "{p}");
-    let id = p["id"].as_str().unwrap().to_string();
+    let id = id_of(&p);
 
     fake.inject("deposits", Fault::Slow(Duration::from_secs(30)), 1);
     let confirm = {

@@ -9,11 +9,10 @@ async fn direct_create_returns_the_full_payment_and_get_reads_it_by_id_and_refer
     let mut body = direct_payment("97000001"); // old 8-digit Benin number
     body["metadata"] = json!({"order": 42});
     body["external_merchant_id"] = json!("sub-1");
-    let (status, p) = app.create(&key, &new_key(), &body).await;
-    assert_eq!(status, 201, "{p}");
+    let (_, p) = app.create_ok(&key, &body).await;
     assert_eq!(p["object"], "collect.payment");
     assert_eq!(p["api_version"], "2026-06");
-    assert!(uuid::Uuid::parse_str(p["id"].as_str().unwrap()).is_ok());
+    assert!(uuid::Uuid::parse_str(&id_of(&p)).is_ok());
     assert_eq!(p["reference"], body["reference"]);
     assert_eq!(p["status"], "processing");
     assert_eq!(p["amount"], 1500);
@@ -38,7 +37,7 @@ async fn direct_create_returns_the_full_payment_and_get_reads_it_by_id_and_refer
     assert_eq!(p["metadata"]["order"], 42);
     let _ = merchant;
 
-    let id = p["id"].as_str().unwrap();
+    let id = id_of(&p);
     let (status, by_id) = app
         .get(&key, &format!("/api/v1/collect/payments/{id}"))
         .await;
@@ -61,11 +60,10 @@ async fn direct_create_returns_the_full_payment_and_get_reads_it_by_id_and_refer
 async fn another_merchant_or_the_other_environment_gets_404() {
     let app = spawn_app().await;
     let (_, key_a, live_a) = app.merchant("A");
-    let (_, key_b, _) = app.merchant("B");
-    let (_, p) = app
-        .create(&key_a, &new_key(), &direct_payment("+2290166000001"))
+    let key_b = app.test_key("B");
+    let (id, p) = app
+        .create_ok(&key_a, &direct_payment("+2290166000001"))
         .await;
-    let id = p["id"].as_str().unwrap();
     let reference = p["reference"].as_str().unwrap();
     for key in [&key_b, &live_a] {
         assert_eq!(
@@ -86,32 +84,27 @@ async fn another_merchant_or_the_other_environment_gets_404() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn otp_operator_waits_for_the_code_and_hosted_mode_redirects_to_our_checkout() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let mut otp = direct_payment("+2290166000001");
     otp["operator"] = json!("coris");
-    let (status, p) = app.create(&key, &new_key(), &otp).await;
-    assert_eq!(status, 201, "{p}");
+    let (_, p) = app.create_ok(&key, &otp).await;
     assert_eq!(p["operator"], "coris-bj", "aliases resolve to the slug");
     assert_eq!(p["status"], "awaiting_otp");
     assert_eq!(p["next_action"]["type"], "confirm_otp");
 
     let hosted = json!({"reference": "hosted-1", "amount": 2500, "currency": "XOF", "country": "CI", "mode": "hosted"});
-    let (status, p) = app.create(&key, &new_key(), &hosted).await;
-    assert_eq!(status, 201, "{p}");
+    let (id, p) = app.create_ok(&key, &hosted).await;
     assert_eq!(p["status"], "awaiting_payment");
     assert_eq!(p["next_action"]["type"], "redirect_to_checkout");
     let url = p["checkout_url"].as_str().unwrap();
-    assert_eq!(
-        url,
-        format!("{}/checkout/{}", app.base, p["id"].as_str().unwrap())
-    );
+    assert_eq!(url, format!("{}/checkout/{id}", app.base));
     assert_eq!(p["next_action"]["checkout_url"], url);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn simulated_outcomes_follow_the_test_numbers() {
     let app = spawn_app_completing_after(0).await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     // 0005: operator error at initiation → failed at once, with the reason.
     let (status, p) = app
         .create(&key, &new_key(), &direct_payment("+2290166000005"))
@@ -126,8 +119,7 @@ async fn simulated_outcomes_follow_the_test_numbers() {
         ("+2290166000003", "failed", json!("declined_by_customer")),
         ("+2290166000004", "processing", Value::Null),
     ] {
-        let (_, p) = app.create(&key, &new_key(), &direct_payment(phone)).await;
-        let id = p["id"].as_str().unwrap();
+        let (id, _) = app.create_ok(&key, &direct_payment(phone)).await;
         let (status, synced) = app
             .get(&key, &format!("/api/v1/collect/payments/{id}?sync=true"))
             .await;
@@ -143,12 +135,12 @@ async fn simulated_outcomes_follow_the_test_numbers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn payments_in_progress_are_reconciled_without_being_asked() {
     let app = spawn_app_completing_after(500).await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let (_, p) = app
         .create(&key, &new_key(), &direct_payment("+2290166001234"))
         .await;
     assert_eq!(p["status"], "processing");
-    let id = p["id"].as_str().unwrap().to_string();
+    let id = id_of(&p);
     let mut last = Value::Null;
     for _ in 0..50 {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
@@ -169,18 +161,15 @@ async fn payments_in_progress_are_reconciled_without_being_asked() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconciliation_round_records_each_due_payment() {
     let app = spawn_app_completing_after(500).await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let mut ids = Vec::new();
     for i in 0..8 {
         let phone = format!("+22901660012{i:02}");
         let (_, p) = app.create(&key, &new_key(), &direct_payment(&phone)).await;
         assert_eq!(p["status"], "processing", "{p}");
-        ids.push(p["id"].as_str().unwrap().to_string());
+        ids.push(id_of(&p));
     }
-    let (_, stuck) = app
-        .create(&key, &new_key(), &direct_payment("+2290166000004"))
-        .await;
-    let stuck = stuck["id"].as_str().unwrap().to_string();
+    let (stuck, _) = app.create_ok(&key, &direct_payment("+2290166000004")).await;
     let mut waiting = ids.clone();
     for _ in 0..60 {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
@@ -208,7 +197,7 @@ async fn a_reconciliation_round_records_each_due_payment() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_bad_input_is_a_400_naming_its_param() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let base = direct_payment("+2290166000001");
     let with = |field: &str, value: Value| {
         let mut b = base.clone();
@@ -411,7 +400,7 @@ async fn every_bad_input_is_a_400_naming_its_param() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idempotent_replays_and_conflicts() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let body = direct_payment("+2290166000001");
     let idem = new_key();
     let (status, first) = app.create(&key, &idem, &body).await;
@@ -436,7 +425,7 @@ async fn idempotent_replays_and_conflicts() {
     assert_eq!(status, 409);
     assert_eq!(err["error"]["code"], "reference_already_used");
     // Keys are scoped per merchant: another merchant may use the same key and reference.
-    let (_, key_b, _) = app.merchant("Other");
+    let key_b = app.test_key("Other");
     let (status, b) = app.create(&key_b, &idem, &body).await;
     assert_eq!(status, 201);
     assert_ne!(b["id"], first["id"]);
@@ -447,11 +436,10 @@ async fn idempotent_replays_and_conflicts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reference_is_found_by_its_url_escaped_form() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let mut body = direct_payment("+2290166000001");
     body["reference"] = json!("order 1 é#?+");
-    let (status, p) = app.create(&key, &new_key(), &body).await;
-    assert_eq!(status, 201, "{p}");
+    let (_, p) = app.create_ok(&key, &body).await;
     let escaped = "order%201%20%C3%A9%23%3F%2B";
     let (status, got) = app
         .get(&key, &format!("/api/v1/collect/payments/{escaped}"))

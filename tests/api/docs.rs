@@ -181,7 +181,7 @@ async fn the_guide_serves_the_merchants_chapters_only() {
     let resp = app
         .client
         .get(app.url("/api/v1/collect/payments/nothing-here"))
-        .bearer_auth(app.merchant("Boutique").1)
+        .bearer_auth(app.test_key("Boutique"))
         .send()
         .await
         .unwrap();

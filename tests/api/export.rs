@@ -98,13 +98,11 @@ async fn export_with(app: &TestApp, key: &str, method: reqwest::Method, query: &
 }
 
 async fn created(app: &TestApp, key: &str, body: Value) -> Value {
-    let (status, p) = app.create(key, &new_key(), &body).await;
-    assert_eq!(status, 201, "{p}");
-    p
+    app.create_ok(key, &body).await.1
 }
 
 async fn settled(app: &TestApp, key: &str, p: &Value) -> Value {
-    let id = p["id"].as_str().unwrap();
+    let id = id_of(p);
     app.get(key, &format!("/api/v1/collect/payments/{id}?sync=true"))
         .await
         .1
@@ -118,8 +116,8 @@ fn direct(reference: &str, country: &str, operator: &str, phone: &str) -> Value 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_export_is_csv_escaped_and_safe_in_a_spreadsheet() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
-    let (_, other, _) = app.merchant("Other");
+    let key = app.test_key("Shop");
+    let other = app.test_key("Other");
     let from = now();
     let mut body = direct(
         "=HYPERLINK(\"evil.example\",\"x\")",
@@ -181,7 +179,7 @@ async fn the_export_is_csv_escaped_and_safe_in_a_spreadsheet() {
     let rows = e.rows();
     assert_eq!(
         e.ids(),
-        [&completed, &failed, &hosted].map(|p| p["id"].as_str().unwrap().to_string()),
+        [&completed, &failed, &hosted].map(id_of),
         "the merchant's own payments, oldest first"
     );
     // Formulas neutralised with a leading `'`; commas, quotes and line breaks quoted.
@@ -271,7 +269,7 @@ async fn the_export_filters_like_the_list_and_needs_a_start() {
         made.push(created(&app, &key, body).await);
     }
     assert_eq!(settled(&app, &key, &made[1]).await["status"], "failed");
-    let id = |i: usize| made[i]["id"].as_str().unwrap().to_string();
+    let id = |i: usize| id_of(&made[i]);
     let ids = |q: String| {
         let (app, key) = (&app, key.clone());
         async move {
@@ -404,7 +402,7 @@ fn compact(secs: u64) -> String {
 async fn a_period_longer_than_a_page_is_streamed_whole_in_order() {
     const N: usize = 2_500;
     let app = spawn_app_with(|c| c.rate_limit.per_second = 0.0).await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let from = now();
     // Hosted payments: created without a call to an operator, so quickly.
     let mut ids: Vec<String> = futures::stream::iter(0..N)

@@ -124,13 +124,9 @@ impl Fleet {
     /// A merchant and a test key, made through the CLI: (merchant, key, key id).
     pub(crate) fn merchant(&self) -> (String, String, String) {
         let m = self.cli(&["merchants", "create", "--name", "Fleet"]);
-        let id = m["id"].as_str().unwrap().to_string();
+        let id = id_of(&m);
         let k = self.cli(&["keys", "create", "--merchant", &id, "--env", "test"]);
-        (
-            id,
-            k["key"].as_str().unwrap().to_string(),
-            k["id"].as_str().unwrap().to_string(),
-        )
+        (id, k["key"].as_str().unwrap().to_string(), id_of(&k))
     }
 
     async fn send(
@@ -236,7 +232,7 @@ async fn a_payment_created_on_one_node_is_read_cancelled_and_refunded_on_another
         )
         .await;
     assert_eq!(status, 201, "{p}");
-    let id = p["id"].as_str().unwrap();
+    let id = id_of(&p);
     let (status, read) = fleet
         .get(1, &format!("/api/v1/collect/payments/{id}"), &key)
         .await;
@@ -268,7 +264,7 @@ async fn a_payment_created_on_one_node_is_read_cancelled_and_refunded_on_another
         )
         .await;
     assert_eq!(status, 201, "{p}");
-    let id = p["id"].as_str().unwrap().to_string();
+    let id = id_of(&p);
     let path = format!("/api/v1/collect/payments/{id}");
     wait_status(|| fleet.get(1, &path, &key), "completed").await;
     let (status, refund) = fleet
@@ -280,7 +276,7 @@ async fn a_payment_created_on_one_node_is_read_cancelled_and_refunded_on_another
         )
         .await;
     assert!(status == 201 || status == 200, "{status}: {refund}");
-    let refund_id = refund["id"].as_str().unwrap();
+    let refund_id = id_of(&refund);
     let (status, r) = fleet
         .get(0, &format!("/api/v1/collect/refunds/{refund_id}"), &key)
         .await;
@@ -306,7 +302,7 @@ async fn fifty_concurrent_creates_under_one_key_over_three_nodes_make_one_paymen
         )
     });
     let results = futures::future::join_all(calls).await;
-    let id = the_one_created(&results)["id"].as_str().unwrap();
+    let id = id_of(the_one_created(&results));
     // The audit of adapter calls (shared by the fleet) shows one request to pay.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let calls = fleet
@@ -588,7 +584,7 @@ async fn ten_sigkills_of_one_node_lose_nothing_while_the_others_serve() {
     );
     // Every 201 is readable, from any node.
     for (n, a) in acknowledged.iter().enumerate() {
-        let id = a.payment["id"].as_str().unwrap();
+        let id = id_of(&a.payment);
         let (status, stored) = fleet
             .get(n % 3, &format!("/api/v1/collect/payments/{id}"), &key)
             .await;
@@ -621,9 +617,9 @@ async fn ten_sigkills_of_one_node_lose_nothing_while_the_others_serve() {
         let (status, page) = fleet.get(0, &path, &key).await;
         assert_eq!(status, 200, "{page}");
         for e in page["data"].as_array().unwrap() {
-            written.insert(e["id"].as_str().unwrap().to_string());
+            written.insert(id_of(e));
             if e["type"] == "collect.payment.created" {
-                created.insert(e["data"]["object"]["id"].as_str().unwrap().to_string());
+                created.insert(id_of(&e["data"]["object"]));
             }
             after = e["id"].as_str().map(str::to_string);
         }
@@ -631,10 +627,7 @@ async fn ten_sigkills_of_one_node_lose_nothing_while_the_others_serve() {
             break;
         }
     }
-    let payments: HashSet<String> = acknowledged
-        .iter()
-        .map(|a| a.payment["id"].as_str().unwrap().to_string())
-        .collect();
+    let payments: HashSet<String> = acknowledged.iter().map(|a| id_of(&a.payment)).collect();
     assert!(
         payments.is_subset(&created),
         "every acknowledged payment's created event was written"
@@ -651,9 +644,7 @@ async fn ten_sigkills_of_one_node_lose_nothing_while_the_others_serve() {
     let expected = payments;
     let mut deliveries: HashMap<String, usize> = HashMap::new();
     for r in &got {
-        *deliveries
-            .entry(r.json()["id"].as_str().unwrap().to_string())
-            .or_default() += 1;
+        *deliveries.entry(id_of(&r.json())).or_default() += 1;
     }
     let duplicates: usize = deliveries.values().map(|n| n - 1).sum();
     println!(

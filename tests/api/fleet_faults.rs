@@ -308,7 +308,7 @@ async fn a_node_frozen_mid_transaction_holds_the_others_up_seconds_and_loses_not
     }
     readable_everywhere(&fleet, &[0, 1], &key, &acknowledged).await;
     for c in &cancels {
-        let id = c["id"].as_str().unwrap();
+        let id = id_of(c);
         for n in [0, 1] {
             let (_, p) = fleet
                 .get(n, &format!("/api/v1/collect/payments/{id}"), &key)

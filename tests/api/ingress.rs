@@ -94,7 +94,7 @@ async fn a_key_or_an_anonymous_client_has_a_few_bodies_read_at_once() {
         c.connections.body_permit_wait_ms = 200;
     })
     .await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let server = addr_of(&app.base);
     for (path, key) in [
         ("/api/v1/collect/payments", key.as_str()),

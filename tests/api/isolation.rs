@@ -52,16 +52,13 @@ async fn a_call_beyond_the_instance_slots_waits_for_a_slot_instead_of_failing() 
         c.limits.api_deadline_ms = 1_000;
     })
     .await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     // The runaway loop holds the only slot until its deadline stops it...
     let looping = tokio::spawn(hostile(&app, &key, "loop").send());
     tokio::time::sleep(Duration::from_millis(100)).await;
     // ...so a create sent meanwhile queues for the slot, then succeeds.
     let asked = Instant::now();
-    let (status, body) = app
-        .create(&key, &new_key(), &direct_payment("+2290166000001"))
-        .await;
-    assert_eq!(status, 201, "{body}");
+    app.create_ok(&key, &direct_payment("+2290166000001")).await;
     assert!(
         asked.elapsed() >= Duration::from_millis(500),
         "the create waited for the slot ({:?})",
@@ -73,7 +70,7 @@ async fn a_call_beyond_the_instance_slots_waits_for_a_slot_instead_of_failing() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runaway_components_are_stopped_and_the_server_keeps_serving() {
     let app = app_with_hostile().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let hostile = |what: &str| hostile(&app, &key, what).send();
 
     // Start the infinite loop, and while it runs, serve other requests.
@@ -163,7 +160,7 @@ async fn runaway_components_are_stopped_and_the_server_keeps_serving() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_that_computes_past_the_inline_budget_is_answered_from_a_blocking_thread() {
     let app = app_with_hostile().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let hostile = |what: &str| hostile(&app, &key, what).send();
     let slow = tokio::spawn(hostile("slow"));
     // While it computes, the worker it started on serves again.

@@ -56,7 +56,7 @@ async fn app_with(require_key: bool) -> TestApp {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn initiate_replay_read_and_cross_generation_consistency() {
     let app = app_with(false).await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let body = collection("97000001", "mtn-bj");
     let idem = "legacy-order-1";
     let (status, c, headers) = call(
@@ -146,7 +146,7 @@ async fn initiate_replay_read_and_cross_generation_consistency() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn otp_flow_and_every_legacy_error_code() {
     let app = app_with(true).await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let post = |body: Value, idem: Option<String>| {
         let app = &app;
         let key = key.clone();
@@ -262,7 +262,7 @@ async fn collect_failed_and_collect_confirm_failed_when_the_rules_component_is_d
         .unwrap();
     }
     let app = spawn_app_with(move |c| c.components_dir = components).await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let (status, e, _) = call(
         &app,
         &key,
@@ -295,7 +295,7 @@ async fn collect_failed_and_collect_confirm_failed_when_the_rules_component_is_d
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn legacy_catalogue_lists_the_same_operators_and_legacy_events_are_written() {
     let app = app_with(false).await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let (status, cat, _) = call(&app, &key, "GET", "/api/v1/collect/operators/", None, None).await;
     assert_eq!(status, 200);
     let (_, current) = app.get(&key, "/api/v1/collect/payments/operators/").await;

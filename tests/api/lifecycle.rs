@@ -17,11 +17,8 @@ async fn fast_app() -> TestApp {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn otp_confirmation_rules() {
     let app = fast_app().await;
-    let (_, key, _) = app.merchant("Shop");
-    let (_, p) = app
-        .create(&key, &new_key(), &otp_payment("+2290166000001"))
-        .await;
-    let id = p["id"].as_str().unwrap();
+    let key = app.test_key("Shop");
+    let (id, _) = app.create_ok(&key, &otp_payment("+2290166000001")).await;
     let confirm = format!("/api/v1/collect/payments/{id}/confirm");
     let (status, err) = app.post(&key, &confirm, json!({"otp": "123"})).await;
     assert_eq!(
@@ -70,10 +67,7 @@ async fn otp_confirmation_rules() {
     let (_, p) = app
         .create(&key, &new_key(), &otp_payment("+2290166000001"))
         .await;
-    let confirm = format!(
-        "/api/v1/collect/payments/{}/confirm",
-        p["id"].as_str().unwrap()
-    );
+    let confirm = format!("/api/v1/collect/payments/{}/confirm", id_of(&p));
     for _ in 0..3 {
         assert_eq!(
             app.post(&key, &confirm, json!({"otp": "999999"})).await.0,
@@ -81,10 +75,7 @@ async fn otp_confirmation_rules() {
         );
     }
     let (_, after) = app
-        .get(
-            &key,
-            &format!("/api/v1/collect/payments/{}", p["id"].as_str().unwrap()),
-        )
+        .get(&key, &format!("/api/v1/collect/payments/{}", id_of(&p)))
         .await;
     assert_eq!(after["status"], "failed");
     assert_eq!(after["failure_code"], "otp_attempts_exceeded");
@@ -93,11 +84,8 @@ async fn otp_confirmation_rules() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_rules() {
     let app = fast_app().await;
-    let (_, key, _) = app.merchant("Shop");
-    let (_, p) = app
-        .create(&key, &new_key(), &direct_payment("+2290166000004"))
-        .await;
-    let id = p["id"].as_str().unwrap();
+    let key = app.test_key("Shop");
+    let (id, _) = app.create_ok(&key, &direct_payment("+2290166000004")).await;
     let (status, err) = app
         .post(
             &key,
@@ -136,10 +124,7 @@ async fn cancel_rules() {
     let (status, err) = app
         .post(
             &key,
-            &format!(
-                "/api/v1/collect/payments/{}/cancel",
-                p["id"].as_str().unwrap()
-            ),
+            &format!("/api/v1/collect/payments/{}/cancel", id_of(&p)),
             Value::Null,
         )
         .await;
@@ -148,12 +133,9 @@ async fn cancel_rules() {
         (409, Some("payment_not_cancellable"))
     );
     assert_eq!(
-        app.get(
-            &key,
-            &format!("/api/v1/collect/payments/{}", p["id"].as_str().unwrap())
-        )
-        .await
-        .1["status"],
+        app.get(&key, &format!("/api/v1/collect/payments/{}", id_of(&p)))
+            .await
+            .1["status"],
         "completed"
     );
     assert_eq!(
@@ -167,11 +149,8 @@ async fn cancel_rules() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refunds_never_exceed_the_payment_and_a_full_refund_refunds_it() {
     let app = fast_app().await;
-    let (_, key, _) = app.merchant("Shop");
-    let (_, p) = app
-        .create(&key, &new_key(), &direct_payment("+2290166000001"))
-        .await;
-    let id = p["id"].as_str().unwrap();
+    let key = app.test_key("Shop");
+    let (id, p) = app.create_ok(&key, &direct_payment("+2290166000001")).await;
     let refunds = format!("/api/v1/collect/payments/{id}/refunds");
     // Not completed yet (processing until synced) → 409.
     let (status, err) = app.post(&key, &refunds, json!({})).await;
@@ -285,7 +264,7 @@ async fn refunds_never_exceed_the_payment_and_a_full_refund_refunds_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_concurrent_identical_creates_make_one_payment_and_one_initiation() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let body = direct_payment("+2290166000001");
     let idem = new_key();
     let before = metric(
@@ -311,12 +290,12 @@ async fn unfinished_payments_expire_and_the_deadline_survives_a_restart() {
     let (key, id) = {
         let d = dir.clone();
         let app = spawn_app_with(move |c| c.data_dir = d).await;
-        let (_, key, _) = app.merchant("Shop");
+        let key = app.test_key("Shop");
         let mut body = direct_payment("+2290166000004"); // stays in progress
         body["expires_in_seconds"] = json!(300);
         let (_, p) = app.create(&key, &new_key(), &body).await;
         app.service.running.task.abort();
-        (key, p["id"].as_str().unwrap().to_string())
+        (key, id_of(&p))
     };
     // Restart on the same data dir, with the clock of the stored deadline passed:
     // the expiry index is stored, so the new process finds it.
@@ -366,11 +345,8 @@ async fn unfinished_payments_expire_and_the_deadline_survives_a_restart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_status_change_emits_its_event_and_refunds_replay_under_their_key() {
     let app = fast_app().await;
-    let (_, key, _) = app.merchant("Shop");
-    let (_, p) = app
-        .create(&key, &new_key(), &otp_payment("+2290166000001"))
-        .await;
-    let id = p["id"].as_str().unwrap();
+    let key = app.test_key("Shop");
+    let (id, _) = app.create_ok(&key, &otp_payment("+2290166000001")).await;
     let confirm = format!("/api/v1/collect/payments/{id}/confirm");
     assert_eq!(
         app.post(&key, &confirm, json!({"otp": "123456"})).await.0,
@@ -417,7 +393,7 @@ async fn every_status_change_emits_its_event_and_refunds_replay_under_their_key(
     );
 
     assert_eq!(
-        app.event_types(&key, id).await,
+        app.event_types(&key, &id).await,
         vec![
             "collect.payment.created",
             "collect.payment.awaiting_otp",
@@ -438,8 +414,8 @@ async fn every_status_change_emits_its_event_and_refunds_replay_under_their_key(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconciled_payment_leaves_no_entry_to_poll_even_from_a_stale_index() {
     let app = fast_app().await;
-    let (_, key, _) = app.merchant("Shop");
-    let storage = &app.service.app.runtime.services.storage;
+    let key = app.test_key("Shop");
+    let storage = &app.service.site.app.runtime.services.storage;
     let entries = |id: &str| -> Vec<String> {
         let all = storage.scan("collect", "active", "", "~", 1000).unwrap();
         all.into_iter()
@@ -447,10 +423,7 @@ async fn a_reconciled_payment_leaves_no_entry_to_poll_even_from_a_stale_index() 
             .filter(|k| k.ends_with(id))
             .collect()
     };
-    let (_, stale) = app
-        .create(&key, &new_key(), &direct_payment("+2290166001234"))
-        .await;
-    let stale = stale["id"].as_str().unwrap().to_string();
+    let (stale, _) = app.create_ok(&key, &direct_payment("+2290166001234")).await;
     let own = entries(&stale);
     assert_eq!(own.len(), 1, "in progress: one entry, its next check");
     let mut tx = storage.begin("collect").unwrap();
@@ -461,10 +434,7 @@ async fn a_reconciled_payment_leaves_no_entry_to_poll_even_from_a_stale_index() 
     completed_by_reconciliation(&app, &key, &stale).await;
     assert_eq!(entries(&stale), Vec::<String>::new(), "both entries gone");
 
-    let (_, agreed) = app
-        .create(&key, &new_key(), &direct_payment("+2290166001235"))
-        .await;
-    let agreed = agreed["id"].as_str().unwrap().to_string();
+    let (agreed, _) = app.create_ok(&key, &direct_payment("+2290166001235")).await;
     assert_eq!(entries(&agreed).len(), 1);
     completed_by_reconciliation(&app, &key, &agreed).await;
     assert_eq!(entries(&agreed), Vec::<String>::new(), "its entry gone");
@@ -477,12 +447,9 @@ async fn a_reconciled_payment_leaves_no_entry_to_poll_even_from_a_stale_index() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_record_another_version_wrote_is_reconciled_without_holding_the_writer() {
     let app = fast_app().await;
-    let (_, key, _) = app.merchant("Shop");
-    let (_, p) = app
-        .create(&key, &new_key(), &direct_payment("+2290166001234"))
-        .await;
-    let id = p["id"].as_str().unwrap().to_string();
-    let storage = &app.service.app.runtime.services.storage;
+    let key = app.test_key("Shop");
+    let (id, _) = app.create_ok(&key, &direct_payment("+2290166001234")).await;
+    let storage = &app.service.site.app.runtime.services.storage;
     let mut tx = storage.begin("collect").unwrap();
     let (k, v) = tx
         .scan("payments", "", "~", 1000)
@@ -541,7 +508,7 @@ async fn a_node_told_to_write_json_records_writes_them_and_still_reads_binary_on
         })
     };
     let stored = |app: &TestApp, id: &str| {
-        let storage = &app.service.app.runtime.services.storage;
+        let storage = &app.service.site.app.runtime.services.storage;
         let (_, v) = storage
             .scan("collect", "payments", "", "~", 1000)
             .unwrap()
@@ -551,11 +518,8 @@ async fn a_node_told_to_write_json_records_writes_them_and_still_reads_binary_on
         v
     };
     let app = start(false).await;
-    let (_, key, _) = app.merchant("Shop");
-    let (_, p) = app
-        .create(&key, &new_key(), &direct_payment("+2290166001234"))
-        .await;
-    let binary = p["id"].as_str().unwrap().to_string();
+    let key = app.test_key("Shop");
+    let (binary, _) = app.create_ok(&key, &direct_payment("+2290166001234")).await;
     completed_by_reconciliation(&app, &key, &binary).await;
     assert_eq!(stored(&app, &binary)[0], 3, "binary by default (version 3)");
     // Stopped as a node is (its jobs too): none of its writes may follow.
@@ -571,10 +535,7 @@ async fn a_node_told_to_write_json_records_writes_them_and_still_reads_binary_on
         .get(&key, &format!("/api/v1/collect/payments/{binary}"))
         .await;
     assert_eq!((status, read["status"].as_str()), (200, Some("completed")));
-    let (_, p) = app
-        .create(&key, &new_key(), &direct_payment("+2290166001234"))
-        .await;
-    let json = p["id"].as_str().unwrap().to_string();
+    let (json, _) = app.create_ok(&key, &direct_payment("+2290166001234")).await;
     completed_by_reconciliation(&app, &key, &json).await;
     // What a version before the binary form reads: JSON, every field named.
     let bytes = stored(&app, &json);

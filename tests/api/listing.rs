@@ -11,7 +11,7 @@ fn ids(page: &Value) -> Vec<String> {
         .as_array()
         .unwrap_or_else(|| panic!("not a list: {page}"))
         .iter()
-        .map(|p| p["id"].as_str().unwrap().to_string())
+        .map(id_of)
         .collect()
 }
 
@@ -24,8 +24,8 @@ fn payment(country: &str, operator: &str, phone: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn payments_are_listed_newest_first_filtered_and_paged_both_ways() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
-    let (_, other, _) = app.merchant("Other");
+    let key = app.test_key("Shop");
+    let other = app.test_key("Other");
     let mut created = Vec::new();
     for body in [
         payment("BJ", "mtn-bj", "+2290166000001"),
@@ -34,16 +34,11 @@ async fn payments_are_listed_newest_first_filtered_and_paged_both_ways() {
         payment("BJ", "mtn-bj", "+2290166000004"),
         payment("CI", "orange-ci", "+2250700000001"),
     ] {
-        let (status, p) = app.create(&key, &new_key(), &body).await;
-        assert_eq!(status, 201, "{p}");
+        let (_, p) = app.create_ok(&key, &body).await;
         created.push(p);
     }
     // Newest first.
-    let all: Vec<String> = created
-        .iter()
-        .rev()
-        .map(|p| p["id"].as_str().unwrap().to_string())
-        .collect();
+    let all: Vec<String> = created.iter().rev().map(id_of).collect();
     let list = |query: &str| {
         let app = &app;
         let key = key.clone();
@@ -190,12 +185,9 @@ async fn payments_are_listed_newest_first_filtered_and_paged_both_ways() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_payments_refunds_are_listed_and_each_is_read() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
-    let (_, other, _) = app.merchant("Other");
-    let (_, p) = app
-        .create(&key, &new_key(), &direct_payment("+2290166000001"))
-        .await;
-    let id = p["id"].as_str().unwrap();
+    let key = app.test_key("Shop");
+    let other = app.test_key("Other");
+    let (id, p) = app.create_ok(&key, &direct_payment("+2290166000001")).await;
     let synced = app
         .get(&key, &format!("/api/v1/collect/payments/{id}?sync=true"))
         .await
@@ -206,7 +198,7 @@ async fn a_payments_refunds_are_listed_and_each_is_read() {
     for amount in [500, 400] {
         let (status, r) = app.post(&key, &refunds, json!({"amount": amount})).await;
         assert!(status == 200 || status == 201, "{r}");
-        made.push(r["id"].as_str().unwrap().to_string());
+        made.push(id_of(&r));
     }
 
     let (status, page) = app.get(&key, &refunds).await;
@@ -249,7 +241,7 @@ async fn a_payments_refunds_are_listed_and_each_is_read() {
             r["payment_id"].as_str(),
             r["amount"].as_u64()
         ),
-        (Some("collect.refund"), Some(id), Some(400))
+        (Some("collect.refund"), Some(id.as_str()), Some(400))
     );
     // Another merchant's key finds neither the payment's refunds nor the refund.
     let (status, e) = app.get(&other, &refunds).await;
@@ -302,7 +294,7 @@ async fn payments_stored_before_the_listing_index_are_backfilled_into_it() {
         .get(
             "collect",
             "payments",
-            &format!("test/{merchant}/{}", p["id"].as_str().unwrap()),
+            &format!("test/{merchant}/{}", id_of(&p)),
         )
         .unwrap()
         .expect("the payment is stored");
@@ -383,7 +375,7 @@ async fn payments_stored_before_the_listing_index_are_backfilled_into_it() {
     }
     indexed.sort();
     let mut want = old_ids.clone();
-    want.push(p["id"].as_str().unwrap().to_string());
+    want.push(id_of(&p));
     want.sort();
     assert_eq!(indexed, want, "every payment is in the index once");
     assert_eq!(failed_pages().await, failed);
@@ -461,10 +453,7 @@ async fn payments_in_progress_share_one_listing_entry_and_filters_still_tell_the
         .await;
     assert_eq!(processing["status"], "processing", "{processing}");
     assert_eq!(failed["status"], "failed", "{failed}");
-    let (pid, fid) = (
-        processing["id"].as_str().unwrap().to_string(),
-        failed["id"].as_str().unwrap().to_string(),
-    );
+    let (pid, fid) = (id_of(&processing), id_of(&failed));
     let db = test_storage(&base_config(app.data_dir.path())).backend;
     let prefix = format!("test/{merchant}/");
     let entries = || {
@@ -538,7 +527,7 @@ async fn payments_in_progress_share_one_listing_entry_and_filters_still_tell_the
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_review_filter_is_checked_with_every_other_parameter() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let (_, p) = app
         .create(&key, &new_key(), &direct_payment("+2290166000001"))
         .await;
@@ -546,7 +535,7 @@ async fn the_review_filter_is_checked_with_every_other_parameter() {
     for query in [
         "review=yes".to_string(),
         format!("reference={reference}&review=no"),
-        format!("ending_before={}&review=", p["id"].as_str().unwrap()),
+        format!("ending_before={}&review=", id_of(&p)),
     ] {
         let (status, err) = app
             .get(&key, &format!("/api/v1/collect/payments?{query}"))

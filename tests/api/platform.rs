@@ -6,7 +6,7 @@ async fn healthz_answers_without_key_and_metrics_count_requests() {
     let resp = app.client.get(app.url("/healthz")).send().await.unwrap();
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.text().await.unwrap(), "ok\n");
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let (status, _) = app.get(&key, "/api/v1/collect/payments/nope").await;
     assert_eq!(status, 404);
     let text = app.metrics().await;
@@ -51,6 +51,7 @@ async fn every_component_is_loaded_and_compiled_code_is_cached_on_disk() {
     let app = spawn_app().await;
     let names: Vec<String> = app
         .service
+        .site
         .app
         .runtime
         .list()
@@ -66,7 +67,7 @@ async fn every_component_is_loaded_and_compiled_code_is_cached_on_disk() {
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    for loaded in app.service.app.runtime.list() {
+    for loaded in app.service.site.app.runtime.list() {
         let prefix = format!("{}-{}", loaded.name, &loaded.hash[..32]);
         assert!(
             cached
@@ -100,7 +101,7 @@ async fn unknown_paths_are_404_in_the_current_shape() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_bodies_are_refused_with_413() {
     let app = spawn_app_with(|c| c.limits.max_body_bytes = 1024).await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let resp = app
         .client
         .post(app.url("/api/v1/collect/payments"))
@@ -119,13 +120,10 @@ async fn oversized_bodies_are_refused_with_413() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_create_moves_the_instantiation_rows_written_and_wal_counters() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let collect = "component=\"collect\"";
     let before = app.metrics().await;
-    let (status, p) = app
-        .create(&key, &new_key(), &direct_payment("+2290166000001"))
-        .await;
-    assert_eq!(status, 201, "{p}");
+    app.create_ok(&key, &direct_payment("+2290166000001")).await;
     let after = app.metrics().await;
     let moved =
         |name: &str, labels: &str| counter(&after, name, labels) - counter(&before, name, labels);

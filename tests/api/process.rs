@@ -100,7 +100,7 @@ pub fn cli(data_dir: &Path, args: &[&str]) -> serde_json::Value {
 /// CLI on `data_dir`'s storage: (merchant id, key).
 pub fn cli_merchant(data_dir: &Path, name: &str, env: &str) -> (String, String) {
     let m = cli(data_dir, &["merchants", "create", "--name", name]);
-    let merchant = m["id"].as_str().unwrap().to_string();
+    let merchant = id_of(&m);
     let k = cli(
         data_dir,
         &["keys", "create", "--merchant", &merchant, "--env", env],

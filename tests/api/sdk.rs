@@ -74,7 +74,7 @@ async fn document(app: &TestApp, dir: &Path) -> PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_generated_python_sdk_works_against_the_live_server() {
     let app = spawn_app_completing_after(0).await;
-    let (_, key, _) = app.merchant("Python shop");
+    let key = app.test_key("Python shop");
     let dir = fresh("python");
     let doc = document(&app, &dir).await;
     let generator = tool(venv_bin().join("openapi-python-client"), "make tools");
@@ -114,7 +114,7 @@ async fn the_generated_python_sdk_works_against_the_live_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_generated_typescript_types_type_check_and_work_against_the_live_server() {
     let app = spawn_app_completing_after(0).await;
-    let (_, key, _) = app.merchant("TypeScript shop");
+    let key = app.test_key("TypeScript shop");
     let dir = fresh("typescript");
     let doc = document(&app, &dir).await;
     let generator = npm_bin("openapi-typescript");

@@ -116,7 +116,7 @@ impl Deployed {
 /// A merchant and a test key made with the CLI, as an operator of the service would.
 fn merchant_and_key(data_dir: &Path, scopes: Option<&str>) -> (String, String) {
     let m = cli(data_dir, &["merchants", "create", "--name", "Target"]);
-    let id = m["id"].as_str().unwrap().to_string();
+    let id = id_of(&m);
     let mut args = vec!["keys", "create", "--merchant", &id, "--env", "test"];
     if let Some(s) = scopes {
         args.extend(["--scopes", s]);
@@ -257,7 +257,7 @@ async fn slow_clients_are_cut_and_no_key_can_make_the_service_call_its_own_netwo
     body["callback_url"] = json!(format!("http://{}/hook", listener.local_addr().unwrap()));
     let (status, p) = server.post(&key, "/api/v1/collect/payments", body).await;
     assert_eq!(status, 201, "{p}");
-    let id = p["id"].as_str().unwrap();
+    let id = id_of(&p);
     let until = Instant::now() + Duration::from_secs(10);
     let attempt = loop {
         let (_, events) = server
@@ -305,20 +305,12 @@ async fn anonymous_floods_leaked_keys_and_database_copies_get_nothing() {
             .get(format!("{}/checkout/{id}", server.base))
             .send()
     };
-    assert_eq!(
-        page(direct["id"].as_str().unwrap()).await.unwrap().status(),
-        404
-    );
+    assert_eq!(page(&id_of(&direct)).await.unwrap().status(), 404);
     let hosted = json!({"reference": "h-1", "amount": 1000, "currency": "XOF", "country": "BJ",
         "mode": "hosted", "customer": {"phone": "+2290166001234"}});
     let (status, hosted) = server.post(&key, "/api/v1/collect/payments", hosted).await;
     assert_eq!(status, 201, "{hosted}");
-    let html = page(hosted["id"].as_str().unwrap())
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = page(&id_of(&hosted)).await.unwrap().text().await.unwrap();
     assert!(!html.contains("66001234") && html.contains("34"), "{html}");
 
     // A flood of anonymous views from one address is cut off.
@@ -381,10 +373,7 @@ async fn anonymous_floods_leaked_keys_and_database_copies_get_nothing() {
     let (status, e) = server
         .post(
             &key,
-            &format!(
-                "/api/v1/bulk-payments/{}/validate/",
-                batch["id"].as_str().unwrap()
-            ),
+            &format!("/api/v1/bulk-payments/{}/validate/", id_of(&batch)),
             json!({}),
         )
         .await;

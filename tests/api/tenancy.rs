@@ -42,10 +42,7 @@ async fn merchant_b_and_the_other_environment_see_nothing_of_merchant_a() {
     let (_, a, a_live) = app.merchant("A");
     let (_, b, b_live) = app.merchant("B");
     // A's objects: a completed payment (refundable), an OTP payment, a legacy collection, a batch, an event.
-    let (_, paid) = app
-        .create(&a, &new_key(), &direct_payment("+2290166000001"))
-        .await;
-    let paid_id = paid["id"].as_str().unwrap().to_string();
+    let (paid_id, paid) = app.create_ok(&a, &direct_payment("+2290166000001")).await;
     assert_eq!(
         app.get(&a, &format!("/api/v1/collect/payments/{paid_id}?sync=true"))
             .await
@@ -61,9 +58,9 @@ async fn merchant_b_and_the_other_environment_see_nothing_of_merchant_a() {
     assert_eq!(s, 201);
     let (s, batch) = call(&app, &a, "POST", "/api/v1/bulk-payments/", Some(json!({"name": "A pay", "items": [{"beneficiary_name": "X", "phone": "+2290166000001", "amount": 500, "currency": "XOF", "reference": "r1"}]}))).await;
     assert_eq!(s, 201, "{batch}");
-    let batch_id = batch["id"].as_str().unwrap().to_string();
+    let batch_id = id_of(&batch);
     let (_, events) = app.get(&a, "/api/v1/events").await;
-    let event_id = events["data"][0]["id"].as_str().unwrap().to_string();
+    let event_id = id_of(&events["data"][0]);
     let (s, endpoint) = call(
         &app,
         &a,
@@ -73,7 +70,7 @@ async fn merchant_b_and_the_other_environment_see_nothing_of_merchant_a() {
     )
     .await;
     assert_eq!(s, 201);
-    let endpoint_id = endpoint["id"].as_str().unwrap().to_string();
+    let endpoint_id = id_of(&endpoint);
 
     let probes: Vec<(&str, String, Option<Value>)> = vec![
         ("GET", format!("/api/v1/collect/payments/{paid_id}"), None),
@@ -187,7 +184,7 @@ async fn merchant_b_and_the_other_environment_see_nothing_of_merchant_a() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deep_json_and_many_headers_are_refused_cleanly() {
     let app = spawn_app().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let deep = format!("{}1{}", "[".repeat(5000), "]".repeat(5000));
     let resp = app
         .client

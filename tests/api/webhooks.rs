@@ -61,10 +61,7 @@ async fn subscribed_events_arrive_signed_with_the_spec_envelope() {
         .await;
     app.get(
         &key,
-        &format!(
-            "/api/v1/collect/payments/{}?sync=true",
-            p["id"].as_str().unwrap()
-        ),
+        &format!("/api/v1/collect/payments/{}?sync=true", id_of(&p)),
     )
     .await;
     let got = receiver.wait_for(10, |r| r.len() >= 2).await;
@@ -86,8 +83,8 @@ async fn subscribed_events_arrive_signed_with_the_spec_envelope() {
         );
         assert!(!verify("whsec_wrong", &r.signature, &r.body));
         let e = r.json();
-        assert!(e["id"].as_str().unwrap().starts_with("evt_"));
-        assert_eq!(e["id"].as_str().unwrap(), r.event_id_header);
+        assert!(id_of(&e).starts_with("evt_"));
+        assert_eq!(id_of(&e), r.event_id_header);
         assert_eq!(e["object"], "event");
         assert_eq!(e["api_version"], "2026-06");
         assert!(e["created"].as_u64().unwrap() > 1_700_000_000);
@@ -106,7 +103,7 @@ async fn subscribed_events_arrive_signed_with_the_spec_envelope() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_endpoint_gets_the_event_again_with_the_same_id_and_attempts_are_recorded() {
     let app = fast_webhooks().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let receiver = Receiver::start().await;
     receiver
         .fail_first
@@ -120,10 +117,7 @@ async fn a_failing_endpoint_gets_the_event_again_with_the_same_id_and_attempts_a
     app.create(&key, &new_key(), &direct_payment("+2290166000001"))
         .await;
     let got = receiver.wait_for(10, |r| r.len() >= 3).await;
-    let ids: Vec<String> = got
-        .iter()
-        .map(|r| r.json()["id"].as_str().unwrap().to_string())
-        .collect();
+    let ids: Vec<String> = got.iter().map(|r| id_of(&r.json())).collect();
     assert!(
         ids.iter().all(|i| *i == ids[0]),
         "duplicates carry the same event id: {ids:?}"
@@ -186,17 +180,14 @@ async fn a_failing_endpoint_gets_the_event_again_with_the_same_id_and_attempts_a
 async fn an_event_whose_body_cannot_be_built_is_recorded_never_sent() {
     use mmc_storage::sql::Value as Sql;
     let app = fast_webhooks().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let receiver = receiving_created(&app, &key).await;
     for _ in 0..2 {
         app.create(&key, &new_key(), &direct_payment("+2290166000004"))
             .await;
     }
     let got = receiver.wait_for(10, |r| r.len() >= 2).await;
-    let (bad, good) = (
-        got[0].json()["id"].as_str().unwrap().to_string(),
-        got[1].json()["id"].as_str().unwrap().to_string(),
-    );
+    let (bad, good) = (id_of(&got[0].json()), id_of(&got[1].json()));
     let db = test_storage(&base_config(app.data_dir.path()));
     db.sql
         .write(|c| {
@@ -258,7 +249,7 @@ async fn an_event_whose_body_cannot_be_built_is_recorded_never_sent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_receiver_that_is_down_and_comes_back_gets_every_event() {
     let app = fast_webhooks().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     // Reserve a port, then close it: the endpoint is down.
     let addr = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -274,10 +265,7 @@ async fn a_receiver_that_is_down_and_comes_back_gets_every_event() {
         let (_, p) = app.create(&key, &new_key(), &direct_payment(phone)).await;
         app.get(
             &key,
-            &format!(
-                "/api/v1/collect/payments/{}?sync=true",
-                p["id"].as_str().unwrap()
-            ),
+            &format!("/api/v1/collect/payments/{}?sync=true", id_of(&p)),
         )
         .await;
     }
@@ -286,10 +274,7 @@ async fn a_receiver_that_is_down_and_comes_back_gets_every_event() {
     // created, processing, completed + created, processing, failed
     let got = receiver
         .wait_for(15, |r| {
-            let mut ids: Vec<String> = r
-                .iter()
-                .map(|x| x.json()["id"].as_str().unwrap().to_string())
-                .collect();
+            let mut ids: Vec<String> = r.iter().map(|x| id_of(&x.json())).collect();
             ids.sort();
             ids.dedup();
             ids.len() >= 6
@@ -315,7 +300,7 @@ async fn a_receiver_that_is_down_and_comes_back_gets_every_event() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn callback_url_receives_the_payments_events_signed_with_the_callback_secret() {
     let app = fast_webhooks().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let receiver = Receiver::start().await;
     let mut body = direct_payment("+2290166000001");
     body["callback_url"] = json!(receiver.url());
@@ -398,7 +383,7 @@ async fn unsafe_destinations_are_refused_with_a_clear_400() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endpoint_description_is_bounded_text_or_a_clear_400() {
     let app = strict_webhooks().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     for (description, says) in [
         ("a\u{0}b".to_string(), "control characters"),
         ("line\nbreak".to_string(), "control characters"),
@@ -431,8 +416,8 @@ async fn an_endpoint_description_is_bounded_text_or_a_clear_400() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_are_listed_filtered_and_paginated_and_deleted_endpoints_stop_receiving() {
     let app = fast_webhooks().await;
-    let (_, key, _) = app.merchant("Shop");
-    let (_, other_key, _) = app.merchant("Other");
+    let key = app.test_key("Shop");
+    let other_key = app.test_key("Other");
     let receiver = Receiver::start().await;
     let (_, endpoint) = app
         .post(
@@ -458,15 +443,12 @@ async fn events_are_listed_filtered_and_paginated_and_deleted_endpoints_stop_rec
         .await;
     assert_eq!(created["data"].as_array().unwrap().len(), 2);
     let (_, of_p1) = app
-        .get(
-            &key,
-            &format!("/api/v1/events?payment={}", p1["id"].as_str().unwrap()),
-        )
+        .get(&key, &format!("/api/v1/events?payment={}", id_of(&p1)))
         .await;
     assert_eq!(of_p1["data"].as_array().unwrap().len(), 2);
     let (_, page1) = app.get(&key, "/api/v1/events?limit=3").await;
     assert_eq!(page1["has_more"], true);
-    let last = page1["data"][2]["id"].as_str().unwrap();
+    let last = id_of(&page1["data"][2]);
     let (_, page2) = app
         .get(
             &key,
@@ -529,10 +511,7 @@ async fn events_are_listed_filtered_and_paginated_and_deleted_endpoints_stop_rec
     receiver.wait_for(10, |r| r.len() >= 4).await;
     let resp = app
         .client
-        .delete(app.url(&format!(
-            "/api/v1/webhook-endpoints/{}",
-            endpoint["id"].as_str().unwrap()
-        )))
+        .delete(app.url(&format!("/api/v1/webhook-endpoints/{}", id_of(&endpoint))))
         .bearer_auth(&key)
         .send()
         .await
@@ -570,7 +549,7 @@ async fn an_event_written_before_a_sigkill_is_delivered_after_restart() {
             "collect.payment.created,collect.payment.processing",
         ],
     );
-    assert!(hook["id"].as_str().unwrap().starts_with("we_"));
+    assert!(id_of(&hook).starts_with("we_"));
     let secret = hook["secret"].as_str().unwrap().to_string();
     // A short attempt timeout: an attempt cut by the kill is retried once its lease
     // (2 × timeout + 1 s) ends.
@@ -608,7 +587,7 @@ async fn an_event_written_before_a_sigkill_is_delivered_after_restart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_callback_url_on_loopback_is_never_called_and_says_nothing_of_it() {
     let app = strict_webhooks().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let receiver = Receiver::start().await;
     for url in [
         receiver.url(),
@@ -639,9 +618,7 @@ async fn create_on(base: &str, key: &str, phone: &str) -> Value {
 async fn first_attempted_event(app: &TestApp, key: &str, url: &str) -> Value {
     let mut body = direct_payment("+2290166000001");
     body["callback_url"] = json!(url);
-    let (status, p) = app.create(key, &new_key(), &body).await;
-    assert_eq!(status, 201, "{p}");
-    let id = p["id"].as_str().unwrap();
+    let (id, _) = app.create_ok(key, &body).await;
     wait_until(5, || async {
         let (_, events) = app.get(key, &format!("/api/v1/events?payment={id}")).await;
         let first = events["data"][0]["id"].as_str()?.to_string();
@@ -682,7 +659,7 @@ async fn endpoints_per_merchant_are_bounded() {
             )
             .await;
         assert_eq!(status, 201, "{e}");
-        ids.push(e["id"].as_str().unwrap().to_string());
+        ids.push(id_of(&e));
     }
     let (status, err) = app
         .post(
@@ -809,7 +786,7 @@ async fn delivery_records_say_what_failed_never_what_the_remote_said() {
         c.webhooks.poll_interval_ms = 20;
     })
     .await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let receiver = Receiver::start().await;
     receiver
         .fail_first
@@ -842,17 +819,14 @@ async fn events_past_their_retention_go_with_their_deliveries_unless_still_pendi
     use mmc_host::webhooks::{Webhooks, sealing::Sealer};
     use mmc_storage::sql::Value as Sql;
     let app = fast_webhooks().await;
-    let (_, key, _) = app.merchant("Shop");
+    let key = app.test_key("Shop");
     let receiver = receiving_created(&app, &key).await;
     // Phones ending 0004 stay in progress: each payment's events are its
     // created and processing, written before its 201, so in creation order.
     let mut payments = Vec::new();
     for _ in 0..3 {
-        let (status, p) = app
-            .create(&key, &new_key(), &direct_payment("+2290166000004"))
-            .await;
-        assert_eq!(status, 201, "{p}");
-        payments.push(p["id"].as_str().unwrap().to_string());
+        let (id, _) = app.create_ok(&key, &direct_payment("+2290166000004")).await;
+        payments.push(id);
     }
     receiver.wait_for(10, |r| r.len() >= 3).await;
 

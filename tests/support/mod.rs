@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod fakes;
+mod fixtures;
 
 use std::path::PathBuf;
 
@@ -329,6 +330,15 @@ pub fn counter(text: &str, name: &str, labels: &str) -> f64 {
 
 pub fn new_key() -> String {
     uuid::Uuid::new_v4().to_string()
+}
+
+/// The `id` of an object the API answered with (a payment, a refund, an
+/// event, an endpoint).
+pub fn id_of(object: &Value) -> String {
+    object["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no id: {object}"))
+        .to_string()
 }
 
 /// A valid direct payment in Benin to a simulator test number.

@@ -205,7 +205,7 @@ async fn native(
         body,
     };
     let (status, body) =
-        match crate::webhooks::api::handle(&app.webhooks, &principal, request).await {
+        match crate::http::webhooks::handle(&app.webhooks, &principal, request).await {
             Ok(r) => (r.status, r.body),
             Err(e) => (e.status, e.body(&app.docs_url())),
         };

@@ -13,7 +13,8 @@ use http_body_util::Full;
 use hyper::Response;
 use serde_json::{Value, json};
 
-use super::html::{self, esc, t};
+use super::bulk_upload::{self, Uploaded};
+use super::html::{self, esc, t, text};
 use super::sessions::Session;
 use super::web::{self, ConsoleError, Req, check_csrf};
 use super::{Console, api, blocking};
@@ -24,14 +25,6 @@ type Resp = Response<Full<Bytes>>;
 const BATCHES_PER_PAGE: u64 = 20;
 const ITEMS_PER_PAGE: u64 = 50;
 const ITEM_STATUSES: [&str; 4] = ["pending", "processing", "completed", "failed"];
-
-pub(super) fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        v => v.to_string(),
-    }
-}
 
 /// `?page=`: a page number from 1, else 1.
 fn page_number(req: &Req) -> u64 {
@@ -89,7 +82,7 @@ pub async fn list(
         .allow("POST", "/api/v1/bulk-payments/import_csv/")
         .is_ok()
     {
-        body.push_str(&super::bulk_upload::form(req, s));
+        body.push_str(&bulk_upload::form(req, s));
     }
     let _ = write!(
         body,
@@ -124,6 +117,20 @@ pub async fn list(
         status,
         html::page(l, Some(s), t(l, "bulk"), &body),
     ))
+}
+
+/// `POST /console/bulk/upload`: the CSV to the bulk component's import; the
+/// batch's page, or the list again with the report of what is wrong.
+pub async fn upload(
+    app: &Arc<App>,
+    c: &Console,
+    req: &Req,
+    s: &Session,
+) -> Result<Resp, ConsoleError> {
+    match bulk_upload::upload(app, c, req, s).await? {
+        Uploaded::Batch(resp) => Ok(resp),
+        Uploaded::Refused(status, report) => list(app, req, s, Some((status, report))).await,
+    }
 }
 
 /// Newer and older page links (`base` ends with `?` or `&`).

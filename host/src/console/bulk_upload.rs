@@ -12,8 +12,7 @@ use http_body_util::Full;
 use hyper::Response;
 use serde_json::Value;
 
-use super::bulk::text;
-use super::html::{self, esc, t};
+use super::html::{self, esc, t, text};
 use super::multipart::{self, Part};
 use super::sessions::Session;
 use super::web::{ConsoleError, Req, same};
@@ -119,14 +118,22 @@ fn report(l: html::Lang, error: &Value) -> String {
     out
 }
 
-/// `POST /console/bulk/upload`: the CSV to the bulk component's import; the
-/// batch's page, or the list again with the report of what is wrong.
+/// What an upload came to.
+pub enum Uploaded {
+    /// The batch is created (or was, by the same form): its page.
+    Batch(Resp),
+    /// Nothing is created: the status, and what to show above the list.
+    Refused(u16, String),
+}
+
+/// The CSV to the bulk component's import: the batch, or the report of what
+/// is wrong with the form or the file.
 pub async fn upload(
     app: &Arc<App>,
     c: &Console,
     req: &Req,
     s: &Session,
-) -> Result<Resp, ConsoleError> {
+) -> Result<Uploaded, ConsoleError> {
     let l = req.lang;
     // The role's scope first: a person who may not create a batch learns
     // that, not that their file is wrong.
@@ -136,8 +143,7 @@ pub async fn upload(
         .map_err(api::forbidden)?;
     let form = read_form(req, s)?;
     let Some((filename, file)) = form.file else {
-        let msg = html::notice(t(l, "no_file"), true);
-        return super::bulk::list(app, req, s, Some((400, msg))).await;
+        return Ok(Uploaded::Refused(400, html::notice(t(l, "no_file"), true)));
     };
     let mut fields = Vec::new();
     if let Some(name) = &form.name {
@@ -164,8 +170,7 @@ pub async fn upload(
     if !answer.ok() {
         let error = answer.json()["error"].clone();
         if matches!(answer.status, 400 | 413 | 415) && error.is_object() {
-            let shown = report(l, &error);
-            return super::bulk::list(app, req, s, Some((answer.status, shown))).await;
+            return Ok(Uploaded::Refused(answer.status, report(l, &error)));
         }
         return Err(answer.refusal());
     }
@@ -190,7 +195,7 @@ pub async fn upload(
             )
         })?;
     }
-    Ok(super::web::redirect(&format!(
+    Ok(Uploaded::Batch(super::web::redirect(&format!(
         "/console/bulk/{id}?done=upload"
-    )))
+    ))))
 }

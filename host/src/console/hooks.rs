@@ -12,8 +12,7 @@ use hyper::Response;
 use serde_json::{Value, json};
 
 use super::api::{self, Answer};
-use super::bulk::text;
-use super::html::{self, esc, t, when};
+use super::html::{self, esc, t, text, when};
 use super::keys::{developer, opening, tabs};
 use super::sessions::Session;
 use super::web::{self, ConsoleError, Req, check_csrf};

@@ -293,6 +293,16 @@ pub fn esc(s: &str) -> String {
     out
 }
 
+/// A field of an API answer as text to show (before escaping): a string as
+/// it is, null as nothing, any other value as JSON.
+pub fn text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => String::new(),
+        v => v.to_string(),
+    }
+}
+
 /// The stylesheet, served at `/console/assets/console.css`.
 pub const CSS: &str = include_str!("console.css");
 

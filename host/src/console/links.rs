@@ -16,8 +16,7 @@ use mmc_domain::operators::{Country, OPERATORS};
 use serde_json::{Value, json};
 
 use super::audit::Filter;
-use super::bulk::text;
-use super::html::{self, esc, t};
+use super::html::{self, esc, t, text};
 use super::payment::get_payment;
 use super::sessions::Session;
 use super::web::{self, ConsoleError, Req, check_csrf};

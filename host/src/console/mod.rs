@@ -76,7 +76,12 @@ pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
 type Resp = Response<Full<Bytes>>;
 
 /// Serves one request under `/console`.
-pub async fn handle(app: &Arc<App>, req: Request<Incoming>, request_id: &str) -> Resp {
+pub async fn handle(
+    app: &Arc<App>,
+    console: &Console,
+    req: Request<Incoming>,
+    request_id: &str,
+) -> Resp {
     let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
     // A CSV upload may be as large as the API takes one; other forms are small.
     let limit = (req.uri().path() != bulk_upload::PATH).then_some(MAX_FORM_BYTES);
@@ -104,7 +109,6 @@ pub async fn handle(app: &Arc<App>, req: Request<Incoming>, request_id: &str) ->
         req.cookie("mmc_lang").as_deref(),
         req.header("accept-language"),
     );
-    let console = &app.console;
     let session = match req.cookie(COOKIE) {
         Some(token) => match blocking(|| console.sessions.find(&token)) {
             Ok(s) => s,
@@ -183,7 +187,7 @@ async fn route(
         ("POST", ["payments", id, "cancel"]) => refunds::cancel(app, c, req, s, id).await,
         ("POST", ["events", id, "resend"]) => payment::resend(app, c, req, s, id).await,
         ("GET", ["bulk"]) => bulk::list(app, req, s, None).await,
-        ("POST", ["bulk", "upload"]) => bulk_upload::upload(app, c, req, s).await,
+        ("POST", ["bulk", "upload"]) => bulk::upload(app, c, req, s).await,
         ("GET", ["bulk", id]) => bulk::show(app, c, req, s, id).await,
         ("POST", ["bulk", id, "validate"]) => bulk::validate(app, c, req, s, id).await,
         ("GET", ["developers"]) => keys::page(app, req, s, None),

@@ -14,9 +14,8 @@ use hyper::Response;
 use serde_json::Value;
 
 use super::api;
-use super::bulk::text;
 use super::charts::{Bar, bars};
-use super::html::{self, esc, t};
+use super::html::{self, esc, t, text};
 use super::sessions::Session;
 use super::web::{self, ConsoleError, Req};
 use crate::clock::system_now_ms;

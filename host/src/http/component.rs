@@ -2,13 +2,14 @@
 //! read, the request handed to the component (a read inline on the worker,
 //! a write on a blocking thread), its answer streamed page by page.
 
+use super::pages::text;
 use super::principal::{
     admit_principal, body_permit, caller_of, client_bucket, invalid_key, presented_key,
     principal_of,
 };
 use super::*;
 
-pub(super) async fn dispatch(
+pub(crate) async fn dispatch(
     app: &Arc<App>,
     route: &Route,
     req: Request<Incoming>,

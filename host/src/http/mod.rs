@@ -1,22 +1,25 @@
-//! The HTTP front: hyper 1 on tokio. The host authenticates, bounds the
-//! request, picks the API component by path prefix and hands it the request
-//! on a blocking thread (components run synchronously under deadlines).
+//! The HTTP front: hyper 1 on tokio. Which part serves a path is decided
+//! above this module, by the site; here is what every request goes
+//! through: the connection's caps and clocks, the key and its limits, the
+//! bounded read of the body, the host's errors, and the hand-over of a
+//! request to its API component on a blocking thread (components run
+//! synchronously under deadlines).
 
-mod admin;
 pub mod api_docs;
-mod component;
+pub mod component;
 pub mod connections;
 pub mod docs;
 pub mod errors;
+pub mod listener;
 pub mod native;
+pub mod native_areas;
 pub mod paged;
-mod pages;
+pub mod pages;
 mod principal;
 pub mod rate_limit;
-mod request_log;
+pub mod request_log;
+pub mod webhooks;
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,22 +27,12 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Either, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::HeaderValue;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
-use tracing::Instrument;
 
-use self::admin::handle_admin;
-use self::component::dispatch;
-use self::connections::{Activity, Connections, Cut, Watched, client_of};
+use self::connections::{Connections, Cut};
 use self::errors::HttpError;
-use self::native::{NativeArea, native_area, native_dispatch, native_request, native_response};
 use self::paged::Body;
-use self::pages::{api_docs_page, docs_page, text};
 pub(crate) use self::request_log::record_principal;
-use self::request_log::{finish, request_span};
 use crate::accounts::Accounts;
 use crate::config::{Generation, Route};
 use crate::runtime::Runtime;
@@ -49,8 +42,9 @@ use crate::runtime::bindings::http_types;
 const MAX_HEADERS: usize = 64;
 const MAX_HEADER_BYTES: usize = 16 * 1024;
 
+/// What the API's requests are served with: keys and their limits, the
+/// runtime that holds the components, the webhooks, the routes.
 pub struct App {
-    pub admin: Arc<crate::admin::Admin>,
     pub rate_limiter: rate_limit::RateLimiter,
     /// Requests without a key on public routes, per client address and route.
     pub client_limiter: rate_limit::RateLimiter,
@@ -67,8 +61,6 @@ pub struct App {
     pub drain: Arc<crate::shutdown::Drain>,
     /// GETs are served on the worker that read them ([`crate::runtime::inline`]).
     pub inline_reads: bool,
-    /// The merchant console (`/console/`).
-    pub console: crate::console::Console,
 }
 
 impl App {
@@ -87,129 +79,9 @@ impl App {
     }
 }
 
-/// The public listener: merchants, customers, operators' callbacks.
-pub async fn serve(app: Arc<App>, listener: TcpListener) {
-    let connections = app.connections.clone();
-    accept_loop(app, listener, connections, |app, req| {
-        Box::pin(handle(app, req))
-    })
-    .await
-}
-
-/// The admin listener (`admin.listen`): `/admin/v1` and `/healthz`, nothing
-/// else; the same clocks, its own caps.
-pub async fn serve_admin(app: Arc<App>, listener: TcpListener) {
-    let connections = Connections::new(
-        app.connections.config.clone(),
-        app.runtime.services.metrics.clone(),
-    );
-    accept_loop(app, listener, connections, |app, req| {
-        Box::pin(handle_admin(app, req))
-    })
-    .await
-}
-
-/// Draining: how long a connection accepted before draining began has to
-/// send its first request.
-const FIRST_REQUEST_GRACE: Duration = Duration::from_millis(500);
-
-type Handled = std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send>>;
-
-async fn accept_loop(
-    app: Arc<App>,
-    listener: TcpListener,
-    connections: Arc<Connections>,
-    handler: fn(Arc<App>, Request<Incoming>) -> Handled,
-) {
-    loop {
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            _ = app.drain.started() => break, // the listener closes as it drops
-        };
-        let (stream, peer) = match accepted {
-            Ok(s) => s,
-            Err(e) => {
-                // EMFILE and friends: back off instead of spinning.
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        // Over a cap: closed at once, before a byte is read.
-        let client = client_of(peer.ip());
-        let Ok(admitted) = connections.admit(client) else {
-            continue;
-        };
-        let _ = stream.set_nodelay(true);
-        let app = app.clone();
-        let connections = connections.clone();
-        let drain = app.drain.clone();
-        tokio::spawn(async move {
-            let _admitted = admitted;
-            let activity = Activity::new();
-            let served = activity.clone();
-            let service = service_fn(move |mut req: Request<Incoming>| {
-                req.extensions_mut().insert(ClientAddr(client));
-                let app = app.clone();
-                let in_flight = served.request_started();
-                async move {
-                    let resp = handler(app, req).await;
-                    drop(in_flight);
-                    Ok::<_, Infallible>(resp)
-                }
-            });
-            let conn = http1::Builder::new()
-                .max_buf_size(MAX_HEADER_BYTES.max(8192) * 4)
-                .serve_connection(
-                    TokioIo::new(Watched::new(stream, activity.clone())),
-                    service,
-                );
-            tokio::pin!(conn);
-            let every = Activity::check_every(&connections.config);
-            let draining = drain.started();
-            tokio::pin!(draining);
-            let mut closing = false;
-            // Draining, a connection accepted before it and not yet read
-            // from: its client has sent, or is sending, a request it expects
-            // answered. hyper would close it unread (its graceful shutdown
-            // closes an idle connection at once), so it is given until
-            // this deadline for that first request.
-            let mut first_request_until: Option<Instant> = None;
-            loop {
-                tokio::select! {
-                    _ = &mut conn => break,
-                    // The request in flight is answered, then the connection closes.
-                    _ = &mut draining, if !closing => {
-                        closing = true;
-                        if activity.served_any() {
-                            conn.as_mut().graceful_shutdown();
-                        } else {
-                            first_request_until = Some(Instant::now() + FIRST_REQUEST_GRACE);
-                        }
-                    }
-                    _ = tokio::time::sleep(Duration::from_millis(5)), if first_request_until.is_some() => {
-                        if activity.served_any()
-                            || first_request_until.is_some_and(|t| Instant::now() >= t)
-                        {
-                            conn.as_mut().graceful_shutdown();
-                            first_request_until = None;
-                        }
-                    }
-                    _ = tokio::time::sleep(every) => {
-                        if let Some(cut) = activity.overdue(&connections.config) {
-                            connections.cut(cut);
-                            break; // dropping the connection closes it
-                        }
-                    }
-                }
-            }
-        });
-    }
-}
-
 /// `HEAD` is answered everywhere as `GET` is, headers and all, without the
 /// body (RFC 9110 §9.3.2): handlers and components see a `GET`.
-fn head_as_get(req: &mut Request<Incoming>) -> bool {
+pub(crate) fn head_as_get(req: &mut Request<Incoming>) -> bool {
     let head = req.method() == hyper::Method::HEAD;
     if head {
         *req.method_mut() = hyper::Method::GET;
@@ -219,7 +91,7 @@ fn head_as_get(req: &mut Request<Incoming>) -> bool {
 
 /// The answer to a `HEAD`: the `GET`'s headers, its length, no body. A
 /// streamed body has no length to tell; dropping it stops its pages.
-fn without_body(mut resp: Response<Body>) -> Response<Body> {
+pub(crate) fn without_body(mut resp: Response<Body>) -> Response<Body> {
     if let Either::Left(full) = resp.body() {
         let len = hyper::body::Body::size_hint(full).exact().unwrap_or(0);
         resp.headers_mut()
@@ -227,134 +99,6 @@ fn without_body(mut resp: Response<Body>) -> Response<Body> {
     }
     *resp.body_mut() = Either::Left(Full::new(Bytes::new()));
     resp
-}
-
-async fn handle(app: Arc<App>, mut req: Request<Incoming>) -> Response<Body> {
-    let head = head_as_get(&mut req);
-    let resp = handle_get(app, req).await;
-    if head { without_body(resp) } else { resp }
-}
-
-/// What the public listener serves a path with, decided before anything is read.
-enum Target {
-    Healthz,
-    Metrics,
-    /// The guide's index or one of its chapters, rendered.
-    Docs(&'static str),
-    ApiDocs,
-    Console,
-    Native(NativeArea),
-    Route(Route),
-    Unmatched,
-}
-
-impl Target {
-    fn of(app: &App, path: &str) -> Target {
-        match path {
-            "/healthz" => Target::Healthz,
-            "/metrics" => Target::Metrics,
-            "/docs" => Target::Docs(docs::index()),
-            "/docs/api" => Target::ApiDocs,
-            _ if crate::paths::under(path, "/console") => Target::Console,
-            _ => match path.strip_prefix("/docs/").and_then(docs::chapter) {
-                Some(page) => Target::Docs(page),
-                None => match native_area(path) {
-                    Some(area) => Target::Native(area),
-                    None => match app.route(path) {
-                        Some(route) => Target::Route(route.clone()),
-                        None => Target::Unmatched,
-                    },
-                },
-            },
-        }
-    }
-
-    /// Who served it: the API component, or the host's own area. The
-    /// `component` of the request's log line and the metrics' `route` label.
-    fn label(&self) -> &str {
-        match self {
-            Target::Healthz => "healthz",
-            Target::Metrics => "metrics",
-            Target::Docs(_) | Target::ApiDocs => "docs",
-            Target::Console => "console",
-            Target::Native(area) => area.label(),
-            Target::Route(route) => &route.component,
-            Target::Unmatched => "unmatched",
-        }
-    }
-
-    /// Probes and scrapes: logged at debug, so they do not flood the log.
-    fn quiet(&self) -> bool {
-        matches!(self, Target::Healthz | Target::Metrics)
-    }
-}
-
-async fn handle_get(app: Arc<App>, req: Request<Incoming>) -> Response<Body> {
-    let started = Instant::now();
-    let request_id = format!("req_{}", uuid::Uuid::new_v4().simple());
-    let path = req.uri().path().to_string();
-    let target = Target::of(&app, &path);
-    let quiet = target.quiet();
-    let span = request_span(quiet, &request_id, req.method(), &path, target.label());
-    let mut resp = serve_target(&app, &target, req, &path, &request_id)
-        .instrument(span.clone())
-        .await;
-    finish(
-        &app,
-        &mut resp,
-        &request_id,
-        target.label(),
-        &span,
-        quiet,
-        started,
-    );
-    resp
-}
-
-async fn serve_target(
-    app: &Arc<App>,
-    target: &Target,
-    req: Request<Incoming>,
-    path: &str,
-    request_id: &str,
-) -> Response<Body> {
-    match target {
-        Target::Healthz => paged::full(text(StatusCode::OK, "text/plain", "ok\n")),
-        Target::Metrics => paged::full(text(
-            StatusCode::OK,
-            "text/plain; version=0.0.4",
-            app.runtime.render_metrics(),
-        )),
-        Target::Docs(page) => paged::full(docs_page(page)),
-        Target::ApiDocs => {
-            let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
-            paged::full(api_docs_page(app, client).await)
-        }
-        Target::Console => paged::full(crate::console::handle(app, req, request_id).await),
-        Target::Native(area) => {
-            let resp = match native_dispatch(app, *area, req).await {
-                Ok(resp) => resp,
-                Err(err) => err.into_response(&Generation::Current, &app.docs_url()),
-            };
-            paged::full(resp)
-        }
-        Target::Unmatched => {
-            let err = HttpError::NoRoute {
-                method: req.method().to_string(),
-                path: path.to_string(),
-            };
-            let generation = if path.starts_with("/api/v1/collect/mobile-money") {
-                Generation::Legacy
-            } else {
-                Generation::Current
-            };
-            paged::full(err.into_response(&generation, &app.docs_url()))
-        }
-        Target::Route(route) => match dispatch(app, route, req, request_id).await {
-            Ok(resp) => resp,
-            Err(err) => paged::full(err.into_response(&route.generation, &app.docs_url())),
-        },
-    }
 }
 
 /// Header bounds, then the body within `max_body_bytes`.
@@ -427,12 +171,4 @@ pub(crate) async fn on_blocking_thread<R: Send + 'static>(
     tokio::task::spawn_blocking(move || span.in_scope(f))
         .await
         .map_err(|e| HttpError::Unavailable(format!("request task failed: {e}")))?
-}
-
-/// A running server: its bound addresses and the tasks serving them.
-pub struct Running {
-    pub addr: SocketAddr,
-    pub task: tokio::task::JoinHandle<()>,
-    pub admin_addr: SocketAddr,
-    pub admin_task: tokio::task::JoinHandle<()>,
 }

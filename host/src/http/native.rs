@@ -5,7 +5,6 @@ use mmc_domain::http::decode_component;
 use serde_json::Value;
 
 use super::errors::ApiError;
-use super::principal::{admit_principal, body_permit, invalid_key, presented_key, principal_of};
 use super::*;
 
 pub struct NativeRequest {
@@ -61,30 +60,7 @@ impl NativeResponse {
     }
 }
 
-/// Areas of the public listener the host serves itself (the admin API is
-/// on its own listener: [`serve_admin`]).
-#[derive(Clone, Copy)]
-pub(super) enum NativeArea {
-    Webhooks,
-}
-
-impl NativeArea {
-    pub(super) fn label(self) -> &'static str {
-        match self {
-            NativeArea::Webhooks => "webhooks",
-        }
-    }
-}
-
-pub(super) fn native_area(path: &str) -> Option<NativeArea> {
-    let under = |prefix| crate::paths::under(path, prefix);
-    if under("/api/v1/webhook-endpoints") || under("/api/v1/events") {
-        return Some(NativeArea::Webhooks);
-    }
-    None
-}
-
-pub(super) fn native_request(parts: &hyper::http::request::Parts, body: Bytes) -> NativeRequest {
+pub(crate) fn native_request(parts: &hyper::http::request::Parts, body: Bytes) -> NativeRequest {
     NativeRequest {
         method: parts.method.to_string(),
         path: parts.uri.path().to_string(),
@@ -94,9 +70,9 @@ pub(super) fn native_request(parts: &hyper::http::request::Parts, body: Bytes) -
     }
 }
 
-pub(super) fn native_response(
+pub(crate) fn native_response(
     app: &App,
-    result: Result<native::NativeResponse, errors::ApiError>,
+    result: Result<NativeResponse, ApiError>,
 ) -> Response<Full<Bytes>> {
     let (status, body, allow) = match result {
         Ok(r) => (r.status, r.body, None),
@@ -113,27 +89,4 @@ pub(super) fn native_response(
     }
     resp.body(Full::new(Bytes::from(body.to_string())))
         .expect("valid response parts")
-}
-
-pub(super) async fn native_dispatch(
-    app: &Arc<App>,
-    area: NativeArea,
-    req: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, HttpError> {
-    let key = presented_key(&req).ok_or(HttpError::MissingKey)?;
-    let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
-    let Some(principal) = principal_of(app, &key).await? else {
-        return Err(invalid_key(app, client));
-    };
-    admit_principal(app, &principal, req.method().as_str(), req.uri().path())?;
-    let reading = body_permit(app, &req, Some(&principal.key_id), client).await?;
-    let (parts, body) = read_request(app, req, None).await?;
-    drop(reading);
-    let request = native_request(&parts, body);
-    let result = match area {
-        NativeArea::Webhooks => {
-            crate::webhooks::api::handle(&app.webhooks, &principal, request).await
-        }
-    };
-    Ok(native_response(app, result))
 }

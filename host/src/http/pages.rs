@@ -4,7 +4,7 @@
 use super::principal::client_bucket;
 use super::*;
 
-pub(super) fn text(
+pub(crate) fn text(
     status: StatusCode,
     content_type: &'static str,
     body: impl Into<Bytes>,
@@ -17,14 +17,14 @@ pub(super) fn text(
 }
 
 /// A page of the merchant's guide, under a policy that lets nothing run or load.
-pub(super) fn docs_page(page: &'static str) -> Response<Full<Bytes>> {
+pub(crate) fn docs_page(page: &'static str) -> Response<Full<Bytes>> {
     html_page(page)
 }
 
 /// The API reference (`/docs/api`), rendered from the OpenAPI documents the
 /// components serve. Each view asks the components for them, so a client
 /// gets as many views as its bucket for public routes allows.
-pub(super) async fn api_docs_page(
+pub(crate) async fn api_docs_page(
     app: &Arc<App>,
     client: Option<std::net::IpAddr>,
 ) -> Response<Full<Bytes>> {

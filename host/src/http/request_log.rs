@@ -23,7 +23,7 @@ pub(super) fn logged_path(path: &str) -> &str {
 /// `environment` are recorded once the key is authenticated
 /// ([`record_principal`]). The path has no query string: no secret or
 /// customer data from it reaches the log.
-pub(super) fn request_span(
+pub(crate) fn request_span(
     quiet: bool,
     request_id: &str,
     method: &hyper::Method,
@@ -60,7 +60,7 @@ pub(crate) fn record_principal(merchant_id: &str, environment: &str) {
 
 /// A request's end, on either listener: its id on the response, its
 /// metrics under `label`, its one log line.
-pub(super) fn finish<B>(
+pub(crate) fn finish<B>(
     app: &App,
     resp: &mut Response<B>,
     request_id: &str,

@@ -9,8 +9,9 @@
 //! changes), [`outbox`] (events to delivery rows), [`delivery`] (the
 //! worker), [`events`] (reading and resending), [`destination`] (where a
 //! delivery may go), [`sealing`] and [`signature`] (secrets and signatures).
+//! Their endpoints on the API (`/api/v1/webhook-endpoints`, `/api/v1/events`)
+//! are served by the HTTP front, which stands above this module.
 
-pub mod api;
 mod delivery;
 pub mod destination;
 mod endpoints;

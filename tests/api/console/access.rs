@@ -9,7 +9,7 @@ use crate::support::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_sign_in_succeeds_fails_clearly_and_is_rate_limited() {
     let app = spawn_app().await;
-    let (merchant, _, _) = app.merchant("Shop");
+    let merchant = app.new_merchant("Shop");
     let owner = person(&app, &merchant, "Owner@Shop.bj", Role::Owner).await;
     let page = owner.get("/console/payments").await;
     assert_eq!(page.status, 200, "{}", page.body);
@@ -90,7 +90,7 @@ async fn console_sign_in_succeeds_fails_clearly_and_is_rate_limited() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_forms_without_their_csrf_token_are_refused() {
     let app = spawn_app().await;
-    let (merchant, _, _) = app.merchant("Shop");
+    let merchant = app.new_merchant("Shop");
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
     for form in [vec![], vec![("csrf", "0123456789abcdef0123456789abcdef")]] {
         let refused = owner.post("/console/sign-out", &form).await;
@@ -135,12 +135,12 @@ async fn console_forms_without_their_csrf_token_are_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_sessions_end_at_sign_out_and_when_the_user_is_removed() {
     let app = spawn_app().await;
-    let (merchant, _, _) = app.merchant("Shop");
+    let merchant = app.new_merchant("Shop");
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
     let support = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
     assert_eq!(support.get("/console/payments").await.status, 200);
     // Support cannot remove anyone, nor read the audit log.
-    let owner_id = app.service.app.console.users.list(&merchant).unwrap()[0]
+    let owner_id = app.service.site.console.users.list(&merchant).unwrap()[0]
         .id
         .clone();
     let refused = support
@@ -153,7 +153,7 @@ async fn console_sessions_end_at_sign_out_and_when_the_user_is_removed() {
     assert_eq!(refused.status, 403, "{}", refused.body);
     assert_eq!(support.get("/console/audit").await.status, 403);
 
-    let agent_id = app.service.app.console.users.list(&merchant).unwrap()[1]
+    let agent_id = app.service.site.console.users.list(&merchant).unwrap()[1]
         .id
         .clone();
     let removed = owner
@@ -210,7 +210,7 @@ async fn console_sessions_end_at_sign_out_and_when_the_user_is_removed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_changes_their_password_and_their_other_sessions_end() {
     let app = spawn_app().await;
-    let (merchant, _, _) = app.merchant("Shop");
+    let merchant = app.new_merchant("Shop");
     let desk = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
     let other = Browser::new(&app);
     assert_eq!(
@@ -288,7 +288,7 @@ async fn a_person_changes_their_password_and_their_other_sessions_end() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_owner_and_finance_need_a_second_factor_in_live() {
     let app = spawn_app().await;
-    let (merchant, _, _) = app.merchant("Shop");
+    let merchant = app.new_merchant("Shop");
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
     let live = [("environment", "live")];
     let refused = owner
@@ -389,7 +389,7 @@ async fn console_owner_and_finance_need_a_second_factor_in_live() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mmc_users_create_and_reset_print_a_one_time_sign_in_link() {
     let app = spawn_app().await;
-    let (merchant, _, _) = app.merchant("Shop");
+    let merchant = app.new_merchant("Shop");
     let dir = app.data_dir.path().to_str().unwrap().to_string();
     let created = crate::cli::mmc(&[
         "users",
@@ -483,7 +483,7 @@ async fn mmc_users_create_and_reset_print_a_one_time_sign_in_link() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_owners_invite_people_and_no_one_else_can() {
     let app = spawn_app().await;
-    let (merchant, _, _) = app.merchant("Shop");
+    let merchant = app.new_merchant("Shop");
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
     let finance = person(&app, &merchant, "finance@shop.bj", Role::Finance).await;
     let invite = [("email", "New@Shop.bj"), ("role", "support")];
@@ -549,7 +549,7 @@ async fn console_owners_invite_people_and_no_one_else_can() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_owner_sees_the_teams_sessions_and_ends_one() {
     let app = spawn_app().await;
-    let (merchant, _, _) = app.merchant("Shop");
+    let merchant = app.new_merchant("Shop");
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
     let support = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
     let team = owner.get("/console/team").await;
@@ -582,7 +582,7 @@ async fn an_owner_sees_the_teams_sessions_and_ends_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_cookies_are_secure_when_the_service_is_reached_over_tls() {
     let app = spawn_app_with(|c| c.public_base_url = Some("https://pay.example.bj".into())).await;
-    let (merchant, _, _) = app.merchant("Shop");
+    let merchant = app.new_merchant("Shop");
     let _owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
     let signed = Browser::new(&app)
         .sign_in("owner@shop.bj", PASSWORD, "")

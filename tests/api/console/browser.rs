@@ -67,7 +67,7 @@ async fn in_chromium_a_person_finds_and_refunds_a_payment_and_every_page_passes_
         .await;
     assert_eq!(status, 201);
     let (_, events) = app.get(&key, &format!("/api/v1/events?payment={id}")).await;
-    let event = events["data"][0]["id"].as_str().unwrap().to_string();
+    let event = id_of(&events["data"][0]);
 
     let shots = shots_dir();
     let mut args: Vec<String> = vec![

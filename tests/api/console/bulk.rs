@@ -171,7 +171,7 @@ async fn a_csv_uploaded_by_one_person_is_reported_approved_by_another_and_paid()
 
 /// The caller id the API records for the console user `email`.
 fn actor(app: &TestApp, merchant: &str, email: &str) -> String {
-    let users = app.service.app.console.users.list(merchant).unwrap();
+    let users = app.service.site.console.users.list(merchant).unwrap();
     let user = users.iter().find(|u| u.email == email).unwrap();
     format!("user_{}", user.id.trim_start_matches("usr_"))
 }
@@ -179,7 +179,7 @@ fn actor(app: &TestApp, merchant: &str, email: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn support_and_developers_see_no_bulk_payouts_and_cannot_upload() {
     let app = spawn_app().await;
-    let (merchant, _, _) = app.merchant("Payroll");
+    let merchant = app.new_merchant("Payroll");
     for (email, role) in [
         ("agent@payroll.bj", Role::Support),
         ("dev@payroll.bj", Role::Developer),

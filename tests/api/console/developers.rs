@@ -22,7 +22,7 @@ fn after<'a>(page: &'a Page, marker: &str) -> &'a str {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_developer_creates_a_key_shown_once_and_a_revoked_key_is_refused_at_once() {
     let app = spawn_app().await;
-    let (merchant, _, _) = app.merchant("Shop");
+    let merchant = app.new_merchant("Shop");
     let dev = person(&app, &merchant, "dev@shop.bj", Role::Developer).await;
     let page = dev.get("/console/developers").await;
     assert_eq!(page.status, 200, "{}", page.body);
@@ -63,6 +63,7 @@ async fn a_developer_creates_a_key_shown_once_and_a_revoked_key_is_refused_at_on
 
     let listed = app
         .service
+        .site
         .app
         .accounts
         .list_keys(&merchant, mmc_host::accounts::Environment::Test)
@@ -97,6 +98,7 @@ async fn a_developer_creates_a_key_shown_once_and_a_revoked_key_is_refused_at_on
     let (other, other_key, _) = app.merchant("Other");
     let theirs = app
         .service
+        .site
         .app
         .accounts
         .list_keys(&other, mmc_host::accounts::Environment::Test)
@@ -151,6 +153,7 @@ async fn support_and_finance_are_refused_the_developer_pages_by_the_server() {
     let (merchant, key, _) = app.merchant("Shop");
     let keys = app
         .service
+        .site
         .app
         .accounts
         .list_keys(&merchant, mmc_host::accounts::Environment::Test)
@@ -235,7 +238,7 @@ async fn a_developer_adds_disables_and_rekeys_an_endpoint_and_reads_its_deliveri
     assert!(secret.starts_with("whsec_"), "{secret}");
     let (_, list) = app.get(&key, "/api/v1/webhook-endpoints").await;
     let endpoint: Value = list["data"][0].clone();
-    let id = endpoint["id"].as_str().unwrap().to_string();
+    let id = id_of(&endpoint);
     assert_eq!(endpoint["disabled"], false, "{list}");
 
     let off = dev
@@ -264,7 +267,7 @@ async fn a_developer_adds_disables_and_rekeys_an_endpoint_and_reads_its_deliveri
             &format!("/api/v1/events?payment={paid}&type=collect.payment.completed"),
         )
         .await;
-    let event = events["data"][0]["id"].as_str().unwrap().to_string();
+    let event = id_of(&events["data"][0]);
     let started = std::time::Instant::now();
     let full = loop {
         let (_, full) = app.get(&key, &format!("/api/v1/events/{event}")).await;

@@ -165,7 +165,7 @@ impl Browser {
 pub async fn person(app: &TestApp, merchant: &str, email: &str, role: Role) -> Browser {
     let invitation = app
         .service
-        .app
+        .site
         .console
         .users
         .invite(merchant, email, role)
@@ -193,9 +193,7 @@ pub async fn person(app: &TestApp, merchant: &str, email: &str, role: Role) -> B
 /// A completed payment of the merchant whose test key is `key`: its id.
 pub async fn completed_payment(app: &TestApp, key: &str) -> (String, String) {
     let body = direct_payment("+2290166000001");
-    let (status, p) = app.create(key, &new_key(), &body).await;
-    assert_eq!(status, 201, "{p}");
-    let id = p["id"].as_str().unwrap().to_string();
+    let (id, _) = app.create_ok(key, &body).await;
     let (_, synced) = app
         .get(key, &format!("/api/v1/collect/payments/{id}?sync=1"))
         .await;

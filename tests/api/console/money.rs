@@ -125,10 +125,7 @@ async fn a_console_refund_is_the_apis_refund_and_a_double_submit_is_one_refund()
     );
     // The API's own refund object, event and all.
     let (status, via_api) = app
-        .get(
-            &key,
-            &format!("/api/v1/collect/refunds/{}", refund["id"].as_str().unwrap()),
-        )
+        .get(&key, &format!("/api/v1/collect/refunds/{}", id_of(refund)))
         .await;
     assert_eq!((status, &via_api["payment_id"]), (200, &json!(id)));
     let events = app.event_types(&key, &id).await;
@@ -148,11 +145,7 @@ async fn a_console_refund_is_the_apis_refund_and_a_double_submit_is_one_refund()
     assert_eq!(over.status, 400, "{}", over.body);
 
     let page = finance.get(&page_path(&id)).await;
-    assert!(
-        page.body.contains(refund["id"].as_str().unwrap()),
-        "{}",
-        page.body
-    );
+    assert!(page.body.contains(&id_of(refund)), "{}", page.body);
     assert!(
         page.body
             .contains("<strong>collect.payment.completed</strong>"),
@@ -191,7 +184,7 @@ async fn a_console_refund_is_the_apis_refund_and_a_double_submit_is_one_refund()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_bulk_approval_is_the_apis_validate_under_the_approvers_role() {
     let app = spawn_app().await;
-    let (merchant, _, _) = app.merchant("Payroll");
+    let merchant = app.new_merchant("Payroll");
     let maker = app
         .accounts
         .create_key_with(
@@ -213,7 +206,7 @@ async fn console_bulk_approval_is_the_apis_validate_under_the_approvers_role() {
         .unwrap();
     assert_eq!(resp.status().as_u16(), 201);
     let batch: Value = resp.json().await.unwrap();
-    let id = batch["id"].as_str().unwrap();
+    let id = id_of(&batch);
     assert_eq!(batch["status"], "pending_validation", "{batch}");
     let page = format!("/console/bulk/{id}");
     let validate = format!("/console/bulk/{id}/validate");
@@ -256,7 +249,7 @@ async fn console_bulk_approval_is_the_apis_validate_under_the_approvers_role() {
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
     let audit = owner.get("/console/audit?action=bulk.approve").await;
     assert!(
-        audit.body.contains("finance@shop.bj") && audit.body.contains(id),
+        audit.body.contains("finance@shop.bj") && audit.body.contains(&id),
         "{}",
         audit.body
     );
@@ -281,7 +274,7 @@ async fn support_resends_an_events_webhooks_and_finance_is_refused() {
             &format!("/api/v1/events?payment={id}&type=collect.payment.completed"),
         )
         .await;
-    let event = events["data"][0]["id"].as_str().unwrap().to_string();
+    let event = id_of(&events["data"][0]);
     let resend = format!("/console/events/{event}/resend");
 
     let finance = person(&app, &merchant, "cfo@shop.bj", Role::Finance).await;
@@ -348,8 +341,7 @@ async fn the_payments_list_pages_newest_first_and_its_csv_holds_the_filtered_lis
     for i in 0..55 {
         let mut body = direct_payment(&format!("+22901660{:05}", 100 + i));
         body["reference"] = json!(format!("order-{i:03}"));
-        let (status, p) = app.create(&key, &new_key(), &body).await;
-        assert_eq!(status, 201, "{p}");
+        app.create_ok(&key, &body).await;
         references.push(format!("order-{i:03}"));
     }
     let support = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
@@ -396,9 +388,7 @@ async fn a_console_cancel_is_confirmed_then_the_apis_and_a_second_one_is_refused
     let app = spawn_app_completing_after(0).await;
     let (merchant, key, _) = app.merchant("Shop");
     let body = direct_payment("+2290166000004");
-    let (status, p) = app.create(&key, &new_key(), &body).await;
-    assert_eq!(status, 201, "{p}");
-    let id = p["id"].as_str().unwrap();
+    let (id, _) = app.create_ok(&key, &body).await;
     let finance = person(&app, &merchant, "finance@shop.bj", Role::Finance).await;
     let cancel = format!("/console/payments/{id}/cancel");
     let confirm = finance.get(&cancel).await;
@@ -425,7 +415,7 @@ async fn a_console_cancel_is_confirmed_then_the_apis_and_a_second_one_is_refused
         .get(&key, &format!("/api/v1/collect/payments/{id}"))
         .await;
     assert_eq!(after["status"], "cancelled");
-    let again = finance.submit(&page_path(id), &cancel, &[]).await;
+    let again = finance.submit(&page_path(&id), &cancel, &[]).await;
     assert_eq!(again.status, 409, "{}", again.body);
     assert!(again.body.contains("cannot be cancelled"), "{}", again.body);
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;

@@ -1,18 +1,20 @@
 //! The admin listener's requests: `/healthz` and the admin API
 //! (`/admin/v1`, behind its token), with their own request id, span and metrics.
 
-use super::*;
+use bytes::Bytes;
+use http_body_util::Full;
 
-pub(super) async fn handle_admin(app: Arc<App>, mut req: Request<Incoming>) -> Response<Body> {
+use super::*;
+use crate::http::native::{native_request, native_response};
+use crate::http::read_request;
+
+pub(super) async fn handle(site: Arc<Site>, mut req: Request<Incoming>) -> Response<Body> {
     let head = head_as_get(&mut req);
-    let resp = paged::full(handle_admin_get(app, req).await);
+    let resp = paged::full(handle_get(site, req).await);
     if head { without_body(resp) } else { resp }
 }
 
-pub(super) async fn handle_admin_get(
-    app: Arc<App>,
-    req: Request<Incoming>,
-) -> Response<Full<Bytes>> {
+async fn handle_get(site: Arc<Site>, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let started = Instant::now();
     let request_id = format!("req_{}", uuid::Uuid::new_v4().simple());
     let path = req.uri().path().to_string();
@@ -22,35 +24,41 @@ pub(super) async fn handle_admin_get(
         if quiet {
             text(StatusCode::OK, "text/plain", "ok\n")
         } else if path == "/admin/v1" || path.starts_with("/admin/v1/") {
-            admin_dispatch(&app, req).await
+            admin_api(&site, req).await
         } else {
             HttpError::NoRoute {
                 method: req.method().to_string(),
                 path: path.clone(),
             }
-            .into_response(&Generation::Current, &app.docs_url())
+            .into_response(&Generation::Current, &site.app.docs_url())
         }
     };
     let mut resp = served.instrument(span.clone()).await;
-    finish(&app, &mut resp, &request_id, "admin", &span, quiet, started);
+    finish(
+        &site.app,
+        &mut resp,
+        &request_id,
+        "admin",
+        &span,
+        quiet,
+        started,
+    );
     resp
 }
 
-pub(super) async fn admin_dispatch(
-    app: &Arc<App>,
-    req: Request<Incoming>,
-) -> Response<Full<Bytes>> {
+async fn admin_api(site: &Site, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let app = &site.app;
     let authorization = req
         .headers()
         .get("authorization")
         .and_then(|v| v.to_str().ok());
-    if let Err(e) = crate::admin::api::authorize(&app.admin, authorization) {
+    if let Err(e) = crate::admin::api::authorize(&site.admin, authorization) {
         return native_response(app, Err(e));
     }
     // Component uploads get a larger body limit.
-    match read_request(app, req, Some(ADMIN_MAX_BODY)).await {
+    match read_request(app, req, Some(MAX_BODY)).await {
         Ok((parts, body)) => {
-            let result = crate::admin::api::handle(&app.admin, native_request(&parts, body)).await;
+            let result = crate::admin::api::handle(&site.admin, native_request(&parts, body)).await;
             native_response(app, result)
         }
         Err(err) => err.into_response(&Generation::Current, &app.docs_url()),
@@ -58,4 +66,4 @@ pub(super) async fn admin_dispatch(
 }
 
 /// Largest component upload accepted by the admin API.
-pub(super) const ADMIN_MAX_BODY: usize = 64 * 1024 * 1024;
+const MAX_BODY: usize = 64 * 1024 * 1024;

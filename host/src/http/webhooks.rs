@@ -3,10 +3,10 @@
 
 use serde_json::{Value, json};
 
-use super::{WebhookError, Webhooks};
+use super::errors::ApiError;
+use super::native::{NativeRequest, NativeResponse};
 use crate::accounts::Principal;
-use crate::http::errors::ApiError;
-use crate::http::native::{NativeRequest, NativeResponse};
+use crate::webhooks::{WebhookError, Webhooks};
 
 impl From<WebhookError> for ApiError {
     fn from(e: WebhookError) -> Self {

@@ -1,0 +1,106 @@
+//! Reading batches: one by id, the merchant's list by page, and a batch's
+//! items in batch order, by page, of one status or all.
+
+use super::*;
+
+/// `GET /bulk-payments/{id}/`.
+pub fn get(caller: &Caller, id: &str) -> Result<Response, ApiError> {
+    let b = store::read_batch(&caller.environment, &caller.merchant_id, id)?
+        .ok_or_else(|| ApiError::batch_not_found(id))?;
+    Ok(json_response(200, &wire::batch_json(&b)))
+}
+
+/// `GET /bulk-payments/`: newest first, by page.
+pub fn list(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
+    let page = wire::page(req)?;
+    let (count, batches) = store::list_batches(
+        &caller.environment,
+        &caller.merchant_id,
+        page.offset(),
+        page.size,
+    )?;
+    let results = batches.iter().map(wire::batch_json).collect();
+    Ok(json_response(
+        200,
+        &wire::page_json(&caller.base_url, ROOT, &[], page, count, results),
+    ))
+}
+
+/// Items in batch order; `?status=` keeps one status.
+pub fn items(caller: &Caller, req: &Request, id: &str) -> Result<Response, ApiError> {
+    let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
+    let batch =
+        store::read_batch(env, merchant, id)?.ok_or_else(|| ApiError::batch_not_found(id))?;
+    let page = wire::page(req)?;
+    let status_param = wire::query_param(req, "status")?;
+    let status = status_param
+        .as_deref()
+        .map(|s| {
+            ItemStatus::parse(s).ok_or_else(|| {
+                ApiError::invalid(
+                    "parameter_invalid",
+                    "status",
+                    "status must be pending, processing, completed or failed.",
+                )
+            })
+        })
+        .transpose()?;
+    let offset = page.offset().min(u32::MAX as u64) as u32;
+    let (count, found) = match status {
+        // Positions are dense: the page is one scan.
+        None => (
+            batch.item_count,
+            store::scan_items(env, merchant, id, offset, page.size)?,
+        ),
+        Some(wanted) => (
+            batch.counts.of(wanted),
+            items_with_status(env, merchant, id, wanted, offset, page.size)?,
+        ),
+    };
+    let keep: Vec<(&str, &str)> = status_param
+        .as_deref()
+        .map(|s| ("status", s))
+        .into_iter()
+        .collect();
+    let results = found.iter().map(wire::item_json).collect();
+    Ok(json_response(
+        200,
+        &wire::page_json(
+            &caller.base_url,
+            &format!("{ROOT}{id}/items/"),
+            &keep,
+            page,
+            count as u64,
+            results,
+        ),
+    ))
+}
+
+/// Walks the batch in order for the page of items in `wanted`.
+fn items_with_status(
+    env: &str,
+    merchant: &str,
+    batch: &str,
+    wanted: ItemStatus,
+    offset: u32,
+    size: u32,
+) -> Result<Vec<Item>, ApiError> {
+    let (mut position, mut skipped, mut out) = (0, 0, Vec::new());
+    loop {
+        let chunk = store::scan_items(env, merchant, batch, position, 500)?;
+        let Some(last) = chunk.last() else {
+            return Ok(out);
+        };
+        position = last.position + 1;
+        for item in chunk.into_iter().filter(|i| i.status == wanted) {
+            if skipped < offset {
+                skipped += 1;
+            } else {
+                out.push(item);
+                if out.len() as u32 == size {
+                    return Ok(out);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! The operator CLI: the commands and their flags, and which part runs each.
+//! `mmc serve` runs the service ([`serve`]); the others act on the data
+//! directory (merchants, their keys and console people in [`accounts`], webhook
+//! endpoints in [`webhooks`], the payments' index and backups in [`store`])
+//! or on a running server's admin listener ([`adapters`]). Most print one
+//! JSON object; an error is one on stderr, with exit status 2.
+
+mod accounts;
+mod adapters;
+mod serve;
+mod store;
+mod webhooks;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use mmc_host::accounts::{Accounts, Environment};
+use mmc_host::config::Config;
+use serde_json::json;
+
+use self::accounts::{KeysCommand, MerchantsCommand, UsersCommand};
+use self::adapters::AdaptersCommand;
+use self::webhooks::WebhooksCommand;
+
+#[derive(Parser)]
+#[command(name = "mmc", version, about = "Mobile Money Collection Service")]
+pub struct Cli {
+    /// TOML configuration file (also MMC_CONFIG). Every key can be overridden by MMC_* variables.
+    #[arg(long, global = true, env = "MMC_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Data directory (SQLite file, generated keys, compiled-component cache).
+    #[arg(long, global = true)]
+    pub data_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Serve the HTTP API.
+    Serve {
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
+        #[arg(long)]
+        components_dir: Option<PathBuf>,
+        /// On an empty data directory, create a demo merchant and a test key and print them.
+        #[arg(long)]
+        demo: bool,
+    },
+    /// Manage merchants.
+    Merchants {
+        #[command(subcommand)]
+        command: MerchantsCommand,
+    },
+    /// Manage API keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+    /// Deploy, roll back, list and test operator adapters.
+    Adapters {
+        #[command(subcommand)]
+        command: AdaptersCommand,
+    },
+    /// Manage the people who use the merchant console.
+    Users {
+        #[command(subcommand)]
+        command: UsersCommand,
+    },
+    /// Manage webhook endpoints.
+    Webhooks {
+        #[command(subcommand)]
+        command: WebhooksCommand,
+    },
+    /// Index every stored payment again for the list's filters (after a
+    /// rolling upgrade from a version without the index: nodes of the older
+    /// version wrote payments it does not hold). The running nodes' `index`
+    /// job does it; filtered lists check the records until it is done.
+    Reindex,
+    /// Render the book (docs/*.md) as static HTML into a directory.
+    Docs {
+        /// Where the pages go (created if missing).
+        #[arg(long)]
+        out: PathBuf,
+        /// The book's Markdown sources.
+        #[arg(long, default_value = "docs")]
+        src: PathBuf,
+    },
+    /// Copy the SQLite store and the data directory's keys into the new
+    /// directory TO, consistently, while a server runs (docs/backups.md).
+    Backup {
+        #[arg(long)]
+        to: PathBuf,
+    },
+    /// Put the backup FROM in place of the store; refuses a data directory
+    /// that is not empty unless --force, and a store a server has open.
+    Restore {
+        #[arg(long)]
+        from: PathBuf,
+        /// Replace the store (and keys) of a data directory that is not empty.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// Runs one command with the loaded configuration.
+pub fn run(mut config: Config, command: Command) {
+    match command {
+        Command::Serve {
+            listen,
+            components_dir,
+            demo,
+        } => {
+            if let Some(l) = listen {
+                config.listen = l;
+            }
+            if let Some(d) = components_dir {
+                config.components_dir = d;
+            }
+            serve::serve(config, demo);
+        }
+        Command::Merchants { command } => accounts::merchants(&config, command),
+        Command::Keys { command } => accounts::keys(&config, command),
+        Command::Users { command } => accounts::users(&config, command),
+        Command::Adapters { command } => adapters::run(&config, command),
+        Command::Webhooks { command } => webhooks::run(&config, command),
+        Command::Reindex => store::reindex(&config),
+        Command::Docs { out, src } => {
+            let pages = mmc_host::http::docs::book::write(&src, &out)
+                .unwrap_or_else(|e| fail(&format!("{}: {e}", src.display())));
+            println!("{}", json!({"out": out, "pages": pages.len()}));
+        }
+        Command::Backup { to } => store::backup(&config, &to),
+        Command::Restore { from, force } => store::restore(&config, &from, force),
+    }
+}
+
+/// The error, as one JSON object on stderr; exit status 2.
+pub fn fail(message: &str) -> ! {
+    eprintln!("{}", json!({"error": message}));
+    std::process::exit(2);
+}
+
+/// `--env`: test or live.
+fn environment(env: &str) -> Environment {
+    Environment::parse(env).unwrap_or_else(|| fail("--env must be test or live"))
+}
+
+/// The storage of the configured data directory.
+fn open_db(config: &Config) -> mmc_host::db::Storage {
+    mmc_host::server::open_db(config).unwrap_or_else(|e| fail(&e.to_string()))
+}
+
+fn open_accounts(config: &Config) -> Accounts {
+    Accounts::new(open_db(config).sql)
+}

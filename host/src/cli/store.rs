@@ -1,0 +1,38 @@
+//! `mmc reindex`, `mmc backup`, `mmc restore`: the store itself: its
+//! payments' index started again, and copies of it taken and put back.
+
+use std::path::Path;
+
+use super::*;
+
+pub fn reindex(config: &Config) {
+    let db = open_db(config);
+    // collect's `meta` keys: with neither, its job starts the backfill from
+    // the first payment.
+    let mut tx = db
+        .backend
+        .begin("collect")
+        .unwrap_or_else(|e| fail(&e.to_string()));
+    for key in [
+        mmc_domain::payment::listing_meta::READY,
+        mmc_domain::payment::listing_meta::BACKFILL,
+    ] {
+        tx.delete("meta", key)
+            .unwrap_or_else(|e| fail(&e.to_string()));
+    }
+    tx.commit().unwrap_or_else(|e| fail(&e.to_string()));
+    println!("{}", json!({"reindex": "started"}));
+}
+
+pub fn backup(config: &Config, to: &Path) {
+    let m = mmc_host::backup::backup(config, to).unwrap_or_else(|e| fail(&e.to_string()));
+    println!("{}", json!({"backup": to, "manifest": m}));
+}
+
+pub fn restore(config: &Config, from: &Path, force: bool) {
+    let m = mmc_host::backup::restore(config, from, force).unwrap_or_else(|e| fail(&e.to_string()));
+    println!(
+        "{}",
+        json!({"restored": from, "data_dir": config.data_dir, "manifest": m})
+    );
+}

@@ -1,0 +1,54 @@
+//! The areas of the public listener the host serves itself (the webhook
+//! endpoints and events): which paths are theirs, and the key checked, its
+//! limits counted and the body read before their handler sees the request.
+
+use super::native::{native_request, native_response};
+use super::principal::{admit_principal, body_permit, invalid_key, presented_key, principal_of};
+use super::*;
+
+/// An area the host serves itself on the public listener (the admin API is
+/// on the admin listener).
+#[derive(Clone, Copy)]
+pub(crate) enum NativeArea {
+    Webhooks,
+}
+
+impl NativeArea {
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            NativeArea::Webhooks => "webhooks",
+        }
+    }
+}
+
+/// The area a path belongs to, if the host serves it itself.
+pub(crate) fn native_area(path: &str) -> Option<NativeArea> {
+    let under = |prefix| crate::paths::under(path, prefix);
+    if under("/api/v1/webhook-endpoints") || under("/api/v1/events") {
+        return Some(NativeArea::Webhooks);
+    }
+    None
+}
+
+/// A request to one of the host's own areas: its key admitted, its body
+/// read, the area's handler called, its answer as JSON.
+pub(crate) async fn native_dispatch(
+    app: &Arc<App>,
+    area: NativeArea,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, HttpError> {
+    let key = presented_key(&req).ok_or(HttpError::MissingKey)?;
+    let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
+    let Some(principal) = principal_of(app, &key).await? else {
+        return Err(invalid_key(app, client));
+    };
+    admit_principal(app, &principal, req.method().as_str(), req.uri().path())?;
+    let reading = body_permit(app, &req, Some(&principal.key_id), client).await?;
+    let (parts, body) = read_request(app, req, None).await?;
+    drop(reading);
+    let request = native_request(&parts, body);
+    let result = match area {
+        NativeArea::Webhooks => super::webhooks::handle(&app.webhooks, &principal, request).await,
+    };
+    Ok(native_response(app, result))
+}

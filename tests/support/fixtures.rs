@@ -1,0 +1,29 @@
+//! Fixtures: what a test needs before the thing it tests (a merchant's key,
+//! a created payment), made in one call and checked as it is made, so that
+//! the test says only what it tests.
+
+use serde_json::Value;
+
+use super::{TestApp, id_of, new_key};
+
+impl TestApp {
+    /// A new merchant named `name`, with a key in each environment: its
+    /// test key (see [`TestApp::merchant`] for its id and live key).
+    pub fn test_key(&self, name: &str) -> String {
+        self.merchant(name).1
+    }
+
+    /// A new merchant named `name`, with a key in each environment: its id,
+    /// for a test that acts as the merchant's people rather than its keys.
+    pub fn new_merchant(&self, name: &str) -> String {
+        self.merchant(name).0
+    }
+
+    /// Creates the payment `body` under a fresh Idempotency-Key, which must
+    /// be answered 201: the payment's id and JSON.
+    pub async fn create_ok(&self, key: &str, body: &Value) -> (String, Value) {
+        let (status, p) = self.create(key, &new_key(), body).await;
+        assert_eq!(status, 201, "{p}");
+        (id_of(&p), p)
+    }
+}
