@@ -1,34 +1,112 @@
 //! `cinetpay` (CinetPay Payment API v2, an adapter written in Python and
 //! built by componentize-py) against the fake CinetPay, loaded by the host
-//! like every adapter. Needs `make python-adapters` (the component is in
+//! like every adapter: its entry in the registry of adapters (the contract
+//! tests and every cell of the fault matrix run over it) and the tests only
+//! its protocol needs. Needs `make python-adapters` (the component is in
 //! `target/python-components/`, added to these tests' servers only).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
+use mmc_host::config::ComponentConfig;
 use mmc_host::runtime::bindings::adapter_types::*;
 use serde_json::{Value, json};
 
-use crate::support::fakes::Fault;
-use crate::support::fakes::cinetpay::{self, FakeCinetPay, Notifications};
+use crate::registry::{self, AtOperator, Entry, Harness, Op};
+use crate::support::fakes::cinetpay::{self, FakeCinetPay};
+use crate::support::fakes::{Callbacks, Fault, Plumbing};
 use crate::support::*;
 use crate::*;
 
+/// `cinetpay` in the registry of adapters.
+pub const ENTRY: Entry = Entry {
+    name: "cinetpay",
+    operator: "orange-ci",
+    routes: &["orange-ci"],
+    country: "CI",
+    phone: |n| format!("+22507{:08}", 60_000_000 + n),
+    unsupported: &[
+        (Op::ConfirmOtp, "paid on CinetPay's page"),
+        (Op::Refund, "CinetPay documents no refund API"),
+        (Op::Payout, "the adapter does not make CinetPay transfers"),
+    ],
+    otp: None,
+    refund_status_query: false,
+    conformance_settings: &[("site_id", cinetpay::SITE_ID)],
+    conformance_secrets: &["secret_key"],
+    start: registry::start::<cinetpay::CinetPay>,
+};
+
+/// CinetPay knows a payment by our id (its `transaction_id`); the customer
+/// pays on CinetPay's page, here on command. A cancel asks where it stands
+/// (CinetPay cannot withdraw a link).
+impl Harness for FakeCinetPay {
+    fn plumbing(&self) -> &Plumbing {
+        FakeCinetPay::plumbing(self)
+    }
+
+    fn component_config(&self) -> ComponentConfig {
+        FakeCinetPay::component_config(self)
+    }
+
+    fn endpoint(&self, op: Op) -> &'static str {
+        match op {
+            Op::Cancel => "payment_check",
+            _ => "payment_init",
+        }
+    }
+
+    fn target(&self, op: Op, phone: &str, payment_id: &str, _: &str) -> String {
+        match op {
+            Op::Cancel => payment_id.to_string(),
+            _ => phone.to_string(),
+        }
+    }
+
+    /// CinetPay's customer pays only when told: nothing to hold back.
+    fn customer_waits(&self, _: &str) {}
+
+    fn customer_approves<'a>(&'a self, payment_id: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let paid = self.mark_paid(payment_id);
+            if paid {
+                self.notify(payment_id).await;
+            }
+            paid
+        })
+    }
+
+    fn payment(&self, payment_id: &str) -> AtOperator {
+        let t = self.transaction(payment_id);
+        AtOperator {
+            moved: t.as_ref().is_some_and(|t| t.paid()),
+            // The test pays (or fails to pay) at once: nothing pending.
+            settled: true,
+            records: usize::from(t.is_some()),
+        }
+    }
+
+    fn refund(&self, _: &str, _: &str) -> AtOperator {
+        AtOperator::nothing()
+    }
+
+    fn payout(&self, _: &str) -> AtOperator {
+        AtOperator::nothing()
+    }
+}
+
 const PHONE: &str = "+2250700000001";
 
+/// The fake CinetPay, and a service routing `orange-ci` to the adapter.
 async fn cinetpay_app(
-    fake: &FakeCinetPay,
-    tweak: impl FnOnce(&mut mmc_host::config::ComponentConfig),
+    tweak: impl FnOnce(&mut ComponentConfig),
     adjust: impl FnOnce(&mut mmc_host::config::Config),
-) -> TestApp {
-    let mut component = fake.component_config();
-    tweak(&mut component);
-    app_with_adapter("cinetpay", &["orange-ci"], component, |c| {
-        c.components_dir = components_dir_with(&["cinetpay"]);
-        adjust(c);
-    })
-    .await
+) -> (FakeCinetPay, TestApp) {
+    let fake = FakeCinetPay::start().await;
+    let app = registry::serve(&ENTRY, &fake, tweak, adjust).await;
+    (fake, app)
 }
 
 /// Creates a CinetPay payment; returns its id (CinetPay's `transaction_id`).
@@ -46,9 +124,8 @@ async fn cinetpay_payment(app: &TestApp, key: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cinetpay_payment_redirects_to_its_page_and_completes_by_a_status_query_by_our_id() {
-    let fake = FakeCinetPay::start().await;
-    fake.notifications(Notifications::Lost);
-    let app = cinetpay_app(&fake, |_| {}, |_| {}).await;
+    let (fake, app) = cinetpay_app(|_| {}, |_| {}).await;
+    fake.callbacks(Callbacks::Lost);
     let (_, _, live) = app.merchant("Shop");
     let p = create(&app, &live, &live_payment("CI", "orange-ci", PHONE)).await;
     let id = p["id"].as_str().unwrap();
@@ -95,8 +172,7 @@ async fn cinetpay_payment_redirects_to_its_page_and_completes_by_a_status_query_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cinetpay_signed_notification_is_believed_and_unsigned_or_forged_ones_are_not() {
-    let fake = FakeCinetPay::start().await;
-    let app = cinetpay_app(&fake, |_| {}, |_| {}).await;
+    let (fake, app) = cinetpay_app(|_| {}, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
     let id = cinetpay_payment(&app, &live).await;
     // Status queries cannot learn the outcome here: only a notification can.
@@ -143,8 +219,7 @@ async fn cinetpay_signed_notification_is_believed_and_unsigned_or_forged_ones_ar
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cinetpay_success_for_another_amount_is_not_counted() {
-    let fake = FakeCinetPay::start().await;
-    let app = cinetpay_app(&fake, |_| {}, |_| {}).await;
+    let (fake, app) = cinetpay_app(|_| {}, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
     let id = cinetpay_payment(&app, &live).await;
     // CinetPay's books say 1000 for our 1500: in the signed notification
@@ -172,8 +247,7 @@ async fn cinetpay_success_for_another_amount_is_not_counted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cinetpay_refused_payment_fails_with_the_reason_its_status_gives() {
-    let fake = FakeCinetPay::start().await;
-    let app = cinetpay_app(&fake, |_| {}, |_| {}).await;
+    let (fake, app) = cinetpay_app(|_| {}, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
     let id = cinetpay_payment(&app, &live).await;
     // The notification says it failed: a hint, the status query decides.
@@ -188,9 +262,8 @@ async fn cinetpay_refused_payment_fails_with_the_reason_its_status_gives() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cinetpay_duplicate_and_late_notifications_never_move_a_terminal_payment() {
-    let fake = FakeCinetPay::start().await;
-    fake.notifications(Notifications::Duplicate);
-    let app = cinetpay_app(&fake, |_| {}, |_| {}).await;
+    let (fake, app) = cinetpay_app(|_| {}, |_| {}).await;
+    fake.callbacks(Callbacks::Duplicate);
     let (_, _, live) = app.merchant("Shop");
     let id = cinetpay_payment(&app, &live).await;
     assert_eq!(fake.customer_pays(&id).await, vec![200, 200]);
@@ -205,7 +278,7 @@ async fn cinetpay_duplicate_and_late_notifications_never_move_a_terminal_payment
     let token = cinetpay::x_token(cinetpay::SECRET_KEY, &fields);
     assert_eq!(fake.send_notification(&id, &fields, Some(token)).await, 200);
     // And the success again, late.
-    fake.notifications(Notifications::Late(Duration::from_millis(300)));
+    fake.callbacks(Callbacks::Late(Duration::from_millis(300)));
     assert_eq!(fake.notify(&id).await, vec![200]);
     let after = payment(&app, &live, &id).await;
     assert_eq!(after["status"], "completed");
@@ -215,16 +288,14 @@ async fn cinetpay_duplicate_and_late_notifications_never_move_a_terminal_payment
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cinetpay_errors_at_initiation_leave_the_payment_pending_and_found_by_our_id() {
-    let fake = FakeCinetPay::start().await;
-    fake.notifications(Notifications::Lost);
-    let app = cinetpay_app(
-        &fake,
+    let (fake, app) = cinetpay_app(
         |c| {
             c.settings.insert("timeout_ms".into(), "400".into());
         },
         |_| {},
     )
     .await;
+    fake.callbacks(Callbacks::Lost);
     let (_, _, live) = app.merchant("Shop");
 
     // Refused before any work: a 502 says nothing of what CinetPay did.
@@ -341,12 +412,9 @@ async fn cinetpay_status_query_faults_are_unknown_and_refusals_of_our_settings_r
 /// The platform's conformance kit (`mmc adapters test`) on the Python component.
 #[test]
 fn cinetpay_python_adapter_passes_the_conformance_kit() {
-    let inputs = mmc_host::conformance::Inputs {
-        settings: vec![("site_id".into(), cinetpay::SITE_ID.into())],
-        secrets: vec![("secret_key".into(), "conformance-secret".into())],
-    };
     let file = component_file("cinetpay");
-    let checks = mmc_host::conformance::run(&file, &cache_dir(), &inputs).unwrap();
+    let checks =
+        mmc_host::conformance::run(&file, &cache_dir(), &ENTRY.conformance_inputs()).unwrap();
     let problems: Vec<String> = checks
         .iter()
         .filter(|c| !c.passed || c.detail.starts_with("not exercised"))
@@ -358,10 +426,7 @@ fn cinetpay_python_adapter_passes_the_conformance_kit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cinetpay_python_adapter_hot_swapped_under_load_fails_no_request() {
-    let fake = FakeCinetPay::start().await;
-    fake.notifications(Notifications::Lost);
-    let app = cinetpay_app(
-        &fake,
+    let (fake, app) = cinetpay_app(
         |_| {},
         |c| {
             c.admin_token = Some(ADMIN.into());
@@ -369,6 +434,7 @@ async fn cinetpay_python_adapter_hot_swapped_under_load_fails_no_request() {
         },
     )
     .await;
+    fake.callbacks(Callbacks::Lost);
     let (_, _, live) = app.merchant("Shop");
     let original = std::fs::read(component_file("cinetpay")).unwrap();
     let v2 = new_version(&original, "v2");

@@ -1,34 +1,38 @@
-//! A fake CinetPay Payment API v2, from CinetPay's documentation
-//! (docs.cinetpay.com, "Payment API": initialisation, notification,
-//! transaction verification, X-TOKEN HMAC, code table):
+//! A fake CinetPay Payment API v2 on the fake-operator kit (`kit.rs`),
+//! from CinetPay's documentation (docs.cinetpay.com, API 1.0, "Payment
+//! API": initialisation, notification, transaction verification, X-TOKEN
+//! HMAC, code table): the wire format below, its documented behaviours in
+//! the table, and the kit's faults, callback modes and plumbing.
 //!
-//! - `POST /v2/payment`: JSON with `apikey`, `site_id`, `transaction_id`
-//!   (unique), `amount` (an integer, a multiple of 5), `currency`,
-//!   `description`, `notify_url`, `return_url`, `channels`; answers
-//!   `{code: "201", message: "CREATED", data: {payment_token, payment_url}}`.
-//! - `POST /v2/payment/check`: JSON with `apikey`, `site_id`,
-//!   `transaction_id`; answers `{code, message, data: {amount, currency,
-//!   status, payment_method, operator_id, payment_date, …}}`, the amount a
-//!   string, `status` `ACCEPTED`, `REFUSED` or `WAITING_FOR_CUSTOMER`.
-//! - The notification: a form POST to the payment's `notify_url` with the
-//!   `cpm_*` fields and `x-token`, the hex HMAC-SHA256 with the merchant's
-//!   Secret Key of these fields concatenated in this order: `cpm_site_id`,
-//!   `cpm_trans_id`, `cpm_trans_date`, `cpm_amount`, `cpm_currency`,
-//!   `signature`, `payment_method`, `cel_phone_num`, `cpm_phone_prefixe`,
-//!   `cpm_language`, `cpm_version`, `cpm_payment_config`, `cpm_page_action`,
-//!   `cpm_custom`, `cpm_designation`, `cpm_error_message`.
+//! | documented behaviour | here |
+//! |---|---|
+//! | `POST /v2/payment`, JSON: `apikey`, `site_id`, `transaction_id` (unique), `amount` (an integer, a multiple of 5), `currency`, `description`, `notify_url`, `return_url`, `channels`; optional `lang`, `metadata`, `customer_phone_number` with `lock_phone_number` | `{code: "201", message: "CREATED", data: {payment_token, payment_url}}`; a field missing, or an amount not a multiple of 5: `608 MINIMUM_REQUIRED_FIELDS`, nothing created |
+//! | the link moves no money: the customer pays on CinetPay's page | on command: `customer_pays`, `customer_refused` |
+//! | `POST /v2/payment/check`, JSON `apikey`, `site_id`, `transaction_id` | `{code, message, data: {amount, currency, status, payment_method, description, metadata, operator_id, payment_date, fund_availability_date}, api_response_id}`, the amount a string: `00 SUCCES` with `ACCEPTED`; a refusal's code (`600 PAYMENT_FAILED`, `627 TRANSACTION_CANCEL`…) with `REFUSED`; `662 WAITING_CUSTOMER_PAYMENT` with `WAITING_FOR_CUSTOMER` |
+//! | the notification: a form POST to the payment's `notify_url` after every change of status (a `WAITING_FOR_CUSTOMER` one first for operators that confirm by a push), the `cpm_*` fields | `notify`, honouring the kit's callback mode ([`super::Callbacks`]) |
+//! | its `x-token` header: the hex HMAC-SHA256, with the merchant's Secret Key, of `cpm_site_id`, `cpm_trans_id`, `cpm_trans_date`, `cpm_amount`, `cpm_currency`, `signature`, `payment_method`, `cel_phone_num`, `cpm_phone_prefixe`, `cpm_language`, `cpm_version`, `cpm_payment_config`, `cpm_page_action`, `cpm_custom`, `cpm_designation`, `cpm_error_message` concatenated | [`x_token`] |
+//! | the notify URL must answer `200 OK` | only a 200 counts as delivered ([`DELIVERY`]) |
+//! | codes `609 AUTH_NOT_FOUND` (the API key), `613 SITE_ID_NOTVALID`, `429 TOO_MANY_REQUEST` | a wrong `apikey` or `site_id`: 403 with 609 or 613 |
 //!
-//! Where the documentation is silent this fake says what it chose: a wrong
-//! `apikey` or `site_id` is answered 403 with code `609 AUTH_NOT_FOUND` or
-//! `613 SITE_ID_NOTVALID` (the codes are CinetPay's, the HTTP status this
-//! fake's); a `transaction_id` used twice is refused 400 with
-//! `CLIENT_TRANSACTION_ID_EXIST` (the name CinetPay's transfer API gives it);
-//! a check of an unknown `transaction_id` is answered 404.
+//! Where the documentation is silent this fake says what it chose: the HTTP
+//! status of a refusal (403 for 609 and 613, 400 for 608 and 805; CinetPay
+//! documents the codes, not the statuses); a `transaction_id` used twice is
+//! refused with `805 CLIENT_TRANSACTION_ID_EXIST` (the name CinetPay's
+//! transfer API gives it); a check of an unknown `transaction_id` is
+//! answered 404; notifications are tried 3 times, 5 s each (no schedule is
+//! documented). CinetPay also pings the notify URL with a GET to see that
+//! it is up; this fake does not.
+//!
+//! Endpoints (for `inject`): `payment_init`, `payment_check`. `inject_for`
+//! matches our `transaction_id` or the customer's number
+//! (`customer_phone_number`, also on the checks of its transaction);
+//! `ids_for` counts the `transaction_id`s links were opened under.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use hmac::{Hmac, Mac};
 use mmc_domain::http::encode_component;
 use mmc_host::config::ComponentConfig;
@@ -36,11 +40,23 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use sha2::Sha256;
 
-use super::{Delivery, Fault, Plumbing, Received, Reply, now_rfc3339, with_fault_for};
+use super::{
+    Delivery, FakeServer, Fault, Plumbing, Received, Reply, Wire, now_rfc3339, with_fault_for,
+};
 
 pub const API_KEY: &str = "12912847765bc0db748fdd44.fakekey";
 pub const SITE_ID: &str = "445160";
 pub const SECRET_KEY: &str = "cinetpay_fake_secret_key_0123456789";
+
+/// CinetPay's notification delivery: its documentation says the notify URL
+/// must answer `200 OK`, and gives no timeout or retry schedule.
+/// Conservative rule: 5 s to answer `200`, 3 attempts in all.
+pub const DELIVERY: Delivery = Delivery {
+    patience: Duration::from_secs(5),
+    attempts: 3,
+    pause: Duration::from_millis(200),
+    only_200: true,
+};
 
 /// A payment link and what became of it.
 #[derive(Clone, Debug)]
@@ -69,38 +85,39 @@ impl Transaction {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Notifications {
-    Send,
-    /// Lost on the way.
-    Lost,
-    /// Delivered twice.
-    Duplicate,
-    /// Delivered after this delay (after a poll may have settled it).
-    Late(Duration),
-}
-
-struct Inner {
+/// CinetPay's state: its payment links by `transaction_id`.
+pub struct CinetPay {
     plumbing: Plumbing,
     transactions: Mutex<HashMap<String, Transaction>>,
-    notifications: Mutex<Notifications>,
 }
 
-pub struct FakeCinetPay {
-    pub addr: std::net::SocketAddr,
-    inner: Arc<Inner>,
-}
+/// A fake CinetPay server (the kit's [`FakeServer`] over [`CinetPay`]). Its
+/// notifications go to the `notify_url` each payment names.
+pub type FakeCinetPay = FakeServer<CinetPay>;
 
-/// CinetPay's notification delivery: its documentation says the
-/// notification URL must answer `200 OK` and is called after every change
-/// of a transaction's status, but gives no timeout or retry schedule.
-/// Conservative rule: 5 s to answer `200`, 3 attempts in all.
-pub const DELIVERY: Delivery = Delivery {
-    patience: Duration::from_secs(5),
-    attempts: 3,
-    pause: Duration::from_millis(200),
-    only_200: true,
-};
+impl Wire for CinetPay {
+    fn new() -> CinetPay {
+        CinetPay {
+            plumbing: Plumbing::default(),
+            transactions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn plumbing(&self) -> &Plumbing {
+        &self.plumbing
+    }
+
+    fn handle(self: Arc<Self>, req: Received) -> BoxFuture<'static, Reply> {
+        Box::pin(handle(self, req))
+    }
+
+    /// The `cinetpay` adapter's site, API key and Secret Key.
+    fn configure(&self, c: &mut ComponentConfig) {
+        c.settings.insert("site_id".into(), SITE_ID.into());
+        c.secrets.insert("api_key".into(), API_KEY.into());
+        c.secrets.insert("secret_key".into(), SECRET_KEY.into());
+    }
+}
 
 /// CinetPay's envelope.
 fn coded(status: u16, code: &str, message: &str, description: &str, data: Value) -> Reply {
@@ -122,28 +139,30 @@ pub fn refusal(status: u16) -> Fault {
     Fault::Reply(coded(status, code, message, "refused", Value::Null))
 }
 
+/// The notification's fields in the order the `x-token` signs them.
+const SIGNED: [&str; 16] = [
+    "cpm_site_id",
+    "cpm_trans_id",
+    "cpm_trans_date",
+    "cpm_amount",
+    "cpm_currency",
+    "signature",
+    "payment_method",
+    "cel_phone_num",
+    "cpm_phone_prefixe",
+    "cpm_language",
+    "cpm_version",
+    "cpm_payment_config",
+    "cpm_page_action",
+    "cpm_custom",
+    "cpm_designation",
+    "cpm_error_message",
+];
+
 /// The `x-token` of a notification's fields, signed with `secret`.
 pub fn x_token(secret: &str, fields: &[(&str, String)]) -> String {
-    const ORDER: [&str; 16] = [
-        "cpm_site_id",
-        "cpm_trans_id",
-        "cpm_trans_date",
-        "cpm_amount",
-        "cpm_currency",
-        "signature",
-        "payment_method",
-        "cel_phone_num",
-        "cpm_phone_prefixe",
-        "cpm_language",
-        "cpm_version",
-        "cpm_payment_config",
-        "cpm_page_action",
-        "cpm_custom",
-        "cpm_designation",
-        "cpm_error_message",
-    ];
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
-    for name in ORDER {
+    for name in SIGNED {
         if let Some((_, v)) = fields.iter().find(|(k, _)| *k == name) {
             mac.update(v.as_bytes());
         }
@@ -161,88 +180,21 @@ pub fn form(fields: &[(&str, String)]) -> Vec<u8> {
         .into_bytes()
 }
 
+/// CinetPay's own: its links, the customer on its page, notifications on
+/// demand.
 impl FakeCinetPay {
-    pub async fn start() -> FakeCinetPay {
-        let inner = Arc::new(Inner {
-            plumbing: Plumbing::default(),
-            transactions: Mutex::new(HashMap::new()),
-            notifications: Mutex::new(Notifications::Send),
-        });
-        let handler_inner = inner.clone();
-        let addr = super::serve(Arc::new(move |req| {
-            let inner = handler_inner.clone();
-            Box::pin(async move { handle(inner, req).await })
-        }))
-        .await;
-        FakeCinetPay { addr, inner }
-    }
-
-    pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// The `cinetpay` adapter's configuration for this fake.
-    pub fn component_config(&self) -> ComponentConfig {
-        let mut c = ComponentConfig {
-            allowed_hosts: vec![self.addr.to_string()],
-            ..Default::default()
-        };
-        c.settings.insert("base_url".into(), self.base_url());
-        c.settings.insert("site_id".into(), SITE_ID.into());
-        c.secrets.insert("api_key".into(), API_KEY.into());
-        c.secrets.insert("secret_key".into(), SECRET_KEY.into());
-        c
-    }
-
-    pub fn notifications(&self, mode: Notifications) {
-        *self.inner.notifications.lock() = mode;
-    }
-
-    /// Endpoints: `payment_init`, `payment_check`.
-    pub fn inject(&self, endpoint: &'static str, fault: Fault, times: usize) {
-        self.inner.plumbing.inject(endpoint, fault, times);
-    }
-
-    /// The next `times` requests to `endpoint` about `key` (our
-    /// `transaction_id`, or the customer's number) get `fault`.
-    pub fn inject_for(&self, endpoint: &'static str, key: &str, fault: Fault, times: usize) {
-        self.inner.plumbing.inject_for(endpoint, key, fault, times);
-    }
-
-    pub fn faults_left(&self, endpoint: &str, key: &str) -> usize {
-        self.inner.plumbing.faults_left(endpoint, key)
-    }
-
-    pub fn requests(&self, endpoint: &str) -> Vec<Received> {
-        self.inner.plumbing.requests(endpoint)
-    }
-
-    pub fn requests_for(&self, endpoint: &str, key: &str) -> Vec<Received> {
-        self.inner.plumbing.requests_for(endpoint, key)
-    }
-
-    /// Distinct `transaction_id`s of the initialisations about `key`.
-    pub fn ids_for(&self, endpoint: &str, key: &str) -> std::collections::BTreeSet<String> {
-        self.inner.plumbing.ids_for(endpoint, key)
-    }
-
     pub fn transaction(&self, transaction_id: &str) -> Option<Transaction> {
-        self.inner.transactions.lock().get(transaction_id).cloned()
+        self.wire().transactions.lock().get(transaction_id).cloned()
     }
 
     pub fn transactions(&self) -> Vec<Transaction> {
-        self.inner.transactions.lock().values().cloned().collect()
-    }
-
-    /// Notifications sent so far: (url, status our service answered).
-    pub fn notifications_sent(&self) -> Vec<(String, u16)> {
-        self.inner.plumbing.callbacks()
+        self.wire().transactions.lock().values().cloned().collect()
     }
 
     /// CinetPay's books say another amount for this transaction: every
     /// later check and notification about it carries that amount.
     pub fn set_amount(&self, transaction_id: &str, amount: &str) {
-        if let Some(t) = self.inner.transactions.lock().get_mut(transaction_id) {
+        if let Some(t) = self.wire().transactions.lock().get_mut(transaction_id) {
             t.amount = amount.into();
         }
     }
@@ -259,7 +211,7 @@ impl FakeCinetPay {
 
     /// The link is paid, if it still waits; no notification (yet).
     pub fn mark_paid(&self, transaction_id: &str) -> bool {
-        let mut transactions = self.inner.transactions.lock();
+        let mut transactions = self.wire().transactions.lock();
         let Some(t) = transactions.get_mut(transaction_id) else {
             return false;
         };
@@ -279,7 +231,7 @@ impl FakeCinetPay {
     /// The customer's payment is refused (`PAYMENT_FAILED`,
     /// `INSUFFICIENT_BALANCE`…); CinetPay notifies.
     pub async fn customer_refused(&self, transaction_id: &str, message: &str) -> Vec<u16> {
-        if let Some(t) = self.inner.transactions.lock().get_mut(transaction_id) {
+        if let Some(t) = self.wire().transactions.lock().get_mut(transaction_id) {
             t.status = "REFUSED".into();
             t.message = message.into();
         }
@@ -316,42 +268,25 @@ impl FakeCinetPay {
         ]
     }
 
-    /// Sends the transaction's notification as it stands, honouring the
-    /// notification mode, each delivery under [`DELIVERY`].
+    /// Sends the transaction's notification as it stands, as the kit's
+    /// callback mode says, each delivery under [`DELIVERY`]. Returns our
+    /// answers to every attempt.
     pub async fn notify(&self, transaction_id: &str) -> Vec<u16> {
-        let mode = *self.inner.notifications.lock();
-        let times = match mode {
-            Notifications::Lost => return Vec::new(),
-            Notifications::Duplicate => 2,
-            Notifications::Send => 1,
-            Notifications::Late(delay) => {
-                tokio::time::sleep(delay).await;
-                1
-            }
-        };
         let fields = self.fields(transaction_id);
         let url = self.transaction(transaction_id).unwrap().notify_url;
-        let body = form(&fields);
         let token = x_token(SECRET_KEY, &fields);
-        let mut answers = Vec::new();
-        for _ in 0..times {
-            let headers = || {
-                vec![
-                    ("x-token".to_string(), token.clone()),
-                    (
-                        "content-type".to_string(),
-                        "application/x-www-form-urlencoded".to_string(),
-                    ),
-                ]
-            };
-            answers.extend(
-                self.inner
-                    .plumbing
-                    .deliver("POST", &url, headers, body.clone(), DELIVERY)
-                    .await,
-            );
-        }
-        answers
+        let headers = || {
+            vec![
+                ("x-token".to_string(), token.clone()),
+                (
+                    "content-type".to_string(),
+                    "application/x-www-form-urlencoded".to_string(),
+                ),
+            ]
+        };
+        self.plumbing()
+            .dispatch("POST", &url, headers, form(&fields), DELIVERY)
+            .await
     }
 
     /// POSTs these fields to the transaction's notify URL with this
@@ -366,8 +301,7 @@ impl FakeCinetPay {
         let headers = token
             .map(|t| vec![("x-token".to_string(), t)])
             .unwrap_or_default();
-        self.inner
-            .plumbing
+        self.plumbing()
             .call_back("POST", &url, headers, form(fields))
             .await
     }
@@ -382,44 +316,40 @@ fn check_data(t: &Transaction) -> Value {
         "description": t.description,
         "metadata": t.metadata,
         "operator_id": t.operator_id,
-        "payment_date": if t.paid() { json!(now_rfc3339()) } else { Value::Null },
+        "payment_date": if t.paid() { json!(now_rfc3339()) } else { json!(" ") },
         "fund_availability_date": Value::Null,
     })
+}
+
+/// The code-table code of a refusal's message (`600` when not listed).
+fn refusal_code(message: &str) -> &'static str {
+    match message {
+        "INSUFFICIENT_BALANCE" => "602",
+        "OTP_CODE_ERROR" => "604",
+        "TRANSACTION_CANCEL" => "627",
+        _ => "600",
+    }
 }
 
 /// The code and message a check answers with for a transaction's status.
 fn check_code(t: &Transaction) -> (&'static str, String) {
     match t.status.as_str() {
         "ACCEPTED" => ("00", "SUCCES".into()),
-        "REFUSED" => ("600", t.message.clone()),
+        "REFUSED" => (refusal_code(&t.message), t.message.clone()),
         _ => ("662", "WAITING_CUSTOMER_PAYMENT".into()),
     }
 }
 
-async fn handle(inner: Arc<Inner>, mut req: Received) -> Reply {
+async fn handle(inner: Arc<CinetPay>, mut req: Received) -> Reply {
     let endpoint: &'static str = match (req.method.as_str(), req.path.trim_end_matches('/')) {
         ("POST", "/v2/payment") => "payment_init",
         ("POST", "/v2/payment/check") => "payment_check",
         _ => return coded(404, "404", "NOT_FOUND", "No such endpoint.", Value::Null),
     };
-    let body = req.json().unwrap_or(Value::Null);
-    let text = |k: &str| body[k].as_str().map(str::to_string);
-    let id = text("transaction_id");
-    if endpoint == "payment_init" {
-        req.op_id = id.clone();
-    }
-    let known_phone = id
-        .as_deref()
-        .and_then(|i| inner.transactions.lock().get(i).cloned())
-        .and_then(|t| t.customer_phone_number);
-    req.add_keys(
-        [id.clone(), text("customer_phone_number"), known_phone]
-            .iter()
-            .flatten()
-            .map(String::as_str),
-    );
+    identify(&inner, endpoint, &mut req);
     inner.plumbing.record(endpoint, &req);
     let work = async {
+        let body = req.json().unwrap_or(Value::Null);
         if body["apikey"] != API_KEY {
             return coded(403, "609", "AUTH_NOT_FOUND", "Invalid apikey.", Value::Null);
         }
@@ -434,16 +364,40 @@ async fn handle(inner: Arc<Inner>, mut req: Received) -> Reply {
         }
         match endpoint {
             "payment_init" => init(&inner, &body),
-            _ => match id.and_then(|i| inner.transactions.lock().get(&i).cloned()) {
-                Some(t) => {
-                    let (code, message) = check_code(&t);
-                    coded(200, code, &message, "", check_data(&t))
+            _ => {
+                let id = body["transaction_id"].as_str().unwrap_or_default();
+                match inner.transactions.lock().get(id) {
+                    Some(t) => {
+                        let (code, message) = check_code(t);
+                        coded(200, code, &message, "", check_data(t))
+                    }
+                    None => coded(404, "404", "NOT_FOUND", "No such transaction.", Value::Null),
                 }
-                None => coded(404, "404", "NOT_FOUND", "No such transaction.", Value::Null),
-            },
+            }
         }
     };
     with_fault_for(&inner.plumbing, endpoint, &req, work).await
+}
+
+/// What identifies a request: our `transaction_id` and the customer's
+/// number (a check's, from its transaction); a link is opened under our id.
+fn identify(inner: &CinetPay, endpoint: &str, req: &mut Received) {
+    let body = req.json().unwrap_or(Value::Null);
+    let text = |k: &str| body[k].as_str().map(str::to_string);
+    let id = text("transaction_id");
+    if endpoint == "payment_init" {
+        req.op_id = id.clone();
+    }
+    let known_phone = id
+        .as_deref()
+        .and_then(|i| inner.transactions.lock().get(i).cloned())
+        .and_then(|t| t.customer_phone_number);
+    req.add_keys(
+        [id, text("customer_phone_number"), known_phone]
+            .iter()
+            .flatten()
+            .map(String::as_str),
+    );
 }
 
 fn required_missing(description: &str) -> Reply {
@@ -456,7 +410,7 @@ fn required_missing(description: &str) -> Reply {
     )
 }
 
-fn init(inner: &Inner, body: &Value) -> Reply {
+fn init(inner: &CinetPay, body: &Value) -> Reply {
     let text = |k: &str| body[k].as_str().filter(|s| !s.is_empty());
     let Some(amount) = body["amount"].as_u64() else {
         return required_missing("amount must be an integer");
