@@ -23,12 +23,35 @@
 //! documented). CinetPay also pings the notify URL with a GET to see that
 //! it is up; this fake does not.
 //!
-//! Endpoints (for `inject`): `payment_init`, `payment_check`. `inject_for`
+//! CinetPay's transfer API (payouts; "Transfer API": using the API, steps
+//! to transfer money, notification URL, statuses, code annex), on its own
+//! host (`client.cinetpay.com`), here on the same server:
+//!
+//! | documented behaviour | here |
+//! |---|---|
+//! | `POST /v1/auth/login?lang=`, form `apikey`, `password` (the API password) | `{code: 0, message: "OPERATION_SUCCES", data: {token}}`; wrong: `701 INVALID_CREDENTIALS` |
+//! | the token goes in `?token=` of every other call; it lives 5 minutes | an unknown token: `706 INVALID_TOKEN` (tokens do not expire here) |
+//! | money goes only to contacts: `POST /v1/transfer/contact?token=`, form `data`, a JSON list of `{prefix, phone, name, surname, email}` | `{code: 0, data: [[{…, code: 0, status: "success", lot}]]}`; one already there: its item `726 ERROR_PHONE_ALREADY_MY_CONTACT`, still a success |
+//! | `POST /v1/transfer/money/send/contact?token=`, form `data`, a JSON list of `{prefix, phone, amount, client_transaction_id, notify_url}` | each transfer `NEW`, then done (`VAL`) or rejected (`REJ`, its reason in `comment`) by the kit's outcome for the number, after `settle_after`; answered `{code: 0, data: [[{…, code: 0, status: "success", treatment_status: "NEW", transaction_id, lot}]]}` |
+//! | codes `724 ERROR_PHONE_NOT_MY_CONTACT`, `725 MISSING_NOTIFY_URL`, `801 INVALID_AMOUNT`, `805 CLIENT_TRANSACTION_ID_EXIST` (a `client_transaction_id` seen before), `602 INSUFFICIENT_BALANCE` | the whole request refused with that code, nothing sent; the balance is `set_transfer_balance` (plenty unless set) |
+//! | `GET /v1/transfer/check/money?token=&client_transaction_id=` | `{code: 0, data: [{transaction_id, client_transaction_id, lot, amount, receiver, sending_status, comment, treatment_status, operator_transaction_id, validated_at}]}`; none: `723 NOT_FOUND` |
+//! | statuses `NEW`, `REC`, `NOS` (on their way), `VAL`, `REJ` (final) | `NEW`, then `VAL` or `REJ` |
+//! | the notification: a form POST of the check's fields to the transfer's `notify_url` at each step, unsigned ("always ask for the real values by querying CinetPay") | one when it becomes final, as the kit's callback mode says, under [`DELIVERY`] |
+//!
+//! Where silent: the shape of the send and check answers (the contact
+//! answer's, a list per request), the HTTP status of an error (401 for
+//! `701`, `705`, `706`; 400 for the others), that a refused request sends
+//! none of its transfers, `receiver` as the digits of prefix and phone.
+//!
+//! Endpoints (for `inject`): `payment_init`, `payment_check`, `auth_login`,
+//! `transfer_contact`, `transfer_send`, `transfer_check`. `inject_for`
 //! matches our `transaction_id` or the customer's number
-//! (`customer_phone_number`, also on the checks of its transaction);
-//! `ids_for` counts the `transaction_id`s links were opened under.
+//! (`customer_phone_number`, also on the checks of its transaction), and for
+//! transfers our `client_transaction_id` or the beneficiary's number
+//! (prefix and phone); `ids_for` counts the `transaction_id`s links were
+//! opened under and the `client_transaction_id`s transfers were sent under.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,12 +64,18 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 
 use super::{
-    Delivery, FakeServer, Fault, Plumbing, Received, Reply, Wire, now_rfc3339, with_fault_for,
+    Delivery, FakeServer, Fault, Outcome, Plumbing, Received, Reply, Wire, now_rfc3339,
+    with_fault_for,
 };
 
 pub const API_KEY: &str = "12912847765bc0db748fdd44.fakekey";
 pub const SITE_ID: &str = "445160";
 pub const SECRET_KEY: &str = "cinetpay_fake_secret_key_0123456789";
+/// The transfer API's password, set in CinetPay's back office.
+pub const TRANSFER_PASSWORD: &str = "cinetpay_fake_transfer_password";
+/// Where the adapter tells CinetPay to notify transfers unless a test says
+/// otherwise: nothing listens there.
+pub const TRANSFER_NOTIFY_URL: &str = "http://127.0.0.1:9/cinetpay/transfers";
 
 /// CinetPay's notification delivery: its documentation says the notify URL
 /// must answer `200 OK`, and gives no timeout or retry schedule.
@@ -85,10 +114,46 @@ impl Transaction {
     }
 }
 
-/// CinetPay's state: its payment links by `transaction_id`.
+/// A transfer (a payout) and what became of it.
+#[derive(Clone, Debug)]
+pub struct Transfer {
+    /// CinetPay's id.
+    pub transaction_id: String,
+    /// Ours.
+    pub client_transaction_id: String,
+    pub lot: String,
+    pub prefix: String,
+    pub phone: String,
+    pub amount: u64,
+    pub notify_url: String,
+    /// `NEW`, `VAL`, `REJ`.
+    pub treatment_status: String,
+    pub comment: String,
+    pub operator_transaction_id: Option<String>,
+}
+
+impl Transfer {
+    /// Money moved: the beneficiary was paid.
+    pub fn paid(&self) -> bool {
+        self.treatment_status == "VAL"
+    }
+
+    /// The beneficiary's number, digits with the country prefix.
+    pub fn receiver(&self) -> String {
+        format!("{}{}", self.prefix, self.phone)
+    }
+}
+
+/// CinetPay's state: its payment links by `transaction_id`; its transfer
+/// API's tokens, contacts (prefix and phone) and transfers by CinetPay's id.
 pub struct CinetPay {
     plumbing: Plumbing,
     transactions: Mutex<HashMap<String, Transaction>>,
+    tokens: Mutex<HashSet<String>>,
+    contacts: Mutex<HashSet<String>>,
+    transfers: Mutex<HashMap<String, Transfer>>,
+    /// The transfer balance (None: plenty).
+    balance: Mutex<Option<u64>>,
 }
 
 /// A fake CinetPay server (the kit's [`FakeServer`] over [`CinetPay`]). Its
@@ -100,6 +165,10 @@ impl Wire for CinetPay {
         CinetPay {
             plumbing: Plumbing::default(),
             transactions: Mutex::new(HashMap::new()),
+            tokens: Mutex::new(HashSet::new()),
+            contacts: Mutex::new(HashSet::new()),
+            transfers: Mutex::new(HashMap::new()),
+            balance: Mutex::new(None),
         }
     }
 
@@ -111,11 +180,19 @@ impl Wire for CinetPay {
         Box::pin(handle(self, req))
     }
 
-    /// The `cinetpay` adapter's site, API key and Secret Key.
+    /// The `cinetpay` adapter's site, API key and Secret Key, and its
+    /// transfer API here too, with its password and notify URL.
     fn configure(&self, c: &mut ComponentConfig) {
         c.settings.insert("site_id".into(), SITE_ID.into());
         c.secrets.insert("api_key".into(), API_KEY.into());
         c.secrets.insert("secret_key".into(), SECRET_KEY.into());
+        if let Some(base_url) = c.settings.get("base_url").cloned() {
+            c.settings.insert("transfer_base_url".into(), base_url);
+        }
+        c.settings
+            .insert("transfer_notify_url".into(), TRANSFER_NOTIFY_URL.into());
+        c.secrets
+            .insert("transfer_password".into(), TRANSFER_PASSWORD.into());
     }
 }
 
@@ -307,6 +384,83 @@ impl FakeCinetPay {
     }
 }
 
+/// CinetPay's transfers.
+impl FakeCinetPay {
+    pub fn transfers(&self) -> Vec<Transfer> {
+        self.wire().transfers.lock().values().cloned().collect()
+    }
+
+    /// The transfers to `msisdn` (any form).
+    pub fn transfers_to(&self, msisdn: &str) -> Vec<Transfer> {
+        let digits: String = msisdn.chars().filter(char::is_ascii_digit).collect();
+        self.transfers()
+            .into_iter()
+            .filter(|t| t.receiver() == digits)
+            .collect()
+    }
+
+    /// The transfers sent under our id.
+    pub fn transfers_under(&self, client_transaction_id: &str) -> Vec<Transfer> {
+        self.transfers()
+            .into_iter()
+            .filter(|t| t.client_transaction_id == client_transaction_id)
+            .collect()
+    }
+
+    /// The transfer balance from now on.
+    pub fn set_transfer_balance(&self, amount: u64) {
+        *self.wire().balance.lock() = Some(amount);
+    }
+
+    /// The fields of a transfer's notification, as it stands.
+    pub fn transfer_fields(&self, transaction_id: &str) -> Vec<(&'static str, String)> {
+        let t = self.wire().transfers.lock()[transaction_id].clone();
+        transfer_fields(&t)
+    }
+}
+
+fn transfer_fields(t: &Transfer) -> Vec<(&'static str, String)> {
+    vec![
+        ("transaction_id", t.transaction_id.clone()),
+        ("client_transaction_id", t.client_transaction_id.clone()),
+        ("lot", t.lot.clone()),
+        ("amount", t.amount.to_string()),
+        ("receiver", t.receiver()),
+        ("sending_status", sending_status(t).into()),
+        ("comment", t.comment.clone()),
+        ("treatment_status", t.treatment_status.clone()),
+        (
+            "operator_transaction_id",
+            t.operator_transaction_id.clone().unwrap_or_default(),
+        ),
+        (
+            "validated_at",
+            if t.paid() {
+                now_rfc3339()
+            } else {
+                String::new()
+            },
+        ),
+    ]
+}
+
+fn sending_status(t: &Transfer) -> &'static str {
+    match t.treatment_status.as_str() {
+        "VAL" => "CONFIRM",
+        "REJ" => "REJECT",
+        _ => "PENDING",
+    }
+}
+
+fn transfer_json(t: &Transfer) -> Value {
+    let mut record = serde_json::Map::new();
+    for (k, v) in transfer_fields(t) {
+        record.insert(k.into(), json!(v));
+    }
+    record.insert("amount".into(), json!(t.amount));
+    Value::Object(record)
+}
+
 fn check_data(t: &Transaction) -> Value {
     json!({
         "amount": t.amount,
@@ -344,10 +498,22 @@ async fn handle(inner: Arc<CinetPay>, mut req: Received) -> Reply {
     let endpoint: &'static str = match (req.method.as_str(), req.path.trim_end_matches('/')) {
         ("POST", "/v2/payment") => "payment_init",
         ("POST", "/v2/payment/check") => "payment_check",
+        ("POST", "/v1/auth/login") => "auth_login",
+        ("POST", "/v1/transfer/contact") => "transfer_contact",
+        ("POST", "/v1/transfer/money/send/contact") => "transfer_send",
+        ("GET", "/v1/transfer/check/money") => "transfer_check",
         _ => return coded(404, "404", "NOT_FOUND", "No such endpoint.", Value::Null),
     };
-    identify(&inner, endpoint, &mut req);
+    if endpoint.starts_with("payment_") {
+        identify(&inner, endpoint, &mut req);
+    } else {
+        identify_transfer(&inner, endpoint, &mut req);
+    }
     inner.plumbing.record(endpoint, &req);
+    if !endpoint.starts_with("payment_") {
+        let work = transfers(inner.clone(), endpoint, req.clone());
+        return with_fault_for(&inner.plumbing, endpoint, &req, work).await;
+    }
     let work = async {
         let body = req.json().unwrap_or(Value::Null);
         if body["apikey"] != API_KEY {
@@ -465,4 +631,309 @@ fn init(inner: &CinetPay, body: &Value) -> Reply {
         json!({"payment_token": token,
                "payment_url": format!("https://checkout.cinetpay.com/payment/{token}")}),
     )
+}
+
+/// A transfer API envelope.
+fn transfer_envelope(
+    status: u16,
+    code: &str,
+    message: &str,
+    description: &str,
+    data: Value,
+) -> Reply {
+    let code = if code == "0" { json!(0) } else { json!(code) };
+    Reply::json(
+        status,
+        &json!({"code": code, "message": message, "description": description, "data": data}),
+    )
+}
+
+/// A transfer API refusal, nothing done: 401 for credentials and tokens, 400 otherwise.
+fn transfer_refused(code: &str, message: &str, description: &str) -> Reply {
+    let status = if matches!(code, "701" | "705" | "706") {
+        401
+    } else {
+        400
+    };
+    transfer_envelope(status, code, message, description, json!([]))
+}
+
+/// The form fields of a request's body.
+fn form_fields(req: &Received) -> HashMap<String, String> {
+    url::form_urlencoded::parse(&req.body)
+        .into_owned()
+        .collect()
+}
+
+/// The JSON list in a form's `data` field.
+fn form_data(req: &Received) -> Option<Vec<Value>> {
+    let data = form_fields(req).remove("data")?;
+    match serde_json::from_str(&data).ok()? {
+        Value::Array(items) => Some(items),
+        item @ Value::Object(_) => Some(vec![item]),
+        _ => None,
+    }
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// What identifies a transfer API request: our `client_transaction_id` and
+/// the beneficiary's number (prefix and phone); a transfer is sent under our id.
+fn identify_transfer(inner: &CinetPay, endpoint: &str, req: &mut Received) {
+    let mut keys: Vec<String> = Vec::new();
+    for item in form_data(req).unwrap_or_default() {
+        keys.push(format!("{}{}", text(&item["prefix"]), text(&item["phone"])));
+        let ours = text(&item["client_transaction_id"]);
+        if endpoint == "transfer_send" && req.op_id.is_none() && !ours.is_empty() {
+            req.op_id = Some(ours.clone());
+        }
+        keys.push(ours);
+    }
+    if let Some(ours) = req.query_param("client_transaction_id") {
+        let ours = url::form_urlencoded::parse(format!("x={ours}").as_bytes())
+            .next()
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or(ours);
+        for t in inner.transfers.lock().values() {
+            if t.client_transaction_id == ours {
+                keys.push(t.receiver());
+            }
+        }
+        keys.push(ours);
+    }
+    req.add_keys(keys.iter().map(String::as_str));
+}
+
+async fn transfers(inner: Arc<CinetPay>, endpoint: &'static str, req: Received) -> Reply {
+    if endpoint == "auth_login" {
+        let form = form_fields(&req);
+        if form.get("apikey").map(String::as_str) != Some(API_KEY)
+            || form.get("password").map(String::as_str) != Some(TRANSFER_PASSWORD)
+        {
+            return transfer_refused(
+                "701",
+                "INVALID_CREDENTIALS",
+                "Identifiant de connexion incorrect",
+            );
+        }
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        inner.tokens.lock().insert(token.clone());
+        return transfer_envelope(200, "0", "OPERATION_SUCCES", "", json!({"token": token}));
+    }
+    let token = req.query_param("token").unwrap_or_default();
+    if !inner.tokens.lock().contains(&token) {
+        return transfer_refused("706", "INVALID_TOKEN", "Votre token est invalide");
+    }
+    match endpoint {
+        "transfer_contact" => add_contacts(&inner, &req),
+        "transfer_send" => send_transfers(&inner, &req),
+        _ => check_transfers(&inner, &req),
+    }
+}
+
+fn add_contacts(inner: &CinetPay, req: &Received) -> Reply {
+    let Some(items) = form_data(req) else {
+        return transfer_refused(
+            "718",
+            "JSON_PARSE_ERROR",
+            "The emitted JSON contains errors",
+        );
+    };
+    let mut answered = Vec::new();
+    for mut item in items {
+        let (prefix, phone) = (text(&item["prefix"]), text(&item["phone"]));
+        let valid = !prefix.is_empty()
+            && phone.len() >= 8
+            && (prefix.clone() + &phone)
+                .bytes()
+                .all(|b| b.is_ascii_digit());
+        if !valid {
+            return transfer_refused(
+                "802",
+                "INVALID_PHONE",
+                "The telephone number entered is invalid",
+            );
+        }
+        let added = inner.contacts.lock().insert(prefix + &phone);
+        let (code, status) = if added {
+            (0, "success")
+        } else {
+            (726, "ERROR_PHONE_ALREADY_MY_CONTACT")
+        };
+        item["code"] = json!(code);
+        item["status"] = json!(status);
+        item["lot"] = json!(lot());
+        answered.push(item);
+    }
+    transfer_envelope(200, "0", "OPERATION_SUCCES", "", json!([answered]))
+}
+
+fn lot() -> String {
+    format!("{}", uuid::Uuid::new_v4().as_u128() % 10u128.pow(22))
+}
+
+fn send_transfers(inner: &Arc<CinetPay>, req: &Received) -> Reply {
+    let Some(items) = form_data(req) else {
+        return transfer_refused(
+            "718",
+            "JSON_PARSE_ERROR",
+            "The emitted JSON contains errors",
+        );
+    };
+    let mut new = Vec::new();
+    {
+        let transfers = inner.transfers.lock();
+        let contacts = inner.contacts.lock();
+        for item in &items {
+            let (prefix, phone) = (text(&item["prefix"]), text(&item["phone"]));
+            let ours = text(&item["client_transaction_id"]);
+            let Some(amount) = text(&item["amount"]).parse::<u64>().ok().filter(|a| *a > 0) else {
+                return transfer_refused("801", "INVALID_AMOUNT", "The amount entered is invalid");
+            };
+            if text(&item["notify_url"]).is_empty() {
+                return transfer_refused(
+                    "725",
+                    "MISSING_NOTIFY_URL",
+                    "Vous devez mentionner une url de notification valide",
+                );
+            }
+            if !contacts.contains(&format!("{prefix}{phone}")) {
+                return transfer_refused(
+                    "724",
+                    "ERROR_PHONE_NOT_MY_CONTACT",
+                    "The phone number does not exist in the list of your CinetPay contacts",
+                );
+            }
+            if ours.is_empty()
+                || transfers.values().any(|t| t.client_transaction_id == ours)
+                || new
+                    .iter()
+                    .any(|t: &Transfer| t.client_transaction_id == ours)
+            {
+                return transfer_refused(
+                    "805",
+                    "CLIENT_TRANSACTION_ID_EXIST",
+                    "Your transaction ID already exists on CinetPay",
+                );
+            }
+            new.push(Transfer {
+                transaction_id: format!("TR{}", &uuid::Uuid::new_v4().simple().to_string()[..16]),
+                client_transaction_id: ours,
+                lot: lot(),
+                prefix,
+                phone,
+                amount,
+                notify_url: text(&item["notify_url"]),
+                treatment_status: "NEW".into(),
+                comment: String::new(),
+                operator_transaction_id: None,
+            });
+        }
+    }
+    let total: u64 = new.iter().map(|t| t.amount).sum();
+    {
+        let mut balance = inner.balance.lock();
+        if let Some(left) = *balance {
+            if left < total {
+                return transfer_refused(
+                    "602",
+                    "INSUFFICIENT_BALANCE",
+                    "Your CinetPay transfer balance is insufficient to perform this operation",
+                );
+            }
+            *balance = Some(left - total);
+        }
+    }
+    let mut answered = Vec::new();
+    for t in new {
+        let mut record = transfer_json(&t);
+        record["code"] = json!(0);
+        record["status"] = json!("success");
+        record["prefix"] = json!(t.prefix);
+        record["phone"] = json!(t.phone);
+        record["notify_url"] = json!(t.notify_url);
+        answered.push(record);
+        let id = t.transaction_id.clone();
+        let outcome = inner.plumbing.outcomes.of(&t.receiver());
+        inner.transfers.lock().insert(id.clone(), t);
+        let (settle, delay) = (inner.clone(), inner.plumbing.settle_delay());
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            decide_transfer(&settle, &id, outcome).await;
+        });
+    }
+    transfer_envelope(200, "0", "OPERATION_SUCCES", "", json!([answered]))
+}
+
+/// A `NEW` transfer becomes final by `outcome` (`Stay`: it does not);
+/// then its notification, as the kit's callback mode says.
+async fn decide_transfer(inner: &CinetPay, id: &str, outcome: Outcome) {
+    let settled = {
+        let mut transfers = inner.transfers.lock();
+        let Some(t) = transfers.get_mut(id) else {
+            return;
+        };
+        if t.treatment_status != "NEW" {
+            return;
+        }
+        match outcome {
+            Outcome::Succeed => {
+                t.treatment_status = "VAL".into();
+                t.operator_transaction_id = Some(format!(
+                    "MP{}",
+                    &uuid::Uuid::new_v4().simple().to_string()[..12]
+                ));
+            }
+            Outcome::Fail(reason) => {
+                t.treatment_status = "REJ".into();
+                t.comment = reason.into();
+            }
+            Outcome::Stay => return,
+        }
+        t.clone()
+    };
+    inner
+        .plumbing
+        .dispatch(
+            "POST",
+            &settled.notify_url,
+            || {
+                vec![(
+                    "content-type".to_string(),
+                    "application/x-www-form-urlencoded".to_string(),
+                )]
+            },
+            form(&transfer_fields(&settled)),
+            DELIVERY,
+        )
+        .await;
+}
+
+fn check_transfers(inner: &CinetPay, req: &Received) -> Reply {
+    let ours = req
+        .query_param("client_transaction_id")
+        .map(|v| {
+            url::form_urlencoded::parse(format!("x={v}").as_bytes())
+                .next()
+                .map(|(_, v)| v.into_owned())
+                .unwrap_or(v)
+        })
+        .unwrap_or_default();
+    let found: Vec<Value> = inner
+        .transfers
+        .lock()
+        .values()
+        .filter(|t| t.client_transaction_id == ours)
+        .map(transfer_json)
+        .collect();
+    if found.is_empty() {
+        return transfer_refused("723", "NOT_FOUND", "No results for this search");
+    }
+    transfer_envelope(200, "0", "OPERATION_SUCCES", "", json!(found))
 }
