@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::registry::{self, AtOperator, Entry, Harness, Op};
 use crate::support::fakes::cinetpay::{self, FakeCinetPay};
-use crate::support::fakes::{Callbacks, Fault, Plumbing};
+use crate::support::fakes::{Callbacks, Fault, Outcome, Plumbing, Receiver};
 use crate::support::*;
 use crate::*;
 
@@ -30,7 +30,6 @@ pub const ENTRY: Entry = Entry {
     unsupported: &[
         (Op::ConfirmOtp, "paid on CinetPay's page"),
         (Op::Refund, "CinetPay documents no refund API"),
-        (Op::Payout, "the adapter does not make CinetPay transfers"),
     ],
     otp: None,
     refund_status_query: false,
@@ -41,7 +40,8 @@ pub const ENTRY: Entry = Entry {
 
 /// CinetPay knows a payment by our id (its `transaction_id`); the customer
 /// pays on CinetPay's page, here on command. A cancel asks where it stands
-/// (CinetPay cannot withdraw a link).
+/// (CinetPay cannot withdraw a link). A payout is a transfer sent under our
+/// id (its `client_transaction_id`) to the beneficiary's number.
 impl Harness for FakeCinetPay {
     fn plumbing(&self) -> &Plumbing {
         FakeCinetPay::plumbing(self)
@@ -54,6 +54,7 @@ impl Harness for FakeCinetPay {
     fn endpoint(&self, op: Op) -> &'static str {
         match op {
             Op::Cancel => "payment_check",
+            Op::Payout => "transfer_send",
             _ => "payment_init",
         }
     }
@@ -92,8 +93,13 @@ impl Harness for FakeCinetPay {
         AtOperator::nothing()
     }
 
-    fn payout(&self, _: &str) -> AtOperator {
-        AtOperator::nothing()
+    fn payout(&self, phone: &str) -> AtOperator {
+        let transfers = self.transfers_to(phone);
+        AtOperator {
+            moved: transfers.iter().any(|t| t.paid()),
+            settled: transfers.iter().all(|t| t.treatment_status != "NEW"),
+            records: transfers.len(),
+        }
     }
 }
 
@@ -396,7 +402,7 @@ async fn cinetpay_status_query_faults_are_unknown_and_refusals_of_our_settings_r
         ("1495", "XOF")
     );
 
-    // Refunds and transfers are not spoken: nothing is sent.
+    // CinetPay documents no refund: nothing is sent.
     let err = adapter
         .refund(RefundRequest {
             refund_id: "r1".into(),
@@ -407,6 +413,265 @@ async fn cinetpay_status_query_faults_are_unknown_and_refusals_of_our_settings_r
         .await
         .unwrap_err();
     assert!(matches!(err, AdapterError::NotSupported(_)), "{err:?}");
+}
+
+/// The JSON list a transfer API request carries in its form's `data`.
+fn form_data(r: &crate::support::fakes::Received) -> Vec<Value> {
+    let data = url::form_urlencoded::parse(&r.body)
+        .find(|(k, _)| k == "data")
+        .map(|(_, v)| v.into_owned())
+        .expect("a data field");
+    serde_json::from_str(&data).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cinetpay_payout_is_a_transfer_to_a_contact_under_our_id_and_its_status_is_asked_by_our_id()
+{
+    let fake = FakeCinetPay::start().await;
+    let adapter = Direct::load("cinetpay", fake.component_config());
+    let phone = "+2250760000101";
+    let id = uuid::Uuid::new_v4().to_string();
+    let started = adapter
+        .payout(payout_request("orange-ci", &id, phone))
+        .await
+        .unwrap();
+    assert_eq!(started.status, PspStatus::Pending, "{started:?}");
+    let sent = fake.transfers_under(&id);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(started.psp_reference, sent[0].transaction_id);
+
+    // Logged in, the beneficiary added as a contact, then one transfer under our id.
+    let login = &fake.requests("auth_login")[0];
+    let form: Vec<(String, String)> = url::form_urlencoded::parse(&login.body)
+        .into_owned()
+        .collect();
+    assert!(form.contains(&("apikey".into(), cinetpay::API_KEY.into())));
+    assert!(form.contains(&("password".into(), cinetpay::TRANSFER_PASSWORD.into())));
+    let contact = &form_data(&fake.requests("transfer_contact")[0])[0];
+    assert_eq!(
+        (contact["prefix"].as_str(), contact["phone"].as_str()),
+        (Some("225"), Some("0760000101"))
+    );
+    assert_eq!(contact["surname"], "Awa");
+    let send = &fake.requests("transfer_send")[0];
+    assert!(send.query_param("token").is_some(), "{}", send.query);
+    let transfer = &form_data(send)[0];
+    assert_eq!(transfer["client_transaction_id"], id.as_str());
+    assert_eq!(transfer["amount"], 2500);
+    assert_eq!(transfer["phone"], "0760000101");
+    assert_eq!(transfer["notify_url"], cinetpay::TRANSFER_NOTIFY_URL);
+
+    // Paid: what CinetPay states, the currency of its XOF transfer account.
+    let payout = operation(&id, "orange-ci", Some(started.psp_reference), phone, 2500);
+    let status = adapter
+        .settled(Duration::from_secs(5), || {
+            adapter.payout_status(payout.clone())
+        })
+        .await;
+    let PspStatus::Completed(paid) = status else {
+        panic!("completed: {status:?}");
+    };
+    assert_eq!(
+        (
+            paid.amount.as_str(),
+            paid.currency.as_str(),
+            paid.party.as_deref()
+        ),
+        ("2500", "XOF", Some("2250760000101"))
+    );
+    let checks = fake.requests("transfer_check");
+    assert!(
+        checks
+            .iter()
+            .all(|r| r.query_param("client_transaction_id").as_deref() == Some(id.as_str()))
+    );
+
+    // Rejected at CinetPay: failed, with its reason. The contact is there
+    // already (726): still sent. The token was kept: one login in all.
+    let rejected = uuid::Uuid::new_v4().to_string();
+    fake.set_outcome("+2250760000102", Outcome::Fail("RECEIVER_NOT_FOUND"));
+    let started = adapter
+        .payout(payout_request("orange-ci", &rejected, "+2250760000102"))
+        .await
+        .unwrap();
+    adapter
+        .payout(payout_request(
+            "orange-ci",
+            &uuid::Uuid::new_v4().to_string(),
+            "+2250760000102",
+        ))
+        .await
+        .unwrap();
+    let payout = operation(
+        &rejected,
+        "orange-ci",
+        Some(started.psp_reference),
+        "+2250760000102",
+        2500,
+    );
+    let status = adapter
+        .settled(Duration::from_secs(5), || {
+            adapter.payout_status(payout.clone())
+        })
+        .await;
+    assert!(failed(status).message.contains("RECEIVER_NOT_FOUND"));
+    assert_eq!(fake.requests("auth_login").len(), 1);
+
+    // Nothing under an id CinetPay never saw.
+    let unknown = operation("never-sent", "orange-ci", None, phone, 2500);
+    assert_eq!(
+        adapter.payout_status(unknown).await.unwrap(),
+        PspStatus::NotFound
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cinetpay_payout_sent_again_under_our_id_is_never_a_second_transfer() {
+    let fake = FakeCinetPay::start().await;
+    let mut config = fake.component_config();
+    config.settings.insert("timeout_ms".into(), "400".into());
+    let adapter = Direct::load("cinetpay", config);
+
+    // CinetPay takes the transfer, then its answer is lost (a 5xx, a reset,
+    // garbage, too late): unknown. Sent again under the same id, CinetPay
+    // refuses the id (805) and the transfer it took is reported.
+    for (n, fault) in [
+        Fault::AcceptThenStatus(502),
+        Fault::AcceptThenReset,
+        Fault::AcceptThenGarbage,
+        Fault::Slow(Duration::from_millis(1500)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let phone = format!("+22507600002{n:02}");
+        let id = uuid::Uuid::new_v4().to_string();
+        let req = payout_request("orange-ci", &id, &phone);
+        fake.inject_for("transfer_send", &phone, fault.clone(), 1);
+        let err = adapter.payout(req.clone()).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                AdapterError::Unavailable(_)
+                    | AdapterError::InvalidResponse(_)
+                    | AdapterError::Timeout(_)
+            ),
+            "{fault:?}: unknown, not {err:?}"
+        );
+        let again = adapter.payout(req).await.unwrap();
+        assert_eq!(
+            fake.transfers_under(&id).len(),
+            1,
+            "{fault:?}: one transfer"
+        );
+        assert_eq!(fake.ids_for("transfer_send", &phone).len(), 1, "{fault:?}");
+        assert!(
+            matches!(again.status, PspStatus::Pending | PspStatus::Completed(_)),
+            "{fault:?}: {again:?}"
+        );
+    }
+
+    // A call before the transfer fails: nothing was sent, and it says so.
+    let phone = "+2250760000210";
+    let id = uuid::Uuid::new_v4().to_string();
+    fake.inject_for("transfer_contact", phone, Fault::AcceptThenReset, 1);
+    let err = adapter
+        .payout(payout_request("orange-ci", &id, phone))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AdapterError::NotSent(_)), "{err:?}");
+    assert!(fake.transfers_under(&id).is_empty());
+
+    // A transfer CinetPay refuses (its balance too low): failed, nothing sent.
+    fake.set_transfer_balance(1000);
+    let id = uuid::Uuid::new_v4().to_string();
+    let started = adapter
+        .payout(payout_request("orange-ci", &id, "+2250760000211"))
+        .await
+        .unwrap();
+    assert!(failed(started.status).message.contains("602"));
+    assert!(fake.transfers_under(&id).is_empty());
+
+    // Our credentials refused: rejected, nothing sent.
+    let mut config = fake.component_config();
+    config
+        .secrets
+        .insert("transfer_password".into(), "wrong".into());
+    let wrong = Direct::load("cinetpay", config);
+    let err = wrong
+        .payout(payout_request("orange-ci", "p-wrong", "+2250760000212"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AdapterError::Rejected(_)), "{err:?}");
+    assert!(
+        fake.requests("transfer_send")
+            .iter()
+            .all(|r| !r.is_about("p-wrong"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cinetpay_transfer_notification_is_only_a_hint_named_by_our_id() {
+    let id = uuid::Uuid::new_v4().to_string();
+    let receiver = Receiver::start(&id, vec![]).await;
+    let (fake, app) = cinetpay_app(
+        |c| {
+            c.settings
+                .insert("transfer_notify_url".into(), receiver.url());
+        },
+        |_| {},
+    )
+    .await;
+    let mut config = fake.component_config();
+    config
+        .settings
+        .insert("transfer_notify_url".into(), receiver.url());
+    let adapter = Direct::load("cinetpay", config);
+    adapter
+        .payout(payout_request("orange-ci", &id, "+2250760000301"))
+        .await
+        .unwrap();
+
+    // CinetPay notifies the transfer's notify URL once it is done: a form,
+    // unsigned.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while receiver.received().is_empty() {
+        assert!(Instant::now() < deadline, "never notified");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let notified = &receiver.received()[0];
+    assert!(notified.header("x-token").is_none());
+    let fields: Vec<(String, String)> = url::form_urlencoded::parse(&notified.body)
+        .into_owned()
+        .collect();
+    assert!(fields.contains(&("client_transaction_id".into(), id.clone())));
+    assert!(fields.contains(&("treatment_status".into(), "VAL".into())));
+
+    // Read as a hint about our payout: pending, asked by its status.
+    let updates = adapter
+        .parse_callback(Inbound {
+            operator: "orange-ci".into(),
+            environment: "live".into(),
+            method: "POST".into(),
+            headers: vec![(
+                "content-type".into(),
+                "application/x-www-form-urlencoded".into(),
+            )],
+            body: notified.body.to_vec(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(updates.len(), 1);
+    assert_eq!(updates[0].kind, SubjectKind::Payout);
+    assert_eq!(updates[0].id.as_deref(), Some(id.as_str()));
+    assert_eq!(updates[0].status, PspStatus::Pending);
+
+    // The service takes it with a 200 (CinetPay wants one) and changes nothing.
+    let headers = [("content-type", "application/x-www-form-urlencoded")];
+    let (status, answer) =
+        notify(&app, "orange-ci", "POST", &headers, notified.body.to_vec()).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["applied"], 0, "{answer}");
 }
 
 /// The platform's conformance kit (`mmc adapters test`) on the Python component.
