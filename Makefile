@@ -28,7 +28,7 @@ ifneq ($(SYSTEM_NODE),yes)
 export PATH := $(NODE_BIN):$(PATH)
 endif
 
-.PHONY: all run test components test-components python-adapters toolchain tools node browser sdk lint fmt docs screenshots bench soak crash clean
+.PHONY: all run test components test-components python-adapters python-tools toolchain tools node browser sdk lint fmt docs screenshots bench soak crash clean
 
 # Debian packages, for what a fresh machine lacks.
 APT_INSTALL := apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
@@ -65,6 +65,10 @@ ADAPTER_WIT := $(wildcard wit/platform/*.wit wit/adapter/*.wit)
 PY_COMPONENT_OUT := $(TARGET_DIR)/python-components
 
 python-adapters: $(foreach a,$(PY_ADAPTERS),$(PY_COMPONENT_OUT)/$(a).wasm)
+
+# componentize-py itself, in the venv: what builds the Python adapters, and
+# what the test of `mmc adapters new --lang python` builds its scaffold with.
+python-tools: $(COMPONENTIZE_STAMP)
 
 $(COMPONENTIZE_STAMP): | $(VENV_STAMP)
 	$(VENV)/bin/pip install --quiet $(COMPONENTIZE_PY)
@@ -145,7 +149,7 @@ TEST_TIMEOUT ?= 50m
 # components' own unit tests (CSV parsing...) run natively in the first pass:
 # a `cargo test -p collect …` of their own resolved features apart and rebuilt
 # their dependencies (2.5 min on a slow VM).
-test: components test-components python-adapters tools browser sdk
+test: components test-components python-adapters python-tools tools browser sdk
 	@# The walkthroughs of the README and the book, run as written by the tests, call curl.
 	@command -v curl >/dev/null || ($(APT_INSTALL) curl)
 	@url=$$(./scripts/test-postgres.sh) || { echo "make test: no PostgreSQL for the tests (see above)" >&2; exit 1; }; \

@@ -14,19 +14,30 @@ and built into a component by componentize-py: the Payment API v2.
   notification is believed only when it says paid, for the amount and
   currency it states, and only for the site configured here. Anything else
   it says is a hint: the service asks `status`.
-- CinetPay documents no refund; its transfer API (payouts) is not spoken
-  here: both answer `not-supported`.
+- `payout` speaks CinetPay's transfer API: a token (kept in the host's
+  cache for 4 of its 5 minutes), the beneficiary added as a contact (money
+  goes only to contacts), then one transfer under our payout id as its
+  `client_transaction_id`. CinetPay refuses an id it has seen, so a retry
+  never pays twice: it is answered with the earlier transfer, read by our
+  id. A failure before the transfer is sent leaves nothing sent.
+- `payout-status` asks `/v1/transfer/check/money` by our id.
+- A transfer notification is not signed: only a hint, the service asks.
+- CinetPay documents no refund: `not-supported`.
 
 Settings: `base_url` (required), `site_id` (required), `timeout_ms`,
 `channels` (default `MOBILE_MONEY`), `lang` (default `fr`), `operators`,
-`approval_window_ms`, `status_per_second`; each as `<key>.<slug>` for one
-market. Secrets: `api_key`, `secret_key` (the notifications' HMAC key).
+`approval_window_ms`, `status_per_second`; for payouts `transfer_base_url`
+(default `https://client.cinetpay.com`) and `transfer_notify_url`
+(required by CinetPay: where it notifies transfers); each as `<key>.<slug>`
+for one market. Secrets: `api_key`, `secret_key` (the notifications' HMAC
+key), `transfer_password` (the transfer API's password).
 """
 
 from typing import List, Optional
+from urllib.parse import urlencode
 
 import transformers as wire
-from mmc_adapter import exchange, settings, spec
+from mmc_adapter import exchange, lookup, settings, spec
 from mmc_adapter.entry import guarded
 from mmc_adapter.exchange import Declined, Provider
 from mmc_adapter.types import (
@@ -34,7 +45,9 @@ from mmc_adapter.types import (
     AdapterError_NotSupported,
     AdapterError_Rejected,
     AdapterError_Unauthenticated,
+    AdapterError_Unavailable,
     CallbackUpdate,
+    Err,
     Inbound,
     Initiated,
     Initiated_Redirect,
@@ -45,6 +58,9 @@ from mmc_adapter.types import (
     OtpOutcome,
     PayoutRequest,
     PspStatus,
+    PspStatus_Failed,
+    PspStatus_NotFound,
+    PspStatus_Pending,
     Redirect,
     RefundRequest,
     Started,
@@ -53,6 +69,7 @@ from mmc_adapter.types import (
     failure,
 )
 from mmc_adapter.webhook import constant_time_eq, header, hmac_sha256_hex
+from wit_world.imports import cache
 
 SPEC = spec.Spec(
     provider="CinetPay",
@@ -84,6 +101,95 @@ class Api:
 
     def answer(self, what: str, body: bytes) -> wire.Coded:
         return CINETPAY.read(what, body, wire.coded)
+
+
+DEFAULT_TRANSFER_BASE_URL = "https://client.cinetpay.com"
+# A transfer token lives 5 minutes at CinetPay: kept for 4.
+TOKEN_TTL_MS = 4 * 60 * 1000
+FORM = [("Content-Type", "application/x-www-form-urlencoded")]
+
+
+class Transfers:
+    """CinetPay's transfer API for one served operator."""
+
+    def __init__(self, operator: str):
+        market = SPEC.market(operator)
+        self.market = market
+        base_url = market.setting("transfer_base_url") or DEFAULT_TRANSFER_BASE_URL
+        self.base_url = base_url.strip().rstrip("/")
+        self.api_key = market.secret("api_key")
+        self.password = market.secret("transfer_password")
+        self.lang = (market.setting("lang") or "fr").strip()
+        self.timeout_ms = market.timeout_ms()
+        self.currency = market.op.currency
+        self.token_key = f"transfer-token.{market.slug}"
+
+    def send(self, method: str, path: str, query: dict, body: bytes = b""):
+        url = f"{self.base_url}{path}?{urlencode(dict(query, lang=self.lang))}"
+        resp = CINETPAY.send(method, url, FORM if body else [], body, self.timeout_ms)
+        if resp.status in (401, 403):
+            # Our token or credentials refused: the next call logs in afresh.
+            cache.set(self.token_key, b"", 0)
+        return resp
+
+    def answer(self, what: str, resp) -> wire.TransferAnswer:
+        """The envelope of a 200, or of a 4xx other than ours (the operator
+        declining, with its code); anything else is an error."""
+        reply = CINETPAY.reply(resp, (200,))
+        return CINETPAY.read(what, reply.response.body, wire.transfer_answer)
+
+    def refused_because_of_us(self, what: str, answer: wire.TransferAnswer) -> None:
+        if answer.code in wire.TRANSFER_OUR_SETTINGS:
+            cache.set(self.token_key, b"", 0)
+            raise fail(AdapterError_Rejected(
+                f"CinetPay refused our {what} ({answer.code} {answer.message}): "
+                f"{answer.description}"))
+
+    def token(self) -> str:
+        cached = cache.get(self.token_key)
+        if cached:
+            return bytes(cached).decode("utf-8")
+        body = wire.login_body(api_key=self.api_key, password=self.password)
+        answer = self.answer("transfer login", self.send("POST", "/v1/auth/login", {}, body))
+        self.refused_because_of_us("transfer login", answer)
+        token = wire.token(answer)
+        if answer.code != wire.TRANSFER_SUCCESS or token is None:
+            raise fail(AdapterError_InvalidResponse(
+                f"CinetPay transfer login without a token ({answer.code} {answer.message})"))
+        cache.set(self.token_key, token.encode("utf-8"), TOKEN_TTL_MS)
+        return token
+
+    def add_contact(self, token: str, prefix: str, phone: str, name: str) -> None:
+        """The beneficiary among our contacts (one there already is fine)."""
+        body = wire.contact_body(prefix=prefix, phone=phone, name=name)
+        answer = self.answer("contact",
+                             self.send("POST", "/v1/transfer/contact", {"token": token}, body))
+        self.refused_because_of_us("contact", answer)
+        codes = [wire.item_code(r) for r in wire.items(answer)]
+        if answer.code != wire.TRANSFER_SUCCESS or any(
+                c not in (wire.TRANSFER_SUCCESS, wire.CONTACT_EXISTS) for c in codes):
+            raise fail(AdapterError_Rejected(
+                f"CinetPay refused the beneficiary as a contact ({answer.code} "
+                f"{answer.message}; {', '.join(codes)}): {answer.description}"))
+
+    def check(self, token: str, ours: str) -> PspStatus:
+        """The transfer under our id as `/v1/transfer/check/money` states it."""
+        query = {"token": token, "client_transaction_id": ours}
+        answer = self.answer("transfer check",
+                             self.send("GET", "/v1/transfer/check/money", query))
+        self.refused_because_of_us("transfer check", answer)
+        if answer.code == wire.TRANSFER_NOT_FOUND:
+            return PspStatus_NotFound()
+        if answer.code != wire.TRANSFER_SUCCESS:
+            raise fail(AdapterError_InvalidResponse(
+                f"CinetPay transfer check answered {answer.code} {answer.message}"))
+        mine = [r for r in wire.items(answer) if str(r.get("client_transaction_id")) == ours]
+        found = lookup.pick(mine, lambda r: str(r.get("treatment_status")).upper() == "VAL")
+        status = lookup.status_of(found, lambda r: wire.transfer_status(r, self.currency))
+        if status is None:
+            raise fail(AdapterError_InvalidResponse(
+                "a done CinetPay transfer without its amount"))
+        return status
 
 
 def settings_refusal(answer: wire.Coded) -> Optional[AdapterError_Rejected]:
@@ -200,16 +306,69 @@ class Operator:
 
     @guarded
     def payout(self, req: PayoutRequest) -> Started:
-        raise fail(AdapterError_NotSupported("this adapter does not make CinetPay transfers"))
+        api = Transfers(req.operator)
+        notify_url = api.market.required("transfer_notify_url")
+        prefix = wire.COUNTRY_PREFIX[api.market.op.country]
+        digits = "".join(c for c in req.phone if c.isdigit())
+        if not digits.startswith(prefix) or len(digits) <= len(prefix) + 6:
+            raise fail(AdapterError_Rejected(
+                f"{req.phone} is not a number of {api.market.op.country} (+{prefix})"))
+        phone = digits[len(prefix):]
+        # The calls before the transfer: whatever their ending, nothing was sent.
+        try:
+            token = api.token()
+            api.add_contact(token, prefix, phone, req.beneficiary_name)
+        except Err as e:
+            raise fail(exchange.before_sending("CinetPay transfer set-up", e.value))
+        body = wire.transfer_body(prefix=prefix, phone=phone, amount=req.amount,
+                                  client_transaction_id=req.payout_id, notify_url=notify_url)
+        answer = api.answer("transfer", api.send(
+            "POST", "/v1/transfer/money/send/contact", {"token": token}, body))
+        api.refused_because_of_us("transfer", answer)
+        records = wire.items(answer)
+        code = answer.code
+        if code == wire.TRANSFER_SUCCESS and records:
+            code = wire.item_code(records[0])
+        if code == wire.TRANSFER_SUCCESS and records:
+            reference = str(records[0].get("transaction_id") or req.payout_id)
+            status = wire.transfer_status(records[0], api.currency)
+            if status is None:
+                raise fail(AdapterError_InvalidResponse(
+                    "a done CinetPay transfer without its amount"))
+            return Started(psp_reference=reference, status=status)
+        if code == wire.TRANSFER_ID_EXISTS:
+            # An earlier attempt under our id was taken: that one is reported.
+            try:
+                status = api.check(token, req.payout_id)
+            except Err as e:
+                raise fail(AdapterError_Unavailable(
+                    f"a CinetPay transfer exists under our id and could not be read: "
+                    f"{getattr(e.value, 'value', e.value)}"))
+            return Started(psp_reference=req.payout_id, status=status)
+        if code in wire.TRANSFER_REFUSED:
+            return Started(psp_reference=req.payout_id, status=PspStatus_Failed(
+                wire.transfer_refusal(code, answer.message, answer.description)))
+        # Anything else says nothing certain: asked again by our id.
+        raise fail(AdapterError_InvalidResponse(
+            f"CinetPay transfer answered {code} {answer.message}: {answer.description}"))
 
     @guarded
     def payout_status(self, payout: OperationRef) -> PspStatus:
-        raise fail(AdapterError_NotSupported("this adapter does not make CinetPay transfers"))
+        api = Transfers(payout.operator)
+        return api.check(api.token(), payout.id)
 
     @guarded
     def parse_callback(self, req: Inbound) -> List[CallbackUpdate]:
         if req.method.upper() != "POST":
             raise fail(AdapterError_Rejected("CinetPay notifications are POSTs"))
+        transfer = wire.transfer_notification(req.body)
+        if transfer is not None:
+            # Not signed: it names a transfer of ours, nothing more; the
+            # service asks its status.
+            return [CallbackUpdate(kind=SubjectKind.PAYOUT,
+                                   id=transfer["client_transaction_id"],
+                                   psp_reference=transfer.get("transaction_id") or None,
+                                   status=PspStatus_Pending())]
         fields = wire.notification(req.body)
         if fields is None:
             raise fail(AdapterError_Unauthenticated(

@@ -16,12 +16,32 @@ what each says, as adapter types.
 
 All three answer in CinetPay's coded envelope; its codes are strings
 (`"00"`, `"201"`, `"600"`…).
+
+CinetPay's transfer API (https://docs.cinetpay.com, "Transfer API"), for
+payouts, on its own host, answers in an envelope of its own, `{code,
+message, description, data}`, `0` for success:
+
+- `POST /v1/auth/login` (form: `apikey`, `password`) gives a token that
+  lives 5 minutes, passed as `?token=` to every other call.
+- `POST /v1/transfer/contact` (form: `data`, a JSON list of `{prefix,
+  phone, name, surname, email}`): money goes only to a contact; one that
+  exists already is answered `726 ERROR_PHONE_ALREADY_MY_CONTACT`, a success.
+- `POST /v1/transfer/money/send/contact` (form: `data`, a JSON list of
+  `{prefix, phone, amount, client_transaction_id, notify_url}`): a transfer
+  under our id; CinetPay refuses a `client_transaction_id` it has seen
+  (`805 CLIENT_TRANSACTION_ID_EXIST`), so a retry never pays twice.
+- `GET /v1/transfer/check/money?client_transaction_id=`: the transfers
+  under our id, `treatment_status` `VAL` (done) and `REJ` (rejected) final,
+  `NEW`, `REC` and `NOS` on their way.
+- The transfer notification, a form POST to the transfer's `notify_url`
+  (`transaction_id`, `client_transaction_id`, `treatment_status`…), is not
+  signed: CinetPay says to ask the transfer's real values by querying it.
 """
 
 import json
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
-from urllib.parse import parse_qs
+from typing import Any, Dict, List, Optional
+from urllib.parse import parse_qs, urlencode
 
 from mmc_adapter.types import (
     Failure,
@@ -210,3 +230,131 @@ def notification_status(fields: Dict[str, str]) -> Optional[PspStatus]:
     digits = "".join(c for c in fields.get("cpm_phone_prefixe", "") + fields.get(
         "cel_phone_num", "") if c.isdigit())
     return settled(fields.get("cpm_amount"), fields.get("cpm_currency"), digits or None)
+
+
+# The transfer API's country prefixes of the markets served.
+COUNTRY_PREFIX = {"CI": "225", "BJ": "229", "TG": "228"}
+
+# Transfer API codes that refuse the request because of our settings
+# (credentials, token, account): nothing was performed.
+TRANSFER_OUR_SETTINGS = {
+    "701": "INVALID_CREDENTIALS", "702": "COULD_NOT_CREATE_TOKEN", "703": "INVALID_USER",
+    "705": "EXPIRED_TOKEN", "706": "INVALID_TOKEN", "707": "CANT_REFRESH_TOKEN",
+    "708": "NOT_ALLOWED",
+}
+
+# Transfer API codes that refuse the transfer itself, as CinetPay's code
+# table describes them: nothing was sent. Any other code (`-1
+# OPERATION_ERROR`, `709`/`710 EXECUTION_ERROR`, `715 UNEXPECTED_ERROR`, a
+# new one) says nothing certain: the outcome is unknown, asked by our id.
+TRANSFER_REFUSED = {
+    "602": "INSUFFICIENT_BALANCE", "704": "INVALID_PARAM", "716": "DATA_NOT_VALID",
+    "717": "ERROR_PHONE_NOT_PARTICULAR", "718": "JSON_PARSE_ERROR",
+    "719": "AMOUNT_TOO_SMALL", "720": "AMOUNT_TOO_LARGE", "721": "OPERATOR_NOT_AVAILABLE",
+    "724": "ERROR_PHONE_NOT_MY_CONTACT", "725": "MISSING_NOTIFY_URL", "801": "INVALID_AMOUNT",
+    "802": "INVALID_PHONE", "804": "OPERATOR_UNAVAILABLE",
+}
+
+TRANSFER_SUCCESS = "0"
+CONTACT_EXISTS = "726"
+TRANSFER_ID_EXISTS = "805"
+TRANSFER_NOT_FOUND = "723"
+
+
+def form(fields: Dict[str, str]) -> bytes:
+    return urlencode(fields).encode("utf-8")
+
+
+def login_body(*, api_key: str, password: str) -> bytes:
+    """`POST /v1/auth/login`."""
+    return form({"apikey": api_key, "password": password})
+
+
+def contact_body(*, prefix: str, phone: str, name: str) -> bytes:
+    """`POST /v1/transfer/contact`: the beneficiary as a contact."""
+    first, _, rest = name.strip().partition(" ")
+    contact = {"prefix": prefix, "phone": phone, "name": rest or first, "surname": first,
+               "email": ""}
+    return form({"data": json.dumps([contact])})
+
+
+def transfer_body(*, prefix: str, phone: str, amount: int, client_transaction_id: str,
+                  notify_url: str) -> bytes:
+    """`POST /v1/transfer/money/send/contact`: one transfer under our id."""
+    transfer = {"prefix": prefix, "phone": phone, "amount": amount,
+                "client_transaction_id": client_transaction_id, "notify_url": notify_url}
+    return form({"data": json.dumps([transfer])})
+
+
+@dataclass(frozen=True)
+class TransferAnswer:
+    """The transfer API's envelope: its code (as text), message, and data."""
+
+    code: str
+    message: str
+    description: str
+    data: Any
+
+
+def transfer_answer(value: Any) -> Optional[TransferAnswer]:
+    if not isinstance(value, dict) or value.get("code") is None:
+        return None
+    return TransferAnswer(code=str(value["code"]).strip(),
+                          message=str(value.get("message") or ""),
+                          description=str(value.get("description") or ""),
+                          data=value.get("data"))
+
+
+def items(answer: TransferAnswer) -> List[Dict[str, Any]]:
+    """The records of an answer's `data`: a list of them, or a list of lists
+    (one per request item, as the contact answer nests them)."""
+    found: List[Dict[str, Any]] = []
+    data = answer.data if isinstance(answer.data, list) else [answer.data]
+    for entry in data:
+        for record in (entry if isinstance(entry, list) else [entry]):
+            if isinstance(record, dict):
+                found.append(record)
+    return found
+
+
+def item_code(record: Dict[str, Any]) -> str:
+    code = record.get("code")
+    return TRANSFER_SUCCESS if code is None else str(code).strip()
+
+
+def token(answer: TransferAnswer) -> Optional[str]:
+    data = answer.data if isinstance(answer.data, dict) else {}
+    value = data.get("token")
+    return value if isinstance(value, str) and value else None
+
+
+def transfer_status(record: Dict[str, Any], currency: str) -> Optional[PspStatus]:
+    """What a transfer record says; None when a done transfer does not say
+    for how much. CinetPay's transfer answers state no currency: a transfer
+    account holds the market's (XOF in every market served)."""
+    status = str(record.get("treatment_status") or "").upper()
+    if status == "VAL":
+        receiver = "".join(c for c in str(record.get("receiver") or "") if c.isdigit())
+        return settled(record.get("amount"), currency, receiver or None)
+    if status == "REJ":
+        comment = record.get("comment") or "no reason given"
+        return PspStatus_Failed(failure(
+            "operator_refused", f"CinetPay rejected the transfer: {comment}"))
+    return PspStatus_Pending()
+
+
+def transfer_refusal(code: str, message: str, description: str) -> Failure:
+    return failure("operator_refused",
+                   f"CinetPay refused the transfer ({code} {message}): {description or message}")
+
+
+def transfer_notification(body: bytes) -> Optional[Dict[str, str]]:
+    """A transfer notification's form fields; None when it is not one."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    fields = parse_qs(text, keep_blank_values=True, strict_parsing=False)
+    if "client_transaction_id" not in fields or "cpm_trans_id" in fields:
+        return None
+    return {k: v[0] for k, v in fields.items()}

@@ -1,17 +1,25 @@
 //! `mmc adapters new NAME --lang LANG`: a new adapter's starting point in a
-//! checkout of this repository. For Rust: a crate under `components/NAME`
-//! on the adapter kit (a working example operator, Acme: initiate,
+//! checkout of this repository, a working example operator, Acme (initiate,
 //! status and a signed callback over a made-up but coherent wire format),
-//! its fake under `tests/support/fakes/NAME.rs` on the fake-operator kit,
-//! and `tests/adapters/NAME.rs` with its registry entry and a test. The
-//! files the adapter must be listed in (the workspace, the Makefile's
-//! components, the fakes, the adapter tests, the registry) are edited when
+//! renamed NAME:
+//!
+//! - `--lang rust`: a crate under `components/NAME` on the adapter kit;
+//! - `--lang python`: `components/NAME/app.py` and `transformers.py` on the
+//!   Python adapter kit, built by componentize-py;
+//!
+//! and, whatever the language, its fake under `tests/support/fakes/NAME.rs`
+//! on the fake-operator kit (the fake speaks the provider's wire format,
+//! not the adapter's language) and `tests/adapters/NAME.rs` with its
+//! registry entry and a test. The files the adapter must be listed in (the
+//! workspace and the Makefile's components, or the Makefile's Python
+//! adapters; the fakes, the adapter tests, the registry) are edited when
 //! they are found as this repository has them; anything not done is
 //! returned as a next step.
 //!
-//! The templates are the example operator itself (`scaffold/rust/`), its
-//! name `acme` replaced by NAME; the fake template is compiled with the
-//! other fakes, so it cannot rot.
+//! The templates are the example operator itself (`scaffold/rust/`,
+//! `scaffold/python/`, and the shared `scaffold/fake.rs` and
+//! `scaffold/test.rs`), its name `acme` replaced by NAME; the fake template
+//! is compiled with the other fakes, so it cannot rot.
 
 use std::path::{Path, PathBuf};
 
@@ -22,6 +30,8 @@ use std::path::{Path, PathBuf};
 pub enum Lang {
     /// A Rust crate on `mmc-adapter-kit`.
     Rust,
+    /// `app.py` on the Python adapter kit (`crates/adapter-kit/python`).
+    Python,
 }
 
 impl std::str::FromStr for Lang {
@@ -30,6 +40,7 @@ impl std::str::FromStr for Lang {
     fn from_str(s: &str) -> Result<Lang, ScaffoldError> {
         match s {
             "rust" => Ok(Lang::Rust),
+            "python" => Ok(Lang::Python),
             other => Err(ScaffoldError::UnknownLanguage(other.to_string())),
         }
     }
@@ -37,7 +48,7 @@ impl std::str::FromStr for Lang {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScaffoldError {
-    #[error("unknown language {0:?}: adapters can be scaffolded in rust")]
+    #[error("unknown language {0:?}: adapters can be scaffolded in rust or python")]
     UnknownLanguage(String),
     #[error(
         "invalid adapter name {0:?}: lowercase ASCII letters and digits, starting with a letter"
@@ -87,6 +98,7 @@ pub fn new_adapter(root: &Path, name: &str, lang: Lang) -> Result<Scaffolded, Sc
     }
     let (files, listings, mut next_steps) = match lang {
         Lang::Rust => rust::plan(name),
+        Lang::Python => python::plan(name),
     };
     for f in &files {
         let path = root.join(&f.path);
@@ -167,32 +179,73 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> ScaffoldError + '_ {
     }
 }
 
+/// The fake and the test, whatever the adapter's language.
+const FAKE: &str = include_str!("scaffold/fake.rs");
+const TEST: &str = include_str!("scaffold/test.rs");
+
+/// The fake and the test of adapter `name`.
+fn fake_and_test(name: &str) -> [NewFile; 2] {
+    [
+        NewFile {
+            path: format!("tests/support/fakes/{name}.rs"),
+            text: render(FAKE, name),
+        },
+        NewFile {
+            path: format!("tests/adapters/{name}.rs"),
+            text: render(TEST, name),
+        },
+    ]
+}
+
+/// Where the fake, the test and the registry entry are listed.
+fn test_listings(name: &str) -> [Listing; 3] {
+    [
+        Listing {
+            path: "tests/support/fakes/mod.rs",
+            after: |l| l.starts_with("pub mod "),
+            line: format!("pub mod {name};"),
+            by_hand: format!("declare the fake: `pub mod {name};` in tests/support/fakes/mod.rs"),
+        },
+        Listing {
+            path: "tests/adapters/main.rs",
+            after: |l| l.starts_with("mod ") && l.ends_with(';'),
+            line: format!("mod {name};"),
+            by_hand: format!("declare the tests: `mod {name};` in tests/adapters/main.rs"),
+        },
+        Listing {
+            path: "tests/adapters/registry.rs",
+            after: |l| l.trim_start().starts_with("&crate::") && l.ends_with("::ENTRY,"),
+            line: format!("    &crate::{name}::ENTRY,"),
+            by_hand: format!(
+                "register it: `&crate::{name}::ENTRY,` in ADAPTERS (tests/adapters/registry.rs)"
+            ),
+        },
+    ]
+}
+
 /// A Rust adapter on the adapter kit.
 mod rust {
-    use super::{Listing, NewFile, render};
+    use super::{Listing, NewFile, fake_and_test, render, test_listings};
 
     const CARGO_TOML: &str = include_str!("scaffold/rust/Cargo.toml.tmpl");
     const LIB: &str = include_str!("scaffold/rust/lib.rs");
     const TRANSFORMERS: &str = include_str!("scaffold/rust/transformers.rs");
-    const FAKE: &str = include_str!("scaffold/rust/fake.rs");
-    const TEST: &str = include_str!("scaffold/rust/test.rs");
 
     pub(super) fn plan(name: &str) -> (Vec<NewFile>, Vec<Listing>, Vec<String>) {
         let file = |path: String, template: &str| NewFile {
             path,
             text: render(template, name),
         };
-        let files = vec![
+        let mut files = vec![
             file(format!("components/{name}/Cargo.toml"), CARGO_TOML),
             file(format!("components/{name}/src/lib.rs"), LIB),
             file(
                 format!("components/{name}/src/transformers.rs"),
                 TRANSFORMERS,
             ),
-            file(format!("tests/support/fakes/{name}.rs"), FAKE),
-            file(format!("tests/adapters/{name}.rs"), TEST),
         ];
-        let listings = vec![
+        files.extend(fake_and_test(name));
+        let mut listings = vec![
             Listing {
                 path: "Cargo.toml",
                 after: |l| l.trim_start().starts_with("\"components/") && l.ends_with("\","),
@@ -205,29 +258,8 @@ mod rust {
                 line: format!("COMPONENTS += {name}"),
                 by_hand: format!("add {name} to the Makefile's COMPONENTS"),
             },
-            Listing {
-                path: "tests/support/fakes/mod.rs",
-                after: |l| l.starts_with("pub mod "),
-                line: format!("pub mod {name};"),
-                by_hand: format!(
-                    "declare the fake: `pub mod {name};` in tests/support/fakes/mod.rs"
-                ),
-            },
-            Listing {
-                path: "tests/adapters/main.rs",
-                after: |l| l.starts_with("mod ") && l.ends_with(';'),
-                line: format!("mod {name};"),
-                by_hand: format!("declare the tests: `mod {name};` in tests/adapters/main.rs"),
-            },
-            Listing {
-                path: "tests/adapters/registry.rs",
-                after: |l| l.trim_start().starts_with("&crate::") && l.ends_with("::ENTRY,"),
-                line: format!("    &crate::{name}::ENTRY,"),
-                by_hand: format!(
-                    "register it: `&crate::{name}::ENTRY,` in ADAPTERS (tests/adapters/registry.rs)"
-                ),
-            },
         ];
+        listings.extend(test_listings(name));
         let next_steps = vec![
             format!("build it: cargo build --profile components --target wasm32-wasip2 -p {name}"),
             format!(
@@ -235,6 +267,43 @@ mod rust {
             ),
             format!(
                 "replace Acme's wire format with your provider's in components/{name}/src/transformers.rs and tests/support/fakes/{name}.rs (docs/adapters.md)"
+            ),
+        ];
+        (files, listings, next_steps)
+    }
+}
+
+/// A Python adapter on the Python adapter kit, built by componentize-py.
+mod python {
+    use super::{Listing, NewFile, fake_and_test, render, test_listings};
+
+    const APP: &str = include_str!("scaffold/python/app.py");
+    const TRANSFORMERS: &str = include_str!("scaffold/python/transformers.py");
+
+    pub(super) fn plan(name: &str) -> (Vec<NewFile>, Vec<Listing>, Vec<String>) {
+        let file = |path: String, template: &str| NewFile {
+            path,
+            text: render(template, name),
+        };
+        let mut files = vec![
+            file(format!("components/{name}/app.py"), APP),
+            file(format!("components/{name}/transformers.py"), TRANSFORMERS),
+        ];
+        files.extend(fake_and_test(name));
+        let mut listings = vec![Listing {
+            path: "Makefile",
+            after: |l| l.starts_with("PY_ADAPTERS :=") || l.starts_with("PY_ADAPTERS +="),
+            line: format!("PY_ADAPTERS += {name}"),
+            by_hand: format!("add {name} to the Makefile's PY_ADAPTERS"),
+        }];
+        listings.extend(test_listings(name));
+        let next_steps = vec![
+            format!(
+                "build it: make python-adapters (target/python-components/{name}.wasm, componentize-py in target/venv)"
+            ),
+            format!("check the contract: mmc adapters test target/python-components/{name}.wasm"),
+            format!(
+                "replace Acme's wire format with your provider's in components/{name}/transformers.py and tests/support/fakes/{name}.rs (docs/adapters.md)"
             ),
         ];
         (files, listings, next_steps)
@@ -262,11 +331,15 @@ mod tests {
         let err = "cobol".parse::<Lang>().unwrap_err();
         assert!(err.to_string().contains("\"cobol\""), "{err}");
         assert_eq!("rust".parse::<Lang>().unwrap(), Lang::Rust);
+        assert_eq!("python".parse::<Lang>().unwrap(), Lang::Python);
     }
 
     #[test]
     fn every_template_is_renamed_whole() {
-        let (files, listings, _) = rust::plan("zedpay");
+        let (mut files, mut listings, _) = rust::plan("zedpay");
+        let (python_files, python_listings, _) = python::plan("zedpay");
+        files.extend(python_files);
+        listings.extend(python_listings);
         for f in &files {
             assert!(!f.text.contains("acme"), "{} keeps acme", f.path);
             assert!(!f.text.contains("Acme"), "{} keeps Acme", f.path);
@@ -283,6 +356,37 @@ mod tests {
                 .iter()
                 .any(|l| l.line == "    &crate::zedpay::ENTRY,")
         );
+        assert!(listings.iter().any(|l| l.line == "PY_ADAPTERS += zedpay"));
+    }
+
+    #[test]
+    fn a_python_adapter_is_listed_among_the_python_adapters() {
+        let root = tempfile::tempdir().unwrap();
+        let makefile = "COMPONENTS := collect wave\nPY_ADAPTERS := cinetpay\nall:\n";
+        std::fs::write(root.path().join("Makefile"), makefile).unwrap();
+        let done = new_adapter(root.path(), "zedpay", Lang::Python).unwrap();
+        let created: Vec<_> = done
+            .created
+            .iter()
+            .map(|p| p.strip_prefix(root.path()).unwrap().to_str().unwrap())
+            .collect();
+        assert_eq!(
+            created,
+            [
+                "components/zedpay/app.py",
+                "components/zedpay/transformers.py",
+                "tests/support/fakes/zedpay.rs",
+                "tests/adapters/zedpay.rs",
+            ]
+        );
+        let makefile = std::fs::read_to_string(root.path().join("Makefile")).unwrap();
+        assert!(
+            makefile.contains("PY_ADAPTERS := cinetpay\nPY_ADAPTERS += zedpay\n"),
+            "{makefile}"
+        );
+        // Not a crate: the workspace is not a next step.
+        assert!(!done.next_steps.iter().any(|s| s.contains("workspace")));
+        assert!(done.next_steps.iter().any(|s| s.contains("ADAPTERS")));
     }
 
     #[test]

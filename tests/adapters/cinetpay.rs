@@ -1,34 +1,118 @@
 //! `cinetpay` (CinetPay Payment API v2, an adapter written in Python and
 //! built by componentize-py) against the fake CinetPay, loaded by the host
-//! like every adapter. Needs `make python-adapters` (the component is in
+//! like every adapter: its entry in the registry of adapters (the contract
+//! tests and every cell of the fault matrix run over it) and the tests only
+//! its protocol needs. Needs `make python-adapters` (the component is in
 //! `target/python-components/`, added to these tests' servers only).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
+use mmc_host::config::ComponentConfig;
 use mmc_host::runtime::bindings::adapter_types::*;
 use serde_json::{Value, json};
 
-use crate::support::fakes::Fault;
-use crate::support::fakes::cinetpay::{self, FakeCinetPay, Notifications};
+use crate::registry::{self, AtOperator, Entry, Harness, Op};
+use crate::support::fakes::cinetpay::{self, FakeCinetPay};
+use crate::support::fakes::{Callbacks, Fault, Outcome, Plumbing, Receiver};
 use crate::support::*;
 use crate::*;
 
+/// `cinetpay` in the registry of adapters.
+pub const ENTRY: Entry = Entry {
+    name: "cinetpay",
+    operator: "orange-ci",
+    routes: &["orange-ci"],
+    country: "CI",
+    phone: |n| format!("+22507{:08}", 60_000_000 + n),
+    unsupported: &[
+        (Op::ConfirmOtp, "paid on CinetPay's page"),
+        (Op::Refund, "CinetPay documents no refund API"),
+    ],
+    otp: None,
+    refund_status_query: false,
+    conformance_settings: &[("site_id", cinetpay::SITE_ID)],
+    conformance_secrets: &["secret_key"],
+    start: registry::start::<cinetpay::CinetPay>,
+};
+
+/// CinetPay knows a payment by our id (its `transaction_id`); the customer
+/// pays on CinetPay's page, here on command. A cancel asks where it stands
+/// (CinetPay cannot withdraw a link). A payout is a transfer sent under our
+/// id (its `client_transaction_id`) to the beneficiary's number.
+impl Harness for FakeCinetPay {
+    fn plumbing(&self) -> &Plumbing {
+        FakeCinetPay::plumbing(self)
+    }
+
+    fn component_config(&self) -> ComponentConfig {
+        FakeCinetPay::component_config(self)
+    }
+
+    fn endpoint(&self, op: Op) -> &'static str {
+        match op {
+            Op::Cancel => "payment_check",
+            Op::Payout => "transfer_send",
+            _ => "payment_init",
+        }
+    }
+
+    fn target(&self, op: Op, phone: &str, payment_id: &str, _: &str) -> String {
+        match op {
+            Op::Cancel => payment_id.to_string(),
+            _ => phone.to_string(),
+        }
+    }
+
+    /// CinetPay's customer pays only when told: nothing to hold back.
+    fn customer_waits(&self, _: &str) {}
+
+    fn customer_approves<'a>(&'a self, payment_id: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let paid = self.mark_paid(payment_id);
+            if paid {
+                self.notify(payment_id).await;
+            }
+            paid
+        })
+    }
+
+    fn payment(&self, payment_id: &str) -> AtOperator {
+        let t = self.transaction(payment_id);
+        AtOperator {
+            moved: t.as_ref().is_some_and(|t| t.paid()),
+            // The test pays (or fails to pay) at once: nothing pending.
+            settled: true,
+            records: usize::from(t.is_some()),
+        }
+    }
+
+    fn refund(&self, _: &str, _: &str) -> AtOperator {
+        AtOperator::nothing()
+    }
+
+    fn payout(&self, phone: &str) -> AtOperator {
+        let transfers = self.transfers_to(phone);
+        AtOperator {
+            moved: transfers.iter().any(|t| t.paid()),
+            settled: transfers.iter().all(|t| t.treatment_status != "NEW"),
+            records: transfers.len(),
+        }
+    }
+}
+
 const PHONE: &str = "+2250700000001";
 
+/// The fake CinetPay, and a service routing `orange-ci` to the adapter.
 async fn cinetpay_app(
-    fake: &FakeCinetPay,
-    tweak: impl FnOnce(&mut mmc_host::config::ComponentConfig),
+    tweak: impl FnOnce(&mut ComponentConfig),
     adjust: impl FnOnce(&mut mmc_host::config::Config),
-) -> TestApp {
-    let mut component = fake.component_config();
-    tweak(&mut component);
-    app_with_adapter("cinetpay", &["orange-ci"], component, |c| {
-        c.components_dir = components_dir_with(&["cinetpay"]);
-        adjust(c);
-    })
-    .await
+) -> (FakeCinetPay, TestApp) {
+    let fake = FakeCinetPay::start().await;
+    let app = registry::serve(&ENTRY, &fake, tweak, adjust).await;
+    (fake, app)
 }
 
 /// Creates a CinetPay payment; returns its id (CinetPay's `transaction_id`).
@@ -46,9 +130,8 @@ async fn cinetpay_payment(app: &TestApp, key: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cinetpay_payment_redirects_to_its_page_and_completes_by_a_status_query_by_our_id() {
-    let fake = FakeCinetPay::start().await;
-    fake.notifications(Notifications::Lost);
-    let app = cinetpay_app(&fake, |_| {}, |_| {}).await;
+    let (fake, app) = cinetpay_app(|_| {}, |_| {}).await;
+    fake.callbacks(Callbacks::Lost);
     let (_, _, live) = app.merchant("Shop");
     let p = create(&app, &live, &live_payment("CI", "orange-ci", PHONE)).await;
     let id = p["id"].as_str().unwrap();
@@ -95,8 +178,7 @@ async fn cinetpay_payment_redirects_to_its_page_and_completes_by_a_status_query_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cinetpay_signed_notification_is_believed_and_unsigned_or_forged_ones_are_not() {
-    let fake = FakeCinetPay::start().await;
-    let app = cinetpay_app(&fake, |_| {}, |_| {}).await;
+    let (fake, app) = cinetpay_app(|_| {}, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
     let id = cinetpay_payment(&app, &live).await;
     // Status queries cannot learn the outcome here: only a notification can.
@@ -143,8 +225,7 @@ async fn cinetpay_signed_notification_is_believed_and_unsigned_or_forged_ones_ar
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cinetpay_success_for_another_amount_is_not_counted() {
-    let fake = FakeCinetPay::start().await;
-    let app = cinetpay_app(&fake, |_| {}, |_| {}).await;
+    let (fake, app) = cinetpay_app(|_| {}, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
     let id = cinetpay_payment(&app, &live).await;
     // CinetPay's books say 1000 for our 1500: in the signed notification
@@ -172,8 +253,7 @@ async fn cinetpay_success_for_another_amount_is_not_counted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cinetpay_refused_payment_fails_with_the_reason_its_status_gives() {
-    let fake = FakeCinetPay::start().await;
-    let app = cinetpay_app(&fake, |_| {}, |_| {}).await;
+    let (fake, app) = cinetpay_app(|_| {}, |_| {}).await;
     let (_, _, live) = app.merchant("Shop");
     let id = cinetpay_payment(&app, &live).await;
     // The notification says it failed: a hint, the status query decides.
@@ -188,9 +268,8 @@ async fn cinetpay_refused_payment_fails_with_the_reason_its_status_gives() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cinetpay_duplicate_and_late_notifications_never_move_a_terminal_payment() {
-    let fake = FakeCinetPay::start().await;
-    fake.notifications(Notifications::Duplicate);
-    let app = cinetpay_app(&fake, |_| {}, |_| {}).await;
+    let (fake, app) = cinetpay_app(|_| {}, |_| {}).await;
+    fake.callbacks(Callbacks::Duplicate);
     let (_, _, live) = app.merchant("Shop");
     let id = cinetpay_payment(&app, &live).await;
     assert_eq!(fake.customer_pays(&id).await, vec![200, 200]);
@@ -205,7 +284,7 @@ async fn cinetpay_duplicate_and_late_notifications_never_move_a_terminal_payment
     let token = cinetpay::x_token(cinetpay::SECRET_KEY, &fields);
     assert_eq!(fake.send_notification(&id, &fields, Some(token)).await, 200);
     // And the success again, late.
-    fake.notifications(Notifications::Late(Duration::from_millis(300)));
+    fake.callbacks(Callbacks::Late(Duration::from_millis(300)));
     assert_eq!(fake.notify(&id).await, vec![200]);
     let after = payment(&app, &live, &id).await;
     assert_eq!(after["status"], "completed");
@@ -215,16 +294,14 @@ async fn cinetpay_duplicate_and_late_notifications_never_move_a_terminal_payment
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cinetpay_errors_at_initiation_leave_the_payment_pending_and_found_by_our_id() {
-    let fake = FakeCinetPay::start().await;
-    fake.notifications(Notifications::Lost);
-    let app = cinetpay_app(
-        &fake,
+    let (fake, app) = cinetpay_app(
         |c| {
             c.settings.insert("timeout_ms".into(), "400".into());
         },
         |_| {},
     )
     .await;
+    fake.callbacks(Callbacks::Lost);
     let (_, _, live) = app.merchant("Shop");
 
     // Refused before any work: a 502 says nothing of what CinetPay did.
@@ -325,7 +402,7 @@ async fn cinetpay_status_query_faults_are_unknown_and_refusals_of_our_settings_r
         ("1495", "XOF")
     );
 
-    // Refunds and transfers are not spoken: nothing is sent.
+    // CinetPay documents no refund: nothing is sent.
     let err = adapter
         .refund(RefundRequest {
             refund_id: "r1".into(),
@@ -338,15 +415,271 @@ async fn cinetpay_status_query_faults_are_unknown_and_refusals_of_our_settings_r
     assert!(matches!(err, AdapterError::NotSupported(_)), "{err:?}");
 }
 
+/// The JSON list a transfer API request carries in its form's `data`.
+fn form_data(r: &crate::support::fakes::Received) -> Vec<Value> {
+    let data = url::form_urlencoded::parse(&r.body)
+        .find(|(k, _)| k == "data")
+        .map(|(_, v)| v.into_owned())
+        .expect("a data field");
+    serde_json::from_str(&data).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cinetpay_payout_is_a_transfer_to_a_contact_under_our_id_and_its_status_is_asked_by_our_id()
+{
+    let fake = FakeCinetPay::start().await;
+    let adapter = Direct::load("cinetpay", fake.component_config());
+    let phone = "+2250760000101";
+    let id = uuid::Uuid::new_v4().to_string();
+    let started = adapter
+        .payout(payout_request("orange-ci", &id, phone))
+        .await
+        .unwrap();
+    assert_eq!(started.status, PspStatus::Pending, "{started:?}");
+    let sent = fake.transfers_under(&id);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(started.psp_reference, sent[0].transaction_id);
+
+    // Logged in, the beneficiary added as a contact, then one transfer under our id.
+    let login = &fake.requests("auth_login")[0];
+    let form: Vec<(String, String)> = url::form_urlencoded::parse(&login.body)
+        .into_owned()
+        .collect();
+    assert!(form.contains(&("apikey".into(), cinetpay::API_KEY.into())));
+    assert!(form.contains(&("password".into(), cinetpay::TRANSFER_PASSWORD.into())));
+    let contact = &form_data(&fake.requests("transfer_contact")[0])[0];
+    assert_eq!(
+        (contact["prefix"].as_str(), contact["phone"].as_str()),
+        (Some("225"), Some("0760000101"))
+    );
+    assert_eq!(contact["surname"], "Awa");
+    let send = &fake.requests("transfer_send")[0];
+    assert!(send.query_param("token").is_some(), "{}", send.query);
+    let transfer = &form_data(send)[0];
+    assert_eq!(transfer["client_transaction_id"], id.as_str());
+    assert_eq!(transfer["amount"], 2500);
+    assert_eq!(transfer["phone"], "0760000101");
+    assert_eq!(transfer["notify_url"], cinetpay::TRANSFER_NOTIFY_URL);
+
+    // Paid: what CinetPay states, the currency of its XOF transfer account.
+    let payout = operation(&id, "orange-ci", Some(started.psp_reference), phone, 2500);
+    let status = adapter
+        .settled(Duration::from_secs(5), || {
+            adapter.payout_status(payout.clone())
+        })
+        .await;
+    let PspStatus::Completed(paid) = status else {
+        panic!("completed: {status:?}");
+    };
+    assert_eq!(
+        (
+            paid.amount.as_str(),
+            paid.currency.as_str(),
+            paid.party.as_deref()
+        ),
+        ("2500", "XOF", Some("2250760000101"))
+    );
+    let checks = fake.requests("transfer_check");
+    assert!(
+        checks
+            .iter()
+            .all(|r| r.query_param("client_transaction_id").as_deref() == Some(id.as_str()))
+    );
+
+    // Rejected at CinetPay: failed, with its reason. The contact is there
+    // already (726): still sent. The token was kept: one login in all.
+    let rejected = uuid::Uuid::new_v4().to_string();
+    fake.set_outcome("+2250760000102", Outcome::Fail("RECEIVER_NOT_FOUND"));
+    let started = adapter
+        .payout(payout_request("orange-ci", &rejected, "+2250760000102"))
+        .await
+        .unwrap();
+    adapter
+        .payout(payout_request(
+            "orange-ci",
+            &uuid::Uuid::new_v4().to_string(),
+            "+2250760000102",
+        ))
+        .await
+        .unwrap();
+    let payout = operation(
+        &rejected,
+        "orange-ci",
+        Some(started.psp_reference),
+        "+2250760000102",
+        2500,
+    );
+    let status = adapter
+        .settled(Duration::from_secs(5), || {
+            adapter.payout_status(payout.clone())
+        })
+        .await;
+    assert!(failed(status).message.contains("RECEIVER_NOT_FOUND"));
+    assert_eq!(fake.requests("auth_login").len(), 1);
+
+    // Nothing under an id CinetPay never saw.
+    let unknown = operation("never-sent", "orange-ci", None, phone, 2500);
+    assert_eq!(
+        adapter.payout_status(unknown).await.unwrap(),
+        PspStatus::NotFound
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cinetpay_payout_sent_again_under_our_id_is_never_a_second_transfer() {
+    let fake = FakeCinetPay::start().await;
+    let mut config = fake.component_config();
+    config.settings.insert("timeout_ms".into(), "400".into());
+    let adapter = Direct::load("cinetpay", config);
+
+    // CinetPay takes the transfer, then its answer is lost (a 5xx, a reset,
+    // garbage, too late): unknown. Sent again under the same id, CinetPay
+    // refuses the id (805) and the transfer it took is reported.
+    for (n, fault) in [
+        Fault::AcceptThenStatus(502),
+        Fault::AcceptThenReset,
+        Fault::AcceptThenGarbage,
+        Fault::Slow(Duration::from_millis(1500)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let phone = format!("+22507600002{n:02}");
+        let id = uuid::Uuid::new_v4().to_string();
+        let req = payout_request("orange-ci", &id, &phone);
+        fake.inject_for("transfer_send", &phone, fault.clone(), 1);
+        let err = adapter.payout(req.clone()).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                AdapterError::Unavailable(_)
+                    | AdapterError::InvalidResponse(_)
+                    | AdapterError::Timeout(_)
+            ),
+            "{fault:?}: unknown, not {err:?}"
+        );
+        let again = adapter.payout(req).await.unwrap();
+        assert_eq!(
+            fake.transfers_under(&id).len(),
+            1,
+            "{fault:?}: one transfer"
+        );
+        assert_eq!(fake.ids_for("transfer_send", &phone).len(), 1, "{fault:?}");
+        assert!(
+            matches!(again.status, PspStatus::Pending | PspStatus::Completed(_)),
+            "{fault:?}: {again:?}"
+        );
+    }
+
+    // A call before the transfer fails: nothing was sent, and it says so.
+    let phone = "+2250760000210";
+    let id = uuid::Uuid::new_v4().to_string();
+    fake.inject_for("transfer_contact", phone, Fault::AcceptThenReset, 1);
+    let err = adapter
+        .payout(payout_request("orange-ci", &id, phone))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AdapterError::NotSent(_)), "{err:?}");
+    assert!(fake.transfers_under(&id).is_empty());
+
+    // A transfer CinetPay refuses (its balance too low): failed, nothing sent.
+    fake.set_transfer_balance(1000);
+    let id = uuid::Uuid::new_v4().to_string();
+    let started = adapter
+        .payout(payout_request("orange-ci", &id, "+2250760000211"))
+        .await
+        .unwrap();
+    assert!(failed(started.status).message.contains("602"));
+    assert!(fake.transfers_under(&id).is_empty());
+
+    // Our credentials refused: rejected, nothing sent.
+    let mut config = fake.component_config();
+    config
+        .secrets
+        .insert("transfer_password".into(), "wrong".into());
+    let wrong = Direct::load("cinetpay", config);
+    let err = wrong
+        .payout(payout_request("orange-ci", "p-wrong", "+2250760000212"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AdapterError::Rejected(_)), "{err:?}");
+    assert!(
+        fake.requests("transfer_send")
+            .iter()
+            .all(|r| !r.is_about("p-wrong"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cinetpay_transfer_notification_is_only_a_hint_named_by_our_id() {
+    let id = uuid::Uuid::new_v4().to_string();
+    let receiver = Receiver::start(&id, vec![]).await;
+    let (fake, app) = cinetpay_app(
+        |c| {
+            c.settings
+                .insert("transfer_notify_url".into(), receiver.url());
+        },
+        |_| {},
+    )
+    .await;
+    let mut config = fake.component_config();
+    config
+        .settings
+        .insert("transfer_notify_url".into(), receiver.url());
+    let adapter = Direct::load("cinetpay", config);
+    adapter
+        .payout(payout_request("orange-ci", &id, "+2250760000301"))
+        .await
+        .unwrap();
+
+    // CinetPay notifies the transfer's notify URL once it is done: a form,
+    // unsigned.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while receiver.received().is_empty() {
+        assert!(Instant::now() < deadline, "never notified");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let notified = &receiver.received()[0];
+    assert!(notified.header("x-token").is_none());
+    let fields: Vec<(String, String)> = url::form_urlencoded::parse(&notified.body)
+        .into_owned()
+        .collect();
+    assert!(fields.contains(&("client_transaction_id".into(), id.clone())));
+    assert!(fields.contains(&("treatment_status".into(), "VAL".into())));
+
+    // Read as a hint about our payout: pending, asked by its status.
+    let updates = adapter
+        .parse_callback(Inbound {
+            operator: "orange-ci".into(),
+            environment: "live".into(),
+            method: "POST".into(),
+            headers: vec![(
+                "content-type".into(),
+                "application/x-www-form-urlencoded".into(),
+            )],
+            body: notified.body.to_vec(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(updates.len(), 1);
+    assert_eq!(updates[0].kind, SubjectKind::Payout);
+    assert_eq!(updates[0].id.as_deref(), Some(id.as_str()));
+    assert_eq!(updates[0].status, PspStatus::Pending);
+
+    // The service takes it with a 200 (CinetPay wants one) and changes nothing.
+    let headers = [("content-type", "application/x-www-form-urlencoded")];
+    let (status, answer) =
+        notify(&app, "orange-ci", "POST", &headers, notified.body.to_vec()).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["applied"], 0, "{answer}");
+}
+
 /// The platform's conformance kit (`mmc adapters test`) on the Python component.
 #[test]
 fn cinetpay_python_adapter_passes_the_conformance_kit() {
-    let inputs = mmc_host::conformance::Inputs {
-        settings: vec![("site_id".into(), cinetpay::SITE_ID.into())],
-        secrets: vec![("secret_key".into(), "conformance-secret".into())],
-    };
     let file = component_file("cinetpay");
-    let checks = mmc_host::conformance::run(&file, &cache_dir(), &inputs).unwrap();
+    let checks =
+        mmc_host::conformance::run(&file, &cache_dir(), &ENTRY.conformance_inputs()).unwrap();
     let problems: Vec<String> = checks
         .iter()
         .filter(|c| !c.passed || c.detail.starts_with("not exercised"))
@@ -358,10 +691,7 @@ fn cinetpay_python_adapter_passes_the_conformance_kit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cinetpay_python_adapter_hot_swapped_under_load_fails_no_request() {
-    let fake = FakeCinetPay::start().await;
-    fake.notifications(Notifications::Lost);
-    let app = cinetpay_app(
-        &fake,
+    let (fake, app) = cinetpay_app(
         |_| {},
         |c| {
             c.admin_token = Some(ADMIN.into());
@@ -369,6 +699,7 @@ async fn cinetpay_python_adapter_hot_swapped_under_load_fails_no_request() {
         },
     )
     .await;
+    fake.callbacks(Callbacks::Lost);
     let (_, _, live) = app.merchant("Shop");
     let original = std::fs::read(component_file("cinetpay")).unwrap();
     let v2 = new_version(&original, "v2");

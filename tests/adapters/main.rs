@@ -226,7 +226,9 @@ pub fn payout_request(operator: &str, payout_id: &str, phone: &str) -> PayoutReq
     }
 }
 
-/// A service whose live environment routes `slugs` to `adapter`.
+/// A service whose live environment routes `slugs` to `adapter`. An
+/// adapter written in Python (`make python-adapters`) is added to the
+/// server's components.
 pub async fn app_with_adapter(
     adapter: &str,
     slugs: &[&str],
@@ -239,6 +241,9 @@ pub async fn app_with_adapter(
             live.insert(slug.to_string(), adapter.into());
         }
         c.components.insert(adapter.into(), component);
+        if !components_dir().join(format!("{adapter}.wasm")).exists() {
+            c.components_dir = components_dir_with(&[adapter]);
+        }
         adjust(c);
     })
     .await

@@ -26,6 +26,7 @@ pub static ADAPTERS: &[&Entry] = &[
     &crate::wave::ENTRY,
     &crate::pawapay::ENTRY,
     &crate::fedapay::ENTRY,
+    &crate::cinetpay::ENTRY,
 ];
 
 /// The money operations the service asks of an adapter.
@@ -69,7 +70,9 @@ impl Op {
 
 /// One adapter, as the contract tests and the fault matrix see it.
 pub struct Entry {
-    /// The component (`target/components/<name>.wasm`, `[components.<name>]`).
+    /// The component (`target/components/<name>.wasm`, or
+    /// `target/python-components/<name>.wasm` for an adapter written in
+    /// Python; `[components.<name>]`).
     pub name: &'static str,
     /// The operator the tests pay with, routed to the adapter.
     pub operator: &'static str,
@@ -215,18 +218,32 @@ pub async fn rig(
     adjust_service: impl FnOnce(&mut mmc_host::config::Config),
 ) -> (Box<dyn Harness>, TestApp) {
     let fake = (entry.start)().await;
+    let app = serve(entry, fake.as_ref(), adjust, adjust_service).await;
+    (fake, app)
+}
+
+/// A service whose live environment routes the entry's operators to the
+/// adapter, configured for `fake` (an adapter's own tests start their fake
+/// by its type, to reach what only its provider has), its callbacks
+/// pointed at the service.
+pub async fn serve(
+    entry: &Entry,
+    fake: &dyn Harness,
+    adjust: impl FnOnce(&mut ComponentConfig),
+    adjust_service: impl FnOnce(&mut mmc_host::config::Config),
+) -> TestApp {
     let mut c = fake.component_config();
     adjust(&mut c);
     let app = app_with_adapter(entry.name, entry.routes, c, adjust_service).await;
     *fake.plumbing().callback_url.lock() = Some(entry.callback_url(&app.base));
-    (fake, app)
+    app
 }
 
 /// The contract, on every registered adapter: the conformance kit passes.
 #[test]
 fn every_registered_adapter_passes_the_conformance_kit() {
     for entry in ADAPTERS {
-        let file = components_dir().join(format!("{}.wasm", entry.name));
+        let file = component_file(entry.name);
         let checks =
             mmc_host::conformance::run(&file, &cache_dir(), &entry.conformance_inputs()).unwrap();
         let problems: Vec<String> = checks

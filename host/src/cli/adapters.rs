@@ -28,7 +28,7 @@ pub enum AdaptersCommand {
     /// its fake operator and its tests (docs/adapters.md).
     New {
         name: String,
-        /// The adapter's language: rust.
+        /// The adapter's language: rust or python.
         #[arg(long)]
         lang: String,
         /// The repository's root.

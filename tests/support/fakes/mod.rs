@@ -22,7 +22,7 @@
 
 /// The example operator `mmc adapters new` scaffolds from, compiled with the
 /// fakes so that its template cannot rot.
-#[path = "../../../host/src/scaffold/rust/fake.rs"]
+#[path = "../../../host/src/scaffold/fake.rs"]
 pub mod acme;
 pub mod cinetpay;
 pub mod fedapay;

@@ -29,6 +29,7 @@ from wit_world.imports.mmc_platform_types import CapabilityError_Denied, Capabil
 
 from .types import (
     AdapterError,
+    Failure,
     AdapterError_InvalidResponse,
     AdapterError_NotSent,
     AdapterError_Rejected,
@@ -125,6 +126,22 @@ class Provider:
             raise fail(AdapterError_InvalidResponse(
                 f"unreadable {self.name} {what}: {excerpt(body)}"))
         return parsed
+
+
+def coded_refusal(provider: str, status: int, body: bytes) -> Failure:
+    """A 4xx answer as a refusal, with the `code` and `message` of a
+    `{code, message}` error body when it has them."""
+    code = message = None
+    try:
+        value = json.loads(body.decode("utf-8"))
+        if isinstance(value, dict):
+            code, message = value.get("code"), value.get("message")
+    except (ValueError, UnicodeDecodeError):
+        pass
+    coded = f" {code}" if code is not None else ""
+    said = f": {message}" if message is not None else "."
+    return Failure(code="operator_refused",
+                   message=f"{provider} refused the request ({status}{coded}){said}")
 
 
 def before_sending(what: str, error: AdapterError) -> AdapterError:
