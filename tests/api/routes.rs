@@ -205,15 +205,28 @@ async fn routes_change_at_runtime_explain_each_payment_and_roll_back() {
 async fn no_route_for_a_payment_is_a_clear_error_and_nothing_is_stored() {
     let app = routes_app().await;
     let (_, key, _) = app.merchant("Nowhere");
+    let (idem, earlier) = (new_key(), direct("+2290166001005"));
+    let (status, first) = app.create(&key, &idem, &earlier).await;
+    assert_eq!(status, 201, "{first}");
     let (status, _) = put_routes(&app, "test", "mtn-bj", json!({"routes": ["ghost"]})).await;
     assert_eq!(status, 200);
+    // A replay still gets the payment it made; a new payment is refused.
+    let (_, replay) = app.create(&key, &idem, &earlier).await;
+    assert_eq!(replay["id"], first["id"], "{replay}");
+    assert_eq!(replay["idempotent_replay"], true, "{replay}");
     let (status, e) = app
         .create(&key, &new_key(), &direct("+2290166001004"))
         .await;
     assert_eq!(status, 400, "{e}");
     assert_eq!(e["error"]["code"], "operator_unavailable", "{e}");
     let (_, list) = app.get(&key, "/api/v1/collect/payments").await;
-    assert_eq!(list["data"], json!([]), "{list}");
+    let listed: Vec<&Value> = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["id"])
+        .collect();
+    assert_eq!(listed, [&first["id"]], "{list}");
 }
 
 /// A payout whose operator no route can take waits, held with the reason

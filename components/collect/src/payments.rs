@@ -123,19 +123,17 @@ pub fn create_payment(
         &serde_json::to_vec(body).unwrap_or_default(),
     ));
     let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
-    check_operator(env, &input)?;
-    // The route, chosen before the intent is stored with it (a hosted
-    // payment's, when the customer picks the operator).
+    // The operator's availability and the route (chosen before the intent
+    // is stored with it; a hosted payment's when the customer picks the
+    // operator): a refusal stands unless this request is a replay, which
+    // gets the payment it made whatever the routes say now.
     let id = crate::ids::new().to_string();
-    let route = match input.operator {
-        Some(op) if input.mode == Mode::Direct => Some(crate::routes::choose(
-            env,
-            op.slug,
-            merchant,
-            (&id, input.amount),
-        )?),
-        _ => None,
-    };
+    let route = check_operator(env, &input).and_then(|()| match input.operator {
+        Some(op) if input.mode == Mode::Direct => {
+            crate::routes::choose(env, op.slug, merchant, (&id, input.amount)).map(Some)
+        }
+        _ => Ok(None),
+    });
 
     let now = clock::now_ms();
     // The pending record, its indexes, event and idempotency key: one transaction.
@@ -151,7 +149,7 @@ pub fn create_payment(
             return replay_or_resume(tx, earlier, now);
         }
         let mut p = new_payment(caller, (&id, &input), &request_hash, generation, now);
-        p.route = route.clone();
+        p.route = route.clone()?;
         // Hosted: the customer picks the operator on our checkout page; nothing to initiate yet.
         let hosted = input.mode == Mode::Hosted;
         if hosted {
