@@ -278,20 +278,7 @@ pub fn user_error(lang: Lang, e: &super::users::UserError) -> String {
     }
 }
 
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use crate::http::escape::html as esc;
 
 /// A field of an API answer as text to show (before escaping): a string as
 /// it is, null as nothing, any other value as JSON.

@@ -10,6 +10,7 @@ pub mod component;
 pub mod connections;
 pub mod docs;
 pub mod errors;
+pub mod escape;
 pub mod listener;
 pub mod native;
 pub mod native_areas;
