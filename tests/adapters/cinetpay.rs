@@ -782,14 +782,8 @@ async fn cinetpay_python_adapter_hot_swapped_under_load_fails_no_request() {
     assert!(!after.is_empty());
     for (_, p, _) in after.iter().take(5) {
         let id = p["id"].as_str().unwrap();
-        let (_, calls) = admin(
-            &app,
-            reqwest::Method::GET,
-            &format!("/admin/v1/payments/{id}/calls"),
-            None,
-        )
-        .await;
-        let c = &calls["data"][0];
+        let calls = calls_of(&app, id).await;
+        let c = &calls[0];
         assert_eq!(c["operation"], "initiate");
         assert_eq!(c["adapter"], "cinetpay");
         assert_eq!(c["outcome"], "ok");

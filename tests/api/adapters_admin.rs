@@ -365,14 +365,8 @@ async fn hot_swap_under_load_loses_nothing_and_rollback_and_restart_keep_version
         .collect();
     assert!(!after.is_empty());
     for (_, id, _) in after.iter().take(5) {
-        let (_, calls) = admin(
-            &app,
-            reqwest::Method::GET,
-            &format!("/admin/v1/payments/{id}/calls"),
-            None,
-        )
-        .await;
-        let c = &calls["data"][0];
+        let calls = calls_of(&app, id).await;
+        let c = &calls[0];
         assert_eq!(c["operation"], "initiate");
         assert_eq!(c["adapter"], "simulator");
         assert_eq!(c["outcome"], "ok");

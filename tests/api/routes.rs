@@ -90,11 +90,9 @@ async fn routes_change_at_runtime_explain_each_payment_and_roll_back() {
     );
     // The admin API's calls of the payment: the choice (other than the
     // first route) before the request to pay.
-    let calls_path = format!("/admin/v1/payments/{id}/calls");
     let started = Instant::now();
     let calls = loop {
-        let (_, calls) = admin(&app, Method::GET, &calls_path, None).await;
-        let calls = calls["data"].as_array().cloned().unwrap_or_default();
+        let calls = calls_of(&app, id).await;
         if calls.len() >= 2 || started.elapsed() > Duration::from_secs(5) {
             break calls;
         }

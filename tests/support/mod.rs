@@ -425,6 +425,14 @@ impl Xorshift {
 /// The admin token of the test servers that take one (`admin_token`).
 pub const ADMIN: &str = "adm_test_token_of_forty_characters_00000";
 
+/// The operator calls the admin API lists for `subject` (a payment's id),
+/// oldest first.
+pub async fn calls_of(app: &TestApp, subject: &str) -> Vec<Value> {
+    let path = format!("/admin/v1/payments/{subject}/calls");
+    let (_, calls) = admin(app, reqwest::Method::GET, &path, None).await;
+    calls["data"].as_array().cloned().unwrap_or_default()
+}
+
 /// A request to `app`'s admin API with [`ADMIN`]: its status and JSON body.
 pub async fn admin(
     app: &TestApp,
