@@ -12,6 +12,7 @@ use mmc_storage_postgres::test_util::TestDatabase;
 use serde_json::{Value, json};
 
 use crate::adapters_admin::new_version;
+use crate::console::{Browser, PASSWORD};
 use crate::process::ServerProcess;
 use crate::receiver::Receiver;
 use crate::support::*;
@@ -889,4 +890,70 @@ async fn routes_changed_or_rolled_back_through_one_node_reach_every_node_within_
         "rollback in force on three nodes after {:?}",
         reach(Value::Null).await
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_sign_in_limits_and_sign_out_hold_across_the_fleet() {
+    let fleet = Fleet::start(2, &[]);
+    let (merchant, _, _) = fleet.merchant();
+    let invited = fleet.cli(&[
+        "users",
+        "create",
+        "--merchant",
+        &merchant,
+        "--email",
+        "owner@fleet.bj",
+        "--role",
+        "owner",
+    ]);
+    let link = invited["sign_in_link"].as_str().unwrap();
+    let path = &link[link.find("/console/").expect("a console link")..];
+    let first = Browser::at(&fleet.node(0).base);
+    let page = first.get(path).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let pre = page.field("pre");
+    let done = first
+        .post(
+            path,
+            &[
+                ("pre", &pre),
+                ("password", PASSWORD),
+                ("password2", PASSWORD),
+            ],
+        )
+        .await;
+    assert_eq!((done.status, done.location()), (303, "/console/payments"));
+
+    // The session opened on one node is good on the other, and signing out
+    // on one ends it on both.
+    let second = Browser::at(&fleet.node(1).base);
+    *second.cookies.lock().unwrap() = first.cookies.lock().unwrap().clone();
+    assert_eq!(second.get("/console/payments").await.status, 200);
+    let out = first
+        .submit("/console/payments", "/console/sign-out", &[])
+        .await;
+    assert_eq!(out.location(), "/console/sign-in");
+    assert_eq!(
+        second.get("/console/payments").await.location(),
+        "/console/sign-in",
+        "signed out on every node"
+    );
+
+    // Guesses spread over the nodes count once: after five wrong
+    // passwords, three on one node and two on the other, the account is
+    // refused on both, the right password too.
+    let guessers = [
+        Browser::at(&fleet.node(0).base),
+        Browser::at(&fleet.node(1).base),
+    ];
+    for i in 0..5 {
+        let wrong = guessers[usize::from(i >= 3)]
+            .sign_in("owner@fleet.bj", "not the password!", "")
+            .await;
+        assert_eq!(wrong.status, 401, "guess {i}: {}", wrong.body);
+    }
+    for guesser in &guessers {
+        let limited = guesser.sign_in("owner@fleet.bj", PASSWORD, "").await;
+        assert_eq!(limited.status, 429, "{}", limited.body);
+    }
 }

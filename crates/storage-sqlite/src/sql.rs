@@ -150,6 +150,15 @@ CREATE TABLE IF NOT EXISTS console_audit (
 );
 CREATE INDEX IF NOT EXISTS console_audit_merchant ON console_audit (merchant_id, id);
 CREATE INDEX IF NOT EXISTS console_audit_subject ON console_audit (merchant_id, subject);
+
+-- Failed console sign-ins per account and per client address (SHA-256 keys),
+-- counted here so that every node of a fleet shares one limit.
+CREATE TABLE IF NOT EXISTS console_sign_in_failures (
+    key_hash  TEXT PRIMARY KEY,
+    failures  INTEGER NOT NULL,
+    since_ms  INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS console_sign_in_failures_since ON console_sign_in_failures (since_ms);
 "#;
 
 struct Param<'a>(&'a Value);

@@ -73,7 +73,7 @@ pub async fn sign_in(c: &Console, req: &Req) -> Result<Resp, ConsoleError> {
     check_pre(req)?;
     let email = req.field("email").unwrap_or_default();
     let client = req.client.clone().unwrap_or_default();
-    if let Some(wait) = c.throttle.wait(&email, &client) {
+    if let Some(wait) = blocking(|| c.throttle.wait(&email, &client))? {
         return Err(ConsoleError::RateLimited(wait));
     }
     let password = req.field("password").unwrap_or_default();
@@ -90,7 +90,7 @@ pub async fn sign_in(c: &Console, req: &Req) -> Result<Resp, ConsoleError> {
         }
     });
     let Some((user, mfa)) = passed else {
-        c.throttle.failed(&email, &client);
+        blocking(|| c.throttle.failed(&email, &client))?;
         return Ok(sign_in_page(
             c,
             req,
@@ -98,7 +98,7 @@ pub async fn sign_in(c: &Console, req: &Req) -> Result<Resp, ConsoleError> {
             Some(t(req.lang, "bad_credentials")),
         ));
     };
-    c.throttle.succeeded(&email);
+    blocking(|| c.throttle.succeeded(&email))?;
     let token = blocking(|| c.sessions.open(&user.id, mfa, req.client.as_deref()))?;
     if let Some(s) = blocking(|| c.sessions.find(&token))? {
         blocking(|| {
@@ -304,7 +304,7 @@ pub fn security_action(c: &Console, req: &Req, s: &Session) -> Result<Resp, Cons
 fn change_password(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
     let l = req.lang;
     let client = req.client.clone().unwrap_or_default();
-    if let Some(wait) = c.throttle.wait(&s.email, &client) {
+    if let Some(wait) = blocking(|| c.throttle.wait(&s.email, &client))? {
         return Err(ConsoleError::RateLimited(wait));
     }
     let new = req.field("new_password").unwrap_or_default();
@@ -318,7 +318,7 @@ fn change_password(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleE
     });
     match changed {
         Ok(true) => {
-            c.throttle.succeeded(&s.email);
+            blocking(|| c.throttle.succeeded(&s.email))?;
             blocking(|| {
                 c.audit.record(
                     s,
@@ -331,7 +331,7 @@ fn change_password(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleE
             Ok(web::redirect("/console/security?done=password"))
         }
         Ok(false) => {
-            c.throttle.failed(&s.email, &client);
+            blocking(|| c.throttle.failed(&s.email, &client))?;
             security_page(c, req, s, Some((t(l, "wrong_password"), true)))
         }
         Err(UserError::WeakPassword) => security_page(

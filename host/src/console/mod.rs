@@ -61,8 +61,8 @@ impl Console {
         Console {
             users: users::Users::new(db.clone()),
             sessions: sessions::Sessions::new(db.clone()),
-            audit: audit::AuditLog::new(db),
-            throttle: throttle::Throttle::default(),
+            audit: audit::AuditLog::new(db.clone()),
+            throttle: throttle::Throttle::new(db),
             secure_cookies: base_url.starts_with("https://"),
         }
     }

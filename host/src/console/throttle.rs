@@ -1,123 +1,171 @@
 //! Sign-in attempts, limited per account and per client address: a few
 //! failures open a window in which further attempts are refused without a
-//! password check. The map is bounded: entries whose window ended are
-//! dropped when it is full, and if it is still full the oldest goes, so a
-//! client inventing accounts or addresses cannot grow it past [`MAX_ENTRIES`].
-//! Counts are per node; a fleet's nodes each allow their share.
+//! password check. Failures are counted in the database, so a fleet's nodes
+//! share one count: spreading guesses over the nodes buys nothing. Keys are
+//! SHA-256 digests (the table holds no email or address), and rows whose
+//! window ended are deleted with the next failure, so the table holds at
+//! most one window's failures.
 
-use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use parking_lot::Mutex;
+use mmc_storage::sql_params;
+
+use super::users::sha256_hex;
+use crate::clock::system_now_ms;
+use crate::db::{SqlDb, StorageError};
 
 pub const WINDOW: Duration = Duration::from_secs(15 * 60);
 /// Failures within [`WINDOW`] after which an account is refused.
-pub const PER_ACCOUNT: u32 = 5;
+pub const PER_ACCOUNT: i64 = 5;
 /// Failures within [`WINDOW`] after which a client address is refused.
-pub const PER_CLIENT: u32 = 20;
-const MAX_ENTRIES: usize = 10_000;
+pub const PER_CLIENT: i64 = 20;
 
-#[derive(Default)]
+#[derive(Clone)]
 pub struct Throttle {
-    failures: Mutex<HashMap<String, (u32, Instant)>>,
+    db: SqlDb,
 }
 
 impl Throttle {
-    /// How long `account` (an email) from `client` must wait, if it must.
-    pub fn wait(&self, account: &str, client: &str) -> Option<Duration> {
-        let map = self.failures.lock();
-        [
-            (account_key(account), PER_ACCOUNT),
-            (client_key(client), PER_CLIENT),
-        ]
-        .into_iter()
-        .filter_map(|(k, limit)| {
-            let (n, since) = map.get(&k)?;
-            let left = WINDOW.checked_sub(since.elapsed())?;
-            (*n >= limit).then_some(left)
-        })
-        .max()
+    pub fn new(db: SqlDb) -> Throttle {
+        Throttle { db }
     }
 
-    pub fn failed(&self, account: &str, client: &str) {
-        let mut map = self.failures.lock();
-        for key in [account_key(account), client_key(client)] {
-            if !map.contains_key(&key) && map.len() >= MAX_ENTRIES {
-                map.retain(|_, (_, since)| since.elapsed() < WINDOW);
-                if map.len() >= MAX_ENTRIES
-                    && let Some(oldest) = map
-                        .iter()
-                        .min_by_key(|(_, (_, s))| *s)
-                        .map(|(k, _)| k.clone())
-                {
-                    map.remove(&oldest);
-                }
+    /// How long `account` (an email) from `client` must wait, if it must.
+    pub fn wait(&self, account: &str, client: &str) -> Result<Option<Duration>, StorageError> {
+        let now = system_now_ms() as i64;
+        let window = WINDOW.as_millis() as i64;
+        let (a, c) = (account_key(account), client_key(client));
+        let rows = self.db.read(|q| {
+            q.query(
+                "SELECT key_hash, failures, since_ms FROM console_sign_in_failures
+                 WHERE key_hash IN (?1, ?2) AND since_ms > ?3",
+                sql_params![&a, &c, now - window],
+            )
+        })?;
+        let mut wait = None;
+        for r in rows {
+            let limit = if r.text(0)? == a {
+                PER_ACCOUNT
+            } else {
+                PER_CLIENT
+            };
+            if r.int(1)? >= limit {
+                let left = Duration::from_millis((r.int(2)? + window - now).max(0) as u64);
+                wait = wait.max(Some(left));
             }
-            let entry = map.entry(key).or_insert((0, Instant::now()));
-            if entry.1.elapsed() >= WINDOW {
-                *entry = (0, Instant::now());
-            }
-            entry.0 += 1;
         }
+        Ok(wait)
+    }
+
+    /// One more failure for the account and for the client.
+    pub fn failed(&self, account: &str, client: &str) -> Result<(), StorageError> {
+        let now = system_now_ms() as i64;
+        let window = WINDOW.as_millis() as i64;
+        self.db.write(|tx| {
+            tx.execute(
+                "DELETE FROM console_sign_in_failures WHERE since_ms <= ?1",
+                sql_params![now - window],
+            )?;
+            for key in [account_key(account), client_key(client)] {
+                tx.execute(
+                    "INSERT INTO console_sign_in_failures (key_hash, failures, since_ms) VALUES (?1, 1, ?2)
+                     ON CONFLICT (key_hash) DO UPDATE SET failures = console_sign_in_failures.failures + 1",
+                    sql_params![key, now],
+                )?;
+            }
+            Ok(())
+        })
     }
 
     /// A successful sign-in clears its account's count (not its client's).
-    pub fn succeeded(&self, account: &str) {
-        self.failures.lock().remove(&account_key(account));
-    }
-
-    pub fn entries(&self) -> usize {
-        self.failures.lock().len()
+    pub fn succeeded(&self, account: &str) -> Result<(), StorageError> {
+        self.db.write(|tx| {
+            tx.execute(
+                "DELETE FROM console_sign_in_failures WHERE key_hash = ?1",
+                sql_params![account_key(account)],
+            )
+        })?;
+        Ok(())
     }
 }
 
 fn account_key(email: &str) -> String {
-    format!("a {}", email.trim().to_lowercase())
+    sha256_hex(&format!("account {}", email.trim().to_lowercase()))
 }
 
 fn client_key(client: &str) -> String {
-    format!("c {client}")
+    sha256_hex(&format!("client {client}"))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+
+    fn throttle(dir: &tempfile::TempDir) -> (Throttle, SqlDb) {
+        let db = SqlDb::new(Arc::new(
+            crate::db::Sqlite::open(&dir.path().join("a.db")).unwrap(),
+        ));
+        (Throttle::new(db.clone()), db)
+    }
 
     #[test]
     fn an_account_is_refused_after_its_failures_and_cleared_by_a_success() {
-        let t = Throttle::default();
+        let dir = tempfile::tempdir().unwrap();
+        let (t, _) = throttle(&dir);
         for _ in 0..PER_ACCOUNT {
-            assert!(t.wait("a@x.bj", "1.2.3.4").is_none());
-            t.failed("A@x.bj", "1.2.3.4");
+            assert!(t.wait("a@x.bj", "1.2.3.4").unwrap().is_none());
+            t.failed("A@x.bj", "1.2.3.4").unwrap();
         }
+        let wait = t.wait("a@x.bj", "5.6.7.8").unwrap();
         assert!(
-            t.wait("a@x.bj", "5.6.7.8").is_some(),
-            "per account, from anywhere"
+            wait.is_some_and(|w| w > WINDOW - Duration::from_secs(60) && w <= WINDOW),
+            "per account, from anywhere: {wait:?}"
         );
-        assert!(t.wait("b@x.bj", "5.6.7.8").is_none());
-        t.succeeded("a@x.bj");
-        assert!(t.wait("a@x.bj", "5.6.7.8").is_none());
+        assert!(t.wait("b@x.bj", "5.6.7.8").unwrap().is_none());
+        t.succeeded("a@x.bj").unwrap();
+        assert!(t.wait("a@x.bj", "5.6.7.8").unwrap().is_none());
     }
 
     #[test]
     fn a_client_is_refused_after_its_failures_on_any_account() {
-        let t = Throttle::default();
+        let dir = tempfile::tempdir().unwrap();
+        let (t, _) = throttle(&dir);
         for i in 0..PER_CLIENT {
-            t.failed(&format!("{i}@x.bj"), "1.2.3.4");
+            t.failed(&format!("{i}@x.bj"), "1.2.3.4").unwrap();
         }
-        assert!(t.wait("new@x.bj", "1.2.3.4").is_some());
-        assert!(t.wait("new@x.bj", "9.9.9.9").is_none());
+        assert!(t.wait("new@x.bj", "1.2.3.4").unwrap().is_some());
+        assert!(t.wait("new@x.bj", "9.9.9.9").unwrap().is_none());
     }
 
     #[test]
-    fn the_map_stays_bounded() {
-        let t = Throttle::default();
-        for i in 0..(MAX_ENTRIES + 500) {
-            t.failed(
-                &format!("{i}@x.bj"),
-                &format!("10.0.{}.{}", i / 256, i % 256),
-            );
+    fn ended_windows_count_nothing_and_their_rows_go_with_the_next_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let (t, db) = throttle(&dir);
+        for i in 0..PER_CLIENT {
+            t.failed(&format!("{i}@x.bj"), "1.2.3.4").unwrap();
         }
-        assert!(t.entries() <= MAX_ENTRIES, "{}", t.entries());
+        // Every window began long ago.
+        db.write(|tx| tx.execute("UPDATE console_sign_in_failures SET since_ms = 1", &[]))
+            .unwrap();
+        assert!(t.wait("0@x.bj", "1.2.3.4").unwrap().is_none());
+        t.failed("other@x.bj", "5.6.7.8").unwrap();
+        let rows = db
+            .read(|c| {
+                c.query_one("SELECT COUNT(*) FROM console_sign_in_failures", &[])?
+                    .int(0)
+            })
+            .unwrap();
+        assert_eq!(rows, 2, "only the new failure's account and client remain");
+        let stored = db
+            .read(|c| c.query("SELECT key_hash FROM console_sign_in_failures", &[]))
+            .unwrap();
+        assert!(
+            stored
+                .iter()
+                .all(|r| !r.text(0).unwrap().contains('@') && !r.text(0).unwrap().contains('.')),
+            "digests, not emails or addresses"
+        );
     }
 }

@@ -53,8 +53,13 @@ impl Page {
 
 impl Browser {
     pub fn new(app: &TestApp) -> Browser {
+        Browser::at(&app.base)
+    }
+
+    /// A browser of the service at `base` (a fleet's node, say).
+    pub fn at(base: &str) -> Browser {
         Browser {
-            base: app.base.clone(),
+            base: base.to_string(),
             client: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .timeout(std::time::Duration::from_secs(60))
