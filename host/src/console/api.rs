@@ -29,14 +29,23 @@ impl Answer {
         (200..300).contains(&self.status)
     }
 
-    /// The API's error message, for the form that asked.
-    pub fn refusal(&self) -> ConsoleError {
+    /// The API's refusal, in the page's language, for the form that asked.
+    pub fn refusal(&self, lang: super::html::Lang) -> ConsoleError {
         let body = self.json();
-        let message = body["error"]["message"]
+        let error = &body["error"];
+        let message = error["message"]
             .as_str()
             .map(str::to_string)
             .unwrap_or_else(|| format!("The API answered {}.", self.status));
-        ConsoleError::Refused(self.status, message)
+        ConsoleError::Refused(
+            self.status,
+            super::refusals::words(
+                lang,
+                error["code"].as_str(),
+                error["param"].as_str(),
+                &message,
+            ),
+        )
     }
 }
 
@@ -87,7 +96,7 @@ pub async fn perform(
     )
     .await?;
     if !answer.ok() {
-        return Err(answer.refusal());
+        return Err(answer.refusal(req.lang));
     }
     let detail = detail(&answer);
     super::blocking(|| {

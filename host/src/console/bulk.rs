@@ -55,7 +55,7 @@ async fn get(app: &Arc<App>, req: &Req, s: &Session, target: &str) -> Result<Val
     match answer.status {
         200 => Ok(answer.json()),
         404 => Err(ConsoleError::NotFound),
-        _ => Err(answer.refusal()),
+        _ => Err(answer.refusal(req.lang)),
     }
 }
 
@@ -333,7 +333,7 @@ pub async fn validate(
     let path = format!("/api/v1/bulk-payments/{id}/validate");
     let answer = api::call(app, s, "POST", &path, Some(&payload), None, &req.request_id).await?;
     if !answer.ok() {
-        return Err(answer.refusal());
+        return Err(answer.refusal(req.lang));
     }
     let detail = req.field("reason");
     blocking(|| {

@@ -89,7 +89,11 @@ fn read_form(req: &Req, s: &Session) -> Result<Upload, ConsoleError> {
 /// The API's 400 for a CSV with bad lines, as a table: line, column, problem.
 fn report(l: html::Lang, error: &Value) -> String {
     let mut out = html::notice(
-        &format!("{} {}", text(&error["message"]), t(l, "csv_report")),
+        &format!(
+            "{} {}",
+            problem(l, error, &error["message"]),
+            t(l, "csv_report")
+        ),
         true,
     );
     let rows = error["errors"].as_array().cloned().unwrap_or_default();
@@ -110,12 +114,17 @@ fn report(l: html::Lang, error: &Value) -> String {
             "<tr><td>{}</td><td>{}</td><td>{} <code>{}</code></td></tr>",
             esc(&text(&e["line"])),
             esc(&text(&e["column"])),
-            esc(&text(&e["message"])),
+            esc(&problem(l, &e, &e["message"])),
             esc(&text(&e["code"])),
         );
     }
     out.push_str("</tbody></table>");
     out
+}
+
+/// A problem of the report in the page's language (see [`super::refusals`]).
+fn problem(l: html::Lang, e: &Value, message: &Value) -> String {
+    super::refusals::words(l, e["code"].as_str(), None, &text(message))
 }
 
 /// What an upload came to.
@@ -172,7 +181,7 @@ pub async fn upload(
         if matches!(answer.status, 400 | 413 | 415) && error.is_object() {
             return Ok(Uploaded::Refused(answer.status, report(l, &error)));
         }
-        return Err(answer.refusal());
+        return Err(answer.refusal(req.lang));
     }
     let b = answer.json();
     let id = text(&b["id"]);

@@ -92,7 +92,7 @@ pub async fn endpoints(
     let l = req.lang;
     let answer = call(app, req, s, "GET", "/api/v1/webhook-endpoints", None).await?;
     if !answer.ok() {
-        return Err(answer.refusal());
+        return Err(answer.refusal(req.lang));
     }
     let (status, mut body) = opening(l, req, top);
     let _ = write!(
@@ -156,13 +156,13 @@ pub async fn add(
     )
     .await?;
     if answer.status == 400 {
-        let ConsoleError::Refused(_, m) = answer.refusal() else {
+        let ConsoleError::Refused(_, m) = answer.refusal(req.lang) else {
             unreachable!("a refusal")
         };
         return endpoints(app, req, s, Some((400, html::notice(&m, true))), true).await;
     }
     if !answer.ok() {
-        return Err(answer.refusal());
+        return Err(answer.refusal(req.lang));
     }
     let e = answer.json();
     blocking(|| {
@@ -238,7 +238,7 @@ pub async fn events(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Cons
     }
     let answer = call(app, req, s, "GET", &target, None).await?;
     if !answer.ok() {
-        return Err(answer.refusal());
+        return Err(answer.refusal(req.lang));
     }
     let list = answer.json();
     let mut body = tabs(l);
@@ -283,7 +283,7 @@ pub async fn event(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<R
     match answer.status {
         200 => {}
         404 => return Err(ConsoleError::NotFound),
-        _ => return Err(answer.refusal()),
+        _ => return Err(answer.refusal(req.lang)),
     }
     let mut e = answer.json();
     let deliveries = e["deliveries"].take();

@@ -210,7 +210,7 @@ pub async fn create(
     )
     .await?;
     if answer.status == 400 || answer.status == 422 {
-        let ConsoleError::Refused(_, m) = answer.refusal() else {
+        let ConsoleError::Refused(_, m) = answer.refusal(req.lang) else {
             unreachable!("a refusal")
         };
         return list(
@@ -223,7 +223,7 @@ pub async fn create(
         .await;
     }
     if !answer.ok() {
-        return Err(answer.refusal());
+        return Err(answer.refusal(req.lang));
     }
     let p = answer.json();
     let id = text(&p["id"]);

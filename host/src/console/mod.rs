@@ -23,6 +23,7 @@ pub mod payment;
 pub mod payments;
 pub mod qr;
 pub mod refunds;
+pub mod refusals;
 pub mod sessions;
 pub mod team;
 pub mod throttle;

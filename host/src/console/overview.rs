@@ -96,7 +96,7 @@ async fn payments_since(
         }
         let answer = api::call(app, s, "GET", &target, None, None, &req.request_id).await?;
         if !answer.ok() {
-            return Err(answer.refusal());
+            return Err(answer.refusal(req.lang));
         }
         let body = answer.json();
         let data = body["data"].as_array().cloned().unwrap_or_default();
@@ -281,7 +281,7 @@ async fn operators(app: &Arc<App>, req: &Req, s: &Session) -> Result<String, Con
     )
     .await?;
     if !answer.ok() {
-        return Err(answer.refusal());
+        return Err(answer.refusal(req.lang));
     }
     let mut out = format!(
         "<h2>{}</h2><table><thead><tr><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",

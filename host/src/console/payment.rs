@@ -39,7 +39,7 @@ pub(super) async fn get_payment(
     match answer.status {
         200 => Ok(answer.json()),
         404 => Err(ConsoleError::NotFound),
-        _ => Err(answer.refusal()),
+        _ => Err(answer.refusal(req.lang)),
     }
 }
 

@@ -141,7 +141,7 @@ async fn fetch(
         let target = format!("/api/v1/collect/payments?{}", encode(&q));
         let answer = api::call(app, s, "GET", &target, None, None, &req.request_id).await?;
         if !answer.ok() {
-            return Err(answer.refusal());
+            return Err(answer.refusal(req.lang));
         }
         let body = answer.json();
         let data = body["data"].as_array().cloned().unwrap_or_default();

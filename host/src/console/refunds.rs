@@ -161,7 +161,7 @@ pub async fn refund(
     )
     .await?;
     if !answer.ok() {
-        let err = answer.refusal();
+        let err = answer.refusal(req.lang);
         return refund_form(app, req, s, id, Some((answer.status, &err.to_string()))).await;
     }
     let r = answer.json();

@@ -143,6 +143,26 @@ async fn a_console_refund_is_the_apis_refund_and_a_double_submit_is_one_refund()
         )
         .await;
     assert_eq!(over.status, 400, "{}", over.body);
+    assert!(over.body.contains("remains to refund"), "{}", over.body);
+    // A French page says the API's refusal in French, naming the field.
+    let over = finance
+        .submit(
+            &page_path(&id),
+            &format!("/console/payments/{id}/refund?lang=fr"),
+            &[
+                ("step", "confirm"),
+                ("amount", "1001"),
+                ("idempotency_key", &uuid::Uuid::new_v4().to_string()),
+            ],
+        )
+        .await;
+    assert_eq!(over.status, 400, "{}", over.body);
+    assert!(
+        over.body
+            .contains("Ce montant dépasse ce qui reste à rembourser. (champ amount)"),
+        "{}",
+        over.body
+    );
 
     let page = finance.get(&page_path(&id)).await;
     assert!(page.body.contains(&id_of(refund)), "{}", page.body);

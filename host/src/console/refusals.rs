@@ -1,0 +1,259 @@
+//! The API's refusals in the console's languages. The API answers in
+//! English, with a stable `code` and the offending `param`; a French page
+//! shows the code's sentence below, naming the field, and keeps the API's
+//! own words (which carry the specifics: a limit, an amount) for English
+//! and for a code this table does not know.
+
+use super::html::Lang;
+
+/// (code, French sentence).
+const FRENCH: &[(&str, &str)] = &[
+    (
+        "operator_busy",
+        "L'opérateur est occupé : rien ne lui a été envoyé. Réessayez dans un instant.",
+    ),
+    (
+        "insufficient_scope",
+        "Votre rôle ne permet pas cette action.",
+    ),
+    (
+        "second_approver_required",
+        "Ce lot doit être validé par une autre personne que celle qui l'a créé.",
+    ),
+    ("parameter_missing", "Un champ obligatoire manque."),
+    ("parameter_invalid", "Un champ a une valeur non acceptée."),
+    ("parameter_invalid_string", "Un champ doit être un texte."),
+    (
+        "parameter_invalid_integer",
+        "Un champ doit être un nombre entier.",
+    ),
+    ("parameter_invalid_object", "Un champ doit être un objet."),
+    (
+        "parameter_invalid_boolean",
+        "Un champ doit valoir oui ou non.",
+    ),
+    ("parameter_invalid_empty", "Un champ ne doit pas être vide."),
+    (
+        "parameter_too_long",
+        "Un texte dépasse la longueur permise.",
+    ),
+    (
+        "parameter_out_of_range",
+        "Un nombre est hors des limites permises.",
+    ),
+    ("parameter_unknown", "Un champ inconnu a été envoyé."),
+    ("parameter_duplicate", "Un seul fichier est accepté."),
+    (
+        "parameter_invalid_array",
+        "La liste des paiements est invalide.",
+    ),
+    (
+        "amount_too_small",
+        "Le montant est trop petit (100 au moins).",
+    ),
+    (
+        "amount_out_of_range",
+        "Le montant est hors des limites de l'opérateur.",
+    ),
+    (
+        "currency_not_supported",
+        "Cette devise n'est pas celle du pays (XOF).",
+    ),
+    (
+        "country_not_supported",
+        "Ce pays n'est pas servi (BJ, TG ou CI).",
+    ),
+    ("operator_not_supported", "Opérateur inconnu."),
+    (
+        "operator_country_mismatch",
+        "Cet opérateur ne sert pas ce pays.",
+    ),
+    (
+        "operator_unavailable",
+        "Cet opérateur n'est pas disponible en ce moment.",
+    ),
+    (
+        "mode_not_supported",
+        "Cet opérateur ne propose pas ce mode de paiement.",
+    ),
+    (
+        "phone_invalid",
+        "Ce numéro n'est pas un numéro mobile du pays.",
+    ),
+    (
+        "url_invalid",
+        "Cette adresse web n'est pas acceptée (https, sans identifiants ni adresse IP).",
+    ),
+    (
+        "metadata_too_large",
+        "Les métadonnées sont trop volumineuses.",
+    ),
+    (
+        "metadata_invalid",
+        "Les métadonnées doivent être des textes, des nombres entiers ou des booléens.",
+    ),
+    ("invalid_json", "La requête est illisible."),
+    ("invalid_body", "La requête est illisible."),
+    ("body_missing", "La requête est vide."),
+    ("payment_not_found", "Paiement introuvable."),
+    ("refund_not_found", "Remboursement introuvable."),
+    ("resource_not_found", "Introuvable."),
+    (
+        "idempotency_key_reused",
+        "Ce formulaire a déjà été envoyé avec d'autres valeurs : rechargez la page.",
+    ),
+    (
+        "idempotency_request_in_progress",
+        "Cette action est déjà en cours : patientez puis rechargez la page.",
+    ),
+    (
+        "reference_already_used",
+        "Cette référence appartient déjà à un autre paiement.",
+    ),
+    ("payload_too_large", "L'envoi est trop volumineux."),
+    (
+        "internal_error",
+        "Le service n'a pas pu répondre. Réessayez dans un instant ; rien n'a été fait deux fois.",
+    ),
+    ("otp_invalid_length", "Le code doit compter 4 à 8 chiffres."),
+    ("invalid_otp", "Code incorrect."),
+    ("otp_not_required", "Ce paiement n'attend pas de code."),
+    (
+        "otp_confirmation_in_progress",
+        "Un code est en cours de vérification ; réessayez dans un instant.",
+    ),
+    (
+        "payment_not_cancellable",
+        "Ce paiement ne peut plus être annulé : il reste en cours jusqu'à la réponse de l'opérateur.",
+    ),
+    (
+        "payment_not_refundable",
+        "Seul un paiement réussi peut être remboursé.",
+    ),
+    (
+        "refund_amount_exceeds_remaining",
+        "Ce montant dépasse ce qui reste à rembourser.",
+    ),
+    (
+        "operator_error",
+        "L'opérateur a refusé la demande ; rien n'a changé, réessayez.",
+    ),
+    (
+        "rate_limited",
+        "Trop de demandes ; réessayez dans un instant.",
+    ),
+    (
+        "webhook_endpoints_limit_reached",
+        "Nombre maximal d'adresses de webhook atteint : supprimez-en une d'abord.",
+    ),
+    ("invalid_items", "Au moins un paiement du lot est invalide."),
+    ("invalid_csv", "Au moins une ligne du fichier est invalide."),
+    ("items_empty", "Le lot ne contient aucun paiement."),
+    (
+        "csv_empty",
+        "Le fichier est vide (sa première ligne doit être l'en-tête).",
+    ),
+    (
+        "csv_no_rows",
+        "Le fichier n'a que son en-tête, aucune ligne de paiement.",
+    ),
+    (
+        "multipart_invalid",
+        "L'envoi du fichier est illisible ; choisissez-le à nouveau.",
+    ),
+    ("too_many_items", "Le lot compte trop de paiements."),
+    ("csv_too_large", "Le fichier est trop volumineux."),
+    (
+        "csv_syntax",
+        "Cette ligne n'est pas du CSV valide (guillemets mal fermés ?).",
+    ),
+    (
+        "csv_field_count",
+        "Cette ligne n'a pas autant de colonnes que l'en-tête.",
+    ),
+    ("csv_encoding_invalid", "Le fichier n'est pas en UTF-8."),
+    (
+        "csv_column_unknown",
+        "L'en-tête nomme une colonne inconnue.",
+    ),
+    ("csv_column_missing", "Il manque une colonne à l'en-tête."),
+    (
+        "csv_column_duplicate",
+        "L'en-tête nomme une colonne deux fois.",
+    ),
+    (
+        "reference_duplicate",
+        "Cette référence figure deux fois dans le lot.",
+    ),
+    (
+        "amount_invalid",
+        "Le montant doit être un nombre entier positif.",
+    ),
+    (
+        "unsupported_media_type",
+        "Ce type de fichier n'est pas accepté (CSV).",
+    ),
+    ("bulk_payment_not_found", "Lot introuvable."),
+    ("batch_already_validated", "Ce lot a déjà été approuvé."),
+    (
+        "batch_already_processing",
+        "Ce lot est déjà en cours de paiement.",
+    ),
+    ("batch_rejected", "Ce lot a été rejeté."),
+    (
+        "batch_not_pending_validation",
+        "Ce lot n'attend pas de validation.",
+    ),
+];
+
+/// The words a form shows for the API's refusal: in French, the code's
+/// sentence naming the field (`param`); otherwise the API's message.
+pub fn words(lang: Lang, code: Option<&str>, param: Option<&str>, message: &str) -> String {
+    let french = (lang == Lang::Fr)
+        .then(|| code.and_then(|c| FRENCH.iter().find(|(k, _)| *k == c)))
+        .flatten();
+    match (french, param) {
+        (Some((_, fr)), Some(p)) if !p.is_empty() => format!("{fr} (champ {p})"),
+        (Some((_, fr)), _) => (*fr).to_string(),
+        (None, _) => message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn french_pages_get_the_codes_sentence_and_english_ones_the_apis_words() {
+        let msg = "amount must be at most 5000 (what remains to refund).";
+        assert_eq!(
+            words(
+                Lang::Fr,
+                Some("refund_amount_exceeds_remaining"),
+                Some("amount"),
+                msg
+            ),
+            "Ce montant dépasse ce qui reste à rembourser. (champ amount)"
+        );
+        assert_eq!(
+            words(
+                Lang::En,
+                Some("refund_amount_exceeds_remaining"),
+                Some("amount"),
+                msg
+            ),
+            msg
+        );
+        assert_eq!(words(Lang::Fr, Some("a_code_of_tomorrow"), None, msg), msg);
+        assert_eq!(words(Lang::Fr, None, None, msg), msg);
+    }
+
+    #[test]
+    fn every_code_has_one_sentence() {
+        let mut codes: Vec<&str> = FRENCH.iter().map(|(c, _)| *c).collect();
+        codes.sort_unstable();
+        let n = codes.len();
+        codes.dedup();
+        assert_eq!(codes.len(), n, "a code listed twice");
+    }
+}
