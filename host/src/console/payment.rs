@@ -213,8 +213,7 @@ pub(super) fn answer_of(attempt: &Value, delivery: &Value) -> String {
 }
 
 /// An event's webhook deliveries: where, how it went, the last answer.
-fn deliveries(l: html::Lang, event: &Value) -> String {
-    let list = event["deliveries"].as_array().cloned().unwrap_or_default();
+fn deliveries_list(l: html::Lang, list: &[Value]) -> String {
     if list.is_empty() {
         return String::new();
     }
@@ -290,6 +289,15 @@ fn timeline(
     // RFC 3339 times of one format sort as text: newest first, as listed,
     // then read backwards.
     events.sort_by_key(|e| std::cmp::Reverse(event_ms(e)));
+    // Where webhooks go and what they answered is the webhooks scope's
+    // to see, as `GET /api/v1/events/{id}` is; read for every event at once.
+    let mut deliveries = if may_read_deliveries {
+        let ids: Vec<&str> = events.iter().filter_map(|e| e["id"].as_str()).collect();
+        blocking(|| app.webhooks.deliveries_of(&s.merchant_id, &ids))
+            .map_err(|e| ConsoleError::Unavailable(e.to_string()))?
+    } else {
+        Default::default()
+    };
     for e in events.iter().rev() {
         let eid = e["id"].as_str().unwrap_or_default();
         let _ = write!(
@@ -309,12 +317,8 @@ fn timeline(
                 t(l, "resend")
             );
         }
-        // Where webhooks go and what they answered is the webhooks scope's
-        // to see, as `GET /api/v1/events/{id}` is.
-        if may_read_deliveries
-            && let Ok(full) = blocking(|| app.webhooks.event(&s.merchant_id, s.environment, eid))
-        {
-            out.push_str(&deliveries(l, &full));
+        if let Some(list) = deliveries.remove(eid) {
+            out.push_str(&deliveries_list(l, &list));
         }
         out.push_str("</li>");
     }

@@ -1,13 +1,15 @@
 //! Events as the API reads them (a list, one with its deliveries and their
 //! attempts) and sends them again.
 
+use std::collections::HashMap;
+
+use mmc_storage::sql::Value as SqlValue;
 use mmc_storage::sql_params;
 use serde_json::{Value, json};
 
 use super::{INSERT_DELIVERY, WebhookError, Webhooks, matches, subscriptions};
 use crate::accounts::Environment;
 use crate::clock::system_now_ms;
-use crate::db::StorageError;
 
 impl Webhooks {
     /// Queues every current destination of an event again (manual resend).
@@ -111,49 +113,80 @@ impl Webhooks {
         environment: Environment,
         id: &str,
     ) -> Result<Value, WebhookError> {
-        let found = self
+        let payload = self
             .db
             .read(|c| {
-                let payload = c.query_opt(
+                c.query_opt(
                     "SELECT payload FROM outbox WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3",
                     sql_params![id, merchant_id, environment.as_str()],
-                )?;
-                let Some(payload) = payload else { return Ok(None) };
-                let payload = payload.blob(0)?;
-                let deliveries = c.query(
-                    "SELECT id, endpoint_id, url, status, attempts, next_attempt_ms, delivered_ms, last_error FROM deliveries WHERE event_id = ?1 ORDER BY id",
-                    sql_params![id],
-                )?;
-                let mut out = Vec::new();
-                for r in deliveries {
-                    let attempts = c
-                        .query(
-                            "SELECT at_ms, status_code, latency_ms, error FROM delivery_attempts WHERE delivery_id = ?1 ORDER BY id",
-                            sql_params![r.int(0)?],
-                        )?
-                        .iter()
-                        .map(|a| {
-                            Ok(json!({"at_ms": a.int(0)?, "status_code": a.opt_int(1)?,
-                                      "latency_ms": a.int(2)?, "error": a.opt_text(3)?}))
-                        })
-                        .collect::<Result<Vec<Value>, StorageError>>()?;
-                    out.push(json!({
-                        "endpoint_id": r.opt_text(1)?,
-                        "url": r.text(2)?,
-                        "status": r.text(3)?,
-                        "attempt_count": r.int(4)?,
-                        "next_attempt_ms": r.int(5)?,
-                        "delivered_ms": r.opt_int(6)?,
-                        "last_error": r.opt_text(7)?,
-                        "attempts": attempts,
-                    }));
-                }
-                Ok(Some((payload, out)))
+                )?
+                .map(|r| r.blob(0))
+                .transpose()
             })?
             .ok_or(WebhookError::NotFound("event"))?;
-        let (payload, deliveries) = found;
         let mut event: Value = serde_json::from_slice(&self.body(payload)?).unwrap_or(Value::Null);
-        event["deliveries"] = Value::Array(deliveries);
+        let mut deliveries = self.deliveries_of(merchant_id, &[id])?;
+        event["deliveries"] = Value::Array(deliveries.remove(id).unwrap_or_default());
         Ok(event)
+    }
+
+    /// The deliveries of each of a merchant's events, oldest first, with
+    /// their attempts: two queries however many events (a payment's
+    /// timeline shows them all).
+    pub fn deliveries_of(
+        &self,
+        merchant_id: &str,
+        event_ids: &[&str],
+    ) -> Result<HashMap<String, Vec<Value>>, WebhookError> {
+        if event_ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let list = (2..event_ids.len() + 2)
+            .map(|i| format!("?{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let params: Vec<SqlValue> = std::iter::once(merchant_id)
+            .chain(event_ids.iter().copied())
+            .map(SqlValue::from)
+            .collect();
+        let (deliveries, attempts) = self.db.read(|c| {
+            let deliveries = c.query(
+                &format!(
+                    "SELECT id, event_id, endpoint_id, url, status, attempts, next_attempt_ms, delivered_ms, last_error
+                     FROM deliveries WHERE merchant_id = ?1 AND event_id IN ({list}) ORDER BY id"
+                ),
+                &params,
+            )?;
+            let attempts = c.query(
+                &format!(
+                    "SELECT a.delivery_id, a.at_ms, a.status_code, a.latency_ms, a.error
+                     FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
+                     WHERE d.merchant_id = ?1 AND d.event_id IN ({list}) ORDER BY a.id"
+                ),
+                &params,
+            )?;
+            Ok((deliveries, attempts))
+        })?;
+        let mut by_delivery: HashMap<i64, Vec<Value>> = HashMap::new();
+        for a in attempts {
+            by_delivery.entry(a.int(0)?).or_default().push(json!({
+                "at_ms": a.int(1)?, "status_code": a.opt_int(2)?,
+                "latency_ms": a.int(3)?, "error": a.opt_text(4)?,
+            }));
+        }
+        let mut out: HashMap<String, Vec<Value>> = HashMap::new();
+        for r in deliveries {
+            out.entry(r.text(1)?).or_default().push(json!({
+                "endpoint_id": r.opt_text(2)?,
+                "url": r.text(3)?,
+                "status": r.text(4)?,
+                "attempt_count": r.int(5)?,
+                "next_attempt_ms": r.int(6)?,
+                "delivered_ms": r.opt_int(7)?,
+                "last_error": r.opt_text(8)?,
+                "attempts": by_delivery.remove(&r.int(0)?).unwrap_or_default(),
+            }));
+        }
+        Ok(out)
     }
 }
