@@ -227,6 +227,17 @@ const WORDS: &[(&str, &str, &str)] = &[
         "You cannot remove yourself.",
         "Vous ne pouvez pas vous retirer vous-même.",
     ),
+    ("reset_access", "Reset access", "Réinitialiser l'accès"),
+    (
+        "reset_link",
+        "{}'s password, second factor and sessions are cleared. Send them this one-time link to choose a new password; it works once, for 72 hours:",
+        "Le mot de passe, le second facteur et les sessions de {} sont effacés. Envoyez-lui ce lien à usage unique pour choisir un nouveau mot de passe ; il sert une fois, pendant 72 heures :",
+    ),
+    (
+        "self_reset",
+        "Change your own password on the Security page.",
+        "Changez votre propre mot de passe sur la page Sécurité.",
+    ),
     ("all_remaining", "all that remains", "tout ce qui reste"),
     ("approve", "Approve", "Approuver"),
     ("reject", "Reject", "Rejeter"),

@@ -213,6 +213,7 @@ async fn route(
         ("POST", ["team", "invite"]) => team::invite(c, &app.base_url, req, s),
         ("POST", ["team", "sessions", hash, "end"]) => team::end_session(c, req, s, hash),
         ("POST", ["team", id, "remove"]) => team::remove(c, req, s, id),
+        ("POST", ["team", id, "reset"]) => team::reset(c, &app.base_url, req, s, id),
         ("GET", ["audit"]) => team::audit_page(c, req, s),
         _ => Err(ConsoleError::NotFound),
     }

@@ -1,5 +1,6 @@
-//! The team: the merchant's users and their roles; owners invite and
-//! remove people (removal ends their sessions at once) and read the audit log.
+//! The team: the merchant's users and their roles; owners invite, reset
+//! and remove people (a reset or a removal ends their sessions at once) and
+//! read the audit log.
 
 use std::fmt::Write;
 
@@ -46,10 +47,12 @@ pub fn page(
     for u in &users {
         let remove = if s.role.manages_users() && u.id != s.user_id {
             format!(
-                "<form method=\"post\" action=\"/console/team/{}/remove\">{}<button class=\"danger\">{}</button></form>",
-                esc(&u.id),
-                html::csrf_field(s),
-                t(l, "remove")
+                "<form method=\"post\" action=\"/console/team/{id}/reset\" class=\"inline\">{csrf}<button>{reset}</button></form> \
+                 <form method=\"post\" action=\"/console/team/{id}/remove\" class=\"inline\">{csrf}<button class=\"danger\">{remove}</button></form>",
+                id = esc(&u.id),
+                csrf = html::csrf_field(s),
+                reset = t(l, "reset_access"),
+                remove = t(l, "remove")
             )
         } else {
             String::new()
@@ -178,17 +181,72 @@ pub fn invite(c: &Console, base_url: &str, req: &Req, s: &Session) -> Result<Res
             req.client.as_deref(),
         )
     })?;
+    Ok(link_page(
+        req,
+        s,
+        base_url,
+        &invitation,
+        "invite",
+        "invite_link",
+    ))
+}
+
+/// The page that shows a one-time sign-in link, once.
+fn link_page(
+    req: &Req,
+    s: &Session,
+    base_url: &str,
+    invitation: &super::users::Invitation,
+    title: &str,
+    says: &str,
+) -> Resp {
     let l = req.lang;
     let link = format!("{base_url}{}", invitation.path);
     let body = format!(
         "<p role=\"status\">{}</p><p><code id=\"invite-link\">{}</code></p><p><a href=\"/console/team\">{}</a></p>",
-        tf(l, "invite_link", &[&invitation.user.email]),
+        tf(l, says, &[&invitation.user.email]),
         esc(&link),
         t(l, "back")
     );
-    Ok(web::page_response(
-        201,
-        html::page(l, Some(s), t(l, "invite"), &body),
+    web::page_response(201, html::page(l, Some(s), t(l, title), &body))
+}
+
+/// `POST /console/team/{id}/reset` (owners): a member who lost their
+/// password or authenticator gets a new one-time link, shown once; their
+/// password, second factor and sessions end in the same write.
+pub fn reset(
+    c: &Console,
+    base_url: &str,
+    req: &Req,
+    s: &Session,
+    user_id: &str,
+) -> Result<Resp, ConsoleError> {
+    check_csrf(req, s)?;
+    owner_only(s)?;
+    if user_id == s.user_id {
+        return page(c, req, s, Some((400, t(req.lang, "self_reset").into())));
+    }
+    let invitation = match blocking(|| c.users.reset_member(&s.merchant_id, user_id)) {
+        Ok(i) => i,
+        Err(super::users::UserError::UnknownUser) => return Err(ConsoleError::NotFound),
+        Err(e) => return Err(user_error(e)),
+    };
+    blocking(|| {
+        c.audit.record(
+            s,
+            "user.reset",
+            Some(user_id),
+            Some(&invitation.user.email),
+            req.client.as_deref(),
+        )
+    })?;
+    Ok(link_page(
+        req,
+        s,
+        base_url,
+        &invitation,
+        "reset_access",
+        "reset_link",
     ))
 }
 

@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use crate::clock::system_now_ms;
 use crate::db::{Row, SqlDb, StorageError};
 use crate::scopes::{Scope, Scopes};
+use mmc_storage::sql::Value;
 use mmc_storage::sql_params;
 
 /// How long an invitation link signs in.
@@ -247,12 +248,25 @@ impl Users {
     /// of the user ends, and a new one-time link lets them choose a password.
     pub fn reset(&self, email: &str) -> Result<Invitation, UserError> {
         let email = normalize_email(email)?;
+        self.reset_where("email = ?1", sql_params![&email])
+    }
+
+    /// [`Users::reset`] of a member of `merchant_id`, as their owner asks
+    /// it from the console (a person of another merchant is unknown here).
+    pub fn reset_member(&self, merchant_id: &str, user_id: &str) -> Result<Invitation, UserError> {
+        self.reset_where(
+            "id = ?1 AND merchant_id = ?2",
+            sql_params![user_id, merchant_id],
+        )
+    }
+
+    fn reset_where(&self, filter: &str, params: &[Value]) -> Result<Invitation, UserError> {
         let token = random_hex(32);
         let expires_ms = system_now_ms() + INVITE_TTL_MS;
         let found = self.db.write(|tx| {
             let Some(r) = tx.query_opt(
-                &format!("SELECT {USER_COLUMNS} FROM console_users WHERE email = ?1 AND removed_ms IS NULL"),
-                sql_params![&email],
+                &format!("SELECT {USER_COLUMNS} FROM console_users WHERE {filter} AND removed_ms IS NULL"),
+                params,
             )?
             else {
                 return Ok(None);

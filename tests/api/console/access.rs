@@ -596,3 +596,91 @@ async fn console_cookies_are_secure_when_the_service_is_reached_over_tls() {
         "{cookie}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_resets_a_members_lost_password_or_authenticator_with_a_one_time_link() {
+    let app = spawn_app().await;
+    let merchant = app.new_merchant("Shop");
+    let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
+    let member = person(&app, &merchant, "cash@shop.bj", Role::Finance).await;
+    let users = &app.service.site.console.users;
+    let id_of_user = |email: &str| {
+        users
+            .list(&merchant)
+            .unwrap()
+            .into_iter()
+            .find(|u| u.email == email)
+            .unwrap()
+            .id
+    };
+    let member_id = id_of_user("cash@shop.bj");
+    users.start_totp(&member_id).unwrap();
+    users.enable_totp(&member_id, 1).unwrap();
+    let reset_path = format!("/console/team/{member_id}/reset");
+
+    // Neither another merchant's owner nor a support agent may.
+    let other = app.new_merchant("Other");
+    let stranger = person(&app, &other, "owner@other.bj", Role::Owner).await;
+    let refused = stranger.submit("/console/team", &reset_path, &[]).await;
+    assert_eq!(refused.status, 404, "{}", refused.body);
+    let agent = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
+    let refused = agent.submit("/console/payments", &reset_path, &[]).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(member.get("/console/payments").await.status, 200);
+
+    let reset = owner.submit("/console/team", &reset_path, &[]).await;
+    assert_eq!(reset.status, 201, "{}", reset.body);
+    let at = reset.body.find("id=\"invite-link\">").unwrap();
+    let link = reset.body[at..].split(['>', '<']).nth(1).unwrap();
+    let path = &link[link.find("/console/invite/").unwrap()..];
+    // The member's session ends at once, and the old password signs in no more.
+    assert_eq!(
+        member.get("/console/payments").await.location(),
+        "/console/sign-in"
+    );
+    assert_eq!(
+        Browser::new(&app)
+            .sign_in("cash@shop.bj", PASSWORD, "")
+            .await
+            .status,
+        401
+    );
+    // The link sets a new password; the lost authenticator is gone with the old one.
+    let fresh = Browser::new(&app);
+    let page = fresh.get(path).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let new_password = "another long enough password";
+    let pre = page.field("pre");
+    let done = fresh
+        .post(
+            path,
+            &[
+                ("pre", &pre),
+                ("password", new_password),
+                ("password2", new_password),
+            ],
+        )
+        .await;
+    assert_eq!((done.status, done.location()), (303, "/console/payments"));
+    let signed = Browser::new(&app)
+        .sign_in("cash@shop.bj", new_password, "")
+        .await;
+    assert_eq!(signed.status, 303, "{}", signed.body);
+
+    let audit = owner.get("/console/audit?action=user.reset").await;
+    assert!(
+        audit.body.contains("cash@shop.bj") && audit.body.contains("owner@shop.bj"),
+        "{}",
+        audit.body
+    );
+    // An owner's own access is changed on the Security page, not reset.
+    let own = owner
+        .submit(
+            "/console/team",
+            &format!("/console/team/{}/reset", id_of_user("owner@shop.bj")),
+            &[],
+        )
+        .await;
+    assert_eq!(own.status, 400);
+    assert!(own.body.contains("Security page"), "{}", own.body);
+}
