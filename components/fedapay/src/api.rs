@@ -5,11 +5,10 @@
 
 use mmc_adapter_kit::exchange::{Endpoint, Reply, before_sending, json};
 use mmc_adapter_kit::lookup;
-use mmc_adapter_kit::outbound_http::Response;
 use mmc_adapter_kit::types::*;
 use mmc_domain::{Operator, http};
 
-use crate::transformers::{self, Payout, Token, Transaction};
+use crate::transformers::{self, Operation, Payout, Token, Transaction};
 use crate::{FEDAPAY, SPEC, endpoint, iso_of};
 
 /// How far FedaPay's lists are read for an operation its search did not
@@ -27,7 +26,7 @@ fn fedapay_id(reference: Option<&str>) -> Option<&str> {
 /// FedaPay's API for one served operator.
 pub struct Api {
     pub op: &'static Operator,
-    endpoint: Endpoint,
+    pub endpoint: Endpoint,
 }
 
 impl Api {
@@ -41,94 +40,37 @@ impl Api {
         })
     }
 
-    pub fn post(&self, path: &str, body: &impl serde::Serialize) -> Result<Response, AdapterError> {
-        self.endpoint.send("POST", path, &[], json(body))
-    }
-
-    /// `GET path`, answered 200 with a readable list of `kind`s.
-    fn list<T: serde::de::DeserializeOwned>(
-        &self,
-        kind: &str,
-        path: &str,
-    ) -> Result<Vec<T>, AdapterError> {
-        let resp = self.endpoint.send("GET", path, &[], None)?;
-        if resp.status != 200 {
-            return Err(FEDAPAY.unexpected(&resp));
-        }
-        transformers::many(&format!("{kind}s"), &resp.body).map_err(AdapterError::InvalidResponse)
-    }
-
-    /// `GET /v1/{kind}s/{id}` (`kind`: `transaction`, `payout`); 404: none.
-    fn get<T: serde::de::DeserializeOwned>(
-        &self,
-        kind: &str,
-        id: &str,
-    ) -> Result<Option<T>, AdapterError> {
-        let resp = self
-            .endpoint
-            .send("GET", &format!("/v1/{kind}s/{id}"), &[], None)?;
-        match resp.status {
-            200 => transformers::one(kind, &resp.body)
-                .map(Some)
-                .map_err(AdapterError::InvalidResponse),
-            404 => Ok(None),
-            _ => Err(FEDAPAY.unexpected(&resp)),
-        }
+    /// `GET path`, answered 200 with a readable list of `T`s.
+    fn list<T: Operation>(&self, path: &str) -> Result<Vec<T>, AdapterError> {
+        let class = format!("{}s", T::CLASS);
+        self.endpoint
+            .get_with(path, |body| transformers::many(&class, body))
     }
 
     /// A transaction or payout of ours: by FedaPay's id when we have it, else
     /// by our id (e.g. after a call whose answer was lost): the documented
     /// search, keeping only what carries our id in `custom_metadata` (several
     /// would be our bug; a final one wins), then the list.
-    fn find<T: serde::de::DeserializeOwned>(
-        &self,
-        kind: &str,
-        op: &OperationRef,
-        metadata: impl Fn(&T) -> &Option<serde_json::Value>,
-        is_final: impl Fn(&T) -> bool,
-        created_at: impl Fn(&T) -> Option<&str>,
-    ) -> Result<Option<T>, AdapterError> {
+    pub fn find<T: Operation>(&self, op: &OperationRef) -> Result<Option<T>, AdapterError> {
+        let class = T::CLASS;
         if let Some(id) = fedapay_id(op.psp_reference.as_deref()) {
-            return self.get(kind, id);
+            let resp = self
+                .endpoint
+                .send("GET", &format!("/v1/{class}s/{id}"), &[], None)?;
+            return FEDAPAY.found(resp, |body| transformers::one(class, body));
         }
-        let mine = |t: &T| transformers::our_id(metadata(t)).as_deref() == Some(op.id.as_str());
-        let path = format!(
-            "/v1/{kind}s/search?search={}",
-            http::encode_component(&op.id)
-        );
+        let mine = |t: &T| transformers::our_id(t.metadata()).as_deref() == Some(op.id.as_str());
+        let search = http::encode_component(&op.id);
         let found = self
-            .list(kind, &path)
-            .map(|all| lookup::pick(all.into_iter().filter(&mine).collect(), &is_final));
+            .list(&format!("/v1/{class}s/search?search={search}"))
+            .map(|all| lookup::pick(all.into_iter().filter(&mine).collect(), T::is_final));
         match found {
             Ok(Some(t)) => Ok(Some(t)),
             // How the search matches is not documented (nor that it exists
             // on every account): an answer without us proves nothing yet.
-            Ok(None) | Err(AdapterError::Rejected(_)) => {
-                self.listed(kind, &op.id, mine, created_at)
-            }
+            Ok(None) | Err(AdapterError::Rejected(_)) => self.listed(&op.id, mine),
             Err(e) => Err(e),
         }
-    }
-
-    pub fn transaction(&self, payment: &OperationRef) -> Result<Option<Transaction>, AdapterError> {
-        let is_final = transformers::transaction_final;
-        self.find(
-            "transaction",
-            payment,
-            Transaction::metadata,
-            is_final,
-            Transaction::created,
-        )
-    }
-
-    pub fn payout(&self, payout: &OperationRef) -> Result<Option<Payout>, AdapterError> {
-        self.find(
-            "payout",
-            payout,
-            Payout::metadata,
-            transformers::payout_final,
-            Payout::created,
-        )
     }
 
     /// `PUT /v1/payouts/start` for a created payout: the call that sends money.
@@ -160,33 +102,31 @@ impl Api {
         })
     }
 
-    /// Ours in FedaPay's list (`GET /v1/{kind}s`, `per_page`, `page`), read
+    /// Ours in FedaPay's list (`GET /v1/{class}s`, `per_page`, `page`), read
     /// until absence is proven ([`lookup::Scan`]): ids that are UUIDv7, like
     /// payment ids, carry their creation time.
-    fn listed<T: serde::de::DeserializeOwned>(
+    fn listed<T: Operation>(
         &self,
-        kind: &str,
         our_id: &str,
         mine: impl Fn(&T) -> bool,
-        created_at: impl Fn(&T) -> Option<&str>,
     ) -> Result<Option<T>, AdapterError> {
+        let class = T::CLASS;
         let since = lookup::uuid7_ms(our_id)
             .map(|ms| mmc_domain::time::rfc3339(ms.saturating_sub(CLOCK_MARGIN_MS)));
         let scan = lookup::Scan {
-            list: &format!("FedaPay's {kind} list"),
+            list: &format!("FedaPay's {class} list"),
             our_id,
             pages: LIST_PAGES,
             since: since.as_deref().map(|s| &s[..19]),
         };
         scan.find(
             |page| {
-                self.list(
-                    kind,
-                    &format!("/v1/{kind}s?per_page={LIST_PER_PAGE}&page={page}"),
-                )
+                self.list(&format!(
+                    "/v1/{class}s?per_page={LIST_PER_PAGE}&page={page}"
+                ))
             },
             mine,
-            |t| lookup::utc_second(created_at(t)),
+            |t| lookup::utc_second(t.created()),
         )
     }
 
@@ -201,7 +141,7 @@ impl Api {
         read: impl Fn(&[u8]) -> Result<T, String>,
     ) -> Result<Result<T, Failure>, AdapterError> {
         let before = before_sending(what);
-        let resp = self.post(path, body).map_err(&before)?;
+        let resp = self.endpoint.post(path, body).map_err(&before)?;
         match FEDAPAY.reply(resp, &[200, 201]).map_err(&before)? {
             Reply::Success(resp) => Ok(Ok(
                 read(&resp.body).map_err(|e| before(AdapterError::InvalidResponse(e)))?

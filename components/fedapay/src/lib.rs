@@ -35,13 +35,13 @@ mod api;
 mod transformers;
 
 use api::Api;
-use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply};
+use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, bearer};
 use mmc_adapter_kit::spec::Spec;
 use mmc_adapter_kit::types::*;
 use mmc_adapter_kit::webhook::{self, Hmac};
 use mmc_adapter_kit::{Adapter, failure, log, lookup, settings, token};
 use mmc_domain::Operator;
-use transformers::{Payout, Transaction};
+use transformers::{Operation, Payout, Transaction};
 
 static SPEC: Spec = Spec {
     provider: "FedaPay",
@@ -129,10 +129,7 @@ fn endpoint(base_url: String, key: &str, timeout_ms: u32) -> Endpoint {
     Endpoint {
         provider: &FEDAPAY,
         base_url,
-        headers: vec![
-            ("Authorization".into(), format!("Bearer {key}")),
-            ("Accept".into(), "application/json".into()),
-        ],
+        headers: vec![bearer(key), ("Accept".into(), "application/json".into())],
         timeout_ms,
     }
 }
@@ -140,29 +137,17 @@ fn endpoint(base_url: String, key: &str, timeout_ms: u32) -> Endpoint {
 /// The account's currencies, from the cache or `GET /v1/currencies`; `None`
 /// when they cannot be had.
 fn currencies() -> Option<Vec<transformers::CurrencyModes>> {
-    let base_url = settings::setting("base_url")?;
-    let base_url = base_url.trim_end_matches('/');
-    let key = settings::secret("secret_key")?;
-    // Per base URL and key, so a configuration change never serves another account's answer.
-    let cache_key = format!("currencies:{base_url}:{}", token::account(&key));
-    let ttl = settings::parsed(settings::setting("currencies_ttl_ms"))
-        .unwrap_or(DEFAULT_CURRENCIES_TTL_MS);
-    token::remember(&cache_key, ttl, || {
-        let endpoint = endpoint(base_url.to_string(), &key, CURRENCIES_TIMEOUT_MS);
-        let listed = endpoint
-            .send("GET", "/v1/currencies", &[], None)
-            .and_then(|resp| {
-                if resp.status != 200 {
-                    return Err(FEDAPAY.unexpected(&resp));
-                }
-                transformers::many("currencies", &resp.body).map_err(AdapterError::InvalidResponse)
-            });
-        listed
-            .inspect_err(|e| {
-                let warning = format!("FedaPay's currencies unavailable: {e:?}");
-                log::log(log::Level::Warn, &warning);
-            })
-            .ok()
+    let published = token::Published {
+        key: "currencies",
+        what: "FedaPay's currencies",
+        secret: "secret_key",
+        ttl_setting: "currencies_ttl_ms",
+        default_ttl_ms: DEFAULT_CURRENCIES_TTL_MS,
+    };
+    published.get(|base_url, key| {
+        endpoint(base_url.into(), key, CURRENCIES_TIMEOUT_MS).get_with("/v1/currencies", |body| {
+            transformers::many("currencies", body)
+        })
     })
 }
 
@@ -194,6 +179,8 @@ fn payout_mode(op: &Operator) -> Option<String> {
 }
 
 impl Adapter for FedaPay {
+    const NO_OTP: &'static str = "payments are approved on the phone or on FedaPay's page, not with a one-time code sent here";
+
     fn spec() -> &'static Spec {
         &SPEC
     }
@@ -250,7 +237,7 @@ impl Adapter for FedaPay {
                 .as_deref()
                 .map(|p| transformers::PhoneNumber::new(p, &req.country)),
         };
-        let resp = api.post(&format!("/v1/{mode}"), &push)?;
+        let resp = api.endpoint.post(&format!("/v1/{mode}"), &push)?;
         match FEDAPAY.reply_if(resp, |s| (200..=299).contains(&s))? {
             Reply::Success(resp) => {
                 // Its body is not used, but an unreadable one is not an answer.
@@ -264,21 +251,13 @@ impl Adapter for FedaPay {
         }
     }
 
-    fn confirm_otp(_payment: OperationRef, _otp: String) -> Result<OtpOutcome, AdapterError> {
-        Err(AdapterError::NotSupported(
-            "FedaPay payments are approved on the phone or on FedaPay's page, not with a one-time code sent here".into(),
-        ))
-    }
-
     /// FedaPay documents no way to withdraw a transaction, so `cancel` (the
     /// kit's default) reports this too: pending means the customer may still pay it.
     fn status(payment: OperationRef) -> Result<PspStatus, AdapterError> {
         let api = Api::of(&payment.operator)?;
         // Nothing under our id: never created, or still in flight (the
         // caller decides when this is final).
-        lookup::status_of(api.transaction(&payment)?, |t| {
-            transformers::transaction_status(t, &iso_of)
-        })
+        lookup::status_of(api.find::<Transaction>(&payment)?, |t| t.status(&iso_of))
     }
 
     fn refund(_req: RefundRequest) -> Result<Started, AdapterError> {
@@ -306,7 +285,7 @@ impl Adapter for FedaPay {
         // never created again. When that cannot be told, nothing new is
         // created and the outcome stays unknown (asked again by our id).
         let earlier = api
-            .payout(&OperationRef {
+            .find::<Payout>(&OperationRef {
                 id: req.payout_id.clone(),
                 operator: req.operator.clone(),
                 environment: req.environment.clone(),
@@ -362,9 +341,7 @@ impl Adapter for FedaPay {
 
     fn payout_status(payout: OperationRef) -> Result<PspStatus, AdapterError> {
         let api = Api::of(&payout.operator)?;
-        lookup::status_of(api.payout(&payout)?, |p| {
-            transformers::payout_status(p, &iso_of)
-        })
+        lookup::status_of(api.find::<Payout>(&payout)?, |p| p.status(&iso_of))
     }
 
     /// A signed webhook. Final transaction (or payout) states are reported
@@ -376,37 +353,38 @@ impl Adapter for FedaPay {
         let event: transformers::Event = FEDAPAY.read("webhook", &req.body)?;
         let name = event.name.or(event.kind).unwrap_or_default();
         let entity = event.entity.unwrap_or_default();
-        let unreadable = |e: serde_json::Error| {
-            AdapterError::InvalidResponse(format!("FedaPay event {name}: unreadable entity: {e}"))
-        };
-        let (kind, id, psp_reference, status) = if name.starts_with("transaction.") {
-            let t: Transaction = serde_json::from_value(entity).map_err(unreadable)?;
-            let status = transformers::transaction_status(&t, &iso_of)
-                .map_err(AdapterError::InvalidResponse)?;
-            let id = transformers::our_id(&t.custom_metadata);
-            (SubjectKind::Payment, id, t.id, status)
+        if name.starts_with("transaction.") {
+            final_update::<Transaction>(&name, SubjectKind::Payment, entity)
         } else if name.starts_with("payout.") {
-            let p: Payout = serde_json::from_value(entity).map_err(unreadable)?;
-            let status =
-                transformers::payout_status(&p, &iso_of).map_err(AdapterError::InvalidResponse)?;
-            let id = transformers::our_id(&p.custom_metadata);
-            (SubjectKind::Payout, id, p.id, status)
+            final_update::<Payout>(&name, SubjectKind::Payout, entity)
         } else {
             log::log(log::Level::Info, &format!("FedaPay event {name} ignored"));
-            return Ok(Vec::new());
-        };
-        // `created`/`updated` while pending: nothing final, and no proof a
-        // push was ever sent.
-        if matches!(status, PspStatus::Pending) {
-            return Ok(Vec::new());
+            Ok(Vec::new())
         }
-        Ok(vec![CallbackUpdate {
-            kind,
-            id,
-            psp_reference: Some(psp_reference.to_string()),
-            status,
-        }])
     }
+}
+
+/// A webhook's transaction or payout, reported with our id from
+/// `custom_metadata` once final. `created`/`updated` while pending: nothing
+/// final, and no proof a push was ever sent.
+fn final_update<T: Operation>(
+    name: &str,
+    kind: SubjectKind,
+    entity: serde_json::Value,
+) -> Result<Vec<CallbackUpdate>, AdapterError> {
+    let t: T = serde_json::from_value(entity).map_err(|e| {
+        AdapterError::InvalidResponse(format!("FedaPay event {name}: unreadable entity: {e}"))
+    })?;
+    let status = t.status(&iso_of).map_err(AdapterError::InvalidResponse)?;
+    if matches!(status, PspStatus::Pending) {
+        return Ok(Vec::new());
+    }
+    Ok(vec![CallbackUpdate {
+        kind,
+        id: transformers::our_id(t.metadata()),
+        psp_reference: Some(t.id().to_string()),
+        status,
+    }])
 }
 
 mmc_adapter_kit::export!(FedaPay);

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use mmc_adapter_kit::types::{Failure, PspStatus, Settled};
+use mmc_adapter_kit::wire::{self, text_or_number};
 
 /// The `custom_metadata` key that carries our id (payment or payout id):
 /// FedaPay has no documented lookup by a merchant reference, so this is how
@@ -37,9 +38,8 @@ pub struct PhoneNumber {
 
 impl PhoneNumber {
     pub fn new(e164: &str, country: &str) -> PhoneNumber {
-        let digits: String = e164.chars().filter(char::is_ascii_digit).collect();
         PhoneNumber {
-            number: format!("+{digits}"),
+            number: format!("+{}", wire::digits(e164)),
             country: country.to_ascii_lowercase(),
         }
     }
@@ -158,32 +158,58 @@ pub struct PhoneIn {
     pub number: Option<String>,
 }
 
-/// A JSON string or number as text; anything else (null, absent) is none.
-fn text_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(match Option::<Value>::deserialize(d)? {
-        Some(Value::String(s)) => Some(s),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        _ => None,
-    })
+/// What FedaPay's transactions and payouts share: how one of ours is found
+/// (by its id, or by our id in `custom_metadata`) and what its state says.
+pub trait Operation: DeserializeOwned {
+    /// Its class in FedaPay's paths and wrappers (`transaction`, `payout`).
+    const CLASS: &'static str;
+    fn id(&self) -> u64;
+    fn metadata(&self) -> &Option<Value>;
+    fn created(&self) -> Option<&str>;
+    /// Whether FedaPay's answer on it is final.
+    fn is_final(&self) -> bool;
+    /// `iso`: FedaPay's currency ids to ISO codes.
+    fn status(&self, iso: &dyn Fn(u64) -> Option<String>) -> Result<PspStatus, String>;
 }
 
-impl Transaction {
-    pub fn metadata(&self) -> &Option<Value> {
+impl Operation for Transaction {
+    const CLASS: &'static str = "transaction";
+    fn id(&self) -> u64 {
+        self.id
+    }
+    fn metadata(&self) -> &Option<Value> {
         &self.custom_metadata
     }
-
-    pub fn created(&self) -> Option<&str> {
+    fn created(&self) -> Option<&str> {
         self.created_at.as_deref()
+    }
+    /// Paid, declined or cancelled.
+    fn is_final(&self) -> bool {
+        PAID.contains(&self.status.as_str())
+            || matches!(self.status.as_str(), "declined" | "canceled" | "cancelled")
+    }
+    fn status(&self, iso: &dyn Fn(u64) -> Option<String>) -> Result<PspStatus, String> {
+        transaction_status(self, iso)
     }
 }
 
-impl Payout {
-    pub fn metadata(&self) -> &Option<Value> {
+impl Operation for Payout {
+    const CLASS: &'static str = "payout";
+    fn id(&self) -> u64 {
+        self.id
+    }
+    fn metadata(&self) -> &Option<Value> {
         &self.custom_metadata
     }
-
-    pub fn created(&self) -> Option<&str> {
+    fn created(&self) -> Option<&str> {
         self.created_at.as_deref()
+    }
+    /// Sent or failed.
+    fn is_final(&self) -> bool {
+        matches!(self.status.as_str(), "sent" | "failed")
+    }
+    fn status(&self, iso: &dyn Fn(u64) -> Option<String>) -> Result<PspStatus, String> {
+        payout_status(self, iso)
     }
 }
 
@@ -215,7 +241,7 @@ struct ErrorBody {
 }
 
 pub fn parse<T: DeserializeOwned>(what: &str, body: &[u8]) -> Result<T, String> {
-    serde_json::from_slice(body).map_err(|e| format!("unreadable FedaPay {what}: {e}"))
+    wire::parse(&format!("FedaPay {what}"), body)
 }
 
 /// One object of class `klass` (`transaction`, `payout`), wrapped or bare.
@@ -307,17 +333,6 @@ const PAID: &[&str] = &[
     "approved_partially_refunded",
     "transferred_partially_refunded",
 ];
-
-/// Whether FedaPay's answer on `t` is final (paid, declined or cancelled).
-pub fn transaction_final(t: &Transaction) -> bool {
-    PAID.contains(&t.status.as_str())
-        || matches!(t.status.as_str(), "declined" | "canceled" | "cancelled")
-}
-
-/// Whether FedaPay's answer on `p` is final (sent or failed).
-pub fn payout_final(p: &Payout) -> bool {
-    matches!(p.status.as_str(), "sent" | "failed")
-}
 
 /// What a success says was moved: its amount, and its currency by id
 /// (`iso`: FedaPay's currency ids to ISO codes, from `GET /v1/currencies`).

@@ -198,18 +198,13 @@ impl<'a> Session<'a> {
         MTN.reply(self.send("POST", path, &headers, json(body))?, &[202, 409])
     }
 
-    /// Status of a request to pay, transfer or refund at `path`.
+    /// Status of a request to pay, transfer or refund at `path`. Unknown to
+    /// MTN (404): the creating request never arrived, or is still in flight
+    /// (the caller decides when "not found" becomes final).
     fn query(&self, path: &str) -> Result<PspStatus, AdapterError> {
         let resp = self.send("GET", path, &[], None)?;
-        match resp.status {
-            200 => transformers::parse_transaction(&resp.body)
-                .and_then(|t| transformers::status_of(&t))
-                .map_err(AdapterError::InvalidResponse),
-            // Unknown to MTN: the creating request never arrived, or is still in flight
-            // (the caller decides when "not found" becomes final).
-            404 => Ok(PspStatus::NotFound),
-            _ => Err(MTN.unexpected(&resp)),
-        }
+        let found = MTN.found(resp, transformers::parse_transaction)?;
+        lookup::status_of(found, transformers::status_of)
     }
 }
 
@@ -270,6 +265,8 @@ fn disburse(
 }
 
 impl Adapter for Momo {
+    const NO_OTP: &'static str = "payments are approved on the phone, not with a one-time code";
+
     fn spec() -> &'static Spec {
         &SPEC
     }
@@ -300,12 +297,6 @@ impl Adapter for Momo {
                 }
             },
         )
-    }
-
-    fn confirm_otp(_payment: OperationRef, _otp: String) -> Result<OtpOutcome, AdapterError> {
-        Err(AdapterError::NotSupported(
-            "MTN MoMo payments are approved on the phone, not with a one-time code".into(),
-        ))
     }
 
     /// MTN has no way to withdraw a request to pay, so `cancel` (the kit's
@@ -367,12 +358,8 @@ impl Adapter for Momo {
                 AdapterError::InvalidResponse("MTN callback without externalId".into())
             })?;
         SPEC.market(&req.operator)?;
-        Ok(vec![CallbackUpdate {
-            kind: SubjectKind::Payment,
-            psp_reference: Some(reference_id(&id)),
-            id: Some(id),
-            status: PspStatus::Pending,
-        }])
+        let reference = reference_id(&id);
+        Ok(webhook::hint(SubjectKind::Payment, id, reference))
     }
 }
 

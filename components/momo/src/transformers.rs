@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use mmc_adapter_kit::types::{Failure, InitiateRequest, PayoutRequest, PspStatus, Settled};
+use mmc_adapter_kit::types::{Failure, InitiateRequest, PayoutRequest, PspStatus};
+use mmc_adapter_kit::wire;
 
 /// MTN's free-text fields are short; longer text is refused with a 400.
 const NOTE_MAX: usize = 160;
@@ -110,47 +111,14 @@ impl Reason {
     }
 }
 
-/// MSISDN as MTN wants it: digits only, country code first, no `+`.
-pub fn msisdn(e164: &str) -> String {
-    e164.chars().filter(char::is_ascii_digit).collect()
-}
-
 /// What MTN accepts in `payerMessage`/`payeeNote`: it answers 400 to some
 /// characters (apostrophes among them), so a note keeps letters (accents
 /// folded to their base letter), digits, spaces and `. , - _ : /`, and is cut
 /// to MTN's length.
 fn note(text: &str) -> String {
-    text.chars()
-        .filter_map(|c| {
-            let c = fold_accent(c);
-            (c.is_ascii_alphanumeric() || matches!(c, ' ' | '.' | ',' | '-' | '_' | ':' | '/'))
-                .then_some(c)
-        })
-        .take(NOTE_MAX)
-        .collect::<String>()
-        .trim()
-        .to_string()
-}
-
-/// The base letter of the accented letters of French names and words.
-fn fold_accent(c: char) -> char {
-    match c {
-        'à' | 'â' | 'ä' | 'á' | 'ã' => 'a',
-        'À' | 'Â' | 'Ä' | 'Á' | 'Ã' => 'A',
-        'é' | 'è' | 'ê' | 'ë' => 'e',
-        'É' | 'È' | 'Ê' | 'Ë' => 'E',
-        'î' | 'ï' | 'í' => 'i',
-        'Î' | 'Ï' | 'Í' => 'I',
-        'ô' | 'ö' | 'ó' | 'õ' => 'o',
-        'Ô' | 'Ö' | 'Ó' | 'Õ' => 'O',
-        'ù' | 'û' | 'ü' | 'ú' => 'u',
-        'Ù' | 'Û' | 'Ü' | 'Ú' => 'U',
-        'ç' => 'c',
-        'Ç' => 'C',
-        'ñ' => 'n',
-        'Ñ' => 'N',
-        other => other,
-    }
+    let accepted =
+        |c: char| c.is_ascii_alphanumeric() || matches!(c, ' ' | '.' | ',' | '-' | '_' | ':' | '/');
+    wire::clean(text.chars().map(wire::fold_accent), accepted, NOTE_MAX)
 }
 
 pub fn request_to_pay(req: &InitiateRequest, phone: &str) -> RequestToPay {
@@ -161,7 +129,7 @@ pub fn request_to_pay(req: &InitiateRequest, phone: &str) -> RequestToPay {
         external_id: req.payment_id.clone(),
         payer: Party {
             party_id_type: "MSISDN",
-            party_id: msisdn(phone),
+            party_id: wire::digits(phone),
         },
         payer_message: note(text),
         payee_note: note(&req.reference),
@@ -175,7 +143,7 @@ pub fn transfer(req: &PayoutRequest) -> Transfer {
         external_id: req.payout_id.clone(),
         payee: Party {
             party_id_type: "MSISDN",
-            party_id: msisdn(&req.phone),
+            party_id: wire::digits(&req.phone),
         },
         payer_message: note(&req.reference),
         payee_note: note(&req.beneficiary_name),
@@ -183,39 +151,27 @@ pub fn transfer(req: &PayoutRequest) -> Transfer {
 }
 
 pub fn parse_token(body: &[u8]) -> Result<Token, String> {
-    serde_json::from_slice(body).map_err(|e| format!("unreadable token answer: {e}"))
+    wire::parse("token answer", body)
 }
 
 pub fn parse_transaction(body: &[u8]) -> Result<Transaction, String> {
-    serde_json::from_slice(body).map_err(|e| format!("unreadable transaction: {e}"))
+    wire::parse("transaction", body)
 }
 
 pub fn status_of(t: &Transaction) -> Result<PspStatus, String> {
     Ok(match t.status.as_str() {
-        "SUCCESSFUL" => PspStatus::Completed(settled(t)?),
+        "SUCCESSFUL" => {
+            let party = t.payee.as_ref().or(t.payer.as_ref());
+            let party = party.and_then(|p| p.party_id.clone());
+            let what = "a SUCCESSFUL transaction";
+            PspStatus::Completed(wire::settled(what, &t.amount, &t.currency, party)?)
+        }
         "FAILED" => PspStatus::Failed(failure_for(t.reason.as_ref().map(Reason::code))),
         // Final states some markets report instead of FAILED + reason.
         "REJECTED" => PspStatus::Failed(failure_for(Some("APPROVAL_REJECTED"))),
         "TIMEOUT" => PspStatus::Failed(failure_for(Some("EXPIRED"))),
         // PENDING, CREATED, ONGOING and anything new: not final.
         _ => PspStatus::Pending,
-    })
-}
-
-/// What a `SUCCESSFUL` transaction says was moved; a success that does not
-/// say is unreadable.
-fn settled(t: &Transaction) -> Result<Settled, String> {
-    let (Some(amount), Some(currency)) = (&t.amount, &t.currency) else {
-        return Err("a SUCCESSFUL transaction without its amount and currency".into());
-    };
-    Ok(Settled {
-        amount: amount.clone(),
-        currency: currency.clone(),
-        party: t
-            .payee
-            .as_ref()
-            .or(t.payer.as_ref())
-            .and_then(|p| p.party_id.clone()),
     })
 }
 
@@ -251,21 +207,12 @@ pub fn failure_for(reason: Option<&str>) -> Failure {
             "The customer's MTN MoMo account is not active.",
         ),
         "TRANSACTION_CANCELED" => ("cancelled", "The transaction was cancelled at MTN."),
-        // Our configuration or MTN's service, not the customer: reported with MTN's reason.
-        "NOT_ALLOWED"
-        | "NOT_ALLOWED_TARGET_ENVIRONMENT"
-        | "INVALID_CALLBACK_URL_HOST"
-        | "INVALID_CURRENCY"
-        | "RESOURCE_NOT_FOUND"
-        | "RESOURCE_ALREADY_EXIST"
-        | "SERVICE_UNAVAILABLE"
-        | "INTERNAL_PROCESSING_ERROR" => {
-            return Failure {
-                code: "operator_error".into(),
-                message: format!("MTN MoMo failure: {}.", reason.unwrap_or_default()),
-            };
-        }
         "" => ("operator_error", "MTN reported a failure without a reason."),
+        // Our configuration or MTN's service, not the customer (NOT_ALLOWED,
+        // NOT_ALLOWED_TARGET_ENVIRONMENT, INVALID_CALLBACK_URL_HOST,
+        // INVALID_CURRENCY, RESOURCE_NOT_FOUND, RESOURCE_ALREADY_EXIST,
+        // SERVICE_UNAVAILABLE, INTERNAL_PROCESSING_ERROR), and anything new:
+        // reported with MTN's reason.
         other => {
             return Failure {
                 code: "operator_error".into(),

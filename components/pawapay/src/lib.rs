@@ -45,10 +45,10 @@ mod transformers;
 
 use std::collections::BTreeMap;
 
-use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, json};
+use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, bearer};
 use mmc_adapter_kit::spec::Spec;
 use mmc_adapter_kit::types::*;
-use mmc_adapter_kit::{Adapter, cache, failure, log, lookup, settings, token, webhook};
+use mmc_adapter_kit::{Adapter, cache, failure, lookup, settings, token, webhook, wire};
 use mmc_domain::Operator;
 use transformers::{Check, DepositConf, Initiated as Answer};
 
@@ -125,29 +125,27 @@ fn preauth(op: &Operator, conf: Option<&BTreeMap<String, DepositConf>>) -> bool 
 /// or `GET /v2/active-conf`; `None` when it cannot be had (never an error:
 /// `describe` must answer).
 fn active_conf() -> Option<BTreeMap<String, DepositConf>> {
-    let base_url = settings::setting("base_url")?;
-    let base_url = base_url.trim_end_matches('/');
-    let api_token = settings::secret("api_token")?;
-    // Per base URL and token, so a configuration change never serves another account's answer.
-    let key = format!("active_conf:{base_url}:{}", token::account(&api_token));
-    let timeout_ms = match settings::parsed::<u32>(settings::setting("timeout_ms")) {
-        Some(t) if t > 0 => t.min(ACTIVE_CONF_TIMEOUT_MS),
-        _ => ACTIVE_CONF_TIMEOUT_MS,
+    let published = token::Published {
+        key: "active_conf",
+        what: "pawaPay's active configuration",
+        secret: "api_token",
+        ttl_setting: "active_conf_ttl_ms",
+        default_ttl_ms: DEFAULT_ACTIVE_CONF_TTL_MS,
     };
-    let ttl = settings::parsed(settings::setting("active_conf_ttl_ms"))
-        .unwrap_or(DEFAULT_ACTIVE_CONF_TTL_MS);
-    token::remember(&key, ttl, || {
-        let endpoint = endpoint(base_url.to_string(), &api_token, timeout_ms);
-        match endpoint.get::<transformers::ActiveConf>("active configuration", "/v2/active-conf") {
-            Ok(conf) => Some(transformers::deposit_conf(&conf)),
-            Err(e) => {
-                let warning = format!(
-                    "active configuration unavailable, describing from the operator table: {e:?}"
-                );
-                log::log(log::Level::Warn, &warning);
-                None
-            }
-        }
+    published.get(|base_url, api_token| {
+        let timeout_ms = match settings::parsed::<u32>(settings::setting("timeout_ms")) {
+            Some(t) if t > 0 => t.min(ACTIVE_CONF_TIMEOUT_MS),
+            _ => ACTIVE_CONF_TIMEOUT_MS,
+        };
+        let endpoint = Endpoint {
+            provider: &PAWAPAY,
+            base_url: base_url.into(),
+            headers: vec![bearer(api_token)],
+            timeout_ms,
+        };
+        let conf: transformers::ActiveConf =
+            endpoint.get("active configuration", "/v2/active-conf")?;
+        Ok(transformers::deposit_conf(&conf))
     })
 }
 
@@ -155,15 +153,6 @@ fn active_conf() -> Option<BTreeMap<String, DepositConf>> {
 /// query works after a timed-out initiation and a repeated one is answered
 /// `DUPLICATE_IGNORED`.
 use lookup::operator_uuid as uuid_for;
-
-fn endpoint(base_url: String, api_token: &str, timeout_ms: u32) -> Endpoint {
-    Endpoint {
-        provider: &PAWAPAY,
-        base_url,
-        headers: vec![("Authorization".into(), format!("Bearer {api_token}"))],
-        timeout_ms,
-    }
-}
 
 /// The aggregator's API for one served operator.
 struct Api {
@@ -175,12 +164,10 @@ struct Api {
 impl Api {
     fn of(operator: &str) -> Result<Api, AdapterError> {
         let market = SPEC.market(operator)?;
-        let base_url = market.base_url()?;
-        let api_token = market.secret("api_token")?;
         Ok(Api {
+            endpoint: market.bearer_endpoint(&PAWAPAY, "api_token")?,
             op: market.op,
             provider: provider_of(market.op),
-            endpoint: endpoint(base_url, &api_token, market.timeout_ms()),
         })
     }
 
@@ -188,11 +175,11 @@ impl Api {
     /// 400, so the body of any answer below 500 is read: below 400 it is the
     /// answer (unreadable: unknown), a 4xx we cannot read is a refusal.
     fn initiate(&self, path: &str, body: &impl serde::Serialize) -> Result<Answer, AdapterError> {
-        let resp = self.endpoint.send("POST", path, &[], json(body))?;
-        let answer = match PAWAPAY.reply_if(resp, |s| s < 400)? {
+        let answer = match PAWAPAY.reply_if(self.endpoint.post(path, body)?, |s| s < 400)? {
             Reply::Success(resp) => PAWAPAY.read("initiation", &resp.body)?,
-            Reply::Declined(resp) => transformers::parse("initiation", &resp.body)
-                .map_err(|_| PAWAPAY.unexpected(&resp))?,
+            Reply::Declined(resp) => {
+                serde_json::from_slice(&resp.body).map_err(|_| PAWAPAY.unexpected(&resp))?
+            }
         };
         transformers::initiation(answer).map_err(AdapterError::InvalidResponse)
     }
@@ -215,21 +202,31 @@ impl Api {
         }
     }
 
-    /// Starts a refund or a payout under our id: where it then stands.
+    /// Sends a deposit, refund or payout under our id: where it then stands.
+    fn send(
+        &self,
+        kind: &str,
+        our_id: &str,
+        body: &impl serde::Serialize,
+    ) -> Result<PspStatus, AdapterError> {
+        Ok(match self.initiate(&format!("/v2/{kind}"), body)? {
+            Answer::Accepted => PspStatus::Pending,
+            // An earlier request got through (its answer was lost): where it stands.
+            Answer::Duplicate => self.after_duplicate(kind, our_id),
+            Answer::Rejected(f) => PspStatus::Failed(transformers::failure_for(&f)),
+        })
+    }
+
+    /// Starts a refund or a payout under our id.
     fn start(
         &self,
         kind: &str,
         our_id: &str,
         body: &impl serde::Serialize,
     ) -> Result<Started, AdapterError> {
-        let status = match self.initiate(&format!("/v2/{kind}"), body)? {
-            Answer::Accepted => PspStatus::Pending,
-            Answer::Duplicate => self.after_duplicate(kind, our_id),
-            Answer::Rejected(f) => PspStatus::Failed(transformers::failure_for(&f)),
-        };
         Ok(Started {
+            status: self.send(kind, our_id, body)?,
             psp_reference: uuid_for(our_id),
-            status,
         })
     }
 
@@ -324,15 +321,9 @@ impl Adapter for Pawapay {
             pre_authorisation_code: Some(otp),
             ..api.deposit(&payment.id, payment.amount, &payment.currency, phone)
         };
-        Ok(OtpOutcome::Accepted(
-            match api.initiate("/v2/deposits", &deposit)? {
-                // The operator checks the code afterwards: a wrong one fails the deposit.
-                Answer::Accepted => PspStatus::Pending,
-                // An earlier confirmation got through (its answer was lost): report where it stands.
-                Answer::Duplicate => api.after_duplicate("deposits", &payment.id),
-                Answer::Rejected(f) => PspStatus::Failed(transformers::failure_for(&f)),
-            },
-        ))
+        // The operator checks the code afterwards: a wrong one fails the deposit.
+        let status = api.send("deposits", &payment.id, &deposit)?;
+        Ok(OtpOutcome::Accepted(status))
     }
 
     /// Deposits cannot be withdrawn once sent, so `cancel` (the kit's
@@ -381,7 +372,7 @@ impl Adapter for Pawapay {
             return Ok(None);
         };
         let api = Api::of(first)?;
-        let digits: String = phone.chars().filter(char::is_ascii_digit).collect();
+        let digits = wire::digits(&phone);
         // Phone numbers are personal data: the cache keeps a hash of them.
         let key = format!(
             "predict:{}:{}",
@@ -394,10 +385,7 @@ impl Adapter for Pawapay {
         let body = transformers::PredictRequest {
             phone_number: digits,
         };
-        let body = Some(serde_json::to_vec(&body).expect("wire types serialise"));
-        let resp = api
-            .endpoint
-            .send("POST", "/v2/predict-provider", &[], body)?;
+        let resp = api.endpoint.post("/v2/predict-provider", &body)?;
         let slug = match resp.status {
             200 => {
                 let p: transformers::Prediction = PAWAPAY.read("prediction", &resp.body)?;
@@ -439,12 +427,7 @@ impl Adapter for Pawapay {
         })?;
         // A hint only (its signature is not checked here): the service answers at
         // once and asks pawaPay for the status right after.
-        Ok(vec![CallbackUpdate {
-            kind,
-            id: Some(ours),
-            psp_reference: Some(id),
-            status: PspStatus::Pending,
-        }])
+        Ok(webhook::hint(kind, ours, id))
     }
 }
 

@@ -5,7 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use mmc_adapter_kit::types::{Failure, PspStatus, Settled};
+use mmc_adapter_kit::types::{Failure, PspStatus};
+use mmc_adapter_kit::wire;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -28,7 +29,7 @@ impl Party {
         Party {
             kind: "MMO",
             account_details: AccountDetails {
-                phone_number: e164.chars().filter(char::is_ascii_digit).collect(),
+                phone_number: wire::digits(e164),
                 provider: provider.into(),
             },
         }
@@ -299,10 +300,6 @@ pub fn availability(status: Option<&str>) -> &'static str {
     }
 }
 
-pub fn parse<T: serde::de::DeserializeOwned>(what: &str, body: &[u8]) -> Result<T, String> {
-    serde_json::from_slice(body).map_err(|e| format!("unreadable pawaPay {what}: {e}"))
-}
-
 pub fn initiation(i: Initiation) -> Result<Initiated, String> {
     match i.status.as_str() {
         "ACCEPTED" => Ok(Initiated::Accepted),
@@ -329,7 +326,13 @@ pub fn check_status(c: &Check) -> Result<PspStatus, String> {
 
 pub fn record_status(r: &Record) -> Result<PspStatus, String> {
     Ok(match r.status.as_str() {
-        "COMPLETED" => PspStatus::Completed(settled(r)?),
+        "COMPLETED" => {
+            let party = r.recipient.as_ref().or(r.payer.as_ref());
+            let party = party.and_then(|p| p.account_details.as_ref());
+            let party = party.and_then(|a| a.phone_number.clone());
+            let what = "a COMPLETED record";
+            PspStatus::Completed(wire::settled(what, &r.amount, &r.currency, party)?)
+        }
         "FAILED" => PspStatus::Failed(match &r.failure_reason {
             Some(f) => failure_for(f),
             None => Failure {
@@ -338,21 +341,6 @@ pub fn record_status(r: &Record) -> Result<PspStatus, String> {
             },
         }),
         _ => PspStatus::Pending,
-    })
-}
-
-/// What a `COMPLETED` record says was moved; a success that does not say is unreadable.
-fn settled(r: &Record) -> Result<Settled, String> {
-    let (Some(amount), Some(currency)) = (&r.amount, &r.currency) else {
-        return Err("a COMPLETED record without its amount and currency".into());
-    };
-    let party = r.recipient.as_ref().or(r.payer.as_ref());
-    Ok(Settled {
-        amount: amount.clone(),
-        currency: currency.clone(),
-        party: party
-            .and_then(|p| p.account_details.as_ref())
-            .and_then(|a| a.phone_number.clone()),
     })
 }
 
@@ -394,18 +382,14 @@ pub fn refusal(status: u16, body: &[u8]) -> Failure {
 
 /// `customerMessage` allows 4 to 22 letters, digits and spaces.
 pub fn customer_message(text: Option<&str>) -> Option<String> {
-    let cleaned: String = text?
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == ' ')
-        .take(22)
-        .collect();
-    let cleaned = cleaned.trim().to_string();
+    let cleaned = wire::clean(text?.chars(), |c| c.is_ascii_alphanumeric() || c == ' ', 22);
     (cleaned.len() >= 4).then_some(cleaned)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mmc_adapter_kit::wire::parse;
 
     #[test]
     fn only_completed_and_failed_are_final() {

@@ -76,38 +76,59 @@ fn payouts(operator: &str) -> Result<Endpoint, AdapterError> {
 }
 
 fn api(operator: &str, key_name: &str) -> Result<Endpoint, AdapterError> {
-    let market = SPEC.market(operator)?;
-    let base_url = market.base_url()?;
-    let api_key = market.secret(key_name)?;
-    Ok(Endpoint {
-        provider: &WAVE,
-        base_url,
-        headers: vec![("Authorization".into(), format!("Bearer {api_key}"))],
-        timeout_ms: market.timeout_ms(),
-    })
+    SPEC.market(operator)?.bearer_endpoint(&WAVE, key_name)
 }
 
-/// The checkout session of a payment: by its id when we have it, else by our
-/// payment id (`client_reference`), e.g. after a timed-out initiation.
-/// Several sessions for one payment would be our bug; a paid one wins.
+/// Where Wave keeps one kind of object (checkout sessions, payouts).
+struct Resource {
+    /// As errors name it.
+    what: &'static str,
+    /// `{path}/{Wave's id}`.
+    path: &'static str,
+    /// `{search}?client_reference={our id}`.
+    search: &'static str,
+}
+
+const SESSIONS: Resource = Resource {
+    what: "checkout session",
+    path: "/v1/checkout/sessions",
+    search: "/v1/checkout/sessions/search",
+};
+
+const PAYOUTS: Resource = Resource {
+    what: "payout",
+    path: "/v1/payout",
+    search: "/v1/payouts/search",
+};
+
+impl Resource {
+    /// An object of ours: by Wave's id when we have it, else by our id
+    /// (`client_reference`), e.g. after a timed-out initiation. Several under
+    /// one id of ours would be our bug; `prefer` picks among them.
+    fn find<T: serde::de::DeserializeOwned>(
+        &self,
+        api: &Endpoint,
+        op: &OperationRef,
+        prefer: impl Fn(&T) -> bool,
+    ) -> Result<Option<T>, AdapterError> {
+        lookup::find(
+            op.psp_reference.as_deref(),
+            &op.id,
+            |id| api.get(self.what, &format!("{}/{id}", self.path)).map(Some),
+            |ours| {
+                let query = http::encode_component(ours);
+                let path = format!("{}?client_reference={query}", self.search);
+                let found: Search<T> = api.get(&format!("{} search", self.what), &path)?;
+                Ok(found.result)
+            },
+            prefer,
+        )
+    }
+}
+
+/// The checkout session of a payment; a paid one wins.
 fn session(api: &Endpoint, payment: &OperationRef) -> Result<Option<Session>, AdapterError> {
-    lookup::find(
-        payment.psp_reference.as_deref(),
-        &payment.id,
-        |id| {
-            api.get("checkout session", &format!("/v1/checkout/sessions/{id}"))
-                .map(Some)
-        },
-        |ours| {
-            let path = format!(
-                "/v1/checkout/sessions/search?client_reference={}",
-                http::encode_component(ours)
-            );
-            api.get::<Search<Session>>("session search", &path)
-                .map(|s| s.result)
-        },
-        Session::paid,
-    )
+    SESSIONS.find(api, payment, Session::paid)
 }
 
 /// Checks a webhook by the security strategy chosen for it in Wave's
@@ -131,6 +152,8 @@ fn verify_signature(req: &Inbound) -> Result<(), AdapterError> {
 }
 
 impl Adapter for Wave {
+    const NO_OTP: &'static str = "payments are made on Wave's checkout page";
+
     fn spec() -> &'static Spec {
         &SPEC
     }
@@ -169,12 +192,6 @@ impl Adapter for Wave {
                 &resp.body,
             ))),
         }
-    }
-
-    fn confirm_otp(_payment: OperationRef, _otp: String) -> Result<OtpOutcome, AdapterError> {
-        Err(AdapterError::NotSupported(
-            "Wave payments are made on Wave's checkout page".into(),
-        ))
     }
 
     fn status(payment: OperationRef) -> Result<PspStatus, AdapterError> {
@@ -265,20 +282,7 @@ impl Adapter for Wave {
 
     fn payout_status(payout: OperationRef) -> Result<PspStatus, AdapterError> {
         let api = payouts(&payout.operator)?;
-        let found = lookup::find(
-            payout.psp_reference.as_deref(),
-            &payout.id,
-            |id| api.get("payout", &format!("/v1/payout/{id}")).map(Some),
-            |ours| {
-                let path = format!(
-                    "/v1/payouts/search?client_reference={}",
-                    http::encode_component(ours)
-                );
-                api.get::<Search<Payout>>("payout search", &path)
-                    .map(|s| s.result)
-            },
-            |_| false,
-        )?;
+        let found = PAYOUTS.find(&api, &payout, |_: &Payout| false)?;
         lookup::status_of(found, transformers::payout_status)
     }
 

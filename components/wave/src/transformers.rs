@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use mmc_adapter_kit::types::{Failure, PspStatus, Settled};
+use mmc_adapter_kit::wire;
 
 /// `POST /v1/checkout/sessions`.
 #[derive(Serialize)]
@@ -50,17 +51,8 @@ impl Session {
 
     /// What a paid session says was moved (also what a whole refund of it gives back).
     pub fn settled(&self) -> Result<Settled, String> {
-        let (Some(amount), Some(currency)) = (&self.amount, &self.currency) else {
-            return Err(format!(
-                "Wave session {} without its amount and currency",
-                self.id
-            ));
-        };
-        Ok(Settled {
-            amount: amount.clone(),
-            currency: currency.clone(),
-            party: None,
-        })
+        let what = format!("Wave session {}", self.id);
+        wire::settled(what, &self.amount, &self.currency, None)
     }
 }
 
@@ -141,19 +133,11 @@ pub fn session_status(s: &Session) -> Result<PspStatus, String> {
 
 pub fn payout_status(p: &Payout) -> Result<PspStatus, String> {
     Ok(match p.status.as_str() {
-        "succeeded" => match (&p.receive_amount, &p.currency) {
-            (Some(amount), Some(currency)) => PspStatus::Completed(Settled {
-                amount: amount.clone(),
-                currency: currency.clone(),
-                party: p.mobile.clone(),
-            }),
-            _ => {
-                return Err(format!(
-                    "Wave payout {} without its amount and currency",
-                    p.id
-                ));
-            }
-        },
+        "succeeded" => {
+            let what = format!("Wave payout {}", p.id);
+            let to = p.mobile.clone();
+            PspStatus::Completed(wire::settled(what, &p.receive_amount, &p.currency, to)?)
+        }
         "failed" => PspStatus::Failed(match &p.payout_error {
             Some(e) => failure_for(&e.error_code, e.error_message.as_deref()),
             None => failure_for("", None),
@@ -198,9 +182,7 @@ pub fn refusal(status: u16, body: &[u8]) -> Failure {
 mod tests {
     use super::*;
 
-    fn parse<T: serde::de::DeserializeOwned>(_what: &str, body: &[u8]) -> Result<T, String> {
-        serde_json::from_slice(body).map_err(|e| e.to_string())
-    }
+    use mmc_adapter_kit::wire::parse;
 
     #[test]
     fn a_paid_session_says_what_it_took() {

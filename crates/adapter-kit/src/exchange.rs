@@ -150,6 +150,22 @@ impl Provider {
         }
     }
 
+    /// An answer to a read that may find nothing: 200 read by `read`
+    /// (unreadable, the answer is unknown), 404 none, anything else an error.
+    pub fn found<T>(
+        &self,
+        resp: Response,
+        read: impl FnOnce(&[u8]) -> Result<T, String>,
+    ) -> Result<Option<T>, AdapterError> {
+        match resp.status {
+            200 => read(&resp.body)
+                .map(Some)
+                .map_err(AdapterError::InvalidResponse),
+            404 => Ok(None),
+            _ => Err(self.unexpected(&resp)),
+        }
+    }
+
     /// A body read as `T`: unreadable, the answer is unknown.
     pub fn read<T: serde::de::DeserializeOwned>(
         &self,
@@ -198,6 +214,11 @@ pub fn before_sending(what: &str) -> impl Fn(AdapterError) -> AdapterError + '_ 
     }
 }
 
+/// `Authorization: Bearer <token>`.
+pub fn bearer(token: &str) -> (String, String) {
+    ("Authorization".into(), format!("Bearer {token}"))
+}
+
 /// A request body in JSON.
 pub fn json(body: &impl serde::Serialize) -> Option<Vec<u8>> {
     Some(serde_json::to_vec(body).expect("wire types serialise"))
@@ -238,6 +259,11 @@ impl Endpoint {
             .transport(outbound_http::send(&req), method, path)
     }
 
+    /// `POST path` with a JSON body ([`Endpoint::send`]).
+    pub fn post(&self, path: &str, body: &impl serde::Serialize) -> Result<Response, AdapterError> {
+        self.send("POST", path, &[], json(body))
+    }
+
     /// A call that expects one of `success`, classified ([`Provider::reply`]).
     pub fn call(
         &self,
@@ -262,6 +288,19 @@ impl Endpoint {
             return Err(self.provider.unexpected(&resp));
         }
         self.provider.read(what, &resp.body)
+    }
+
+    /// [`Endpoint::get`] for a body `read` reads (unreadable: unknown).
+    pub fn get_with<T>(
+        &self,
+        path: &str,
+        read: impl FnOnce(&[u8]) -> Result<T, String>,
+    ) -> Result<T, AdapterError> {
+        let resp = self.send("GET", path, &[], None)?;
+        if resp.status != 200 {
+            return Err(self.provider.unexpected(&resp));
+        }
+        read(&resp.body).map_err(AdapterError::InvalidResponse)
     }
 }
 

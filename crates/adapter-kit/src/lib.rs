@@ -11,6 +11,8 @@
 //! - [`lookup`]: an operation found by the provider's reference, else by our id.
 //! - [`webhook`]: HMAC-signed notifications checked against a time window.
 //! - [`token`]: tokens and provider answers kept in the host's cache.
+//! - [`wire`]: wire conventions (phone numbers, free text, loose JSON fields,
+//!   what a success must say).
 //! - [`Adapter`]: the operations, with the ones a provider lacks answered
 //!   `not-supported` by default.
 
@@ -31,6 +33,7 @@ pub mod settings;
 pub mod spec;
 pub mod token;
 pub mod webhook;
+pub mod wire;
 
 pub use bindings::export;
 pub use bindings::mmc::adapter::types;
@@ -62,10 +65,14 @@ pub trait Adapter {
         Self::spec().describe()
     }
 
+    /// Why a one-time code is refused, after the provider's name (how its
+    /// payments are approved instead).
+    const NO_OTP: &'static str = "takes no one-time code";
+
     fn initiate(req: InitiateRequest) -> Result<Initiated, AdapterError>;
 
     fn confirm_otp(_payment: OperationRef, _otp: String) -> Result<OtpOutcome, AdapterError> {
-        Err(unsupported::<Self>("takes no one-time code"))
+        Err(unsupported::<Self>(Self::NO_OTP))
     }
 
     fn status(payment: OperationRef) -> Result<PspStatus, AdapterError>;

@@ -3,6 +3,7 @@
 
 use mmc_domain::Operator;
 
+use crate::exchange::{Endpoint, Provider, bearer};
 use crate::settings::{self, parsed};
 use crate::types::{AdapterError, OperatorInfo};
 
@@ -109,6 +110,23 @@ impl Market {
     /// `timeout_ms`, 0 (the host's default) when unset.
     pub fn timeout_ms(&self) -> u32 {
         parsed(self.setting("timeout_ms")).unwrap_or(0)
+    }
+
+    /// The provider's API at this market's `base_url`, authorised by the
+    /// secret `token_key` sent as a bearer token.
+    pub fn bearer_endpoint(
+        &self,
+        provider: &'static Provider,
+        token_key: &str,
+    ) -> Result<Endpoint, AdapterError> {
+        let base_url = self.base_url()?;
+        let token = self.secret(token_key)?;
+        Ok(Endpoint {
+            provider,
+            base_url,
+            headers: vec![bearer(&token)],
+            timeout_ms: self.timeout_ms(),
+        })
     }
 }
 

@@ -6,8 +6,9 @@ use std::cell::{Cell, RefCell};
 
 use crate::exchange::before_sending;
 use crate::outbound_http::Response;
+use crate::settings::{self, parsed};
 use crate::types::AdapterError;
-use crate::{cache, signing};
+use crate::{cache, log, signing};
 
 /// How long a token that lasts `expires_in_s` is kept: until `margin_s`
 /// before it expires (0 when it does not say, i.e. not kept).
@@ -58,6 +59,45 @@ pub fn remember<T: serde::Serialize + serde::de::DeserializeOwned>(
         cache::set(key, &bytes, ttl_ms);
     }
     Some(fetched)
+}
+
+/// What a provider publishes about the account (its configuration, its
+/// currencies), read with the settings every market shares (`base_url` and
+/// a secret) and kept in the cache per base URL and account, so that a
+/// configuration change never serves another account's answer.
+pub struct Published {
+    /// Its cache key's prefix (`active_conf`).
+    pub key: &'static str,
+    /// Names it in the warning when it cannot be had.
+    pub what: &'static str,
+    /// The secret that authorises the read.
+    pub secret: &'static str,
+    /// The setting that says how long it is kept, and its default.
+    pub ttl_setting: &'static str,
+    pub default_ttl_ms: u64,
+}
+
+impl Published {
+    /// The kept answer, else `fetch(base_url, secret)`'s; `None` (logged)
+    /// when it cannot be had: never an error, `describe` must answer.
+    pub fn get<T: serde::Serialize + serde::de::DeserializeOwned>(
+        &self,
+        fetch: impl FnOnce(&str, &str) -> Result<T, AdapterError>,
+    ) -> Option<T> {
+        let base_url = settings::setting("base_url")?;
+        let base_url = base_url.trim_end_matches('/');
+        let secret = settings::secret(self.secret)?;
+        let key = format!("{}:{base_url}:{}", self.key, account(&secret));
+        let ttl = parsed(settings::setting(self.ttl_setting)).unwrap_or(self.default_ttl_ms);
+        remember(&key, ttl, || {
+            fetch(base_url, &secret)
+                .inspect_err(|e| {
+                    let warning = format!("{} unavailable: {e:?}", self.what);
+                    log::log(log::Level::Warn, &warning);
+                })
+                .ok()
+        })
+    }
 }
 
 /// Where tokens are kept: the host's cache, or memory in a unit test.

@@ -7,7 +7,7 @@
 use mmc_domain::http;
 
 use crate::settings::{self, parsed};
-use crate::types::{AdapterError, Inbound};
+use crate::types::{AdapterError, CallbackUpdate, Inbound, PspStatus, SubjectKind};
 use crate::{clock, signing};
 
 /// Without the `webhook_tolerance_seconds` setting.
@@ -23,6 +23,19 @@ pub fn method(req: &Inbound, allowed: &[&str], what: &str) -> Result<(), Adapter
         allowed.join(" or "),
         req.method
     )))
+}
+
+/// A notification that cannot be authenticated (unsigned, or signed in a way
+/// we cannot check) is only a hint naming its subject: pending, so that the
+/// service answers at once and then asks the provider by its own
+/// authenticated status query, never believing what the body claims.
+pub fn hint(kind: SubjectKind, id: String, psp_reference: String) -> Vec<CallbackUpdate> {
+    vec![CallbackUpdate {
+        kind,
+        id: Some(id),
+        psp_reference: Some(psp_reference),
+        status: PspStatus::Pending,
+    }]
 }
 
 /// How one provider signs its notifications.
