@@ -6,7 +6,8 @@
 //! Modules: `batches` (the HTTP endpoints and the validation workflow),
 //! `items` (checking one payout line), `csv` and `multipart` (reading
 //! uploads), `wire` (JSON in and out), `store` (keys and records),
-//! `jobs` (payout execution), `settings`, `error`.
+//! `jobs` (payout execution), `events` (the batch events of the outbox),
+//! `settings`, `error`.
 
 wit_bindgen::generate!({
     path: ["../../wit/platform", "../../wit/adapter", "../../wit/api"],
@@ -17,6 +18,7 @@ wit_bindgen::generate!({
 mod batches;
 mod csv;
 mod error;
+mod events;
 mod items;
 mod jobs;
 mod multipart;

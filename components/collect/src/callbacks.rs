@@ -139,85 +139,121 @@ fn apply(
     // Only the route the subject was sent through speaks for it: a callback
     // parsed by another adapter (another operator's or route's address, a
     // forged body naming our id) is ignored and counted.
-    let parsed_by = via
-        .map(str::to_string)
-        .or_else(|| router::served_by(env, operator));
-    let served_by = |subject: Option<&Payment>| {
+    let parsed_by = ParsedBy {
+        env,
+        adapter: via
+            .map(str::to_string)
+            .or_else(|| router::served_by(env, operator)),
+    };
+    let applied = match u.kind {
+        SubjectKind::Payment => apply_to_payment(&tx, &parsed_by, (&merchant, &id), u)?,
+        SubjectKind::Refund => apply_to_refund(&tx, &parsed_by, (&merchant, &id), u)?,
+        // Payouts belong to the bulk component, which polls their status.
+        SubjectKind::Payout => false,
+    };
+    if !applied {
+        return Ok(false);
+    }
+    tx.commit()?;
+    Ok(true)
+}
+
+/// The adapter that parsed a callback (the route in its address, else the
+/// operator's first route).
+struct ParsedBy<'a> {
+    env: &'a str,
+    adapter: Option<String>,
+}
+
+impl ParsedBy<'_> {
+    /// Whether `subject` was sent through the route that parsed the callback.
+    fn speaks_for(&self, subject: Option<&Payment>) -> bool {
         let Some(p) = subject else { return false };
         let route = crate::routes::via(p).or_else(|| {
             p.operator
                 .as_deref()
-                .and_then(|o| router::served_by(env, o))
+                .and_then(|o| router::served_by(self.env, o))
         });
-        parsed_by.is_some() && parsed_by == route
-    };
-    match u.kind {
-        SubjectKind::Payment => {
-            let Some(mut p) = tx.payment(env, &merchant, &id)? else {
-                return Ok(false);
-            };
-            // Nothing was ever sent for it (a hosted payment the customer has not
-            // paid yet): no operator can have news of it, and a forged reference
-            // would stop the customer from paying.
-            if p.sent_at().is_none() {
-                log::count("callback_for_unsent_payment");
-                return Ok(false);
-            }
-            if !served_by(Some(&p)) {
-                log::count("callback_from_foreign_adapter");
-                return Ok(false);
-            }
-            let previous_check = p.next_check_ms;
-            match follows(u, p.psp_reference.as_deref()) {
-                Some(Follows::Ours) => apply_psp_status(&tx, &mut p, u.status.clone())?,
-                // Not comparable yet: a hint, answered by asking the operator (below).
-                Some(Follows::Unverified) => log::count("callback_reference_unverified"),
-                None => {
-                    log::log(
-                        log::Level::Warn,
-                        &format!(
-                            "payment {}: callback names another operator transaction ({:?}), ignored",
-                            p.id, u.psp_reference
-                        ),
-                    );
-                    log::count("callback_reference_mismatch");
-                    return Ok(false);
-                }
-            }
-            // A callback is news: the operator is asked at the next reconciliation
-            // round (within a second), after this answer, not before it.
-            if payments::worth_asking(&p) {
-                p.next_check_ms = Some(clock::now_ms());
-            }
-            tx.save_payment(&p, previous_check)?;
-        }
-        SubjectKind::Refund => {
-            let Some(mut r) = tx.refund(env, &merchant, &id)? else {
-                return Ok(false);
-            };
-            let paid_with = tx.payment(env, &merchant, &r.payment_id)?;
-            if !served_by(paid_with.as_ref()) {
-                log::count("callback_from_foreign_adapter");
-                return Ok(false);
-            }
-            match follows(u, r.psp_reference.as_deref()) {
-                Some(Follows::Ours) => apply_refund_status(&tx, &mut r, u.status.clone())?,
-                Some(Follows::Unverified) => log::count("callback_reference_unverified"),
-                None => {
-                    log::count("callback_reference_mismatch");
-                    return Ok(false);
-                }
-            }
-            // Asked right after (a failed refund too: the operator may have made it after all).
-            if r.status != RefundStatus::Completed {
-                let previous = r.next_check_ms.replace(clock::now_ms());
-                tx.save_refund(&r, previous)?;
-            }
-        }
-        // Payouts belong to the bulk component, which polls their status.
-        SubjectKind::Payout => return Ok(false),
+        self.adapter.is_some() && self.adapter == route
     }
-    tx.commit()?;
+}
+
+/// A payment's update, written in `tx`; false when it is not applied.
+fn apply_to_payment(
+    tx: &Tx,
+    parsed_by: &ParsedBy<'_>,
+    (merchant, id): (&str, &str),
+    u: &CallbackUpdate,
+) -> Result<bool, ApiError> {
+    let Some(mut p) = tx.payment(parsed_by.env, merchant, id)? else {
+        return Ok(false);
+    };
+    // Nothing was ever sent for it (a hosted payment the customer has not
+    // paid yet): no operator can have news of it, and a forged reference
+    // would stop the customer from paying.
+    if p.sent_at().is_none() {
+        log::count("callback_for_unsent_payment");
+        return Ok(false);
+    }
+    if !parsed_by.speaks_for(Some(&p)) {
+        log::count("callback_from_foreign_adapter");
+        return Ok(false);
+    }
+    let previous_check = p.next_check_ms;
+    match follows(u, p.psp_reference.as_deref()) {
+        Some(Follows::Ours) => apply_psp_status(tx, &mut p, u.status.clone())?,
+        // Not comparable yet: a hint, answered by asking the operator (below).
+        Some(Follows::Unverified) => log::count("callback_reference_unverified"),
+        None => {
+            log::log(
+                log::Level::Warn,
+                &format!(
+                    "payment {}: callback names another operator transaction ({:?}), ignored",
+                    p.id, u.psp_reference
+                ),
+            );
+            log::count("callback_reference_mismatch");
+            return Ok(false);
+        }
+    }
+    // A callback is news: the operator is asked at the next reconciliation
+    // round (within a second), after this answer, not before it.
+    if payments::worth_asking(&p) {
+        p.next_check_ms = Some(clock::now_ms());
+    }
+    tx.save_payment(&p, previous_check)?;
+    Ok(true)
+}
+
+/// A refund's update, written in `tx`; false when it is not applied.
+fn apply_to_refund(
+    tx: &Tx,
+    parsed_by: &ParsedBy<'_>,
+    (merchant, id): (&str, &str),
+    u: &CallbackUpdate,
+) -> Result<bool, ApiError> {
+    let env = parsed_by.env;
+    let Some(mut r) = tx.refund(env, merchant, id)? else {
+        return Ok(false);
+    };
+    let paid_with = tx.payment(env, merchant, &r.payment_id)?;
+    if !parsed_by.speaks_for(paid_with.as_ref()) {
+        log::count("callback_from_foreign_adapter");
+        return Ok(false);
+    }
+    match follows(u, r.psp_reference.as_deref()) {
+        Some(Follows::Ours) => apply_refund_status(tx, &mut r, u.status.clone())?,
+        Some(Follows::Unverified) => log::count("callback_reference_unverified"),
+        None => {
+            log::count("callback_reference_mismatch");
+            return Ok(false);
+        }
+    }
+    // Asked right after (a failed refund too: the operator may have made it after all).
+    if r.status != RefundStatus::Completed {
+        let previous = r.next_check_ms.replace(clock::now_ms());
+        tx.save_refund(&r, previous)?;
+    }
     Ok(true)
 }
 

@@ -15,7 +15,7 @@ use crate::ApiError;
 use crate::mmc::adapter::router;
 use crate::mmc::adapter::types::AdapterError;
 use crate::mmc::api::http_types::{Caller, Response};
-use crate::payments::{adapter_failure, failure_kind};
+use crate::payments::failures::{adapter_failure, failure_kind};
 use crate::store::{self, Payment};
 use crate::wire::json_response;
 

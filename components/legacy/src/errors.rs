@@ -41,7 +41,7 @@ impl LegacyError {
     }
 
     pub fn into_response(self) -> Response {
-        let mut resp = crate::wire::json(
+        let mut resp = crate::response::json(
             self.status,
             &json!({"error": self.message, "code": self.code}),
         );

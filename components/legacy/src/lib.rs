@@ -11,6 +11,7 @@ wit_bindgen::generate!({
 });
 
 mod errors;
+mod response;
 mod wire;
 
 use exports::mmc::api::handler::Guest;
@@ -33,7 +34,7 @@ impl Guest for Legacy {
             Ok(r) => r,
             Err(e) => e.into_response(),
         };
-        wire::add_deprecation_headers(&mut resp, &base);
+        response::add_deprecation_headers(&mut resp, &base);
         resp
     }
 }
@@ -58,7 +59,7 @@ fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, LegacyError
     let method = req.method.as_str();
     if path == "/api/v1/collect/operators" {
         return match method {
-            "GET" => Ok(wire::json(200, &wire::catalogue(&caller.environment))),
+            "GET" => Ok(response::json(200, &wire::catalogue(&caller.environment))),
             _ => Err(LegacyError::method_not_allowed("GET")),
         };
     }
@@ -110,7 +111,7 @@ fn initiate(caller: &Caller, req: &Request) -> Result<Response, LegacyError> {
         generation: Generation::Legacy,
     };
     match payments::create(caller, &request) {
-        Ok(created) => Ok(wire::json(
+        Ok(created) => Ok(response::json(
             if created.replay { 200 } else { 201 },
             &wire::collection(&created.payment, created.replay),
         )),
@@ -121,7 +122,7 @@ fn initiate(caller: &Caller, req: &Request) -> Result<Response, LegacyError> {
 fn confirm(caller: &Caller, req: &Request) -> Result<Response, LegacyError> {
     let (reference, otp) = wire::parse_confirm(&req.body)?;
     match payments::confirm(caller, &reference, &otp) {
-        Ok(p) => Ok(wire::json(200, &wire::collection(&p, false))),
+        Ok(p) => Ok(response::json(200, &wire::collection(&p, false))),
         Err(f) => Err(errors::from_confirm(f)),
     }
 }
@@ -137,7 +138,7 @@ fn read(caller: &Caller, req: &Request, reference: &str) -> Result<Response, Leg
         }
     };
     match payments::get(caller, reference, sync) {
-        Ok(p) => Ok(wire::json(200, &wire::collection(&p, false))),
+        Ok(p) => Ok(response::json(200, &wire::collection(&p, false))),
         Err(f) => Err(errors::from_read(f)),
     }
 }

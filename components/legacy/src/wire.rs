@@ -1,39 +1,14 @@
 //! Legacy wire formats: flat requests in minor units, the Collection shape
 //! (from `mmc_domain::legacy`, shared with collect's legacy events), the
-//! legacy catalogue, and the deprecation headers.
+//! legacy catalogue.
 
 use serde_json::{Map, Value, json};
 
 use crate::errors::LegacyError;
 use crate::mmc::adapter::router;
-use crate::mmc::api::http_types::{Request, Response};
+use crate::mmc::api::http_types::Request;
 use crate::mmc::api::payment_types::Payment;
-use crate::mmc::platform::{config, signing};
-
-/// When the current generation replaced this one (RFC 9745 `Deprecation`).
-const DEPRECATED_SINCE: &str = "@1780272000"; // 1 June 2026
-const DEFAULT_SUNSET: &str = "Wed, 30 Jun 2027 23:59:59 GMT";
-
-pub fn json(status: u16, body: &Value) -> Response {
-    Response {
-        status,
-        headers: vec![("content-type".into(), "application/json".into())],
-        body: serde_json::to_vec(body).expect("JSON values serialise"),
-    }
-}
-
-pub fn add_deprecation_headers(resp: &mut Response, base_url: &str) {
-    let sunset = config::get("sunset").unwrap_or_else(|| DEFAULT_SUNSET.into());
-    resp.headers
-        .push(("deprecation".into(), DEPRECATED_SINCE.into()));
-    resp.headers.push(("sunset".into(), sunset));
-    resp.headers.push((
-        "link".into(),
-        format!(
-            "<{base_url}/docs/legacy#migrating-from-the-legacy-generation>; rel=\"deprecation\"; type=\"text/html\", <{base_url}/api/v1/collect/openapi.json>; rel=\"successor-version\""
-        ),
-    ));
-}
+use crate::mmc::platform::signing;
 
 pub fn header<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
     mmc_domain::http::header(&req.headers, name)

@@ -57,7 +57,7 @@ pub fn validate(caller: &Caller, req: &Request, id: &str) -> Result<Response, Ap
         b.status = BatchStatus::Rejected;
         b.rejected_at_ms = Some(now);
         b.rejection_reason = reason;
-        jobs::emit(&tx, &b)?;
+        events::emit(&tx, &b)?;
     } else {
         b.status = BatchStatus::Processing;
         b.validated_at_ms = Some(now);

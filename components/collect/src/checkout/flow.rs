@@ -1,8 +1,5 @@
-//! The hosted checkout page (`checkout_url`): server-rendered HTML for the
-//! customer, in French or English, phone-sized, no JavaScript needed (live
-//! status is a meta refresh that asks the PSP). Choose the operator, enter
-//! the phone, give the OTP when the operator needs one, then watch the
-//! status until it is final.
+//! The customer's way through the page: shown as the payment stands, the
+//! operator and phone chosen (and the payment sent), the OTP given.
 
 use mmc_domain::operators::{self, Country};
 use mmc_domain::{Mode, Status, phone};
@@ -14,220 +11,9 @@ use crate::mmc::api::http_types::{Caller, Request, Response};
 use crate::mmc::platform::{cache, clock};
 use crate::payments;
 use crate::store::{self, Customer, Payment, Tx};
-use crate::wire;
 
-#[derive(Clone, Copy, PartialEq)]
-enum Lang {
-    En,
-    Fr,
-}
-
-fn lang(req: &Request) -> Lang {
-    if let Some(l) = wire::query_param(req, "lang") {
-        return if l == "fr" { Lang::Fr } else { Lang::En };
-    }
-    let accept = wire::header(req, "accept-language")
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    // The first language listed wins; French speakers are most of our customers.
-    match accept.split(',').next().map(str::trim) {
-        Some(l) if l.starts_with("fr") => Lang::Fr,
-        _ => Lang::En,
-    }
-}
-
-fn t(lang: Lang, key: &str) -> &'static str {
-    let (en, fr) = match key {
-        "title" => ("Pay with Mobile Money", "Payer par Mobile Money"),
-        "to" => ("Payment to", "Paiement à"),
-        "amount" => ("Amount", "Montant"),
-        "operator" => ("Mobile Money operator", "Opérateur Mobile Money"),
-        "phone" => ("Mobile Money number", "Numéro Mobile Money"),
-        "pay" => ("Pay", "Payer"),
-        "otp" => ("Code received by SMS", "Code reçu par SMS"),
-        "otp_help" => (
-            "Enter the one-time code sent to your phone.",
-            "Saisissez le code à usage unique envoyé sur votre téléphone.",
-        ),
-        "confirm" => ("Confirm", "Confirmer"),
-        "waiting" => (
-            "Approve the payment on your phone. This page updates by itself.",
-            "Validez le paiement sur votre téléphone. Cette page se met à jour toute seule.",
-        ),
-        "completed" => (
-            "Payment completed. Thank you!",
-            "Paiement effectué. Merci !",
-        ),
-        "failed" => ("The payment failed.", "Le paiement a échoué."),
-        "insufficient_funds" => ("Your balance is too low.", "Votre solde est insuffisant."),
-        "declined_by_customer" => (
-            "The payment was declined on the phone.",
-            "Le paiement a été refusé sur le téléphone.",
-        ),
-        "approval_expired" => (
-            "The approval request expired.",
-            "La demande de validation a expiré.",
-        ),
-        "limit_reached" => (
-            "Your Mobile Money limit is reached.",
-            "Votre plafond Mobile Money est atteint.",
-        ),
-        "payer_not_found" => (
-            "This number has no Mobile Money account with this operator.",
-            "Ce numéro n'a pas de compte Mobile Money chez cet opérateur.",
-        ),
-        "otp_attempts_exceeded" => ("Too many wrong codes.", "Trop de codes incorrects."),
-        "busy" => (
-            "Too many payments at this moment: nothing was sent. Try again in a moment.",
-            "Trop de paiements en ce moment : rien n'a été envoyé. Réessayez dans un instant.",
-        ),
-        "try_later" => (
-            "Try again later or with another operator.",
-            "Réessayez plus tard ou avec un autre opérateur.",
-        ),
-        "cancelled" => ("This payment was cancelled.", "Ce paiement a été annulé."),
-        "expired" => (
-            "This payment link has expired.",
-            "Ce lien de paiement a expiré.",
-        ),
-        "continue" => (
-            "Continue to the operator to pay",
-            "Continuer chez l'opérateur pour payer",
-        ),
-        "wrong_phone" => (
-            "This number is not a valid mobile number for the country.",
-            "Ce numéro n'est pas un numéro mobile valide pour ce pays.",
-        ),
-        "operator_unavailable" => (
-            "This operator cannot take payments right now. Choose another, or try again later.",
-            "Cet opérateur ne peut pas recevoir de paiement pour le moment. Choisissez-en un autre ou réessayez plus tard.",
-        ),
-        "wrong_operator" => (
-            "Choose an operator from the list.",
-            "Choisissez un opérateur dans la liste.",
-        ),
-        "wrong_otp" => ("Wrong code. Try again.", "Code incorrect. Réessayez."),
-        "not_found" => (
-            "This payment link is not valid.",
-            "Ce lien de paiement n'est pas valide.",
-        ),
-        "try_again" => ("Please try again.", "Veuillez réessayer."),
-        "time_left" => (
-            "Time left to pay: {} min",
-            "Temps restant pour payer : {} min",
-        ),
-        _ => ("", ""),
-    };
-    if lang == Lang::Fr { fr } else { en }
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
-}
-
-/// The page's only style sheet. Inline, so the page is one request; allowed
-/// by its hash in the Content-Security-Policy (`STYLE_SHA256`, kept equal to
-/// it by a unit test), so nothing else inline can run or style the page.
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:0;background:#f4f5f7;color:#1d2330}main{max-width:420px;margin:0 auto;padding:20px}\
-.card{background:#fff;border-radius:12px;padding:20px;box-shadow:0 1px 4px rgba(0,0,0,.1)}h1{font-size:1.2rem}.amount{font-size:1.8rem;font-weight:700}\
-label{display:block;margin:14px 0 6px;font-weight:600}select,input,button{width:100%;box-sizing:border-box;font-size:1rem;padding:12px;border-radius:8px;border:1px solid #6b7280}\
-button{background:#0b5cad;color:#fff;border:0;margin-top:18px;font-weight:700}.msg{padding:12px;border-radius:8px;margin:12px 0}.ok{background:#e3f6e8}.err{background:#fde8e8}.wait{background:#eef3fb}\
-.muted{color:#4b5563}";
-
-/// base64 of the SHA-256 of [`STYLE`].
-const STYLE_SHA256: &str = "EJLFp8ALZDsDqSwTH78Su7TEyFBQirmq/KhTzTSbdc8=";
-
-/// A page where customers type their phone number: nothing may frame it
-/// (clickjacking), load into it, or learn where the customer came from.
-fn security_headers() -> Vec<(String, String)> {
-    let csp = format!(
-        "default-src 'none'; style-src 'sha256-{STYLE_SHA256}'; form-action 'self'; \
-         frame-ancestors 'none'; base-uri 'none'"
-    );
-    [
-        ("content-security-policy", csp.as_str()),
-        ("x-frame-options", "DENY"),
-        ("referrer-policy", "no-referrer"),
-        ("x-content-type-options", "nosniff"),
-        ("cache-control", "no-store"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect()
-}
-
-fn page(lang: Lang, status: u16, body: &str, refresh: bool) -> Response {
-    let html = format!(
-        r#"<!doctype html><html lang="{l}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">{r}<title>{title}</title>
-<style>{STYLE}</style></head>
-<body><main><div class="card">{body}</div></main></body></html>"#,
-        l = if lang == Lang::Fr { "fr" } else { "en" },
-        r = if refresh {
-            r#"<meta http-equiv="refresh" content="2">"#
-        } else {
-            ""
-        },
-        title = t(lang, "title"),
-    );
-    let mut headers = security_headers();
-    headers.push(("content-type".into(), "text/html; charset=utf-8".into()));
-    headers.push((
-        "content-language".into(),
-        if lang == Lang::Fr { "fr" } else { "en" }.into(),
-    ));
-    Response {
-        status,
-        headers,
-        body: html.into_bytes(),
-    }
-}
-
-fn header_html(lang: Lang, p: &Payment) -> String {
-    let description = p
-        .description
-        .as_deref()
-        .filter(|d| !d.trim().is_empty())
-        .map(|d| format!(r#"<p id="description">{}</p>"#, esc(d)))
-        .unwrap_or_default();
-    // Time left only while the customer can still pay.
-    let left_ms = p.expires_at_ms.saturating_sub(clock::now_ms());
-    let time_left =
-        if matches!(p.status, Status::AwaitingPayment | Status::AwaitingOtp) && left_ms > 0 {
-            let minutes = left_ms.div_ceil(60_000);
-            format!(
-                r#"<p class="muted" id="time-left" data-expires-at-ms="{}">{}</p>"#,
-                p.expires_at_ms,
-                t(lang, "time_left").replace("{}", &minutes.to_string())
-            )
-        } else {
-            String::new()
-        };
-    format!(
-        r#"<h1>{}</h1><p>{} <strong id="merchant">{}</strong></p>{description}<p>{}<br><span class="amount" id="amount">{} {}</span></p>{time_left}"#,
-        t(lang, "title"),
-        t(lang, "to"),
-        esc(&p.merchant_name),
-        t(lang, "amount"),
-        group_thousands(p.amount),
-        esc(&p.currency)
-    )
-}
-
-fn group_thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push('\u{202f}');
-        }
-        out.push(c);
-    }
-    out
-}
+use super::html::{esc, header_html, masked, page};
+use super::words::{Lang, lang, t};
 
 /// Finds a hosted payment by id alone (checkout links carry no merchant or
 /// environment), reading without the writer: an anonymous page view must
@@ -243,23 +29,6 @@ fn load(id: &str) -> Result<Option<Payment>, ApiError> {
         }
     }
     Ok(None)
-}
-
-/// The number with all but its country code and last two digits hidden:
-/// the page is reachable by anyone holding the link.
-fn masked(e164: &str) -> String {
-    let digits: Vec<char> = e164.chars().filter(char::is_ascii_digit).collect();
-    if digits.len() < 6 {
-        return "•".repeat(digits.len());
-    }
-    let (head, rest) = digits.split_at(3);
-    let (hidden, tail) = rest.split_at(rest.len() - 2);
-    format!(
-        "+{}{}{}",
-        head.iter().collect::<String>(),
-        "•".repeat(hidden.len()),
-        tail.iter().collect::<String>()
-    )
 }
 
 /// How often page views of one payment may ask its operator (a view of a
@@ -554,29 +323,5 @@ fn otp(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {
         }
         Err(e) if e.status == 409 => Ok(see_other(&p, lang)),
         Err(_) => show(lang, p, Some(t(lang, "try_again"))),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use base64::Engine;
-    use sha2::Digest;
-
-    use super::*;
-
-    #[test]
-    fn the_policy_allows_exactly_the_pages_style() {
-        let digest = sha2::Sha256::digest(STYLE.as_bytes());
-        assert_eq!(
-            base64::engine::general_purpose::STANDARD.encode(digest),
-            STYLE_SHA256,
-            "STYLE changed: put its new hash in STYLE_SHA256"
-        );
-        let csp = security_headers()
-            .into_iter()
-            .find(|(k, _)| k == "content-security-policy")
-            .unwrap()
-            .1;
-        assert!(csp.starts_with("default-src 'none'") && csp.contains("frame-ancestors 'none'"));
     }
 }

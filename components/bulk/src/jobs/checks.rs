@@ -1,0 +1,105 @@
+//! Status checks of processing payouts whose outcome is not known yet: the
+//! operators asked all at once, each answer recorded on its own.
+
+use mmc_domain::outcome;
+
+use crate::mmc::adapter::router::{self, Routed};
+use crate::mmc::adapter::types::{AdapterError, OperationRef, PspStatus};
+use crate::mmc::platform::log;
+use crate::store::{self, Item, ItemStatus};
+use crate::{ApiError, settings};
+
+use super::answers::{Answer, completed, failure, record, warn};
+
+/// Processing items whose outcome is due to be asked: after a pending
+/// answer, a timeout, or a claim nobody finished (a crash). The operators are
+/// asked all at once (each answer can take seconds), then each answer is
+/// recorded in its own transaction.
+pub(super) fn check_items(due: &[store::Due], now: u64) {
+    let mut asked = Vec::with_capacity(due.len());
+    for d in due {
+        match processing_item(d) {
+            Ok(Some(item)) => asked.push((d, item)),
+            Ok(None) => {}
+            Err(e) => warn(&format!("status check of {} failed: {}", d.key, e.message)),
+        }
+    }
+    let ops: Vec<Routed> = asked
+        .iter()
+        .map(|(d, item)| Routed {
+            via: item.route.clone(),
+            op: OperationRef {
+                id: item.id.clone(),
+                operator: item.operator.clone(),
+                environment: d.env.clone(),
+                psp_reference: item.psp_reference.clone(),
+                phone: Some(item.phone.clone()),
+                amount: item.amount,
+                currency: item.currency.clone(),
+            },
+        })
+        .collect();
+    let statuses = router::payout_status_many(&ops);
+    for ((d, item), status) in asked.into_iter().zip(statuses) {
+        if let Err(e) = record_status(d, item, status, now) {
+            warn(&format!("status check of {} failed: {}", d.key, e.message));
+        }
+    }
+}
+
+/// The item a due check is about, while it is still processing; a check
+/// left for an item that has moved on is dropped.
+fn processing_item(d: &store::Due) -> Result<Option<Item>, ApiError> {
+    let (env, merchant) = (d.env.as_str(), d.merchant.as_str());
+    let item = match d.position {
+        Some(p) => store::read_item(env, merchant, &d.batch, p)?,
+        None => None,
+    };
+    match item.filter(|i| i.status == ItemStatus::Processing) {
+        Some(item) => Ok(Some(item)),
+        None => store::drop_entry("checks", &d.key).map(|_| None),
+    }
+}
+
+/// What the operator answered about a processing item, recorded.
+fn record_status(
+    d: &store::Due,
+    item: Item,
+    status: Result<PspStatus, AdapterError>,
+    now: u64,
+) -> Result<(), ApiError> {
+    let (env, merchant) = (d.env.as_str(), d.merchant.as_str());
+    let since = item.submitted_at_ms.unwrap_or(item.created_at_ms);
+    let answer = match status {
+        Ok(PspStatus::Completed(paid)) => completed(&item, &paid, None),
+        Ok(PspStatus::Failed(f)) => Answer::Failed(None, failure(&f.code, f.message)),
+        // Never received, once nothing can be in flight any more: nothing was paid.
+        Ok(PspStatus::NotFound)
+            if outcome::not_found_is_final(since, now, settings::in_flight_ms()) =>
+        {
+            Answer::Failed(
+                None,
+                failure(
+                    "operator_not_reached",
+                    "The operator has no record of this payout: it was never made.",
+                ),
+            )
+        }
+        other => {
+            if let Err(e) = &other {
+                warn(&format!("payout-status of item {}: {e:?}", item.id));
+            }
+            // Unknown stays processing however long it takes; a person is told.
+            if now.saturating_sub(since) >= settings::max_pending_ms() {
+                warn(&format!(
+                    "payout of item {} unconfirmed for {} s: check with the operator",
+                    item.id,
+                    now.saturating_sub(since) / 1000
+                ));
+                log::count("payout_unconfirmed");
+            }
+            Answer::Pending(None)
+        }
+    };
+    record(env, merchant, &item, answer, true).map(|_| ())
+}

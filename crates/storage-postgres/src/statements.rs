@@ -1,0 +1,146 @@
+//! The key-value statements, and the calls that run them on one connection:
+//! reads, scans, the fleet-wide writer lock, and pipelined writes with the
+//! outbox's events last.
+
+use deadpool_postgres::Client;
+use futures_util::future::join_all;
+use mmc_storage::{MAX_SCAN, OutboxEvent, StorageError, Write};
+
+use crate::{db_err, now_ms};
+
+pub(super) const GET: &str = "SELECT v FROM kv WHERE ns = $1 AND tbl = $2 AND k = $3";
+// PUT, DELETE and EMIT are also written in migration 3's `mmc_apply`: a
+// change to `kv` or `outbox` changes both (the function by a new migration).
+pub(super) const PUT: &str = "INSERT INTO kv (ns, tbl, k, v) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (ns, tbl, k) DO UPDATE SET v = EXCLUDED.v";
+pub(super) const DELETE: &str = "DELETE FROM kv WHERE ns = $1 AND tbl = $2 AND k = $3";
+// Scans, by order and by whether they have an end: a bound written
+// `(octet_length($4) = 0 OR k < $4)` is not one a generic plan can seek to,
+// and a descending scan would walk back over every key above the end.
+pub(super) const SCAN: [&str; 2] = [
+    "SELECT k, v FROM kv WHERE ns = $1 AND tbl = $2 AND k >= $3 ORDER BY k LIMIT $4",
+    "SELECT k, v FROM kv WHERE ns = $1 AND tbl = $2 AND k >= $3 AND k < $5 ORDER BY k LIMIT $4",
+];
+pub(super) const SCAN_DESC: [&str; 2] = [
+    "SELECT k, v FROM kv WHERE ns = $1 AND tbl = $2 AND k >= $3 ORDER BY k DESC LIMIT $4",
+    "SELECT k, v FROM kv WHERE ns = $1 AND tbl = $2 AND k >= $3 AND k < $5 ORDER BY k DESC LIMIT $4",
+];
+/// A prepared transaction in one round trip (migration 3's `mmc_apply`).
+pub(super) const APPLY: &str =
+    "SELECT mmc_apply($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
+pub(super) const EMIT: &str = "INSERT INTO outbox
+     (id, event_type, merchant_id, environment, subject_id, extra_url, payload, created_ms)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+
+pub(super) async fn get_on(
+    c: &Client,
+    ns: &str,
+    table: &str,
+    key: &str,
+) -> Result<Option<Vec<u8>>, StorageError> {
+    let stmt = c.prepare_cached(GET).await.map_err(db_err)?;
+    let row = c
+        .query_opt(&stmt, &[&ns, &table, &key.as_bytes()])
+        .await
+        .map_err(db_err)?;
+    Ok(row.map(|r| r.get(0)))
+}
+
+pub(super) async fn scan_on(
+    c: &Client,
+    ns: &str,
+    table: &str,
+    (start, end): (&str, &str),
+    sql: [&str; 2],
+    limit: u32,
+) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+    let limit = i64::from(limit.min(MAX_SCAN));
+    let rows = if end.is_empty() {
+        let stmt = c.prepare_cached(sql[0]).await.map_err(db_err)?;
+        c.query(&stmt, &[&ns, &table, &start.as_bytes(), &limit])
+            .await
+    } else {
+        let stmt = c.prepare_cached(sql[1]).await.map_err(db_err)?;
+        c.query(
+            &stmt,
+            &[&ns, &table, &start.as_bytes(), &limit, &end.as_bytes()],
+        )
+        .await
+    }
+    .map_err(db_err)?;
+    rows.into_iter()
+        .map(|r| {
+            let k: Vec<u8> = r.get(0);
+            let k = String::from_utf8(k).map_err(|_| {
+                StorageError::Unavailable("postgres: a stored key is not UTF-8".into())
+            })?;
+            Ok((k, r.get(1)))
+        })
+        .collect()
+}
+
+/// Opens the transaction and takes the namespace's fleet-wide writer lock,
+/// in one round trip.
+pub(super) async fn begin_on(c: &Client, ns_key: i64) -> Result<(), StorageError> {
+    c.batch_execute(&format!("BEGIN; SELECT pg_advisory_xact_lock({ns_key})"))
+        .await
+        .map_err(db_err)
+}
+
+/// Runs the writes in order, pipelined (sent without waiting for each
+/// answer); events go last, under the outbox lock, so `seq` order is commit
+/// order.
+pub(super) async fn write_on(
+    c: &Client,
+    ns: &str,
+    writes: &[&Write],
+    events: &[&OutboxEvent],
+    outbox_key: i64,
+) -> Result<(), StorageError> {
+    let (put, delete) = (
+        c.prepare_cached(PUT).await.map_err(db_err)?,
+        c.prepare_cached(DELETE).await.map_err(db_err)?,
+    );
+    let calls = writes.iter().map(|w| async {
+        match w {
+            Write::Put { table, key, value } => {
+                c.execute(&put, &[&ns, table, &key.as_bytes(), value]).await
+            }
+            Write::Delete { table, key } => {
+                c.execute(&delete, &[&ns, table, &key.as_bytes()]).await
+            }
+            Write::Emit(_) => Ok(0),
+        }
+    });
+    for r in join_all(calls).await {
+        r.map_err(db_err)?;
+    }
+    if events.is_empty() {
+        return Ok(());
+    }
+    let emit = c.prepare_cached(EMIT).await.map_err(db_err)?;
+    c.batch_execute(&format!("SELECT pg_advisory_xact_lock({outbox_key})"))
+        .await
+        .map_err(db_err)?;
+    let (emit, now) = (&emit, &now_ms());
+    let inserts = events.iter().map(|e| async move {
+        c.execute(
+            emit,
+            &[
+                &e.id,
+                &e.event_type,
+                &e.merchant_id,
+                &e.environment,
+                &e.subject_id,
+                &e.extra_url,
+                &e.payload,
+                now,
+            ],
+        )
+        .await
+    });
+    for r in join_all(inserts).await {
+        r.map_err(db_err)?;
+    }
+    Ok(())
+}
