@@ -303,23 +303,7 @@ pub fn spawn(webhooks: Arc<Webhooks>, drain: Arc<crate::shutdown::Drain>) {
                 next_prune = Instant::now() + PRUNE_EVERY;
             }
             let w = webhooks.clone();
-            let claimed = tokio::task::spawn_blocking(
-                move || -> Result<(Vec<(Claimed, Loaded)>, bool), WebhookError> {
-                    // A backlog of old events (a first start with retention) goes a
-                    // slice per round, so deliveries never wait behind all of it.
-                    let more = prune && w.prune_round();
-                    while w.dispatch_outbox(500)? == 500 {}
-                    let room = w.in_flight.available_permits();
-                    let claimed = if room == 0 {
-                        Vec::new()
-                    } else {
-                        w.claim_due(room)?
-                    };
-                    let loaded = w.load_all(&claimed);
-                    Ok((claimed.into_iter().zip(loaded).collect(), more))
-                },
-            )
-            .await;
+            let claimed = tokio::task::spawn_blocking(move || w.claim_round(prune)).await;
             let claimed = match claimed {
                 Ok(Ok((c, more))) => {
                     if more {
@@ -337,48 +321,85 @@ pub fn spawn(webhooks: Arc<Webhooks>, drain: Arc<crate::shutdown::Drain>) {
                 }
             };
             for (d, loaded) in claimed {
-                let permits = webhooks.endpoint_permit(&d).and_then(|endpoint| {
-                    let all = webhooks.in_flight.clone().try_acquire_owned().ok()?;
-                    Some((all, endpoint))
-                });
-                let (Some(permits), Some(job)) = (permits, drain.job()) else {
-                    // This endpoint is busy, or the node is draining: the
-                    // delivery goes back for the next round (here or elsewhere).
-                    let w = webhooks.clone();
-                    let _ = tokio::task::spawn_blocking(move || w.release(&d)).await;
-                    continue;
-                };
-                let w = webhooks.clone();
-                tokio::spawn(async move {
-                    let _held = (permits, job);
-                    let outcome = match loaded {
-                        Ok(Some((payload, secret))) => w.attempt(&d, payload, &secret).await,
-                        Ok(None) => Attempt {
-                            status_code: None,
-                            latency_ms: 0,
-                            error: Some("endpoint deleted".into()),
-                            give_up: true,
-                        },
-                        // Recorded as a failed attempt: retried on the schedule
-                        // (a later `collect` may read it) and given up at its age.
-                        Err(WebhookError::Unreadable) => Attempt {
-                            status_code: None,
-                            latency_ms: 0,
-                            error: Some("event_unreadable".into()),
-                            give_up: false,
-                        },
-                        Err(e @ WebhookError::Body(_)) => {
-                            tracing::warn!(event = %d.event_id, error = %e, "webhook body not built; retried when the lease expires");
-                            return;
-                        }
-                        _ => return, // storage trouble: the lease expires and the delivery is retried
-                    };
-                    if !outcome.delivered() {
-                        tracing::info!(event = %d.event_id, url = %d.url, error = ?outcome.error, "webhook delivery failed; will retry");
-                    }
-                    let _ = tokio::task::spawn_blocking(move || w.record(&d, &outcome)).await;
-                });
+                start_delivery(&webhooks, &drain, d, loaded).await;
             }
         }
     });
+}
+
+impl Webhooks {
+    /// One round's work on the store: a slice of old events pruned (when
+    /// `prune`), the outbox dispatched, and what the worker has room for
+    /// claimed with its body loaded. The flag: more is left to prune.
+    fn claim_round(&self, prune: bool) -> Result<(Vec<(Claimed, Loaded)>, bool), WebhookError> {
+        // A backlog of old events (a first start with retention) goes a
+        // slice per round, so deliveries never wait behind all of it.
+        let more = prune && self.prune_round();
+        while self.dispatch_outbox(500)? == 500 {}
+        let room = self.in_flight.available_permits();
+        let claimed = if room == 0 {
+            Vec::new()
+        } else {
+            self.claim_due(room)?
+        };
+        let loaded = self.load_all(&claimed);
+        Ok((claimed.into_iter().zip(loaded).collect(), more))
+    }
+}
+
+/// Starts a claimed delivery in a task of its own, holding a permit of the
+/// worker and one of its endpoint.
+async fn start_delivery(
+    webhooks: &Arc<Webhooks>,
+    drain: &Arc<crate::shutdown::Drain>,
+    d: Claimed,
+    loaded: Loaded,
+) {
+    let permits = webhooks.endpoint_permit(&d).and_then(|endpoint| {
+        let all = webhooks.in_flight.clone().try_acquire_owned().ok()?;
+        Some((all, endpoint))
+    });
+    let (Some(permits), Some(job)) = (permits, drain.job()) else {
+        // This endpoint is busy, or the node is draining: the
+        // delivery goes back for the next round (here or elsewhere).
+        let w = webhooks.clone();
+        let _ = tokio::task::spawn_blocking(move || w.release(&d)).await;
+        return;
+    };
+    let w = webhooks.clone();
+    tokio::spawn(async move {
+        let _held = (permits, job);
+        deliver(w, d, loaded).await;
+    });
+}
+
+/// Attempts one delivery (or records why it cannot be attempted) and
+/// records the attempt.
+async fn deliver(w: Arc<Webhooks>, d: Claimed, loaded: Loaded) {
+    let outcome = match loaded {
+        Ok(Some((payload, secret))) => w.attempt(&d, payload, &secret).await,
+        Ok(None) => Attempt {
+            status_code: None,
+            latency_ms: 0,
+            error: Some("endpoint deleted".into()),
+            give_up: true,
+        },
+        // Recorded as a failed attempt: retried on the schedule
+        // (a later `collect` may read it) and given up at its age.
+        Err(WebhookError::Unreadable) => Attempt {
+            status_code: None,
+            latency_ms: 0,
+            error: Some("event_unreadable".into()),
+            give_up: false,
+        },
+        Err(e @ WebhookError::Body(_)) => {
+            tracing::warn!(event = %d.event_id, error = %e, "webhook body not built; retried when the lease expires");
+            return;
+        }
+        _ => return, // storage trouble: the lease expires and the delivery is retried
+    };
+    if !outcome.delivered() {
+        tracing::info!(event = %d.event_id, url = %d.url, error = ?outcome.error, "webhook delivery failed; will retry");
+    }
+    let _ = tokio::task::spawn_blocking(move || w.record(&d, &outcome)).await;
 }
