@@ -151,6 +151,25 @@ impl Browser {
         self.post(path, &form).await
     }
 
+    /// Opens the one-time sign-in link at `path` and chooses `password`,
+    /// which must be accepted: the browser is then signed in.
+    pub async fn accept(&self, path: &str, password: &str) {
+        let page = self.get(path).await;
+        assert_eq!(page.status, 200, "{}", page.body);
+        let pre = page.field("pre");
+        let done = self
+            .post(
+                path,
+                &[
+                    ("pre", &pre),
+                    ("password", password),
+                    ("password2", password),
+                ],
+            )
+            .await;
+        assert_eq!((done.status, done.location()), (303, "/console/payments"));
+    }
+
     pub async fn sign_in(&self, email: &str, password: &str, code: &str) -> Page {
         let pre = self.get("/console/sign-in").await.field("pre");
         self.post(
@@ -176,20 +195,7 @@ pub async fn person(app: &TestApp, merchant: &str, email: &str, role: Role) -> B
         .invite(merchant, email, role)
         .unwrap();
     let browser = Browser::new(app);
-    let page = browser.get(&invitation.path).await;
-    assert_eq!(page.status, 200, "{}", page.body);
-    let pre = page.field("pre");
-    let done = browser
-        .post(
-            &invitation.path,
-            &[
-                ("pre", &pre),
-                ("password", PASSWORD),
-                ("password2", PASSWORD),
-            ],
-        )
-        .await;
-    assert_eq!((done.status, done.location()), (303, "/console/payments"));
+    browser.accept(&invitation.path, PASSWORD).await;
     // The link is spent.
     assert_eq!(Browser::new(app).get(&invitation.path).await.status, 404);
     browser
