@@ -277,6 +277,35 @@ async fn failover_moves_money_once_whichever_way_the_first_route_fails() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
+/// A batch of `items` created through the API; its id, and whether it
+/// waits for validation.
+async fn create_batch(app: &TestApp, key: &str, items: &[Value]) -> Result<(String, bool), String> {
+    let resp = app
+        .client
+        .post(app.url("/api/v1/bulk-payments/"))
+        .bearer_auth(key)
+        .header("Idempotency-Key", new_key())
+        .json(&json!({"name": "Failover", "items": items}))
+        .send()
+        .await
+        .map_err(|e| format!("create: {e}"))?;
+    let status = resp.status().as_u16();
+    let b: Value = resp.json().await.unwrap_or(Value::Null);
+    match b["id"].as_str() {
+        Some(id) if status == 201 => Ok((id.to_string(), b["requires_validation"] == true)),
+        _ => Err(format!("create answered {status}: {b}")),
+    }
+}
+
+/// Approves a batch with a second key (maker-checker).
+async fn validate(app: &TestApp, approver: &str, batch_id: &str) -> Result<(), String> {
+    let path = format!("/api/v1/bulk-payments/{batch_id}/validate/");
+    match app.post(approver, &path, json!({})).await {
+        (200, _) => Ok(()),
+        (status, v) => Err(format!("validate answered {status}: {v}")),
+    }
+}
+
 /// A bulk payout's operator calls, as the admin API lists them (oldest
 /// first): `(operation, adapter, outcome)`.
 async fn calls(app: &TestApp, item_id: &str) -> Vec<(String, String, String)> {
@@ -320,27 +349,9 @@ async fn payout_cell(
     let item = json!({"beneficiary_name": "Awa Koné", "phone": phone, "amount": 2500,
                       "currency": "XOF", "reference": format!("failover-{n}"),
                       "operator": OPERATOR});
-    let resp = rig
-        .app
-        .client
-        .post(rig.app.url("/api/v1/bulk-payments/"))
-        .bearer_auth(&key)
-        .header("Idempotency-Key", new_key())
-        .json(&json!({"name": "Failover", "items": [item]}))
-        .send()
-        .await
-        .map_err(|e| format!("create: {e}"))?;
-    let status = resp.status().as_u16();
-    let b: Value = resp.json().await.unwrap_or(Value::Null);
-    let Some(batch_id) = b["id"].as_str().filter(|_| status == 201) else {
-        return Err(format!("create answered {status}: {b}"));
-    };
-    if b["requires_validation"] == true {
-        let validate = format!("/api/v1/bulk-payments/{batch_id}/validate/");
-        let (status, v) = rig.app.post(&approver, &validate, json!({})).await;
-        if status != 200 {
-            return Err(format!("validate answered {status}: {v}"));
-        }
+    let (batch_id, needs_validation) = create_batch(&rig.app, &key, &[item]).await?;
+    if needs_validation {
+        validate(&rig.app, &approver, &batch_id).await?;
     }
     // Every status the item shows on its way: an unknown outcome is never
     // `failed`, and the item is never pending again once claimed.
@@ -512,6 +523,99 @@ async fn failover_pays_out_once_whichever_way_the_first_route_fails() {
         format!("{table}\n"),
     );
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// A batch whose operator no route can take now (its routes replaced by
+/// one that is not loaded) waits: its items are held, and the batch says
+/// how many and why. Once its routes are back, they go by themselves, once
+/// each, and the batch completes without `held`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_batch_says_how_many_wait_and_why_then_completes_when_a_route_returns() {
+    let (first, second) = (&crate::momo::ENTRY, &crate::pawapay::ENTRY);
+    let rig = TwoRoutes::start(first, second, |_| {}, |_| {}).await;
+    let (merchant, _, key) = rig.app.merchant("held batch");
+    let approver = rig
+        .app
+        .accounts
+        .create_key(&merchant, mmc_host::accounts::Environment::Live)
+        .unwrap()
+        .key;
+    let phones = [phone(995), phone(996)];
+    let items: Vec<Value> = phones
+        .iter()
+        .enumerate()
+        .map(|(i, phone)| {
+            json!({"beneficiary_name": "Awa Koné", "phone": phone, "amount": 2500,
+                   "currency": "XOF", "reference": format!("held-{i}"), "operator": OPERATOR})
+        })
+        .collect();
+    let (id, needs_validation) = create_batch(&rig.app, &key, &items).await.unwrap();
+    // Its routes go away before it is paid.
+    let routes = format!("/admin/v1/routes/live/{OPERATOR}");
+    let body = json!({"routes": ["ghost"], "note": "MTN Benin unreachable"});
+    let (status, r) = admin(
+        &rig.app,
+        reqwest::Method::PUT,
+        &routes,
+        Some(body.to_string().into_bytes()),
+    )
+    .await;
+    assert_eq!(status, 200, "{r}");
+    if needs_validation {
+        validate(&rig.app, &approver, &id).await.unwrap();
+    }
+    let path = format!("/api/v1/bulk-payments/{id}/");
+    let started = Instant::now();
+    let batch = loop {
+        let (status, batch) = rig.app.get(&key, &path).await;
+        assert_eq!(status, 200, "{batch}");
+        if batch["held"]["count"] == 2 {
+            break batch;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "{batch}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(batch["status"], "processing", "{batch}");
+    assert_eq!(batch["items_by_status"]["pending"], 2, "{batch}");
+    assert!(batch["held"]["since"].is_string(), "{batch}");
+    let reasons = batch["held"]["reasons"].as_array().unwrap();
+    assert_eq!(reasons.len(), 1, "{batch}");
+    assert_eq!(reasons[0]["count"], 2, "{batch}");
+    let reason = reasons[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!("no provider can take a payout to {OPERATOR}")),
+        "{reason}"
+    );
+    // Held: nothing was sent anywhere.
+    for phone in &phones {
+        for fake in [&rig.first, &rig.second] {
+            assert_eq!(fake.payout(phone).records, 0, "{phone}");
+        }
+    }
+
+    // Its routes again (the configuration's): the payouts go by themselves,
+    // once each.
+    let rollback = "/admin/v1/routes/rollback";
+    let (status, r) = admin(&rig.app, reqwest::Method::POST, rollback, None).await;
+    assert_eq!(status, 200, "{r}");
+    let started = Instant::now();
+    let batch = loop {
+        let (_, batch) = rig.app.get(&key, &path).await;
+        if batch["status"] == "completed" {
+            break batch;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{batch}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert!(batch.get("held").is_none(), "{batch}");
+    assert_eq!(batch["items_by_status"]["completed"], 2, "{batch}");
+    for phone in &phones {
+        let (a, b) = (rig.first.payout(phone), rig.second.payout(phone));
+        assert!(
+            a.moved && a.records == 1 && b.records == 0,
+            "{phone}: first {a:?}, second {b:?}"
+        );
+    }
 }
 
 /// A route that cannot send (its credentials are missing) answers that
