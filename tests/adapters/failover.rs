@@ -1,18 +1,23 @@
-//! Failover across two routes: the fault matrix of a request to pay, with
-//! the first route failing in each way. The service routes MTN Benin to two
-//! providers that reach it, `[first, second]`, each with its fake; the
-//! first one's fake fails the request in one way per cell.
+//! Failover across two routes: the fault matrix of a request to pay and of
+//! a bulk payout, with the first route failing in each way. The service
+//! routes MTN Benin to two providers that reach it, `[first, second]`, each
+//! with its fake; the first one's fake fails the request to pay, or the
+//! payout, in one way per cell.
 //!
 //! - **It refused** (our own 401, 403, 404 or 429: nothing was done there):
-//!   the payment goes through the second route; the money moves there, once,
-//!   and the first holds nothing.
+//!   the payment or payout goes through the second route; the money moves
+//!   there, once, and the first holds nothing that moved.
 //! - **It lied** (did the work, then timed out, answered a 5xx, dropped the
 //!   connection or answered garbage): the outcome is unknown, so the payment
-//!   stays on the first route until that operator answers; the second never
-//!   hears of it.
+//!   or payout stays on the first route until that operator answers (a
+//!   payout stays `processing` meanwhile); the second never hears of it.
 //!
-//! In every cell: exactly one money movement in total, the service reports
-//! it, and the payment's route says where it went and what was tried.
+//! In every cell: exactly one money movement in total, and the service
+//! reports it. A payment's route says where it went and what was tried; a
+//! payout is a one-item batch created and validated through the API and
+//! paid by the payouts job, its route and what was tried read from its
+//! operator calls (the admin API), its attempts one per route it was sent
+//! through.
 
 use std::time::{Duration, Instant};
 
@@ -110,6 +115,8 @@ impl TwoRoutes {
             health(&mut c.route_health);
             // Hundreds of payments a second from one key, in the scenario.
             c.rate_limit.per_second = 0.0;
+            // A payout's calls are read from the admin API.
+            c.admin_token = Some(ADMIN.into());
             c.rate_limit.per_client_per_second = 0.0;
         })
         .await;
@@ -268,6 +275,347 @@ async fn failover_moves_money_once_whichever_way_the_first_route_fails() {
         format!("{table}\n"),
     );
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// A batch of `items` created through the API; its id, and whether it
+/// waits for validation.
+async fn create_batch(app: &TestApp, key: &str, items: &[Value]) -> Result<(String, bool), String> {
+    let resp = app
+        .client
+        .post(app.url("/api/v1/bulk-payments/"))
+        .bearer_auth(key)
+        .header("Idempotency-Key", new_key())
+        .json(&json!({"name": "Failover", "items": items}))
+        .send()
+        .await
+        .map_err(|e| format!("create: {e}"))?;
+    let status = resp.status().as_u16();
+    let b: Value = resp.json().await.unwrap_or(Value::Null);
+    match b["id"].as_str() {
+        Some(id) if status == 201 => Ok((id.to_string(), b["requires_validation"] == true)),
+        _ => Err(format!("create answered {status}: {b}")),
+    }
+}
+
+/// Approves a batch with a second key (maker-checker).
+async fn validate(app: &TestApp, approver: &str, batch_id: &str) -> Result<(), String> {
+    let path = format!("/api/v1/bulk-payments/{batch_id}/validate/");
+    match app.post(approver, &path, json!({})).await {
+        (200, _) => Ok(()),
+        (status, v) => Err(format!("validate answered {status}: {v}")),
+    }
+}
+
+/// A bulk payout's operator calls, as the admin API lists them (oldest
+/// first): `(operation, adapter, outcome)`.
+async fn calls(app: &TestApp, item_id: &str) -> Vec<(String, String, String)> {
+    calls_of(app, item_id)
+        .await
+        .iter()
+        .map(|c| {
+            let text = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+            (text("operation"), text("adapter"), text("outcome"))
+        })
+        .collect()
+}
+
+/// One payout cell: a one-item batch to `phone(n)`, created through the
+/// API, validated by a second key (maker-checker), paid by the payouts job;
+/// returns what happened, or why it broke the rule.
+async fn payout_cell(
+    rig: &TwoRoutes,
+    names: (&str, &str),
+    failing: &Failing,
+    n: usize,
+) -> Result<String, String> {
+    let (merchant, _, key) = rig.app.merchant(&format!("payout failover {n}"));
+    let approver = rig
+        .app
+        .accounts
+        .create_key(&merchant, mmc_host::accounts::Environment::Live)
+        .unwrap()
+        .key;
+    let phone = phone(n);
+    let refused = matches!(failing, Failing::Refused(_));
+    let (first, second) = (rig.first.as_ref(), rig.second.as_ref());
+    let endpoint = first.endpoint(Op::Payout);
+    let target = first.target(Op::Payout, &phone, "", "");
+    // Twice for a refusal, as for a request to pay: a token renewed after a
+    // 401 is refused again.
+    let times = if refused { 2 } else { 1 };
+    first
+        .plumbing()
+        .inject_for(endpoint, &target, failing.fault(), times);
+    let item = json!({"beneficiary_name": "Awa Koné", "phone": phone, "amount": 2500,
+                      "currency": "XOF", "reference": format!("failover-{n}"),
+                      "operator": OPERATOR});
+    let (batch_id, needs_validation) = create_batch(&rig.app, &key, &[item]).await?;
+    if needs_validation {
+        validate(&rig.app, &approver, &batch_id).await?;
+    }
+    // Every status the item shows on its way: an unknown outcome is never
+    // `failed`, and the item is never pending again once claimed.
+    let items = format!("/api/v1/bulk-payments/{batch_id}/items/");
+    let mut seen: Vec<String> = Vec::new();
+    let until = Instant::now() + Duration::from_secs(30);
+    let item = loop {
+        let (_, page) = rig.app.get(&key, &items).await;
+        let item = page["results"][0].clone();
+        let status = item["status"].as_str().unwrap_or("unreadable").to_string();
+        if seen.last() != Some(&status) {
+            seen.push(status.clone());
+        }
+        if matches!(status.as_str(), "completed" | "failed") || Instant::now() >= until {
+            break item;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    if first.plumbing().faults_left(endpoint, &target) == times {
+        return Err(format!("test: the fault at {endpoint} never hit"));
+    }
+    let (at_first, at_second) = (first.payout(&phone), second.payout(&phone));
+    let moved = usize::from(at_first.moved) + usize::from(at_second.moved);
+    // A provider may hold a payout it was refused to send (FedaPay creates
+    // it, then refuses to start it): it must never move money.
+    let (paying_at, other) = if refused {
+        (&at_second, &at_first)
+    } else {
+        (&at_first, &at_second)
+    };
+    if moved != 1 || paying_at.records != 1 || other.moved || !other.settled {
+        return Err(format!(
+            "{moved} payouts: first {at_first:?}, second {at_second:?}"
+        ));
+    }
+    if item["status"] != "completed" {
+        return Err(format!(
+            "money moved, the item is {}: {item}",
+            item["status"]
+        ));
+    }
+    // Lied to, it stays processing until that operator answers (asked
+    // 2 s later at the earliest); refused, it may complete at once.
+    let path: Vec<&str> = seen.iter().map(String::as_str).collect();
+    let claimed: Vec<&str> = path
+        .iter()
+        .copied()
+        .skip_while(|s| *s == "pending")
+        .collect();
+    let ways: &[&[&str]] = if refused {
+        &[&["processing", "completed"], &["completed"]]
+    } else {
+        &[&["processing", "completed"]]
+    };
+    if !ways.contains(&claimed.as_slice()) {
+        return Err(format!("the item went {}", path.join(" → ")));
+    }
+    // One attempt per route it was sent through.
+    let attempts = if refused { 2 } else { 1 };
+    if item["attempts"] != attempts {
+        return Err(format!("{} attempts: {item}", item["attempts"]));
+    }
+    // Its route and what was tried, from its calls: the route a payout was
+    // sent through last, the routes before it that answered nothing was done.
+    let item_id = item["id"].as_str().unwrap_or_default();
+    let (want_route, want_tried) = if refused {
+        (names.1, vec![names.0])
+    } else {
+        (names.0, vec![])
+    };
+    let until = Instant::now() + Duration::from_secs(5);
+    let trail = loop {
+        // The audit trail is written behind the calls.
+        let trail = calls(&rig.app, item_id).await;
+        let paid = trail.iter().any(|(op, adapter, outcome)| {
+            op == "payout" && adapter == want_route && outcome == "ok"
+        });
+        if paid || Instant::now() >= until {
+            break trail;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let sent: Vec<&(String, String, String)> =
+        trail.iter().filter(|(op, _, _)| op == "payout").collect();
+    let route = sent.last().map(|(_, adapter, _)| adapter.as_str());
+    let tried: Vec<&str> = sent[..sent.len().saturating_sub(1)]
+        .iter()
+        .filter(|(_, _, outcome)| {
+            ["rejected", "not_sent", "not_supported"].contains(&outcome.as_str())
+        })
+        .map(|(_, adapter, _)| adapter.as_str())
+        .collect();
+    if route != Some(want_route) || tried != want_tried || sent.len() != want_tried.len() + 1 {
+        return Err(format!("calls: {trail:?}"));
+    }
+    let failover = trail
+        .iter()
+        .any(|(op, adapter, outcome)| op == "route" && adapter == names.1 && outcome == "failover");
+    if refused != failover {
+        return Err(format!("route choices: {trail:?}"));
+    }
+    // After an unknown outcome the second provider never hears of it.
+    if !refused {
+        let asked = second
+            .plumbing()
+            .requests_for(second.endpoint(Op::Payout), &phone)
+            .len();
+        let named = trail.iter().any(|(_, adapter, _)| adapter == names.1);
+        if asked != 0 || at_second.records != 0 || named {
+            return Err(format!(
+                "after an unknown outcome the second route was asked: {asked} requests, {at_second:?}, calls {trail:?}"
+            ));
+        }
+    }
+    let first_outcome = &sent[0].2;
+    Ok(format!(
+        "through {want_route}; first route answered {first_outcome}; item {}",
+        path.join(" → ")
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_pays_out_once_whichever_way_the_first_route_fails() {
+    // The pairs run at once, each with its fake and service, and so do the
+    // cells of each (the payouts job sends one payout at a time).
+    let pairs = pairs()
+        .into_iter()
+        .enumerate()
+        .map(|(p, (first, second))| async move {
+            // Every route stays closed: an open circuit would hold the payouts
+            // (a payout waits for a route), and each cell shows its own failover.
+            let rig = TwoRoutes::start(first, second, |_| {}, |h| h.min_failures = 1_000).await;
+            let cells = Failing::all().into_iter().enumerate().map(|(i, failing)| {
+                let rig = &rig;
+                async move {
+                    let n = 500 + p * 100 + i;
+                    let verdict = payout_cell(rig, (first.name, second.name), &failing, n).await;
+                    (failing, verdict)
+                }
+            });
+            let verdicts = futures::future::join_all(cells).await;
+            (first, second, verdicts)
+        });
+    let mut report = vec!["| first → second | first route | outcome |".to_string()];
+    report.push("|---|---|---|".into());
+    let mut failures = Vec::new();
+    for (first, second, verdicts) in futures::future::join_all(pairs).await {
+        for (failing, verdict) in verdicts {
+            let (mark, text) = match verdict {
+                Ok(t) => ("ok", t),
+                Err(e) => {
+                    failures.push(format!(
+                        "{} → {}, {failing:?}: {e}",
+                        first.name, second.name
+                    ));
+                    ("FAILED", e)
+                }
+            };
+            report.push(format!(
+                "| {} → {} | {failing:?} | {mark}: {text} |",
+                first.name, second.name
+            ));
+        }
+    }
+    let table = report.join("\n");
+    println!("{table}");
+    let _ = std::fs::write(
+        target_dir().join("failover-payout-matrix.md"),
+        format!("{table}\n"),
+    );
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// A batch whose operator no route can take now (its routes replaced by
+/// one that is not loaded) waits: its items are held, and the batch says
+/// how many and why. Once its routes are back, they go by themselves, once
+/// each, and the batch completes without `held`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_batch_says_how_many_wait_and_why_then_completes_when_a_route_returns() {
+    let (first, second) = (&crate::momo::ENTRY, &crate::pawapay::ENTRY);
+    let rig = TwoRoutes::start(first, second, |_| {}, |_| {}).await;
+    let (merchant, _, key) = rig.app.merchant("held batch");
+    let approver = rig
+        .app
+        .accounts
+        .create_key(&merchant, mmc_host::accounts::Environment::Live)
+        .unwrap()
+        .key;
+    let phones = [phone(995), phone(996)];
+    let items: Vec<Value> = phones
+        .iter()
+        .enumerate()
+        .map(|(i, phone)| {
+            json!({"beneficiary_name": "Awa Koné", "phone": phone, "amount": 2500,
+                   "currency": "XOF", "reference": format!("held-{i}"), "operator": OPERATOR})
+        })
+        .collect();
+    let (id, needs_validation) = create_batch(&rig.app, &key, &items).await.unwrap();
+    // Its routes go away before it is paid.
+    let routes = format!("/admin/v1/routes/live/{OPERATOR}");
+    let body = json!({"routes": ["ghost"], "note": "MTN Benin unreachable"});
+    let (status, r) = admin(
+        &rig.app,
+        reqwest::Method::PUT,
+        &routes,
+        Some(body.to_string().into_bytes()),
+    )
+    .await;
+    assert_eq!(status, 200, "{r}");
+    if needs_validation {
+        validate(&rig.app, &approver, &id).await.unwrap();
+    }
+    let path = format!("/api/v1/bulk-payments/{id}/");
+    let started = Instant::now();
+    let batch = loop {
+        let (status, batch) = rig.app.get(&key, &path).await;
+        assert_eq!(status, 200, "{batch}");
+        if batch["held"]["count"] == 2 {
+            break batch;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "{batch}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(batch["status"], "processing", "{batch}");
+    assert_eq!(batch["items_by_status"]["pending"], 2, "{batch}");
+    assert!(batch["held"]["since"].is_string(), "{batch}");
+    let reasons = batch["held"]["reasons"].as_array().unwrap();
+    assert_eq!(reasons.len(), 1, "{batch}");
+    assert_eq!(reasons[0]["count"], 2, "{batch}");
+    let reason = reasons[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!("no provider can take a payout to {OPERATOR}")),
+        "{reason}"
+    );
+    // Held: nothing was sent anywhere.
+    for phone in &phones {
+        for fake in [&rig.first, &rig.second] {
+            assert_eq!(fake.payout(phone).records, 0, "{phone}");
+        }
+    }
+
+    // Its routes again (the configuration's): the payouts go by themselves,
+    // once each.
+    let rollback = "/admin/v1/routes/rollback";
+    let (status, r) = admin(&rig.app, reqwest::Method::POST, rollback, None).await;
+    assert_eq!(status, 200, "{r}");
+    let started = Instant::now();
+    let batch = loop {
+        let (_, batch) = rig.app.get(&key, &path).await;
+        if batch["status"] == "completed" {
+            break batch;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{batch}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert!(batch.get("held").is_none(), "{batch}");
+    assert_eq!(batch["items_by_status"]["completed"], 2, "{batch}");
+    for phone in &phones {
+        let (a, b) = (rig.first.payout(phone), rig.second.payout(phone));
+        assert!(
+            a.moved && a.records == 1 && b.records == 0,
+            "{phone}: first {a:?}, second {b:?}"
+        );
+    }
 }
 
 /// A route that cannot send (its credentials are missing) answers that

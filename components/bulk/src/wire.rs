@@ -5,7 +5,7 @@ use mmc_domain::time;
 use serde_json::{Map, Value, json};
 
 use crate::mmc::api::http_types::{Request, Response};
-use crate::store::{Batch, Item};
+use crate::store::{Batch, Held, Item};
 use crate::{API_VERSION, ApiError};
 
 pub const DEFAULT_PAGE_SIZE: u32 = 20;
@@ -292,6 +292,28 @@ pub fn batch_json(b: &Batch) -> Value {
         "processing_started_at": ts(b.processing_started_at_ms),
         "completed_at": ts(b.completed_at_ms),
         "rejected_at": ts(b.rejected_at_ms),
+    })
+}
+
+/// A batch's held items, summed up: how many, since when (the earliest),
+/// and each reason with its count, the most frequent first.
+pub fn held_json(held: &[Held]) -> Value {
+    let mut reasons: Vec<(&str, u32)> = Vec::new();
+    for h in held {
+        match reasons.iter_mut().find(|(r, _)| *r == h.reason) {
+            Some((_, n)) => *n += 1,
+            None => reasons.push((&h.reason, 1)),
+        }
+    }
+    reasons.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let since = held.iter().map(|h| h.since_ms).min();
+    json!({
+        "count": held.len(),
+        "since": ts(since),
+        "reasons": reasons
+            .iter()
+            .map(|(reason, count)| json!({"reason": reason, "count": count}))
+            .collect::<Vec<_>>(),
     })
 }
 

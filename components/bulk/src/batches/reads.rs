@@ -3,11 +3,43 @@
 
 use super::*;
 
-/// `GET /bulk-payments/{id}/`.
+/// `GET /bulk-payments/{id}/`: the batch, and while some of its items wait
+/// for a route, how many and why (`held`).
 pub fn get(caller: &Caller, id: &str) -> Result<Response, ApiError> {
-    let b = store::read_batch(&caller.environment, &caller.merchant_id, id)?
-        .ok_or_else(|| ApiError::batch_not_found(id))?;
-    Ok(json_response(200, &wire::batch_json(&b)))
+    let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
+    let b = store::read_batch(env, merchant, id)?.ok_or_else(|| ApiError::batch_not_found(id))?;
+    let mut body = wire::batch_json(&b);
+    let held = held_items(env, merchant, &b)?;
+    if !held.is_empty() {
+        body["held"] = wire::held_json(&held);
+    }
+    Ok(json_response(200, &body))
+}
+
+/// The batch's items held for want of a route. Only pending items are held,
+/// and none lies before the cursor: the walk starts there and stops once
+/// every pending item was seen.
+fn held_items(env: &str, merchant: &str, b: &Batch) -> Result<Vec<store::Held>, ApiError> {
+    let mut held = Vec::new();
+    if b.status != BatchStatus::Processing {
+        return Ok(held);
+    }
+    let (mut position, mut pending) = (b.cursor, 0);
+    while pending < b.counts.pending {
+        let chunk = store::scan_items(env, merchant, &b.id, position, 500)?;
+        let Some(last) = chunk.last() else {
+            break;
+        };
+        position = last.position + 1;
+        for item in chunk
+            .into_iter()
+            .filter(|i| i.status == ItemStatus::Pending)
+        {
+            pending += 1;
+            held.extend(item.held);
+        }
+    }
+    Ok(held)
 }
 
 /// `GET /bulk-payments/`: newest first, by page.
