@@ -230,7 +230,7 @@ fn deliveries_list(l: html::Lang, list: &[Value]) -> String {
             esc(d["status"].as_str().unwrap_or_default()),
             esc(&d["attempt_count"].to_string()),
             t(l, "attempts"),
-            esc(&answer_of(&last, &d))
+            esc(&answer_of(&last, d))
         );
     }
     out.push_str("</ul>");
