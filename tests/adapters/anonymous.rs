@@ -31,7 +31,7 @@ async fn a_hundred_forged_callbacks_ask_mtn_no_more_than_reconciliation_does() {
     let app = mtn_app(&fake).await;
     let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", STAYS)).await;
-    let id = p["id"].as_str().unwrap().to_string();
+    let id = id_of(&p);
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let before = status_queries(&fake, &id);
@@ -72,7 +72,7 @@ async fn forty_views_of_a_checkout_page_ask_the_operator_once() {
     let hosted = json!({"reference": format!("h-{}", uuid::Uuid::new_v4()), "amount": 1500,
                         "currency": "XOF", "country": "BJ", "mode": "hosted"});
     let p = create(&app, &live, &hosted).await;
-    let id = p["id"].as_str().unwrap().to_string();
+    let id = id_of(&p);
     let page = format!("{}/checkout/{id}", app.base);
     let chosen = app
         .client

@@ -120,7 +120,7 @@ async fn cinetpay_app(
 async fn cinetpay_payment(app: &TestApp, key: &str) -> String {
     let p = create(app, key, &live_payment("CI", "orange-ci", PHONE)).await;
     assert_eq!(p["status"], "awaiting_payment", "{p}");
-    let id = p["id"].as_str().unwrap().to_string();
+    let id = id_of(&p);
     assert_eq!(
         p["psp_reference"],
         id.as_str(),

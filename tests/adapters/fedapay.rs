@@ -288,7 +288,7 @@ async fn unknown_push_outcomes_stay_pending_and_polling_finds_the_one_transactio
         assert!(p["failure_code"].is_null(), "{fault:?}: {p}");
         assert!(p["psp_reference"].is_null(), "{fault:?}: {p}");
         assert_eq!(fake.faults_left("push", phone), 0, "{fault:?} hit");
-        ids.push(p["id"].as_str().unwrap().to_string());
+        ids.push(id_of(&p));
     }
     for (id, (phone, fault)) in ids.iter().zip(&faults) {
         wait_for(&app, &live, id, "completed", Duration::from_secs(12)).await;

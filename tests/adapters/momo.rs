@@ -292,7 +292,7 @@ async fn a_reconciliation_round_asks_the_operator_about_its_payments_concurrentl
     let mut ids = Vec::new();
     for _ in 0..N {
         let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
-        ids.push(p["id"].as_str().unwrap().to_string());
+        ids.push(id_of(&p));
     }
     for id in &ids {
         wait_for(&app, &live, id, "completed", Duration::from_secs(15)).await;
@@ -372,7 +372,7 @@ async fn mtn_refunds_pending_at_the_operator_are_asked_about_together() {
     let mut ids = Vec::new();
     for _ in 0..3 {
         let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
-        let id = p["id"].as_str().unwrap().to_string();
+        let id = id_of(&p);
         wait_for(&app, &live, &id, "completed", Duration::from_secs(3)).await;
         ids.push(id);
     }
@@ -728,7 +728,7 @@ async fn an_mtn_token_is_reused_and_renewed_when_mtn_drops_it() {
     let mut ids = Vec::new();
     for _ in 0..3 {
         let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
-        ids.push(p["id"].as_str().unwrap().to_string());
+        ids.push(id_of(&p));
     }
     for id in &ids {
         wait_for(&app, &live, id, "completed", Duration::from_secs(8)).await;
@@ -1090,7 +1090,7 @@ async fn status_requests_to_mtn_are_spaced_to_ten_a_second() {
         let phone = format!("+22901660{:05}", 40_000 + n);
         fake.set_outcome(&phone, Outcome::Stay);
         let p = create(&app, &live, &live_payment("BJ", "mtn-bj", &phone)).await;
-        ids.push(p["id"].as_str().unwrap().to_string());
+        ids.push(id_of(&p));
     }
     let before = fake.requests("requesttopay_status").len();
     let paths: Vec<String> = ids

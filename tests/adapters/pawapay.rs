@@ -300,7 +300,7 @@ async fn preauth_flow_submits_the_deposit_with_the_code() {
             let p = create(app, live, &live_payment("CI", "orange-ci", phone)).await;
             assert_eq!(p["status"], "awaiting_otp", "{p}");
             assert_eq!(p["next_action"]["type"], "confirm_otp");
-            p["id"].as_str().unwrap().to_string()
+            id_of(&p)
         }
     };
     let id = start("+2250700000001").await;

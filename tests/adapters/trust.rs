@@ -52,12 +52,7 @@ async fn under_review(app: &TestApp, key: &str) -> Vec<String> {
         .get(key, "/api/v1/collect/payments?review=required")
         .await;
     assert_eq!(status, 200, "{list}");
-    list["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["id"].as_str().unwrap().to_string())
-        .collect()
+    list["data"].as_array().unwrap().iter().map(id_of).collect()
 }
 
 async fn counted(app: &TestApp, event: &str) -> f64 {
@@ -458,7 +453,7 @@ async fn forged_mtn_callbacks_at_every_moment_never_decide() {
     };
     let forged = [
         id.to_uppercase(),
-        other["id"].as_str().unwrap().to_string(),
+        id_of(&other),
         uuid::Uuid::new_v4().to_string(),
         id.to_string(),
     ];
@@ -572,7 +567,7 @@ async fn a_refund_success_for_another_amount_is_flagged_for_review() {
         )
         .await;
     assert!(matches!(status, 200 | 201), "{r}");
-    let refund_id = r["id"].as_str().unwrap().to_string();
+    let refund_id = id_of(&r);
     let record = fake
         .records()
         .into_iter()

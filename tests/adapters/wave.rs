@@ -38,7 +38,7 @@ async fn wave_payment(app: &TestApp, key: &str) -> (String, String) {
     assert_eq!(p["status"], "awaiting_payment", "{p}");
     let session = p["psp_reference"].as_str().unwrap().to_string();
     assert!(session.starts_with("cos-"), "{p}");
-    (p["id"].as_str().unwrap().to_string(), session)
+    (id_of(&p), session)
 }
 
 #[service_test]

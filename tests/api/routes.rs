@@ -250,7 +250,7 @@ async fn a_payout_with_no_route_is_held_then_sent_when_one_can_take_it() {
     let status = resp.status().as_u16();
     let b: Value = resp.json().await.unwrap();
     assert_eq!(status, 201, "{b}");
-    let id = b["id"].as_str().unwrap().to_string();
+    let id = id_of(&b);
     // Its route goes away before it is paid.
     let (status, _) = put_routes(&app, "test", "mtn-bj", json!({"routes": ["ghost"]})).await;
     assert_eq!(status, 200);
