@@ -10,6 +10,7 @@ use crate::support::fakes::mtn::FakeMtn;
 use crate::support::fakes::{Callbacks, Outcome};
 use crate::support::*;
 use crate::*;
+use mmc_test_kit::service_test;
 
 const STAYS: &str = "+2290166000004";
 
@@ -22,15 +23,15 @@ fn status_queries(fake: &FakeMtn, id: &str) -> usize {
         .len()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_hundred_forged_callbacks_ask_mtn_no_more_than_reconciliation_does() {
     let fake = FakeMtn::start().await;
     fake.set_outcome(&STAYS[1..], Outcome::Stay);
     fake.callbacks(Callbacks::Lost);
     let app = mtn_app(&fake).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", STAYS)).await;
-    let id = p["id"].as_str().unwrap().to_string();
+    let id = id_of(&p);
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let before = status_queries(&fake, &id);
@@ -61,17 +62,17 @@ async fn a_hundred_forged_callbacks_ask_mtn_no_more_than_reconciliation_does() {
     assert_eq!(payment(&app, &live, &id).await["status"], "processing");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn forty_views_of_a_checkout_page_ask_the_operator_once() {
     let fake = FakeMtn::start().await;
     fake.set_outcome(&STAYS[1..], Outcome::Stay);
     fake.callbacks(Callbacks::Lost);
     let app = mtn_app(&fake).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let hosted = json!({"reference": format!("h-{}", uuid::Uuid::new_v4()), "amount": 1500,
                         "currency": "XOF", "country": "BJ", "mode": "hosted"});
     let p = create(&app, &live, &hosted).await;
-    let id = p["id"].as_str().unwrap().to_string();
+    let id = id_of(&p);
     let page = format!("{}/checkout/{id}", app.base);
     let chosen = app
         .client

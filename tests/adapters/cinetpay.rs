@@ -19,6 +19,7 @@ use crate::support::fakes::cinetpay::{self, FakeCinetPay};
 use crate::support::fakes::{Callbacks, Fault, Outcome, Plumbing, Receiver};
 use crate::support::*;
 use crate::*;
+use mmc_test_kit::service_test;
 
 /// `cinetpay` in the registry of adapters.
 pub const ENTRY: Entry = Entry {
@@ -119,7 +120,7 @@ async fn cinetpay_app(
 async fn cinetpay_payment(app: &TestApp, key: &str) -> String {
     let p = create(app, key, &live_payment("CI", "orange-ci", PHONE)).await;
     assert_eq!(p["status"], "awaiting_payment", "{p}");
-    let id = p["id"].as_str().unwrap().to_string();
+    let id = id_of(&p);
     assert_eq!(
         p["psp_reference"],
         id.as_str(),
@@ -128,11 +129,11 @@ async fn cinetpay_payment(app: &TestApp, key: &str) -> String {
     id
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn cinetpay_payment_redirects_to_its_page_and_completes_by_a_status_query_by_our_id() {
     let (fake, app) = cinetpay_app(|_| {}, |_| {}).await;
     fake.callbacks(Callbacks::Lost);
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("CI", "orange-ci", PHONE)).await;
     let id = p["id"].as_str().unwrap();
     assert_eq!(p["status"], "awaiting_payment", "{p}");
@@ -176,10 +177,10 @@ async fn cinetpay_payment_redirects_to_its_page_and_completes_by_a_status_query_
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn cinetpay_signed_notification_is_believed_and_unsigned_or_forged_ones_are_not() {
     let (fake, app) = cinetpay_app(|_| {}, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let id = cinetpay_payment(&app, &live).await;
     // Status queries cannot learn the outcome here: only a notification can.
     fake.inject_for("payment_check", &id, Fault::Status(503), 1000);
@@ -223,10 +224,10 @@ async fn cinetpay_signed_notification_is_believed_and_unsigned_or_forged_ones_ar
     wait_for(&app, &live, &id, "completed", Duration::from_millis(1000)).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn cinetpay_success_for_another_amount_is_not_counted() {
     let (fake, app) = cinetpay_app(|_| {}, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let id = cinetpay_payment(&app, &live).await;
     // CinetPay's books say 1000 for our 1500: in the signed notification
     // and in every status answer.
@@ -251,10 +252,10 @@ async fn cinetpay_success_for_another_amount_is_not_counted() {
     assert!(!fake.requests("payment_check").is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn cinetpay_refused_payment_fails_with_the_reason_its_status_gives() {
     let (fake, app) = cinetpay_app(|_| {}, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let id = cinetpay_payment(&app, &live).await;
     // The notification says it failed: a hint, the status query decides.
     assert_eq!(
@@ -266,11 +267,11 @@ async fn cinetpay_refused_payment_fails_with_the_reason_its_status_gives() {
     assert!(!fake.requests("payment_check").is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn cinetpay_duplicate_and_late_notifications_never_move_a_terminal_payment() {
     let (fake, app) = cinetpay_app(|_| {}, |_| {}).await;
     fake.callbacks(Callbacks::Duplicate);
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let id = cinetpay_payment(&app, &live).await;
     assert_eq!(fake.customer_pays(&id).await, vec![200, 200]);
     let done = wait_for(&app, &live, &id, "completed", Duration::from_secs(1)).await;
@@ -292,7 +293,7 @@ async fn cinetpay_duplicate_and_late_notifications_never_move_a_terminal_payment
     assert_eq!(after["failure_code"], Value::Null);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn cinetpay_errors_at_initiation_leave_the_payment_pending_and_found_by_our_id() {
     let (fake, app) = cinetpay_app(
         |c| {
@@ -302,7 +303,7 @@ async fn cinetpay_errors_at_initiation_leave_the_payment_pending_and_found_by_ou
     )
     .await;
     fake.callbacks(Callbacks::Lost);
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
 
     // Refused before any work: a 502 says nothing of what CinetPay did.
     fake.inject("payment_init", Fault::Status(502), 1);
@@ -344,7 +345,7 @@ async fn cinetpay_errors_at_initiation_leave_the_payment_pending_and_found_by_ou
     assert_eq!(fake.requests("payment_init").len(), sent);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn cinetpay_status_query_faults_are_unknown_and_refusals_of_our_settings_rejected() {
     let fake = FakeCinetPay::start().await;
     let mut config = fake.component_config();
@@ -424,7 +425,7 @@ fn form_data(r: &crate::support::fakes::Received) -> Vec<Value> {
     serde_json::from_str(&data).unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn cinetpay_payout_is_a_transfer_to_a_contact_under_our_id_and_its_status_is_asked_by_our_id()
 {
     let fake = FakeCinetPay::start().await;
@@ -525,7 +526,7 @@ async fn cinetpay_payout_is_a_transfer_to_a_contact_under_our_id_and_its_status_
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn cinetpay_payout_sent_again_under_our_id_is_never_a_second_transfer() {
     let fake = FakeCinetPay::start().await;
     let mut config = fake.component_config();
@@ -610,7 +611,7 @@ async fn cinetpay_payout_sent_again_under_our_id_is_never_a_second_transfer() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn cinetpay_transfer_notification_is_only_a_hint_named_by_our_id() {
     let id = uuid::Uuid::new_v4().to_string();
     let receiver = Receiver::start(&id, vec![]).await;
@@ -689,7 +690,7 @@ fn cinetpay_python_adapter_passes_the_conformance_kit() {
     assert!(checks.len() >= 7, "{checks:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn cinetpay_python_adapter_hot_swapped_under_load_fails_no_request() {
     let (fake, app) = cinetpay_app(
         |_| {},
@@ -700,7 +701,7 @@ async fn cinetpay_python_adapter_hot_swapped_under_load_fails_no_request() {
     )
     .await;
     fake.callbacks(Callbacks::Lost);
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let original = std::fs::read(component_file("cinetpay")).unwrap();
     let v2 = new_version(&original, "v2");
     // Compiled first (about a minute for a Python component on two cores,

@@ -33,6 +33,7 @@ use crate::registry::{self, ADAPTERS, AtOperator, Entry, Harness, OPS, Op};
 use crate::support::fakes::Fault;
 use crate::support::fakes::pawapay::{self, FakePawapay};
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 /// How late a slow fake answers (it did the work at once).
 const SLOW: Duration = Duration::from_millis(3000);
@@ -593,7 +594,7 @@ fn brief(v: &Value) -> String {
 }
 
 /// The fakes' lies are real: the work is done and the client gets an error.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn accept_then_fail_faults_do_the_work_and_then_fail_the_client() {
     let fake = FakePawapay::start().await;
     fake.settle_after(Duration::from_millis(50));
@@ -651,7 +652,7 @@ async fn accept_then_fail_faults_do_the_work_and_then_fail_the_client() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn fault_matrix_unknown_outcomes_never_lose_or_double_money() {
     let started = Instant::now();
     // Two rigs per registered adapter: the ordinary faults, and the traps.

@@ -14,6 +14,7 @@ use crate::support::*;
 use crate::*;
 use futures::future::BoxFuture;
 use mmc_host::config::ComponentConfig;
+use mmc_test_kit::service_test;
 
 const CELTIIS: &str = "+2290140000001";
 const CORIS: &str = "+2290122000001";
@@ -57,12 +58,12 @@ fn is_fedapay_id(v: &Value) -> bool {
         .is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn celtiis_push_completes_via_the_signed_webhook_with_the_protocol_followed() {
     let fake = FakeFedaPay::start().await;
     fake.settle_after(Duration::from_millis(150));
     let app = fedapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
     let id = p["id"].as_str().unwrap();
     assert_eq!(p["status"], "processing", "{p}");
@@ -114,13 +115,13 @@ async fn celtiis_push_completes_via_the_signed_webhook_with_the_protocol_followe
     assert_eq!(answers, vec![200, 200], "{answers:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn celtiis_push_completes_by_polling_when_the_webhook_is_lost() {
     let fake = FakeFedaPay::start().await;
     fake.settle_after(Duration::from_millis(100));
     fake.callbacks(Callbacks::Lost);
     let app = fedapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
     let id = p["id"].as_str().unwrap();
     let tx = p["psp_reference"].as_str().unwrap().to_string();
@@ -135,13 +136,13 @@ async fn celtiis_push_completes_by_polling_when_the_webhook_is_lost() {
     assert!(fake.callbacks_sent().is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn declined_push_fails_with_the_mapped_reason_and_refusals_fail_at_once() {
     let fake = FakeFedaPay::start().await;
     fake.settle_after(Duration::from_millis(100));
     fake.set_outcome("+2290140000002", Outcome::Fail("INSUFFICIENT_FUND_ERROR"));
     let app = fedapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(
         &app,
         &live,
@@ -172,7 +173,7 @@ async fn declined_push_fails_with_the_mapped_reason_and_refusals_fail_at_once() 
             .insert("mode.celtiis-bj".into(), "celtiis_push".into());
     };
     let app = fedapay_app(&fake, unknown_mode).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let (status, err) = app
         .create(
             &live,
@@ -192,7 +193,7 @@ async fn declined_push_fails_with_the_mapped_reason_and_refusals_fail_at_once() 
     let fake = FakeFedaPay::start().await;
     fake.inject("currencies", Fault::Status(503), 100);
     let app = fedapay_app(&fake, unknown_mode).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
     assert_eq!(p["status"], "failed", "{p}");
     assert_eq!(p["failure_code"], "operator_refused", "{p}");
@@ -211,12 +212,12 @@ async fn declined_push_fails_with_the_mapped_reason_and_refusals_fail_at_once() 
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn forged_stale_or_unsigned_webhooks_get_401() {
     let fake = FakeFedaPay::start().await;
     fake.set_outcome(CELTIIS, Outcome::Stay);
     let app = fedapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
     let id = p["id"].as_str().unwrap();
     let tx = p["psp_reference"].as_str().unwrap().to_string();
@@ -262,7 +263,7 @@ async fn forged_stale_or_unsigned_webhooks_get_401() {
     wait_for(&app, &live, id, "completed", Duration::from_millis(500)).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn unknown_push_outcomes_stay_pending_and_polling_finds_the_one_transaction() {
     let fake = FakeFedaPay::start().await;
     fake.settle_after(Duration::from_millis(100));
@@ -271,7 +272,7 @@ async fn unknown_push_outcomes_stay_pending_and_polling_finds_the_one_transactio
         c.settings.insert("timeout_ms".into(), "400".into());
     })
     .await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let faults = [
         ("+2290140000011", Fault::Slow(Duration::from_millis(1500))),
         ("+2290140000012", Fault::AcceptThenStatus(500)),
@@ -287,7 +288,7 @@ async fn unknown_push_outcomes_stay_pending_and_polling_finds_the_one_transactio
         assert!(p["failure_code"].is_null(), "{fault:?}: {p}");
         assert!(p["psp_reference"].is_null(), "{fault:?}: {p}");
         assert_eq!(fake.faults_left("push", phone), 0, "{fault:?} hit");
-        ids.push(p["id"].as_str().unwrap().to_string());
+        ids.push(id_of(&p));
     }
     for (id, (phone, fault)) in ids.iter().zip(&faults) {
         wait_for(&app, &live, id, "completed", Duration::from_secs(12)).await;
@@ -308,14 +309,14 @@ async fn unknown_push_outcomes_stay_pending_and_polling_finds_the_one_transactio
 /// FedaPay does not document how its search matches: when it does not look
 /// into `custom_metadata`, the transaction list (newest first, read back to
 /// the payment's creation) finds ours.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_lost_push_answer_is_found_in_the_list_when_the_search_misses_it() {
     let fake = FakeFedaPay::start().await;
     fake.settle_after(Duration::from_millis(100));
     fake.callbacks(Callbacks::Lost);
     fake.search_ignores_custom_metadata();
     let app = fedapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     // Other payments first, so ours is not alone in the list.
     for n in 1..=3 {
         let phone = format!("+229014000005{n}");
@@ -335,14 +336,14 @@ async fn a_lost_push_answer_is_found_in_the_list_when_the_search_misses_it() {
     assert!(!fake.requests("transaction_list").is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn failures_before_the_push_are_not_sent_and_fail_the_payment() {
     let fake = FakeFedaPay::start().await;
     let app = fedapay_app(&fake, |c| {
         c.settings.insert("timeout_ms".into(), "400".into());
     })
     .await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     // Creating or tokenising moves no money: whatever FedaPay did, nobody
     // can pay a transaction that was never pushed nor given to the customer.
     for (endpoint, fault) in [
@@ -373,19 +374,19 @@ async fn failures_before_the_push_are_not_sent_and_fail_the_payment() {
             .insert("secret_key".into(), "sk_live_revoked".into());
     })
     .await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
     assert_eq!(p["status"], "failed", "{p}");
     assert_eq!(p["failure_code"], "operator_error", "{p}");
     assert!(fake.transactions().is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn cancel_of_a_pending_push_is_refused_then_the_payment_completes() {
     let fake = FakeFedaPay::start().await;
     fake.set_outcome(CELTIIS, Outcome::Stay);
     let app = fedapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
     let id = p["id"].as_str().unwrap();
     let tx = p["psp_reference"].as_str().unwrap().to_string();
@@ -413,11 +414,11 @@ async fn cancel_of_a_pending_push_is_refused_then_the_payment_completes() {
     assert_eq!(p["status"], "cancelled", "{p}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn coris_goes_through_fedapays_page_and_completes_by_webhook() {
     let fake = FakeFedaPay::start().await;
     let app = fedapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "coris-bj", CORIS)).await;
     let id = p["id"].as_str().unwrap();
     // FedaPay documents no push or OTP for Coris Money: its page.
@@ -435,7 +436,7 @@ async fn coris_goes_through_fedapays_page_and_completes_by_webhook() {
     wait_for(&app, &live, id, "completed", Duration::from_millis(500)).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn fedapay_payouts_refunds_and_signatures_at_adapter_level() {
     let fake = FakeFedaPay::start().await;
     fake.settle_after(Duration::from_millis(100));
@@ -701,11 +702,11 @@ async fn fedapay_payouts_refunds_and_signatures_at_adapter_level() {
 /// call that asks the customer) performed nothing and are not the
 /// customer's doing. The payment fails with `operator_error` and FedaPay's
 /// message, and the host counts each as a `rejected` call of `fedapay`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn fedapay_push_refusals_caused_by_us_are_operator_errors_counted_per_adapter() {
     let fake = FakeFedaPay::start().await;
     let app = fedapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     for (status, says) in REFUSED_BECAUSE_OF_US.into_iter().zip([
         "Unauthenticated",
         "unauthorized",
@@ -742,7 +743,7 @@ async fn fedapay_push_refusals_caused_by_us_are_operator_errors_counted_per_adap
 /// The fake FedaPay delivers a webhook by its rule (`fedapay::DELIVERY`):
 /// an answer that is not a 2xx, or none within 3 s, is followed by another
 /// attempt of the same event, signed anew, up to 3 in all.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn the_fake_fedapay_tries_a_webhook_again_until_it_is_acknowledged() {
     use crate::support::fakes::{Answer, Receiver};
     let fake = FakeFedaPay::start().await;
@@ -779,12 +780,12 @@ async fn the_fake_fedapay_tries_a_webhook_again_until_it_is_acknowledged() {
 /// XOF is `closed` in the catalogue and a payment to it is refused before
 /// anything is sent; the page-paid operator stays open (the page offers what
 /// is listed). With the mode listed, it is open.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn an_operator_whose_mode_fedapay_does_not_list_is_closed_and_refused_before_sending() {
     let fake = FakeFedaPay::start().await;
     fake.set_xof_modes(&["mtn_open", "moov"]); // no `sbin`: Celtiis is off on this account
     let app = fedapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let (status, body) = app
         .get(&live, "/api/v1/collect/payments/operators/?country=BJ")
         .await;
@@ -817,7 +818,7 @@ async fn an_operator_whose_mode_fedapay_does_not_list_is_closed_and_refused_befo
     // Another account lists `sbin`: open, and paid.
     let fake = FakeFedaPay::start().await;
     let app = fedapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
     assert_eq!(p["status"], "processing", "{p}");
 }
@@ -826,7 +827,7 @@ async fn an_operator_whose_mode_fedapay_does_not_list_is_closed_and_refused_befo
 /// the same payout id (the first one's answer lost) finds the first payout
 /// by our id and reports it, or starts it if it was only created; it never
 /// creates another.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_repeated_payout_finds_the_first_one_and_never_creates_another() {
     let fake = FakeFedaPay::start().await;
     let adapter = Direct::load("fedapay", fake.component_config());
@@ -889,12 +890,12 @@ async fn a_repeated_payout_finds_the_first_one_and_never_creates_another() {
 /// A signed FedaPay webhook about another transaction carrying our id in
 /// its metadata is not the transaction we follow: nothing changes, and the
 /// real one's approval still completes the payment.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_webhook_for_another_transaction_with_our_id_changes_nothing() {
     let fake = FakeFedaPay::start().await;
     fake.set_outcome(CELTIIS, Outcome::Stay);
     let app = fedapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
     let id = p["id"].as_str().unwrap();
     let ours = p["psp_reference"].as_str().unwrap().to_string();

@@ -13,6 +13,7 @@ use crate::support::*;
 use crate::*;
 use futures::future::BoxFuture;
 use mmc_host::config::ComponentConfig;
+use mmc_test_kit::service_test;
 
 const PHONE: &str = "+2290166000001";
 
@@ -40,12 +41,12 @@ async fn arrived(fake: &FakeMtn, endpoint: &str) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn mtn_payment_completes_via_the_callback_with_the_protocol_followed() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(200));
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     let id = p["id"].as_str().unwrap();
     assert_eq!(p["status"], "processing", "{p}");
@@ -94,13 +95,13 @@ async fn mtn_payment_completes_via_the_callback_with_the_protocol_followed() {
     assert!(!fake.requests("requesttopay_status").is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn mtn_payment_completes_by_polling_when_the_callback_never_comes() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
     fake.callbacks(Callbacks::Lost);
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     let id = p["id"].as_str().unwrap();
     wait_for(&app, &live, id, "completed", Duration::from_secs(8)).await;
@@ -110,14 +111,14 @@ async fn mtn_payment_completes_by_polling_when_the_callback_never_comes() {
     assert!(polls.iter().all(|r| r.path.ends_with(&operator_id(id))));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn mtn_failure_carries_the_operators_reason() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
     fake.set_outcome("2290166000002", Outcome::Fail("NOT_ENOUGH_FUNDS"));
     fake.set_outcome("2290166000003", Outcome::Fail("APPROVAL_REJECTED"));
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     for (phone, code) in [
         ("+2290166000002", "insufficient_funds"),
         ("+2290166000003", "declined_by_customer"),
@@ -136,11 +137,11 @@ async fn mtn_failure_carries_the_operators_reason() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn mtn_server_error_leaves_the_payment_in_progress_and_a_refusal_fails_it() {
     let fake = FakeMtn::start().await;
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
 
     // A 5xx on the request to pay says nothing about what MTN did: unknown.
     fake.inject("requesttopay", Fault::Status(503), 1);
@@ -151,7 +152,7 @@ async fn mtn_server_error_leaves_the_payment_in_progress_and_a_refusal_fails_it(
     // A 5xx on the token is different: no request to pay was sent, so it fails.
     // (A new service: the first one keeps its token for the hour.)
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     fake.inject("token", Fault::Status(500), 1);
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     assert_eq!(p["status"], "failed", "{p}");
@@ -167,7 +168,7 @@ async fn mtn_server_error_leaves_the_payment_in_progress_and_a_refusal_fails_it(
             .insert("target_environment".into(), "mtnivorycoast".into());
     })
     .await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     assert_eq!(p["status"], "failed", "{p}");
     assert!(
@@ -179,7 +180,7 @@ async fn mtn_server_error_leaves_the_payment_in_progress_and_a_refusal_fails_it(
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn mtn_timeout_at_initiation_leaves_the_payment_pending_and_polling_finds_it() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
@@ -190,7 +191,7 @@ async fn mtn_timeout_at_initiation_leaves_the_payment_pending_and_polling_finds_
         c.settings.insert("timeout_ms".into(), "400".into());
     })
     .await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     let id = p["id"].as_str().unwrap();
     assert_eq!(p["status"], "pending", "outcome unknown: {p}");
@@ -211,7 +212,7 @@ async fn mtn_timeout_at_initiation_leaves_the_payment_pending_and_polling_finds_
         c.settings.insert("timeout_ms".into(), "400".into());
     })
     .await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     fake.inject("token", Fault::Slow(Duration::from_millis(1500)), 1);
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     assert_eq!(p["status"], "failed", "{p}");
@@ -223,14 +224,14 @@ async fn mtn_timeout_at_initiation_leaves_the_payment_pending_and_polling_finds_
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn while_the_operator_is_still_answering_a_replay_is_told_to_retry_and_a_cancel_is_refused() {
     let fake = FakeMtn::start().await;
     fake.callbacks(Callbacks::Lost);
     // MTN answers the request to pay 2 s after it arrives (within our timeout).
     fake.inject("requesttopay", Fault::Slow(Duration::from_millis(2000)), 1);
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let (idem, body) = (new_key(), live_payment("BJ", "mtn-bj", PHONE));
     let replay_meanwhile = async {
         arrived(&fake, "requesttopay").await;
@@ -274,7 +275,7 @@ async fn while_the_operator_is_still_answering_a_replay_is_told_to_retry_and_a_c
     assert_eq!(fake.requests("requesttopay").len(), 1, "one request to pay");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_reconciliation_round_asks_the_operator_about_its_payments_concurrently() {
     const N: usize = 6;
     let fake = FakeMtn::start().await;
@@ -287,11 +288,11 @@ async fn a_reconciliation_round_asks_the_operator_about_its_payments_concurrentl
         N,
     );
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let mut ids = Vec::new();
     for _ in 0..N {
         let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
-        ids.push(p["id"].as_str().unwrap().to_string());
+        ids.push(id_of(&p));
     }
     for id in &ids {
         wait_for(&app, &live, id, "completed", Duration::from_secs(15)).await;
@@ -314,7 +315,7 @@ async fn a_reconciliation_round_asks_the_operator_about_its_payments_concurrentl
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_callback_that_beats_the_answer_to_the_request_to_pay_stands() {
     let fake = FakeMtn::start().await;
     // MTN settles at 100 ms and calls back, but answers our request after 2.5 s.
@@ -325,7 +326,7 @@ async fn a_callback_that_beats_the_answer_to_the_request_to_pay_stands() {
     fake.settle_after(Duration::from_millis(100));
     fake.inject("requesttopay", Fault::Slow(Duration::from_millis(2500)), 1);
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     assert_eq!(fake.callbacks_sent().len(), 1, "the callback came first");
     // The answer to the initiation (processing) must not undo what the callback did.
@@ -334,12 +335,12 @@ async fn a_callback_that_beats_the_answer_to_the_request_to_pay_stands() {
     assert_eq!(payment(&app, &live, id).await["status"], "completed");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn an_mtn_refund_pending_at_the_operator_is_settled_by_polling() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     let id = p["id"].as_str().unwrap();
     wait_for(&app, &live, id, "completed", Duration::from_secs(3)).await;
@@ -362,16 +363,16 @@ async fn refund_left_pending(app: &TestApp, key: &str, id: &str) {
 
 /// Refunds pending at MTN are asked about together: a round's status queries
 /// go out at once (`refund-status-many`), not one after another.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn mtn_refunds_pending_at_the_operator_are_asked_about_together() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let mut ids = Vec::new();
     for _ in 0..3 {
         let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
-        let id = p["id"].as_str().unwrap().to_string();
+        let id = id_of(&p);
         wait_for(&app, &live, &id, "completed", Duration::from_secs(3)).await;
         ids.push(id);
     }
@@ -390,13 +391,13 @@ async fn mtn_refunds_pending_at_the_operator_are_asked_about_together() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_checkout_page_payment_on_its_way_to_mtn_is_sent_once_and_cannot_be_cancelled() {
     let fake = FakeMtn::start().await;
     fake.callbacks(Callbacks::Lost);
     fake.inject("requesttopay", Fault::Slow(Duration::from_millis(2000)), 1);
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let hosted = json!({"reference": format!("h-{}", uuid::Uuid::new_v4()), "amount": 1500,
                         "currency": "XOF", "country": "BJ", "mode": "hosted"});
     let p = create(&app, &live, &hosted).await;
@@ -431,12 +432,12 @@ async fn a_checkout_page_payment_on_its_way_to_mtn_is_sent_once_and_cannot_be_ca
     assert!(status == "processing" || status == "completed", "{status}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn mtn_forged_callback_is_only_a_hint() {
     let fake = FakeMtn::start().await;
     fake.set_outcome("2290166000004", Outcome::Stay);
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", "+2290166000004")).await;
     let id = p["id"].as_str().unwrap();
     // Anyone can PUT to the callback URL: MTN signs nothing.
@@ -457,13 +458,13 @@ async fn mtn_forged_callback_is_only_a_hint() {
     assert!(status == "processing" || status == "completed", "{status}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn mtn_duplicate_and_late_callbacks_never_move_a_terminal_payment() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
     fake.callbacks(Callbacks::Duplicate);
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     let id = p["id"].as_str().unwrap();
     let done = wait_for(&app, &live, id, "completed", Duration::from_secs(3)).await;
@@ -484,13 +485,13 @@ async fn mtn_duplicate_and_late_callbacks_never_move_a_terminal_payment() {
     assert_eq!(after["failure_code"], serde_json::Value::Null);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn mtn_malformed_bodies_are_refused_and_polling_recovers() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
     fake.callbacks(Callbacks::Lost);
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     let id = p["id"].as_str().unwrap();
     // A callback we cannot read: 400, nothing applied.
@@ -512,7 +513,7 @@ async fn mtn_malformed_bodies_are_refused_and_polling_recovers() {
     assert!(fake.requests("requesttopay_status").len() >= 2);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_denied_host_fails_the_payment_and_the_host_keeps_serving() {
     let fake = FakeMtn::start().await;
     // base_url points at the fake, the allow-list at somewhere else.
@@ -539,7 +540,7 @@ async fn a_denied_host_fails_the_payment_and_the_host_keeps_serving() {
     assert_eq!(sim["status"], "processing");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn mtn_refund_and_payout_at_adapter_level() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
@@ -648,7 +649,7 @@ async fn mtn_refund_and_payout_at_adapter_level() {
     assert_eq!(failed(status).code, "recipient_not_found");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn mtn_configuration_problems_are_operator_errors_not_traps() {
     let fake = FakeMtn::start().await;
     // `operators` narrows what is described.
@@ -712,12 +713,12 @@ async fn mtn_configuration_problems_are_operator_errors_not_traps() {
 /// cache capability), not fetched before every operation; when MTN drops it,
 /// the 401 (which performed nothing) renews it and the request goes again
 /// under the same X-Reference-Id.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn an_mtn_token_is_reused_and_renewed_when_mtn_drops_it() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let collection_tokens = || {
         fake.requests("token")
             .iter()
@@ -727,7 +728,7 @@ async fn an_mtn_token_is_reused_and_renewed_when_mtn_drops_it() {
     let mut ids = Vec::new();
     for _ in 0..3 {
         let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
-        ids.push(p["id"].as_str().unwrap().to_string());
+        ids.push(id_of(&p));
     }
     for id in &ids {
         wait_for(&app, &live, id, "completed", Duration::from_secs(8)).await;
@@ -765,13 +766,13 @@ async fn an_mtn_token_is_reused_and_renewed_when_mtn_drops_it() {
 /// MTN gives a partner 2 s to answer a callback: ours is answered at once,
 /// whatever MTN does meanwhile (here its status resource is slow), and the
 /// check with MTN happens after the answer.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn an_mtn_callback_is_answered_within_a_second_whatever_mtn_does_meanwhile() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
     fake.callbacks(Callbacks::Lost);
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     let id = p["id"].as_str().unwrap();
     fake.inject(
@@ -791,7 +792,7 @@ async fn an_mtn_callback_is_answered_within_a_second_whatever_mtn_does_meanwhile
 /// against it is refused before anything is sent (our configuration, not the
 /// customer); a second market our API user is provisioned for serves
 /// `mtn-ci` in XOF, and its requests are found only in that market.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn mtn_markets_take_their_own_currency() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(50));
@@ -887,12 +888,12 @@ async fn mtn_markets_take_their_own_currency() {
 /// renewed), 403, 404 and 429 to a request to pay performed nothing and are
 /// not the customer's doing. The payment fails with `operator_error` and
 /// MTN's message, and the host counts each as a `rejected` call of `momo`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn mtn_refusals_caused_by_us_are_operator_errors_counted_per_adapter() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     // A first payment: the token is kept from now on, so a 401 is first
     // taken for a dropped token (renewed, the request sent again).
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
@@ -939,12 +940,12 @@ async fn mtn_refusals_caused_by_us_are_operator_errors_counted_per_adapter() {
 /// MTN answers 400 to some characters in `payerMessage`/`payeeNote`
 /// (apostrophes among them): a description and a reference full of them
 /// still make a request to pay MTN takes, and the payment completes.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn mtn_notes_with_characters_mtn_refuses_are_cleaned_and_the_payment_completes() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let mut body = live_payment("BJ", "mtn-bj", PHONE);
     body["description"] = json!("L'épicerie d'Awa: \"promo\" <10%> & co; merci");
     body["reference"] = json!(format!(
@@ -987,7 +988,7 @@ async fn mtn_notes_with_characters_mtn_refuses_are_cleaned_and_the_payment_compl
 /// and another payment's request to pay holds it while MTN answers that one
 /// slowly: the callback does not wait a payment's time for the slot, it is
 /// answered 503 at once (within MTN's 2 s), and MTN's next attempt gets 200.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn an_mtn_callback_met_by_a_full_pool_is_answered_503_at_once_and_delivered_again() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(300));
@@ -1000,7 +1001,7 @@ async fn an_mtn_callback_met_by_a_full_pool_is_answered_503_at_once_and_delivere
         c.limits.slot_wait_ms = Some(5_000);
     })
     .await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let slow = "+2290166000077";
     fake.set_outcome(slow, Outcome::Stay);
     fake.inject_for(
@@ -1048,7 +1049,7 @@ async fn an_mtn_callback_met_by_a_full_pool_is_answered_503_at_once_and_delivere
 /// MTN asks that a token be renewed ten minutes before it expires: an
 /// hour's token is reused for 50 minutes and renewed after, and one with
 /// less than ten minutes left is never reused.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn mtn_tokens_are_renewed_ten_minutes_before_they_expire() {
     let fake = FakeMtn::start().await;
     let adapter = Direct::load("momo", fake.component_config());
@@ -1078,18 +1079,18 @@ async fn mtn_tokens_are_renewed_ten_minutes_before_they_expire() {
 /// `?sync=true` at once ask MTN at that pace, and the reads past a second's
 /// wait are answered without asking (their outcome stays unknown, asked
 /// again later), never by sending an eleventh request within a second.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn status_requests_to_mtn_are_spaced_to_ten_a_second() {
     let fake = FakeMtn::start().await;
     fake.callbacks(Callbacks::Lost);
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let mut ids = Vec::new();
     for n in 0..30 {
         let phone = format!("+22901660{:05}", 40_000 + n);
         fake.set_outcome(&phone, Outcome::Stay);
         let p = create(&app, &live, &live_payment("BJ", "mtn-bj", &phone)).await;
-        ids.push(p["id"].as_str().unwrap().to_string());
+        ids.push(id_of(&p));
     }
     let before = fake.requests("requesttopay_status").len();
     let paths: Vec<String> = ids

@@ -10,6 +10,7 @@ use crate::support::fakes::mtn::FakeMtn;
 use crate::support::fakes::{Callbacks, Fault, Outcome};
 use crate::support::*;
 use crate::*;
+use mmc_test_kit::service_test;
 
 const PHONE: &str = "+2290166000001";
 const MSISDN: &str = "2290166000001";
@@ -40,14 +41,14 @@ fn requests_to_pay_for(fake: &FakeMtn, id: &str) -> usize {
 /// Money-safety scenario 1: MTN answers the request to pay
 /// after 1.5 s, we give up at 400 ms. The cancel asks MTN, which still has
 /// the request pending: 409, and the customer's approval completes the payment.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_timed_out_request_to_pay_is_not_cancelled_and_completes_when_the_customer_pays() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(2500));
     fake.callbacks(Callbacks::Lost);
     fake.inject("requesttopay", Fault::Slow(Duration::from_millis(1500)), 1);
     let app = mtn_app(&fake, &[]).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
 
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     let id = p["id"].as_str().unwrap();
@@ -84,7 +85,7 @@ async fn a_timed_out_request_to_pay_is_not_cancelled_and_completes_when_the_cust
 /// A 5xx on the request to pay leaves the payment in progress; MTN, asked by
 /// our id, says it never got it: once the request can no longer be in
 /// flight, the payment fails as `operator_not_reached` — no money moved.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_5xx_that_performed_nothing_fails_only_once_mtn_has_no_record_for_good() {
     let fake = FakeMtn::start().await;
     fake.inject("requesttopay", Fault::Status(503), 1);
@@ -96,7 +97,7 @@ async fn a_5xx_that_performed_nothing_fails_only_once_mtn_has_no_record_for_good
         ],
     )
     .await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     let id = p["id"].as_str().unwrap();
     assert_eq!(p["status"], "pending", "{p}");
@@ -108,13 +109,13 @@ async fn a_5xx_that_performed_nothing_fails_only_once_mtn_has_no_record_for_good
 
 /// MTN reports a failure, then changes its mind and says SUCCESSFUL: the
 /// money was taken, so the payment completes, with its event and a metric.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_late_success_for_a_failed_payment_completes_it() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
     fake.set_outcome(MSISDN, Outcome::Fail("INTERNAL_PROCESSING_ERROR"));
     let app = mtn_app(&fake, &[]).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     let id = p["id"].as_str().unwrap();
     wait_for(&app, &live, id, "failed", Duration::from_secs(8)).await;
@@ -154,12 +155,12 @@ async fn a_late_success_for_a_failed_payment_completes_it() {
 /// Scenario 3: MTN records the refund, then answers 500. The refund stays
 /// pending with its amount reserved (a second full refund is refused), and
 /// polling settles it: the payment is refunded once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_refund_whose_answer_is_lost_is_polled_not_failed_and_never_doubled() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
     let app = mtn_app(&fake, &[]).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     let id = p["id"].as_str().unwrap();
     wait_for(&app, &live, id, "completed", Duration::from_secs(8)).await;
@@ -240,7 +241,7 @@ fn move_deadline(app: &TestApp, id: &str, expires_at_ms: u64) {
 /// pending and its approval window is open, the payment stays in progress
 /// (the customer's approval then completes it); once the window has closed
 /// with MTN still saying pending, the payment expires.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn expiry_waits_for_the_operators_approval_window() {
     let fake = FakeMtn::start().await;
     fake.callbacks(Callbacks::Lost);
@@ -252,7 +253,7 @@ async fn expiry_waits_for_the_operators_approval_window() {
         .settings
         .insert("approval_window_ms".into(), "60000".into());
     let app = app_with_adapter("momo", &["mtn-bj"], component, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let a = create(&app, &live, &live_payment("BJ", "mtn-bj", late_payer)).await;
     let b = create(&app, &live, &live_payment("BJ", "mtn-bj", never)).await;
     let (a, b) = (a["id"].as_str().unwrap(), b["id"].as_str().unwrap());
@@ -286,14 +287,14 @@ async fn expiry_waits_for_the_operators_approval_window() {
 /// payment as on its way (no second form that could push again, maybe to
 /// another operator), a second submit sends nothing, and the payment is
 /// polled like any other until MTN says the customer paid.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_checkout_submit_with_an_unknown_outcome_is_polled_and_never_offered_again() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(2500));
     fake.callbacks(Callbacks::Lost);
     fake.inject("requesttopay", Fault::Slow(Duration::from_millis(1500)), 1);
     let app = mtn_app(&fake, &[]).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let mut body = live_payment("BJ", "mtn-bj", PHONE);
     body["mode"] = json!("hosted");
     body.as_object_mut().unwrap().remove("operator");

@@ -13,6 +13,7 @@ use crate::support::*;
 use crate::*;
 use futures::future::BoxFuture;
 use mmc_host::config::ComponentConfig;
+use mmc_test_kit::service_test;
 
 const MOOV_BJ: &str = "+2290195000001";
 /// Where pawaPay really serves (no Celtiis or Coris Money in its Benin list).
@@ -33,12 +34,12 @@ pub(crate) async fn pawapay_app(
     app
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn pawapay_deposit_completes_via_the_callback_with_the_protocol_followed() {
     let fake = FakePawapay::start().await;
     fake.settle_after(Duration::from_millis(150));
     let app = pawapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "moov-bj", MOOV_BJ)).await;
     let id = p["id"].as_str().unwrap();
     assert_eq!(p["status"], "processing", "{p}");
@@ -73,13 +74,13 @@ async fn pawapay_deposit_completes_via_the_callback_with_the_protocol_followed()
     assert_eq!(fake.callbacks_sent()[0].1, 200);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn pawapay_completes_by_polling_when_the_callback_is_lost() {
     let fake = FakePawapay::start().await;
     fake.settle_after(Duration::from_millis(100));
     fake.callbacks(Callbacks::Lost);
     let app = pawapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(
         &app,
         &live,
@@ -95,7 +96,7 @@ async fn pawapay_completes_by_polling_when_the_callback_is_lost() {
     assert!(fake.callbacks_sent().is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn pawapay_failures_carry_the_aggregators_reason() {
     let fake = FakePawapay::start().await;
     fake.settle_after(Duration::from_millis(100));
@@ -107,7 +108,7 @@ async fn pawapay_failures_carry_the_aggregators_reason() {
             .insert("provider_code.moov-tg".into(), "FLOOZ_TGO".into());
     })
     .await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     for (country, operator, phone, code) in [
         ("TG", "togocom-tg", "+22890000002", "declined_by_customer"),
         ("CI", "moov-ci", "+2250100000003", "insufficient_funds"),
@@ -143,7 +144,7 @@ async fn pawapay_failures_carry_the_aggregators_reason() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn pawapay_5xx_and_timeout_stay_pending_without_a_second_deposit() {
     let fake = FakePawapay::start().await;
     fake.settle_after(Duration::from_millis(100));
@@ -152,7 +153,7 @@ async fn pawapay_5xx_and_timeout_stay_pending_without_a_second_deposit() {
         c.settings.insert("timeout_ms".into(), "400".into());
     })
     .await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
 
     fake.inject("deposits", Fault::Status(500), 1);
     let p = create(
@@ -208,13 +209,13 @@ async fn pawapay_5xx_and_timeout_stay_pending_without_a_second_deposit() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn pawapay_forged_duplicate_and_late_callbacks_never_move_a_terminal_payment() {
     let fake = FakePawapay::start().await;
     fake.settle_after(Duration::from_millis(100));
     fake.callbacks(Callbacks::Duplicate);
     let app = pawapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "moov-bj", MOOV_BJ)).await;
     let id = p["id"].as_str().unwrap();
     let done = wait_for(&app, &live, id, "completed", Duration::from_secs(3)).await;
@@ -256,12 +257,12 @@ async fn pawapay_forged_duplicate_and_late_callbacks_never_move_a_terminal_payme
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn forged_callback_for_a_pending_deposit_changes_nothing() {
     let fake = FakePawapay::start().await;
     fake.set_outcome("2290195000004", Outcome::Stay);
     let app = pawapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(
         &app,
         &live,
@@ -287,19 +288,19 @@ async fn forged_callback_for_a_pending_deposit_changes_nothing() {
 /// Orange Money CI is `PREAUTH` in the account's active configuration: the
 /// deposit travels with the customer's code, and the operator checks it
 /// after pawaPay took the deposit, so a wrong code fails the payment.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn preauth_flow_submits_the_deposit_with_the_code() {
     let fake = FakePawapay::start().await;
     fake.settle_after(Duration::from_millis(100));
     let app = pawapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let start = |phone: &'static str| {
         let (app, live) = (&app, &live);
         async move {
             let p = create(app, live, &live_payment("CI", "orange-ci", phone)).await;
             assert_eq!(p["status"], "awaiting_otp", "{p}");
             assert_eq!(p["next_action"]["type"], "confirm_otp");
-            p["id"].as_str().unwrap().to_string()
+            id_of(&p)
         }
     };
     let id = start("+2250700000001").await;
@@ -341,7 +342,7 @@ async fn preauth_flow_submits_the_deposit_with_the_code() {
     assert_eq!(fake.requests("deposits").len(), 2);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn pawapay_refunds_and_payouts_at_adapter_level() {
     let fake = FakePawapay::start().await;
     fake.settle_after(Duration::from_millis(100));
@@ -482,12 +483,12 @@ async fn pawapay_refunds_and_payouts_at_adapter_level() {
 /// pawaPay reports a refund failed, then made after all (its callback names
 /// the refund and the deposit it refunds): the late success is recorded —
 /// the refund completes and the payment is refunded — never dropped.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_refund_reported_failed_then_made_is_recorded() {
     let fake = FakePawapay::start().await;
     fake.settle_after(Duration::from_millis(100));
     let app = pawapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "moov-bj", MOOV_BJ)).await;
     let id = p["id"].as_str().unwrap();
     wait_for(&app, &live, id, "completed", Duration::from_secs(8)).await;
@@ -555,7 +556,7 @@ async fn catalogue(app: &TestApp, key: &str) -> std::collections::BTreeMap<Strin
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn the_catalogue_shows_pawapays_active_configuration() {
     let fake = FakePawapay::start().await;
     fake.set_provider_conf("MOOV_BEN", 200, 50_000, "OPERATIONAL");
@@ -563,7 +564,7 @@ async fn the_catalogue_shows_pawapays_active_configuration() {
     fake.set_provider_conf("MOOV_CIV", 100, 300_000, "CLOSED");
     fake.remove_provider("ORANGE_CIV");
     let app = pawapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let ops = catalogue(&app, &live).await;
     let slugs: Vec<&str> = ops.keys().map(String::as_str).collect();
     let mut all = ALL.to_vec();
@@ -591,12 +592,12 @@ async fn the_catalogue_shows_pawapays_active_configuration() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_payment_above_pawapays_maximum_is_refused_before_anything_is_sent() {
     let fake = FakePawapay::start().await;
     fake.set_provider_conf("MOOV_BEN", 100, 1_000, "OPERATIONAL");
     let app = pawapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     // 1500 is within the operator table's limits, above pawaPay's for this account.
     let (status, err) = app
         .create(&live, &new_key(), &live_payment("BJ", "moov-bj", MOOV_BJ))
@@ -620,12 +621,12 @@ async fn a_payment_above_pawapays_maximum_is_refused_before_anything_is_sent() {
 /// A provider pawaPay's active configuration reports `CLOSED` is described
 /// `closed` in the catalogue, and a payment to it is refused (400) before
 /// any deposit is sent.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_provider_closed_in_the_active_configuration_is_refused_before_anything_is_sent() {
     let fake = FakePawapay::start().await;
     fake.set_provider_conf("MOOV_TGO", 100, 1_000_000, "CLOSED");
     let app = pawapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     assert_eq!(catalogue(&app, &live).await["moov-tg"]["status"], "closed");
     let (status, err) = app
         .create(
@@ -639,14 +640,14 @@ async fn a_provider_closed_in_the_active_configuration_is_refused_before_anythin
     assert!(fake.requests("deposits").is_empty(), "nothing sent");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn without_the_active_configuration_the_catalogue_comes_from_the_operator_table() {
     for fault in [Fault::Status(500), Fault::Malformed] {
         let fake = FakePawapay::start().await;
         fake.set_provider_conf("MOOV_BEN", 100, 1_000, "CLOSED");
         fake.inject("active_conf", fault.clone(), 1);
         let app = pawapay_app(&fake, |_| {}).await;
-        let (_, _, live) = app.merchant("Shop");
+        let live = app.live_key("Shop");
         let ops = catalogue(&app, &live).await;
         assert_eq!(ops.len(), ALL.len(), "{fault:?}: {ops:?}");
         for slug in ALL {
@@ -662,14 +663,14 @@ async fn without_the_active_configuration_the_catalogue_comes_from_the_operator_
 
 /// The host asks adapters to describe themselves again every minute, so the
 /// catalogue follows pawaPay's active configuration after load too.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn the_catalogue_follows_the_active_configuration_after_load() {
     let fake = FakePawapay::start().await;
     let app = pawapay_app(&fake, |c| {
         c.settings.insert("active_conf_ttl_ms".into(), "0".into());
     })
     .await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     assert_eq!(
         catalogue(&app, &live).await["moov-tg"]["status"],
         "operational"
@@ -685,7 +686,7 @@ async fn the_catalogue_follows_the_active_configuration_after_load() {
 /// pawaPay's Benin list has MTN and Moov only: routing Celtiis or Coris
 /// Money to it serves nothing, and a provider code outside the account's
 /// configuration is described closed: refused before anything is sent.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn operators_pawapay_does_not_serve_are_never_sent_there() {
     let fake = FakePawapay::start().await;
     let mut component = fake.component_config();
@@ -700,7 +701,7 @@ async fn operators_pawapay_does_not_serve_are_never_sent_there() {
         |_| {},
     )
     .await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     for (operator, phone) in [
         ("celtiis-bj", "+2290140000001"),
         ("coris-bj", "+2290122000001"),
@@ -726,7 +727,7 @@ async fn operators_pawapay_does_not_serve_are_never_sent_there() {
 /// on, the prediction API answers what pawaPay says (`source: provider`),
 /// once per number (kept a day), and the hosted checkout page preselects
 /// it; a number pawaPay cannot place falls back to the numbering plan.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn predictions_come_from_pawapay_where_configured() {
     let fake = FakePawapay::start().await;
     // In MTN's range, moved to Moov.
@@ -735,7 +736,7 @@ async fn predictions_come_from_pawapay_where_configured() {
         c.settings.insert("predict_provider".into(), "true".into());
     })
     .await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let path = "/api/v1/collect/payments/operators/predict?phone=%2B2290166000042";
     for _ in 0..2 {
         let (status, p) = app.get(&live, path).await;
@@ -779,7 +780,7 @@ async fn predictions_come_from_pawapay_where_configured() {
     // Not configured: pawaPay is not asked, the plan answers.
     let quiet = FakePawapay::start().await;
     let app = pawapay_app(&quiet, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let (_, p) = app.get(&live, path).await;
     assert_eq!(p["operator"], "mtn-bj", "{p}");
     assert_eq!(p["source"], "numbering_plan");
@@ -790,7 +791,7 @@ async fn predictions_come_from_pawapay_where_configured() {
 /// sent: a pawaPay body naming an MTN payment, or a hosted payment nobody
 /// has paid yet (a forged reference would stop the customer from paying),
 /// is ignored and counted.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn callbacks_speak_only_for_sent_payments_of_their_adapter() {
     let fake = FakePawapay::start().await;
     let mtn = crate::support::fakes::mtn::FakeMtn::start().await;
@@ -804,7 +805,7 @@ async fn callbacks_speak_only_for_sent_payments_of_their_adapter() {
         c.components.insert("momo".into(), momo);
     })
     .await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let forge = |id: &str| {
         serde_json::to_vec(&json!({"depositId": operator_id(id), "status": "COMPLETED",
             "amount": "1500", "currency": "XOF"}))
@@ -854,11 +855,11 @@ async fn callbacks_speak_only_for_sent_payments_of_their_adapter() {
 /// performed nothing and are not the customer's doing. The payment fails
 /// with `operator_error` and pawaPay's reason, and the host counts each as
 /// a `rejected` call of `pawapay`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn pawapay_refusals_caused_by_us_are_operator_errors_counted_per_adapter() {
     let fake = FakePawapay::start().await;
     let app = pawapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     for (i, (status, says)) in REFUSED_BECAUSE_OF_US
         .into_iter()
         .zip([
@@ -900,7 +901,7 @@ async fn pawapay_refusals_caused_by_us_are_operator_errors_counted_per_adapter()
 /// only a 200 counts as delivered (a 202 does not), it does not try again
 /// by itself, and an undelivered callback can be resent once, as from
 /// pawaPay's dashboard; a delivered one cannot.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn the_fake_pawapay_counts_only_a_200_and_resends_on_request() {
     use crate::support::fakes::{Answer, Receiver};
     let fake = FakePawapay::start().await;
@@ -932,7 +933,7 @@ async fn the_fake_pawapay_counts_only_a_200_and_resends_on_request() {
 /// When the account's active configuration cannot be read, Orange Money CI
 /// (documented `PREAUTH`: the customer generates a code by USSD) still asks
 /// for the customer's code instead of sending deposits pawaPay would refuse.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn without_the_active_configuration_orange_ci_still_asks_for_the_code() {
     let fake = FakePawapay::start().await;
     fake.inject("active_conf", Fault::Status(503), 100);
@@ -958,7 +959,7 @@ async fn without_the_active_configuration_orange_ci_still_asks_for_the_code() {
 /// `DUPLICATE_IGNORED` says an earlier request got through: a status check
 /// that then fails, even with a 4xx, leaves the payout pending (asked again
 /// later), never "nothing was performed".
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn after_duplicate_ignored_a_failed_status_check_is_not_a_refusal() {
     let fake = FakePawapay::start().await;
     fake.set_outcome("2250700000079", Outcome::Stay);

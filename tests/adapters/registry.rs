@@ -19,6 +19,7 @@ use serde_json::json;
 use crate::support::fakes::{FakeServer, Outcome, Plumbing, Wire};
 use crate::support::*;
 use crate::{app_with_adapter, live_payment};
+use mmc_test_kit::service_test;
 
 /// Every live adapter the tests run over.
 pub static ADAPTERS: &[&Entry] = &[
@@ -258,7 +259,7 @@ fn every_registered_adapter_passes_the_conformance_kit() {
 /// The contract, on every registered adapter, through the service: a
 /// payment the customer approves is reported completed, once at the
 /// operator; a full refund, where supported, is reported and moves money.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn every_registered_adapter_collects_and_refunds_through_the_service() {
     let runs = ADAPTERS.iter().map(|entry| async move {
         let result = collect_and_refund(entry).await;
@@ -274,7 +275,7 @@ async fn every_registered_adapter_collects_and_refunds_through_the_service() {
 
 async fn collect_and_refund(entry: &Entry) -> Result<(), String> {
     let (fake, app) = rig(entry, |_| {}, |_| {}).await;
-    let (_, _, key) = app.merchant(entry.name);
+    let key = app.live_key(entry.name);
     let phone = (entry.phone)(99);
     let body = live_payment(entry.country, entry.operator, &phone);
     let (status, p) = app.create(&key, &new_key(), &body).await;

@@ -21,6 +21,7 @@ use crate::support::fakes::Outcome;
 use crate::support::fakes::acme::{self, FakeAcme};
 use crate::support::*;
 use crate::{Direct, initiate_request, operation};
+use mmc_test_kit::service_test;
 
 const NAME: &str = "zedpay";
 /// The Python adapter's name.
@@ -83,7 +84,7 @@ fn build(dir: &Path, target: &Path) -> PathBuf {
     target.join(format!("wasm32-wasip2/components/{NAME}.wasm"))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_scaffolded_rust_adapter_builds_passes_the_kit_and_collects_from_its_fake() {
     let base = target_dir().join("scaffold");
     let dir = base.join("workspace");
@@ -177,7 +178,7 @@ fn build_python(dir: &Path, out: &Path) -> PathBuf {
     wasm
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_scaffolded_python_adapter_builds_passes_the_kit_and_collects_from_its_fake() {
     let base = target_dir().join("scaffold").join("python");
     let dir = base.join("checkout");

@@ -19,6 +19,7 @@ use crate::support::fakes::{Callbacks, Fault, Outcome};
 use crate::support::*;
 use crate::wave::wave_app;
 use crate::*;
+use mmc_test_kit::service_test;
 
 const MOOV_BJ: &str = "+2290195000001";
 const MTN_BJ: &str = "+2290166000001";
@@ -51,12 +52,7 @@ async fn under_review(app: &TestApp, key: &str) -> Vec<String> {
         .get(key, "/api/v1/collect/payments?review=required")
         .await;
     assert_eq!(status, 200, "{list}");
-    list["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["id"].as_str().unwrap().to_string())
-        .collect()
+    list["data"].as_array().unwrap().iter().map(id_of).collect()
 }
 
 async fn counted(app: &TestApp, event: &str) -> f64 {
@@ -104,14 +100,14 @@ async fn assert_flagged(app: &TestApp, key: &str, id: &str, status: &str) {
     assert!(counted(app, "settlement_amount_mismatch").await >= 1.0);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_forged_pawapay_callback_never_hides_the_real_deposit() {
     let fake = FakePawapay::start().await;
     fake.settle_after(Duration::from_millis(2500));
     // The deposit is taken, but its answer is lost: the outcome is unknown.
     fake.inject_for("deposits", MOOV_BJ, Fault::AcceptThenStatus(502), 1);
     let app = pawapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let other = create(
         &app,
         &live,
@@ -187,12 +183,12 @@ async fn a_forged_pawapay_callback_never_hides_the_real_deposit() {
     assert!(other_now["review"].is_null(), "{other_now}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_pawapay_success_for_another_amount_is_flagged_for_review() {
     let fake = FakePawapay::start().await;
     fake.settle_after(Duration::from_millis(300));
     let app = pawapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "moov-bj", MOOV_BJ)).await;
     let id = p["id"].as_str().unwrap();
     fake.set_amount(&operator_id(id), "15");
@@ -208,23 +204,23 @@ async fn a_pawapay_success_for_another_amount_is_flagged_for_review() {
     assert_eq!(status, 409, "{body}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn an_mtn_success_for_another_amount_is_flagged_for_review() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(300));
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", MTN_BJ)).await;
     let id = p["id"].as_str().unwrap();
     fake.set_amount(&operator_id(id), "150000");
     assert_flagged(&app, &live, id, "processing").await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_wave_success_for_another_amount_is_flagged_for_review() {
     let fake = FakeWave::start().await;
     let app = wave_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("CI", "wave-ci", WAVE_CI)).await;
     let id = p["id"].as_str().unwrap();
     let session = p["psp_reference"].as_str().unwrap();
@@ -233,12 +229,12 @@ async fn a_wave_success_for_another_amount_is_flagged_for_review() {
     assert_flagged(&app, &live, id, "awaiting_payment").await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_fedapay_success_for_another_amount_is_flagged_for_review() {
     let fake = FakeFedaPay::start().await;
     fake.set_outcome(CELTIIS, Outcome::Stay);
     let app = fedapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "celtiis-bj", CELTIIS)).await;
     let id = p["id"].as_str().unwrap();
     let tx = p["psp_reference"].as_str().unwrap();
@@ -250,11 +246,11 @@ async fn a_fedapay_success_for_another_amount_is_flagged_for_review() {
 /// A signed Wave webhook that names our payment (its `client_reference`)
 /// but another checkout session is not the session we follow: it changes
 /// nothing, while the real session's payment still completes the payment.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_wave_webhook_for_another_session_changes_nothing() {
     let fake = FakeWave::start().await;
     let app = wave_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("CI", "wave-ci", WAVE_CI)).await;
     let id = p["id"].as_str().unwrap();
     let session = p["psp_reference"].as_str().unwrap();
@@ -286,12 +282,12 @@ async fn a_wave_webhook_for_another_session_changes_nothing() {
 /// MTN's callbacks are unsigned: one naming our payment in another letter
 /// case, or another payment, claims nothing for ours; the request to pay we
 /// sent still decides.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn forged_mtn_callbacks_claim_nothing_for_the_payment() {
     let fake = FakeMtn::start().await;
     fake.set_outcome(MTN_BJ, Outcome::Stay);
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", MTN_BJ)).await;
     let id = p["id"].as_str().unwrap();
     for external_id in [id.to_uppercase(), uuid::Uuid::new_v4().to_string()] {
@@ -317,14 +313,14 @@ async fn forged_mtn_callbacks_claim_nothing_for_the_payment() {
 
 /// A pawaPay callback during the call itself (the deposit not answered yet)
 /// is only a hint: the deposit's real answer is what the payment follows.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_pawapay_callback_during_the_call_is_only_a_hint() {
     let fake = FakePawapay::start().await;
     fake.callbacks(Callbacks::Lost);
     fake.settle_after(Duration::from_millis(200));
     fake.inject("deposits", Fault::Slow(Duration::from_millis(1200)), 1);
     let app = pawapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let forge = async {
         // Arrives while the deposit is still being answered.
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
@@ -352,7 +348,7 @@ async fn a_pawapay_callback_during_the_call_is_only_a_hint() {
 
 /// A payout the operator reports for another amount is not believed: the
 /// item stays processing, under review, and the batch does not end.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_payout_success_for_another_amount_keeps_the_item_under_review() {
     let fake = FakePawapay::start().await;
     let phone = "+2290195000077";
@@ -435,7 +431,7 @@ async fn a_payout_success_for_another_amount_keeps_the_item_under_review() {
 /// own id claiming a success) during the request to pay, after its answer
 /// was lost and after completion never decide anything; the request to pay
 /// we sent, asked about by the id we derived, does.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn forged_mtn_callbacks_at_every_moment_never_decide() {
     let fake = FakeMtn::start().await;
     fake.callbacks(crate::support::fakes::Callbacks::Lost);
@@ -443,7 +439,7 @@ async fn forged_mtn_callbacks_at_every_moment_never_decide() {
     // The request to pay is taken, its answer lost: the outcome is unknown.
     fake.inject_for("requesttopay", MTN_BJ, Fault::AcceptThenStatus(500), 1);
     let app = mtn_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let other = create(&app, &live, &live_payment("BJ", "mtn-bj", "+2290166000002")).await;
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", MTN_BJ)).await;
     let id = p["id"].as_str().unwrap();
@@ -457,7 +453,7 @@ async fn forged_mtn_callbacks_at_every_moment_never_decide() {
     };
     let forged = [
         id.to_uppercase(),
-        other["id"].as_str().unwrap().to_string(),
+        id_of(&other),
         uuid::Uuid::new_v4().to_string(),
         id.to_string(),
     ];
@@ -496,12 +492,12 @@ async fn forged_mtn_callbacks_at_every_moment_never_decide() {
 /// a signed one about another session for our payment, while our session's
 /// creation answer was lost, only brings the query forward; the session we
 /// find by our id decides.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn wave_webhooks_after_a_lost_answer_never_choose_the_session() {
     let fake = FakeWave::start().await;
     fake.inject("session_create", Fault::AcceptThenStatus(502), 1);
     let app = wave_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("CI", "wave-ci", WAVE_CI)).await;
     let id = p["id"].as_str().unwrap();
     assert!(p["psp_reference"].is_null(), "{p}");
@@ -552,12 +548,12 @@ async fn wave_webhooks_after_a_lost_answer_never_choose_the_session() {
 /// A refund the operator reports for another amount is not believed: the
 /// refund stays pending under review, the payment is not refunded, and the
 /// event says so once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_refund_success_for_another_amount_is_flagged_for_review() {
     let fake = FakePawapay::start().await;
     fake.settle_after(Duration::from_millis(200));
     let app = pawapay_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "moov-bj", MOOV_BJ)).await;
     let id = p["id"].as_str().unwrap();
     wait_for(&app, &live, id, "completed", Duration::from_secs(10)).await;
@@ -571,7 +567,7 @@ async fn a_refund_success_for_another_amount_is_flagged_for_review() {
         )
         .await;
     assert!(matches!(status, 200 | 201), "{r}");
-    let refund_id = r["id"].as_str().unwrap().to_string();
+    let refund_id = id_of(&r);
     let record = fake
         .records()
         .into_iter()

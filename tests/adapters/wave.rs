@@ -13,6 +13,7 @@ use crate::support::*;
 use crate::*;
 use futures::future::BoxFuture;
 use mmc_host::config::ComponentConfig;
+use mmc_test_kit::service_test;
 
 const PHONE: &str = "+2250700000001";
 
@@ -37,14 +38,14 @@ async fn wave_payment(app: &TestApp, key: &str) -> (String, String) {
     assert_eq!(p["status"], "awaiting_payment", "{p}");
     let session = p["psp_reference"].as_str().unwrap().to_string();
     assert!(session.starts_with("cos-"), "{p}");
-    (p["id"].as_str().unwrap().to_string(), session)
+    (id_of(&p), session)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn wave_checkout_redirects_and_a_signed_webhook_completes_it() {
     let fake = FakeWave::start().await;
     let app = wave_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("CI", "wave-ci", PHONE)).await;
     let id = p["id"].as_str().unwrap();
     let session_id = p["psp_reference"].as_str().unwrap();
@@ -80,12 +81,12 @@ async fn wave_checkout_redirects_and_a_signed_webhook_completes_it() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn wave_payment_completes_by_polling_when_the_webhook_is_lost() {
     let fake = FakeWave::start().await;
     fake.callbacks(Callbacks::Lost);
     let app = wave_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let (id, session) = wave_payment(&app, &live).await;
     assert!(fake.customer_pays(&session).await.is_empty());
     wait_for(&app, &live, &id, "completed", Duration::from_secs(8)).await;
@@ -94,11 +95,11 @@ async fn wave_payment_completes_by_polling_when_the_webhook_is_lost() {
     assert!(polls.iter().all(|r| r.path.ends_with(&session)));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn wave_unsigned_forged_or_stale_webhooks_get_401() {
     let fake = FakeWave::start().await;
     let app = wave_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let (id, session) = wave_payment(&app, &live).await;
     fake.mark_paid(&session);
 
@@ -142,11 +143,11 @@ async fn wave_unsigned_forged_or_stale_webhooks_get_401() {
     wait_for(&app, &live, &id, "completed", Duration::from_millis(500)).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn wave_failed_attempt_is_not_final_and_expiry_fails_with_the_reason() {
     let fake = FakeWave::start().await;
     let app = wave_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let (id, session) = wave_payment(&app, &live).await;
     // The customer's attempt fails; the session stays open for another try.
     assert_eq!(
@@ -165,12 +166,12 @@ async fn wave_failed_attempt_is_not_final_and_expiry_fails_with_the_reason() {
     assert_eq!(p["failure_code"], "insufficient_funds", "{p}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn wave_duplicate_and_out_of_order_webhooks_never_move_a_terminal_payment() {
     let fake = FakeWave::start().await;
     fake.callbacks(Callbacks::Duplicate);
     let app = wave_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let (id, session) = wave_payment(&app, &live).await;
     assert_eq!(fake.customer_pays(&session).await, vec![200, 200]);
     let done = wait_for(&app, &live, &id, "completed", Duration::from_secs(1)).await;
@@ -196,7 +197,7 @@ async fn wave_duplicate_and_out_of_order_webhooks_never_move_a_terminal_payment(
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn wave_errors_at_initiation_leave_the_payment_pending() {
     let fake = FakeWave::start().await;
     fake.callbacks(Callbacks::Lost);
@@ -204,7 +205,7 @@ async fn wave_errors_at_initiation_leave_the_payment_pending() {
         c.settings.insert("timeout_ms".into(), "400".into());
     })
     .await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
 
     // A 502 or an unreadable answer says nothing about what Wave did: unknown.
     fake.inject("session_create", Fault::Status(502), 1);
@@ -237,12 +238,12 @@ async fn wave_errors_at_initiation_leave_the_payment_pending() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn wave_cancel_expires_the_session_unless_already_paid() {
     let fake = FakeWave::start().await;
     fake.callbacks(Callbacks::Lost);
     let app = wave_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let (id, session) = wave_payment(&app, &live).await;
     let (status, p) = app
         .post(
@@ -270,7 +271,7 @@ async fn wave_cancel_expires_the_session_unless_already_paid() {
     assert_eq!(payment(&app, &live, &id).await["status"], "completed");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn wave_refunds_whole_sessions_and_pays_out_idempotently() {
     let fake = FakeWave::start().await;
     fake.settle_after(Duration::from_millis(100));
@@ -368,7 +369,7 @@ async fn wave_refunds_whole_sessions_and_pays_out_idempotently() {
     assert_eq!(failed(status).code, "limit_reached");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn wave_signature_checks_at_adapter_level() {
     let fake = FakeWave::start().await;
     let mut c = fake.component_config();
@@ -433,7 +434,7 @@ async fn wave_signature_checks_at_adapter_level() {
 
 /// Wave's other webhook security strategy: the shared secret sent as a bearer
 /// token, accepted only where `webhook_security = shared_secret` says so.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn wave_shared_secret_webhooks_are_checked_by_their_bearer_token() {
     let fake = FakeWave::start().await;
     fake.callbacks(Callbacks::Lost);
@@ -442,7 +443,7 @@ async fn wave_shared_secret_webhooks_are_checked_by_their_bearer_token() {
             .insert("webhook_security".into(), "shared_secret".into());
     })
     .await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     let (id, session) = wave_payment(&app, &live).await;
     let event = json!({"id": "AE_shared", "type": "checkout.session.completed", "data": {
         "id": session, "client_reference": id, "checkout_status": "complete",
@@ -469,11 +470,11 @@ async fn wave_shared_secret_webhooks_are_checked_by_their_bearer_token() {
 /// session opened nothing and are not the customer's doing. The payment
 /// fails with `operator_error` and Wave's message, and the host counts each
 /// as a `rejected` call of `wave`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn wave_refusals_caused_by_us_are_operator_errors_counted_per_adapter() {
     let fake = FakeWave::start().await;
     let app = wave_app(&fake, |_| {}).await;
-    let (_, _, live) = app.merchant("Shop");
+    let live = app.live_key("Shop");
     for (status, says) in REFUSED_BECAUSE_OF_US.into_iter().zip([
         "invalid-auth",
         "api-key-wrong-scope",
@@ -508,7 +509,7 @@ async fn wave_refusals_caused_by_us_are_operator_errors_counted_per_adapter() {
 /// The fake Wave delivers a webhook by its rule (`wave::DELIVERY`): an
 /// answer that is not a 2xx, or none within 3 s, is followed by another
 /// attempt of the same event, signed anew, up to 3 in all.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn the_fake_wave_tries_a_webhook_again_until_it_is_acknowledged() {
     use crate::support::fakes::{Answer, Receiver};
     let fake = FakeWave::start().await;

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 fn components_with(extra: &[(&str, std::path::PathBuf)]) -> std::path::PathBuf {
     let dir = tempfile::tempdir().unwrap().keep();
@@ -42,7 +43,7 @@ async fn spawn_rogue_app(adjust: impl FnOnce(&mut mmc_host::config::Config)) -> 
     .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_panicking_looping_hungry_or_lying_adapter_leaves_one_payment_unknown_never_the_host() {
     let app = spawn_rogue_app(|_| {}).await;
     let key = app.test_key("Shop");
@@ -101,7 +102,7 @@ async fn a_panicking_looping_hungry_or_lying_adapter_leaves_one_payment_unknown_
 /// one worker of the round share an adapter instance. A status call that
 /// panics, loops or exhausts its memory there leaves its own payment in
 /// progress (unknown) and costs the others nothing: they complete.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_status_call_that_fails_in_a_reconciliation_round_leaves_only_its_payment_unknown() {
     let app = spawn_rogue_app(|c| {
         // 43 creates, then reads of each until it is done: past one key's rate.
@@ -174,7 +175,7 @@ async fn a_status_call_that_fails_in_a_reconciliation_round_leaves_only_its_paym
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn the_admin_api_needs_its_token_and_refuses_bad_versions() {
     let app = spawn_app_with(|c| c.admin_token = Some(ADMIN.into())).await;
     let key = app.test_key("Shop");
@@ -284,7 +285,7 @@ async fn the_admin_api_needs_its_token_and_refuses_bad_versions() {
     assert_eq!(status, 409, "nothing to roll back to yet");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn hot_swap_under_load_loses_nothing_and_rollback_and_restart_keep_versions() {
     let data = tempfile::tempdir().unwrap();
     let data_dir = data.path().to_path_buf();
@@ -415,7 +416,7 @@ async fn hot_swap_under_load_loses_nothing_and_rollback_and_restart_keep_version
 }
 
 /// An empty admin token used to mean no admin authentication at all.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_short_or_empty_admin_token_is_refused_at_start() {
     for token in ["", "adm_short", "0123456789012345678901234567890"] {
         let dir = tempfile::tempdir().unwrap();
@@ -432,7 +433,7 @@ async fn a_short_or_empty_admin_token_is_refused_at_start() {
 /// A full adapter pool sends nothing: the create answers `503 operator_busy`
 /// (the payment is kept, pending, never failed), and the merchant's retry
 /// with the same Idempotency-Key sends it, once, under the same id.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_busy_adapter_pool_fails_no_payment_and_the_retry_sends_it_once() {
     let dir = components_with(&[("rogue", test_component("rogue"))]);
     let app = spawn_app_with(move |c| {

@@ -1,15 +1,15 @@
 use serde_json::{Value, json};
 
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 async fn status_and_body(resp: reqwest::Response) -> (u16, Value) {
     let status = resp.status().as_u16();
     (status, resp.json().await.unwrap_or(Value::Null))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn missing_unknown_and_revoked_keys_get_401_in_the_current_shape() {
-    let app = spawn_app().await;
+#[service_test]
+async fn missing_unknown_and_revoked_keys_get_401_in_the_current_shape(app: TestApp) {
     let url = app.url("/api/v1/collect/payments/anything");
     let (status, body) = status_and_body(app.client.get(&url).send().await.unwrap()).await;
     assert_eq!(status, 401);
@@ -83,9 +83,8 @@ async fn missing_unknown_and_revoked_keys_get_401_in_the_current_shape() {
     assert_eq!(body["error"]["code"], "invalid_api_key");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn x_service_environment_is_ignored_whatever_its_value() {
-    let app = spawn_app().await;
+#[service_test]
+async fn x_service_environment_is_ignored_whatever_its_value(app: TestApp) {
     let test_key = app.test_key("Shop");
     for value in ["live", "production", "", "staging"] {
         let resp = app
@@ -104,9 +103,8 @@ async fn x_service_environment_is_ignored_whatever_its_value() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn x_api_key_header_is_equivalent_to_bearer() {
-    let app = spawn_app().await;
+#[service_test]
+async fn x_api_key_header_is_equivalent_to_bearer(app: TestApp) {
     let key = app.test_key("Shop");
     let resp = app
         .client
@@ -118,9 +116,8 @@ async fn x_api_key_header_is_equivalent_to_bearer() {
     assert_eq!(resp.status(), 200);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn legacy_paths_get_401_in_the_legacy_shape() {
-    let app = spawn_app().await;
+#[service_test]
+async fn legacy_paths_get_401_in_the_legacy_shape(app: TestApp) {
     let (status, body) = status_and_body(
         app.client
             .get(app.url("/api/v1/collect/mobile-money/abc/"))
@@ -134,9 +131,8 @@ async fn legacy_paths_get_401_in_the_legacy_shape() {
     assert_eq!(body["code"], "unauthorized");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_key_fixes_the_environment_whatever_the_header_says() {
-    let app = spawn_app().await;
+#[service_test]
+async fn the_key_fixes_the_environment_whatever_the_header_says(app: TestApp) {
     let test_key = app.test_key("Shop");
     let resp = app
         .client
@@ -153,7 +149,7 @@ async fn the_key_fixes_the_environment_whatever_the_header_says() {
     assert_eq!(body["environment"], "test");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn each_key_is_rate_limited_with_retry_after() {
     let app = spawn_app_with(|c| {
         c.rate_limit.per_second = 1.0;
@@ -212,11 +208,10 @@ async fn each_key_is_rate_limited_with_retry_after() {
     assert_eq!(resp.json::<Value>().await.unwrap()["code"], "rate_limited");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_key_does_only_what_its_scopes_allow() {
+#[service_test]
+async fn a_key_does_only_what_its_scopes_allow(app: TestApp) {
     use mmc_host::accounts::Environment;
     use mmc_host::scopes::Scopes;
-    let app = spawn_app().await;
     let (merchant, full, _) = app.merchant("Scoped");
     let scoped = |s: &str| {
         app.accounts
@@ -302,7 +297,7 @@ async fn a_key_does_only_what_its_scopes_allow() {
     assert_eq!(app.get(&full, "/api/v1/webhook-endpoints").await.0, 200);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn anonymous_surfaces_are_limited_per_client_address_and_route() {
     let app = spawn_app_with(|c| {
         c.rate_limit.per_client_per_second = 0.5;
@@ -333,7 +328,7 @@ async fn anonymous_surfaces_are_limited_per_client_address_and_route() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_made_up_key_buys_no_way_around_the_per_client_limits() {
     let app = spawn_app_with(|c| {
         c.rate_limit.per_client_per_second = 0.5;

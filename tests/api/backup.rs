@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::process::{ServerProcess, cli_merchant, get_json, post_json};
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 /// `mmc ARGS --data-dir DIR` on DIR's storage, as an operator runs it.
 fn mmc(data_dir: &Path, args: &[&str]) -> Output {
@@ -85,7 +86,7 @@ async fn wait_for(acked: &Mutex<Vec<String>>, at_least: usize) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_backup_under_load_restores_every_payment_acknowledged_before_it() {
     let data = tempfile::tempdir().unwrap();
     let (_, key) = cli_merchant(data.path(), "Backup", "test");
@@ -192,7 +193,7 @@ async fn a_backup_under_load_restores_every_payment_acknowledged_before_it() {
     assert_eq!(gone["error"]["code"], "payment_not_found", "{gone}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn backup_and_restore_refuse_what_they_cannot_do_safely() {
     let data = tempfile::tempdir().unwrap();
     let backups = tempfile::tempdir().unwrap();

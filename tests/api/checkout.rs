@@ -6,6 +6,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 fn pay_in_browser(url: &str, lang: &str, operator: &str, phone: &str, otp: Option<&str>) -> Value {
     let dir = root().join("tests/browser");
@@ -68,7 +69,7 @@ async fn hosted(app: &TestApp, key: &str, country: &str, amount: u64) -> Value {
     app.create_ok(key, &body).await.1
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_customer_pays_through_the_hosted_page_in_french_and_english() {
     let app = spawn_app_completing_after(1500).await;
     let m = app.accounts.create_merchant("Boutique Awa").unwrap();
@@ -127,9 +128,8 @@ async fn a_customer_pays_through_the_hosted_page_in_french_and_english() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_page_explains_bad_input_failure_and_expiry() {
-    let app = spawn_app().await;
+#[service_test]
+async fn the_page_explains_bad_input_failure_and_expiry(app: TestApp) {
     let key = app.test_key("Shop");
     let p = hosted(&app, &key, "CI", 1000).await;
     let url = p["checkout_url"].as_str().unwrap().to_string();
@@ -209,9 +209,8 @@ fn esc_like(text: &str) -> String {
 /// The page is for hosted payments only (a direct payment's id is no link to
 /// its customer's data), shows a number the merchant gave only masked, and
 /// uses it when the customer leaves the field empty.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_page_serves_hosted_payments_only_and_masks_the_phone() {
-    let app = spawn_app().await;
+#[service_test]
+async fn the_page_serves_hosted_payments_only_and_masks_the_phone(app: TestApp) {
     let key = app.test_key("Shop");
     let direct = json!({"reference": "d-1", "amount": 1000, "currency": "XOF", "country": "BJ",
         "operator": "mtn-bj", "customer": {"phone": "+2290166000004"}});
@@ -258,7 +257,7 @@ async fn the_page_serves_hosted_payments_only_and_masks_the_phone() {
 
 /// Ten guesses sent at once through the page: the attempt is reserved under
 /// the writer before the code goes to the operator, so exactly three reach it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn parallel_otp_guesses_on_the_page_reach_the_operator_three_times() {
     const ADMIN: &str = "an-admin-token-of-at-least-32-characters";
     let app = spawn_app_with(|c| c.admin_token = Some(ADMIN.into())).await;
@@ -340,9 +339,8 @@ async fn parallel_otp_guesses_on_the_page_reach_the_operator_three_times() {
 /// nothing but its own hashed style, leaks no referrer, is never sniffed as
 /// another type; it shows what is paid for and the time left, in the
 /// customer's language; and `HEAD` is answered as `GET` is, without a body.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_page_is_hardened_shows_what_is_paid_and_answers_head() {
-    let app = spawn_app().await;
+#[service_test]
+async fn the_page_is_hardened_shows_what_is_paid_and_answers_head(app: TestApp) {
     let key = app.test_key("Boutique Awa");
     let p = hosted_described(&app, &key, "Panier <b>42</b>").await;
     let url = p["checkout_url"].as_str().unwrap().to_string();
@@ -449,9 +447,8 @@ async fn the_page_is_hardened_shows_what_is_paid_and_answers_head() {
 /// `/docs/errors` is the errors chapter as HTML: in Chromium, the `doc_url`
 /// of three error codes scrolls to each one's row, and the page's policy
 /// blocks nothing it needs (no CSP violation reported).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn docs_anchors_of_error_codes_scroll_to_their_rows() {
-    let app = spawn_app().await;
+#[service_test]
+async fn docs_anchors_of_error_codes_scroll_to_their_rows(app: TestApp) {
     let out = node_json(vec![
         "docs.mjs".into(),
         app.url("/docs/errors"),
@@ -481,9 +478,8 @@ async fn docs_anchors_of_error_codes_scroll_to_their_rows() {
 /// The checkout page passes an accessibility audit (axe-core) at a phone's
 /// width and a desktop's, in both languages, with nothing serious or critical
 /// and nothing overflowing the screen sideways.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_checkout_page_passes_an_accessibility_audit_on_a_phone_and_a_desktop() {
-    let app = spawn_app().await;
+#[service_test]
+async fn the_checkout_page_passes_an_accessibility_audit_on_a_phone_and_a_desktop(app: TestApp) {
     let key = app.test_key("Boutique Awa");
     let p = hosted_described(&app, &key, "Panier 42").await;
     for lang in ["fr", "en"] {

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 /// Runs `mmc ARGS` (on the suite's storage for the data directory named)
 /// and returns the one JSON object it prints.
@@ -36,9 +37,10 @@ pub(crate) fn mmc(args: &[&str]) -> Value {
     serde_json::from_str(stdout.trim()).expect("JSON output")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn merchants_and_keys_from_the_cli_work_on_a_running_server_and_revocation_is_prompt() {
-    let app = spawn_app().await;
+#[service_test]
+async fn merchants_and_keys_from_the_cli_work_on_a_running_server_and_revocation_is_prompt(
+    app: TestApp,
+) {
     let dir = app.data_dir.path().to_str().unwrap().to_string();
     let m = mmc(&[
         "merchants",
@@ -106,7 +108,7 @@ fn cli_errors_are_reported_with_a_nonzero_exit() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no merchant"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn adapters_are_tested_deployed_and_listed_from_the_cli() {
     let cache = cache_dir();
     let run = |args: &[&str]| {

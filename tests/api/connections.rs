@@ -11,6 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 /// A connection from `source` (any 127/8 address is loopback) to `server`.
 async fn connect_from(source: &str, server: SocketAddr) -> std::io::Result<TcpStream> {
@@ -66,7 +67,7 @@ async fn read_latency(app: &TestApp, key: &str, path: &str, n: usize) -> Duratio
     took[n / 2]
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn two_thousand_slow_clients_are_closed_while_a_normal_client_is_served() {
     let app = spawn_app_with(|c| {
         c.connections.header_read_timeout_ms = 3_000;
@@ -126,7 +127,7 @@ async fn two_thousand_slow_clients_are_closed_while_a_normal_client_is_served() 
     assert_eq!(app.get(&key, &path).await.0, 200);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_slow_body_gets_408_and_an_idle_connection_is_closed() {
     let app = spawn_app_with(|c| {
         c.connections.body_read_timeout_ms = 500;
@@ -180,7 +181,7 @@ async fn a_slow_body_gets_408_and_an_idle_connection_is_closed() {
     assert!(metric(&app, "mmc_connections_cut_total{reason=\"idle\"}").await >= 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_connection_that_never_sends_a_byte_is_cut_by_the_header_clock() {
     let app = spawn_app_with(|c| {
         c.connections.header_read_timeout_ms = 500;
@@ -202,9 +203,8 @@ async fn a_connection_that_never_sends_a_byte_is_cut_by_the_header_clock() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn draining_answers_the_first_request_of_a_connection_accepted_before_it() {
-    let app = spawn_app().await;
+#[service_test]
+async fn draining_answers_the_first_request_of_a_connection_accepted_before_it(app: TestApp) {
     let server = app.service.running.addr;
     // Accepted before the drain, its request sent only after it began (a
     // client whose request was on its way when the node was told to stop).

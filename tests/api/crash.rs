@@ -19,6 +19,7 @@ use crate::support::fakes::Fault;
 use crate::support::fakes::mtn::FakeMtn;
 use crate::support::fakes::pawapay::{self, FakePawapay};
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 struct Attempt {
     key: String,
@@ -27,7 +28,7 @@ struct Attempt {
     payment: Value,
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn sigkill_twenty_times_loses_nothing_and_duplicates_nothing() {
     let data = tempfile::tempdir().unwrap();
     let (merchant, key) = cli_merchant(data.path(), "Crash", "test");
@@ -463,7 +464,7 @@ impl LiveMtn {
 /// process was SIGKILLed while MTN was answering) is asked about after the
 /// restart, and its reserved amount settles: the payment ends `refunded`,
 /// with one refund at MTN.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_refund_left_pending_by_a_crash_is_polled_after_restart() {
     // A short in-flight window so the restarted process asks about the refund soon.
     let mtn = LiveMtn::start("Refunds", 2000, 0).await;
@@ -506,7 +507,7 @@ async fn a_refund_left_pending_by_a_crash_is_polled_after_restart() {
 /// stored, not 409 for the rest of the in-flight window (here 60 s; on
 /// PostgreSQL once the dead process's liveness lease has expired). Nothing
 /// is sent to MTN again, and MTN is asked about it by our id: it completes.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_create_cut_by_a_crash_is_answered_at_once_after_the_restart() {
     let mtn = LiveMtn::start("Cut", 30_000, 30_000).await;
     let client = reqwest::Client::new();
@@ -567,7 +568,7 @@ async fn a_create_cut_by_a_crash_is_answered_at_once_after_the_restart() {
 /// within seconds — the poll its intent scheduled before MTN was called —
 /// rather than at its expiry 15 minutes later. It completes, and nothing is
 /// sent to MTN again.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_create_cut_by_a_crash_and_never_retried_is_settled_soon_after_the_restart() {
     let mtn = LiveMtn::start("Abandoned", 30_000, 30_000).await;
     let server = mtn.serve();
@@ -608,7 +609,7 @@ async fn a_create_cut_by_a_crash_and_never_retried_is_settled_soon_after_the_res
 /// and never retried: after the restart pawaPay is asked about it by our id
 /// within seconds — the poll the confirmation's intent scheduled — rather
 /// than at the payment's expiry. It completes, and the deposit is not sent again.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn an_otp_confirmation_cut_by_a_crash_is_settled_soon_after_the_restart() {
     let fake = FakePawapay::start().await;
     fake.settle_after(Duration::from_millis(100));

@@ -1,11 +1,11 @@
 use serde_json::{Value, json};
 
 use crate::support::*;
+use mmc_test_kit::service_test;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn direct_create_returns_the_full_payment_and_get_reads_it_by_id_and_reference() {
-    let app = spawn_app().await;
-    let (merchant, key, _) = app.merchant("Shop");
+#[service_test]
+async fn direct_create_returns_the_full_payment_and_get_reads_it_by_id_and_reference(app: TestApp) {
+    let key = app.test_key("Shop");
     let mut body = direct_payment("97000001"); // old 8-digit Benin number
     body["metadata"] = json!({"order": 42});
     body["external_merchant_id"] = json!("sub-1");
@@ -35,7 +35,6 @@ async fn direct_create_returns_the_full_payment_and_get_reads_it_by_id_and_refer
     assert!(p["created_at"].is_string());
     assert_eq!(p["completed_at"], Value::Null);
     assert_eq!(p["metadata"]["order"], 42);
-    let _ = merchant;
 
     let id = id_of(&p);
     let (status, by_id) = app
@@ -56,9 +55,8 @@ async fn direct_create_returns_the_full_payment_and_get_reads_it_by_id_and_refer
     assert_eq!(missing["error"]["type"], "not_found_error");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn another_merchant_or_the_other_environment_gets_404() {
-    let app = spawn_app().await;
+#[service_test]
+async fn another_merchant_or_the_other_environment_gets_404(app: TestApp) {
     let (_, key_a, live_a) = app.merchant("A");
     let key_b = app.test_key("B");
     let (id, p) = app
@@ -81,9 +79,8 @@ async fn another_merchant_or_the_other_environment_gets_404() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn otp_operator_waits_for_the_code_and_hosted_mode_redirects_to_our_checkout() {
-    let app = spawn_app().await;
+#[service_test]
+async fn otp_operator_waits_for_the_code_and_hosted_mode_redirects_to_our_checkout(app: TestApp) {
     let key = app.test_key("Shop");
     let mut otp = direct_payment("+2290166000001");
     otp["operator"] = json!("coris");
@@ -101,7 +98,7 @@ async fn otp_operator_waits_for_the_code_and_hosted_mode_redirects_to_our_checko
     assert_eq!(p["next_action"]["checkout_url"], url);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn simulated_outcomes_follow_the_test_numbers() {
     let app = spawn_app_completing_after(0).await;
     let key = app.test_key("Shop");
@@ -132,7 +129,7 @@ async fn simulated_outcomes_follow_the_test_numbers() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn payments_in_progress_are_reconciled_without_being_asked() {
     let app = spawn_app_completing_after(500).await;
     let key = app.test_key("Shop");
@@ -158,7 +155,7 @@ async fn payments_in_progress_are_reconciled_without_being_asked() {
 /// One reconciliation round records every due payment in one transaction:
 /// each one still gets its own outcome, and one still in progress is simply
 /// polled again later.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_reconciliation_round_records_each_due_payment() {
     let app = spawn_app_completing_after(500).await;
     let key = app.test_key("Shop");
@@ -194,9 +191,8 @@ async fn a_reconciliation_round_records_each_due_payment() {
     assert_eq!(p["status"], "processing", "still in progress: {p}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_bad_input_is_a_400_naming_its_param() {
-    let app = spawn_app().await;
+#[service_test]
+async fn every_bad_input_is_a_400_naming_its_param(app: TestApp) {
     let key = app.test_key("Shop");
     let base = direct_payment("+2290166000001");
     let with = |field: &str, value: Value| {
@@ -397,9 +393,8 @@ async fn every_bad_input_is_a_400_naming_its_param() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn idempotent_replays_and_conflicts() {
-    let app = spawn_app().await;
+#[service_test]
+async fn idempotent_replays_and_conflicts(app: TestApp) {
     let key = app.test_key("Shop");
     let body = direct_payment("+2290166000001");
     let idem = new_key();
@@ -433,9 +428,8 @@ async fn idempotent_replays_and_conflicts() {
 
 /// A reference holding what a URL escapes (a space, `é`, `#`, `?`, `+`) is
 /// found by its escaped form, in both generations; `+` in a path is itself.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reference_is_found_by_its_url_escaped_form() {
-    let app = spawn_app().await;
+#[service_test]
+async fn a_reference_is_found_by_its_url_escaped_form(app: TestApp) {
     let key = app.test_key("Shop");
     let mut body = direct_payment("+2290166000001");
     body["reference"] = json!("order 1 é#?+");

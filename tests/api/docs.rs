@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use crate::checkout::node_json;
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 /// Every operationId of the OpenAPI document at `path`, as the server serves it.
 async fn operation_ids(app: &TestApp, path: &str) -> Vec<String> {
@@ -29,9 +30,8 @@ async fn operation_ids(app: &TestApp, path: &str) -> Vec<String> {
     ids
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_api_reference_has_every_operation_of_the_documents_served() {
-    let app = spawn_app().await;
+#[service_test]
+async fn the_api_reference_has_every_operation_of_the_documents_served(app: TestApp) {
     let resp = app.client.get(app.url("/docs/api")).send().await.unwrap();
     assert_eq!(resp.status(), 200);
     let header = |name: &str| {
@@ -108,9 +108,8 @@ async fn the_api_reference_has_every_operation_of_the_documents_served() {
 
 /// In Chromium: from /docs to the reference to createPayment, and not one
 /// request leaves the server (no CDN, no font, no script).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_api_reference_works_offline_in_a_browser() {
-    let app = spawn_app().await;
+#[service_test]
+async fn the_api_reference_works_offline_in_a_browser(app: TestApp) {
     let out = node_json(vec!["docs_api.mjs".into(), app.url("/docs")]).await;
     assert_eq!(out["outside"], json!([]), "{out}");
     assert_eq!(out["violations"], json!([]), "{out}");
@@ -141,9 +140,8 @@ async fn the_api_reference_works_offline_in_a_browser() {
 /// `/docs` serves the merchant's chapters of the book, each at its own path
 /// under the same policy, and not the chapters for operators of the service;
 /// an error's `doc_url` is a row of the errors chapter.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_guide_serves_the_merchants_chapters_only() {
-    let app = spawn_app().await;
+#[service_test]
+async fn the_guide_serves_the_merchants_chapters_only(app: TestApp) {
     let index = app.client.get(app.url("/docs")).send().await.unwrap();
     assert_eq!(index.status(), 200);
     let csp = index.headers()["content-security-policy"].clone();

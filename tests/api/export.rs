@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 fn now() -> u64 {
     std::time::SystemTime::now()
@@ -113,9 +114,8 @@ fn direct(reference: &str, country: &str, operator: &str, phone: &str) -> Value 
            "operator": operator, "customer": {"phone": phone}})
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_export_is_csv_escaped_and_safe_in_a_spreadsheet() {
-    let app = spawn_app().await;
+#[service_test]
+async fn the_export_is_csv_escaped_and_safe_in_a_spreadsheet(app: TestApp) {
     let key = app.test_key("Shop");
     let other = app.test_key("Other");
     let from = now();
@@ -254,9 +254,8 @@ async fn the_export_is_csv_escaped_and_safe_in_a_spreadsheet() {
     assert!(head.header("mmc-continue").is_none());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_export_filters_like_the_list_and_needs_a_start() {
-    let app = spawn_app().await;
+#[service_test]
+async fn the_export_filters_like_the_list_and_needs_a_start(app: TestApp) {
     let (merchant, key, _) = app.merchant("Shop");
     let from = now();
     let mut made = Vec::new();
@@ -398,7 +397,7 @@ fn compact(secs: u64) -> String {
 
 /// More payments than one page (1,000): every one comes back once, in
 /// creation order, in one streamed response.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_period_longer_than_a_page_is_streamed_whole_in_order() {
     const N: usize = 2_500;
     let app = spawn_app_with(|c| c.rate_limit.per_second = 0.0).await;
@@ -464,7 +463,7 @@ async fn a_period_longer_than_a_page_is_streamed_whole_in_order() {
 /// sees it cut, never a file that looks whole) instead of running to its
 /// end, even when the revocation is made elsewhere (the CLI, another node)
 /// and reaches this node through its key cache.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn an_export_stops_when_its_key_is_revoked() {
     // More than the server's socket buffer holds (4 MiB here): the export
     // is still being made when the key is revoked.

@@ -16,6 +16,7 @@ use crate::console::{Browser, PASSWORD};
 use crate::process::ServerProcess;
 use crate::receiver::Receiver;
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 const ADMIN_TOKEN: &str = "fleet-admin-token-0123456789abcdef0123";
 
@@ -218,7 +219,7 @@ where
     panic!("never {want}: {last}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_payment_created_on_one_node_is_read_cancelled_and_refunded_on_another() {
     let fleet = Fleet::start(2, &[]);
     let (_, key, _) = fleet.merchant();
@@ -285,7 +286,7 @@ async fn a_payment_created_on_one_node_is_read_cancelled_and_refunded_on_another
     assert_eq!(r["payment_id"], p["id"], "{r}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn fifty_concurrent_creates_under_one_key_over_three_nodes_make_one_payment_and_one_request_to_pay()
  {
     let fleet = Fleet::start(3, &[]);
@@ -323,7 +324,7 @@ async fn fifty_concurrent_creates_under_one_key_over_three_nodes_make_one_paymen
     assert_eq!(initiations, 1, "{calls}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_revoked_key_within_500_ms_and_a_deployed_adapter_reach_every_node() {
     let fleet = Fleet::start(3, &[]);
     let (_, key, key_id) = fleet.merchant();
@@ -435,7 +436,7 @@ async fn a_revoked_key_within_500_ms_and_a_deployed_adapter_reach_every_node() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_keys_rate_limit_holds_across_the_fleet() {
     let fleet = Fleet::start(
         2,
@@ -472,7 +473,7 @@ async fn a_keys_rate_limit_holds_across_the_fleet() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn ten_sigkills_of_one_node_lose_nothing_while_the_others_serve() {
     let receiver = Receiver::start().await;
     // A request cut by a kill is "possibly in flight" for the adapter's
@@ -659,7 +660,7 @@ async fn ten_sigkills_of_one_node_lose_nothing_while_the_others_serve() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn sigterm_finishes_what_a_node_serves_and_hands_its_jobs_over_at_once() {
     let mut fleet = Fleet::start(2, &[]);
     let (_, key, _) = fleet.merchant();
@@ -751,7 +752,7 @@ fn now_ms() -> u64 {
 
 /// The fleet chapter's walkthrough (docs/fleet.md), as written: its `sh`
 /// block run by bash with this test's database, ports, directories and binary.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn the_fleet_chapters_walkthrough_works() {
     let chapter = std::fs::read_to_string(root().join("docs/fleet.md")).unwrap();
     let section = chapter
@@ -835,7 +836,7 @@ async fn the_fleet_chapters_walkthrough_works() {
 
 /// Routes changed through one node's admin API are in force on every node
 /// within a second; rolled back through another, likewise.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn routes_changed_or_rolled_back_through_one_node_reach_every_node_within_a_second() {
     let fleet = Fleet::start(3, &[]);
     let body = json!({"routes": ["ghost", "simulator"], "note": "fleet"});
@@ -892,7 +893,7 @@ async fn routes_changed_or_rolled_back_through_one_node_reach_every_node_within_
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn console_sign_in_limits_and_sign_out_hold_across_the_fleet() {
     let fleet = Fleet::start(2, &[]);
     let (merchant, _, _) = fleet.merchant();

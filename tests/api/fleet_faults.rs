@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::fleet::Fleet;
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 /// The requirement's freeze: well past every timeout in play (the server's
 /// idle-in-transaction 3 s, a writer's lock wait 4 s, the pool's waits
@@ -146,7 +147,7 @@ async fn a_holds_collects_lock_idle(url: &str) -> bool {
 /// transaction is rolled back, and once A runs again (after the requirement's
 /// 60 s) it serves without anyone's help; every acknowledged payment and
 /// cancel reads whole from both nodes.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_node_frozen_mid_transaction_holds_the_others_up_seconds_and_loses_nothing() {
     let db = TestDatabase::create();
     let url = db.url.clone();
@@ -328,7 +329,7 @@ async fn a_node_frozen_mid_transaction_holds_the_others_up_seconds_and_loses_not
 /// take creates: every answer is a 201 or a 503 with `Retry-After` (never a
 /// 500), within the call's deadline, the nodes reconnect by
 /// themselves, and every acknowledged payment is there afterwards.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn postgres_restarted_under_load_answers_503s_and_loses_nothing() {
     let cluster = Cluster::start();
     let fleet = Arc::new(Fleet::start_on(&cluster.url(), None, 2, &[]));

@@ -12,6 +12,7 @@ use tokio::net::{TcpSocket, TcpStream};
 
 use crate::process::{ServerProcess, cli_merchant, post_json};
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 /// A connection from `source` (any 127/8 address is loopback) to `server`.
 async fn connect_from(source: &str, server: SocketAddr) -> std::io::Result<TcpStream> {
@@ -65,9 +66,8 @@ fn rss_kib(pid: u32) -> u64 {
         .expect("VmRSS in /proc/<pid>/status")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_made_up_key_is_refused_on_its_headers_without_its_body_being_read() {
-    let app = spawn_app().await;
+#[service_test]
+async fn a_made_up_key_is_refused_on_its_headers_without_its_body_being_read(app: TestApp) {
     let server = addr_of(&app.base);
     for path in [
         "/api/v1/collect/payments",
@@ -86,7 +86,7 @@ async fn a_made_up_key_is_refused_on_its_headers_without_its_body_being_read() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_key_or_an_anonymous_client_has_a_few_bodies_read_at_once() {
     let app = spawn_app_with(|c| {
         c.connections.body_reads_per_key = 2;
@@ -147,7 +147,7 @@ async fn a_key_or_an_anonymous_client_has_a_few_bodies_read_at_once() {
 /// 1,000 connections (from eight addresses, as many clients would) send
 /// made-up keys and 2 MiB bodies slowly; the real server's resident memory
 /// stays within 64 MiB of its idle size, and a merchant is served meanwhile.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_thousand_slow_clients_with_made_up_keys_cost_the_server_no_memory() {
     const CLIENTS: usize = 1_000;
     const BODY: usize = 2 * 1024 * 1024;

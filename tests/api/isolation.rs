@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use mmc_host::config::{Generation, Route};
 
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 async fn app_with_hostile() -> TestApp {
     app_with_hostile_and(|_| {}).await
@@ -44,7 +45,7 @@ fn hostile(app: &TestApp, key: &str, what: &str) -> reqwest::RequestBuilder {
         .bearer_auth(key)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_call_beyond_the_instance_slots_waits_for_a_slot_instead_of_failing() {
     // One API call at a time, each with a 1 s deadline.
     let app = app_with_hostile_and(|c| {
@@ -67,7 +68,7 @@ async fn a_call_beyond_the_instance_slots_waits_for_a_slot_instead_of_failing() 
     assert_eq!(looping.await.unwrap().unwrap().status(), 500);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn runaway_components_are_stopped_and_the_server_keeps_serving() {
     let app = app_with_hostile().await;
     let key = app.test_key("Shop");
@@ -157,7 +158,7 @@ async fn runaway_components_are_stopped_and_the_server_keeps_serving() {
 /// GETs run on the tokio worker that read them (on SQLite); one that computes
 /// past the inline budget is stopped there and served again on a blocking
 /// thread, so a slow read answers normally and never holds a worker for long.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_read_that_computes_past_the_inline_budget_is_answered_from_a_blocking_thread() {
     let app = app_with_hostile().await;
     let key = app.test_key("Shop");

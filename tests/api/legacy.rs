@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 async fn call(
     app: &TestApp,
@@ -53,7 +54,7 @@ async fn app_with(require_key: bool) -> TestApp {
     .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn initiate_replay_read_and_cross_generation_consistency() {
     let app = app_with(false).await;
     let key = app.test_key("Shop");
@@ -143,7 +144,7 @@ async fn initiate_replay_read_and_cross_generation_consistency() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn otp_flow_and_every_legacy_error_code() {
     let app = app_with(true).await;
     let key = app.test_key("Shop");
@@ -250,7 +251,7 @@ async fn otp_flow_and_every_legacy_error_code() {
     assert_eq!((status, e["code"].as_str()), (404, Some("not_found")));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn collect_failed_and_collect_confirm_failed_when_the_rules_component_is_down() {
     // The legacy facade without collect: the shared rules are unreachable.
     let components = tempfile::tempdir().unwrap().keep();
@@ -292,7 +293,7 @@ async fn collect_failed_and_collect_confirm_failed_when_the_rules_component_is_d
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn legacy_catalogue_lists_the_same_operators_and_legacy_events_are_written() {
     let app = app_with(false).await;
     let key = app.test_key("Shop");

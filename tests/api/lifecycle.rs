@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 fn otp_payment(phone: &str) -> Value {
     let mut b = direct_payment(phone);
@@ -14,7 +15,7 @@ async fn fast_app() -> TestApp {
     spawn_app_completing_after(0).await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn otp_confirmation_rules() {
     let app = fast_app().await;
     let key = app.test_key("Shop");
@@ -81,7 +82,7 @@ async fn otp_confirmation_rules() {
     assert_eq!(after["failure_code"], "otp_attempts_exceeded");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn cancel_rules() {
     let app = fast_app().await;
     let key = app.test_key("Shop");
@@ -146,7 +147,7 @@ async fn cancel_rules() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn refunds_never_exceed_the_payment_and_a_full_refund_refunds_it() {
     let app = fast_app().await;
     let key = app.test_key("Shop");
@@ -261,9 +262,8 @@ async fn refunds_never_exceed_the_payment_and_a_full_refund_refunds_it() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fifty_concurrent_identical_creates_make_one_payment_and_one_initiation() {
-    let app = spawn_app().await;
+#[service_test]
+async fn fifty_concurrent_identical_creates_make_one_payment_and_one_initiation(app: TestApp) {
     let key = app.test_key("Shop");
     let body = direct_payment("+2290166000001");
     let idem = new_key();
@@ -283,7 +283,7 @@ async fn fifty_concurrent_identical_creates_make_one_payment_and_one_initiation(
     assert_eq!(after - before, 1.0, "exactly one operator initiation");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn unfinished_payments_expire_and_the_deadline_survives_a_restart() {
     let data = tempfile::tempdir().unwrap();
     let dir = data.path().to_path_buf();
@@ -342,7 +342,7 @@ async fn unfinished_payments_expire_and_the_deadline_survives_a_restart() {
     panic!("not expired: {last}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn every_status_change_emits_its_event_and_refunds_replay_under_their_key() {
     let app = fast_app().await;
     let key = app.test_key("Shop");
@@ -411,7 +411,7 @@ async fn every_status_change_emits_its_event_and_refunds_replay_under_their_key(
 /// the index and the record disagree, the record's own entry. Here a stale
 /// entry, due at once, brings the first payment to its poll before its own
 /// entry is due; the second is polled through its own.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_reconciled_payment_leaves_no_entry_to_poll_even_from_a_stale_index() {
     let app = fast_app().await;
     let key = app.test_key("Shop");
@@ -444,7 +444,7 @@ async fn a_reconciled_payment_leaves_no_entry_to_poll_even_from_a_stale_index() 
 /// JSON, the form of the versions before the binary one) is reconciled
 /// through a prepared transaction checked against the bytes as stored. Checked against this version's encoding of it, it was refused and
 /// the round decided again in an interactive transaction holding the writer.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_record_another_version_wrote_is_reconciled_without_holding_the_writer() {
     let app = fast_app().await;
     let key = app.test_key("Shop");
@@ -486,7 +486,7 @@ async fn a_record_another_version_wrote_is_reconciled_without_holding_the_writer
 /// new nodes are told to write JSON (`payment_records = "json"`): what they
 /// write, an old node reads; what a node without the setting wrote (binary),
 /// they read. Payments go through their life either way.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_node_told_to_write_json_records_writes_them_and_still_reads_binary_ones() {
     let data = tempfile::tempdir().unwrap();
     let start = |json_records: bool| {

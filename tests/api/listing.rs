@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 fn ids(page: &Value) -> Vec<String> {
     page["data"]
@@ -21,9 +22,8 @@ fn payment(country: &str, operator: &str, phone: &str) -> Value {
            "customer": {"phone": phone}})
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn payments_are_listed_newest_first_filtered_and_paged_both_ways() {
-    let app = spawn_app().await;
+#[service_test]
+async fn payments_are_listed_newest_first_filtered_and_paged_both_ways(app: TestApp) {
     let key = app.test_key("Shop");
     let other = app.test_key("Other");
     let mut created = Vec::new();
@@ -182,9 +182,8 @@ async fn payments_are_listed_newest_first_filtered_and_paged_both_ways() {
     assert!(ids(&app.get(&other, "/api/v1/collect/payments").await.1).is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_payments_refunds_are_listed_and_each_is_read() {
-    let app = spawn_app().await;
+#[service_test]
+async fn a_payments_refunds_are_listed_and_each_is_read(app: TestApp) {
     let key = app.test_key("Shop");
     let other = app.test_key("Other");
     let (id, p) = app.create_ok(&key, &direct_payment("+2290166000001")).await;
@@ -282,9 +281,8 @@ async fn a_payments_refunds_are_listed_and_each_is_read() {
 /// it. Until the backfill is done the filters are checked on the payments
 /// table; the job then indexes every payment (over several rounds) and the
 /// filters come from the index, with the same answers.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn payments_stored_before_the_listing_index_are_backfilled_into_it() {
-    let app = spawn_app().await;
+#[service_test]
+async fn payments_stored_before_the_listing_index_are_backfilled_into_it(app: TestApp) {
     let (merchant, key, _) = app.merchant("Shop");
     let (_, p) = app
         .create(&key, &new_key(), &direct_payment("+2290166000001"))
@@ -440,9 +438,10 @@ async fn payments_stored_before_the_listing_index_are_backfilled_into_it() {
 /// operator's answer moves no entry, and every status filter still answers
 /// from the records. A store indexed before that (an entry under the
 /// payment's own in-progress status) is indexed again and the old entry goes.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn payments_in_progress_share_one_listing_entry_and_filters_still_tell_them_apart() {
-    let app = spawn_app().await;
+#[service_test]
+async fn payments_in_progress_share_one_listing_entry_and_filters_still_tell_them_apart(
+    app: TestApp,
+) {
     let (merchant, key, _) = app.merchant("Shop");
     // 0004 stays in progress until expiry; 0005 is refused at initiation.
     let (_, processing) = app
@@ -524,9 +523,8 @@ async fn payments_in_progress_share_one_listing_entry_and_filters_still_tell_the
 
 /// `review` takes one value, checked whatever comes with it (a reference, a
 /// cursor): anything else is a clear 400, never an unfiltered list.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_review_filter_is_checked_with_every_other_parameter() {
-    let app = spawn_app().await;
+#[service_test]
+async fn the_review_filter_is_checked_with_every_other_parameter(app: TestApp) {
     let key = app.test_key("Shop");
     let (_, p) = app
         .create(&key, &new_key(), &direct_payment("+2290166000001"))

@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 use serde_json::{Value, json};
 
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 /// `mmc serve --demo` with stderr to a file.
 struct Served {
@@ -112,7 +113,7 @@ fn logs_to_a_file_carry_no_colour_codes_and_json_is_one_object_a_line() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn each_request_logs_one_json_line_with_its_id_merchant_component_and_duration() {
     let served = tokio::task::spawn_blocking(|| serve(&[("MMC_LOG__FORMAT", "json")]))
         .await

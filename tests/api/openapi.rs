@@ -8,6 +8,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 fn venv_tool(name: &str) -> std::path::PathBuf {
     let path = target_dir().join("venv/bin").join(name);
@@ -19,9 +20,8 @@ fn venv_tool(name: &str) -> std::path::PathBuf {
     path
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_document_is_public_and_valid_openapi_3_1() {
-    let app = spawn_app().await;
+#[service_test]
+async fn the_document_is_public_and_valid_openapi_3_1(app: TestApp) {
     let resp = app
         .client
         .get(app.url("/api/v1/collect/openapi.json"))
@@ -180,7 +180,7 @@ fn fuzz_seed() -> Vec<String> {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn the_legacy_generation_has_its_document_and_it_holds_under_fuzzing() {
     let app = spawn_app_with(|c| {
         c.rate_limit.per_second = 0.0;
@@ -240,7 +240,7 @@ async fn the_legacy_generation_has_its_document_and_it_holds_under_fuzzing() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn schemathesis_finds_no_5xx_and_no_response_outside_the_document() {
     let app = spawn_app_with(|c| {
         c.rate_limit.per_second = 0.0; // the fuzzer is not the subject here

@@ -1,8 +1,8 @@
 use crate::support::*;
+use mmc_test_kit::service_test;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn healthz_answers_without_key_and_metrics_count_requests() {
-    let app = spawn_app().await;
+#[service_test]
+async fn healthz_answers_without_key_and_metrics_count_requests(app: TestApp) {
     let resp = app.client.get(app.url("/healthz")).send().await.unwrap();
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.text().await.unwrap(), "ok\n");
@@ -46,9 +46,8 @@ async fn healthz_answers_without_key_and_metrics_count_requests() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_component_is_loaded_and_compiled_code_is_cached_on_disk() {
-    let app = spawn_app().await;
+#[service_test]
+async fn every_component_is_loaded_and_compiled_code_is_cached_on_disk(app: TestApp) {
     let names: Vec<String> = app
         .service
         .site
@@ -78,9 +77,8 @@ async fn every_component_is_loaded_and_compiled_code_is_cached_on_disk() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unknown_paths_are_404_in_the_current_shape() {
-    let app = spawn_app().await;
+#[service_test]
+async fn unknown_paths_are_404_in_the_current_shape(app: TestApp) {
     let resp = app
         .client
         .get(app.url("/api/v1/nothing-here"))
@@ -98,7 +96,7 @@ async fn unknown_paths_are_404_in_the_current_shape() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn oversized_bodies_are_refused_with_413() {
     let app = spawn_app_with(|c| c.limits.max_body_bytes = 1024).await;
     let key = app.test_key("Shop");
@@ -117,9 +115,8 @@ async fn oversized_bodies_are_refused_with_413() {
     assert_eq!(body["error"]["code"], "payload_too_large");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_create_moves_the_instantiation_rows_written_and_wal_counters() {
-    let app = spawn_app().await;
+#[service_test]
+async fn a_create_moves_the_instantiation_rows_written_and_wal_counters(app: TestApp) {
     let key = app.test_key("Shop");
     let collect = "component=\"collect\"";
     let before = app.metrics().await;

@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 async fn predict(app: &TestApp, key: &str, query: &str) -> (u16, Value) {
     app.get(
@@ -13,9 +14,8 @@ async fn predict(app: &TestApp, key: &str, query: &str) -> (u16, Value) {
     .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_number_predicts_its_operator_by_the_numbering_plan() {
-    let app = spawn_app().await;
+#[service_test]
+async fn a_number_predicts_its_operator_by_the_numbering_plan(app: TestApp) {
     let key = app.test_key("Shop");
     for (query, country, operator) in [
         ("phone=%2B2290166000001", "BJ", json!("mtn-bj")),
@@ -66,9 +66,8 @@ async fn a_number_predicts_its_operator_by_the_numbering_plan() {
     assert_eq!(status, 401, "a key is needed");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_checkout_page_preselects_the_predicted_operator() {
-    let app = spawn_app().await;
+#[service_test]
+async fn the_checkout_page_preselects_the_predicted_operator(app: TestApp) {
     let key = app.test_key("Shop");
     let mut body = direct_payment("+2290195000001"); // a Moov Benin number
     body["mode"] = json!("hosted");

@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 /// Where the quick start says the server listens (`make run`).
 const README_BASE: &str = "http://127.0.0.1:8080";
@@ -60,7 +61,7 @@ fn serve_demo(data_dir: &std::path::Path) -> (std::process::Child, String, Strin
     (child, base.unwrap(), key.unwrap())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn the_quick_start_commands_work_against_a_demo_server() {
     let blocks = quick_start_blocks();
     assert!(

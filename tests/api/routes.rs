@@ -9,6 +9,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 async fn routes_app() -> TestApp {
     spawn_app_with(|c| c.admin_token = Some(ADMIN.into())).await
@@ -31,10 +32,10 @@ fn direct(phone: &str) -> Value {
     })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn routes_change_at_runtime_explain_each_payment_and_roll_back() {
     let app = routes_app().await;
-    let (_, key, _) = app.merchant("Routes");
+    let key = app.test_key("Routes");
     let (status, r) = admin(&app, Method::GET, "/admin/v1/routes", None).await;
     assert_eq!(status, 200, "{r}");
     assert_eq!(
@@ -199,10 +200,10 @@ async fn routes_change_at_runtime_explain_each_payment_and_roll_back() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn no_route_for_a_payment_is_a_clear_error_and_nothing_is_stored() {
     let app = routes_app().await;
-    let (_, key, _) = app.merchant("Nowhere");
+    let key = app.test_key("Nowhere");
     let (idem, earlier) = (new_key(), direct("+2290166001005"));
     let (status, first) = app.create(&key, &idem, &earlier).await;
     assert_eq!(status, 201, "{first}");
@@ -229,10 +230,10 @@ async fn no_route_for_a_payment_is_a_clear_error_and_nothing_is_stored() {
 
 /// A payout whose operator no route can take waits, held with the reason
 /// (never failed), and goes by itself once a route can take it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_payout_with_no_route_is_held_then_sent_when_one_can_take_it() {
     let app = routes_app().await;
-    let (_, key, _) = app.merchant("Held");
+    let key = app.test_key("Held");
     let item = |phone: &str, reference: &str| {
         json!({"beneficiary_name": "Awa Koné", "phone": phone, "amount": 1000,
             "currency": "XOF", "reference": reference})
@@ -249,7 +250,7 @@ async fn a_payout_with_no_route_is_held_then_sent_when_one_can_take_it() {
     let status = resp.status().as_u16();
     let b: Value = resp.json().await.unwrap();
     assert_eq!(status, 201, "{b}");
-    let id = b["id"].as_str().unwrap().to_string();
+    let id = id_of(&b);
     // Its route goes away before it is paid.
     let (status, _) = put_routes(&app, "test", "mtn-bj", json!({"routes": ["ghost"]})).await;
     assert_eq!(status, 200);

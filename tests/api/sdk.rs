@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 fn tool(path: PathBuf, installer: &str) -> PathBuf {
     assert!(
@@ -71,7 +72,7 @@ async fn document(app: &TestApp, dir: &Path) -> PathBuf {
     path
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn the_generated_python_sdk_works_against_the_live_server() {
     let app = spawn_app_completing_after(0).await;
     let key = app.test_key("Python shop");
@@ -111,7 +112,7 @@ async fn the_generated_python_sdk_works_against_the_live_server() {
     .unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn the_generated_typescript_types_type_check_and_work_against_the_live_server() {
     let app = spawn_app_completing_after(0).await;
     let key = app.test_key("TypeScript shop");

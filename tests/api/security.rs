@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use crate::process::cli;
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 /// `mmc serve` as deployed: only `env` differs from the defaults.
 struct Deployed {
@@ -125,7 +126,7 @@ fn merchant_and_key(data_dir: &Path, scopes: Option<&str>) -> (String, String) {
     (id, k["key"].as_str().unwrap().to_string())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn the_admin_plane_is_closed_to_the_public_to_anonymous_uploads_and_to_short_tokens() {
     let dir = tempfile::tempdir().unwrap();
     let server = deploy(dir.path(), &[]);
@@ -192,7 +193,7 @@ async fn the_admin_plane_is_closed_to_the_public_to_anonymous_uploads_and_to_sho
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn slow_clients_are_cut_and_no_key_can_make_the_service_call_its_own_network() {
     let dir = tempfile::tempdir().unwrap();
     let server = deploy(
@@ -278,7 +279,7 @@ async fn slow_clients_are_cut_and_no_key_can_make_the_service_call_its_own_netwo
     assert!(listener.accept().is_err(), "nothing connected to loopback");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn anonymous_floods_leaked_keys_and_database_copies_get_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let server = deploy(

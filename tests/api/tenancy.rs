@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 async fn call(
     app: &TestApp,
@@ -24,7 +25,7 @@ async fn call(
     (status, resp.json().await.unwrap_or(Value::Null))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn merchant_b_and_the_other_environment_see_nothing_of_merchant_a() {
     let app = spawn_app_with(|c| {
         c.components
@@ -181,9 +182,8 @@ async fn merchant_b_and_the_other_environment_see_nothing_of_merchant_a() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deep_json_and_many_headers_are_refused_cleanly() {
-    let app = spawn_app().await;
+#[service_test]
+async fn deep_json_and_many_headers_are_refused_cleanly(app: TestApp) {
     let key = app.test_key("Shop");
     let deep = format!("{}1{}", "[".repeat(5000), "]".repeat(5000));
     let resp = app

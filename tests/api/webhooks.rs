@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use crate::process::post_json;
 use crate::receiver::{Receiver, verify};
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 async fn fast_webhooks() -> TestApp {
     spawn_app_with(|c| {
@@ -36,7 +37,7 @@ async fn receiving_created(app: &TestApp, key: &str) -> Receiver {
     receiver
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn subscribed_events_arrive_signed_with_the_spec_envelope() {
     let app = fast_webhooks().await;
     let (merchant, key, _) = app.merchant("Shop");
@@ -100,7 +101,7 @@ async fn subscribed_events_arrive_signed_with_the_spec_envelope() {
     assert_eq!(completed.json()["data"]["object"]["status"], "completed");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_failing_endpoint_gets_the_event_again_with_the_same_id_and_attempts_are_recorded() {
     let app = fast_webhooks().await;
     let key = app.test_key("Shop");
@@ -176,7 +177,7 @@ async fn a_failing_endpoint_gets_the_event_again_with_the_same_id_and_attempts_a
 /// does not read) is never sent as its raw bytes: each attempt is recorded
 /// as `event_unreadable` and retried on the schedule; the events API says
 /// so for that event and lists the others.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn an_event_whose_body_cannot_be_built_is_recorded_never_sent() {
     use mmc_storage::sql::Value as Sql;
     let app = fast_webhooks().await;
@@ -246,7 +247,7 @@ async fn an_event_whose_body_cannot_be_built_is_recorded_never_sent() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_receiver_that_is_down_and_comes_back_gets_every_event() {
     let app = fast_webhooks().await;
     let key = app.test_key("Shop");
@@ -297,7 +298,7 @@ async fn a_receiver_that_is_down_and_comes_back_gets_every_event() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn callback_url_receives_the_payments_events_signed_with_the_callback_secret() {
     let app = fast_webhooks().await;
     let key = app.test_key("Shop");
@@ -328,7 +329,7 @@ async fn strict_webhooks() -> TestApp {
     .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn unsafe_destinations_are_refused_with_a_clear_400() {
     let app = strict_webhooks().await;
     let (_, test_key, live_key) = app.merchant("Shop");
@@ -380,7 +381,7 @@ async fn unsafe_destinations_are_refused_with_a_clear_400() {
     assert_eq!(live_list["data"].as_array().unwrap().len(), 0);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn an_endpoint_description_is_bounded_text_or_a_clear_400() {
     let app = strict_webhooks().await;
     let key = app.test_key("Shop");
@@ -413,7 +414,7 @@ async fn an_endpoint_description_is_bounded_text_or_a_clear_400() {
     assert_eq!(e["description"].as_str().unwrap().chars().count(), 500);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn events_are_listed_filtered_and_paginated_and_deleted_endpoints_stop_receiving() {
     let app = fast_webhooks().await;
     let key = app.test_key("Shop");
@@ -523,7 +524,7 @@ async fn events_are_listed_filtered_and_paginated_and_deleted_endpoints_stop_rec
     assert_eq!(receiver.events().len(), 4, "nothing after deletion");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn an_event_written_before_a_sigkill_is_delivered_after_restart() {
     use crate::process::{ServerProcess, cli, cli_merchant};
     let data = tempfile::tempdir().unwrap();
@@ -584,7 +585,7 @@ async fn an_event_written_before_a_sigkill_is_delivered_after_restart() {
 /// SSRF: a test key's `callback_url` on loopback (a port of the service's
 /// own machine) is never called, and the delivery record says only that the
 /// destination was refused, not what answers there.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_callback_url_on_loopback_is_never_called_and_says_nothing_of_it() {
     let app = strict_webhooks().await;
     let key = app.test_key("Shop");
@@ -645,7 +646,7 @@ async fn wait_until<T, F: std::future::Future<Output = Option<T>>>(
 
 /// Each event is fanned out to every endpoint: one key cannot add them
 /// without bound (16 per merchant and environment).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn endpoints_per_merchant_are_bounded() {
     let app = fast_webhooks().await;
     let (_, key, live) = app.merchant("Shop");
@@ -698,7 +699,7 @@ async fn endpoints_per_merchant_are_bounded() {
     assert_eq!(status, 201);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn signing_secrets_are_sealed_at_rest_and_older_rows_are_sealed_at_start() {
     use mmc_host::webhooks::{Webhooks, sealing::Sealer};
     let app = fast_webhooks().await;
@@ -779,7 +780,7 @@ async fn signing_secrets_are_sealed_at_rest_and_older_rows_are_sealed_at_start()
 /// A delivery records an error class, never what the remote said: a refused
 /// connection is `connect_failed`, a 500 is `http_status` with its code, and
 /// the body of the 500 is nowhere in the event.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn delivery_records_say_what_failed_never_what_the_remote_said() {
     let app = spawn_app_with(|c| {
         c.webhooks.retry_schedule_ms = vec![100, 200];
@@ -814,7 +815,7 @@ async fn delivery_records_say_what_failed_never_what_the_remote_said() {
 /// and attempts, oldest first. An event with a delivery still pending (a
 /// resend of an old event) stays, and so does every event after it, until
 /// that delivery ends; a young event stays.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn events_past_their_retention_go_with_their_deliveries_unless_still_pending() {
     use mmc_host::webhooks::{Webhooks, sealing::Sealer};
     use mmc_storage::sql::Value as Sql;
@@ -998,7 +999,7 @@ async fn events_past_their_retention_go_with_their_deliveries_unless_still_pendi
 
 /// A node deletes the events past their retention when it starts (and every
 /// hour after): the store does not grow without bound.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_node_deletes_events_past_their_retention_when_it_starts() {
     use crate::process::{ServerProcess, cli_merchant, get_json};
     use mmc_storage::sql::Value as Sql;

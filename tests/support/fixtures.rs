@@ -13,6 +13,12 @@ impl TestApp {
         self.merchant(name).1
     }
 
+    /// A new merchant named `name`, with a key in each environment: its
+    /// live key, for a test of the live routes (the operators' adapters).
+    pub fn live_key(&self, name: &str) -> String {
+        self.merchant(name).2
+    }
+
     /// A new merchant named `name`, with a key in each environment: its id,
     /// for a test that acts as the merchant's people rather than its keys.
     pub fn new_merchant(&self, name: &str) -> String {

@@ -5,10 +5,10 @@ use mmc_host::console::users::Role;
 
 use super::*;
 use crate::support::*;
+use mmc_test_kit::service_test;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn console_sign_in_succeeds_fails_clearly_and_is_rate_limited() {
-    let app = spawn_app().await;
+#[service_test]
+async fn console_sign_in_succeeds_fails_clearly_and_is_rate_limited(app: TestApp) {
     let merchant = app.new_merchant("Shop");
     let owner = person(&app, &merchant, "Owner@Shop.bj", Role::Owner).await;
     let page = owner.get("/console/payments").await;
@@ -87,9 +87,8 @@ async fn console_sign_in_succeeds_fails_clearly_and_is_rate_limited() {
     assert_eq!(browser.get("/console/payments").await.status, 200);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn console_forms_without_their_csrf_token_are_refused() {
-    let app = spawn_app().await;
+#[service_test]
+async fn console_forms_without_their_csrf_token_are_refused(app: TestApp) {
     let merchant = app.new_merchant("Shop");
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
     for form in [vec![], vec![("csrf", "0123456789abcdef0123456789abcdef")]] {
@@ -132,9 +131,8 @@ async fn console_forms_without_their_csrf_token_are_refused() {
     assert_eq!(forged.status, 403);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn console_sessions_end_at_sign_out_and_when_the_user_is_removed() {
-    let app = spawn_app().await;
+#[service_test]
+async fn console_sessions_end_at_sign_out_and_when_the_user_is_removed(app: TestApp) {
     let merchant = app.new_merchant("Shop");
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
     let support = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
@@ -207,9 +205,8 @@ async fn console_sessions_end_at_sign_out_and_when_the_user_is_removed() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_person_changes_their_password_and_their_other_sessions_end() {
-    let app = spawn_app().await;
+#[service_test]
+async fn a_person_changes_their_password_and_their_other_sessions_end(app: TestApp) {
     let merchant = app.new_merchant("Shop");
     let desk = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
     let other = Browser::new(&app);
@@ -285,9 +282,8 @@ async fn a_person_changes_their_password_and_their_other_sessions_end() {
     assert!(audit.body.contains("agent@shop.bj"), "{}", audit.body);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn console_owner_and_finance_need_a_second_factor_in_live() {
-    let app = spawn_app().await;
+#[service_test]
+async fn console_owner_and_finance_need_a_second_factor_in_live(app: TestApp) {
     let merchant = app.new_merchant("Shop");
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
     let live = [("environment", "live")];
@@ -386,9 +382,8 @@ async fn console_owner_and_finance_need_a_second_factor_in_live() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mmc_users_create_and_reset_print_a_one_time_sign_in_link() {
-    let app = spawn_app().await;
+#[service_test]
+async fn mmc_users_create_and_reset_print_a_one_time_sign_in_link(app: TestApp) {
     let merchant = app.new_merchant("Shop");
     let dir = app.data_dir.path().to_str().unwrap().to_string();
     let created = crate::cli::mmc(&[
@@ -480,9 +475,8 @@ async fn mmc_users_create_and_reset_print_a_one_time_sign_in_link() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn console_owners_invite_people_and_no_one_else_can() {
-    let app = spawn_app().await;
+#[service_test]
+async fn console_owners_invite_people_and_no_one_else_can(app: TestApp) {
     let merchant = app.new_merchant("Shop");
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
     let finance = person(&app, &merchant, "finance@shop.bj", Role::Finance).await;
@@ -546,9 +540,8 @@ async fn console_owners_invite_people_and_no_one_else_can() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_owner_sees_the_teams_sessions_and_ends_one() {
-    let app = spawn_app().await;
+#[service_test]
+async fn an_owner_sees_the_teams_sessions_and_ends_one(app: TestApp) {
     let merchant = app.new_merchant("Shop");
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
     let support = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
@@ -579,7 +572,7 @@ async fn an_owner_sees_the_teams_sessions_and_ends_one() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn console_cookies_are_secure_when_the_service_is_reached_over_tls() {
     let app = spawn_app_with(|c| c.public_base_url = Some("https://pay.example.bj".into())).await;
     let merchant = app.new_merchant("Shop");
@@ -597,9 +590,10 @@ async fn console_cookies_are_secure_when_the_service_is_reached_over_tls() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_owner_resets_a_members_lost_password_or_authenticator_with_a_one_time_link() {
-    let app = spawn_app().await;
+#[service_test]
+async fn an_owner_resets_a_members_lost_password_or_authenticator_with_a_one_time_link(
+    app: TestApp,
+) {
     let merchant = app.new_merchant("Shop");
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
     let member = person(&app, &merchant, "cash@shop.bj", Role::Finance).await;

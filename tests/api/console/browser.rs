@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 /// Where the browser runs save their screenshots: the directory named by
 /// `MMC_CONSOLE_SCREENSHOTS` (the book's, for `make screenshots`), else one
@@ -23,7 +24,7 @@ fn shots_dir() -> std::path::PathBuf {
     dir
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn in_chromium_a_person_finds_and_refunds_a_payment_and_every_page_passes_axe() {
     assert!(
         root().join("tests/browser/node_modules/axe-core").exists(),
@@ -145,7 +146,7 @@ async fn in_chromium_a_person_finds_and_refunds_a_payment_and_every_page_passes_
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn in_chromium_a_link_is_paid_a_batch_is_approved_by_another_person_and_a_key_revoked() {
     assert!(
         root()

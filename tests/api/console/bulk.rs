@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::*;
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 const HEADER: &str = "beneficiary_name,phone,amount,currency,reference";
 
@@ -33,9 +34,8 @@ async fn wait_paid(app: &TestApp, key: &str, id: &str) -> Value {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_csv_uploaded_by_one_person_is_reported_approved_by_another_and_paid() {
-    let app = spawn_app().await;
+#[service_test]
+async fn a_csv_uploaded_by_one_person_is_reported_approved_by_another_and_paid(app: TestApp) {
     let (merchant, key, _) = app.merchant("Payroll");
     app.accounts
         .set_require_second_approver(&merchant, Environment::Test, true)
@@ -176,9 +176,8 @@ fn actor(app: &TestApp, merchant: &str, email: &str) -> String {
     format!("user_{}", user.id.trim_start_matches("usr_"))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn support_and_developers_see_no_bulk_payouts_and_cannot_upload() {
-    let app = spawn_app().await;
+#[service_test]
+async fn support_and_developers_see_no_bulk_payouts_and_cannot_upload(app: TestApp) {
     let merchant = app.new_merchant("Payroll");
     for (email, role) in [
         ("agent@payroll.bj", Role::Support),

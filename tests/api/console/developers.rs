@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 /// What follows `marker` on the page, up to the next `<`.
 fn after<'a>(page: &'a Page, marker: &str) -> &'a str {
@@ -19,9 +20,8 @@ fn after<'a>(page: &'a Page, marker: &str) -> &'a str {
     page.body[at..].split('<').next().unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_developer_creates_a_key_shown_once_and_a_revoked_key_is_refused_at_once() {
-    let app = spawn_app().await;
+#[service_test]
+async fn a_developer_creates_a_key_shown_once_and_a_revoked_key_is_refused_at_once(app: TestApp) {
     let merchant = app.new_merchant("Shop");
     let dev = person(&app, &merchant, "dev@shop.bj", Role::Developer).await;
     let page = dev.get("/console/developers").await;
@@ -147,9 +147,8 @@ async fn a_developer_creates_a_key_shown_once_and_a_revoked_key_is_refused_at_on
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn support_and_finance_are_refused_the_developer_pages_by_the_server() {
-    let app = spawn_app().await;
+#[service_test]
+async fn support_and_finance_are_refused_the_developer_pages_by_the_server(app: TestApp) {
     let (merchant, key, _) = app.merchant("Shop");
     let keys = app
         .service
@@ -203,7 +202,7 @@ async fn support_and_finance_are_refused_the_developer_pages_by_the_server() {
     assert_eq!(endpoints["data"], json!([]));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_developer_adds_disables_and_rekeys_an_endpoint_and_reads_its_deliveries() {
     let app = spawn_app_completing_after(0).await;
     let (merchant, key, _) = app.merchant("Shop");

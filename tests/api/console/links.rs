@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::*;
 use crate::support::*;
+use mmc_test_kit::service_test;
 
 /// The QR code of an SVG drawn as `M{x} {y}h1v1h-1z` squares, decoded.
 fn decode_qr(svg: &str) -> String {
@@ -65,7 +66,7 @@ async fn payment(app: &TestApp, key: &str, id: &str) -> Value {
         .1
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_payment_link_is_made_shown_as_a_qr_code_paid_on_the_checkout_page_and_listed_completed()
 {
     let app = spawn_app_completing_after(0).await;

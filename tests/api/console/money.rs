@@ -6,8 +6,9 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::support::*;
+use mmc_test_kit::service_test;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn console_roles_are_refused_what_their_api_scopes_forbid() {
     let app = spawn_app_completing_after(0).await;
     let (merchant, key, _) = app.merchant("Shop");
@@ -47,7 +48,7 @@ async fn console_roles_are_refused_what_their_api_scopes_forbid() {
     assert_eq!(refunds["data"], json!([]), "nothing refunded");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_console_refund_is_the_apis_refund_and_a_double_submit_is_one_refund() {
     let app = spawn_app_completing_after(0).await;
     let (merchant, key, _) = app.merchant("Shop");
@@ -201,9 +202,8 @@ async fn a_console_refund_is_the_apis_refund_and_a_double_submit_is_one_refund()
     assert!(audit.body.contains("finance@shop.bj") && audit.body.contains(&id));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn console_bulk_approval_is_the_apis_validate_under_the_approvers_role() {
-    let app = spawn_app().await;
+#[service_test]
+async fn console_bulk_approval_is_the_apis_validate_under_the_approvers_role(app: TestApp) {
     let merchant = app.new_merchant("Payroll");
     let maker = app
         .accounts
@@ -275,7 +275,7 @@ async fn console_bulk_approval_is_the_apis_validate_under_the_approvers_role() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn support_resends_an_events_webhooks_and_finance_is_refused() {
     let app = spawn_app_completing_after(0).await;
     let (merchant, key, _) = app.merchant("Shop");
@@ -353,9 +353,8 @@ async fn support_resends_an_events_webhooks_and_finance_is_refused() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_payments_list_pages_newest_first_and_its_csv_holds_the_filtered_list() {
-    let app = spawn_app().await;
+#[service_test]
+async fn the_payments_list_pages_newest_first_and_its_csv_holds_the_filtered_list(app: TestApp) {
     let (merchant, key, _) = app.merchant("Shop");
     let mut references = Vec::new();
     for i in 0..55 {
@@ -403,7 +402,7 @@ async fn the_payments_list_pages_newest_first_and_its_csv_holds_the_filtered_lis
     assert_eq!(narrowed.body.lines().count(), 2, "{}", narrowed.body);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn a_console_cancel_is_confirmed_then_the_apis_and_a_second_one_is_refused_clearly() {
     let app = spawn_app_completing_after(0).await;
     let (merchant, key, _) = app.merchant("Shop");

@@ -9,8 +9,9 @@ use serde_json::json;
 
 use super::*;
 use crate::support::*;
+use mmc_test_kit::service_test;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[service_test]
 async fn the_overview_counts_todays_payments_per_operator_and_draws_them() {
     let app = spawn_app_completing_after(0).await;
     let (merchant, key, _) = app.merchant("Shop");
