@@ -237,9 +237,7 @@ async fn cell(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failover_moves_money_once_whichever_way_the_first_route_fails() {
-    let mut report = vec!["| first → second | first route | outcome |".to_string()];
-    report.push("|---|---|---|".into());
-    let mut failures = Vec::new();
+    let mut matrix = Matrix::default();
     for (p, (first, second)) in pairs().into_iter().enumerate() {
         // Every route stays closed: each cell shows its own failover.
         let rig = TwoRoutes::start(first, second, |_| {}, |h| h.min_failures = 1_000).await;
@@ -252,29 +250,57 @@ async fn failover_moves_money_once_whichever_way_the_first_route_fails() {
             }
         });
         for (failing, verdict) in futures::future::join_all(cells).await {
-            let (mark, text) = match verdict {
-                Ok(t) => ("ok", t),
-                Err(e) => {
-                    failures.push(format!(
-                        "{} → {}, {failing:?}: {e}",
-                        first.name, second.name
-                    ));
-                    ("FAILED", e)
-                }
-            };
-            report.push(format!(
-                "| {} → {} | {failing:?} | {mark}: {text} |",
-                first.name, second.name
-            ));
+            matrix.cell((first.name, second.name), &failing, verdict);
         }
     }
-    let table = report.join("\n");
-    println!("{table}");
-    let _ = std::fs::write(
-        target_dir().join("failover-matrix.md"),
-        format!("{table}\n"),
-    );
-    assert!(failures.is_empty(), "{failures:#?}");
+    matrix.conclude("failover-matrix.md");
+}
+
+/// A two-route matrix's report: a row per cell, and the cells that failed.
+struct Matrix {
+    report: Vec<String>,
+    failures: Vec<String>,
+}
+
+impl Default for Matrix {
+    fn default() -> Matrix {
+        Matrix {
+            report: vec![
+                "| first → second | first route | outcome |".into(),
+                "|---|---|---|".into(),
+            ],
+            failures: Vec::new(),
+        }
+    }
+}
+
+impl Matrix {
+    fn cell(
+        &mut self,
+        (first, second): (&str, &str),
+        failing: &Failing,
+        verdict: Result<String, String>,
+    ) {
+        let (mark, text) = match verdict {
+            Ok(t) => ("ok", t),
+            Err(e) => {
+                self.failures
+                    .push(format!("{first} → {second}, {failing:?}: {e}"));
+                ("FAILED", e)
+            }
+        };
+        self.report.push(format!(
+            "| {first} → {second} | {failing:?} | {mark}: {text} |"
+        ));
+    }
+
+    /// Prints the table, keeps it as `target/<file>`, and fails on any failed cell.
+    fn conclude(self, file: &str) {
+        let table = self.report.join("\n");
+        println!("{table}");
+        let _ = std::fs::write(target_dir().join(file), format!("{table}\n"));
+        assert!(self.failures.is_empty(), "{:#?}", self.failures);
+    }
 }
 
 /// A batch of `items` created through the API; its id, and whether it
@@ -495,34 +521,13 @@ async fn failover_pays_out_once_whichever_way_the_first_route_fails() {
             let verdicts = futures::future::join_all(cells).await;
             (first, second, verdicts)
         });
-    let mut report = vec!["| first → second | first route | outcome |".to_string()];
-    report.push("|---|---|---|".into());
-    let mut failures = Vec::new();
+    let mut matrix = Matrix::default();
     for (first, second, verdicts) in futures::future::join_all(pairs).await {
         for (failing, verdict) in verdicts {
-            let (mark, text) = match verdict {
-                Ok(t) => ("ok", t),
-                Err(e) => {
-                    failures.push(format!(
-                        "{} → {}, {failing:?}: {e}",
-                        first.name, second.name
-                    ));
-                    ("FAILED", e)
-                }
-            };
-            report.push(format!(
-                "| {} → {} | {failing:?} | {mark}: {text} |",
-                first.name, second.name
-            ));
+            matrix.cell((first.name, second.name), &failing, verdict);
         }
     }
-    let table = report.join("\n");
-    println!("{table}");
-    let _ = std::fs::write(
-        target_dir().join("failover-payout-matrix.md"),
-        format!("{table}\n"),
-    );
-    assert!(failures.is_empty(), "{failures:#?}");
+    matrix.conclude("failover-payout-matrix.md");
 }
 
 /// A batch whose operator no route can take now (its routes replaced by
