@@ -25,7 +25,7 @@ use mmc_host::config::{Candidate, ComponentConfig, RouteSpec};
 use serde_json::{Value, json};
 
 use crate::live_payment;
-use crate::registry::{Entry, Harness, Op};
+use crate::registry::{AtOperator, Entry, Harness, Op};
 use crate::support::fakes::{Fault, REFUSED_BECAUSE_OF_US};
 use crate::support::*;
 
@@ -193,20 +193,12 @@ async fn cell(
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     };
-    let (at_first, at_second) = (first.payment(&id), second.payment(&id));
-    let moved = usize::from(at_first.moved) + usize::from(at_second.moved);
-    // A provider may hold a record of a refused request (FedaPay creates the
-    // transaction, then refuses the push): it must never move money.
-    let (paying_at, other) = if refused {
-        (&at_second, &at_first)
-    } else {
-        (&at_first, &at_second)
-    };
-    if moved != 1 || paying_at.records != 1 || other.moved || !other.settled {
-        return Err(format!(
-            "{moved} movements: first {at_first:?}, second {at_second:?}"
-        ));
-    }
+    one_movement(
+        "movements",
+        refused,
+        &first.payment(&id),
+        &second.payment(&id),
+    )?;
     if p["status"] != "completed" {
         return Err(format!("money moved, the service says {}", p["status"]));
     }
@@ -254,6 +246,30 @@ async fn failover_moves_money_once_whichever_way_the_first_route_fails() {
         }
     }
     matrix.conclude("failover-matrix.md");
+}
+
+/// Exactly one money movement across the two providers, and at the one the
+/// rule says: the second when the first refused, else the first. A provider
+/// may hold a record of a refused request (FedaPay creates the transaction
+/// or payout, then refuses to start it): it must never move money.
+fn one_movement(
+    what: &str,
+    refused: bool,
+    at_first: &AtOperator,
+    at_second: &AtOperator,
+) -> Result<(), String> {
+    let moved = usize::from(at_first.moved) + usize::from(at_second.moved);
+    let (paying_at, other) = if refused {
+        (at_second, at_first)
+    } else {
+        (at_first, at_second)
+    };
+    if moved != 1 || paying_at.records != 1 || other.moved || !other.settled {
+        return Err(format!(
+            "{moved} {what}: first {at_first:?}, second {at_second:?}"
+        ));
+    }
+    Ok(())
 }
 
 /// A two-route matrix's report: a row per cell, and the cells that failed.
@@ -400,19 +416,7 @@ async fn payout_cell(
         return Err(format!("test: the fault at {endpoint} never hit"));
     }
     let (at_first, at_second) = (first.payout(&phone), second.payout(&phone));
-    let moved = usize::from(at_first.moved) + usize::from(at_second.moved);
-    // A provider may hold a payout it was refused to send (FedaPay creates
-    // it, then refuses to start it): it must never move money.
-    let (paying_at, other) = if refused {
-        (&at_second, &at_first)
-    } else {
-        (&at_first, &at_second)
-    };
-    if moved != 1 || paying_at.records != 1 || other.moved || !other.settled {
-        return Err(format!(
-            "{moved} payouts: first {at_first:?}, second {at_second:?}"
-        ));
-    }
+    one_movement("payouts", refused, &at_first, &at_second)?;
     if item["status"] != "completed" {
         return Err(format!(
             "money moved, the item is {}: {item}",
