@@ -121,42 +121,16 @@ fn answered<T>(
     served_by: Option<Arc<Loaded>>,
 ) -> Result<T, AdapterError> {
     let elapsed = started.elapsed();
-    let outcome = match &result {
-        Ok(Ok(_)) => "ok",
-        Ok(Err(e)) => match e {
-            AdapterError::Timeout(_) => "timeout",
-            AdapterError::Unavailable(_) => "unavailable",
-            AdapterError::InvalidResponse(_) => "invalid_response",
-            AdapterError::Rejected(_) => "rejected",
-            AdapterError::NotSent(_) => "not_sent",
-            AdapterError::NotSupported(_) => "not_supported",
-            AdapterError::Unauthenticated(_) => "unauthenticated",
-            AdapterError::Busy(_) => "busy",
-        },
-        Err(CallError::Deadline(_)) => "deadline",
-        Err(CallError::Memory(_)) => "memory",
-        Err(CallError::Trap { .. }) => "trap",
-        Err(CallError::Busy(_)) => "busy",
-        Err(_) => "no_route",
-    };
+    let outcome = outcome_of(&result);
     let adapter = served_by.as_ref().map_or("none", |l| l.name.as_str());
     runtime
         .services
         .metrics
         .adapter_call(adapter, operation, outcome);
-    if MOVES_MONEY.contains(&operation) {
-        let observed = match outcome {
-            "ok" => Some(Observed::Answered),
-            // Ours, not the route's: no instance free, no adapter to call.
-            "busy" | "no_route" => None,
-            _ => Some(Observed::Failed),
-        };
-        if let (Some(observed), Some(l)) = (observed, &served_by) {
-            let key = (environment.into(), l.name.clone(), operator.into());
-            let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
-            let now = crate::clock::system_now_ms();
-            runtime.health.record(key, observed, elapsed_ms, now);
-        }
+    if MOVES_MONEY.contains(&operation)
+        && let Some(l) = &served_by
+    {
+        observe(runtime, (environment, &l.name, operator), outcome, elapsed);
     }
     // Refused because of us, or never sent: a configuration or capacity problem
     // someone must look at (the payment itself is safe: nothing was performed).
@@ -174,6 +148,58 @@ fn answered<T>(
         duration_ms: elapsed.as_secs_f64() * 1000.0,
         at_ms: crate::clock::system_now_ms(),
     });
+    adapter_result(result, operation, operator, via)
+}
+
+/// A call's outcome as the metrics and the audit trail name it.
+fn outcome_of<T>(result: &Result<Result<T, AdapterError>, CallError>) -> &'static str {
+    match result {
+        Ok(Ok(_)) => "ok",
+        Ok(Err(e)) => match e {
+            AdapterError::Timeout(_) => "timeout",
+            AdapterError::Unavailable(_) => "unavailable",
+            AdapterError::InvalidResponse(_) => "invalid_response",
+            AdapterError::Rejected(_) => "rejected",
+            AdapterError::NotSent(_) => "not_sent",
+            AdapterError::NotSupported(_) => "not_supported",
+            AdapterError::Unauthenticated(_) => "unauthenticated",
+            AdapterError::Busy(_) => "busy",
+        },
+        Err(CallError::Deadline(_)) => "deadline",
+        Err(CallError::Memory(_)) => "memory",
+        Err(CallError::Trap { .. }) => "trap",
+        Err(CallError::Busy(_)) => "busy",
+        Err(_) => "no_route",
+    }
+}
+
+/// What a call that moves money says of its route's health (none when the
+/// cause was ours: no instance free, no adapter to call).
+fn observe(
+    runtime: &Arc<Runtime>,
+    (environment, adapter, operator): (&str, &str, &str),
+    outcome: &str,
+    elapsed: std::time::Duration,
+) {
+    let observed = match outcome {
+        "ok" => Observed::Answered,
+        "busy" | "no_route" => return,
+        _ => Observed::Failed,
+    };
+    let key = (environment.into(), adapter.into(), operator.into());
+    let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
+    let now = crate::clock::system_now_ms();
+    runtime.health.record(key, observed, elapsed_ms, now);
+}
+
+/// The adapter's answer as the component sees it: a failure of the call
+/// itself becomes the `adapter-error` that says what it means for the money.
+fn adapter_result<T>(
+    result: Result<Result<T, AdapterError>, CallError>,
+    operation: &str,
+    operator: &str,
+    via: Option<&str>,
+) -> Result<T, AdapterError> {
     match result {
         // `busy` means "nothing was sent": only the host knows that. An
         // adapter saying it may have sent anything: unknown.
