@@ -153,14 +153,6 @@ impl RouteTable {
                 "reason": format!("no route is configured for {} in {}", ask.operator, ask.environment),
             }));
         };
-        let key = |adapter: &str| -> RouteKey {
-            (
-                ask.environment.to_string(),
-                adapter.to_string(),
-                ask.operator.to_string(),
-            )
-        };
-        let weighted = list.iter().any(|c| c.weight().is_some());
         let mut judged = Vec::with_capacity(list.len());
         for c in list {
             judged.push(judge(
@@ -168,36 +160,11 @@ impl RouteTable {
                 ask,
                 c,
                 offer(c.adapter()),
-                &key(c.adapter()),
+                &route_key(ask, c.adapter()),
                 now_ms,
             ));
         }
-        // An open route whose trial is due gets it before any route listed
-        // after it: that is how its recovery is noticed.
-        let pick = judged.iter().position(|j| match j.verdict {
-            Verdict::Usable => !weighted,
-            Verdict::Trial => health.take_trial(&key(&j.adapter), now_ms),
-            _ => false,
-        });
-        let pick = pick
-            .map(|i| {
-                let why = match (judged[i].verdict, i) {
-                    (Verdict::Trial, _) => "trial",
-                    _ if !ask.skip.is_empty() => "failover",
-                    (_, 0) => "preferred",
-                    _ => "next",
-                };
-                (i, why)
-            })
-            .or_else(|| self.split(list, &judged).map(|i| (i, "weighted")))
-            .or_else(|| {
-                let slow = judged.iter().position(|j| j.verdict == Verdict::Slow)?;
-                Some((slow, "slow"))
-            })
-            .or_else(|| {
-                let open = judged.iter().position(|j| j.verdict == Verdict::Open)?;
-                (ask.operation != "payout").then_some((open, "last_resort"))
-            });
+        let pick = self.pick(health, ask, list, &judged, now_ms);
         let candidates: Vec<Value> = judged
             .iter()
             .enumerate()
@@ -220,6 +187,45 @@ impl RouteTable {
                 "candidates": candidates,
             })),
         }
+    }
+
+    /// Which judged candidate takes it, and why: the first usable one (or
+    /// an open one whose trial is due: that is how its recovery is
+    /// noticed), else a weighted split, else a slow one, else, for a
+    /// collection only, an open one as the last resort.
+    fn pick(
+        &self,
+        health: &Health,
+        ask: &Ask,
+        list: &[Candidate],
+        judged: &[Judged],
+        now_ms: u64,
+    ) -> Option<(usize, &'static str)> {
+        let weighted = list.iter().any(|c| c.weight().is_some());
+        let first = judged.iter().position(|j| match j.verdict {
+            Verdict::Usable => !weighted,
+            Verdict::Trial => health.take_trial(&route_key(ask, &j.adapter), now_ms),
+            _ => false,
+        });
+        first
+            .map(|i| {
+                let why = match (judged[i].verdict, i) {
+                    (Verdict::Trial, _) => "trial",
+                    _ if !ask.skip.is_empty() => "failover",
+                    (_, 0) => "preferred",
+                    _ => "next",
+                };
+                (i, why)
+            })
+            .or_else(|| self.split(list, judged).map(|i| (i, "weighted")))
+            .or_else(|| {
+                let slow = judged.iter().position(|j| j.verdict == Verdict::Slow)?;
+                Some((slow, "slow"))
+            })
+            .or_else(|| {
+                let open = judged.iter().position(|j| j.verdict == Verdict::Open)?;
+                (ask.operation != "payout").then_some((open, "last_resort"))
+            })
     }
 
     /// A pick among the usable routes of a split, in proportion to their weights.
@@ -273,6 +279,15 @@ impl Judged {
         };
         json!({"adapter": self.adapter, "verdict": verdict, "note": self.note})
     }
+}
+
+/// The health table's key of `adapter` for `ask`'s environment and operator.
+fn route_key(ask: &Ask, adapter: &str) -> RouteKey {
+    (
+        ask.environment.to_string(),
+        adapter.to_string(),
+        ask.operator.to_string(),
+    )
 }
 
 fn judge(
