@@ -192,116 +192,137 @@ impl Metrics {
     pub fn render(&self) -> String {
         let m = self.inner.lock();
         let mut out = String::new();
-        out.push_str("# HELP mmc_connections_open Open client connections (both listeners).\n# TYPE mmc_connections_open gauge\n");
+        let open = self.connections_open.load(Ordering::Relaxed);
+        render_http(&m, open, &mut out);
+        render_components(&m, &mut out);
+        render_routes_and_adapters(&m, &mut out);
+        render_component_costs(&m, &mut out);
+        render_storage(&m, &mut out);
+        out
+    }
+}
+
+/// Connections and HTTP requests.
+fn render_http(m: &Inner, open: i64, out: &mut String) {
+    out.push_str("# HELP mmc_connections_open Open client connections (both listeners).\n# TYPE mmc_connections_open gauge\n");
+    let _ = writeln!(out, "mmc_connections_open {}", open);
+    out.push_str("# HELP mmc_connections_cut_total Connections refused at accept (caps) or closed (header, body or idle timeout).\n# TYPE mmc_connections_cut_total counter\n");
+    for (reason, n) in &m.connections_cut {
+        let _ = writeln!(out, "mmc_connections_cut_total{{reason=\"{reason}\"}} {n}");
+    }
+    counter_by_two(
+        out,
+        "mmc_http_requests_total",
+        "HTTP requests by route and status.",
+        ("route", "status"),
+        &m.requests,
+    );
+    out.push_str("# HELP mmc_http_request_duration_seconds HTTP request latency by route.\n# TYPE mmc_http_request_duration_seconds histogram\n");
+    for (route, h) in &m.request_seconds {
+        h.render(
+            out,
+            "mmc_http_request_duration_seconds",
+            &format!("route=\"{route}\""),
+        );
+    }
+}
+
+/// Calls into components by outcome, and those that trapped.
+fn render_components(m: &Inner, out: &mut String) {
+    out.push_str("# HELP mmc_component_calls_total Calls into Wasm components by outcome (ok, trap, deadline, memory).\n# TYPE mmc_component_calls_total counter\n");
+    let calls = || {
+        m.component_calls
+            .iter()
+            .flat_map(|(c, o)| o.iter().map(move |(o, n)| (c, *o, n)))
+    };
+    for (c, outcome, n) in calls() {
         let _ = writeln!(
             out,
-            "mmc_connections_open {}",
-            self.connections_open.load(Ordering::Relaxed)
+            "mmc_component_calls_total{{component=\"{c}\",outcome=\"{outcome}\"}} {n}"
         );
-        out.push_str("# HELP mmc_connections_cut_total Connections refused at accept (caps) or closed (header, body or idle timeout).\n# TYPE mmc_connections_cut_total counter\n");
-        for (reason, n) in &m.connections_cut {
-            let _ = writeln!(out, "mmc_connections_cut_total{{reason=\"{reason}\"}} {n}");
-        }
-        counter_by_two(
-            &mut out,
-            "mmc_http_requests_total",
-            "HTTP requests by route and status.",
-            ("route", "status"),
-            &m.requests,
+    }
+    out.push_str("# HELP mmc_component_traps_total Component calls that trapped, hit their deadline or their memory cap.\n# TYPE mmc_component_traps_total counter\n");
+    for (c, outcome, n) in calls().filter(|(_, o, _)| matches!(*o, "trap" | "deadline" | "memory"))
+    {
+        let _ = writeln!(
+            out,
+            "mmc_component_traps_total{{component=\"{c}\",kind=\"{outcome}\"}} {n}"
         );
-        out.push_str("# HELP mmc_http_request_duration_seconds HTTP request latency by route.\n# TYPE mmc_http_request_duration_seconds histogram\n");
-        for (route, h) in &m.request_seconds {
-            h.render(
-                &mut out,
-                "mmc_http_request_duration_seconds",
-                &format!("route=\"{route}\""),
-            );
-        }
-        out.push_str("# HELP mmc_component_calls_total Calls into Wasm components by outcome (ok, trap, deadline, memory).\n# TYPE mmc_component_calls_total counter\n");
-        let calls = || {
-            m.component_calls
-                .iter()
-                .flat_map(|(c, o)| o.iter().map(move |(o, n)| (c, *o, n)))
-        };
-        for (c, outcome, n) in calls() {
-            let _ = writeln!(
-                out,
-                "mmc_component_calls_total{{component=\"{c}\",outcome=\"{outcome}\"}} {n}"
-            );
-        }
-        out.push_str("# HELP mmc_component_traps_total Component calls that trapped, hit their deadline or their memory cap.\n# TYPE mmc_component_traps_total counter\n");
-        for (c, outcome, n) in
-            calls().filter(|(_, o, _)| matches!(*o, "trap" | "deadline" | "memory"))
-        {
-            let _ = writeln!(
-                out,
-                "mmc_component_traps_total{{component=\"{c}\",kind=\"{outcome}\"}} {n}"
-            );
-        }
-        out.push_str("# HELP mmc_route_choices_total Routes chosen for new operations, by environment, operator, adapter and reason (preferred, next, failover, weighted, trial, slow, last_resort; adapter none and reason unroutable when no route could take it).\n# TYPE mmc_route_choices_total counter\n");
-        for (env, by_op) in &m.route_choices {
-            for (op, by_adapter) in by_op {
-                for (adapter, by_reason) in by_adapter {
-                    for (reason, n) in by_reason {
-                        let _ = writeln!(
-                            out,
-                            "mmc_route_choices_total{{environment=\"{env}\",operator=\"{op}\",adapter=\"{adapter}\",reason=\"{reason}\"}} {n}"
-                        );
-                    }
+    }
+}
+
+/// Routes chosen, and the operator calls made through adapters.
+fn render_routes_and_adapters(m: &Inner, out: &mut String) {
+    out.push_str("# HELP mmc_route_choices_total Routes chosen for new operations, by environment, operator, adapter and reason (preferred, next, failover, weighted, trial, slow, last_resort; adapter none and reason unroutable when no route could take it).\n# TYPE mmc_route_choices_total counter\n");
+    for (env, by_op) in &m.route_choices {
+        for (op, by_adapter) in by_op {
+            for (adapter, by_reason) in by_adapter {
+                for (reason, n) in by_reason {
+                    let _ = writeln!(
+                        out,
+                        "mmc_route_choices_total{{environment=\"{env}\",operator=\"{op}\",adapter=\"{adapter}\",reason=\"{reason}\"}} {n}"
+                    );
                 }
             }
         }
-        out.push_str("# HELP mmc_adapter_calls_total Operator calls by adapter, operation and outcome (rejected and not_sent: refused because of us or never sent; paced: a status query not sent, over the provider cap).\n# TYPE mmc_adapter_calls_total counter\n");
-        for ((a, op, outcome), n) in &m.adapter_calls {
-            let _ = writeln!(
-                out,
-                "mmc_adapter_calls_total{{adapter=\"{a}\",operation=\"{op}\",outcome=\"{outcome}\"}} {n}"
-            );
-        }
-        out.push_str("# HELP mmc_component_events_total Notable events counted by components (refused state moves, late successes).\n# TYPE mmc_component_events_total counter\n");
-        for ((c, event), n) in &m.component_events {
-            let _ = writeln!(
-                out,
-                "mmc_component_events_total{{component=\"{c}\",event=\"{event}\"}} {n}"
-            );
-        }
-        out.push_str("# HELP mmc_component_call_duration_seconds Duration of component calls (instantiate + call).\n# TYPE mmc_component_call_duration_seconds histogram\n");
-        for (c, h) in &m.component_seconds {
-            h.render(
-                &mut out,
-                "mmc_component_call_duration_seconds",
-                &format!("component=\"{c}\""),
-            );
-        }
-        out.push_str("# HELP mmc_component_instantiations_total Component instances created (every call instantiates its component in a fresh Store, except a reconciliation worker's status calls, which share one).\n# TYPE mmc_component_instantiations_total counter\n");
-        for (c, n) in &m.instantiations {
-            let _ = writeln!(
-                out,
-                "mmc_component_instantiations_total{{component=\"{c}\"}} {n}"
-            );
-        }
-        counter_by_two(
-            &mut out,
-            "mmc_storage_rows_written_total",
-            "Rows components wrote through the storage capability in committed transactions (put, delete, emit: an outbox row); the host's own tables are not counted.",
-            ("component", "kind"),
-            &m.rows_written,
-        );
-        counter_by_two(
-            &mut out,
-            "mmc_storage_transactions_total",
-            "Write transactions components made through the storage capability: prepared ones applied, or refused because what they read had changed; interactive ones begun (each holds the writer while the component runs).",
-            ("component", "kind"),
-            &m.transactions,
-        );
-        out.push_str("# HELP mmc_sqlite_wal_bytes_total Bytes the SQLite writer connections of this process wrote to the WAL (pages written × (page size + 24-byte frame header), from SQLITE_DBSTATUS_CACHE_WRITE); checkpoint copies into the database file are not included. Stays 0 on PostgreSQL.\n# TYPE mmc_sqlite_wal_bytes_total counter\n");
+    }
+    out.push_str("# HELP mmc_adapter_calls_total Operator calls by adapter, operation and outcome (rejected and not_sent: refused because of us or never sent; paced: a status query not sent, over the provider cap).\n# TYPE mmc_adapter_calls_total counter\n");
+    for ((a, op, outcome), n) in &m.adapter_calls {
         let _ = writeln!(
             out,
-            "mmc_sqlite_wal_bytes_total {}",
-            mmc_storage_sqlite::wal_bytes_written()
+            "mmc_adapter_calls_total{{adapter=\"{a}\",operation=\"{op}\",outcome=\"{outcome}\"}} {n}"
         );
-        out
     }
+}
+
+/// What components counted, how long their calls took, their instances.
+fn render_component_costs(m: &Inner, out: &mut String) {
+    out.push_str("# HELP mmc_component_events_total Notable events counted by components (refused state moves, late successes).\n# TYPE mmc_component_events_total counter\n");
+    for ((c, event), n) in &m.component_events {
+        let _ = writeln!(
+            out,
+            "mmc_component_events_total{{component=\"{c}\",event=\"{event}\"}} {n}"
+        );
+    }
+    out.push_str("# HELP mmc_component_call_duration_seconds Duration of component calls (instantiate + call).\n# TYPE mmc_component_call_duration_seconds histogram\n");
+    for (c, h) in &m.component_seconds {
+        h.render(
+            out,
+            "mmc_component_call_duration_seconds",
+            &format!("component=\"{c}\""),
+        );
+    }
+    out.push_str("# HELP mmc_component_instantiations_total Component instances created (every call instantiates its component in a fresh Store, except a reconciliation worker's status calls, which share one).\n# TYPE mmc_component_instantiations_total counter\n");
+    for (c, n) in &m.instantiations {
+        let _ = writeln!(
+            out,
+            "mmc_component_instantiations_total{{component=\"{c}\"}} {n}"
+        );
+    }
+}
+
+/// What components wrote through the storage capability, and the WAL.
+fn render_storage(m: &Inner, out: &mut String) {
+    counter_by_two(
+        out,
+        "mmc_storage_rows_written_total",
+        "Rows components wrote through the storage capability in committed transactions (put, delete, emit: an outbox row); the host's own tables are not counted.",
+        ("component", "kind"),
+        &m.rows_written,
+    );
+    counter_by_two(
+        out,
+        "mmc_storage_transactions_total",
+        "Write transactions components made through the storage capability: prepared ones applied, or refused because what they read had changed; interactive ones begun (each holds the writer while the component runs).",
+        ("component", "kind"),
+        &m.transactions,
+    );
+    out.push_str("# HELP mmc_sqlite_wal_bytes_total Bytes the SQLite writer connections of this process wrote to the WAL (pages written × (page size + 24-byte frame header), from SQLITE_DBSTATUS_CACHE_WRITE); checkpoint copies into the database file are not included. Stays 0 on PostgreSQL.\n# TYPE mmc_sqlite_wal_bytes_total counter\n");
+    let _ = writeln!(
+        out,
+        "mmc_sqlite_wal_bytes_total {}",
+        mmc_storage_sqlite::wal_bytes_written()
+    );
 }
 
 #[cfg(test)]
