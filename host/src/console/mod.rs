@@ -177,7 +177,19 @@ async fn route(
     }
     // Everything else works in the session's environment.
     auth::admitted(s)?;
-    match (method, segments.as_slice()) {
+    page(app, c, req, s, method, &segments).await
+}
+
+/// The pages and forms of a signed-in person, admitted in their environment.
+async fn page(
+    app: &Arc<App>,
+    c: &Console,
+    req: &Req,
+    s: &Session,
+    method: &str,
+    segments: &[&str],
+) -> Result<Resp, ConsoleError> {
+    match (method, segments) {
         ("GET", []) => Ok(web::redirect("/console/payments")),
         ("GET", ["payments"]) => payments::list(app, req, s).await,
         ("GET", ["payments.csv"]) => payments::csv(app, req, s).await,
