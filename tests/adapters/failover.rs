@@ -370,13 +370,7 @@ async fn payout_cell(
     failing: &Failing,
     n: usize,
 ) -> Result<String, String> {
-    let (merchant, _, key) = rig.app.merchant(&format!("payout failover {n}"));
-    let approver = rig
-        .app
-        .accounts
-        .create_key(&merchant, mmc_host::accounts::Environment::Live)
-        .unwrap()
-        .key;
+    let (key, approver) = rig.app.maker_and_checker(&format!("payout failover {n}"));
     let phone = phone(n);
     let refused = matches!(failing, Failing::Refused(_));
     let (first, second) = (rig.first.as_ref(), rig.second.as_ref());
@@ -542,13 +536,7 @@ async fn failover_pays_out_once_whichever_way_the_first_route_fails() {
 async fn a_held_batch_says_how_many_wait_and_why_then_completes_when_a_route_returns() {
     let (first, second) = (&crate::momo::ENTRY, &crate::pawapay::ENTRY);
     let rig = TwoRoutes::start(first, second, |_| {}, |_| {}).await;
-    let (merchant, _, key) = rig.app.merchant("held batch");
-    let approver = rig
-        .app
-        .accounts
-        .create_key(&merchant, mmc_host::accounts::Environment::Live)
-        .unwrap()
-        .key;
+    let (key, approver) = rig.app.maker_and_checker("held batch");
     let phones = [phone(995), phone(996)];
     let items: Vec<Value> = phones
         .iter()

@@ -678,13 +678,7 @@ async fn fault_matrix_unknown_outcomes_never_lose_or_double_money() {
                 }
                 let rig = rig(entry, lie == Lie::Trap);
                 let name = format!("{}-{}-{}", op.name(), lie.name(), entry.name);
-                let (merchant, _, key) = rig.app.merchant(&name);
-                let approver = rig
-                    .app
-                    .accounts
-                    .create_key(&merchant, mmc_host::accounts::Environment::Live)
-                    .unwrap()
-                    .key;
+                let (key, approver) = rig.app.maker_and_checker(&name);
                 cells.push(Cell {
                     rig,
                     op,

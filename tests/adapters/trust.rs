@@ -354,12 +354,7 @@ async fn a_payout_success_for_another_amount_keeps_the_item_under_review() {
     let phone = "+2290195000077";
     fake.set_outcome(phone, Outcome::Stay);
     let app = pawapay_app(&fake, |_| {}).await;
-    let (merchant, _, key) = app.merchant("Payroll");
-    let approver = app
-        .accounts
-        .create_key(&merchant, mmc_host::accounts::Environment::Live)
-        .unwrap()
-        .key;
+    let (key, approver) = app.maker_and_checker("Payroll");
     let batch = json!({"name": "June", "items": [{"beneficiary_name": "Awa Koné",
         "phone": phone, "amount": 2500, "currency": "XOF", "reference": "salary-june"}]});
     let resp = app

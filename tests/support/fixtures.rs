@@ -19,6 +19,19 @@ impl TestApp {
         self.merchant(name).2
     }
 
+    /// A new merchant named `name` with two live keys: one that creates a
+    /// bulk batch and another that approves it (maker-checker tells keys
+    /// apart), in that order.
+    pub fn maker_and_checker(&self, name: &str) -> (String, String) {
+        let (merchant, _, maker) = self.merchant(name);
+        let checker = self
+            .accounts
+            .create_key(&merchant, mmc_host::accounts::Environment::Live)
+            .unwrap()
+            .key;
+        (maker, checker)
+    }
+
     /// A new merchant named `name`, with a key in each environment: its id,
     /// for a test that acts as the merchant's people rather than its keys.
     pub fn new_merchant(&self, name: &str) -> String {
