@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::{INSERT_DELIVERY, WebhookError, Webhooks, matches, subscriptions};
 use crate::accounts::Environment;
 use crate::clock::system_now_ms;
+use crate::db::{SqlConn, StorageError};
 
 impl Webhooks {
     /// Queues every current destination of an event again (manual resend).
@@ -106,26 +107,27 @@ impl Webhooks {
         Ok((events, more))
     }
 
-    /// One event with its deliveries and their attempts.
+    /// One event with its deliveries and their attempts, in one read.
     pub fn event(
         &self,
         merchant_id: &str,
         environment: Environment,
         id: &str,
     ) -> Result<Value, WebhookError> {
-        let payload = self
+        let (payload, mut deliveries) = self
             .db
             .read(|c| {
-                c.query_opt(
+                let Some(row) = c.query_opt(
                     "SELECT payload FROM outbox WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3",
                     sql_params![id, merchant_id, environment.as_str()],
                 )?
-                .map(|r| r.blob(0))
-                .transpose()
+                else {
+                    return Ok(None);
+                };
+                Ok(Some((row.blob(0)?, deliveries_in(c, merchant_id, &[id])?)))
             })?
             .ok_or(WebhookError::NotFound("event"))?;
         let mut event: Value = serde_json::from_slice(&self.body(payload)?).unwrap_or(Value::Null);
-        let mut deliveries = self.deliveries_of(merchant_id, &[id])?;
         event["deliveries"] = Value::Array(deliveries.remove(id).unwrap_or_default());
         Ok(event)
     }
@@ -138,55 +140,61 @@ impl Webhooks {
         merchant_id: &str,
         event_ids: &[&str],
     ) -> Result<HashMap<String, Vec<Value>>, WebhookError> {
-        if event_ids.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let list = (2..event_ids.len() + 2)
-            .map(|i| format!("?{i}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let params: Vec<SqlValue> = std::iter::once(merchant_id)
-            .chain(event_ids.iter().copied())
-            .map(SqlValue::from)
-            .collect();
-        let (deliveries, attempts) = self.db.read(|c| {
-            let deliveries = c.query(
-                &format!(
-                    "SELECT id, event_id, endpoint_id, url, status, attempts, next_attempt_ms, delivered_ms, last_error
-                     FROM deliveries WHERE merchant_id = ?1 AND event_id IN ({list}) ORDER BY id"
-                ),
-                &params,
-            )?;
-            let attempts = c.query(
-                &format!(
-                    "SELECT a.delivery_id, a.at_ms, a.status_code, a.latency_ms, a.error
-                     FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
-                     WHERE d.merchant_id = ?1 AND d.event_id IN ({list}) ORDER BY a.id"
-                ),
-                &params,
-            )?;
-            Ok((deliveries, attempts))
-        })?;
-        let mut by_delivery: HashMap<i64, Vec<Value>> = HashMap::new();
-        for a in attempts {
-            by_delivery.entry(a.int(0)?).or_default().push(json!({
-                "at_ms": a.int(1)?, "status_code": a.opt_int(2)?,
-                "latency_ms": a.int(3)?, "error": a.opt_text(4)?,
-            }));
-        }
-        let mut out: HashMap<String, Vec<Value>> = HashMap::new();
-        for r in deliveries {
-            out.entry(r.text(1)?).or_default().push(json!({
-                "endpoint_id": r.opt_text(2)?,
-                "url": r.text(3)?,
-                "status": r.text(4)?,
-                "attempt_count": r.int(5)?,
-                "next_attempt_ms": r.int(6)?,
-                "delivered_ms": r.opt_int(7)?,
-                "last_error": r.opt_text(8)?,
-                "attempts": by_delivery.remove(&r.int(0)?).unwrap_or_default(),
-            }));
-        }
-        Ok(out)
+        Ok(self.db.read(|c| deliveries_in(c, merchant_id, event_ids))?)
     }
+}
+
+/// [`Webhooks::deliveries_of`] on an open connection.
+fn deliveries_in(
+    c: &mut dyn SqlConn,
+    merchant_id: &str,
+    event_ids: &[&str],
+) -> Result<HashMap<String, Vec<Value>>, StorageError> {
+    if event_ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let list = (2..event_ids.len() + 2)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let params: Vec<SqlValue> = std::iter::once(merchant_id)
+        .chain(event_ids.iter().copied())
+        .map(SqlValue::from)
+        .collect();
+    let deliveries = c.query(
+        &format!(
+            "SELECT id, event_id, endpoint_id, url, status, attempts, next_attempt_ms, delivered_ms, last_error
+             FROM deliveries WHERE merchant_id = ?1 AND event_id IN ({list}) ORDER BY id"
+        ),
+        &params,
+    )?;
+    let attempts = c.query(
+        &format!(
+            "SELECT a.delivery_id, a.at_ms, a.status_code, a.latency_ms, a.error
+             FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
+             WHERE d.merchant_id = ?1 AND d.event_id IN ({list}) ORDER BY a.id"
+        ),
+        &params,
+    )?;
+    let mut by_delivery: HashMap<i64, Vec<Value>> = HashMap::new();
+    for a in attempts {
+        by_delivery.entry(a.int(0)?).or_default().push(json!({
+            "at_ms": a.int(1)?, "status_code": a.opt_int(2)?,
+            "latency_ms": a.int(3)?, "error": a.opt_text(4)?,
+        }));
+    }
+    let mut out: HashMap<String, Vec<Value>> = HashMap::new();
+    for r in deliveries {
+        out.entry(r.text(1)?).or_default().push(json!({
+            "endpoint_id": r.opt_text(2)?,
+            "url": r.text(3)?,
+            "status": r.text(4)?,
+            "attempt_count": r.int(5)?,
+            "next_attempt_ms": r.int(6)?,
+            "delivered_ms": r.opt_int(7)?,
+            "last_error": r.opt_text(8)?,
+            "attempts": by_delivery.remove(&r.int(0)?).unwrap_or_default(),
+        }));
+    }
+    Ok(out)
 }
