@@ -281,6 +281,14 @@ CREATE TABLE console_sign_in_failures (
 CREATE INDEX console_sign_in_failures_since ON console_sign_in_failures (since_ms);
 "#,
     ),
+    (
+        8,
+        r#"
+-- A console action's outcome: `pending` until it is known (the entry is
+-- written before the action), `done` or `refused`.
+ALTER TABLE console_audit ADD COLUMN outcome text NOT NULL DEFAULT 'done';
+"#,
+    ),
 ];
 
 pub(crate) async fn migrate(

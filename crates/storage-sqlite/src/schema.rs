@@ -69,6 +69,9 @@ pub(crate) const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("merchants", "second_approver_live", "INTEGER"),
     // A disabled webhook endpoint receives no new event; NULL = enabled.
     ("webhook_endpoints", "disabled_ms", "INTEGER"),
+    // A console action's outcome: `pending` until it is known, `done` or
+    // `refused`; entries from before it were written once done.
+    ("console_audit", "outcome", "TEXT NOT NULL DEFAULT 'done'"),
 ];
 
 pub(crate) fn add_missing_columns(conn: &Connection) -> Result<(), StorageError> {

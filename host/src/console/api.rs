@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::audit::Outcome;
 use super::sessions::Session;
 use super::web::ConsoleError;
 use crate::http::App;
@@ -27,6 +28,13 @@ impl Answer {
 
     pub fn ok(&self) -> bool {
         (200..300).contains(&self.status)
+    }
+
+    /// A refusal as the audit log keeps it: the status and the API's code.
+    pub fn refused_as(&self) -> String {
+        let body = self.json();
+        let code = body["error"]["code"].as_str().unwrap_or("refused");
+        format!("{} {code}", self.status)
     }
 
     /// The API's refusal, in the page's language, for the form that asked.
@@ -64,10 +72,10 @@ pub fn admit(app: &App, s: &Session) -> Result<(), ConsoleError> {
 }
 
 /// A console action that changes something, as each confirming form does
-/// it: the form's CSRF token checked, the API request made as the person, a
-/// refusal returned in the API's words, and the change written to the audit
-/// log as `audit` on `subject`, with the detail `detail` draws from the
-/// answer.
+/// it: the form's CSRF token checked, the action's entry written to the
+/// audit log as `audit` on `subject`, the API request made as the person,
+/// and the entry finished with the outcome (a refusal in the API's words;
+/// the detail `detail` draws from an accepted answer).
 pub struct Action<'a> {
     pub method: &'a str,
     pub target: &'a str,
@@ -85,6 +93,8 @@ pub async fn perform(
     detail: impl FnOnce(&Answer) -> Option<String>,
 ) -> Result<Answer, ConsoleError> {
     super::web::check_csrf(req, s)?;
+    let client = req.client.as_deref();
+    let entry = super::blocking(|| c.audit.begin(s, action.audit, action.subject, None, client))?;
     let answer = call(
         app,
         s,
@@ -94,21 +104,27 @@ pub async fn perform(
         None,
         &req.request_id,
     )
-    .await?;
+    .await;
+    let (outcome, detail) = match outcome_of(&answer) {
+        (Outcome::Done, _) => (Outcome::Done, answer.as_ref().ok().and_then(detail)),
+        other => other,
+    };
+    super::blocking(|| c.audit.finish(entry, outcome, None, detail.as_deref()))?;
+    let answer = answer?;
     if !answer.ok() {
         return Err(answer.refusal(req.lang));
     }
-    let detail = detail(&answer);
-    super::blocking(|| {
-        c.audit.record(
-            s,
-            action.audit,
-            action.subject,
-            detail.as_deref(),
-            req.client.as_deref(),
-        )
-    })?;
     Ok(answer)
+}
+
+/// What the API's answer says of an audited action: done, refused (its
+/// status and code as the entry's detail), or unknown when no answer came.
+pub fn outcome_of(answer: &Result<Answer, ConsoleError>) -> (Outcome, Option<String>) {
+    match answer {
+        Ok(a) if a.ok() => (Outcome::Done, None),
+        Ok(a) => (Outcome::Refused, Some(a.refused_as())),
+        Err(e) => (Outcome::Unknown, Some(e.to_string())),
+    }
 }
 
 /// `method path?query` with a JSON body, on behalf of the signed-in person.

@@ -282,17 +282,14 @@ pub fn security_action(c: &Console, req: &Req, s: &Session) -> Result<Resp, Cons
             let Some(step) = super::totp::verify(&secret, &code, system_now_ms() / 1000) else {
                 return security_page(c, req, s, Some((t(req.lang, "bad_credentials"), true)));
             };
-            blocking(|| c.users.enable_totp(&s.user_id, step)).map_err(user_error)?;
+            let audit = (
+                "user.totp_enabled",
+                Some(s.user_id.as_str()),
+                req.client.as_deref(),
+            );
+            let enable = || c.users.enable_totp(&s.user_id, step);
+            blocking(|| c.audit.act(s, audit, enable, |_| (None, None)))?.map_err(user_error)?;
             blocking(|| c.sessions.mark_mfa(&s.token_hash))?;
-            blocking(|| {
-                c.audit.record(
-                    s,
-                    "user.totp_enabled",
-                    Some(&s.user_id),
-                    None,
-                    req.client.as_deref(),
-                )
-            })?;
             Ok(web::redirect("/console/security"))
         }
         _ => Err(ConsoleError::NotFound),
@@ -312,25 +309,27 @@ fn change_password(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleE
         return security_page(c, req, s, Some((t(l, "passwords_differ"), true)));
     }
     let current = req.field("password").unwrap_or_default();
-    let changed = blocking(|| {
-        c.users
+    let audit = (
+        "user.password_changed",
+        Some(s.user_id.as_str()),
+        req.client.as_deref(),
+    );
+    // A wrong current password is a refused change, in the log as one.
+    let change =
+        || match c
+            .users
             .change_password(&s.user_id, &s.email, &current, &new, &s.token_hash)
-    });
+        {
+            Ok(false) => Err(UserError::WrongPassword),
+            other => other,
+        };
+    let changed = blocking(|| c.audit.act(s, audit, change, |_| (None, None)))?;
     match changed {
-        Ok(true) => {
+        Ok(_) => {
             blocking(|| c.throttle.succeeded(&s.email))?;
-            blocking(|| {
-                c.audit.record(
-                    s,
-                    "user.password_changed",
-                    Some(&s.user_id),
-                    None,
-                    req.client.as_deref(),
-                )
-            })?;
             Ok(web::redirect("/console/security?done=password"))
         }
-        Ok(false) => {
+        Err(UserError::WrongPassword) => {
             blocking(|| c.throttle.failed(&s.email, &client))?;
             security_page(c, req, s, Some((t(l, "wrong_password"), true)))
         }

@@ -330,20 +330,16 @@ pub async fn validate(
     {
         payload["reason"] = json!(reason);
     }
-    let path = format!("/api/v1/bulk-payments/{id}/validate");
-    let answer = api::call(app, s, "POST", &path, Some(&payload), None, &req.request_id).await?;
-    if !answer.ok() {
-        return Err(answer.refusal(req.lang));
-    }
-    let detail = req.field("reason");
-    blocking(|| {
-        c.audit.record(
-            s,
-            &format!("bulk.{action}"),
-            Some(id),
-            detail.as_deref(),
-            req.client.as_deref(),
-        )
-    })?;
+    let audit = format!("bulk.{action}");
+    let target = format!("/api/v1/bulk-payments/{id}/validate");
+    let reason = req.field("reason");
+    let validate = api::Action {
+        method: "POST",
+        target: &target,
+        body: Some(&payload),
+        audit: &audit,
+        subject: Some(id),
+    };
+    api::perform(app, c, req, s, validate, |_| reason).await?;
     Ok(web::redirect(&format!("/console/bulk/{id}?done={action}")))
 }

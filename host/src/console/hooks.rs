@@ -146,6 +146,10 @@ pub async fn add(
     if let Some(d) = req.field("description") {
         payload["description"] = json!(d);
     }
+    developer(s)?;
+    let url = req.field("url").unwrap_or_default();
+    let client = req.client.as_deref();
+    let entry = blocking(|| c.audit.begin(s, "endpoint.add", None, Some(&url), client))?;
     let answer = call(
         app,
         req,
@@ -154,7 +158,12 @@ pub async fn add(
         "/api/v1/webhook-endpoints",
         Some(&payload),
     )
-    .await?;
+    .await;
+    let (outcome, why) = api::outcome_of(&answer);
+    let e = answer.as_ref().map(Answer::json).unwrap_or_default();
+    let subject = e["id"].as_str();
+    blocking(|| c.audit.finish(entry, outcome, subject, why.as_deref()))?;
+    let answer = answer?;
     if answer.status == 400 {
         let ConsoleError::Refused(_, m) = answer.refusal(req.lang) else {
             unreachable!("a refusal")
@@ -164,16 +173,6 @@ pub async fn add(
     if !answer.ok() {
         return Err(answer.refusal(req.lang));
     }
-    let e = answer.json();
-    blocking(|| {
-        c.audit.record(
-            s,
-            "endpoint.add",
-            e["id"].as_str(),
-            e["url"].as_str(),
-            req.client.as_deref(),
-        )
-    })?;
     endpoints(app, req, s, Some((201, secret_notice(l, &e))), false).await
 }
 

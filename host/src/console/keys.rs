@@ -155,20 +155,19 @@ pub fn create(app: &App, c: &Console, req: &Req, s: &Session) -> Result<Resp, Co
             Some((400, html::notice(t(l, "no_scope"), true))),
         );
     };
+    let audit = ("key.create", None, req.client.as_deref());
     let created = blocking(|| {
-        app.accounts
-            .create_key_with(&s.merchant_id, s.environment, Some(scopes))
-    })
-    .map_err(|e| ConsoleError::Unavailable(e.to_string()))?;
-    blocking(|| {
-        c.audit.record(
+        c.audit.act(
             s,
-            "key.create",
-            Some(&created.id),
-            Some(&scopes.to_string()),
-            req.client.as_deref(),
+            audit,
+            || {
+                app.accounts
+                    .create_key_with(&s.merchant_id, s.environment, Some(scopes))
+            },
+            |k| (Some(k.id.clone()), Some(scopes.to_string())),
         )
-    })?;
+    })?
+    .map_err(|e| ConsoleError::Unavailable(e.to_string()))?;
     let shown = format!(
         "{}<p><code class=\"secret\">{}</code></p>",
         html::notice(t(l, "key_once"), false),
@@ -193,11 +192,15 @@ pub fn revoke(
     if !listed.iter().any(|k| k.id == id) {
         return Err(ConsoleError::NotFound);
     }
-    blocking(|| app.accounts.revoke_merchant_key(&s.merchant_id, id))
-        .map_err(|e| ConsoleError::Unavailable(e.to_string()))?;
+    let audit = ("key.revoke", Some(id), req.client.as_deref());
     blocking(|| {
-        c.audit
-            .record(s, "key.revoke", Some(id), None, req.client.as_deref())
-    })?;
+        c.audit.act(
+            s,
+            audit,
+            || app.accounts.revoke_merchant_key(&s.merchant_id, id),
+            |_| (None, None),
+        )
+    })?
+    .map_err(|e| ConsoleError::Unavailable(e.to_string()))?;
     Ok(web::redirect("/console/developers?done=revoke"))
 }

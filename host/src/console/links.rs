@@ -15,7 +15,7 @@ use hyper::Response;
 use mmc_domain::operators::{Country, OPERATORS};
 use serde_json::{Value, json};
 
-use super::audit::Filter;
+use super::audit::{Filter, Outcome};
 use super::html::{self, esc, t, text};
 use super::payment::get_payment;
 use super::sessions::Session;
@@ -106,7 +106,7 @@ pub async fn list(
     );
     for e in entries
         .iter()
-        .filter(|e| e.environment == s.environment.as_str())
+        .filter(|e| e.environment == s.environment.as_str() && e.outcome == "done")
     {
         let Some(id) = &e.subject else { continue };
         // A payment the API no longer shows (retention) is left out.
@@ -199,6 +199,9 @@ pub async fn create(
     if let Some(op) = req.field("operator") {
         payload["operator"] = json!(op);
     }
+    let asked = format!("{amount} {} {description}", country.currency());
+    let client = req.client.as_deref();
+    let entry = blocking(|| c.audit.begin(s, ACTION, None, Some(&asked), client))?;
     let answer = api::call(
         app,
         s,
@@ -208,35 +211,34 @@ pub async fn create(
         Some(&key),
         &req.request_id,
     )
-    .await?;
-    if answer.status == 400 || answer.status == 422 {
-        let ConsoleError::Refused(_, m) = answer.refusal(req.lang) else {
-            unreachable!("a refusal")
-        };
-        return list(
-            app,
-            c,
-            req,
-            s,
-            Some((answer.status, html::notice(&m, true))),
-        )
-        .await;
-    }
-    if !answer.ok() {
-        return Err(answer.refusal(req.lang));
-    }
-    let p = answer.json();
-    let id = text(&p["id"]);
-    let detail = format!(
-        "{} {} {}",
-        text(&p["amount"]),
-        text(&p["currency"]),
-        description
-    );
-    blocking(|| {
-        c.audit
-            .record_once(s, ACTION, &id, &detail, req.client.as_deref())
-    })?;
+    .await;
+    let id = match (api::outcome_of(&answer), &answer) {
+        ((Outcome::Done, _), Ok(a)) => {
+            let p = a.json();
+            let id = text(&p["id"]);
+            let detail = format!(
+                "{} {} {}",
+                text(&p["amount"]),
+                text(&p["currency"]),
+                description
+            );
+            // A double submit is the same payment, listed once.
+            blocking(|| c.audit.finish_once(entry, &id, &detail))?;
+            id
+        }
+        ((outcome, why), _) => {
+            blocking(|| c.audit.finish(entry, outcome, None, why.as_deref()))?;
+            let answer = answer?;
+            if answer.status == 400 || answer.status == 422 {
+                let ConsoleError::Refused(_, m) = answer.refusal(req.lang) else {
+                    unreachable!("a refusal")
+                };
+                let top = Some((answer.status, html::notice(&m, true)));
+                return list(app, c, req, s, top).await;
+            }
+            return Err(answer.refusal(req.lang));
+        }
+    };
     Ok(web::redirect(&format!("/console/links/{id}")))
 }
 

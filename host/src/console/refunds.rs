@@ -9,6 +9,7 @@ use hyper::Response;
 use serde_json::json;
 
 use super::api::{self, Answer};
+use super::audit::Outcome;
 use super::html::{self, esc, t, tf};
 use super::payment::get_payment;
 use super::sessions::Session;
@@ -150,7 +151,19 @@ pub async fn refund(
     if let Some(a) = amount {
         payload["amount"] = json!(a);
     }
-    let answer: Answer = api::call(
+    // Written before the refund is asked for, finished once per refund: a
+    // replay (a double submit, or a retry after the answer was lost) is the
+    // same refund, and its entry goes.
+    let asked = match amount {
+        Some(a) => format!("amount {a} reason {reason}"),
+        None => format!("whole payment reason {reason}"),
+    };
+    let client = req.client.as_deref();
+    let entry = blocking(|| {
+        c.audit
+            .begin(s, "payment.refund", Some(id), Some(&asked), client)
+    })?;
+    let answer = api::call(
         app,
         s,
         "POST",
@@ -159,20 +172,22 @@ pub async fn refund(
         Some(&key),
         &req.request_id,
     )
-    .await?;
-    if !answer.ok() {
-        let err = answer.refusal(req.lang);
-        return refund_form(app, req, s, id, Some((answer.status, &err.to_string()))).await;
-    }
-    let r = answer.json();
-    let refund_id = r["id"].as_str().unwrap_or_default().to_string();
-    // Written once per refund: a replay (a double submit, or a retry after
-    // the answer was lost) finds the entry, or writes the one that was lost.
-    let detail = format!("refund {refund_id} amount {} reason {reason}", r["amount"]);
-    blocking(|| {
-        c.audit
-            .record_once(s, "payment.refund", id, &detail, req.client.as_deref())
-    })?;
+    .await;
+    let refund_id = match (api::outcome_of(&answer), &answer) {
+        ((Outcome::Done, _), Ok(a)) => {
+            let r = a.json();
+            let refund_id = r["id"].as_str().unwrap_or_default().to_string();
+            let detail = format!("refund {refund_id} amount {} reason {reason}", r["amount"]);
+            blocking(|| c.audit.finish_once(entry, id, &detail))?;
+            refund_id
+        }
+        ((outcome, why), _) => {
+            blocking(|| c.audit.finish(entry, outcome, None, why.as_deref()))?;
+            let answer: Answer = answer?;
+            let err = answer.refusal(req.lang);
+            return refund_form(app, req, s, id, Some((answer.status, &err.to_string()))).await;
+        }
+    };
     Ok(web::redirect(&format!(
         "/console/payments/{id}?done={refund_id}"
     )))

@@ -140,13 +140,13 @@ pub fn end_session(
 ) -> Result<Resp, ConsoleError> {
     check_csrf(req, s)?;
     owner_only(s)?;
-    if !blocking(|| c.sessions.end(&s.merchant_id, token_hash))? {
-        return Err(ConsoleError::NotFound);
-    }
-    blocking(|| {
-        c.audit
-            .record(s, "session.end", None, None, req.client.as_deref())
-    })?;
+    let end = || match c.sessions.end(&s.merchant_id, token_hash) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(ConsoleError::NotFound),
+        Err(e) => Err(e.into()),
+    };
+    let audit = ("session.end", None, req.client.as_deref());
+    blocking(|| c.audit.act(s, audit, end, |_| (None, None)))??;
     Ok(web::redirect("/console/team"))
 }
 
@@ -166,21 +166,23 @@ pub fn invite(c: &Console, base_url: &str, req: &Req, s: &Session) -> Result<Res
             )),
         );
     };
-    let invitation = match blocking(|| c.users.invite(&s.merchant_id, &email, role)) {
+    let audit = ("user.invite", None, req.client.as_deref());
+    let invited = blocking(|| {
+        c.audit.act(
+            s,
+            audit,
+            || c.users.invite(&s.merchant_id, &email, role),
+            |i| {
+                let detail = format!("{} as {}", i.user.email, role.as_str());
+                (Some(i.user.id.clone()), Some(detail))
+            },
+        )
+    })?;
+    let invitation = match invited {
         Ok(i) => i,
         Err(e @ super::users::UserError::Storage(_)) => return Err(user_error(e)),
         Err(e) => return page(c, req, s, Some((400, html::user_error(req.lang, &e)))),
     };
-    let detail = format!("{} as {}", invitation.user.email, role.as_str());
-    blocking(|| {
-        c.audit.record(
-            s,
-            "user.invite",
-            Some(&invitation.user.id),
-            Some(&detail),
-            req.client.as_deref(),
-        )
-    })?;
     Ok(link_page(
         req,
         s,
@@ -226,20 +228,20 @@ pub fn reset(
     if user_id == s.user_id {
         return page(c, req, s, Some((400, t(req.lang, "self_reset").into())));
     }
-    let invitation = match blocking(|| c.users.reset_member(&s.merchant_id, user_id)) {
+    let audit = ("user.reset", Some(user_id), req.client.as_deref());
+    let reset = blocking(|| {
+        c.audit.act(
+            s,
+            audit,
+            || c.users.reset_member(&s.merchant_id, user_id),
+            |i| (None, Some(i.user.email.clone())),
+        )
+    })?;
+    let invitation = match reset {
         Ok(i) => i,
         Err(super::users::UserError::UnknownUser) => return Err(ConsoleError::NotFound),
         Err(e) => return Err(user_error(e)),
     };
-    blocking(|| {
-        c.audit.record(
-            s,
-            "user.reset",
-            Some(user_id),
-            Some(&invitation.user.email),
-            req.client.as_deref(),
-        )
-    })?;
     Ok(link_page(
         req,
         s,
@@ -257,22 +259,22 @@ pub fn remove(c: &Console, req: &Req, s: &Session, user_id: &str) -> Result<Resp
     if user_id == s.user_id {
         return page(c, req, s, Some((400, t(req.lang, "self_remove").into())));
     }
-    let removed = match blocking(|| c.users.remove(&s.merchant_id, user_id)) {
-        Ok(u) => u,
+    let audit = ("user.remove", Some(user_id), req.client.as_deref());
+    let removed = blocking(|| {
+        c.audit.act(
+            s,
+            audit,
+            || c.users.remove(&s.merchant_id, user_id),
+            |u| (None, Some(u.email.clone())),
+        )
+    })?;
+    match removed {
+        Ok(_) => {}
         Err(e @ super::users::UserError::LastOwner) => {
             return page(c, req, s, Some((409, html::user_error(req.lang, &e))));
         }
         Err(e) => return Err(user_error(e)),
-    };
-    blocking(|| {
-        c.audit.record(
-            s,
-            "user.remove",
-            Some(user_id),
-            Some(&removed.email),
-            req.client.as_deref(),
-        )
-    })?;
+    }
     Ok(web::redirect("/console/team"))
 }
 
@@ -325,17 +327,24 @@ pub fn audit_page(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleEr
     let mut body = audit_form(l, req);
     let _ = write!(
         body,
-        "<table><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",
+        "<table><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",
         t(l, "when"),
         t(l, "who"),
         t(l, "what"),
+        t(l, "outcome"),
         t(l, "environment"),
         t(l, "where")
     );
     for e in &entries {
+        let outcome = match e.outcome.as_str() {
+            "done" => t(l, "outcome_done"),
+            "refused" => t(l, "outcome_refused"),
+            "unknown" => t(l, "outcome_unknown"),
+            _ => t(l, "outcome_pending"),
+        };
         let _ = write!(
             body,
-            "<tr><td>{}</td><td>{}</td><td><strong>{}</strong> {} {}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td><strong>{}</strong> {} {}</td><td>{outcome}</td><td>{}</td><td>{}</td></tr>",
             when(e.at_ms),
             esc(&e.email),
             esc(&e.action),

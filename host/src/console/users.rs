@@ -115,6 +115,8 @@ pub enum UserError {
     UnknownUser,
     #[error("the last owner cannot be removed")]
     LastOwner,
+    #[error("the current password is wrong")]
+    WrongPassword,
     #[error(transparent)]
     Storage(#[from] StorageError),
 }

@@ -18,6 +18,19 @@ pub const MORE: &[(&str, &str, &str)] = &[
         "Rien n'a été créé. Corrigez ces lignes et importez le fichier à nouveau :",
     ),
     ("line", "Line", "Ligne"),
+    ("outcome", "Outcome", "Issue"),
+    ("outcome_done", "done", "effectué"),
+    ("outcome_refused", "refused", "refusé"),
+    (
+        "outcome_unknown",
+        "no answer: it may have been done",
+        "sans réponse : peut-être effectué",
+    ),
+    (
+        "outcome_pending",
+        "not recorded: the service stopped before the answer",
+        "non enregistrée : le service s'est arrêté avant la réponse",
+    ),
     ("column", "Column", "Colonne"),
     ("problem", "Problem", "Problème"),
     (

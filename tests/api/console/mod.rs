@@ -39,6 +39,19 @@ impl Page {
             .unwrap_or_default()
     }
 
+    /// The audit log's rows of `action` that ended as `outcome` (`done`,
+    /// `refused`…), as the page shows them.
+    pub fn audited(&self, action: &str, outcome: &str) -> usize {
+        let (action, outcome) = (
+            format!("<strong>{action}</strong>"),
+            format!("<td>{outcome}</td>"),
+        );
+        self.body
+            .split("<tr>")
+            .filter(|row| row.contains(&action) && row.contains(&outcome))
+            .count()
+    }
+
     /// The value of the form field `name` on the page.
     pub fn field(&self, name: &str) -> String {
         let marker = format!("name=\"{name}\" value=\"");

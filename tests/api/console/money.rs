@@ -191,11 +191,16 @@ async fn a_console_refund_is_the_apis_refund_and_a_double_submit_is_one_refund()
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
     let audit = owner.get("/console/audit?action=payment.refund").await;
     assert_eq!(
-        audit
-            .body
-            .matches("<strong>payment.refund</strong>")
-            .count(),
-        1,
+        (
+            audit.audited("payment.refund", "done"),
+            audit.audited("payment.refund", "refused")
+        ),
+        (1, 2),
+        "the double submit one refund, the two over-refunds refused: {}",
+        audit.body
+    );
+    assert!(
+        audit.body.contains("400 refund_amount_exceeds_remaining"),
         "{}",
         audit.body
     );
@@ -440,12 +445,13 @@ async fn a_console_cancel_is_confirmed_then_the_apis_and_a_second_one_is_refused
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
     let audit = owner.get("/console/audit?action=payment.cancel").await;
     assert_eq!(
-        audit
-            .body
-            .matches("<strong>payment.cancel</strong>")
-            .count(),
-        1,
-        "{}",
+        (
+            audit.audited("payment.cancel", "done"),
+            audit.audited("payment.cancel", "refused")
+        ),
+        (1, 1),
+        "the cancel done, the second one refused: {}",
         audit.body
     );
+    assert!(audit.body.contains(" 409 "), "{}", audit.body);
 }
