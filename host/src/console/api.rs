@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::audit::Outcome;
+use super::audit::{Outcome, Pending};
 use super::sessions::Session;
 use super::web::ConsoleError;
 use crate::http::App;
@@ -93,9 +93,7 @@ pub async fn perform(
     detail: impl FnOnce(&Answer) -> Option<String>,
 ) -> Result<Answer, ConsoleError> {
     super::web::check_csrf(req, s)?;
-    let client = req.client.as_deref();
-    let entry = super::blocking(|| c.audit.begin(s, action.audit, action.subject, None, client))?;
-    let answer = call(
+    let request = call(
         app,
         s,
         action.method,
@@ -103,27 +101,48 @@ pub async fn perform(
         action.body,
         None,
         &req.request_id,
-    )
-    .await;
-    let (outcome, detail) = match outcome_of(&answer) {
-        (Outcome::Done, _) => (Outcome::Done, answer.as_ref().ok().and_then(detail)),
-        other => other,
-    };
-    super::blocking(|| c.audit.finish(entry, outcome, None, detail.as_deref()))?;
-    let answer = answer?;
-    if !answer.ok() {
-        return Err(answer.refusal(req.lang));
+    );
+    let audit = (action.audit, action.subject, None);
+    match audited(c, req, s, audit, request).await? {
+        Ok((entry, answer)) => {
+            let detail = detail(&answer);
+            super::blocking(|| {
+                c.audit
+                    .finish(entry, Outcome::Done, None, detail.as_deref())
+            })?;
+            Ok(answer)
+        }
+        Err(refused) => Err(refused.refusal(req.lang)),
     }
-    Ok(answer)
 }
 
-/// What the API's answer says of an audited action: done, refused (its
-/// status and code as the entry's detail), or unknown when no answer came.
-pub fn outcome_of(answer: &Result<Answer, ConsoleError>) -> (Outcome, Option<String>) {
-    match answer {
-        Ok(a) if a.ok() => (Outcome::Done, None),
-        Ok(a) => (Outcome::Refused, Some(a.refused_as())),
-        Err(e) => (Outcome::Unknown, Some(e.to_string())),
+/// The API request `request` as an audited action `(action, subject,
+/// detail)`: its entry written first, then the request made. A refusal
+/// (`Ok(Err(answer))`, with its status and code) or a request that got no
+/// answer (`Err`: it may have been done) finishes the entry here; an
+/// accepted answer comes back with its entry, for the caller to finish with
+/// what the answer told.
+pub async fn audited(
+    c: &super::Console,
+    req: &super::web::Req,
+    s: &Session,
+    (action, subject, detail): (&str, Option<&str>, Option<&str>),
+    request: impl std::future::Future<Output = Result<Answer, ConsoleError>>,
+) -> Result<Result<(Pending, Answer), Answer>, ConsoleError> {
+    let client = req.client.as_deref();
+    let entry = super::blocking(|| c.audit.begin(s, action, subject, detail, client))?;
+    match request.await {
+        Ok(answer) if answer.ok() => Ok(Ok((entry, answer))),
+        Ok(answer) => {
+            let why = answer.refused_as();
+            super::blocking(|| c.audit.finish(entry, Outcome::Refused, None, Some(&why)))?;
+            Ok(Err(answer))
+        }
+        Err(e) => {
+            let why = e.to_string();
+            super::blocking(|| c.audit.finish(entry, Outcome::Unknown, None, Some(&why)))?;
+            Err(e)
+        }
     }
 }
 

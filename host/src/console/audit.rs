@@ -264,8 +264,6 @@ impl AuditLog {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
     use crate::console::sessions::Sessions;
     use crate::console::users::{Role, Users};
@@ -282,12 +280,7 @@ mod tests {
     #[test]
     fn an_entry_is_written_before_its_action_and_a_replay_is_one_change() {
         let dir = tempfile::tempdir().unwrap();
-        let db = SqlDb::new(Arc::new(
-            crate::db::Sqlite::open(&dir.path().join("a.db")).unwrap(),
-        ));
-        let m = crate::accounts::Accounts::new(db.clone())
-            .create_merchant("Shop")
-            .unwrap();
+        let (db, m) = crate::console::test_shop(&dir);
         let user = Users::new(db.clone())
             .invite(&m.id, "f@shop.bj", Role::Finance)
             .unwrap()

@@ -12,7 +12,6 @@ use http_body_util::Full;
 use hyper::Response;
 use serde_json::Value;
 
-use super::audit::Outcome;
 use super::html::{self, esc, t, text};
 use super::multipart::{self, Part};
 use super::sessions::Session;
@@ -167,12 +166,7 @@ pub async fn upload(
         content_type,
         bytes,
     };
-    let client = req.client.as_deref();
-    let entry = blocking(|| {
-        c.audit
-            .begin(s, "bulk.upload", None, Some(&filename), client)
-    })?;
-    let answer = api::call_with(
+    let request = api::call_with(
         app,
         s,
         "POST",
@@ -180,33 +174,29 @@ pub async fn upload(
         body,
         Some(&form.idempotency_key),
         &req.request_id,
-    )
-    .await;
-    let id = match (api::outcome_of(&answer), &answer) {
-        ((Outcome::Done, _), Ok(a)) => {
-            let b = a.json();
-            let id = text(&b["id"]);
-            let detail = format!(
-                "{} ({} items, {} {})",
-                text(&b["name"]),
-                text(&b["item_count"]),
-                text(&b["total_amount"]),
-                text(&b["currency"])
-            );
-            // A replay (a double submit) is the same batch, audited once.
-            blocking(|| c.audit.finish_once(entry, &id, &detail))?;
-            id
-        }
-        ((outcome, why), _) => {
-            blocking(|| c.audit.finish(entry, outcome, None, why.as_deref()))?;
-            let answer = answer?;
-            let error = answer.json()["error"].clone();
-            if matches!(answer.status, 400 | 413 | 415) && error.is_object() {
-                return Ok(Uploaded::Refused(answer.status, report(l, &error)));
+    );
+    let audit = ("bulk.upload", None, Some(filename.as_str()));
+    let (entry, answer) = match api::audited(c, req, s, audit, request).await? {
+        Ok(accepted) => accepted,
+        Err(refused) => {
+            let error = refused.json()["error"].clone();
+            if matches!(refused.status, 400 | 413 | 415) && error.is_object() {
+                return Ok(Uploaded::Refused(refused.status, report(l, &error)));
             }
-            return Err(answer.refusal(req.lang));
+            return Err(refused.refusal(req.lang));
         }
     };
+    let b = answer.json();
+    let id = text(&b["id"]);
+    let detail = format!(
+        "{} ({} items, {} {})",
+        text(&b["name"]),
+        text(&b["item_count"]),
+        text(&b["total_amount"]),
+        text(&b["currency"])
+    );
+    // A replay (a double submit) is the same batch, audited once.
+    blocking(|| c.audit.finish_once(entry, &id, &detail))?;
     Ok(Uploaded::Batch(super::web::redirect(&format!(
         "/console/bulk/{id}?done=upload"
     ))))

@@ -12,6 +12,7 @@ use hyper::Response;
 use serde_json::{Value, json};
 
 use super::api::{self, Answer};
+use super::audit::Outcome;
 use super::html::{self, esc, t, text, when};
 use super::keys::{developer, opening, tabs};
 use super::sessions::Session;
@@ -148,31 +149,27 @@ pub async fn add(
     }
     developer(s)?;
     let url = req.field("url").unwrap_or_default();
-    let client = req.client.as_deref();
-    let entry = blocking(|| c.audit.begin(s, "endpoint.add", None, Some(&url), client))?;
-    let answer = call(
+    let request = call(
         app,
         req,
         s,
         "POST",
         "/api/v1/webhook-endpoints",
         Some(&payload),
-    )
-    .await;
-    let (outcome, why) = api::outcome_of(&answer);
-    let e = answer.as_ref().map(Answer::json).unwrap_or_default();
-    let subject = e["id"].as_str();
-    blocking(|| c.audit.finish(entry, outcome, subject, why.as_deref()))?;
-    let answer = answer?;
-    if answer.status == 400 {
-        let ConsoleError::Refused(_, m) = answer.refusal(req.lang) else {
-            unreachable!("a refusal")
-        };
-        return endpoints(app, req, s, Some((400, html::notice(&m, true))), true).await;
-    }
-    if !answer.ok() {
-        return Err(answer.refusal(req.lang));
-    }
+    );
+    let audit = ("endpoint.add", None, Some(url.as_str()));
+    let (entry, answer) = match api::audited(c, req, s, audit, request).await? {
+        Ok(accepted) => accepted,
+        Err(refused) if refused.status == 400 => {
+            let ConsoleError::Refused(_, m) = refused.refusal(req.lang) else {
+                unreachable!("a refusal")
+            };
+            return endpoints(app, req, s, Some((400, html::notice(&m, true))), true).await;
+        }
+        Err(refused) => return Err(refused.refusal(req.lang)),
+    };
+    let e = answer.json();
+    blocking(|| c.audit.finish(entry, Outcome::Done, e["id"].as_str(), None))?;
     endpoints(app, req, s, Some((201, secret_notice(l, &e))), false).await
 }
 

@@ -15,7 +15,7 @@ use hyper::Response;
 use mmc_domain::operators::{Country, OPERATORS};
 use serde_json::{Value, json};
 
-use super::audit::{Filter, Outcome};
+use super::audit::Filter;
 use super::html::{self, esc, t, text};
 use super::payment::get_payment;
 use super::sessions::Session;
@@ -200,9 +200,7 @@ pub async fn create(
         payload["operator"] = json!(op);
     }
     let asked = format!("{amount} {} {description}", country.currency());
-    let client = req.client.as_deref();
-    let entry = blocking(|| c.audit.begin(s, ACTION, None, Some(&asked), client))?;
-    let answer = api::call(
+    let request = api::call(
         app,
         s,
         "POST",
@@ -210,35 +208,29 @@ pub async fn create(
         Some(&payload),
         Some(&key),
         &req.request_id,
-    )
-    .await;
-    let id = match (api::outcome_of(&answer), &answer) {
-        ((Outcome::Done, _), Ok(a)) => {
-            let p = a.json();
-            let id = text(&p["id"]);
-            let detail = format!(
-                "{} {} {}",
-                text(&p["amount"]),
-                text(&p["currency"]),
-                description
-            );
-            // A double submit is the same payment, listed once.
-            blocking(|| c.audit.finish_once(entry, &id, &detail))?;
-            id
+    );
+    let audit = (ACTION, None, Some(asked.as_str()));
+    let (entry, answer) = match api::audited(c, req, s, audit, request).await? {
+        Ok(accepted) => accepted,
+        Err(refused) if matches!(refused.status, 400 | 422) => {
+            let ConsoleError::Refused(_, m) = refused.refusal(req.lang) else {
+                unreachable!("a refusal")
+            };
+            let top = Some((refused.status, html::notice(&m, true)));
+            return list(app, c, req, s, top).await;
         }
-        ((outcome, why), _) => {
-            blocking(|| c.audit.finish(entry, outcome, None, why.as_deref()))?;
-            let answer = answer?;
-            if answer.status == 400 || answer.status == 422 {
-                let ConsoleError::Refused(_, m) = answer.refusal(req.lang) else {
-                    unreachable!("a refusal")
-                };
-                let top = Some((answer.status, html::notice(&m, true)));
-                return list(app, c, req, s, top).await;
-            }
-            return Err(answer.refusal(req.lang));
-        }
+        Err(refused) => return Err(refused.refusal(req.lang)),
     };
+    let p = answer.json();
+    let id = text(&p["id"]);
+    let detail = format!(
+        "{} {} {}",
+        text(&p["amount"]),
+        text(&p["currency"]),
+        description
+    );
+    // A double submit is the same payment, listed once.
+    blocking(|| c.audit.finish_once(entry, &id, &detail))?;
     Ok(web::redirect(&format!("/console/links/{id}")))
 }
 

@@ -32,6 +32,18 @@ pub mod users;
 pub mod web;
 pub mod words;
 
+/// A store with one merchant, for the console's unit tests.
+#[cfg(test)]
+pub(crate) fn test_shop(dir: &tempfile::TempDir) -> (crate::db::SqlDb, crate::accounts::Merchant) {
+    let db = crate::db::SqlDb::new(std::sync::Arc::new(
+        crate::db::Sqlite::open(&dir.path().join("a.db")).unwrap(),
+    ));
+    let merchant = crate::accounts::Accounts::new(db.clone())
+        .create_merchant("Shop")
+        .unwrap();
+    (db, merchant)
+}
+
 use std::sync::Arc;
 
 use bytes::Bytes;

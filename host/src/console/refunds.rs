@@ -8,8 +8,7 @@ use http_body_util::Full;
 use hyper::Response;
 use serde_json::json;
 
-use super::api::{self, Answer};
-use super::audit::Outcome;
+use super::api;
 use super::html::{self, esc, t, tf};
 use super::payment::get_payment;
 use super::sessions::Session;
@@ -158,12 +157,7 @@ pub async fn refund(
         Some(a) => format!("amount {a} reason {reason}"),
         None => format!("whole payment reason {reason}"),
     };
-    let client = req.client.as_deref();
-    let entry = blocking(|| {
-        c.audit
-            .begin(s, "payment.refund", Some(id), Some(&asked), client)
-    })?;
-    let answer = api::call(
+    let request = api::call(
         app,
         s,
         "POST",
@@ -171,23 +165,19 @@ pub async fn refund(
         Some(&payload),
         Some(&key),
         &req.request_id,
-    )
-    .await;
-    let refund_id = match (api::outcome_of(&answer), &answer) {
-        ((Outcome::Done, _), Ok(a)) => {
-            let r = a.json();
-            let refund_id = r["id"].as_str().unwrap_or_default().to_string();
-            let detail = format!("refund {refund_id} amount {} reason {reason}", r["amount"]);
-            blocking(|| c.audit.finish_once(entry, id, &detail))?;
-            refund_id
-        }
-        ((outcome, why), _) => {
-            blocking(|| c.audit.finish(entry, outcome, None, why.as_deref()))?;
-            let answer: Answer = answer?;
-            let err = answer.refusal(req.lang);
-            return refund_form(app, req, s, id, Some((answer.status, &err.to_string()))).await;
+    );
+    let audit = ("payment.refund", Some(id), Some(asked.as_str()));
+    let (entry, answer) = match api::audited(c, req, s, audit, request).await? {
+        Ok(accepted) => accepted,
+        Err(refused) => {
+            let err = refused.refusal(req.lang);
+            return refund_form(app, req, s, id, Some((refused.status, &err.to_string()))).await;
         }
     };
+    let r = answer.json();
+    let refund_id = r["id"].as_str().unwrap_or_default().to_string();
+    let detail = format!("refund {refund_id} amount {} reason {reason}", r["amount"]);
+    blocking(|| c.audit.finish_once(entry, id, &detail))?;
     Ok(web::redirect(&format!(
         "/console/payments/{id}?done={refund_id}"
     )))

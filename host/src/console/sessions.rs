@@ -195,20 +195,13 @@ impl Sessions {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
     use crate::console::users::{Role, Users};
 
     #[test]
     fn sessions_end_when_expired_closed_or_their_user_removed_and_expired_rows_go() {
         let dir = tempfile::tempdir().unwrap();
-        let db = SqlDb::new(Arc::new(
-            crate::db::Sqlite::open(&dir.path().join("a.db")).unwrap(),
-        ));
-        let m = crate::accounts::Accounts::new(db.clone())
-            .create_merchant("Shop")
-            .unwrap();
+        let (db, m) = crate::console::test_shop(&dir);
         let users = Users::new(db.clone());
         let sessions = Sessions::new(db.clone());
         let a = users.invite(&m.id, "a@shop.bj", Role::Owner).unwrap().user;
