@@ -32,7 +32,7 @@
 //! `webhook_secret`.
 
 mod api;
-mod transformers;
+pub mod transformers;
 
 use api::Api;
 use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, bearer};
@@ -102,7 +102,7 @@ const CURRENCIES_TIMEOUT_MS: u32 = 3_000;
 /// How long its answer is kept in the host's cache (setting `currencies_ttl_ms`).
 const DEFAULT_CURRENCIES_TTL_MS: u64 = 300_000;
 
-struct FedaPay;
+pub struct FedaPay;
 
 /// The modes FedaPay lists for XOF on this account; `None` when they cannot
 /// be had (never an error: `describe` must answer, and the operator table

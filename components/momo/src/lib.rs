@@ -20,7 +20,7 @@
 //! (`collection`, `disbursement`): `<product>_api_user`, `<product>_api_key`,
 //! `<product>_subscription_key`.
 
-mod transformers;
+pub mod transformers;
 
 use base64::Engine;
 use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, before_sending, json};
@@ -54,7 +54,7 @@ static MTN: Provider = Provider {
 /// every operation.
 const TOKEN_MARGIN_S: u64 = 600;
 
-struct Momo;
+pub struct Momo;
 
 /// MTN wants a UUIDv4 in `X-Reference-Id`: our id's
 /// ([`lookup::operator_uuid`]), so a status query works even when the

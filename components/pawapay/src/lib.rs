@@ -41,7 +41,7 @@
 //! `provider_code.<slug>`, `active_conf_ttl_ms`, `predict_provider`.
 //! Secret: `api_token`.
 
-mod transformers;
+pub mod transformers;
 
 use std::collections::BTreeMap;
 
@@ -100,7 +100,7 @@ const ACTIVE_CONF_TIMEOUT_MS: u32 = 3_000;
 /// without it (pawaPay would refuse every one).
 const PREAUTH_PROVIDERS: &[&str] = &["ORANGE_CIV"];
 
-struct Pawapay;
+pub struct Pawapay;
 
 /// The provider code pawaPay knows `op` by (setting `provider_code.<slug>`, else the table's).
 fn provider_of(op: &Operator) -> String {

@@ -19,7 +19,7 @@
 //! `approval_window_ms`. Secrets: `api_key` (Checkout; Payout too unless
 //! `payout_api_key` is set: Wave scopes keys per API), `webhook_secret`.
 
-mod transformers;
+pub mod transformers;
 
 use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, before_sending, json};
 use mmc_adapter_kit::spec::Spec;
@@ -53,7 +53,7 @@ const SIGNATURE: Hmac = Hmac {
     separator: "",
 };
 
-struct Wave;
+pub struct Wave;
 
 /// The Checkout API (collections, refunds, expiry) for a served operator.
 fn checkout(operator: &str) -> Result<Endpoint, AdapterError> {

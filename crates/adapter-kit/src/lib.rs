@@ -35,7 +35,6 @@ pub mod token;
 pub mod webhook;
 pub mod wire;
 
-pub use bindings::export;
 pub use bindings::mmc::adapter::types;
 pub use bindings::mmc::platform::{cache, clock, config, log, outbound_http, signing};
 pub use mmc_domain;
@@ -43,6 +42,18 @@ pub use mmc_domain;
 use bindings::exports::mmc::adapter::operator::Guest;
 use spec::Spec;
 use types::*;
+
+/// Exports an [`Adapter`] as the component's `operator` interface:
+/// `mmc_adapter_kit::export!(MyAdapter);`. Only a Wasm build has the
+/// exports: a native build (the adapter's tests, as an `rlib`) links without
+/// them, since their names (`mmc:adapter/operator…`) are not native symbols.
+#[macro_export]
+macro_rules! export {
+    ($adapter:ident) => {
+        #[cfg(target_arch = "wasm32")]
+        $crate::bindings::export!($adapter);
+    };
+}
 
 /// A failure with its machine-readable code and its message for people.
 pub fn failure(code: &str, message: &str) -> Failure {
