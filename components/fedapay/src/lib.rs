@@ -35,7 +35,7 @@ mod api;
 pub mod transformers;
 
 use api::Api;
-use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, bearer};
+use mmc_adapter_kit::exchange::{Endpoint, OrUnknown, Provider};
 use mmc_adapter_kit::spec::Spec;
 use mmc_adapter_kit::types::*;
 use mmc_adapter_kit::webhook::{self, Hmac};
@@ -125,14 +125,8 @@ fn iso_of(id: u64) -> Option<String> {
     currencies().and_then(|c| transformers::iso_of(&c, id))
 }
 
-fn endpoint(base_url: String, key: &str, timeout_ms: u32) -> Endpoint {
-    Endpoint {
-        provider: &FEDAPAY,
-        base_url,
-        headers: vec![bearer(key), ("Accept".into(), "application/json".into())],
-        timeout_ms,
-    }
-}
+/// Sent on every request, as FedaPay's libraries do.
+const ACCEPT: (&str, &str) = ("Accept", "application/json");
 
 /// The account's currencies, from the cache or `GET /v1/currencies`; `None`
 /// when they cannot be had.
@@ -145,9 +139,9 @@ fn currencies() -> Option<Vec<transformers::CurrencyModes>> {
         default_ttl_ms: DEFAULT_CURRENCIES_TTL_MS,
     };
     published.get(|base_url, key| {
-        endpoint(base_url.into(), key, CURRENCIES_TIMEOUT_MS).get_with("/v1/currencies", |body| {
-            transformers::many("currencies", body)
-        })
+        let api = Endpoint::bearer(&FEDAPAY, base_url.into(), key, CURRENCIES_TIMEOUT_MS);
+        api.with(ACCEPT)
+            .get_with("/v1/currencies", |b| transformers::many("currencies", b))
     })
 }
 
@@ -237,18 +231,17 @@ impl Adapter for FedaPay {
                 .as_deref()
                 .map(|p| transformers::PhoneNumber::new(p, &req.country)),
         };
-        let resp = api.endpoint.post(&format!("/v1/{mode}"), &push)?;
-        match FEDAPAY.reply_if(resp, |s| (200..=299).contains(&s))? {
-            Reply::Success(resp) => {
-                // Its body is not used, but an unreadable one is not an answer.
-                FEDAPAY.read::<serde_json::Value>("push answer", &resp.body)?;
-                Ok(Initiated::AwaitingCustomer(id.to_string()))
-            }
-            Reply::Declined(resp) => Ok(Initiated::Refused(transformers::refusal(
-                resp.status,
-                &resp.body,
-            ))),
-        }
+        // Its body is not used, but an unreadable one is not an answer.
+        let read = |b: &[u8]| transformers::parse::<serde_json::Value>("push answer", b);
+        Ok(
+            match api
+                .endpoint
+                .submit(&format!("/v1/{mode}"), &push, 200..=299, read)?
+            {
+                Ok(_) => Initiated::AwaitingCustomer(id.to_string()),
+                Err(refused) => Initiated::Refused(refused),
+            },
+        )
     }
 
     /// FedaPay documents no way to withdraw a transaction, so `cancel` (the
@@ -257,7 +250,8 @@ impl Adapter for FedaPay {
         let api = Api::of(&payment.operator)?;
         // Nothing under our id: never created, or still in flight (the
         // caller decides when this is final).
-        lookup::status_of(api.find::<Transaction>(&payment)?, |t| t.status(&iso_of))
+        let found = api.find::<Transaction>(&payment.id, payment.psp_reference.as_deref())?;
+        lookup::status_of(found, |t| t.status(&iso_of))
     }
 
     fn refund(_req: RefundRequest) -> Result<Started, AdapterError> {
@@ -284,27 +278,16 @@ impl Adapter for FedaPay {
         // (its answer lost) is looked for first, and started or reported,
         // never created again. When that cannot be told, nothing new is
         // created and the outcome stays unknown (asked again by our id).
-        let earlier = api
-            .find::<Payout>(&OperationRef {
-                id: req.payout_id.clone(),
-                operator: req.operator.clone(),
-                environment: req.environment.clone(),
-                psp_reference: None,
-                phone: Some(req.phone.clone()),
-                amount: req.amount,
-                currency: req.currency.clone(),
-            })
-            .map_err(|e| {
-                AdapterError::Unavailable(format!(
-                    "could not tell whether an earlier attempt created this FedaPay payout: {e:?}"
-                ))
-            })?;
+        let earlier = api.find::<Payout>(&req.payout_id, None).map_err(|e| {
+            AdapterError::Unavailable(format!(
+                "could not tell whether an earlier attempt created this FedaPay payout: {e:?}"
+            ))
+        })?;
         if let Some(p) = earlier {
             if p.status != "pending" {
                 return Ok(Started {
                     psp_reference: p.id.to_string(),
-                    status: transformers::payout_status(&p, &iso_of)
-                        .map_err(AdapterError::InvalidResponse)?,
+                    status: transformers::payout_status(&p, &iso_of).or_unknown()?,
                 });
             }
             // Created, never started: start that one.
@@ -341,7 +324,8 @@ impl Adapter for FedaPay {
 
     fn payout_status(payout: OperationRef) -> Result<PspStatus, AdapterError> {
         let api = Api::of(&payout.operator)?;
-        lookup::status_of(api.find::<Payout>(&payout)?, |p| p.status(&iso_of))
+        let found = api.find::<Payout>(&payout.id, payout.psp_reference.as_deref())?;
+        lookup::status_of(found, |p| p.status(&iso_of))
     }
 
     /// A signed webhook. Final transaction (or payout) states are reported

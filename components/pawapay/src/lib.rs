@@ -45,7 +45,7 @@ pub mod transformers;
 
 use std::collections::BTreeMap;
 
-use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, bearer};
+use mmc_adapter_kit::exchange::{Endpoint, OrUnknown, Provider, Reply, bearer};
 use mmc_adapter_kit::spec::Spec;
 use mmc_adapter_kit::types::*;
 use mmc_adapter_kit::{Adapter, cache, failure, lookup, settings, token, webhook, wire};
@@ -181,14 +181,14 @@ impl Api {
                 serde_json::from_slice(&resp.body).map_err(|_| PAWAPAY.unexpected(&resp))?
             }
         };
-        transformers::initiation(answer).map_err(AdapterError::InvalidResponse)
+        transformers::initiation(answer).or_unknown()
     }
 
     /// `GET /v2/{kind}/{our id's UUID}`.
     fn check(&self, kind: &str, our_id: &str) -> Result<PspStatus, AdapterError> {
         let path = format!("/v2/{kind}/{}", uuid_for(our_id));
         let check: Check = self.endpoint.get("status check", &path)?;
-        transformers::check_status(&check).map_err(AdapterError::InvalidResponse)
+        transformers::check_status(&check).or_unknown()
     }
 
     /// Where an operation stands that pawaPay answered `DUPLICATE_IGNORED`
