@@ -22,7 +22,9 @@
 pub mod transformers;
 
 use base64::Engine;
-use mmc_adapter_kit::exchange::{Endpoint, OrUnknown, Provider, before_sending, json};
+use mmc_adapter_kit::exchange::{
+    Endpoint, OrUnknown, Provider, before_sending, coded_refusal, json,
+};
 use mmc_adapter_kit::outbound_http::Response;
 use mmc_adapter_kit::spec::{Market, Spec};
 use mmc_adapter_kit::token::{self, Bearer, Fresh, HostCache};
@@ -45,7 +47,7 @@ static SPEC: Spec = Spec {
 static MTN: Provider = Provider {
     name: "MTN",
     credential: None,
-    refusal: transformers::refusal,
+    refusal: |status, body| coded_refusal("MTN MoMo", status, body),
 };
 
 /// MTN tokens last `expires_in` seconds (an hour); one is reused until ten

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use mmc_adapter_kit::reasons::Reasons;
 use mmc_adapter_kit::types::{Failure, InitiateRequest, PayoutRequest, PspStatus};
 use mmc_adapter_kit::wire;
 
@@ -175,58 +176,58 @@ pub fn status_of(t: &Transaction) -> Result<PspStatus, String> {
     })
 }
 
-/// MTN's reason → our failure code (shared with the other adapters).
-pub fn failure_for(reason: Option<&str>) -> Failure {
-    let (code, message) = match reason.unwrap_or("") {
-        "APPROVAL_REJECTED" => ("declined_by_customer", "The customer declined the payment."),
-        "EXPIRED" => ("approval_expired", "The customer did not approve in time."),
-        "NOT_ENOUGH_FUNDS" => ("insufficient_funds", "The customer's balance is too low."),
-        "PAYER_NOT_FOUND" => ("payer_not_found", "No MTN MoMo account for this number."),
-        "PAYEE_NOT_FOUND" => (
+/// MTN's reasons → ours. MTN gives no message of its own: the customer's
+/// own doing is said in our words; our configuration or MTN's service
+/// (NOT_ALLOWED, NOT_ALLOWED_TARGET_ENVIRONMENT, INVALID_CALLBACK_URL_HOST,
+/// INVALID_CURRENCY, RESOURCE_NOT_FOUND, RESOURCE_ALREADY_EXIST,
+/// SERVICE_UNAVAILABLE, INTERNAL_PROCESSING_ERROR), and anything new, is
+/// `operator_error` with MTN's reason.
+pub const REASONS: Reasons = Reasons {
+    provider: "MTN MoMo",
+    codes: &[
+        (
+            &["APPROVAL_REJECTED", "PAYMENT_NOT_APPROVED"],
+            "declined_by_customer",
+        ),
+        // MTN's "the customer did not act": the prompt timed out on the phone.
+        (
+            &["EXPIRED", "COULD_NOT_PERFORM_TRANSACTION"],
+            "approval_expired",
+        ),
+        (&["NOT_ENOUGH_FUNDS"], "insufficient_funds"),
+        (&["PAYER_NOT_FOUND"], "payer_not_found"),
+        (&["PAYEE_NOT_FOUND"], "recipient_not_found"),
+        (&["PAYER_LIMIT_REACHED"], "limit_reached"),
+        (&["PAYEE_NOT_ALLOWED_TO_RECEIVE"], "recipient_not_allowed"),
+        (&["SENDER_ACCOUNT_NOT_ACTIVE"], "account_blocked"),
+        (&["TRANSACTION_CANCELED"], "cancelled"),
+    ],
+    words: &[
+        ("declined_by_customer", "The customer declined the payment."),
+        ("approval_expired", "The customer did not approve in time."),
+        ("insufficient_funds", "The customer's balance is too low."),
+        ("payer_not_found", "No MTN MoMo account for this number."),
+        (
             "recipient_not_found",
             "No MTN MoMo account for the recipient's number.",
         ),
-        "PAYER_LIMIT_REACHED" => (
+        (
             "limit_reached",
             "The account's transaction limit is reached.",
         ),
-        "PAYEE_NOT_ALLOWED_TO_RECEIVE" => (
+        (
             "recipient_not_allowed",
             "The recipient's account may not receive this payment.",
         ),
-        "PAYMENT_NOT_APPROVED" => (
-            "declined_by_customer",
-            "The customer did not approve the payment.",
-        ),
-        // MTN's "the customer did not act": the prompt timed out on the phone.
-        "COULD_NOT_PERFORM_TRANSACTION" => {
-            ("approval_expired", "The customer did not approve in time.")
-        }
-        "SENDER_ACCOUNT_NOT_ACTIVE" => (
+        (
             "account_blocked",
             "The customer's MTN MoMo account is not active.",
         ),
-        "TRANSACTION_CANCELED" => ("cancelled", "The transaction was cancelled at MTN."),
-        "" => ("operator_error", "MTN reported a failure without a reason."),
-        // Our configuration or MTN's service, not the customer (NOT_ALLOWED,
-        // NOT_ALLOWED_TARGET_ENVIRONMENT, INVALID_CALLBACK_URL_HOST,
-        // INVALID_CURRENCY, RESOURCE_NOT_FOUND, RESOURCE_ALREADY_EXIST,
-        // SERVICE_UNAVAILABLE, INTERNAL_PROCESSING_ERROR), and anything new:
-        // reported with MTN's reason.
-        other => {
-            return Failure {
-                code: "operator_error".into(),
-                message: format!("MTN MoMo failure: {other}."),
-            };
-        }
-    };
-    Failure {
-        code: code.into(),
-        message: message.into(),
-    }
-}
+        ("cancelled", "The transaction was cancelled at MTN."),
+    ],
+};
 
-/// The operator's own reason from a 4xx body (`code`, `message`), or the HTTP status.
-pub fn refusal(status: u16, body: &[u8]) -> Failure {
-    mmc_adapter_kit::exchange::coded_refusal("MTN MoMo", status, body)
+/// The failure MTN reports with `reason`.
+pub fn failure_for(reason: Option<&str>) -> Failure {
+    REASONS.failure(reason, None)
 }

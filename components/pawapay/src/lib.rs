@@ -213,7 +213,7 @@ impl Api {
             Answer::Accepted => PspStatus::Pending,
             // An earlier request got through (its answer was lost): where it stands.
             Answer::Duplicate => self.after_duplicate(kind, our_id),
-            Answer::Rejected(f) => PspStatus::Failed(transformers::failure_for(&f)),
+            Answer::Rejected(f) => PspStatus::Failed(f.failure()),
         })
     }
 
@@ -304,7 +304,7 @@ impl Adapter for Pawapay {
         };
         Ok(match api.initiate("/v2/deposits", &deposit)? {
             Answer::Accepted | Answer::Duplicate => Initiated::AwaitingCustomer(deposit_id),
-            Answer::Rejected(f) => Initiated::Refused(transformers::failure_for(&f)),
+            Answer::Rejected(f) => Initiated::Refused(f.failure()),
         })
     }
 

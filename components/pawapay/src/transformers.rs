@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use mmc_adapter_kit::reasons::Reasons;
 use mmc_adapter_kit::types::{Failure, PspStatus};
 use mmc_adapter_kit::wire;
 
@@ -82,6 +83,12 @@ pub struct FailureReason {
     pub failure_code: String,
     #[serde(default)]
     pub failure_message: Option<String>,
+}
+
+impl FailureReason {
+    pub fn failure(&self) -> Failure {
+        REASONS.failure(Some(&self.failure_code), self.failure_message.as_deref())
+    }
 }
 
 /// The answer to an initiation (deposit, payout, refund).
@@ -334,40 +341,42 @@ pub fn record_status(r: &Record) -> Result<PspStatus, String> {
             PspStatus::Completed(wire::settled(what, &r.amount, &r.currency, party)?)
         }
         "FAILED" => PspStatus::Failed(match &r.failure_reason {
-            Some(f) => failure_for(f),
-            None => Failure {
-                code: "operator_error".into(),
-                message: "pawaPay reported a failure without a reason.".into(),
-            },
+            Some(f) => f.failure(),
+            None => REASONS.failure(None, None),
         }),
         _ => PspStatus::Pending,
     })
 }
 
-/// pawaPay's failure codes → ours (shared with the other adapters).
-pub fn failure_for(f: &FailureReason) -> Failure {
-    let code = match f.failure_code.as_str() {
-        "PAYER_NOT_FOUND" => "payer_not_found",
-        "RECIPIENT_NOT_FOUND" => "recipient_not_found",
-        "PAYMENT_NOT_APPROVED" => "declined_by_customer",
-        "INSUFFICIENT_BALANCE" => "insufficient_funds",
-        "PAYER_LIMIT_REACHED" | "RECIPIENT_LIMIT_REACHED" | "WALLET_LIMIT_REACHED" => {
-            "limit_reached"
-        }
-        "PAYMENT_IN_PROGRESS" => "payment_in_progress",
-        "INVALID_PHONE_NUMBER" => "phone_invalid",
-        "AMOUNT_OUT_OF_BOUNDS" | "INVALID_AMOUNT" => "amount_out_of_range",
-        "PROVIDER_TEMPORARILY_UNAVAILABLE" => "operator_unavailable",
-        _ => "operator_error",
-    };
-    Failure {
-        code: code.into(),
-        message: match &f.failure_message {
-            Some(m) => format!("pawaPay: {m} ({})", f.failure_code),
-            None => format!("pawaPay failure: {}.", f.failure_code),
-        },
-    }
-}
+/// pawaPay's failure codes → ours, its message kept.
+pub const REASONS: Reasons = Reasons {
+    provider: "pawaPay",
+    codes: &[
+        (&["PAYER_NOT_FOUND"], "payer_not_found"),
+        (&["RECIPIENT_NOT_FOUND"], "recipient_not_found"),
+        (&["PAYMENT_NOT_APPROVED"], "declined_by_customer"),
+        (&["INSUFFICIENT_BALANCE"], "insufficient_funds"),
+        (
+            &[
+                "PAYER_LIMIT_REACHED",
+                "RECIPIENT_LIMIT_REACHED",
+                "WALLET_LIMIT_REACHED",
+            ],
+            "limit_reached",
+        ),
+        (&["PAYMENT_IN_PROGRESS"], "payment_in_progress"),
+        (&["INVALID_PHONE_NUMBER"], "phone_invalid"),
+        (
+            &["AMOUNT_OUT_OF_BOUNDS", "INVALID_AMOUNT"],
+            "amount_out_of_range",
+        ),
+        (
+            &["PROVIDER_TEMPORARILY_UNAVAILABLE"],
+            "operator_unavailable",
+        ),
+    ],
+    words: &[],
+};
 
 /// A 4xx answer no operation expects, quoted as it came.
 pub fn refusal(status: u16, body: &[u8]) -> Failure {

@@ -21,7 +21,9 @@
 
 pub mod transformers;
 
-use mmc_adapter_kit::exchange::{Endpoint, OrUnknown, Provider, before_sending, json};
+use mmc_adapter_kit::exchange::{
+    Endpoint, OrUnknown, Provider, before_sending, coded_refusal, json,
+};
 use mmc_adapter_kit::spec::Spec;
 use mmc_adapter_kit::types::*;
 use mmc_adapter_kit::webhook::{self, Hmac};
@@ -42,7 +44,7 @@ static SPEC: Spec = Spec {
 static WAVE: Provider = Provider {
     name: "Wave",
     credential: Some("API key"),
-    refusal: transformers::refusal,
+    refusal: |status, body| coded_refusal("Wave", status, body),
 };
 
 /// `Wave-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>…]`, signed over the

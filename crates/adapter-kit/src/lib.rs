@@ -8,6 +8,7 @@
 //! - [`spec`]: which operators are served and how they are described.
 //! - [`exchange`]: the outbound exchange and the one rule that decides what
 //!   its ending says about the money (known, unknown, refused, not sent).
+//! - [`reasons`]: a provider's failure codes, declared as a table.
 //! - [`lookup`]: an operation found by the provider's reference, else by our id.
 //! - [`webhook`]: HMAC-signed notifications checked against a time window.
 //! - [`token`]: tokens and provider answers kept in the host's cache.
@@ -29,6 +30,7 @@ pub mod bindings {
 
 pub mod exchange;
 pub mod lookup;
+pub mod reasons;
 pub mod settings;
 pub mod spec;
 pub mod token;
