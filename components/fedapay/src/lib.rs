@@ -35,11 +35,11 @@ mod api;
 pub mod transformers;
 
 use api::Api;
-use mmc_adapter_kit::exchange::{Endpoint, OrUnknown, Provider};
+use mmc_adapter_kit::exchange::{OrUnknown, Provider};
 use mmc_adapter_kit::spec::Spec;
 use mmc_adapter_kit::types::*;
 use mmc_adapter_kit::webhook::{self, Hmac};
-use mmc_adapter_kit::{Adapter, failure, log, lookup, settings, token};
+use mmc_adapter_kit::{Adapter, log, lookup, phone_required, settings, token, wire};
 use mmc_domain::Operator;
 use transformers::{Operation, Payout, Transaction};
 
@@ -97,7 +97,7 @@ fn default_mode(slug: &str) -> &'static str {
     }
 }
 
-/// `GET /v1/currencies` gets at most this long (`describe` must answer).
+/// `GET /v1/currencies` waits at most this long (`describe` must answer).
 const CURRENCIES_TIMEOUT_MS: u32 = 3_000;
 /// How long its answer is kept in the host's cache (setting `currencies_ttl_ms`).
 const DEFAULT_CURRENCIES_TTL_MS: u64 = 300_000;
@@ -134,12 +134,13 @@ fn currencies() -> Option<Vec<transformers::CurrencyModes>> {
     let published = token::Published {
         key: "currencies",
         what: "FedaPay's currencies",
+        provider: &FEDAPAY,
         secret: "secret_key",
         ttl_setting: "currencies_ttl_ms",
         default_ttl_ms: DEFAULT_CURRENCIES_TTL_MS,
+        timeout_ms: CURRENCIES_TIMEOUT_MS,
     };
-    published.get(|base_url, key| {
-        let api = Endpoint::bearer(&FEDAPAY, base_url.into(), key, CURRENCIES_TIMEOUT_MS);
+    published.get(|api| {
         api.with(ACCEPT)
             .get_with("/v1/currencies", |b| transformers::many("currencies", b))
     })
@@ -204,10 +205,7 @@ impl Adapter for FedaPay {
         let api = Api::of(&req.operator)?;
         let route = route(api.op);
         if matches!(route, Route::Push(_)) && req.phone.is_none() {
-            return Ok(Initiated::Refused(failure(
-                "phone_required",
-                "Mobile money needs the customer's phone number.",
-            )));
+            return Ok(phone_required("Mobile money"));
         }
         let (id, token) = match api.prepare(&req)? {
             Ok(prepared) => prepared,
@@ -356,10 +354,8 @@ fn final_update<T: Operation>(
     kind: SubjectKind,
     entity: serde_json::Value,
 ) -> Result<Vec<CallbackUpdate>, AdapterError> {
-    let t: T = serde_json::from_value(entity).map_err(|e| {
-        AdapterError::InvalidResponse(format!("FedaPay event {name}: unreadable entity: {e}"))
-    })?;
-    let status = t.status(&iso_of).map_err(AdapterError::InvalidResponse)?;
+    let t: T = wire::from_value(&format!("FedaPay event {name}'s entity"), entity).or_unknown()?;
+    let status = t.status(&iso_of).or_unknown()?;
     if matches!(status, PspStatus::Pending) {
         return Ok(Vec::new());
     }

@@ -29,7 +29,7 @@ use mmc_adapter_kit::outbound_http::Response;
 use mmc_adapter_kit::spec::{Market, Spec};
 use mmc_adapter_kit::token::{self, Bearer, Fresh, HostCache};
 use mmc_adapter_kit::types::*;
-use mmc_adapter_kit::{Adapter, failure, lookup, webhook};
+use mmc_adapter_kit::{Adapter, lookup, phone_required, webhook};
 use mmc_domain::http;
 
 static SPEC: Spec = Spec {
@@ -250,10 +250,7 @@ impl Adapter for Momo {
     fn initiate(req: InitiateRequest) -> Result<Initiated, AdapterError> {
         let mtn = Mtn::of(&req.operator)?;
         let Some(phone) = req.phone.as_deref() else {
-            return Ok(Initiated::Refused(failure(
-                "phone_required",
-                "MTN MoMo needs the customer's phone number.",
-            )));
+            return Ok(phone_required("MTN MoMo"));
         };
         mtn.takes(&req.currency)?;
         let reference = reference_id(&req.payment_id);

@@ -292,17 +292,12 @@ impl Adapter for Wave {
             );
             return Ok(Vec::new());
         }
-        let session: Session = serde_json::from_value(event.data).map_err(|e| {
-            AdapterError::InvalidResponse(format!(
-                "Wave event {}: unreadable session: {e}",
-                event.id
-            ))
-        })?;
+        let what = format!("Wave event {}'s session", event.id);
+        let session: Session = wire::from_value(&what, event.data).or_unknown()?;
         Ok(vec![CallbackUpdate {
             kind: SubjectKind::Payment,
             id: session.client_reference.clone(),
-            status: transformers::session_status(&session)
-                .map_err(AdapterError::InvalidResponse)?,
+            status: transformers::session_status(&session).or_unknown()?,
             psp_reference: Some(session.id),
         }])
     }

@@ -65,6 +65,13 @@ pub fn failure(code: &str, message: &str) -> Failure {
     }
 }
 
+/// A request to pay that names no phone number, refused before anything is
+/// sent (`<who> needs the customer's phone number.`).
+pub fn phone_required(who: &str) -> Initiated {
+    let message = format!("{who} needs the customer's phone number.");
+    Initiated::Refused(failure("phone_required", &message))
+}
+
 /// The adapter contract, with what most providers share filled in: an
 /// adapter implements the operations its provider has and exports itself
 /// with `mmc_adapter_kit::export!(MyAdapter)`.
@@ -158,5 +165,21 @@ impl<A: Adapter> Guest for A {
     }
     fn predict(phone: String) -> Result<Option<String>, AdapterError> {
         <A as Adapter>::predict(phone)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_payment_without_a_phone_number_is_refused() {
+        assert_eq!(
+            phone_required("Test"),
+            Initiated::Refused(failure(
+                "phone_required",
+                "Test needs the customer's phone number."
+            ))
+        );
     }
 }
