@@ -3,13 +3,13 @@
 //! drafts that move no money (a transaction, its token, a payout) and the
 //! payout start that does.
 
-use mmc_adapter_kit::exchange::{Endpoint, Reply, before_sending, json};
+use mmc_adapter_kit::exchange::{Endpoint, OrUnknown, before_sending, json};
 use mmc_adapter_kit::lookup;
 use mmc_adapter_kit::types::*;
 use mmc_domain::{Operator, http};
 
 use crate::transformers::{self, Operation, Payout, Token, Transaction};
-use crate::{FEDAPAY, SPEC, endpoint, iso_of};
+use crate::{ACCEPT, FEDAPAY, SPEC, iso_of};
 
 /// How far FedaPay's lists are read for an operation its search did not
 /// find, and the clock difference allowed between our id's time and
@@ -32,11 +32,9 @@ pub struct Api {
 impl Api {
     pub fn of(operator: &str) -> Result<Api, AdapterError> {
         let market = SPEC.market(operator)?;
-        let base_url = market.base_url()?;
-        let key = market.secret("secret_key")?;
         Ok(Api {
+            endpoint: market.bearer_endpoint(&FEDAPAY, "secret_key")?.with(ACCEPT),
             op: market.op,
-            endpoint: endpoint(base_url, &key, market.timeout_ms()),
         })
     }
 
@@ -51,16 +49,20 @@ impl Api {
     /// by our id (e.g. after a call whose answer was lost): the documented
     /// search, keeping only what carries our id in `custom_metadata` (several
     /// would be our bug; a final one wins), then the list.
-    pub fn find<T: Operation>(&self, op: &OperationRef) -> Result<Option<T>, AdapterError> {
+    pub fn find<T: Operation>(
+        &self,
+        our_id: &str,
+        reference: Option<&str>,
+    ) -> Result<Option<T>, AdapterError> {
         let class = T::CLASS;
-        if let Some(id) = fedapay_id(op.psp_reference.as_deref()) {
+        if let Some(id) = fedapay_id(reference) {
             let resp = self
                 .endpoint
                 .send("GET", &format!("/v1/{class}s/{id}"), &[], None)?;
             return FEDAPAY.found(resp, |body| transformers::one(class, body));
         }
-        let mine = |t: &T| transformers::our_id(t.metadata()).as_deref() == Some(op.id.as_str());
-        let search = http::encode_component(&op.id);
+        let mine = |t: &T| transformers::our_id(t.metadata()).as_deref() == Some(our_id);
+        let search = http::encode_component(our_id);
         let found = self
             .list(&format!("/v1/{class}s/search?search={search}"))
             .map(|all| lookup::pick(all.into_iter().filter(&mine).collect(), T::is_final));
@@ -68,7 +70,7 @@ impl Api {
             Ok(Some(t)) => Ok(Some(t)),
             // How the search matches is not documented (nor that it exists
             // on every account): an answer without us proves nothing yet.
-            Ok(None) | Err(AdapterError::Rejected(_)) => self.listed(&op.id, mine),
+            Ok(None) | Err(AdapterError::Rejected(_)) => self.listed(our_id, mine),
             Err(e) => Err(e),
         }
     }
@@ -81,20 +83,14 @@ impl Api {
         let resp = self
             .endpoint
             .send("PUT", "/v1/payouts/start", &[], json(&start))?;
-        let status = match FEDAPAY.reply_if(resp, |s| (200..=299).contains(&s))? {
-            Reply::Success(resp) => match transformers::many::<Payout>("payouts", &resp.body)
-                .map_err(AdapterError::InvalidResponse)?
-                .iter()
-                .find(|p| p.id == id)
-            {
-                Some(p) => transformers::payout_status(p, &iso_of)
-                    .map_err(AdapterError::InvalidResponse)?,
+        let read = |b: &[u8]| transformers::many::<Payout>("payouts", b);
+        let status = match FEDAPAY.answer(resp, 200..=299, read)? {
+            Ok(started) => match started.iter().find(|p| p.id == id) {
+                Some(p) => transformers::payout_status(p, &iso_of).or_unknown()?,
                 None => PspStatus::Pending,
             },
             // Refused: the payout was never started, nothing was sent.
-            Reply::Declined(resp) => {
-                PspStatus::Failed(transformers::refusal(resp.status, &resp.body))
-            }
+            Err(refused) => PspStatus::Failed(refused),
         };
         Ok(Started {
             psp_reference: id.to_string(),
@@ -133,21 +129,15 @@ impl Api {
     /// A call made before the one that moves money (creating a transaction,
     /// its token, a payout): FedaPay's object, a refusal, or an error that
     /// is never unknown (nothing was asked of the customer).
-    pub fn draft<T: serde::de::DeserializeOwned>(
+    pub fn draft<T>(
         &self,
         what: &str,
         path: &str,
         body: &impl serde::Serialize,
-        read: impl Fn(&[u8]) -> Result<T, String>,
+        read: impl FnOnce(&[u8]) -> Result<T, String>,
     ) -> Result<Result<T, Failure>, AdapterError> {
-        let before = before_sending(what);
-        let resp = self.endpoint.post(path, body).map_err(&before)?;
-        match FEDAPAY.reply(resp, &[200, 201]).map_err(&before)? {
-            Reply::Success(resp) => Ok(Ok(
-                read(&resp.body).map_err(|e| before(AdapterError::InvalidResponse(e)))?
-            )),
-            Reply::Declined(resp) => Ok(Err(transformers::refusal(resp.status, &resp.body))),
-        }
+        let answer = self.endpoint.submit(path, body, [200, 201], read);
+        answer.map_err(before_sending(what))
     }
 
     /// Creates the transaction and its token: both move no money.

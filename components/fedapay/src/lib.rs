@@ -32,14 +32,14 @@
 //! `webhook_secret`.
 
 mod api;
-mod transformers;
+pub mod transformers;
 
 use api::Api;
-use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, bearer};
+use mmc_adapter_kit::exchange::{OrUnknown, Provider};
 use mmc_adapter_kit::spec::Spec;
 use mmc_adapter_kit::types::*;
 use mmc_adapter_kit::webhook::{self, Hmac};
-use mmc_adapter_kit::{Adapter, failure, log, lookup, settings, token};
+use mmc_adapter_kit::{Adapter, log, lookup, phone_required, settings, token, wire};
 use mmc_domain::Operator;
 use transformers::{Operation, Payout, Transaction};
 
@@ -97,12 +97,12 @@ fn default_mode(slug: &str) -> &'static str {
     }
 }
 
-/// `GET /v1/currencies` gets at most this long (`describe` must answer).
+/// `GET /v1/currencies` waits at most this long (`describe` must answer).
 const CURRENCIES_TIMEOUT_MS: u32 = 3_000;
 /// How long its answer is kept in the host's cache (setting `currencies_ttl_ms`).
 const DEFAULT_CURRENCIES_TTL_MS: u64 = 300_000;
 
-struct FedaPay;
+pub struct FedaPay;
 
 /// The modes FedaPay lists for XOF on this account; `None` when they cannot
 /// be had (never an error: `describe` must answer, and the operator table
@@ -125,14 +125,8 @@ fn iso_of(id: u64) -> Option<String> {
     currencies().and_then(|c| transformers::iso_of(&c, id))
 }
 
-fn endpoint(base_url: String, key: &str, timeout_ms: u32) -> Endpoint {
-    Endpoint {
-        provider: &FEDAPAY,
-        base_url,
-        headers: vec![bearer(key), ("Accept".into(), "application/json".into())],
-        timeout_ms,
-    }
-}
+/// Sent on every request, as FedaPay's libraries do.
+const ACCEPT: (&str, &str) = ("Accept", "application/json");
 
 /// The account's currencies, from the cache or `GET /v1/currencies`; `None`
 /// when they cannot be had.
@@ -140,14 +134,15 @@ fn currencies() -> Option<Vec<transformers::CurrencyModes>> {
     let published = token::Published {
         key: "currencies",
         what: "FedaPay's currencies",
+        provider: &FEDAPAY,
         secret: "secret_key",
         ttl_setting: "currencies_ttl_ms",
         default_ttl_ms: DEFAULT_CURRENCIES_TTL_MS,
+        timeout_ms: CURRENCIES_TIMEOUT_MS,
     };
-    published.get(|base_url, key| {
-        endpoint(base_url.into(), key, CURRENCIES_TIMEOUT_MS).get_with("/v1/currencies", |body| {
-            transformers::many("currencies", body)
-        })
+    published.get(|api| {
+        api.with(ACCEPT)
+            .get_with("/v1/currencies", |b| transformers::many("currencies", b))
     })
 }
 
@@ -210,10 +205,7 @@ impl Adapter for FedaPay {
         let api = Api::of(&req.operator)?;
         let route = route(api.op);
         if matches!(route, Route::Push(_)) && req.phone.is_none() {
-            return Ok(Initiated::Refused(failure(
-                "phone_required",
-                "Mobile money needs the customer's phone number.",
-            )));
+            return Ok(phone_required("Mobile money"));
         }
         let (id, token) = match api.prepare(&req)? {
             Ok(prepared) => prepared,
@@ -237,18 +229,17 @@ impl Adapter for FedaPay {
                 .as_deref()
                 .map(|p| transformers::PhoneNumber::new(p, &req.country)),
         };
-        let resp = api.endpoint.post(&format!("/v1/{mode}"), &push)?;
-        match FEDAPAY.reply_if(resp, |s| (200..=299).contains(&s))? {
-            Reply::Success(resp) => {
-                // Its body is not used, but an unreadable one is not an answer.
-                FEDAPAY.read::<serde_json::Value>("push answer", &resp.body)?;
-                Ok(Initiated::AwaitingCustomer(id.to_string()))
-            }
-            Reply::Declined(resp) => Ok(Initiated::Refused(transformers::refusal(
-                resp.status,
-                &resp.body,
-            ))),
-        }
+        // Its body is not used, but an unreadable one is not an answer.
+        let read = |b: &[u8]| transformers::parse::<serde_json::Value>("push answer", b);
+        Ok(
+            match api
+                .endpoint
+                .submit(&format!("/v1/{mode}"), &push, 200..=299, read)?
+            {
+                Ok(_) => Initiated::AwaitingCustomer(id.to_string()),
+                Err(refused) => Initiated::Refused(refused),
+            },
+        )
     }
 
     /// FedaPay documents no way to withdraw a transaction, so `cancel` (the
@@ -257,7 +248,8 @@ impl Adapter for FedaPay {
         let api = Api::of(&payment.operator)?;
         // Nothing under our id: never created, or still in flight (the
         // caller decides when this is final).
-        lookup::status_of(api.find::<Transaction>(&payment)?, |t| t.status(&iso_of))
+        let found = api.find::<Transaction>(&payment.id, payment.psp_reference.as_deref())?;
+        lookup::status_of(found, |t| t.status(&iso_of))
     }
 
     fn refund(_req: RefundRequest) -> Result<Started, AdapterError> {
@@ -284,27 +276,16 @@ impl Adapter for FedaPay {
         // (its answer lost) is looked for first, and started or reported,
         // never created again. When that cannot be told, nothing new is
         // created and the outcome stays unknown (asked again by our id).
-        let earlier = api
-            .find::<Payout>(&OperationRef {
-                id: req.payout_id.clone(),
-                operator: req.operator.clone(),
-                environment: req.environment.clone(),
-                psp_reference: None,
-                phone: Some(req.phone.clone()),
-                amount: req.amount,
-                currency: req.currency.clone(),
-            })
-            .map_err(|e| {
-                AdapterError::Unavailable(format!(
-                    "could not tell whether an earlier attempt created this FedaPay payout: {e:?}"
-                ))
-            })?;
+        let earlier = api.find::<Payout>(&req.payout_id, None).map_err(|e| {
+            AdapterError::Unavailable(format!(
+                "could not tell whether an earlier attempt created this FedaPay payout: {e:?}"
+            ))
+        })?;
         if let Some(p) = earlier {
             if p.status != "pending" {
                 return Ok(Started {
                     psp_reference: p.id.to_string(),
-                    status: transformers::payout_status(&p, &iso_of)
-                        .map_err(AdapterError::InvalidResponse)?,
+                    status: transformers::payout_status(&p, &iso_of).or_unknown()?,
                 });
             }
             // Created, never started: start that one.
@@ -341,7 +322,8 @@ impl Adapter for FedaPay {
 
     fn payout_status(payout: OperationRef) -> Result<PspStatus, AdapterError> {
         let api = Api::of(&payout.operator)?;
-        lookup::status_of(api.find::<Payout>(&payout)?, |p| p.status(&iso_of))
+        let found = api.find::<Payout>(&payout.id, payout.psp_reference.as_deref())?;
+        lookup::status_of(found, |p| p.status(&iso_of))
     }
 
     /// A signed webhook. Final transaction (or payout) states are reported
@@ -372,10 +354,8 @@ fn final_update<T: Operation>(
     kind: SubjectKind,
     entity: serde_json::Value,
 ) -> Result<Vec<CallbackUpdate>, AdapterError> {
-    let t: T = serde_json::from_value(entity).map_err(|e| {
-        AdapterError::InvalidResponse(format!("FedaPay event {name}: unreadable entity: {e}"))
-    })?;
-    let status = t.status(&iso_of).map_err(AdapterError::InvalidResponse)?;
+    let t: T = wire::from_value(&format!("FedaPay event {name}'s entity"), entity).or_unknown()?;
+    let status = t.status(&iso_of).or_unknown()?;
     if matches!(status, PspStatus::Pending) {
         return Ok(Vec::new());
     }

@@ -1,10 +1,9 @@
 //! Live adapter for the MTN MoMo Open API: collections (request to pay) for
 //! `mtn-bj` and `mtn-ci`, disbursements (transfers, refunds).
 //!
-//! - Stateless: the host makes a fresh instance per call and adapters have no
-//!   storage. The OAuth token (`POST /{product}/token/`, an hour long) is kept
-//!   in the host's `cache` capability until a minute before it expires, and
-//!   renewed at once if MTN answers 401 to it.
+//! - The OAuth token (`POST /{product}/token/`, an hour long) is kept in the
+//!   host's cache until ten minutes before it expires, and renewed at once if
+//!   MTN answers 401 to it.
 //! - Our ids are the resource ids: `X-Reference-Id` is the payment (refund,
 //!   payout) id, so a status query works even when the initiation timed out
 //!   and we never learnt whether MTN took it.
@@ -20,15 +19,17 @@
 //! (`collection`, `disbursement`): `<product>_api_user`, `<product>_api_key`,
 //! `<product>_subscription_key`.
 
-mod transformers;
+pub mod transformers;
 
 use base64::Engine;
-use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, before_sending, json};
+use mmc_adapter_kit::exchange::{
+    Endpoint, OrUnknown, Provider, before_sending, coded_refusal, json,
+};
 use mmc_adapter_kit::outbound_http::Response;
 use mmc_adapter_kit::spec::{Market, Spec};
 use mmc_adapter_kit::token::{self, Bearer, Fresh, HostCache};
 use mmc_adapter_kit::types::*;
-use mmc_adapter_kit::{Adapter, failure, lookup, webhook};
+use mmc_adapter_kit::{Adapter, lookup, phone_required, webhook};
 use mmc_domain::http;
 
 static SPEC: Spec = Spec {
@@ -46,7 +47,7 @@ static SPEC: Spec = Spec {
 static MTN: Provider = Provider {
     name: "MTN",
     credential: None,
-    refusal: transformers::refusal,
+    refusal: |status, body| coded_refusal("MTN MoMo", status, body),
 };
 
 /// MTN tokens last `expires_in` seconds (an hour); one is reused until ten
@@ -54,34 +55,22 @@ static MTN: Provider = Provider {
 /// every operation.
 const TOKEN_MARGIN_S: u64 = 600;
 
-struct Momo;
+pub struct Momo;
 
 /// MTN wants a UUIDv4 in `X-Reference-Id`: our id's
 /// ([`lookup::operator_uuid`]), so a status query works even when the
 /// initiation timed out.
 use lookup::operator_uuid as reference_id;
 
-#[derive(Clone, Copy)]
-enum Product {
-    Collection,
-    Disbursement,
-}
-
-impl Product {
-    fn name(self) -> &'static str {
-        match self {
-            Product::Collection => "collection",
-            Product::Disbursement => "disbursement",
-        }
-    }
-}
+/// MTN's products: each has its own API user, keys and tokens.
+const COLLECTION: &str = "collection";
+const DISBURSEMENT: &str = "disbursement";
 
 /// One MTN market (operator) with its settings.
 struct Mtn {
     market: Market,
     base_url: String,
     target_environment: String,
-    timeout_ms: u32,
 }
 
 impl Mtn {
@@ -92,7 +81,6 @@ impl Mtn {
             target_environment: market
                 .setting("target_environment")
                 .unwrap_or_else(|| "sandbox".into()),
-            timeout_ms: market.timeout_ms(),
             market,
         })
     }
@@ -117,27 +105,28 @@ impl Mtn {
         )))
     }
 
-    fn endpoint(&self, headers: Vec<(String, String)>) -> Endpoint {
-        Endpoint {
+    /// MTN's API, authorised by `authorization` and a product's subscription key.
+    fn endpoint(&self, authorization: String, subscription_key: &str) -> Endpoint {
+        let api = Endpoint {
             provider: &MTN,
             base_url: self.base_url.clone(),
-            headers,
-            timeout_ms: self.timeout_ms,
-        }
+            headers: vec![("Authorization".into(), authorization)],
+            timeout_ms: self.market.timeout_ms(),
+        };
+        api.with(("Ocp-Apim-Subscription-Key", subscription_key))
     }
 }
 
 /// A token for one operation on one product (see the module comment).
 struct Session<'a> {
     mtn: &'a Mtn,
-    product: Product,
+    product: &'static str,
     bearer: Bearer,
     subscription_key: String,
 }
 
 impl<'a> Session<'a> {
-    fn open(mtn: &'a Mtn, product: Product) -> Result<Session<'a>, AdapterError> {
-        let p = product.name();
+    fn open(mtn: &'a Mtn, p: &'static str) -> Result<Session<'a>, AdapterError> {
         let subscription_key = mtn.market.secret(&format!("{p}_subscription_key"))?;
         // Cached per market, product and API user (each has its own token).
         let user = mtn.market.secret(&format!("{p}_api_user"))?;
@@ -145,11 +134,11 @@ impl<'a> Session<'a> {
             "token/{p}/{}/{}/{user}",
             mtn.base_url, mtn.target_environment
         );
-        let renew = || renew(mtn, product, &subscription_key);
+        let renew = || renew(mtn, p, &subscription_key);
         let bearer = Bearer::open(HostCache, key, "no MTN token", renew)?;
         Ok(Session {
             mtn,
-            product,
+            product: p,
             bearer,
             subscription_key,
         })
@@ -166,18 +155,10 @@ impl<'a> Session<'a> {
     ) -> Result<Response, AdapterError> {
         let renew = || renew(self.mtn, self.product, &self.subscription_key);
         self.bearer.send(renew, |token| {
-            let endpoint = self.mtn.endpoint(vec![
-                ("Authorization".into(), format!("Bearer {token}")),
-                (
-                    "X-Target-Environment".into(),
-                    self.mtn.target_environment.clone(),
-                ),
-                (
-                    "Ocp-Apim-Subscription-Key".into(),
-                    self.subscription_key.clone(),
-                ),
-            ]);
-            endpoint.send(method, path, extra_headers, body.clone())
+            self.mtn
+                .endpoint(format!("Bearer {token}"), &self.subscription_key)
+                .with(("X-Target-Environment", &self.mtn.target_environment))
+                .send(method, path, extra_headers, body.clone())
         })
     }
 
@@ -190,12 +171,13 @@ impl<'a> Session<'a> {
         reference: &str,
         callback_url: Option<&str>,
         body: &impl serde::Serialize,
-    ) -> Result<Reply, AdapterError> {
+    ) -> Result<Result<(), Failure>, AdapterError> {
         let mut headers = vec![("X-Reference-Id".into(), reference.to_string())];
         if let Some(url) = callback_url {
             headers.push(("X-Callback-Url".into(), url.into()));
         }
-        MTN.reply(self.send("POST", path, &headers, json(body))?, &[202, 409])
+        let resp = self.send("POST", path, &headers, json(body))?;
+        MTN.answer(resp, [202, 409], |_| Ok(()))
     }
 
     /// Status of a request to pay, transfer or refund at `path`. Unknown to
@@ -210,20 +192,15 @@ impl<'a> Session<'a> {
 
 /// A new token from `POST /{product}/token/`, kept for its lifetime less
 /// [`TOKEN_MARGIN_S`].
-fn renew(mtn: &Mtn, product: Product, subscription_key: &str) -> Result<Fresh, AdapterError> {
-    let p = product.name();
+fn renew(mtn: &Mtn, p: &str, subscription_key: &str) -> Result<Fresh, AdapterError> {
     let user = mtn.market.secret(&format!("{p}_api_user"))?;
     let key = mtn.market.secret(&format!("{p}_api_key"))?;
     let basic = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{key}"));
-    let endpoint = mtn.endpoint(vec![
-        ("Authorization".into(), format!("Basic {basic}")),
-        ("Ocp-Apim-Subscription-Key".into(), subscription_key.into()),
-    ]);
-    let resp = endpoint.send("POST", &format!("/{p}/token/"), &[], None)?;
+    let api = mtn.endpoint(format!("Basic {basic}"), subscription_key);
+    let resp = api.send("POST", &format!("/{p}/token/"), &[], None)?;
     match resp.status {
         200 => {
-            let token =
-                transformers::parse_token(&resp.body).map_err(AdapterError::InvalidResponse)?;
+            let token = transformers::parse_token(&resp.body).or_unknown()?;
             Ok(Fresh {
                 ttl_ms: token::ttl_ms(token.expires_in, TOKEN_MARGIN_S),
                 token: token.access_token,
@@ -240,7 +217,7 @@ fn renew(mtn: &Mtn, product: Product, subscription_key: &str) -> Result<Fresh, A
 }
 
 /// Where the operation at `path` (under our id's reference) stands.
-fn query(op: &OperationRef, product: Product, path: &str) -> Result<PspStatus, AdapterError> {
+fn query(op: &OperationRef, product: &'static str, path: &str) -> Result<PspStatus, AdapterError> {
     let mtn = Mtn::of(&op.operator)?;
     Session::open(&mtn, product)?.query(&format!("{path}/{}", reference_id(&op.id)))
 }
@@ -253,15 +230,14 @@ fn disburse(
     body: &impl serde::Serialize,
 ) -> Result<Started, AdapterError> {
     let reference = reference_id(id);
-    let session =
-        Session::open(mtn, Product::Disbursement).map_err(before_sending("no MTN token"))?;
-    match session.create(path, &reference, None, body)? {
-        Reply::Success(_) => Ok(Started {
-            psp_reference: reference,
-            status: PspStatus::Pending,
-        }),
-        Reply::Declined(resp) => Err(MTN.unexpected(&resp)),
-    }
+    let session = Session::open(mtn, DISBURSEMENT).map_err(before_sending("no MTN token"))?;
+    session
+        .create(path, &reference, None, body)?
+        .map_err(|refused| AdapterError::Rejected(refused.message))?;
+    Ok(Started {
+        psp_reference: reference,
+        status: PspStatus::Pending,
+    })
 }
 
 impl Adapter for Momo {
@@ -274,10 +250,7 @@ impl Adapter for Momo {
     fn initiate(req: InitiateRequest) -> Result<Initiated, AdapterError> {
         let mtn = Mtn::of(&req.operator)?;
         let Some(phone) = req.phone.as_deref() else {
-            return Ok(Initiated::Refused(failure(
-                "phone_required",
-                "MTN MoMo needs the customer's phone number.",
-            )));
+            return Ok(phone_required("MTN MoMo"));
         };
         mtn.takes(&req.currency)?;
         let reference = reference_id(&req.payment_id);
@@ -286,27 +259,19 @@ impl Adapter for Momo {
             .setting("send_callback_url")
             .is_none_or(|v| v != "false")
             .then_some(req.callback_url.as_str());
-        let session =
-            Session::open(&mtn, Product::Collection).map_err(before_sending("no MTN token"))?;
+        let session = Session::open(&mtn, COLLECTION).map_err(before_sending("no MTN token"))?;
         let body = transformers::request_to_pay(&req, phone);
-        Ok(
-            match session.create("/collection/v1_0/requesttopay", &reference, callback, &body)? {
-                Reply::Success(_) => Initiated::AwaitingCustomer(reference),
-                Reply::Declined(resp) => {
-                    Initiated::Refused(transformers::refusal(resp.status, &resp.body))
-                }
-            },
-        )
+        let path = "/collection/v1_0/requesttopay";
+        Ok(match session.create(path, &reference, callback, &body)? {
+            Ok(()) => Initiated::AwaitingCustomer(reference),
+            Err(refused) => Initiated::Refused(refused),
+        })
     }
 
     /// MTN has no way to withdraw a request to pay, so `cancel` (the kit's
     /// default) reports this too: pending means the customer could still approve it.
     fn status(payment: OperationRef) -> Result<PspStatus, AdapterError> {
-        query(
-            &payment,
-            Product::Collection,
-            "/collection/v1_0/requesttopay",
-        )
+        query(&payment, COLLECTION, "/collection/v1_0/requesttopay")
     }
 
     fn refund(req: RefundRequest) -> Result<Started, AdapterError> {
@@ -324,7 +289,7 @@ impl Adapter for Momo {
     }
 
     fn refund_status(refund: OperationRef) -> Result<PspStatus, AdapterError> {
-        query(&refund, Product::Disbursement, "/disbursement/v1_0/refund")
+        query(&refund, DISBURSEMENT, "/disbursement/v1_0/refund")
     }
 
     fn payout(req: PayoutRequest) -> Result<Started, AdapterError> {
@@ -335,11 +300,7 @@ impl Adapter for Momo {
     }
 
     fn payout_status(payout: OperationRef) -> Result<PspStatus, AdapterError> {
-        query(
-            &payout,
-            Product::Disbursement,
-            "/disbursement/v1_0/transfer",
-        )
+        query(&payout, DISBURSEMENT, "/disbursement/v1_0/transfer")
     }
 
     /// MTN signs nothing, so anyone can call our callback URL: the body only

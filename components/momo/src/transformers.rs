@@ -4,11 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use mmc_adapter_kit::reasons::Reasons;
 use mmc_adapter_kit::types::{Failure, InitiateRequest, PayoutRequest, PspStatus};
 use mmc_adapter_kit::wire;
 
 /// MTN's free-text fields are short; longer text is refused with a 400.
-const NOTE_MAX: usize = 160;
+pub const NOTE_MAX: usize = 160;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -115,7 +116,7 @@ impl Reason {
 /// characters (apostrophes among them), so a note keeps letters (accents
 /// folded to their base letter), digits, spaces and `. , - _ : /`, and is cut
 /// to MTN's length.
-fn note(text: &str) -> String {
+pub fn note(text: &str) -> String {
     let accepted =
         |c: char| c.is_ascii_alphanumeric() || matches!(c, ' ' | '.' | ',' | '-' | '_' | ':' | '/');
     wire::clean(text.chars().map(wire::fold_accent), accepted, NOTE_MAX)
@@ -175,205 +176,58 @@ pub fn status_of(t: &Transaction) -> Result<PspStatus, String> {
     })
 }
 
-/// MTN's reason → our failure code (shared with the other adapters).
-pub fn failure_for(reason: Option<&str>) -> Failure {
-    let (code, message) = match reason.unwrap_or("") {
-        "APPROVAL_REJECTED" => ("declined_by_customer", "The customer declined the payment."),
-        "EXPIRED" => ("approval_expired", "The customer did not approve in time."),
-        "NOT_ENOUGH_FUNDS" => ("insufficient_funds", "The customer's balance is too low."),
-        "PAYER_NOT_FOUND" => ("payer_not_found", "No MTN MoMo account for this number."),
-        "PAYEE_NOT_FOUND" => (
+/// MTN's reasons → ours. MTN gives no message of its own: the customer's
+/// own doing is said in our words; our configuration or MTN's service
+/// (NOT_ALLOWED, NOT_ALLOWED_TARGET_ENVIRONMENT, INVALID_CALLBACK_URL_HOST,
+/// INVALID_CURRENCY, RESOURCE_NOT_FOUND, RESOURCE_ALREADY_EXIST,
+/// SERVICE_UNAVAILABLE, INTERNAL_PROCESSING_ERROR), and anything new, is
+/// `operator_error` with MTN's reason.
+pub const REASONS: Reasons = Reasons {
+    provider: "MTN MoMo",
+    codes: &[
+        (
+            &["APPROVAL_REJECTED", "PAYMENT_NOT_APPROVED"],
+            "declined_by_customer",
+        ),
+        // MTN's "the customer did not act": the prompt timed out on the phone.
+        (
+            &["EXPIRED", "COULD_NOT_PERFORM_TRANSACTION"],
+            "approval_expired",
+        ),
+        (&["NOT_ENOUGH_FUNDS"], "insufficient_funds"),
+        (&["PAYER_NOT_FOUND"], "payer_not_found"),
+        (&["PAYEE_NOT_FOUND"], "recipient_not_found"),
+        (&["PAYER_LIMIT_REACHED"], "limit_reached"),
+        (&["PAYEE_NOT_ALLOWED_TO_RECEIVE"], "recipient_not_allowed"),
+        (&["SENDER_ACCOUNT_NOT_ACTIVE"], "account_blocked"),
+        (&["TRANSACTION_CANCELED"], "cancelled"),
+    ],
+    words: &[
+        ("declined_by_customer", "The customer declined the payment."),
+        ("approval_expired", "The customer did not approve in time."),
+        ("insufficient_funds", "The customer's balance is too low."),
+        ("payer_not_found", "No MTN MoMo account for this number."),
+        (
             "recipient_not_found",
             "No MTN MoMo account for the recipient's number.",
         ),
-        "PAYER_LIMIT_REACHED" => (
+        (
             "limit_reached",
             "The account's transaction limit is reached.",
         ),
-        "PAYEE_NOT_ALLOWED_TO_RECEIVE" => (
+        (
             "recipient_not_allowed",
             "The recipient's account may not receive this payment.",
         ),
-        "PAYMENT_NOT_APPROVED" => (
-            "declined_by_customer",
-            "The customer did not approve the payment.",
-        ),
-        // MTN's "the customer did not act": the prompt timed out on the phone.
-        "COULD_NOT_PERFORM_TRANSACTION" => {
-            ("approval_expired", "The customer did not approve in time.")
-        }
-        "SENDER_ACCOUNT_NOT_ACTIVE" => (
+        (
             "account_blocked",
             "The customer's MTN MoMo account is not active.",
         ),
-        "TRANSACTION_CANCELED" => ("cancelled", "The transaction was cancelled at MTN."),
-        "" => ("operator_error", "MTN reported a failure without a reason."),
-        // Our configuration or MTN's service, not the customer (NOT_ALLOWED,
-        // NOT_ALLOWED_TARGET_ENVIRONMENT, INVALID_CALLBACK_URL_HOST,
-        // INVALID_CURRENCY, RESOURCE_NOT_FOUND, RESOURCE_ALREADY_EXIST,
-        // SERVICE_UNAVAILABLE, INTERNAL_PROCESSING_ERROR), and anything new:
-        // reported with MTN's reason.
-        other => {
-            return Failure {
-                code: "operator_error".into(),
-                message: format!("MTN MoMo failure: {other}."),
-            };
-        }
-    };
-    Failure {
-        code: code.into(),
-        message: message.into(),
-    }
-}
+        ("cancelled", "The transaction was cancelled at MTN."),
+    ],
+};
 
-/// The operator's own reason from a 4xx body (`code`, `message`), or the HTTP status.
-pub fn refusal(status: u16, body: &[u8]) -> Failure {
-    mmc_adapter_kit::exchange::coded_refusal("MTN MoMo", status, body)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_explicit_outcomes_are_final() {
-        let t = |s: &str, r: Option<&str>| {
-            let json = match r {
-                Some(r) => format!(r#"{{"status":"{s}","reason":"{r}"}}"#),
-                None => format!(r#"{{"status":"{s}"}}"#),
-            };
-            status_of(&parse_transaction(json.as_bytes()).unwrap())
-        };
-        // A success that does not say what was moved cannot be believed.
-        assert!(t("SUCCESSFUL", None).is_err());
-        match status_of(
-            &parse_transaction(
-                br#"{"status":"SUCCESSFUL","amount":"1500","currency":"XOF",
-                    "payer":{"partyIdType":"MSISDN","partyId":"2290166000001"}}"#,
-            )
-            .unwrap(),
-        ) {
-            Ok(PspStatus::Completed(s)) => {
-                assert_eq!((s.amount.as_str(), s.currency.as_str()), ("1500", "XOF"));
-                assert_eq!(s.party.as_deref(), Some("2290166000001"));
-            }
-            other => panic!("{other:?}"),
-        }
-        assert!(matches!(t("PENDING", None), Ok(PspStatus::Pending)));
-        assert!(matches!(t("SOMETHING_NEW", None), Ok(PspStatus::Pending)));
-        match t("FAILED", Some("NOT_ENOUGH_FUNDS")).unwrap() {
-            PspStatus::Failed(f) => assert_eq!(f.code, "insufficient_funds"),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    /// MTN's published reason codes → our failure codes: the customer's
-    /// own doing keeps its meaning; our configuration or MTN's service is
-    /// `operator_error` with MTN's reason.
-    #[test]
-    fn mtn_reason_codes_map_to_our_failure_codes() {
-        for (reason, code) in [
-            ("APPROVAL_REJECTED", "declined_by_customer"),
-            ("PAYMENT_NOT_APPROVED", "declined_by_customer"),
-            ("EXPIRED", "approval_expired"),
-            // The prompt timed out on the customer's phone.
-            ("COULD_NOT_PERFORM_TRANSACTION", "approval_expired"),
-            ("NOT_ENOUGH_FUNDS", "insufficient_funds"),
-            ("PAYER_NOT_FOUND", "payer_not_found"),
-            ("PAYEE_NOT_FOUND", "recipient_not_found"),
-            ("PAYER_LIMIT_REACHED", "limit_reached"),
-            ("PAYEE_NOT_ALLOWED_TO_RECEIVE", "recipient_not_allowed"),
-            ("SENDER_ACCOUNT_NOT_ACTIVE", "account_blocked"),
-            ("TRANSACTION_CANCELED", "cancelled"),
-            ("NOT_ALLOWED", "operator_error"),
-            ("NOT_ALLOWED_TARGET_ENVIRONMENT", "operator_error"),
-            ("INVALID_CALLBACK_URL_HOST", "operator_error"),
-            ("INVALID_CURRENCY", "operator_error"),
-            ("RESOURCE_NOT_FOUND", "operator_error"),
-            ("RESOURCE_ALREADY_EXIST", "operator_error"),
-            ("SERVICE_UNAVAILABLE", "operator_error"),
-            ("INTERNAL_PROCESSING_ERROR", "operator_error"),
-            ("SOMETHING_MTN_ADDS_LATER", "operator_error"),
-        ] {
-            let f = failure_for(Some(reason));
-            assert_eq!(f.code, code, "{reason}");
-            assert!(!f.message.is_empty(), "{reason}");
-            if code == "operator_error" {
-                assert!(f.message.contains(reason), "MTN's reason is kept: {f:?}");
-            }
-            // The same through a status answer, in both shapes of `reason`.
-            for body in [
-                format!(r#"{{"status":"FAILED","reason":"{reason}"}}"#),
-                format!(r#"{{"status":"FAILED","reason":{{"code":"{reason}","message":"x"}}}}"#),
-            ] {
-                match status_of(&parse_transaction(body.as_bytes()).unwrap()).unwrap() {
-                    PspStatus::Failed(f) => assert_eq!(f.code, code, "{body}"),
-                    other => panic!("{body}: {other:?}"),
-                }
-            }
-        }
-        assert_eq!(failure_for(None).code, "operator_error");
-    }
-
-    /// MTN answers 400 to some characters in `payerMessage`/`payeeNote`
-    /// (apostrophes among them) and to notes over 160 characters: a note
-    /// keeps letters (accents folded), digits, spaces and `. , - _ : /`.
-    #[test]
-    fn notes_keep_only_what_mtn_accepts() {
-        assert_eq!(
-            note("L'épicerie d'Awa: \"promo\" <10%> & co; merci"),
-            "Lepicerie dAwa: promo 10  co merci"
-        );
-        assert_eq!(
-            note("Reçu n° 42/2024, Côte d’Ivoire"),
-            "Recu n 42/2024, Cote dIvoire"
-        );
-        assert_eq!(note("order_42-b.c"), "order_42-b.c");
-        assert_eq!(note("'\"<>&;"), "");
-        let long = "é".repeat(200);
-        assert_eq!(note(&long), "e".repeat(NOTE_MAX));
-        for text in [
-            "a'b",
-            "x\"y",
-            "<script>",
-            "a&b;c",
-            "tab\there",
-            "emoji 😀 ok",
-        ] {
-            let n = note(text);
-            assert!(
-                n.chars().all(|c| c.is_ascii_alphanumeric()
-                    || matches!(c, ' ' | '.' | ',' | '-' | '_' | ':' | '/')),
-                "{text} -> {n}"
-            );
-        }
-    }
-
-    #[test]
-    fn reason_may_be_an_object() {
-        let t = parse_transaction(
-            br#"{"status":"FAILED","reason":{"code":"APPROVAL_REJECTED","message":"no"}}"#,
-        )
-        .unwrap();
-        match status_of(&t).unwrap() {
-            PspStatus::Failed(f) => assert_eq!(f.code, "declined_by_customer"),
-            other => panic!("{other:?}"),
-        }
-    }
-}
-
-#[cfg(test)]
-mod props {
-    use proptest::prelude::*;
-
-    proptest! {
-        /// Callback and status bodies never panic the parser, whatever arrives.
-        #[test]
-        fn transaction_bodies_never_panic(body in prop::collection::vec(any::<u8>(), 0..300)) {
-            if let Ok(t) = super::parse_transaction(&body) {
-                let _ = super::status_of(&t);
-            }
-            let _ = super::parse_token(&body);
-        }
-    }
+/// The failure MTN reports with `reason`.
+pub fn failure_for(reason: Option<&str>) -> Failure {
+    REASONS.failure(reason, None)
 }

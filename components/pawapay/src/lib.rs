@@ -41,14 +41,15 @@
 //! `provider_code.<slug>`, `active_conf_ttl_ms`, `predict_provider`.
 //! Secret: `api_token`.
 
-mod transformers;
+pub mod transformers;
 
 use std::collections::BTreeMap;
 
-use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, bearer};
+use mmc_adapter_kit::exchange::{Endpoint, OrUnknown, Provider, Reply};
 use mmc_adapter_kit::spec::Spec;
+use mmc_adapter_kit::token::{self, HostCache};
 use mmc_adapter_kit::types::*;
-use mmc_adapter_kit::{Adapter, cache, failure, lookup, settings, token, webhook, wire};
+use mmc_adapter_kit::{Adapter, lookup, phone_required, settings, webhook, wire};
 use mmc_domain::Operator;
 use transformers::{Check, DepositConf, Initiated as Answer};
 
@@ -100,7 +101,7 @@ const ACTIVE_CONF_TIMEOUT_MS: u32 = 3_000;
 /// without it (pawaPay would refuse every one).
 const PREAUTH_PROVIDERS: &[&str] = &["ORANGE_CIV"];
 
-struct Pawapay;
+pub struct Pawapay;
 
 /// The provider code pawaPay knows `op` by (setting `provider_code.<slug>`, else the table's).
 fn provider_of(op: &Operator) -> String {
@@ -128,23 +129,14 @@ fn active_conf() -> Option<BTreeMap<String, DepositConf>> {
     let published = token::Published {
         key: "active_conf",
         what: "pawaPay's active configuration",
+        provider: &PAWAPAY,
         secret: "api_token",
         ttl_setting: "active_conf_ttl_ms",
         default_ttl_ms: DEFAULT_ACTIVE_CONF_TTL_MS,
+        timeout_ms: ACTIVE_CONF_TIMEOUT_MS,
     };
-    published.get(|base_url, api_token| {
-        let timeout_ms = match settings::parsed::<u32>(settings::setting("timeout_ms")) {
-            Some(t) if t > 0 => t.min(ACTIVE_CONF_TIMEOUT_MS),
-            _ => ACTIVE_CONF_TIMEOUT_MS,
-        };
-        let endpoint = Endpoint {
-            provider: &PAWAPAY,
-            base_url: base_url.into(),
-            headers: vec![bearer(api_token)],
-            timeout_ms,
-        };
-        let conf: transformers::ActiveConf =
-            endpoint.get("active configuration", "/v2/active-conf")?;
+    published.get(|api| {
+        let conf: transformers::ActiveConf = api.get("active configuration", "/v2/active-conf")?;
         Ok(transformers::deposit_conf(&conf))
     })
 }
@@ -181,14 +173,14 @@ impl Api {
                 serde_json::from_slice(&resp.body).map_err(|_| PAWAPAY.unexpected(&resp))?
             }
         };
-        transformers::initiation(answer).map_err(AdapterError::InvalidResponse)
+        transformers::initiation(answer).or_unknown()
     }
 
     /// `GET /v2/{kind}/{our id's UUID}`.
     fn check(&self, kind: &str, our_id: &str) -> Result<PspStatus, AdapterError> {
         let path = format!("/v2/{kind}/{}", uuid_for(our_id));
         let check: Check = self.endpoint.get("status check", &path)?;
-        transformers::check_status(&check).map_err(AdapterError::InvalidResponse)
+        transformers::check_status(&check).or_unknown()
     }
 
     /// Where an operation stands that pawaPay answered `DUPLICATE_IGNORED`
@@ -213,7 +205,7 @@ impl Api {
             Answer::Accepted => PspStatus::Pending,
             // An earlier request got through (its answer was lost): where it stands.
             Answer::Duplicate => self.after_duplicate(kind, our_id),
-            Answer::Rejected(f) => PspStatus::Failed(transformers::failure_for(&f)),
+            Answer::Rejected(f) => PspStatus::Failed(f.failure()),
         })
     }
 
@@ -287,10 +279,7 @@ impl Adapter for Pawapay {
     fn initiate(req: InitiateRequest) -> Result<Initiated, AdapterError> {
         let api = Api::of(&req.operator)?;
         let Some(phone) = req.phone.as_deref() else {
-            return Ok(Initiated::Refused(failure(
-                "phone_required",
-                "Mobile money needs the customer's phone number.",
-            )));
+            return Ok(phone_required("Mobile money"));
         };
         let deposit_id = uuid_for(&req.payment_id);
         if preauth(api.op, active_conf().as_ref()) {
@@ -304,7 +293,7 @@ impl Adapter for Pawapay {
         };
         Ok(match api.initiate("/v2/deposits", &deposit)? {
             Answer::Accepted | Answer::Duplicate => Initiated::AwaitingCustomer(deposit_id),
-            Answer::Rejected(f) => Initiated::Refused(transformers::failure_for(&f)),
+            Answer::Rejected(f) => Initiated::Refused(f.failure()),
         })
     }
 
@@ -379,29 +368,25 @@ impl Adapter for Pawapay {
             api.endpoint.base_url,
             token::digest(&digits, 16)
         );
-        if let Some(slug) = cache::get(&key) {
-            return Ok(Some(String::from_utf8_lossy(&slug).into_owned()).filter(|s| !s.is_empty()));
-        }
-        let body = transformers::PredictRequest {
-            phone_number: digits,
-        };
-        let resp = api.endpoint.post("/v2/predict-provider", &body)?;
-        let slug = match resp.status {
-            200 => {
-                let p: transformers::Prediction = PAWAPAY.read("prediction", &resp.body)?;
-                // Any operator pawaPay knows, served here or not (MTN has its own adapter).
-                mmc_domain::OPERATORS
-                    .iter()
-                    .find(|o| !p.provider.is_empty() && provider_of(o) == p.provider)
-                    .map(|o| o.slug.to_string())
-            }
-            // Not a number pawaPay can place: no prediction.
-            400 => None,
-            _ => return Err(PAWAPAY.unexpected(&resp)),
-        };
-        let kept = slug.as_deref().unwrap_or("");
-        cache::set(&key, kept.as_bytes(), PREDICTION_TTL_MS);
-        Ok(slug)
+        token::kept(HostCache, &key, PREDICTION_TTL_MS, || {
+            let body = transformers::PredictRequest {
+                phone_number: digits,
+            };
+            let resp = api.endpoint.post("/v2/predict-provider", &body)?;
+            Ok(match resp.status {
+                200 => {
+                    let p: transformers::Prediction = PAWAPAY.read("prediction", &resp.body)?;
+                    // Any operator pawaPay knows, served here or not (MTN has its own adapter).
+                    mmc_domain::OPERATORS
+                        .iter()
+                        .find(|o| !p.provider.is_empty() && provider_of(o) == p.provider)
+                        .map(|o| o.slug.to_string())
+                }
+                // Not a number pawaPay can place: no prediction.
+                400 => None,
+                _ => return Err(PAWAPAY.unexpected(&resp)),
+            })
+        })
     }
 
     /// Takes the subject's id from the body; the status is asked for after

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use mmc_adapter_kit::reasons::Reasons;
 use mmc_adapter_kit::types::{Failure, PspStatus};
 use mmc_adapter_kit::wire;
 
@@ -82,6 +83,12 @@ pub struct FailureReason {
     pub failure_code: String,
     #[serde(default)]
     pub failure_message: Option<String>,
+}
+
+impl FailureReason {
+    pub fn failure(&self) -> Failure {
+        REASONS.failure(Some(&self.failure_code), self.failure_message.as_deref())
+    }
 }
 
 /// The answer to an initiation (deposit, payout, refund).
@@ -334,40 +341,42 @@ pub fn record_status(r: &Record) -> Result<PspStatus, String> {
             PspStatus::Completed(wire::settled(what, &r.amount, &r.currency, party)?)
         }
         "FAILED" => PspStatus::Failed(match &r.failure_reason {
-            Some(f) => failure_for(f),
-            None => Failure {
-                code: "operator_error".into(),
-                message: "pawaPay reported a failure without a reason.".into(),
-            },
+            Some(f) => f.failure(),
+            None => REASONS.failure(None, None),
         }),
         _ => PspStatus::Pending,
     })
 }
 
-/// pawaPay's failure codes → ours (shared with the other adapters).
-pub fn failure_for(f: &FailureReason) -> Failure {
-    let code = match f.failure_code.as_str() {
-        "PAYER_NOT_FOUND" => "payer_not_found",
-        "RECIPIENT_NOT_FOUND" => "recipient_not_found",
-        "PAYMENT_NOT_APPROVED" => "declined_by_customer",
-        "INSUFFICIENT_BALANCE" => "insufficient_funds",
-        "PAYER_LIMIT_REACHED" | "RECIPIENT_LIMIT_REACHED" | "WALLET_LIMIT_REACHED" => {
-            "limit_reached"
-        }
-        "PAYMENT_IN_PROGRESS" => "payment_in_progress",
-        "INVALID_PHONE_NUMBER" => "phone_invalid",
-        "AMOUNT_OUT_OF_BOUNDS" | "INVALID_AMOUNT" => "amount_out_of_range",
-        "PROVIDER_TEMPORARILY_UNAVAILABLE" => "operator_unavailable",
-        _ => "operator_error",
-    };
-    Failure {
-        code: code.into(),
-        message: match &f.failure_message {
-            Some(m) => format!("pawaPay: {m} ({})", f.failure_code),
-            None => format!("pawaPay failure: {}.", f.failure_code),
-        },
-    }
-}
+/// pawaPay's failure codes → ours, its message kept.
+pub const REASONS: Reasons = Reasons {
+    provider: "pawaPay",
+    codes: &[
+        (&["PAYER_NOT_FOUND"], "payer_not_found"),
+        (&["RECIPIENT_NOT_FOUND"], "recipient_not_found"),
+        (&["PAYMENT_NOT_APPROVED"], "declined_by_customer"),
+        (&["INSUFFICIENT_BALANCE"], "insufficient_funds"),
+        (
+            &[
+                "PAYER_LIMIT_REACHED",
+                "RECIPIENT_LIMIT_REACHED",
+                "WALLET_LIMIT_REACHED",
+            ],
+            "limit_reached",
+        ),
+        (&["PAYMENT_IN_PROGRESS"], "payment_in_progress"),
+        (&["INVALID_PHONE_NUMBER"], "phone_invalid"),
+        (
+            &["AMOUNT_OUT_OF_BOUNDS", "INVALID_AMOUNT"],
+            "amount_out_of_range",
+        ),
+        (
+            &["PROVIDER_TEMPORARILY_UNAVAILABLE"],
+            "operator_unavailable",
+        ),
+    ],
+    words: &[],
+};
 
 /// A 4xx answer no operation expects, quoted as it came.
 pub fn refusal(status: u16, body: &[u8]) -> Failure {
@@ -384,85 +393,4 @@ pub fn refusal(status: u16, body: &[u8]) -> Failure {
 pub fn customer_message(text: Option<&str>) -> Option<String> {
     let cleaned = wire::clean(text?.chars(), |c| c.is_ascii_alphanumeric() || c == ' ', 22);
     (cleaned.len() >= 4).then_some(cleaned)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use mmc_adapter_kit::wire::parse;
-
-    #[test]
-    fn only_completed_and_failed_are_final() {
-        let check = |json: &str| check_status(&parse::<Check>("check", json.as_bytes()).unwrap());
-        match check(
-            r#"{"status":"FOUND","data":{"status":"COMPLETED","amount":"1000.00","currency":"XOF",
-                "payer":{"type":"MMO","accountDetails":{"phoneNumber":"22997000001","provider":"MOOV_BEN"}}}}"#,
-        ) {
-            Ok(PspStatus::Completed(s)) => {
-                assert_eq!((s.amount.as_str(), s.currency.as_str()), ("1000.00", "XOF"));
-                assert_eq!(s.party.as_deref(), Some("22997000001"));
-            }
-            other => panic!("{other:?}"),
-        }
-        // A success that does not say what was moved cannot be believed.
-        assert!(check(r#"{"status":"FOUND","data":{"status":"COMPLETED"}}"#).is_err());
-        assert!(matches!(
-            check(r#"{"status":"FOUND","data":{"status":"IN_RECONCILIATION"}}"#),
-            Ok(PspStatus::Pending)
-        ));
-        // Not found is not final by itself: the caller weighs it against the request's window.
-        assert!(matches!(
-            check(r#"{"status":"NOT_FOUND"}"#),
-            Ok(PspStatus::NotFound)
-        ));
-        match check(
-            r#"{"status":"FOUND","data":{"status":"FAILED","failureReason":{"failureCode":"INSUFFICIENT_BALANCE"}}}"#,
-        ) {
-            Ok(PspStatus::Failed(f)) => assert_eq!(f.code, "insufficient_funds"),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn active_conf_deposits_are_read_in_both_documented_forms() {
-        let conf: ActiveConf = parse(
-            "conf",
-            br#"{"companyName":"M","countries":[{"country":"BEN","providers":[
-              {"provider":"MOOV_BEN","currencies":[{"currency":"XOF","operationTypes":[
-                {"DEPOSIT":{"authType":"PROVIDER_AUTH","minTransactionLimit":"100.5","maxTransactionLimit":"50000","status":"DELAYED"}},
-                {"operationType":"PAYOUT","minTransactionLimit":"1","maxTransactionLimit":"9","status":"CLOSED"}]}]},
-              {"provider":"MTN_MOMO_BEN","currencies":[{"currency":"XOF","operationTypes":[
-                {"operationType":"DEPOSIT","minTransactionLimit":"200","maxTransactionLimit":"900.99","status":"CLOSED"}]}]},
-              {"provider":"PAYOUT_ONLY","currencies":[{"currency":"XOF","operationTypes":[
-                {"operationType":"PAYOUT","minTransactionLimit":"1","maxTransactionLimit":"9"}]}]}]}]}"#,
-        )
-        .unwrap();
-        let d = deposit_conf(&conf);
-        assert_eq!(
-            d["MOOV_BEN"],
-            DepositConf {
-                min: Some(101),
-                max: Some(50000),
-                status: Some("DELAYED".into()),
-                auth_type: Some("PROVIDER_AUTH".into()),
-            }
-        );
-        assert_eq!(
-            (d["MTN_MOMO_BEN"].min, d["MTN_MOMO_BEN"].max),
-            (Some(200), Some(900))
-        );
-        assert!(!d.contains_key("PAYOUT_ONLY"));
-        assert_eq!(availability(Some("CLOSED")), "closed");
-        assert!(parse::<ActiveConf>("conf", b"{}").is_err());
-    }
-
-    #[test]
-    fn customer_message_fits_the_rules() {
-        assert_eq!(
-            customer_message(Some("Order #42 — thanks!")).unwrap(),
-            "Order 42  thanks"
-        );
-        assert_eq!(customer_message(Some("é")), None);
-        assert_eq!(customer_message(None), None);
-    }
 }

@@ -19,13 +19,15 @@
 //! `approval_window_ms`. Secrets: `api_key` (Checkout; Payout too unless
 //! `payout_api_key` is set: Wave scopes keys per API), `webhook_secret`.
 
-mod transformers;
+pub mod transformers;
 
-use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply, before_sending, json};
+use mmc_adapter_kit::exchange::{
+    Endpoint, OrUnknown, Provider, before_sending, coded_refusal, json,
+};
 use mmc_adapter_kit::spec::Spec;
 use mmc_adapter_kit::types::*;
 use mmc_adapter_kit::webhook::{self, Hmac};
-use mmc_adapter_kit::{Adapter, failure, log, lookup, settings};
+use mmc_adapter_kit::{Adapter, failure, log, lookup, settings, wire};
 use mmc_domain::http;
 use transformers::{Payout, Search, Session};
 
@@ -42,7 +44,7 @@ static SPEC: Spec = Spec {
 static WAVE: Provider = Provider {
     name: "Wave",
     credential: Some("API key"),
-    refusal: transformers::refusal,
+    refusal: |status, body| coded_refusal("Wave", status, body),
 };
 
 /// `Wave-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>…]`, signed over the
@@ -53,7 +55,7 @@ const SIGNATURE: Hmac = Hmac {
     separator: "",
 };
 
-struct Wave;
+pub struct Wave;
 
 /// The Checkout API (collections, refunds, expiry) for a served operator.
 fn checkout(operator: &str) -> Result<Endpoint, AdapterError> {
@@ -175,23 +177,18 @@ impl Adapter for Wave {
             client_reference: req.payment_id.clone(),
             restrict_payer_mobile: req.phone.clone().filter(|_| restrict),
         };
-        let path = "/v1/checkout/sessions";
-        match api.call("POST", path, &[], Some(&body), &[200, 201])? {
-            Reply::Success(resp) => {
-                let session: Session = WAVE.read("checkout session", &resp.body)?;
-                let url = session.wave_launch_url.ok_or_else(|| {
-                    AdapterError::InvalidResponse("checkout session without wave_launch_url".into())
-                })?;
-                Ok(Initiated::Redirect(Redirect {
-                    psp_reference: session.id,
-                    url,
-                }))
-            }
-            Reply::Declined(resp) => Ok(Initiated::Refused(transformers::refusal(
-                resp.status,
-                &resp.body,
-            ))),
-        }
+        let read = |b: &[u8]| wire::parse::<Session>("Wave checkout session", b);
+        let session = match api.submit("/v1/checkout/sessions", &body, [200, 201], read)? {
+            Ok(session) => session,
+            Err(refused) => return Ok(Initiated::Refused(refused)),
+        };
+        let url = session.wave_launch_url.ok_or_else(|| {
+            AdapterError::InvalidResponse("checkout session without wave_launch_url".into())
+        })?;
+        Ok(Initiated::Redirect(Redirect {
+            psp_reference: session.id,
+            url,
+        }))
     }
 
     fn status(payment: OperationRef) -> Result<PspStatus, AdapterError> {
@@ -215,7 +212,7 @@ impl Adapter for Wave {
             ))),
             400..=499 => {
                 let now: Session = api.get("checkout session", &path)?;
-                transformers::session_status(&now).map_err(AdapterError::InvalidResponse)
+                transformers::session_status(&now).or_unknown()
             }
             _ => Err(WAVE.unexpected(&resp)),
         }
@@ -239,9 +236,7 @@ impl Adapter for Wave {
         match resp.status {
             // Synchronous at Wave: a 200 means the whole session's money went back.
             200 | 204 => Ok(Started {
-                status: PspStatus::Completed(
-                    session.settled().map_err(AdapterError::InvalidResponse)?,
-                ),
+                status: PspStatus::Completed(session.settled().or_unknown()?),
                 psp_reference: session.id,
             }),
             _ => Err(WAVE.unexpected(&resp)),
@@ -267,17 +262,14 @@ impl Adapter for Wave {
         // The same key on a retry returns the same payout instead of paying twice.
         let key = [("idempotency-key".to_string(), req.payout_id.clone())];
         let resp = api.send("POST", "/v1/payout", &key, json(&body))?;
-        match WAVE.reply(resp, &[200, 201])? {
-            Reply::Success(resp) => {
-                let payout: Payout = WAVE.read("payout", &resp.body)?;
-                Ok(Started {
-                    status: transformers::payout_status(&payout)
-                        .map_err(AdapterError::InvalidResponse)?,
-                    psp_reference: payout.id,
-                })
-            }
-            Reply::Declined(resp) => Err(WAVE.unexpected(&resp)),
-        }
+        let read = |b: &[u8]| wire::parse::<Payout>("Wave payout", b);
+        let payout = WAVE
+            .answer(resp, [200, 201], read)?
+            .map_err(|refused| AdapterError::Rejected(refused.message))?;
+        Ok(Started {
+            status: transformers::payout_status(&payout).or_unknown()?,
+            psp_reference: payout.id,
+        })
     }
 
     fn payout_status(payout: OperationRef) -> Result<PspStatus, AdapterError> {
@@ -300,17 +292,12 @@ impl Adapter for Wave {
             );
             return Ok(Vec::new());
         }
-        let session: Session = serde_json::from_value(event.data).map_err(|e| {
-            AdapterError::InvalidResponse(format!(
-                "Wave event {}: unreadable session: {e}",
-                event.id
-            ))
-        })?;
+        let what = format!("Wave event {}'s session", event.id);
+        let session: Session = wire::from_value(&what, event.data).or_unknown()?;
         Ok(vec![CallbackUpdate {
             kind: SubjectKind::Payment,
             id: session.client_reference.clone(),
-            status: transformers::session_status(&session)
-                .map_err(AdapterError::InvalidResponse)?,
+            status: transformers::session_status(&session).or_unknown()?,
             psp_reference: Some(session.id),
         }])
     }

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use mmc_adapter_kit::reasons::Reasons;
 use mmc_adapter_kit::types::{Failure, PspStatus, Settled};
 use mmc_adapter_kit::wire;
 
@@ -121,7 +122,7 @@ pub fn session_status(s: &Session) -> Result<PspStatus, String> {
     if s.checkout_status == "expired" || s.payment_status.as_deref() == Some("cancelled") {
         return Ok(PspStatus::Failed(match &s.last_payment_error {
             // The customer tried and failed, then the session ran out: their failure says more.
-            Some(e) => failure_for(&e.code, e.message.as_deref()),
+            Some(e) => REASONS.failure(Some(&e.code), e.message.as_deref()),
             None => Failure {
                 code: "approval_expired".into(),
                 message: "The Wave checkout session ended without a payment.".into(),
@@ -138,10 +139,11 @@ pub fn payout_status(p: &Payout) -> Result<PspStatus, String> {
             let to = p.mobile.clone();
             PspStatus::Completed(wire::settled(what, &p.receive_amount, &p.currency, to)?)
         }
-        "failed" => PspStatus::Failed(match &p.payout_error {
-            Some(e) => failure_for(&e.error_code, e.error_message.as_deref()),
-            None => failure_for("", None),
-        }),
+        "failed" => {
+            let e = p.payout_error.as_ref();
+            let message = e.and_then(|e| e.error_message.as_deref());
+            PspStatus::Failed(REASONS.failure(e.map(|e| e.error_code.as_str()), message))
+        }
         "reversed" => PspStatus::Failed(Failure {
             code: "reversed".into(),
             message: "The Wave payout was reversed.".into(),
@@ -150,98 +152,28 @@ pub fn payout_status(p: &Payout) -> Result<PspStatus, String> {
     })
 }
 
-/// Wave's error codes (kebab-case) → our failure codes.
-pub fn failure_for(code: &str, message: Option<&str>) -> Failure {
-    let ours = match code {
-        "insufficient-funds" => "insufficient_funds",
-        "payer-mobile-mismatch" => "payer_mismatch",
-        "blocked-account" | "recipient-account-blocked" => "account_blocked",
-        "kyc-limit-exceeded" | "recipient-limit-exceeded" | "payout-limit-exceeded" => {
-            "limit_reached"
-        }
-        "no-recipient-account" | "recipient-not-found" => "recipient_not_found",
-        _ => "operator_error",
-    };
-    let message = match (code, message) {
-        ("", _) => "Wave reported a failure without a reason.".to_string(),
-        (c, Some(m)) => format!("Wave: {m} ({c})"),
-        (c, None) => format!("Wave failure: {c}."),
-    };
-    Failure {
-        code: ours.into(),
-        message,
-    }
-}
-
-/// The operator's reason from a 4xx body.
-pub fn refusal(status: u16, body: &[u8]) -> Failure {
-    mmc_adapter_kit::exchange::coded_refusal("Wave", status, body)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    use mmc_adapter_kit::wire::parse;
-
-    #[test]
-    fn a_paid_session_says_what_it_took() {
-        let s: Session = parse(
-            "session",
-            br#"{"id":"cos-1","checkout_status":"complete","payment_status":"succeeded",
-                "amount":"2500","currency":"XOF"}"#,
-        )
-        .unwrap();
-        match session_status(&s).unwrap() {
-            PspStatus::Completed(t) => {
-                assert_eq!((t.amount.as_str(), t.currency.as_str()), ("2500", "XOF"))
-            }
-            other => panic!("{other:?}"),
-        }
-        let s: Session = parse(
-            "session",
-            br#"{"id":"cos-1","checkout_status":"complete","payment_status":"succeeded"}"#,
-        )
-        .unwrap();
-        assert!(
-            session_status(&s).is_err(),
-            "a success that does not say what it took"
-        );
-    }
-
-    #[test]
-    fn an_open_session_with_a_failed_attempt_is_still_pending() {
-        let s: Session = parse(
-            "session",
-            br#"{"id":"cos-1","checkout_status":"open","payment_status":"processing",
-                "last_payment_error":{"code":"insufficient-funds","message":"low"}}"#,
-        )
-        .unwrap();
-        assert!(matches!(session_status(&s), Ok(PspStatus::Pending)));
-        let s: Session = parse(
-            "session",
-            br#"{"id":"cos-1","checkout_status":"expired","payment_status":"cancelled",
-                "last_payment_error":{"code":"insufficient-funds","message":"low"}}"#,
-        )
-        .unwrap();
-        match session_status(&s).unwrap() {
-            PspStatus::Failed(f) => assert_eq!(f.code, "insufficient_funds"),
-            other => panic!("{other:?}"),
-        }
-    }
-}
-
-#[cfg(test)]
-mod props {
-    use proptest::prelude::*;
-
-    proptest! {
-        /// Webhook bodies never panic the parser, whatever arrives.
-        #[test]
-        fn bodies_never_panic(body in prop::collection::vec(any::<u8>(), 0..200)) {
-            if let Ok(s) = serde_json::from_slice::<super::Session>(&body) {
-                let _ = super::session_status(&s);
-            }
-        }
-    }
-}
+/// Wave's error codes (kebab-case) → ours, its message kept.
+pub const REASONS: Reasons = Reasons {
+    provider: "Wave",
+    codes: &[
+        (&["insufficient-funds"], "insufficient_funds"),
+        (&["payer-mobile-mismatch"], "payer_mismatch"),
+        (
+            &["blocked-account", "recipient-account-blocked"],
+            "account_blocked",
+        ),
+        (
+            &[
+                "kyc-limit-exceeded",
+                "recipient-limit-exceeded",
+                "payout-limit-exceeded",
+            ],
+            "limit_reached",
+        ),
+        (
+            &["no-recipient-account", "recipient-not-found"],
+            "recipient_not_found",
+        ),
+    ],
+    words: &[],
+};

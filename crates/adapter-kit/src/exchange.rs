@@ -76,6 +76,36 @@ pub fn ours(status: u16) -> bool {
     matches!(status, 401 | 403 | 404 | 429)
 }
 
+/// The statuses a call takes for its answer: a list (`[200, 201]`) or a
+/// range (`200..=299`).
+pub trait Expected {
+    fn expects(&self, status: u16) -> bool;
+}
+
+impl<const N: usize> Expected for [u16; N] {
+    fn expects(&self, status: u16) -> bool {
+        self.contains(&status)
+    }
+}
+
+impl Expected for std::ops::RangeInclusive<u16> {
+    fn expects(&self, status: u16) -> bool {
+        self.contains(&status)
+    }
+}
+
+/// An answer that cannot be read (a `String` saying why) leaves the outcome
+/// unknown.
+pub trait OrUnknown<T> {
+    fn or_unknown(self) -> Result<T, AdapterError>;
+}
+
+impl<T> OrUnknown<T> for Result<T, String> {
+    fn or_unknown(self) -> Result<T, AdapterError> {
+        self.map_err(AdapterError::InvalidResponse)
+    }
+}
+
 impl Provider {
     /// The transport's ending: a failure to reach the operator, or a 5xx,
     /// becomes the adapter error that says what is known of the operation.
@@ -119,9 +149,7 @@ impl Provider {
                 resp.status,
                 http::excerpt(&resp.body)
             )),
-            (400..=499, _) => {
-                AdapterError::Rejected((self.refusal)(resp.status, &resp.body).message)
-            }
+            (400..=499, _) => AdapterError::Rejected(self.refused(resp).message),
             (s, _) => AdapterError::InvalidResponse(format!(
                 "{} answered {s} unexpectedly: {}",
                 self.name,
@@ -150,6 +178,26 @@ impl Provider {
         }
     }
 
+    /// The provider's reason for declining, from its answer.
+    pub fn refused(&self, resp: &Response) -> Failure {
+        (self.refusal)(resp.status, &resp.body)
+    }
+
+    /// The answer to a call that expects `expected`, read by `read`
+    /// (unreadable, the outcome is unknown), or, for a 4xx other than ours,
+    /// the provider's refusal: nothing was performed.
+    pub fn answer<T>(
+        &self,
+        resp: Response,
+        expected: impl Expected,
+        read: impl FnOnce(&[u8]) -> Result<T, String>,
+    ) -> Result<Result<T, Failure>, AdapterError> {
+        match self.reply_if(resp, |s| expected.expects(s))? {
+            Reply::Success(resp) => read(&resp.body).map(Ok).or_unknown(),
+            Reply::Declined(resp) => Ok(Err(self.refused(&resp))),
+        }
+    }
+
     /// An answer to a read that may find nothing: 200 read by `read`
     /// (unreadable, the answer is unknown), 404 none, anything else an error.
     pub fn found<T>(
@@ -158,9 +206,7 @@ impl Provider {
         read: impl FnOnce(&[u8]) -> Result<T, String>,
     ) -> Result<Option<T>, AdapterError> {
         match resp.status {
-            200 => read(&resp.body)
-                .map(Some)
-                .map_err(AdapterError::InvalidResponse),
+            200 => read(&resp.body).map(Some).or_unknown(),
             404 => Ok(None),
             _ => Err(self.unexpected(&resp)),
         }
@@ -234,6 +280,28 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// The provider's API at `base_url`, authorised by `token` sent as a
+    /// bearer token.
+    pub fn bearer(
+        provider: &'static Provider,
+        base_url: String,
+        token: &str,
+        timeout_ms: u32,
+    ) -> Endpoint {
+        Endpoint {
+            provider,
+            base_url,
+            headers: vec![bearer(token)],
+            timeout_ms,
+        }
+    }
+
+    /// The same API with `header` on every request too.
+    pub fn with(mut self, (name, value): (&str, &str)) -> Endpoint {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
     /// One exchange; a JSON body gets its `Content-Type`. Transport failures
     /// and 5xx are classified ([`Provider::transport`]).
     pub fn send(
@@ -262,6 +330,18 @@ impl Endpoint {
     /// `POST path` with a JSON body ([`Endpoint::send`]).
     pub fn post(&self, path: &str, body: &impl serde::Serialize) -> Result<Response, AdapterError> {
         self.send("POST", path, &[], json(body))
+    }
+
+    /// `POST path` with a JSON body, its answer read as
+    /// [`Provider::answer`] says: the object `read` reads, or the refusal.
+    pub fn submit<T>(
+        &self,
+        path: &str,
+        body: &impl serde::Serialize,
+        expected: impl Expected,
+        read: impl FnOnce(&[u8]) -> Result<T, String>,
+    ) -> Result<Result<T, Failure>, AdapterError> {
+        self.provider.answer(self.post(path, body)?, expected, read)
     }
 
     /// A call that expects one of `success`, classified ([`Provider::reply`]).
@@ -300,7 +380,7 @@ impl Endpoint {
         if resp.status != 200 {
             return Err(self.provider.unexpected(&resp));
         }
-        read(&resp.body).map_err(AdapterError::InvalidResponse)
+        read(&resp.body).or_unknown()
     }
 }
 

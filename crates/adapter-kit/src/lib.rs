@@ -8,6 +8,7 @@
 //! - [`spec`]: which operators are served and how they are described.
 //! - [`exchange`]: the outbound exchange and the one rule that decides what
 //!   its ending says about the money (known, unknown, refused, not sent).
+//! - [`reasons`]: a provider's failure codes, declared as a table.
 //! - [`lookup`]: an operation found by the provider's reference, else by our id.
 //! - [`webhook`]: HMAC-signed notifications checked against a time window.
 //! - [`token`]: tokens and provider answers kept in the host's cache.
@@ -29,13 +30,13 @@ pub mod bindings {
 
 pub mod exchange;
 pub mod lookup;
+pub mod reasons;
 pub mod settings;
 pub mod spec;
 pub mod token;
 pub mod webhook;
 pub mod wire;
 
-pub use bindings::export;
 pub use bindings::mmc::adapter::types;
 pub use bindings::mmc::platform::{cache, clock, config, log, outbound_http, signing};
 pub use mmc_domain;
@@ -44,12 +45,31 @@ use bindings::exports::mmc::adapter::operator::Guest;
 use spec::Spec;
 use types::*;
 
+/// Exports an [`Adapter`] as the component's `operator` interface:
+/// `mmc_adapter_kit::export!(MyAdapter);`. Only a Wasm build has the
+/// exports: a native build (the adapter's tests, as an `rlib`) links without
+/// them, since their names (`mmc:adapter/operator…`) are not native symbols.
+#[macro_export]
+macro_rules! export {
+    ($adapter:ident) => {
+        #[cfg(target_arch = "wasm32")]
+        $crate::bindings::export!($adapter);
+    };
+}
+
 /// A failure with its machine-readable code and its message for people.
 pub fn failure(code: &str, message: &str) -> Failure {
     Failure {
         code: code.into(),
         message: message.into(),
     }
+}
+
+/// A request to pay that names no phone number, refused before anything is
+/// sent (`<who> needs the customer's phone number.`).
+pub fn phone_required(who: &str) -> Initiated {
+    let message = format!("{who} needs the customer's phone number.");
+    Initiated::Refused(failure("phone_required", &message))
 }
 
 /// The adapter contract, with what most providers share filled in: an
@@ -145,5 +165,21 @@ impl<A: Adapter> Guest for A {
     }
     fn predict(phone: String) -> Result<Option<String>, AdapterError> {
         <A as Adapter>::predict(phone)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_payment_without_a_phone_number_is_refused() {
+        assert_eq!(
+            phone_required("Test"),
+            Initiated::Refused(failure(
+                "phone_required",
+                "Test needs the customer's phone number."
+            ))
+        );
     }
 }

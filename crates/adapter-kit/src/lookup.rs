@@ -2,6 +2,7 @@
 //! have it, else by our id (after an initiation whose answer was lost, the
 //! reference was never learnt, but our id went with the request).
 
+use crate::exchange::OrUnknown;
 use crate::signing;
 use crate::types::{AdapterError, PspStatus};
 
@@ -45,7 +46,7 @@ pub fn status_of<T>(
     status: impl FnOnce(&T) -> Result<PspStatus, String>,
 ) -> Result<PspStatus, AdapterError> {
     match found {
-        Some(t) => status(&t).map_err(AdapterError::InvalidResponse),
+        Some(t) => status(&t).or_unknown(),
         None => Ok(PspStatus::NotFound),
     }
 }

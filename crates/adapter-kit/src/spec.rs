@@ -3,7 +3,7 @@
 
 use mmc_domain::Operator;
 
-use crate::exchange::{Endpoint, Provider, bearer};
+use crate::exchange::{Endpoint, Provider};
 use crate::settings::{self, parsed};
 use crate::types::{AdapterError, OperatorInfo};
 
@@ -121,12 +121,12 @@ impl Market {
     ) -> Result<Endpoint, AdapterError> {
         let base_url = self.base_url()?;
         let token = self.secret(token_key)?;
-        Ok(Endpoint {
+        Ok(Endpoint::bearer(
             provider,
             base_url,
-            headers: vec![bearer(&token)],
-            timeout_ms: self.timeout_ms(),
-        })
+            &token,
+            self.timeout_ms(),
+        ))
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::cell::{Cell, RefCell};
 
-use crate::exchange::before_sending;
+use crate::exchange::{Endpoint, Provider, before_sending};
 use crate::outbound_http::Response;
 use crate::settings::{self, parsed};
 use crate::types::AdapterError;
@@ -44,21 +44,25 @@ pub fn forget(key: &str) {
     cache::set(key, &[], 0);
 }
 
-/// A JSON value kept under `key` for `ttl_ms`, else `fetch`ed (and kept when
-/// it gives one). `None` when it cannot be had.
-pub fn remember<T: serde::Serialize + serde::de::DeserializeOwned>(
+/// A JSON value kept in `store` under `key` for `ttl_ms`, else `fetch`ed
+/// and kept; an error is not kept (the next call fetches again).
+pub fn kept<T, E>(
+    store: impl Store,
     key: &str,
     ttl_ms: u64,
-    fetch: impl FnOnce() -> Option<T>,
-) -> Option<T> {
-    if let Some(kept) = cache::get(key).and_then(|b| serde_json::from_slice(&b).ok()) {
-        return Some(kept);
+    fetch: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned,
+{
+    if let Some(kept) = store.get(key).and_then(|v| serde_json::from_str(&v).ok()) {
+        return Ok(kept);
     }
     let fetched = fetch()?;
-    if let Ok(bytes) = serde_json::to_vec(&fetched) {
-        cache::set(key, &bytes, ttl_ms);
+    if let Ok(text) = serde_json::to_string(&fetched) {
+        store.set(key, &text, ttl_ms);
     }
-    Some(fetched)
+    Ok(fetched)
 }
 
 /// What a provider publishes about the account (its configuration, its
@@ -70,33 +74,40 @@ pub struct Published {
     pub key: &'static str,
     /// Names it in the warning when it cannot be had.
     pub what: &'static str,
-    /// The secret that authorises the read.
+    pub provider: &'static Provider,
+    /// The secret that authorises the read, sent as a bearer token.
     pub secret: &'static str,
     /// The setting that says how long it is kept, and its default.
     pub ttl_setting: &'static str,
     pub default_ttl_ms: u64,
+    /// The longest the read waits (the `timeout_ms` setting when shorter):
+    /// it is made while `describe` answers.
+    pub timeout_ms: u32,
 }
 
 impl Published {
-    /// The kept answer, else `fetch(base_url, secret)`'s; `None` (logged)
-    /// when it cannot be had: never an error, `describe` must answer.
+    /// The kept answer, else `fetch`'s from the provider's API; `None`
+    /// (logged) when it cannot be had: never an error, `describe` must answer.
     pub fn get<T: serde::Serialize + serde::de::DeserializeOwned>(
         &self,
-        fetch: impl FnOnce(&str, &str) -> Result<T, AdapterError>,
+        fetch: impl FnOnce(Endpoint) -> Result<T, AdapterError>,
     ) -> Option<T> {
         let base_url = settings::setting("base_url")?;
         let base_url = base_url.trim_end_matches('/');
         let secret = settings::secret(self.secret)?;
         let key = format!("{}:{base_url}:{}", self.key, account(&secret));
         let ttl = parsed(settings::setting(self.ttl_setting)).unwrap_or(self.default_ttl_ms);
-        remember(&key, ttl, || {
-            fetch(base_url, &secret)
-                .inspect_err(|e| {
-                    let warning = format!("{} unavailable: {e:?}", self.what);
-                    log::log(log::Level::Warn, &warning);
-                })
-                .ok()
-        })
+        let timeout_ms = match parsed::<u32>(settings::setting("timeout_ms")) {
+            Some(t) if t > 0 => t.min(self.timeout_ms),
+            _ => self.timeout_ms,
+        };
+        let api = Endpoint::bearer(self.provider, base_url.into(), &secret, timeout_ms);
+        kept(HostCache, &key, ttl, || fetch(api))
+            .inspect_err(|e| {
+                let warning = format!("{} unavailable: {e:?}", self.what);
+                log::log(log::Level::Warn, &warning);
+            })
+            .ok()
     }
 }
 
@@ -289,6 +300,40 @@ mod tests {
             AdapterError::NotSent("no token, nothing sent: token endpoint slow".into())
         );
         assert_eq!(count.get(), 2, "the request was not sent again");
+    }
+
+    #[test]
+    fn a_value_is_fetched_once_then_kept_and_an_error_never_kept() {
+        let (memory, fetched) = (Memory::default(), Cell::new(0));
+        let fetch = |value: Option<&str>| {
+            fetched.set(fetched.get() + 1);
+            Ok::<_, AdapterError>(value.map(str::to_string))
+        };
+        assert_eq!(kept(&memory, "k", 1000, || fetch(None)), Ok(None));
+        assert_eq!(kept(&memory, "k", 1000, || fetch(Some("x"))), Ok(None));
+        assert_eq!(fetched.get(), 1, "none is an answer, kept as one");
+        let down = || Err(AdapterError::Timeout("slow".into()));
+        assert!(kept::<Option<String>, _>(&memory, "j", 1000, down).is_err());
+        assert_eq!(
+            kept(&memory, "j", 1000, || fetch(Some("x"))),
+            Ok(Some("x".into()))
+        );
+        assert_eq!(fetched.get(), 2, "the error was not kept");
+        (&memory).set("u", "<garbled>", 1000);
+        assert_eq!(
+            kept(&memory, "u", 1000, || fetch(Some("y"))),
+            Ok(Some("y".into()))
+        );
+        assert_eq!(
+            (&memory).get("u").as_deref(),
+            Some(r#""y""#),
+            "unreadable: fetched again"
+        );
+        assert_eq!(
+            kept(&memory, "z", 0, || fetch(Some("z"))),
+            Ok(Some("z".into()))
+        );
+        assert_eq!((&memory).get("z"), None, "a ttl of 0 keeps nothing");
     }
 
     #[test]

@@ -50,6 +50,12 @@ pub fn parse<T: DeserializeOwned>(what: &str, body: &[u8]) -> Result<T, String> 
     serde_json::from_slice(body).map_err(|e| format!("unreadable {what}: {e}"))
 }
 
+/// `value`, part of a body already read, as `T`, or why not
+/// (`unreadable <what>: …`).
+pub fn from_value<T: DeserializeOwned>(what: &str, value: Value) -> Result<T, String> {
+    serde_json::from_value(value).map_err(|e| format!("unreadable {what}: {e}"))
+}
+
 /// What a success says was moved. A success that does not say its amount
 /// and currency cannot be believed (`<what> without its amount and currency`):
 /// the service compares them with what was asked.
@@ -108,6 +114,17 @@ mod tests {
             Err("a SUCCESSFUL transfer without its amount and currency".into())
         );
         assert!(settled("x", &None, &Some("XOF".into()), None).is_err());
+    }
+
+    #[test]
+    fn a_part_of_a_body_is_read_or_says_why_not() {
+        let value = serde_json::json!({"n": 1});
+        assert_eq!(
+            from_value::<Value>("event data", value.clone()),
+            Ok(value.clone())
+        );
+        let err = from_value::<String>("event data", value).unwrap_err();
+        assert!(err.starts_with("unreadable event data: "), "{err}");
     }
 
     #[test]

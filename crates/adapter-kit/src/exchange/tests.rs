@@ -212,3 +212,77 @@ fn a_coded_refusal_quotes_what_the_provider_said() {
     assert_eq!(said(b"<html>"), "Test refused the request (400).");
     assert_eq!(coded_refusal("Test", 400, b"").code, "operator_refused");
 }
+
+/// [`Provider::answer`] to `status` with `body`, expecting `expected`: the
+/// object read or the refusal, else the class of its error.
+fn answered(
+    status: u16,
+    body: &[u8],
+    expected: impl Expected,
+) -> Result<Result<u32, Failure>, Class> {
+    let read = |b: &[u8]| crate::wire::parse::<u32>("number", b);
+    PROVIDER
+        .answer(answer(status, body), expected, read)
+        .map_err(|e| class_of(&e))
+}
+
+#[test]
+fn an_answer_is_read_or_refused_by_the_rule_for_every_status() {
+    for status in 100..=599u16 {
+        let cases = [
+            (
+                answered(status, b"7", [200, 201]),
+                answered(status, b"<html>", [200, 201]),
+                [200, 201].contains(&status),
+            ),
+            (
+                answered(status, b"7", [202, 409]),
+                answered(status, b"<html>", [202, 409]),
+                [202, 409].contains(&status),
+            ),
+            (
+                answered(status, b"7", 200..=299),
+                answered(status, b"<html>", 200..=299),
+                (200..=299).contains(&status),
+            ),
+        ];
+        for (readable, unreadable, expected) in cases {
+            let rule = match status {
+                // A success that cannot be read is not an answer.
+                _ if expected => (Ok(Ok(7)), Err(Class::Unknown)),
+                401 | 403 | 404 | 429 => (Err(Class::Refused), Err(Class::Refused)),
+                400..=499 => (Ok(Err(refusal(status, b""))), Ok(Err(refusal(status, b"")))),
+                _ => (Err(Class::Unknown), Err(Class::Unknown)),
+            };
+            assert_eq!((readable, unreadable), rule, "{status}");
+        }
+    }
+}
+
+#[test]
+fn a_refusal_is_the_providers_reason() {
+    assert_eq!(PROVIDER.refused(&answer(422, b"no")), refusal(422, b"no"));
+}
+
+#[test]
+fn an_unreadable_answer_is_unknown() {
+    let unreadable: Result<u8, String> = Err("garbled".into());
+    assert_eq!(
+        unreadable.or_unknown(),
+        Err(AdapterError::InvalidResponse("garbled".into()))
+    );
+    assert_eq!(Ok::<u8, String>(1).or_unknown(), Ok(1));
+}
+
+#[test]
+fn a_bearer_endpoint_sends_its_token() {
+    let api = Endpoint::bearer(&PROVIDER, "https://api".into(), "t0k", 900);
+    assert_eq!(
+        (api.base_url.as_str(), api.timeout_ms),
+        ("https://api", 900)
+    );
+    assert_eq!(
+        api.headers,
+        [("Authorization".to_string(), "Bearer t0k".to_string())]
+    );
+}

@@ -1,7 +1,8 @@
 //! The wire formats read as FedaPay sends them: bare or wrapped objects, the
 //! statuses and failure codes, and bodies that must never panic the parser.
 
-use super::*;
+use fedapay::transformers::*;
+use mmc_adapter_kit::types::PspStatus;
 
 #[test]
 fn the_xof_modes_are_read_from_a_bare_or_wrapped_list() {
@@ -143,8 +144,8 @@ mod props {
         /// signature header's parser is the adapter kit's, tested there).
         #[test]
         fn bodies_never_panic(body in prop::collection::vec(any::<u8>(), 0..200)) {
-            let _ = super::parse::<super::Event>("webhook", &body);
-            let _ = super::one::<super::Transaction>("transaction", &body);
+            let _ = fedapay::transformers::parse::<fedapay::transformers::Event>("webhook", &body);
+            let _ = fedapay::transformers::one::<fedapay::transformers::Transaction>("transaction", &body);
         }
     }
 }

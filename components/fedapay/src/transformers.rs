@@ -456,6 +456,3 @@ pub fn split_name(full: &str) -> (String, String) {
         None => (full.to_string(), full.to_string()),
     }
 }
-
-#[cfg(test)]
-mod tests;
