@@ -1,5 +1,7 @@
-//! `mmc reindex`, `mmc backup`, `mmc restore`: the store itself: its
-//! payments' index started again, and copies of it taken and put back.
+//! `mmc reindex`, `mmc console rebuild-overview`, `mmc backup`, `mmc
+//! restore`: the store itself: its payments' index started again, the
+//! console overview's tallies counted again, and copies of it taken and put
+//! back.
 
 use std::path::Path;
 
@@ -22,6 +24,12 @@ pub fn reindex(config: &Config) {
     }
     tx.commit().unwrap_or_else(|e| fail(&e.to_string()));
     println!("{}", json!({"reindex": "started"}));
+}
+
+pub fn rebuild_overview(config: &Config) {
+    let db = open_db(config);
+    let rebuilt = mmc_host::tallies::rebuild(&db.sql).unwrap_or_else(|e| fail(&e.to_string()));
+    println!("{}", json!({ "overview": rebuilt }));
 }
 
 pub fn backup(config: &Config, to: &Path) {
