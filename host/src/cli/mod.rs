@@ -111,12 +111,13 @@ pub enum Command {
 
 #[derive(Subcommand)]
 pub enum ConsoleCommand {
-    /// Count the overview's figures again from the stored payments, now
-    /// (after payments were written without their events: a seeded or
-    /// restored store; or a rolling upgrade whose older nodes dispatched
-    /// events past their retention without counting them). Holds the
-    /// dispatcher's lock meanwhile, and on SQLite the writer: about a second
-    /// per million payments.
+    /// Count the overview's figures again from the stored payments (after
+    /// payments were written without their events: a seeded or restored
+    /// store; or a rolling upgrade whose older nodes dispatched events past
+    /// their retention without counting them). Now, holding the outbox
+    /// dispatcher's lock (and SQLite's writer: about 2 s per million
+    /// payments); on a SQLite store a server has open, by that server at its
+    /// next dispatch round.
     RebuildOverview,
 }
 

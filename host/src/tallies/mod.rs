@@ -26,7 +26,7 @@ pub mod store;
 mod tests;
 
 pub use events::{Fact, Kind, Round, fact};
-pub use rebuild::{Rebuilt, rebuild};
+pub use rebuild::{Rebuilt, rebuild, rebuild_at_next_round};
 pub use store::read;
 
 use mmc_domain::Status;
