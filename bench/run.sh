@@ -202,6 +202,7 @@ READS="$DATA/reads"; mkdir -p "$READS"
 M2=$("$MMC" merchants create --name Reads --data-dir "$READS" | python3 -c 'import sys,json;print(json.load(sys.stdin)["id"])')
 KEY2=$("$MMC" keys create --merchant "$M2" --env test --data-dir "$READS" | python3 -c 'import sys,json;print(json.load(sys.stdin)["key"])')
 ID2=$(python3 bench/seed.py "$READS/mmc.db" "$M2" 10000)
+"$MMC" console rebuild-overview --data-dir "$READS" >/dev/null # the overview's tallies of the seeded payments
 # A support person of that merchant, signed in to the console once.
 LINK=$("$MMC" users create --merchant "$M2" --email support@reads.bj --role support --data-dir "$READS" | python3 -c 'import sys,json;print(json.load(sys.stdin)["sign_in_link"])')
 DATA_DIR="$READS" start_server
@@ -221,30 +222,32 @@ ms = sorted(float(v) * {'us': 1e-3, 'ms': 1, 's': 1e3}[u]
             for v, u in (re.match(r'([\d.]+)(\w+)', l).groups() for l in sys.stdin if l.strip()))
 print(f'{ms[len(ms) // 2]:.2f}ms')"
 }
-reads_p50() { # prints "get p50|list p50|filtered list p50|console: list|reference|failed|payment"
+reads_p50() { # prints "get p50|list p50|filtered list p50|console: list|reference|failed|payment|overview"
   DATA_DIR="$READS" start_server
-  local get list failed c_list c_ref c_failed c_payment
+  local get list failed c_list c_ref c_failed c_payment c_overview
   get=$(wrk -t2 -c16 -d5s --latency -H "Authorization: Bearer $KEY2" "$BASE/api/v1/collect/payments/$ID2" | awk '$1=="50%" {print $2}')
   list=$(wrk -t2 -c16 -d5s --latency -H "Authorization: Bearer $KEY2" "$BASE/api/v1/collect/payments?$LIST_QUERY" | awk '$1=="50%" {print $2}')
   # The newest failed payments (one in ten), through the listing index.
   failed=$(wrk -t2 -c16 -d5s --latency -H "Authorization: Bearer $KEY2" "$BASE/api/v1/collect/payments?limit=10&status=failed&country=BJ" | awk '$1=="50%" {print $2}')
   # The console's pages a support desk lives in: the newest payments, one
-  # found by its reference, the failed ones, and a payment's page.
+  # found by its reference, the failed ones, a payment's page; and the overview.
   c_list=$(console_p50 /console/payments)
   c_ref=$(console_p50 "/console/payments?reference=seed-5000")
   c_failed=$(console_p50 "/console/payments?status=failed")
   c_payment=$(console_p50 "/console/payments/$ID2")
+  c_overview=$(console_p50 /console/overview)
   kill $SERVER; wait $SERVER 2>/dev/null || true
-  echo "$get|$list|$failed|$c_list|$c_ref|$c_failed|$c_payment"
+  echo "$get|$list|$failed|$c_list|$c_ref|$c_failed|$c_payment|$c_overview"
 }
 # A seeded record collect cannot read would make every GET below a quick 500.
 DATA_DIR="$READS" start_server
 SEEDED=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $KEY2" "$BASE/api/v1/collect/payments/$ID2")
 kill $SERVER; wait $SERVER 2>/dev/null || true
 [ "$SEEDED" = 200 ] || { echo "a seeded payment answered $SEEDED: bench/seed.py and collect's record form disagree" >&2; exit 1; }
-IFS='|' read -r small small_list small_failed sc_list sc_ref sc_failed sc_payment <<<"$(reads_p50)"
+IFS='|' read -r small small_list small_failed sc_list sc_ref sc_failed sc_payment sc_overview <<<"$(reads_p50)"
 python3 bench/seed.py "$READS/mmc.db" "$M2" 990000 10000 >/dev/null
-IFS='|' read -r large large_list large_failed lc_list lc_ref lc_failed lc_payment <<<"$(reads_p50)"
+"$MMC" console rebuild-overview --data-dir "$READS" >/dev/null
+IFS='|' read -r large large_list large_failed lc_list lc_ref lc_failed lc_payment lc_overview <<<"$(reads_p50)"
 # wrk prints latencies with their unit (850.00us, 1.09ms).
 ms() { python3 -c "import re,sys; v,u=re.match(r'([\d.]+)(\w+)',sys.argv[1]).groups(); print(float(v)*{'us':1e-3,'ms':1,'s':1e3}[u])" "$1"; }
 LIST_RATIO=$(python3 -c "print(f'{$(ms "$large_list")/$(ms "$small_list"):.2f}')")
@@ -362,4 +365,5 @@ ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); 
   console_line "payments found by reference" "$sc_ref" "$lc_ref"
   console_line "failed payments" "$sc_failed" "$lc_failed"
   console_line "a payment's page" "$sc_payment" "$lc_payment"
+  console_line "overview" "$sc_overview" "$lc_overview"
 } | tee bench/results/latest.md

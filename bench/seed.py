@@ -10,7 +10,9 @@ tenth payment failed, the rest completed; each has its `listing` entry (the
 index of the list's status/operator/country filters), and the index is
 marked complete as the collect job marks it after a backfill. Records are in
 collect's binary form (crates/domain/src/record.rs, version 1; `record()`
-below writes the fields it needs in that layout)."""
+below writes the fields it needs in that layout). The console overview's
+tallies are not written here: `mmc console rebuild-overview` counts them
+from these records afterwards, as it would for any store."""
 import os, sqlite3, sys
 
 T0_MS = 1780272000000

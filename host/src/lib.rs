@@ -29,5 +29,6 @@ pub mod scopes;
 pub mod server;
 pub mod shutdown;
 pub mod site;
+pub mod tallies;
 pub mod webhooks;
 pub mod workers;

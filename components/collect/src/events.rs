@@ -3,7 +3,8 @@
 //!
 //! A payment's events are stored in a compact form, not as their JSON body:
 //! a version byte, the envelope's own fields (postcard), then the payment as
-//! its record is stored ([`mmc_domain::record`]). The body — the payment's
+//! its record is stored ([`mmc_domain::event`], read by the host too, which
+//! counts payment events into the console's overview). The body — the payment's
 //! API view in the envelope — is built when the event is read, by
 //! [`render`] (this component's `events` export, which the host calls for
 //! every stored payload that is not JSON). Building ~1.3 KB of JSON per event
@@ -18,15 +19,13 @@
 //!
 //! Refund events (their `data` carries the refund too) stay JSON: rare.
 
-use serde::{Deserialize, Serialize};
+use mmc_domain::event::{self as compact_form, Head};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::mmc::platform::{clock, storage};
 use crate::store::{self, Generation, Payment, Tx};
 use crate::{API_VERSION, ApiError, wire};
-
-/// The first byte of a compact payment event. (A JSON body starts with `{`.)
-const PAYMENT_EVENT_V1: u8 = 1;
 
 /// Writes the event in the same transaction as the change it reports.
 /// Payments created through the legacy generation get legacy names and the
@@ -46,7 +45,7 @@ pub fn emit(tx: &Tx, p: &Payment, event_type: &str) -> Result<(), ApiError> {
         api_version: api_version.into(),
     };
     let payload = if store::binary_records() {
-        compact(&head, p)
+        compact_form::compact(&head, p)
     } else {
         payment_body(&head, p)
     };
@@ -103,31 +102,9 @@ pub fn render_all(payloads: Vec<Vec<u8>>) -> Vec<Option<Vec<u8>>> {
 
 /// The JSON body of a compact payment event.
 pub fn render(payload: &[u8]) -> Result<Vec<u8>, String> {
-    let (head, record) = match payload.split_first() {
-        Some((&PAYMENT_EVENT_V1, rest)) => {
-            postcard::take_from_bytes::<Head>(rest).map_err(|e| e.to_string())?
-        }
-        _ => return Err("not a compact payment event".into()),
-    };
+    let (head, record) = compact_form::split(payload)?;
     let p = mmc_domain::record::decode(record)?;
     Ok(payment_body(&head, &p))
-}
-
-/// What a payment event says besides the payment.
-#[derive(Serialize, Deserialize)]
-struct Head {
-    id: String,
-    created: u64,
-    event_type: String,
-    api_version: String,
-}
-
-fn compact(head: &Head, p: &Payment) -> Vec<u8> {
-    let mut out = Vec::with_capacity(512);
-    out.push(PAYMENT_EVENT_V1);
-    let mut out = postcard::to_extend(head, out).expect("event heads serialise");
-    out.extend_from_slice(&mmc_domain::record::encode(p));
-    out
 }
 
 /// The JSON body of a payment event: the generation's view of the payment.
@@ -192,6 +169,7 @@ impl<'a, T: Serialize + ?Sized> EventData<'a, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mmc_domain::event::{PAYMENT_EVENT_V1, compact};
     use serde_json::json;
 
     fn payment(generation: &str) -> Payment {

@@ -2,6 +2,7 @@
 //! table, the numbering plans, the payment state machine and time formatting.
 //! Plain Rust, no I/O, so it is tested natively with `cargo test`.
 
+pub mod event;
 pub mod http;
 pub mod json;
 pub mod legacy;

@@ -17,6 +17,8 @@
 //! 2 with `route` at the end: an older record is read as version 3 with no
 //! review and no route.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
@@ -52,6 +54,97 @@ pub fn decode(stored: &[u8]) -> Result<Payment, String> {
         Some(b'{') => serde_json::from_slice(stored).map_err(|e| e.to_string()),
         _ => Err("not a payment record".into()),
     }
+}
+
+/// What a payment is counted by (the console's overview): the leading
+/// fields of its record, read in place from any version of the stored form
+/// without decoding the rest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary<'a> {
+    pub id: Cow<'a, str>,
+    pub merchant_id: Cow<'a, str>,
+    pub environment: Cow<'a, str>,
+    pub status: Status,
+    pub amount: u64,
+    pub mode: Mode,
+    pub operator: Option<Cow<'a, str>>,
+    pub created_at_ms: u64,
+}
+
+pub fn summary(stored: &[u8]) -> Result<Summary<'_>, String> {
+    match stored.first() {
+        // Every version begins with the same fields: what follows is left unread.
+        Some(&(V1 | V2 | V3)) => {
+            let (f, _) =
+                postcard::take_from_bytes::<Front<'_>>(&stored[1..]).map_err(|e| e.to_string())?;
+            Ok(Summary {
+                id: Cow::Borrowed(f.id),
+                merchant_id: Cow::Borrowed(f.merchant_id),
+                environment: Cow::Borrowed(f.environment),
+                status: f.status,
+                amount: f.amount,
+                mode: f.mode,
+                operator: f.operator.map(Cow::Borrowed),
+                created_at_ms: f.created_at_ms,
+            })
+        }
+        Some(b'{') => {
+            let f: JsonFront<'_> = serde_json::from_slice(stored).map_err(|e| e.to_string())?;
+            Ok(Summary {
+                id: f.id,
+                merchant_id: f.merchant_id,
+                environment: f.environment,
+                status: f.status,
+                amount: f.amount,
+                mode: f.mode,
+                operator: f.operator,
+                created_at_ms: f.created_at_ms,
+            })
+        }
+        _ => Err("not a payment record".into()),
+    }
+}
+
+/// The fields of [`Payment`] up to `created_at_ms`, in its order, borrowed
+/// (the binary layout is positional: each must be read to reach the next).
+#[derive(Deserialize)]
+struct Front<'a> {
+    id: &'a str,
+    merchant_id: &'a str,
+    environment: &'a str,
+    _reference: &'a str,
+    status: Status,
+    amount: u64,
+    _currency: &'a str,
+    _country: &'a str,
+    mode: Mode,
+    operator: Option<&'a str>,
+    _customer: Option<(Option<&'a str>, Option<&'a str>, Option<&'a str>)>,
+    _description: Option<&'a str>,
+    _callback_url: Option<&'a str>,
+    _external_merchant_id: Option<&'a str>,
+    _metadata: Option<&'a str>,
+    _psp_reference: Option<&'a str>,
+    _checkout_url: Option<&'a str>,
+    _expires_at_ms: u64,
+    created_at_ms: u64,
+}
+
+/// The same from a JSON record (named fields: the others are skipped).
+#[derive(Deserialize)]
+struct JsonFront<'a> {
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+    #[serde(borrow)]
+    merchant_id: Cow<'a, str>,
+    #[serde(borrow)]
+    environment: Cow<'a, str>,
+    status: Status,
+    amount: u64,
+    mode: Mode,
+    #[serde(default, borrow)]
+    operator: Option<Cow<'a, str>>,
+    created_at_ms: u64,
 }
 
 /// `metadata` (free-form JSON): itself in a JSON record, its JSON text in the
@@ -385,6 +478,40 @@ mod tests {
                 + "01017001630164" // tried: one
         );
         assert_eq!(as_json(&decode(&encode(&p)).unwrap()), as_json(&p));
+    }
+
+    /// A summary says what the whole record says of those fields, in every
+    /// stored form.
+    #[test]
+    fn a_summary_reads_the_fields_it_names_from_every_form() {
+        let full = |p: &Payment| Summary {
+            id: Cow::Owned(p.id.clone()),
+            merchant_id: Cow::Owned(p.merchant_id.clone()),
+            environment: Cow::Owned(p.environment.clone()),
+            status: p.status,
+            amount: p.amount,
+            mode: p.mode,
+            operator: p.operator.clone().map(Cow::Owned),
+            created_at_ms: p.created_at_ms,
+        };
+        let mut p = pinned();
+        p.route = Some(Route {
+            adapter: "m".into(),
+            explanation: "{}".into(),
+            tried: Vec::new(),
+        });
+        let v1 = bytes(V1_HEX);
+        for stored in [encode(&p), encode(&payment()), v1.clone()] {
+            assert_eq!(summary(&stored).unwrap(), full(&decode(&stored).unwrap()));
+        }
+        assert_eq!(summary(&v1).unwrap().created_at_ms, 1);
+        let mut bare = payment();
+        (bare.operator, bare.customer, bare.metadata) = (None, None, None);
+        assert_eq!(summary(&encode(&bare)).unwrap(), full(&bare));
+        let json = br#"{"id":"p1","merchant_id":"m\u0031","environment":"live","reference":"r","status":"expired","amount":5,"currency":"XOF","country":"TG","mode":"hosted","metadata":{"a":"b"},"expires_at_ms":3,"created_at_ms":1,"updated_at_ms":2,"request_hash":"h"}"#;
+        assert_eq!(summary(json).unwrap(), full(&decode(json).unwrap()));
+        assert_eq!(summary(json).unwrap().merchant_id, "m1");
+        assert!(summary(&encode(&p)[..12]).is_err() && summary(b"").is_err());
     }
 
     /// Records stored in versions 1 and 2 are read, with no review and no route.

@@ -30,6 +30,26 @@ pub fn rfc3339(ms: u64) -> String {
     String::from_utf8(out.to_vec()).expect("ASCII digits")
 }
 
+/// The day (days since 1970-01-01) of an instant written as [`rfc3339`]
+/// writes it (its date is read, the rest ignored).
+pub fn day_of(rfc3339: &str) -> Option<i64> {
+    let num = |r: std::ops::Range<usize>| rfc3339.get(r)?.parse::<i64>().ok();
+    if rfc3339.as_bytes().get(4) != Some(&b'-') || rfc3339.as_bytes().get(7) != Some(&b'-') {
+        return None;
+    }
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    // Howard Hinnant's (year, month, day) → days, the inverse of `civil_from_days`.
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    Some(era * 146_097 + doe - 719_468)
+}
+
 /// Howard Hinnant's days → (year, month, day) for the proleptic Gregorian calendar.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -64,6 +84,16 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_written_instant_gives_back_its_day() {
+        assert_eq!(super::day_of("1970-01-01T00:00:00.000Z"), Some(0));
+        assert_eq!(super::day_of("2026-06-01T23:59:59.999Z"), Some(20_605));
+        assert_eq!(super::day_of("2000-02-29"), Some(11_016));
+        assert_eq!(super::day_of("2026-13-01T00:00:00Z"), None);
+        assert_eq!(super::day_of("20260601"), None);
+        assert_eq!(super::day_of(""), None);
+    }
+
     proptest::proptest! {
         /// The digit-by-digit writer says what `format!` says, at every instant.
         #[test]
@@ -79,6 +109,12 @@ mod tests {
                 ms % 1000
             );
             proptest::prop_assert_eq!(super::rfc3339(ms), expected);
+        }
+
+        /// A day read back from what was written is the instant's day.
+        #[test]
+        fn reads_back_the_day_it_wrote(ms in 0u64..253_402_300_799_999) {
+            proptest::prop_assert_eq!(super::day_of(&super::rfc3339(ms)), Some((ms / 86_400_000) as i64));
         }
     }
 }

@@ -159,6 +159,32 @@ CREATE TABLE IF NOT EXISTS console_sign_in_failures (
     since_ms  INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS console_sign_in_failures_since ON console_sign_in_failures (since_ms);
+
+-- The console overview's tallies, kept by the outbox dispatcher (the host's
+-- `tallies`): per merchant, environment, UTC day of creation (days since
+-- 1970-01-01) and operator ('' = not chosen yet).
+CREATE TABLE IF NOT EXISTS overview_tallies (
+    merchant_id  TEXT NOT NULL,
+    environment  TEXT NOT NULL,
+    day          INTEGER NOT NULL,
+    operator     TEXT NOT NULL,
+    payments     INTEGER NOT NULL,
+    succeeded    INTEGER NOT NULL,
+    finished     INTEGER NOT NULL,
+    volume       INTEGER NOT NULL,
+    PRIMARY KEY (merchant_id, environment, day, operator)
+) WITHOUT ROWID;
+-- The operator row each hosted payment in progress is counted in.
+CREATE TABLE IF NOT EXISTS overview_hosted (
+    payment_id  TEXT PRIMARY KEY,
+    operator    TEXT NOT NULL
+) WITHOUT ROWID;
+-- The last outbox event counted; no row: never counted (the dispatcher
+-- counts the stored payments first).
+CREATE TABLE IF NOT EXISTS overview_cursor (
+    id   INTEGER PRIMARY KEY CHECK (id = 1),
+    seq  INTEGER NOT NULL
+);
 "#;
 
 struct Param<'a>(&'a Value);

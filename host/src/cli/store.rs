@@ -1,5 +1,7 @@
-//! `mmc reindex`, `mmc backup`, `mmc restore`: the store itself: its
-//! payments' index started again, and copies of it taken and put back.
+//! `mmc reindex`, `mmc console rebuild-overview`, `mmc backup`, `mmc
+//! restore`: the store itself: its payments' index started again, the
+//! console overview's tallies counted again, and copies of it taken and put
+//! back.
 
 use std::path::Path;
 
@@ -22,6 +24,30 @@ pub fn reindex(config: &Config) {
     }
     tx.commit().unwrap_or_else(|e| fail(&e.to_string()));
     println!("{}", json!({"reindex": "started"}));
+}
+
+pub fn rebuild_overview(config: &Config) {
+    // A count here holds SQLite's write lock for its whole length (about 2 s
+    // per million payments), and a server's writes wait at most 10 s for it:
+    // a server that has the file open counts at its next dispatch round
+    // instead, in its own writer.
+    let served = match config.storage_url() {
+        Ok(mmc_host::config::StorageUrl::Sqlite(path)) => {
+            mmc_storage_sqlite::backup::in_use(&path).unwrap_or(false)
+        }
+        _ => false,
+    };
+    let db = open_db(config);
+    if served {
+        mmc_host::tallies::rebuild_at_next_round(&db.sql).unwrap_or_else(|e| fail(&e.to_string()));
+        println!(
+            "{}",
+            json!({"overview": {"counted": "by the running server, at its next dispatch round"}})
+        );
+        return;
+    }
+    let rebuilt = mmc_host::tallies::rebuild(&db.sql).unwrap_or_else(|e| fail(&e.to_string()));
+    println!("{}", json!({ "overview": rebuilt }));
 }
 
 pub fn backup(config: &Config, to: &Path) {

@@ -65,6 +65,8 @@ pub struct Console {
     pub sessions: sessions::Sessions,
     pub audit: audit::AuditLog,
     pub throttle: throttle::Throttle,
+    /// The overview's tallies (kept by the outbox dispatcher).
+    pub tallies: SqlDb,
     /// Cookies marked `Secure`: the service is reached over TLS.
     pub secure_cookies: bool,
 }
@@ -75,7 +77,8 @@ impl Console {
             users: users::Users::new(db.clone()),
             sessions: sessions::Sessions::new(db.clone()),
             audit: audit::AuditLog::new(db.clone()),
-            throttle: throttle::Throttle::new(db),
+            throttle: throttle::Throttle::new(db.clone()),
+            tallies: db,
             secure_cookies: base_url.starts_with("https://"),
         }
     }
@@ -228,7 +231,7 @@ async fn page(
         }
         ("GET", ["developers", "events"]) => hooks::events(app, req, s).await,
         ("GET", ["developers", "events", id]) => hooks::event(app, req, s, id).await,
-        ("GET", ["overview"]) => overview::page(app, req, s).await,
+        ("GET", ["overview"]) => overview::page(app, c, req, s).await,
         ("GET", ["links"]) => links::list(app, c, req, s, None).await,
         ("POST", ["links"]) => links::create(app, c, req, s).await,
         ("GET", ["links", id]) => links::show(app, req, s, id).await,

@@ -1,8 +1,10 @@
 //! The overview: today's and the last 30 days' payments per operator and
 //! per day (count, volume collected, success rate), drawn as SVG bar charts
 //! by [`super::charts`], and each operator's status from the catalogue. The
-//! payments are read through the API's list, as a key with `payments:read`
-//! would, at most [`MAX_PAYMENTS`] of them (the page says when it stopped).
+//! figures are the tallies the outbox dispatcher keeps ([`crate::tallies`]):
+//! at most 30 days of rows per operator are read, whatever the number of
+//! payments, for the session's merchant and environment, by a person whose
+//! role may list payments (the scope a key's list needs).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -11,8 +13,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::Response;
-use serde_json::Value;
 
+use super::Console;
 use super::api;
 use super::charts::{Bar, bars};
 use super::html::{self, esc, t, text};
@@ -20,12 +22,11 @@ use super::sessions::Session;
 use super::web::{self, ConsoleError, Req};
 use crate::clock::system_now_ms;
 use crate::http::App;
+use crate::tallies::{Counts, DAY_MS, NOT_CHOSEN};
 
 type Resp = Response<Full<Bytes>>;
 
-const DAYS: u64 = 30;
-/// The row of hosted payments whose customer has not chosen an operator yet.
-const NOT_CHOSEN: &str = "";
+const DAYS: i64 = 30;
 
 /// An operator's row label, in the page's language for [`NOT_CHOSEN`].
 fn operator_label(l: html::Lang, op: &str) -> String {
@@ -35,130 +36,67 @@ fn operator_label(l: html::Lang, op: &str) -> String {
         op.to_string()
     }
 }
-const DAY_MS: u64 = 86_400_000;
-/// Payments read at most for one overview (100 pages of the API's list).
-pub const MAX_PAYMENTS: usize = 10_000;
-
-/// Payments of a day or an operator, by outcome.
-#[derive(Default, Clone, Copy)]
-pub struct Tally {
-    pub count: u64,
-    /// Completed (refunded ones too: they were paid).
-    pub succeeded: u64,
-    /// Succeeded, failed or expired: the payments whose outcome is known
-    /// (cancelled ones were the merchant's choice, and count in neither).
-    pub finished: u64,
-    /// Amount collected by the succeeded ones.
-    pub volume: u64,
-}
-
-impl Tally {
-    pub fn add(&mut self, p: &Value) {
-        self.count += 1;
-        match p["status"].as_str().unwrap_or_default() {
-            "completed" | "refunded" => {
-                self.succeeded += 1;
-                self.finished += 1;
-                self.volume += p["amount"].as_u64().unwrap_or(0);
-            }
-            "failed" | "expired" => self.finished += 1,
-            _ => {}
-        }
-    }
-
-    /// Success rate in percent, None while nothing has finished.
-    pub fn rate(&self) -> Option<f64> {
-        (self.finished > 0).then(|| self.succeeded as f64 * 100.0 / self.finished as f64)
-    }
-}
 
 fn rate_text(r: Option<f64>) -> String {
     r.map(|r| format!("{r:.0} %")).unwrap_or_else(|| "–".into())
 }
 
-/// The payments created since `since_ms`, newest first, and whether the
-/// read stopped at [`MAX_PAYMENTS`].
-async fn payments_since(
-    app: &Arc<App>,
-    req: &Req,
-    s: &Session,
-    since_ms: u64,
-) -> Result<(Vec<Value>, bool), ConsoleError> {
-    let mut out = Vec::new();
-    let mut after: Option<String> = None;
-    while out.len() < MAX_PAYMENTS {
-        let mut target = format!(
-            "/api/v1/collect/payments?limit=100&created%5Bgte%5D={}",
-            since_ms / 1000
-        );
-        if let Some(a) = &after {
-            target.push_str(&format!("&starting_after={a}"));
-        }
-        let answer = api::call(app, s, "GET", &target, None, None, &req.request_id).await?;
-        if !answer.ok() {
-            return Err(answer.refusal(req.lang));
-        }
-        let body = answer.json();
-        let data = body["data"].as_array().cloned().unwrap_or_default();
-        after = data
-            .last()
-            .and_then(|p| p["id"].as_str())
-            .map(str::to_string);
-        out.extend(data);
-        if !body["has_more"].as_bool().unwrap_or(false) || after.is_none() {
-            return Ok((out, false));
-        }
-    }
-    Ok((out, true))
-}
-
 /// What the page shows: per day (oldest first) and per operator, today and 30 days.
 pub struct Figures {
-    pub days: Vec<(String, Tally)>,
-    pub today: BTreeMap<String, Tally>,
-    pub month: BTreeMap<String, Tally>,
+    pub days: Vec<(String, Counts)>,
+    pub today: BTreeMap<String, Counts>,
+    pub month: BTreeMap<String, Counts>,
 }
 
-/// Counts `payments` into the 30 days ending with the day of `now_ms` (UTC).
-pub fn figures(payments: &[Value], now_ms: u64) -> Figures {
-    let first = now_ms - now_ms % DAY_MS - (DAYS - 1) * DAY_MS;
-    let mut days: Vec<(String, Tally)> = (0..DAYS)
-        .map(|i| {
+/// The 30 days (UTC) ending with the day of `now_ms`: (first, last).
+fn period(now_ms: u64) -> (i64, i64) {
+    let today = (now_ms / DAY_MS) as i64;
+    (today - (DAYS - 1), today)
+}
+
+/// Adds up tally `rows` (day, operator, counts) into the 30 days ending with
+/// the day of `now_ms`. An operator none of whose payments is left in a
+/// period (a hosted payment's row once its customer chose) is not shown.
+pub fn figures(rows: &[(i64, String, Counts)], now_ms: u64) -> Figures {
+    let (first, today) = period(now_ms);
+    let mut days: Vec<(String, Counts)> = (first..=today)
+        .map(|d| {
             (
-                mmc_domain::time::rfc3339(first + i * DAY_MS)[..10].to_string(),
-                Tally::default(),
+                mmc_domain::time::rfc3339(d as u64 * DAY_MS)[..10].to_string(),
+                Counts::default(),
             )
         })
         .collect();
-    let today_label = days[days.len() - 1].0.clone();
-    let (mut today, mut month) = (BTreeMap::new(), BTreeMap::new());
-    for p in payments {
-        let day = p["created_at"]
-            .as_str()
-            .unwrap_or_default()
-            .get(..10)
-            .unwrap_or_default();
-        let Some(slot) = days.iter_mut().find(|(d, _)| d == day) else {
+    let (mut by_today, mut month) = (BTreeMap::new(), BTreeMap::new());
+    for (day, operator, c) in rows {
+        if !(first..=today).contains(day) {
             continue;
-        };
-        slot.1.add(p);
-        // A hosted payment's operator is the customer's choice, once made.
-        let operator = p["operator"].as_str().unwrap_or(NOT_CHOSEN).to_string();
+        }
+        days[(day - first) as usize].1.add(c);
         month
             .entry(operator.clone())
-            .or_insert_with(Tally::default)
-            .add(p);
-        if day == today_label {
-            today.entry(operator).or_insert_with(Tally::default).add(p);
+            .or_insert_with(Counts::default)
+            .add(c);
+        if *day == today {
+            by_today
+                .entry(operator.clone())
+                .or_insert_with(Counts::default)
+                .add(c);
         }
     }
-    Figures { days, today, month }
+    by_today.retain(|_, c: &mut Counts| c.payments != 0);
+    month.retain(|_, c: &mut Counts| c.payments != 0);
+    Figures {
+        days,
+        today: by_today,
+        month,
+    }
 }
 
 fn operator_table(
     l: html::Lang,
     caption: &str,
-    by: &BTreeMap<String, Tally>,
+    by: &BTreeMap<String, Counts>,
     currency: &str,
 ) -> String {
     let mut out = format!(
@@ -169,26 +107,23 @@ fn operator_table(
         t(l, "volume"),
         t(l, "success_rate"),
     );
-    let mut total = Tally::default();
+    let mut total = Counts::default();
     for (op, tally) in by {
         let _ = write!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{} {currency}</td><td>{}</td></tr>",
             esc(&operator_label(l, op)),
-            tally.count,
+            tally.payments,
             tally.volume,
             rate_text(tally.rate())
         );
-        total.count += tally.count;
-        total.succeeded += tally.succeeded;
-        total.finished += tally.finished;
-        total.volume += tally.volume;
+        total.add(tally);
     }
     let _ = write!(
         out,
         "</tbody><tfoot><tr><th>{}</th><td>{}</td><td>{} {currency}</td><td>{}</td></tr></tfoot></table>",
         t(l, "total"),
-        total.count,
+        total.payments,
         total.volume,
         rate_text(total.rate())
     );
@@ -213,7 +148,7 @@ fn charts(l: html::Lang, f: &Figures, currency: &str) -> String {
             says: format!(
                 "{d}: {} {currency}, {} {}",
                 tally.volume,
-                tally.count,
+                tally.payments,
                 t(l, "count")
             ),
         })
@@ -307,22 +242,31 @@ async fn operators(app: &Arc<App>, req: &Req, s: &Session) -> Result<String, Con
 }
 
 /// `GET /console/overview`.
-pub async fn page(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
+pub async fn page(
+    app: &Arc<App>,
+    c: &Console,
+    req: &Req,
+    s: &Session,
+) -> Result<Resp, ConsoleError> {
     let l = req.lang;
+    // The figures are a summary of the payments: for those who may list them.
+    s.role
+        .scopes()
+        .allow("GET", "/api/v1/collect/payments")
+        .map_err(api::forbidden)?;
     let now = system_now_ms();
-    let since = now - now % DAY_MS - (DAYS - 1) * DAY_MS;
-    let (payments, cut) = payments_since(app, req, s, since).await?;
-    let f = figures(&payments, now);
+    let rows = super::blocking(|| {
+        crate::tallies::read(
+            &c.tallies,
+            &s.merchant_id,
+            s.environment.as_str(),
+            period(now),
+        )
+    })?;
+    let f = figures(&rows, now);
     // Every supported country pays in XOF.
     let currency = "XOF";
     let mut body = String::new();
-    if cut {
-        let _ = write!(
-            body,
-            "<p>{}</p>",
-            html::tf(l, "overview_cut", &[&MAX_PAYMENTS.to_string()])
-        );
-    }
     body.push_str(&operator_table(l, t(l, "today"), &f.today, currency));
     body.push_str(&operator_table(l, t(l, "last_30"), &f.month, currency));
     body.push_str(&charts(l, &f, currency));
@@ -336,20 +280,31 @@ pub async fn page(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Consol
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+
+    fn counts(payments: i64, succeeded: i64, finished: i64, volume: i64) -> Counts {
+        Counts {
+            payments,
+            succeeded,
+            finished,
+            volume,
+        }
+    }
 
     #[test]
-    fn payments_count_in_their_day_and_operator_and_rates_leave_out_the_unfinished() {
+    fn rows_count_in_their_day_and_operator_and_rates_leave_out_the_unfinished() {
         // An hour into a day, in milliseconds since the epoch.
         let now = 1_780_272_000_000 + 3_600_000;
-        let p = |day: &str, op: &str, status: &str, amount: u64| json!({"created_at": format!("{day}T00:30:00.000Z"), "operator": op, "status": status, "amount": amount});
+        let (today, first) = (20_605, 20_605 - 29);
+        let row = |day: i64, op: &str, c: Counts| (day, op.to_string(), c);
         let f = figures(
             &[
-                p("2026-06-01", "mtn-bj", "completed", 1000),
-                p("2026-06-01", "mtn-bj", "failed", 500),
-                p("2026-06-01", "moov-bj", "processing", 700),
-                p("2026-05-03", "mtn-bj", "refunded", 2000),
-                p("2026-05-02", "mtn-bj", "completed", 9999), // 31 days ago: out
+                row(today, "mtn-bj", counts(2, 1, 2, 1000)),
+                row(today, "moov-bj", counts(1, 0, 0, 0)),
+                row(first, "mtn-bj", counts(1, 1, 1, 2000)),
+                row(first - 1, "mtn-bj", counts(1, 1, 1, 9999)), // 31 days ago: out
+                // A hosted payment's row once its customer chose: empty.
+                row(today, NOT_CHOSEN, counts(0, 0, 0, 0)),
+                row(first, NOT_CHOSEN, counts(1, 0, 1, 0)),
             ],
             now,
         );
@@ -357,15 +312,16 @@ mod tests {
             (f.days[0].0.as_str(), f.days[29].0.as_str()),
             ("2026-05-03", "2026-06-01")
         );
-        let today = &f.days[29].1;
-        assert_eq!(
-            (today.count, today.succeeded, today.finished, today.volume),
-            (3, 1, 2, 1000)
-        );
-        assert_eq!(today.rate(), Some(50.0));
-        assert_eq!(f.days[0].1.volume, 2000, "a refunded payment was paid");
+        assert_eq!(f.days[29].1, counts(3, 1, 2, 1000));
+        assert_eq!(f.days[29].1.rate(), Some(50.0));
+        assert_eq!(f.days[0].1, counts(2, 1, 2, 2000));
         assert_eq!(f.month["mtn-bj"].volume, 3000);
         assert_eq!(f.today["moov-bj"].rate(), None, "nothing finished yet");
-        assert!(!f.month.values().any(|t| t.volume == 9999 + 3000));
+        assert!(
+            !f.today.contains_key(NOT_CHOSEN),
+            "no payment left there today"
+        );
+        assert_eq!(f.month[NOT_CHOSEN], counts(1, 0, 1, 0));
+        assert_eq!(f.days.iter().map(|d| d.1.payments).sum::<i64>(), 5);
     }
 }

@@ -140,9 +140,4 @@ pub const MORE: &[(&str, &str, &str)] = &[
     ("active", "active", "active"),
     ("enabled", "enabled", "activé"),
     ("disabled", "disabled", "désactivé"),
-    (
-        "overview_cut",
-        "Counted from the latest {} payments of the period only.",
-        "Calculé sur les {} derniers paiements de la période seulement.",
-    ),
 ];

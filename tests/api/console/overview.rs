@@ -1,15 +1,72 @@
 //! The overview over real payments made through the API: counts, volume and
 //! success rate per operator today, the day's bar in the SVG charts, and the
-//! operators' status from the catalogue.
+//! operators' status from the catalogue; every outcome counted once from the
+//! dispatched events, and the same figures counted again from the payments.
 
 use std::time::{Duration, Instant};
 
 use mmc_host::console::users::Role;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
 use crate::support::*;
 use mmc_test_kit::service_test;
+
+/// The overview once its "today" table says `today`: the dispatcher counts
+/// events a round (200 ms) after they are written. A second later it still
+/// says the same: no event is counted twice.
+async fn overview_once(person: &Browser, today: &str) -> Page {
+    let started = Instant::now();
+    loop {
+        let page = person.get("/console/overview").await;
+        assert_eq!(page.status, 200, "{}", page.body);
+        if figures(&page).0.contains(today) {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let again = person.get("/console/overview").await;
+            assert_eq!(figures(&again), figures(&page));
+            return page;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{today} not in {}",
+            page.body
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The page's (today, last 30 days, charts) parts.
+fn figures(page: &Page) -> (String, String, String) {
+    let body = &page.body;
+    let start = body
+        .find("<caption>Today</caption>")
+        .unwrap_or_else(|| panic!("no tables in {body}"));
+    let month = body
+        .find("<caption>Last 30 days</caption>")
+        .expect("30 days");
+    let charts = body.find("<figure>").expect("the charts");
+    let end = charts + body[charts..].find("<h2>").expect("the operators");
+    (
+        body[start..month].to_string(),
+        body[month..charts].to_string(),
+        body[charts..end].to_string(),
+    )
+}
+
+/// Waits until the payment `id` is in `status` (asking the operator).
+async fn settled(app: &TestApp, key: &str, id: &str, status: &str) -> Value {
+    let started = Instant::now();
+    loop {
+        let (_, p) = app
+            .get(key, &format!("/api/v1/collect/payments/{id}?sync=1"))
+            .await;
+        if p["status"] == status {
+            return p;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{p}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
 
 #[service_test]
 async fn the_overview_counts_todays_payments_per_operator_and_draws_them() {
@@ -49,8 +106,7 @@ async fn the_overview_counts_todays_payments_per_operator_and_draws_them() {
     }
 
     let support = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
-    let page = support.get("/console/overview").await;
-    assert_eq!(page.status, 200, "{}", page.body);
+    let page = overview_once(&support, "<td>4</td><td>3200 XOF</td><td>75 %</td>").await;
     let today = page
         .body
         .split("<caption>Last 30 days</caption>")
@@ -111,4 +167,271 @@ async fn the_overview_counts_todays_payments_per_operator_and_draws_them() {
         page.body
     );
     assert!(!page.body.contains("2500 XOF"));
+}
+
+/// Moves the stored deadline of the payment `id` (in progress) into the
+/// past, as if its five minutes were over: the expiry job ends it.
+fn overdue(app: &TestApp, id: &str) {
+    let db = test_storage(&base_config(app.data_dir.path())).backend;
+    let mut tx = db.begin("collect").unwrap();
+    let entries = tx.scan("expiry", "", "", 1000).unwrap();
+    let (k, v) = entries
+        .iter()
+        .find(|(k, _)| k.ends_with(id))
+        .expect("its deadline");
+    tx.delete("expiry", k).unwrap();
+    tx.put("expiry", &format!("0000000000001{}", &k[13..]), v)
+        .unwrap();
+    let record_key = k[14..].to_string(); // env/merchant/id after "<13 digits>/"
+    let mut record =
+        mmc_domain::record::decode(&tx.get("payments", &record_key).unwrap().unwrap()).unwrap();
+    record.expires_at_ms = 1;
+    tx.put(
+        "payments",
+        &record_key,
+        &mmc_domain::record::encode(&record),
+    )
+    .unwrap();
+    tx.commit().unwrap();
+}
+
+#[service_test]
+async fn every_outcome_counts_once_and_counting_the_payments_again_gives_the_same_figures() {
+    let app = spawn_app_completing_after(0).await;
+    let (merchant, key, _) = app.merchant("Shop");
+    let direct = |phone: &str, operator: &str, amount: u64| {
+        let mut body = direct_payment(phone);
+        (body["operator"], body["amount"]) = (json!(operator), json!(amount));
+        body
+    };
+    // MTN: paid 1,000 then refunded in part, paid 1,500 then refunded in
+    // full, failed (800), cancelled (900), expired (450), still in progress
+    // (400). Moov: paid 700.
+    let mut id = Vec::new();
+    for (phone, operator, amount) in [
+        ("+2290166000001", "mtn-bj", 1000),
+        ("+2290166000011", "mtn-bj", 1500),
+        ("+2290166000002", "mtn-bj", 800),
+        ("+2290166000004", "mtn-bj", 900),
+        ("+2290166000004", "mtn-bj", 450),
+        ("+2290166000004", "mtn-bj", 400),
+        ("+2290195000001", "moov-bj", 700),
+    ] {
+        id.push(
+            app.create_ok(&key, &direct(phone, operator, amount))
+                .await
+                .0,
+        );
+    }
+    for (i, status) in [
+        (0, "completed"),
+        (1, "completed"),
+        (2, "failed"),
+        (6, "completed"),
+    ] {
+        settled(&app, &key, &id[i], status).await;
+    }
+    for (i, amount) in [(0, 400), (1, 1500)] {
+        let (status, r) = app
+            .post(
+                &key,
+                &format!("/api/v1/collect/payments/{}/refunds", id[i]),
+                json!({"amount": amount}),
+            )
+            .await;
+        assert!(status == 201 || status == 200, "{status}: {r}");
+    }
+    settled(&app, &key, &id[1], "refunded").await;
+    let (status, c) = app
+        .post(
+            &key,
+            &format!("/api/v1/collect/payments/{}/cancel", id[3]),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (status, c["status"].as_str()),
+        (200, Some("cancelled")),
+        "{c}"
+    );
+    overdue(&app, &id[4]);
+    settled(&app, &key, &id[4], "expired").await;
+    // Hosted: one whose customer never chose, one who chose MTN and paid 300.
+    let hosted = |amount: u64| {
+        json!({"reference": format!("h-{}", uuid::Uuid::new_v4()), "amount": amount,
+               "currency": "XOF", "country": "BJ", "mode": "hosted"})
+    };
+    app.create_ok(&key, &hosted(2000)).await;
+    let (chosen, p) = app.create_ok(&key, &hosted(300)).await;
+    let form = app
+        .client
+        .post(p["checkout_url"].as_str().unwrap())
+        .form(&[("operator", "mtn-bj"), ("phone", "0166000001")])
+        .send()
+        .await
+        .unwrap();
+    assert!(form.status().is_success() || form.status().is_redirection());
+    settled(&app, &key, &chosen, "completed").await;
+    // The legacy generation: MTN, paid 1,200 (its amounts are in hundredths).
+    let legacy = app
+        .client
+        .post(app.url("/api/v1/collect/mobile-money/"))
+        .bearer_auth(&key)
+        .json(
+            &json!({"amount": 120000, "phone": "97000001", "country": "BJ",
+                      "operator": "mtn-bj", "reference": format!("leg-{}", uuid::Uuid::new_v4())}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(legacy.status(), 201);
+    let legacy: Value = legacy.json().await.unwrap();
+    settled(&app, &key, legacy["id"].as_str().unwrap(), "completed").await;
+    // MTN: 8 payments, 4 paid (1,000 + 1,500 + 300 + 1,200), 6 finished
+    // (the cancelled one in neither, the one in progress not yet).
+    let support = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
+    let page = overview_once(
+        &support,
+        "<tfoot><tr><th>Total</th><td>10</td><td>4700 XOF</td><td>71 %</td></tr>",
+    )
+    .await;
+    let (today, month, charts) = figures(&page);
+    for row in [
+        "<tr><td>mtn-bj</td><td>8</td><td>4000 XOF</td><td>67 %</td></tr>",
+        "<tr><td>moov-bj</td><td>1</td><td>700 XOF</td><td>100 %</td></tr>",
+        "<tr><td>(not chosen yet)</td><td>1</td><td>0 XOF</td><td>–</td></tr>",
+        "<tfoot><tr><th>Total</th><td>10</td><td>4700 XOF</td><td>71 %</td></tr>",
+    ] {
+        assert!(today.contains(row), "{row} in {today}");
+        assert!(month.contains(row), "{row} in {month}");
+    }
+    assert_eq!(today.matches("<tr><td>").count(), 3, "{today}");
+    let day = mmc_domain::time::rfc3339(mmc_host::clock::system_now_ms())[..10].to_string();
+    assert!(
+        charts.contains(&format!("<title>{day}: 4700 XOF, 10 Payments</title>")),
+        "{charts}"
+    );
+
+    // Counted again from the payments: the same figures.
+    let before = figures(&page);
+    let rebuilt = mmc_host::tallies::rebuild(&app.service.site.console.tallies).unwrap();
+    assert_eq!(
+        (rebuilt.payments, rebuilt.unreadable),
+        (10, 0),
+        "{rebuilt:?}"
+    );
+    assert_eq!(figures(&support.get("/console/overview").await), before);
+    // And the events after are counted once more each: a new payment, once.
+    let (last, _) = app
+        .create_ok(&key, &direct("+2290195000001", "moov-bj", 150))
+        .await;
+    settled(&app, &key, &last, "completed").await;
+    let page = overview_once(
+        &support,
+        "<th>Total</th><td>11</td><td>4850 XOF</td><td>75 %</td>",
+    )
+    .await;
+    assert!(
+        figures(&page)
+            .0
+            .contains("<tr><td>moov-bj</td><td>2</td><td>850 XOF</td>")
+    );
+
+    // The live environment counts none of them.
+    let switched = support
+        .submit(
+            "/console/payments",
+            "/console/environment",
+            &[("environment", "live")],
+        )
+        .await;
+    assert_eq!(switched.status, 303, "{}", switched.body);
+    let live = figures(&support.get("/console/overview").await).1;
+    assert!(
+        live.contains("<tfoot><tr><th>Total</th><td>0</td><td>0 XOF</td><td>–</td></tr>"),
+        "{live}"
+    );
+    assert!(!live.contains("<tr><td>"), "{live}");
+}
+
+#[service_test]
+async fn payments_stored_without_their_events_are_counted_by_the_rebuild_and_a_store_without_tallies_by_itself()
+ {
+    let app = spawn_app_completing_after(0).await;
+    let (merchant, key, _) = app.merchant("Shop");
+    for (phone, amount, status) in [
+        ("+2290166000001", 1000, "completed"),
+        ("+2290166000002", 800, "failed"),
+    ] {
+        let mut body = direct_payment(phone);
+        body["amount"] = json!(amount);
+        let (id, _) = app.create_ok(&key, &body).await;
+        settled(&app, &key, &id, status).await;
+    }
+    let support = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
+    let counted = "<tfoot><tr><th>Total</th><td>2</td><td>1000 XOF</td><td>50 %</td></tr>";
+    overview_once(&support, counted).await;
+
+    // A paid Moov payment written straight into the store, as a restore or a
+    // seeded store has them: no event, so not counted.
+    let now = mmc_host::clock::system_now_ms();
+    let id = uuid::Uuid::now_v7().to_string();
+    let record: mmc_domain::record::Payment = serde_json::from_value(json!({
+        "id": id, "merchant_id": merchant, "environment": "test", "reference": "restored",
+        "status": "completed", "amount": 500, "currency": "XOF", "country": "BJ",
+        "mode": "direct", "operator": "moov-bj", "expires_at_ms": now + 900_000,
+        "created_at_ms": now, "updated_at_ms": now, "completed_at_ms": now, "request_hash": "h",
+    }))
+    .unwrap();
+    let storage = test_storage(&base_config(app.data_dir.path()));
+    let mut tx = storage.backend.begin("collect").unwrap();
+    tx.put(
+        "payments",
+        &format!("test/{merchant}/{id}"),
+        &mmc_domain::record::encode(&record),
+    )
+    .unwrap();
+    tx.commit().unwrap();
+    overview_once(&support, counted).await;
+
+    // `mmc console rebuild-overview` counts every stored payment again: at
+    // once on PostgreSQL; on SQLite, with the server holding the file, by the
+    // server's dispatcher at its next round.
+    let dir = app.data_dir.path().to_str().unwrap();
+    let said = crate::cli::mmc(&["console", "rebuild-overview", "--data-dir", dir]);
+    if on_postgres() {
+        assert_eq!(said["overview"]["payments"], 3, "{said}");
+    } else {
+        assert_eq!(
+            said["overview"]["counted"],
+            "by the running server, at its next dispatch round"
+        );
+    }
+    let all = "<tfoot><tr><th>Total</th><td>3</td><td>1500 XOF</td><td>67 %</td></tr>";
+    let rebuilt = figures(&overview_once(&support, all).await);
+    assert!(
+        rebuilt
+            .0
+            .contains("<tr><td>moov-bj</td><td>1</td><td>500 XOF</td><td>100 %</td></tr>")
+    );
+
+    // A store from before the tallies (none, and no cursor): the dispatcher
+    // counts its payments at its next round, then their events as before.
+    storage
+        .sql
+        .write(|c| {
+            c.execute("DELETE FROM overview_cursor", &[])?;
+            c.execute("DELETE FROM overview_tallies", &[])
+        })
+        .unwrap();
+    assert_eq!(figures(&overview_once(&support, all).await), rebuilt);
+    let mut body = direct_payment("+2290166000001");
+    body["amount"] = json!(500);
+    let (id, _) = app.create_ok(&key, &body).await;
+    settled(&app, &key, &id, "completed").await;
+    overview_once(
+        &support,
+        "<tfoot><tr><th>Total</th><td>4</td><td>2000 XOF</td><td>75 %</td></tr>",
+    )
+    .await;
 }
