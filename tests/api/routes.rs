@@ -35,7 +35,7 @@ fn direct(phone: &str) -> Value {
 #[service_test]
 async fn routes_change_at_runtime_explain_each_payment_and_roll_back() {
     let app = routes_app().await;
-    let key = app.test_key("Routes");
+    let (merchant, key, _) = app.merchant("Routes");
     let (status, r) = admin(&app, Method::GET, "/admin/v1/routes", None).await;
     assert_eq!(status, 200, "{r}");
     assert_eq!(
@@ -48,10 +48,8 @@ async fn routes_change_at_runtime_explain_each_payment_and_roll_back() {
         .create(&key, &new_key(), &direct("+2290166001001"))
         .await;
     assert_eq!(status, 201, "{p}");
-    let path = format!(
-        "/api/v1/collect/payments/{}/route",
-        p["id"].as_str().unwrap()
-    );
+    let first_id = p["id"].as_str().unwrap().to_string();
+    let path = format!("/api/v1/collect/payments/{first_id}/route");
     let (_, route) = app.get(&key, &path).await;
     assert_eq!(route["adapter"], "simulator", "{route}");
     assert_eq!(route["explanation"]["reason"], "preferred", "{route}");
@@ -111,6 +109,41 @@ async fn routes_change_at_runtime_explain_each_payment_and_roll_back() {
         ],
         "{calls:?}"
     );
+    // The admin API reads every payment's route and why, the first route's too.
+    let (status, admin_route) = admin(
+        &app,
+        Method::GET,
+        &format!("/admin/v1/payments/{id}/route"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{admin_route}");
+    assert_eq!(
+        (&admin_route["environment"], &admin_route["merchant_id"]),
+        (&json!("test"), &json!(merchant)),
+        "{admin_route}"
+    );
+    assert_eq!(admin_route["explanation"], route["explanation"]);
+    let (_, first) = admin(
+        &app,
+        Method::GET,
+        &format!("/admin/v1/payments/{first_id}/route"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (&first["adapter"], &first["explanation"]["reason"]),
+        (&json!("simulator"), &json!("preferred")),
+        "{first}"
+    );
+    let (status, none) = admin(
+        &app,
+        Method::GET,
+        "/admin/v1/payments/pay_unknown/route",
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "{none}");
 
     // Bad changes are refused with the reason, and change nothing.
     for (env, op, body, says) in [

@@ -108,6 +108,13 @@ pub async fn handle(admin: &Admin, req: NativeRequest) -> Result<NativeResponse,
                 json!({"object": "routes", "routes": specs}),
             ))
         }
+        ("GET", ["payments", id, "route"]) => match req.blocking(|| admin.payment_route(id))? {
+            Some(route) => Ok(NativeResponse::json(200, route)),
+            None => Err(ApiError::not_found(
+                "resource_not_found",
+                format!("No payment {id}."),
+            )),
+        },
         ("GET", ["payments", id, "calls"]) => {
             let calls = req
                 .blocking(|| admin.runtime.services.audit.calls_for(id))

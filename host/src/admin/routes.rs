@@ -6,7 +6,7 @@
 //! before the first version, the configuration's routes are in force.
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::{Admin, AdminError};
 use crate::clock::system_now_ms;
@@ -217,4 +217,54 @@ pub fn spec_from_json(body: &[u8]) -> Result<(RouteSpec, Option<String>), AdminE
     let spec = serde_json::from_value(routes)
         .map_err(|e| AdminError::Routes(format!("\"routes\" is not a route list: {e}")))?;
     Ok((spec, note))
+}
+
+/// The environments a payment id may belong to.
+const ENVIRONMENTS: [&str; 2] = ["live", "test"];
+
+impl Admin {
+    /// The route a payment was sent through and why, as `collect` recorded
+    /// it with the payment (its record read in place, found by id as the
+    /// operators' callbacks find it): the rule, the candidates with their
+    /// health and verdicts, and the routes tried before. None when no
+    /// payment has this id.
+    pub fn payment_route(&self, id: &str) -> Result<Option<Value>, AdminError> {
+        const ROW: &str = "SELECT v FROM kv WHERE ns = 'collect' AND tbl = ?1 AND k = ?2";
+        let found = self.db.read(|c| {
+            for env in ENVIRONMENTS {
+                let Some(owner) = c.query_opt(ROW, sql_params!["owners", format!("{env}/{id}")])?
+                else {
+                    continue;
+                };
+                let merchant = String::from_utf8_lossy(&owner.blob(0)?).into_owned();
+                let key = format!("{env}/{merchant}/{id}");
+                if let Some(row) = c.query_opt(ROW, sql_params!["payments", key])? {
+                    return Ok(Some((env, merchant, row.blob(0)?)));
+                }
+            }
+            Ok(None)
+        })?;
+        let Some((env, merchant, stored)) = found else {
+            return Ok(None);
+        };
+        let p = mmc_domain::record::decode(&stored)
+            .map_err(|e| StorageError::Invalid(format!("payment {id}: {e}")))?;
+        let route = p.route.as_ref();
+        let tried: Vec<Value> = route
+            .map(|r| r.tried.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .map(|t| json!({"adapter": t.adapter, "code": t.code, "message": t.message}))
+            .collect();
+        Ok(Some(json!({
+            "object": "payment.route",
+            "payment_id": p.id,
+            "environment": env,
+            "merchant_id": merchant,
+            "operator": p.operator,
+            "adapter": route.map(|r| r.adapter.as_str()),
+            "explanation": route.and_then(|r| serde_json::from_str::<Value>(&r.explanation).ok()),
+            "tried": tried,
+        })))
+    }
 }
