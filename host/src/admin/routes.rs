@@ -230,15 +230,16 @@ impl Admin {
     /// payment has this id.
     pub fn payment_route(&self, id: &str) -> Result<Option<Value>, AdminError> {
         const ROW: &str = "SELECT v FROM kv WHERE ns = 'collect' AND tbl = ?1 AND k = ?2";
+        let key = |k: String| crate::db::kv_key(&self.db, k);
         let found = self.db.read(|c| {
             for env in ENVIRONMENTS {
-                let Some(owner) = c.query_opt(ROW, sql_params!["owners", format!("{env}/{id}")])?
-                else {
+                let owner = c.query_opt(ROW, &["owners".into(), key(format!("{env}/{id}"))])?;
+                let Some(owner) = owner else {
                     continue;
                 };
                 let merchant = String::from_utf8_lossy(&owner.blob(0)?).into_owned();
-                let key = format!("{env}/{merchant}/{id}");
-                if let Some(row) = c.query_opt(ROW, sql_params!["payments", key])? {
+                let payment = key(format!("{env}/{merchant}/{id}"));
+                if let Some(row) = c.query_opt(ROW, &["payments".into(), payment])? {
                     return Ok(Some((env, merchant, row.blob(0)?)));
                 }
             }

@@ -58,6 +58,16 @@ impl Storage {
     }
 }
 
+/// A key of the components' `kv` table as a query parameter on `db`:
+/// text on SQLite, bytes on PostgreSQL.
+pub fn kv_key(db: &SqlDb, key: String) -> Value {
+    if db.engine_name() == "postgres" {
+        Value::Blob(key.into_bytes())
+    } else {
+        Value::Text(key)
+    }
+}
+
 /// A URL fit for a log line: its password, if any, replaced.
 pub fn redact(url: &str) -> String {
     if let Some((scheme, rest)) = url.split_once("://")

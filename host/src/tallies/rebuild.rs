@@ -47,7 +47,7 @@ pub fn rebuild(db: &SqlDb) -> Result<Rebuilt, StorageError> {
     let mut tries = 0;
     loop {
         tries += 1;
-        match db.write(|tx| rebuild_in(tx, postgres)) {
+        match db.write(|tx| rebuild_in(tx, postgres, crate::db::kv_key(db, String::new()))) {
             Ok(Some(mut r)) => {
                 r.ms = started.elapsed().as_millis() as u64;
                 tracing::info!(
@@ -77,7 +77,12 @@ pub fn rebuild(db: &SqlDb) -> Result<Rebuilt, StorageError> {
     }
 }
 
-fn rebuild_in(tx: &mut dyn SqlConn, postgres: bool) -> Result<Option<Rebuilt>, StorageError> {
+/// `first`: the smallest key, as the engine types keys.
+fn rebuild_in(
+    tx: &mut dyn SqlConn,
+    postgres: bool,
+    first: Value,
+) -> Result<Option<Rebuilt>, StorageError> {
     if postgres {
         // One snapshot for the payments and the outbox's last event.
         tx.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ", &[])?;
@@ -93,12 +98,7 @@ fn rebuild_in(tx: &mut dyn SqlConn, postgres: bool) -> Result<Option<Rebuilt>, S
         .int(0)?;
     let mut round = Round::default();
     let (mut payments, mut unreadable) = (0, 0);
-    // Keys are text on SQLite, bytes on PostgreSQL.
-    let mut after = if postgres {
-        Value::Blob(Vec::new())
-    } else {
-        Value::Text(String::new())
-    };
+    let mut after = first;
     loop {
         let page = tx.query(
             "SELECT k, v FROM kv WHERE ns = 'collect' AND tbl = 'payments' AND k > ?1
