@@ -93,21 +93,9 @@ fn chosen(
 pub fn get_http(caller: &Caller, id: &str) -> Result<Response, ApiError> {
     let p = store::read_payment(&caller.environment, &caller.merchant_id, id)?
         .ok_or_else(|| ApiError::payment_not_found(id))?;
-    let route = p.route.as_ref();
-    let tried: Vec<Value> = route
-        .map(|r| r.tried.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .map(|t| json!({"adapter": t.adapter, "code": t.code, "message": t.message}))
-        .collect();
-    Ok(json_response(
-        200,
-        &json!({
-            "object": "payment.route",
-            "payment_id": p.id,
-            "adapter": route.map(|r| r.adapter.as_str()),
-            "explanation": route.and_then(|r| serde_json::from_str::<Value>(&r.explanation).ok()),
-            "tried": tried,
-        }),
-    ))
+    let mut view = json!({"object": "payment.route", "payment_id": p.id});
+    if let Value::Object(o) = &mut view {
+        o.extend(Route::fields(p.route.as_ref()));
+    }
+    Ok(json_response(200, &view))
 }

@@ -303,6 +303,32 @@ pub struct TriedRoute {
     pub message: String,
 }
 
+impl Route {
+    /// `adapter`, `explanation` (the host's JSON, parsed) and `tried`: a
+    /// payment's route as the APIs show it (null and empty for a record
+    /// from before routes were recorded).
+    pub fn fields(route: Option<&Route>) -> serde_json::Map<String, Value> {
+        let tried: Vec<Value> = route
+            .map(|r| r.tried.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .map(
+                |t| serde_json::json!({"adapter": t.adapter, "code": t.code, "message": t.message}),
+            )
+            .collect();
+        let mut out = serde_json::Map::new();
+        out.insert("adapter".into(), route.map(|r| r.adapter.clone()).into());
+        out.insert(
+            "explanation".into(),
+            route
+                .and_then(|r| serde_json::from_str::<Value>(&r.explanation).ok())
+                .unwrap_or(Value::Null),
+        );
+        out.insert("tried".into(), tried.into());
+        out
+    }
+}
+
 impl Payment {
     /// A request to pay (or a one-time code) goes on its way now, from `node`.
     pub fn start_initiating(&mut self, now: u64, node: String) {

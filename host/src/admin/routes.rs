@@ -250,22 +250,16 @@ impl Admin {
         };
         let p = mmc_domain::record::decode(&stored)
             .map_err(|e| StorageError::Invalid(format!("payment {id}: {e}")))?;
-        let route = p.route.as_ref();
-        let tried: Vec<Value> = route
-            .map(|r| r.tried.as_slice())
-            .unwrap_or_default()
-            .iter()
-            .map(|t| json!({"adapter": t.adapter, "code": t.code, "message": t.message}))
-            .collect();
-        Ok(Some(json!({
+        let mut view = json!({
             "object": "payment.route",
             "payment_id": p.id,
             "environment": env,
             "merchant_id": merchant,
             "operator": p.operator,
-            "adapter": route.map(|r| r.adapter.as_str()),
-            "explanation": route.and_then(|r| serde_json::from_str::<Value>(&r.explanation).ok()),
-            "tried": tried,
-        })))
+        });
+        if let Value::Object(o) = &mut view {
+            o.extend(mmc_domain::record::Route::fields(p.route.as_ref()));
+        }
+        Ok(Some(view))
     }
 }
