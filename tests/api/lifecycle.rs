@@ -309,24 +309,7 @@ async fn unfinished_payments_expire_and_the_deadline_survives_a_restart() {
     );
     // Move the stored deadline into the past rather than waiting 5 minutes
     // (in the index and in the record, which expiry checks).
-    {
-        let mut tx = db.begin("collect").unwrap();
-        let (k, v) = &stored[0];
-        tx.delete("expiry", k).unwrap();
-        tx.put("expiry", &format!("0000000000001{}", &k[13..]), v)
-            .unwrap();
-        let record_key = k[14..].to_string(); // env/merchant/id after "<13 digits>/"
-        let stored = tx.get("payments", &record_key).unwrap().unwrap();
-        let mut record = mmc_domain::record::decode(&stored).unwrap();
-        record.expires_at_ms = 1;
-        tx.put(
-            "payments",
-            &record_key,
-            &mmc_domain::record::encode(&record),
-        )
-        .unwrap();
-        tx.commit().unwrap();
-    }
+    fixtures::overdue(&tx_dir, &id);
     let app = spawn_app_with(move |c| c.data_dir = dir).await;
     let mut last = Value::Null;
     for _ in 0..40 {

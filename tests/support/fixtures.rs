@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{TestApp, id_of, new_key};
+use super::{TestApp, base_config, id_of, new_key, test_storage};
 
 impl TestApp {
     /// A new merchant named `name`, with a key in each environment: its
@@ -45,4 +45,30 @@ impl TestApp {
         assert_eq!(status, 201, "{p}");
         (id_of(&p), p)
     }
+}
+
+/// Moves the stored deadline of the payment `id` (in progress) into the
+/// past, as if its five minutes were over: the expiry job ends it.
+pub fn overdue(data_dir: &std::path::Path, id: &str) {
+    let db = test_storage(&base_config(data_dir)).backend;
+    let mut tx = db.begin("collect").unwrap();
+    let entries = tx.scan("expiry", "", "", 1000).unwrap();
+    let (k, v) = entries
+        .iter()
+        .find(|(k, _)| k.ends_with(id))
+        .expect("its deadline");
+    tx.delete("expiry", k).unwrap();
+    tx.put("expiry", &format!("0000000000001{}", &k[13..]), v)
+        .unwrap();
+    let record_key = k[14..].to_string(); // env/merchant/id after "<13 digits>/"
+    let mut record =
+        mmc_domain::record::decode(&tx.get("payments", &record_key).unwrap().unwrap()).unwrap();
+    record.expires_at_ms = 1;
+    tx.put(
+        "payments",
+        &record_key,
+        &mmc_domain::record::encode(&record),
+    )
+    .unwrap();
+    tx.commit().unwrap();
 }

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 pub mod fakes;
-mod fixtures;
+pub mod fixtures;
 
 use std::path::PathBuf;
 

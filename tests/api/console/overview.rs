@@ -169,32 +169,6 @@ async fn the_overview_counts_todays_payments_per_operator_and_draws_them() {
     assert!(!page.body.contains("2500 XOF"));
 }
 
-/// Moves the stored deadline of the payment `id` (in progress) into the
-/// past, as if its five minutes were over: the expiry job ends it.
-fn overdue(app: &TestApp, id: &str) {
-    let db = test_storage(&base_config(app.data_dir.path())).backend;
-    let mut tx = db.begin("collect").unwrap();
-    let entries = tx.scan("expiry", "", "", 1000).unwrap();
-    let (k, v) = entries
-        .iter()
-        .find(|(k, _)| k.ends_with(id))
-        .expect("its deadline");
-    tx.delete("expiry", k).unwrap();
-    tx.put("expiry", &format!("0000000000001{}", &k[13..]), v)
-        .unwrap();
-    let record_key = k[14..].to_string(); // env/merchant/id after "<13 digits>/"
-    let mut record =
-        mmc_domain::record::decode(&tx.get("payments", &record_key).unwrap().unwrap()).unwrap();
-    record.expires_at_ms = 1;
-    tx.put(
-        "payments",
-        &record_key,
-        &mmc_domain::record::encode(&record),
-    )
-    .unwrap();
-    tx.commit().unwrap();
-}
-
 #[service_test]
 async fn every_outcome_counts_once_and_counting_the_payments_again_gives_the_same_figures() {
     let app = spawn_app_completing_after(0).await;
@@ -254,7 +228,7 @@ async fn every_outcome_counts_once_and_counting_the_payments_again_gives_the_sam
         (200, Some("cancelled")),
         "{c}"
     );
-    overdue(&app, &id[4]);
+    fixtures::overdue(app.data_dir.path(), &id[4]);
     settled(&app, &key, &id[4], "expired").await;
     // Hosted: one whose customer never chose, one who chose MTN and paid 300.
     let hosted = |amount: u64| {
