@@ -1,35 +1,11 @@
 //! Live adapter for FedaPay (a Benin aggregator, API v1): by default
-//! `celtiis-bj` (no-redirect push, mode `sbin`) and `coris-bj` (FedaPay's
-//! payment page), and with the `operators` setting any operator FedaPay
-//! documents for collection: MTN, Moov, Celtiis, Coris Money in Benin; Moov
-//! and Mixx by Yas in Togo; MTN, Moov, Wave, Orange in Côte d'Ivoire.
-//!
-//! - A payment is a FedaPay transaction: created (`POST /v1/transactions`,
-//!   our id in `custom_metadata`), given a token (`POST …/{id}/token`), then
-//!   either pushed to the phone (`POST /v1/{mode}`, the no-redirect modes) or
-//!   paid on FedaPay's page (the token's `url`, everything else: FedaPay does
-//!   not document a no-redirect mode or an OTP flow for Coris Money, Moov CI,
-//!   Wave or Orange). Creating and tokenising move no money, so their
-//!   failures are `not-sent`; the push is the money-moving call and its
-//!   failures follow the money rule.
-//! - FedaPay ids are its own integers. FedaPay documents no lookup by a
-//!   merchant reference: a payment whose push answer was lost is found with
-//!   the transaction search (`GET /v1/transactions/search`), keeping only
-//!   the transaction whose `custom_metadata` carries our id, and, since how
-//!   that search matches is not documented, then in the transaction list,
-//!   read back to the payment's creation before "not found" is said.
-//! - Webhooks are set once in FedaPay's dashboard (one URL for every
-//!   operator) and signed `X-FEDAPAY-SIGNATURE: t=<ts>,s=<hex>` =
-//!   HMAC-SHA256(webhook secret, `<ts>.<raw body>`), as FedaPay's official
-//!   libraries verify. The signed entity is believed; only final states are
-//!   reported (a `pending` event says nothing about a push).
-//! - No refund API and no way to withdraw a transaction are documented:
-//!   `refund` is `not-supported`, `cancel` reports the status.
-//!
-//! Settings: `base_url` (required), `timeout_ms`, `operators`, `mode.<slug>`
-//! (FedaPay's mode name, or `page`), `payout_mode.<slug>`,
-//! `approval_window_ms`, `webhook_tolerance_seconds`. Secrets: `secret_key`,
-//! `webhook_secret`.
+//! `celtiis-bj` (no-redirect push) and `coris-bj` (FedaPay's payment page),
+//! and with the `operators` setting any operator FedaPay documents for
+//! collection. A payment is a transaction created, given a token, then
+//! pushed to the phone or paid on FedaPay's page; creating and tokenising
+//! move no money, the push does. How its protocol is mapped (the search and
+//! list scan for an operation whose answer was lost, signed webhooks, no
+//! refunds), its settings and secrets: `docs/operators.md`.
 
 mod api;
 pub mod transformers;
@@ -175,6 +151,7 @@ fn payout_mode(op: &Operator) -> Option<String> {
 
 impl Adapter for FedaPay {
     const NO_OTP: &'static str = "payments are approved on the phone or on FedaPay's page, not with a one-time code sent here";
+    const NO_REFUNDS: &'static str = "documents no refund API: refund from FedaPay's dashboard";
 
     fn spec() -> &'static Spec {
         &SPEC
@@ -250,18 +227,6 @@ impl Adapter for FedaPay {
         // caller decides when this is final).
         let found = api.find::<Transaction>(&payment.id, payment.psp_reference.as_deref())?;
         lookup::status_of(found, |t| t.status(&iso_of))
-    }
-
-    fn refund(_req: RefundRequest) -> Result<Started, AdapterError> {
-        Err(AdapterError::NotSupported(
-            "FedaPay documents no refund API: refund from FedaPay's dashboard".into(),
-        ))
-    }
-
-    fn refund_status(_refund: OperationRef) -> Result<PspStatus, AdapterError> {
-        Err(AdapterError::NotSupported(
-            "FedaPay documents no refund API".into(),
-        ))
     }
 
     fn payout(req: PayoutRequest) -> Result<Started, AdapterError> {

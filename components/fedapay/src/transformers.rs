@@ -15,7 +15,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use mmc_adapter_kit::types::{Failure, PspStatus, Settled};
+use mmc_adapter_kit::failure;
+use mmc_adapter_kit::reasons::{OPERATOR_ERROR, Reasons};
+use mmc_adapter_kit::types::{Failure, PspStatus};
 use mmc_adapter_kit::wire::{self, text_or_number};
 
 /// The `custom_metadata` key that carries our id (payment or payout id):
@@ -108,19 +110,16 @@ pub struct StartItem {
 pub struct Transaction {
     pub id: u64,
     pub status: String,
-    #[serde(default)]
     pub custom_metadata: Option<Value>,
     /// A string or a number: FedaPay's SDKs read it as an integer.
     #[serde(default, deserialize_with = "text_or_number")]
     pub last_error_code: Option<String>,
-    #[serde(default)]
     pub created_at: Option<String>,
     /// What was moved, as FedaPay states it (whole units; its currency by
     /// id, resolved with `GET /v1/currencies`): a success is believed only
     /// for what we asked (the service compares).
     #[serde(default, deserialize_with = "text_or_number")]
     pub amount: Option<String>,
-    #[serde(default)]
     pub currency_id: Option<u64>,
 }
 
@@ -128,33 +127,26 @@ pub struct Transaction {
 pub struct Payout {
     pub id: u64,
     pub status: String,
-    #[serde(default)]
     pub custom_metadata: Option<Value>,
     /// A string or a number: FedaPay's SDKs read it as an integer.
     #[serde(default, deserialize_with = "text_or_number")]
     pub last_error_code: Option<String>,
-    #[serde(default)]
     pub last_error_message: Option<String>,
-    #[serde(default)]
     pub created_at: Option<String>,
     #[serde(default, deserialize_with = "text_or_number")]
     pub amount: Option<String>,
-    #[serde(default)]
     pub currency_id: Option<u64>,
     /// The beneficiary, as FedaPay states it.
-    #[serde(default)]
     pub customer: Option<PayoutCustomer>,
 }
 
 #[derive(Deserialize, Clone, Debug, Default)]
 pub struct PayoutCustomer {
-    #[serde(default)]
     pub phone_number: Option<PhoneIn>,
 }
 
 #[derive(Deserialize, Clone, Debug, Default)]
 pub struct PhoneIn {
-    #[serde(default)]
     pub number: Option<String>,
 }
 
@@ -223,20 +215,16 @@ pub struct Token {
 /// A webhook: `{name: "transaction.approved", entity: {…}, …}`.
 #[derive(Deserialize)]
 pub struct Event {
-    #[serde(default)]
     pub name: Option<String>,
     /// Older payloads and FedaPay's `Event` class call it `type`.
-    #[serde(default, rename = "type")]
+    #[serde(rename = "type")]
     pub kind: Option<String>,
-    #[serde(default)]
     pub entity: Option<Value>,
 }
 
 #[derive(Deserialize)]
 struct ErrorBody {
-    #[serde(default)]
     message: Option<String>,
-    #[serde(default)]
     errors: Option<Value>,
 }
 
@@ -260,13 +248,10 @@ pub fn one<T: DeserializeOwned>(klass: &str, body: &[u8]) -> Result<T, String> {
 /// FedaPay's SDKs name it) and the modes available in it, when listed.
 #[derive(Debug, Deserialize, Serialize, Clone)]
 pub struct CurrencyModes {
-    #[serde(default)]
     pub id: Option<u64>,
-    #[serde(default)]
     pub iso: Option<String>,
     /// Absent is not "no mode": an answer that does not list modes says
     /// nothing of them (the operator table then stands).
-    #[serde(default)]
     pub modes: Option<Vec<String>>,
 }
 
@@ -334,39 +319,25 @@ const PAID: &[&str] = &[
     "transferred_partially_refunded",
 ];
 
-/// What a success says was moved: its amount, and its currency by id
-/// (`iso`: FedaPay's currency ids to ISO codes, from `GET /v1/currencies`).
-fn settled(
-    what: &str,
-    amount: &Option<String>,
-    currency_id: Option<u64>,
-    party: Option<String>,
-    iso: &dyn Fn(u64) -> Option<String>,
-) -> Result<Settled, String> {
-    let amount = amount
-        .clone()
-        .ok_or_else(|| format!("a FedaPay {what} paid without its amount"))?;
-    let currency = currency_id
-        .and_then(iso)
-        .ok_or_else(|| format!("a FedaPay {what} paid in a currency that cannot be told"))?;
-    Ok(Settled {
-        amount,
-        currency,
-        party,
-    })
-}
-
 pub fn transaction_status(
     t: &Transaction,
     iso: &dyn Fn(u64) -> Option<String>,
 ) -> Result<PspStatus, String> {
     Ok(match t.status.as_str() {
         s if PAID.contains(&s) => {
-            PspStatus::Completed(settled("transaction", &t.amount, t.currency_id, None, iso)?)
+            let currency = t.currency_id.and_then(iso);
+            PspStatus::Completed(wire::settled(
+                "a FedaPay transaction",
+                &t.amount,
+                &currency,
+                None,
+            )?)
         }
-        "declined" => PspStatus::Failed(failure_for(t.last_error_code.as_deref(), "declined")),
+        "declined" => {
+            PspStatus::Failed(failure_for(t.last_error_code.as_deref(), None, "declined"))
+        }
         "canceled" | "cancelled" => {
-            PspStatus::Failed(failure_for(t.last_error_code.as_deref(), "canceled"))
+            PspStatus::Failed(failure_for(t.last_error_code.as_deref(), None, "canceled"))
         }
         _ => PspStatus::Pending,
     })
@@ -382,48 +353,77 @@ pub fn payout_status(p: &Payout, iso: &dyn Fn(u64) -> Option<String>) -> Result<
                 .as_ref()
                 .and_then(|c| c.phone_number.as_ref())
                 .and_then(|n| n.number.clone());
-            PspStatus::Completed(settled("payout", &p.amount, p.currency_id, to, iso)?)
+            let currency = p.currency_id.and_then(iso);
+            PspStatus::Completed(wire::settled("a FedaPay payout", &p.amount, &currency, to)?)
         }
-        "failed" => {
-            let mut f = failure_for(p.last_error_code.as_deref(), "failed");
-            if let Some(m) = &p.last_error_message {
-                f.message = format!("FedaPay: {m}");
-            }
-            PspStatus::Failed(f)
-        }
+        "failed" => PspStatus::Failed(failure_for(
+            p.last_error_code.as_deref(),
+            p.last_error_message.as_deref(),
+            "failed",
+        )),
         _ => PspStatus::Pending,
     })
 }
 
 /// FedaPay's `last_error_code` → ours. FedaPay publishes no list of these
-/// codes: the ones below were seen in integrators' payloads (unconfirmed);
-/// anything else keeps FedaPay's code in the message.
-pub fn failure_for(code: Option<&str>, status: &str) -> Failure {
-    let code = code.filter(|c| !c.is_empty() && *c != "NO_ERROR");
-    let ours = match (code, status) {
-        (Some("INSUFFICIENT_FUND_ERROR" | "INSUFFICIENT_FUNDS"), _) => "insufficient_funds",
-        (Some("DECLINED_BY_CUSTOMER" | "CUSTOMER_DECLINED" | "TRANSACTION_DECLINED"), _) => {
-            "declined_by_customer"
-        }
-        (Some("TIMEOUT_ERROR" | "EXPIRED" | "TRANSACTION_EXPIRED"), _) => "approval_expired",
-        (Some("INVALID_PHONE_NUMBER" | "PHONE_NUMBER_INVALID"), _) => "phone_invalid",
-        (Some("ACCOUNT_NOT_FOUND" | "UNKNOWN_ACCOUNT" | "PAYER_NOT_FOUND"), "failed") => {
-            "recipient_not_found"
-        }
-        (Some("ACCOUNT_NOT_FOUND" | "UNKNOWN_ACCOUNT" | "PAYER_NOT_FOUND"), _) => "payer_not_found",
-        (Some("LIMIT_REACHED" | "LIMIT_EXCEEDED" | "AMOUNT_LIMIT_EXCEEDED"), _) => "limit_reached",
-        (None, "canceled") => "cancelled",
-        (None, "declined") => "operator_refused",
-        _ => "operator_error",
+/// codes: the ones below were seen in integrators' payloads (unconfirmed),
+/// so every message keeps FedaPay's code.
+pub const REASONS: Reasons = Reasons {
+    provider: "FedaPay",
+    codes: &[
+        (
+            &["INSUFFICIENT_FUND_ERROR", "INSUFFICIENT_FUNDS"],
+            "insufficient_funds",
+        ),
+        (
+            &[
+                "DECLINED_BY_CUSTOMER",
+                "CUSTOMER_DECLINED",
+                "TRANSACTION_DECLINED",
+            ],
+            "declined_by_customer",
+        ),
+        (
+            &["TIMEOUT_ERROR", "EXPIRED", "TRANSACTION_EXPIRED"],
+            "approval_expired",
+        ),
+        (
+            &["INVALID_PHONE_NUMBER", "PHONE_NUMBER_INVALID"],
+            "phone_invalid",
+        ),
+        (
+            &["ACCOUNT_NOT_FOUND", "UNKNOWN_ACCOUNT", "PAYER_NOT_FOUND"],
+            "payer_not_found",
+        ),
+        (
+            &["LIMIT_REACHED", "LIMIT_EXCEEDED", "AMOUNT_LIMIT_EXCEEDED"],
+            "limit_reached",
+        ),
+    ],
+    words: &[],
+};
+
+/// The failure FedaPay reports for an operation left `status` (`declined`,
+/// `canceled`, `failed`) with `code` and `message`.
+pub fn failure_for(code: Option<&str>, message: Option<&str>, status: &str) -> Failure {
+    let Some(code) = code.filter(|c| !c.is_empty() && *c != "NO_ERROR") else {
+        let ours = match status {
+            "canceled" => "cancelled",
+            "declined" => "operator_refused",
+            _ => OPERATOR_ERROR,
+        };
+        let said = message.map_or_else(
+            || format!("FedaPay reported the operation {status} without a reason."),
+            |m| format!("FedaPay: {m}"),
+        );
+        return failure(ours, &said);
     };
-    let message = match code {
-        Some(c) => format!("FedaPay reported the operation {status} ({c})."),
-        None => format!("FedaPay reported the operation {status} without a reason."),
+    let ours = match REASONS.code(code) {
+        // The account FedaPay did not find is a payout's recipient.
+        "payer_not_found" if status == "failed" => "recipient_not_found",
+        ours => ours,
     };
-    Failure {
-        code: ours.into(),
-        message,
-    }
+    REASONS.worded(ours, code, message)
 }
 
 /// The reason in a 4xx body (`{message, errors}`).

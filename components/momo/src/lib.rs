@@ -1,23 +1,7 @@
 //! Live adapter for the MTN MoMo Open API: collections (request to pay) for
-//! `mtn-bj` and `mtn-ci`, disbursements (transfers, refunds).
-//!
-//! - The OAuth token (`POST /{product}/token/`, an hour long) is kept in the
-//!   host's cache until ten minutes before it expires, and renewed at once if
-//!   MTN answers 401 to it.
-//! - Our ids are the resource ids: `X-Reference-Id` is the payment (refund,
-//!   payout) id, so a status query works even when the initiation timed out
-//!   and we never learnt whether MTN took it.
-//! - MTN callbacks are unsigned and sent once. `parse-callback` treats one as
-//!   a hint: the service answers at once and then asks MTN by its own
-//!   authenticated status query, never trusting what the body claims.
-//!   Reconciliation polls anyway.
-//!
-//! Settings (`<key>.<slug>` overrides `<key>`, so both markets fit one
-//! component): `base_url` (required), `target_environment` (default
-//! `sandbox`; `mtnbenin`, `mtnivorycoast` in production), `timeout_ms`,
-//! `send_callback_url` (default true), `operators`. Secrets, per product
-//! (`collection`, `disbursement`): `<product>_api_user`, `<product>_api_key`,
-//! `<product>_subscription_key`.
+//! `mtn-bj` and `mtn-ci`, disbursements (transfers, refunds). How its
+//! protocol is mapped, its settings and secrets (`<key>.<slug>` overrides
+//! `<key>`, so both markets fit one component): `docs/operators.md`.
 
 pub mod transformers;
 
@@ -117,7 +101,8 @@ impl Mtn {
     }
 }
 
-/// A token for one operation on one product (see the module comment).
+/// A token for one operation on one product, kept in the host's cache until
+/// [`TOKEN_MARGIN_S`] before it expires and renewed at once when MTN drops it.
 struct Session<'a> {
     mtn: &'a Mtn,
     product: &'static str,

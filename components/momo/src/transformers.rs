@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use mmc_adapter_kit::reasons::Reasons;
+use mmc_adapter_kit::reasons::{OUR_WORDS, Reasons};
 use mmc_adapter_kit::types::{Failure, InitiateRequest, PayoutRequest, PspStatus};
 use mmc_adapter_kit::wire;
 
@@ -60,7 +60,6 @@ pub struct Refund {
 pub struct Token {
     pub access_token: String,
     /// Seconds; without it the token is used once and not cached.
-    #[serde(default)]
     pub expires_in: Option<u64>,
 }
 
@@ -70,28 +69,21 @@ pub struct Token {
 #[serde(rename_all = "camelCase")]
 pub struct Transaction {
     pub status: String,
-    #[serde(default)]
     pub reason: Option<Reason>,
-    #[serde(default)]
     pub external_id: Option<String>,
     /// What was moved, as MTN states it: a success is believed only for what
     /// we asked (the service compares).
-    #[serde(default)]
     pub amount: Option<String>,
-    #[serde(default)]
     pub currency: Option<String>,
     /// A request to pay's payer.
-    #[serde(default)]
     pub payer: Option<PartyIn>,
     /// A transfer's (or refund's) payee.
-    #[serde(default)]
     pub payee: Option<PartyIn>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PartyIn {
-    #[serde(default)]
     pub party_id: Option<String>,
 }
 
@@ -202,29 +194,7 @@ pub const REASONS: Reasons = Reasons {
         (&["SENDER_ACCOUNT_NOT_ACTIVE"], "account_blocked"),
         (&["TRANSACTION_CANCELED"], "cancelled"),
     ],
-    words: &[
-        ("declined_by_customer", "The customer declined the payment."),
-        ("approval_expired", "The customer did not approve in time."),
-        ("insufficient_funds", "The customer's balance is too low."),
-        ("payer_not_found", "No MTN MoMo account for this number."),
-        (
-            "recipient_not_found",
-            "No MTN MoMo account for the recipient's number.",
-        ),
-        (
-            "limit_reached",
-            "The account's transaction limit is reached.",
-        ),
-        (
-            "recipient_not_allowed",
-            "The recipient's account may not receive this payment.",
-        ),
-        (
-            "account_blocked",
-            "The customer's MTN MoMo account is not active.",
-        ),
-        ("cancelled", "The transaction was cancelled at MTN."),
-    ],
+    words: OUR_WORDS,
 };
 
 /// The failure MTN reports with `reason`.

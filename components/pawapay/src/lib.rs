@@ -1,51 +1,15 @@
 //! Live adapter for pawaPay's v2 API where pawaPay really serves: Moov in
 //! Benin, Togocom (Mixx by Yas) and Moov in Togo, Orange and Moov in Côte
-//! d'Ivoire (MTN and Wave have adapters of their own; pawaPay's Benin list
-//! has no Celtiis and no Coris Money, which go through `fedapay`). The
-//! provider code comes from the operator table (`provider_code`),
-//! overridable per operator.
-//!
-//! - Our ids are the aggregator's ids, as the UUIDv4 it demands
-//!   (`mmc_domain::operator_ids`: `depositId` = payment id, `refundId` =
-//!   refund id, `payoutId` = payout id or a UUID derived from it): a status
-//!   query works after a timed-out initiation, and a repeated initiation is
-//!   answered `DUPLICATE_IGNORED` instead of debiting twice.
-//! - Providers whose deposits the account's active configuration lists as
-//!   `PREAUTH` (Orange Money in Côte d'Ivoire: the customer generates a code
-//!   by USSD) need that code *with* the deposit. `initiate` therefore sends
-//!   nothing and answers `otp-required`; `confirm-otp` submits the deposit
-//!   with `preAuthorisationCode`. pawaPay documents no synchronous refusal of
-//!   a wrong code: the operator checks it after pawaPay took the deposit, so
-//!   a wrong code fails the deposit under its id (and the payment with it),
-//!   and a `REJECTED` deposit fails the payment too.
-//! - Callbacks (final states only) are configured in the aggregator's
-//!   dashboard, one URL for all operators: any
-//!   `/api/v1/psp/<slug served here>/callback?environment=live` works. Their
-//!   signatures (RFC 9421, the aggregator's asymmetric key) cannot be checked
-//!   with our HMAC-only signing capability, so `parse-callback` takes only the
-//!   id from the body, as a hint: the service answers at once (pawaPay counts
-//!   only a quick 200 as delivered) and asks the aggregator right after.
-//!
-//! - `describe` takes each operator's deposit limits and availability from
-//!   the account's active configuration (`GET /v2/active-conf`), kept in the
-//!   host's cache for `active_conf_ttl_ms`: pawaPay rejects what its own
-//!   configuration does not allow, so the catalogue says so before a payment
-//!   is made. Unreachable or unreadable: the operator table's values.
-//!
-//! - `predict` asks `POST /v2/predict-provider` when `predict_provider` is
-//!   `true`: pawaPay knows ported numbers (its Benin misprediction rate is
-//!   6%, a prefix table's is worse). Kept a day per number (hashed) in the
-//!   cache.
-//!
-//! Settings: `base_url` (required), `timeout_ms`, `operators`,
-//! `provider_code.<slug>`, `active_conf_ttl_ms`, `predict_provider`.
-//! Secret: `api_token`.
+//! d'Ivoire (MTN and Wave have adapters of their own). How its protocol is
+//! mapped (PREAUTH codes, active configuration, provider prediction,
+//! unsignable callbacks taken as hints), its settings and secret:
+//! `docs/operators.md`.
 
 pub mod transformers;
 
 use std::collections::BTreeMap;
 
-use mmc_adapter_kit::exchange::{Endpoint, OrUnknown, Provider, Reply};
+use mmc_adapter_kit::exchange::{Endpoint, OrUnknown, Provider, Reply, quoted_refusal};
 use mmc_adapter_kit::spec::Spec;
 use mmc_adapter_kit::token::{self, HostCache};
 use mmc_adapter_kit::types::*;
@@ -78,7 +42,7 @@ static SPEC: Spec = Spec {
 static PAWAPAY: Provider = Provider {
     name: "pawaPay",
     credential: Some("API token"),
-    refusal: transformers::refusal,
+    refusal: |status, body| quoted_refusal("pawaPay", status, body),
 };
 
 /// How long the active configuration is kept (setting `active_conf_ttl_ms`):
@@ -389,8 +353,9 @@ impl Adapter for Pawapay {
         })
     }
 
-    /// Takes the subject's id from the body; the status is asked for after
-    /// the answer (see the module comment on signatures).
+    /// Takes the subject's id from the body, as a hint: pawaPay signs with
+    /// an asymmetric key (RFC 9421) that our HMAC-only signing cannot check,
+    /// so the service answers at once and asks pawaPay right after.
     fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
         webhook::method(&req, &["POST", "PUT"], "pawaPay callbacks")?;
         let body: transformers::Callback = PAWAPAY.read("callback", &req.body)?;
@@ -410,8 +375,6 @@ impl Adapter for Pawapay {
         let ours = mmc_domain::operator_ids::from_operator(&id).ok_or_else(|| {
             AdapterError::InvalidResponse(format!("pawaPay callback id {id} is not a UUID"))
         })?;
-        // A hint only (its signature is not checked here): the service answers at
-        // once and asks pawaPay for the status right after.
         Ok(webhook::hint(kind, ours, id))
     }
 }

@@ -81,7 +81,6 @@ pub struct Refund {
 #[serde(rename_all = "camelCase")]
 pub struct FailureReason {
     pub failure_code: String,
-    #[serde(default)]
     pub failure_message: Option<String>,
 }
 
@@ -96,7 +95,6 @@ impl FailureReason {
 #[serde(rename_all = "camelCase")]
 pub struct Initiation {
     pub status: String,
-    #[serde(default)]
     pub failure_reason: Option<FailureReason>,
 }
 
@@ -111,7 +109,6 @@ pub enum Initiated {
 #[derive(Deserialize)]
 pub struct Check {
     pub status: String,
-    #[serde(default)]
     pub data: Option<Record>,
 }
 
@@ -119,33 +116,26 @@ pub struct Check {
 #[serde(rename_all = "camelCase")]
 pub struct Record {
     pub status: String,
-    #[serde(default)]
     pub failure_reason: Option<FailureReason>,
     /// What was moved, as pawaPay states it: a success is believed only for
     /// what we asked (the service compares).
-    #[serde(default)]
     pub amount: Option<String>,
-    #[serde(default)]
     pub currency: Option<String>,
     /// A deposit's payer.
-    #[serde(default)]
     pub payer: Option<PartyIn>,
     /// A payout's recipient.
-    #[serde(default)]
     pub recipient: Option<PartyIn>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct PartyIn {
-    #[serde(default)]
     pub account_details: Option<AccountIn>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct AccountIn {
-    #[serde(default)]
     pub phone_number: Option<String>,
 }
 
@@ -153,11 +143,8 @@ pub struct AccountIn {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Callback {
-    #[serde(default)]
     pub deposit_id: Option<String>,
-    #[serde(default)]
     pub payout_id: Option<String>,
-    #[serde(default)]
     pub refund_id: Option<String>,
 }
 
@@ -198,17 +185,12 @@ pub struct ConfCurrency {
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct ConfOperation {
-    #[serde(default)]
     operation_type: Option<String>,
-    #[serde(default)]
     min_transaction_limit: Option<String>,
-    #[serde(default)]
     max_transaction_limit: Option<String>,
-    #[serde(default)]
     status: Option<String>,
     /// Deposits: `PROVIDER_AUTH` (PIN prompt on the phone), `PREAUTH` (a
     /// code the customer generated travels with the deposit), `REDIRECT_AUTH`.
-    #[serde(default)]
     auth_type: Option<String>,
 }
 
@@ -230,7 +212,6 @@ pub struct DepositConf {
     pub min: Option<u64>,
     pub max: Option<u64>,
     pub status: Option<String>,
-    #[serde(default)]
     pub auth_type: Option<String>,
 }
 
@@ -259,11 +240,11 @@ pub fn deposit_conf(conf: &ActiveConf) -> std::collections::BTreeMap<String, Dep
                     min: d
                         .min_transaction_limit
                         .as_deref()
-                        .and_then(|v| whole(v, true)),
+                        .and_then(|v| wire::whole_units(v, true)),
                     max: d
                         .max_transaction_limit
                         .as_deref()
-                        .and_then(|v| whole(v, false)),
+                        .and_then(|v| wire::whole_units(v, false)),
                     status: d.status,
                     auth_type: d.auth_type,
                 },
@@ -285,17 +266,6 @@ fn deposit_of(ops: &serde_json::Value) -> Option<ConfOperation> {
         serde_json::Value::Object(map) => map.get("DEPOSIT").and_then(read),
         _ => None,
     }
-}
-
-/// `"1000"`, `"1000.50"` → whole units (`round_up` for a minimum).
-fn whole(v: &str, round_up: bool) -> Option<u64> {
-    let (int, frac) = v.trim().split_once('.').unwrap_or((v.trim(), ""));
-    let int: u64 = int.parse().ok()?;
-    if !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let has_frac = frac.bytes().any(|b| b != b'0');
-    Some(if round_up && has_frac { int + 1 } else { int })
 }
 
 /// pawaPay's availability → our operator status. Unknown: not claimed closed.
@@ -377,17 +347,6 @@ pub const REASONS: Reasons = Reasons {
     ],
     words: &[],
 };
-
-/// A 4xx answer no operation expects, quoted as it came.
-pub fn refusal(status: u16, body: &[u8]) -> Failure {
-    Failure {
-        code: "operator_refused".into(),
-        message: format!(
-            "pawaPay refused the request ({status}): {}",
-            mmc_domain::http::excerpt(body)
-        ),
-    }
-}
 
 /// `customerMessage` allows 4 to 22 letters, digits and spaces.
 pub fn customer_message(text: Option<&str>) -> Option<String> {

@@ -1,23 +1,7 @@
-//! Live adapter for Wave Côte d'Ivoire (`wave-ci`): Checkout for payments,
-//! Payout for payouts.
-//!
-//! - Wave is hosted even in `direct` mode: `initiate` opens a checkout
-//!   session (`client_reference` = our payment id) and returns
-//!   `initiated::redirect` with Wave's `wave_launch_url`.
-//! - Webhooks are configured once per wallet in the Wave Business Portal
-//!   (not per request): point them at
-//!   `{public_base_url}/api/v1/psp/wave-ci/callback?environment=live`.
-//!   `parse-callback` verifies `Wave-Signature` (HMAC-SHA256 with the
-//!   `webhook_secret` over the timestamp immediately followed by the raw
-//!   body) and the timestamp's age before reading anything.
-//! - Refunds are whole-session and synchronous at Wave.
-//!
-//! Settings: `base_url` (required), `timeout_ms`, `webhook_tolerance_seconds`
-//! (default 300), `restrict_payer_mobile` (default false: Wave accounts are
-//! not tied to the network of the number the merchant gave), `operators`,
-//! `webhook_security` (`signing`, the default, or `shared_secret`),
-//! `approval_window_ms`. Secrets: `api_key` (Checkout; Payout too unless
-//! `payout_api_key` is set: Wave scopes keys per API), `webhook_secret`.
+//! Live adapter for Wave Côte d'Ivoire (`wave-ci`): Checkout for payments
+//! (hosted even in `direct` mode: `initiate` answers `redirect` to Wave's
+//! `wave_launch_url`), Payout for payouts. How its protocol is mapped, its
+//! settings and secrets: `docs/operators.md`.
 
 pub mod transformers;
 
@@ -134,22 +118,12 @@ fn session(api: &Endpoint, payment: &OperationRef) -> Result<Option<Session>, Ad
 }
 
 /// Checks a webhook by the security strategy chosen for it in Wave's
-/// Business Portal (`webhook_security`): `signing` (the default: the
-/// `Wave-Signature` HMAC of the raw body, checked against the clock) or
+/// Business Portal (`webhook_security`): `signing` (the default) or
 /// `shared_secret` (Wave sends the secret as `Authorization: Bearer …`).
 fn verify_signature(req: &Inbound) -> Result<(), AdapterError> {
-    if settings::setting("webhook_security").as_deref() != Some("shared_secret") {
-        return SIGNATURE.verify(req);
-    }
-    let refuse = |m: &str| Err(AdapterError::Unauthenticated(m.into()));
-    let Some(secret) = settings::secret("webhook_secret") else {
-        // Never accept what we cannot check.
-        return refuse("webhook_secret not configured");
-    };
-    match http::header(&req.headers, "authorization").and_then(|v| v.strip_prefix("Bearer ")) {
-        Some(b) if http::constant_time_eq(b.as_bytes(), secret.as_bytes()) => Ok(()),
-        Some(_) => refuse("the webhook's shared secret does not match"),
-        None => refuse("no Authorization header (webhook_security = shared_secret)"),
+    match settings::setting("webhook_security").as_deref() {
+        Some("shared_secret") => webhook::bearer_secret(req),
+        _ => SIGNATURE.verify(req),
     }
 }
 

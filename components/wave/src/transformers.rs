@@ -26,22 +26,16 @@ pub struct CreateSession {
 #[derive(Deserialize)]
 pub struct Session {
     pub id: String,
-    #[serde(default)]
     pub wave_launch_url: Option<String>,
     /// `open`, `complete`, `expired`.
     pub checkout_status: String,
     /// `processing`, `cancelled`, `succeeded`.
-    #[serde(default)]
     pub payment_status: Option<String>,
-    #[serde(default)]
     pub client_reference: Option<String>,
-    #[serde(default)]
     pub last_payment_error: Option<WaveError>,
     /// What the session asks (and, paid, took), as Wave states it: a
     /// success is believed only for what we asked (the service compares).
-    #[serde(default)]
     pub amount: Option<String>,
-    #[serde(default)]
     pub currency: Option<String>,
 }
 
@@ -60,7 +54,6 @@ impl Session {
 #[derive(Deserialize)]
 pub struct WaveError {
     pub code: String,
-    #[serde(default)]
     pub message: Option<String>,
 }
 
@@ -81,21 +74,16 @@ pub struct Payout {
     pub id: String,
     /// `processing`, `succeeded`, `failed`, `reversed`.
     pub status: String,
-    #[serde(default)]
     pub payout_error: Option<PayoutError>,
     /// What the beneficiary receives, to whom, as Wave states it.
-    #[serde(default)]
     pub receive_amount: Option<String>,
-    #[serde(default)]
     pub currency: Option<String>,
-    #[serde(default)]
     pub mobile: Option<String>,
 }
 
 #[derive(Deserialize)]
 pub struct PayoutError {
     pub error_code: String,
-    #[serde(default)]
     pub error_message: Option<String>,
 }
 

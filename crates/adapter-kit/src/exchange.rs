@@ -229,9 +229,7 @@ impl Provider {
 pub fn coded_refusal(provider: &str, status: u16, body: &[u8]) -> Failure {
     #[derive(serde::Deserialize)]
     struct Coded {
-        #[serde(default)]
         code: Option<String>,
-        #[serde(default)]
         message: Option<String>,
     }
     let parsed: Option<Coded> = serde_json::from_slice(body).ok();
@@ -243,6 +241,18 @@ pub fn coded_refusal(provider: &str, status: u16, body: &[u8]) -> Failure {
             Some(m) => format!("{provider} refused the request ({status}{code}): {m}"),
             None => format!("{provider} refused the request ({status}{code})."),
         },
+    }
+}
+
+/// A refusal quoted as it came, for a provider whose error bodies have no
+/// `code`/`message` to read ([`coded_refusal`] reads those).
+pub fn quoted_refusal(provider: &str, status: u16, body: &[u8]) -> Failure {
+    Failure {
+        code: "operator_refused".into(),
+        message: format!(
+            "{provider} refused the request ({status}): {}",
+            http::excerpt(body)
+        ),
     }
 }
 

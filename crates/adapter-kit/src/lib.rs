@@ -89,6 +89,12 @@ pub trait Adapter {
     /// payments are approved instead).
     const NO_OTP: &'static str = "takes no one-time code";
 
+    /// Why refunds are refused, after the provider's name (where to refund instead).
+    const NO_REFUNDS: &'static str = "offers no refunds";
+
+    /// Why payouts are refused, after the provider's name.
+    const NO_PAYOUTS: &'static str = "offers no payouts";
+
     fn initiate(req: InitiateRequest) -> Result<Initiated, AdapterError>;
 
     fn confirm_otp(_payment: OperationRef, _otp: String) -> Result<OtpOutcome, AdapterError> {
@@ -104,19 +110,19 @@ pub trait Adapter {
     }
 
     fn refund(_req: RefundRequest) -> Result<Started, AdapterError> {
-        Err(unsupported::<Self>("offers no refunds"))
+        Err(unsupported::<Self>(Self::NO_REFUNDS))
     }
 
     fn refund_status(_refund: OperationRef) -> Result<PspStatus, AdapterError> {
-        Err(unsupported::<Self>("offers no refunds"))
+        Err(unsupported::<Self>(Self::NO_REFUNDS))
     }
 
     fn payout(_req: PayoutRequest) -> Result<Started, AdapterError> {
-        Err(unsupported::<Self>("offers no payouts"))
+        Err(unsupported::<Self>(Self::NO_PAYOUTS))
     }
 
     fn payout_status(_payout: OperationRef) -> Result<PspStatus, AdapterError> {
-        Err(unsupported::<Self>("offers no payouts"))
+        Err(unsupported::<Self>(Self::NO_PAYOUTS))
     }
 
     fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError>;

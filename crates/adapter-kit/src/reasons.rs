@@ -19,6 +19,40 @@ pub struct Reasons {
 /// Ours for a failure whose cause we cannot tell.
 pub const OPERATOR_ERROR: &str = "operator_error";
 
+/// Our words for our codes, for a provider that gives no message of its own
+/// (`words: OUR_WORDS`): said to the people who read a payment, so they
+/// name what happened, not the provider's code.
+pub const OUR_WORDS: &[(&str, &str)] = &[
+    ("declined_by_customer", "The customer declined the payment."),
+    ("approval_expired", "The customer did not approve in time."),
+    ("insufficient_funds", "The customer's balance is too low."),
+    (
+        "payer_not_found",
+        "No mobile money account for this number.",
+    ),
+    (
+        "recipient_not_found",
+        "No mobile money account for the recipient's number.",
+    ),
+    (
+        "limit_reached",
+        "The account's transaction limit is reached.",
+    ),
+    (
+        "recipient_not_allowed",
+        "The recipient's account may not receive this payment.",
+    ),
+    (
+        "account_blocked",
+        "The customer's mobile money account is not active.",
+    ),
+    (
+        "phone_invalid",
+        "The phone number is not valid for this operator.",
+    ),
+    ("cancelled", "The operation was cancelled at the operator."),
+];
+
 impl Reasons {
     /// Our code for the provider's `theirs` ([`OPERATOR_ERROR`] for any it
     /// does not list).
@@ -39,7 +73,14 @@ impl Reasons {
             let message = format!("{provider} reported a failure without a reason.");
             return crate::failure(OPERATOR_ERROR, &message);
         };
-        let ours = self.code(theirs);
+        self.worded(self.code(theirs), theirs, message)
+    }
+
+    /// The failure `ours` that the provider reported as `theirs` and
+    /// `message`, worded as [`Reasons::failure`] words it: for a provider
+    /// whose code means another of ours in some operations.
+    pub fn worded(&self, ours: &str, theirs: &str, message: Option<&str>) -> Failure {
+        let provider = self.provider;
         let words = self.words.iter().find(|(code, _)| *code == ours);
         let message = match (message, words) {
             (Some(m), _) => format!("{provider}: {m} ({theirs})"),
@@ -67,6 +108,25 @@ mod tests {
         words: &[("insufficient_funds", "The balance is too low.")],
         ..PLAIN
     };
+
+    #[test]
+    fn our_words_name_each_code_once() {
+        let codes: Vec<&str> = OUR_WORDS.iter().map(|(code, _)| *code).collect();
+        let mut unique = codes.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), codes.len(), "{codes:?}");
+        assert!(
+            !codes.contains(&OPERATOR_ERROR),
+            "its cause is said by its code"
+        );
+        let reasons = Reasons {
+            words: OUR_WORDS,
+            ..PLAIN
+        };
+        let f = reasons.failure(Some("NO"), None);
+        assert_eq!(f.message, "The customer declined the payment.");
+    }
 
     #[test]
     fn every_listed_code_is_ours_and_any_other_an_operator_error() {

@@ -38,6 +38,30 @@ pub fn hint(kind: SubjectKind, id: String, psp_reference: String) -> Vec<Callbac
     }]
 }
 
+/// A notification authenticated by the `webhook_secret` itself, sent as
+/// `Authorization: Bearer <secret>` (a provider's alternative to signing),
+/// compared in constant time.
+pub fn bearer_secret(req: &Inbound) -> Result<(), AdapterError> {
+    bearer_check(&req.headers, settings::secret("webhook_secret").as_deref())
+}
+
+/// The check itself, over its inputs.
+pub fn bearer_check(
+    headers: &[(String, String)],
+    secret: Option<&str>,
+) -> Result<(), AdapterError> {
+    let refuse = |m: &str| Err(AdapterError::Unauthenticated(m.into()));
+    let Some(secret) = secret else {
+        // Never accept what we cannot check.
+        return refuse("webhook_secret not configured");
+    };
+    match http::header(headers, "authorization").and_then(|v| v.strip_prefix("Bearer ")) {
+        Some(b) if http::constant_time_eq(b.as_bytes(), secret.as_bytes()) => Ok(()),
+        Some(_) => refuse("the webhook's shared secret does not match"),
+        None => refuse("no Authorization: Bearer header"),
+    }
+}
+
 /// How one provider signs its notifications.
 pub struct Hmac {
     /// The header carrying the signature (`Wave-Signature`).
@@ -205,6 +229,22 @@ mod tests {
         );
         let unsecured = WAVE.check(&headers, body.as_bytes(), None, 300, NOW, hmac);
         assert_eq!(refused(unsecured), "webhook_secret not configured");
+    }
+
+    #[test]
+    fn a_bearer_secret_passes_only_when_it_is_the_secret() {
+        let bearer = |v: &str| vec![("Authorization".to_string(), v.to_string())];
+        assert_eq!(bearer_check(&bearer("Bearer whsec"), Some("whsec")), Ok(()));
+        for (headers, secret, said) in [
+            (bearer("Bearer whsec2"), Some("whsec"), "does not match"),
+            (bearer("Bearer "), Some("whsec"), "does not match"),
+            (bearer("Basic whsec"), Some("whsec"), "no Authorization"),
+            (Vec::new(), Some("whsec"), "no Authorization"),
+            (bearer("Bearer whsec"), None, "not configured"),
+        ] {
+            let m = refused(bearer_check(&headers, secret));
+            assert!(m.contains(said), "{m}");
+        }
     }
 
     #[test]

@@ -213,6 +213,16 @@ fn a_coded_refusal_quotes_what_the_provider_said() {
     assert_eq!(coded_refusal("Test", 400, b"").code, "operator_refused");
 }
 
+#[test]
+fn a_quoted_refusal_quotes_the_body_as_it_came() {
+    let f = quoted_refusal("Test", 400, br#"{"errorCode":7}"#);
+    assert_eq!(f.code, "operator_refused");
+    assert_eq!(
+        f.message,
+        r#"Test refused the request (400): {"errorCode":7}"#
+    );
+}
+
 /// [`Provider::answer`] to `status` with `body`, expecting `expected`: the
 /// object read or the refusal, else the class of its error.
 fn answered(
