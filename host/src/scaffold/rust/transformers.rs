@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use mmc_adapter_kit::reasons::{OUR_WORDS, Reasons};
 use mmc_adapter_kit::types::{Failure, PspStatus, Settled};
 
 /// `POST /v1/collections`: a request to pay, created under our id.
@@ -70,18 +71,20 @@ pub fn status(c: &Collection) -> PspStatus {
     }
 }
 
-/// Acme's reasons in the service's failure codes.
+/// Acme's reasons in the service's failure codes, worded in ours (Acme
+/// gives no message); a reason not listed is `operator_error` with Acme's.
+pub const REASONS: Reasons = Reasons {
+    provider: "Acme",
+    codes: &[
+        (&["PAYER_DECLINED"], "declined_by_customer"),
+        (&["INSUFFICIENT_FUNDS"], "insufficient_funds"),
+        (&["EXPIRED"], "approval_expired"),
+    ],
+    words: OUR_WORDS,
+};
+
 pub fn failure_for(reason: Option<&str>) -> Failure {
-    let (code, message) = match reason {
-        Some("PAYER_DECLINED") => ("declined_by_customer", "The customer declined the payment."),
-        Some("INSUFFICIENT_FUNDS") => ("insufficient_funds", "The customer's balance is too low."),
-        Some("EXPIRED") => ("approval_expired", "The customer did not approve in time."),
-        _ => ("operator_error", "Acme reports the payment failed."),
-    };
-    Failure {
-        code: code.into(),
-        message: message.into(),
-    }
+    REASONS.failure(reason, None)
 }
 
 /// A 4xx answer as a refusal: Acme's `code` and `message`.
