@@ -172,7 +172,7 @@ fmt:
 # (Cargo.toml's bench-release profile); `make run` builds the quicker release.
 BENCH_PROFILE := bench-release
 
-bench: components
+bench: components python-adapters
 	$(CARGO) build --profile $(BENCH_PROFILE) -p mmc-host
 	./bench/run.sh
 

@@ -14,7 +14,7 @@ BASE="http://127.0.0.1:$PORT"
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 mkdir -p bench/results
 DATA=$(mktemp -d)
-trap 'kill $SERVER 2>/dev/null || true; rm -rf "$DATA"' EXIT
+trap 'kill $SERVER ${FAKE:-} 2>/dev/null || true; rm -rf "$DATA"' EXIT
 export MMC_CACHE_DIR="$TARGET_DIR/mmc-cache" MMC_LOG=warn MMC_RATE_LIMIT__PER_SECOND=0 MMC_RATE_LIMIT__PER_CLIENT_PER_SECOND=0 MMC_ADMIN__LISTEN=127.0.0.1:$((PORT + 1)) MMC_ADMIN__TOKEN=adm_bench_0123456789abcdef0123456789ab
 
 M=$("$MMC" merchants create --name Bench --data-dir "$DATA" | python3 -c 'import sys,json;print(json.load(sys.stdin)["id"])')
@@ -195,6 +195,45 @@ SWAP_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
 RSS_KB=$(awk '/VmRSS/ {print $2}' /proc/$SERVER/status)
 kill $SERVER; wait $SERVER 2>/dev/null || true
 
+# Creates through a live adapter: Rust (`wave`, for wave-ci) against Python
+# (`cinetpay`, for orange-ci), the same shape of protocol (a hosted page the
+# customer pays on), each operator call answered by bench/fake_operator.py on
+# this machine. A server of its own, whose components are the built ones and
+# the Python adapter (compiled at its first start, then read from the cache);
+# ADAPTER_CONNS connections, each run after the server went quiet.
+ADAPTER_CONNS=${BENCH_ADAPTER_CONNECTIONS:-16}
+FAKE_PORT=$((PORT + 30))
+python3 bench/fake_operator.py "$FAKE_PORT" & FAKE=$!
+LIVE_DIR="$DATA/adapters"; mkdir -p "$LIVE_DIR/components"
+cp "$TARGET_DIR"/components/*.wasm "$TARGET_DIR/python-components/cinetpay.wasm" "$LIVE_DIR/components/"
+cat > "$LIVE_DIR/mmc.toml" <<TOML
+[components.wave]
+allowed_hosts = ["127.0.0.1:$FAKE_PORT"]
+settings = { base_url = "http://127.0.0.1:$FAKE_PORT" }
+secrets = { api_key = "wave_sn_bench", webhook_secret = "wave_sn_whsec" }
+
+[components.cinetpay]
+allowed_hosts = ["127.0.0.1:$FAKE_PORT"]
+settings = { base_url = "http://127.0.0.1:$FAKE_PORT", site_id = "105890" }
+secrets = { api_key = "cp_bench", secret_key = "cp_secret" }
+
+[routing.live]
+"wave-ci" = "wave"
+"orange-ci" = "cinetpay"
+TOML
+M4=$("$MMC" merchants create --name Adapters --data-dir "$LIVE_DIR" | json_field id)
+LIVE_KEY=$("$MMC" keys create --merchant "$M4" --env live --data-dir "$LIVE_DIR" | json_field key)
+export MMC_CONFIG="$LIVE_DIR/mmc.toml"
+serve_fresh "$MMC" "$LIVE_DIR" "$LIVE_DIR/components" "$PORT"
+unset MMC_CONFIG
+adapter_creates() { # name, operator, phone: "name|req/s|p50|p99|non-2xx"
+  wait_quiet
+  CONNS=$ADAPTER_CONNS run_wrk "$1" -H "Authorization: Bearer $LIVE_KEY" -s bench/create.lua "$BASE" -- 0 "$2" CI "$3"
+}
+VIA_RUST=$(adapter_creates create-wave wave-ci +2250700000001)
+VIA_PYTHON=$(adapter_creates create-cinetpay orange-ci +2250700000001)
+kill $SERVER $FAKE; wait $SERVER $FAKE 2>/dev/null || true
+
 # GET and list latency against store size, in a store of its own: 10,000
 # payments, then 1,000,000 (seeded as collect writes them: binary records,
 # UUIDv7 ids in creation order, 10 ms apart from T0).
@@ -366,4 +405,12 @@ ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); 
   console_line "failed payments" "$sc_failed" "$lc_failed"
   console_line "a payment's page" "$sc_payment" "$lc_payment"
   console_line "overview" "$sc_overview" "$lc_overview"
+  echo
+  echo "Creates through a live adapter, $ADAPTER_CONNS connections, each operator call answered by bench/fake_operator.py on this machine (Rust: \`wave\` for wave-ci; Python: \`cinetpay\` for orange-ci, a hosted page each):"
+  echo
+  echo "| Endpoint | req/s | p50 | p99 | non-2xx |"
+  echo "|---|---|---|---|---|"
+  for row in "$VIA_RUST" "$VIA_PYTHON"; do IFS='|' read -r n r a b e <<<"$row"; echo "| $n | $r | $a | $b | $e |"; done
+  echo
+  echo "- creates through the Python adapter / through the Rust one: $(ratio "$VIA_PYTHON" "$VIA_RUST")"
 } | tee bench/results/latest.md
