@@ -8,7 +8,7 @@ use mmc_adapter_kit::lookup;
 use mmc_adapter_kit::types::*;
 use mmc_domain::{Operator, http};
 
-use crate::transformers::{self, Operation, Payout, Token, Transaction};
+use crate::transformers::{self, Kind, Payout, Record, Token, Transaction};
 use crate::{ACCEPT, FEDAPAY, SPEC, iso_of};
 
 /// How far FedaPay's lists are read for an operation its search did not
@@ -39,8 +39,8 @@ impl Api {
     }
 
     /// `GET path`, answered 200 with a readable list of `T`s.
-    fn list<T: Operation>(&self, path: &str) -> Result<Vec<T>, AdapterError> {
-        let class = format!("{}s", T::CLASS);
+    fn list<K: Kind>(&self, path: &str) -> Result<Vec<Record<K>>, AdapterError> {
+        let class = format!("{}s", K::CLASS);
         self.endpoint
             .get_with(path, |body| transformers::many(&class, body))
     }
@@ -49,23 +49,23 @@ impl Api {
     /// by our id (e.g. after a call whose answer was lost): the documented
     /// search, keeping only what carries our id in `custom_metadata` (several
     /// would be our bug; a final one wins), then the list.
-    pub fn find<T: Operation>(
+    pub fn find<K: Kind>(
         &self,
         our_id: &str,
         reference: Option<&str>,
-    ) -> Result<Option<T>, AdapterError> {
-        let class = T::CLASS;
+    ) -> Result<Option<Record<K>>, AdapterError> {
+        let class = K::CLASS;
         if let Some(id) = fedapay_id(reference) {
             let resp = self
                 .endpoint
                 .send("GET", &format!("/v1/{class}s/{id}"), &[], None)?;
             return FEDAPAY.found(resp, |body| transformers::one(class, body));
         }
-        let mine = |t: &T| transformers::our_id(t.metadata()).as_deref() == Some(our_id);
+        let mine = |t: &Record<K>| t.ours().as_deref() == Some(our_id);
         let search = http::encode_component(our_id);
         let found = self
             .list(&format!("/v1/{class}s/search?search={search}"))
-            .map(|all| lookup::pick(all.into_iter().filter(&mine).collect(), T::is_final));
+            .map(|all| lookup::pick(all.into_iter().filter(&mine).collect(), Record::is_final));
         match found {
             Ok(Some(t)) => Ok(Some(t)),
             // How the search matches is not documented (nor that it exists
@@ -101,12 +101,12 @@ impl Api {
     /// Ours in FedaPay's list (`GET /v1/{class}s`, `per_page`, `page`), read
     /// until absence is proven ([`lookup::Scan`]): ids that are UUIDv7, like
     /// payment ids, carry their creation time.
-    fn listed<T: Operation>(
+    fn listed<K: Kind>(
         &self,
         our_id: &str,
-        mine: impl Fn(&T) -> bool,
-    ) -> Result<Option<T>, AdapterError> {
-        let class = T::CLASS;
+        mine: impl Fn(&Record<K>) -> bool,
+    ) -> Result<Option<Record<K>>, AdapterError> {
+        let class = K::CLASS;
         let since = lookup::uuid7_ms(our_id)
             .map(|ms| mmc_domain::time::rfc3339(ms.saturating_sub(CLOCK_MARGIN_MS)));
         let scan = lookup::Scan {
@@ -122,7 +122,7 @@ impl Api {
                 ))
             },
             mine,
-            |t| lookup::utc_second(t.created()),
+            |t| lookup::utc_second(t.created_at.as_deref()),
         )
     }
 

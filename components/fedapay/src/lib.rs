@@ -17,7 +17,7 @@ use mmc_adapter_kit::types::*;
 use mmc_adapter_kit::webhook::{self, Hmac};
 use mmc_adapter_kit::{Adapter, log, lookup, phone_required, settings, token, wire};
 use mmc_domain::Operator;
-use transformers::{Operation, Payout, Transaction};
+use transformers::{Kind, Payout, PayoutFields, Transaction, TransactionFields};
 
 static SPEC: Spec = Spec {
     provider: "FedaPay",
@@ -225,7 +225,7 @@ impl Adapter for FedaPay {
         let api = Api::of(&payment.operator)?;
         // Nothing under our id: never created, or still in flight (the
         // caller decides when this is final).
-        let found = api.find::<Transaction>(&payment.id, payment.psp_reference.as_deref())?;
+        let found: Option<Transaction> = api.find(&payment.id, payment.psp_reference.as_deref())?;
         lookup::status_of(found, |t| t.status(&iso_of))
     }
 
@@ -241,7 +241,7 @@ impl Adapter for FedaPay {
         // (its answer lost) is looked for first, and started or reported,
         // never created again. When that cannot be told, nothing new is
         // created and the outcome stays unknown (asked again by our id).
-        let earlier = api.find::<Payout>(&req.payout_id, None).map_err(|e| {
+        let earlier: Option<Payout> = api.find(&req.payout_id, None).map_err(|e| {
             AdapterError::Unavailable(format!(
                 "could not tell whether an earlier attempt created this FedaPay payout: {e:?}"
             ))
@@ -287,7 +287,7 @@ impl Adapter for FedaPay {
 
     fn payout_status(payout: OperationRef) -> Result<PspStatus, AdapterError> {
         let api = Api::of(&payout.operator)?;
-        let found = api.find::<Payout>(&payout.id, payout.psp_reference.as_deref())?;
+        let found: Option<Payout> = api.find(&payout.id, payout.psp_reference.as_deref())?;
         lookup::status_of(found, |p| p.status(&iso_of))
     }
 
@@ -301,9 +301,9 @@ impl Adapter for FedaPay {
         let name = event.name.or(event.kind).unwrap_or_default();
         let entity = event.entity.unwrap_or_default();
         if name.starts_with("transaction.") {
-            final_update::<Transaction>(&name, SubjectKind::Payment, entity)
+            final_update::<TransactionFields>(&name, SubjectKind::Payment, entity)
         } else if name.starts_with("payout.") {
-            final_update::<Payout>(&name, SubjectKind::Payout, entity)
+            final_update::<PayoutFields>(&name, SubjectKind::Payout, entity)
         } else {
             log::log(log::Level::Info, &format!("FedaPay event {name} ignored"));
             Ok(Vec::new())
@@ -314,20 +314,21 @@ impl Adapter for FedaPay {
 /// A webhook's transaction or payout, reported with our id from
 /// `custom_metadata` once final. `created`/`updated` while pending: nothing
 /// final, and no proof a push was ever sent.
-fn final_update<T: Operation>(
+fn final_update<K: Kind>(
     name: &str,
     kind: SubjectKind,
     entity: serde_json::Value,
 ) -> Result<Vec<CallbackUpdate>, AdapterError> {
-    let t: T = wire::from_value(&format!("FedaPay event {name}'s entity"), entity).or_unknown()?;
+    let t: transformers::Record<K> =
+        wire::from_value(&format!("FedaPay event {name}'s entity"), entity).or_unknown()?;
     let status = t.status(&iso_of).or_unknown()?;
     if matches!(status, PspStatus::Pending) {
         return Ok(Vec::new());
     }
     Ok(vec![CallbackUpdate {
         kind,
-        id: transformers::our_id(t.metadata()),
-        psp_reference: Some(t.id().to_string()),
+        id: t.ours(),
+        psp_reference: Some(t.id.to_string()),
         status,
     }])
 }

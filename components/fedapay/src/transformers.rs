@@ -106,10 +106,13 @@ pub struct StartItem {
     pub send_now: bool,
 }
 
+/// A transaction or a payout as FedaPay reports it (answers, lists, webhook
+/// entities): what both carry, and `K`'s own fields.
 #[derive(Deserialize, Clone, Debug, Default)]
-pub struct Transaction {
+pub struct Record<K> {
     pub id: u64,
     pub status: String,
+    /// Where our id is ([`OUR_ID`]).
     pub custom_metadata: Option<Value>,
     /// A string or a number: FedaPay's SDKs read it as an integer.
     #[serde(default, deserialize_with = "text_or_number")]
@@ -121,21 +124,20 @@ pub struct Transaction {
     #[serde(default, deserialize_with = "text_or_number")]
     pub amount: Option<String>,
     pub currency_id: Option<u64>,
+    #[serde(flatten)]
+    pub own: K,
 }
 
+pub type Transaction = Record<TransactionFields>;
+pub type Payout = Record<PayoutFields>;
+
+/// A transaction reads nothing more.
 #[derive(Deserialize, Clone, Debug, Default)]
-pub struct Payout {
-    pub id: u64,
-    pub status: String,
-    pub custom_metadata: Option<Value>,
-    /// A string or a number: FedaPay's SDKs read it as an integer.
-    #[serde(default, deserialize_with = "text_or_number")]
-    pub last_error_code: Option<String>,
+pub struct TransactionFields {}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+pub struct PayoutFields {
     pub last_error_message: Option<String>,
-    pub created_at: Option<String>,
-    #[serde(default, deserialize_with = "text_or_number")]
-    pub amount: Option<String>,
-    pub currency_id: Option<u64>,
     /// The beneficiary, as FedaPay states it.
     pub customer: Option<PayoutCustomer>,
 }
@@ -150,58 +152,49 @@ pub struct PhoneIn {
     pub number: Option<String>,
 }
 
-/// What FedaPay's transactions and payouts share: how one of ours is found
-/// (by its id, or by our id in `custom_metadata`) and what its state says.
-pub trait Operation: DeserializeOwned {
-    /// Its class in FedaPay's paths and wrappers (`transaction`, `payout`).
+/// What tells transactions from payouts: their class in FedaPay's paths and
+/// wrappers, and what their state says.
+pub trait Kind: DeserializeOwned + Sized {
+    /// `transaction`, `payout`.
     const CLASS: &'static str;
-    fn id(&self) -> u64;
-    fn metadata(&self) -> &Option<Value>;
-    fn created(&self) -> Option<&str>;
     /// Whether FedaPay's answer on it is final.
-    fn is_final(&self) -> bool;
+    fn is_final(status: &str) -> bool;
     /// `iso`: FedaPay's currency ids to ISO codes.
-    fn status(&self, iso: &dyn Fn(u64) -> Option<String>) -> Result<PspStatus, String>;
+    fn status(r: &Record<Self>, iso: &dyn Fn(u64) -> Option<String>) -> Result<PspStatus, String>;
 }
 
-impl Operation for Transaction {
+impl Kind for TransactionFields {
     const CLASS: &'static str = "transaction";
-    fn id(&self) -> u64 {
-        self.id
-    }
-    fn metadata(&self) -> &Option<Value> {
-        &self.custom_metadata
-    }
-    fn created(&self) -> Option<&str> {
-        self.created_at.as_deref()
-    }
     /// Paid, declined or cancelled.
-    fn is_final(&self) -> bool {
-        PAID.contains(&self.status.as_str())
-            || matches!(self.status.as_str(), "declined" | "canceled" | "cancelled")
+    fn is_final(status: &str) -> bool {
+        PAID.contains(&status) || matches!(status, "declined" | "canceled" | "cancelled")
     }
-    fn status(&self, iso: &dyn Fn(u64) -> Option<String>) -> Result<PspStatus, String> {
-        transaction_status(self, iso)
+    fn status(t: &Transaction, iso: &dyn Fn(u64) -> Option<String>) -> Result<PspStatus, String> {
+        transaction_status(t, iso)
     }
 }
 
-impl Operation for Payout {
+impl Kind for PayoutFields {
     const CLASS: &'static str = "payout";
-    fn id(&self) -> u64 {
-        self.id
-    }
-    fn metadata(&self) -> &Option<Value> {
-        &self.custom_metadata
-    }
-    fn created(&self) -> Option<&str> {
-        self.created_at.as_deref()
-    }
     /// Sent or failed.
-    fn is_final(&self) -> bool {
-        matches!(self.status.as_str(), "sent" | "failed")
+    fn is_final(status: &str) -> bool {
+        matches!(status, "sent" | "failed")
     }
-    fn status(&self, iso: &dyn Fn(u64) -> Option<String>) -> Result<PspStatus, String> {
-        payout_status(self, iso)
+    fn status(p: &Payout, iso: &dyn Fn(u64) -> Option<String>) -> Result<PspStatus, String> {
+        payout_status(p, iso)
+    }
+}
+
+impl<K: Kind> Record<K> {
+    pub fn is_final(&self) -> bool {
+        K::is_final(&self.status)
+    }
+    pub fn status(&self, iso: &dyn Fn(u64) -> Option<String>) -> Result<PspStatus, String> {
+        K::status(self, iso)
+    }
+    /// Our id, from `custom_metadata`.
+    pub fn ours(&self) -> Option<String> {
+        our_id(&self.custom_metadata)
     }
 }
 
@@ -349,6 +342,7 @@ pub fn payout_status(p: &Payout, iso: &dyn Fn(u64) -> Option<String>) -> Result<
     Ok(match p.status.as_str() {
         "sent" => {
             let to = p
+                .own
                 .customer
                 .as_ref()
                 .and_then(|c| c.phone_number.as_ref())
@@ -358,7 +352,7 @@ pub fn payout_status(p: &Payout, iso: &dyn Fn(u64) -> Option<String>) -> Result<
         }
         "failed" => PspStatus::Failed(failure_for(
             p.last_error_code.as_deref(),
-            p.last_error_message.as_deref(),
+            p.own.last_error_message.as_deref(),
             "failed",
         )),
         _ => PspStatus::Pending,
