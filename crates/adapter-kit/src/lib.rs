@@ -92,9 +92,6 @@ pub trait Adapter {
     /// Why refunds are refused, after the provider's name (where to refund instead).
     const NO_REFUNDS: &'static str = "offers no refunds";
 
-    /// Why payouts are refused, after the provider's name.
-    const NO_PAYOUTS: &'static str = "offers no payouts";
-
     fn initiate(req: InitiateRequest) -> Result<Initiated, AdapterError>;
 
     fn confirm_otp(_payment: OperationRef, _otp: String) -> Result<OtpOutcome, AdapterError> {
@@ -118,11 +115,11 @@ pub trait Adapter {
     }
 
     fn payout(_req: PayoutRequest) -> Result<Started, AdapterError> {
-        Err(unsupported::<Self>(Self::NO_PAYOUTS))
+        Err(unsupported::<Self>("offers no payouts"))
     }
 
     fn payout_status(_payout: OperationRef) -> Result<PspStatus, AdapterError> {
-        Err(unsupported::<Self>(Self::NO_PAYOUTS))
+        Err(unsupported::<Self>("offers no payouts"))
     }
 
     fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError>;
