@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use mmc_adapter_kit::reasons::Reasons;
 use mmc_adapter_kit::types::{Failure, PspStatus};
 use mmc_adapter_kit::wire;
+use mmc_domain::settlement::whole_units;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -240,11 +241,11 @@ pub fn deposit_conf(conf: &ActiveConf) -> std::collections::BTreeMap<String, Dep
                     min: d
                         .min_transaction_limit
                         .as_deref()
-                        .and_then(|v| wire::whole_units(v, true)),
+                        .and_then(|v| whole_units(v, true)),
                     max: d
                         .max_transaction_limit
                         .as_deref()
-                        .and_then(|v| wire::whole_units(v, false)),
+                        .and_then(|v| whole_units(v, false)),
                     status: d.status,
                     auth_type: d.auth_type,
                 },

@@ -75,20 +75,6 @@ pub fn settled(
     }
 }
 
-/// A decimal amount (`"1000"`, `"1000.50"`) in whole units, as limits in
-/// XOF (which has no subunit) are kept: `round_up` for a minimum, else down
-/// for a maximum, so that a whole amount inside is inside the provider's
-/// limits; anything else is none.
-pub fn whole_units(v: &str, round_up: bool) -> Option<u64> {
-    let (int, frac) = v.trim().split_once('.').unwrap_or((v.trim(), ""));
-    let int: u64 = int.parse().ok()?;
-    if !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let has_frac = frac.bytes().any(|b| b != b'0');
-    Some(if round_up && has_frac { int + 1 } else { int })
-}
-
 /// For `#[serde(default, deserialize_with = …)]`: a JSON string or number as
 /// text; anything else (null, absent) is none.
 pub fn text_or_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
@@ -102,23 +88,6 @@ pub fn text_or_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>,
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn decimal_amounts_are_whole_units_inside_the_limits() {
-        for (v, up, expected) in [
-            ("1000", true, Some(1000)),
-            ("1000.00", true, Some(1000)),
-            ("1000.50", true, Some(1001)),
-            ("1000.50", false, Some(1000)),
-            (" 25 ", false, Some(25)),
-            ("1e3", false, None),
-            ("10.5x", true, None),
-            ("-5", true, None),
-            ("", false, None),
-        ] {
-            assert_eq!(whole_units(v, up), expected, "{v} {up}");
-        }
-    }
 
     #[test]
     fn phone_numbers_keep_their_digits() {

@@ -96,17 +96,34 @@ pub fn check(asked: Asked<'_>, reported: Reported<'_>) -> Result<(), Mismatch> {
 /// 1000; a fraction that is not zero, a sign, an exponent or anything else
 /// is not a whole amount (XOF has no subunit) and matches nothing.
 pub fn major_units(s: &str) -> Option<u64> {
+    match decimal(s)? {
+        (whole, false) => Some(whole),
+        _ => None,
+    }
+}
+
+/// A decimal limit (`"1000"`, `"1000.50"`) in whole units, as limits in XOF
+/// are kept: `round_up` for a minimum, else down for a maximum, so that a
+/// whole amount inside is inside the provider's limits; anything else is none.
+pub fn whole_units(s: &str, round_up: bool) -> Option<u64> {
+    let (whole, fraction) = decimal(s)?;
+    if round_up && fraction {
+        whole.checked_add(1)
+    } else {
+        Some(whole)
+    }
+}
+
+/// A plain decimal's whole part, and whether its fraction is not zero; none
+/// for a sign, an exponent or anything else.
+fn decimal(s: &str) -> Option<(u64, bool)> {
     let s = s.trim();
     let (whole, fraction) = s.split_once('.').unwrap_or((s, ""));
     let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
-    if whole.is_empty()
-        || !digits(whole)
-        || !digits(fraction)
-        || fraction.bytes().any(|b| b != b'0')
-    {
+    if whole.is_empty() || !digits(whole) || !digits(fraction) {
         return None;
     }
-    whole.parse().ok()
+    Some((whole.parse().ok()?, fraction.bytes().any(|b| b != b'0')))
 }
 
 /// Two MSISDNs name one account when their digits agree, the answer's with
@@ -126,6 +143,23 @@ fn clip(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimal_limits_are_whole_units_inside_them() {
+        for (v, up, expected) in [
+            ("1000", true, Some(1000)),
+            ("1000.00", true, Some(1000)),
+            ("1000.50", true, Some(1001)),
+            ("1000.50", false, Some(1000)),
+            (" 25 ", false, Some(25)),
+            ("1e3", false, None),
+            ("10.5x", true, None),
+            ("-5", true, None),
+            ("", false, None),
+        ] {
+            assert_eq!(whole_units(v, up), expected, "{v} {up}");
+        }
+    }
 
     fn asked(amount: u64) -> Asked<'static> {
         Asked {
