@@ -83,12 +83,11 @@ pub struct FedaPay;
 /// The modes FedaPay lists for XOF on this account; `None` when they cannot
 /// be had (never an error: `describe` must answer, and the operator table
 /// then stands). FedaPay publishes no limits or operational status, only
-/// these modes.
+/// these modes. A read that failed is logged by the kit, an adapter not
+/// configured is not; currencies read without XOF modes are said here.
 fn xof_modes() -> Option<Vec<String>> {
-    let modes = currencies().and_then(|c| transformers::xof_modes(&c));
-    // Not configured (no `base_url`: every server that does not use FedaPay)
-    // is no news, and `describe` runs every minute.
-    if modes.is_none() && settings::setting("base_url").is_some() {
+    let modes = transformers::xof_modes(&currencies()?);
+    if modes.is_none() {
         log::log(
             log::Level::Warn,
             "FedaPay lists no XOF modes, describing from the operator table",
