@@ -154,7 +154,7 @@ pub struct PhoneIn {
 
 /// What tells transactions from payouts: their class in FedaPay's paths and
 /// wrappers, and what their state says.
-pub trait Kind: DeserializeOwned + Sized {
+pub trait Kind: DeserializeOwned {
     /// `transaction`, `payout`.
     const CLASS: &'static str;
     /// Whether FedaPay's answer on it is final.
