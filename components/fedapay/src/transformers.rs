@@ -364,36 +364,16 @@ pub fn payout_status(p: &Payout, iso: &dyn Fn(u64) -> Option<String>) -> Result<
 /// so every message keeps FedaPay's code.
 pub const REASONS: Reasons = Reasons {
     provider: "FedaPay",
-    codes: &[
-        (
-            &["INSUFFICIENT_FUND_ERROR", "INSUFFICIENT_FUNDS"],
-            "insufficient_funds",
-        ),
-        (
-            &[
-                "DECLINED_BY_CUSTOMER",
-                "CUSTOMER_DECLINED",
-                "TRANSACTION_DECLINED",
-            ],
-            "declined_by_customer",
-        ),
-        (
-            &["TIMEOUT_ERROR", "EXPIRED", "TRANSACTION_EXPIRED"],
-            "approval_expired",
-        ),
-        (
-            &["INVALID_PHONE_NUMBER", "PHONE_NUMBER_INVALID"],
-            "phone_invalid",
-        ),
-        (
-            &["ACCOUNT_NOT_FOUND", "UNKNOWN_ACCOUNT", "PAYER_NOT_FOUND"],
-            "payer_not_found",
-        ),
-        (
-            &["LIMIT_REACHED", "LIMIT_EXCEEDED", "AMOUNT_LIMIT_EXCEEDED"],
-            "limit_reached",
-        ),
-    ],
+    codes: Reasons::table(
+        "
+        insufficient_funds:   INSUFFICIENT_FUND_ERROR INSUFFICIENT_FUNDS
+        declined_by_customer: DECLINED_BY_CUSTOMER CUSTOMER_DECLINED TRANSACTION_DECLINED
+        approval_expired:     TIMEOUT_ERROR EXPIRED TRANSACTION_EXPIRED
+        phone_invalid:        INVALID_PHONE_NUMBER PHONE_NUMBER_INVALID
+        payer_not_found:      ACCOUNT_NOT_FOUND UNKNOWN_ACCOUNT PAYER_NOT_FOUND
+        limit_reached:        LIMIT_REACHED LIMIT_EXCEEDED AMOUNT_LIMIT_EXCEEDED
+        ",
+    ),
     words: &[],
 };
 

@@ -173,27 +173,23 @@ pub fn status_of(t: &Transaction) -> Result<PspStatus, String> {
 /// (NOT_ALLOWED, NOT_ALLOWED_TARGET_ENVIRONMENT, INVALID_CALLBACK_URL_HOST,
 /// INVALID_CURRENCY, RESOURCE_NOT_FOUND, RESOURCE_ALREADY_EXIST,
 /// SERVICE_UNAVAILABLE, INTERNAL_PROCESSING_ERROR), and anything new, is
-/// `operator_error` with MTN's reason.
+/// `operator_error` with MTN's reason. `COULD_NOT_PERFORM_TRANSACTION` is
+/// MTN's "the customer did not act": the prompt timed out on the phone.
 pub const REASONS: Reasons = Reasons {
     provider: "MTN MoMo",
-    codes: &[
-        (
-            &["APPROVAL_REJECTED", "PAYMENT_NOT_APPROVED"],
-            "declined_by_customer",
-        ),
-        // MTN's "the customer did not act": the prompt timed out on the phone.
-        (
-            &["EXPIRED", "COULD_NOT_PERFORM_TRANSACTION"],
-            "approval_expired",
-        ),
-        (&["NOT_ENOUGH_FUNDS"], "insufficient_funds"),
-        (&["PAYER_NOT_FOUND"], "payer_not_found"),
-        (&["PAYEE_NOT_FOUND"], "recipient_not_found"),
-        (&["PAYER_LIMIT_REACHED"], "limit_reached"),
-        (&["PAYEE_NOT_ALLOWED_TO_RECEIVE"], "recipient_not_allowed"),
-        (&["SENDER_ACCOUNT_NOT_ACTIVE"], "account_blocked"),
-        (&["TRANSACTION_CANCELED"], "cancelled"),
-    ],
+    codes: Reasons::table(
+        "
+        declined_by_customer:  APPROVAL_REJECTED PAYMENT_NOT_APPROVED
+        approval_expired:      EXPIRED COULD_NOT_PERFORM_TRANSACTION
+        insufficient_funds:    NOT_ENOUGH_FUNDS
+        payer_not_found:       PAYER_NOT_FOUND
+        recipient_not_found:   PAYEE_NOT_FOUND
+        limit_reached:         PAYER_LIMIT_REACHED
+        recipient_not_allowed: PAYEE_NOT_ALLOWED_TO_RECEIVE
+        account_blocked:       SENDER_ACCOUNT_NOT_ACTIVE
+        cancelled:             TRANSACTION_CANCELED
+        ",
+    ),
     words: OUR_WORDS,
 };
 

@@ -322,30 +322,19 @@ pub fn record_status(r: &Record) -> Result<PspStatus, String> {
 /// pawaPay's failure codes → ours, its message kept.
 pub const REASONS: Reasons = Reasons {
     provider: "pawaPay",
-    codes: &[
-        (&["PAYER_NOT_FOUND"], "payer_not_found"),
-        (&["RECIPIENT_NOT_FOUND"], "recipient_not_found"),
-        (&["PAYMENT_NOT_APPROVED"], "declined_by_customer"),
-        (&["INSUFFICIENT_BALANCE"], "insufficient_funds"),
-        (
-            &[
-                "PAYER_LIMIT_REACHED",
-                "RECIPIENT_LIMIT_REACHED",
-                "WALLET_LIMIT_REACHED",
-            ],
-            "limit_reached",
-        ),
-        (&["PAYMENT_IN_PROGRESS"], "payment_in_progress"),
-        (&["INVALID_PHONE_NUMBER"], "phone_invalid"),
-        (
-            &["AMOUNT_OUT_OF_BOUNDS", "INVALID_AMOUNT"],
-            "amount_out_of_range",
-        ),
-        (
-            &["PROVIDER_TEMPORARILY_UNAVAILABLE"],
-            "operator_unavailable",
-        ),
-    ],
+    codes: Reasons::table(
+        "
+        payer_not_found:      PAYER_NOT_FOUND
+        recipient_not_found:  RECIPIENT_NOT_FOUND
+        declined_by_customer: PAYMENT_NOT_APPROVED
+        insufficient_funds:   INSUFFICIENT_BALANCE
+        limit_reached:        PAYER_LIMIT_REACHED RECIPIENT_LIMIT_REACHED WALLET_LIMIT_REACHED
+        payment_in_progress:  PAYMENT_IN_PROGRESS
+        phone_invalid:        INVALID_PHONE_NUMBER
+        amount_out_of_range:  AMOUNT_OUT_OF_BOUNDS INVALID_AMOUNT
+        operator_unavailable: PROVIDER_TEMPORARILY_UNAVAILABLE
+        ",
+    ),
     words: &[],
 };
 

@@ -143,25 +143,14 @@ pub fn payout_status(p: &Payout) -> Result<PspStatus, String> {
 /// Wave's error codes (kebab-case) → ours, its message kept.
 pub const REASONS: Reasons = Reasons {
     provider: "Wave",
-    codes: &[
-        (&["insufficient-funds"], "insufficient_funds"),
-        (&["payer-mobile-mismatch"], "payer_mismatch"),
-        (
-            &["blocked-account", "recipient-account-blocked"],
-            "account_blocked",
-        ),
-        (
-            &[
-                "kyc-limit-exceeded",
-                "recipient-limit-exceeded",
-                "payout-limit-exceeded",
-            ],
-            "limit_reached",
-        ),
-        (
-            &["no-recipient-account", "recipient-not-found"],
-            "recipient_not_found",
-        ),
-    ],
+    codes: Reasons::table(
+        "
+        insufficient_funds:  insufficient-funds
+        payer_mismatch:      payer-mobile-mismatch
+        account_blocked:     blocked-account recipient-account-blocked
+        limit_reached:       kyc-limit-exceeded recipient-limit-exceeded payout-limit-exceeded
+        recipient_not_found: no-recipient-account recipient-not-found
+        ",
+    ),
     words: &[],
 };

@@ -10,8 +10,10 @@ use crate::types::Failure;
 pub struct Reasons {
     /// As messages name it (`Wave`, `pawaPay`).
     pub provider: &'static str,
-    /// The provider's codes → ours.
-    pub codes: &'static [(&'static [&'static str], &'static str)],
+    /// A table, one line per code of ours: `ours: THEIR_CODE THEIR_OTHER`
+    /// (no provider puts a space in a code). Declared through
+    /// [`Reasons::table`], which refuses a malformed one at compile time.
+    pub codes: &'static str,
     /// Our words for our codes, when the provider gives no message of its own.
     pub words: &'static [(&'static str, &'static str)],
 }
@@ -54,13 +56,42 @@ pub const OUR_WORDS: &[(&str, &str)] = &[
 ];
 
 impl Reasons {
+    /// `codes` checked: every line blank or `ours: THEIRS…`, one code of
+    /// ours (no space in it) and at least one of theirs. In a `const`, a
+    /// malformed table fails the build.
+    pub const fn table(codes: &'static str) -> &'static str {
+        let bytes = codes.as_bytes();
+        // Per line: colons seen, words of ours, a space after one of ours, one of theirs.
+        let (mut i, mut colons, mut ours, mut spaced, mut theirs) = (0, 0, 0, false, false);
+        while i <= bytes.len() {
+            let b = if i < bytes.len() { bytes[i] } else { b'\n' };
+            match b {
+                b'\n' => {
+                    let blank = colons == 0 && ours == 0;
+                    assert!(
+                        blank || colons == 1 && ours == 1 && theirs,
+                        "each line of a failure-code table is `ours: THEIRS…`"
+                    );
+                    (colons, ours, spaced, theirs) = (0, 0, false, false);
+                }
+                b':' => colons += 1,
+                b' ' | b'\t' | b'\r' => spaced = true,
+                _ if colons > 0 => theirs = true,
+                _ if ours == 0 || spaced => (ours, spaced) = (ours + 1, false),
+                _ => {}
+            }
+            i += 1;
+        }
+        codes
+    }
+
     /// Our code for the provider's `theirs` ([`OPERATOR_ERROR`] for any it
     /// does not list).
     pub fn code(&self, theirs: &str) -> &'static str {
-        self.codes
-            .iter()
-            .find(|(codes, _)| codes.contains(&theirs))
-            .map_or(OPERATOR_ERROR, |(_, ours)| ours)
+        let rows = self.codes.lines().filter_map(|line| line.split_once(':'));
+        rows.map(|(ours, codes)| (ours.trim(), codes))
+            .find(|(_, codes)| codes.split_ascii_whitespace().any(|c| c == theirs))
+            .map_or(OPERATOR_ERROR, |(ours, _)| ours)
     }
 
     /// The failure the provider reports with `code` (absent or empty: it
@@ -97,10 +128,12 @@ mod tests {
 
     const PLAIN: Reasons = Reasons {
         provider: "Test",
-        codes: &[
-            (&["LOW", "NO_FUNDS"], "insufficient_funds"),
-            (&["NO"], "declined_by_customer"),
-        ],
+        codes: Reasons::table(
+            "
+            insufficient_funds: LOW NO_FUNDS
+            declined_by_customer: NO
+            ",
+        ),
         words: &[],
     };
 
@@ -129,6 +162,23 @@ mod tests {
     }
 
     #[test]
+    fn a_malformed_table_is_refused() {
+        for table in [
+            "insufficient_funds LOW",
+            "insufficient_funds:",
+            ": LOW",
+            "insufficient funds: LOW",
+            "insufficient_funds: LOW: NO",
+            "declined_by_customer: NO\n  insufficient_funds",
+        ] {
+            let refused = std::panic::catch_unwind(|| Reasons::table(table));
+            assert!(refused.is_err(), "{table:?}");
+        }
+        let fine = "\n  insufficient_funds:\tLOW  NO_FUNDS \r\n\n  declined_by_customer: NO\n  ";
+        assert_eq!(Reasons::table(fine), fine);
+    }
+
+    #[test]
     fn every_listed_code_is_ours_and_any_other_an_operator_error() {
         for reasons in [&PLAIN, &WORDED] {
             for (theirs, ours) in [
@@ -136,6 +186,9 @@ mod tests {
                 ("NO_FUNDS", "insufficient_funds"),
                 ("NO", "declined_by_customer"),
                 ("NEW_CODE", OPERATOR_ERROR),
+                ("LOW NO_FUNDS", OPERATOR_ERROR),
+                ("insufficient_funds", OPERATOR_ERROR),
+                (" ", OPERATOR_ERROR),
                 ("low", OPERATOR_ERROR),
                 ("", OPERATOR_ERROR),
             ] {

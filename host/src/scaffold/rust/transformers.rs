@@ -75,11 +75,13 @@ pub fn status(c: &Collection) -> PspStatus {
 /// gives no message); a reason not listed is `operator_error` with Acme's.
 pub const REASONS: Reasons = Reasons {
     provider: "Acme",
-    codes: &[
-        (&["PAYER_DECLINED"], "declined_by_customer"),
-        (&["INSUFFICIENT_FUNDS"], "insufficient_funds"),
-        (&["EXPIRED"], "approval_expired"),
-    ],
+    codes: Reasons::table(
+        "
+        declined_by_customer: PAYER_DECLINED
+        insufficient_funds:   INSUFFICIENT_FUNDS
+        approval_expired:     EXPIRED
+        ",
+    ),
     words: OUR_WORDS,
 };
 
