@@ -5,16 +5,12 @@
 
 pub mod transformers;
 
-use base64::Engine;
-use mmc_adapter_kit::exchange::{
-    Endpoint, OrUnknown, Provider, before_sending, coded_refusal, json,
-};
+use mmc_adapter_kit::exchange::{Endpoint, Provider, bearer, before_sending, coded_refusal, json};
 use mmc_adapter_kit::outbound_http::Response;
 use mmc_adapter_kit::spec::{Market, Spec};
-use mmc_adapter_kit::token::{self, Bearer, Fresh, HostCache};
+use mmc_adapter_kit::token::{self, Bearer, HostCache};
 use mmc_adapter_kit::types::*;
 use mmc_adapter_kit::{Adapter, lookup, phone_required, webhook};
-use mmc_domain::http;
 
 static SPEC: Spec = Spec {
     provider: "MTN MoMo",
@@ -89,12 +85,15 @@ impl Mtn {
         )))
     }
 
-    /// MTN's API, authorised by `authorization` and a product's subscription key.
-    fn endpoint(&self, authorization: String, subscription_key: &str) -> Endpoint {
+    /// MTN's API under a product's subscription key.
+    fn endpoint(&self, subscription_key: &str) -> Endpoint {
         let api = Endpoint {
             provider: &MTN,
             base_url: self.base_url.clone(),
-            headers: vec![("Authorization".into(), authorization)],
+            headers: vec![(
+                "X-Target-Environment".into(),
+                self.target_environment.clone(),
+            )],
             timeout_ms: self.market.timeout_ms(),
         };
         api.with(("Ocp-Apim-Subscription-Key", subscription_key))
@@ -103,30 +102,26 @@ impl Mtn {
 
 /// A token for one operation on one product, kept in the host's cache until
 /// [`TOKEN_MARGIN_S`] before it expires and renewed at once when MTN drops it.
-struct Session<'a> {
-    mtn: &'a Mtn,
-    product: &'static str,
-    bearer: Bearer,
-    subscription_key: String,
+struct Session {
+    api: Endpoint,
+    bearer: Bearer<'static>,
 }
 
-impl<'a> Session<'a> {
-    fn open(mtn: &'a Mtn, p: &'static str) -> Result<Session<'a>, AdapterError> {
-        let subscription_key = mtn.market.secret(&format!("{p}_subscription_key"))?;
+impl Session {
+    fn open(mtn: &Mtn, p: &'static str) -> Result<Session, AdapterError> {
+        let secret = |name: &str| mtn.market.secret(&format!("{p}_{name}"));
+        let (user, key) = (secret("api_user")?, secret("api_key")?);
+        let api = mtn.endpoint(&secret("subscription_key")?);
         // Cached per market, product and API user (each has its own token).
-        let user = mtn.market.secret(&format!("{p}_api_user"))?;
-        let key = format!(
-            "token/{p}/{}/{}/{user}",
-            mtn.base_url, mtn.target_environment
-        );
-        let renew = || renew(mtn, p, &subscription_key);
-        let bearer = Bearer::open(HostCache, key, "no MTN token", renew)?;
-        Ok(Session {
-            mtn,
-            product: p,
-            bearer,
-            subscription_key,
-        })
+        let (url, env) = (&mtn.base_url, &mtn.target_environment);
+        let cache_key = format!("token/{p}/{url}/{env}/{user}");
+        let token_api = api.clone();
+        let renew = move || {
+            let path = format!("/{p}/token/");
+            token::client_credentials(&token_api, &path, (&user, &key), TOKEN_MARGIN_S)
+        };
+        let bearer = Bearer::open(HostCache, cache_key, "no MTN token", renew)?;
+        Ok(Session { api, bearer })
     }
 
     /// One exchange under the session's token, sent once more under the
@@ -135,15 +130,12 @@ impl<'a> Session<'a> {
         &self,
         method: &str,
         path: &str,
-        extra_headers: &[(String, String)],
+        headers: &[(String, String)],
         body: Option<Vec<u8>>,
     ) -> Result<Response, AdapterError> {
-        let renew = || renew(self.mtn, self.product, &self.subscription_key);
-        self.bearer.send(renew, |token| {
-            self.mtn
-                .endpoint(format!("Bearer {token}"), &self.subscription_key)
-                .with(("X-Target-Environment", &self.mtn.target_environment))
-                .send(method, path, extra_headers, body.clone())
+        self.bearer.send(|token| {
+            let headers = [&[bearer(token)], headers].concat();
+            self.api.send(method, path, &headers, body.clone())
         })
     }
 
@@ -172,32 +164,6 @@ impl<'a> Session<'a> {
         let resp = self.send("GET", path, &[], None)?;
         let found = MTN.found(resp, transformers::parse_transaction)?;
         lookup::status_of(found, transformers::status_of)
-    }
-}
-
-/// A new token from `POST /{product}/token/`, kept for its lifetime less
-/// [`TOKEN_MARGIN_S`].
-fn renew(mtn: &Mtn, p: &str, subscription_key: &str) -> Result<Fresh, AdapterError> {
-    let user = mtn.market.secret(&format!("{p}_api_user"))?;
-    let key = mtn.market.secret(&format!("{p}_api_key"))?;
-    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{key}"));
-    let api = mtn.endpoint(format!("Basic {basic}"), subscription_key);
-    let resp = api.send("POST", &format!("/{p}/token/"), &[], None)?;
-    match resp.status {
-        200 => {
-            let token = transformers::parse_token(&resp.body).or_unknown()?;
-            Ok(Fresh {
-                ttl_ms: token::ttl_ms(token.expires_in, TOKEN_MARGIN_S),
-                token: token.access_token,
-            })
-        }
-        // Our credentials are wrong: an operator-side problem for the payment, not the customer's.
-        401 | 403 => Err(AdapterError::Unavailable(format!(
-            "MTN refused our {p} API user ({}): {}",
-            resp.status,
-            http::excerpt(&resp.body)
-        ))),
-        _ => Err(MTN.unexpected(&resp)),
     }
 }
 

@@ -55,14 +55,6 @@ pub struct Refund {
     pub reference_id_to_refund: String,
 }
 
-/// `POST /{product}/token/`.
-#[derive(Deserialize)]
-pub struct Token {
-    pub access_token: String,
-    /// Seconds; without it the token is used once and not cached.
-    pub expires_in: Option<u64>,
-}
-
 /// A request to pay, transfer or refund as MTN reports it (status queries
 /// and callbacks share this shape).
 #[derive(Deserialize)]
@@ -141,10 +133,6 @@ pub fn transfer(req: &PayoutRequest) -> Transfer {
         payer_message: note(&req.reference),
         payee_note: note(&req.beneficiary_name),
     }
-}
-
-pub fn parse_token(body: &[u8]) -> Result<Token, String> {
-    wire::parse("token answer", body)
 }
 
 pub fn parse_transaction(body: &[u8]) -> Result<Transaction, String> {

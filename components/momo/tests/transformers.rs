@@ -140,7 +140,6 @@ mod props {
             if let Ok(t) = momo::transformers::parse_transaction(&body) {
                 let _ = momo::transformers::status_of(&t);
             }
-            let _ = momo::transformers::parse_token(&body);
         }
     }
 }

@@ -282,6 +282,7 @@ pub fn json(body: &impl serde::Serialize) -> Option<Vec<u8>> {
 
 /// One provider endpoint: where, with which headers on every request, and
 /// how long to wait.
+#[derive(Clone)]
 pub struct Endpoint {
     pub provider: &'static Provider,
     pub base_url: String,

@@ -4,6 +4,8 @@
 
 use std::cell::{Cell, RefCell};
 
+use base64::Engine;
+
 use crate::exchange::{Endpoint, Provider, before_sending};
 use crate::outbound_http::Response;
 use crate::settings::{self, parsed};
@@ -137,31 +139,33 @@ pub struct Fresh {
 }
 
 /// A bearer token for one operation: the cached one, else a fresh one
-/// (kept for its lifetime). A provider that dropped a cached token answers
-/// 401 to it, which performed nothing: [`Bearer::send`] then renews the
-/// token and sends the request once more, under the same reference.
-pub struct Bearer<S: Store = HostCache> {
+/// from `renew` (kept for its lifetime). A provider that dropped a cached
+/// token answers 401 to it, which performed nothing: [`Bearer::send`] then
+/// renews the token and sends the request once more, under the same reference.
+pub struct Bearer<'a, S: Store = HostCache> {
     store: S,
     key: String,
     /// Names the token in the error when its renewal fails (`no MTN token`).
     label: &'static str,
+    renew: Box<dyn Fn() -> Result<Fresh, AdapterError> + 'a>,
     token: RefCell<String>,
     /// The token came from the store: the provider may have dropped it since.
     cached: Cell<bool>,
 }
 
-impl<S: Store> Bearer<S> {
+impl<'a, S: Store> Bearer<'a, S> {
     /// The token kept under `key`, else one from `renew`.
     pub fn open(
         store: S,
         key: String,
         label: &'static str,
-        renew: impl Fn() -> Result<Fresh, AdapterError>,
-    ) -> Result<Bearer<S>, AdapterError> {
+        renew: impl Fn() -> Result<Fresh, AdapterError> + 'a,
+    ) -> Result<Bearer<'a, S>, AdapterError> {
         let bearer = Bearer {
             store,
             key,
             label,
+            renew: Box::new(renew),
             token: RefCell::default(),
             cached: Cell::new(false),
         };
@@ -170,13 +174,13 @@ impl<S: Store> Bearer<S> {
                 *bearer.token.borrow_mut() = t;
                 bearer.cached.set(true);
             }
-            None => bearer.renew(&renew)?,
+            None => bearer.renew()?,
         }
         Ok(bearer)
     }
 
-    fn renew(&self, renew: &impl Fn() -> Result<Fresh, AdapterError>) -> Result<(), AdapterError> {
-        let fresh = renew()?;
+    fn renew(&self) -> Result<(), AdapterError> {
+        let fresh = (self.renew)()?;
         self.store.set(&self.key, &fresh.token, fresh.ttl_ms);
         *self.token.borrow_mut() = fresh.token;
         self.cached.set(false);
@@ -188,7 +192,6 @@ impl<S: Store> Bearer<S> {
     /// the exchange made once more; a 401 to a fresh token is the answer.
     pub fn send(
         &self,
-        renew: impl Fn() -> Result<Fresh, AdapterError>,
         attempt: impl Fn(&str) -> Result<Response, AdapterError>,
     ) -> Result<Response, AdapterError> {
         let resp = attempt(&self.token.borrow())?;
@@ -196,8 +199,45 @@ impl<S: Store> Bearer<S> {
             return Ok(resp);
         }
         self.store.set(&self.key, "", 0);
-        self.renew(&renew).map_err(before_sending(self.label))?;
+        self.renew().map_err(before_sending(self.label))?;
         attempt(&self.token.borrow())
+    }
+}
+
+/// A token from an OAuth 2 client-credentials endpoint on `api` (`POST
+/// path` authorised by HTTP Basic `user:key`, answered `access_token` and
+/// `expires_in`), kept until `margin_s` before it expires. Our credentials
+/// refused (401, 403): the provider cannot be used now, which is no
+/// customer's doing.
+pub fn client_credentials(
+    api: &Endpoint,
+    path: &str,
+    (user, key): (&str, &str),
+    margin_s: u64,
+) -> Result<Fresh, AdapterError> {
+    #[derive(serde::Deserialize)]
+    struct Issued {
+        access_token: String,
+        expires_in: Option<u64>,
+    }
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{key}"));
+    let authorization = [("Authorization".into(), format!("Basic {basic}"))];
+    let resp = api.send("POST", path, &authorization, None)?;
+    match resp.status {
+        200 => {
+            let issued: Issued = api.provider.read("token answer", &resp.body)?;
+            Ok(Fresh {
+                ttl_ms: ttl_ms(issued.expires_in, margin_s),
+                token: issued.access_token,
+            })
+        }
+        401 | 403 => Err(AdapterError::Unavailable(format!(
+            "{} refused our credentials for {path} ({}): {}",
+            api.provider.name,
+            resp.status,
+            mmc_domain::http::excerpt(&resp.body)
+        ))),
+        _ => Err(api.provider.unexpected(&resp)),
     }
 }
 
@@ -259,8 +299,8 @@ mod tests {
             sent.set(s);
             Ok(answer(200))
         };
-        assert_eq!(again.send(issuer(&issued), attempt).unwrap().status, 200);
-        assert_eq!(bearer.send(issuer(&issued), attempt).unwrap().status, 200);
+        assert_eq!(again.send(attempt).unwrap().status, 200);
+        assert_eq!(bearer.send(attempt).unwrap().status, 200);
         assert_eq!(sent.take(), ["t1", "t1"]);
     }
 
@@ -274,7 +314,7 @@ mod tests {
             tokens.borrow_mut().push(t.to_string());
             Ok(answer(if t == "old" { 401 } else { 200 }))
         };
-        assert_eq!(bearer.send(issuer(&issued), attempt).unwrap().status, 200);
+        assert_eq!(bearer.send(attempt).unwrap().status, 200);
         assert_eq!(*tokens.borrow(), ["old", "t1"]);
         assert_eq!((&memory).get("k").as_deref(), Some("t1"));
     }
@@ -288,13 +328,13 @@ mod tests {
             count.set(count.get() + 1);
             Ok(answer(401))
         };
-        assert_eq!(bearer.send(issuer(&issued), refused).unwrap().status, 401);
+        assert_eq!(bearer.send(refused).unwrap().status, 401);
         assert_eq!((count.get(), issued.get()), (1, 1), "no second attempt");
 
         (&memory).set("k", "old", 1000);
-        let bearer = Bearer::open(&memory, "k".into(), "no token", issuer(&issued)).unwrap();
         let down = || Err(AdapterError::Timeout("token endpoint slow".into()));
-        let err = bearer.send(down, refused).unwrap_err();
+        let bearer = Bearer::open(&memory, "k".into(), "no token", down).unwrap();
+        let err = bearer.send(refused).unwrap_err();
         assert_eq!(
             err,
             AdapterError::NotSent("no token, nothing sent: token endpoint slow".into())
