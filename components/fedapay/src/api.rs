@@ -86,7 +86,7 @@ impl Api {
         let read = |b: &[u8]| transformers::many::<Payout>("payouts", b);
         let status = match FEDAPAY.answer(resp, 200..=299, read)? {
             Ok(started) => match started.iter().find(|p| p.id == id) {
-                Some(p) => transformers::payout_status(p, &iso_of).or_unknown()?,
+                Some(p) => p.status(&iso_of).or_unknown()?,
                 None => PspStatus::Pending,
             },
             // Refused: the payout was never started, nothing was sent.

@@ -11,7 +11,7 @@ mod api;
 pub mod transformers;
 
 use api::Api;
-use mmc_adapter_kit::exchange::{OrUnknown, Provider};
+use mmc_adapter_kit::exchange::{OrUnknown, Provider, coded_refusal};
 use mmc_adapter_kit::spec::Spec;
 use mmc_adapter_kit::types::*;
 use mmc_adapter_kit::webhook::{self, Hmac};
@@ -46,7 +46,7 @@ static SPEC: Spec = Spec {
 static FEDAPAY: Provider = Provider {
     name: "FedaPay",
     credential: Some("secret key"),
-    refusal: transformers::refusal,
+    refusal: |status, body| coded_refusal("FedaPay", status, body),
 };
 
 /// `X-FEDAPAY-SIGNATURE: t=<ts>,s=<hex>` over `<ts>.<raw body>`, as
@@ -251,7 +251,7 @@ impl Adapter for FedaPay {
             if p.status != "pending" {
                 return Ok(Started {
                     psp_reference: p.id.to_string(),
-                    status: transformers::payout_status(&p, &iso_of).or_unknown()?,
+                    status: p.status(&iso_of).or_unknown()?,
                 });
             }
             // Created, never started: start that one.

@@ -170,18 +170,53 @@ impl Kind for TransactionFields {
         PAID.contains(&status) || matches!(status, "declined" | "canceled" | "cancelled")
     }
     fn status(t: &Transaction, iso: &dyn Fn(u64) -> Option<String>) -> Result<PspStatus, String> {
-        transaction_status(t, iso)
+        Ok(match t.status.as_str() {
+            s if PAID.contains(&s) => {
+                let currency = t.currency_id.and_then(iso);
+                PspStatus::Completed(wire::settled(
+                    "a FedaPay transaction",
+                    &t.amount,
+                    &currency,
+                    None,
+                )?)
+            }
+            "declined" => {
+                PspStatus::Failed(failure_for(t.last_error_code.as_deref(), None, "declined"))
+            }
+            "canceled" | "cancelled" => {
+                PspStatus::Failed(failure_for(t.last_error_code.as_deref(), None, "canceled"))
+            }
+            _ => PspStatus::Pending,
+        })
     }
 }
 
 impl Kind for PayoutFields {
     const CLASS: &'static str = "payout";
-    /// Sent or failed.
+    /// `pending` (created, not started), `started`, `scheduled`,
+    /// `processing`: not final; `sent` and `failed` are.
     fn is_final(status: &str) -> bool {
         matches!(status, "sent" | "failed")
     }
     fn status(p: &Payout, iso: &dyn Fn(u64) -> Option<String>) -> Result<PspStatus, String> {
-        payout_status(p, iso)
+        Ok(match p.status.as_str() {
+            "sent" => {
+                let to = p
+                    .own
+                    .customer
+                    .as_ref()
+                    .and_then(|c| c.phone_number.as_ref())
+                    .and_then(|n| n.number.clone());
+                let currency = p.currency_id.and_then(iso);
+                PspStatus::Completed(wire::settled("a FedaPay payout", &p.amount, &currency, to)?)
+            }
+            "failed" => PspStatus::Failed(failure_for(
+                p.last_error_code.as_deref(),
+                p.own.last_error_message.as_deref(),
+                "failed",
+            )),
+            _ => PspStatus::Pending,
+        })
     }
 }
 
@@ -213,12 +248,6 @@ pub struct Event {
     #[serde(rename = "type")]
     pub kind: Option<String>,
     pub entity: Option<Value>,
-}
-
-#[derive(Deserialize)]
-struct ErrorBody {
-    message: Option<String>,
-    errors: Option<Value>,
 }
 
 pub fn parse<T: DeserializeOwned>(what: &str, body: &[u8]) -> Result<T, String> {
@@ -312,53 +341,6 @@ const PAID: &[&str] = &[
     "transferred_partially_refunded",
 ];
 
-pub fn transaction_status(
-    t: &Transaction,
-    iso: &dyn Fn(u64) -> Option<String>,
-) -> Result<PspStatus, String> {
-    Ok(match t.status.as_str() {
-        s if PAID.contains(&s) => {
-            let currency = t.currency_id.and_then(iso);
-            PspStatus::Completed(wire::settled(
-                "a FedaPay transaction",
-                &t.amount,
-                &currency,
-                None,
-            )?)
-        }
-        "declined" => {
-            PspStatus::Failed(failure_for(t.last_error_code.as_deref(), None, "declined"))
-        }
-        "canceled" | "cancelled" => {
-            PspStatus::Failed(failure_for(t.last_error_code.as_deref(), None, "canceled"))
-        }
-        _ => PspStatus::Pending,
-    })
-}
-
-/// `pending` (created, not started), `started`, `scheduled`, `processing`:
-/// not final; `sent` and `failed` are.
-pub fn payout_status(p: &Payout, iso: &dyn Fn(u64) -> Option<String>) -> Result<PspStatus, String> {
-    Ok(match p.status.as_str() {
-        "sent" => {
-            let to = p
-                .own
-                .customer
-                .as_ref()
-                .and_then(|c| c.phone_number.as_ref())
-                .and_then(|n| n.number.clone());
-            let currency = p.currency_id.and_then(iso);
-            PspStatus::Completed(wire::settled("a FedaPay payout", &p.amount, &currency, to)?)
-        }
-        "failed" => PspStatus::Failed(failure_for(
-            p.last_error_code.as_deref(),
-            p.own.last_error_message.as_deref(),
-            "failed",
-        )),
-        _ => PspStatus::Pending,
-    })
-}
-
 /// FedaPay's `last_error_code` → ours. FedaPay publishes no list of these
 /// codes: the ones below were seen in integrators' payloads (unconfirmed),
 /// so every message keeps FedaPay's code.
@@ -398,28 +380,6 @@ pub fn failure_for(code: Option<&str>, message: Option<&str>, status: &str) -> F
         ours => ours,
     };
     REASONS.worded(ours, code, message)
-}
-
-/// The reason in a 4xx body (`{message, errors}`).
-pub fn refusal(status: u16, body: &[u8]) -> Failure {
-    let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
-    let (message, errors) = match parsed {
-        Some(b) => (b.message, b.errors),
-        None => (None, None),
-    };
-    let details = errors
-        .map(|e| {
-            let text = e.to_string();
-            format!(" {}", text.chars().take(200).collect::<String>())
-        })
-        .unwrap_or_default();
-    Failure {
-        code: "operator_refused".into(),
-        message: format!(
-            "FedaPay refused the request ({status}){}{details}",
-            message.map(|m| format!(": {m}")).unwrap_or_default()
-        ),
-    }
 }
 
 /// The customer's first and last names from one `beneficiary_name`.

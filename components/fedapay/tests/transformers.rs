@@ -41,7 +41,7 @@ fn a_payouts_error_code_may_be_a_number() {
     )
     .unwrap();
     assert_eq!(p.last_error_code.as_deref(), Some("4001"));
-    match payout_status(&p, &xof).unwrap() {
+    match p.status(&xof).unwrap() {
         PspStatus::Failed(f) => assert!(f.message.contains("No account"), "{f:?}"),
         other => panic!("{other:?}"),
     }
@@ -51,7 +51,7 @@ fn a_payouts_error_code_may_be_a_number() {
             "customer":{"phone_number":{"number":"+22997000001"}}}"#,
     )
     .unwrap();
-    match payout_status(&p, &xof).unwrap() {
+    match p.status(&xof).unwrap() {
         PspStatus::Completed(s) => {
             assert_eq!(s.amount, "700");
             assert_eq!(s.party.as_deref(), Some("+22997000001"));
@@ -73,7 +73,7 @@ fn wrapped_and_bare_objects_are_read() {
         br#"{"id":8,"status":"approved","amount":1500,"currency_id":1}"#,
     )
     .unwrap();
-    match transaction_status(&t, &xof).unwrap() {
+    match t.status(&xof).unwrap() {
         PspStatus::Completed(s) => {
             assert_eq!((s.amount.as_str(), s.currency.as_str()), ("1500", "XOF"))
         }
@@ -85,9 +85,9 @@ fn wrapped_and_bare_objects_are_read() {
         br#"{"id":8,"status":"approved","amount":1500,"currency_id":9}"#,
     )
     .unwrap();
-    assert!(transaction_status(&t, &xof).is_err());
+    assert!(t.status(&xof).is_err());
     let t: Transaction = one("transaction", br#"{"id":8,"status":"approved"}"#).unwrap();
-    assert!(transaction_status(&t, &xof).is_err());
+    assert!(t.status(&xof).is_err());
     let list: Vec<Transaction> = many(
         "transactions",
         br#"{"v1/transactions":[{"id":1,"status":"declined"}],"meta":{"page":1}}"#,
@@ -108,7 +108,7 @@ fn only_explicit_states_are_final() {
         currency_id: Some(1),
         ..Transaction::default()
     };
-    let status = |t: Transaction| transaction_status(&t, &xof).unwrap();
+    let status = |t: Transaction| t.status(&xof).unwrap();
     assert!(matches!(status(t("pending", None)), PspStatus::Pending));
     assert!(matches!(
         status(t("something_new", None)),

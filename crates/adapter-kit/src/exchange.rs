@@ -225,21 +225,28 @@ impl Provider {
 }
 
 /// A refusal as most providers word it: a JSON body with `code` and
-/// `message` (either may be missing, or the body not JSON at all).
+/// `message`, and the field-by-field `errors` some add (any may be missing,
+/// or the body not JSON at all).
 pub fn coded_refusal(provider: &str, status: u16, body: &[u8]) -> Failure {
     #[derive(serde::Deserialize)]
     struct Coded {
+        #[serde(default, deserialize_with = "crate::wire::text_or_number")]
         code: Option<String>,
         message: Option<String>,
+        errors: Option<serde_json::Value>,
     }
     let parsed: Option<Coded> = serde_json::from_slice(body).ok();
-    let (code, message) = parsed.map_or((None, None), |b| (b.code, b.message));
+    let (code, message, errors) =
+        parsed.map_or((None, None, None), |b| (b.code, b.message, b.errors));
     let code = code.map(|c| format!(" {c}")).unwrap_or_default();
+    let errors = errors.map_or_else(String::new, |e| {
+        format!(" {}", e.to_string().chars().take(200).collect::<String>())
+    });
     Failure {
         code: "operator_refused".into(),
         message: match message {
-            Some(m) => format!("{provider} refused the request ({status}{code}): {m}"),
-            None => format!("{provider} refused the request ({status}{code})."),
+            Some(m) => format!("{provider} refused the request ({status}{code}): {m}{errors}"),
+            None => format!("{provider} refused the request ({status}{code}).{errors}"),
         },
     }
 }

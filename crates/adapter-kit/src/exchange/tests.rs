@@ -210,6 +210,14 @@ fn a_coded_refusal_quotes_what_the_provider_said() {
         "Test refused the request (400): no"
     );
     assert_eq!(said(b"<html>"), "Test refused the request (400).");
+    assert_eq!(
+        said(br#"{"message":"invalid","errors":{"phone":["bad"]}}"#),
+        r#"Test refused the request (400): invalid {"phone":["bad"]}"#
+    );
+    assert_eq!(
+        said(br#"{"code":422,"errors":["late"]}"#),
+        r#"Test refused the request (400 422). ["late"]"#
+    );
     assert_eq!(coded_refusal("Test", 400, b"").code, "operator_refused");
 }
 
