@@ -4,8 +4,8 @@
 //! payout start that does.
 
 use mmc_adapter_kit::exchange::{Endpoint, OrUnknown, before_sending, json};
-use mmc_adapter_kit::lookup;
 use mmc_adapter_kit::types::*;
+use mmc_adapter_kit::{lookup, wire};
 use mmc_domain::{Operator, http};
 
 use crate::transformers::{self, Kind, Payout, Record, Token, Transaction};
@@ -145,15 +145,9 @@ impl Api {
         &self,
         req: &InitiateRequest,
     ) -> Result<Result<(u64, Token), Failure>, AdapterError> {
+        let described = req.description.as_deref().filter(|d| !d.trim().is_empty());
         let body = transformers::CreateTransaction {
-            description: req
-                .description
-                .clone()
-                .filter(|d| !d.trim().is_empty())
-                .unwrap_or_else(|| req.reference.clone())
-                .chars()
-                .take(255)
-                .collect(),
+            description: wire::clip(described.unwrap_or(&req.reference), 255),
             amount: req.amount,
             currency: transformers::Currency {
                 iso: req.currency.clone(),

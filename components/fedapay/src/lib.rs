@@ -154,9 +154,7 @@ impl Adapter for FedaPay {
     const NO_OTP: &'static str = "payments are approved on the phone or on FedaPay's page, not with a one-time code sent here";
     const NO_REFUNDS: &'static str = "documents no refund API: refund from FedaPay's dashboard";
 
-    fn spec() -> &'static Spec {
-        &SPEC
-    }
+    const SPEC: &'static Spec = &SPEC;
 
     fn describe() -> Vec<OperatorInfo> {
         let ops = SPEC.served();
@@ -272,7 +270,7 @@ impl Adapter for FedaPay {
                     api.op.country.code(),
                 )),
             },
-            description: req.reference.chars().take(255).collect(),
+            description: wire::clip(&req.reference, 255),
             custom_metadata: transformers::metadata(&req.payout_id),
         };
         // Creating a payout sends nothing: only starting it does; a refusal

@@ -280,21 +280,14 @@ pub struct CurrencyModes {
 /// The modes FedaPay lists for XOF, or `None` when it lists no XOF or no
 /// modes for it.
 pub fn xof_modes(currencies: &[CurrencyModes]) -> Option<Vec<String>> {
-    currencies
-        .iter()
-        .find(|c| {
-            c.iso
-                .as_deref()
-                .is_some_and(|i| i.eq_ignore_ascii_case("XOF"))
-        })?
-        .modes
-        .as_ref()
-        .map(|modes| {
-            modes
-                .iter()
-                .map(|m| m.trim().to_ascii_lowercase())
-                .collect()
-        })
+    let xof = |c: &&CurrencyModes| {
+        c.iso
+            .as_deref()
+            .is_some_and(|i| i.eq_ignore_ascii_case("XOF"))
+    };
+    let modes = currencies.iter().find(xof)?.modes.as_ref()?;
+    let lowered = |m: &String| m.trim().to_ascii_lowercase();
+    Some(modes.iter().map(lowered).collect())
 }
 
 /// The ISO code of FedaPay's currency `id`.
@@ -309,13 +302,10 @@ pub fn iso_of(currencies: &[CurrencyModes], id: u64) -> Option<String> {
 pub fn many<T: DeserializeOwned>(klass: &str, body: &[u8]) -> Result<Vec<T>, String> {
     let mut value: Value = parse(klass, body)?;
     let key = format!("v1/{klass}");
-    let list = if value.is_array() {
-        value
-    } else {
-        match value.get_mut(&key) {
-            Some(v) => v.take(),
-            None => return Err(format!("FedaPay {klass} list without {key}")),
-        }
+    let list = match value.get_mut(&key).map(Value::take) {
+        Some(wrapped) => wrapped,
+        None if value.is_array() => value,
+        None => return Err(format!("FedaPay {klass} list without {key}")),
     };
     serde_json::from_value(list).map_err(|e| format!("unreadable FedaPay {klass}: {e}"))
 }

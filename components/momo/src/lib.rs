@@ -194,9 +194,7 @@ fn disburse(
 impl Adapter for Momo {
     const NO_OTP: &'static str = "payments are approved on the phone, not with a one-time code";
 
-    fn spec() -> &'static Spec {
-        &SPEC
-    }
+    const SPEC: &'static Spec = &SPEC;
 
     fn initiate(req: InitiateRequest) -> Result<Initiated, AdapterError> {
         let mtn = Mtn::of(&req.operator)?;

@@ -230,9 +230,7 @@ fn info(op: &'static Operator, conf: Option<&BTreeMap<String, DepositConf>>) -> 
 }
 
 impl Adapter for Pawapay {
-    fn spec() -> &'static Spec {
-        &SPEC
-    }
+    const SPEC: &'static Spec = &SPEC;
 
     fn describe() -> Vec<OperatorInfo> {
         let ops = SPEC.served();

@@ -233,23 +233,16 @@ pub fn deposit_conf(conf: &ActiveConf) -> std::collections::BTreeMap<String, Dep
             .iter()
             .filter(|c| c.currency == "XOF")
             .find_map(|c| deposit_of(&c.operation_types));
+        // Whole francs inside the limits: round the minimum up, the maximum down.
+        let limit = |v: &Option<String>, up| v.as_deref().and_then(|v| whole_units(v, up));
         if let Some(d) = deposit {
-            out.insert(
-                provider.provider.clone(),
-                DepositConf {
-                    // Whole francs inside the limits: round the minimum up, the maximum down.
-                    min: d
-                        .min_transaction_limit
-                        .as_deref()
-                        .and_then(|v| whole_units(v, true)),
-                    max: d
-                        .max_transaction_limit
-                        .as_deref()
-                        .and_then(|v| whole_units(v, false)),
-                    status: d.status,
-                    auth_type: d.auth_type,
-                },
-            );
+            let conf = DepositConf {
+                min: limit(&d.min_transaction_limit, true),
+                max: limit(&d.max_transaction_limit, false),
+                status: d.status,
+                auth_type: d.auth_type,
+            };
+            out.insert(provider.provider.clone(), conf);
         }
     }
     out

@@ -50,15 +50,10 @@ fn checkout(operator: &str) -> Result<Endpoint, AdapterError> {
 /// the Business Portal: `payout_api_key` when the payout key is another one,
 /// else `api_key` (a key allowed both).
 fn payouts(operator: &str) -> Result<Endpoint, AdapterError> {
-    let separate = settings::market_secret(operator, "payout_api_key").is_some();
-    api(
-        operator,
-        if separate {
-            "payout_api_key"
-        } else {
-            "api_key"
-        },
-    )
+    match settings::market_secret(operator, "payout_api_key") {
+        Some(_) => api(operator, "payout_api_key"),
+        None => api(operator, "api_key"),
+    }
 }
 
 fn api(operator: &str, key_name: &str) -> Result<Endpoint, AdapterError> {
@@ -130,9 +125,7 @@ fn verify_signature(req: &Inbound) -> Result<(), AdapterError> {
 impl Adapter for Wave {
     const NO_OTP: &'static str = "payments are made on Wave's checkout page";
 
-    fn spec() -> &'static Spec {
-        &SPEC
-    }
+    const SPEC: &'static Spec = &SPEC;
 
     fn initiate(req: InitiateRequest) -> Result<Initiated, AdapterError> {
         let api = checkout(&req.operator)?;
@@ -231,7 +224,7 @@ impl Adapter for Wave {
             mobile: req.phone.clone(),
             name: req.beneficiary_name.clone(),
             client_reference: req.payout_id.clone(),
-            payment_reason: req.reference.chars().take(40).collect(),
+            payment_reason: wire::clip(&req.reference, 40),
         };
         // The same key on a retry returns the same payout instead of paying twice.
         let key = [("idempotency-key".to_string(), req.payout_id.clone())];

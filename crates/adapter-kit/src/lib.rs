@@ -77,12 +77,12 @@ pub fn phone_required(who: &str) -> Initiated {
 /// with `mmc_adapter_kit::export!(MyAdapter)`.
 pub trait Adapter {
     /// The operators this adapter can serve and how it describes them.
-    fn spec() -> &'static Spec;
+    const SPEC: &'static Spec;
 
     /// The served operators as [`Spec::describe`] says; a provider that
     /// publishes its own limits or availability adjusts them.
     fn describe() -> Vec<OperatorInfo> {
-        Self::spec().describe()
+        Self::SPEC.describe()
     }
 
     /// Why a one-time code is refused, after the provider's name (how its
@@ -132,7 +132,7 @@ pub trait Adapter {
 
 /// `not-supported`: nothing was sent, so nothing was performed.
 fn unsupported<A: Adapter + ?Sized>(what: &str) -> AdapterError {
-    AdapterError::NotSupported(format!("{} {what}", A::spec().provider))
+    AdapterError::NotSupported(format!("{} {what}", A::SPEC.provider))
 }
 
 impl<A: Adapter> Guest for A {

@@ -23,6 +23,11 @@ pub fn clean(text: impl Iterator<Item = char>, keep: impl Fn(char) -> bool, max:
     kept.trim().to_string()
 }
 
+/// Free text cut to a field's length, counted in characters (never inside one).
+pub fn clip(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
+}
+
 /// The base letter of the accented letters of French names and words, for
 /// fields that take ASCII only.
 pub fn fold_accent(c: char) -> char {
@@ -88,6 +93,13 @@ pub fn text_or_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_is_clipped_by_characters_not_bytes() {
+        assert_eq!(clip("Koné", 4), "Koné");
+        assert_eq!(clip("éèà", 2), "éè");
+        assert_eq!(clip("", 3), "");
+    }
 
     #[test]
     fn phone_numbers_keep_their_digits() {

@@ -74,9 +74,7 @@ fn collection(api: &Endpoint, payment: &OperationRef) -> Result<Option<Collectio
 }
 
 impl Adapter for Acme {
-    fn spec() -> &'static Spec {
-        &SPEC
-    }
+    const SPEC: &'static Spec = &SPEC;
 
     fn initiate(req: InitiateRequest) -> Result<Initiated, AdapterError> {
         let api = api(&req.operator)?;
