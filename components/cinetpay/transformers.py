@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 from urllib.parse import parse_qs, urlencode
 
+from mmc_adapter.reasons import Reasons
 from mmc_adapter.types import (
     Failure,
     PspStatus,
@@ -64,13 +65,14 @@ PAID_MESSAGE = "SUCCES"
 # refusal either.
 OUR_SETTINGS = {"609": "AUTH_NOT_FOUND", "613": "SITE_ID_NOTVALID", "606": "INCORRECT_SETTINGS"}
 
-# Reasons of a refused payment, as CinetPay names them, in our words.
-REASONS = {
-    "PAYMENT_FAILED": "declined",
-    "INSUFFICIENT_BALANCE": "insufficient_funds",
-    "TRANSACTION_CANCEL": "cancelled",
-    "OTP_CODE_ERROR": "declined",
-}
+# Reasons of a refused payment, as CinetPay names them, in our codes; its
+# description is kept. `PAYMENT_FAILED` does not say why, `OTP_CODE_ERROR`
+# (the code the customer generated was wrong) has no code of ours: both, and
+# anything new, are `operator_error` with CinetPay's words.
+REASONS = Reasons("CinetPay", """
+    insufficient_funds: INSUFFICIENT_BALANCE
+    cancelled:          TRANSACTION_CANCEL
+""")
 
 # The characters CinetPay asks not to put in a description.
 UNSAFE_IN_DESCRIPTION = "#/$_&"
@@ -190,9 +192,7 @@ def settled(amount: Any, currency: Any, party: Optional[str]) -> Optional[PspSta
 
 
 def refused(message: str, description: str) -> PspStatus:
-    code = REASONS.get(message.upper(), "declined")
-    return PspStatus_Failed(failure(
-        code, f"CinetPay refused the payment ({message}): {description or message}"))
+    return PspStatus_Failed(REASONS.failure(message.upper(), description or None))
 
 
 # The notification's fields in the order its `x-token` signs them.

@@ -265,6 +265,19 @@ async fn cinetpay_refused_payment_fails_with_the_reason_its_status_gives() {
     let p = wait_for(&app, &live, &id, "failed", Duration::from_secs(10)).await;
     assert_eq!(p["failure_code"], "insufficient_funds", "{p}");
     assert!(!fake.requests("payment_check").is_empty());
+    // A refusal that does not say why is never taken for the customer's doing.
+    let id = cinetpay_payment(&app, &live).await;
+    assert_eq!(
+        fake.customer_refused(&id, "PAYMENT_FAILED").await,
+        vec![200]
+    );
+    let p = wait_for(&app, &live, &id, "failed", Duration::from_secs(10)).await;
+    assert_eq!(p["failure_code"], "operator_error", "{p}");
+    let said = p["failure_message"].as_str().unwrap_or_default();
+    assert!(
+        said.starts_with("CinetPay") && said.contains("PAYMENT_FAILED"),
+        "{p}"
+    );
 }
 
 #[service_test]

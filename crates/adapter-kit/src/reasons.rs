@@ -162,6 +162,18 @@ mod tests {
     }
 
     #[test]
+    fn the_python_kit_says_our_words_as_we_do() {
+        let python = include_str!("../python/mmc_adapter/reasons.py");
+        let words = &python[python.find("OUR_WORDS: Dict").expect("OUR_WORDS")..];
+        let words = &words[..words.find("\n}").expect("its end")];
+        for (code, said) in OUR_WORDS {
+            let entry = format!("\n    \"{code}\": \"{said}\",");
+            assert!(words.contains(&entry), "{code}: {said}");
+        }
+        assert_eq!(words.matches("\n    \"").count(), OUR_WORDS.len());
+    }
+
+    #[test]
     fn a_malformed_table_is_refused() {
         for table in [
             "insufficient_funds LOW",

@@ -8,6 +8,7 @@ an adapter keeps only its provider's wire formats and their mapping:
 - `spec`: which operators are served and how `describe` says them.
 - `exchange`: the outbound exchange and the one rule that decides what its
   ending says about the money (known, unknown, refused, not sent).
+- `reasons`: a provider's failure codes, declared as a table.
 - `lookup`: an operation found by our id, and `not-found` when it is not.
 - `webhook`: headers, signatures compared in constant time, HMAC-signed
   notifications checked against a time window.

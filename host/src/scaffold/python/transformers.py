@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, List, Optional
 
+from mmc_adapter.reasons import OUR_WORDS, Reasons
 from mmc_adapter.types import (
     Failure,
     PspStatus,
@@ -16,7 +17,6 @@ from mmc_adapter.types import (
     PspStatus_Failed,
     PspStatus_Pending,
     Settled,
-    failure,
 )
 
 
@@ -91,15 +91,14 @@ def status(c: Collection) -> PspStatus:
     return PspStatus_Pending()
 
 
-# Acme's reasons in the service's failure codes.
-REASONS = {
-    "PAYER_DECLINED": ("declined_by_customer", "The customer declined the payment."),
-    "INSUFFICIENT_FUNDS": ("insufficient_funds", "The customer's balance is too low."),
-    "EXPIRED": ("approval_expired", "The customer did not approve in time."),
-}
+# Acme's reasons in the service's failure codes, worded in ours (Acme gives
+# no message); a reason not listed is `operator_error` with Acme's.
+REASONS = Reasons("Acme", """
+    declined_by_customer: PAYER_DECLINED
+    insufficient_funds:   INSUFFICIENT_FUNDS
+    approval_expired:     EXPIRED
+""", OUR_WORDS)
 
 
 def failure_for(reason: Optional[str]) -> Failure:
-    unknown = ("operator_error", "Acme reports the payment failed.")
-    code, message = REASONS.get(reason or "", unknown)
-    return failure(code, message)
+    return REASONS.failure(reason, None)
