@@ -160,17 +160,15 @@ impl Api {
             custom_metadata: transformers::metadata(&req.payment_id),
         };
         let what = "creating the FedaPay transaction";
-        let created: Transaction = match self.draft(what, "/v1/transactions", &body, |b| {
-            transformers::one("transaction", b)
-        })? {
+        let read = |b: &[u8]| transformers::one("transaction", b);
+        let created: Transaction = match self.draft(what, "/v1/transactions", &body, read)? {
             Ok(t) => t,
             Err(refused) => return Ok(Err(refused)),
         };
         let what = "getting the FedaPay payment token";
         let path = format!("/v1/transactions/{}/token", created.id);
-        let token = self.draft(what, &path, &serde_json::json!({}), |b| {
-            transformers::parse::<Token>("token", b)
-        })?;
+        let read = |b: &[u8]| transformers::parse::<Token>("token", b);
+        let token = self.draft(what, &path, &serde_json::json!({}), read)?;
         Ok(token.map(|t| (created.id, t)))
     }
 }

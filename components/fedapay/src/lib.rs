@@ -207,15 +207,11 @@ impl Adapter for FedaPay {
         };
         // Its body is not used, but an unreadable one is not an answer.
         let read = |b: &[u8]| transformers::parse::<serde_json::Value>("push answer", b);
-        Ok(
-            match api
-                .endpoint
-                .submit(&format!("/v1/{mode}"), &push, 200..=299, read)?
-            {
-                Ok(_) => Initiated::AwaitingCustomer(id.to_string()),
-                Err(refused) => Initiated::Refused(refused),
-            },
-        )
+        let path = format!("/v1/{mode}");
+        Ok(match api.endpoint.submit(&path, &push, 200..=299, read)? {
+            Ok(_) => Initiated::AwaitingCustomer(id.to_string()),
+            Err(refused) => Initiated::Refused(refused),
+        })
     }
 
     /// FedaPay documents no way to withdraw a transaction, so `cancel` (the
@@ -276,10 +272,9 @@ impl Adapter for FedaPay {
         // Creating a payout sends nothing: only starting it does; a refusal
         // to create it is one too.
         let what = "creating the FedaPay payout";
+        let read = |b: &[u8]| transformers::one("payout", b);
         let created: Payout = api
-            .draft(what, "/v1/payouts", &body, |b| {
-                transformers::one("payout", b)
-            })?
+            .draft(what, "/v1/payouts", &body, read)?
             .map_err(|refused| AdapterError::Rejected(refused.message))?;
         api.start_payout(created.id)
     }

@@ -325,11 +325,8 @@ impl Adapter for Pawapay {
         let api = Api::of(first)?;
         let digits = wire::digits(&phone);
         // Phone numbers are personal data: the cache keeps a hash of them.
-        let key = format!(
-            "predict:{}:{}",
-            api.endpoint.base_url,
-            token::digest(&digits, 16)
-        );
+        let (url, hash) = (&api.endpoint.base_url, token::digest(&digits, 16));
+        let key = format!("predict:{url}:{hash}");
         token::kept(HostCache, &key, PREDICTION_TTL_MS, || {
             let body = transformers::PredictRequest {
                 phone_number: digits,
