@@ -5,7 +5,7 @@
 
 use mmc_adapter_kit::exchange::{Endpoint, OrUnknown, before_sending, json};
 use mmc_adapter_kit::types::*;
-use mmc_adapter_kit::{lookup, wire};
+use mmc_adapter_kit::{lookup, started, wire};
 use mmc_domain::{Operator, http};
 
 use crate::transformers::{self, Kind, Payout, Record, Token, Transaction};
@@ -92,10 +92,7 @@ impl Api {
             // Refused: the payout was never started, nothing was sent.
             Err(refused) => PspStatus::Failed(refused),
         };
-        Ok(Started {
-            psp_reference: id.to_string(),
-            status,
-        })
+        Ok(started(id.to_string(), status))
     }
 
     /// Ours in FedaPay's list (`GET /v1/{class}s`, `per_page`, `page`), read

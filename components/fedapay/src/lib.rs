@@ -15,7 +15,9 @@ use mmc_adapter_kit::exchange::{OrUnknown, Provider, coded_refusal};
 use mmc_adapter_kit::spec::Spec;
 use mmc_adapter_kit::types::*;
 use mmc_adapter_kit::webhook::{self, Hmac};
-use mmc_adapter_kit::{Adapter, log, lookup, phone_required, settings, token, wire};
+use mmc_adapter_kit::{
+    Adapter, log, lookup, phone_required, redirect, settings, started, token, wire,
+};
 use mmc_domain::Operator;
 use transformers::{Kind, Payout, PayoutFields, Transaction, TransactionFields};
 
@@ -73,11 +75,6 @@ fn default_mode(slug: &str) -> &'static str {
     }
 }
 
-/// `GET /v1/currencies` waits at most this long (`describe` must answer).
-const CURRENCIES_TIMEOUT_MS: u32 = 3_000;
-/// How long its answer is kept in the host's cache (setting `currencies_ttl_ms`).
-const DEFAULT_CURRENCIES_TTL_MS: u64 = 300_000;
-
 pub struct FedaPay;
 
 /// The modes FedaPay lists for XOF on this account; `None` when they cannot
@@ -113,9 +110,6 @@ fn currencies() -> Option<Vec<transformers::CurrencyModes>> {
         what: "FedaPay's currencies",
         provider: &FEDAPAY,
         secret: "secret_key",
-        ttl_setting: "currencies_ttl_ms",
-        default_ttl_ms: DEFAULT_CURRENCIES_TTL_MS,
-        timeout_ms: CURRENCIES_TIMEOUT_MS,
     };
     published.get(|api| {
         api.with(ACCEPT)
@@ -189,10 +183,7 @@ impl Adapter for FedaPay {
         };
         let mode = match route {
             Route::Page => {
-                return Ok(Initiated::Redirect(Redirect {
-                    psp_reference: id.to_string(),
-                    url: token.url,
-                }));
+                return Ok(redirect(id.to_string(), token.url));
             }
             Route::Push(mode) => mode,
         };
@@ -243,10 +234,7 @@ impl Adapter for FedaPay {
         })?;
         if let Some(p) = earlier {
             if p.status != "pending" {
-                return Ok(Started {
-                    psp_reference: p.id.to_string(),
-                    status: p.status(&iso_of).or_unknown()?,
-                });
+                return Ok(started(p.id.to_string(), p.status(&iso_of).or_unknown()?));
             }
             // Created, never started: start that one.
             return api.start_payout(p.id);
@@ -299,8 +287,7 @@ impl Adapter for FedaPay {
         } else if name.starts_with("payout.") {
             final_update::<PayoutFields>(&name, SubjectKind::Payout, entity)
         } else {
-            log::log(log::Level::Info, &format!("FedaPay event {name} ignored"));
-            Ok(Vec::new())
+            Ok(webhook::ignored(&format!("FedaPay event {name}")))
         }
     }
 }
@@ -319,12 +306,7 @@ fn final_update<K: Kind>(
     if matches!(status, PspStatus::Pending) {
         return Ok(Vec::new());
     }
-    Ok(vec![CallbackUpdate {
-        kind,
-        id: t.ours(),
-        psp_reference: Some(t.id.to_string()),
-        status,
-    }])
+    Ok(webhook::report(kind, t.ours(), t.id.to_string(), status))
 }
 
 mmc_adapter_kit::export!(FedaPay);

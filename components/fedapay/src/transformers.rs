@@ -180,11 +180,8 @@ impl Kind for TransactionFields {
                     None,
                 )?)
             }
-            "declined" => {
-                PspStatus::Failed(failure_for(t.last_error_code.as_deref(), None, "declined"))
-            }
-            "canceled" | "cancelled" => {
-                PspStatus::Failed(failure_for(t.last_error_code.as_deref(), None, "canceled"))
+            s @ ("declined" | "canceled" | "cancelled") => {
+                PspStatus::Failed(failure_for(t.last_error_code.as_deref(), None, s))
             }
             _ => PspStatus::Pending,
         })
@@ -354,7 +351,7 @@ pub const REASONS: Reasons = Reasons {
 pub fn failure_for(code: Option<&str>, message: Option<&str>, status: &str) -> Failure {
     let Some(code) = code.filter(|c| !c.is_empty() && *c != "NO_ERROR") else {
         let ours = match status {
-            "canceled" => "cancelled",
+            "canceled" | "cancelled" => "cancelled",
             "declined" => "operator_refused",
             _ => OPERATOR_ERROR,
         };

@@ -5,12 +5,11 @@
 
 pub mod transformers;
 
-use mmc_adapter_kit::exchange::{Endpoint, Provider, bearer, before_sending, coded_refusal, json};
-use mmc_adapter_kit::outbound_http::Response;
+use mmc_adapter_kit::exchange::{Endpoint, Provider, before_sending, coded_refusal, json};
 use mmc_adapter_kit::spec::{Market, Spec};
 use mmc_adapter_kit::token::{self, Bearer, HostCache};
 use mmc_adapter_kit::types::*;
-use mmc_adapter_kit::{Adapter, lookup, phone_required, webhook};
+use mmc_adapter_kit::{Adapter, lookup, phone_required, started, webhook};
 
 static SPEC: Spec = Spec {
     provider: "MTN MoMo",
@@ -124,21 +123,6 @@ impl Session {
         Ok(Session { api, bearer })
     }
 
-    /// One exchange under the session's token, sent once more under the
-    /// same X-Reference-Id after a 401 to a token MTN dropped.
-    fn send(
-        &self,
-        method: &str,
-        path: &str,
-        headers: &[(String, String)],
-        body: Option<Vec<u8>>,
-    ) -> Result<Response, AdapterError> {
-        self.bearer.send(|token| {
-            let headers = [&[bearer(token)], headers].concat();
-            self.api.send(method, path, &headers, body.clone())
-        })
-    }
-
     /// A creating POST under our `reference`: MTN answers 202 with an empty
     /// body, and 409 when this reference already exists at MTN (an earlier
     /// attempt of this very operation got through).
@@ -153,24 +137,26 @@ impl Session {
         if let Some(url) = callback_url {
             headers.push(("X-Callback-Url".into(), url.into()));
         }
-        let resp = self.send("POST", path, &headers, json(body))?;
+        // A 401 to a token MTN dropped: sent once more under the same reference.
+        let resp = self
+            .bearer
+            .exchange(&self.api, ("POST", path), &headers, json(body))?;
         MTN.answer(resp, [202, 409], |_| Ok(()))
-    }
-
-    /// Status of a request to pay, transfer or refund at `path`. Unknown to
-    /// MTN (404): the creating request never arrived, or is still in flight
-    /// (the caller decides when "not found" becomes final).
-    fn query(&self, path: &str) -> Result<PspStatus, AdapterError> {
-        let resp = self.send("GET", path, &[], None)?;
-        let found = MTN.found(resp, transformers::parse_transaction)?;
-        lookup::status_of(found, transformers::status_of)
     }
 }
 
-/// Where the operation at `path` (under our id's reference) stands.
+/// Where the request to pay, transfer or refund at `path` (under our id's
+/// reference) stands. Unknown to MTN (404): the creating request never
+/// arrived, or is still in flight (the caller decides when "not found"
+/// becomes final).
 fn query(op: &OperationRef, product: &'static str, path: &str) -> Result<PspStatus, AdapterError> {
-    let mtn = Mtn::of(&op.operator)?;
-    Session::open(&mtn, product)?.query(&format!("{path}/{}", reference_id(&op.id)))
+    let session = Session::open(&Mtn::of(&op.operator)?, product)?;
+    let path = format!("{path}/{}", reference_id(&op.id));
+    let resp = session
+        .bearer
+        .exchange(&session.api, ("GET", &path), &[], None)?;
+    let found = MTN.found(resp, transformers::parse_transaction)?;
+    lookup::status_of(found, transformers::status_of)
 }
 
 /// Sends a refund or a transfer: a decline is refused (nothing performed).
@@ -185,10 +171,7 @@ fn disburse(
     session
         .create(path, &reference, None, body)?
         .map_err(|refused| AdapterError::Rejected(refused.message))?;
-    Ok(Started {
-        psp_reference: reference,
-        status: PspStatus::Pending,
-    })
+    Ok(started(reference, PspStatus::Pending))
 }
 
 impl Adapter for Momo {
@@ -226,14 +209,7 @@ impl Adapter for Momo {
     fn refund(req: RefundRequest) -> Result<Started, AdapterError> {
         let mtn = Mtn::of(&req.payment.operator)?;
         mtn.takes(&req.payment.currency)?;
-        let body = transformers::Refund {
-            amount: req.amount.to_string(),
-            currency: req.payment.currency.clone(),
-            external_id: req.refund_id.clone(),
-            payer_message: format!("Refund: {}", req.reason),
-            payee_note: format!("Refund: {}", req.reason),
-            reference_id_to_refund: reference_id(&req.payment.id),
-        };
+        let body = transformers::refund(&req, reference_id(&req.payment.id));
         disburse(&mtn, "/disbursement/v2_0/refund", &req.refund_id, &body)
     }
 

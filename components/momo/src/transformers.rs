@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use mmc_adapter_kit::reasons::{OUR_WORDS, Reasons};
-use mmc_adapter_kit::types::{Failure, InitiateRequest, PayoutRequest, PspStatus};
+use mmc_adapter_kit::types::{Failure, InitiateRequest, PayoutRequest, PspStatus, RefundRequest};
 use mmc_adapter_kit::wire;
 
 /// MTN's free-text fields are short; longer text is refused with a 400.
@@ -18,41 +18,34 @@ pub struct Party {
     pub party_id: String,
 }
 
-/// `POST /collection/v1_0/requesttopay`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RequestToPay {
-    pub amount: String,
-    pub currency: String,
-    /// Our payment id: MTN echoes it in callbacks, which carry no reference id.
-    pub external_id: String,
-    pub payer: Party,
-    pub payer_message: String,
-    pub payee_note: String,
+/// A party by phone number.
+fn msisdn(phone: &str) -> Option<Party> {
+    let party_id = wire::digits(phone);
+    Some(Party {
+        party_id_type: "MSISDN",
+        party_id,
+    })
 }
 
-/// `POST /disbursement/v1_0/transfer`.
-#[derive(Serialize)]
+/// The body of MTN's three money movements: `POST
+/// /collection/v1_0/requesttopay` names the `payer`, `POST
+/// /disbursement/v1_0/transfer` the `payee`, `POST
+/// /disbursement/v2_0/refund` the `referenceIdToRefund`.
+#[derive(Serialize, Default)]
 #[serde(rename_all = "camelCase")]
-pub struct Transfer {
+pub struct Movement {
     pub amount: String,
     pub currency: String,
+    /// Our id: MTN echoes it in callbacks, which carry no reference id.
     pub external_id: String,
-    pub payee: Party,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payer: Option<Party>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payee: Option<Party>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference_id_to_refund: Option<String>,
     pub payer_message: String,
     pub payee_note: String,
-}
-
-/// `POST /disbursement/v2_0/refund`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Refund {
-    pub amount: String,
-    pub currency: String,
-    pub external_id: String,
-    pub payer_message: String,
-    pub payee_note: String,
-    pub reference_id_to_refund: String,
 }
 
 /// A request to pay, transfer or refund as MTN reports it (status queries
@@ -106,32 +99,42 @@ pub fn note(text: &str) -> String {
     wire::clean(text.chars().map(wire::fold_accent), accepted, NOTE_MAX)
 }
 
-pub fn request_to_pay(req: &InitiateRequest, phone: &str) -> RequestToPay {
+pub fn request_to_pay(req: &InitiateRequest, phone: &str) -> Movement {
     let text = req.description.as_deref().unwrap_or(&req.reference);
-    RequestToPay {
+    Movement {
         amount: req.amount.to_string(),
         currency: req.currency.clone(),
         external_id: req.payment_id.clone(),
-        payer: Party {
-            party_id_type: "MSISDN",
-            party_id: wire::digits(phone),
-        },
+        payer: msisdn(phone),
         payer_message: note(text),
         payee_note: note(&req.reference),
+        ..Movement::default()
     }
 }
 
-pub fn transfer(req: &PayoutRequest) -> Transfer {
-    Transfer {
+pub fn transfer(req: &PayoutRequest) -> Movement {
+    Movement {
         amount: req.amount.to_string(),
         currency: req.currency.clone(),
         external_id: req.payout_id.clone(),
-        payee: Party {
-            party_id_type: "MSISDN",
-            party_id: wire::digits(&req.phone),
-        },
+        payee: msisdn(&req.phone),
         payer_message: note(&req.reference),
         payee_note: note(&req.beneficiary_name),
+        ..Movement::default()
+    }
+}
+
+/// A refund of the request to pay MTN knows by `reference`.
+pub fn refund(req: &RefundRequest, reference: String) -> Movement {
+    let text = note(&format!("Refund: {}", req.reason));
+    Movement {
+        amount: req.amount.to_string(),
+        currency: req.payment.currency.clone(),
+        external_id: req.refund_id.clone(),
+        reference_id_to_refund: Some(reference),
+        payer_message: text.clone(),
+        payee_note: text,
+        ..Movement::default()
     }
 }
 

@@ -143,3 +143,55 @@ mod props {
         }
     }
 }
+
+/// Each of MTN's three money movements names only its own party: a request
+/// to pay its payer, a transfer its payee, a refund the request it refunds;
+/// and a refund's notes are cleaned as every note is (MTN answers 400 to an
+/// apostrophe).
+#[test]
+fn each_movement_body_names_only_its_own_party() {
+    use mmc_adapter_kit::types::{OperationRef, PayoutRequest, RefundRequest};
+    let keys = |m: &Movement| {
+        let v = serde_json::to_value(m).unwrap();
+        let mut keys: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        keys.sort();
+        (keys.join(","), v)
+    };
+    let payout = PayoutRequest {
+        payout_id: "po_1".into(),
+        operator: "mtn-bj".into(),
+        environment: "live".into(),
+        phone: "+2290166000001".into(),
+        amount: 2500,
+        currency: "XOF".into(),
+        beneficiary_name: "Awa Koné".into(),
+        reference: "salaire-11".into(),
+    };
+    let (k, v) = keys(&transfer(&payout));
+    assert_eq!(k, "amount,currency,externalId,payee,payeeNote,payerMessage");
+    assert_eq!(v["payee"]["partyId"], "2290166000001");
+    assert_eq!(v["payee"]["partyIdType"], "MSISDN");
+    let asked = RefundRequest {
+        refund_id: "rf_1".into(),
+        payment: OperationRef {
+            id: "pay_1".into(),
+            operator: "mtn-bj".into(),
+            environment: "live".into(),
+            psp_reference: None,
+            phone: None,
+            amount: 5000,
+            currency: "XOF".into(),
+        },
+        amount: 2000,
+        reason: "l'article n'était pas en stock".into(),
+    };
+    let (k, v) = keys(&refund(&asked, "ref-uuid".into()));
+    assert_eq!(
+        k,
+        "amount,currency,externalId,payeeNote,payerMessage,referenceIdToRefund"
+    );
+    assert_eq!(v["referenceIdToRefund"], "ref-uuid");
+    assert_eq!(v["amount"], "2000");
+    assert_eq!(v["payerMessage"], "Refund: larticle netait pas en stock");
+    assert_eq!(v["payeeNote"], v["payerMessage"]);
+}

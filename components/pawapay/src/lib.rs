@@ -13,7 +13,7 @@ use mmc_adapter_kit::exchange::{Endpoint, OrUnknown, Provider, Reply, quoted_ref
 use mmc_adapter_kit::spec::Spec;
 use mmc_adapter_kit::token::{self, HostCache};
 use mmc_adapter_kit::types::*;
-use mmc_adapter_kit::{Adapter, lookup, phone_required, settings, webhook, wire};
+use mmc_adapter_kit::{Adapter, lookup, phone_required, settings, started, webhook, wire};
 use mmc_domain::Operator;
 use transformers::{Check, DepositConf, Initiated as Answer};
 
@@ -45,18 +45,9 @@ static PAWAPAY: Provider = Provider {
     refusal: |status, body| quoted_refusal("pawaPay", status, body),
 };
 
-/// How long the active configuration is kept (setting `active_conf_ttl_ms`):
-/// pawaPay changes limits and availability rarely, and a stale value is at
-/// worst what the operator table would have said.
-const DEFAULT_ACTIVE_CONF_TTL_MS: u64 = 5 * 60 * 1000;
-
 /// How long a number's predicted provider is kept: portability moves a
 /// number in days, not minutes.
 const PREDICTION_TTL_MS: u64 = 24 * 60 * 60 * 1000;
-
-/// `describe` runs when the adapter is loaded: a slow pawaPay must not hold
-/// that up for long (the operator table is the fallback).
-const ACTIVE_CONF_TIMEOUT_MS: u32 = 3_000;
 
 /// Providers whose deposits pawaPay takes only with the customer's
 /// generated code (`PREAUTH`): Orange Money CI (the customer dials
@@ -95,9 +86,6 @@ fn active_conf() -> Option<BTreeMap<String, DepositConf>> {
         what: "pawaPay's active configuration",
         provider: &PAWAPAY,
         secret: "api_token",
-        ttl_setting: "active_conf_ttl_ms",
-        default_ttl_ms: DEFAULT_ACTIVE_CONF_TTL_MS,
-        timeout_ms: ACTIVE_CONF_TIMEOUT_MS,
     };
     published.get(|api| {
         let conf: transformers::ActiveConf = api.get("active configuration", "/v2/active-conf")?;
@@ -147,43 +135,25 @@ impl Api {
         transformers::check_status(&check).or_unknown()
     }
 
-    /// Where an operation stands that pawaPay answered `DUPLICATE_IGNORED`
-    /// for: it exists, an earlier request got through. A status check that
-    /// fails now (even with a 4xx) cannot make it "not performed": it is
-    /// pending, and asked about again later.
-    fn after_duplicate(&self, kind: &str, our_id: &str) -> PspStatus {
-        match self.check(kind, our_id) {
-            Ok(PspStatus::NotFound) | Err(_) => PspStatus::Pending,
-            Ok(status) => status,
-        }
-    }
-
     /// Sends a deposit, refund or payout under our id: where it then stands.
     fn send(
         &self,
         kind: &str,
         our_id: &str,
         body: &impl serde::Serialize,
-    ) -> Result<PspStatus, AdapterError> {
-        Ok(match self.initiate(&format!("/v2/{kind}"), body)? {
-            Answer::Accepted => PspStatus::Pending,
-            // An earlier request got through (its answer was lost): where it stands.
-            Answer::Duplicate => self.after_duplicate(kind, our_id),
-            Answer::Rejected(f) => PspStatus::Failed(f.failure()),
-        })
-    }
-
-    /// Starts a refund or a payout under our id.
-    fn start(
-        &self,
-        kind: &str,
-        our_id: &str,
-        body: &impl serde::Serialize,
     ) -> Result<Started, AdapterError> {
-        Ok(Started {
-            status: self.send(kind, our_id, body)?,
-            psp_reference: uuid_for(our_id),
-        })
+        let status = match self.initiate(&format!("/v2/{kind}"), body)? {
+            Answer::Accepted => PspStatus::Pending,
+            // `DUPLICATE_IGNORED`: an earlier request got through (its answer was
+            // lost). A status check that fails now (even with a 4xx) cannot make
+            // it "not performed": it is pending, and asked about again later.
+            Answer::Duplicate => match self.check(kind, our_id) {
+                Ok(PspStatus::NotFound) | Err(_) => PspStatus::Pending,
+                Ok(status) => status,
+            },
+            Answer::Rejected(f) => PspStatus::Failed(f),
+        };
+        Ok(started(uuid_for(our_id), status))
     }
 
     /// A deposit of `amount` from `phone` under our `payment_id`.
@@ -255,7 +225,7 @@ impl Adapter for Pawapay {
         };
         Ok(match api.initiate("/v2/deposits", &deposit)? {
             Answer::Accepted | Answer::Duplicate => Initiated::AwaitingCustomer(deposit_id),
-            Answer::Rejected(f) => Initiated::Refused(f.failure()),
+            Answer::Rejected(f) => Initiated::Refused(f),
         })
     }
 
@@ -273,8 +243,9 @@ impl Adapter for Pawapay {
             ..api.deposit(&payment.id, payment.amount, &payment.currency, phone)
         };
         // The operator checks the code afterwards: a wrong one fails the deposit.
-        let status = api.send("deposits", &payment.id, &deposit)?;
-        Ok(OtpOutcome::Accepted(status))
+        Ok(OtpOutcome::Accepted(
+            api.send("deposits", &payment.id, &deposit)?.status,
+        ))
     }
 
     /// Deposits cannot be withdrawn once sent, so `cancel` (the kit's
@@ -291,7 +262,7 @@ impl Adapter for Pawapay {
             amount: req.amount.to_string(),
             currency: req.payment.currency.clone(),
         };
-        api.start("refunds", &req.refund_id, &body)
+        api.send("refunds", &req.refund_id, &body)
     }
 
     fn refund_status(refund: OperationRef) -> Result<PspStatus, AdapterError> {
@@ -308,7 +279,7 @@ impl Adapter for Pawapay {
             client_reference_id: req.reference.clone(),
             customer_message: transformers::customer_message(Some(&req.reference)),
         };
-        api.start("payouts", &req.payout_id, &body)
+        api.send("payouts", &req.payout_id, &body)
     }
 
     fn payout_status(payout: OperationRef) -> Result<PspStatus, AdapterError> {

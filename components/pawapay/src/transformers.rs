@@ -85,10 +85,10 @@ pub struct FailureReason {
     pub failure_message: Option<String>,
 }
 
-impl FailureReason {
-    pub fn failure(&self) -> Failure {
-        REASONS.failure(Some(&self.failure_code), self.failure_message.as_deref())
-    }
+/// The failure pawaPay reports with `reason` (none: an operator error).
+pub fn failure(reason: Option<&FailureReason>) -> Failure {
+    let code = reason.map(|r| r.failure_code.as_str());
+    REASONS.failure(code, reason.and_then(|r| r.failure_message.as_deref()))
 }
 
 /// The answer to an initiation (deposit, payout, refund).
@@ -103,7 +103,7 @@ pub enum Initiated {
     Accepted,
     /// Already accepted under this id: an earlier attempt got through.
     Duplicate,
-    Rejected(FailureReason),
+    Rejected(Failure),
 }
 
 /// `GET /v2/{deposits|payouts|refunds}/{id}`: `{status: FOUND|NOT_FOUND, data}`.
@@ -275,12 +275,7 @@ pub fn initiation(i: Initiation) -> Result<Initiated, String> {
     match i.status.as_str() {
         "ACCEPTED" => Ok(Initiated::Accepted),
         "DUPLICATE_IGNORED" => Ok(Initiated::Duplicate),
-        "REJECTED" => Ok(Initiated::Rejected(i.failure_reason.unwrap_or(
-            FailureReason {
-                failure_code: "UNKNOWN_ERROR".into(),
-                failure_message: None,
-            },
-        ))),
+        "REJECTED" => Ok(Initiated::Rejected(failure(i.failure_reason.as_ref()))),
         other => Err(format!("unknown initiation status {other}")),
     }
 }
@@ -304,10 +299,7 @@ pub fn record_status(r: &Record) -> Result<PspStatus, String> {
             let what = "a COMPLETED record";
             PspStatus::Completed(wire::settled(what, &r.amount, &r.currency, party)?)
         }
-        "FAILED" => PspStatus::Failed(match &r.failure_reason {
-            Some(f) => f.failure(),
-            None => REASONS.failure(None, None),
-        }),
+        "FAILED" => PspStatus::Failed(failure(r.failure_reason.as_ref())),
         _ => PspStatus::Pending,
     })
 }

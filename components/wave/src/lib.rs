@@ -11,7 +11,7 @@ use mmc_adapter_kit::exchange::{
 use mmc_adapter_kit::spec::Spec;
 use mmc_adapter_kit::types::*;
 use mmc_adapter_kit::webhook::{self, Hmac};
-use mmc_adapter_kit::{Adapter, failure, log, lookup, settings, wire};
+use mmc_adapter_kit::{Adapter, failure, lookup, redirect, settings, started, wire};
 use mmc_domain::http;
 use transformers::{Payout, Search, Session};
 
@@ -43,21 +43,16 @@ pub struct Wave;
 
 /// The Checkout API (collections, refunds, expiry) for a served operator.
 fn checkout(operator: &str) -> Result<Endpoint, AdapterError> {
-    api(operator, "api_key")
+    SPEC.market(operator)?.bearer_endpoint(&WAVE, "api_key")
 }
 
 /// The Payout API. Wave scopes each API key to the APIs chosen for it in
 /// the Business Portal: `payout_api_key` when the payout key is another one,
 /// else `api_key` (a key allowed both).
 fn payouts(operator: &str) -> Result<Endpoint, AdapterError> {
-    match settings::market_secret(operator, "payout_api_key") {
-        Some(_) => api(operator, "payout_api_key"),
-        None => api(operator, "api_key"),
-    }
-}
-
-fn api(operator: &str, key_name: &str) -> Result<Endpoint, AdapterError> {
-    SPEC.market(operator)?.bearer_endpoint(&WAVE, key_name)
+    let own_key = settings::market_secret(operator, "payout_api_key").is_some();
+    let key = if own_key { "payout_api_key" } else { "api_key" };
+    SPEC.market(operator)?.bearer_endpoint(&WAVE, key)
 }
 
 /// Where Wave keeps one kind of object (checkout sessions, payouts).
@@ -152,10 +147,7 @@ impl Adapter for Wave {
         let url = session.wave_launch_url.ok_or_else(|| {
             AdapterError::InvalidResponse("checkout session without wave_launch_url".into())
         })?;
-        Ok(Initiated::Redirect(Redirect {
-            psp_reference: session.id,
-            url,
-        }))
+        Ok(redirect(session.id, url))
     }
 
     fn status(payment: OperationRef) -> Result<PspStatus, AdapterError> {
@@ -202,10 +194,10 @@ impl Adapter for Wave {
         let resp = api.send("POST", &path, &[], None)?;
         match resp.status {
             // Synchronous at Wave: a 200 means the whole session's money went back.
-            200 | 204 => Ok(Started {
-                status: PspStatus::Completed(session.settled().or_unknown()?),
-                psp_reference: session.id,
-            }),
+            200 | 204 => {
+                let settled = session.settled().or_unknown()?;
+                Ok(started(session.id, PspStatus::Completed(settled)))
+            }
             _ => Err(WAVE.unexpected(&resp)),
         }
     }
@@ -233,10 +225,8 @@ impl Adapter for Wave {
         let payout = WAVE
             .answer(resp, [200, 201], read)?
             .map_err(|refused| AdapterError::Rejected(refused.message))?;
-        Ok(Started {
-            status: transformers::payout_status(&payout).or_unknown()?,
-            psp_reference: payout.id,
-        })
+        let status = transformers::payout_status(&payout).or_unknown()?;
+        Ok(started(payout.id, status))
     }
 
     fn payout_status(payout: OperationRef) -> Result<PspStatus, AdapterError> {
@@ -253,20 +243,16 @@ impl Adapter for Wave {
         verify_signature(&req)?;
         let event: transformers::Event = WAVE.read("webhook", &req.body)?;
         if !event.kind.starts_with("checkout.session.") {
-            log::log(
-                log::Level::Info,
-                &format!("Wave event {} of type {} ignored", event.id, event.kind),
-            );
-            return Ok(Vec::new());
+            return Ok(webhook::ignored(&format!(
+                "Wave event {} of type {}",
+                event.id, event.kind
+            )));
         }
         let what = format!("Wave event {}'s session", event.id);
         let session: Session = wire::from_value(&what, event.data).or_unknown()?;
-        Ok(vec![CallbackUpdate {
-            kind: SubjectKind::Payment,
-            id: session.client_reference.clone(),
-            status: transformers::session_status(&session).or_unknown()?,
-            psp_reference: Some(session.id),
-        }])
+        let status = transformers::session_status(&session).or_unknown()?;
+        let (id, reference) = (session.client_reference, session.id);
+        Ok(webhook::report(SubjectKind::Payment, id, reference, status))
     }
 }
 

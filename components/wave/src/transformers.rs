@@ -5,8 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use mmc_adapter_kit::failure;
 use mmc_adapter_kit::reasons::Reasons;
-use mmc_adapter_kit::types::{Failure, PspStatus, Settled};
+use mmc_adapter_kit::types::{PspStatus, Settled};
 use mmc_adapter_kit::wire;
 
 /// `POST /v1/checkout/sessions`.
@@ -111,10 +112,10 @@ pub fn session_status(s: &Session) -> Result<PspStatus, String> {
         return Ok(PspStatus::Failed(match &s.last_payment_error {
             // The customer tried and failed, then the session ran out: their failure says more.
             Some(e) => REASONS.failure(Some(&e.code), e.message.as_deref()),
-            None => Failure {
-                code: "approval_expired".into(),
-                message: "The Wave checkout session ended without a payment.".into(),
-            },
+            None => failure(
+                "approval_expired",
+                "The Wave checkout session ended without a payment.",
+            ),
         }));
     }
     Ok(PspStatus::Pending)
@@ -132,10 +133,7 @@ pub fn payout_status(p: &Payout) -> Result<PspStatus, String> {
             let message = e.and_then(|e| e.error_message.as_deref());
             PspStatus::Failed(REASONS.failure(e.map(|e| e.error_code.as_str()), message))
         }
-        "reversed" => PspStatus::Failed(Failure {
-            code: "reversed".into(),
-            message: "The Wave payout was reversed.".into(),
-        }),
+        "reversed" => PspStatus::Failed(failure("reversed", "The Wave payout was reversed.")),
         _ => PspStatus::Pending,
     })
 }

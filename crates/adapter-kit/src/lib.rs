@@ -65,6 +65,19 @@ pub fn failure(code: &str, message: &str) -> Failure {
     }
 }
 
+/// An operation the provider took: its reference there and where it stands.
+pub fn started(psp_reference: String, status: PspStatus) -> Started {
+    Started {
+        psp_reference,
+        status,
+    }
+}
+
+/// A payment the customer completes on the provider's page at `url`.
+pub fn redirect(psp_reference: String, url: String) -> Initiated {
+    Initiated::Redirect(Redirect { psp_reference, url })
+}
+
 /// A request to pay that names no phone number, refused before anything is
 /// sent (`<who> needs the customer's phone number.`).
 pub fn phone_required(who: &str) -> Initiated {

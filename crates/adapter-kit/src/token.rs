@@ -6,7 +6,7 @@ use std::cell::{Cell, RefCell};
 
 use base64::Engine;
 
-use crate::exchange::{Endpoint, Provider, before_sending};
+use crate::exchange::{Endpoint, Provider, bearer, before_sending};
 use crate::outbound_http::Response;
 use crate::settings::{self, parsed};
 use crate::types::AdapterError;
@@ -71,21 +71,25 @@ where
 /// currencies), read with the settings every market shares (`base_url` and
 /// a secret) and kept in the cache per base URL and account, so that a
 /// configuration change never serves another account's answer.
+///
+/// It is read while `describe` answers, which holds up loading the adapter:
+/// the read waits at most [`PUBLISHED_TIMEOUT_MS`]. Providers change what they
+/// publish rarely and a stale answer is at worst what the operator table says,
+/// so it is kept [`PUBLISHED_TTL_MS`] unless the setting `<key>_ttl_ms` says otherwise.
 pub struct Published {
-    /// Its cache key's prefix (`active_conf`).
+    /// Its cache key's prefix and its TTL setting's name (`active_conf`).
     pub key: &'static str,
     /// Names it in the warning when it cannot be had.
     pub what: &'static str,
     pub provider: &'static Provider,
     /// The secret that authorises the read, sent as a bearer token.
     pub secret: &'static str,
-    /// The setting that says how long it is kept, and its default.
-    pub ttl_setting: &'static str,
-    pub default_ttl_ms: u64,
-    /// The longest the read waits (the `timeout_ms` setting when shorter):
-    /// it is made while `describe` answers.
-    pub timeout_ms: u32,
 }
+
+/// How long a [`Published`] answer is kept by default: five minutes.
+pub const PUBLISHED_TTL_MS: u64 = 5 * 60 * 1000;
+/// The longest a [`Published`] read waits (the `timeout_ms` setting when shorter).
+pub const PUBLISHED_TIMEOUT_MS: u32 = 3_000;
 
 impl Published {
     /// The kept answer, else `fetch`'s from the provider's API; `None`
@@ -98,10 +102,11 @@ impl Published {
         let base_url = base_url.trim_end_matches('/');
         let secret = settings::secret(self.secret)?;
         let key = format!("{}:{base_url}:{}", self.key, account(&secret));
-        let ttl = parsed(settings::setting(self.ttl_setting)).unwrap_or(self.default_ttl_ms);
+        let ttl_setting = settings::setting(&format!("{}_ttl_ms", self.key));
+        let ttl = parsed(ttl_setting).unwrap_or(PUBLISHED_TTL_MS);
         let timeout_ms = match parsed::<u32>(settings::setting("timeout_ms")) {
-            Some(t) if t > 0 => t.min(self.timeout_ms),
-            _ => self.timeout_ms,
+            Some(t) if t > 0 => t.min(PUBLISHED_TIMEOUT_MS),
+            _ => PUBLISHED_TIMEOUT_MS,
         };
         let api = Endpoint::bearer(self.provider, base_url.into(), &secret, timeout_ms);
         kept(HostCache, &key, ttl, || fetch(api))
@@ -201,6 +206,21 @@ impl<'a, S: Store> Bearer<'a, S> {
         self.store.set(&self.key, "", 0);
         self.renew().map_err(before_sending(self.label))?;
         attempt(&self.token.borrow())
+    }
+
+    /// `method path` on `api` with the token as `Authorization: Bearer`,
+    /// made as [`Bearer::send`] makes an exchange.
+    pub fn exchange(
+        &self,
+        api: &Endpoint,
+        (method, path): (&str, &str),
+        headers: &[(String, String)],
+        body: Option<Vec<u8>>,
+    ) -> Result<Response, AdapterError> {
+        self.send(|token| {
+            let headers = [&[bearer(token)], headers].concat();
+            api.send(method, path, &headers, body.clone())
+        })
     }
 }
 

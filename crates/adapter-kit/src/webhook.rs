@@ -8,7 +8,7 @@ use mmc_domain::http;
 
 use crate::settings::{self, parsed};
 use crate::types::{AdapterError, CallbackUpdate, Inbound, PspStatus, SubjectKind};
-use crate::{clock, signing};
+use crate::{clock, log, signing};
 
 /// Without the `webhook_tolerance_seconds` setting.
 pub const DEFAULT_TOLERANCE_S: u64 = 300;
@@ -30,12 +30,31 @@ pub fn method(req: &Inbound, allowed: &[&str], what: &str) -> Result<(), Adapter
 /// service answers at once and then asks the provider by its own
 /// authenticated status query, never believing what the body claims.
 pub fn hint(kind: SubjectKind, id: String, psp_reference: String) -> Vec<CallbackUpdate> {
+    report(kind, Some(id), psp_reference, PspStatus::Pending)
+}
+
+/// An authenticated notification's subject (our id, when the provider echoes
+/// it, and the provider's reference) and where the provider says it stands.
+pub fn report(
+    kind: SubjectKind,
+    id: Option<String>,
+    psp_reference: String,
+    status: PspStatus,
+) -> Vec<CallbackUpdate> {
     vec![CallbackUpdate {
         kind,
-        id: Some(id),
+        id,
         psp_reference: Some(psp_reference),
-        status: PspStatus::Pending,
+        status,
     }]
+}
+
+/// A notification about nothing the adapter follows (`what`, e.g. the
+/// provider's event and its type): logged and acknowledged, so that the
+/// provider stops resending it, with nothing to report.
+pub fn ignored(what: &str) -> Vec<CallbackUpdate> {
+    log::log(log::Level::Info, &format!("{what} ignored"));
+    Vec::new()
 }
 
 /// A notification authenticated by the `webhook_secret` itself, sent as
