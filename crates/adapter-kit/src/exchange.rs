@@ -362,19 +362,6 @@ impl Endpoint {
         self.provider.answer(self.post(path, body)?, expected, read)
     }
 
-    /// A call that expects one of `success`, classified ([`Provider::reply`]).
-    pub fn call(
-        &self,
-        method: &str,
-        path: &str,
-        extra_headers: &[(String, String)],
-        body: Option<&impl serde::Serialize>,
-        success: &[u16],
-    ) -> Result<Reply, AdapterError> {
-        let resp = self.send(method, path, extra_headers, body.and_then(json))?;
-        self.provider.reply(resp, success)
-    }
-
     /// `GET path` answered 200 with a readable `T`; anything else is an error.
     pub fn get<T: serde::de::DeserializeOwned>(
         &self,

@@ -17,11 +17,11 @@
 
 mod transformers;
 
-use mmc_adapter_kit::exchange::{Endpoint, Provider, Reply};
+use mmc_adapter_kit::exchange::{Endpoint, Provider};
 use mmc_adapter_kit::spec::Spec;
 use mmc_adapter_kit::types::*;
 use mmc_adapter_kit::webhook::{self, Hmac};
-use mmc_adapter_kit::{Adapter, lookup};
+use mmc_adapter_kit::{Adapter, lookup, phone_required, wire};
 use mmc_domain::http;
 use transformers::{Collection, List};
 
@@ -49,17 +49,9 @@ const SIGNATURE: Hmac = Hmac {
 
 struct Acme;
 
-/// Acme's API for a served operator: its base URL and our API key.
+/// Acme's API for a served operator: its `base_url`, our `api_key` as a bearer token.
 fn api(operator: &str) -> Result<Endpoint, AdapterError> {
-    let market = SPEC.market(operator)?;
-    let base_url = market.base_url()?;
-    let api_key = market.secret("api_key")?;
-    Ok(Endpoint {
-        provider: &ACME,
-        base_url,
-        headers: vec![("Authorization".into(), format!("Bearer {api_key}"))],
-        timeout_ms: market.timeout_ms(),
-    })
+    SPEC.market(operator)?.bearer_endpoint(&ACME, "api_key")
 }
 
 /// The collection made under our id, if Acme has one (a successful one
@@ -79,27 +71,22 @@ impl Adapter for Acme {
     fn initiate(req: InitiateRequest) -> Result<Initiated, AdapterError> {
         let api = api(&req.operator)?;
         let Some(phone) = req.phone.as_deref() else {
-            return Err(AdapterError::Rejected(
-                "Acme needs the customer's phone number".into(),
-            ));
+            return Ok(phone_required("Acme"));
         };
         let body = transformers::CreateCollection {
             reference: req.payment_id.clone(),
             amount: req.amount.to_string(),
             currency: req.currency.clone(),
-            msisdn: phone.chars().filter(char::is_ascii_digit).collect(),
+            msisdn: wire::digits(phone),
             callback_url: req.callback_url.clone(),
         };
-        match api.call("POST", "/v1/collections", &[], Some(&body), &[201])? {
-            Reply::Success(resp) => {
-                let created: Collection = ACME.read("collection", &resp.body)?;
-                Ok(Initiated::AwaitingCustomer(created.id))
-            }
-            Reply::Declined(resp) => Ok(Initiated::Refused(transformers::refusal(
-                resp.status,
-                &resp.body,
-            ))),
-        }
+        // 201: created (unreadable, the outcome is unknown); a 4xx other than
+        // our own 401/403/404/429: Acme's refusal, nothing was performed.
+        let read = |b: &[u8]| wire::parse::<Collection>("Acme collection", b);
+        Ok(match api.submit("/v1/collections", &body, [201], read)? {
+            Ok(created) => Initiated::AwaitingCustomer(created.id),
+            Err(refused) => Initiated::Refused(refused),
+        })
     }
 
     fn status(payment: OperationRef) -> Result<PspStatus, AdapterError> {
@@ -112,12 +99,9 @@ impl Adapter for Acme {
         webhook::method(&req, &["POST"], "Acme callbacks")?;
         SIGNATURE.verify(&req)?;
         let event: transformers::Event = ACME.read("callback", &req.body)?;
-        Ok(vec![CallbackUpdate {
-            kind: SubjectKind::Payment,
-            status: transformers::status(&event.data),
-            id: Some(event.data.reference),
-            psp_reference: Some(event.data.id),
-        }])
+        let status = transformers::status(&event.data);
+        let (id, reference) = (Some(event.data.reference), event.data.id);
+        Ok(webhook::report(SubjectKind::Payment, id, reference, status))
     }
 }
 
