@@ -19,12 +19,11 @@ pub struct Party {
 }
 
 /// A party by phone number.
-fn msisdn(phone: &str) -> Option<Party> {
-    let party_id = wire::digits(phone);
-    Some(Party {
+fn msisdn(phone: &str) -> Party {
+    Party {
         party_id_type: "MSISDN",
-        party_id,
-    })
+        party_id: wire::digits(phone),
+    }
 }
 
 /// The body of MTN's three money movements: `POST
@@ -105,7 +104,7 @@ pub fn request_to_pay(req: &InitiateRequest, phone: &str) -> Movement {
         amount: req.amount.to_string(),
         currency: req.currency.clone(),
         external_id: req.payment_id.clone(),
-        payer: msisdn(phone),
+        payer: Some(msisdn(phone)),
         payer_message: note(text),
         payee_note: note(&req.reference),
         ..Movement::default()
@@ -117,7 +116,7 @@ pub fn transfer(req: &PayoutRequest) -> Movement {
         amount: req.amount.to_string(),
         currency: req.currency.clone(),
         external_id: req.payout_id.clone(),
-        payee: msisdn(&req.phone),
+        payee: Some(msisdn(&req.phone)),
         payer_message: note(&req.reference),
         payee_note: note(&req.beneficiary_name),
         ..Movement::default()
