@@ -2,6 +2,10 @@
 //! secret scanners can find, 122 random bits after it) is shown once at
 //! creation and stored only as its SHA-256; it fixes the merchant and the
 //! environment. Keys made before the prefixes (bare UUIDs) still work.
+//!
+//! A key made in the console remembers the person who made it, and acts as
+//! that person for maker-checker; a key made with `mmc keys` is a service
+//! key, behind which the service knows no one.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -64,6 +68,8 @@ pub struct CreatedKey {
 pub struct KeyInfo {
     pub id: String,
     pub scopes: Scopes,
+    /// The console user who made it (`usr_…`); none for a service key.
+    pub made_by: Option<String>,
     pub created_ms: u64,
     pub revoked_ms: Option<u64>,
 }
@@ -76,9 +82,30 @@ pub struct Principal {
     pub merchant_name: String,
     pub environment: Environment,
     pub scopes: Scopes,
+    /// The person behind the key: who made it in the console (none for a
+    /// service key made with the command line).
+    pub person: Option<Person>,
     /// The merchant's maker-checker rule in this environment: a bulk batch
-    /// is approved by another key than the one that created it.
+    /// is approved by another key than the one that created it, and by
+    /// another person than the one behind that key.
     pub require_second_approver: bool,
+}
+
+/// A person as maker-checker knows them, whether they act in the console or
+/// through a key they made there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Person {
+    /// `user_…` ([`actor_id`] of the console user).
+    pub id: String,
+    /// Until when (Unix ms) they may approve no payout: their access was
+    /// reset. 0: no hold.
+    pub approvals_held_until_ms: u64,
+}
+
+/// The id the API records for console user `user_id` (`usr_…` → `user_…`),
+/// as the caller of what they do in the console and behind their keys.
+pub fn actor_id(user_id: &str) -> String {
+    format!("user_{}", user_id.trim_start_matches("usr_"))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -202,12 +229,34 @@ impl Accounts {
         self.create_key_with(merchant_id, environment, None)
     }
 
-    /// A key limited to `scopes` (`None`: every scope, now and to come).
+    /// A service key limited to `scopes` (`None`: every scope, now and to come).
     pub fn create_key_with(
         &self,
         merchant_id: &str,
         environment: Environment,
         scopes: Option<Scopes>,
+    ) -> Result<CreatedKey, AccountError> {
+        self.insert_key(merchant_id, environment, scopes, None)
+    }
+
+    /// A key made in the console by the user `user_id` (`usr_…`): it acts as
+    /// that person for maker-checker.
+    pub fn create_person_key(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        scopes: Scopes,
+        user_id: &str,
+    ) -> Result<CreatedKey, AccountError> {
+        self.insert_key(merchant_id, environment, Some(scopes), Some(user_id))
+    }
+
+    fn insert_key(
+        &self,
+        merchant_id: &str,
+        environment: Environment,
+        scopes: Option<Scopes>,
+        made_by: Option<&str>,
     ) -> Result<CreatedKey, AccountError> {
         let key = format!("mk_{}_{}", environment.as_str(), Uuid::new_v4().simple());
         let hash = hash_key(&key).expect("a key we made has the shape of one");
@@ -229,8 +278,8 @@ impl Accounts {
                 return Ok(false);
             }
             tx.execute(
-                "INSERT INTO api_keys (id, key_hash, merchant_id, environment, created_ms, scopes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                sql_params![&created.id, &hash, merchant_id, environment.as_str(), system_now_ms() as i64, &stored],
+                "INSERT INTO api_keys (id, key_hash, merchant_id, environment, created_ms, scopes, created_by_user) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                sql_params![&created.id, &hash, merchant_id, environment.as_str(), system_now_ms() as i64, &stored, made_by],
             )?;
             Ok(true)
         })?;
@@ -303,7 +352,7 @@ impl Accounts {
     ) -> Result<Vec<KeyInfo>, AccountError> {
         Ok(self.db.read(|c| {
             c.query(
-                "SELECT id, scopes, created_ms, revoked_ms FROM api_keys
+                "SELECT id, scopes, created_ms, revoked_ms, created_by_user FROM api_keys
                  WHERE merchant_id = ?1 AND environment = ?2 ORDER BY created_ms DESC, id",
                 sql_params![merchant_id, environment.as_str()],
             )?
@@ -314,6 +363,7 @@ impl Accounts {
                     scopes: Scopes::from_stored(r.opt_text(1)?.as_deref()),
                     created_ms: r.int(2)? as u64,
                     revoked_ms: r.opt_int(3)?.map(|v| v as u64),
+                    made_by: r.opt_text(4)?,
                 })
             })
             .collect::<Result<Vec<_>, StorageError>>()
@@ -362,8 +412,10 @@ impl Accounts {
         let row = self.db.read(|c| {
             c.query_opt(
                 "SELECT k.id, k.merchant_id, k.environment, m.name, k.scopes,
-                        m.second_approver_test, m.second_approver_live
+                        m.second_approver_test, m.second_approver_live,
+                        k.created_by_user, u.approvals_held_until_ms
                  FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
+                 LEFT JOIN console_users u ON u.id = k.created_by_user
                  WHERE k.key_hash = ?1 AND k.revoked_ms IS NULL",
                 sql_params![hash],
             )
@@ -378,6 +430,15 @@ impl Accounts {
             merchant_name: r.text(3)?,
             environment,
             scopes: Scopes::from_stored(scopes.as_deref()),
+            person: r
+                .opt_text(7)?
+                .map(|user| -> Result<Person, StorageError> {
+                    Ok(Person {
+                        id: actor_id(&user),
+                        approvals_held_until_ms: r.opt_int(8)?.unwrap_or(0).max(0) as u64,
+                    })
+                })
+                .transpose()?,
             // Off in test, on in live, unless the merchant said otherwise.
             require_second_approver: match environment {
                 Environment::Test => test.unwrap_or(false),

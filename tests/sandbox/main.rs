@@ -267,6 +267,7 @@ fn call(
         merchant_name: "Boutique Awa".into(),
         environment: "test".into(),
         key_id: "k1".into(),
+        person: None,
         require_second_approver: false,
         request_id: "r1".into(),
         base_url: "https://pay.example".into(),

@@ -147,9 +147,25 @@ pub struct Batch {
     pub created_by_key: Option<String>,
     #[serde(default)]
     pub validated_by_key: Option<String>,
+    /// The person behind the creating and the approving caller (`user_…`):
+    /// who acted in the console, or made there the key that acted; absent
+    /// for a service key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by_person: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validated_by_person: Option<String>,
 }
 
 impl Batch {
+    /// The person who created it: recorded, or, on a batch from before
+    /// people were recorded, the console user whose caller id made it.
+    pub fn creator(&self) -> Option<&str> {
+        self.created_by_person.as_deref().or(self
+            .created_by_key
+            .as_deref()
+            .filter(|k| k.starts_with("user_")))
+    }
+
     /// Moves one item's weight in the counters and amounts.
     pub fn count_move(&mut self, from: ItemStatus, to: ItemStatus, amount: u64) {
         let slot = self.counts.slot(from);

@@ -286,6 +286,8 @@ pub fn batch_json(b: &Batch) -> Value {
         "rejection_reason": b.rejection_reason,
         "created_by_key_id": b.created_by_key,
         "validated_by_key_id": b.validated_by_key,
+        "created_by_user_id": b.creator(),
+        "validated_by_user_id": b.validated_by_person,
         "created_at": time::rfc3339(b.created_at_ms),
         "updated_at": time::rfc3339(b.updated_at_ms),
         "validated_at": ts(b.validated_at_ms),

@@ -72,6 +72,12 @@ pub(crate) const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     // A console action's outcome: `pending` until it is known, `done` or
     // `refused`; entries from before it were written once done.
     ("console_audit", "outcome", "TEXT NOT NULL DEFAULT 'done'"),
+    // The console user who made a key (maker-checker counts it as that
+    // person); NULL = a service key, made with the command line.
+    ("api_keys", "created_by_user", "TEXT"),
+    // Until when a console user may approve no payout (their access was
+    // reset); NULL = no hold.
+    ("console_users", "approvals_held_until_ms", "INTEGER"),
 ];
 
 pub(crate) fn add_missing_columns(conn: &Connection) -> Result<(), StorageError> {

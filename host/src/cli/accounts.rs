@@ -32,7 +32,9 @@ pub enum MerchantsCommand {
 
 #[derive(Subcommand)]
 pub enum KeysCommand {
-    /// Create an API key; prints {"id","key","environment","merchant_id"}. The key is shown only once.
+    /// Create a service API key (it stands for a system, not a person: maker-checker tells it
+    /// apart from other keys only); prints {"id","key","environment","merchant_id"}. The key is
+    /// shown only once.
     Create {
         #[arg(long)]
         merchant: String,

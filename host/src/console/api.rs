@@ -193,6 +193,7 @@ pub async fn call_with(
         merchant_name: s.merchant_name.clone(),
         environment: s.environment.as_str().to_string(),
         key_id: s.actor_id(),
+        person: Some(crate::http::person_of(&s.person())),
         require_second_approver: s.require_second_approver,
         request_id: request_id.to_string(),
         base_url: app.base_url.clone(),
@@ -239,6 +240,7 @@ async fn native(
         merchant_name: s.merchant_name.clone(),
         environment: s.environment,
         scopes: s.role.scopes(),
+        person: Some(s.person()),
         require_second_approver: s.require_second_approver,
     };
     let request = crate::http::native::NativeRequest {

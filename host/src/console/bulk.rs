@@ -2,8 +2,9 @@
 //! ([`super::bulk_upload`]), a batch's page with its items as they are paid,
 //! and its approval or rejection. Approving is the API's `validate`, through
 //! the same scope check (`bulk:approve`) and the component's maker-checker
-//! rule: a person is their own caller, so the batch's creator cannot approve
-//! it where the merchant requires a second approver (always, in live).
+//! rule: a person is their own caller, and the person behind the keys they
+//! made, so the batch's creator cannot approve it, here or with one of their
+//! keys, where the merchant requires a second approver (always, in live).
 
 use std::fmt::Write;
 use std::sync::Arc;
@@ -34,8 +35,8 @@ fn page_number(req: &Req) -> u64 {
         .unwrap_or(1)
 }
 
-/// The email of the person behind a caller id (`user_…`), else the id (a key).
-fn who(c: &Console, s: &Session, caller: &str) -> String {
+/// The email of the person behind a caller id (`user_…`), else the id.
+fn email_of(c: &Console, s: &Session, caller: &str) -> String {
     let Some(id) = caller.strip_prefix("user_") else {
         return caller.to_string();
     };
@@ -48,6 +49,19 @@ fn who(c: &Console, s: &Session, caller: &str) -> String {
         })
         .map(|u| u.email)
         .unwrap_or_else(|| caller.to_string())
+}
+
+/// Who acted: a person in the console, a key with the person who made it,
+/// or a service key alone.
+fn who(c: &Console, s: &Session, key: &Value, person: &Value) -> String {
+    let (key, person) = (text(key), text(person));
+    if key.starts_with("user_") || key.is_empty() {
+        return email_of(c, s, &key);
+    }
+    if person.is_empty() {
+        return key;
+    }
+    format!("{key} ({})", email_of(c, s, &person))
 }
 
 async fn get(app: &Arc<App>, req: &Req, s: &Session, target: &str) -> Result<Value, ConsoleError> {
@@ -171,8 +185,14 @@ fn facts(c: &Console, l: html::Lang, s: &Session, b: &Value) -> String {
         ),
         ("items", text(&b["item_count"])),
         ("created", text(&b["created_at"])),
-        ("created_by", who(c, s, &text(&b["created_by_key_id"]))),
-        ("approved_by", who(c, s, &text(&b["validated_by_key_id"]))),
+        (
+            "created_by",
+            who(c, s, &b["created_by_key_id"], &b["created_by_user_id"]),
+        ),
+        (
+            "approved_by",
+            who(c, s, &b["validated_by_key_id"], &b["validated_by_user_id"]),
+        ),
         ("reason", text(&b["rejection_reason"])),
     ] {
         if !value.trim().is_empty() {
@@ -277,7 +297,7 @@ pub async fn show(
     }
     body.push_str(&facts(c, l, s, &b));
     if b["status"] == "pending_validation" {
-        let own = b["created_by_key_id"].as_str() == Some(&s.actor_id());
+        let own = b["created_by_user_id"].as_str() == Some(&s.actor_id());
         body.push_str(&decision(l, s, id, own));
     }
     let ide = esc(id);

@@ -2,7 +2,8 @@
 //! created with scopes (the key shown once) and revoked, through the same
 //! [`crate::accounts::Accounts`] calls as `mmc keys`: a revoked key is
 //! refused by this node from the next request (its cache entry goes with
-//! it) and by every other node within the key cache's half second.
+//! it) and by every other node within the key cache's half second. A key
+//! made here remembers who made it: maker-checker counts it as that person.
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -84,6 +85,7 @@ fn create_form(l: html::Lang, s: &Session) -> String {
 /// `GET /console/developers`: the environment's keys, and a form for a new one.
 pub fn page(
     app: &App,
+    c: &Console,
     req: &Req,
     s: &Session,
     top: Option<(u16, String)>,
@@ -92,12 +94,22 @@ pub fn page(
     let l = req.lang;
     let keys = blocking(|| app.accounts.list_keys(&s.merchant_id, s.environment))
         .map_err(|e| ConsoleError::Unavailable(e.to_string()))?;
+    let team = blocking(|| c.users.list(&s.merchant_id)).map_err(super::auth::user_error)?;
+    let made_by = |k: &crate::accounts::KeyInfo| match &k.made_by {
+        None => t(l, "service_key").to_string(),
+        Some(id) => team
+            .iter()
+            .find(|u| &u.id == id)
+            .map(|u| u.email.clone())
+            .unwrap_or_else(|| crate::accounts::actor_id(id)),
+    };
     let (status, mut body) = opening(l, req, top);
     let _ = write!(
         body,
-        "<h2>{}</h2><table><thead><tr><th>id</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",
+        "<h2>{}</h2><table><thead><tr><th>id</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",
         t(l, "api_keys"),
         t(l, "scopes"),
+        t(l, "made_by"),
         t(l, "created"),
         t(l, "status"),
         t(l, "action"),
@@ -119,9 +131,10 @@ pub fn page(
         };
         let _ = write!(
             body,
-            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{action}</td></tr>",
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{action}</td></tr>",
             esc(&k.id),
             esc(&k.scopes.to_string().replace(',', ", ")),
+            esc(&made_by(k)),
             when(k.created_ms),
             esc(&state),
         );
@@ -150,6 +163,7 @@ pub fn create(app: &App, c: &Console, req: &Req, s: &Session) -> Result<Resp, Co
     let Ok(scopes) = Scopes::parse(&chosen.join(",")) else {
         return page(
             app,
+            c,
             req,
             s,
             Some((400, html::notice(t(l, "no_scope"), true))),
@@ -162,7 +176,7 @@ pub fn create(app: &App, c: &Console, req: &Req, s: &Session) -> Result<Resp, Co
             audit,
             || {
                 app.accounts
-                    .create_key_with(&s.merchant_id, s.environment, Some(scopes))
+                    .create_person_key(&s.merchant_id, s.environment, scopes, &s.user_id)
             },
             |k| (Some(k.id.clone()), Some(scopes.to_string())),
         )
@@ -173,7 +187,7 @@ pub fn create(app: &App, c: &Console, req: &Req, s: &Session) -> Result<Resp, Co
         html::notice(t(l, "key_once"), false),
         esc(&created.key)
     );
-    page(app, req, s, Some((201, shown)))
+    page(app, c, req, s, Some((201, shown)))
 }
 
 /// `POST /console/developers/keys/{id}/revoke`: refused from the next request.

@@ -218,7 +218,7 @@ async fn page(
         ("POST", ["bulk", "upload"]) => bulk::upload(app, c, req, s).await,
         ("GET", ["bulk", id]) => bulk::show(app, c, req, s, id).await,
         ("POST", ["bulk", id, "validate"]) => bulk::validate(app, c, req, s, id).await,
-        ("GET", ["developers"]) => keys::page(app, req, s, None),
+        ("GET", ["developers"]) => keys::page(app, c, req, s, None),
         ("POST", ["developers", "keys"]) => keys::create(app, c, req, s),
         ("POST", ["developers", "keys", id, "revoke"]) => keys::revoke(app, c, req, s, id),
         ("GET", ["developers", "webhooks"]) => hooks::endpoints(app, req, s, None, false).await,

@@ -20,6 +20,10 @@ const FRENCH: &[(&str, &str)] = &[
         "second_approver_required",
         "Ce lot doit être validé par une autre personne que celle qui l'a créé.",
     ),
+    (
+        "approval_on_hold",
+        "L'accès de cette personne a été réinitialisé : elle ne peut rien approuver pendant 24 heures.",
+    ),
     ("parameter_missing", "Un champ obligatoire manque."),
     ("parameter_invalid", "Un champ a une valeur non acceptée."),
     ("parameter_invalid_string", "Un champ doit être un texte."),

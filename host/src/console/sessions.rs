@@ -30,13 +30,25 @@ pub struct Session {
     pub csrf: String,
     /// The merchant's maker-checker rule in the session's environment.
     pub require_second_approver: bool,
+    /// Until when the person may approve no payout (their access was
+    /// reset); 0: no hold.
+    pub approvals_held_until_ms: u64,
 }
 
 impl Session {
     /// The id components see as the caller's key: one per person, so
     /// maker-checker tells two people apart as it tells two keys apart.
     pub fn actor_id(&self) -> String {
-        format!("user_{}", self.user_id.trim_start_matches("usr_"))
+        crate::accounts::actor_id(&self.user_id)
+    }
+
+    /// The person, as maker-checker knows them: the same one behind the
+    /// keys they made.
+    pub fn person(&self) -> crate::accounts::Person {
+        crate::accounts::Person {
+            id: self.actor_id(),
+            approvals_held_until_ms: self.approvals_held_until_ms,
+        }
     }
 }
 
@@ -93,7 +105,8 @@ impl Sessions {
         let row = self.db.read(|c| {
             c.query_opt(
                 "SELECT s.token_hash, u.id, u.email, u.role, u.merchant_id, m.name, s.environment, s.mfa,
-                        u.totp_enabled, s.csrf, m.second_approver_test, m.second_approver_live
+                        u.totp_enabled, s.csrf, m.second_approver_test, m.second_approver_live,
+                        u.approvals_held_until_ms
                  FROM console_sessions s
                  JOIN console_users u ON u.id = s.user_id AND u.removed_ms IS NULL
                  JOIN merchants m ON m.id = u.merchant_id
@@ -123,6 +136,7 @@ impl Sessions {
                 Environment::Test => test.unwrap_or(false),
                 Environment::Live => live.unwrap_or(true),
             },
+            approvals_held_until_ms: r.opt_int(12)?.unwrap_or(0).max(0) as u64,
         }))
     }
 

@@ -66,6 +66,12 @@ pub const MORE: &[(&str, &str, &str)] = &[
         "Copiez cette clé maintenant : elle n'est affichée qu'une fois.",
     ),
     ("revoke", "Revoke", "Révoquer"),
+    ("made_by", "Made by", "Créée par"),
+    (
+        "service_key",
+        "service key (command line)",
+        "clé de service (ligne de commande)",
+    ),
     ("revoked", "revoked", "révoquée"),
     ("last_used", "Last used", "Dernière utilisation"),
     (

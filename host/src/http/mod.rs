@@ -33,6 +33,7 @@ use hyper::{Request, Response, StatusCode};
 use self::connections::{Connections, Cut};
 use self::errors::HttpError;
 use self::paged::Body;
+pub(crate) use self::principal::person_of;
 pub(crate) use self::request_log::record_principal;
 use crate::accounts::Accounts;
 use crate::config::{Generation, Route};

@@ -115,8 +115,17 @@ pub(super) fn caller_of(
         merchant_name: p.merchant_name,
         environment: p.environment.as_str().to_string(),
         key_id: p.key_id,
+        person: p.person.as_ref().map(person_of),
         require_second_approver: p.require_second_approver,
         request_id: request_id.to_string(),
         base_url: app.base_url.clone(),
+    }
+}
+
+/// A person as the components see them.
+pub(crate) fn person_of(p: &crate::accounts::Person) -> http_types::Person {
+    http_types::Person {
+        id: p.id.clone(),
+        approvals_held_until_ms: p.approvals_held_until_ms,
     }
 }

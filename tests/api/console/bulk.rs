@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use mmc_host::accounts::Environment;
 use mmc_host::console::users::Role;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::*;
 use crate::support::*;
@@ -130,7 +130,7 @@ async fn a_csv_uploaded_by_one_person_is_reported_approved_by_another_and_paid(a
         .submit(&page, &format!("{page}/validate"), &[("action", "approve")])
         .await;
     assert_eq!(refused.status, 403, "{}", refused.body);
-    assert!(refused.body.contains("another key"), "{}", refused.body);
+    assert!(refused.body.contains("another person"), "{}", refused.body);
     let (_, still) = app.get(&key, &format!("/api/v1/bulk-payments/{id}/")).await;
     assert_eq!(still["status"], "pending_validation");
 
@@ -203,4 +203,199 @@ async fn support_and_developers_see_no_bulk_payouts_and_cannot_upload(app: TestA
         assert_eq!(refused.status, 403, "{role:?}: {}", refused.body);
         assert!(refused.body.contains("bulk:create"), "{}", refused.body);
     }
+}
+
+/// A key made by the person signed in to `browser` on the Developers page.
+async fn console_key(browser: &Browser, scopes: &[&str]) -> String {
+    let form: Vec<(&str, &str)> = scopes.iter().map(|s| ("scope", *s)).collect();
+    let made = browser
+        .submit("/console/developers", "/console/developers/keys", &form)
+        .await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    let marker = "<code class=\"secret\">";
+    let at = made.body.find(marker).unwrap() + marker.len();
+    made.body[at..].split('<').next().unwrap().to_string()
+}
+
+/// A one-line batch created through the API with `key`: its id.
+async fn batch_by_key(app: &TestApp, key: &str, reference: &str) -> String {
+    let resp = app
+        .client
+        .post(app.url("/api/v1/bulk-payments/"))
+        .bearer_auth(key)
+        .header("Idempotency-Key", new_key())
+        .json(&json!({"name": "Payroll", "items": [{
+            "beneficiary_name": "Awa Koné", "phone": "+2290166001001",
+            "amount": 1000, "currency": "XOF", "reference": reference,
+        }]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    let b: Value = resp.json().await.unwrap();
+    assert_eq!(b["status"], "pending_validation", "{b}");
+    b["id"].as_str().unwrap().to_string()
+}
+
+async fn approve_by_key(app: &TestApp, key: &str, id: &str) -> (u16, Value) {
+    app.post(
+        key,
+        &format!("/api/v1/bulk-payments/{id}/validate/"),
+        json!({}),
+    )
+    .await
+}
+
+#[service_test]
+async fn a_person_cannot_approve_their_own_batch_through_keys_they_made(app: TestApp) {
+    let (merchant, reader, _) = app.merchant("Payroll");
+    app.accounts
+        .set_require_second_approver(&merchant, Environment::Test, true)
+        .unwrap();
+    let owner = person(&app, &merchant, "owner@payroll.bj", Role::Owner).await;
+    let finance = person(&app, &merchant, "koffi@payroll.bj", Role::Finance).await;
+
+    // Two keys of one owner: one creates, the other may not approve.
+    let maker = console_key(&owner, &["bulk:create"]).await;
+    let checker = console_key(&owner, &["bulk:approve"]).await;
+    let first = batch_by_key(&app, &maker, "k-1").await;
+    let (status, e) = approve_by_key(&app, &checker, &first).await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (403, Some("second_approver_required")),
+        "{e}"
+    );
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("same person"),
+        "{e}"
+    );
+    let (_, b) = app
+        .get(&reader, &format!("/api/v1/bulk-payments/{first}/"))
+        .await;
+    assert_eq!(b["status"], "pending_validation", "{b}");
+    assert_eq!(
+        b["created_by_user_id"],
+        actor(&app, &merchant, "owner@payroll.bj")
+    );
+
+    // Nor in the console: the batch's page names the key and its maker,
+    // and the owner's approval there is refused.
+    let page = format!("/console/bulk/{first}");
+    let shown = owner.get(&page).await;
+    assert!(
+        shown.body.contains("(owner@payroll.bj)") && shown.body.contains("You created this batch"),
+        "{}",
+        shown.body
+    );
+    let refused = owner
+        .submit(&page, &format!("{page}/validate"), &[("action", "approve")])
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(refused.body.contains("another person"), "{}", refused.body);
+
+    // Another person approves it, in the console.
+    let approved = finance
+        .submit(&page, &format!("{page}/validate"), &[("action", "approve")])
+        .await;
+    assert_eq!(approved.status, 303, "{}", approved.body);
+    let (_, b) = app
+        .get(&reader, &format!("/api/v1/bulk-payments/{first}/"))
+        .await;
+    assert_eq!(b["status"], "processing", "{b}");
+    assert_eq!(
+        b["validated_by_user_id"],
+        actor(&app, &merchant, "koffi@payroll.bj")
+    );
+
+    // A batch uploaded in the console by a person is not theirs to approve
+    // with a key of theirs; a key another person made approves it.
+    let csrf = owner.get("/console/bulk").await.field("csrf");
+    let csv = format!("{HEADER}\nAwa Koné,+2290166001001,1000,XOF,up-1\n");
+    let uploaded = owner
+        .upload(
+            "/console/bulk/upload",
+            &[
+                ("csrf", &csrf),
+                ("name", "Upload"),
+                ("idempotency_key", &new_key()),
+            ],
+            ("up.csv", csv.as_bytes()),
+        )
+        .await;
+    assert_eq!(uploaded.status, 303, "{}", uploaded.body);
+    let second =
+        uploaded.location().split('?').next().unwrap()["/console/bulk/".len()..].to_string();
+    let (status, e) = approve_by_key(&app, &checker, &second).await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (403, Some("second_approver_required")),
+        "{e}"
+    );
+    let dev = person(&app, &merchant, "dev@payroll.bj", Role::Developer).await;
+    let theirs = console_key(&dev, &["bulk:approve"]).await;
+    let (status, v) = approve_by_key(&app, &theirs, &second).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        v["validated_by_user_id"],
+        actor(&app, &merchant, "dev@payroll.bj")
+    );
+
+    // Service keys (made with the command line) stand for no one: the rule
+    // is key against key, as before.
+    let scoped = |scopes: &str| {
+        app.accounts
+            .create_key_with(
+                &merchant,
+                Environment::Test,
+                Some(mmc_host::scopes::Scopes::parse(scopes).unwrap()),
+            )
+            .unwrap()
+            .key
+    };
+    let (service_maker, service_checker) =
+        (scoped("bulk:create,bulk:approve"), scoped("bulk:approve"));
+    let third = batch_by_key(&app, &service_maker, "k-4").await;
+    let (status, e) = approve_by_key(&app, &service_maker, &third).await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (403, Some("second_approver_required")),
+        "{e}"
+    );
+    let (status, v) = approve_by_key(&app, &service_checker, &third).await;
+    assert_eq!(status, 200, "{v}");
+    assert!(v["created_by_user_id"].is_null(), "{v}");
+    // The Developers page tells the keys apart.
+    let keys = owner.get("/console/developers").await;
+    assert!(
+        keys.body.contains("service key (command line)")
+            && keys.body.contains("<td>owner@payroll.bj</td>"),
+        "{}",
+        keys.body
+    );
+}
+
+#[service_test]
+async fn a_batch_created_with_a_persons_key_is_not_theirs_to_approve_in_the_console(app: TestApp) {
+    let (merchant, reader, _) = app.merchant("Payroll");
+    app.accounts
+        .set_require_second_approver(&merchant, Environment::Test, true)
+        .unwrap();
+    let owner = person(&app, &merchant, "owner@payroll.bj", Role::Owner).await;
+    let finance = person(&app, &merchant, "koffi@payroll.bj", Role::Finance).await;
+    let key = console_key(&owner, &["bulk:create"]).await;
+    let id = batch_by_key(&app, &key, "own-1").await;
+    let page = format!("/console/bulk/{id}");
+    let refused = owner
+        .submit(&page, &format!("{page}/validate"), &[("action", "approve")])
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    let approved = finance
+        .submit(&page, &format!("{page}/validate"), &[("action", "approve")])
+        .await;
+    assert_eq!(approved.status, 303, "{}", approved.body);
+    let done = wait_paid(&app, &reader, &id).await;
+    assert_eq!(done["items_by_status"]["completed"], 1, "{done}");
 }

@@ -133,6 +133,8 @@ fn new_batch(caller: &Caller, new: NewBatch, now: u64) -> (Batch, Vec<Item>) {
         queued_ms: start,
         created_by_key: Some(caller.key_id.clone()),
         validated_by_key: None,
+        created_by_person: caller.person.as_ref().map(|p| p.id.clone()),
+        validated_by_person: None,
     };
     (batch, items)
 }

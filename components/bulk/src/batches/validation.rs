@@ -1,6 +1,8 @@
 //! `POST /bulk-payments/{id}/validate/`: the maker-checker step. A batch
 //! above its threshold waits in `pending_validation` until a key with
-//! `bulk:approve` approves it (it is then paid) or rejects it.
+//! `bulk:approve` approves it (it is then paid) or rejects it. Where a
+//! second approver is required, the approver is another key and another
+//! person: a key made in the console counts as the person who made it.
 
 use super::*;
 
@@ -37,19 +39,8 @@ pub fn validate(caller: &Caller, req: &Request, id: &str) -> Result<Response, Ap
     if b.status != BatchStatus::PendingValidation {
         return Err(not_awaiting_validation(&b));
     }
-    // Maker-checker: paying out takes a second person (a second key);
-    // rejecting moves no money, so the creator may withdraw their batch.
-    if !reject
-        && caller.require_second_approver
-        && b.created_by_key.as_deref() == Some(caller.key_id.as_str())
-    {
-        return Err(ApiError::forbidden(
-            "second_approver_required",
-            format!(
-                "Bulk payment {} was created with this API key; another key (with scope bulk:approve) must approve it.",
-                b.id
-            ),
-        ));
+    if !reject {
+        may_approve(caller, &b, now)?;
     }
     let previous_queue = b.queued_ms;
     b.updated_at_ms = now;
@@ -62,12 +53,54 @@ pub fn validate(caller: &Caller, req: &Request, id: &str) -> Result<Response, Ap
         b.status = BatchStatus::Processing;
         b.validated_at_ms = Some(now);
         b.validated_by_key = Some(caller.key_id.clone());
+        b.validated_by_person = caller.person.as_ref().map(|p| p.id.clone());
         b.processing_started_at_ms = Some(now);
         b.queued_ms = Some(now);
     }
     tx.save_batch(&b, previous_queue)?;
     tx.commit()?;
     Ok(json_response(200, &wire::batch_json(&b)))
+}
+
+/// Maker-checker: paying out takes a second key and a second person;
+/// rejecting moves no money, so the creator may withdraw their batch. A
+/// person whose access was just reset approves nothing until the hold ends
+/// (the new sign-in link may have reached someone else).
+fn may_approve(caller: &Caller, b: &Batch, now: u64) -> Result<(), ApiError> {
+    let person = caller.person.as_ref();
+    if let Some(p) = person.filter(|p| p.approvals_held_until_ms > now) {
+        return Err(ApiError::forbidden(
+            "approval_on_hold",
+            format!(
+                "This person's console access was reset; they may approve payouts again from {}.",
+                mmc_domain::time::rfc3339(p.approvals_held_until_ms)
+            ),
+        ));
+    }
+    if !caller.require_second_approver {
+        return Ok(());
+    }
+    if let (Some(p), Some(creator)) = (person, b.creator())
+        && p.id == creator
+    {
+        return Err(ApiError::forbidden(
+            "second_approver_required",
+            format!(
+                "Bulk payment {} was created by the same person, in the console or with a key they made there; another person must approve it.",
+                b.id
+            ),
+        ));
+    }
+    if b.created_by_key.as_deref() == Some(caller.key_id.as_str()) {
+        return Err(ApiError::forbidden(
+            "second_approver_required",
+            format!(
+                "Bulk payment {} was created with this API key; another key (with scope bulk:approve) must approve it.",
+                b.id
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The 409 for a batch that is past validation, saying why.

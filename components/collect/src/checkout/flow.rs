@@ -48,6 +48,7 @@ fn caller_for(p: &Payment) -> Caller {
         merchant_name: p.merchant_name.clone(),
         environment: p.environment.clone(),
         key_id: String::new(),
+        person: None,
         require_second_approver: false,
         request_id: String::new(),
         base_url: base,
