@@ -213,7 +213,7 @@ async fn in_chromium_a_link_is_paid_a_batch_is_approved_by_another_person_and_a_
         out["selfApprovalSays"]
             .as_str()
             .unwrap()
-            .contains("another key"),
+            .contains("another person"),
         "{out}"
     );
     assert_eq!(out["itemsCompleted"], 2, "{out}");
