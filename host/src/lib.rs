@@ -17,6 +17,7 @@ pub mod db;
 pub mod http;
 pub mod leases;
 pub mod logging;
+pub mod mail;
 pub mod metrics;
 pub mod paths;
 pub mod permits;

@@ -74,6 +74,11 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     if !restored.is_empty() {
         tracing::info!(?restored, "deployed adapter versions restored");
     }
+    let mailer = config
+        .smtp
+        .as_ref()
+        .map(crate::mail::Mailer::new)
+        .transpose()?;
     let sealer = crate::webhooks::sealing::Sealer::resolve(&config)?;
     let webhooks = crate::webhooks::Webhooks::new(db.sql.clone(), config.webhooks.clone(), sealer)?;
     webhooks.set_event_bodies(Arc::new(CollectEventBodies(runtime.clone())));
@@ -102,7 +107,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     crate::workers::spawn_fleet(admin.clone(), app.clone(), leases.clone());
     let site = Arc::new(Site {
         app,
-        console: crate::console::Console::new(db.sql.clone(), &base_url),
+        console: crate::console::Console::new(db.sql.clone(), &base_url).with_mailer(mailer),
         admin,
     });
     let task = tokio::spawn(site::serve(site.clone(), listener));

@@ -4,6 +4,7 @@
 
 pub mod fakes;
 pub mod fixtures;
+pub mod smtp;
 
 use std::path::PathBuf;
 

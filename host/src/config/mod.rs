@@ -12,10 +12,12 @@ use serde::{Deserialize, Serialize};
 
 mod http;
 mod routing;
+mod smtp;
 mod webhooks;
 
 pub use http::{ConnectionConfig, RateLimitConfig};
 pub use routing::{Candidate, OPERATIONS, RouteHealthConfig, RouteSpec, Rule, RuleSet};
+pub use smtp::{SmtpConfig, SmtpSecurity};
 pub use webhooks::WebhookConfig;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -49,6 +51,9 @@ pub struct Config {
     pub admin: AdminConfig,
     /// The admin token, as `admin.token` (kept so `MMC_ADMIN_TOKEN` still works).
     pub admin_token: Option<String>,
+    /// The mail relay the console sends sign-in links through; unset, an
+    /// owner who resets a member's access is shown the new link instead.
+    pub smtp: Option<SmtpConfig>,
 }
 
 /// `url`: `sqlite://PATH` (the default, `<data_dir>/mmc.db`: one process)
@@ -289,6 +294,7 @@ impl Default for Config {
             connections: Default::default(),
             admin: AdminConfig::default(),
             admin_token: None,
+            smtp: None,
         }
     }
 }
@@ -414,6 +420,19 @@ impl Config {
                 return Err(ConfigError::Invalid(format!(
                     "storage.wal_restart_mib is {mib}; the least is {least} (below it the writer would stop for a restart several times a second)"
                 )));
+            }
+        }
+        if let Some(smtp) = &self.smtp {
+            if smtp.username.is_some() != smtp.password.is_some() {
+                return Err(ConfigError::Invalid(
+                    "smtp.username and smtp.password go together".into(),
+                ));
+            }
+            if smtp.password.is_some() && smtp.security == SmtpSecurity::None {
+                return Err(ConfigError::Invalid(
+                    "smtp.password is never sent without TLS: set smtp.security to tls or starttls"
+                        .into(),
+                ));
             }
         }
         for (env, routes) in &self.routing {

@@ -154,3 +154,40 @@ fn routes_are_one_adapter_a_list_a_split_or_rules() {
     );
     assert!(e.contains("routing.live.mtn-bj.rules[0].operation"), "{e}");
 }
+
+#[test]
+fn a_mail_relay_is_optional_and_its_password_never_travels_in_clear() {
+    assert!(Config::load(None, Vec::new()).unwrap().smtp.is_none());
+    let smtp = |extra: &[(&str, &str)]| {
+        let mut vars = vec![
+            ("MMC_SMTP__HOST".to_string(), "mail.example.bj".to_string()),
+            (
+                "MMC_SMTP__FROM".into(),
+                "Payments <no-reply@example.bj>".into(),
+            ),
+        ];
+        vars.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        Config::load(None, vars)
+    };
+    let c = smtp(&[]).unwrap().smtp.unwrap();
+    assert_eq!(
+        (c.security, c.port, c.timeout_ms),
+        (SmtpSecurity::Starttls, None, 10_000)
+    );
+    let user = ("MMC_SMTP__USERNAME", "relay");
+    let password = ("MMC_SMTP__PASSWORD", "hunter2hunter2");
+    let with_password = smtp(&[user, password]).unwrap().smtp.unwrap();
+    assert!(!format!("{with_password:?}").contains("hunter2"));
+    let err = smtp(&[password]).unwrap_err().to_string();
+    assert!(err.contains("go together"), "{err}");
+    let err = smtp(&[user, password, ("MMC_SMTP__SECURITY", "none")])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("never sent without TLS"), "{err}");
+    assert!(crate::mail::Mailer::new(&smtp(&[]).unwrap().smtp.unwrap()).is_ok());
+    let bad = smtp(&[("MMC_SMTP__FROM", "not an address")])
+        .unwrap()
+        .smtp
+        .unwrap();
+    assert!(crate::mail::Mailer::new(&bad).is_err());
+}

@@ -69,6 +69,9 @@ pub struct Console {
     pub tallies: SqlDb,
     /// Cookies marked `Secure`: the service is reached over TLS.
     pub secure_cookies: bool,
+    /// The relay a member's new sign-in link is mailed through; none: the
+    /// owner who reset their access is shown it.
+    pub mailer: Option<crate::mail::Mailer>,
 }
 
 impl Console {
@@ -80,7 +83,13 @@ impl Console {
             throttle: throttle::Throttle::new(db.clone()),
             tallies: db,
             secure_cookies: base_url.starts_with("https://"),
+            mailer: None,
         }
+    }
+
+    /// Mails sign-in links through `mailer` rather than show them.
+    pub fn with_mailer(self, mailer: Option<crate::mail::Mailer>) -> Console {
+        Console { mailer, ..self }
     }
 }
 
@@ -240,7 +249,7 @@ async fn page(
         ("POST", ["team", "invite"]) => team::invite(c, &app.base_url, req, s),
         ("POST", ["team", "sessions", hash, "end"]) => team::end_session(c, req, s, hash),
         ("POST", ["team", id, "remove"]) => team::remove(c, req, s, id),
-        ("POST", ["team", id, "reset"]) => team::reset(c, &app.base_url, req, s, id),
+        ("POST", ["team", id, "reset"]) => team::reset(c, &app.base_url, req, s, id).await,
         ("GET", ["audit"]) => team::audit_page(c, req, s),
         _ => Err(ConsoleError::NotFound),
     }

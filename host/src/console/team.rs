@@ -1,6 +1,8 @@
 //! The team: the merchant's users and their roles; owners invite, reset
 //! and remove people (a reset or a removal ends their sessions at once) and
-//! read the audit log.
+//! read the audit log. A reset's new link goes to the member by mail when
+//! the service has a relay, so the owner never holds it; either way the
+//! member approves no payout for a day, as the page and the log say.
 
 use std::fmt::Write;
 
@@ -8,13 +10,15 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::Response;
 
-use super::audit::Filter;
+use super::audit::{Filter, Outcome};
 use super::auth::user_error;
 use super::html::{self, esc, t, tf, when};
+use super::payments::plain;
 use super::sessions::Session;
-use super::users::Role;
+use super::users::{Role, UserError};
 use super::web::{self, ConsoleError, Req, check_csrf};
 use super::{Console, blocking};
+use crate::clock::system_now_ms;
 
 type Resp = Response<Full<Bytes>>;
 
@@ -34,6 +38,8 @@ pub fn page(
 ) -> Result<Resp, ConsoleError> {
     let l = req.lang;
     let users = blocking(|| c.users.list(&s.merchant_id)).map_err(user_error)?;
+    let holds =
+        blocking(|| c.users.approval_holds(&s.merchant_id, system_now_ms())).map_err(user_error)?;
     let mut body = match &notice {
         Some((status, m)) => html::notice(m, *status >= 400),
         None => String::new(),
@@ -59,12 +65,19 @@ pub fn page(
         };
         let _ = write!(
             body,
-            "<tr><td>{}{}</td><td>{}</td><td>{remove}</td></tr>",
+            "<tr><td>{}{}{}</td><td>{}</td><td>{remove}</td></tr>",
             esc(&u.email),
             if u.invited {
                 format!(" ({})", t(l, "invited"))
             } else {
                 String::new()
+            },
+            match holds.get(&u.id) {
+                Some(until) => format!(
+                    "<br><small class=\"hold\">{}</small>",
+                    esc(&plain(l, "approvals_held", &[&when(*until)]))
+                ),
+                None => String::new(),
             },
             u.role.as_str()
         );
@@ -188,24 +201,30 @@ pub fn invite(c: &Console, base_url: &str, req: &Req, s: &Session) -> Result<Res
         s,
         base_url,
         &invitation,
-        "invite",
-        "invite_link",
+        ("invite", "invite_link"),
+        "",
     ))
 }
 
-/// The page that shows a one-time sign-in link, once.
+/// The page that shows a one-time sign-in link, once, with what else the
+/// owner should know (`more`, plain text).
 fn link_page(
     req: &Req,
     s: &Session,
     base_url: &str,
     invitation: &super::users::Invitation,
-    title: &str,
-    says: &str,
+    (title, says): (&str, &str),
+    more: &str,
 ) -> Resp {
     let l = req.lang;
     let link = format!("{base_url}{}", invitation.path);
+    let more = if more.is_empty() {
+        String::new()
+    } else {
+        format!("<p>{}</p>", esc(more))
+    };
     let body = format!(
-        "<p role=\"status\">{}</p><p><code id=\"invite-link\">{}</code></p><p><a href=\"/console/team\">{}</a></p>",
+        "<p role=\"status\">{}</p><p><code id=\"invite-link\">{}</code></p>{more}<p><a href=\"/console/team\">{}</a></p>",
         tf(l, says, &[&invitation.user.email]),
         esc(&link),
         t(l, "back")
@@ -214,9 +233,12 @@ fn link_page(
 }
 
 /// `POST /console/team/{id}/reset` (owners): a member who lost their
-/// password or authenticator gets a new one-time link, shown once; their
-/// password, second factor and sessions end in the same write.
-pub fn reset(
+/// password or authenticator gets a new one-time link; their password,
+/// second factor and sessions end in the same write, and they approve no
+/// payout for [`APPROVAL_HOLD_MS`](super::users::APPROVAL_HOLD_MS). With a
+/// mail relay the link goes to the member's address and the owner never
+/// sees it; without one it is shown to the owner, once.
+pub async fn reset(
     c: &Console,
     base_url: &str,
     req: &Req,
@@ -225,31 +247,65 @@ pub fn reset(
 ) -> Result<Resp, ConsoleError> {
     check_csrf(req, s)?;
     owner_only(s)?;
+    let l = req.lang;
     if user_id == s.user_id {
-        return page(c, req, s, Some((400, t(req.lang, "self_reset").into())));
+        return page(c, req, s, Some((400, t(l, "self_reset").into())));
     }
-    let audit = ("user.reset", Some(user_id), req.client.as_deref());
-    let reset = blocking(|| {
-        c.audit.act(
-            s,
-            audit,
-            || c.users.reset_member(&s.merchant_id, user_id),
-            |i| (None, Some(i.user.email.clone())),
-        )
-    })?;
-    let invitation = match reset {
+    let client = req.client.as_deref();
+    let entry = blocking(|| c.audit.begin(s, "user.reset", Some(user_id), None, client))?;
+    let invitation = match blocking(|| c.users.reset_member(&s.merchant_id, user_id)) {
         Ok(i) => i,
-        Err(super::users::UserError::UnknownUser) => return Err(ConsoleError::NotFound),
-        Err(e) => return Err(user_error(e)),
+        Err(e) => {
+            let why = e.to_string();
+            blocking(|| c.audit.finish(entry, Outcome::Refused, None, Some(&why)))?;
+            return Err(match e {
+                UserError::UnknownUser => ConsoleError::NotFound,
+                e => user_error(e),
+            });
+        }
     };
-    Ok(link_page(
-        req,
-        s,
-        base_url,
-        &invitation,
-        "reset_access",
-        "reset_link",
-    ))
+    let email = invitation.user.email.clone();
+    let held = when(invitation.approvals_held_until_ms.unwrap_or_default());
+    let hold = plain(l, "reset_hold", &[&email, &held]);
+    let Some(mailer) = &c.mailer else {
+        let detail = format!(
+            "{email}; link shown to {}; approvals held until {held}",
+            s.email
+        );
+        blocking(|| c.audit.finish(entry, Outcome::Done, None, Some(&detail)))?;
+        return Ok(link_page(
+            req,
+            s,
+            base_url,
+            &invitation,
+            ("reset_access", "reset_link"),
+            &hold,
+        ));
+    };
+    let link = format!("{base_url}{}", invitation.path);
+    let subject = plain(l, "reset_mail_subject", &[&s.merchant_name]);
+    let text = plain(
+        l,
+        "reset_mail_body",
+        &[&s.email, &s.merchant_name, &link, &held, &s.email],
+    );
+    let (status, detail, notice) = match mailer.send(&email, &subject, text).await {
+        Ok(()) => (
+            200,
+            format!("{email}; link mailed to {email}; approvals held until {held}"),
+            format!("{} {hold}", plain(l, "reset_mailed", &[&email])),
+        ),
+        Err(e) => (
+            502,
+            format!("{email}; the link could not be mailed ({e}); approvals held until {held}"),
+            format!(
+                "{} {hold}",
+                plain(l, "reset_not_mailed", &[&email, &e.to_string()])
+            ),
+        ),
+    };
+    blocking(|| c.audit.finish(entry, Outcome::Done, None, Some(&detail)))?;
+    page(c, req, s, Some((status, notice)))
 }
 
 /// `POST /console/team/{id}/remove` (owners).

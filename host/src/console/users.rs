@@ -18,6 +18,10 @@ use mmc_storage::sql_params;
 
 /// How long an invitation link signs in.
 pub const INVITE_TTL_MS: u64 = 72 * 3600 * 1000;
+/// How long a person whose access was reset approves no payout: whoever
+/// received the new link in their place has no time to pay out with it
+/// before the person notices they are locked out.
+pub const APPROVAL_HOLD_MS: u64 = 24 * 3600 * 1000;
 pub const MIN_PASSWORD_CHARS: usize = 12;
 const MAX_PASSWORD_CHARS: usize = 256;
 
@@ -95,6 +99,8 @@ pub struct Invitation {
     /// The path of the one-time link (`/console/invite/<token>`).
     pub path: String,
     pub expires_ms: u64,
+    /// After a reset: until when the person approves no payout.
+    pub approvals_held_until_ms: Option<u64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -243,11 +249,13 @@ impl Users {
             user,
             path: format!("/console/invite/{token}"),
             expires_ms,
+            approvals_held_until_ms: None,
         })
     }
 
     /// A lost password or second factor: both are cleared, every session
-    /// of the user ends, and a new one-time link lets them choose a password.
+    /// of the user ends, a new one-time link lets them choose a password,
+    /// and they approve no payout for [`APPROVAL_HOLD_MS`].
     pub fn reset(&self, email: &str) -> Result<Invitation, UserError> {
         let email = normalize_email(email)?;
         self.reset_where("email = ?1", sql_params![&email])
@@ -264,7 +272,9 @@ impl Users {
 
     fn reset_where(&self, filter: &str, params: &[Value]) -> Result<Invitation, UserError> {
         let token = random_hex(32);
-        let expires_ms = system_now_ms() + INVITE_TTL_MS;
+        let now = system_now_ms();
+        let expires_ms = now + INVITE_TTL_MS;
+        let held_until = now + APPROVAL_HOLD_MS;
         let found = self.db.write(|tx| {
             let Some(r) = tx.query_opt(
                 &format!("SELECT {USER_COLUMNS} FROM console_users WHERE {filter} AND removed_ms IS NULL"),
@@ -276,8 +286,9 @@ impl Users {
             let found = user(&r)?;
             tx.execute(
                 "UPDATE console_users SET password_hash = NULL, totp_secret = NULL, totp_enabled = 0,
-                 totp_last_step = NULL, invite_hash = ?2, invite_expires_ms = ?3 WHERE id = ?1",
-                sql_params![&found.id, sha256_hex(&token), expires_ms as i64],
+                 totp_last_step = NULL, invite_hash = ?2, invite_expires_ms = ?3,
+                 approvals_held_until_ms = ?4 WHERE id = ?1",
+                sql_params![&found.id, sha256_hex(&token), expires_ms as i64, held_until as i64],
             )?;
             tx.execute("DELETE FROM console_sessions WHERE user_id = ?1", sql_params![&found.id])?;
             Ok(Some(found))
@@ -291,7 +302,27 @@ impl Users {
             },
             path: format!("/console/invite/{token}"),
             expires_ms,
+            approvals_held_until_ms: Some(held_until),
         })
+    }
+
+    /// The merchant's people who approve no payout until a time after `now`
+    /// (their access was reset): user id → until when.
+    pub fn approval_holds(
+        &self,
+        merchant_id: &str,
+        now: u64,
+    ) -> Result<std::collections::HashMap<String, u64>, UserError> {
+        Ok(self.db.read(|c| {
+            c.query(
+                "SELECT id, approvals_held_until_ms FROM console_users
+                 WHERE merchant_id = ?1 AND removed_ms IS NULL AND approvals_held_until_ms > ?2",
+                sql_params![merchant_id, now as i64],
+            )?
+            .iter()
+            .map(|r| Ok((r.text(0)?, r.int(1)? as u64)))
+            .collect::<Result<_, StorageError>>()
+        })?)
     }
 
     /// The user an invitation token names, if it is still valid.

@@ -145,5 +145,35 @@ pub const MORE: &[(&str, &str, &str)] = &[
     ("not_chosen", "(not chosen yet)", "(pas encore choisi)"),
     ("active", "active", "active"),
     ("enabled", "enabled", "activé"),
+    (
+        "approvals_held",
+        "Approves no payout until {} (access reset).",
+        "N'approuve aucun paiement avant le {} (accès réinitialisé).",
+    ),
+    (
+        "reset_hold",
+        "{} cannot approve payouts until {}.",
+        "{} ne peut approuver aucun paiement avant le {}.",
+    ),
+    (
+        "reset_mailed",
+        "{}'s password, second factor and sessions are cleared; a one-time link to choose a new password was mailed to them.",
+        "Le mot de passe, le second facteur et les sessions de {} sont effacés ; un lien à usage unique pour choisir un nouveau mot de passe lui a été envoyé par courriel.",
+    ),
+    (
+        "reset_not_mailed",
+        "{}'s password, second factor and sessions are cleared, but the mail with their new link could not be sent ({}). Reset their access again once mail works.",
+        "Le mot de passe, le second facteur et les sessions de {} sont effacés, mais le courriel avec le nouveau lien n'a pas pu partir ({}). Réinitialisez à nouveau son accès quand les courriels partent.",
+    ),
+    (
+        "reset_mail_subject",
+        "Your new sign-in link for {}",
+        "Votre nouveau lien de connexion pour {}",
+    ),
+    (
+        "reset_mail_body",
+        "{} reset your access to the payments console of {}.\r\n\r\nChoose a new password with this link; it works once, for 72 hours:\r\n\r\n{}\r\n\r\nYou cannot approve payouts until {}. If you did not ask for this, tell {} or another owner of your team at once.\r\n",
+        "{} a réinitialisé votre accès à la console de paiement de {}.\r\n\r\nChoisissez un nouveau mot de passe avec ce lien ; il sert une fois, pendant 72 heures :\r\n\r\n{}\r\n\r\nVous ne pouvez approuver aucun paiement avant le {}. Si vous ne l'avez pas demandé, prévenez aussitôt {} ou un autre owner de votre équipe.\r\n",
+    ),
     ("disabled", "disabled", "désactivé"),
 ];

@@ -1,7 +1,9 @@
 //! Who gets in and for how long: sign-in, its limit, CSRF, sessions, the second factor.
 
+use mmc_host::accounts::Environment;
 use mmc_host::console::totp;
 use mmc_host::console::users::Role;
+use serde_json::json;
 
 use super::*;
 use crate::support::*;
@@ -624,6 +626,21 @@ async fn an_owner_resets_a_members_lost_password_or_authenticator_with_a_one_tim
 
     let reset = owner.submit("/console/team", &reset_path, &[]).await;
     assert_eq!(reset.status, 201, "{}", reset.body);
+    // Without a mail relay the owner hands the link over; the member
+    // approves no payout for a day, as the page and the Team page say.
+    assert!(
+        reset
+            .body
+            .contains("cash@shop.bj cannot approve payouts until"),
+        "{}",
+        reset.body
+    );
+    let team = owner.get("/console/team").await;
+    assert!(
+        team.body.contains("Approves no payout until"),
+        "{}",
+        team.body
+    );
     let at = reset.body.find("id=\"invite-link\">").unwrap();
     let link = reset.body[at..].split(['>', '<']).nth(1).unwrap();
     let path = &link[link.find("/console/invite/").unwrap()..];
@@ -649,7 +666,9 @@ async fn an_owner_resets_a_members_lost_password_or_authenticator_with_a_one_tim
 
     let audit = owner.get("/console/audit?action=user.reset").await;
     assert!(
-        audit.body.contains("cash@shop.bj") && audit.body.contains("owner@shop.bj"),
+        audit
+            .body
+            .contains("cash@shop.bj; link shown to owner@shop.bj; approvals held until"),
         "{}",
         audit.body
     );
@@ -663,4 +682,119 @@ async fn an_owner_resets_a_members_lost_password_or_authenticator_with_a_one_tim
         .await;
     assert_eq!(own.status, 400);
     assert!(own.body.contains("Security page"), "{}", own.body);
+}
+
+#[service_test]
+async fn a_reset_link_is_mailed_to_the_member_and_they_approve_nothing_for_a_day() {
+    let relay = crate::support::smtp::SmtpSink::start().await;
+    let smtp = relay.config();
+    let app = spawn_app_with(move |c| c.smtp = Some(smtp)).await;
+    let (merchant, key, _) = app.merchant("Shop");
+    app.accounts
+        .set_require_second_approver(&merchant, Environment::Test, true)
+        .unwrap();
+    let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
+    let _before = person(&app, &merchant, "cash@shop.bj", Role::Finance).await;
+    let member_id = app
+        .service
+        .site
+        .console
+        .users
+        .list(&merchant)
+        .unwrap()
+        .into_iter()
+        .find(|u| u.email == "cash@shop.bj")
+        .unwrap()
+        .id;
+
+    let reset = owner
+        .submit(
+            "/console/team",
+            &format!("/console/team/{member_id}/reset"),
+            &[],
+        )
+        .await;
+    assert_eq!(reset.status, 200, "{}", reset.body);
+    assert!(
+        !reset.body.contains("/console/invite/"),
+        "the owner never sees the link: {}",
+        reset.body
+    );
+    assert!(
+        reset.body.contains("was mailed to them")
+            && reset
+                .body
+                .contains("cash@shop.bj cannot approve payouts until"),
+        "{}",
+        reset.body
+    );
+
+    // The member receives it, from the configured sender.
+    let mails = relay.mails();
+    assert_eq!(mails.len(), 1, "{mails:?}");
+    assert_eq!(mails[0].to, vec!["cash@shop.bj".to_string()]);
+    assert_eq!(mails[0].from, "no-reply@pay.example.bj");
+    assert_eq!(
+        mails[0].header("subject").as_deref(),
+        Some("Your new sign-in link for Shop")
+    );
+    let text = mails[0].text();
+    let link = text
+        .split_whitespace()
+        .find(|w| w.contains("/console/invite/"))
+        .unwrap_or_else(|| panic!("no link in {text}"));
+    assert!(link.starts_with(&app.base), "{link}");
+    assert!(text.contains("You cannot approve payouts until"), "{text}");
+    let member = Browser::new(&app);
+    member
+        .accept(&link[app.base.len()..], "a brand new long password")
+        .await;
+
+    // A batch waits for approval: the member may not approve it yet, in the
+    // console or otherwise; another person may.
+    let resp = app
+        .client
+        .post(app.url("/api/v1/bulk-payments/"))
+        .bearer_auth(&key)
+        .header("Idempotency-Key", new_key())
+        .json(&json!({"name": "Payroll", "items": [{
+            "beneficiary_name": "Awa Koné", "phone": "+2290166001001",
+            "amount": 1000, "currency": "XOF", "reference": "r-1",
+        }]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    let batch: serde_json::Value = resp.json().await.unwrap();
+    let page = format!("/console/bulk/{}", batch["id"].as_str().unwrap());
+    let refused = member
+        .submit(&page, &format!("{page}/validate"), &[("action", "approve")])
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(
+        refused.body.contains("console access was reset"),
+        "{}",
+        refused.body
+    );
+    let team = owner.get("/console/team").await;
+    assert!(
+        team.body.contains("Approves no payout until"),
+        "{}",
+        team.body
+    );
+    let audit = owner.get("/console/audit?action=user.reset").await;
+    assert!(
+        audit
+            .body
+            .contains("cash@shop.bj; link mailed to cash@shop.bj; approvals held until"),
+        "{}",
+        audit.body
+    );
+    let held = owner.get("/console/audit?action=bulk.approve").await;
+    assert_eq!(held.audited("bulk.approve", "refused"), 1, "{}", held.body);
+    let other = person(&app, &merchant, "koffi@shop.bj", Role::Finance).await;
+    let approved = other
+        .submit(&page, &format!("{page}/validate"), &[("action", "approve")])
+        .await;
+    assert_eq!(approved.status, 303, "{}", approved.body);
 }
