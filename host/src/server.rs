@@ -107,7 +107,9 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     crate::workers::spawn_fleet(admin.clone(), app.clone(), leases.clone());
     let site = Arc::new(Site {
         app,
-        console: crate::console::Console::new(db.sql.clone(), &base_url).with_mailer(mailer),
+        console: crate::console::Console::new(db.sql.clone(), &base_url)
+            .with_mailer(mailer)
+            .with_refund_code_above(config.console.refund_code_above),
         admin,
     });
     let task = tokio::spawn(site::serve(site.clone(), listener));

@@ -330,6 +330,14 @@ ALTER TABLE api_keys ADD COLUMN created_by_user text;
 ALTER TABLE console_users ADD COLUMN approvals_held_until_ms bigint;
 "#,
     ),
+    (
+        11,
+        r#"
+-- A session that may enrol a second factor: opened by an invitation or
+-- reset link, or one that just passed the current factor.
+ALTER TABLE console_sessions ADD COLUMN may_enrol integer NOT NULL DEFAULT 0;
+"#,
+    ),
 ];
 
 pub(crate) async fn migrate(

@@ -78,6 +78,13 @@ pub(crate) const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     // Until when a console user may approve no payout (their access was
     // reset); NULL = no hold.
     ("console_users", "approvals_held_until_ms", "INTEGER"),
+    // A session that may enrol a second factor: opened by an invitation or
+    // reset link, or one that just passed the current factor.
+    (
+        "console_sessions",
+        "may_enrol",
+        "INTEGER NOT NULL DEFAULT 0",
+    ),
 ];
 
 pub(crate) fn add_missing_columns(conn: &Connection) -> Result<(), StorageError> {

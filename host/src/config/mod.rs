@@ -54,6 +54,26 @@ pub struct Config {
     /// The mail relay the console sends sign-in links through; unset, an
     /// owner who resets a member's access is shown the new link instead.
     pub smtp: Option<SmtpConfig>,
+    /// The merchant console (see [`ConsoleConfig`]).
+    pub console: ConsoleConfig,
+}
+
+/// The merchant console's rules.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConsoleConfig {
+    /// A live refund of more than this (major units of the payment's
+    /// currency; a whole refund counts the payment's amount) asks the person
+    /// for a fresh code from their authenticator; 0: every live refund.
+    pub refund_code_above: u64,
+}
+
+impl Default for ConsoleConfig {
+    fn default() -> Self {
+        ConsoleConfig {
+            refund_code_above: 100_000,
+        }
+    }
 }
 
 /// `url`: `sqlite://PATH` (the default, `<data_dir>/mmc.db`: one process)
@@ -295,6 +315,7 @@ impl Default for Config {
             admin: AdminConfig::default(),
             admin_token: None,
             smtp: None,
+            console: ConsoleConfig::default(),
         }
     }
 }

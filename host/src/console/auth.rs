@@ -179,7 +179,9 @@ pub fn accept_invite(c: &Console, req: &Req, token: &str) -> Result<Resp, Consol
         }
         Err(e) => return Err(user_error(e)),
     };
-    let token = blocking(|| c.sessions.open(&user.id, false, req.client.as_deref()))?;
+    // The person who chose the password sets up the second factor here: a
+    // session opened by a password alone may not.
+    let token = blocking(|| c.sessions.open_from_link(&user.id, req.client.as_deref()))?;
     Ok(signed_in(c, &token))
 }
 
@@ -209,7 +211,22 @@ pub fn security_page(
         .map(|(m, err)| html::notice(m, err))
         .unwrap_or_default();
     if s.totp_enabled {
-        body.push_str(&format!("<p>{}</p>", t(l, "totp_on")));
+        body.push_str(&format!(
+            "<p>{on}</p><form method=\"post\" action=\"/console/security\">{csrf}\
+             <input type=\"hidden\" name=\"action\" value=\"replace\">\
+             <label>{replace}<input name=\"code\" inputmode=\"numeric\" autocomplete=\"one-time-code\" required></label>\
+             <button>{confirm}</button></form>",
+            on = t(l, "totp_on"),
+            csrf = html::csrf_field(s),
+            replace = t(l, "totp_replace"),
+            confirm = t(l, "confirm"),
+        ));
+    } else if !s.may_enrol {
+        body.push_str(&format!(
+            "<p>{}</p><p>{}</p>",
+            t(l, "totp_off"),
+            t(l, "enrol_by_link")
+        ));
     } else {
         body.push_str(&format!("<p>{}</p>", t(l, "totp_off")));
         match blocking(|| c.users.pending_totp(&s.user_id)).map_err(user_error)? {
@@ -262,11 +279,22 @@ pub fn security_page(
 
 pub fn security_action(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
     check_csrf(req, s)?;
-    if req.field("action").as_deref() == Some("password") {
-        return change_password(c, req, s);
+    match req.field("action").as_deref() {
+        Some("password") => return change_password(c, req, s),
+        Some("replace") if s.totp_enabled => return replace_factor(c, req, s),
+        _ => {}
     }
     if s.totp_enabled {
         return Ok(web::redirect("/console/security"));
+    }
+    // A second factor is enrolled by whoever holds the session the one-time
+    // link opened, or who just passed the current factor; never on a
+    // password alone (a password someone else knows would add their phone).
+    if !s.may_enrol {
+        return Err(ConsoleError::Refused(
+            403,
+            t(req.lang, "enrol_by_link").into(),
+        ));
     }
     match req.field("action").as_deref() {
         Some("start") => {
@@ -294,6 +322,19 @@ pub fn security_action(c: &Console, req: &Req, s: &Session) -> Result<Resp, Cons
         }
         _ => Err(ConsoleError::NotFound),
     }
+}
+
+/// A new authenticator in place of the current one, once a code of the
+/// current one is given: the session may then enrol the new one.
+fn replace_factor(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
+    let code = req.field("code");
+    if let Err(refused) = super::step_up::check(c, req.lang, s, code.as_deref()) {
+        let why = refused.to_string();
+        return security_page(c, req, s, Some((&why, true)));
+    }
+    blocking(|| c.users.start_totp(&s.user_id)).map_err(user_error)?;
+    blocking(|| c.sessions.allow_enrolment(&s.token_hash))?;
+    Ok(web::redirect("/console/security"))
 }
 
 /// The password change of the security page. Guessing the current

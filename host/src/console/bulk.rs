@@ -218,10 +218,16 @@ fn decision(l: html::Lang, s: &Session, id: &str, own: bool) -> String {
     if own && s.require_second_approver {
         out.push_str(&html::notice(t(l, "maker_checker"), false));
     }
+    // Approving in live takes a fresh code from the authenticator.
+    let code = if s.environment == crate::accounts::Environment::Live {
+        super::step_up::field(l)
+    } else {
+        String::new()
+    };
     let _ = write!(
         out,
         "<form method=\"post\" action=\"/console/bulk/{ide}/validate\">{csrf}<input type=\"hidden\" name=\"action\" value=\"approve\">\
-         <button>{approve}</button></form>\
+         {code}<button>{approve}</button></form>\
          <form method=\"post\" action=\"/console/bulk/{ide}/validate\">{csrf}<input type=\"hidden\" name=\"action\" value=\"reject\">\
          <label>{reason}<input name=\"reason\" maxlength=\"255\"></label><button class=\"danger\">{reject}</button></form>",
         ide = esc(id),
@@ -344,6 +350,9 @@ pub async fn validate(
             return Err(ConsoleError::Refused(400, t(req.lang, "bad_action").into()));
         }
     };
+    if action == "approve" && s.environment == crate::accounts::Environment::Live {
+        super::step_up::check(c, req.lang, s, req.field("code").as_deref())?;
+    }
     let mut payload = json!({"action": action});
     if action == "reject"
         && let Some(reason) = req.field("reason")

@@ -25,6 +25,7 @@ pub mod qr;
 pub mod refunds;
 pub mod refusals;
 pub mod sessions;
+pub mod step_up;
 pub mod team;
 pub mod throttle;
 pub mod totp;
@@ -72,6 +73,8 @@ pub struct Console {
     /// The relay a member's new sign-in link is mailed through; none: the
     /// owner who reset their access is shown it.
     pub mailer: Option<crate::mail::Mailer>,
+    /// A live refund of more than this asks for a fresh second-factor code.
+    pub refund_code_above: u64,
 }
 
 impl Console {
@@ -84,6 +87,15 @@ impl Console {
             tallies: db,
             secure_cookies: base_url.starts_with("https://"),
             mailer: None,
+            refund_code_above: crate::config::ConsoleConfig::default().refund_code_above,
+        }
+    }
+
+    /// Asks a fresh code for live refunds of more than `amount`.
+    pub fn with_refund_code_above(self, amount: u64) -> Console {
+        Console {
+            refund_code_above: amount,
+            ..self
         }
     }
 

@@ -1,5 +1,7 @@
 //! Refund (full or partial) and cancel, each behind a confirmation step,
-//! carried out by the API ([`super::api`]) with its Idempotency-Key.
+//! carried out by the API ([`super::api`]) with its Idempotency-Key. A live
+//! refund above `console.refund_code_above` also asks for a fresh code from
+//! the person's authenticator ([`super::step_up`]).
 
 use std::sync::Arc;
 
@@ -71,10 +73,19 @@ pub async fn refund_form(
     ))
 }
 
+/// Whether a refund of `amount` (None: the whole payment, counted as the
+/// payment's `amount`) asks for a fresh second-factor code: in live, above
+/// the console's `refund_code_above`.
+fn needs_code(c: &Console, s: &Session, amount: Option<u64>, payment: &serde_json::Value) -> bool {
+    let counted = amount.unwrap_or_else(|| payment["amount"].as_u64().unwrap_or(u64::MAX));
+    s.environment == crate::accounts::Environment::Live && counted > c.refund_code_above
+}
+
 /// The confirmation: what will be refunded, with a fresh Idempotency-Key
 /// that the confirming form carries (twice, if it is submitted twice).
 async fn review(
     app: &Arc<App>,
+    c: &Console,
     req: &Req,
     s: &Session,
     id: &str,
@@ -91,7 +102,7 @@ async fn review(
         "<p>{q}</p><form method=\"post\" action=\"/console/payments/{ide}/refund\">{csrf}\
          <input type=\"hidden\" name=\"step\" value=\"confirm\"><input type=\"hidden\" name=\"idempotency_key\" value=\"{key}\">\
          <input type=\"hidden\" name=\"amount\" value=\"{a}\"><input type=\"hidden\" name=\"reason\" value=\"{r}\">\
-         <button class=\"danger\">{confirm}</button> <a href=\"/console/payments/{ide}\">{back}</a></form>",
+         {code}<button class=\"danger\">{confirm}</button> <a href=\"/console/payments/{ide}\">{back}</a></form>",
         q = tf(
             l,
             "confirm_refund",
@@ -102,6 +113,11 @@ async fn review(
         key = uuid::Uuid::new_v4(),
         a = amount.map(|a| a.to_string()).unwrap_or_default(),
         r = esc(reason),
+        code = if needs_code(c, s, amount, &p) {
+            super::step_up::field(l)
+        } else {
+            String::new()
+        },
         confirm = t(l, "confirm"),
         back = t(l, "back"),
     );
@@ -141,7 +157,20 @@ pub async fn refund(
         .field("reason")
         .unwrap_or_else(|| "requested_by_customer".into());
     if req.field("step").as_deref() != Some("confirm") {
-        return review(app, req, s, id, amount, &reason).await;
+        return review(app, c, req, s, id, amount, &reason).await;
+    }
+    if s.environment == crate::accounts::Environment::Live {
+        let payment = match amount {
+            Some(_) => serde_json::Value::Null,
+            None => get_payment(app, req, s, id).await?,
+        };
+        if needs_code(c, s, amount, &payment)
+            && let Err(refused) =
+                super::step_up::check(c, req.lang, s, req.field("code").as_deref())
+        {
+            let why = refused.to_string();
+            return refund_form(app, req, s, id, Some((403, &why))).await;
+        }
     }
     let key = req
         .field("idempotency_key")

@@ -33,6 +33,9 @@ pub struct Session {
     /// Until when the person may approve no payout (their access was
     /// reset); 0: no hold.
     pub approvals_held_until_ms: u64,
+    /// May enrol a second factor: opened by an invitation or reset link
+    /// (the person who chose the password), or passed the current factor.
+    pub may_enrol: bool,
 }
 
 impl Session {
@@ -79,6 +82,26 @@ impl Sessions {
         mfa: bool,
         client: Option<&str>,
     ) -> Result<String, StorageError> {
+        self.insert(user_id, mfa, false, client)
+    }
+
+    /// The session a one-time link opens once its password is chosen: the
+    /// only password-only session that may enrol a second factor.
+    pub fn open_from_link(
+        &self,
+        user_id: &str,
+        client: Option<&str>,
+    ) -> Result<String, StorageError> {
+        self.insert(user_id, false, true, client)
+    }
+
+    fn insert(
+        &self,
+        user_id: &str,
+        mfa: bool,
+        may_enrol: bool,
+        client: Option<&str>,
+    ) -> Result<String, StorageError> {
         let token = random_hex(32);
         let now = system_now_ms();
         self.db.write(|tx| {
@@ -89,9 +112,9 @@ impl Sessions {
                 sql_params![now as i64],
             )?;
             tx.execute(
-                "INSERT INTO console_sessions (token_hash, user_id, csrf, environment, mfa, client, created_ms, expires_ms)
-                 VALUES (?1, ?2, ?3, 'test', ?4, ?5, ?6, ?7)",
-                sql_params![sha256_hex(&token), user_id, random_hex(16), mfa, client, now as i64, (now + SESSION_TTL_MS) as i64],
+                "INSERT INTO console_sessions (token_hash, user_id, csrf, environment, mfa, client, created_ms, expires_ms, may_enrol)
+                 VALUES (?1, ?2, ?3, 'test', ?4, ?5, ?6, ?7, ?8)",
+                sql_params![sha256_hex(&token), user_id, random_hex(16), mfa, client, now as i64, (now + SESSION_TTL_MS) as i64, may_enrol],
             )
         })?;
         Ok(token)
@@ -106,7 +129,7 @@ impl Sessions {
             c.query_opt(
                 "SELECT s.token_hash, u.id, u.email, u.role, u.merchant_id, m.name, s.environment, s.mfa,
                         u.totp_enabled, s.csrf, m.second_approver_test, m.second_approver_live,
-                        u.approvals_held_until_ms
+                        u.approvals_held_until_ms, s.may_enrol
                  FROM console_sessions s
                  JOIN console_users u ON u.id = s.user_id AND u.removed_ms IS NULL
                  JOIN merchants m ON m.id = u.merchant_id
@@ -137,6 +160,7 @@ impl Sessions {
                 Environment::Live => live.unwrap_or(true),
             },
             approvals_held_until_ms: r.opt_int(12)?.unwrap_or(0).max(0) as u64,
+            may_enrol: r.int(13)? != 0,
         }))
     }
 
@@ -190,6 +214,17 @@ impl Sessions {
             tx.execute(
                 "UPDATE console_sessions SET environment = ?2 WHERE token_hash = ?1",
                 sql_params![token_hash, env.as_str()],
+            )
+        })?;
+        Ok(())
+    }
+
+    /// The session passed the current second factor: it may enrol another.
+    pub fn allow_enrolment(&self, token_hash: &str) -> Result<(), StorageError> {
+        self.db.write(|tx| {
+            tx.execute(
+                "UPDATE console_sessions SET may_enrol = 1 WHERE token_hash = ?1",
+                sql_params![token_hash],
             )
         })?;
         Ok(())

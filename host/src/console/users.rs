@@ -192,6 +192,13 @@ fn user(r: &Row) -> Result<User, StorageError> {
     })
 }
 
+/// A user's enabled second factor: its secret, and the last step a code
+/// of it was accepted for (a code of that step or an earlier one is spent).
+pub struct Factor {
+    pub secret: Vec<u8>,
+    pub last_step: Option<u64>,
+}
+
 /// What signing in with a password found.
 pub struct Credentials {
     pub user: User,
@@ -429,6 +436,21 @@ impl Users {
             )
         })?;
         Ok(changed == 1)
+    }
+
+    /// The enabled second factor of a user.
+    pub fn current_totp(&self, user_id: &str) -> Result<Option<Factor>, UserError> {
+        let row = self.db.read(|c| {
+            c.query_opt(
+                "SELECT totp_secret, totp_last_step FROM console_users
+                 WHERE id = ?1 AND totp_enabled = 1 AND removed_ms IS NULL",
+                sql_params![user_id],
+            )
+        })?;
+        let Some(r) = row else { return Ok(None) };
+        let secret = r.opt_text(0)?.and_then(|s| super::totp::from_base32(&s));
+        let last_step = r.opt_int(1)?.map(|s| s as u64);
+        Ok(secret.map(|secret| Factor { secret, last_step }))
     }
 
     /// A new secret, kept pending until a code from it is confirmed.

@@ -146,6 +146,31 @@ pub const MORE: &[(&str, &str, &str)] = &[
     ("active", "active", "active"),
     ("enabled", "enabled", "activé"),
     (
+        "fresh_code",
+        "A new code from your authenticator",
+        "Un nouveau code de votre application d'authentification",
+    ),
+    (
+        "code_needed",
+        "Enter a new code from your authenticator to do this.",
+        "Saisissez un nouveau code de votre application d'authentification pour le faire.",
+    ),
+    (
+        "code_wrong",
+        "This code is wrong or was already used: wait for the next one and enter it.",
+        "Ce code est faux ou déjà utilisé : attendez le suivant et saisissez-le.",
+    ),
+    (
+        "enrol_by_link",
+        "Two-factor authentication is set up in the session opened by your invitation or reset link. Ask an owner to reset your access to get a new link.",
+        "L'authentification à deux facteurs s'active dans la session ouverte par votre lien d'invitation ou de réinitialisation. Demandez à un owner de réinitialiser votre accès pour recevoir un nouveau lien.",
+    ),
+    (
+        "totp_replace",
+        "Replace your authenticator: enter a code from the current one",
+        "Remplacer votre application d'authentification : saisissez un code de l'actuelle",
+    ),
+    (
         "approvals_held",
         "Approves no payout until {} (access reset).",
         "N'approuve aucun paiement avant le {} (accès réinitialisé).",

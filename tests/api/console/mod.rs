@@ -8,6 +8,7 @@ mod developers;
 mod links;
 mod money;
 mod overview;
+mod second_factor;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
