@@ -351,7 +351,7 @@ pub async fn validate(
         }
     };
     if action == "approve" && s.environment == crate::accounts::Environment::Live {
-        super::step_up::check(c, req.lang, s, req.field("code").as_deref())?;
+        super::step_up::check_audited(c, req, s, ("bulk.approve", id))?;
     }
     let mut payload = json!({"action": action});
     if action == "reject"

@@ -165,8 +165,7 @@ pub async fn refund(
             None => get_payment(app, req, s, id).await?,
         };
         if needs_code(c, s, amount, &payment)
-            && let Err(refused) =
-                super::step_up::check(c, req.lang, s, req.field("code").as_deref())
+            && let Err(refused) = super::step_up::check_audited(c, req, s, ("payment.refund", id))
         {
             let why = refused.to_string();
             return refund_form(app, req, s, id, Some((403, &why))).await;

@@ -36,6 +36,23 @@ pub fn check(
     Ok(())
 }
 
+/// [`check`] before the audited action `(action, subject)`: a refusal is
+/// written to the audit log as that action refused, with why.
+pub fn check_audited(
+    c: &Console,
+    req: &super::web::Req,
+    s: &Session,
+    (action, subject): (&str, &str),
+) -> Result<(), ConsoleError> {
+    let Err(refused) = check(c, req.lang, s, req.field("code").as_deref()) else {
+        return Ok(());
+    };
+    let audit = (action, Some(subject), req.client.as_deref());
+    let why = || Err::<(), _>(format!("no fresh second-factor code: {refused}"));
+    blocking(|| c.audit.act(s, audit, why, |_| (None, None)))?.ok();
+    Err(refused)
+}
+
 /// The form field that asks for the code.
 pub fn field(l: html::Lang) -> String {
     format!(

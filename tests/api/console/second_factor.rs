@@ -239,6 +239,27 @@ async fn approving_a_batch_in_live_asks_for_a_fresh_code() {
         .get(&live_key, &format!("/api/v1/bulk-payments/{id}/"))
         .await;
     assert_eq!(still["status"], "pending_validation", "{still}");
+    // Both refusals are in the audit log, with why.
+    let (entries, _) = app
+        .service
+        .site
+        .console
+        .audit
+        .list(&merchant, &Default::default())
+        .unwrap();
+    let refused: Vec<_> = entries
+        .iter()
+        .filter(|e| e.action == "bulk.approve" && e.outcome == "refused")
+        .collect();
+    assert_eq!(refused.len(), 2, "{entries:?}");
+    assert!(
+        refused[0]
+            .detail
+            .as_deref()
+            .unwrap_or_default()
+            .contains("no fresh second-factor code"),
+        "{entries:?}"
+    );
     let fresh = approve(totp::code_at(&secret, now + totp::STEP_SECS)).await;
     assert_eq!(fresh.status, 303, "{}", fresh.body);
     let (_, approved) = app
