@@ -70,7 +70,8 @@ pub enum UsersCommand {
         json: bool,
     },
     /// A lost password or second factor: clears both, ends the user's sessions and prints a
-    /// new one-time sign-in link, as create does.
+    /// new one-time sign-in link, as create does; the user approves no payout for 24 hours
+    /// (`approvals_held_until_ms`).
     Reset {
         #[arg(long)]
         email: String,
@@ -157,6 +158,7 @@ pub fn users(config: &Config, command: UsersCommand) {
     println!(
         "{}",
         json!({"id": u.id, "email": u.email, "role": u.role, "merchant_id": u.merchant_id,
-               "sign_in_link": format!("{base}{}", invitation.path), "expires_ms": invitation.expires_ms})
+               "sign_in_link": format!("{base}{}", invitation.path), "expires_ms": invitation.expires_ms,
+               "approvals_held_until_ms": invitation.approvals_held_until_ms})
     );
 }

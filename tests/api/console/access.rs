@@ -445,6 +445,13 @@ async fn mmc_users_create_and_reset_print_a_one_time_sign_in_link(app: TestApp) 
         &dir,
     ]);
     assert_eq!(reset["id"], created["id"]);
+    assert!(created["approvals_held_until_ms"].is_null(), "{created}");
+    let held = reset["approvals_held_until_ms"].as_u64().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert!(held > now + 23 * 3600 * 1000, "{reset}");
     assert_eq!(
         browser.get("/console/team").await.location(),
         "/console/sign-in"
