@@ -85,6 +85,9 @@ pub(crate) const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
         "may_enrol",
         "INTEGER NOT NULL DEFAULT 0",
     ),
+    // What the last code asked again before an action was given for: the
+    // same request submitted twice carries the same code.
+    ("console_users", "totp_last_purpose", "TEXT"),
 ];
 
 pub(crate) fn add_missing_columns(conn: &Connection) -> Result<(), StorageError> {

@@ -328,7 +328,8 @@ pub fn security_action(c: &Console, req: &Req, s: &Session) -> Result<Resp, Cons
 /// current one is given: the session may then enrol the new one.
 fn replace_factor(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
     let code = req.field("code");
-    if let Err(refused) = super::step_up::check(c, req.lang, s, code.as_deref()) {
+    let purpose = format!("replace {}", s.token_hash);
+    if let Err(refused) = super::step_up::check(c, req.lang, s, code.as_deref(), &purpose) {
         let why = refused.to_string();
         return security_page(c, req, s, Some((&why, true)));
     }

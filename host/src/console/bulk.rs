@@ -351,7 +351,8 @@ pub async fn validate(
         }
     };
     if action == "approve" && s.environment == crate::accounts::Environment::Live {
-        super::step_up::check_audited(c, req, s, ("bulk.approve", id))?;
+        let purpose = format!("bulk.approve {id}");
+        super::step_up::check_audited(c, req, s, ("bulk.approve", id), &purpose)?;
     }
     let mut payload = json!({"action": action});
     if action == "reject"

@@ -164,8 +164,15 @@ pub async fn refund(
             Some(_) => serde_json::Value::Null,
             None => get_payment(app, req, s, id).await?,
         };
+        // Bound to the refund's Idempotency-Key: a double submit carries
+        // the same code and replays the same refund.
+        let purpose = format!(
+            "payment.refund {}",
+            req.field("idempotency_key").unwrap_or_default()
+        );
         if needs_code(c, s, amount, &payment)
-            && let Err(refused) = super::step_up::check_audited(c, req, s, ("payment.refund", id))
+            && let Err(refused) =
+                super::step_up::check_audited(c, req, s, ("payment.refund", id), &purpose)
         {
             let why = refused.to_string();
             return refund_form(app, req, s, id, Some((403, &why))).await;

@@ -11,12 +11,16 @@ use super::{Console, blocking};
 use crate::clock::system_now_ms;
 
 /// Ok if `code` is a code of the person's second factor not used before
-/// (the step it matched is spent); else a refusal that says what to do.
+/// (the step it matched is spent for `purpose`), or used only for this same
+/// `purpose` (the request submitted again); else a refusal that says what
+/// to do. `purpose` names the request: with a refund's Idempotency-Key in
+/// it, a double submit replays the same refund rather than fail after it.
 pub fn check(
     c: &Console,
     l: html::Lang,
     s: &Session,
     code: Option<&str>,
+    purpose: &str,
 ) -> Result<(), ConsoleError> {
     let refused = |key| ConsoleError::Refused(403, t(l, key).into());
     let code = code
@@ -26,10 +30,10 @@ pub fn check(
         .map_err(super::auth::user_error)?
         .ok_or(ConsoleError::SecondFactorRequired)?;
     let step = super::totp::verify(&factor.secret, code, system_now_ms() / 1000)
-        .filter(|step| factor.last_step.is_none_or(|used| *step > used))
+        .filter(|step| factor.last_step.is_none_or(|used| *step >= used))
         .ok_or_else(|| refused("code_wrong"))?;
-    let spent =
-        blocking(|| c.users.spend_totp_step(&s.user_id, step)).map_err(super::auth::user_error)?;
+    let spent = blocking(|| c.users.spend_totp_step_for(&s.user_id, step, purpose))
+        .map_err(super::auth::user_error)?;
     if !spent {
         return Err(refused("code_wrong"));
     }
@@ -43,8 +47,9 @@ pub fn check_audited(
     req: &super::web::Req,
     s: &Session,
     (action, subject): (&str, &str),
+    purpose: &str,
 ) -> Result<(), ConsoleError> {
-    let Err(refused) = check(c, req.lang, s, req.field("code").as_deref()) else {
+    let Err(refused) = check(c, req.lang, s, req.field("code").as_deref(), purpose) else {
         return Ok(());
     };
     let audit = (action, Some(subject), req.client.as_deref());

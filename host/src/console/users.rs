@@ -453,6 +453,26 @@ impl Users {
         Ok(secret.map(|secret| Factor { secret, last_step }))
     }
 
+    /// [`Users::spend_totp_step`] for one request (`purpose`): the same
+    /// request sent again with the same code (a double submit) is let
+    /// through, as the first one was; any other use of the code is not.
+    pub fn spend_totp_step_for(
+        &self,
+        user_id: &str,
+        step: u64,
+        purpose: &str,
+    ) -> Result<bool, UserError> {
+        let changed = self.db.write(|tx| {
+            tx.execute(
+                "UPDATE console_users SET totp_last_step = ?2, totp_last_purpose = ?3
+                 WHERE id = ?1 AND (totp_last_step IS NULL OR totp_last_step < ?2
+                                    OR (totp_last_step = ?2 AND totp_last_purpose = ?3))",
+                sql_params![user_id, step as i64, purpose],
+            )
+        })?;
+        Ok(changed == 1)
+    }
+
     /// A new secret, kept pending until a code from it is confirmed.
     pub fn start_totp(&self, user_id: &str) -> Result<String, UserError> {
         let mut secret = [0u8; 20];

@@ -294,20 +294,20 @@ async fn a_live_refund_above_the_configured_amount_asks_for_a_fresh_code() {
             if let Some(code) = code {
                 form.push(("code".into(), code));
             }
-            let form: Vec<(&str, &str)> =
+            let pairs: Vec<(&str, &str)> =
                 form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
             let done = finance
-                .post(&format!("/console/payments/{id}/refund"), &form)
+                .post(&format!("/console/payments/{id}/refund"), &pairs)
                 .await;
-            (asks, done)
+            (asks, done, form)
         }
     };
     // Up to the amount: no code asked.
-    let (asks, small) = refund("100", None).await;
+    let (asks, small, _) = refund("100", None).await;
     assert!(!asks);
     assert_eq!(small.status, 303, "{}", small.body);
     // Above it: refused without a fresh code, done with one.
-    let (asks, refused) = refund("600", None).await;
+    let (asks, refused, _) = refund("600", None).await;
     assert!(asks);
     assert_eq!(refused.status, 403, "{}", refused.body);
     assert!(
@@ -315,20 +315,45 @@ async fn a_live_refund_above_the_configured_amount_asks_for_a_fresh_code() {
         "{}",
         refused.body
     );
-    let (_, done) = refund("600", Some(totp::code_at(&secret, now + totp::STEP_SECS))).await;
+    let (_, done, form) = refund("600", Some(totp::code_at(&secret, now + totp::STEP_SECS))).await;
     assert_eq!(done.status, 303, "{}", done.body);
+    // Submitted twice, with its code: the same refund, not a refusal.
+    let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let again = finance
+        .post(&format!("/console/payments/{id}/refund"), &pairs)
+        .await;
+    assert_eq!(
+        (again.status, again.location()),
+        (303, done.location()),
+        "{}",
+        again.body
+    );
+    // The code serves that refund only.
+    let (_, other, _) = refund("50", None).await;
+    assert_eq!(other.status, 303, "under the amount: {}", other.body);
+    let mut reused = form.clone();
+    let key = reused
+        .iter_mut()
+        .find(|(k, _)| k == "idempotency_key")
+        .unwrap();
+    key.1 = uuid::Uuid::new_v4().to_string();
+    let pairs: Vec<(&str, &str)> = reused
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let refused = finance
+        .post(&format!("/console/payments/{id}/refund"), &pairs)
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
     let (_, refunds) = app
         .get(&live_key, &format!("/api/v1/collect/payments/{id}/refunds"))
         .await;
-    let amounts: Vec<u64> = refunds["data"]
+    let mut amounts: Vec<u64> = refunds["data"]
         .as_array()
         .unwrap()
         .iter()
         .filter_map(|r| r["amount"].as_u64())
         .collect();
-    assert_eq!(amounts.len(), 2, "{refunds}");
-    assert!(
-        amounts.contains(&100) && amounts.contains(&600),
-        "{refunds}"
-    );
+    amounts.sort_unstable();
+    assert_eq!(amounts, vec![50, 100, 600], "{refunds}");
 }
