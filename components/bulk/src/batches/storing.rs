@@ -153,6 +153,7 @@ fn new_item(batch_id: &str, position: u32, line: u32, v: ValidItem, now: u64) ->
         currency: v.currency,
         status: ItemStatus::Pending,
         attempts: 0,
+        resent: 0,
         psp_reference: None,
         failure: None,
         created_at_ms: now,
