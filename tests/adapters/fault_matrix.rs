@@ -259,6 +259,16 @@ impl Cell<'_> {
         }
     }
 
+    /// From when the cell's outcome may be judged: at once, but for a
+    /// request held in the gateway, once it has surely been carried out
+    /// (the fault hits within a few seconds of this call).
+    fn judged_from(&self) -> Instant {
+        match self.lie {
+            Lie::ArrivesLate => Instant::now() + LATE + Duration::from_secs(3),
+            _ => Instant::now(),
+        }
+    }
+
     /// Creates a payment; returns it (any status) or why not.
     async fn create(&self, body: &Value) -> Result<Value, String> {
         let (status, p) = self.app().create(&self.key, &new_key(), body).await;
@@ -309,7 +319,7 @@ impl Cell<'_> {
 
     /// The end of a collection cell: both sides agree, one id at the operator.
     async fn judge_payment(&self, id: &str, phone: &str) -> Verdict {
-        let look = until_agreed(|| self.look_at_payment(id)).await;
+        let look = until_agreed(self.judged_from(), || self.look_at_payment(id)).await;
         let endpoint = self.rig.fake.endpoint(Op::Initiate);
         let ids = self.rig.ids(endpoint, phone).len();
         verdict(&look, ids.max(look.at.records), "payment")
@@ -365,7 +375,7 @@ impl Cell<'_> {
         let (status, answer) = self.app().post(&self.key, &path, json!({})).await;
         let asked = self.rig.fault_hit(endpoint, &target);
         let paid = self.rig.fake.customer_approves(id).await;
-        let look = until_agreed(|| self.look_at_payment(id)).await;
+        let look = until_agreed(self.judged_from(), || self.look_at_payment(id)).await;
         let ids = self
             .rig
             .ids(self.rig.fake.endpoint(Op::Initiate), &phone)
@@ -400,7 +410,7 @@ impl Cell<'_> {
         let path = format!("/api/v1/collect/payments/{id}/refunds");
         let (status, answer) = self.app().post(&self.key, &path, json!({})).await;
         self.fault_hit(endpoint, &target)?;
-        let look = until_agreed(|| self.look_at_refund(id, &session)).await;
+        let look = until_agreed(self.judged_from(), || self.look_at_refund(id, &session)).await;
         let ids = self.rig.ids(endpoint, &target).len();
         if !self.rig.entry.refund_status_query && look.at.moved && !look.reported && !look.terminal
         {
@@ -510,7 +520,7 @@ impl Cell<'_> {
         if status != 200 {
             return Err(format!("setup: validate answered {status}: {}", brief(&v)));
         }
-        let look = until_agreed(|| self.look_at_item(batch_id, &phone)).await;
+        let look = until_agreed(self.judged_from(), || self.look_at_item(batch_id, &phone)).await;
         self.fault_hit(endpoint, &phone)?;
         let ids = self.rig.ids(endpoint, &phone).len();
         verdict(&look, ids.max(look.at.records), "payout")
@@ -595,16 +605,19 @@ impl Cell<'_> {
 }
 
 /// Looks until the operator has settled and the service agrees with it,
-/// or [`SETTLE`] passes; returns the last look.
-async fn until_agreed<F, Fut>(mut look: F) -> Look
+/// or [`SETTLE`] passes; returns the last look. An agreement seen before
+/// `not_before` does not count (a request held in the operator's gateway
+/// may still be carried out until then).
+async fn until_agreed<F, Fut>(not_before: Instant, mut look: F) -> Look
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Look>,
 {
-    let until = Instant::now() + SETTLE;
+    let until = Instant::now().max(not_before) + SETTLE;
     loop {
         let l = look().await;
-        if l.agrees() || Instant::now() >= until {
+        let now = Instant::now();
+        if (l.agrees() && now >= not_before) || now >= until {
             return l;
         }
         tokio::time::sleep(LOOK_EVERY).await;
