@@ -468,6 +468,7 @@ fn a_payout_whose_sender_froze_past_its_deadline_sends_nothing_then_goes_once_un
     let clock = sb.clock.clone();
     let paid = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let froze = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let broken = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let answer = |status: u16, body: Value| {
         Ok(HttpResponse {
             status,
@@ -479,7 +480,7 @@ fn a_payout_whose_sender_froze_past_its_deadline_sends_nothing_then_goes_once_un
             },
         })
     };
-    let (paid_in, froze_in) = (paid.clone(), froze.clone());
+    let (paid_in, froze_in, broken_in) = (paid.clone(), froze.clone(), broken.clone());
     sb.http.respond_with(move |req| {
         use std::sync::atomic::Ordering::SeqCst;
         match (req.method.as_str(), req.url.as_str()) {
@@ -495,7 +496,9 @@ fn a_payout_whose_sender_froze_past_its_deadline_sends_nothing_then_goes_once_un
             }
             ("POST", u) if u.ends_with("/disbursement/v1_0/transfer") => answer(202, Value::Null),
             ("GET", u) if u.contains("/disbursement/v1_0/transfer/") => {
-                if paid_in.load(SeqCst) {
+                if broken_in.load(SeqCst) {
+                    answer(503, json!({"message": "upstream unavailable"}))
+                } else if paid_in.load(SeqCst) {
                     answer(
                         200,
                         json!({"financialTransactionId": "9001", "externalId": "x", "amount": "2500",
@@ -570,10 +573,29 @@ fn a_payout_whose_sender_froze_past_its_deadline_sends_nothing_then_goes_once_un
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert_eq!(item()["status"], "processing");
 
+    // MTN's status cannot be read for a while: still processing, and the
+    // item says why.
+    broken.store(true, std::sync::atomic::Ordering::SeqCst);
+    sb.clock.advance(Duration::from_secs(5));
+    sb.runtime.run_job("bulk", "payouts", 10).unwrap();
+    let unreadable = item();
+    assert_eq!(unreadable["status"], "processing");
+    assert!(
+        unreadable["unconfirmed"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("could not be read")),
+        "{unreadable}"
+    );
+
     // MTN pays it; the next check records it.
+    broken.store(false, std::sync::atomic::Ordering::SeqCst);
     paid.store(true, std::sync::atomic::Ordering::SeqCst);
     sb.clock.advance(Duration::from_secs(5));
     sb.runtime.run_job("bulk", "payouts", 10).unwrap();
-    assert_eq!(item()["status"], "completed");
+    sb.clock.advance(Duration::from_secs(60));
+    sb.runtime.run_job("bulk", "payouts", 10).unwrap();
+    let done = item();
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(done.get("unconfirmed").is_none(), "{done}");
     assert_eq!(transfers(), sent, "nothing more was sent");
 }

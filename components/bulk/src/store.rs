@@ -230,6 +230,11 @@ pub struct Item {
     /// now. It goes by itself when one can; cleared then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<Held>,
+    /// Why a processing item's outcome cannot be read now (its status query
+    /// failed: the provider's error, or a search that could not tell), since
+    /// when; cleared by the next answer. It stays processing meanwhile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unconfirmed: Option<Held>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

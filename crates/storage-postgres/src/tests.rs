@@ -360,7 +360,7 @@ fn a_failed_commit_is_reported_and_writes_nothing() {
 
 /// A migrator frozen with the migration lock blocks a starting node only
 /// for `migration_lock_wait`: then the start fails, naming the session that
-/// holds the lock; once that session ends, a node starts.
+/// holds the lock; once the holder has let go, a node starts.
 #[test]
 fn a_migration_lock_held_too_long_fails_the_start_naming_its_holder() {
     let t = TestDatabase::create();

@@ -8,7 +8,7 @@ use crate::ApiError;
 use crate::events::{emit, emit_review};
 use crate::mmc::adapter::types::{AdapterError, PspStatus, Settled, Started};
 use crate::mmc::platform::{clock, log};
-use crate::store::{BatchStatus, Failure, Item, ItemStatus, Tx};
+use crate::store::{BatchStatus, Failure, Held, Item, ItemStatus, Tx};
 
 /// First status query of a payout the operator left pending, then doubling.
 const FIRST_CHECK_MS: u64 = 2_000;
@@ -27,6 +27,9 @@ pub(super) enum Answer {
     Review(Option<String>, Failure),
     /// Accepted, not final yet, or unknown (timeout): ask again later.
     Pending(Option<String>),
+    /// The status query itself failed (why): still processing, the reason
+    /// shown on the item until an answer comes; asked again later.
+    Unreadable(String),
 }
 
 pub(super) fn failure(code: &str, message: impl Into<String>) -> Failure {
@@ -130,6 +133,9 @@ pub(super) fn record(
     if checked {
         item.checks += 1;
     }
+    if !matches!(answer, Answer::Unreadable(_)) {
+        item.unconfirmed = None;
+    }
     let (to, psp_reference) = match answer {
         Answer::Completed(r) => (ItemStatus::Completed, r),
         Answer::Failed(r, f) => {
@@ -141,7 +147,16 @@ pub(super) fn record(
             (ItemStatus::Processing, r)
         }
         Answer::Pending(r) => (ItemStatus::Processing, r),
+        Answer::Unreadable(reason) => {
+            let since = item.unconfirmed.as_ref().map_or(now, |u| u.since_ms);
+            item.unconfirmed = Some(Held {
+                reason,
+                since_ms: since,
+            });
+            (ItemStatus::Processing, None)
+        }
     };
+
     if to == ItemStatus::Processing {
         // Asked again later, backing off (a success under review too).
         let interval = (FIRST_CHECK_MS << item.checks.min(5)).min(MAX_CHECK_INTERVAL_MS);

@@ -83,19 +83,17 @@ fn record_status(
         {
             return resend(env, merchant, &item);
         }
-        other => {
-            if let Err(e) = &other {
-                warn(&format!("payout-status of item {}: {e:?}", item.id));
-            }
-            // Unknown stays processing however long it takes; a person is told.
-            if now.saturating_sub(since) >= settings::max_pending_ms() {
-                warn(&format!(
-                    "payout of item {} unconfirmed for {} s: check with the operator",
-                    item.id,
-                    now.saturating_sub(since) / 1000
-                ));
-                log::count("payout_unconfirmed");
-            }
+        Err(e) => {
+            warn(&format!("payout-status of item {}: {e:?}", item.id));
+            log::count("payout_status_unreadable");
+            told_if_overdue(&item, since, now);
+            Answer::Unreadable(format!(
+                "the operator's status could not be read: {}",
+                error_text(&e)
+            ))
+        }
+        Ok(PspStatus::Pending | PspStatus::NotFound) => {
+            told_if_overdue(&item, since, now);
             Answer::Pending(None)
         }
     };
@@ -148,4 +146,32 @@ fn start_resend(env: &str, merchant: &str, item: &Item) -> Result<Option<Item>, 
     tx.save_item(env, merchant, &current, previous_check)?;
     tx.commit()?;
     Ok(Some(current))
+}
+
+/// An adapter error as a person reads it on the item.
+fn error_text(e: &AdapterError) -> String {
+    let text = match e {
+        AdapterError::Timeout(m)
+        | AdapterError::Unavailable(m)
+        | AdapterError::InvalidResponse(m)
+        | AdapterError::Rejected(m)
+        | AdapterError::NotSent(m)
+        | AdapterError::NotSupported(m)
+        | AdapterError::Unauthenticated(m)
+        | AdapterError::Busy(m) => m,
+    };
+    text.chars().take(300).collect()
+}
+
+/// Unknown stays processing however long it takes; past `max_pending_ms`,
+/// a person is told (logged and counted on every check).
+fn told_if_overdue(item: &Item, since: u64, now: u64) {
+    if now.saturating_sub(since) >= settings::max_pending_ms() {
+        warn(&format!(
+            "payout of item {} unconfirmed for {} s: check with the operator",
+            item.id,
+            now.saturating_sub(since) / 1000
+        ));
+        log::count("payout_unconfirmed");
+    }
 }
