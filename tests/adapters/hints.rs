@@ -195,6 +195,30 @@ async fn a_replayed_wave_webhook_brings_no_read() {
     assert_eq!(payment(&app, &live, &id).await["status"], "failed");
 }
 
+/// Wave's shared-secret strategy works, and is warned of when the adapter
+/// loads; signing, the default, is not.
+#[service_test]
+async fn wave_shared_secret_mode_is_warned_of_at_start() {
+    let warned = |text: &str| {
+        metric(
+            text,
+            "mmc_component_events_total",
+            r#"component="wave",event="webhook_security_shared_secret""#,
+        )
+    };
+    let fake = FakeWave::start().await;
+    let signing = wave_app(&fake, |_| {}).await;
+    assert_eq!(warned(&signing.metrics().await), 0.0);
+
+    let fake = FakeWave::start().await;
+    let shared = wave_app(&fake, |c| {
+        c.settings
+            .insert("webhook_security".into(), "shared_secret".into());
+    })
+    .await;
+    assert_eq!(warned(&shared.metrics().await), 1.0);
+}
+
 // FedaPay: signed webhooks carrying the transaction.
 
 /// FedaPay's event about transaction `tx`, its entity saying `status`.
