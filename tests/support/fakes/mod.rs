@@ -303,6 +303,12 @@ impl Plumbing {
         }
     }
 
+    /// Drops every fault not used yet: the provider answers again.
+    pub fn clear_faults(&self) {
+        self.faults.lock().clear();
+        self.targeted.lock().clear();
+    }
+
     /// The next `times` requests to `endpoint` about `key` (an MSISDN or one
     /// of our ids, see [`Received::keys`]) get `fault`. Targeted faults let
     /// many operations run concurrently against one fake, each with its own.
