@@ -599,3 +599,71 @@ fn a_payout_whose_sender_froze_past_its_deadline_sends_nothing_then_goes_once_un
     assert!(done.get("unconfirmed").is_none(), "{done}");
     assert_eq!(transfers(), sent, "nothing more was sent");
 }
+
+/// A job's lease as a test sets it.
+struct TestLease(std::sync::atomic::AtomicBool);
+
+impl mmc_host::runtime::state::LeaseGuard for TestLease {
+    fn held(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// A node whose lease on the payouts job has passed (it resumed after
+/// another node took the job over) commits nothing: it claims no item, so
+/// it sends no payout; with the lease held, the same run pays.
+#[test]
+fn a_payouts_run_whose_lease_has_passed_claims_and_sends_nothing() {
+    use mmc_host::runtime::bindings::host::mmc::platform::outbound_http::Response as HttpResponse;
+    let sb = bulk_with_momo();
+    sb.http.respond_with(|req| {
+        let (status, body) = if req.url.ends_with("/disbursement/token/") {
+            (
+                200,
+                json!({"access_token": "t0k3n", "token_type": "access_token", "expires_in": 3600})
+                    .to_string(),
+            )
+        } else {
+            (202, String::new())
+        };
+        Ok(HttpResponse {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: body.into_bytes(),
+        })
+    });
+    let batch = json!({"name": "Primes", "items": [{"beneficiary_name": "Kofi Mensah",
+        "phone": "+2290166000002", "amount": 1500, "currency": "XOF", "reference": "kofi-1"}]});
+    let (status, b) = bulk_call(&sb, "POST", "/api/v1/bulk-payments/", batch);
+    assert_eq!(status, 201, "{b}");
+    let id = b["id"].as_str().unwrap().to_string();
+    let validate = format!("/api/v1/bulk-payments/{id}/validate/");
+    assert_eq!(bulk_call(&sb, "POST", &validate, json!({})).0, 200);
+    let items = format!("/api/v1/bulk-payments/{id}/items/");
+    let sent = || {
+        sb.http
+            .requests
+            .lock()
+            .iter()
+            .filter(|r| r.method == "POST" && r.url.ends_with("/v1_0/transfer"))
+            .count()
+    };
+
+    let lease = std::sync::Arc::new(TestLease(std::sync::atomic::AtomicBool::new(false)));
+    let passed: std::sync::Arc<dyn mmc_host::runtime::state::LeaseGuard> = lease.clone();
+    let _ = sb
+        .runtime
+        .run_job_leased("bulk", "payouts", 10, Some(passed));
+    assert_eq!(sent(), 0, "nothing sent under a lease that has passed");
+    let (_, page) = bulk_call(&sb, "GET", &items, Value::Null);
+    assert_eq!(page["results"][0]["status"], "pending", "{page}");
+
+    lease.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    let held: std::sync::Arc<dyn mmc_host::runtime::state::LeaseGuard> = lease;
+    sb.runtime
+        .run_job_leased("bulk", "payouts", 10, Some(held))
+        .unwrap();
+    assert_eq!(sent(), 1);
+    let (_, page) = bulk_call(&sb, "GET", &items, Value::Null);
+    assert_eq!(page["results"][0]["status"], "processing", "{page}");
+}

@@ -26,6 +26,17 @@ pub struct HostState {
     /// The money movement this adapter call sends: when its attempt stops
     /// being ours (see [`Fence`]), none of its bytes leaves.
     pub fence: Option<Fence>,
+    /// The lease of the background job this call runs for: once it is no
+    /// longer known to be this node's, nothing the call writes is committed.
+    pub lease: Option<Arc<dyn LeaseGuard>>,
+}
+
+/// A job's lease as its node knows it, checked when a write of the job
+/// commits: a node that resumes after its lease passed to another (frozen,
+/// cut off) writes nothing, so it can neither claim work nor record answers
+/// that another node now owns.
+pub trait LeaseGuard: Send + Sync {
+    fn held(&self) -> bool;
 }
 
 /// The sending deadline of one attempt of a money movement (a refund, a
@@ -82,6 +93,7 @@ impl HostState {
             deadline: Deadline::after(deadline),
             open_txn: false,
             fence: None,
+            lease: None,
         }
     }
 }
