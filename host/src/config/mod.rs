@@ -62,6 +62,9 @@ pub struct StorageConfig {
     /// PostgreSQL: how long a session may sit idle inside a transaction
     /// before the server ends it (a frozen node's locks released).
     pub idle_in_transaction_timeout_ms: Option<u64>,
+    /// PostgreSQL: how long a starting node waits for another node's
+    /// migration before it fails, naming the session that holds the lock.
+    pub migration_lock_wait_ms: Option<u64>,
     /// SQLite: the WAL size (MiB) past which it is restarted; the WAL file
     /// keeps up to twice this on disk under sustained load.
     pub wal_restart_mib: Option<u64>,
