@@ -75,6 +75,11 @@ const WORDS: &[(&str, &str, &str)] = &[
         "E-mail, mot de passe ou code incorrect.",
     ),
     (
+        "busy",
+        "The console is busy. Try again in a few seconds.",
+        "La console est occupée. Réessayez dans quelques secondes.",
+    ),
+    (
         "throttled",
         "Too many sign-in attempts. Try again in {} minutes.",
         "Trop de tentatives de connexion. Réessayez dans {} minutes.",

@@ -19,6 +19,7 @@ pub mod keys;
 pub mod links;
 pub mod multipart;
 pub mod overview;
+pub mod password_checks;
 pub mod payment;
 pub mod payments;
 pub mod qr;
@@ -65,6 +66,9 @@ pub struct Console {
     pub sessions: sessions::Sessions,
     pub audit: audit::AuditLog,
     pub throttle: throttle::Throttle,
+    /// Password checks, a few at a time.
+    pub password_checks: password_checks::PasswordChecks,
+    pub metrics: Arc<crate::metrics::Metrics>,
     /// The overview's tallies (kept by the outbox dispatcher).
     pub tallies: SqlDb,
     /// Cookies marked `Secure`: the service is reached over TLS.
@@ -72,8 +76,15 @@ pub struct Console {
 }
 
 impl Console {
-    pub fn new(db: SqlDb, base_url: &str) -> Console {
+    pub fn new(
+        db: SqlDb,
+        base_url: &str,
+        config: &crate::config::ConsoleConfig,
+        metrics: Arc<crate::metrics::Metrics>,
+    ) -> Console {
         Console {
+            password_checks: password_checks::PasswordChecks::new(config, metrics.clone()),
+            metrics,
             users: users::Users::new(db.clone()),
             sessions: sessions::Sessions::new(db.clone()),
             audit: audit::AuditLog::new(db.clone()),
@@ -173,7 +184,7 @@ async fn route(
         ("GET", ["sign-in"]) => return Ok(auth::sign_in_page(c, req, 200, None)),
         ("POST", ["sign-in"]) => return auth::sign_in(c, req).await,
         ("GET", ["invite", token]) => return auth::invite_page(c, req, token, None),
-        ("POST", ["invite", token]) => return auth::accept_invite(c, req, token),
+        ("POST", ["invite", token]) => return auth::accept_invite(c, req, token).await,
         _ => {}
     }
     let s = session.ok_or(ConsoleError::NotSignedIn)?;
@@ -187,7 +198,7 @@ async fn route(
                 .then(|| (html::t(req.lang, "password_changed"), false));
             return auth::security_page(c, req, s, done);
         }
-        ("POST", ["security"]) => return auth::security_action(c, req, s),
+        ("POST", ["security"]) => return auth::security_action(c, req, s).await,
         _ => {}
     }
     // Everything else works in the session's environment.

@@ -82,6 +82,9 @@ pub enum ConsoleError {
     NotFound,
     #[error("rate limited")]
     RateLimited(Duration),
+    /// Every password check is taken: nothing was checked, try again soon.
+    #[error("password checks busy")]
+    Busy,
     /// The API refused the action; its message is shown as it is.
     #[error("{1}")]
     Refused(u16, String),
@@ -103,7 +106,7 @@ impl ConsoleError {
             | ConsoleError::Forbidden(_)
             | ConsoleError::SecondFactorRequired => 403,
             ConsoleError::NotFound => 404,
-            ConsoleError::RateLimited(_) => 429,
+            ConsoleError::RateLimited(_) | ConsoleError::Busy => 429,
             ConsoleError::Refused(status, _) => *status,
             ConsoleError::Unavailable(_) => 503,
         }
@@ -122,6 +125,7 @@ impl ConsoleError {
                 let minutes = wait.as_secs().div_ceil(60).max(1);
                 t(lang, "throttled").replacen("{}", &minutes.to_string(), 1)
             }
+            ConsoleError::Busy => t(lang, "busy").to_string(),
             ConsoleError::Refused(_, m) | ConsoleError::Unavailable(m) => m.clone(),
             ConsoleError::NotSignedIn => String::new(),
         };
@@ -134,7 +138,12 @@ impl ConsoleError {
             self.status(),
             html::page(lang, session, t(lang, "error"), &body),
         );
-        if let ConsoleError::RateLimited(wait) = self
+        let retry = match self {
+            ConsoleError::RateLimited(wait) => Some(wait),
+            ConsoleError::Busy => Some(Duration::from_secs(1)),
+            _ => None,
+        };
+        if let Some(wait) = retry
             && let Ok(v) = HeaderValue::from_str(&wait.as_secs().max(1).to_string())
         {
             resp.headers_mut().insert("retry-after", v);

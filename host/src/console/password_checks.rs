@@ -1,0 +1,72 @@
+//! Password checks, a few at a time. An Argon2id check takes 19 MiB and
+//! tens of milliseconds of a core; unbounded, a burst of sign-ins would
+//! take a node's memory and CPU. Checks run on blocking threads under a
+//! small number of permits; a sign-in that finds none free within a short
+//! wait is answered 429 with Retry-After at once, its password never hashed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::config::ConsoleConfig;
+use crate::metrics::Metrics;
+
+pub struct PasswordChecks {
+    permits: Arc<Semaphore>,
+    wait: Duration,
+    metrics: Arc<Metrics>,
+}
+
+/// No permit was free within the wait: the password was not checked.
+#[derive(Debug, thiserror::Error)]
+#[error("password checks busy")]
+pub struct Busy;
+
+/// The right to run one password check; dropping it frees the place.
+pub struct Permit(#[allow(dead_code)] OwnedSemaphorePermit);
+
+impl PasswordChecks {
+    pub fn new(config: &ConsoleConfig, metrics: Arc<Metrics>) -> PasswordChecks {
+        PasswordChecks {
+            permits: Arc::new(Semaphore::new(config.password_checks_at_once.max(1))),
+            wait: Duration::from_millis(config.password_check_wait_ms),
+            metrics,
+        }
+    }
+
+    /// A place for one check, if one is free within the wait (counted as
+    /// a check made, or as a sign-in refused as busy).
+    pub async fn permit(&self) -> Result<Permit, Busy> {
+        let acquired = tokio::time::timeout(self.wait, self.permits.clone().acquire_owned()).await;
+        match acquired {
+            Ok(Ok(permit)) => {
+                self.metrics.console_password_check();
+                Ok(Permit(permit))
+            }
+            _ => {
+                self.metrics.console_sign_in_refused("busy");
+                Err(Busy)
+            }
+        }
+    }
+
+    /// Runs `check` (which hashes) on a blocking thread, under a permit.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        check: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, Busy> {
+        let permit = self.permit().await?;
+        let done = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            check()
+        })
+        .await;
+        match done {
+            Ok(out) => Ok(out),
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            // The runtime is shutting down: nothing was answered.
+            Err(_) => Err(Busy),
+        }
+    }
+}
