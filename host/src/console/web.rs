@@ -10,20 +10,28 @@ use hyper::header::HeaderValue;
 
 use super::html::{self, Lang, t};
 use super::sessions::{COOKIE, Session};
+use crate::http::errors::HttpError;
 
-/// A console request, read whole (its body is a small form).
+/// A console request: its head, and its body when it is a form (read
+/// whole: a small form). An upload's body is left unread for its handler.
 pub struct Req {
     pub method: String,
     pub path: String,
     pub query: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    pub unread: std::sync::Mutex<Option<hyper::body::Incoming>>,
     pub client: Option<String>,
     pub lang: Lang,
     pub request_id: String,
 }
 
 impl Req {
+    /// The body left unread (an upload's), once.
+    pub fn take_unread(&self) -> Option<hyper::body::Incoming> {
+        self.unread.lock().ok()?.take()
+    }
+
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
@@ -85,6 +93,10 @@ pub enum ConsoleError {
     /// Every password check is taken: nothing was checked, try again soon.
     #[error("password checks busy")]
     Busy,
+    /// The request's body was refused unread or could not be read: too
+    /// large (413), too slow (408), too many at once (429), malformed (400).
+    #[error("{0}")]
+    Body(#[from] crate::http::errors::HttpError),
     /// The API refused the action; its message is shown as it is.
     #[error("{1}")]
     Refused(u16, String),
@@ -108,6 +120,7 @@ impl ConsoleError {
             ConsoleError::NotFound => 404,
             ConsoleError::RateLimited(_) | ConsoleError::Busy => 429,
             ConsoleError::Refused(status, _) => *status,
+            ConsoleError::Body(e) => e.status().as_u16(),
             ConsoleError::Unavailable(_) => 503,
         }
     }
@@ -126,6 +139,12 @@ impl ConsoleError {
                 t(lang, "throttled").replacen("{}", &minutes.to_string(), 1)
             }
             ConsoleError::Busy => t(lang, "busy").to_string(),
+            ConsoleError::Body(e) => match e {
+                HttpError::PayloadTooLarge(_) | HttpError::HeadersTooLarge => t(lang, "too_large"),
+                HttpError::RateLimited(_) => t(lang, "busy"),
+                _ => t(lang, "unread"),
+            }
+            .to_string(),
             ConsoleError::Refused(_, m) | ConsoleError::Unavailable(m) => m.clone(),
             ConsoleError::NotSignedIn => String::new(),
         };
@@ -141,6 +160,7 @@ impl ConsoleError {
         let retry = match self {
             ConsoleError::RateLimited(wait) => Some(wait),
             ConsoleError::Busy => Some(Duration::from_secs(1)),
+            ConsoleError::Body(HttpError::RateLimited(wait)) => Some(wait),
             _ => None,
         };
         if let Some(wait) = retry

@@ -1,8 +1,9 @@
 //! The console under abuse: guesses counted before the password is checked,
-//! password checks a few at a time.
+//! password checks a few at a time, bodies refused before they are read.
 
 use mmc_host::console::throttle::{PER_ACCOUNT, PER_CLIENT};
 use mmc_host::console::users::Role;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::*;
 use crate::support::*;
@@ -131,4 +132,111 @@ async fn password_checks_run_a_few_at_a_time_and_the_rest_are_answered_busy_unha
         .count();
     assert_eq!(wrong + busy, many);
     assert_eq!(checks(&app).await - before, wrong as f64);
+}
+
+/// Sends `head` and the first `sent` bytes of a body, and reads the answer
+/// without sending the rest: the status line, and the headers' text.
+async fn answer_before_the_body(app: &TestApp, head: &str, sent: &[u8]) -> (u16, String) {
+    let addr = app.base.trim_start_matches("http://");
+    let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+    conn.write_all(head.as_bytes()).await.unwrap();
+    conn.write_all(sent).await.unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    // Until the end of the answer's headers: the rest of the body never comes.
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = conn.read(&mut buf).await.unwrap();
+        assert!(
+            n > 0,
+            "closed without an answer: {:?}",
+            String::from_utf8_lossy(&got)
+        );
+        got.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&got).to_string();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {text}"));
+    (status, text)
+}
+
+fn post_head(path: &str, content_type: &str, length: usize, cookie: &str) -> String {
+    format!(
+        "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: {content_type}\r\nContent-Length: {length}\r\nCookie: {cookie}\r\n\r\n"
+    )
+}
+
+#[service_test]
+async fn console_bodies_are_refused_before_they_are_read(app: TestApp) {
+    const MIB: usize = 1024 * 1024;
+    // A signed-out upload: sent to sign in, its body never read.
+    let (status, head) = answer_before_the_body(
+        &app,
+        &post_head(
+            "/console/bulk/upload",
+            "multipart/form-data; boundary=x",
+            MIB,
+            "",
+        ),
+        b"--x\r\n",
+    )
+    .await;
+    assert_eq!(status, 303, "{head}");
+    assert!(head.contains("location: /console/sign-in"), "{head}");
+
+    // A form declared larger than a form may be: 413 on its length alone.
+    let (status, _) = answer_before_the_body(
+        &app,
+        &post_head(
+            "/console/sign-in",
+            "application/x-www-form-urlencoded",
+            MIB,
+            "",
+        ),
+        b"email=",
+    )
+    .await;
+    assert_eq!(status, 413);
+    // Larger than the upload limit, signed in or not.
+    let (status, _) = answer_before_the_body(
+        &app,
+        &post_head(
+            "/console/bulk/upload",
+            "multipart/form-data; boundary=x",
+            64 * MIB,
+            "",
+        ),
+        b"",
+    )
+    .await;
+    assert_eq!(status, 413);
+
+    // Signed in, a file ahead of the form's CSRF token, or a wrong token:
+    // 403 before the file is read.
+    let merchant = app.new_merchant("Payroll");
+    let maker = person(&app, &merchant, "awa@payroll.bj", Role::Finance).await;
+    let cookie = format!(
+        "mmc_console={}",
+        maker.cookies.lock().unwrap()["mmc_console"]
+    );
+    let file_first = b"--x\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.csv\"\r\nContent-Type: text/csv\r\n\r\nbeneficiary_name,";
+    let wrong_token = b"--x\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n0123456789abcdef0123456789abcdef\r\n--x\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.csv\"\r\n\r\nbeneficiary_name,";
+    for sent in [&file_first[..], &wrong_token[..]] {
+        let (status, head) = answer_before_the_body(
+            &app,
+            &post_head(
+                "/console/bulk/upload",
+                "multipart/form-data; boundary=x",
+                MIB,
+                &cookie,
+            ),
+            sent,
+        )
+        .await;
+        assert_eq!(status, 403, "{head}");
+    }
+    // The person's session is untouched, and a right upload still goes.
+    assert_eq!(maker.get("/console/bulk").await.status, 200);
 }
