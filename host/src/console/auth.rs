@@ -69,11 +69,16 @@ pub fn sign_in_page(c: &Console, req: &Req, status: u16, message: Option<&str>) 
 }
 
 /// `POST /console/sign-in`: email, password and, when the user has one, a
-/// code from their authenticator. The attempt is counted before the
-/// password is checked (see [`super::throttle`]), and the check waits for
-/// one of a few places (see [`super::password_checks`]).
+/// code from their authenticator. A place for the password check is taken
+/// first (see [`super::password_checks`]), then the attempt is counted
+/// before the password is checked (see [`super::throttle`]).
 pub async fn sign_in(c: &Console, req: &Req) -> Result<Resp, ConsoleError> {
     check_pre(req)?;
+    let place = c
+        .password_checks
+        .permit()
+        .await
+        .map_err(|Busy| ConsoleError::Busy)?;
     let email = req.field("email").unwrap_or_default();
     let client = req.client.clone().unwrap_or_default();
     if let Some(wait) = blocking(|| c.throttle.reserve(&email, &client))? {
@@ -82,9 +87,8 @@ pub async fn sign_in(c: &Console, req: &Req) -> Result<Resp, ConsoleError> {
     }
     let password = req.field("password").unwrap_or_default();
     let (users, account) = (c.users.clone(), email.clone());
-    let checked = c
-        .password_checks
-        .run(move || users.check_password(&account, &password))
+    let checked = place
+        .check(move || users.check_password(&account, &password))
         .await;
     let found = match checked {
         Ok(found) => found.map_err(user_error)?,
@@ -183,12 +187,12 @@ pub async fn accept_invite(c: &Console, req: &Req, token: &str) -> Result<Resp, 
         return invite_page(c, req, token, Some(t(req.lang, "passwords_differ")));
     }
     // Hashing the new password is a password check's cost.
-    let _permit = c
+    let place = c
         .password_checks
         .permit()
         .await
         .map_err(|Busy| ConsoleError::Busy)?;
-    let user = match blocking(|| c.users.accept(token, &password)) {
+    let user = match place.check_here(|| c.users.accept(token, &password)) {
         Ok(user) => user,
         Err(UserError::WeakPassword) => {
             return invite_page(
@@ -327,14 +331,15 @@ async fn change_password(c: &Console, req: &Req, s: &Session) -> Result<Resp, Co
     if req.field("new_password2").unwrap_or_default() != new {
         return security_page(c, req, s, Some((t(l, "passwords_differ"), true)));
     }
+    let place = c
+        .password_checks
+        .permit()
+        .await
+        .map_err(|Busy| ConsoleError::Busy)?;
     if let Some(wait) = blocking(|| c.throttle.reserve(&s.email, &client))? {
         c.metrics.console_sign_in_refused("throttled");
         return Err(ConsoleError::RateLimited(wait));
     }
-    let Ok(_permit) = c.password_checks.permit().await else {
-        blocking(|| c.throttle.release(&s.email, &client))?;
-        return Err(ConsoleError::Busy);
-    };
     let current = req.field("password").unwrap_or_default();
     let audit = (
         "user.password_changed",
@@ -350,7 +355,7 @@ async fn change_password(c: &Console, req: &Req, s: &Session) -> Result<Resp, Co
             Ok(false) => Err(UserError::WrongPassword),
             other => other,
         };
-    let changed = blocking(|| c.audit.act(s, audit, change, |_| (None, None)))?;
+    let changed = place.check_here(|| c.audit.act(s, audit, change, |_| (None, None)))?;
     // The current password was right unless it was wrong: its attempt is given back.
     if !matches!(changed, Err(UserError::WrongPassword)) {
         blocking(|| c.throttle.succeeded(&s.email, &client))?;

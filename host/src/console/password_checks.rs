@@ -1,8 +1,10 @@
 //! Password checks, a few at a time. An Argon2id check takes 19 MiB and
 //! tens of milliseconds of a core; unbounded, a burst of sign-ins would
-//! take a node's memory and CPU. Checks run on blocking threads under a
-//! small number of permits; a sign-in that finds none free within a short
-//! wait is answered 429 with Retry-After at once, its password never hashed.
+//! take a node's memory and CPU. A sign-in takes one of a few places before
+//! it does anything else (its attempt's count, a database write, included),
+//! so a flood reaches neither the database nor the hash beyond those
+//! places; a sign-in that finds none free within a short wait is answered
+//! 429 with Retry-After at once, its password never hashed.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,8 +25,39 @@ pub struct PasswordChecks {
 #[error("password checks busy")]
 pub struct Busy;
 
-/// The right to run one password check; dropping it frees the place.
-pub struct Permit(#[allow(dead_code)] OwnedSemaphorePermit);
+/// A place for one password check, taken before anything else of a
+/// sign-in is done; dropping it frees the place.
+pub struct Permit {
+    _held: OwnedSemaphorePermit,
+    metrics: Arc<Metrics>,
+}
+
+impl Permit {
+    /// Runs `check` (which hashes) on a blocking thread, holding the place.
+    pub async fn check<T: Send + 'static>(
+        self,
+        check: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, Busy> {
+        self.metrics.console_password_check();
+        let done = tokio::task::spawn_blocking(move || {
+            let _held = self;
+            check()
+        })
+        .await;
+        match done {
+            Ok(out) => Ok(out),
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            // The runtime is shutting down: nothing was answered.
+            Err(_) => Err(Busy),
+        }
+    }
+
+    /// Runs `check` (which hashes) on this thread, holding the place.
+    pub fn check_here<T>(&self, check: impl FnOnce() -> T) -> T {
+        self.metrics.console_password_check();
+        super::blocking(check)
+    }
+}
 
 impl PasswordChecks {
     pub fn new(config: &ConsoleConfig, metrics: Arc<Metrics>) -> PasswordChecks {
@@ -35,38 +68,19 @@ impl PasswordChecks {
         }
     }
 
-    /// A place for one check, if one is free within the wait (counted as
-    /// a check made, or as a sign-in refused as busy).
+    /// A place for one check, if one is free within the wait (if not, the
+    /// sign-in is counted as refused busy).
     pub async fn permit(&self) -> Result<Permit, Busy> {
         let acquired = tokio::time::timeout(self.wait, self.permits.clone().acquire_owned()).await;
         match acquired {
-            Ok(Ok(permit)) => {
-                self.metrics.console_password_check();
-                Ok(Permit(permit))
-            }
+            Ok(Ok(held)) => Ok(Permit {
+                _held: held,
+                metrics: self.metrics.clone(),
+            }),
             _ => {
                 self.metrics.console_sign_in_refused("busy");
                 Err(Busy)
             }
-        }
-    }
-
-    /// Runs `check` (which hashes) on a blocking thread, under a permit.
-    pub async fn run<T: Send + 'static>(
-        &self,
-        check: impl FnOnce() -> T + Send + 'static,
-    ) -> Result<T, Busy> {
-        let permit = self.permit().await?;
-        let done = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            check()
-        })
-        .await;
-        match done {
-            Ok(out) => Ok(out),
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            // The runtime is shutting down: nothing was answered.
-            Err(_) => Err(Busy),
         }
     }
 }
