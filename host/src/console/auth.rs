@@ -88,7 +88,7 @@ pub async fn sign_in(c: &Console, req: &Req) -> Result<Resp, ConsoleError> {
     let password = req.field("password").unwrap_or_default();
     let (users, account) = (c.users.clone(), email.clone());
     let checked = place
-        .check(move || users.check_password(&account, &password))
+        .check(move |memory| users.check_password_in(&account, &password, memory))
         .await;
     let found = match checked {
         Ok(found) => found.map_err(user_error)?,

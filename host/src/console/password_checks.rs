@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::ConsoleConfig;
@@ -16,9 +17,13 @@ use crate::metrics::Metrics;
 
 pub struct PasswordChecks {
     permits: Arc<Semaphore>,
+    /// One Argon2 run's blocks per place, kept from check to check.
+    memory: Memory,
     wait: Duration,
     metrics: Arc<Metrics>,
 }
+
+type Memory = Arc<Mutex<Vec<Vec<argon2::Block>>>>;
 
 /// No permit was free within the wait: the password was not checked.
 #[derive(Debug, thiserror::Error)]
@@ -29,19 +34,23 @@ pub struct Busy;
 /// sign-in is done; dropping it frees the place.
 pub struct Permit {
     _held: OwnedSemaphorePermit,
+    memory: Memory,
     metrics: Arc<Metrics>,
 }
 
 impl Permit {
-    /// Runs `check` (which hashes) on a blocking thread, holding the place.
+    /// Runs `check` (which hashes, in the memory it is given) on a
+    /// blocking thread, holding the place.
     pub async fn check<T: Send + 'static>(
         self,
-        check: impl FnOnce() -> T + Send + 'static,
+        check: impl FnOnce(&mut Vec<argon2::Block>) -> T + Send + 'static,
     ) -> Result<T, Busy> {
         self.metrics.console_password_check();
         let done = tokio::task::spawn_blocking(move || {
-            let _held = self;
-            check()
+            let mut memory = self.memory.lock().pop().unwrap_or_default();
+            let out = check(&mut memory);
+            self.memory.lock().push(memory);
+            out
         })
         .await;
         match done {
@@ -63,6 +72,7 @@ impl PasswordChecks {
     pub fn new(config: &ConsoleConfig, metrics: Arc<Metrics>) -> PasswordChecks {
         PasswordChecks {
             permits: Arc::new(Semaphore::new(config.password_checks_at_once.max(1))),
+            memory: Memory::default(),
             wait: Duration::from_millis(config.password_check_wait_ms),
             metrics,
         }
@@ -75,6 +85,7 @@ impl PasswordChecks {
         match acquired {
             Ok(Ok(held)) => Ok(Permit {
                 _held: held,
+                memory: self.memory.clone(),
                 metrics: self.metrics.clone(),
             }),
             _ => {
