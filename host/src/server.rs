@@ -102,7 +102,12 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     crate::workers::spawn_fleet(admin.clone(), app.clone(), leases.clone());
     let site = Arc::new(Site {
         app,
-        console: crate::console::Console::new(db.sql.clone(), &base_url),
+        console: crate::console::Console::new(
+            db.sql.clone(),
+            &base_url,
+            &config.console,
+            runtime.services.metrics.clone(),
+        ),
         admin,
     });
     let task = tokio::spawn(site::serve(site.clone(), listener));

@@ -45,6 +45,8 @@ pub struct Config {
     pub rate_limit: RateLimitConfig,
     /// Connection caps and clocks (header read, body read, idle).
     pub connections: ConnectionConfig,
+    /// The merchant console's bounds on sign-in.
+    pub console: ConsoleConfig,
     /// The admin plane (`/admin/v1`): its own listener and token.
     pub admin: AdminConfig,
     /// The admin token, as `admin.token` (kept so `MMC_ADMIN_TOKEN` still works).
@@ -87,6 +89,25 @@ pub struct AdminConfig {
     /// At least [`MIN_ADMIN_TOKEN_LEN`] characters; when unset, one is
     /// generated and written to `<data_dir>/admin_token` (mode 0600).
     pub token: Option<String>,
+}
+
+/// Password checks (Argon2id: 19 MiB and tens of milliseconds of a core
+/// each) run at most `password_checks_at_once` at a time; a sign-in that
+/// finds no place within `password_check_wait_ms` is answered 429 unhashed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConsoleConfig {
+    pub password_checks_at_once: usize,
+    pub password_check_wait_ms: u64,
+}
+
+impl Default for ConsoleConfig {
+    fn default() -> Self {
+        ConsoleConfig {
+            password_checks_at_once: 2,
+            password_check_wait_ms: 200,
+        }
+    }
 }
 
 /// Shorter admin tokens are refused at start (an empty one used to mean no
@@ -290,6 +311,7 @@ impl Default for Config {
             webhooks: Default::default(),
             rate_limit: Default::default(),
             connections: Default::default(),
+            console: ConsoleConfig::default(),
             admin: AdminConfig::default(),
             admin_token: None,
         }
