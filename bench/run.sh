@@ -234,6 +234,39 @@ VIA_RUST=$(adapter_creates create-wave wave-ci +2250700000001)
 VIA_PYTHON=$(adapter_creates create-cinetpay orange-ci +2250700000001)
 kill $SERVER $FAKE; wait $SERVER $FAKE 2>/dev/null || true
 
+# The console under abuse, on a server of its own: creates at
+# ABUSE_CONNS connections alone (idle), then the same while
+# bench/console_abuse.py sends 500 bad sign-ins and 500 slow anonymous
+# 1 MiB uploads at once from 200 loopback addresses (each sign-in for an
+# email of its own, so every one would reach the password check but for
+# its bound). Resident memory: before the abuse, and its peak during it,
+# sampled every 50 ms. Targets: growth ≤ 64 MiB; create p99 ≤ 3× idle.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+ABUSE="$DATA/abuse"; mkdir -p "$ABUSE"
+ABUSE_CONNS=${BENCH_ABUSE_CONNECTIONS:-16}
+ABUSE_KEY=$(bench_key "$MMC" "$ABUSE")
+DATA_DIR="$ABUSE" start_server
+first_payment "$BASE" "$ABUSE_KEY" abuse-warm >/dev/null
+wait_quiet
+ABUSE_IDLE=$(CONNS=$ABUSE_CONNS run_wrk create-idle -H "Authorization: Bearer $ABUSE_KEY" -s bench/create.lua "$BASE")
+wait_quiet
+ABUSE_RSS0=$(awk '/VmRSS/ {print $2}' /proc/$SERVER/status)
+password_checks() { curl -s "$BASE/metrics" | awk '$1 == "mmc_console_password_checks_total" {print $2}'; }
+ABUSE_CHECKS0=$(password_checks)
+ABUSE_SECONDS=$(( ${DURATION%s} + 4 ))
+python3 bench/console_abuse.py "$BASE" "$SERVER" 500 500 "$ABUSE_SECONDS" > "$DATA/abuse.txt" & ABUSER=$!
+sleep 2 # the abuse at full strength before the creates start
+ABUSE_LOADED=$(CONNS=$ABUSE_CONNS run_wrk create-abused -H "Authorization: Bearer $ABUSE_KEY" -s bench/create.lua "$BASE")
+wait $ABUSER
+ABUSE_CHECKS=$(( $(password_checks) - ABUSE_CHECKS0 ))
+IFS='|' read -r ABUSE_PEAK ABUSE_SIGN_INS ABUSE_UPLOADS < "$DATA/abuse.txt"
+kill $SERVER; wait $SERVER 2>/dev/null || true
+ABUSE_GROWTH=$(( (ABUSE_PEAK - ABUSE_RSS0) / 1024 ))
+ABUSE_P99_RATIO=$(python3 -c "
+import re, sys
+ms = lambda v: (lambda n, u: float(n) * {'us': 1e-3, 'ms': 1, 's': 1e3}[u])(*re.match(r'([\d.]+)(\w+)', v).groups())
+print(f\"{ms('$ABUSE_LOADED'.split('|')[3]) / ms('$ABUSE_IDLE'.split('|')[3]):.2f}\")")
+
 # GET and list latency against store size, in a store of its own: 10,000
 # payments, then 1,000,000 (seeded as collect writes them: binary records,
 # UUIDv7 ids in creation order, 10 ms apart from T0).
@@ -413,4 +446,13 @@ ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); 
   for row in "$VIA_RUST" "$VIA_PYTHON"; do IFS='|' read -r n r a b e <<<"$row"; echo "| $n | $r | $a | $b | $e |"; done
   echo
   echo "- creates through the Python adapter / through the Rust one: $(ratio "$VIA_PYTHON" "$VIA_RUST")"
+  echo
+  echo "The console under abuse (500 bad sign-ins and 500 slow anonymous 1 MiB uploads at once, from 200 loopback addresses; creates at $ABUSE_CONNS connections; targets: memory growth ≤ 64 MiB, create p99 ≤ 3× idle):"
+  echo
+  echo "| Endpoint | req/s | p50 | p99 | non-2xx |"
+  echo "|---|---|---|---|---|"
+  for row in "$ABUSE_IDLE" "$ABUSE_LOADED"; do IFS='|' read -r n r a b e <<<"$row"; echo "| $n | $r | $a | $b | $e |"; done
+  echo
+  echo "- resident memory: $((ABUSE_RSS0 / 1024)) MiB before, peak $((ABUSE_PEAK / 1024)) MiB during the abuse (growth $ABUSE_GROWTH MiB); create p99 under abuse / idle: ×$ABUSE_P99_RATIO"
+  echo "- answers: sign-ins $ABUSE_SIGN_INS; uploads $ABUSE_UPLOADS; passwords checked: $ABUSE_CHECKS"
 } | tee bench/results/latest.md

@@ -10,10 +10,10 @@ and built into a component by componentize-py: the Payment API v2.
 - `status` asks `/v2/payment/check` by our id: it works whatever happened
   to the initialisation's answer.
 - `parse-callback` checks the notification's `x-token` (HMAC-SHA256 of the
-  form's fields with the Secret Key) before reading anything; a signed
-  notification is believed only when it says paid, for the amount and
-  currency it states, and only for the site configured here. Anything else
-  it says is a hint: the service asks `status`.
+  form's fields with the Secret Key) before reading anything, and only for
+  the site configured here; it reports what a signed notification says, and
+  the service takes every notification as a hint: it asks `status` and
+  records what that answers.
 - `payout` speaks CinetPay's transfer API: a token (kept in the host's
   cache for 4 of its 5 minutes), the beneficiary added as a contact (money
   goes only to contacts), then one transfer under our payout id as its

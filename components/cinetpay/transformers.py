@@ -222,9 +222,10 @@ def signed_message(fields: Dict[str, str]) -> bytes:
 
 
 def notification_status(fields: Dict[str, str]) -> Optional[PspStatus]:
-    """A notification says paid (for the amount and currency it states) only
-    in so many words; anything else is a hint to ask (CinetPay sends
-    `WAITING_FOR_CUSTOMER` notifications before the customer approves)."""
+    """What a notification claims: paid (for the amount and currency it
+    states) only in so many words, else pending (CinetPay sends
+    `WAITING_FOR_CUSTOMER` notifications before the customer approves).
+    Either way the service asks `status` before recording anything."""
     if fields.get("cpm_error_message", "").upper() != PAID_MESSAGE:
         return PspStatus_Pending()
     digits = "".join(c for c in fields.get("cpm_phone_prefixe", "") + fields.get(

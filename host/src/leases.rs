@@ -67,6 +67,12 @@ impl Leases {
         })
     }
 
+    /// Whether other nodes may hold these leases (PostgreSQL): on SQLite one
+    /// process serves the file and every lease is its own.
+    pub fn shared_with_others(&self) -> bool {
+        !self.alone
+    }
+
     /// Takes `name`, or renews it when this node holds it: true when this
     /// node holds it for the next [`LEASE_MS`].
     pub fn acquire(&self, name: &str) -> Result<bool, StorageError> {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -66,6 +66,8 @@ struct Inner {
     rows_written: BTreeMap<String, BTreeMap<&'static str, u64>>,
     /// By component, then how it ended (applied, refused, interactive).
     transactions: BTreeMap<String, BTreeMap<&'static str, u64>>,
+    /// Console sign-ins refused before their password was checked, by reason.
+    sign_ins_refused: BTreeMap<&'static str, u64>,
 }
 
 /// A counter with two labels, from a map by the first label's value, then the second's.
@@ -98,6 +100,7 @@ fn entry<'a, V: Default>(map: &'a mut BTreeMap<String, V>, key: &str) -> &'a mut
 pub struct Metrics {
     inner: Mutex<Inner>,
     connections_open: AtomicI64,
+    password_checks: AtomicU64,
 }
 
 impl Metrics {
@@ -189,6 +192,22 @@ impl Metrics {
         *self.inner.lock().connections_cut.entry(reason).or_default() += 1;
     }
 
+    /// A console password about to be checked (an Argon2id run).
+    pub fn console_password_check(&self) {
+        self.password_checks.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A console sign-in refused before its password was checked:
+    /// `throttled` (too many attempts) or `busy` (no password check free).
+    pub fn console_sign_in_refused(&self, reason: &'static str) {
+        *self
+            .inner
+            .lock()
+            .sign_ins_refused
+            .entry(reason)
+            .or_default() += 1;
+    }
+
     pub fn render(&self) -> String {
         let m = self.inner.lock();
         let mut out = String::new();
@@ -198,7 +217,22 @@ impl Metrics {
         render_routes_and_adapters(&m, &mut out);
         render_component_costs(&m, &mut out);
         render_storage(&m, &mut out);
+        let checks = self.password_checks.load(Ordering::Relaxed);
+        render_console(&m, checks, &mut out);
         out
+    }
+}
+
+/// The console's password checks, and the sign-ins refused without one.
+fn render_console(m: &Inner, checks: u64, out: &mut String) {
+    out.push_str("# HELP mmc_console_password_checks_total Console passwords checked (Argon2id runs: sign-in, password change, invitation).\n# TYPE mmc_console_password_checks_total counter\n");
+    let _ = writeln!(out, "mmc_console_password_checks_total {checks}");
+    out.push_str("# HELP mmc_console_sign_ins_refused_total Console sign-ins refused before their password was checked, by reason (throttled: too many attempts for the account or the client; busy: no password check free).\n# TYPE mmc_console_sign_ins_refused_total counter\n");
+    for (reason, n) in &m.sign_ins_refused {
+        let _ = writeln!(
+            out,
+            "mmc_console_sign_ins_refused_total{{reason=\"{reason}\"}} {n}"
+        );
     }
 }
 

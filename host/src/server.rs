@@ -107,9 +107,14 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     crate::workers::spawn_fleet(admin.clone(), app.clone(), leases.clone());
     let site = Arc::new(Site {
         app,
-        console: crate::console::Console::new(db.sql.clone(), &base_url)
-            .with_mailer(mailer)
-            .with_refund_code_above(config.console.refund_code_above),
+        console: crate::console::Console::new(
+            db.sql.clone(),
+            &base_url,
+            &config.console,
+            runtime.services.metrics.clone(),
+        )
+        .with_mailer(mailer)
+        .with_refund_code_above(config.console.refund_code_above),
         admin,
     });
     let task = tokio::spawn(site::serve(site.clone(), listener));

@@ -91,6 +91,8 @@ pub fn spawn(runtime: Arc<Runtime>, leases: Arc<Leases>, drain: Arc<Drain>) {
                 };
                 let rt = runtime.clone();
                 let (drain, held) = (drain.clone(), lease_held.clone());
+                // Checked at every commit where another node may take the job over.
+                let fenced = leases.shared_with_others();
                 // Drain: keep going while full batches come back.
                 let result = tokio::task::spawn_blocking(move || {
                     let mut total = 0;
@@ -101,7 +103,9 @@ pub fn spawn(runtime: Arc<Runtime>, leases: Arc<Leases>, drain: Arc<Drain>) {
                         if !held.valid() || drain.draining() {
                             break;
                         }
-                        let done = rt.run_job(component, job, limit)?;
+                        let lease: Arc<dyn crate::runtime::state::LeaseGuard> = held.clone();
+                        let done =
+                            rt.run_job_leased(component, job, limit, fenced.then_some(lease))?;
                         total += done;
                         if done < limit {
                             break;
@@ -120,6 +124,12 @@ pub fn spawn(runtime: Arc<Runtime>, leases: Arc<Leases>, drain: Arc<Drain>) {
                 }
             }
         });
+    }
+}
+
+impl crate::runtime::state::LeaseGuard for Held {
+    fn held(&self) -> bool {
+        self.valid()
     }
 }
 

@@ -178,11 +178,11 @@ async fn cinetpay_payment_redirects_to_its_page_and_completes_by_a_status_query_
 }
 
 #[service_test]
-async fn cinetpay_signed_notification_is_believed_and_unsigned_or_forged_ones_are_not() {
+async fn cinetpay_signed_notification_is_a_hint_and_unsigned_or_forged_ones_are_refused() {
     let (fake, app) = cinetpay_app(|_| {}, |_| {}).await;
     let live = app.live_key("Shop");
     let id = cinetpay_payment(&app, &live).await;
-    // Status queries cannot learn the outcome here: only a notification can.
+    // Status queries cannot learn the outcome for now.
     fake.inject_for("payment_check", &id, Fault::Status(503), 1000);
     assert!(fake.mark_paid(&id));
     let fields = fake.fields(&id);
@@ -219,9 +219,27 @@ async fn cinetpay_signed_notification_is_believed_and_unsigned_or_forged_ones_ar
         "awaiting_payment"
     );
 
-    // The genuine notification completes it on its own word.
+    // The genuine notification is heard, but not believed on its word:
+    // while CinetPay's status cannot be read, the payment stays as it was.
+    let checks = fake.requests("payment_check").len();
     assert_eq!(fake.notify(&id).await, vec![200]);
-    wait_for(&app, &live, &id, "completed", Duration::from_millis(1000)).await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while fake.requests("payment_check").len() == checks {
+        assert!(
+            Instant::now() < deadline,
+            "the notification brought no status query"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        payment(&app, &live, &id).await["status"],
+        "awaiting_payment"
+    );
+    // Once CinetPay answers, its answer completes it.
+    assert!(fake.faults_left("payment_check", &id) > 0);
+    fake.clear_faults();
+    wait_for(&app, &live, &id, "completed", Duration::from_secs(20)).await;
 }
 
 #[service_test]

@@ -17,9 +17,13 @@
 //! Every fault below makes the fake do the work first (the operation is
 //! recorded and settles as usual), then lie: answer too late, answer a 5xx,
 //! drop the connection, answer garbage, or keep the adapter busy until the
-//! host kills it. All cells of one adapter share one fake and one service
-//! (two, see [`Lie::Trap`]) and run concurrently; the matrix is printed as a
-//! markdown table (`--nocapture`) and saved to `target/fault-matrix.md`.
+//! host kills it. One more lie does no work first: the request waits in the
+//! operator's gateway and is carried out only after every window the service
+//! keeps has passed ([`Lie::ArrivesLate`]): "not found" until then must not
+//! be taken for "never". All cells of one adapter share one fake and one
+//! service (three, see [`Service`]) and run concurrently; the matrix is
+//! printed as a markdown table (`--nocapture`) and saved to
+//! `target/fault-matrix.md`.
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -44,6 +48,13 @@ const TIMEOUT_MS: u64 = 1000;
 /// [`SLOW`], while their `timeout_ms` ([`TRAP_TIMEOUT_MS`]) is above it.
 const TRAP_DEADLINE_MS: u64 = 1500;
 const TRAP_TIMEOUT_MS: u64 = 6000;
+/// The services of the "arrives late" row: the adapters' deadline and the
+/// operator's answer window, so that "not found" is final for the old rule
+/// after 4 s (their sum), and how long the fake holds the request before
+/// carrying it out: past that window, and past the status query after it.
+const LATE_DEADLINE_MS: u64 = 2000;
+const LATE_ANSWER_WINDOW_MS: u64 = 2000;
+const LATE: Duration = Duration::from_secs(10);
 /// How long "ends up" may take: reconciliation polls at 2 s, then doubling.
 const SETTLE: Duration = Duration::from_secs(30);
 /// Every look at the service asks the operator first (`?sync=true`).
@@ -68,15 +79,31 @@ enum Lie {
     /// component needed. (These cells run on a second service per adapter,
     /// as the deadline and timeout are per component.)
     Trap,
+    /// The request waits in the operator's gateway and is carried out only
+    /// after every window the service keeps has passed ([`LATE`]); until
+    /// then the operator knows nothing of it. (These cells run on a third
+    /// service per adapter, whose windows are short.)
+    ArrivesLate,
 }
 
-const LIES: [Lie; 5] = [
+const LIES: [Lie; 6] = [
     Lie::Timeout,
     Lie::AcceptThen5xx,
     Lie::AcceptThenReset,
     Lie::Garbage,
     Lie::Trap,
+    Lie::ArrivesLate,
 ];
+
+/// Which service of an adapter's a cell runs on.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Service {
+    Ordinary,
+    /// A short component deadline (see [`Lie::Trap`]).
+    Trap,
+    /// Short deadlines and answer windows (see [`Lie::ArrivesLate`]).
+    Late,
+}
 
 impl Lie {
     fn name(self) -> &'static str {
@@ -86,7 +113,25 @@ impl Lie {
             Lie::AcceptThenReset => "accept then reset",
             Lie::Garbage => "unreadable answer",
             Lie::Trap => "adapter trap",
+            Lie::ArrivesLate => "arrives late",
         }
+    }
+
+    fn service(self) -> Service {
+        match self {
+            Lie::Trap => Service::Trap,
+            Lie::ArrivesLate => Service::Late,
+            _ => Service::Ordinary,
+        }
+    }
+
+    /// Why this lie is not run on `op`, if it is not.
+    fn skips(self, op: Op) -> Option<&'static str> {
+        // A payment the operator does not know once the window has passed
+        // is still recorded failed (`operator_not_reached`): only refunds
+        // and payouts are asked again under their id so far.
+        (self == Lie::ArrivesLate && !matches!(op, Op::Refund | Op::Payout))
+            .then_some("payments: not found is still final after the window")
     }
 
     fn fault(self) -> Fault {
@@ -95,6 +140,7 @@ impl Lie {
             Lie::AcceptThen5xx => Fault::AcceptThenStatus(500),
             Lie::AcceptThenReset => Fault::AcceptThenReset,
             Lie::Garbage => Fault::AcceptThenGarbage,
+            Lie::ArrivesLate => Fault::ArrivesLate(LATE),
         }
     }
 }
@@ -105,8 +151,7 @@ struct Rig {
     entry: &'static Entry,
     fake: Box<dyn Harness>,
     app: TestApp,
-    /// The service of the trap row (a short deadline, see [`Lie::Trap`]).
-    app_is_trap: bool,
+    service: Service,
 }
 
 /// One look at both sides.
@@ -129,7 +174,8 @@ impl Look {
 type Verdict = Result<String, String>;
 
 impl Rig {
-    async fn start(entry: &'static Entry, trap: bool) -> Rig {
+    async fn start(entry: &'static Entry, service: Service) -> Rig {
+        let trap = service == Service::Trap;
         let limits = |c: &mut ComponentConfig| {
             let timeout = if trap { TRAP_TIMEOUT_MS } else { TIMEOUT_MS };
             c.settings.insert("timeout_ms".into(), timeout.to_string());
@@ -145,13 +191,26 @@ impl Rig {
             let b = c.components.entry("bulk".into()).or_default();
             b.settings.insert("claim_grace_ms".into(), "5000".into());
             c.route_health.min_failures = usize::MAX;
+            if service == Service::Late {
+                c.limits.adapter_deadline_ms = LATE_DEADLINE_MS;
+                for component in ["collect", "bulk"] {
+                    c.components
+                        .entry(component.into())
+                        .or_default()
+                        .settings
+                        .insert(
+                            "operator_answer_window_ms".into(),
+                            LATE_ANSWER_WINDOW_MS.to_string(),
+                        );
+                }
+            }
         };
         let (fake, app) = registry::rig(entry, limits, bulk).await;
         Rig {
             entry,
             fake,
             app,
-            app_is_trap: trap,
+            service,
         }
     }
 
@@ -197,6 +256,16 @@ impl Cell<'_> {
             Op::Refund => self.refund().await,
             Op::Payout => self.payout().await,
             Op::CheckoutSubmit => self.checkout_submit().await,
+        }
+    }
+
+    /// From when the cell's outcome may be judged: at once, but for a
+    /// request held in the gateway, once it has surely been carried out
+    /// (the fault hits within a few seconds of this call).
+    fn judged_from(&self) -> Instant {
+        match self.lie {
+            Lie::ArrivesLate => Instant::now() + LATE + Duration::from_secs(3),
+            _ => Instant::now(),
         }
     }
 
@@ -250,7 +319,7 @@ impl Cell<'_> {
 
     /// The end of a collection cell: both sides agree, one id at the operator.
     async fn judge_payment(&self, id: &str, phone: &str) -> Verdict {
-        let look = until_agreed(|| self.look_at_payment(id)).await;
+        let look = until_agreed(self.judged_from(), || self.look_at_payment(id)).await;
         let endpoint = self.rig.fake.endpoint(Op::Initiate);
         let ids = self.rig.ids(endpoint, phone).len();
         verdict(&look, ids.max(look.at.records), "payment")
@@ -306,7 +375,7 @@ impl Cell<'_> {
         let (status, answer) = self.app().post(&self.key, &path, json!({})).await;
         let asked = self.rig.fault_hit(endpoint, &target);
         let paid = self.rig.fake.customer_approves(id).await;
-        let look = until_agreed(|| self.look_at_payment(id)).await;
+        let look = until_agreed(self.judged_from(), || self.look_at_payment(id)).await;
         let ids = self
             .rig
             .ids(self.rig.fake.endpoint(Op::Initiate), &phone)
@@ -341,7 +410,7 @@ impl Cell<'_> {
         let path = format!("/api/v1/collect/payments/{id}/refunds");
         let (status, answer) = self.app().post(&self.key, &path, json!({})).await;
         self.fault_hit(endpoint, &target)?;
-        let look = until_agreed(|| self.look_at_refund(id, &session)).await;
+        let look = until_agreed(self.judged_from(), || self.look_at_refund(id, &session)).await;
         let ids = self.rig.ids(endpoint, &target).len();
         if !self.rig.entry.refund_status_query && look.at.moved && !look.reported && !look.terminal
         {
@@ -451,7 +520,7 @@ impl Cell<'_> {
         if status != 200 {
             return Err(format!("setup: validate answered {status}: {}", brief(&v)));
         }
-        let look = until_agreed(|| self.look_at_item(batch_id, &phone)).await;
+        let look = until_agreed(self.judged_from(), || self.look_at_item(batch_id, &phone)).await;
         self.fault_hit(endpoint, &phone)?;
         let ids = self.rig.ids(endpoint, &phone).len();
         verdict(&look, ids.max(look.at.records), "payout")
@@ -536,16 +605,19 @@ impl Cell<'_> {
 }
 
 /// Looks until the operator has settled and the service agrees with it,
-/// or [`SETTLE`] passes; returns the last look.
-async fn until_agreed<F, Fut>(mut look: F) -> Look
+/// or [`SETTLE`] passes; returns the last look. An agreement seen before
+/// `not_before` does not count (a request held in the operator's gateway
+/// may still be carried out until then).
+async fn until_agreed<F, Fut>(not_before: Instant, mut look: F) -> Look
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Look>,
 {
-    let until = Instant::now() + SETTLE;
+    let until = Instant::now().max(not_before) + SETTLE;
     loop {
         let l = look().await;
-        if l.agrees() || Instant::now() >= until {
+        let now = Instant::now();
+        if (l.agrees() && now >= not_before) || now >= until {
             return l;
         }
         tokio::time::sleep(LOOK_EVERY).await;
@@ -655,16 +727,15 @@ async fn accept_then_fail_faults_do_the_work_and_then_fail_the_client() {
 #[service_test]
 async fn fault_matrix_unknown_outcomes_never_lose_or_double_money() {
     let started = Instant::now();
-    // Two rigs per registered adapter: the ordinary faults, and the traps.
-    let rigs = futures::future::join_all(
-        ADAPTERS
-            .iter()
-            .flat_map(|entry| [Rig::start(entry, false), Rig::start(entry, true)]),
-    )
+    // Three rigs per registered adapter: the ordinary faults, the traps,
+    // and the requests that arrive late.
+    let rigs = futures::future::join_all(ADAPTERS.iter().flat_map(|entry| {
+        [Service::Ordinary, Service::Trap, Service::Late].map(|s| Rig::start(entry, s))
+    }))
     .await;
-    let rig = |entry: &Entry, trap: bool| {
+    let rig = |entry: &Entry, service: Service| {
         rigs.iter()
-            .find(|r| std::ptr::eq(r.entry, entry) && r.app_is_trap == trap)
+            .find(|r| std::ptr::eq(r.entry, entry) && r.service == service)
             .expect("a rig per adapter and kind")
     };
 
@@ -673,10 +744,10 @@ async fn fault_matrix_unknown_outcomes_never_lose_or_double_money() {
     for (o, op) in OPS.into_iter().enumerate() {
         for (l, lie) in LIES.into_iter().enumerate() {
             for &entry in ADAPTERS {
-                if entry.supports(op).is_err() {
+                if entry.supports(op).is_err() || lie.skips(op).is_some() {
                     continue;
                 }
-                let rig = rig(entry, lie == Lie::Trap);
+                let rig = rig(entry, lie.service());
                 let name = format!("{}-{}-{}", op.name(), lie.name(), entry.name);
                 let (key, approver) = rig.app.maker_and_checker(&name);
                 cells.push(Cell {
@@ -711,7 +782,8 @@ async fn fault_matrix_unknown_outcomes_never_lose_or_double_money() {
         for lie in LIES {
             table.push_str(&format!("| {} × {} |", op.name(), lie.name()));
             for &entry in ADAPTERS {
-                let cell = match (entry.supports(op).err(), find(op, lie, entry)) {
+                let skipped = entry.supports(op).err().or(lie.skips(op));
+                let cell = match (skipped, find(op, lie, entry)) {
                     (Some(why), _) => format!("n/a ({why})"),
                     (None, Some(Ok(note))) => {
                         details.push_str(&format!(
@@ -741,7 +813,7 @@ async fn fault_matrix_unknown_outcomes_never_lose_or_double_money() {
             .iter()
             .filter(|c| c.lie == Lie::Trap && std::ptr::eq(c.rig.entry, entry))
             .count();
-        let hits = deadline_hits(rig(entry, true)).await;
+        let hits = deadline_hits(rig(entry, Service::Trap)).await;
         if hits < wanted as f64 {
             failures += 1;
         }

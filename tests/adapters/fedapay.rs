@@ -59,7 +59,7 @@ fn is_fedapay_id(v: &Value) -> bool {
 }
 
 #[service_test]
-async fn celtiis_push_completes_via_the_signed_webhook_with_the_protocol_followed() {
+async fn celtiis_push_completes_by_the_read_a_signed_webhook_brings_with_the_protocol_followed() {
     let fake = FakeFedaPay::start().await;
     fake.settle_after(Duration::from_millis(150));
     let app = fedapay_app(&fake, |_| {}).await;
@@ -102,12 +102,12 @@ async fn celtiis_push_completes_via_the_signed_webhook_with_the_protocol_followe
         json!({"number": CELTIIS, "country": "bj"})
     );
 
-    let done = wait_for(&app, &live, id, "completed", Duration::from_millis(1500)).await;
+    let done = wait_for(&app, &live, id, "completed", Duration::from_secs(10)).await;
     assert!(done["completed_at"].is_string());
     assert!(fake.transaction(tx).unwrap().paid());
     assert!(
-        fake.requests("transaction_get").is_empty(),
-        "the signed webhook was enough"
+        !fake.requests("transaction_get").is_empty(),
+        "the webhook is a hint: the transaction was read back"
     );
     // transaction.created (ignored: says nothing final) and transaction.approved.
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -257,10 +257,23 @@ async fn forged_stale_or_unsigned_webhooks_get_401() {
     assert_eq!(err["error"]["code"], "callback_unauthenticated");
     assert_eq!(payment(&app, &live, id).await["status"], "processing");
 
-    // The genuine one passes.
+    // The genuine one passes, as a hint: FedaPay, asked, still says pending.
     let good = fedapay::signature(fedapay::WEBHOOK_SECRET, now, &body);
+    let reads = fake.requests("transaction_get").len();
     assert_eq!(fake.send_webhook(body, Some(good)).await, 200);
-    wait_for(&app, &live, id, "completed", Duration::from_millis(500)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while fake.requests("transaction_get").len() == reads {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "FedaPay was never asked"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(payment(&app, &live, id).await["status"], "processing");
+    // Approved at FedaPay: the next read records it.
+    fake.set_status(&tx, "approved", None);
+    wait_for(&app, &live, id, "completed", Duration::from_secs(20)).await;
 }
 
 #[service_test]
@@ -397,7 +410,7 @@ async fn cancel_of_a_pending_push_is_refused_then_the_payment_completes() {
     assert_eq!(err["error"]["code"], "payment_not_cancellable");
     assert_eq!(payment(&app, &live, id).await["status"], "processing");
     assert_eq!(fake.customer_pays(&tx).await, vec![200]);
-    wait_for(&app, &live, id, "completed", Duration::from_millis(500)).await;
+    wait_for(&app, &live, id, "completed", Duration::from_secs(10)).await;
 
     // Declined at FedaPay meanwhile (webhook lost): the cancel learns it.
     fake.callbacks(Callbacks::Lost);
@@ -433,7 +446,7 @@ async fn coris_goes_through_fedapays_page_and_completes_by_webhook() {
     );
     assert!(fake.requests("push").is_empty());
     assert_eq!(fake.customer_pays(&tx).await, vec![200]);
-    wait_for(&app, &live, id, "completed", Duration::from_millis(500)).await;
+    wait_for(&app, &live, id, "completed", Duration::from_secs(10)).await;
 }
 
 #[service_test]
@@ -551,18 +564,21 @@ async fn fedapay_payouts_refunds_and_signatures_at_adapter_level() {
         .await;
     assert_eq!(failed(status).code, "recipient_not_found");
 
-    // A start whose answer is lost: unknown, then found by our id.
+    // A start whose answer is lost: pending under FedaPay's id, which is
+    // then followed; found by our id too.
     fake.inject_for("payout_start", "+2290140000033", Fault::AcceptThenReset, 1);
-    let err = adapter
+    let lost = adapter
         .payout(payout_request("celtiis-bj", "po-3", "+2290140000033"))
         .await
-        .unwrap_err();
-    assert!(matches!(err, AdapterError::Unavailable(_)), "{err:?}");
-    let op = operation("po-3", "celtiis-bj", None, "+2290140000033", 2500);
-    let status = adapter
-        .settled(Duration::from_secs(3), || adapter.payout_status(op.clone()))
-        .await;
-    assert_eq!(completed(&status), Some(2500));
+        .unwrap();
+    assert_eq!(lost.status, PspStatus::Pending);
+    for reference in [Some(lost.psp_reference.clone()), None] {
+        let op = operation("po-3", "celtiis-bj", reference, "+2290140000033", 2500);
+        let status = adapter
+            .settled(Duration::from_secs(3), || adapter.payout_status(op.clone()))
+            .await;
+        assert_eq!(completed(&status), Some(2500));
+    }
     // A create that failed sent nothing.
     fake.inject("payout_create", Fault::AcceptThenStatus(502), 1);
     let err = adapter
@@ -832,19 +848,15 @@ async fn a_repeated_payout_finds_the_first_one_and_never_creates_another() {
     let fake = FakeFedaPay::start().await;
     let adapter = Direct::load("fedapay", fake.component_config());
     let phone = "+2290140000041";
-    // The start's answer is lost: the payout was created and started anyway.
+    // The start's answer is lost: the payout was created and started
+    // anyway. Its outcome is unknown, but FedaPay's id is known: it is
+    // followed by that id from now on, never looked for again by ours.
     fake.inject("payout_start", Fault::AcceptThenStatus(502), 1);
-    let err = adapter
+    let lost = adapter
         .payout(payout_request("celtiis-bj", "po-41", phone))
         .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            AdapterError::Unavailable(_) | AdapterError::InvalidResponse(_)
-        ),
-        "{err:?}"
-    );
+        .unwrap();
+    assert!(matches!(lost.status, PspStatus::Pending), "{lost:?}");
     let again = adapter
         .payout(payout_request("celtiis-bj", "po-41", phone))
         .await
@@ -860,15 +872,18 @@ async fn a_repeated_payout_finds_the_first_one_and_never_creates_another() {
         "never started twice"
     );
     let first = fake.payouts().into_iter().next().unwrap();
+    assert_eq!(lost.psp_reference, first.id.to_string());
     assert_eq!(again.psp_reference, first.id.to_string());
 
-    // Created, its start never sent (refused before any work): the retry starts that one.
+    // Created, its start refused before any work (a 503 cannot say so:
+    // pending, unknown): a repeated payout starts that one.
     fake.inject("payout_start", Fault::Status(503), 1);
     let phone = "+2290140000042";
-    adapter
+    let unknown = adapter
         .payout(payout_request("celtiis-bj", "po-42", phone))
         .await
-        .unwrap_err();
+        .unwrap();
+    assert_eq!(unknown.status, PspStatus::Pending);
     let again = adapter
         .payout(payout_request("celtiis-bj", "po-42", phone))
         .await
@@ -1028,4 +1043,57 @@ impl Harness for FakeFedaPay {
             records: payouts.len(),
         }
     }
+}
+
+/// A busy account: hundreds of payouts made after ours, and a search that
+/// does not look into `custom_metadata`. The look-up by our id reads
+/// FedaPay's list back to our payout's creation (its id is a UUIDv7), not a
+/// fixed few pages, so it ends with ours found.
+#[service_test]
+async fn a_payout_is_found_by_our_id_behind_hundreds_of_newer_ones() {
+    let fake = FakeFedaPay::start().await;
+    let adapter = Direct::load("fedapay", fake.component_config());
+    let phone = "+2290140000043";
+    let ours = uuid_v7();
+    let started = adapter
+        .payout(payout_request("celtiis-bj", &ours, phone))
+        .await
+        .unwrap();
+    fake.search_ignores_custom_metadata();
+    let client = reqwest::Client::new();
+    for n in 0..700 {
+        let body = json!({"amount": 1000, "currency": {"iso": "XOF"}, "mode": "sbin",
+            "customer": {"firstname": "Kofi", "lastname": "Mensah",
+                         "phone_number": {"number": format!("+229014000{n:04}"), "country": "bj"}},
+            "custom_metadata": {"mmc_id": format!("other-{n}")}});
+        let resp = client
+            .post(format!("{}/v1/payouts", fake.base_url()))
+            .bearer_auth(fedapay::SECRET_KEY)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert!(resp.status().is_success(), "{}", resp.status());
+    }
+    assert!(fake.payouts().len() > 700);
+    let status = adapter
+        .payout_status(OperationRef {
+            id: ours.clone(),
+            operator: "celtiis-bj".into(),
+            environment: "live".into(),
+            psp_reference: None,
+            phone: Some(phone.into()),
+            amount: 2500,
+            currency: "XOF".into(),
+        })
+        .await;
+    assert!(
+        matches!(status, Ok(PspStatus::Pending | PspStatus::Completed(_))),
+        "{status:?}"
+    );
+    assert!(
+        fake.requests("payout_list").len() > 5,
+        "read past the first five pages"
+    );
+    assert_eq!(started.status, PspStatus::Pending);
 }

@@ -14,6 +14,7 @@ mod cinetpay;
 mod failover;
 mod fault_matrix;
 mod fedapay;
+mod hints;
 mod momo;
 mod money;
 mod pawapay;

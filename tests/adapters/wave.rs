@@ -42,7 +42,7 @@ async fn wave_payment(app: &TestApp, key: &str) -> (String, String) {
 }
 
 #[service_test]
-async fn wave_checkout_redirects_and_a_signed_webhook_completes_it() {
+async fn wave_checkout_redirects_and_a_signed_webhook_brings_the_read_that_completes_it() {
     let fake = FakeWave::start().await;
     let app = wave_app(&fake, |_| {}).await;
     let live = app.live_key("Shop");
@@ -73,11 +73,11 @@ async fn wave_checkout_redirects_and_a_signed_webhook_completes_it() {
     assert!(body.get("restrict_payer_mobile").is_none());
 
     assert_eq!(fake.customer_pays(session_id).await, vec![200]);
-    let done = wait_for(&app, &live, id, "completed", Duration::from_millis(1000)).await;
+    let done = wait_for(&app, &live, id, "completed", Duration::from_secs(10)).await;
     assert!(done["completed_at"].is_string());
     assert!(
-        fake.requests("session_get").is_empty(),
-        "the signed webhook was enough"
+        !fake.requests("session_get").is_empty(),
+        "the webhook is a hint: the session was read back"
     );
 }
 
@@ -140,7 +140,7 @@ async fn wave_unsigned_forged_or_stale_webhooks_get_401() {
 
     // The genuine one passes.
     assert_eq!(fake.notify(kind, &session).await, vec![200]);
-    wait_for(&app, &live, &id, "completed", Duration::from_millis(500)).await;
+    wait_for(&app, &live, &id, "completed", Duration::from_secs(10)).await;
 }
 
 #[service_test]
@@ -174,7 +174,7 @@ async fn wave_duplicate_and_out_of_order_webhooks_never_move_a_terminal_payment(
     let live = app.live_key("Shop");
     let (id, session) = wave_payment(&app, &live).await;
     assert_eq!(fake.customer_pays(&session).await, vec![200, 200]);
-    let done = wait_for(&app, &live, &id, "completed", Duration::from_secs(1)).await;
+    let done = wait_for(&app, &live, &id, "completed", Duration::from_secs(10)).await;
     // A late event saying the session expired unpaid, properly signed.
     let late = json!({"id": "AE_late", "type": "checkout.session.payment_failed", "data": {
         "id": session, "client_reference": id, "checkout_status": "expired",
@@ -187,12 +187,12 @@ async fn wave_duplicate_and_out_of_order_webhooks_never_move_a_terminal_payment(
     assert_eq!(after["status"], "completed");
     assert_eq!(after["completed_at"], done["completed_at"]);
     assert_eq!(after["failure_code"], Value::Null);
-    // The refused move is logged and counted, not silently dropped.
+    // The duplicate delivery was the same notification: taken once.
     assert!(
         metric(
             &app.metrics().await,
             "mmc_component_events_total",
-            r#"component="collect",event="refused_move_completed_to_failed""#
+            r#"component="collect",event="callback_replayed""#
         ) >= 1.0
     );
 }

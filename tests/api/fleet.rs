@@ -944,4 +944,32 @@ async fn console_sign_in_limits_and_sign_out_hold_across_the_fleet() {
         let limited = guesser.sign_in("owner@fleet.bj", PASSWORD, "").await;
         assert_eq!(limited.status, 429, "{}", limited.body);
     }
+
+    // Forty guesses at once for another account, half on each node: at most
+    // five reach a password check, whichever node they arrive on.
+    let checks = || async {
+        let mut sum = 0.0;
+        for node in [fleet.node(0), fleet.node(1)] {
+            let text = reqwest::get(format!("{}/metrics", node.base))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            sum += counter(&text, "mmc_console_password_checks_total", "");
+        }
+        sum
+    };
+    let before = checks().await;
+    let answers = futures::future::join_all(
+        (0..40).map(|i| guessers[i % 2].sign_in("finance@fleet.bj", "not the password!", "")),
+    )
+    .await;
+    let wrong = answers.iter().filter(|p| p.status == 401).count();
+    assert_eq!(
+        wrong + answers.iter().filter(|p| p.status == 429).count(),
+        40
+    );
+    assert!((1..=5).contains(&wrong), "{wrong} guesses checked");
+    assert_eq!(checks().await - before, wrong as f64);
 }

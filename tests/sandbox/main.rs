@@ -396,3 +396,276 @@ fn collect_expires_unfinished_payments_when_the_clock_passes_their_deadline() {
         ]
     );
 }
+
+/// Bulk and the MTN adapter together, MTN answered by a script.
+fn bulk_with_momo() -> Sandbox {
+    let mut momo = ComponentConfig {
+        allowed_hosts: vec!["mtn.example:8443".into()],
+        ..Default::default()
+    };
+    momo.settings
+        .insert("base_url".into(), "http://mtn.example:8443".into());
+    momo.settings
+        .insert("target_environment".into(), "mtnbenin".into());
+    for secret in [
+        "disbursement_api_user",
+        "disbursement_api_key",
+        "disbursement_subscription_key",
+        "collection_api_user",
+        "collection_api_key",
+        "collection_subscription_key",
+    ] {
+        momo.secrets.insert(secret.into(), "sandbox-secret".into());
+    }
+    let mut config = adapter_config("momo", "test", momo);
+    config.cache_dir = Some(support::cache_dir());
+    let sb = Sandbox::new(&config).unwrap();
+    for name in ["bulk", "momo"] {
+        sb.load(
+            name,
+            &support::components_dir().join(format!("{name}.wasm")),
+        )
+        .unwrap();
+    }
+    sb
+}
+
+fn bulk_call(sb: &Sandbox, method: &str, path: &str, body: Value) -> (u16, Value) {
+    let caller = Caller {
+        merchant_id: "m1".into(),
+        merchant_name: "Boutique Awa".into(),
+        environment: "test".into(),
+        key_id: "k1".into(),
+        require_second_approver: false,
+        person: None,
+        request_id: "r1".into(),
+        base_url: "https://pay.example".into(),
+    };
+    let req = Request {
+        method: method.into(),
+        path: path.into(),
+        query: String::new(),
+        headers: vec![(
+            "idempotency-key".into(),
+            "4b1f7c2e-5d3a-4e8f-9a0b-1c2d3e4f5a6b".into(),
+        )],
+        body: serde_json::to_vec(&body).unwrap(),
+    };
+    let resp = sb.runtime.handle("bulk", Some(&caller), &req).unwrap();
+    (
+        resp.status,
+        serde_json::from_slice(&resp.body).unwrap_or(Value::Null),
+    )
+}
+
+/// A node frozen between claiming a payout and sending it (here: the clock
+/// jumps while it fetches MTN's token) wakes past the attempt's sending
+/// deadline: the host sends none of its bytes. The payout stays
+/// `processing`; once nothing can be in flight, MTN's "not found" makes it
+/// go again under the same `X-Reference-Id`, once, and MTN's answer ends it.
+#[test]
+fn a_payout_whose_sender_froze_past_its_deadline_sends_nothing_then_goes_once_under_its_id() {
+    use mmc_host::runtime::bindings::host::mmc::platform::outbound_http::Response as HttpResponse;
+    let sb = bulk_with_momo();
+    let clock = sb.clock.clone();
+    let paid = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let froze = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let broken = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let answer = |status: u16, body: Value| {
+        Ok(HttpResponse {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: if body.is_null() {
+                Vec::new()
+            } else {
+                serde_json::to_vec(&body).unwrap()
+            },
+        })
+    };
+    let (paid_in, froze_in, broken_in) = (paid.clone(), froze.clone(), broken.clone());
+    sb.http.respond_with(move |req| {
+        use std::sync::atomic::Ordering::SeqCst;
+        match (req.method.as_str(), req.url.as_str()) {
+            ("POST", u) if u.ends_with("/disbursement/token/") => {
+                // The first token is where the node freezes, for two minutes.
+                if !froze_in.swap(true, SeqCst) {
+                    clock.advance(Duration::from_secs(120));
+                }
+                answer(
+                    200,
+                    json!({"access_token": "t0k3n", "token_type": "access_token", "expires_in": 36000}),
+                )
+            }
+            ("POST", u) if u.ends_with("/disbursement/v1_0/transfer") => answer(202, Value::Null),
+            ("GET", u) if u.contains("/disbursement/v1_0/transfer/") => {
+                if broken_in.load(SeqCst) {
+                    answer(503, json!({"message": "upstream unavailable"}))
+                } else if paid_in.load(SeqCst) {
+                    answer(
+                        200,
+                        json!({"financialTransactionId": "9001", "externalId": "x", "amount": "2500",
+                               "currency": "XOF", "payee": {"partyIdType": "MSISDN", "partyId": "2290166000001"},
+                               "status": "SUCCESSFUL"}),
+                    )
+                } else {
+                    answer(
+                        404,
+                        json!({"code": "RESOURCE_NOT_FOUND", "message": "Requested resource was not found."}),
+                    )
+                }
+            }
+            _ => answer(404, json!({"code": "NOT_FOUND", "message": "no such endpoint"})),
+        }
+    });
+    let batch = json!({"name": "Salaires", "items": [{"beneficiary_name": "Awa Koné",
+        "phone": "+2290166000001", "amount": 2500, "currency": "XOF", "reference": "awa-1"}]});
+    let (status, b) = bulk_call(&sb, "POST", "/api/v1/bulk-payments/", batch);
+    assert_eq!(status, 201, "{b}");
+    let id = b["id"].as_str().unwrap().to_string();
+    let (status, v) = bulk_call(
+        &sb,
+        "POST",
+        &format!("/api/v1/bulk-payments/{id}/validate/"),
+        json!({}),
+    );
+    assert_eq!(status, 200, "{v}");
+    let transfers = || {
+        sb.http
+            .requests
+            .lock()
+            .iter()
+            .filter(|r| r.method == "POST" && r.url.ends_with("/v1_0/transfer"))
+            .map(|r| {
+                r.headers
+                    .iter()
+                    .find(|(k, _)| k == "X-Reference-Id")
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default()
+            })
+            .collect::<Vec<String>>()
+    };
+    let item = || {
+        let (_, page) = bulk_call(
+            &sb,
+            "GET",
+            &format!("/api/v1/bulk-payments/{id}/items/"),
+            Value::Null,
+        );
+        page["results"][0].clone()
+    };
+
+    // Claimed, then frozen past the attempt's deadline: nothing leaves.
+    sb.runtime.run_job("bulk", "payouts", 10).unwrap();
+    assert!(
+        froze.load(std::sync::atomic::Ordering::SeqCst),
+        "the token was fetched"
+    );
+    assert_eq!(
+        transfers(),
+        Vec::<String>::new(),
+        "no transfer after the deadline"
+    );
+    assert_eq!(item()["status"], "processing", "unknown, never failed");
+
+    // The check after it: MTN does not know the payout, and nothing of ours
+    // can be on its way: sent again, under the id it always had, once.
+    sb.clock.advance(Duration::from_secs(3));
+    sb.runtime.run_job("bulk", "payouts", 10).unwrap();
+    let sent = transfers();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(item()["status"], "processing");
+
+    // MTN's status cannot be read for a while: still processing, and the
+    // item says why.
+    broken.store(true, std::sync::atomic::Ordering::SeqCst);
+    sb.clock.advance(Duration::from_secs(5));
+    sb.runtime.run_job("bulk", "payouts", 10).unwrap();
+    let unreadable = item();
+    assert_eq!(unreadable["status"], "processing");
+    assert!(
+        unreadable["unconfirmed"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("could not be read")),
+        "{unreadable}"
+    );
+
+    // MTN pays it; the next check records it.
+    broken.store(false, std::sync::atomic::Ordering::SeqCst);
+    paid.store(true, std::sync::atomic::Ordering::SeqCst);
+    sb.clock.advance(Duration::from_secs(5));
+    sb.runtime.run_job("bulk", "payouts", 10).unwrap();
+    sb.clock.advance(Duration::from_secs(60));
+    sb.runtime.run_job("bulk", "payouts", 10).unwrap();
+    let done = item();
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(done.get("unconfirmed").is_none(), "{done}");
+    assert_eq!(transfers(), sent, "nothing more was sent");
+}
+
+/// A job's lease as a test sets it.
+struct TestLease(std::sync::atomic::AtomicBool);
+
+impl mmc_host::runtime::state::LeaseGuard for TestLease {
+    fn held(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// A node whose lease on the payouts job has passed (it resumed after
+/// another node took the job over) commits nothing: it claims no item, so
+/// it sends no payout; with the lease held, the same run pays.
+#[test]
+fn a_payouts_run_whose_lease_has_passed_claims_and_sends_nothing() {
+    use mmc_host::runtime::bindings::host::mmc::platform::outbound_http::Response as HttpResponse;
+    let sb = bulk_with_momo();
+    sb.http.respond_with(|req| {
+        let (status, body) = if req.url.ends_with("/disbursement/token/") {
+            (
+                200,
+                json!({"access_token": "t0k3n", "token_type": "access_token", "expires_in": 3600})
+                    .to_string(),
+            )
+        } else {
+            (202, String::new())
+        };
+        Ok(HttpResponse {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: body.into_bytes(),
+        })
+    });
+    let batch = json!({"name": "Primes", "items": [{"beneficiary_name": "Kofi Mensah",
+        "phone": "+2290166000002", "amount": 1500, "currency": "XOF", "reference": "kofi-1"}]});
+    let (status, b) = bulk_call(&sb, "POST", "/api/v1/bulk-payments/", batch);
+    assert_eq!(status, 201, "{b}");
+    let id = b["id"].as_str().unwrap().to_string();
+    let validate = format!("/api/v1/bulk-payments/{id}/validate/");
+    assert_eq!(bulk_call(&sb, "POST", &validate, json!({})).0, 200);
+    let items = format!("/api/v1/bulk-payments/{id}/items/");
+    let sent = || {
+        sb.http
+            .requests
+            .lock()
+            .iter()
+            .filter(|r| r.method == "POST" && r.url.ends_with("/v1_0/transfer"))
+            .count()
+    };
+
+    let lease = std::sync::Arc::new(TestLease(std::sync::atomic::AtomicBool::new(false)));
+    let passed: std::sync::Arc<dyn mmc_host::runtime::state::LeaseGuard> = lease.clone();
+    let _ = sb
+        .runtime
+        .run_job_leased("bulk", "payouts", 10, Some(passed));
+    assert_eq!(sent(), 0, "nothing sent under a lease that has passed");
+    let (_, page) = bulk_call(&sb, "GET", &items, Value::Null);
+    assert_eq!(page["results"][0]["status"], "pending", "{page}");
+
+    lease.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    let held: std::sync::Arc<dyn mmc_host::runtime::state::LeaseGuard> = lease;
+    sb.runtime
+        .run_job_leased("bulk", "payouts", 10, Some(held))
+        .unwrap();
+    assert_eq!(sent(), 1);
+    let (_, page) = bulk_call(&sb, "GET", &items, Value::Null);
+    assert_eq!(page["results"][0]["status"], "processing", "{page}");
+}

@@ -59,3 +59,11 @@ pub fn max_pending_ms() -> u64 {
 pub fn in_flight_ms() -> u64 {
     mmc_domain::outcome::in_flight_ms(config::get)
 }
+
+/// The sending deadline of a payout attempt started at `started_ms` (see
+/// `mmc_domain::outcome::send_until_ms`): the host sends none of its bytes
+/// after it, so a node that stalls between its claim and its call sends
+/// nothing once another may be asking about the payout.
+pub fn send_until_ms(started_ms: u64) -> u64 {
+    mmc_domain::outcome::send_until_ms(started_ms, config::get)
+}

@@ -212,9 +212,14 @@ pub struct Item {
     pub status: ItemStatus,
     /// Payout requests sent for it: 0, or one per route tried (a route is
     /// tried only after the one before answered that nothing was done; an
-    /// item is never sent twice to one provider, nor to a second one after
-    /// an unknown outcome).
+    /// item never goes to a second provider after an unknown outcome).
     pub attempts: u32,
+    /// Times its request was sent again to its route under the same id,
+    /// because the provider did not know that id once nothing of ours could
+    /// still be on its way: the provider takes the id once, so whichever
+    /// copy arrives, the money moves once.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resent: u32,
     pub psp_reference: Option<String>,
     pub failure: Option<Failure>,
     pub created_at_ms: u64,
@@ -241,6 +246,11 @@ pub struct Item {
     /// now. It goes by itself when one can; cleared then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<Held>,
+    /// Why a processing item's outcome cannot be read now (its status query
+    /// failed: the provider's error, or a search that could not tell), since
+    /// when; cleared by the next answer. It stays processing meanwhile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unconfirmed: Option<Held>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -281,6 +291,10 @@ fn check_key(at: u64, env: &str, merchant: &str, batch: &str, position: u32) -> 
 
 fn inflight_key(env: &str, operator: &str, item: &str) -> String {
     format!("{env}/{operator}/{item}")
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn decode_one<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, ApiError> {

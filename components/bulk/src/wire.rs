@@ -349,5 +349,8 @@ pub fn item_json(i: &Item) -> Value {
     if let Some(h) = &i.held {
         v["held"] = json!({"reason": h.reason, "since": time::rfc3339(h.since_ms)});
     }
+    if let Some(u) = &i.unconfirmed {
+        v["unconfirmed"] = json!({"reason": u.reason, "since": time::rfc3339(u.since_ms)});
+    }
     v
 }

@@ -1,18 +1,22 @@
 //! Operators' inbound notifications: `POST|PUT /api/v1/psp/{operator}/callback`.
-//! The adapter checks authenticity and translates; here the updates go
-//! through the same state machine as everything else, so a duplicate or late
-//! callback never moves a terminal payment. Nothing here calls the operator:
-//! the answer goes back at once (MTN allows 2 s, pawaPay counts only a quick
-//! 200), and an unsigned callback's subject is asked about right after, by
-//! reconciliation.
+//! The adapter checks authenticity and translates; here every update is a
+//! hint, whatever the adapter read in it and however it was signed: it
+//! records no status, it brings the operator's status query of its subject
+//! forward, and only what that query answers is recorded (by
+//! reconciliation, within a second). So a signed "paid" for money the
+//! operator never took changes nothing, and a "failed" for a payment the
+//! operator completed ends completed. Nothing here calls the operator: the
+//! answer goes back at once (MTN allows 2 s, pawaPay counts only a quick 200).
 //!
 //! A callback never chooses which operator transaction we follow. The
 //! reference of a payment or refund is the one our own call was answered
 //! with (or, for the operators that take our id, the one derived from it);
-//! a callback naming another changes nothing and is counted, and one that
-//! cannot be compared yet (no reference recorded) only brings the operator
-//! query forward. A success in a callback counts, as in any answer, only
-//! for the amount and currency asked (`review`).
+//! a callback naming another changes nothing and is counted.
+//!
+//! A callback that brought a query forward is remembered for
+//! [`REMEMBERED_MS`] by the digest of its body: the same notification again
+//! (a replay, a provider's retry) is answered 200 and counted, and changes
+//! nothing.
 
 use serde_json::json;
 
@@ -20,10 +24,9 @@ use crate::ApiError;
 use crate::mmc::adapter::router;
 use crate::mmc::adapter::types::{AdapterError, CallbackUpdate, Inbound, SubjectKind};
 use crate::mmc::api::http_types::{Request, Response};
-use crate::mmc::platform::{clock, log};
-use crate::payments::{self, apply_psp_status};
-use crate::refunds::apply_refund_status;
-use crate::store::{Payment, RefundStatus, Tx};
+use crate::mmc::platform::{clock, log, signing, storage};
+use crate::payments;
+use crate::store::{self, Payment, RefundStatus, Tx};
 use crate::wire::{self, json_response};
 
 pub fn handle(req: &Request, operator: &str) -> Result<Response, ApiError> {
@@ -57,6 +60,14 @@ pub fn handle(req: &Request, operator: &str) -> Result<Response, ApiError> {
         Ok(u) => u,
         Err(e) => return not_parsed(operator, e, req),
     };
+    let digest = payments::hex(&signing::sha256(&req.body));
+    if remembered(environment, op.slug, &digest)? {
+        log::count("callback_replayed");
+        return Ok(json_response(
+            200,
+            &json!({"received": updates.len(), "applied": 0, "replayed": true}),
+        ));
+    }
     let mut applied = 0;
     for u in &updates {
         match apply(environment, op.slug, via.as_deref(), u) {
@@ -67,6 +78,11 @@ pub fn handle(req: &Request, operator: &str) -> Result<Response, ApiError> {
             ),
             Err(e) => return Err(e),
         }
+    }
+    // Only a callback that brought a query forward is worth remembering: any
+    // other changes nothing whenever it comes.
+    if applied > 0 {
+        remember(environment, op.slug, &digest)?;
     }
     Ok(json_response(
         200,
@@ -201,8 +217,8 @@ fn apply_to_payment(
     }
     let previous_check = p.next_check_ms;
     match follows(u, p.psp_reference.as_deref()) {
-        Some(Follows::Ours) => apply_psp_status(tx, &mut p, u.status.clone())?,
-        // Not comparable yet: a hint, answered by asking the operator (below).
+        Some(Follows::Ours) => {}
+        // Not comparable yet: the operator, asked by our id, says which.
         Some(Follows::Unverified) => log::count("callback_reference_unverified"),
         None => {
             log::log(
@@ -216,8 +232,10 @@ fn apply_to_payment(
             return Ok(false);
         }
     }
-    // A callback is news: the operator is asked at the next reconciliation
-    // round (within a second), after this answer, not before it.
+    // What the callback says is not recorded (`u.status`): the operator is
+    // asked at the next reconciliation round (within a second), after this
+    // answer, and its answer is. A failed, cancelled or expired payment too:
+    // the operator may have taken the money after all (a late success).
     if payments::worth_asking(&p) {
         p.next_check_ms = Some(clock::now_ms());
     }
@@ -242,14 +260,15 @@ fn apply_to_refund(
         return Ok(false);
     }
     match follows(u, r.psp_reference.as_deref()) {
-        Some(Follows::Ours) => apply_refund_status(tx, &mut r, u.status.clone())?,
+        Some(Follows::Ours) => {}
         Some(Follows::Unverified) => log::count("callback_reference_unverified"),
         None => {
             log::count("callback_reference_mismatch");
             return Ok(false);
         }
     }
-    // Asked right after (a failed refund too: the operator may have made it after all).
+    // Nothing recorded from the callback: the refund is asked about right
+    // after (a failed one too: the operator may have made it after all).
     if r.status != RefundStatus::Completed {
         let previous = r.next_check_ms.replace(clock::now_ms());
         tx.save_refund(&r, previous)?;
@@ -272,4 +291,57 @@ fn follows(u: &CallbackUpdate, ours: Option<&str>) -> Option<Follows> {
         (Some(_), Some(_)) => None,
         _ => Some(Follows::Unverified),
     }
+}
+
+/// How long a callback is remembered: longer than any provider keeps
+/// resending one. A notification older than that and sent again only brings
+/// a status query forward, which records what the operator says.
+pub const REMEMBERED_MS: u64 = 7 * 24 * 60 * 60 * 1000;
+
+/// Expired memories dropped by each callback remembered: more than one, so
+/// the table shrinks after a burst.
+const FORGET_PER_CALLBACK: u32 = 8;
+
+/// `callbacks` holds env/operator/digest → when it is forgotten (ms, text);
+/// `callback_expiry` the same keyed by that time first, to forget in order.
+fn callback_key(env: &str, operator: &str, digest: &str) -> String {
+    store::scope(env, operator, digest)
+}
+
+/// Whether a callback with this body was taken for `operator` in `env`
+/// within [`REMEMBERED_MS`].
+fn remembered(env: &str, operator: &str, digest: &str) -> Result<bool, ApiError> {
+    let Some(until) = storage::get("callbacks", &callback_key(env, operator, digest))? else {
+        return Ok(false);
+    };
+    let until: u64 = String::from_utf8_lossy(&until).parse().unwrap_or(0);
+    Ok(clock::now_ms() < until)
+}
+
+/// Remembers a callback taken now, and forgets a few whose time has passed.
+fn remember(env: &str, operator: &str, digest: &str) -> Result<(), ApiError> {
+    let now = clock::now_ms();
+    let until = now + REMEMBERED_MS;
+    let expired = store::due("callback_expiry", now, FORGET_PER_CALLBACK)?;
+    let tx = Tx::begin()?;
+    for d in &expired {
+        tx.delete("callback_expiry", &d.key)?;
+        tx.delete("callbacks", &callback_key(&d.env, &d.merchant, &d.id))?;
+    }
+    let key = callback_key(env, operator, digest);
+    // Taken again after it was forgotten: its earlier expiry entry goes.
+    if let Some(before) = tx.get("callbacks", &key)? {
+        let before: u64 = String::from_utf8_lossy(&before).parse().unwrap_or(0);
+        tx.delete(
+            "callback_expiry",
+            &store::time_key(before, env, operator, digest),
+        )?;
+    }
+    tx.put("callbacks", &key, until.to_string().as_bytes())?;
+    tx.put(
+        "callback_expiry",
+        &store::time_key(until, env, operator, digest),
+        b"",
+    )?;
+    tx.commit()
 }

@@ -124,15 +124,7 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
         }
         Reserved::New(p, r) => (*p, r),
     };
-    let answer = router::refund(
-        crate::routes::via(&p).as_deref(),
-        &RefundRequest {
-            refund_id: r.id.clone(),
-            payment: operation_ref(&p),
-            amount: r.amount,
-            reason: r.reason.clone(),
-        },
-    );
+    let answer = send(&p, &r);
     let tx = Tx::begin()?;
     r = tx
         .refund(&r.environment, &r.merchant_id, &r.id)?
@@ -147,6 +139,23 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
     apply_refund_status(&tx, &mut r, status)?;
     tx.commit()?;
     Ok(json_response(201, &refund_json(&r)))
+}
+
+/// The refund request of `r`, sent as one attempt: under the refund's id,
+/// through the route its payment was collected through, and not after the
+/// attempt's sending deadline (from when it was stored).
+fn send(p: &Payment, r: &Refund) -> Result<crate::mmc::adapter::types::Started, AdapterError> {
+    let started = r.sent_at_ms.unwrap_or(r.created_at_ms);
+    router::refund(
+        crate::routes::via(p).as_deref(),
+        &RefundRequest {
+            refund_id: r.id.clone(),
+            payment: operation_ref(p),
+            amount: r.amount,
+            reason: r.reason.clone(),
+        },
+        mmc_domain::outcome::send_until_ms(started, crate::mmc::platform::config::get),
+    )
 }
 
 /// Reserves the amount with the pending refund, in one transaction; the
@@ -266,17 +275,10 @@ pub fn apply_refund_status(tx: &Tx, r: &mut Refund, status: PspStatus) -> Result
     } else if r.status != RefundStatus::Pending {
         return keep_final(tx, r, &status);
     }
-    let status = match status {
-        // Never received, for good: nothing was refunded.
-        PspStatus::NotFound if payments::not_found_is_final(Some(r.created_at_ms), now) => {
-            PspStatus::Failed(crate::mmc::adapter::types::Failure {
-                code: "operator_not_reached".into(),
-                message: "The operator has no record of this refund: it was never made.".into(),
-            })
-        }
-        PspStatus::NotFound => PspStatus::Pending,
-        s => s,
-    };
+    // Not found is not never: the request may still arrive (queued in the
+    // operator's gateway). The amount stays reserved; the status query goes
+    // on, and once nothing of ours can be on its way the refund is sent
+    // again under its id (`reconcile_due`). Only an explicit refusal fails it.
     let (event, settled) = match status {
         PspStatus::NotFound | PspStatus::Pending => {
             ask_again_later(r, now);
@@ -337,6 +339,8 @@ fn new_refund(p: &Payment, amount: u64, asked: Asked, now: u64) -> Refund {
         next_check_ms: Some(now + payments::in_flight_ms()),
         checks: 0,
         review: None,
+        sent_at_ms: None,
+        resent: 0,
     }
 }
 
@@ -486,6 +490,16 @@ fn record_refund_answer(
         return Ok(());
     };
     match answer {
+        Ok(PspStatus::NotFound)
+            if r.status == RefundStatus::Pending
+                && payments::not_found_is_final(
+                    r.sent_at_ms.or(Some(r.created_at_ms)),
+                    clock::now_ms(),
+                ) =>
+        {
+            drop(tx);
+            return resend(d, &r);
+        }
         Ok(status) => apply_refund_status(&tx, &mut r, status)?,
         // The operator offers no status query (Wave): stop polling; the refund stays
         // pending for a person to check with the operator.
@@ -500,5 +514,63 @@ fn record_refund_answer(
         }
         Err(_) => apply_refund_status(&tx, &mut r, PspStatus::Pending)?,
     }
+    tx.commit()
+}
+
+/// Sends a pending refund again, under its id and through its payment's
+/// route, as a new attempt stored before it leaves: the operator did not
+/// know it once nothing of ours could still be on its way. Only an explicit
+/// refusal ends it (and releases its amount); an attempt that could not be
+/// sent changes nothing, since an earlier one may still arrive.
+fn resend(d: &store::Due, r: &Refund) -> Result<(), ApiError> {
+    let now = clock::now_ms();
+    let tx = Tx::begin()?;
+    let Some(mut attempt) = tx.refund(&d.env, &d.merchant, &d.id)? else {
+        return Ok(());
+    };
+    if attempt.status != RefundStatus::Pending || attempt.sent_at_ms != r.sent_at_ms {
+        return Ok(());
+    }
+    let p = tx
+        .payment(&d.env, &d.merchant, &attempt.payment_id)?
+        .ok_or_else(|| ApiError::internal("refund without payment"))?;
+    let previous_check = attempt.next_check_ms;
+    attempt.sent_at_ms = Some(now);
+    attempt.resent += 1;
+    attempt.updated_at_ms = now;
+    // If the answer is never recorded (the node died), asked about then.
+    attempt.next_check_ms = Some(now + payments::in_flight_ms());
+    tx.save_refund(&attempt, previous_check)?;
+    tx.commit()?;
+    crate::mmc::platform::log::log(
+        crate::mmc::platform::log::Level::Warn,
+        &format!(
+            "refund {}: unknown to the operator once nothing of ours could be on its way; sent again under the same id",
+            attempt.id
+        ),
+    );
+    crate::mmc::platform::log::count("refund_resent");
+    let answer = send(&p, &attempt);
+    let tx = Tx::begin()?;
+    let Some(mut r) = tx.refund(&d.env, &d.merchant, &d.id)? else {
+        return Ok(());
+    };
+    let status = match answer {
+        Ok(started) => {
+            if !started.psp_reference.is_empty() {
+                r.psp_reference = Some(started.psp_reference);
+            }
+            started.status
+        }
+        Err(e @ AdapterError::Rejected(_)) => status_after_error(&r, &e),
+        Err(e) => {
+            crate::mmc::platform::log::log(
+                crate::mmc::platform::log::Level::Warn,
+                &format!("refund {} sent again: {e:?}", r.id),
+            );
+            PspStatus::Pending
+        }
+    };
+    apply_refund_status(&tx, &mut r, status)?;
     tx.commit()
 }

@@ -12,9 +12,12 @@ use crate::transformers::{self, Kind, Payout, Record, Token, Transaction};
 use crate::{ACCEPT, FEDAPAY, SPEC, iso_of};
 
 /// How far FedaPay's lists are read for an operation its search did not
-/// find, and the clock difference allowed between our id's time and
+/// find: a few pages when our id says nothing of its time, more when it
+/// does (UUIDv7: the scan then stops at our creation, whatever the account
+/// did before); and the clock difference allowed between our id's time and
 /// FedaPay's `created_at`.
 const LIST_PAGES: u32 = 5;
+const LIST_PAGES_SINCE: u32 = 50;
 const LIST_PER_PAGE: u32 = 100;
 const CLOCK_MARGIN_MS: u64 = 10 * 60 * 1000;
 
@@ -80,17 +83,35 @@ impl Api {
         let start = transformers::StartPayouts {
             payouts: vec![transformers::StartItem { id, send_now: true }],
         };
-        let resp = self
-            .endpoint
-            .send("PUT", "/v1/payouts/start", &[], json(&start))?;
         let read = |b: &[u8]| transformers::many::<Payout>("payouts", b);
-        let status = match FEDAPAY.answer(resp, 200..=299, read)? {
-            Ok(started) => match started.iter().find(|p| p.id == id) {
+        let answer = self
+            .endpoint
+            .send("PUT", "/v1/payouts/start", &[], json(&start))
+            .and_then(|resp| FEDAPAY.answer(resp, 200..=299, read));
+        let status = match answer {
+            Ok(Ok(started)) => match started.iter().find(|p| p.id == id) {
                 Some(p) => p.status(&iso_of).or_unknown()?,
                 None => PspStatus::Pending,
             },
             // Refused: the payout was never started, nothing was sent.
-            Err(refused) => PspStatus::Failed(refused),
+            Ok(Err(refused)) => PspStatus::Failed(refused),
+            // The start's answer was lost: it may have been carried out. Its
+            // FedaPay id is known, so it is followed by that id (a read that
+            // always ends), never looked for again by ours.
+            Err(
+                e @ (AdapterError::Timeout(_)
+                | AdapterError::Unavailable(_)
+                | AdapterError::InvalidResponse(_)),
+            ) => {
+                mmc_adapter_kit::log::log(
+                    mmc_adapter_kit::log::Level::Warn,
+                    &format!(
+                        "FedaPay payout {id}: the start's answer was lost ({e:?}); followed by its id"
+                    ),
+                );
+                PspStatus::Pending
+            }
+            Err(e) => return Err(e),
         };
         Ok(started(id.to_string(), status))
     }
@@ -109,7 +130,11 @@ impl Api {
         let scan = lookup::Scan {
             list: &format!("FedaPay's {class} list"),
             our_id,
-            pages: LIST_PAGES,
+            pages: if since.is_some() {
+                LIST_PAGES_SINCE
+            } else {
+                LIST_PAGES
+            },
             since: since.as_deref().map(|s| &s[..19]),
         };
         scan.find(

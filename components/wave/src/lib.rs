@@ -11,7 +11,7 @@ use mmc_adapter_kit::exchange::{
 use mmc_adapter_kit::spec::Spec;
 use mmc_adapter_kit::types::*;
 use mmc_adapter_kit::webhook::{self, Hmac};
-use mmc_adapter_kit::{Adapter, failure, lookup, redirect, settings, started, wire};
+use mmc_adapter_kit::{Adapter, cache, failure, log, lookup, redirect, settings, started, wire};
 use mmc_domain::http;
 use transformers::{Payout, Search, Session};
 
@@ -107,13 +107,63 @@ fn session(api: &Endpoint, payment: &OperationRef) -> Result<Option<Session>, Ad
     SESSIONS.find(api, payment, Session::paid)
 }
 
-/// Checks a webhook by the security strategy chosen for it in Wave's
-/// Business Portal (`webhook_security`): `signing` (the default) or
-/// `shared_secret` (Wave sends the secret as `Authorization: Bearer …`).
+/// How Wave proves a webhook is its own, as chosen for the webhook in Wave's
+/// Business Portal (`webhook_security`).
+#[derive(Debug, PartialEq, Eq)]
+pub enum WebhookSecurity {
+    /// `Wave-Signature`: an HMAC of a timestamp and the body (the default).
+    Signing,
+    /// The secret itself as `Authorization: Bearer …`: nothing ties it to a
+    /// body or a moment, so whoever has seen one header can send any
+    /// notification for ever (each still only a hint, asked back at Wave).
+    SharedSecret,
+}
+
+impl WebhookSecurity {
+    pub fn of(setting: Option<&str>) -> WebhookSecurity {
+        match setting {
+            Some("shared_secret") => WebhookSecurity::SharedSecret,
+            _ => WebhookSecurity::Signing,
+        }
+    }
+
+    fn configured() -> WebhookSecurity {
+        WebhookSecurity::of(settings::setting("webhook_security").as_deref())
+    }
+
+    /// What is logged when this strategy is in force, if anything.
+    pub fn warning(&self) -> Option<&'static str> {
+        match self {
+            WebhookSecurity::Signing => None,
+            WebhookSecurity::SharedSecret => Some(
+                "Wave webhooks are checked by a shared secret (webhook_security = shared_secret): \
+                 a captured Authorization header lets anyone send notifications for ever; \
+                 choose signing in Wave's Business Portal and remove the setting",
+            ),
+        }
+    }
+}
+
+/// The weaker strategy is said at load, and again each day while it stays
+/// (the host asks `describe` every minute: the cache keeps it to once).
+fn warn_of_webhook_security() {
+    const SAID: &str = "webhook_security_warned";
+    let Some(warning) = WebhookSecurity::configured().warning() else {
+        return;
+    };
+    if cache::get(SAID).is_some() {
+        return;
+    }
+    log::log(log::Level::Warn, warning);
+    log::count("webhook_security_shared_secret");
+    cache::set(SAID, b"1", 24 * 60 * 60 * 1000);
+}
+
+/// Checks a webhook by its security strategy.
 fn verify_signature(req: &Inbound) -> Result<(), AdapterError> {
-    match settings::setting("webhook_security").as_deref() {
-        Some("shared_secret") => webhook::bearer_secret(req),
-        _ => SIGNATURE.verify(req),
+    match WebhookSecurity::configured() {
+        WebhookSecurity::SharedSecret => webhook::bearer_secret(req),
+        WebhookSecurity::Signing => SIGNATURE.verify(req),
     }
 }
 
@@ -121,6 +171,11 @@ impl Adapter for Wave {
     const NO_OTP: &'static str = "payments are made on Wave's checkout page";
 
     const SPEC: &'static Spec = &SPEC;
+
+    fn describe() -> Vec<OperatorInfo> {
+        warn_of_webhook_security();
+        SPEC.describe()
+    }
 
     fn initiate(req: InitiateRequest) -> Result<Initiated, AdapterError> {
         let api = checkout(&req.operator)?;
@@ -236,8 +291,10 @@ impl Adapter for Wave {
     }
 
     /// A signed webhook. Checkout events carry the session: we report its
-    /// state (a failed attempt in an open session stays pending). Other event
-    /// types are acknowledged and ignored so Wave stops resending them.
+    /// state as the event claims it (a failed attempt in an open session
+    /// stays pending), which the service takes as a hint and reads back by
+    /// `status`. Other event types are acknowledged and ignored so Wave stops
+    /// resending them.
     fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
         webhook::method(&req, &["POST"], "Wave webhooks")?;
         verify_signature(&req)?;
@@ -257,3 +314,19 @@ impl Adapter for Wave {
 }
 
 mmc_adapter_kit::export!(Wave);
+
+#[cfg(test)]
+mod tests {
+    use super::WebhookSecurity;
+
+    #[test]
+    fn signing_is_the_default_and_only_the_shared_secret_is_warned_of() {
+        for setting in [None, Some("signing"), Some("shared-secret"), Some("")] {
+            assert_eq!(WebhookSecurity::of(setting), WebhookSecurity::Signing);
+            assert_eq!(WebhookSecurity::of(setting).warning(), None);
+        }
+        let shared = WebhookSecurity::of(Some("shared_secret"));
+        assert_eq!(shared, WebhookSecurity::SharedSecret);
+        assert!(shared.warning().unwrap().contains("for ever"));
+    }
+}

@@ -34,7 +34,8 @@ pub fn hint(kind: SubjectKind, id: String, psp_reference: String) -> Vec<Callbac
 }
 
 /// An authenticated notification's subject (our id, when the provider echoes
-/// it, and the provider's reference) and where the provider says it stands.
+/// it, and the provider's reference) and where it says the subject stands:
+/// a claim the service reads back by the status query, never records.
 pub fn report(
     kind: SubjectKind,
     id: Option<String>,

@@ -82,13 +82,33 @@ pub const DEFAULT_ANSWER_WINDOW_MS: u64 = 60_000;
 /// (`operator_answer_window_ms`), read through `setting` (the component's
 /// `config::get`). Until then, "not found" proves nothing.
 pub fn in_flight_ms(setting: impl Fn(&str) -> Option<String>) -> u64 {
-    let ms = |key: &str, default: u64| {
-        setting(key)
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(default)
-    };
-    ms("adapter_deadline_ms", DEFAULT_ADAPTER_DEADLINE_MS)
-        .saturating_add(ms("operator_answer_window_ms", DEFAULT_ANSWER_WINDOW_MS))
+    adapter_deadline_ms(&setting).saturating_add(ms(
+        &setting,
+        "operator_answer_window_ms",
+        DEFAULT_ANSWER_WINDOW_MS,
+    ))
+}
+
+/// The longest an adapter call runs (`adapter_deadline_ms`): an attempt of a
+/// money movement sends nothing after its start plus this (see
+/// [`send_until_ms`]).
+pub fn adapter_deadline_ms(setting: impl Fn(&str) -> Option<String>) -> u64 {
+    ms(&setting, "adapter_deadline_ms", DEFAULT_ADAPTER_DEADLINE_MS)
+}
+
+/// The sending deadline of an attempt started (claimed, stored) at
+/// `started_ms`: the host sends none of its bytes after it. The attempt's
+/// in-flight window ([`in_flight_ms`]) outlasts it by the operator's answer
+/// window, so whoever asks about the movement after that window knows that
+/// nothing of ours is still on its way.
+pub fn send_until_ms(started_ms: u64, setting: impl Fn(&str) -> Option<String>) -> u64 {
+    started_ms.saturating_add(adapter_deadline_ms(setting))
+}
+
+fn ms(setting: impl Fn(&str) -> Option<String>, key: &str, default: u64) -> u64 {
+    setting(key)
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
 }
 
 /// Whether an operator's "not found" for a request sent at `sent_at_ms` is
@@ -117,6 +137,15 @@ mod tests {
         assert_eq!(in_flight_ms(|_| None), 90_000);
         let set = |k: &str| (k == "operator_answer_window_ms").then(|| " 500 ".to_string());
         assert_eq!(in_flight_ms(set), 30_500);
+    }
+
+    #[test]
+    fn an_attempt_sends_nothing_after_the_adapter_deadline() {
+        assert_eq!(send_until_ms(1_000, |_| None), 31_000);
+        let set = |k: &str| (k == "adapter_deadline_ms").then(|| "500".to_string());
+        assert_eq!(send_until_ms(1_000, set), 1_500);
+        // The window in which "not found" proves nothing outlasts it.
+        assert!(send_until_ms(1_000, set) < 1_000 + in_flight_ms(set));
     }
 
     #[test]

@@ -95,7 +95,15 @@ pub struct Options {
     /// operator call runs inside a transaction), milliseconds in practice.
     /// A writer waits for a lock this long plus a second before it fails as busy.
     pub idle_in_transaction_timeout: Duration,
+    /// How long a node starting waits for another node's migration. Past
+    /// it, the start fails naming the session that holds the migration lock
+    /// (a migrator frozen with it would otherwise block every node that
+    /// starts, for ever).
+    pub migration_lock_wait: Duration,
 }
+
+/// The default [`Options::migration_lock_wait`].
+pub const MIGRATION_LOCK_WAIT: Duration = Duration::from_secs(120);
 
 /// The default [`Options::idle_in_transaction_timeout`].
 pub const IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(3);
@@ -106,6 +114,7 @@ impl Default for Options {
             schema: None,
             pool_size: 16,
             idle_in_transaction_timeout: IDLE_IN_TRANSACTION_TIMEOUT,
+            migration_lock_wait: MIGRATION_LOCK_WAIT,
         }
     }
 }
@@ -209,8 +218,9 @@ impl Postgres {
             options.schema.clone(),
             db.lock_key("migrations", ""),
         );
+        let wait = options.migration_lock_wait;
         run(&db.handle, async move {
-            migrate::migrate(&pool, schema.as_deref(), key).await
+            migrate::migrate(&pool, schema.as_deref(), key, wait).await
         })?;
         Ok(db)
     }

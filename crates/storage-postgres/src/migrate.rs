@@ -1,6 +1,8 @@
 //! Versioned migrations, applied at connect under a session advisory lock so
 //! that nodes starting together apply each version once.
 
+use std::time::Duration;
+
 use deadpool_postgres::{Object, Pool};
 
 use crate::{db_err, get_conn, now_ms};
@@ -347,19 +349,21 @@ pub(crate) async fn migrate(
     pool: &Pool,
     schema: Option<&str>,
     lock_key: i64,
+    lock_wait: Duration,
 ) -> Result<(), StorageError> {
     // A connection of its own, closed at the end: a session lock never
     // outlives it, whatever fails in between.
     let conn = Object::take(get_conn(pool).await?);
-    // Another node may be migrating for longer than the session's
-    // lock_timeout: wait for it rather than fail to start. A migration's
-    // statement may also outlast the session's statement_timeout.
-    conn.batch_execute("SET lock_timeout = 0; SET statement_timeout = 0")
-        .await
-        .map_err(db_err)?;
-    conn.execute("SELECT pg_advisory_lock($1)", &[&lock_key])
-        .await
-        .map_err(db_err)?;
+    // A migration's statement may outlast the session's statement_timeout.
+    // The session is named after this node, so that one waiting for it can
+    // say who holds the lock.
+    conn.batch_execute(&format!(
+        "SET lock_timeout = 0; SET statement_timeout = 0; SET application_name = '{}'",
+        migrator_name()
+    ))
+    .await
+    .map_err(db_err)?;
+    take_lock(&conn, lock_key, lock_wait).await?;
     if let Some(schema) = schema {
         // Checked by the caller: lowercase letters, digits and _ only.
         conn.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
@@ -410,4 +414,73 @@ pub(crate) async fn migrate(
         .execute("SELECT pg_advisory_unlock($1)", &[&lock_key])
         .await;
     Ok(())
+}
+
+/// This node, as the migration's session names it: `mmc migration on
+/// <host> pid <pid>` (quotes dropped: it goes into a SET statement).
+fn migrator_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "unknown host".into());
+    format!("mmc migration on {host} pid {}", std::process::id()).replace(['\'', '\\'], "")
+}
+
+/// Takes the migration lock, waiting at most `wait` for another node's
+/// migration; past it, fails naming the session that holds the lock.
+async fn take_lock(
+    conn: &tokio_postgres::Client,
+    lock_key: i64,
+    wait: Duration,
+) -> Result<(), StorageError> {
+    let started = std::time::Instant::now();
+    loop {
+        let taken: bool = conn
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&lock_key])
+            .await
+            .map_err(db_err)?
+            .get(0);
+        if taken {
+            return Ok(());
+        }
+        if started.elapsed() >= wait {
+            let holder = lock_holder(conn, lock_key)
+                .await
+                .unwrap_or_else(|| "a session that has since ended".into());
+            return Err(StorageError::Unavailable(format!(
+                "postgres: the migration lock has been held for more than {} s by {holder}; \
+                 start again once that migration has ended, or end that session",
+                wait.as_secs()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Who holds the advisory lock `lock_key`: its session's name, address,
+/// process id and start, as the server sees them.
+async fn lock_holder(conn: &tokio_postgres::Client, lock_key: i64) -> Option<String> {
+    // A bigint advisory key is stored as two oids, high and low 32 bits.
+    let row = conn
+        .query_opt(
+            "SELECT coalesce(a.application_name, ''), coalesce(host(a.client_addr), 'a local socket'),
+                    a.pid, coalesce(to_char(a.backend_start, 'YYYY-MM-DD HH24:MI:SS TZ'), '')
+             FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+             WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+               AND l.classid = (($1::bigint >> 32) & 4294967295)::oid
+               AND l.objid = ($1::bigint & 4294967295)::oid
+             LIMIT 1",
+            &[&lock_key],
+        )
+        .await
+        .ok()??;
+    let (name, addr, pid, since): (String, String, i32, String) =
+        (row.get(0), row.get(1), row.get(2), row.get(3));
+    let name = if name.is_empty() {
+        "an unnamed session".into()
+    } else {
+        format!("\"{name}\"")
+    };
+    Some(format!(
+        "{name} (from {addr}, server pid {pid}, connected {since})"
+    ))
 }

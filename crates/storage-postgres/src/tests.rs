@@ -357,3 +357,40 @@ fn a_failed_commit_is_reported_and_writes_nothing() {
     );
     assert_eq!(outbox_ids(&db), ["dup", "next"]);
 }
+
+/// A migrator frozen with the migration lock blocks a starting node only
+/// for `migration_lock_wait`: then the start fails, naming the session that
+/// holds the lock; once the holder has let go, a node starts.
+#[test]
+fn a_migration_lock_held_too_long_fails_the_start_naming_its_holder() {
+    let t = TestDatabase::create();
+    let frozen = Postgres::connect(&t.url).unwrap();
+    let key = crate::lock_key("", "migrations", "");
+    frozen
+        .with_client(move |c| {
+            Box::pin(async move {
+                c.batch_execute("SET application_name = 'frozen migrator'")
+                    .await?;
+                c.execute("SELECT pg_advisory_lock($1)", &[&key]).await?;
+                Ok(())
+            })
+        })
+        .unwrap();
+    let impatient = Options {
+        migration_lock_wait: Duration::from_millis(600),
+        ..Options::default()
+    };
+    let started = Instant::now();
+    let refused = Postgres::connect_with(&t.url, impatient.clone()).err();
+    assert!(
+        matches!(&refused, Some(StorageError::Unavailable(m)) if m.contains("\"frozen migrator\"")),
+        "{refused:?}"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(600));
+    drop(frozen);
+    let patient = Options {
+        migration_lock_wait: Duration::from_secs(20),
+        ..impatient
+    };
+    Postgres::connect_with(&t.url, patient).expect("the lock was released with its session");
+}

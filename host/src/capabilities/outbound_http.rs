@@ -139,11 +139,25 @@ impl Host for HostState {
             return Ok(Err(e));
         }
         let default = self.runtime.limits.outbound_timeout_ms;
-        let timeout = Duration::from_millis(if req.timeout_ms == 0 {
+        let mut timeout = Duration::from_millis(if req.timeout_ms == 0 {
             default
         } else {
             (req.timeout_ms as u64).min(default.max(1))
         });
+        // A money movement's attempt: nothing starts after its deadline, and
+        // nothing of it is still on the wire after it.
+        if let Some(fence) = &mut self.fence {
+            match fence.left(self.runtime.services.clock.now_ms()) {
+                Some(left) => timeout = timeout.min(left),
+                None => {
+                    tracing::warn!(component = &*self.component, url = %req.url,
+                        "request not sent: its attempt's sending deadline has passed");
+                    return Ok(Err(CapabilityError::Denied(
+                        "this attempt's sending deadline has passed: nothing sent".into(),
+                    )));
+                }
+            }
+        }
         Ok(self.runtime.services.http.send(req, timeout))
     }
 }

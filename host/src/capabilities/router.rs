@@ -16,7 +16,7 @@ use crate::routing::{Ask, Observed};
 use crate::runtime::bindings::adapter::Adapter;
 use crate::runtime::bindings::adapter_types::*;
 use crate::runtime::bindings::host::mmc::adapter::router::{Host, RouteChoice, Routed};
-use crate::runtime::state::HostState;
+use crate::runtime::state::{Fence, HostState};
 use crate::runtime::{CallError, Loaded, Runtime};
 
 type Outcome<T> = wasmtime::Result<Result<T, AdapterError>>;
@@ -78,6 +78,31 @@ impl HostState {
             |runtime| routed(runtime, call, target, via, None, f),
         ))
     }
+}
+
+/// One attempt of a money movement, under its sending deadline (see
+/// [`Fence`]). When the deadline stopped a request, the answer is `busy`
+/// whatever the adapter made of it: this attempt sent nothing more, and what
+/// earlier ones did is asked about by our id, never taken as refused.
+fn fenced<T>(
+    store: &mut wasmtime::Store<HostState>,
+    send_until_ms: u64,
+    call: impl FnOnce(&mut wasmtime::Store<HostState>) -> Outcome<T>,
+) -> Outcome<T> {
+    store.data_mut().fence = Some(Fence::until(send_until_ms));
+    let answer = call(store)?;
+    if store.data().fence.is_some_and(|f| f.tripped) {
+        // Counted as a `busy` outcome of the call (`mmc_adapter_calls_total`).
+        tracing::warn!(
+            component = &*store.data().component,
+            "money movement fenced: its attempt's deadline had passed"
+        );
+        return Ok(Err(AdapterError::Busy(
+            "this attempt's sending deadline passed before its request left: nothing more was sent"
+                .into(),
+        )));
+    }
+    Ok(answer)
 }
 
 /// DESIGN: an operator call (network, seconds) never runs inside a storage transaction.
@@ -525,14 +550,21 @@ impl Host for HostState {
         })
     }
 
-    fn refund(&mut self, via: Option<String>, req: RefundRequest) -> Outcome<Started> {
+    fn refund(
+        &mut self,
+        via: Option<String>,
+        req: RefundRequest,
+        send_until_ms: u64,
+    ) -> Outcome<Started> {
         let (env, op, id) = (
             req.payment.environment.clone(),
             req.payment.operator.clone(),
             req.payment.id.clone(),
         );
         self.with_adapter(("refund", &id), (&env, &op), via.as_deref(), |s, a| {
-            a.mmc_adapter_operator().call_refund(s, &req)
+            fenced(s, send_until_ms, |s| {
+                a.mmc_adapter_operator().call_refund(s, &req)
+            })
         })
     }
 
@@ -547,14 +579,21 @@ impl Host for HostState {
         Ok(self.statuses(StatusOf::Refund, &refunds))
     }
 
-    fn payout(&mut self, via: Option<String>, req: PayoutRequest) -> Outcome<Started> {
+    fn payout(
+        &mut self,
+        via: Option<String>,
+        req: PayoutRequest,
+        send_until_ms: u64,
+    ) -> Outcome<Started> {
         let (env, op, id) = (
             req.environment.clone(),
             req.operator.clone(),
             req.payout_id.clone(),
         );
         self.with_adapter(("payout", &id), (&env, &op), via.as_deref(), |s, a| {
-            a.mmc_adapter_operator().call_payout(s, &req)
+            fenced(s, send_until_ms, |s| {
+                a.mmc_adapter_operator().call_payout(s, &req)
+            })
         })
     }
 

@@ -55,6 +55,23 @@ impl HostState {
         }
         Ok(())
     }
+
+    /// A job's write commits only while the job's lease is known to be this
+    /// node's (see `LeaseGuard`).
+    fn lease_held(&self) -> Result<(), CapabilityError> {
+        match &self.lease {
+            Some(lease) if !lease.held() => {
+                tracing::warn!(
+                    component = &*self.component,
+                    "write not committed: this node's lease on the job has passed"
+                );
+                Err(CapabilityError::Denied(
+                    "this node's lease on the job has passed: nothing written".into(),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 impl storage::Host for HostState {
@@ -63,7 +80,7 @@ impl storage::Host for HostState {
         checks: Vec<storage::Check>,
         writes: Vec<storage::WriteOp>,
     ) -> wasmtime::Result<Result<bool, CapabilityError>> {
-        if let Err(e) = self.no_open_txn() {
+        if let Err(e) = self.no_open_txn().and_then(|()| self.lease_held()) {
             return Ok(Err(e));
         }
         let checks: Vec<Check> = checks
@@ -252,6 +269,11 @@ impl storage::HostTransaction for HostState {
     }
 
     fn commit(&mut self, tx: Resource<TxnHandle>) -> wasmtime::Result<Result<(), CapabilityError>> {
+        // Not committed: the transaction is rolled back when the component
+        // drops its handle, as after any failed commit.
+        if let Err(e) = self.lease_held() {
+            return Ok(Err(e));
+        }
         let handle = self.table.get_mut(&tx)?;
         let result = may_block(|| handle.0.commit());
         // Counted once committed; a second commit of the same handle fails.

@@ -47,6 +47,9 @@ pub struct Config {
     pub rate_limit: RateLimitConfig,
     /// Connection caps and clocks (header read, body read, idle).
     pub connections: ConnectionConfig,
+    /// The merchant console's rules: its bounds on sign-in, and which
+    /// refunds ask for a fresh code.
+    pub console: ConsoleConfig,
     /// The admin plane (`/admin/v1`): its own listener and token.
     pub admin: AdminConfig,
     /// The admin token, as `admin.token` (kept so `MMC_ADMIN_TOKEN` still works).
@@ -54,26 +57,6 @@ pub struct Config {
     /// The mail relay the console sends sign-in links through; unset, an
     /// owner who resets a member's access is shown the new link instead.
     pub smtp: Option<SmtpConfig>,
-    /// The merchant console (see [`ConsoleConfig`]).
-    pub console: ConsoleConfig,
-}
-
-/// The merchant console's rules.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ConsoleConfig {
-    /// A live refund of more than this (major units of the payment's
-    /// currency; a whole refund counts the payment's amount) asks the person
-    /// for a fresh code from their authenticator; 0: every live refund.
-    pub refund_code_above: u64,
-}
-
-impl Default for ConsoleConfig {
-    fn default() -> Self {
-        ConsoleConfig {
-            refund_code_above: 100_000,
-        }
-    }
 }
 
 /// `url`: `sqlite://PATH` (the default, `<data_dir>/mmc.db`: one process)
@@ -87,6 +70,9 @@ pub struct StorageConfig {
     /// PostgreSQL: how long a session may sit idle inside a transaction
     /// before the server ends it (a frozen node's locks released).
     pub idle_in_transaction_timeout_ms: Option<u64>,
+    /// PostgreSQL: how long a starting node waits for another node's
+    /// migration before it fails, naming the session that holds the lock.
+    pub migration_lock_wait_ms: Option<u64>,
     /// SQLite: the WAL size (MiB) past which it is restarted; the WAL file
     /// keeps up to twice this on disk under sustained load.
     pub wal_restart_mib: Option<u64>,
@@ -109,6 +95,31 @@ pub struct AdminConfig {
     /// At least [`MIN_ADMIN_TOKEN_LEN`] characters; when unset, one is
     /// generated and written to `<data_dir>/admin_token` (mode 0600).
     pub token: Option<String>,
+}
+
+/// The merchant console's rules.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConsoleConfig {
+    /// Password checks (Argon2id: 19 MiB and tens of milliseconds of a core
+    /// each) run at most this many at a time.
+    pub password_checks_at_once: usize,
+    /// A sign-in that finds no place this long is answered 429 unhashed.
+    pub password_check_wait_ms: u64,
+    /// A live refund of more than this (major units of the payment's
+    /// currency; a whole refund counts the payment's amount) asks the person
+    /// for a fresh code from their authenticator; 0: every live refund.
+    pub refund_code_above: u64,
+}
+
+impl Default for ConsoleConfig {
+    fn default() -> Self {
+        ConsoleConfig {
+            password_checks_at_once: 2,
+            password_check_wait_ms: 200,
+            refund_code_above: 100_000,
+        }
+    }
 }
 
 /// Shorter admin tokens are refused at start (an empty one used to mean no
@@ -312,10 +323,10 @@ impl Default for Config {
             webhooks: Default::default(),
             rate_limit: Default::default(),
             connections: Default::default(),
+            console: ConsoleConfig::default(),
             admin: AdminConfig::default(),
             admin_token: None,
             smtp: None,
-            console: ConsoleConfig::default(),
         }
     }
 }

@@ -6,6 +6,7 @@ use http_body_util::Full;
 use hyper::Response;
 
 use super::html::{self, esc, t};
+use super::password_checks::Busy;
 use super::sessions::{SESSION_TTL_MS, Session};
 use super::users::UserError;
 use super::web::{self, ConsoleError, Req, check_csrf, same};
@@ -68,16 +69,35 @@ pub fn sign_in_page(c: &Console, req: &Req, status: u16, message: Option<&str>) 
 }
 
 /// `POST /console/sign-in`: email, password and, when the user has one, a
-/// code from their authenticator.
+/// code from their authenticator. A place for the password check is taken
+/// first (see [`super::password_checks`]), then the attempt is counted
+/// before the password is checked (see [`super::throttle`]).
 pub async fn sign_in(c: &Console, req: &Req) -> Result<Resp, ConsoleError> {
     check_pre(req)?;
+    let place = c
+        .password_checks
+        .permit()
+        .await
+        .map_err(|Busy| ConsoleError::Busy)?;
     let email = req.field("email").unwrap_or_default();
     let client = req.client.clone().unwrap_or_default();
-    if let Some(wait) = blocking(|| c.throttle.wait(&email, &client))? {
+    if let Some(wait) = blocking(|| c.throttle.reserve(&email, &client))? {
+        c.metrics.console_sign_in_refused("throttled");
         return Err(ConsoleError::RateLimited(wait));
     }
     let password = req.field("password").unwrap_or_default();
-    let found = blocking(|| c.users.check_password(&email, &password)).map_err(user_error)?;
+    let (users, account) = (c.users.clone(), email.clone());
+    let checked = place
+        .check(move |memory| users.check_password_in(&account, &password, memory))
+        .await;
+    let found = match checked {
+        Ok(found) => found.map_err(user_error)?,
+        Err(Busy) => {
+            // Not checked: the attempt is not one.
+            blocking(|| c.throttle.release(&email, &client))?;
+            return Err(ConsoleError::Busy);
+        }
+    };
     let now_secs = system_now_ms() / 1000;
     let passed = found.and_then(|cred| match &cred.totp_secret {
         None => Some((cred.user, false)),
@@ -90,7 +110,6 @@ pub async fn sign_in(c: &Console, req: &Req) -> Result<Resp, ConsoleError> {
         }
     });
     let Some((user, mfa)) = passed else {
-        blocking(|| c.throttle.failed(&email, &client))?;
         return Ok(sign_in_page(
             c,
             req,
@@ -98,7 +117,7 @@ pub async fn sign_in(c: &Console, req: &Req) -> Result<Resp, ConsoleError> {
             Some(t(req.lang, "bad_credentials")),
         ));
     };
-    blocking(|| c.throttle.succeeded(&email))?;
+    blocking(|| c.throttle.succeeded(&email, &client))?;
     let token = blocking(|| c.sessions.open(&user.id, mfa, req.client.as_deref()))?;
     if let Some(s) = blocking(|| c.sessions.find(&token))? {
         blocking(|| {
@@ -161,13 +180,19 @@ pub fn invite_page(
     ))
 }
 
-pub fn accept_invite(c: &Console, req: &Req, token: &str) -> Result<Resp, ConsoleError> {
+pub async fn accept_invite(c: &Console, req: &Req, token: &str) -> Result<Resp, ConsoleError> {
     check_pre(req)?;
     let password = req.field("password").unwrap_or_default();
     if req.field("password2").unwrap_or_default() != password {
         return invite_page(c, req, token, Some(t(req.lang, "passwords_differ")));
     }
-    let user = match blocking(|| c.users.accept(token, &password)) {
+    // Hashing the new password is a password check's cost.
+    let place = c
+        .password_checks
+        .permit()
+        .await
+        .map_err(|Busy| ConsoleError::Busy)?;
+    let user = match place.check_here(|| c.users.accept(token, &password)) {
         Ok(user) => user,
         Err(UserError::WeakPassword) => {
             return invite_page(
@@ -277,10 +302,10 @@ pub fn security_page(
     ))
 }
 
-pub fn security_action(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
+pub async fn security_action(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
     check_csrf(req, s)?;
     match req.field("action").as_deref() {
-        Some("password") => return change_password(c, req, s),
+        Some("password") => return change_password(c, req, s).await,
         Some("replace") if s.totp_enabled => return replace_factor(c, req, s),
         _ => {}
     }
@@ -339,16 +364,23 @@ fn replace_factor(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleEr
 }
 
 /// The password change of the security page. Guessing the current
-/// password is throttled as sign-in is, per account and per client.
-fn change_password(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
+/// password is throttled as sign-in is, per account and per client, and
+/// its check waits for a place as sign-in's does.
+async fn change_password(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
     let l = req.lang;
     let client = req.client.clone().unwrap_or_default();
-    if let Some(wait) = blocking(|| c.throttle.wait(&s.email, &client))? {
-        return Err(ConsoleError::RateLimited(wait));
-    }
     let new = req.field("new_password").unwrap_or_default();
     if req.field("new_password2").unwrap_or_default() != new {
         return security_page(c, req, s, Some((t(l, "passwords_differ"), true)));
+    }
+    let place = c
+        .password_checks
+        .permit()
+        .await
+        .map_err(|Busy| ConsoleError::Busy)?;
+    if let Some(wait) = blocking(|| c.throttle.reserve(&s.email, &client))? {
+        c.metrics.console_sign_in_refused("throttled");
+        return Err(ConsoleError::RateLimited(wait));
     }
     let current = req.field("password").unwrap_or_default();
     let audit = (
@@ -365,14 +397,14 @@ fn change_password(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleE
             Ok(false) => Err(UserError::WrongPassword),
             other => other,
         };
-    let changed = blocking(|| c.audit.act(s, audit, change, |_| (None, None)))?;
+    let changed = place.check_here(|| c.audit.act(s, audit, change, |_| (None, None)))?;
+    // The current password was right unless it was wrong: its attempt is given back.
+    if !matches!(changed, Err(UserError::WrongPassword)) {
+        blocking(|| c.throttle.succeeded(&s.email, &client))?;
+    }
     match changed {
-        Ok(_) => {
-            blocking(|| c.throttle.succeeded(&s.email))?;
-            Ok(web::redirect("/console/security?done=password"))
-        }
+        Ok(_) => Ok(web::redirect("/console/security?done=password")),
         Err(UserError::WrongPassword) => {
-            blocking(|| c.throttle.failed(&s.email, &client))?;
             security_page(c, req, s, Some((t(l, "wrong_password"), true)))
         }
         Err(UserError::WeakPassword) => security_page(

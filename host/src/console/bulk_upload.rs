@@ -6,6 +6,7 @@
 
 use std::fmt::Write;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -13,11 +14,12 @@ use hyper::Response;
 use serde_json::Value;
 
 use super::html::{self, esc, t, text};
-use super::multipart::{self, Part};
+use super::multipart;
 use super::sessions::Session;
 use super::web::{ConsoleError, Req, same};
 use super::{Console, api, blocking};
 use crate::http::App;
+use crate::http::errors::HttpError;
 
 type Resp = Response<Full<Bytes>>;
 
@@ -53,29 +55,87 @@ struct Upload {
     file: Option<(String, Vec<u8>)>,
 }
 
-fn read_form(req: &Req, s: &Session) -> Result<Upload, ConsoleError> {
+/// Largest text field of the form (its token, key, name, description).
+const MAX_FIELD_BYTES: usize = 4 * 1024;
+
+/// Reads the form as it arrives: its text fields, which come first (the
+/// CSRF token first of all), then its file, read only once the token is
+/// found right. A file ahead of the token is refused unread; the whole
+/// body is bounded by the API's body limit and the body read clock.
+async fn read_form(app: &App, req: &Req, s: &Session) -> Result<Upload, ConsoleError> {
     let bad = || ConsoleError::Refused(400, t(req.lang, "bad_upload").into());
     let boundary = req
         .header("content-type")
-        .and_then(multipart::boundary)
+        .and_then(|ct| multer::parse_boundary(ct).ok())
         .ok_or_else(bad)?;
-    let parts = multipart::parse(&req.body, &boundary).map_err(|_| bad())?;
-    let field = |name: &str| -> Option<String> {
-        parts
-            .iter()
-            .find(|p| p.name == name && p.filename.is_none())
-            .and_then(|p| String::from_utf8(p.body.clone()).ok())
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
+    let body = req.take_unread().ok_or(ConsoleError::Csrf)?;
+    let _reading = super::body_permit(app, &format!("person {}", s.actor_id())).await?;
+    let limits = multer::Constraints::new()
+        .size_limit(multer::SizeLimit::new().whole_stream(app.max_body_bytes as u64));
+    let mut form = multer::Multipart::with_constraints(
+        http_body_util::BodyExt::into_data_stream(body),
+        boundary,
+        limits,
+    );
+    let too_large = |e: &multer::Error| matches!(e, multer::Error::StreamSizeExceeded { .. });
+    let clock = Duration::from_millis(app.connections.config.body_read_timeout_ms);
+    let read = async {
+        let mut fields: Vec<(String, String)> = Vec::new();
+        let mut csrf = false;
+        let mut file = None;
+        while let Some(mut part) = form.next_field().await? {
+            let name = part.name().unwrap_or_default().to_string();
+            if let Some(filename) = part.file_name().map(str::to_string) {
+                if !csrf {
+                    return Ok(Err(ConsoleError::Csrf));
+                }
+                let bytes = part.bytes().await?;
+                if name == "file" && file.is_none() && !bytes.is_empty() {
+                    file = Some((filename, bytes.to_vec()));
+                }
+                continue;
+            }
+            let mut value = Vec::new();
+            while let Some(chunk) = part.chunk().await? {
+                value.extend_from_slice(&chunk);
+                if value.len() > MAX_FIELD_BYTES {
+                    return Ok(Err(bad()));
+                }
+            }
+            let value = String::from_utf8(value).unwrap_or_default();
+            if name == "csrf" {
+                if !same(value.trim(), &s.csrf) {
+                    return Ok(Err(ConsoleError::Csrf));
+                }
+                csrf = true;
+            }
+            fields.push((name, value.trim().to_string()));
+        }
+        Ok::<_, multer::Error>(Ok((csrf, fields, file)))
     };
-    match field("csrf") {
-        Some(token) if same(&token, &s.csrf) => {}
-        _ => return Err(ConsoleError::Csrf),
+    let (csrf, fields, file) = match tokio::time::timeout(clock, read).await {
+        Err(_) => {
+            app.connections
+                .cut(crate::http::connections::Cut::BodyTimeout);
+            return Err(ConsoleError::Body(HttpError::BodyTimeout));
+        }
+        Ok(Err(e)) if too_large(&e) => {
+            return Err(ConsoleError::Body(HttpError::PayloadTooLarge(
+                app.max_body_bytes,
+            )));
+        }
+        Ok(Err(_)) => return Err(bad()),
+        Ok(Ok(read)) => read?,
+    };
+    if !csrf {
+        return Err(ConsoleError::Csrf);
     }
-    let file = parts
-        .iter()
-        .find(|p| p.name == "file" && !p.body.is_empty())
-        .map(|Part { filename, body, .. }| (filename.clone().unwrap_or_default(), body.clone()));
+    let field = |name: &str| -> Option<String> {
+        fields
+            .iter()
+            .find(|(k, v)| k == name && !v.is_empty())
+            .map(|(_, v)| v.clone())
+    };
     Ok(Upload {
         // Without one (a hand-made request), each submit is its own batch.
         idempotency_key: field("idempotency_key")
@@ -150,7 +210,7 @@ pub async fn upload(
         .scopes()
         .allow("POST", IMPORT)
         .map_err(api::forbidden)?;
-    let form = read_form(req, s)?;
+    let form = read_form(app, req, s).await?;
     let Some((filename, file)) = form.file else {
         return Ok(Uploaded::Refused(400, html::notice(t(l, "no_file"), true)));
     };

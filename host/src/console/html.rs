@@ -75,6 +75,21 @@ const WORDS: &[(&str, &str, &str)] = &[
         "E-mail, mot de passe ou code incorrect.",
     ),
     (
+        "busy",
+        "The console is busy. Try again in a few seconds.",
+        "La console est occupée. Réessayez dans quelques secondes.",
+    ),
+    (
+        "too_large",
+        "This form is larger than the console accepts.",
+        "Ce formulaire dépasse ce que la console accepte.",
+    ),
+    (
+        "unread",
+        "This form could not be read. Try again.",
+        "Ce formulaire n’a pas pu être lu. Réessayez.",
+    ),
+    (
         "throttled",
         "Too many sign-in attempts. Try again in {} minutes.",
         "Trop de tentatives de connexion. Réessayez dans {} minutes.",

@@ -19,6 +19,7 @@ pub mod keys;
 pub mod links;
 pub mod multipart;
 pub mod overview;
+pub mod password_checks;
 pub mod payment;
 pub mod payments;
 pub mod qr;
@@ -66,6 +67,9 @@ pub struct Console {
     pub sessions: sessions::Sessions,
     pub audit: audit::AuditLog,
     pub throttle: throttle::Throttle,
+    /// Password checks, a few at a time.
+    pub password_checks: password_checks::PasswordChecks,
+    pub metrics: Arc<crate::metrics::Metrics>,
     /// The overview's tallies (kept by the outbox dispatcher).
     pub tallies: SqlDb,
     /// Cookies marked `Secure`: the service is reached over TLS.
@@ -78,8 +82,15 @@ pub struct Console {
 }
 
 impl Console {
-    pub fn new(db: SqlDb, base_url: &str) -> Console {
+    pub fn new(
+        db: SqlDb,
+        base_url: &str,
+        config: &crate::config::ConsoleConfig,
+        metrics: Arc<crate::metrics::Metrics>,
+    ) -> Console {
         Console {
+            password_checks: password_checks::PasswordChecks::new(config, metrics.clone()),
+            metrics,
             users: users::Users::new(db.clone()),
             sessions: sessions::Sessions::new(db.clone()),
             audit: audit::AuditLog::new(db.clone()),
@@ -112,7 +123,14 @@ pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
 
 type Resp = Response<Full<Bytes>>;
 
-/// Serves one request under `/console`.
+/// Serves one request under `/console`. A body is capped on its declared
+/// length before anything else is looked at, and read only when someone
+/// may send one: the forms of the signed-out pages (sign-in, invitation),
+/// and a signed-in person's forms, each under a permit of its client or
+/// person (a few bodies in memory at once, a short wait, then 429). A
+/// signed-out request to any other page is answered unread. An upload is
+/// read by its handler, once the session, the role and its CSRF token
+/// (ahead of the file) have passed ([`bulk_upload`]).
 pub async fn handle(
     app: &Arc<App>,
     console: &Console,
@@ -120,12 +138,15 @@ pub async fn handle(
     request_id: &str,
 ) -> Resp {
     let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
+    let upload = req.uri().path() == bulk_upload::PATH;
     // A CSV upload may be as large as the API takes one; other forms are small.
-    let limit = (req.uri().path() != bulk_upload::PATH).then_some(MAX_FORM_BYTES);
-    let (parts, body) = match crate::http::read_request(app, req, limit).await {
-        Ok(read) => read,
-        Err(_) => return web::page_response(400, "bad request\n".into()),
+    let limit = if upload {
+        app.max_body_bytes
+    } else {
+        MAX_FORM_BYTES
     };
+    let head = crate::http::check_head(&req, limit);
+    let (parts, body) = req.into_parts();
     let headers: Vec<(String, String)> = parts
         .headers
         .iter()
@@ -136,7 +157,8 @@ pub async fn handle(
         path: parts.uri.path().to_string(),
         query: parts.uri.query().unwrap_or_default().to_string(),
         headers,
-        body: body.to_vec(),
+        body: Vec::new(),
+        unread: Default::default(),
         client: client.map(|c| c.to_string()),
         lang: Lang::En,
         request_id: request_id.to_string(),
@@ -146,6 +168,9 @@ pub async fn handle(
         req.cookie("mmc_lang").as_deref(),
         req.header("accept-language"),
     );
+    if let Err(e) = head {
+        return ConsoleError::Body(e).into_response(req.lang, None);
+    }
     let session = match req.cookie(COOKIE) {
         Some(token) => match blocking(|| console.sessions.find(&token)) {
             Ok(s) => s,
@@ -154,6 +179,26 @@ pub async fn handle(
         None => None,
     };
     let lang = req.lang;
+    if req.method == "POST" {
+        let read = match (&session, upload) {
+            (Some(_), true) => {
+                req.unread = std::sync::Mutex::new(Some(body));
+                Ok(())
+            }
+            (Some(s), false) => {
+                read_form(app, &mut req, body, &format!("person {}", s.actor_id())).await
+            }
+            (None, _) if public_form(&req.path) => match client {
+                Some(ip) => read_form(app, &mut req, body, &format!("client {ip}")).await,
+                None => Ok(()),
+            },
+            // Signed out, to a page that needs a session: answered unread.
+            (None, _) => Ok(()),
+        };
+        if let Err(e) = read {
+            return e.into_response(lang, session.as_ref());
+        }
+    }
     let mut resp = match route(app, console, &req, session.as_ref()).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(lang, session.as_ref()),
@@ -171,6 +216,44 @@ pub async fn handle(
         );
     }
     resp
+}
+
+/// The forms a signed-out browser may post: sign-in and an invitation's.
+fn public_form(path: &str) -> bool {
+    path == "/console/sign-in" || path.starts_with("/console/invite/")
+}
+
+/// A form's body, within [`MAX_FORM_BYTES`], under one of `reader`'s
+/// permits (the connections' per-client ones).
+async fn read_form(
+    app: &App,
+    req: &mut Req,
+    body: Incoming,
+    reader: &str,
+) -> Result<(), ConsoleError> {
+    if hyper::body::Body::is_end_stream(&body) {
+        return Ok(());
+    }
+    let _reading = body_permit(app, reader).await?;
+    req.body = crate::http::read_body(app, body, MAX_FORM_BYTES)
+        .await?
+        .to_vec();
+    Ok(())
+}
+
+/// One of `reader`'s body permits, waiting as the API's requests do.
+pub(crate) async fn body_permit(
+    app: &App,
+    reader: &str,
+) -> Result<crate::permits::KeyedPermit, ConsoleError> {
+    let wait = std::time::Duration::from_millis(app.connections.config.body_permit_wait_ms);
+    app.connections
+        .client_bodies
+        .acquire_within(reader, wait)
+        .await
+        .ok_or(ConsoleError::Body(
+            crate::http::errors::HttpError::RateLimited(std::time::Duration::from_secs(1)),
+        ))
 }
 
 async fn route(
@@ -194,7 +277,7 @@ async fn route(
         ("GET", ["sign-in"]) => return Ok(auth::sign_in_page(c, req, 200, None)),
         ("POST", ["sign-in"]) => return auth::sign_in(c, req).await,
         ("GET", ["invite", token]) => return auth::invite_page(c, req, token, None),
-        ("POST", ["invite", token]) => return auth::accept_invite(c, req, token),
+        ("POST", ["invite", token]) => return auth::accept_invite(c, req, token).await,
         _ => {}
     }
     let s = session.ok_or(ConsoleError::NotSignedIn)?;
@@ -208,7 +291,7 @@ async fn route(
                 .then(|| (html::t(req.lang, "password_changed"), false));
             return auth::security_page(c, req, s, done);
         }
-        ("POST", ["security"]) => return auth::security_action(c, req, s),
+        ("POST", ["security"]) => return auth::security_action(c, req, s).await,
         _ => {}
     }
     // Everything else works in the session's environment.

@@ -6,7 +6,7 @@
 
 use argon2::Argon2;
 use argon2::password_hash::rand_core::{OsRng, RngCore};
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::password_hash::{PasswordHash, PasswordHasher, SaltString};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -161,12 +161,51 @@ pub fn hash_password(password: &str) -> Result<String, UserError> {
         .map_err(|e| UserError::Storage(StorageError::Unavailable(format!("argon2: {e}"))))
 }
 
+/// The argon2 crate's own verification, which [`password_matches_in`] must agree with.
+#[cfg(test)]
 fn password_matches(stored: &str, password: &str) -> bool {
+    use argon2::password_hash::PasswordVerifier;
     PasswordHash::new(stored).is_ok_and(|h| {
         Argon2::default()
             .verify_password(password.as_bytes(), &h)
             .is_ok()
     })
+}
+
+/// [`password_matches`], computed in `memory`: one Argon2 run's blocks,
+/// kept from check to check, so that checks allocate (and the allocator
+/// keeps) no 19 MiB each.
+fn password_matches_in(stored: &str, password: &str, memory: &mut Vec<argon2::Block>) -> bool {
+    let Ok(h) = PasswordHash::new(stored) else {
+        return false;
+    };
+    let (Some(salt), Some(expected), Ok(params), Ok(algorithm)) = (
+        h.salt,
+        h.hash,
+        argon2::Params::try_from(&h),
+        argon2::Algorithm::try_from(h.algorithm),
+    ) else {
+        return false;
+    };
+    let Ok(version) = h.version.map(argon2::Version::try_from).transpose() else {
+        return false;
+    };
+    let mut salt_bytes = [0u8; 64];
+    let Ok(salt) = salt.decode_b64(&mut salt_bytes) else {
+        return false;
+    };
+    memory.resize(params.block_count(), argon2::Block::default());
+    let argon2 = Argon2::new(algorithm, version.unwrap_or_default(), params);
+    let computed = argon2::password_hash::Output::init_with(expected.len(), |out| {
+        Ok(argon2.hash_password_into_with_memory(
+            password.as_bytes(),
+            salt,
+            out,
+            &mut memory[..],
+        )?)
+    });
+    // Output's comparison takes the same time wherever the bytes differ.
+    computed.is_ok_and(|c| c == expected)
 }
 
 /// A hash to verify against when the account does not exist, so an unknown
@@ -370,6 +409,17 @@ impl Users {
         email: &str,
         password: &str,
     ) -> Result<Option<Credentials>, UserError> {
+        self.check_password_in(email, password, &mut Vec::new())
+    }
+
+    /// [`Users::check_password`], its Argon2 run computed in `memory`
+    /// (kept by the caller from one check to the next).
+    pub fn check_password_in(
+        &self,
+        email: &str,
+        password: &str,
+        memory: &mut Vec<argon2::Block>,
+    ) -> Result<Option<Credentials>, UserError> {
         let email = email.trim().to_lowercase();
         let row = self.db.read(|c| {
             c.query_opt(
@@ -378,7 +428,7 @@ impl Users {
             )
         })?;
         let stored = row.as_ref().and_then(|r| r.opt_text(7).ok().flatten());
-        let ok = password_matches(stored.as_deref().unwrap_or(decoy_hash()), password);
+        let ok = password_matches_in(stored.as_deref().unwrap_or(decoy_hash()), password, memory);
         let (Some(r), true, Some(_)) = (row, ok, stored) else {
             return Ok(None);
         };
@@ -568,6 +618,25 @@ mod tests {
         assert!(h.starts_with("$argon2id$"), "{h}");
         assert!(password_matches(&h, "correct horse battery"));
         assert!(!password_matches(&h, "correct horse battery!"));
+        // In kept memory, as sign-in checks: the same answers, twice over.
+        let mut memory = Vec::new();
+        for _ in 0..2 {
+            assert!(password_matches_in(
+                &h,
+                "correct horse battery",
+                &mut memory
+            ));
+            assert!(!password_matches_in(
+                &h,
+                "correct horse battery!",
+                &mut memory
+            ));
+        }
+        assert!(!password_matches_in(
+            "not a hash",
+            "correct horse battery",
+            &mut memory
+        ));
         assert!(matches!(
             hash_password("short"),
             Err(UserError::WeakPassword)

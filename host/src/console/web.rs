@@ -10,20 +10,28 @@ use hyper::header::HeaderValue;
 
 use super::html::{self, Lang, t};
 use super::sessions::{COOKIE, Session};
+use crate::http::errors::HttpError;
 
-/// A console request, read whole (its body is a small form).
+/// A console request: its head, and its body when it is a form (read
+/// whole: a small form). An upload's body is left unread for its handler.
 pub struct Req {
     pub method: String,
     pub path: String,
     pub query: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    pub unread: std::sync::Mutex<Option<hyper::body::Incoming>>,
     pub client: Option<String>,
     pub lang: Lang,
     pub request_id: String,
 }
 
 impl Req {
+    /// The body left unread (an upload's), once.
+    pub fn take_unread(&self) -> Option<hyper::body::Incoming> {
+        self.unread.lock().ok()?.take()
+    }
+
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
@@ -82,6 +90,13 @@ pub enum ConsoleError {
     NotFound,
     #[error("rate limited")]
     RateLimited(Duration),
+    /// Every password check is taken: nothing was checked, try again soon.
+    #[error("password checks busy")]
+    Busy,
+    /// The request's body was refused unread or could not be read: too
+    /// large (413), too slow (408), too many at once (429), malformed (400).
+    #[error("{0}")]
+    Body(#[from] crate::http::errors::HttpError),
     /// The API refused the action; its message is shown as it is.
     #[error("{1}")]
     Refused(u16, String),
@@ -103,8 +118,9 @@ impl ConsoleError {
             | ConsoleError::Forbidden(_)
             | ConsoleError::SecondFactorRequired => 403,
             ConsoleError::NotFound => 404,
-            ConsoleError::RateLimited(_) => 429,
+            ConsoleError::RateLimited(_) | ConsoleError::Busy => 429,
             ConsoleError::Refused(status, _) => *status,
+            ConsoleError::Body(e) => e.status().as_u16(),
             ConsoleError::Unavailable(_) => 503,
         }
     }
@@ -122,6 +138,13 @@ impl ConsoleError {
                 let minutes = wait.as_secs().div_ceil(60).max(1);
                 t(lang, "throttled").replacen("{}", &minutes.to_string(), 1)
             }
+            ConsoleError::Busy => t(lang, "busy").to_string(),
+            ConsoleError::Body(e) => match e {
+                HttpError::PayloadTooLarge(_) | HttpError::HeadersTooLarge => t(lang, "too_large"),
+                HttpError::RateLimited(_) => t(lang, "busy"),
+                _ => t(lang, "unread"),
+            }
+            .to_string(),
             ConsoleError::Refused(_, m) | ConsoleError::Unavailable(m) => m.clone(),
             ConsoleError::NotSignedIn => String::new(),
         };
@@ -134,7 +157,13 @@ impl ConsoleError {
             self.status(),
             html::page(lang, session, t(lang, "error"), &body),
         );
-        if let ConsoleError::RateLimited(wait) = self
+        let retry = match self {
+            ConsoleError::RateLimited(wait) => Some(wait),
+            ConsoleError::Busy => Some(Duration::from_secs(1)),
+            ConsoleError::Body(HttpError::RateLimited(wait)) => Some(wait),
+            _ => None,
+        };
+        if let Some(wait) = retry
             && let Ok(v) = HeaderValue::from_str(&wait.as_secs().max(1).to_string())
         {
             resp.headers_mut().insert("retry-after", v);

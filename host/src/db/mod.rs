@@ -45,6 +45,9 @@ impl Storage {
                 if let Some(ms) = config.storage.idle_in_transaction_timeout_ms {
                     options.idle_in_transaction_timeout = std::time::Duration::from_millis(ms);
                 }
+                if let Some(ms) = config.storage.migration_lock_wait_ms {
+                    options.migration_lock_wait = std::time::Duration::from_millis(ms);
+                }
                 let db = Arc::new(
                     Postgres::connect_with(&url, options)
                         .map_err(|e| anyhow::anyhow!("storage.url {}: {e}", redact(&url)))?,

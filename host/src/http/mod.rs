@@ -110,6 +110,15 @@ pub(crate) async fn read_request(
     max_body: Option<usize>,
 ) -> Result<(hyper::http::request::Parts, Bytes), HttpError> {
     let max_body_bytes = max_body.unwrap_or(app.max_body_bytes);
+    check_head(&req, max_body_bytes)?;
+    let (parts, body) = req.into_parts();
+    Ok((parts, read_body(app, body, max_body_bytes).await?))
+}
+
+/// What a request's head alone says is too much: too many or too large
+/// headers, or a declared body over `max_body_bytes`. Nothing of the body
+/// is read.
+pub(crate) fn check_head<B>(req: &Request<B>, max_body_bytes: usize) -> Result<(), HttpError> {
     if req.headers().len() > MAX_HEADERS
         || req
             .headers()
@@ -128,7 +137,15 @@ pub(crate) async fn read_request(
     if declared.is_some_and(|n| n > max_body_bytes) {
         return Err(HttpError::PayloadTooLarge(max_body_bytes));
     }
-    let (parts, body) = req.into_parts();
+    Ok(())
+}
+
+/// A body, whole, within `max_body_bytes` and the body read clock.
+pub(crate) async fn read_body(
+    app: &App,
+    body: Incoming,
+    max_body_bytes: usize,
+) -> Result<Bytes, HttpError> {
     let read_timeout =
         std::time::Duration::from_millis(app.connections.config.body_read_timeout_ms);
     let collected =
@@ -138,17 +155,16 @@ pub(crate) async fn read_request(
                 app.connections.cut(Cut::BodyTimeout);
                 HttpError::BodyTimeout
             })?;
-    let body = match collected {
-        Ok(b) => b.to_bytes(),
+    match collected {
+        Ok(b) => Ok(b.to_bytes()),
         Err(e)
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some() =>
         {
-            return Err(HttpError::PayloadTooLarge(max_body_bytes));
+            Err(HttpError::PayloadTooLarge(max_body_bytes))
         }
-        Err(_) => return Err(HttpError::BadBody),
-    };
-    Ok((parts, body))
+        Err(_) => Err(HttpError::BadBody),
+    }
 }
 
 fn headers_of(parts: &hyper::http::request::Parts) -> Vec<(String, String)> {

@@ -2,6 +2,7 @@
 //! rendering of stored events, `collect`'s exports, and an operator's adapter.
 
 use super::*;
+use crate::runtime::state::LeaseGuard;
 
 impl Runtime {
     /// One HTTP request into an API component.
@@ -40,24 +41,27 @@ impl Runtime {
         job: &str,
         limit: u32,
     ) -> Result<u32, CallError> {
+        self.run_job_leased(component, job, limit, None)
+    }
+
+    /// [`run_job`](Self::run_job) under a job lease: none of its writes
+    /// commits once `lease` is no longer held (see [`LeaseGuard`]).
+    pub fn run_job_leased(
+        self: &Arc<Self>,
+        component: &str,
+        job: &str,
+        limit: u32,
+        lease: Option<Arc<dyn LeaseGuard>>,
+    ) -> Result<u32, CallError> {
         let loaded = self
             .get(component)
             .ok_or_else(|| CallError::NotLoaded(component.into()))?;
         if !matches!(loaded.kind, Kind::Collect | Kind::Service) {
             return Err(CallError::WrongKind(component.into()));
         }
-        self.invoke(&loaded, |store, pre| match pre {
-            Pre::Collect(p) => {
-                p.instantiate(&mut *store)?
-                    .mmc_api_jobs()
-                    .call_run(&mut *store, job, limit)
-            }
-            Pre::Service(p) => {
-                p.instantiate(&mut *store)?
-                    .mmc_api_jobs()
-                    .call_run(&mut *store, job, limit)
-            }
-            _ => unreachable!("kind checked above"),
+        self.invoke(&loaded, |store, pre| {
+            store.data_mut().lease = lease;
+            run_job_in(store, pre, job, limit)
         })
     }
 
@@ -141,5 +145,27 @@ impl Runtime {
             _ => unreachable!("adapter_for checks the kind"),
         });
         (result, Some(loaded))
+    }
+}
+
+/// The `jobs.run` export of an API component that has jobs.
+fn run_job_in(
+    store: &mut Store<HostState>,
+    pre: &Pre,
+    job: &str,
+    limit: u32,
+) -> wasmtime::Result<u32> {
+    match pre {
+        Pre::Collect(p) => {
+            p.instantiate(&mut *store)?
+                .mmc_api_jobs()
+                .call_run(&mut *store, job, limit)
+        }
+        Pre::Service(p) => {
+            p.instantiate(&mut *store)?
+                .mmc_api_jobs()
+                .call_run(&mut *store, job, limit)
+        }
+        _ => unreachable!("kind checked by the caller"),
     }
 }

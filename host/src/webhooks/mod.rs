@@ -65,6 +65,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "bulk.batch.partially_completed",
     "bulk.batch.failed",
     "bulk.batch.rejected",
+    "bulk.item.review_required",
 ];
 
 #[derive(Debug, Clone, Serialize)]

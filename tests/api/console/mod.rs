@@ -1,6 +1,7 @@
 //! The merchant console over real HTTP with cookies: people sign in, the
 //! console holds them to their role's API scopes, and its actions are the API's.
 
+mod abuse;
 mod access;
 mod browser;
 mod bulk;

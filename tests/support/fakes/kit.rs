@@ -136,6 +136,11 @@ impl<W: Wire> FakeServer<W> {
         self.plumbing().inject_for(endpoint, key, fault, times);
     }
 
+    /// Drops every fault not used yet.
+    pub fn clear_faults(&self) {
+        self.plumbing().clear_faults();
+    }
+
     /// Injections for (`endpoint`, `key`) not used yet.
     pub fn faults_left(&self, endpoint: &str, key: &str) -> usize {
         self.plumbing().faults_left(endpoint, key)

@@ -201,6 +201,13 @@ pub enum Fault {
     AcceptThenReset,
     /// Do the work, then answer 200 with an unreadable body.
     AcceptThenGarbage,
+    /// The request waits in the operator's gateway: the client hears
+    /// nothing in time, nothing is known of the operation meanwhile (a
+    /// status query finds nothing), and the work is done only after this
+    /// delay, once every window the caller keeps has passed. A copy sent
+    /// meanwhile under the same id is taken as the provider takes a
+    /// repeated id.
+    ArrivesLate(Duration),
     /// Before any work: answer exactly this (a refusal in the provider's
     /// own error shape, e.g. each fake's `refusal(401)`); nothing is done.
     Reply(Reply),
@@ -294,6 +301,12 @@ impl Plumbing {
         for _ in 0..times {
             queue.push_back(fault.clone());
         }
+    }
+
+    /// Drops every fault not used yet: the provider answers again.
+    pub fn clear_faults(&self) {
+        self.faults.lock().clear();
+        self.targeted.lock().clear();
     }
 
     /// The next `times` requests to `endpoint` about `key` (an MSISDN or one
@@ -559,6 +572,13 @@ async fn apply(fault: Option<Fault>, work: impl std::future::Future<Output = Rep
             work.await;
             Reply::garbage()
         }
+        Fault::ArrivesLate(delay) => {
+            // The client gave up long before; the request goes on in the
+            // gateway ([`serve`] finishes every request it received).
+            tokio::time::sleep(delay).await;
+            work.await;
+            Reply::injected_failure(504)
+        }
         Fault::Reply(reply) => reply,
     }
 }
@@ -614,7 +634,11 @@ pub async fn serve(handler: Handler) -> SocketAddr {
                             keys: Vec::new(),
                             op_id: None,
                         };
-                        let reply = handler(received).await;
+                        // A request received is carried out even when the
+                        // client has gone (a gateway does not know it left).
+                        let reply = tokio::spawn(handler(received))
+                            .await
+                            .unwrap_or_else(|_| Reply::reset());
                         if reply.reset {
                             return Err(ResetByFake);
                         }

@@ -140,9 +140,21 @@ fn new_batch(caller: &Caller, new: NewBatch, now: u64) -> (Batch, Vec<Item>) {
 }
 
 /// A valid line as a pending item of batch `batch_id`.
+/// A UUIDv7 at the host clock's `now_ms`.
+fn time_ordered_id(now_ms: u64) -> uuid::Uuid {
+    let ts = uuid::Timestamp::from_unix(
+        uuid::NoContext,
+        now_ms / 1000,
+        ((now_ms % 1000) * 1_000_000) as u32,
+    );
+    uuid::Uuid::new_v7(ts)
+}
+
 fn new_item(batch_id: &str, position: u32, line: u32, v: ValidItem, now: u64) -> Item {
     Item {
-        id: uuid::Uuid::new_v4().to_string(),
+        // UUIDv7: the id carries its time, so a provider that must be searched
+        // for it (FedaPay) is read back only as far as the item's creation.
+        id: time_ordered_id(now).to_string(),
         batch_id: batch_id.to_string(),
         position,
         line,
@@ -155,6 +167,7 @@ fn new_item(batch_id: &str, position: u32, line: u32, v: ValidItem, now: u64) ->
         currency: v.currency,
         status: ItemStatus::Pending,
         attempts: 0,
+        resent: 0,
         psp_reference: None,
         failure: None,
         created_at_ms: now,
@@ -167,6 +180,7 @@ fn new_item(batch_id: &str, position: u32, line: u32, v: ValidItem, now: u64) ->
         route: None,
         tried: Vec::new(),
         held: None,
+        unconfirmed: None,
     }
 }
 

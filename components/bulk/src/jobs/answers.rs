@@ -5,10 +5,10 @@ use mmc_domain::outcome::CallFailure;
 use mmc_domain::settlement::{self, Asked, Reported};
 
 use crate::ApiError;
-use crate::events::emit;
+use crate::events::{emit, emit_review};
 use crate::mmc::adapter::types::{AdapterError, PspStatus, Settled, Started};
 use crate::mmc::platform::{clock, log};
-use crate::store::{BatchStatus, Failure, Item, ItemStatus, Tx};
+use crate::store::{BatchStatus, Failure, Held, Item, ItemStatus, Tx};
 
 /// First status query of a payout the operator left pending, then doubling.
 const FIRST_CHECK_MS: u64 = 2_000;
@@ -27,6 +27,9 @@ pub(super) enum Answer {
     Review(Option<String>, Failure),
     /// Accepted, not final yet, or unknown (timeout): ask again later.
     Pending(Option<String>),
+    /// The status query itself failed (why): still processing, the reason
+    /// shown on the item until an answer comes; asked again later.
+    Unreadable(String),
 }
 
 pub(super) fn failure(code: &str, message: impl Into<String>) -> Failure {
@@ -118,11 +121,20 @@ pub(super) fn record(
         return Ok(true);
     };
     if item.status != ItemStatus::Processing {
+        if let Answer::Completed(r) = answer
+            && item.status == ItemStatus::Failed
+        {
+            late_success(&tx, env, merchant, item, r, now)?;
+            tx.commit()?;
+        }
         return Ok(true);
     }
     let previous_check = item.next_check_ms;
     if checked {
         item.checks += 1;
+    }
+    if !matches!(answer, Answer::Unreadable(_)) {
+        item.unconfirmed = None;
     }
     let (to, psp_reference) = match answer {
         Answer::Completed(r) => (ItemStatus::Completed, r),
@@ -135,7 +147,16 @@ pub(super) fn record(
             (ItemStatus::Processing, r)
         }
         Answer::Pending(r) => (ItemStatus::Processing, r),
+        Answer::Unreadable(reason) => {
+            let since = item.unconfirmed.as_ref().map_or(now, |u| u.since_ms);
+            item.unconfirmed = Some(Held {
+                reason,
+                since_ms: since,
+            });
+            (ItemStatus::Processing, None)
+        }
     };
+
     if to == ItemStatus::Processing {
         // Asked again later, backing off (a success under review too).
         let interval = (FIRST_CHECK_MS << item.checks.min(5)).min(MAX_CHECK_INTERVAL_MS);
@@ -169,4 +190,55 @@ pub(super) fn record(
     tx.save_batch(&batch, previous_queue)?;
     tx.commit()?;
     Ok(true)
+}
+
+/// The operator reports paid a payout recorded failed: the money went, so
+/// the item becomes completed, never left failed (paying it again would pay
+/// twice). It is flagged for review, with an event, and its batch's counts
+/// and outcome follow.
+fn late_success(
+    tx: &Tx,
+    env: &str,
+    merchant: &str,
+    mut item: Item,
+    psp_reference: Option<String>,
+    now: u64,
+) -> Result<(), ApiError> {
+    let was = item.failure.take();
+    log::log(
+        log::Level::Error,
+        &format!(
+            "payout of item {}: the operator reports it paid after it was recorded failed ({})",
+            item.id,
+            was.as_ref().map_or("no reason", |f| f.code.as_str())
+        ),
+    );
+    log::count("late_payout_success");
+    item.status = ItemStatus::Completed;
+    item.completed_at_ms = Some(now);
+    item.updated_at_ms = now;
+    if psp_reference.is_some() {
+        item.psp_reference = psp_reference;
+    }
+    item.review = Some(failure(
+        "late_success",
+        "The operator reports this payout made after it was recorded failed: check that it was not paid again.",
+    ));
+    tx.save_item(env, merchant, &item, None)?;
+    let mut batch = tx
+        .batch(env, merchant, &item.batch_id)?
+        .ok_or_else(|| ApiError::internal("item without batch"))?;
+    let previous_queue = batch.queued_ms;
+    batch.count_move(ItemStatus::Failed, ItemStatus::Completed, item.amount);
+    batch.amount_failed = batch.amount_failed.saturating_sub(item.amount);
+    batch.updated_at_ms = now;
+    emit_review(tx, &batch, &item)?;
+    if let Some(end) = batch.outcome()
+        && batch.status != end
+        && batch.status != BatchStatus::Processing
+    {
+        batch.status = end;
+        emit(tx, &batch)?;
+    }
+    tx.save_batch(&batch, previous_queue)
 }

@@ -5,11 +5,12 @@ use mmc_domain::outcome;
 
 use crate::mmc::adapter::router::{self, Routed};
 use crate::mmc::adapter::types::{AdapterError, OperationRef, PspStatus};
-use crate::mmc::platform::log;
-use crate::store::{self, Item, ItemStatus};
+use crate::mmc::platform::{clock, log};
+use crate::store::{self, Item, ItemStatus, Tx};
 use crate::{ApiError, settings};
 
-use super::answers::{Answer, completed, failure, record, warn};
+use super::answers::{Answer, completed, failure, payout_answer, record, warn};
+use super::send::send;
 
 /// Processing items whose outcome is due to be asked: after a pending
 /// answer, a timeout, or a claim nobody finished (a crash). The operators are
@@ -73,33 +74,104 @@ fn record_status(
     let answer = match status {
         Ok(PspStatus::Completed(paid)) => completed(&item, &paid, None),
         Ok(PspStatus::Failed(f)) => Answer::Failed(None, failure(&f.code, f.message)),
-        // Never received, once nothing can be in flight any more: nothing was paid.
+        // Not found is not never: a request queued in the provider's gateway
+        // can still execute. Once nothing of ours can be on its way, the
+        // payout is sent again under the same id, which the provider takes
+        // once: whichever copy arrives, the money moves once.
         Ok(PspStatus::NotFound)
             if outcome::not_found_is_final(since, now, settings::in_flight_ms()) =>
         {
-            Answer::Failed(
-                None,
-                failure(
-                    "operator_not_reached",
-                    "The operator has no record of this payout: it was never made.",
-                ),
-            )
+            return resend(env, merchant, &item);
         }
-        other => {
-            if let Err(e) = &other {
-                warn(&format!("payout-status of item {}: {e:?}", item.id));
-            }
-            // Unknown stays processing however long it takes; a person is told.
-            if now.saturating_sub(since) >= settings::max_pending_ms() {
-                warn(&format!(
-                    "payout of item {} unconfirmed for {} s: check with the operator",
-                    item.id,
-                    now.saturating_sub(since) / 1000
-                ));
-                log::count("payout_unconfirmed");
-            }
+        Err(e) => {
+            warn(&format!("payout-status of item {}: {e:?}", item.id));
+            log::count("payout_status_unreadable");
+            told_if_overdue(&item, since, now);
+            Answer::Unreadable(format!(
+                "the operator's status could not be read: {}",
+                error_text(&e)
+            ))
+        }
+        Ok(PspStatus::Pending | PspStatus::NotFound) => {
+            told_if_overdue(&item, since, now);
             Answer::Pending(None)
         }
     };
     record(env, merchant, &item, answer, true).map(|_| ())
+}
+
+/// Sends a processing item's payout again, through its route and under its
+/// id, as a new attempt stored before it leaves (with its own sending
+/// deadline). Only an explicit answer ends the item; an attempt that could
+/// not be sent changes nothing: earlier ones may still arrive.
+fn resend(env: &str, merchant: &str, item: &Item) -> Result<(), ApiError> {
+    let Some(attempt) = start_resend(env, merchant, item)? else {
+        return Ok(());
+    };
+    warn(&format!(
+        "payout of item {}: unknown to the operator once nothing of ours could be on its way; sent again under the same id",
+        item.id
+    ));
+    log::count("payout_resent");
+    let answer = match send(env, &attempt) {
+        Err(e) if !matches!(e, AdapterError::Rejected(_)) => {
+            warn(&format!("payout of item {} sent again: {e:?}", item.id));
+            Answer::Pending(None)
+        }
+        outcome => payout_answer(&attempt, outcome),
+    };
+    record(env, merchant, &attempt, answer, false).map(|_| ())
+}
+
+/// The attempt of a payout sent again, stored: none when the item moved
+/// meanwhile (answered, or sent again by another run).
+fn start_resend(env: &str, merchant: &str, item: &Item) -> Result<Option<Item>, ApiError> {
+    let now = clock::now_ms();
+    let tx = Tx::begin()?;
+    let Some(mut current) = tx.item(env, merchant, &item.batch_id, item.position)? else {
+        return Ok(None);
+    };
+    if current.status != ItemStatus::Processing
+        || current.route != item.route
+        || current.submitted_at_ms != item.submitted_at_ms
+    {
+        return Ok(None);
+    }
+    let previous_check = current.next_check_ms;
+    current.resent += 1;
+    current.submitted_at_ms = Some(now);
+    current.updated_at_ms = now;
+    // If nobody records the answer (the process died), ask the operator then.
+    current.next_check_ms = Some(now + settings::claim_grace_ms());
+    tx.save_item(env, merchant, &current, previous_check)?;
+    tx.commit()?;
+    Ok(Some(current))
+}
+
+/// An adapter error as a person reads it on the item.
+fn error_text(e: &AdapterError) -> String {
+    let text = match e {
+        AdapterError::Timeout(m)
+        | AdapterError::Unavailable(m)
+        | AdapterError::InvalidResponse(m)
+        | AdapterError::Rejected(m)
+        | AdapterError::NotSent(m)
+        | AdapterError::NotSupported(m)
+        | AdapterError::Unauthenticated(m)
+        | AdapterError::Busy(m) => m,
+    };
+    text.chars().take(300).collect()
+}
+
+/// Unknown stays processing however long it takes; past `max_pending_ms`,
+/// a person is told (logged and counted on every check).
+fn told_if_overdue(item: &Item, since: u64, now: u64) {
+    if now.saturating_sub(since) >= settings::max_pending_ms() {
+        warn(&format!(
+            "payout of item {} unconfirmed for {} s: check with the operator",
+            item.id,
+            now.saturating_sub(since) / 1000
+        ));
+        log::count("payout_unconfirmed");
+    }
 }

@@ -6,7 +6,7 @@ use mmc_domain::outcome;
 use std::collections::HashMap;
 
 use crate::mmc::adapter::router;
-use crate::mmc::adapter::types::PayoutRequest;
+use crate::mmc::adapter::types::{AdapterError, PayoutRequest, Started};
 use crate::mmc::platform::{clock, log};
 use crate::store::{self, Batch, BatchStatus, Item, ItemStatus, Tx};
 use crate::{ApiError, settings};
@@ -95,7 +95,7 @@ pub(super) fn pay_batch(d: &store::Due, budget: u32, lanes: &mut Lanes) -> Resul
         };
         lanes.add(env, &claimed.operator, 1);
         let outcome = loop {
-            let outcome = router::payout(claimed.route.as_deref(), &payout_request(env, &claimed));
+            let outcome = send(env, &claimed);
             match outcome {
                 Err(ref e) if failure_kind(e).certainty() == outcome::Certainty::NotPerformed => {
                     match next_route(env, merchant, &claimed)? {
@@ -123,6 +123,17 @@ pub(super) fn pay_batch(d: &store::Due, budget: u32, lanes: &mut Lanes) -> Resul
         skip_window(&batch, window.last().map(|i| i.position + 1))?;
     }
     Ok(done)
+}
+
+/// The payout request of a claimed `item`, sent as one attempt: under its
+/// id, through its route, and not after the attempt's sending deadline.
+pub(super) fn send(env: &str, item: &Item) -> Result<Started, AdapterError> {
+    let started = item.submitted_at_ms.unwrap_or(item.updated_at_ms);
+    router::payout(
+        item.route.as_deref(),
+        &payout_request(env, item),
+        settings::send_until_ms(started),
+    )
 }
 
 fn payout_request(env: &str, item: &Item) -> PayoutRequest {
@@ -204,10 +215,13 @@ fn next_route(env: &str, merchant: &str, claimed: &Item) -> Result<Option<Item>,
         return Ok(None);
     }
     log::count("payout_failover");
+    let now = clock::now_ms();
     item.tried.push(current);
     item.route = Some(next);
     item.attempts += 1;
-    item.updated_at_ms = clock::now_ms();
+    // A new attempt, with a sending deadline of its own.
+    item.submitted_at_ms = Some(now);
+    item.updated_at_ms = now;
     tx.save_item(env, merchant, &item, item.next_check_ms)?;
     tx.commit()?;
     Ok(Some(item))

@@ -16,6 +16,8 @@
 //! | payment_refunds | env/merchant/payment id/refund id | (empty) — a payment's refunds |
 //! | refund_idem | env/merchant/idempotency-key | [`RefundIdem`] |
 //! | listing | env/merchant/status/country/operator/id | (empty) — the list's filters ([`listing_key`]; status: the final one, or `pending` for every payment in progress) |
+//! | callbacks | env/operator/digest of the body | when it is forgotten (ms) — operators' callbacks taken, so a replay changes nothing |
+//! | callback_expiry | forget_ms/env/operator/digest | (empty) — `callbacks` in the order they are forgotten |
 //! | meta | `listing-v2` / `listing-v2-backfill` | set once every payment is in `listing` as keyed now / how far its backfill got |
 
 mod codec;

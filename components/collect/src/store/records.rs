@@ -45,6 +45,19 @@ pub struct Refund {
     /// currency): the refund stays as it was until someone looks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review: Option<Failure>,
+    /// When its latest request to the operator was stored to be sent (none:
+    /// only the first, at `created_at_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_at_ms: Option<u64>,
+    /// Times its request was sent again under the same id, because the
+    /// operator did not know that id once nothing of ours could still be on
+    /// its way: the operator takes the id once, so the money moves once.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resent: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
