@@ -262,6 +262,18 @@ fn call(
     headers: &[(&str, &str)],
     body: Value,
 ) -> (u16, Value) {
+    call_in(sb, "collect", method, path, headers, body)
+}
+
+/// One request to the API component `component`, from merchant `m1`'s test key.
+fn call_in(
+    sb: &Sandbox,
+    component: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Value,
+) -> (u16, Value) {
     let caller = Caller {
         merchant_id: "m1".into(),
         merchant_name: "Boutique Awa".into(),
@@ -286,7 +298,7 @@ fn call(
             serde_json::to_vec(&body).unwrap()
         },
     };
-    let resp = sb.runtime.handle("collect", Some(&caller), &req).unwrap();
+    let resp = sb.runtime.handle(component, Some(&caller), &req).unwrap();
     (
         resp.status,
         serde_json::from_slice(&resp.body).unwrap_or(Value::Null),
@@ -431,31 +443,8 @@ fn bulk_with_momo() -> Sandbox {
 }
 
 fn bulk_call(sb: &Sandbox, method: &str, path: &str, body: Value) -> (u16, Value) {
-    let caller = Caller {
-        merchant_id: "m1".into(),
-        merchant_name: "Boutique Awa".into(),
-        environment: "test".into(),
-        key_id: "k1".into(),
-        require_second_approver: false,
-        person: None,
-        request_id: "r1".into(),
-        base_url: "https://pay.example".into(),
-    };
-    let req = Request {
-        method: method.into(),
-        path: path.into(),
-        query: String::new(),
-        headers: vec![(
-            "idempotency-key".into(),
-            "4b1f7c2e-5d3a-4e8f-9a0b-1c2d3e4f5a6b".into(),
-        )],
-        body: serde_json::to_vec(&body).unwrap(),
-    };
-    let resp = sb.runtime.handle("bulk", Some(&caller), &req).unwrap();
-    (
-        resp.status,
-        serde_json::from_slice(&resp.body).unwrap_or(Value::Null),
-    )
+    let idem = [("idempotency-key", "4b1f7c2e-5d3a-4e8f-9a0b-1c2d3e4f5a6b")];
+    call_in(sb, "bulk", method, path, &idem, body)
 }
 
 /// A node frozen between claiming a payout and sending it (here: the clock
