@@ -192,6 +192,9 @@ impl Rig {
             b.settings.insert("claim_grace_ms".into(), "5000".into());
             c.route_health.min_failures = usize::MAX;
             if service == Service::Late {
+                // Two cells: a small pool, so that fifteen services stay
+                // within a PostgreSQL server's connections.
+                c.storage.pool_size = Some(2);
                 c.limits.adapter_deadline_ms = LATE_DEADLINE_MS;
                 for component in ["collect", "bulk"] {
                     c.components

@@ -130,7 +130,7 @@ pub fn with_test_storage(config: &mut Config) {
         config.storage.url = storage_url(&config.data_dir);
         if config.storage.url.is_some() {
             // Tests run two at a time, and some start three nodes.
-            config.storage.pool_size = Some(6);
+            config.storage.pool_size.get_or_insert(6);
             // A fleet's nodes share one sealing key (required on PostgreSQL).
             config
                 .webhooks
