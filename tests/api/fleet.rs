@@ -106,7 +106,7 @@ impl Fleet {
     }
 
     /// `mmc ARGS` on the fleet's database, as an operator's shell would run it.
-    fn cli(&self, args: &[&str]) -> Value {
+    pub(crate) fn cli(&self, args: &[&str]) -> Value {
         let out = Command::new(env!("CARGO_BIN_EXE_mmc"))
             .args(args)
             .arg("--data-dir")

@@ -12,6 +12,8 @@ use mmc_storage_postgres::tokio_postgres;
 use serde_json::{Value, json};
 
 use crate::fleet::Fleet;
+use crate::support::fakes::Fault;
+use crate::support::fakes::mtn::FakeMtn;
 use crate::support::*;
 use mmc_test_kit::service_test;
 
@@ -426,4 +428,139 @@ async fn postgres_restarted_under_load_answers_503s_and_loses_nothing() {
         answers.len(),
         acknowledged.len()
     );
+}
+
+/// `mmc.toml` for a fleet whose live `mtn-bj` goes through the real `momo`
+/// adapter to `mtn`, with short windows: the adapter's deadline 2 s, the
+/// operator's answer window 2 s (so a payout is "possibly in flight" for
+/// 4 s), and a claim nobody finished asked about after 3 s.
+fn live_payouts_config(dir: &std::path::Path, mtn: &FakeMtn) -> std::path::PathBuf {
+    let adapter = mtn.component_config();
+    let table = |m: &std::collections::BTreeMap<String, String>| {
+        m.iter()
+            .map(|(k, v)| format!("{k:?} = {v:?}\n"))
+            .collect::<String>()
+    };
+    let config = dir.join("mmc.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[limits]\nadapter_deadline_ms = 2000\n\n\
+             [routing.live]\n\"mtn-bj\" = \"momo\"\n\n\
+             [components.bulk.settings]\nclaim_grace_ms = \"3000\"\noperator_answer_window_ms = \"2000\"\n\n\
+             [components.momo]\nallowed_hosts = {:?}\n\n[components.momo.settings]\n{}timeout_ms = \"1000\"\n\n\
+             [components.momo.secrets]\n{}",
+            adapter.allowed_hosts,
+            table(&adapter.settings),
+            table(&adapter.secrets)
+        ),
+    )
+    .unwrap();
+    config
+}
+
+/// The process id of the node that holds job `name`'s lease now.
+async fn lease_holder_pid(url: &str, name: &str) -> Option<u32> {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("the test reaches the database");
+    let conn = tokio::spawn(conn);
+    let holder: Option<String> = client
+        .query_opt("SELECT holder FROM leases WHERE name = $1", &[&name])
+        .await
+        .unwrap()
+        .map(|r| r.get(0));
+    drop(client);
+    let _ = conn.await;
+    // `host:pid:…`
+    holder?.split(':').nth(1)?.parse().ok()
+}
+
+/// A node frozen between claiming a payout and sending it, for longer than
+/// the payout can be in flight and than its lease on the payouts job: the
+/// other node takes the job over, finds that MTN does not know the payout,
+/// and sends it under the same `X-Reference-Id`; when the frozen node
+/// wakes, it sends nothing (its attempt's deadline and its lease have
+/// passed). One transfer at MTN, one id, and the item completed.
+#[service_test]
+async fn a_payout_whose_sender_froze_between_claim_and_call_moves_money_once() {
+    let mtn = FakeMtn::start().await;
+    mtn.settle_after(Duration::from_millis(100));
+    // The payout's first token request is where its node will be frozen:
+    // MTN answers it only after 3 s, by which time the node is stopped.
+    mtn.inject("token", Fault::Slow(Duration::from_secs(3)), 1);
+    let dir = tempfile::tempdir().unwrap();
+    let config = live_payouts_config(dir.path(), &mtn);
+    let db = TestDatabase::create();
+    let url = db.url.clone();
+    let fleet = Fleet::start_on(
+        &url,
+        Some(db),
+        2,
+        &[("MMC_CONFIG", config.to_str().unwrap())],
+    );
+    let merchant = fleet.cli(&["merchants", "create", "--name", "Payroll"]);
+    let merchant = merchant["id"].as_str().unwrap().to_string();
+    let live_key = || {
+        let k = fleet.cli(&["keys", "create", "--merchant", &merchant, "--env", "live"]);
+        k["key"].as_str().unwrap().to_string()
+    };
+    let (maker, checker) = (live_key(), live_key());
+    let phone = "+2290166000777";
+    let batch = json!({"name": "Frozen", "items": [{"beneficiary_name": "Awa Koné",
+        "phone": phone, "amount": 2500, "currency": "XOF", "reference": "frozen-1"}]});
+    let created = post(
+        &fleet,
+        0,
+        "/api/v1/bulk-payments/",
+        &maker,
+        &new_key(),
+        &batch,
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["id"].as_str().unwrap().to_string();
+    let validate = format!("/api/v1/bulk-payments/{id}/validate/");
+    let validated = post(&fleet, 0, &validate, &checker, &new_key(), &json!({})).await;
+    assert_eq!(validated.status, 200, "{}", validated.body);
+
+    // The payout is claimed and its node asks MTN for a token: freeze it there.
+    let until = Instant::now() + Duration::from_secs(20);
+    while mtn.requests("token").is_empty() {
+        assert!(
+            Instant::now() < until,
+            "no token request: the payout never left"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let sender = lease_holder_pid(&url, "job:bulk:payouts")
+        .await
+        .expect("the payouts job has a holder");
+    let frozen = (0..2)
+        .find(|&i| fleet.node(i).child.id() == sender)
+        .expect("the holder is a node of the fleet");
+    signal(sender, "-STOP");
+    let other = 1 - frozen;
+
+    // The other node takes the job over and settles the payout under its id.
+    let items = format!("/api/v1/bulk-payments/{id}/items/");
+    let until = Instant::now() + Duration::from_secs(40);
+    let item = loop {
+        let (_, page) = fleet.get(other, &items, &maker).await;
+        let item = page["results"][0].clone();
+        if item["status"] == "completed" || Instant::now() > until {
+            break item;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(item["status"], "completed", "{item}");
+
+    // The frozen node wakes: it sends nothing more.
+    signal(sender, "-CONT");
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let transfers = mtn.requests("transfer");
+    assert_eq!(transfers.len(), 1, "one transfer request reached MTN");
+    assert_eq!(mtn.ids_for("transfer", phone).len(), 1, "under one id");
+    let (_, page) = fleet.get(frozen, &items, &maker).await;
+    assert_eq!(page["results"][0]["status"], "completed", "{page}");
 }
