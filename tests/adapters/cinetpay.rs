@@ -34,6 +34,7 @@ pub const ENTRY: Entry = Entry {
     ],
     otp: None,
     refund_status_query: false,
+    keyless_initiate: None,
     conformance_settings: &[("site_id", cinetpay::SITE_ID)],
     conformance_secrets: &["secret_key"],
     start: registry::start::<cinetpay::CinetPay>,

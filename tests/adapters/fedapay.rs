@@ -968,6 +968,7 @@ pub const ENTRY: Entry = Entry {
     ],
     otp: None,
     refund_status_query: false,
+    keyless_initiate: None,
     conformance_settings: &[],
     conformance_secrets: &["secret_key", "webhook_secret"],
     start: registry::start::<fedapay::FedaPay>,

@@ -1146,6 +1146,7 @@ pub const ENTRY: Entry = Entry {
     unsupported: &[(Op::ConfirmOtp, "MTN has no OTP step")],
     otp: None,
     refund_status_query: true,
+    keyless_initiate: None,
     // MTN's default target environment (its sandbox) takes EUR only: the
     // kit's XOF payment needs a market, or the adapter rightly sends nothing.
     conformance_settings: &[("target_environment", "mtnbenin")],

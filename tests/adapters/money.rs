@@ -83,11 +83,14 @@ async fn a_timed_out_request_to_pay_is_not_cancelled_and_completes_when_the_cust
 }
 
 /// A 5xx on the request to pay leaves the payment in progress; MTN, asked by
-/// our id, says it never got it: once the request can no longer be in
-/// flight, the payment fails as `operator_not_reached` — no money moved.
+/// our id, says it never got it. Not found is not never: once the request
+/// can no longer be in flight, it is sent again under the same
+/// `X-Reference-Id`, and MTN's answer settles the payment: never failed for
+/// MTN not knowing it, one request to pay at MTN.
 #[service_test]
-async fn a_5xx_that_performed_nothing_fails_only_once_mtn_has_no_record_for_good() {
+async fn a_request_to_pay_mtn_never_got_is_sent_again_under_its_id() {
     let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
     fake.inject("requesttopay", Fault::Status(503), 1);
     let app = mtn_app(
         &fake,
@@ -101,10 +104,65 @@ async fn a_5xx_that_performed_nothing_fails_only_once_mtn_has_no_record_for_good
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     let id = p["id"].as_str().unwrap();
     assert_eq!(p["status"], "pending", "{p}");
-    let failed = wait_for(&app, &live, id, "failed", Duration::from_secs(10)).await;
-    assert_eq!(failed["failure_code"], "operator_not_reached", "{failed}");
-    assert!(fake.transaction(&operator_id(id)).is_none());
-    assert_eq!(requests_to_pay_for(&fake, id), 1);
+    let done = wait_for(&app, &live, id, "completed", Duration::from_secs(15)).await;
+    assert!(done["failure_code"].is_null(), "{done}");
+    assert_eq!(
+        requests_to_pay_for(&fake, id),
+        2,
+        "sent again, under its id"
+    );
+    assert_eq!(
+        fake.transaction(&operator_id(id)).map(|t| t.status),
+        Some("SUCCESSFUL".to_string())
+    );
+    let events = app.event_types(&live, id).await;
+    assert!(
+        !events.iter().any(|t| t == "collect.payment.failed"),
+        "{events:?}"
+    );
+}
+
+/// MTN's gateway holds the request to pay past every window we keep: the
+/// payment is sent again under its id meanwhile, and the held copy, carried
+/// out later, is MTN's repeated id (409). One transaction, one id, and the
+/// payment completed, never failed.
+#[service_test]
+async fn a_request_to_pay_held_in_mtns_gateway_moves_money_once() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    fake.inject(
+        "requesttopay",
+        Fault::ArrivesLate(Duration::from_secs(6)),
+        1,
+    );
+    let app = mtn_app(
+        &fake,
+        &[
+            ("adapter_deadline_ms", "500"),
+            ("operator_answer_window_ms", "500"),
+        ],
+    )
+    .await;
+    let live = app.live_key("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    let id = p["id"].as_str().unwrap();
+    wait_for(&app, &live, id, "completed", Duration::from_secs(15)).await;
+    assert_eq!(
+        requests_to_pay_for(&fake, id),
+        2,
+        "sent again, under its id"
+    );
+    // The held copy is carried out 6 s after it came, once the payment completed.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    assert_eq!(
+        fake.transaction(&operator_id(id)).map(|t| t.status),
+        Some("SUCCESSFUL".to_string())
+    );
+    let again = app
+        .get(&live, &format!("/api/v1/collect/payments/{id}?sync=true"))
+        .await
+        .1;
+    assert_eq!(again["status"], "completed", "{again}");
 }
 
 /// MTN reports a failure, then changes its mind and says SUCCESSFUL: the

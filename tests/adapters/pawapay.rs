@@ -1001,6 +1001,7 @@ pub const ENTRY: Entry = Entry {
         code: pawapay::GOOD_OTP,
     }),
     refund_status_query: true,
+    keyless_initiate: None,
     conformance_settings: &[],
     conformance_secrets: &["api_token"],
     start: registry::start::<pawapay::Pawapay>,

@@ -92,6 +92,11 @@ pub struct Entry {
     /// Whether the provider answers a refund status query. Without one, a
     /// refund whose answer was lost stays `pending`, held for review.
     pub refund_status_query: bool,
+    /// Why a request to pay sent again under its id can leave a second
+    /// payable object at the provider, when it can (the provider takes no
+    /// key for it): the fault matrix's "arrives late" cells of requests to
+    /// pay then cannot hold it to one record, and say why instead.
+    pub keyless_initiate: Option<&'static str>,
     /// Settings the conformance kit gives the adapter besides its own.
     pub conformance_settings: &'static [(&'static str, &'static str)],
     /// Secrets the conformance kit gives it (each a placeholder value).

@@ -581,6 +581,9 @@ pub const ENTRY: Entry = Entry {
     unsupported: &[(Op::ConfirmOtp, "Wave has no OTP step (paid on Wave's page)")],
     otp: None,
     refund_status_query: false,
+    keyless_initiate: Some(
+        "Wave takes no key for a checkout session: one created late is another session, paid only at its launch URL, which nobody was given",
+    ),
     conformance_settings: &[],
     conformance_secrets: &["api_key", "webhook_secret"],
     start: registry::start::<wave::Wave>,

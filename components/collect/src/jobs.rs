@@ -8,7 +8,8 @@ use crate::mmc::adapter::types::PspStatus;
 use crate::mmc::platform::{clock, log};
 use crate::payments::{
     FIRST_CHECK_MS, MAX_CHECK_INTERVAL_MS, PspAnswer, apply_psp_status, approval_window_ms,
-    ask_psp_many, operation_ref, settle_overdue, waits_for_code, worth_asking,
+    ask_psp_many, operation_ref, resend, settle_overdue, to_send_again, waits_for_code,
+    worth_asking,
 };
 use crate::store::{self, Tx};
 
@@ -124,6 +125,18 @@ pub fn reconcile_due(limit: u32) -> u32 {
             if let Err(e) = one {
                 reconcile_failed(&d.id, &e);
             }
+        }
+    }
+    // Not found is not never: a request the operator does not know once
+    // nothing of ours can be on its way is sent again under its id, one at
+    // a time (rare, and each call may take the adapter's deadline).
+    let now = clock::now_ms();
+    for (d, p, _, answer, _) in polled() {
+        if matches!(answer, Some(Ok(PspStatus::NotFound)))
+            && to_send_again(p, now)
+            && let Err(e) = resend(&d.env, &d.merchant, &d.id, p.sent_at())
+        {
+            reconcile_failed(&d.id, &e);
         }
     }
     due.len() as u32

@@ -13,9 +13,10 @@
 //! first. (An older build cannot read this form: roll back past it only to a
 //! build that reads it.)
 //!
-//! Version 2 is version 1 with `review` at the end, and version 3 is version
-//! 2 with `route` at the end: an older record is read as version 3 with no
-//! review and no route.
+//! Version 2 is version 1 with `review` at the end, version 3 is version 2
+//! with `route` at the end, and version 4 is version 3 with `resent` and
+//! `base_url` at the end: an older record is read as version 4 with none of
+//! those (each absent field is one zero byte).
 
 use std::borrow::Cow;
 
@@ -27,10 +28,11 @@ use crate::{Mode, Status};
 const V1: u8 = 1;
 const V2: u8 = 2;
 const V3: u8 = 3;
+const V4: u8 = 4;
 
 pub fn encode(p: &Payment) -> Vec<u8> {
     let mut out = Vec::with_capacity(384);
-    out.push(V3);
+    out.push(V4);
     postcard::to_extend(p, out).expect("payments serialise")
 }
 
@@ -42,14 +44,16 @@ pub fn decode(stored: &[u8]) -> Result<Payment, String> {
         Err(e) => Err(e.to_string()),
     };
     match stored.first() {
-        Some(&V3) => whole(&stored[1..]),
-        // Versions 1 and 2 lack the trailing `review` and `route`, or
-        // `route`: each `None` is one zero byte.
-        Some(&v @ (V1 | V2)) => {
-            let mut v3 = Vec::with_capacity(stored.len() + 2);
-            v3.extend_from_slice(&stored[1..]);
-            v3.extend_from_slice(if v == V1 { &[0, 0] } else { &[0] });
-            whole(&v3)
+        Some(&V4) => whole(&stored[1..]),
+        // Older versions lack trailing fields, each absent one a zero byte
+        // (`None`, or `resent` 0): version 1 `review`, `route`, `resent` and
+        // `base_url`; version 2 the last three; version 3 the last two.
+        Some(&v @ (V1 | V2 | V3)) => {
+            let missing = [4, 3, 2][usize::from(v - V1)];
+            let mut v4 = Vec::with_capacity(stored.len() + missing);
+            v4.extend_from_slice(&stored[1..]);
+            v4.resize(v4.len() + missing, 0);
+            whole(&v4)
         }
         Some(b'{') => serde_json::from_slice(stored).map_err(|e| e.to_string()),
         _ => Err("not a payment record".into()),
@@ -74,7 +78,7 @@ pub struct Summary<'a> {
 pub fn summary(stored: &[u8]) -> Result<Summary<'_>, String> {
     match stored.first() {
         // Every version begins with the same fields: what follows is left unread.
-        Some(&(V1 | V2 | V3)) => {
+        Some(&(V1 | V2 | V3 | V4)) => {
             let (f, _) =
                 postcard::take_from_bytes::<Front<'_>>(&stored[1..]).map_err(|e| e.to_string())?;
             Ok(Summary {
@@ -279,6 +283,15 @@ pub struct Payment {
     /// not sent yet (a hosted payment before the customer chose).
     #[serde(default)]
     pub route: Option<Route>,
+    /// How many times its request to pay was sent again under its id: the
+    /// operator did not know it once nothing of ours could still be on its
+    /// way (see `collect`'s reconciliation).
+    #[serde(default)]
+    pub resent: u32,
+    /// The service's public address its request to pay named (its callback
+    /// and return URLs), so that a request sent again names the same.
+    #[serde(default)]
+    pub base_url: Option<String>,
 }
 
 /// The route a payment took (see the host's routing).
@@ -404,7 +417,7 @@ mod tests {
     fn a_payment_comes_back_as_it_was_stored() {
         let p = payment();
         let stored = encode(&p);
-        assert_eq!(stored[0], V3);
+        assert_eq!(stored[0], V4);
         assert!(stored.len() < serde_json::to_vec(&p).unwrap().len() / 2 + 40);
         assert_eq!(as_json(&decode(&stored).unwrap()), as_json(&p));
         let mut bare = p.clone();
@@ -429,7 +442,7 @@ mod tests {
         );
         assert!(decode(b"").is_err());
         assert!(
-            decode(&[4, 0]).is_err(),
+            decode(&[5, 0]).is_err(),
             "an unknown version is refused, not misread"
         );
         assert!(
@@ -476,18 +489,18 @@ mod tests {
             .collect()
     }
 
-    /// The bytes of one record in version 3. A change to `Payment` or to the
+    /// The bytes of one record in version 4. A change to `Payment` or to the
     /// order of an enum's variants changes them: then records already stored
     /// would be misread, so the change needs a new version (module docs).
     #[test]
-    fn v3_layout_is_pinned() {
+    fn v4_layout_is_pinned() {
         let mut p = pinned();
-        assert_eq!(hex(&p), format!("03{}0000", &V1_HEX[2..]));
+        assert_eq!(hex(&p), format!("04{}00000000", &V1_HEX[2..]));
         p.review = Some(Failure {
             code: "a".into(),
             message: "b".into(),
         });
-        assert_eq!(hex(&p), format!("03{}010161016200", &V1_HEX[2..]));
+        assert_eq!(hex(&p), format!("04{}0101610162000000", &V1_HEX[2..]));
         p.route = Some(Route {
             adapter: "m".into(),
             explanation: "{}".into(),
@@ -497,11 +510,15 @@ mod tests {
                 message: "d".into(),
             }],
         });
+        p.resent = 2;
+        p.base_url = Some("h".into());
         assert_eq!(
             hex(&p),
-            format!("03{}0101610162" /* review */, &V1_HEX[2..])
+            format!("04{}0101610162" /* review */, &V1_HEX[2..])
                 + "01016d027b7d" // route: adapter, explanation
                 + "01017001630164" // tried: one
+                + "02" // resent
+                + "010168" // base_url
         );
         assert_eq!(as_json(&decode(&encode(&p)).unwrap()), as_json(&p));
     }
@@ -540,9 +557,9 @@ mod tests {
         assert!(summary(&encode(&p)[..12]).is_err() && summary(b"").is_err());
     }
 
-    /// Records stored in versions 1 and 2 are read, with no review and no route.
+    /// Records stored in versions 1 to 3 are read, without the fields they lack.
     #[test]
-    fn v1_and_v2_records_are_read() {
+    fn v1_to_v3_records_are_read() {
         let v1 = bytes(V1_HEX);
         let p = decode(&v1).unwrap();
         assert_eq!(as_json(&p), as_json(&pinned()));
@@ -552,5 +569,9 @@ mod tests {
         let p = decode(&v2).unwrap();
         assert_eq!(p.review.map(|r| r.code), Some("a".to_string()));
         assert_eq!(p.route, None);
+        let v3 = bytes(&format!("03{}000101610000", &V1_HEX[2..]));
+        let p = decode(&v3).unwrap();
+        assert_eq!(p.route.map(|r| r.adapter), Some("a".to_string()));
+        assert_eq!((p.resent, p.base_url), (0, None));
     }
 }

@@ -81,9 +81,10 @@ impl HostState {
 }
 
 /// One attempt of a money movement, under its sending deadline (see
-/// [`Fence`]). When the deadline stopped a request, the answer is `busy`
-/// whatever the adapter made of it: this attempt sent nothing more, and what
-/// earlier ones did is asked about by our id, never taken as refused.
+/// [`Fence`]). When the deadline stopped a request, the answer is `timeout`
+/// whatever the adapter made of it: this attempt sends nothing more, and
+/// what it or earlier ones sent is asked about by our id, never taken as
+/// refused (nor as `busy`, which says nothing was sent at all).
 fn fenced<T>(
     store: &mut wasmtime::Store<HostState>,
     send_until_ms: u64,
@@ -92,14 +93,13 @@ fn fenced<T>(
     store.data_mut().fence = Some(Fence::until(send_until_ms));
     let answer = call(store)?;
     if store.data().fence.is_some_and(|f| f.tripped) {
-        // Counted as a `busy` outcome of the call (`mmc_adapter_calls_total`).
+        // Counted as a `timeout` outcome of the call (`mmc_adapter_calls_total`).
         tracing::warn!(
             component = &*store.data().component,
             "money movement fenced: its attempt's deadline had passed"
         );
-        return Ok(Err(AdapterError::Busy(
-            "this attempt's sending deadline passed before its request left: nothing more was sent"
-                .into(),
+        return Ok(Err(AdapterError::Timeout(
+            "this attempt's sending deadline passed: nothing more was sent".into(),
         )));
     }
     Ok(answer)
@@ -501,14 +501,21 @@ impl Host for HostState {
             .map_err(|why| why.to_string()))
     }
 
-    fn initiate(&mut self, via: Option<String>, req: InitiateRequest) -> Outcome<Initiated> {
+    fn initiate(
+        &mut self,
+        via: Option<String>,
+        req: InitiateRequest,
+        send_until_ms: u64,
+    ) -> Outcome<Initiated> {
         let (env, op, id) = (
             req.environment.clone(),
             req.operator.clone(),
             req.payment_id.clone(),
         );
         self.with_adapter(("initiate", &id), (&env, &op), via.as_deref(), |s, a| {
-            a.mmc_adapter_operator().call_initiate(s, &req)
+            fenced(s, send_until_ms, |s| {
+                a.mmc_adapter_operator().call_initiate(s, &req)
+            })
         })
     }
 

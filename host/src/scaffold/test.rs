@@ -27,6 +27,7 @@ pub const ENTRY: Entry = Entry {
     ],
     otp: None,
     refund_status_query: false,
+    keyless_initiate: None,
     conformance_settings: &[],
     conformance_secrets: &["api_key", "webhook_secret"],
     start: registry::start::<acme::Acme>,

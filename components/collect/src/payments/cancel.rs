@@ -113,9 +113,14 @@ fn cancel_verdict(
     match answer {
         Some(Ok(paid @ PspStatus::Completed(_))) => Verdict::Paid(paid),
         Some(Ok(PspStatus::Failed(_))) | None => Verdict::Withdrawn,
-        Some(Ok(PspStatus::NotFound)) if not_found_is_final(p.sent_at(), now) => Verdict::Withdrawn,
         // An OTP payment moves money only with a code we send, and none is on its way.
         Some(Ok(PspStatus::NotFound)) if p.status == Status::AwaitingOtp => Verdict::Withdrawn,
+        // Not found is not never: the request may still be queued at the
+        // operator, and once nothing of ours can be on its way it is sent
+        // again under its id, so that the operator's answer settles it.
+        Some(Ok(PspStatus::NotFound)) if not_found_is_final(p.sent_at(), now) => Verdict::Refused(
+            "The operator has no record of this request to pay yet; it may still be queued there. It is being sent again under the same id: try again once the operator answers.",
+        ),
         Some(Ok(PspStatus::NotFound)) => Verdict::Refused(
             "The request to pay may still be reaching the operator; try again in a moment.",
         ),

@@ -319,6 +319,8 @@ fn new_payment(
         late_success_from: None,
         review: None,
         route: None,
+        resent: 0,
+        base_url: Some(caller.base_url.clone()),
     }
 }
 

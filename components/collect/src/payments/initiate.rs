@@ -1,14 +1,14 @@
 //! Sending a stored payment to the operator through its route (failing over
 //! when nothing was done) and recording the operator's answer.
 
-use mmc_domain::outcome::CallFailure;
+use mmc_domain::outcome::{self, CallFailure};
 use mmc_domain::{Mode, Status};
 
 use crate::ApiError;
 use crate::mmc::adapter::router;
 use crate::mmc::adapter::types::{AdapterError, InitiateRequest, Initiated};
 use crate::mmc::api::http_types::Caller;
-use crate::mmc::platform::{clock, log, node};
+use crate::mmc::platform::{clock, config, log, node};
 use crate::store::{self, Failure, Payment, Route, Tx};
 
 use super::failures::{adapter_failure, failure_kind};
@@ -23,7 +23,8 @@ pub fn initiate(caller: &Caller, mut p: Payment) -> Result<Payment, ApiError> {
     let outcome = loop {
         let outcome = router::initiate(
             crate::routes::via(&p).as_deref(),
-            &initiate_request(caller, &p),
+            &initiate_request(&caller.base_url, &p),
+            send_until(&p),
         );
         let next = match &outcome {
             Err(e) => crate::routes::after_refusal(&p, e),
@@ -55,7 +56,16 @@ pub fn initiate(caller: &Caller, mut p: Payment) -> Result<Payment, ApiError> {
     Ok(p)
 }
 
-fn initiate_request(caller: &Caller, p: &Payment) -> InitiateRequest {
+/// The sending deadline of `p`'s request now on its way (see
+/// `mmc_domain::outcome::send_until_ms`): a node that stalls past it sends
+/// nothing, so that whoever asks about `p` once its in-flight window has
+/// passed knows that nothing of ours is still on its way.
+pub(super) fn send_until(p: &Payment) -> u64 {
+    let started = p.initiating_since_ms.unwrap_or_else(clock::now_ms);
+    outcome::send_until_ms(started, config::get)
+}
+
+pub(super) fn initiate_request(base_url: &str, p: &Payment) -> InitiateRequest {
     let operator = p.operator.clone().unwrap_or_default();
     // The route is in the callback's address: the adapter it names reads it.
     let via = p
@@ -75,10 +85,10 @@ fn initiate_request(caller: &Caller, p: &Payment) -> InitiateRequest {
         mode: p.mode.as_str().into(),
         description: p.description.clone(),
         callback_url: format!(
-            "{}/api/v1/psp/{operator}/callback?environment={}{via}",
-            caller.base_url, p.environment
+            "{base_url}/api/v1/psp/{operator}/callback?environment={}{via}",
+            p.environment
         ),
-        return_url: Some(format!("{}/checkout/{}", caller.base_url, p.id)),
+        return_url: Some(format!("{base_url}/checkout/{}", p.id)),
     }
 }
 
@@ -105,7 +115,7 @@ fn switch_route(p: &Payment, route: Route) -> Result<Option<Payment>, ApiError> 
     })
 }
 
-fn apply_initiated(
+pub(super) fn apply_initiated(
     tx: &Tx,
     p: &mut Payment,
     outcome: Result<Initiated, AdapterError>,

@@ -11,6 +11,7 @@ mod intent;
 mod otp;
 mod psp;
 mod reads;
+mod resend;
 mod transitions;
 
 pub use cancel::cancel_http;
@@ -23,4 +24,5 @@ pub use intent::{
 pub use otp::{confirm, confirm_http, waits_for_code};
 pub use psp::{ask_psp_many, operation_ref, sync_with_psp, worth_asking};
 pub use reads::{catalogue, get, operator_of, predict};
+pub use resend::{resend, to_send_again};
 pub use transitions::{PspAnswer, apply_psp_status, approval_window_ms, move_to, settle_overdue};

@@ -1,8 +1,8 @@
 //! The status moves of DESIGN §2, each written with its event: the state
 //! machine, what the PSP's answers do, late successes, reviews and expiry.
 
+use mmc_domain::Status;
 use mmc_domain::settlement::Mismatch;
-use mmc_domain::{Mode, Status};
 
 use crate::ApiError;
 use crate::events::emit;
@@ -110,23 +110,21 @@ pub fn apply_psp_status(tx: &Tx, p: &mut Payment, status: PspStatus) -> Result<(
             Ok(()) if p.status.takes_late_success() => record_late_success(tx, p, now),
             Ok(()) => move_to(tx, p, Status::Completed, now),
         },
-        PspStatus::NotFound if p.status.is_terminal() => Ok(()),
-        // The request never reached the operator (its window has passed): nothing was performed.
-        PspStatus::NotFound if not_found_is_final(p.sent_at(), now) => {
-            if p.mode == Mode::Hosted && p.status == Status::AwaitingPayment {
-                // No push is live: the customer may choose again on the checkout page.
-                p.operator = None;
-                p.sent_at_ms = None;
-                p.next_check_ms = None;
-                return Ok(());
-            }
+        // Not found is not never: a request queued in the operator's gateway
+        // can still be carried out. The payment stays as it is; once nothing
+        // of ours can be on its way, reconciliation sends it again under its
+        // id (`resend`), which the operator takes once. An OTP payment moves
+        // money only with a code we send: once none can be on its way, it
+        // never started.
+        PspStatus::NotFound
+            if p.status == Status::AwaitingOtp && not_found_is_final(p.sent_at(), now) =>
+        {
             p.failure = Some(Failure {
                 code: "operator_not_reached".into(),
                 message: "The operator has no record of this payment: it was never started.".into(),
             });
             move_to(tx, p, Status::Failed, now)
         }
-        // Not recorded at the operator yet: the request may still be in flight.
         PspStatus::NotFound => Ok(()),
         PspStatus::Failed(f) => {
             if !p.status.is_terminal() {
@@ -157,10 +155,11 @@ pub fn approval_window_ms(p: &Payment) -> u64 {
 }
 
 /// Past `expires_at`, what the operator said decides (`answer`: None when no
-/// request ever reached an operator). Withdrawn, failed, or never received
-/// (for good) → `expired`; pending → `expired` only once the operator's
-/// approval window has closed too; no answer (unknown) → still in progress,
-/// asked again later. A success is applied by the caller before this.
+/// request ever reached an operator). Withdrawn or failed → `expired`;
+/// pending → `expired` only once the operator's approval window has closed
+/// too; unknown to the operator (its request may still arrive, and is sent
+/// again under its id) or no answer → still in progress, asked again later.
+/// A success is applied by the caller before this.
 pub fn settle_overdue(
     tx: &Tx,
     p: &mut Payment,
@@ -175,7 +174,11 @@ pub fn settle_overdue(
     let expire = !initiation_under_way(p, now)
         && match answer {
             None | Some(Ok(PspStatus::Failed(_))) => true,
-            Some(Ok(PspStatus::NotFound)) => not_found_is_final(p.sent_at(), now),
+            // Unknown at the operator is not never (see `apply_psp_status`):
+            // only an OTP payment with no code on its way expires on it.
+            Some(Ok(PspStatus::NotFound)) => {
+                p.status == Status::AwaitingOtp && not_found_is_final(p.sent_at(), now)
+            }
             Some(Ok(PspStatus::Pending)) => {
                 now >= p.expires_at_ms.saturating_add(approval_window_ms)
             }

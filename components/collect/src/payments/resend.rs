@@ -1,0 +1,129 @@
+//! Not found is not never: a request to pay the operator does not know once
+//! nothing of ours can still be on its way is sent again, under the same id
+//! and through the same route, so that the operator's answer settles it.
+//! The first copy may still be queued in the operator's gateway; the
+//! operator takes a repeated id once, so whichever copy arrives, the
+//! customer is asked once and the money moves once.
+
+use mmc_domain::Status;
+
+use crate::ApiError;
+use crate::mmc::adapter::router;
+use crate::mmc::adapter::types::{AdapterError, Initiated};
+use crate::mmc::platform::{clock, log, node};
+use crate::store::{self, Payment};
+
+use super::initiate::{apply_initiated, initiate_request, send_until};
+use super::intent::{FIRST_CHECK_MS, in_flight_ms, initiation_under_way, not_found_is_final};
+
+/// Whether the operator's "not found" about `p` calls for sending it again:
+/// a request to pay that may have been sent, in progress, of which nothing
+/// of ours can still be on its way. (An OTP payment moves no money before
+/// our code, which its confirmation sends: see `apply_psp_status`.)
+pub fn to_send_again(p: &Payment, now: u64) -> bool {
+    matches!(
+        p.status,
+        Status::Pending | Status::Processing | Status::AwaitingPayment
+    ) && p.operator.is_some()
+        && p.sent_at().is_some()
+        && not_found_is_final(p.sent_at(), now)
+        && !initiation_under_way(p, now)
+}
+
+/// Sends payment `id` again (see the module), as a new attempt stored
+/// before it leaves with its own sending deadline. `seen_sent_at` is when
+/// the attempt found unknown was sent: a payment sent again or answered
+/// meanwhile is left alone. Only an explicit refusal ends the payment; an
+/// attempt that could not be sent changes nothing, since an earlier one may
+/// still arrive.
+pub fn resend(
+    env: &str,
+    merchant: &str,
+    id: &str,
+    seen_sent_at: Option<u64>,
+) -> Result<(), ApiError> {
+    let now = clock::now_ms();
+    let attempt = store::transact(|tx| {
+        let Some(mut p) = tx.payment(env, merchant, id)? else {
+            return Ok(None);
+        };
+        if !to_send_again(&p, now) || p.sent_at() != seen_sent_at {
+            return Ok(None);
+        }
+        let previous_check = p.next_check_ms;
+        p.sent_at_ms = Some(now);
+        p.resent += 1;
+        p.updated_at_ms = now;
+        p.start_initiating(now, node::id());
+        // If the answer is never recorded (this node dies), asked about then.
+        p.next_check_ms = Some(now + in_flight_ms());
+        tx.save_payment(&p, previous_check)?;
+        Ok(Some(p))
+    })?;
+    let Some(p) = attempt else {
+        return Ok(());
+    };
+    // A record from before the address was kept cannot name its callback:
+    // it stays in progress, asked about, for a person to look at.
+    let Some(base_url) = p.base_url.clone() else {
+        log::log(
+            log::Level::Error,
+            &format!(
+                "payment {}: unknown to the operator, and stored without the service's address to send it again; check with the operator",
+                p.id
+            ),
+        );
+        log::count("payment_unconfirmed");
+        return Ok(());
+    };
+    log::log(
+        log::Level::Warn,
+        &format!(
+            "payment {}: unknown to the operator once nothing of ours could be on its way; sent again under the same id",
+            p.id
+        ),
+    );
+    log::count("payment_resent");
+    let outcome = router::initiate(
+        crate::routes::via(&p).as_deref(),
+        &initiate_request(&base_url, &p),
+        send_until(&p),
+    );
+    record_answer(&p, outcome)
+}
+
+/// What the operator answered to the payment sent again.
+fn record_answer(
+    attempt: &Payment,
+    outcome: Result<Initiated, AdapterError>,
+) -> Result<(), ApiError> {
+    store::transact(|tx| {
+        tx.assume_payment(attempt); // as stored before the call
+        let Some(mut p) = tx.payment(&attempt.environment, &attempt.merchant_id, &attempt.id)?
+        else {
+            return Ok(());
+        };
+        if p.sent_at_ms != attempt.sent_at_ms {
+            return Ok(()); // sent again since, by another run
+        }
+        let (previous_check, previous_ref) = (p.next_check_ms, p.psp_reference.clone());
+        match outcome.clone() {
+            // An explicit answer: recorded as a first one would be.
+            Ok(answer) => apply_initiated(tx, &mut p, Ok(answer))?,
+            Err(e @ AdapterError::Rejected(_)) => apply_initiated(tx, &mut p, Err(e))?,
+            // Unknown, or not sent: nothing changes; asked about again.
+            Err(e) => log::log(
+                log::Level::Warn,
+                &format!("payment {} sent again: {e:?}", p.id),
+            ),
+        }
+        if p.psp_reference != previous_ref {
+            tx.index_psp_reference(&p)?;
+        }
+        p.end_initiating();
+        if !p.status.is_terminal() {
+            p.next_check_ms = Some(clock::now_ms() + FIRST_CHECK_MS);
+        }
+        tx.save_payment(&p, previous_check)
+    })
+}
