@@ -203,10 +203,10 @@ impl Rig {
             let b = c.components.entry("bulk".into()).or_default();
             b.settings.insert("claim_grace_ms".into(), "5000".into());
             c.route_health.min_failures = usize::MAX;
+            // Small pools, so that fifteen services and the test beside them
+            // stay within a PostgreSQL server's 100 connections.
+            c.storage.pool_size = Some(if service == Service::Late { 2 } else { 3 });
             if service == Service::Late {
-                // Two cells: a small pool, so that fifteen services stay
-                // within a PostgreSQL server's connections.
-                c.storage.pool_size = Some(2);
                 c.limits.adapter_deadline_ms = LATE_DEADLINE_MS;
                 for component in ["collect", "bulk"] {
                     c.components

@@ -15,6 +15,13 @@ use mmc_test_kit::service_test;
 const PHONE: &str = "+2290166000001";
 const MSISDN: &str = "2290166000001";
 
+/// A request is possibly in flight for 1 s (adapter deadline and MTN's
+/// answer window, 500 ms each): "not found" is final for our own rule soon.
+const SHORT_WINDOWS: &[(&str, &str)] = &[
+    ("adapter_deadline_ms", "500"),
+    ("operator_answer_window_ms", "500"),
+];
+
 /// MTN routed for `mtn-bj` in live with a 400 ms HTTP timeout, as a new
 /// user would set it; `tweak` adjusts the collect component's settings.
 async fn mtn_app(fake: &FakeMtn, collect: &[(&str, &str)]) -> TestApp {
@@ -92,14 +99,7 @@ async fn a_request_to_pay_mtn_never_got_is_sent_again_under_its_id() {
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
     fake.inject("requesttopay", Fault::Status(503), 1);
-    let app = mtn_app(
-        &fake,
-        &[
-            ("adapter_deadline_ms", "500"),
-            ("operator_answer_window_ms", "500"),
-        ],
-    )
-    .await;
+    let app = mtn_app(&fake, SHORT_WINDOWS).await;
     let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     let id = p["id"].as_str().unwrap();
@@ -135,14 +135,7 @@ async fn a_request_to_pay_held_in_mtns_gateway_moves_money_once() {
         Fault::ArrivesLate(Duration::from_secs(6)),
         1,
     );
-    let app = mtn_app(
-        &fake,
-        &[
-            ("adapter_deadline_ms", "500"),
-            ("operator_answer_window_ms", "500"),
-        ],
-    )
-    .await;
+    let app = mtn_app(&fake, SHORT_WINDOWS).await;
     let live = app.live_key("Shop");
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     let id = p["id"].as_str().unwrap();

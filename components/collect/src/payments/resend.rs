@@ -45,10 +45,15 @@ pub fn resend(
     let now = clock::now_ms();
     let attempt = store::transact(|tx| {
         let Some(mut p) = tx.payment(env, merchant, id)? else {
-            return Ok(None);
+            return Ok(Attempt::Moved);
         };
         if !to_send_again(&p, now) || p.sent_at() != seen_sent_at {
-            return Ok(None);
+            return Ok(Attempt::Moved);
+        }
+        // A record from before the address was kept cannot name its
+        // callback: it stays in progress, asked about, for a person to check.
+        if p.base_url.is_none() {
+            return Ok(Attempt::Unaddressed);
         }
         let previous_check = p.next_check_ms;
         p.sent_at_ms = Some(now);
@@ -58,38 +63,55 @@ pub fn resend(
         // If the answer is never recorded (this node dies), asked about then.
         p.next_check_ms = Some(now + in_flight_ms());
         tx.save_payment(&p, previous_check)?;
-        Ok(Some(p))
+        Ok(Attempt::Stored(Box::new(p)))
     })?;
-    let Some(p) = attempt else {
-        return Ok(());
+    let p = match attempt {
+        Attempt::Stored(p) => p,
+        Attempt::Moved => return Ok(()),
+        Attempt::Unaddressed => {
+            said(
+                id,
+                log::Level::Error,
+                "payment_unconfirmed",
+                "stored without the service's address to send it again; check with the operator",
+            );
+            return Ok(());
+        }
     };
-    // A record from before the address was kept cannot name its callback:
-    // it stays in progress, asked about, for a person to look at.
-    let Some(base_url) = p.base_url.clone() else {
-        log::log(
-            log::Level::Error,
-            &format!(
-                "payment {}: unknown to the operator, and stored without the service's address to send it again; check with the operator",
-                p.id
-            ),
-        );
-        log::count("payment_unconfirmed");
-        return Ok(());
-    };
-    log::log(
+    said(
+        id,
         log::Level::Warn,
-        &format!(
-            "payment {}: unknown to the operator once nothing of ours could be on its way; sent again under the same id",
-            p.id
-        ),
+        "payment_resent",
+        "sent again under the same id",
     );
-    log::count("payment_resent");
+    let base_url = p.base_url.as_deref().unwrap_or_default();
     let outcome = router::initiate(
         crate::routes::via(&p).as_deref(),
-        &initiate_request(&base_url, &p),
+        &initiate_request(base_url, &p),
         send_until(&p),
     );
     record_answer(&p, outcome)
+}
+
+/// What became of a payment to send again.
+enum Attempt {
+    /// Its new attempt, stored before it leaves.
+    Stored(Box<Payment>),
+    /// It moved meanwhile (answered, or sent again by another run).
+    Moved,
+    /// It cannot be sent again: stored without the service's address.
+    Unaddressed,
+}
+
+/// Logs and counts (`event`) what was done about payment `id`, unknown to the operator.
+fn said(id: &str, level: log::Level, event: &str, what: &str) {
+    log::log(
+        level,
+        &format!(
+            "payment {id}: unknown to the operator once nothing of ours could be on its way; {what}"
+        ),
+    );
+    log::count(event);
 }
 
 /// What the operator answered to the payment sent again.
