@@ -445,10 +445,10 @@ async fn take_lock(
         if started.elapsed() >= wait {
             let holder = lock_holder(conn, lock_key)
                 .await
-                .unwrap_or_else(|| "a session that has since ended".into());
+                .unwrap_or_else(|| "a connection that has since closed".into());
             return Err(StorageError::Unavailable(format!(
                 "postgres: the migration lock has been held for more than {} s by {holder}; \
-                 start again once that migration has ended, or end that session",
+                 start again once that migration has ended, or close that connection (pg_terminate_backend)",
                 wait.as_secs()
             )));
         }
@@ -476,7 +476,7 @@ async fn lock_holder(conn: &tokio_postgres::Client, lock_key: i64) -> Option<Str
     let (name, addr, pid, since): (String, String, i32, String) =
         (row.get(0), row.get(1), row.get(2), row.get(3));
     let name = if name.is_empty() {
-        "an unnamed session".into()
+        "an unnamed connection".into()
     } else {
         format!("\"{name}\"")
     };
