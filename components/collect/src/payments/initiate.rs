@@ -41,13 +41,7 @@ pub fn initiate(caller: &Caller, mut p: Payment) -> Result<Payment, ApiError> {
         let mut p = tx
             .payment(&p.environment, &p.merchant_id, &p.id)?
             .ok_or_else(|| ApiError::internal("payment vanished"))?;
-        let (previous_check, previous_ref) = (p.next_check_ms, p.psp_reference.clone());
-        apply_initiated(tx, &mut p, outcome.clone())?;
-        if p.psp_reference != previous_ref {
-            tx.index_psp_reference(&p)?;
-        }
-        p.end_initiating();
-        tx.save_payment(&p, previous_check)?;
+        record_attempt(tx, &mut p, |tx, p| apply_initiated(tx, p, outcome.clone()))?;
         Ok(p)
     })?;
     if busy && p.sent_at().is_none() {
@@ -63,6 +57,23 @@ pub fn initiate(caller: &Caller, mut p: Payment) -> Result<Payment, ApiError> {
 pub(super) fn send_until(p: &Payment) -> u64 {
     let started = p.initiating_since_ms.unwrap_or_else(clock::now_ms);
     outcome::send_until_ms(started, config::get)
+}
+
+/// Records what `answer` makes of `p` (as stored in `tx`) once its request
+/// to pay is answered: the reference indexed when it changed, the request no
+/// longer under way, and the payment saved.
+pub(super) fn record_attempt(
+    tx: &Tx,
+    p: &mut Payment,
+    answer: impl FnOnce(&Tx, &mut Payment) -> Result<(), ApiError>,
+) -> Result<(), ApiError> {
+    let (previous_check, previous_ref) = (p.next_check_ms, p.psp_reference.clone());
+    answer(tx, p)?;
+    if p.psp_reference != previous_ref {
+        tx.index_psp_reference(p)?;
+    }
+    p.end_initiating();
+    tx.save_payment(p, previous_check)
 }
 
 pub(super) fn initiate_request(base_url: &str, p: &Payment) -> InitiateRequest {

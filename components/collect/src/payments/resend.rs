@@ -13,7 +13,7 @@ use crate::mmc::adapter::types::{AdapterError, Initiated};
 use crate::mmc::platform::{clock, log, node};
 use crate::store::{self, Payment};
 
-use super::initiate::{apply_initiated, initiate_request, send_until};
+use super::initiate::{apply_initiated, initiate_request, record_attempt, send_until};
 use super::intent::{FIRST_CHECK_MS, in_flight_ms, initiation_under_way, not_found_is_final};
 
 /// Whether the operator's "not found" about `p` calls for sending it again:
@@ -128,24 +128,21 @@ fn record_answer(
         if p.sent_at_ms != attempt.sent_at_ms {
             return Ok(()); // sent again since, by another run
         }
-        let (previous_check, previous_ref) = (p.next_check_ms, p.psp_reference.clone());
-        match outcome.clone() {
-            // An explicit answer: recorded as a first one would be.
-            Ok(answer) => apply_initiated(tx, &mut p, Ok(answer))?,
-            Err(e @ AdapterError::Rejected(_)) => apply_initiated(tx, &mut p, Err(e))?,
-            // Unknown, or not sent: nothing changes; asked about again.
-            Err(e) => log::log(
-                log::Level::Warn,
-                &format!("payment {} sent again: {e:?}", p.id),
-            ),
-        }
-        if p.psp_reference != previous_ref {
-            tx.index_psp_reference(&p)?;
-        }
-        p.end_initiating();
-        if !p.status.is_terminal() {
-            p.next_check_ms = Some(clock::now_ms() + FIRST_CHECK_MS);
-        }
-        tx.save_payment(&p, previous_check)
+        record_attempt(tx, &mut p, |tx, p| {
+            match outcome.clone() {
+                // An explicit answer: recorded as a first one would be.
+                Ok(answer) => apply_initiated(tx, p, Ok(answer))?,
+                Err(e @ AdapterError::Rejected(_)) => apply_initiated(tx, p, Err(e))?,
+                // Unknown, or not sent: nothing changes; asked about again.
+                Err(e) => log::log(
+                    log::Level::Warn,
+                    &format!("payment {} sent again: {e:?}", p.id),
+                ),
+            }
+            if !p.status.is_terminal() {
+                p.next_check_ms = Some(clock::now_ms() + FIRST_CHECK_MS);
+            }
+            Ok(())
+        })
     })
 }
