@@ -3,7 +3,6 @@
 use mmc_host::accounts::Environment;
 use mmc_host::console::totp;
 use mmc_host::console::users::Role;
-use serde_json::json;
 
 use super::*;
 use crate::support::*;
@@ -759,21 +758,8 @@ async fn a_reset_link_is_mailed_to_the_member_and_they_approve_nothing_for_a_day
 
     // A batch waits for approval: the member may not approve it yet, in the
     // console or otherwise; another person may.
-    let resp = app
-        .client
-        .post(app.url("/api/v1/bulk-payments/"))
-        .bearer_auth(&key)
-        .header("Idempotency-Key", new_key())
-        .json(&json!({"name": "Payroll", "items": [{
-            "beneficiary_name": "Awa Koné", "phone": "+2290166001001",
-            "amount": 1000, "currency": "XOF", "reference": "r-1",
-        }]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 201);
-    let batch: serde_json::Value = resp.json().await.unwrap();
-    let page = format!("/console/bulk/{}", batch["id"].as_str().unwrap());
+    let batch = batch_by_key(&app, &key, "r-1").await;
+    let page = format!("/console/bulk/{batch}");
     let refused = member
         .submit(&page, &format!("{page}/validate"), &[("action", "approve")])
         .await;

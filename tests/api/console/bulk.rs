@@ -217,26 +217,6 @@ async fn console_key(browser: &Browser, scopes: &[&str]) -> String {
     made.body[at..].split('<').next().unwrap().to_string()
 }
 
-/// A one-line batch created through the API with `key`: its id.
-async fn batch_by_key(app: &TestApp, key: &str, reference: &str) -> String {
-    let resp = app
-        .client
-        .post(app.url("/api/v1/bulk-payments/"))
-        .bearer_auth(key)
-        .header("Idempotency-Key", new_key())
-        .json(&json!({"name": "Payroll", "items": [{
-            "beneficiary_name": "Awa Koné", "phone": "+2290166001001",
-            "amount": 1000, "currency": "XOF", "reference": reference,
-        }]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 201);
-    let b: Value = resp.json().await.unwrap();
-    assert_eq!(b["status"], "pending_validation", "{b}");
-    b["id"].as_str().unwrap().to_string()
-}
-
 async fn approve_by_key(app: &TestApp, key: &str, id: &str) -> (u16, Value) {
     app.post(
         key,

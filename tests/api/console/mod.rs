@@ -230,3 +230,23 @@ pub async fn completed_payment(app: &TestApp, key: &str) -> (String, String) {
 pub fn page_path(id: &str) -> String {
     format!("/console/payments/{id}")
 }
+
+/// A one-line batch created through the API with `key`: its id.
+pub(crate) async fn batch_by_key(app: &TestApp, key: &str, reference: &str) -> String {
+    let resp = app
+        .client
+        .post(app.url("/api/v1/bulk-payments/"))
+        .bearer_auth(key)
+        .header("Idempotency-Key", new_key())
+        .json(&serde_json::json!({"name": "Payroll", "items": [{
+            "beneficiary_name": "Awa Koné", "phone": "+2290166001001",
+            "amount": 1000, "currency": "XOF", "reference": reference,
+        }]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    let b: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(b["status"], "pending_validation", "{b}");
+    b["id"].as_str().unwrap().to_string()
+}

@@ -6,7 +6,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mmc_host::console::totp;
 use mmc_host::console::users::Role;
-use serde_json::{Value, json};
 
 use super::*;
 use crate::support::*;
@@ -191,21 +190,7 @@ async fn approving_a_batch_in_live_asks_for_a_fresh_code() {
     let (merchant, _, live_key) = app.merchant("Payroll");
     let (finance, secret, now) =
         live_person(&app, &merchant, "koffi@payroll.bj", Role::Finance).await;
-    let resp = app
-        .client
-        .post(app.url("/api/v1/bulk-payments/"))
-        .bearer_auth(&live_key)
-        .header("Idempotency-Key", new_key())
-        .json(&json!({"name": "Payroll", "items": [{
-            "beneficiary_name": "Awa Koné", "phone": "+2290166001001",
-            "amount": 1000, "currency": "XOF", "reference": "r-1",
-        }]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 201);
-    let batch: Value = resp.json().await.unwrap();
-    let id = batch["id"].as_str().unwrap();
+    let id = &batch_by_key(&app, &live_key, "r-1").await;
     let page = format!("/console/bulk/{id}");
     let shown = finance.get(&page).await;
     assert!(
