@@ -577,6 +577,21 @@ fn a_payout_whose_sender_froze_past_its_deadline_sends_nothing_then_goes_once_un
             .is_some_and(|r| r.contains("could not be read")),
         "{unreadable}"
     );
+    let batch = || {
+        bulk_call(
+            &sb,
+            "GET",
+            &format!("/api/v1/bulk-payments/{id}/"),
+            Value::Null,
+        )
+        .1
+    };
+    let summary = batch();
+    assert_eq!(summary["unconfirmed"]["count"], 1, "{summary}");
+    assert_eq!(
+        summary["unconfirmed"]["reasons"][0]["reason"], unreadable["unconfirmed"]["reason"],
+        "{summary}"
+    );
 
     // MTN pays it; the next check records it.
     broken.store(false, std::sync::atomic::Ordering::SeqCst);
@@ -588,6 +603,8 @@ fn a_payout_whose_sender_froze_past_its_deadline_sends_nothing_then_goes_once_un
     let done = item();
     assert_eq!(done["status"], "completed", "{done}");
     assert!(done.get("unconfirmed").is_none(), "{done}");
+    let summary = batch();
+    assert!(summary.get("unconfirmed").is_none(), "{summary}");
     assert_eq!(transfers(), sent, "nothing more was sent");
 }
 

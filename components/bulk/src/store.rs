@@ -12,6 +12,7 @@
 //! | runnable | queued_ms/env/merchant/batch id | (empty) — processing batches with items still to pay |
 //! | checks | due_ms/env/merchant/batch id/position | (empty) — items `processing` whose outcome we must ask for |
 //! | inflight | env/operator/item id | (empty) — payouts not yet final, per operator (the cap) |
+//! | unconfirmed | env/merchant/batch id/position | [`Held`] — items `processing` whose status cannot be read now (the batch's summary) |
 //!
 //! `processing` items are always in `checks` (due after the claim grace
 //! period when just claimed) and in `inflight`; final items in neither.
@@ -389,6 +390,22 @@ pub fn scan_items(
         .collect()
 }
 
+/// A batch's unconfirmed items (see [`Tx::index_unconfirmed`]): why and
+/// since when, up to `limit`.
+pub fn unconfirmed(
+    env: &str,
+    merchant: &str,
+    batch: &str,
+    limit: u32,
+) -> Result<Vec<Held>, ApiError> {
+    let start = format!("{env}/{merchant}/{batch}/");
+    let end = format!("{env}/{merchant}/{batch}/~");
+    storage::scan("unconfirmed", &start, &end, limit)?
+        .into_iter()
+        .map(|e| decode_one(&e.value))
+        .collect()
+}
+
 /// Payouts to `operator` not yet final, counted up to `cap`.
 pub fn in_flight(env: &str, operator: &str, cap: u32) -> Result<u32, ApiError> {
     let start = format!("{env}/{operator}/");
@@ -521,6 +538,28 @@ impl Tx {
         Ok(self
             .0
             .put("items", &item_key(env, merchant, batch, pos), &encode(item))?)
+    }
+
+    /// Keeps the batch's index of unconfirmed items (`unconfirmed`: those
+    /// processing whose status cannot be read now) in step with `item`;
+    /// `was`: it was in the index before. A batch's reader then finds them
+    /// without walking its items.
+    pub fn index_unconfirmed(
+        &self,
+        env: &str,
+        merchant: &str,
+        item: &Item,
+        was: bool,
+    ) -> Result<(), ApiError> {
+        let key = item_key(env, merchant, &item.batch_id, item.position);
+        match &item.unconfirmed {
+            Some(u) if item.status == ItemStatus::Processing => {
+                self.0.put("unconfirmed", &key, &encode(u))?
+            }
+            _ if was => self.0.delete("unconfirmed", &key)?,
+            _ => {}
+        }
+        Ok(())
     }
 
     pub fn idem(

@@ -84,11 +84,15 @@ fn outcome(digits: &str, at: u64, paid: Settled) -> PspStatus {
             "declined_by_customer",
             "The customer declined the payment.",
         )),
-        "0004" => PspStatus::Pending,
+        "0004" | UNREADABLE => PspStatus::Pending,
         _ if clock::now_ms() >= at + delay_ms() => PspStatus::Completed(paid),
         _ => PspStatus::Pending,
     }
 }
+
+/// The test number whose status can never be read: every status query
+/// fails, as an operator's does while it is down.
+const UNREADABLE: &str = "0006";
 
 fn status_of(op: &OperationRef) -> Result<PspStatus, AdapterError> {
     let r = op
@@ -97,6 +101,11 @@ fn status_of(op: &OperationRef) -> Result<PspStatus, AdapterError> {
         .ok_or_else(|| AdapterError::Rejected("no psp reference".into()))?;
     let (digits, at) = parse_reference(r)
         .ok_or_else(|| AdapterError::Rejected(format!("unknown psp reference {r}")))?;
+    if digits == UNREADABLE {
+        return Err(AdapterError::Unavailable(
+            "simulated operator: its status cannot be read (test number ending 0006)".into(),
+        ));
+    }
     Ok(outcome(
         &digits,
         at,
@@ -194,7 +203,9 @@ impl Guest for Simulator {
         // A payout is not waited on by a customer: settle at once except for the failing numbers.
         let paid = settled(req.amount, &req.currency, Some(&req.phone));
         let status = match outcome(&digits, at, paid.clone()) {
-            PspStatus::Pending if digits != "0004" => PspStatus::Completed(paid),
+            PspStatus::Pending if digits != "0004" && digits != UNREADABLE => {
+                PspStatus::Completed(paid)
+            }
             s => s,
         };
         Ok(Started {

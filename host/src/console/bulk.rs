@@ -208,8 +208,60 @@ fn facts(c: &Console, l: html::Lang, s: &Session, b: &Value) -> String {
             esc(&text(&counts[st]))
         );
     }
-    body.push_str("</dd></dl>");
+    body.push_str("</dd>");
+    // Items that wait (no route now) or whose outcome cannot be read now:
+    // how many, since when, and why, where a person looks first.
+    for (label, summary) in [
+        ("held_items", &b["held"]),
+        ("unconfirmed_items", &b["unconfirmed"]),
+    ] {
+        if summary.is_null() {
+            continue;
+        }
+        let _ = write!(
+            body,
+            "<dt>{}</dt><dd><strong>{}</strong> ({} {})<ul>",
+            t(l, label),
+            esc(&text(&summary["count"])),
+            t(l, "since"),
+            esc(&text(&summary["since"]))
+        );
+        for r in summary["reasons"].as_array().into_iter().flatten() {
+            let _ = write!(
+                body,
+                "<li>{} × {}</li>",
+                esc(&text(&r["count"])),
+                esc(&text(&r["reason"]))
+            );
+        }
+        body.push_str("</ul></dd>");
+    }
+    body.push_str("</dl>");
     body
+}
+
+/// Why an item is where it is: its failure, or what a person should check,
+/// or why it waits or is not confirmed yet.
+fn item_note(l: html::Lang, i: &Value) -> String {
+    if let Some(m) = i["failure_message"].as_str() {
+        return esc(m);
+    }
+    let mut notes = Vec::new();
+    if let Some(m) = i["review"]["message"].as_str() {
+        notes.push(format!("<strong>{}</strong>: {}", t(l, "review"), esc(m)));
+    }
+    for (label, key) in [("held_items", "held"), ("unconfirmed_items", "unconfirmed")] {
+        if let Some(r) = i[key]["reason"].as_str() {
+            notes.push(format!(
+                "{}: {} ({} {})",
+                t(l, label),
+                esc(r),
+                t(l, "since"),
+                esc(&text(&i[key]["since"]))
+            ));
+        }
+    }
+    notes.join("<br>")
 }
 
 /// Approve and reject, while the batch waits for them.
@@ -250,7 +302,7 @@ fn items_table(l: html::Lang, items: &[Value]) -> String {
         t(l, "amount"),
         t(l, "reference"),
         t(l, "operator"),
-        t(l, "failure"),
+        t(l, "note"),
     );
     for i in items {
         let _ = write!(
@@ -264,7 +316,7 @@ fn items_table(l: html::Lang, items: &[Value]) -> String {
             esc(&text(&i["currency"])),
             esc(&text(&i["reference"])),
             esc(&text(&i["operator"])),
-            esc(&text(&i["failure_message"])),
+            item_note(l, i),
         );
     }
     out.push_str("</tbody></table>");

@@ -379,3 +379,65 @@ async fn a_batch_created_with_a_persons_key_is_not_theirs_to_approve_in_the_cons
     let done = wait_paid(&app, &reader, &id).await;
     assert_eq!(done["items_by_status"]["completed"], 1, "{done}");
 }
+
+/// A payout whose outcome the operator cannot tell now stays in progress,
+/// and its batch's page says so where a finance person looks: how many,
+/// since when and why, on the batch and on the item.
+#[service_test]
+async fn a_payout_whose_outcome_cannot_be_read_is_shown_unconfirmed_on_its_batch(app: TestApp) {
+    let (merchant, key, _) = app.merchant("Payroll");
+    let resp = app
+        .client
+        .post(app.url("/api/v1/bulk-payments/"))
+        .bearer_auth(&key)
+        .header("Idempotency-Key", new_key())
+        .json(&json!({"name": "Payroll", "items": [
+            {"beneficiary_name": "Awa Koné", "phone": "+2290166000006",
+             "amount": 1000, "currency": "XOF", "reference": "unreadable"},
+            {"beneficiary_name": "Koffi Mensah", "phone": "+2290166000001",
+             "amount": 2000, "currency": "XOF", "reference": "paid"},
+        ]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    let id = resp.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(approve_by_key(&app, &key, &id).await.0, 200);
+
+    let started = Instant::now();
+    let b = loop {
+        let (_, b) = app.get(&key, &format!("/api/v1/bulk-payments/{id}/")).await;
+        if b["unconfirmed"]["count"] == 1 && b["items_by_status"]["completed"] == 1 {
+            break b;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "never unconfirmed: {b}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(b["status"], "processing", "unknown is never failed: {b}");
+    assert_eq!(b["items_by_status"]["processing"], 1, "{b}");
+    let reason = b["unconfirmed"]["reasons"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("cannot be read"), "{b}");
+
+    let finance = person(&app, &merchant, "awa@payroll.bj", Role::Finance).await;
+    let page = finance.get(&format!("/console/bulk/{id}")).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body.contains("Outcome not confirmed yet"),
+        "the batch says it: {}",
+        page.body
+    );
+    let item = finance
+        .get(&format!("/console/bulk/{id}?status=processing"))
+        .await;
+    assert!(
+        item.body.contains("<td>processing</td>") && item.body.contains("cannot be read"),
+        "the item says why: {}",
+        item.body
+    );
+}

@@ -3,8 +3,9 @@
 
 use super::*;
 
-/// `GET /bulk-payments/{id}/`: the batch, and while some of its items wait
-/// for a route, how many and why (`held`).
+/// `GET /bulk-payments/{id}/`: the batch; while some of its items wait for
+/// a route, how many and why (`held`); while the outcome of some of its
+/// payouts cannot be read, how many and why (`unconfirmed`).
 pub fn get(caller: &Caller, id: &str) -> Result<Response, ApiError> {
     let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
     let b = store::read_batch(env, merchant, id)?.ok_or_else(|| ApiError::batch_not_found(id))?;
@@ -12,6 +13,12 @@ pub fn get(caller: &Caller, id: &str) -> Result<Response, ApiError> {
     let held = held_items(env, merchant, &b)?;
     if !held.is_empty() {
         body["held"] = wire::held_json(&held);
+    }
+    if b.counts.processing > 0 {
+        let unconfirmed = store::unconfirmed(env, merchant, &b.id, b.counts.processing)?;
+        if !unconfirmed.is_empty() {
+            body["unconfirmed"] = wire::held_json(&unconfirmed);
+        }
     }
     Ok(json_response(200, &body))
 }

@@ -130,6 +130,7 @@ pub(super) fn record(
         return Ok(true);
     }
     let previous_check = item.next_check_ms;
+    let was_unconfirmed = item.unconfirmed.is_some();
     if checked {
         item.checks += 1;
     }
@@ -168,6 +169,7 @@ pub(super) fn record(
     item.updated_at_ms = now;
     if to == ItemStatus::Processing {
         tx.save_item(env, merchant, &item, previous_check)?;
+        tx.index_unconfirmed(env, merchant, &item, was_unconfirmed)?;
         tx.commit()?;
         return Ok(false);
     }
@@ -175,6 +177,7 @@ pub(super) fn record(
     item.next_check_ms = None;
     item.completed_at_ms = Some(now);
     tx.save_item(env, merchant, &item, previous_check)?;
+    tx.index_unconfirmed(env, merchant, &item, was_unconfirmed)?;
 
     let mut batch = tx
         .batch(env, merchant, &item.batch_id)?
