@@ -101,7 +101,7 @@ pub struct AdminConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ConsoleConfig {
-    /// Password checks (Argon2id: 19 MiB and tens of milliseconds of a core
+    /// Password checks (Argon2id: 7 MiB and tens of milliseconds of a core
     /// each) run at most this many at a time.
     pub password_checks_at_once: usize,
     /// A sign-in that finds no place this long is answered 429 unhashed.

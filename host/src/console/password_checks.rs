@@ -1,4 +1,4 @@
-//! Password checks, a few at a time. An Argon2id check takes 19 MiB and
+//! Password checks, a few at a time. An Argon2id check takes 7 MiB and
 //! tens of milliseconds of a core; unbounded, a burst of sign-ins would
 //! take a node's memory and CPU. A sign-in takes one of a few places before
 //! it does anything else (its attempt's count, a database write, included),

@@ -148,14 +148,37 @@ fn normalize_email(email: &str) -> Result<String, UserError> {
     valid.then_some(email).ok_or(UserError::InvalidEmail)
 }
 
+/// Argon2id, v19, m = 7 MiB, t = 5, p = 1: the configuration OWASP's
+/// password storage guide gives as equal in strength to m = 19 MiB, t = 2
+/// (the argon2 crate's default). A check costs about the same CPU and a
+/// third of the memory, so the few checks a node runs at once fit in it.
+/// A hash keeps its own parameters: one made with others still verifies.
+fn hasher() -> Argon2<'static> {
+    let params = argon2::Params::new(7 * 1024, 5, 1, None).expect("valid Argon2 parameters");
+    Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params)
+}
+
+/// Whether `stored` was made with [`hasher`]'s algorithm and parameters.
+fn made_by_hasher(stored: &str) -> bool {
+    let current = hasher();
+    PasswordHash::new(stored).is_ok_and(|h| {
+        h.algorithm == argon2::Algorithm::Argon2id.ident()
+            && h.version == Some(argon2::Version::V0x13.into())
+            && argon2::Params::try_from(&h).is_ok_and(|p| {
+                let want = current.params();
+                (p.m_cost(), p.t_cost(), p.p_cost())
+                    == (want.m_cost(), want.t_cost(), want.p_cost())
+            })
+    })
+}
+
 pub fn hash_password(password: &str) -> Result<String, UserError> {
     let chars = password.chars().count();
     if !(MIN_PASSWORD_CHARS..=MAX_PASSWORD_CHARS).contains(&chars) {
         return Err(UserError::WeakPassword);
     }
     let salt = SaltString::generate(&mut OsRng);
-    // Argon2::default() is Argon2id, v19, m=19 MiB, t=2, p=1 (OWASP's minimum).
-    Argon2::default()
+    hasher()
         .hash_password(password.as_bytes(), &salt)
         .map(|h| h.to_string())
         .map_err(|e| UserError::Storage(StorageError::Unavailable(format!("argon2: {e}"))))
@@ -165,11 +188,8 @@ pub fn hash_password(password: &str) -> Result<String, UserError> {
 #[cfg(test)]
 fn password_matches(stored: &str, password: &str) -> bool {
     use argon2::password_hash::PasswordVerifier;
-    PasswordHash::new(stored).is_ok_and(|h| {
-        Argon2::default()
-            .verify_password(password.as_bytes(), &h)
-            .is_ok()
-    })
+    PasswordHash::new(stored)
+        .is_ok_and(|h| hasher().verify_password(password.as_bytes(), &h).is_ok())
 }
 
 /// [`password_matches`], computed in `memory`: one Argon2 run's blocks,
@@ -429,12 +449,24 @@ impl Users {
         })?;
         let stored = row.as_ref().and_then(|r| r.opt_text(7).ok().flatten());
         let ok = password_matches_in(stored.as_deref().unwrap_or(decoy_hash()), password, memory);
-        let (Some(r), true, Some(_)) = (row, ok, stored) else {
+        let (Some(r), true, Some(stored)) = (row, ok, stored) else {
             return Ok(None);
         };
+        let user = user(&r)?;
+        if !made_by_hasher(&stored) {
+            // Hashed with other parameters (an earlier default): hashed
+            // again with the current ones now that the password is known.
+            let rehashed = hash_password(password)?;
+            self.db.write(|tx| {
+                tx.execute(
+                    "UPDATE console_users SET password_hash = ?2 WHERE id = ?1 AND password_hash = ?3",
+                    sql_params![&user.id, &rehashed, &stored],
+                )
+            })?;
+        }
         let enabled = r.int(9)? != 0;
         Ok(Some(Credentials {
-            user: user(&r)?,
+            user,
             totp_secret: if enabled {
                 r.opt_text(8)?.and_then(|s| super::totp::from_base32(&s))
             } else {
@@ -641,6 +673,72 @@ mod tests {
             hash_password("short"),
             Err(UserError::WeakPassword)
         ));
+        assert!(h.contains("$m=7168,t=5,p=1$") && made_by_hasher(&h), "{h}");
+    }
+
+    /// A hash made with the argon2 crate's default (m = 19 MiB, t = 2)
+    /// still verifies, and is not taken for one of the current parameters.
+    #[test]
+    fn hashes_made_with_other_parameters_still_verify() {
+        let salt = SaltString::generate(&mut OsRng);
+        let old = Argon2::default()
+            .hash_password(b"correct horse battery", &salt)
+            .unwrap()
+            .to_string();
+        assert!(old.contains("$m=19456,t=2,p=1$"), "{old}");
+        assert!(!made_by_hasher(&old));
+        let mut memory = Vec::new();
+        assert!(password_matches_in(
+            &old,
+            "correct horse battery",
+            &mut memory
+        ));
+        assert!(!password_matches_in(
+            &old,
+            "correct horse battery!",
+            &mut memory
+        ));
+    }
+
+    /// A password stored with other parameters is hashed again with the
+    /// current ones at its owner's next sign-in; a wrong guess changes nothing.
+    #[test]
+    fn a_hash_with_other_parameters_is_replaced_at_the_next_sign_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, m) = crate::console::test_shop(&dir);
+        let users = Users::new(db.clone());
+        let invitation = users.invite(&m.id, "a@shop.bj", Role::Owner).unwrap();
+        let token = invitation.path.rsplit('/').next().unwrap();
+        users.accept(token, "correct horse battery").unwrap();
+        let salt = SaltString::generate(&mut OsRng);
+        let old = Argon2::default()
+            .hash_password(b"correct horse battery", &salt)
+            .unwrap()
+            .to_string();
+        db.write(|tx| {
+            tx.execute(
+                "UPDATE console_users SET password_hash = ?1",
+                sql_params![&old],
+            )
+        })
+        .unwrap();
+        let stored = || {
+            db.read(|c| {
+                c.query_one("SELECT password_hash FROM console_users", &[])?
+                    .text(0)
+            })
+            .unwrap()
+        };
+        let mut memory = Vec::new();
+        let wrong = users.check_password_in("a@shop.bj", "wrong guess!", &mut memory);
+        assert!(wrong.unwrap().is_none());
+        assert_eq!(stored(), old, "a wrong guess rehashes nothing");
+        let right = users.check_password_in("a@shop.bj", "correct horse battery", &mut memory);
+        assert!(right.unwrap().is_some());
+        let now = stored();
+        assert!(made_by_hasher(&now), "{now}");
+        let again = users.check_password_in("a@shop.bj", "correct horse battery", &mut memory);
+        assert!(again.unwrap().is_some(), "the new hash verifies");
     }
 
     #[test]
