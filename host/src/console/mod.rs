@@ -341,7 +341,7 @@ async fn page(
         ("GET", ["links", id]) => links::show(app, req, s, id).await,
         ("GET", ["links", id, "qr.svg"]) => links::qr(app, req, s, id).await,
         ("GET", ["team"]) => team::page(c, req, s, None),
-        ("POST", ["team", "invite"]) => team::invite(c, &app.base_url, req, s),
+        ("POST", ["team", "invite"]) => team::invite(c, &app.base_url, req, s).await,
         ("POST", ["team", "sessions", hash, "end"]) => team::end_session(c, req, s, hash),
         ("POST", ["team", id, "remove"]) => team::remove(c, req, s, id),
         ("POST", ["team", id, "reset"]) => team::reset(c, &app.base_url, req, s, id).await,

@@ -1,8 +1,9 @@
 //! The team: the merchant's users and their roles; owners invite, reset
 //! and remove people (a reset or a removal ends their sessions at once) and
-//! read the audit log. A reset's new link goes to the member by mail when
-//! the service has a relay, so the owner never holds it; either way the
-//! member approves no payout for a day, as the page and the log say.
+//! read the audit log. An invitation's link, and a reset's new one, go to
+//! the member by mail when the service has a relay, so the owner never
+//! holds them; after a reset the member approves no payout for a day, as
+//! the page and the log say.
 
 use std::fmt::Write;
 
@@ -163,47 +164,77 @@ pub fn end_session(
     Ok(web::redirect("/console/team"))
 }
 
-/// `POST /console/team/invite` (owners): the one-time link is shown once.
-pub fn invite(c: &Console, base_url: &str, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
+/// `POST /console/team/invite` (owners). With a mail relay the one-time
+/// link goes to the new member's address and the owner never sees it (an
+/// owner who could open it would become a second person of their own,
+/// able to approve their own batches); without one it is shown, once.
+pub async fn invite(
+    c: &Console,
+    base_url: &str,
+    req: &Req,
+    s: &Session,
+) -> Result<Resp, ConsoleError> {
     check_csrf(req, s)?;
     owner_only(s)?;
+    let l = req.lang;
     let email = req.field("email").unwrap_or_default();
     let Some(role) = req.field("role").and_then(|r| Role::parse(&r)) else {
         return page(
             c,
             req,
             s,
-            Some((
-                400,
-                html::user_error(req.lang, &super::users::UserError::InvalidRole),
-            )),
+            Some((400, html::user_error(l, &UserError::InvalidRole))),
         );
     };
-    let audit = ("user.invite", None, req.client.as_deref());
-    let invited = blocking(|| {
-        c.audit.act(
-            s,
-            audit,
-            || c.users.invite(&s.merchant_id, &email, role),
-            |i| {
-                let detail = format!("{} as {}", i.user.email, role.as_str());
-                (Some(i.user.id.clone()), Some(detail))
-            },
-        )
-    })?;
-    let invitation = match invited {
+    let client = req.client.as_deref();
+    let entry = blocking(|| c.audit.begin(s, "user.invite", None, None, client))?;
+    let invitation = match blocking(|| c.users.invite(&s.merchant_id, &email, role)) {
         Ok(i) => i,
-        Err(e @ super::users::UserError::Storage(_)) => return Err(user_error(e)),
-        Err(e) => return page(c, req, s, Some((400, html::user_error(req.lang, &e)))),
+        Err(e) => {
+            let why = e.to_string();
+            blocking(|| c.audit.finish(entry, Outcome::Refused, None, Some(&why)))?;
+            return match e {
+                e @ UserError::Storage(_) => Err(user_error(e)),
+                e => page(c, req, s, Some((400, html::user_error(l, &e)))),
+            };
+        }
     };
-    Ok(link_page(
-        req,
-        s,
-        base_url,
-        &invitation,
-        ("invite", "invite_link"),
-        "",
-    ))
+    let invited = format!("{} as {}", invitation.user.email, role.as_str());
+    let subject = Some(invitation.user.id.as_str());
+    let Some(mailer) = &c.mailer else {
+        let detail = format!("{invited}; link shown to {}", s.email);
+        blocking(|| c.audit.finish(entry, Outcome::Done, subject, Some(&detail)))?;
+        return Ok(link_page(
+            req,
+            s,
+            base_url,
+            &invitation,
+            ("invite", "invite_link"),
+            "",
+        ));
+    };
+    let to = invitation.user.email.clone();
+    let link = format!("{base_url}{}", invitation.path);
+    let mail_subject = plain(l, "invite_mail_subject", &[&s.merchant_name]);
+    let text = plain(
+        l,
+        "invite_mail_body",
+        &[&s.email, &s.merchant_name, role.as_str(), &link],
+    );
+    let (status, detail, notice) = match mailer.send(&to, &mail_subject, text).await {
+        Ok(()) => (
+            201,
+            format!("{invited}; link mailed to {to}"),
+            plain(l, "invite_mailed", &[&to]),
+        ),
+        Err(e) => (
+            502,
+            format!("{invited}; the link could not be mailed ({e})"),
+            plain(l, "invite_not_mailed", &[&to, &e.to_string()]),
+        ),
+    };
+    blocking(|| c.audit.finish(entry, Outcome::Done, subject, Some(&detail)))?;
+    page(c, req, s, Some((status, notice)))
 }
 
 /// The page that shows a one-time sign-in link, once, with what else the

@@ -203,6 +203,26 @@ pub const MORE: &[(&str, &str, &str)] = &[
         "Le mot de passe, le second facteur et les sessions de {} sont effacés, mais le courriel avec le nouveau lien n'a pas pu partir ({}). Réinitialisez à nouveau son accès quand les courriels partent.",
     ),
     (
+        "invite_mailed",
+        "{} is invited: a one-time link to choose a password was mailed to them.",
+        "{} est invité·e : un lien à usage unique pour choisir un mot de passe lui a été envoyé par courriel.",
+    ),
+    (
+        "invite_not_mailed",
+        "{} is invited, but the mail with their link could not be sent ({}). Reset their access below once mail works: a new link goes to them.",
+        "{} est invité·e, mais le courriel avec son lien n'a pas pu partir ({}). Réinitialisez son accès ci-dessous quand les courriels partent : un nouveau lien lui sera envoyé.",
+    ),
+    (
+        "invite_mail_subject",
+        "Your invitation to the payments console of {}",
+        "Votre invitation à la console de paiement de {}",
+    ),
+    (
+        "invite_mail_body",
+        "{} invites you to the payments console of {}, as {}.\r\n\r\nChoose your password with this link; it works once, for 72 hours:\r\n\r\n{}\r\n\r\nIf you do not expect this, ignore this mail.\r\n",
+        "{} vous invite à la console de paiement de {}, en tant que {}.\r\n\r\nChoisissez votre mot de passe avec ce lien ; il sert une fois, pendant 72 heures :\r\n\r\n{}\r\n\r\nSi vous ne vous y attendiez pas, ignorez ce courriel.\r\n",
+    ),
+    (
         "reset_mail_subject",
         "Your new sign-in link for {}",
         "Votre nouveau lien de connexion pour {}",

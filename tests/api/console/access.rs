@@ -791,3 +791,61 @@ async fn a_reset_link_is_mailed_to_the_member_and_they_approve_nothing_for_a_day
         .await;
     assert_eq!(approved.status, 303, "{}", approved.body);
 }
+
+/// With a mail relay, an invitation's link goes to the new member only:
+/// an owner who could open it would be a second person of their own.
+#[service_test]
+async fn an_invitation_is_mailed_to_the_new_member_and_never_shown_to_the_owner() {
+    let relay = crate::support::smtp::SmtpSink::start().await;
+    let smtp = relay.config();
+    let app = spawn_app_with(move |c| c.smtp = Some(smtp)).await;
+    let merchant = app.new_merchant("Shop");
+    let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
+
+    let invited = owner
+        .submit(
+            "/console/team",
+            "/console/team/invite",
+            &[("email", "cash@shop.bj"), ("role", "finance")],
+        )
+        .await;
+    assert_eq!(invited.status, 201, "{}", invited.body);
+    assert!(
+        !invited.body.contains("/console/invite/"),
+        "the owner never sees the link: {}",
+        invited.body
+    );
+    assert!(
+        invited.body.contains("was mailed to them"),
+        "{}",
+        invited.body
+    );
+
+    let mails = relay.mails();
+    assert_eq!(mails.len(), 1, "{mails:?}");
+    assert_eq!(mails[0].to, vec!["cash@shop.bj".to_string()]);
+    assert_eq!(
+        mails[0].header("subject").as_deref(),
+        Some("Your invitation to the payments console of Shop")
+    );
+    let text = mails[0].text();
+    assert!(text.contains("as finance"), "{text}");
+    let link = text
+        .split_whitespace()
+        .find(|w| w.contains("/console/invite/"))
+        .unwrap_or_else(|| panic!("no link in {text}"));
+    let member = Browser::new(&app);
+    member
+        .accept(&link[app.base.len()..], "a brand new long password")
+        .await;
+    assert_eq!(member.get("/console/payments").await.status, 200);
+
+    let audit = owner.get("/console/audit?action=user.invite").await;
+    assert!(
+        audit
+            .body
+            .contains("cash@shop.bj as finance; link mailed to cash@shop.bj"),
+        "{}",
+        audit.body
+    );
+}
