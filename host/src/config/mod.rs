@@ -158,6 +158,9 @@ pub struct Limits {
     /// (never longer than its deadline, the default). A busy payment
     /// initiation sends nothing and answers `503 operator_busy`.
     pub slot_wait_ms: Option<u64>,
+    /// Every this long, memory the allocator holds free is handed back to
+    /// the system (glibc); 0: never.
+    pub memory_trim_ms: u64,
 }
 
 impl Limits {
@@ -245,6 +248,7 @@ impl Default for Limits {
             concurrent_calls: 256,
             adapter_concurrent_calls: None,
             slot_wait_ms: None,
+            memory_trim_ms: 1_000,
         }
     }
 }
