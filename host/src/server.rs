@@ -55,6 +55,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         nodes: leases.clone(),
     };
     let runtime = Runtime::new(&config, services)?;
+    runtime.set_service_base_url(&base_url);
     let dir = config.components_dir.clone();
     let rt = runtime.clone();
     let names = tokio::task::spawn_blocking(move || rt.load_dir(&dir)).await??;

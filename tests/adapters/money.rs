@@ -122,6 +122,57 @@ async fn a_request_to_pay_mtn_never_got_is_sent_again_under_its_id() {
     );
 }
 
+/// A payment stored before records kept the service's address (here: the
+/// address taken out of its record) is sent again all the same, naming the
+/// address this node serves at, so MTN's callback still finds us.
+#[service_test]
+async fn a_request_to_pay_stored_without_the_services_address_is_sent_again_naming_it() {
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    fake.inject("requesttopay", Fault::Status(503), 1);
+    let app = mtn_app(
+        &fake,
+        &[
+            ("adapter_deadline_ms", "500"),
+            ("operator_answer_window_ms", "2500"),
+        ],
+    )
+    .await;
+    let live = app.live_key("Shop");
+    let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
+    let id = p["id"].as_str().unwrap();
+    assert_eq!(p["status"], "pending", "{p}");
+    let storage = &app.service.site.app.runtime.services.storage;
+    let mut tx = storage.begin("collect").unwrap();
+    let (k, v) = tx
+        .scan("payments", "", "~", 1000)
+        .unwrap()
+        .into_iter()
+        .find(|(k, _)| k.ends_with(id))
+        .expect("the payment's record");
+    let mut record = mmc_domain::record::decode(&v).unwrap();
+    assert!(record.base_url.is_some(), "a new record keeps it");
+    record.base_url = None;
+    tx.put("payments", &k, &mmc_domain::record::encode(&record))
+        .unwrap();
+    tx.commit().unwrap();
+
+    wait_for(&app, &live, id, "completed", Duration::from_secs(15)).await;
+    assert_eq!(
+        requests_to_pay_for(&fake, id),
+        2,
+        "sent again, under its id"
+    );
+    let callback = fake
+        .transaction(&operator_id(id))
+        .and_then(|t| t.callback_url)
+        .unwrap_or_default();
+    assert!(
+        callback.starts_with(&format!("{}/api/v1/psp/", app.base)),
+        "{callback}"
+    );
+}
+
 /// MTN's gateway holds the request to pay past every window we keep: the
 /// payment is sent again under its id meanwhile, and the held copy, carried
 /// out later, is MTN's repeated id (409). One transaction, one id, and the

@@ -8,9 +8,12 @@ impl Host for HostState {
         if let Some(v) = self.config.settings.get(&key) {
             return Ok(Some(v.clone()));
         }
-        // A platform fact every component may read unless its own settings override it.
-        Ok((key == "adapter_deadline_ms")
-            .then(|| self.runtime.longest_adapter_deadline_ms().to_string()))
+        // Platform facts every component may read unless its own settings override them.
+        Ok(match key.as_str() {
+            "adapter_deadline_ms" => Some(self.runtime.longest_adapter_deadline_ms().to_string()),
+            "service_base_url" => self.runtime.service_base_url().map(str::to_string),
+            _ => None,
+        })
     }
 
     fn secret(&mut self, key: String) -> wasmtime::Result<Option<String>> {

@@ -174,6 +174,9 @@ pub struct Runtime {
     /// Spaces each adapter's status queries to its provider's cap.
     pub status_pacer: pacing::StatusPacer,
     stop_ticker: Arc<AtomicBool>,
+    /// The address the service is reached at (`public_base_url`, else the
+    /// address it listens on), once it listens: see [`Runtime::set_service_base_url`].
+    service_base_url: std::sync::OnceLock<String>,
 }
 
 impl Drop for Runtime {
@@ -210,7 +213,21 @@ impl Runtime {
             adapter_slots: pool::Gate::new(config.limits.adapter_slots()),
             status_pacer: pacing::StatusPacer::default(),
             stop_ticker,
+            service_base_url: std::sync::OnceLock::new(),
         }))
+    }
+
+    /// Sets the service's address, once: API components read it as the
+    /// setting `service_base_url` where a request gives them none (a job
+    /// sending a request to pay again, for a record stored without one).
+    pub fn set_service_base_url(&self, url: &str) {
+        let _ = self
+            .service_base_url
+            .set(url.trim_end_matches('/').to_string());
+    }
+
+    pub fn service_base_url(&self) -> Option<&str> {
+        self.service_base_url.get().map(String::as_str)
     }
 
     /// The longest an adapter call may take under this configuration (the

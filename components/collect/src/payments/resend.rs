@@ -10,7 +10,7 @@ use mmc_domain::Status;
 use crate::ApiError;
 use crate::mmc::adapter::router;
 use crate::mmc::adapter::types::{AdapterError, Initiated};
-use crate::mmc::platform::{clock, log, node};
+use crate::mmc::platform::{clock, config, log, node};
 use crate::store::{self, Payment};
 
 use super::initiate::{apply_initiated, initiate_request, record_attempt, send_until};
@@ -50,8 +50,12 @@ pub fn resend(
         if !to_send_again(&p, now) || p.sent_at() != seen_sent_at {
             return Ok(Attempt::Moved);
         }
-        // A record from before the address was kept cannot name its
+        // A record from before the address was kept names the service's
+        // address as this node knows it; with neither, it cannot name its
         // callback: it stays in progress, asked about, for a person to check.
+        if p.base_url.is_none() {
+            p.base_url = config::get("service_base_url");
+        }
         if p.base_url.is_none() {
             return Ok(Attempt::Unaddressed);
         }
