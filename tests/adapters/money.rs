@@ -142,14 +142,9 @@ async fn a_request_to_pay_stored_without_the_services_address_is_sent_again_nami
     let p = create(&app, &live, &live_payment("BJ", "mtn-bj", PHONE)).await;
     let id = p["id"].as_str().unwrap();
     assert_eq!(p["status"], "pending", "{p}");
+    let (k, v) = crate::support::fixtures::payment_record(&app, id);
     let storage = &app.service.site.app.runtime.services.storage;
     let mut tx = storage.begin("collect").unwrap();
-    let (k, v) = tx
-        .scan("payments", "", "~", 1000)
-        .unwrap()
-        .into_iter()
-        .find(|(k, _)| k.ends_with(id))
-        .expect("the payment's record");
     let mut record = mmc_domain::record::decode(&v).unwrap();
     assert!(record.base_url.is_some(), "a new record keeps it");
     record.base_url = None;

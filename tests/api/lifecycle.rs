@@ -432,14 +432,9 @@ async fn a_record_another_version_wrote_is_reconciled_without_holding_the_writer
     let app = fast_app().await;
     let key = app.test_key("Shop");
     let (id, _) = app.create_ok(&key, &direct_payment("+2290166001234")).await;
+    let (k, v) = crate::support::fixtures::payment_record(&app, &id);
     let storage = &app.service.site.app.runtime.services.storage;
     let mut tx = storage.begin("collect").unwrap();
-    let (k, v) = tx
-        .scan("payments", "", "~", 1000)
-        .unwrap()
-        .into_iter()
-        .find(|(k, _)| k.ends_with(&id))
-        .expect("the payment's record");
     assert_eq!(v[0], 4, "stored in the binary form (version 4)");
     let pretty = serde_json::to_vec_pretty(&mmc_domain::record::decode(&v).unwrap()).unwrap();
     tx.put("payments", &k, &pretty).unwrap();

@@ -72,3 +72,15 @@ pub fn overdue(data_dir: &std::path::Path, id: &str) {
     .unwrap();
     tx.commit().unwrap();
 }
+
+/// The stored record of payment `id` (the collect component's `payments`
+/// table): its key and its bytes as stored.
+pub fn payment_record(app: &TestApp, id: &str) -> (String, Vec<u8>) {
+    let storage = &app.service.site.app.runtime.services.storage;
+    let mut tx = storage.begin("collect").unwrap();
+    tx.scan("payments", "", "~", 1000)
+        .unwrap()
+        .into_iter()
+        .find(|(k, _)| k.ends_with(id))
+        .expect("the payment's record")
+}
