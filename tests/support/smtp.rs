@@ -29,6 +29,15 @@ impl Mail {
             .map(|l| l[prefix.len()..].trim().to_string())
     }
 
+    /// The first link in the body's text whose address contains `path`.
+    pub fn link(&self, path: &str) -> String {
+        let text = self.text();
+        text.split_whitespace()
+            .find(|w| w.contains(path))
+            .unwrap_or_else(|| panic!("no link to {path} in {text}"))
+            .to_string()
+    }
+
     /// The body as text, its transfer encoding undone (7bit, 8bit or
     /// quoted-printable, RFC 2045 §6.7).
     pub fn text(&self) -> String {

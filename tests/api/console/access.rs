@@ -690,11 +690,16 @@ async fn an_owner_resets_a_members_lost_password_or_authenticator_with_a_one_tim
     assert!(own.body.contains("Security page"), "{}", own.body);
 }
 
-#[service_test]
-async fn a_reset_link_is_mailed_to_the_member_and_they_approve_nothing_for_a_day() {
+/// A service that mails through a local SMTP sink, and the sink.
+async fn app_with_mail_relay() -> (crate::support::smtp::SmtpSink, TestApp) {
     let relay = crate::support::smtp::SmtpSink::start().await;
     let smtp = relay.config();
-    let app = spawn_app_with(move |c| c.smtp = Some(smtp)).await;
+    (relay, spawn_app_with(move |c| c.smtp = Some(smtp)).await)
+}
+
+#[service_test]
+async fn a_reset_link_is_mailed_to_the_member_and_they_approve_nothing_for_a_day() {
+    let (relay, app) = app_with_mail_relay().await;
     let (merchant, key, _) = app.merchant("Shop");
     app.accounts
         .set_require_second_approver(&merchant, Environment::Test, true)
@@ -745,10 +750,7 @@ async fn a_reset_link_is_mailed_to_the_member_and_they_approve_nothing_for_a_day
         Some("Your new sign-in link for Shop")
     );
     let text = mails[0].text();
-    let link = text
-        .split_whitespace()
-        .find(|w| w.contains("/console/invite/"))
-        .unwrap_or_else(|| panic!("no link in {text}"));
+    let link = mails[0].link("/console/invite/");
     assert!(link.starts_with(&app.base), "{link}");
     assert!(text.contains("You cannot approve payouts until"), "{text}");
     let member = Browser::new(&app);
@@ -796,9 +798,7 @@ async fn a_reset_link_is_mailed_to_the_member_and_they_approve_nothing_for_a_day
 /// an owner who could open it would be a second person of their own.
 #[service_test]
 async fn an_invitation_is_mailed_to_the_new_member_and_never_shown_to_the_owner() {
-    let relay = crate::support::smtp::SmtpSink::start().await;
-    let smtp = relay.config();
-    let app = spawn_app_with(move |c| c.smtp = Some(smtp)).await;
+    let (relay, app) = app_with_mail_relay().await;
     let merchant = app.new_merchant("Shop");
     let owner = person(&app, &merchant, "owner@shop.bj", Role::Owner).await;
 
@@ -830,10 +830,7 @@ async fn an_invitation_is_mailed_to_the_new_member_and_never_shown_to_the_owner(
     );
     let text = mails[0].text();
     assert!(text.contains("as finance"), "{text}");
-    let link = text
-        .split_whitespace()
-        .find(|w| w.contains("/console/invite/"))
-        .unwrap_or_else(|| panic!("no link in {text}"));
+    let link = mails[0].link("/console/invite/");
     let member = Browser::new(&app);
     member
         .accept(&link[app.base.len()..], "a brand new long password")
