@@ -299,7 +299,7 @@ pub fn batch_json(b: &Batch) -> Value {
 
 /// A batch's held (or unconfirmed) items, summed up: how many, since when
 /// (the earliest), and each reason with its count, the most frequent first.
-pub fn held_json(held: &[Held]) -> Value {
+pub fn summary_json(held: &[Held]) -> Value {
     let mut reasons: Vec<(&str, u32)> = Vec::new();
     for h in held {
         match reasons.iter_mut().find(|(r, _)| *r == h.reason) {

@@ -12,12 +12,12 @@ pub fn get(caller: &Caller, id: &str) -> Result<Response, ApiError> {
     let mut body = wire::batch_json(&b);
     let held = held_items(env, merchant, &b)?;
     if !held.is_empty() {
-        body["held"] = wire::held_json(&held);
+        body["held"] = wire::summary_json(&held);
     }
     if b.counts.processing > 0 {
         let unconfirmed = store::unconfirmed(env, merchant, &b.id, b.counts.processing)?;
         if !unconfirmed.is_empty() {
-            body["unconfirmed"] = wire::held_json(&unconfirmed);
+            body["unconfirmed"] = wire::summary_json(&unconfirmed);
         }
     }
     Ok(json_response(200, &body))
