@@ -50,6 +50,57 @@ pub fn day_of(rfc3339: &str) -> Option<i64> {
     Some(era * 146_097 + doe - 719_468)
 }
 
+/// The instant an RFC 3339 timestamp names, in ms since the Unix epoch
+/// (`2026-06-01T12:00:00Z`, `…:00.123456Z`, `…:00+01:00`); none when it is
+/// not one or is before 1970.
+pub fn ms_of(rfc3339: &str) -> Option<u64> {
+    let b = rfc3339.as_bytes();
+    let days = day_of(rfc3339)?;
+    if !matches!(b.get(10), Some(b'T' | b't' | b' ')) || b.get(13) != Some(&b':') {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let s = rfc3339.get(r)?;
+        s.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| s.parse().ok())?
+    };
+    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if b.get(16) != Some(&b':') || hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    let mut at = 19;
+    let mut millis = 0i64;
+    if b.get(at) == Some(&b'.') {
+        let digits = b[at + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        if digits == 0 {
+            return None;
+        }
+        let first3 = &rfc3339[at + 1..at + 1 + digits.min(3)];
+        millis = first3.parse::<i64>().ok()? * 10i64.pow(3 - digits.min(3) as u32);
+        at += 1 + digits;
+    }
+    let offset_s = match &rfc3339[at..] {
+        "Z" | "z" => 0,
+        o if o.len() == 6 && (o.starts_with('+') || o.starts_with('-')) && &o[3..4] == ":" => {
+            let (h, m) = (o[1..3].parse::<i64>().ok()?, o[4..6].parse::<i64>().ok()?);
+            let s = h * 3600 + m * 60;
+            if o.starts_with('-') { -s } else { s }
+        }
+        _ => return None,
+    };
+    let secs = days * 86_400 + hh * 3600 + mm * 60 + ss - offset_s;
+    u64::try_from(secs * 1000 + millis).ok()
+}
+
+/// The UTC date of an instant: `2026-06-01`.
+pub fn date(ms: u64) -> String {
+    rfc3339(ms)[..10].to_string()
+}
+
 /// Howard Hinnant's days → (year, month, day) for the proleptic Gregorian calendar.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -69,6 +120,7 @@ mod tests {
     #[test]
     fn formats_known_instants() {
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(super::date(1_780_315_200_123), "2026-06-01");
         assert_eq!(
             super::rfc3339(1_780_315_200_123),
             "2026-06-01T12:00:00.123Z"
@@ -94,7 +146,32 @@ mod tests {
         assert_eq!(super::day_of(""), None);
     }
 
+    #[test]
+    fn a_timestamp_is_read_with_its_fraction_and_offset() {
+        assert_eq!(
+            super::ms_of("2026-06-01T12:00:00Z"),
+            Some(1_780_315_200_000)
+        );
+        assert_eq!(
+            super::ms_of("2026-06-01T12:00:00.123456Z"),
+            Some(1_780_315_200_123)
+        );
+        assert_eq!(
+            super::ms_of("2026-06-01T13:00:00.1+01:00"),
+            Some(1_780_315_200_100)
+        );
+        assert_eq!(super::ms_of("2026-06-01T12:00:00"), None);
+        assert_eq!(super::ms_of("2026-06-01"), None);
+        assert_eq!(super::ms_of("2026-06-01T1x:00:00Z"), None);
+    }
+
     proptest::proptest! {
+        /// An instant written is read back exactly.
+        #[test]
+        fn reads_back_the_instant_it_wrote(ms in 0u64..253_402_300_799_999) {
+            proptest::prop_assert_eq!(super::ms_of(&super::rfc3339(ms)), Some(ms));
+        }
+
         /// The digit-by-digit writer says what `format!` says, at every instant.
         #[test]
         fn writes_what_format_writes(ms in 0u64..400_000_000_000_000) {
