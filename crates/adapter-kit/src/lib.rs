@@ -2,8 +2,9 @@
 //! keeps only what is particular to its provider (its wire types and their
 //! mapping):
 //!
-//! - [`bindings`]: the adapter world (`mmc:adapter/adapter`), generated here
-//!   once; an adapter exports itself with [`export!`](crate::export).
+//! - [`bindings`]: the adapter world with the provider's books
+//!   (`mmc:adapter/bookkeeping-adapter`), generated here once; an adapter
+//!   exports itself with [`export!`](crate::export).
 //! - [`settings`]: settings and secrets, `<key>.<slug>` over `<key>`.
 //! - [`spec`]: which operators are served and how they are described.
 //! - [`exchange`]: the outbound exchange and the one rule that decides what
@@ -20,7 +21,7 @@
 pub mod bindings {
     wit_bindgen::generate!({
         path: ["../../wit/platform", "../../wit/adapter"],
-        world: "mmc:adapter/adapter",
+        world: "mmc:adapter/bookkeeping-adapter",
         generate_all,
         pub_export_macro: true,
         default_bindings_module: "mmc_adapter_kit::bindings",
@@ -37,11 +38,13 @@ pub mod token;
 pub mod webhook;
 pub mod wire;
 
+pub use bindings::exports::mmc::adapter::books;
 pub use bindings::mmc::adapter::types;
 pub use bindings::mmc::platform::{cache, clock, config, log, outbound_http, signing};
 pub use mmc_domain;
 
 use bindings::exports::mmc::adapter::operator::Guest;
+use books::{Balance, BooksInfo, StatementPage};
 use spec::Spec;
 use types::*;
 
@@ -141,6 +144,28 @@ pub trait Adapter {
     fn predict(_phone: String) -> Result<Option<String>, AdapterError> {
         Ok(None)
     }
+
+    /// What reading the provider's books takes. By default it publishes no
+    /// statement: the service reads each operation by status instead.
+    fn books_info() -> BooksInfo {
+        BooksInfo {
+            statement: false,
+            final_after_ms: 0,
+            max_period_ms: 0,
+        }
+    }
+
+    fn balances() -> Result<Vec<Balance>, AdapterError> {
+        Err(unsupported::<Self>("publishes no balance"))
+    }
+
+    fn statement(
+        _from_ms: u64,
+        _to_ms: u64,
+        _cursor: Option<String>,
+    ) -> Result<StatementPage, AdapterError> {
+        Err(unsupported::<Self>("publishes no statement"))
+    }
 }
 
 /// `not-supported`: nothing was sent, so nothing was performed.
@@ -181,6 +206,22 @@ impl<A: Adapter> Guest for A {
     }
     fn predict(phone: String) -> Result<Option<String>, AdapterError> {
         <A as Adapter>::predict(phone)
+    }
+}
+
+impl<A: Adapter> books::Guest for A {
+    fn info() -> BooksInfo {
+        <A as Adapter>::books_info()
+    }
+    fn balances() -> Result<Vec<Balance>, AdapterError> {
+        <A as Adapter>::balances()
+    }
+    fn statement(
+        from_ms: u64,
+        to_ms: u64,
+        cursor: Option<String>,
+    ) -> Result<StatementPage, AdapterError> {
+        <A as Adapter>::statement(from_ms, to_ms, cursor)
     }
 }
 

@@ -27,6 +27,21 @@ pub mod adapter {
     });
 }
 
+/// The provider's books, exported by adapters of the `bookkeeping-adapter`
+/// world: only its `books` export is used (looked up per component, since an
+/// adapter built for `adapter` alone has none).
+pub mod books {
+    wasmtime::component::bindgen!({
+        path: ["../wit/platform", "../wit/adapter", "../wit/api"],
+        world: "mmc:adapter/bookkeeping-adapter",
+        imports: { default: trappable },
+        with: {
+            "mmc:platform": super::host::mmc::platform,
+            "mmc:adapter/types": super::host::mmc::adapter::types,
+        },
+    });
+}
+
 pub mod surface {
     wasmtime::component::bindgen!({
         path: ["../wit/platform", "../wit/adapter", "../wit/api"],
@@ -79,6 +94,7 @@ pub mod collect {
     });
 }
 
+pub use books::exports::mmc::adapter::books as provider_books;
 pub use facade::mmc::api::payment_types;
 pub use host::mmc::adapter::types as adapter_types;
 pub use host::mmc::platform::types::CapabilityError;

@@ -96,6 +96,30 @@ impl Runtime {
         })
     }
 
+    /// Calls the `books` export of adapter `name`: none when it has none
+    /// (an adapter that reads no books, or no adapter of that name).
+    pub fn call_books<R>(
+        self: &Arc<Self>,
+        name: &str,
+        f: impl FnOnce(&mut Store<HostState>, &bindings::provider_books::Guest) -> wasmtime::Result<R>,
+    ) -> Result<Option<R>, CallError> {
+        let Some(loaded) = self.get(name).filter(|l| l.kind == Kind::Adapter) else {
+            return Err(CallError::NotLoaded(name.into()));
+        };
+        let Some(indices) = loaded.books.clone() else {
+            return Ok(None);
+        };
+        self.invoke(&loaded, |store, pre| match pre {
+            Pre::Adapter(p) => {
+                let instance = p.instance_pre().instantiate(&mut *store)?;
+                let books = indices.load(&mut *store, &instance)?;
+                f(store, &books)
+            }
+            _ => unreachable!("kind checked above"),
+        })
+        .map(Some)
+    }
+
     /// Calls the adapter serving (environment, operator).
     pub fn call_adapter<R>(
         self: &Arc<Self>,

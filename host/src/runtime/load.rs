@@ -88,8 +88,13 @@ impl Runtime {
             .find(|e| e.starts_with("mmc:api/handler@"))
             .and_then(|iface| component.get_export_index(None, iface))
             .and_then(|iface| component.get_export_index(Some(&iface), "handle"));
+        let books = match &pre {
+            Pre::Adapter(p) => bindings::provider_books::GuestIndices::new(p.instance_pre()).ok(),
+            _ => None,
+        };
         let mut loaded = Loaded {
             handler,
+            books,
             name: name.to_string(),
             kind,
             hash,
@@ -152,6 +157,7 @@ impl Runtime {
                         config: loaded.config.clone(),
                         pre: loaded.pre.clone(),
                         handler: loaded.handler,
+                        books: loaded.books.clone(),
                     }),
                 );
             }

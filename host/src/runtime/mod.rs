@@ -97,6 +97,16 @@ pub struct Loaded {
     pre: Pre,
     /// `mmc:api/handler#handle` of an API component, found once at load.
     handler: Option<ComponentExportIndex>,
+    /// An adapter's `books` export, found once at load; none when it reads
+    /// no books (built for the `adapter` world alone).
+    books: Option<bindings::provider_books::GuestIndices>,
+}
+
+impl Loaded {
+    /// Whether this adapter reads its provider's books.
+    pub fn keeps_books(&self) -> bool {
+        self.books.is_some()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
