@@ -5,6 +5,7 @@
 
 pub mod transformers;
 
+use mmc_adapter_kit::books::{Balance, BooksInfo, Page, StatementPage};
 use mmc_adapter_kit::exchange::{
     Endpoint, OrUnknown, Provider, before_sending, coded_refusal, json,
 };
@@ -53,6 +54,31 @@ fn payouts(operator: &str) -> Result<Endpoint, AdapterError> {
     let own_key = settings::market_secret(operator, "payout_api_key").is_some();
     let key = if own_key { "payout_api_key" } else { "api_key" };
     SPEC.market(operator)?.bearer_endpoint(&WAVE, key)
+}
+
+/// The Balance & Reconciliation API of the wallet the served operator's key
+/// is bound to: `balance_api_key` when that key is another one.
+fn balance_api() -> Result<(Endpoint, &'static str), AdapterError> {
+    let Some(op) = SPEC.served().into_iter().next() else {
+        return Err(AdapterError::NotSent("Wave serves no operator here".into()));
+    };
+    let own_key = settings::market_secret(op.slug, "balance_api_key").is_some();
+    let key = if own_key {
+        "balance_api_key"
+    } else {
+        "api_key"
+    };
+    Ok((SPEC.market(op.slug)?.bearer_endpoint(&WAVE, key)?, op.slug))
+}
+
+/// Where a statement read stands: the day (Wave lists one per call) and the
+/// page after which to go on, as `<date>[ <after>]`.
+fn statement_cursor(cursor: Option<&str>, from_ms: u64) -> (String, Option<String>) {
+    match cursor.map(|c| c.split_once(' ')) {
+        Some(Some((date, after))) => (date.to_string(), Some(after.to_string())),
+        Some(None) => (cursor.unwrap_or_default().to_string(), None),
+        None => (mmc_adapter_kit::mmc_domain::time::date(from_ms), None),
+    }
 }
 
 /// Where Wave keeps one kind of object (checkout sessions, payouts).
@@ -288,6 +314,65 @@ impl Adapter for Wave {
         let api = payouts(&payout.operator)?;
         let found = PAYOUTS.find(&api, &payout, |_: &Payout| false)?;
         lookup::status_of(found, transformers::payout_status)
+    }
+
+    /// Wave lists a day's transactions as it executes them.
+    fn books_info() -> BooksInfo {
+        BooksInfo {
+            statement: true,
+            final_after_ms: 10 * 60 * 1000,
+            max_period_ms: 0,
+        }
+    }
+
+    fn balances() -> Result<Vec<Balance>, AdapterError> {
+        let (api, wallet) = balance_api()?;
+        let balance: transformers::Balance = api.get("balance", "/v1/balance")?;
+        Ok(vec![Balance {
+            wallet: wallet.into(),
+            currency: balance.currency,
+            available: balance.amount,
+            reserved: None,
+        }])
+    }
+
+    /// One page of one day at a time; the cursor moves on to the next day
+    /// after a day's last page, until the period's last day.
+    fn statement(
+        from_ms: u64,
+        to_ms: u64,
+        cursor: Option<String>,
+    ) -> Result<StatementPage, AdapterError> {
+        use mmc_adapter_kit::mmc_domain::time;
+        let (api, wallet) = balance_api()?;
+        let (date, after) = statement_cursor(cursor.as_deref(), from_ms);
+        let mut path = format!("/v1/transactions?date={}", http::encode_component(&date));
+        if let Some(after) = &after {
+            path.push_str(&format!("&after={}", http::encode_component(after)));
+        }
+        let list: transformers::TransactionList = api.get("transaction list", &path)?;
+        let movements = list
+            .items
+            .into_iter()
+            .map(|t| transformers::movement(t, wallet))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(AdapterError::InvalidResponse)?
+            .into_iter()
+            .filter(|m| (from_ms..to_ms).contains(&m.at_ms))
+            .collect();
+        let next = match (list.page_info.has_next_page, list.page_info.end_cursor) {
+            (true, Some(end)) => Some(format!("{date} {end}")),
+            (true, None) => {
+                return Err(AdapterError::InvalidResponse(
+                    "Wave said another page follows but gave no cursor".into(),
+                ));
+            }
+            (false, _) => {
+                let next_day = time::day_of(&date).map(|d| (d as u64 + 1) * 86_400_000);
+                next_day.filter(|&ms| ms < to_ms).map(time::date)
+            }
+        };
+        Ok(StatementPage::Page(Page { movements, next }))
     }
 
     /// A signed webhook. Checkout events carry the session: we report its

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use mmc_adapter_kit::books::{Movement, MovementKind};
 use mmc_adapter_kit::failure;
 use mmc_adapter_kit::reasons::Reasons;
 use mmc_adapter_kit::types::{PspStatus, Settled};
@@ -152,3 +153,80 @@ pub const REASONS: Reasons = Reasons {
     ),
     words: &[],
 };
+
+/// `GET /v1/balance`: the wallet the API key is bound to.
+#[derive(Deserialize)]
+pub struct Balance {
+    pub amount: String,
+    pub currency: String,
+}
+
+/// `GET /v1/transactions?date=…[&after=…]`: one day of the wallet, a page
+/// at a time.
+#[derive(Deserialize)]
+pub struct TransactionList {
+    pub page_info: PageInfo,
+    pub items: Vec<Transaction>,
+}
+
+#[derive(Deserialize)]
+pub struct PageInfo {
+    pub end_cursor: Option<String>,
+    pub has_next_page: bool,
+}
+
+/// A transaction of the wallet: Wave lists only what it executed.
+#[derive(Deserialize)]
+pub struct Transaction {
+    pub timestamp: String,
+    pub transaction_id: String,
+    /// `api_checkout`, `api_payout`, `merchant_sweep`…; can be empty.
+    pub transaction_type: Option<String>,
+    /// Signed: what it did to the wallet, without the fee.
+    pub amount: String,
+    pub fee: String,
+    pub currency: String,
+    #[serde(default)]
+    pub is_reversal: bool,
+    pub client_reference: Option<String>,
+    pub checkout_api_session_id: Option<String>,
+}
+
+/// A listed transaction as a movement of the wallet `wallet`.
+pub fn movement(t: Transaction, wallet: &str) -> Result<Movement, String> {
+    let at_ms = mmc_adapter_kit::mmc_domain::time::ms_of(&t.timestamp).ok_or_else(|| {
+        format!(
+            "Wave transaction {}: timestamp {:?}",
+            t.transaction_id, t.timestamp
+        )
+    })?;
+    let kind = match t.transaction_type.as_deref().unwrap_or_default() {
+        "api_checkout" | "merchant_payment" => MovementKind::Collection,
+        "api_checkout_refund" | "merchant_payment_refund" => MovementKind::Refund,
+        "api_payout" | "api_payout_reversal" | "bulk_payment" | "bulk_payment_reversal" => {
+            MovementKind::Payout
+        }
+        "merchant_sweep" => MovementKind::Settlement,
+        _ => MovementKind::Other,
+    };
+    let unsigned = |v: &str| v.trim().trim_start_matches(['-', '+']).to_string();
+    Ok(Movement {
+        provider_id: t.transaction_id,
+        our_id: t.client_reference.filter(|r| !r.is_empty()),
+        psp_reference: t.checkout_api_session_id,
+        kind,
+        amount: unsigned(&t.amount),
+        fee: unsigned(&t.fee),
+        currency: t.currency,
+        // A reversal is a movement of its own that undoes the one it names.
+        status: if t.is_reversal {
+            "reversed"
+        } else {
+            "completed"
+        }
+        .into(),
+        operator_transaction_id: None,
+        at_ms,
+        wallet: Some(wallet.to_string()),
+    })
+}

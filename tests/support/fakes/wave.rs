@@ -2,6 +2,12 @@
 //! page, here on command), expiry, whole-session refunds, payouts with
 //! `idempotency-key`, and webhooks to the URL configured "in the portal",
 //! signed `Wave-Signature: t=<ts>,v1=<hex HMAC-SHA256(secret, ts + body)>`.
+//! The wallet keeps its books as Wave's Balance & Reconciliation API shows
+//! them (https://docs.wave.com/balance-api): `GET /v1/balance` and
+//! `GET /v1/transactions?date=YYYY-MM-DD[&after=cursor]`, one day a call, a
+//! page at a time, each transaction with its signed `amount` (what it did
+//! to the wallet, the fee apart), `fee`, `balance` after it,
+//! `client_reference` and `checkout_api_session_id`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -71,11 +77,73 @@ impl Payout {
     }
 }
 
-/// Wave's state: checkout sessions and payouts.
+/// A transaction of the wallet, as the transaction list shows it.
+#[derive(Clone, Debug)]
+pub struct Transaction {
+    pub transaction_id: String,
+    /// `api_checkout`, `api_checkout_refund`, `api_payout`, `api_payout_reversal`, `merchant_sweep`…
+    pub transaction_type: String,
+    /// Signed: what it did to the wallet, without the fee.
+    pub amount: i64,
+    pub fee: i64,
+    pub currency: String,
+    pub is_reversal: bool,
+    pub client_reference: Option<String>,
+    pub checkout_api_session_id: Option<String>,
+    pub at_ms: u64,
+    /// The wallet after it.
+    pub balance: i64,
+}
+
+/// The wallet: its transactions in the order executed, its balance, and
+/// what Wave charges (basis points of the amount, rounded half up).
+struct Wallet {
+    transactions: Vec<Transaction>,
+    balance: i64,
+    checkout_fee_bp: i64,
+    payout_fee_bp: i64,
+    page_size: usize,
+}
+
+/// Wave's state: checkout sessions, payouts and the wallet's books.
 pub struct Wave {
     plumbing: Plumbing,
     sessions: Mutex<HashMap<String, Session>>,
     payouts: Mutex<HashMap<String, Payout>>,
+    wallet: Mutex<Wallet>,
+}
+
+impl Wave {
+    /// Books a movement of the wallet now, its fee at the wallet's rate for it.
+    fn book(
+        &self,
+        kind: &str,
+        amount: i64,
+        client_reference: Option<String>,
+        session: Option<String>,
+    ) {
+        let mut w = self.wallet.lock();
+        let bp = match kind {
+            "api_checkout" => w.checkout_fee_bp,
+            "api_payout" => w.payout_fee_bp,
+            _ => 0,
+        };
+        let fee = (amount.abs() * bp + 5_000) / 10_000;
+        w.balance += amount - fee;
+        let t = Transaction {
+            transaction_id: format!("T_{}", &uuid::Uuid::new_v4().simple().to_string()[..16]),
+            transaction_type: kind.into(),
+            amount,
+            fee,
+            currency: "XOF".into(),
+            is_reversal: kind.ends_with("_reversal"),
+            client_reference,
+            checkout_api_session_id: session,
+            at_ms: now_ms(),
+            balance: w.balance,
+        };
+        w.transactions.push(t);
+    }
 }
 
 /// A fake Wave Business API server (the kit's [`FakeServer`] over [`Wave`]).
@@ -88,6 +156,13 @@ impl Wire for Wave {
             plumbing: Plumbing::default(),
             sessions: Mutex::new(HashMap::new()),
             payouts: Mutex::new(HashMap::new()),
+            wallet: Mutex::new(Wallet {
+                transactions: Vec::new(),
+                balance: 1_000_000,
+                checkout_fee_bp: 100,
+                payout_fee_bp: 100,
+                page_size: 5,
+            }),
         }
     }
 
@@ -112,6 +187,13 @@ fn new_id(prefix: &str) -> String {
         "{prefix}-{}",
         &uuid::Uuid::new_v4().simple().to_string()[..20]
     )
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
 }
 
 fn now_s() -> u64 {
@@ -166,7 +248,7 @@ pub fn signature(secret: &str, timestamp: u64, body: &[u8]) -> String {
 /// Wave's own: sessions, payouts, the customer on Wave's page, webhooks
 /// on demand. Endpoints (for `inject`): `session_create`, `session_get`,
 /// `session_search`, `session_expire`, `session_refund`, `payout_create`,
-/// `payout_get`, `payout_search`. Faults by `inject_for` match a session's
+/// `payout_get`, `payout_search`, `balance`, `transactions`. Faults by `inject_for` match a session's
 /// `client_reference`, its `restrict_payer_mobile`, its id (expire, refund,
 /// get), a payout's `mobile`, `client_reference` or `idempotency-key`;
 /// `ids_for` counts `client_reference` of `session_create`,
@@ -220,16 +302,82 @@ impl FakeWave {
     /// The session is paid, if it is still open; no webhook is sent (yet).
     /// Returns whether the payment went through.
     pub fn mark_paid(&self, session_id: &str) -> bool {
-        let mut paid = false;
+        let mut paid = None;
         self.update(session_id, |s| {
             if s.checkout_status == "open" {
                 s.checkout_status = "complete".into();
                 s.payment_status = "succeeded".into();
                 s.transaction_id = Some(new_id("TCN"));
-                paid = true;
+                paid = Some((
+                    s.amount.parse::<i64>().unwrap_or(0),
+                    s.client_reference.clone(),
+                ));
             }
         });
-        paid
+        if let Some((amount, reference)) = &paid {
+            let session = Some(session_id.to_string());
+            self.wire()
+                .book("api_checkout", *amount, reference.clone(), session);
+        }
+        paid.is_some()
+    }
+
+    /// The wallet's transactions, as executed.
+    pub fn transactions(&self) -> Vec<Transaction> {
+        self.wire().wallet.lock().transactions.clone()
+    }
+
+    /// Wave's books carry one more transaction (money we have no record
+    /// of, a copy of one, a fee or a sweep): booked now, at its own fee.
+    pub fn book(&self, kind: &str, amount: i64, client_reference: Option<&str>) {
+        self.wire()
+            .book(kind, amount, client_reference.map(str::to_string), None);
+    }
+
+    /// Changes the transactions of `client_reference` in Wave's books (its
+    /// amount or fee said otherwise than what was asked, say).
+    pub fn edit_transactions(&self, client_reference: &str, f: impl Fn(&mut Transaction)) {
+        let mut w = self.wire().wallet.lock();
+        w.transactions
+            .iter_mut()
+            .filter(|t| t.client_reference.as_deref() == Some(client_reference))
+            .for_each(f);
+    }
+
+    /// A copy of `client_reference`'s transaction under a new id: the money moved twice.
+    pub fn duplicate_transaction(&self, client_reference: &str) {
+        let mut w = self.wire().wallet.lock();
+        let Some(mut copy) = w
+            .transactions
+            .iter()
+            .find(|t| t.client_reference.as_deref() == Some(client_reference))
+            .cloned()
+        else {
+            panic!("no transaction of {client_reference}");
+        };
+        copy.transaction_id = format!("T_{}", &uuid::Uuid::new_v4().simple().to_string()[..16]);
+        w.balance += copy.amount - copy.fee;
+        copy.balance = w.balance;
+        w.transactions.push(copy);
+    }
+
+    /// Wave forgets a checkout session and its transactions (its books
+    /// never had it).
+    pub fn forget_session(&self, session_id: &str) {
+        self.wire().sessions.lock().remove(session_id);
+        let mut w = self.wire().wallet.lock();
+        w.transactions
+            .retain(|t| t.checkout_api_session_id.as_deref() != Some(session_id));
+    }
+
+    /// How many transactions a page of the list holds.
+    pub fn set_page_size(&self, n: usize) {
+        self.wire().wallet.lock().page_size = n.max(1);
+    }
+
+    /// What Wave charges on a checkout payment, in basis points.
+    pub fn set_checkout_fee_bp(&self, bp: i64) {
+        self.wire().wallet.lock().checkout_fee_bp = bp;
     }
 
     /// The session opened for our payment id, if any.
@@ -364,6 +512,61 @@ fn payout_json(p: &Payout) -> Value {
     })
 }
 
+fn transaction_json(t: &Transaction) -> Value {
+    json!({
+        "timestamp": mmc_domain::time::rfc3339(t.at_ms),
+        "transaction_id": t.transaction_id,
+        "transaction_type": t.transaction_type,
+        "amount": t.amount.to_string(),
+        "fee": t.fee.to_string(),
+        "balance": t.balance.to_string(),
+        "currency": t.currency,
+        "is_reversal": t.is_reversal,
+        "client_reference": t.client_reference,
+        "checkout_api_session_id": t.checkout_api_session_id,
+    })
+}
+
+/// One page of one day's transactions (today's without `date`), oldest
+/// first; `after` is the `end_cursor` of the page before.
+fn transaction_list(inner: &Wave, req: &Received) -> Reply {
+    let today = mmc_domain::time::date(now_ms());
+    let date = req.query_param("date").unwrap_or(today);
+    let Some(day) = mmc_domain::time::day_of(&date).filter(|_| date.len() == 10) else {
+        return validation_error("date", "must be YYYY-MM-DD");
+    };
+    let w = inner.wallet.lock();
+    let of_day: Vec<&Transaction> = w
+        .transactions
+        .iter()
+        .filter(|t| (t.at_ms / 86_400_000) as i64 == day)
+        .collect();
+    let start = match req.query_param("after") {
+        None => 0,
+        Some(c) => match c.strip_prefix("c").and_then(|n| n.parse::<usize>().ok()) {
+            Some(n) if n <= of_day.len() => n,
+            _ => return validation_error("after", "unknown cursor"),
+        },
+    };
+    let end = (start + w.page_size).min(of_day.len());
+    let items: Vec<Value> = of_day[start..end]
+        .iter()
+        .map(|t| transaction_json(t))
+        .collect();
+    Reply::json(
+        200,
+        &json!({
+            "page_info": {
+                "start_cursor": (start > 0).then(|| format!("c{start}")),
+                "end_cursor": format!("c{end}"),
+                "has_next_page": end < of_day.len(),
+            },
+            "date": date,
+            "items": items,
+        }),
+    )
+}
+
 fn error(status: u16, code: &str, message: &str) -> Reply {
     Reply::json(status, &json!({"code": code, "message": message}))
 }
@@ -380,6 +583,8 @@ async fn handle(inner: Arc<Wave>, mut req: Received) -> Reply {
         ("POST", ["v1", "payout"]) => "payout_create",
         ("GET", ["v1", "payouts", "search"]) => "payout_search",
         ("GET", ["v1", "payout", _]) => "payout_get",
+        ("GET", ["v1", "balance"]) => "balance",
+        ("GET", ["v1", "transactions"]) => "transactions",
         _ => return error(404, "not-found", "No such endpoint."),
     };
     // /v1/checkout/sessions/{id}[/…] and /v1/payout/{id}
@@ -435,6 +640,9 @@ async fn handle(inner: Arc<Wave>, mut req: Received) -> Reply {
             "session_refund" => match inner.sessions.lock().get_mut(&id) {
                 Some(s) if s.payment_status == "succeeded" && !s.refunded => {
                     s.refunded = true;
+                    let amount = -s.amount.parse::<i64>().unwrap_or(0);
+                    let (reference, session) = (s.client_reference.clone(), Some(s.id.clone()));
+                    inner.book("api_checkout_refund", amount, reference, session);
                     Reply::empty(200)
                 }
                 Some(_) => error(
@@ -464,6 +672,14 @@ async fn handle(inner: Arc<Wave>, mut req: Received) -> Reply {
                 Some(p) => Reply::json(200, &payout_json(p)),
                 None => error(404, "payout-not-found", "No such payout."),
             },
+            "balance" => {
+                let balance = inner.wallet.lock().balance;
+                Reply::json(
+                    200,
+                    &json!({"amount": balance.to_string(), "currency": "XOF"}),
+                )
+            }
+            "transactions" => transaction_list(&inner, &req),
             _ => unreachable!("endpoints listed above"),
         }
     };
@@ -626,7 +842,11 @@ fn create_payout(inner: Arc<Wave>, req: &Received) -> Reply {
             return;
         };
         match inner.plumbing.outcomes.of(&p.mobile) {
-            Outcome::Succeed => p.status = "succeeded".into(),
+            Outcome::Succeed => {
+                p.status = "succeeded".into();
+                let amount = -p.receive_amount.parse::<i64>().unwrap_or(0);
+                inner.book("api_payout", amount, p.client_reference.clone(), None);
+            }
             Outcome::Fail(code) => {
                 p.status = "failed".into();
                 p.error = Some(code.into());
