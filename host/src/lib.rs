@@ -7,6 +7,7 @@ pub mod accounts;
 pub mod admin;
 pub mod audit;
 pub mod backup;
+pub mod books;
 pub mod capabilities;
 pub mod clock;
 pub mod config;

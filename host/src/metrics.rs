@@ -68,6 +68,9 @@ struct Inner {
     transactions: BTreeMap<String, BTreeMap<&'static str, u64>>,
     /// Console sign-ins refused before their password was checked, by reason.
     sign_ins_refused: BTreeMap<&'static str, u64>,
+    /// Reconciliation cases by account, category, then what happened
+    /// (opened, closed by a later run, resolved by a person).
+    reconciliation_cases: BTreeMap<(String, &'static str, &'static str), u64>,
 }
 
 /// A counter with two labels, from a map by the first label's value, then the second's.
@@ -144,6 +147,14 @@ impl Metrics {
     }
 
     /// A notable event a component counted (`log.count`).
+    /// A reconciliation case `event` (`opened`, `closed`, `resolved`) of `category` on `account`.
+    pub fn reconciliation_case(&self, account: &str, category: &'static str, event: &'static str) {
+        let mut m = self.inner.lock();
+        *m.reconciliation_cases
+            .entry((account.to_string(), category, event))
+            .or_default() += 1;
+    }
+
     pub fn component_event(&self, component: &str, event: &str) {
         let mut m = self.inner.lock();
         *m.component_events
@@ -311,6 +322,13 @@ fn render_routes_and_adapters(m: &Inner, out: &mut String) {
 
 /// What components counted, how long their calls took, their instances.
 fn render_component_costs(m: &Inner, out: &mut String) {
+    out.push_str("# HELP mmc_reconciliation_cases_total Reconciliation cases by provider account and category: opened, closed by a later run that matched, resolved by a person.\n# TYPE mmc_reconciliation_cases_total counter\n");
+    for ((account, category, event), n) in &m.reconciliation_cases {
+        let _ = writeln!(
+            out,
+            "mmc_reconciliation_cases_total{{account=\"{account}\",category=\"{category}\",event=\"{event}\"}} {n}"
+        );
+    }
     out.push_str("# HELP mmc_component_events_total Notable events counted by components (refused state moves, late successes).\n# TYPE mmc_component_events_total counter\n");
     for ((c, event), n) in &m.component_events {
         let _ = writeln!(

@@ -84,6 +84,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     let webhooks = crate::webhooks::Webhooks::new(db.sql.clone(), config.webhooks.clone(), sealer)?;
     webhooks.set_event_bodies(Arc::new(CollectEventBodies(runtime.clone())));
     let drain = crate::shutdown::Drain::new();
+    let books = crate::books::Books::new(runtime.clone(), db.sql.clone(), config.books.clone());
     crate::webhooks::spawn(webhooks.clone(), drain.clone());
     let app = Arc::new(App {
         rate_limiter: crate::http::rate_limit::RateLimiter::new(config.rate_limit.clone()),
@@ -91,6 +92,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         runtime: runtime.clone(),
         webhooks,
         accounts: Accounts::new(db.sql.clone()),
+        books: books.clone(),
         routes: config.routes.clone(),
         max_body_bytes: config.limits.max_body_bytes,
         base_url: base_url.clone(),
@@ -106,6 +108,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     });
     crate::workers::spawn(runtime.clone(), leases.clone(), app.drain.clone());
     crate::workers::spawn_fleet(admin.clone(), app.clone(), leases.clone());
+    crate::books::schedule::spawn(books, leases.clone(), app.drain.clone());
     let site = Arc::new(Site {
         app,
         console: crate::console::Console::new(

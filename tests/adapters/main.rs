@@ -10,6 +10,7 @@
 mod support;
 
 mod anonymous;
+mod books;
 mod cinetpay;
 mod failover;
 mod fault_matrix;

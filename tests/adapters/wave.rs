@@ -33,7 +33,7 @@ pub(crate) async fn wave_app(
 }
 
 /// Creates a Wave payment; returns (payment id, Wave session id).
-async fn wave_payment(app: &TestApp, key: &str) -> (String, String) {
+pub(crate) async fn wave_payment(app: &TestApp, key: &str) -> (String, String) {
     let p = create(app, key, &live_payment("CI", "wave-ci", PHONE)).await;
     assert_eq!(p["status"], "awaiting_payment", "{p}");
     let session = p["psp_reference"].as_str().unwrap().to_string();

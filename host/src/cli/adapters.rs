@@ -119,6 +119,19 @@ fn admin_call(
     path: String,
     body: Option<Vec<u8>>,
 ) {
+    let body = body.map(|b| ("application/wasm", b));
+    println!("{}", admin_request(config, server, method, path, body));
+}
+
+/// One call to a running server's admin API: its JSON answer, or the
+/// process ends (status 2) printing the error the server gave.
+pub(super) fn admin_request(
+    config: &Config,
+    server: &AdminServer,
+    method: reqwest::Method,
+    path: String,
+    body: Option<(&str, Vec<u8>)>,
+) -> serde_json::Value {
     let token = server.token.clone().unwrap_or_else(|| {
         let path = config.admin_token_path();
         std::fs::read_to_string(&path)
@@ -142,8 +155,8 @@ fn admin_call(
                 format!("{}{path}", server.server.trim_end_matches('/')),
             )
             .bearer_auth(&token);
-        if let Some(b) = body {
-            req = req.header("content-type", "application/wasm").body(b);
+        if let Some((content_type, b)) = body {
+            req = req.header("content-type", content_type).body(b);
         }
         let resp = req
             .send()
@@ -155,8 +168,25 @@ fn admin_call(
             eprintln!("{body}");
             std::process::exit(2);
         }
-        println!("{body}");
+        body
     })
+}
+
+/// `mmc reconcile`: the day run on the server; with `--account`, its one
+/// report, else every account's.
+pub fn reconcile(config: &Config, server: &AdminServer, date: &str, account: Option<&str>) {
+    let body = json!({"date": date, "account": account});
+    let answer = admin_request(
+        config,
+        server,
+        reqwest::Method::POST,
+        "/admin/v1/reconciliation/runs".into(),
+        Some(("application/json", body.to_string().into_bytes())),
+    );
+    match (account, answer["data"].as_array().map(Vec::as_slice)) {
+        (Some(_), Some([report])) => println!("{report}"),
+        _ => println!("{answer}"),
+    }
 }
 
 /// The contract suite on a compiled adapter: a table, or JSON; exit status 1

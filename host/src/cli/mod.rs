@@ -68,6 +68,18 @@ pub enum Command {
         #[command(subcommand)]
         command: UsersCommand,
     },
+    /// Reconcile a day of the providers' books against ours on a running
+    /// server, and print the day's report as JSON (a count per category).
+    Reconcile {
+        /// The day, YYYY-MM-DD (UTC).
+        #[arg(long)]
+        date: String,
+        /// One provider account (an adapter's name); all when omitted.
+        #[arg(long)]
+        account: Option<String>,
+        #[command(flatten)]
+        server: self::adapters::AdminServer,
+    },
     /// Manage webhook endpoints.
     Webhooks {
         #[command(subcommand)]
@@ -142,6 +154,11 @@ pub fn run(mut config: Config, command: Command) {
         Command::Users { command } => accounts::users(&config, command),
         Command::Adapters { command } => adapters::run(&config, command),
         Command::Webhooks { command } => webhooks::run(&config, command),
+        Command::Reconcile {
+            date,
+            account,
+            server,
+        } => adapters::reconcile(&config, &server, &date, account.as_deref()),
         Command::Reindex => store::reindex(&config),
         Command::Console {
             command: ConsoleCommand::RebuildOverview,

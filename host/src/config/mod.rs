@@ -10,11 +10,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+mod books;
 mod http;
 mod routing;
 mod smtp;
 mod webhooks;
 
+pub use books::{BooksConfig, RateCard};
 pub use http::{ConnectionConfig, RateLimitConfig};
 pub use routing::{Candidate, OPERATIONS, RouteHealthConfig, RouteSpec, Rule, RuleSet};
 pub use smtp::{SmtpConfig, SmtpSecurity};
@@ -57,6 +59,8 @@ pub struct Config {
     /// The mail relay the console sends sign-in links through; unset, an
     /// owner who resets a member's access is shown the new link instead.
     pub smtp: Option<SmtpConfig>,
+    /// Reconciliation against the providers' books, and their rate cards.
+    pub books: BooksConfig,
 }
 
 /// `url`: `sqlite://PATH` (the default, `<data_dir>/mmc.db`: one process)
@@ -331,6 +335,7 @@ impl Default for Config {
             admin: AdminConfig::default(),
             admin_token: None,
             smtp: None,
+            books: BooksConfig::default(),
         }
     }
 }
@@ -422,6 +427,7 @@ impl Config {
         {
             return Err(ConfigError::Invalid("limits must be positive".into()));
         }
+        self.books.check().map_err(ConfigError::Invalid)?;
         let c = &self.connections;
         if c.header_read_timeout_ms == 0
             || c.body_read_timeout_ms == 0

@@ -53,6 +53,8 @@ pub struct App {
     pub runtime: Arc<Runtime>,
     pub webhooks: Arc<crate::webhooks::Webhooks>,
     pub accounts: Accounts,
+    /// Reconciliation against the providers' books.
+    pub books: Arc<crate::books::Books>,
     pub routes: Vec<Route>,
     pub max_body_bytes: usize,
     pub base_url: String,

@@ -11,12 +11,14 @@ use super::*;
 #[derive(Clone, Copy)]
 pub(crate) enum NativeArea {
     Webhooks,
+    Books,
 }
 
 impl NativeArea {
     pub(crate) fn label(self) -> &'static str {
         match self {
             NativeArea::Webhooks => "webhooks",
+            NativeArea::Books => "books",
         }
     }
 }
@@ -26,6 +28,9 @@ pub(crate) fn native_area(path: &str) -> Option<NativeArea> {
     let under = |prefix| crate::paths::under(path, prefix);
     if under("/api/v1/webhook-endpoints") || under("/api/v1/events") {
         return Some(NativeArea::Webhooks);
+    }
+    if under("/api/v1/balances") || under("/api/v1/reconciliation") {
+        return Some(NativeArea::Books);
     }
     None
 }
@@ -49,6 +54,9 @@ pub(crate) async fn native_dispatch(
     let request = native_request(&parts, body);
     let result = match area {
         NativeArea::Webhooks => super::webhooks::handle(&app.webhooks, &principal, request).await,
+        NativeArea::Books => {
+            crate::books::api::public(&app.books, &principal.merchant_id, request).await
+        }
     };
     Ok(native_response(app, result))
 }

@@ -58,7 +58,13 @@ async fn admin_api(site: &Site, req: Request<Incoming>) -> Response<Full<Bytes>>
     // Component uploads get a larger body limit.
     match read_request(app, req, Some(MAX_BODY)).await {
         Ok((parts, body)) => {
-            let result = crate::admin::api::handle(&site.admin, native_request(&parts, body)).await;
+            let request = native_request(&parts, body);
+            let under = |prefix| crate::paths::under(&request.path, prefix);
+            let result = if under("/admin/v1/reconciliation") || under("/admin/v1/balances") {
+                crate::books::api::admin(&app.books, request).await
+            } else {
+                crate::admin::api::handle(&site.admin, request).await
+            };
             native_response(app, result)
         }
         Err(err) => err.into_response(&Generation::Current, &app.docs_url()),

@@ -66,6 +66,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "bulk.batch.failed",
     "bulk.batch.rejected",
     "bulk.item.review_required",
+    "reconciliation.case.opened",
+    "reconciliation.case.resolved",
 ];
 
 #[derive(Debug, Clone, Serialize)]

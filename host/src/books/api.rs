@@ -1,0 +1,226 @@
+//! The books over HTTP. On the admin API (`/admin/v1`): run a day, read
+//! reports, a day's lines, cases, and resolve a case. On the public API, for
+//! a merchant's key (`/api/v1/balances`, `/api/v1/reconciliation/…`): the
+//! providers' balances, and the reports and cases of its own records.
+
+use serde_json::{Value, json};
+
+use super::{Books, BooksError, CaseStatus, Day, Judged, Report};
+use crate::http::errors::ApiError;
+use crate::http::native::{NativeRequest, NativeResponse};
+
+impl From<BooksError> for ApiError {
+    fn from(e: BooksError) -> Self {
+        match &e {
+            BooksError::UnknownAccount(_) => {
+                ApiError::not_found("account_not_found", e.to_string())
+            }
+            BooksError::BadDate(_) | BooksError::FutureDate(_) => {
+                ApiError::invalid("parameter_invalid", "date", e.to_string())
+            }
+            BooksError::UnknownCase(_) => ApiError::not_found("resource_not_found", e.to_string()),
+            BooksError::NotOpen(..) => ApiError::conflict("case_not_open", e.to_string()),
+            BooksError::NoteRequired => {
+                ApiError::invalid("parameter_invalid", "note", e.to_string())
+            }
+            BooksError::Corrupt(_) => ApiError::internal(e.to_string()),
+            BooksError::Storage(crate::db::StorageError::Unavailable(_)) => {
+                ApiError::unavailable(e.to_string())
+            }
+            BooksError::Storage(_) => ApiError::internal(e.to_string()),
+        }
+    }
+}
+
+fn date_param(req: &NativeRequest) -> Result<Day, ApiError> {
+    match req.query("date") {
+        Some(d) => Ok(Day::parse(&d)?),
+        None => Err(ApiError::invalid(
+            "parameter_missing",
+            "date",
+            "date is required: the day, written YYYY-MM-DD.",
+        )),
+    }
+}
+
+fn status_param(req: &NativeRequest) -> Result<Option<CaseStatus>, ApiError> {
+    match req.query("status") {
+        None => Ok(None),
+        Some(s) => CaseStatus::parse(&s).map(Some).ok_or_else(|| {
+            ApiError::invalid(
+                "parameter_invalid",
+                "status",
+                "status must be open, resolved or closed.",
+            )
+        }),
+    }
+}
+
+fn limit_param(req: &NativeRequest) -> Result<usize, ApiError> {
+    match req.query("limit") {
+        None => Ok(100),
+        Some(l) => l
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=1000).contains(n))
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    "parameter_invalid",
+                    "limit",
+                    "limit must be a number from 1 to 1000.",
+                )
+            }),
+    }
+}
+
+fn list(data: impl serde::Serialize) -> NativeResponse {
+    NativeResponse::json(200, json!({"object": "list", "data": data}))
+}
+
+fn segments(path: &str) -> Vec<&str> {
+    path.trim_end_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .skip(2)
+        .collect()
+}
+
+/// `/admin/v1/reconciliation/…` and `/admin/v1/balances`.
+pub async fn admin(books: &Books, req: NativeRequest) -> Result<NativeResponse, ApiError> {
+    let segments = segments(&req.path);
+    match (req.method.as_str(), segments.as_slice()) {
+        ("GET", ["balances"]) => Ok(list(req.blocking(|| books.balances()))),
+        ("POST", ["reconciliation", "runs"]) => {
+            let body = req.json_object()?;
+            let date = body.get("date").and_then(Value::as_str).ok_or_else(|| {
+                ApiError::invalid(
+                    "parameter_missing",
+                    "date",
+                    "date is required: the day, written YYYY-MM-DD.",
+                )
+            })?;
+            let day = Day::parse(date)?;
+            let accounts = match body.get("account") {
+                None | Some(Value::Null) => books.accounts(),
+                Some(Value::String(a)) => vec![a.clone()],
+                Some(_) => {
+                    return Err(ApiError::invalid(
+                        "parameter_invalid",
+                        "account",
+                        "account must be a string.",
+                    ));
+                }
+            };
+            let reports = req.blocking(|| {
+                accounts
+                    .iter()
+                    .map(|a| books.reconcile(a, day))
+                    .collect::<Result<Vec<Report>, BooksError>>()
+            })?;
+            Ok(list(reports))
+        }
+        ("GET", ["reconciliation", "reports"]) => {
+            let day = date_param(&req)?;
+            Ok(list(req.blocking(|| books.reports(day))?))
+        }
+        ("GET", ["reconciliation", "reports", account, date, "lines"]) => {
+            let day = Day::parse(date)?;
+            if !books.accounts().iter().any(|a| a == account) {
+                return Err(BooksError::UnknownAccount(account.to_string()).into());
+            }
+            Ok(list(req.blocking(|| books.lines(account, day))?))
+        }
+        ("GET", ["reconciliation", "cases"]) => {
+            let (status, limit) = (status_param(&req)?, limit_param(&req)?);
+            Ok(list(req.blocking(|| books.cases(status, limit))?))
+        }
+        ("GET", ["reconciliation", "cases", id]) => match req.blocking(|| books.case(id))? {
+            Some(case) => Ok(NativeResponse::json(200, json!(case))),
+            None => Err(BooksError::UnknownCase(id.to_string()).into()),
+        },
+        ("POST", ["reconciliation", "cases", id, "resolve"]) => {
+            let body = req.json_object()?;
+            let note = body.get("note").and_then(Value::as_str).unwrap_or_default();
+            let case = req.blocking(|| books.resolve(id, "admin", note))?;
+            Ok(NativeResponse::json(200, json!(case)))
+        }
+        (_, ["balances"] | ["reconciliation", ..]) => {
+            Err(ApiError::method_not_allowed(&req.method))
+        }
+        _ => Err(ApiError::not_found(
+            "resource_not_found",
+            format!("No such endpoint: {} {}", req.method, req.path),
+        )),
+    }
+}
+
+/// A report as one merchant sees it: counted over its own records only.
+pub fn merchant_report(report: &Report, lines: &[Judged], merchant: &str) -> Value {
+    let mut tally = mmc_books::Tally::new();
+    for line in lines
+        .iter()
+        .filter(|l| l.ours.as_ref().is_some_and(|o| o.merchant_id == merchant))
+    {
+        tally.count(line.category);
+        tally.our_records += 1;
+    }
+    json!({
+        "object": "reconciliation_report",
+        "account": report.account,
+        "date": report.date,
+        "status": report.status,
+        "reason": report.reason,
+        "final": report.is_final,
+        "method": report.method,
+        "ran_at": report.ran_at,
+        "counts": tally.counts,
+        "our_records": tally.our_records,
+    })
+}
+
+/// `/api/v1/balances` and `/api/v1/reconciliation/…` for `merchant`'s key.
+pub async fn public(
+    books: &Books,
+    merchant: &str,
+    req: NativeRequest,
+) -> Result<NativeResponse, ApiError> {
+    let segments = segments(&req.path);
+    match (req.method.as_str(), segments.as_slice()) {
+        ("GET", ["balances"]) => Ok(list(req.blocking(|| books.balances()))),
+        ("GET", ["reconciliation", "reports"]) => {
+            let day = date_param(&req)?;
+            let views = req.blocking(|| {
+                let mut views = Vec::new();
+                for report in books.reports(day)? {
+                    let lines = books.lines(&report.account, day)?;
+                    views.push(merchant_report(&report, &lines, merchant));
+                }
+                Ok::<_, BooksError>(views)
+            })?;
+            Ok(list(views))
+        }
+        ("GET", ["reconciliation", "cases"]) => {
+            let (status, limit) = (status_param(&req)?, limit_param(&req)?);
+            let cases = req.blocking(|| books.cases(status, usize::MAX))?;
+            let mine: Vec<_> = cases
+                .into_iter()
+                .filter(|c| c.merchant_id.as_deref() == Some(merchant))
+                .take(limit)
+                .collect();
+            Ok(list(mine))
+        }
+        ("GET", ["reconciliation", "cases", id]) => match req.blocking(|| books.case(id))? {
+            Some(case) if case.merchant_id.as_deref() == Some(merchant) => {
+                Ok(NativeResponse::json(200, json!(case)))
+            }
+            _ => Err(BooksError::UnknownCase(id.to_string()).into()),
+        },
+        (_, ["balances"] | ["reconciliation", ..]) => {
+            Err(ApiError::method_not_allowed(&req.method))
+        }
+        _ => Err(ApiError::not_found(
+            "resource_not_found",
+            format!("No such endpoint: {} {}", req.method, req.path),
+        )),
+    }
+}

@@ -1,0 +1,663 @@
+//! The books: each provider account's statement of a day matched with what
+//! we recorded, every record in exactly one category ([`mmc_books`]), every
+//! difference a case in front of a person ([`cases`]), and the providers'
+//! balances as they state them. Runs by itself for each account's finished
+//! days ([`schedule`]) and on demand (`mmc reconcile`, the admin API).
+//!
+//! The provider's books outrank ours, and nothing here corrects ours: a
+//! late arrival (our record failed, the provider's executed) is a case, and
+//! the payment's own reconciliation reads it back from the provider.
+
+pub mod api;
+pub mod cases;
+mod ours;
+mod provider;
+pub mod schedule;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use mmc_books::{Category, Line, Ours, RateCard, Tally, judge, rate_card};
+
+pub use cases::{Case, CaseStatus, Judged, Resolution};
+
+use crate::config::BooksConfig;
+use crate::db::{Backend, SqlDb, StorageError, Transaction};
+use crate::runtime::{Kind as ComponentKind, Runtime};
+use cases::NS;
+use provider::Read;
+
+const REPORTS: &str = "reports";
+/// `{account}/{date}/{subject}`: what the latest complete run of a day found of each subject.
+const LINES: &str = "lines";
+
+#[derive(Debug, thiserror::Error)]
+pub enum BooksError {
+    #[error("no provider account (adapter) named {0}")]
+    UnknownAccount(String),
+    #[error("the date must be a day written YYYY-MM-DD, not {0:?}")]
+    BadDate(String),
+    #[error("{0} is in the future: its statement does not exist yet")]
+    FutureDate(String),
+    #[error("no reconciliation case {0}")]
+    UnknownCase(String),
+    #[error("case {0} is {1}: only an open case is resolved")]
+    NotOpen(String, &'static str),
+    #[error("a note saying how the case was settled is required (1 to 2000 characters)")]
+    NoteRequired,
+    #[error("a stored record cannot be read: {0}")]
+    Corrupt(String),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+/// A calendar day (UTC), as days since 1970-01-01.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Day(pub i64);
+
+impl Day {
+    pub fn parse(s: &str) -> Result<Day, BooksError> {
+        let bad = || BooksError::BadDate(s.to_string());
+        if s.len() != 10 {
+            return Err(bad());
+        }
+        let day = mmc_domain::time::day_of(s)
+            .filter(|d| *d >= 0)
+            .ok_or_else(bad)?;
+        // 2026-02-31 is read as a day in March: only a day that writes back as given is one.
+        (Day(day).to_string() == s)
+            .then_some(Day(day))
+            .ok_or_else(bad)
+    }
+
+    pub fn of_ms(ms: u64) -> Day {
+        Day((ms / 86_400_000) as i64)
+    }
+
+    pub fn start_ms(self) -> u64 {
+        self.0.max(0) as u64 * 86_400_000
+    }
+
+    pub fn end_ms(self) -> u64 {
+        self.start_ms() + 86_400_000
+    }
+
+    pub fn contains(self, ms: u64) -> bool {
+        (self.start_ms()..self.end_ms()).contains(&ms)
+    }
+
+    pub fn before(self) -> Day {
+        Day(self.0 - 1)
+    }
+}
+
+impl std::fmt::Display for Day {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&mmc_domain::time::date(self.start_ms()))
+    }
+}
+
+/// What a run did to the cases.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaseCounts {
+    pub opened: u64,
+    pub closed: u64,
+    /// Open after the run, of this account and day.
+    pub open: u64,
+}
+
+/// One account's day, as its latest run found it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub object: String,
+    pub account: String,
+    pub date: String,
+    /// `reconciled`, or `incomplete` (the provider's side could not be read
+    /// whole: `reason` says why, and nothing was judged).
+    pub status: String,
+    pub reason: Option<String>,
+    /// Whether the provider calls the day's statement final (a day still
+    /// under way, or within the provider's lag, may change).
+    #[serde(rename = "final")]
+    pub is_final: bool,
+    /// `statement`, or `status` (a provider without one: each record read back).
+    pub method: String,
+    pub ran_at: String,
+    #[serde(flatten)]
+    pub tally: Tally,
+    pub cases: CaseCounts,
+}
+
+/// A provider account's balances, as the provider states them.
+#[derive(Debug, Clone, Serialize)]
+pub struct AccountBalances {
+    pub account: String,
+    pub balances: Vec<BalanceView>,
+    /// Why they could not be read, when they could not.
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BalanceView {
+    pub wallet: String,
+    pub currency: String,
+    pub available: String,
+    pub reserved: Option<String>,
+}
+
+pub struct Books {
+    runtime: Arc<Runtime>,
+    storage: Arc<dyn Backend>,
+    db: SqlDb,
+    config: BooksConfig,
+}
+
+impl Books {
+    pub fn new(runtime: Arc<Runtime>, db: SqlDb, config: BooksConfig) -> Arc<Books> {
+        Arc::new(Books {
+            storage: runtime.services.storage.clone(),
+            runtime,
+            db,
+            config,
+        })
+    }
+
+    pub fn config(&self) -> &BooksConfig {
+        &self.config
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.runtime.services.clock.now_ms()
+    }
+
+    /// The provider accounts: every adapter loaded now.
+    pub fn accounts(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .runtime
+            .list()
+            .into_iter()
+            .filter(|l| l.kind == ComponentKind::Adapter)
+            .map(|l| l.name.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn merchants(&self) -> Result<Vec<String>, BooksError> {
+        let rows = self
+            .db
+            .read(|c| c.query("SELECT id FROM merchants ORDER BY id", &[]))?;
+        rows.iter()
+            .map(|r| r.text(0).map_err(BooksError::Storage))
+            .collect()
+    }
+
+    /// How the provider's books are read, and after how long a day is final.
+    fn info(&self, account: &str) -> Result<(bool, u64), BooksError> {
+        match self
+            .runtime
+            .call_books(account, |store, b| b.call_info(store))
+        {
+            Ok(Some(info)) => Ok((info.statement, info.final_after_ms)),
+            Ok(None) => Ok((false, 0)),
+            Err(crate::runtime::CallError::NotLoaded(_)) => {
+                Err(BooksError::UnknownAccount(account.to_string()))
+            }
+            // The books of an adapter that fails to say are read by status.
+            Err(e) => {
+                tracing::warn!(account, error = %e, "books: the adapter did not say how its books are read");
+                Ok((false, 0))
+            }
+        }
+    }
+
+    /// Whether `day` of `account` is final at the provider now.
+    pub fn is_final(&self, account: &str, day: Day) -> Result<bool, BooksError> {
+        let (_, lag) = self.info(account)?;
+        Ok(self.now_ms() >= day.end_ms() + lag)
+    }
+
+    /// Reconciles `day` of `account`: reads the provider's side whole, judges
+    /// every record, writes the day's lines, opens and closes cases, and
+    /// stores the report; all in one transaction. Blocking: run it off the
+    /// async workers.
+    pub fn reconcile(&self, account: &str, day: Day) -> Result<Report, BooksError> {
+        let now = self.now_ms();
+        if day.start_ms() > now {
+            return Err(BooksError::FutureDate(day.to_string()));
+        }
+        let (statement, lag) = self.info(account)?;
+        let merchants = self.merchants()?;
+        let mut records = ours::Records::new(self.storage.as_ref(), &merchants, account);
+        let day_ours = records.of_day(day)?;
+        let read = if statement {
+            let wait = Duration::from_millis(self.config.statement_wait_ms);
+            provider::statement(&self.runtime, account, (day.start_ms(), day.end_ms()), wait)
+        } else {
+            provider::by_status(&self.runtime, account, &day_ours)
+        };
+        let mut report = Report {
+            object: "reconciliation_report".into(),
+            account: account.to_string(),
+            date: day.to_string(),
+            status: "reconciled".into(),
+            reason: None,
+            is_final: now >= day.end_ms() + lag,
+            method: if statement { "statement" } else { "status" }.into(),
+            ran_at: mmc_domain::time::rfc3339(now),
+            tally: Tally::new(),
+            cases: CaseCounts::default(),
+        };
+        let lines = match read {
+            Read::Whole(lines) => lines,
+            Read::Incomplete(reason) => {
+                tracing::warn!(account, date = %day, %reason, "books: the day could not be read whole");
+                report.status = "incomplete".into();
+                report.reason = Some(reason);
+                let mut tx = self.storage.begin(NS)?;
+                put_report(tx.as_mut(), &report)?;
+                tx.commit()?;
+                return Ok(report);
+            }
+        };
+        report.tally.our_records = day_ours.len() as u64;
+        let judged = self.judge_day(
+            account,
+            statement,
+            day_ours,
+            lines,
+            &mut records,
+            &mut report.tally,
+        )?;
+        self.record(account, day, judged, &mut report)?;
+        Ok(report)
+    }
+
+    /// Every record of ours and every line of the provider's, judged once.
+    fn judge_day(
+        &self,
+        account: &str,
+        statement: bool,
+        day_ours: Vec<Ours>,
+        lines: Vec<Line>,
+        records: &mut ours::Records<'_>,
+        tally: &mut Tally,
+    ) -> Result<Vec<Judged>, BooksError> {
+        let mut ours: BTreeMap<String, Ours> =
+            day_ours.into_iter().map(|o| (o.id.clone(), o)).collect();
+        let by_psp: HashMap<String, String> = ours
+            .values()
+            .filter_map(|o| o.psp_reference.clone().map(|r| (r, o.id.clone())))
+            .collect();
+        let mut grouped: HashMap<String, Vec<Line>> = HashMap::new();
+        let mut unknown: Vec<Line> = Vec::new();
+        for line in lines {
+            tally.movement(&line);
+            if !line.kind.is_operation() {
+                continue;
+            }
+            let mut id = line
+                .our_id
+                .clone()
+                .filter(|id| ours.contains_key(id))
+                .or_else(|| {
+                    line.psp_reference
+                        .as_ref()
+                        .and_then(|r| by_psp.get(r).cloned())
+                });
+            if id.is_none()
+                && let Some(theirs) = &line.our_id
+                && let Some(found) = records.by_id(theirs)?
+            {
+                // A record of another day that the provider moved today.
+                id = Some(found.id.clone());
+                ours.insert(found.id.clone(), found);
+            }
+            match id {
+                Some(id) => grouped.entry(id).or_default().push(line),
+                None => unknown.push(line),
+            }
+        }
+        let mut judged = Vec::with_capacity(ours.len() + unknown.len());
+        for (id, o) in ours {
+            let theirs = grouped.remove(&id).unwrap_or_default();
+            // A provider read by status states no fee to compare.
+            let expected_fee = self.expected_fee(account, &o).filter(|_| statement);
+            let refs: Vec<&Line> = theirs.iter().collect();
+            let mut category = judge(Some(&o), &refs, expected_fee);
+            let mut note = None;
+            if category == Category::MissingAtProvider && statement {
+                // Three-way: the provider's own read of it, by our id. Its
+                // statement may list it on another day (executed at midnight).
+                if let Read::Whole(read) =
+                    provider::by_status(&self.runtime, account, std::slice::from_ref(&o))
+                {
+                    let refs: Vec<&Line> = read.iter().collect();
+                    if judge(Some(&o), &refs, None) == Category::Matched && !read.is_empty() {
+                        category = Category::Matched;
+                        note = Some("not on the day's statement; the provider's status read back confirms it".into());
+                    }
+                }
+            }
+            tally.count(category);
+            judged.push(Judged {
+                subject: id,
+                category,
+                ours: Some(o),
+                theirs,
+                expected_fee,
+                note,
+            });
+        }
+        for line in unknown {
+            let category = judge(None, &[&line], None);
+            tally.count(category);
+            judged.push(Judged {
+                subject: format!("provider:{}", line.provider_id),
+                category,
+                ours: None,
+                theirs: vec![line],
+                expected_fee: None,
+                note: None,
+            });
+        }
+        Ok(judged)
+    }
+
+    fn expected_fee(&self, account: &str, o: &Ours) -> Option<u64> {
+        let cards: &[RateCard] = &self.config.rate_cards;
+        rate_card::find(cards, account, o.operator.as_deref(), o.kind.operation())
+            .map(|c| c.fee(o.amount))
+    }
+
+    /// The day's lines, its cases and its report, in one transaction.
+    fn record(
+        &self,
+        account: &str,
+        day: Day,
+        judged: Vec<Judged>,
+        report: &mut Report,
+    ) -> Result<(), BooksError> {
+        let now = self.now_ms();
+        let now_text = mmc_domain::time::rfc3339(now);
+        let date = day.to_string();
+        let mut tx = self.storage.begin(NS)?;
+        let prefix = format!("{account}/{date}/");
+        delete_range(tx.as_mut(), LINES, &prefix, &format!("{prefix}~"))?;
+        let metrics = &self.runtime.services.metrics;
+        for j in judged {
+            let body = serde_json::to_vec(&j).expect("lines serialise");
+            tx.put(LINES, &format!("{prefix}{}", j.subject), &body)?;
+            let id = cases::case_id(account, &j.subject);
+            let existing = cases::read(tx.as_mut(), &id)?;
+            let was = existing.as_ref().map(|c| c.status);
+            let case = match (existing, j.category.is_mismatch()) {
+                // Still different: the open case is brought up to date.
+                (Some(mut c), true) if c.status == CaseStatus::Open => {
+                    c.category = j.category;
+                    c.last_seen = date.clone();
+                    c.ours = j.ours;
+                    c.theirs = j.theirs;
+                    c.expected_fee = j.expected_fee;
+                    c.updated_at = now_text.clone();
+                    Some((c, false))
+                }
+                // A person settled it, or a later run matched it: not reopened,
+                // so that running a day again changes nothing.
+                (Some(_), true) => None,
+                (None, true) => Some((
+                    Case {
+                        id,
+                        object: "reconciliation_case".into(),
+                        account: account.to_string(),
+                        subject: j.subject.clone(),
+                        category: j.category,
+                        status: CaseStatus::Open,
+                        merchant_id: j.ours.as_ref().map(|o| o.merchant_id.clone()),
+                        environment: j.ours.as_ref().map(|o| o.environment.clone()),
+                        date: date.clone(),
+                        last_seen: date.clone(),
+                        opened_at: now_text.clone(),
+                        updated_at: now_text.clone(),
+                        ours: j.ours,
+                        theirs: j.theirs,
+                        expected_fee: j.expected_fee,
+                        resolution: None,
+                    },
+                    true,
+                )),
+                // Both books agree now: an open case closes by itself.
+                (Some(mut c), false) if c.status == CaseStatus::Open => {
+                    c.status = CaseStatus::Closed;
+                    c.updated_at = now_text.clone();
+                    c.last_seen = date.clone();
+                    c.resolution = Some(Resolution {
+                        by: "reconciliation".into(),
+                        note: format!("matched by the run of {date}"),
+                        at: now_text.clone(),
+                    });
+                    Some((c, true))
+                }
+                _ => None,
+            };
+            let Some((case, news)) = case else { continue };
+            cases::write(tx.as_mut(), &case, was)?;
+            if news {
+                cases::emit(tx.as_mut(), &case, now / 1000)?;
+                let event = if case.status == CaseStatus::Open {
+                    "opened"
+                } else {
+                    "closed"
+                };
+                if event == "opened" {
+                    report.cases.opened += 1;
+                } else {
+                    report.cases.closed += 1;
+                }
+                metrics.reconciliation_case(account, case.category.as_str(), event);
+            }
+            if case.status == CaseStatus::Open {
+                report.cases.open += 1;
+            }
+        }
+        put_report(tx.as_mut(), report)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The stored report of `account`'s `day`, if it was run.
+    pub fn report(&self, account: &str, day: Day) -> Result<Option<Report>, BooksError> {
+        let key = format!("{account}/{day}");
+        self.storage
+            .get(NS, REPORTS, &key)?
+            .map(|v| serde_json::from_slice(&v).map_err(|e| BooksError::Corrupt(e.to_string())))
+            .transpose()
+    }
+
+    /// The reports of `day`, one per account that was run.
+    pub fn reports(&self, day: Day) -> Result<Vec<Report>, BooksError> {
+        let mut out = Vec::new();
+        for account in self.accounts() {
+            out.extend(self.report(&account, day)?);
+        }
+        Ok(out)
+    }
+
+    /// What the latest complete run of `account`'s `day` found of each subject.
+    pub fn lines(&self, account: &str, day: Day) -> Result<Vec<Judged>, BooksError> {
+        let prefix = format!("{account}/{day}/");
+        let mut out = Vec::new();
+        let mut from = prefix.clone();
+        let end = format!("{prefix}~");
+        loop {
+            let rows = self
+                .storage
+                .scan(NS, LINES, &from, &end, mmc_storage::MAX_SCAN)?;
+            let full = rows.len() == mmc_storage::MAX_SCAN as usize;
+            for (_, v) in &rows {
+                out.push(
+                    serde_json::from_slice(v).map_err(|e| BooksError::Corrupt(e.to_string()))?,
+                );
+            }
+            match rows.last() {
+                Some((k, _)) if full => from = format!("{k}\0"),
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    /// Cases of one status (all when none), newest first, at most `limit`.
+    pub fn cases(&self, status: Option<CaseStatus>, limit: usize) -> Result<Vec<Case>, BooksError> {
+        let statuses = match status {
+            Some(s) => vec![s],
+            None => vec![CaseStatus::Open, CaseStatus::Resolved, CaseStatus::Closed],
+        };
+        let mut out = Vec::new();
+        for s in statuses {
+            let (start, end) = cases::list_key_range(s);
+            let mut from = start;
+            loop {
+                let rows = self.storage.scan(
+                    NS,
+                    cases::STATUS_TABLE,
+                    &from,
+                    &end,
+                    mmc_storage::MAX_SCAN,
+                )?;
+                let full = rows.len() == mmc_storage::MAX_SCAN as usize;
+                for (key, _) in &rows {
+                    let id = key.rsplit('/').next().unwrap_or_default();
+                    out.extend(self.case(id)?);
+                }
+                match rows.last() {
+                    Some((k, _)) if full => from = format!("{k}\0"),
+                    _ => break,
+                }
+            }
+        }
+        out.sort_by(|a, b| b.opened_at.cmp(&a.opened_at).then(a.id.cmp(&b.id)));
+        out.truncate(limit);
+        Ok(out)
+    }
+
+    pub fn case(&self, id: &str) -> Result<Option<Case>, BooksError> {
+        if id.is_empty() || id.len() > 64 || id.contains('/') {
+            return Ok(None);
+        }
+        self.storage
+            .get(NS, cases::TABLE, id)?
+            .map(|v| serde_json::from_slice(&v).map_err(|e| BooksError::Corrupt(e.to_string())))
+            .transpose()
+    }
+
+    /// A person settles an open case with a note saying how.
+    pub fn resolve(&self, id: &str, by: &str, note: &str) -> Result<Case, BooksError> {
+        let note = note.trim();
+        if note.is_empty() || note.chars().count() > 2000 {
+            return Err(BooksError::NoteRequired);
+        }
+        let now = self.now_ms();
+        let mut tx = self.storage.begin(NS)?;
+        let Some(mut case) = cases::read(tx.as_mut(), id)? else {
+            return Err(BooksError::UnknownCase(id.to_string()));
+        };
+        if case.status != CaseStatus::Open {
+            return Err(BooksError::NotOpen(id.to_string(), case.status.as_str()));
+        }
+        case.status = CaseStatus::Resolved;
+        case.updated_at = mmc_domain::time::rfc3339(now);
+        case.resolution = Some(Resolution {
+            by: by.to_string(),
+            note: note.to_string(),
+            at: case.updated_at.clone(),
+        });
+        cases::write(tx.as_mut(), &case, Some(CaseStatus::Open))?;
+        cases::emit(tx.as_mut(), &case, now / 1000)?;
+        tx.commit()?;
+        let metrics = &self.runtime.services.metrics;
+        metrics.reconciliation_case(&case.account, case.category.as_str(), "resolved");
+        Ok(case)
+    }
+
+    /// Every account's balances, as each provider states them now.
+    pub fn balances(&self) -> Vec<AccountBalances> {
+        let mut out = Vec::new();
+        for account in self.accounts() {
+            let answer = self
+                .runtime
+                .call_books(&account, |store, b| b.call_balances(store));
+            let (balances, error) = match answer {
+                Ok(None) => continue,
+                Ok(Some(Ok(list))) => (list, None),
+                Ok(Some(Err(e))) => (Vec::new(), Some(provider::describe(&e))),
+                Err(e) => (Vec::new(), Some(e.to_string())),
+            };
+            out.push(AccountBalances {
+                account,
+                balances: balances
+                    .into_iter()
+                    .map(|b| BalanceView {
+                        wallet: b.wallet,
+                        currency: b.currency,
+                        available: b.available,
+                        reserved: b.reserved,
+                    })
+                    .collect(),
+                error,
+            });
+        }
+        out
+    }
+}
+
+fn put_report(tx: &mut dyn Transaction, report: &Report) -> Result<(), StorageError> {
+    let key = format!("{}/{}", report.account, report.date);
+    tx.put(
+        REPORTS,
+        &key,
+        &serde_json::to_vec(report).expect("reports serialise"),
+    )
+}
+
+fn delete_range(
+    tx: &mut dyn Transaction,
+    table: &str,
+    start: &str,
+    end: &str,
+) -> Result<(), StorageError> {
+    loop {
+        let rows = tx.scan(table, start, end, mmc_storage::MAX_SCAN)?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        for (key, _) in rows {
+            tx.delete(table, &key)?;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Day;
+
+    #[test]
+    fn a_day_is_read_only_as_a_real_date() {
+        assert_eq!(Day::parse("2026-06-01").unwrap().to_string(), "2026-06-01");
+        for bad in [
+            "2026-02-31",
+            "2026-6-1",
+            "20260601",
+            "",
+            "2026-06-01T00:00:00Z",
+            "1969-12-31",
+        ] {
+            assert!(Day::parse(bad).is_err(), "{bad}");
+        }
+        let d = Day::parse("2026-06-01").unwrap();
+        assert!(d.contains(d.start_ms()) && !d.contains(d.end_ms()));
+        assert_eq!(d.before().to_string(), "2026-05-31");
+    }
+}

@@ -1,0 +1,284 @@
+//! Our side of the books: the payments, refunds and payouts a provider
+//! account carried, read from the components' own tables (`collect`'s
+//! payments and refunds, `bulk`'s payout items) as the books need them.
+//!
+//! A day's records are found without walking the tables: payment and
+//! refund ids are UUIDv7, so a day is a key range per merchant; payouts
+//! are found through the merchant's newest batches.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use mmc_books::{Kind, OurStatus, Ours};
+use mmc_domain::Status;
+
+use super::BooksError;
+use super::Day;
+use crate::db::Backend;
+
+const PAGE: u32 = mmc_storage::MAX_SCAN;
+const ENVIRONMENTS: [&str; 2] = ["live", "test"];
+/// How far back a batch may have been made and still send a payout today.
+const BATCH_LOOKBACK_MS: u64 = 31 * 86_400_000;
+
+/// The lowest UUIDv7 (as text) made at `ms` or later.
+fn uuid7_floor(ms: u64) -> String {
+    format!("{:08x}-{:04x}", ms >> 16, ms & 0xffff)
+}
+
+/// Every row of `[start, end)`, a page at a time.
+fn scan_all(
+    storage: &dyn Backend,
+    ns: &str,
+    table: &str,
+    start: &str,
+    end: &str,
+    mut each: impl FnMut(&str, &[u8]) -> Result<bool, BooksError>,
+) -> Result<(), BooksError> {
+    let mut from = start.to_string();
+    loop {
+        let rows = storage.scan(ns, table, &from, end, PAGE)?;
+        let last = rows.len() < PAGE as usize;
+        for (key, value) in &rows {
+            if !each(key, value)? {
+                return Ok(());
+            }
+        }
+        match rows.last() {
+            Some((key, _)) if !last => from = format!("{key}\0"),
+            _ => return Ok(()),
+        }
+    }
+}
+
+fn payment_status(s: Status) -> OurStatus {
+    match s {
+        // A refunded payment's money was collected (its refund is a record of its own).
+        Status::Completed | Status::Refunded => OurStatus::Completed,
+        Status::Failed | Status::Cancelled | Status::Expired => OurStatus::Failed,
+        _ => OurStatus::InProgress,
+    }
+}
+
+fn payment(p: &mmc_domain::record::Payment) -> Ours {
+    Ours {
+        id: p.id.clone(),
+        kind: Kind::Collection,
+        merchant_id: p.merchant_id.clone(),
+        environment: p.environment.clone(),
+        operator: p.operator.clone(),
+        amount: p.amount,
+        currency: p.currency.clone(),
+        status: payment_status(p.status),
+        stated: p.status.as_str().to_string(),
+        psp_reference: p.psp_reference.clone(),
+        created_at_ms: p.created_at_ms,
+    }
+}
+
+fn text(v: &Value, field: &str) -> Option<String> {
+    v.get(field).and_then(Value::as_str).map(str::to_string)
+}
+
+fn number(v: &Value, field: &str) -> u64 {
+    v.get(field).and_then(Value::as_u64).unwrap_or_default()
+}
+
+/// A refund or payout item (both JSON, with the same names for what counts here).
+fn movement(v: &Value, kind: Kind, operator: Option<String>) -> Option<Ours> {
+    let stated = text(v, "status")?;
+    let status = match stated.as_str() {
+        "completed" => OurStatus::Completed,
+        "failed" => OurStatus::Failed,
+        _ => OurStatus::InProgress,
+    };
+    Some(Ours {
+        id: text(v, "id")?,
+        kind,
+        merchant_id: text(v, "merchant_id").unwrap_or_default(),
+        environment: text(v, "environment").unwrap_or_default(),
+        operator: operator.or_else(|| text(v, "operator")),
+        amount: number(v, "amount"),
+        currency: text(v, "currency")?,
+        status,
+        stated,
+        psp_reference: text(v, "psp_reference"),
+        created_at_ms: number(v, "created_at_ms"),
+    })
+}
+
+/// Our records, as read for one account and day.
+pub(super) struct Records<'a> {
+    storage: &'a dyn Backend,
+    merchants: &'a [String],
+    account: &'a str,
+    /// Payments read for their refunds' route: (env, merchant, id) → (route, operator).
+    routes: HashMap<String, Option<(String, Option<String>)>>,
+}
+
+impl<'a> Records<'a> {
+    pub(super) fn new(storage: &'a dyn Backend, merchants: &'a [String], account: &'a str) -> Self {
+        Records {
+            storage,
+            merchants,
+            account,
+            routes: HashMap::new(),
+        }
+    }
+
+    /// The route (adapter) a payment went through, and its operator.
+    fn payment_route(
+        &mut self,
+        env: &str,
+        merchant: &str,
+        id: &str,
+    ) -> Result<Option<(String, Option<String>)>, BooksError> {
+        let key = format!("{env}/{merchant}/{id}");
+        if let Some(known) = self.routes.get(&key) {
+            return Ok(known.clone());
+        }
+        let found = match self.storage.get("collect", "payments", &key)? {
+            Some(stored) => {
+                let p = mmc_domain::record::decode(&stored).map_err(BooksError::Corrupt)?;
+                p.route.map(|r| (r.adapter, p.operator))
+            }
+            None => None,
+        };
+        self.routes.insert(key, found.clone());
+        Ok(found)
+    }
+
+    /// Every payment, refund and payout of ours this account carried that
+    /// was made (a payout: sent) on `day`.
+    pub(super) fn of_day(&mut self, day: Day) -> Result<Vec<Ours>, BooksError> {
+        let (from, to) = (uuid7_floor(day.start_ms()), uuid7_floor(day.end_ms()));
+        let mut found = Vec::new();
+        let account = self.account.to_string();
+        for env in ENVIRONMENTS {
+            for m in self.merchants {
+                let (start, end) = (format!("{env}/{m}/{from}"), format!("{env}/{m}/{to}"));
+                scan_all(self.storage, "collect", "payments", &start, &end, |_, v| {
+                    let p = mmc_domain::record::decode(v).map_err(BooksError::Corrupt)?;
+                    if p.route.as_ref().is_some_and(|r| r.adapter == account) {
+                        found.push(payment(&p));
+                    }
+                    Ok(true)
+                })?;
+                let mut refunds = Vec::new();
+                scan_all(self.storage, "collect", "refunds", &start, &end, |_, v| {
+                    refunds.push(serde_json::from_slice::<Value>(v).map_err(corrupt)?);
+                    Ok(true)
+                })?;
+                for r in refunds {
+                    if let Some(ours) = self.refund(env, m, &r)? {
+                        found.push(ours);
+                    }
+                }
+                self.payouts_of_day(env, m, day, &mut found)?;
+            }
+        }
+        Ok(found)
+    }
+
+    fn refund(&mut self, env: &str, merchant: &str, r: &Value) -> Result<Option<Ours>, BooksError> {
+        let payment_id = text(r, "payment_id").unwrap_or_default();
+        let route = self.payment_route(env, merchant, &payment_id)?;
+        Ok(match route {
+            Some((adapter, operator)) if adapter == self.account => {
+                movement(r, Kind::Refund, operator)
+            }
+            _ => None,
+        })
+    }
+
+    /// Payout items sent on `day` through this account, from the
+    /// merchant's batches of the month before it, newest first.
+    fn payouts_of_day(
+        &mut self,
+        env: &str,
+        merchant: &str,
+        day: Day,
+        found: &mut Vec<Ours>,
+    ) -> Result<(), BooksError> {
+        let oldest = day.start_ms().saturating_sub(BATCH_LOOKBACK_MS);
+        let mut batches = Vec::new();
+        let (start, end) = (format!("{env}/{merchant}/"), format!("{env}/{merchant}/~"));
+        scan_all(self.storage, "bulk", "batch_list", &start, &end, |_, id| {
+            let id = String::from_utf8_lossy(id).into_owned();
+            let key = format!("{env}/{merchant}/{id}");
+            let Some(batch) = self.storage.get("bulk", "batches", &key)? else {
+                return Ok(true);
+            };
+            let batch: Value = serde_json::from_slice(&batch).map_err(corrupt)?;
+            if number(&batch, "created_at_ms") < oldest {
+                return Ok(false);
+            }
+            batches.push(id);
+            Ok(true)
+        })?;
+        let account = self.account;
+        for batch in batches {
+            let (start, end) = (
+                format!("{env}/{merchant}/{batch}/"),
+                format!("{env}/{merchant}/{batch}/~"),
+            );
+            scan_all(self.storage, "bulk", "items", &start, &end, |_, v| {
+                let item: Value = serde_json::from_slice(v).map_err(corrupt)?;
+                let sent = item.get("submitted_at_ms").and_then(Value::as_u64);
+                let through = text(&item, "route").is_some_and(|r| r == account);
+                if through && sent.is_some_and(|at| day.contains(at)) {
+                    let mut item = item;
+                    item["merchant_id"] = merchant.into();
+                    item["environment"] = env.into();
+                    found.extend(movement(&item, Kind::Payout, None));
+                }
+                Ok(true)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// A payment or refund of ours by its id, made on any day (a provider
+    /// line of today about an older record).
+    pub(super) fn by_id(&mut self, id: &str) -> Result<Option<Ours>, BooksError> {
+        if id.is_empty() || id.contains('/') {
+            return Ok(None);
+        }
+        for env in ENVIRONMENTS {
+            for m in self.merchants {
+                let key = format!("{env}/{m}/{id}");
+                if let Some(v) = self.storage.get("collect", "payments", &key)? {
+                    let p = mmc_domain::record::decode(&v).map_err(BooksError::Corrupt)?;
+                    let ours_route = p.route.as_ref().is_some_and(|r| r.adapter == self.account);
+                    return Ok(ours_route.then(|| payment(&p)));
+                }
+                if let Some(v) = self.storage.get("collect", "refunds", &key)? {
+                    let r: Value = serde_json::from_slice(&v).map_err(corrupt)?;
+                    return self.refund(env, m, &r);
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+fn corrupt(e: serde_json::Error) -> BooksError {
+    BooksError::Corrupt(e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_day_is_a_range_of_uuid7_ids() {
+        let ms = 1_780_315_200_123u64;
+        let id = uuid::Uuid::new_v7(uuid::Timestamp::from_unix(
+            uuid::NoContext,
+            ms / 1000,
+            (ms % 1000) as u32 * 1_000_000,
+        ))
+        .to_string();
+        assert!(super::uuid7_floor(ms) <= id);
+        assert!(id < super::uuid7_floor(ms + 1));
+    }
+}

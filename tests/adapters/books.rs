@@ -1,0 +1,408 @@
+//! The books against the fake Wave: its Balance & Reconciliation API read
+//! by the `wave` adapter, a day of real payments matched with Wave's
+//! transaction list, every category produced on purpose, cases opened,
+//! closed by a later run and resolved by a person.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::fakes::Fault;
+use crate::support::fakes::wave::FakeWave;
+use crate::support::*;
+use crate::wave::wave_payment;
+use crate::*;
+use mmc_test_kit::service_test;
+
+/// Wave's price list as the merchant's contract says: 1 % of a checkout payment.
+fn rate_card(c: &mut mmc_host::config::Config) {
+    c.books.rate_cards = vec![mmc_host::config::RateCard {
+        account: "wave".into(),
+        operator: None,
+        operation: "collection".into(),
+        percent_bp: 100,
+        fixed: 0,
+        min: None,
+        max: None,
+    }];
+    c.admin_token = Some(ADMIN.into());
+}
+
+async fn books_app(fake: &FakeWave) -> TestApp {
+    let mut component = fake.component_config();
+    component
+        .settings
+        .insert("operators".into(), "wave-ci".into());
+    let app = app_with_adapter("wave", &["wave-ci"], component, rate_card).await;
+    fake.set_callback_url(&format!(
+        "{}/api/v1/psp/wave-ci/callback?environment=live",
+        app.base
+    ));
+    app
+}
+
+fn today() -> String {
+    mmc_domain::time::date(mmc_host::clock::system_now_ms())
+}
+
+/// `POST /admin/v1/reconciliation/runs` for the wave account today: its report.
+async fn reconcile(app: &TestApp) -> Value {
+    let body = json!({"date": today(), "account": "wave"}).to_string();
+    let (status, answer) = admin(
+        app,
+        reqwest::Method::POST,
+        "/admin/v1/reconciliation/runs",
+        Some(body.into_bytes()),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    answer["data"][0].clone()
+}
+
+/// A Wave payment the customer paid, completed here.
+async fn paid(app: &TestApp, fake: &FakeWave, key: &str) -> String {
+    let (id, session) = wave_payment(app, key).await;
+    fake.customer_pays(&session).await;
+    wait_for(app, key, &id, "completed", Duration::from_secs(10)).await;
+    id
+}
+
+fn counts(report: &Value) -> Value {
+    report["counts"].clone()
+}
+
+#[service_test]
+async fn a_day_with_every_kind_of_difference_gives_the_exact_report_and_one_case_each() {
+    let fake = FakeWave::start().await;
+    let app = books_app(&fake).await;
+    let (merchant, _, live) = app.merchant("Shop");
+
+    let matched = paid(&app, &fake, &live).await;
+    let fee_off = paid(&app, &fake, &live).await;
+    fake.edit_transactions(&fee_off, |t| t.fee = 20);
+    let amount_off = paid(&app, &fake, &live).await;
+    fake.edit_transactions(&amount_off, |t| t.amount = 1400);
+    let twice = paid(&app, &fake, &live).await;
+    fake.duplicate_transaction(&twice);
+    // Cancelled here; Wave's books say the customer paid after all (a late arrival).
+    let (late, _) = wave_payment(&app, &live).await;
+    let (status, p) = app
+        .post(
+            &live,
+            &format!("/api/v1/collect/payments/{late}/cancel"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (status, p["status"].as_str()),
+        (200, Some("cancelled")),
+        "{p}"
+    );
+    fake.book("api_checkout", 1500, Some(&late));
+    // Completed here; Wave has no trace of it, not even by its own status read.
+    let (vanished, session) = wave_payment(&app, &live).await;
+    fake.customer_pays(&session).await;
+    wait_for(&app, &live, &vanished, "completed", Duration::from_secs(10)).await;
+    fake.forget_session(&session);
+    // Money in that nobody here asked for, and Wave sweeping the wallet to the bank.
+    fake.book("api_checkout", 2000, Some("not-one-of-ours"));
+    fake.book("merchant_sweep", -5000, None);
+    fake.set_page_size(2);
+
+    let report = reconcile(&app).await;
+    assert_eq!(report["status"], "reconciled", "{report}");
+    assert_eq!(report["method"], "statement");
+    assert_eq!(report["final"], false, "today is still under way");
+    assert_eq!(
+        counts(&report),
+        json!({"matched": 1, "missing_at_provider": 1, "missing_here": 1, "status_differs": 1,
+               "amount_differs": 1, "fee_differs": 1, "duplicate": 1}),
+        "{report}"
+    );
+    assert_eq!(report["our_records"], 6);
+    assert_eq!(report["cases"]["opened"], 6);
+    // Wave's totals as its books state them (the duplicate counts: it moved).
+    assert_eq!(report["provider"]["collection"]["count"], 7, "{report}");
+    assert_eq!(
+        report["provider"]["settlement"]["amount"], "5000",
+        "{report}"
+    );
+
+    // Each subject's category, as the day's lines say.
+    let path = format!("/admin/v1/reconciliation/reports/wave/{}/lines", today());
+    let (_, lines) = admin(&app, reqwest::Method::GET, &path, None).await;
+    let category = |subject: &str| {
+        lines["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["subject"] == subject)
+            .map(|l| l["category"].clone())
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(category(&matched), "matched");
+    assert_eq!(category(&fee_off), "fee_differs");
+    assert_eq!(category(&amount_off), "amount_differs");
+    assert_eq!(category(&twice), "duplicate");
+    assert_eq!(category(&late), "status_differs");
+    assert_eq!(category(&vanished), "missing_at_provider");
+    let stray = fake
+        .transactions()
+        .into_iter()
+        .find(|t| t.client_reference.as_deref() == Some("not-one-of-ours"))
+        .unwrap();
+    assert_eq!(
+        category(&format!("provider:{}", stray.transaction_id)),
+        "missing_here"
+    );
+
+    // The merchant sees its five cases and the day counted over its records.
+    let (_, cases) = app
+        .get(&live, "/api/v1/reconciliation/cases?status=open")
+        .await;
+    let mine = cases["data"].as_array().unwrap();
+    assert_eq!(mine.len(), 5, "{cases}");
+    assert!(mine.iter().all(|c| c["merchant_id"] == merchant.as_str()));
+    let (_, reports) = app
+        .get(
+            &live,
+            &format!("/api/v1/reconciliation/reports?date={}", today()),
+        )
+        .await;
+    assert_eq!(reports["data"][0]["counts"]["missing_here"], 0, "{reports}");
+    assert_eq!(reports["data"][0]["counts"]["duplicate"], 1);
+    // Its webhooks hear of each case.
+    let opened = events_of(&app, &live, "reconciliation.case.opened", 5).await;
+    assert!(
+        opened
+            .iter()
+            .any(|e| e["data"]["object"]["subject"] == late.as_str())
+    );
+
+    // Running the day again changes nothing.
+    let again = reconcile(&app).await;
+    assert_eq!(counts(&again), counts(&report));
+    assert_eq!(again["cases"]["opened"], 0);
+    assert_eq!(again["cases"]["open"], 6);
+    assert_eq!(
+        events_of(&app, &live, "reconciliation.case.opened", 5)
+            .await
+            .len(),
+        5
+    );
+}
+
+/// The events of `kind` the merchant's key lists, once there are `at_least`.
+async fn events_of(app: &TestApp, key: &str, kind: &str, at_least: usize) -> Vec<Value> {
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, list) = app.get(key, &format!("/api/v1/events?type={kind}")).await;
+        let events = list["data"].as_array().cloned().unwrap_or_default();
+        if events.len() >= at_least || std::time::Instant::now() > until {
+            return events;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[service_test]
+async fn a_case_closes_by_itself_when_both_books_agree_and_a_person_resolves_the_rest() {
+    let fake = FakeWave::start().await;
+    let app = books_app(&fake).await;
+    let live = app.live_key("Shop");
+    let fee_off = paid(&app, &fake, &live).await;
+    fake.edit_transactions(&fee_off, |t| t.fee = 30);
+    let amount_off = paid(&app, &fake, &live).await;
+    fake.edit_transactions(&amount_off, |t| t.amount = 1000);
+    let first = reconcile(&app).await;
+    assert_eq!(first["cases"]["opened"], 2, "{first}");
+
+    // Wave corrects its fee: the next run matches, and the case closes by itself.
+    fake.edit_transactions(&fee_off, |t| t.fee = 15);
+    let second = reconcile(&app).await;
+    assert_eq!(
+        (
+            second["cases"]["closed"].as_u64(),
+            second["cases"]["open"].as_u64()
+        ),
+        (Some(1), Some(1)),
+        "{second}"
+    );
+    let (_, closed) = admin(
+        &app,
+        reqwest::Method::GET,
+        "/admin/v1/reconciliation/cases?status=closed",
+        None,
+    )
+    .await;
+    let closed = &closed["data"][0];
+    assert_eq!(closed["subject"], fee_off.as_str());
+    assert_eq!(closed["resolution"]["by"], "reconciliation");
+
+    // The amount difference is settled by a person, with a note; it stays settled.
+    let (_, open) = admin(
+        &app,
+        reqwest::Method::GET,
+        "/admin/v1/reconciliation/cases?status=open",
+        None,
+    )
+    .await;
+    let id = open["data"][0]["id"].as_str().unwrap().to_string();
+    let resolve = format!("/admin/v1/reconciliation/cases/{id}/resolve");
+    let (status, refused) = admin(
+        &app,
+        reqwest::Method::POST,
+        &resolve,
+        Some(br#"{"note":"  "}"#.to_vec()),
+    )
+    .await;
+    assert_eq!(
+        (status, refused["error"]["param"].as_str()),
+        (400, Some("note")),
+        "{refused}"
+    );
+    let note = br#"{"note":"Wave credited the missing 500 XOF on 2026-12-06 (ticket 4411)"}"#;
+    let (status, resolved) =
+        admin(&app, reqwest::Method::POST, &resolve, Some(note.to_vec())).await;
+    assert_eq!(status, 200, "{resolved}");
+    assert_eq!(resolved["status"], "resolved");
+    let (status, again) = admin(&app, reqwest::Method::POST, &resolve, Some(note.to_vec())).await;
+    assert_eq!(
+        (status, again["error"]["code"].as_str()),
+        (409, Some("case_not_open"))
+    );
+    let third = reconcile(&app).await;
+    assert_eq!(
+        counts(&third)["amount_differs"],
+        1,
+        "the difference is still there"
+    );
+    assert_eq!(
+        (
+            third["cases"]["opened"].as_u64(),
+            third["cases"]["open"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
+}
+
+#[service_test]
+async fn a_statement_that_cannot_be_read_whole_leaves_the_day_incomplete_with_its_reason() {
+    let fake = FakeWave::start().await;
+    let app = books_app(&fake).await;
+    let live = app.live_key("Shop");
+    for _ in 0..3 {
+        paid(&app, &fake, &live).await;
+    }
+    fake.set_page_size(1);
+
+    // The first page errors; then a page is not Wave's shape.
+    for (fault, why) in [
+        (Fault::Status(500), "unavailable"),
+        (Fault::Malformed, "unreadable"),
+    ] {
+        fake.inject("transactions", fault, 1);
+        let report = reconcile(&app).await;
+        assert_eq!(report["status"], "incomplete", "{report}");
+        assert!(report["reason"].as_str().unwrap().contains(why), "{report}");
+        assert_eq!(
+            report["cases"]["opened"], 0,
+            "nothing judged on half a day: {report}"
+        );
+        fake.clear_faults();
+    }
+    let (status, stored) = admin(
+        &app,
+        reqwest::Method::GET,
+        &format!("/admin/v1/reconciliation/reports?date={}", today()),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, stored["data"][0]["status"].as_str()),
+        (200, Some("incomplete"))
+    );
+    let (_, lines) = admin(
+        &app,
+        reqwest::Method::GET,
+        &format!("/admin/v1/reconciliation/reports/wave/{}/lines", today()),
+        None,
+    )
+    .await;
+    assert_eq!(lines["data"], json!([]), "no line written from half a day");
+
+    // Read whole again: reconciled.
+    let report = reconcile(&app).await;
+    assert_eq!(report["status"], "reconciled", "{report}");
+    assert_eq!(counts(&report)["matched"], 3);
+}
+
+#[service_test]
+async fn the_providers_balances_are_shown_as_they_state_them() {
+    let fake = FakeWave::start().await;
+    let app = books_app(&fake).await;
+    let live = app.live_key("Shop");
+    paid(&app, &fake, &live).await;
+    let (status, balances) = app.get(&live, "/api/v1/balances").await;
+    assert_eq!(status, 200, "{balances}");
+    let wave = balances["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["account"] == "wave")
+        .cloned()
+        .unwrap();
+    // 1 000 000 to start, + 1 500 collected − 15 of Wave's fee.
+    assert_eq!(wave["balances"][0]["available"], "1001485", "{wave}");
+    assert_eq!(wave["balances"][0]["currency"], "XOF");
+    assert_eq!(wave["balances"][0]["wallet"], "wave-ci");
+    let (status, bad) = app
+        .get(&live, "/api/v1/reconciliation/reports?date=2026-02-31")
+        .await;
+    assert_eq!(
+        (status, bad["error"]["param"].as_str()),
+        (400, Some("date")),
+        "{bad}"
+    );
+}
+
+#[service_test]
+async fn mmc_reconcile_prints_the_days_report_with_a_count_per_category() {
+    let fake = FakeWave::start().await;
+    let app = books_app(&fake).await;
+    let live = app.live_key("Shop");
+    let id = paid(&app, &fake, &live).await;
+    fake.duplicate_transaction(&id);
+    let (app_ref, date) = (&app, today());
+    let out = tokio::task::spawn_blocking({
+        let admin_url = app_ref.admin_base.clone();
+        move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_mmc"))
+                .args([
+                    "reconcile",
+                    "--date",
+                    &date,
+                    "--account",
+                    "wave",
+                    "--server",
+                    &admin_url,
+                    "--token",
+                    ADMIN,
+                ])
+                .env_remove("MMC_CONFIG")
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["account"], "wave");
+    assert_eq!(report["counts"]["duplicate"], 1, "{report}");
+    assert_eq!(report["counts"]["matched"], 0);
+}
