@@ -98,6 +98,7 @@ impl Sandbox {
             clock: clock.clone(),
             metrics: Arc::new(Metrics::default()),
             cache: Arc::default(),
+            journal: crate::capabilities::journal::Journal::start(storage.clone()),
             nodes: Arc::new(crate::capabilities::node::Alone::new("sandbox")),
         };
         let runtime = Runtime::new(config, services)?;

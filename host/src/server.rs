@@ -52,6 +52,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         clock: Arc::new(SystemClock),
         metrics: Arc::new(Metrics::default()),
         cache: Arc::default(),
+        journal: crate::capabilities::journal::Journal::start(db.backend.clone()),
         nodes: leases.clone(),
     };
     let runtime = Runtime::new(&config, services)?;

@@ -7,6 +7,7 @@ mod support;
 mod adapters_admin;
 mod auth;
 mod backup;
+mod books;
 mod checkout;
 mod cli;
 mod connections;

@@ -9,15 +9,20 @@
 //! | 0003 | fails: declined by the customer |
 //! | 0004 | stays in progress until expiry |
 //! | 0005 | operator error at initiation |
+//! | 0006 | accepted, its status never readable |
+//! | 0007 0008 0009 0011 0012 | completes; its books differ from ours ([`books`]) |
+//! | 0010 | fails; its books say it moved ([`books`]) |
 //! | other | completes after `completion_delay_ms` (default 2000) |
 //!
 //! OTP (coris-bj): `123456` is right.
 
 wit_bindgen::generate!({
     path: ["../../wit/platform", "../../wit/adapter"],
-    world: "mmc:adapter/adapter",
+    world: "mmc:adapter/simulated-provider",
     generate_all,
 });
+
+mod books;
 
 use exports::mmc::adapter::operator::Guest;
 use mmc::adapter::types::*;
@@ -25,7 +30,7 @@ use mmc::platform::{clock, config};
 
 pub const TEST_OTP: &str = "123456";
 
-struct Simulator;
+pub struct Simulator;
 
 fn failure(code: &str, message: &str) -> Failure {
     Failure {
@@ -75,8 +80,8 @@ fn settled(amount: u64, currency: &str, party: Option<&str>) -> Settled {
 /// `paid` being what it moved when it succeeds.
 fn outcome(digits: &str, at: u64, paid: Settled) -> PspStatus {
     match digits {
-        "0001" => PspStatus::Completed(paid),
-        "0002" => PspStatus::Failed(failure(
+        "0001" | "0007" | "0008" | "0009" | "0011" | "0012" => PspStatus::Completed(paid),
+        "0002" | "0010" => PspStatus::Failed(failure(
             "insufficient_funds",
             "The customer's balance is too low.",
         )),
@@ -93,6 +98,26 @@ fn outcome(digits: &str, at: u64, paid: Settled) -> PspStatus {
 /// The test number whose status can never be read: every status query
 /// fails, as an operator's does while it is down.
 const UNREADABLE: &str = "0006";
+
+/// What the simulated provider will have executed for a request to pay,
+/// and when: journaled now, while the request is in hand.
+fn journal_collection(req: &InitiateRequest, digits: &str, reference: &str) {
+    let at = parse_reference(reference)
+        .map(|(_, at)| at)
+        .unwrap_or_default();
+    let paid = settled(req.amount, &req.currency, None);
+    let executes_at = match outcome(digits, at, paid) {
+        PspStatus::Completed(_) => Some(at),
+        PspStatus::Pending if !matches!(digits, "0004" | UNREADABLE) => Some(at + delay_ms()),
+        // Failed here, executed in its books: a late arrival.
+        _ if digits == "0010" => Some(at),
+        _ => None,
+    };
+    if let Some(x) = executes_at {
+        let amount = (req.amount, req.currency.as_str());
+        books::executed("collection", &req.payment_id, reference, amount, digits, x);
+    }
+}
 
 fn status_of(op: &OperationRef) -> Result<PspStatus, AdapterError> {
     let r = op
@@ -144,6 +169,7 @@ impl Guest for Simulator {
             ));
         }
         let reference = psp_reference("sim", req.phone.as_deref(), &req.payment_id);
+        journal_collection(&req, &digits, &reference);
         let requires_otp =
             mmc_domain::operators::find(&req.operator).is_some_and(|o| o.requires_otp);
         Ok(if requires_otp {
@@ -169,6 +195,7 @@ impl Guest for Simulator {
             PspStatus::Completed(paid) => PspStatus::Completed(paid),
             PspStatus::Failed(f) => PspStatus::Failed(f),
             PspStatus::Pending | PspStatus::NotFound => {
+                books::withdrawn(&payment.id);
                 PspStatus::Failed(failure("cancelled", "Cancelled at the merchant's request."))
             }
         })
@@ -176,6 +203,15 @@ impl Guest for Simulator {
 
     fn refund(req: RefundRequest) -> Result<Started, AdapterError> {
         let reference = psp_reference("simrf", req.payment.phone.as_deref(), &req.refund_id);
+        let amount = (req.amount, req.payment.currency.as_str());
+        books::executed(
+            "refund",
+            &req.refund_id,
+            &reference,
+            amount,
+            "",
+            clock::now_ms(),
+        );
         Ok(Started {
             psp_reference: reference,
             status: PspStatus::Completed(settled(req.amount, &req.payment.currency, None)),
@@ -208,6 +244,10 @@ impl Guest for Simulator {
             }
             s => s,
         };
+        if matches!(status, PspStatus::Completed(_)) || digits == "0010" {
+            let amount = (req.amount, req.currency.as_str());
+            books::executed("payout", &req.payout_id, &reference, amount, &digits, at);
+        }
         Ok(Started {
             psp_reference: reference,
             status,

@@ -137,6 +137,9 @@ pub struct Ours {
     pub stated: String,
     pub psp_reference: Option<String>,
     pub created_at_ms: u64,
+    /// When it became final here (completed or failed), if it is.
+    #[serde(default)]
+    pub settled_at_ms: Option<u64>,
 }
 
 /// One movement on the provider's statement.

@@ -13,6 +13,7 @@ fn ours(status: OurStatus) -> Ours {
         stated: "completed".into(),
         psp_reference: Some("cos-1".into()),
         created_at_ms: 0,
+        settled_at_ms: None,
     }
 }
 

@@ -89,7 +89,7 @@ fn segments(path: &str) -> Vec<&str> {
 pub async fn admin(books: &Books, req: NativeRequest) -> Result<NativeResponse, ApiError> {
     let segments = segments(&req.path);
     match (req.method.as_str(), segments.as_slice()) {
-        ("GET", ["balances"]) => Ok(list(req.blocking(|| books.balances()))),
+        ("GET", ["balances"]) => Ok(list(req.blocking(|| books.balances_of(books.accounts())))),
         ("POST", ["reconciliation", "runs"]) => {
             let body = req.json_object()?;
             let date = body.get("date").and_then(Value::as_str).ok_or_else(|| {
@@ -178,21 +178,32 @@ pub fn merchant_report(report: &Report, lines: &[Judged], merchant: &str) -> Val
     })
 }
 
-/// `/api/v1/balances` and `/api/v1/reconciliation/…` for `merchant`'s key.
+/// `/api/v1/balances` and `/api/v1/reconciliation/…` for a merchant's key
+/// in `environment`: the balances of the accounts serving that environment,
+/// the merchant's own records and cases.
 pub async fn public(
     books: &Books,
-    merchant: &str,
+    (merchant, environment): (&str, &str),
     req: NativeRequest,
 ) -> Result<NativeResponse, ApiError> {
     let segments = segments(&req.path);
+    let mine = |c: &super::Case| {
+        c.merchant_id.as_deref() == Some(merchant) && c.environment.as_deref() == Some(environment)
+    };
     match (req.method.as_str(), segments.as_slice()) {
-        ("GET", ["balances"]) => Ok(list(req.blocking(|| books.balances()))),
+        ("GET", ["balances"]) => {
+            let accounts = books.accounts_of(environment);
+            Ok(list(req.blocking(|| books.balances_of(accounts))))
+        }
         ("GET", ["reconciliation", "reports"]) => {
             let day = date_param(&req)?;
             let views = req.blocking(|| {
                 let mut views = Vec::new();
-                for report in books.reports(day)? {
-                    let lines = books.lines(&report.account, day)?;
+                for account in books.accounts_of(environment) {
+                    let Some(report) = books.report(&account, day)? else {
+                        continue;
+                    };
+                    let lines = books.lines(&account, day)?;
                     views.push(merchant_report(&report, &lines, merchant));
                 }
                 Ok::<_, BooksError>(views)
@@ -202,17 +213,16 @@ pub async fn public(
         ("GET", ["reconciliation", "cases"]) => {
             let (status, limit) = (status_param(&req)?, limit_param(&req)?);
             let cases = req.blocking(|| books.cases(status, usize::MAX))?;
-            let mine: Vec<_> = cases
-                .into_iter()
-                .filter(|c| c.merchant_id.as_deref() == Some(merchant))
-                .take(limit)
-                .collect();
-            Ok(list(mine))
+            Ok(list(
+                cases
+                    .into_iter()
+                    .filter(mine)
+                    .take(limit)
+                    .collect::<Vec<_>>(),
+            ))
         }
         ("GET", ["reconciliation", "cases", id]) => match req.blocking(|| books.case(id))? {
-            Some(case) if case.merchant_id.as_deref() == Some(merchant) => {
-                Ok(NativeResponse::json(200, json!(case)))
-            }
+            Some(case) if mine(&case) => Ok(NativeResponse::json(200, json!(case))),
             _ => Err(BooksError::UnknownCase(id.to_string()).into()),
         },
         (_, ["balances"] | ["reconciliation", ..]) => {

@@ -186,6 +186,27 @@ impl Books {
         names
     }
 
+    /// The accounts that serve `environment`: an adapter named in a route
+    /// of one of its operators there.
+    pub fn accounts_of(&self, environment: &str) -> Vec<String> {
+        let routes = self.runtime.routes();
+        let mut names: Vec<String> = self
+            .runtime
+            .list()
+            .into_iter()
+            .filter(|l| l.kind == ComponentKind::Adapter)
+            .filter(|l| {
+                l.operators.iter().any(|o| {
+                    let serving = routes.default_routes(environment, &o.slug);
+                    serving.iter().any(|c| c.adapter() == l.name)
+                })
+            })
+            .map(|l| l.name.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
     fn merchants(&self) -> Result<Vec<String>, BooksError> {
         let rows = self
             .db
@@ -265,7 +286,7 @@ impl Books {
         };
         report.tally.our_records = day_ours.len() as u64;
         let judged = self.judge_day(
-            account,
+            (account, day),
             statement,
             day_ours,
             lines,
@@ -279,7 +300,7 @@ impl Books {
     /// Every record of ours and every line of the provider's, judged once.
     fn judge_day(
         &self,
-        account: &str,
+        (account, day): (&str, Day),
         statement: bool,
         day_ours: Vec<Ours>,
         lines: Vec<Line>,
@@ -329,9 +350,13 @@ impl Books {
             let refs: Vec<&Line> = theirs.iter().collect();
             let mut category = judge(Some(&o), &refs, expected_fee);
             let mut note = None;
-            if category == Category::MissingAtProvider && statement {
-                // Three-way: the provider's own read of it, by our id. Its
-                // statement may list it on another day (executed at midnight).
+            let near_midnight = o
+                .settled_at_ms
+                .is_none_or(|at| at + self.config.missing_grace_ms >= day.end_ms());
+            if category == Category::MissingAtProvider && statement && near_midnight {
+                // Settled here within the grace of the day's end: the
+                // provider may have executed it after midnight and list it
+                // on the next day's statement. Its own read, by our id, says.
                 if let Read::Whole(read) =
                     provider::by_status(&self.runtime, account, std::slice::from_ref(&o))
                 {
@@ -582,10 +607,11 @@ impl Books {
         Ok(case)
     }
 
-    /// Every account's balances, as each provider states them now.
-    pub fn balances(&self) -> Vec<AccountBalances> {
+    /// The balances of `accounts`, as each provider states them now (an
+    /// account that reads no books is left out).
+    pub fn balances_of(&self, accounts: Vec<String>) -> Vec<AccountBalances> {
         let mut out = Vec::new();
-        for account in self.accounts() {
+        for account in accounts {
             let answer = self
                 .runtime
                 .call_books(&account, |store, b| b.call_balances(store));

@@ -74,6 +74,9 @@ fn payment(p: &mmc_domain::record::Payment) -> Ours {
         stated: p.status.as_str().to_string(),
         psp_reference: p.psp_reference.clone(),
         created_at_ms: p.created_at_ms,
+        settled_at_ms: p
+            .completed_at_ms
+            .or((payment_status(p.status) == OurStatus::Failed).then_some(p.updated_at_ms)),
     }
 }
 
@@ -105,6 +108,10 @@ fn movement(v: &Value, kind: Kind, operator: Option<String>) -> Option<Ours> {
         stated,
         psp_reference: text(v, "psp_reference"),
         created_at_ms: number(v, "created_at_ms"),
+        settled_at_ms: (status != OurStatus::InProgress)
+            .then(|| v.get("completed_at_ms").and_then(Value::as_u64))
+            .flatten()
+            .or_else(|| (status != OurStatus::InProgress).then(|| number(v, "updated_at_ms"))),
     })
 }
 

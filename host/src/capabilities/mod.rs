@@ -5,6 +5,7 @@
 pub mod cache;
 pub mod clock;
 pub mod config;
+pub mod journal;
 pub mod log;
 pub mod node;
 pub mod outbound_http;

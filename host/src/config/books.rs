@@ -13,10 +13,17 @@ pub struct BooksConfig {
     pub check_every_ms: u64,
     /// How many days back a day not yet reconciled is still run by itself.
     pub catch_up_days: u32,
+    /// A record settled here this close to the end of its day (ms) and
+    /// missing from the provider's statement of that day is read back from
+    /// the provider by status before it is called missing: the provider may
+    /// have executed it after midnight.
+    pub missing_grace_ms: u64,
     /// How long a statement the provider is still preparing is waited for (ms).
     pub statement_wait_ms: u64,
     /// What each provider charges, per account, operator and operation:
     /// `[[books.rate_cards]] account = "wave", operation = "collection", percent_bp = 100`.
+    /// By default, the simulator's (1 % on collections and payouts); a list
+    /// in the configuration replaces it whole.
     pub rate_cards: Vec<RateCard>,
 }
 
@@ -26,8 +33,21 @@ impl Default for BooksConfig {
             daily: true,
             check_every_ms: 15 * 60 * 1000,
             catch_up_days: 3,
+            missing_grace_ms: 30 * 60 * 1000,
             statement_wait_ms: 10 * 60 * 1000,
-            rate_cards: Vec::new(),
+            // The test environment's simulated provider charges 1 % on
+            // collections and payouts (its `fee_bp` setting).
+            rate_cards: ["collection", "payout"]
+                .map(|operation| RateCard {
+                    account: "simulator".into(),
+                    operator: None,
+                    operation: operation.into(),
+                    percent_bp: 100,
+                    fixed: 0,
+                    min: None,
+                    max: None,
+                })
+                .to_vec(),
         }
     }
 }

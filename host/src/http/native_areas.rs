@@ -55,7 +55,11 @@ pub(crate) async fn native_dispatch(
     let result = match area {
         NativeArea::Webhooks => super::webhooks::handle(&app.webhooks, &principal, request).await,
         NativeArea::Books => {
-            crate::books::api::public(&app.books, &principal.merchant_id, request).await
+            let who = (
+                principal.merchant_id.as_str(),
+                principal.environment.as_str(),
+            );
+            crate::books::api::public(&app.books, who, request).await
         }
     };
     Ok(native_response(app, result))

@@ -42,6 +42,25 @@ pub mod books {
     });
 }
 
+/// The simulated provider's world: the `journal` it keeps its books in.
+pub mod simulated {
+    wasmtime::component::bindgen!({
+        path: ["../wit/platform", "../wit/adapter", "../wit/api"],
+        world: "mmc:adapter/simulated-provider",
+        imports: { default: trappable },
+        with: {
+            "mmc:platform/types": super::host::mmc::platform::types,
+            "mmc:platform/outbound-http": super::host::mmc::platform::outbound_http,
+            "mmc:platform/signing": super::host::mmc::platform::signing,
+            "mmc:platform/clock": super::host::mmc::platform::clock,
+            "mmc:platform/log": super::host::mmc::platform::log,
+            "mmc:platform/config": super::host::mmc::platform::config,
+            "mmc:platform/cache": super::host::mmc::platform::cache,
+            "mmc:adapter/types": super::host::mmc::adapter::types,
+        },
+    });
+}
+
 pub mod surface {
     wasmtime::component::bindgen!({
         path: ["../wit/platform", "../wit/adapter", "../wit/api"],

@@ -54,7 +54,7 @@ pub(super) fn api_linker(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
 }
 
 /// What an adapter may import: no storage and no router, so it cannot
-/// reach payment data.
+/// reach payment data (the journal is the adapter's own, and append-only).
 pub(super) fn adapter_linker(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
     let mut adapter_linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_sync(&mut adapter_linker)
@@ -62,6 +62,12 @@ pub(super) fn adapter_linker(engine: &Engine) -> anyhow::Result<Linker<HostState
     wasi_io::link(&mut adapter_linker).map_err(|e| anyhow::anyhow!("{e}"))?;
     bindings::adapter::Adapter::add_to_linker::<_, HasSelf<HostState>>(&mut adapter_linker, |s| s)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    // Imported by the simulated provider only (`simulated-provider`).
+    bindings::simulated::mmc::platform::journal::add_to_linker::<_, HasSelf<HostState>>(
+        &mut adapter_linker,
+        |s| s,
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(adapter_linker)
 }
 

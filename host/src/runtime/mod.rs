@@ -58,6 +58,8 @@ pub struct Services {
     pub clock: Arc<dyn Clock>,
     pub metrics: Arc<Metrics>,
     pub cache: Arc<crate::capabilities::cache::Cache>,
+    /// Appends made durable behind the call (the simulated provider's books).
+    pub journal: Arc<crate::capabilities::journal::Journal>,
     /// This process and the liveness of others (the fleet's leases).
     pub nodes: Arc<dyn crate::capabilities::node::Nodes>,
 }

@@ -1,0 +1,130 @@
+//! The test environment's books: the simulator keeps a balance and a
+//! statement, and its test numbers make each category of difference, so a
+//! merchant and their accountant try reconciliation before going live.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+use mmc_test_kit::service_test;
+
+async fn settled(app: &TestApp, key: &str, id: &str) -> Value {
+    let until = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (_, p) = app
+            .get(key, &format!("/api/v1/collect/payments/{id}"))
+            .await;
+        let status = p["status"].as_str().unwrap_or_default();
+        if ["completed", "failed"].contains(&status) || Instant::now() > until {
+            return p;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[service_test]
+async fn the_simulators_test_numbers_make_each_category_of_difference() {
+    let app = spawn_app_with(|c| c.admin_token = Some(ADMIN.into())).await;
+    let (merchant, test, _) = app.merchant("Shop");
+    let mut ids = std::collections::BTreeMap::new();
+    for digits in ["0001", "0007", "0008", "0009", "0010", "0011", "0012"] {
+        let phone = format!("+229016600{digits}");
+        let key = uuid::Uuid::new_v4().to_string();
+        let (status, p) = app.create(&test, &key, &direct_payment(&phone)).await;
+        assert_eq!(status, 201, "{p}");
+        ids.insert(digits, id_of(&p));
+    }
+    for (digits, id) in &ids {
+        let p = settled(&app, &test, id).await;
+        let want = if *digits == "0010" {
+            "failed"
+        } else {
+            "completed"
+        };
+        assert_eq!(p["status"], want, "{digits}: {p}");
+    }
+    // The simulator's journal is written behind its calls (within 100 ms).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let date = mmc_domain::time::date(mmc_host::clock::system_now_ms());
+    let body = json!({"date": date, "account": "simulator"}).to_string();
+    let (status, runs) = admin(
+        &app,
+        reqwest::Method::POST,
+        "/admin/v1/reconciliation/runs",
+        Some(body.into_bytes()),
+    )
+    .await;
+    assert_eq!(status, 200, "{runs}");
+    let report = &runs["data"][0];
+    assert_eq!(report["status"], "reconciled", "{report}");
+    assert_eq!(
+        report["counts"],
+        json!({"matched": 2, "missing_at_provider": 1, "missing_here": 1, "status_differs": 1,
+               "amount_differs": 1, "fee_differs": 1, "duplicate": 1}),
+        "{report}"
+    );
+    let (_, lines) = admin(
+        &app,
+        reqwest::Method::GET,
+        &format!("/admin/v1/reconciliation/reports/simulator/{date}/lines"),
+        None,
+    )
+    .await;
+    let category = |digits: &str| {
+        let id = &ids[digits];
+        lines["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["subject"] == id.as_str())
+            .unwrap()["category"]
+            .clone()
+    };
+    assert_eq!(category("0001"), "matched");
+    assert_eq!(category("0007"), "amount_differs");
+    assert_eq!(category("0008"), "duplicate");
+    assert_eq!(category("0009"), "missing_at_provider");
+    assert_eq!(category("0010"), "status_differs");
+    assert_eq!(category("0011"), "matched");
+    assert_eq!(category("0012"), "fee_differs");
+    let fee_line = lines["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["subject"] == ids["0012"].as_str())
+        .unwrap();
+    assert_eq!(fee_line["expected_fee"], 15, "1 % of 1500: {fee_line}");
+    assert_eq!(fee_line["theirs"][0]["fee"], "30");
+
+    // The test key sees its cases and the simulator's balance, not the live accounts'.
+    let (_, cases) = app
+        .get(&test, "/api/v1/reconciliation/cases?status=open")
+        .await;
+    assert_eq!(cases["data"].as_array().unwrap().len(), 5, "{cases}");
+    assert!(
+        cases["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["merchant_id"] == merchant.as_str())
+    );
+    let (_, balances) = app.get(&test, "/api/v1/balances").await;
+    let accounts: Vec<&str> = balances["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["account"].as_str().unwrap())
+        .collect();
+    assert_eq!(accounts, ["simulator"], "{balances}");
+    let available: i64 = balances["data"][0]["balances"][0]["available"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        available > 10_000_000,
+        "collections added to the opening balance: {balances}"
+    );
+}
