@@ -356,6 +356,16 @@ pub fn page(lang: Lang, session: Option<&Session>, title: &str, body: &str) -> S
                 t(lang, "developers")
             );
         }
+        if matches!(
+            s.role,
+            super::users::Role::Finance | super::users::Role::Owner
+        ) {
+            let _ = write!(
+                out,
+                " <a href=\"/console/finance\">{}</a>",
+                t(lang, "finance")
+            );
+        }
         let _ = write!(out, " <a href=\"/console/team\">{}</a>", t(lang, "team"));
         if s.role.manages_users() {
             let _ = write!(out, " <a href=\"/console/audit\">{}</a>", t(lang, "audit"));

@@ -13,6 +13,7 @@ pub mod auth;
 pub mod bulk;
 pub mod bulk_upload;
 pub mod charts;
+pub mod finance;
 pub mod hooks;
 pub mod html;
 pub mod keys;
@@ -346,6 +347,10 @@ async fn page(
         ("POST", ["team", id, "remove"]) => team::remove(c, req, s, id),
         ("POST", ["team", id, "reset"]) => team::reset(c, &app.base_url, req, s, id).await,
         ("GET", ["audit"]) => team::audit_page(c, req, s),
+        ("GET", ["finance"]) => finance::page(app, req, s).await,
+        ("GET", ["finance.csv"]) => finance::csv(app, req, s).await,
+        ("GET", ["finance", "cases", id]) => finance::case_page(app, req, s, id).await,
+        ("POST", ["finance", "cases", id, "resolve"]) => finance::resolve(app, c, req, s, id).await,
         _ => Err(ConsoleError::NotFound),
     }
 }

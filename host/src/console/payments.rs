@@ -310,7 +310,7 @@ pub async fn list(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Consol
 
 /// A CSV field, quoted when needed; a leading `= + - @` is defused so a
 /// spreadsheet does not run it as a formula.
-fn csv_field(v: &str) -> String {
+pub(super) fn csv_field(v: &str) -> String {
     let v = if v.starts_with(['=', '+', '-', '@']) {
         format!("'{v}")
     } else {

@@ -6,6 +6,7 @@ mod access;
 mod browser;
 mod bulk;
 mod developers;
+mod finance;
 mod links;
 mod money;
 mod overview;
