@@ -127,4 +127,22 @@ async fn the_simulators_test_numbers_make_each_category_of_difference() {
         available > 10_000_000,
         "collections added to the opening balance: {balances}"
     );
+
+    // A day long gone has no report; the books' endpoints only read.
+    let (status, old) = app
+        .get(&test, "/api/v1/reconciliation/reports?date=0257-12-25")
+        .await;
+    assert_eq!((status, old["data"].clone()), (200, json!([])), "{old}");
+    let trace = app
+        .client
+        .request(
+            reqwest::Method::from_bytes(b"TRACE").unwrap(),
+            app.url("/api/v1/balances"),
+        )
+        .bearer_auth(&test)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(trace.status().as_u16(), 405);
+    assert_eq!(trace.headers()["allow"], "GET, HEAD");
 }

@@ -96,6 +96,12 @@ pub fn ms_of(rfc3339: &str) -> Option<u64> {
     u64::try_from(secs * 1000 + millis).ok()
 }
 
+/// The date of a day (days since 1970-01-01, before it negative): `2026-06-01`.
+pub fn date_of_day(day: i64) -> String {
+    let (y, m, d) = civil_from_days(day);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
 /// The UTC date of an instant: `2026-06-01`.
 pub fn date(ms: u64) -> String {
     rfc3339(ms)[..10].to_string()
@@ -121,6 +127,8 @@ mod tests {
     fn formats_known_instants() {
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(super::date(1_780_315_200_123), "2026-06-01");
+        assert_eq!(super::date_of_day(20_605), "2026-06-01");
+        assert_eq!(super::date_of_day(-1), "1969-12-31");
         assert_eq!(
             super::rfc3339(1_780_315_200_123),
             "2026-06-01T12:00:00.123Z"

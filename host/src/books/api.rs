@@ -225,9 +225,11 @@ pub async fn public(
             Some(case) if mine(&case) => Ok(NativeResponse::json(200, json!(case))),
             _ => Err(BooksError::UnknownCase(id.to_string()).into()),
         },
-        (_, ["balances"] | ["reconciliation", ..]) => {
-            Err(ApiError::method_not_allowed(&req.method))
-        }
+        // Every public endpoint of the books only reads.
+        (
+            _,
+            ["balances"] | ["reconciliation", "reports" | "cases"] | ["reconciliation", "cases", _],
+        ) => Err(ApiError::method_not_allowed_on(&req.method, "GET, HEAD")),
         _ => Err(ApiError::not_found(
             "resource_not_found",
             format!("No such endpoint: {} {}", req.method, req.path),

@@ -64,9 +64,7 @@ impl Day {
         if s.len() != 10 {
             return Err(bad());
         }
-        let day = mmc_domain::time::day_of(s)
-            .filter(|d| *d >= 0)
-            .ok_or_else(bad)?;
+        let day = mmc_domain::time::day_of(s).ok_or_else(bad)?;
         // 2026-02-31 is read as a day in March: only a day that writes back as given is one.
         (Day(day).to_string() == s)
             .then_some(Day(day))
@@ -96,7 +94,7 @@ impl Day {
 
 impl std::fmt::Display for Day {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&mmc_domain::time::date(self.start_ms()))
+        f.write_str(&mmc_domain::time::date_of_day(self.0))
     }
 }
 
@@ -249,6 +247,9 @@ impl Books {
         let now = self.now_ms();
         if day.start_ms() > now {
             return Err(BooksError::FutureDate(day.to_string()));
+        }
+        if day.0 < 0 {
+            return Err(BooksError::BadDate(day.to_string()));
         }
         let (statement, lag) = self.info(account)?;
         let merchants = self.merchants()?;
@@ -672,13 +673,14 @@ mod tests {
     #[test]
     fn a_day_is_read_only_as_a_real_date() {
         assert_eq!(Day::parse("2026-06-01").unwrap().to_string(), "2026-06-01");
+        // A day before 1970 is a day: it has no report.
+        assert_eq!(Day::parse("0257-12-25").unwrap().to_string(), "0257-12-25");
         for bad in [
             "2026-02-31",
             "2026-6-1",
             "20260601",
             "",
             "2026-06-01T00:00:00Z",
-            "1969-12-31",
         ] {
             assert!(Day::parse(bad).is_err(), "{bad}");
         }

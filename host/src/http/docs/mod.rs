@@ -39,6 +39,7 @@ pub const SERVED: &[Chapter] = &[
     chapter!("test-numbers"),
     chapter!("going-live"),
     chapter!("bulk-payouts"),
+    chapter!("reconciliation"),
     chapter!("legacy"),
     chapter!("api-reference"),
     chapter!("console"),
