@@ -406,3 +406,82 @@ async fn mmc_reconcile_prints_the_days_report_with_a_count_per_category() {
     assert_eq!(report["counts"]["duplicate"], 1, "{report}");
     assert_eq!(report["counts"]["matched"], 0);
 }
+
+#[service_test]
+async fn a_provider_without_a_statement_is_read_back_by_status_and_a_late_success_is_found() {
+    use crate::support::fakes::Outcome;
+    use crate::support::fakes::mtn::FakeMtn;
+    let fake = FakeMtn::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    fake.set_outcome("2290166000002", Outcome::Fail("NOT_ENOUGH_FUNDS"));
+    let app = app_with_adapter("momo", &["mtn-bj"], fake.component_config(), |c| {
+        c.admin_token = Some(ADMIN.into())
+    })
+    .await;
+    let live = app.live_key("Shop");
+    let paid = create(&app, &live, &live_payment("BJ", "mtn-bj", "+2290166000001")).await;
+    let paid = id_of(&paid);
+    wait_for(&app, &live, &paid, "completed", Duration::from_secs(10)).await;
+    let late = create(&app, &live, &live_payment("BJ", "mtn-bj", "+2290166000002")).await;
+    let late = id_of(&late);
+    wait_for(&app, &live, &late, "failed", Duration::from_secs(10)).await;
+    // MTN's books change their mind: the customer's approval went through after all.
+    fake.set_status(&operator_id(&late), "SUCCESSFUL", None);
+
+    let body = json!({"date": today(), "account": "momo"}).to_string();
+    let (status, runs) = admin(
+        &app,
+        reqwest::Method::POST,
+        "/admin/v1/reconciliation/runs",
+        Some(body.into_bytes()),
+    )
+    .await;
+    assert_eq!(status, 200, "{runs}");
+    let report = &runs["data"][0];
+    assert_eq!(
+        report["method"], "status",
+        "MTN publishes no statement: {report}"
+    );
+    assert_eq!(counts(report)["matched"], 1, "{report}");
+    assert_eq!(
+        counts(report)["status_differs"],
+        1,
+        "the late success: {report}"
+    );
+    assert!(!fake.requests("requesttopay_status").is_empty());
+    let (_, case) = app
+        .get(&live, "/api/v1/reconciliation/cases?status=open")
+        .await;
+    assert_eq!(case["data"][0]["subject"], late.as_str(), "{case}");
+    assert_eq!(case["data"][0]["ours"]["stated"], "failed");
+    assert_eq!(case["data"][0]["theirs"][0]["status"], "completed");
+
+    // MTN's own accounts: what its customers paid in (the late one too), its float for payouts.
+    let (_, balances) = app.get(&live, "/api/v1/balances").await;
+    let momo = balances["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["account"] == "momo")
+        .cloned()
+        .unwrap();
+    let wallets: Vec<(String, String)> = momo["balances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["wallet"].as_str().unwrap().to_string(),
+                b["available"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        wallets.contains(&("mtn-bj collection".into(), "3000".into())),
+        "{momo}"
+    );
+    assert!(
+        wallets.contains(&("mtn-bj disbursement".into(), "5000000".into())),
+        "{momo}"
+    );
+}

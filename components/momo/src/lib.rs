@@ -5,6 +5,7 @@
 
 pub mod transformers;
 
+use mmc_adapter_kit::books::{Balance, BooksInfo};
 use mmc_adapter_kit::exchange::{Endpoint, Provider, before_sending, coded_refusal, json};
 use mmc_adapter_kit::spec::{Market, Spec};
 use mmc_adapter_kit::token::{self, Bearer, HostCache};
@@ -232,6 +233,47 @@ impl Adapter for Momo {
     /// names the payment (`externalId` = our id). It is a hint: the service
     /// answers at once (MTN gives a partner 2 s) and asks MTN right after, by
     /// its own authenticated status query, never trusting what the body claims.
+    /// MTN publishes no statement: each operation is read back by status
+    /// (with its `financialTransactionId`).
+    fn books_info() -> BooksInfo {
+        BooksInfo {
+            statement: false,
+            final_after_ms: 0,
+            max_period_ms: 0,
+        }
+    }
+
+    /// Each served market's collection and disbursement accounts, for the
+    /// products whose API user is configured.
+    fn balances() -> Result<Vec<Balance>, AdapterError> {
+        let mut out = Vec::new();
+        for op in SPEC.served() {
+            let mtn = Mtn::of(op.slug)?;
+            for product in [COLLECTION, DISBURSEMENT] {
+                let Ok(session) = Session::open(&mtn, product) else {
+                    continue; // this product is not configured here
+                };
+                let path = format!("/{product}/v1_0/account/balance");
+                let resp = session
+                    .bearer
+                    .exchange(&session.api, ("GET", &path), &[], None)?;
+                let read = |b: &[u8]| {
+                    mmc_adapter_kit::wire::parse::<transformers::Balance>("MTN balance", b)
+                };
+                let balance = MTN
+                    .answer(resp, [200], read)?
+                    .map_err(|refused| AdapterError::Rejected(refused.message))?;
+                out.push(Balance {
+                    wallet: format!("{} {product}", op.slug),
+                    currency: balance.currency,
+                    available: balance.available_balance,
+                    reserved: None,
+                });
+            }
+        }
+        Ok(out)
+    }
+
     fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
         webhook::method(&req, &["PUT", "POST"], "MTN callbacks")?;
         let claimed = transformers::parse_transaction(&req.body)

@@ -187,3 +187,11 @@ pub const REASONS: Reasons = Reasons {
 pub fn failure_for(reason: Option<&str>) -> Failure {
     REASONS.failure(reason, None)
 }
+
+/// `GET /{product}/v1_0/account/balance`: one product's account in one market.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Balance {
+    pub available_balance: String,
+    pub currency: String,
+}

@@ -264,6 +264,30 @@ async fn handle(inner: Arc<Mtn>, mut req: Received) -> Reply {
         let work = create(inner.clone(), kind, req.clone());
         return with_fault_for(&inner.plumbing, endpoint, &req, work).await;
     }
+    if let (
+        "GET",
+        [
+            product @ ("collection" | "disbursement"),
+            "v1_0",
+            "account",
+            "balance",
+        ],
+    ) = (req.method.as_str(), segments.as_slice())
+    {
+        inner.plumbing.record("balance", &req);
+        let product = product.to_string();
+        let work = async {
+            if let Err(denied) = authorize(&inner, &product, &req) {
+                return denied;
+            }
+            let market = req
+                .header("X-Target-Environment")
+                .unwrap_or_default()
+                .to_string();
+            Reply::json(200, &balance(&inner, &product, &market))
+        };
+        return with_fault(&inner.plumbing, "balance", work).await;
+    }
     let lookup: Option<(&'static str, Kind, &str)> =
         match (req.method.as_str(), segments.as_slice()) {
             ("GET", ["collection", "v1_0", "requesttopay", r]) => {
@@ -331,6 +355,27 @@ fn identify_creation(inner: &Mtn, kind: Kind, req: &mut Received) {
             .flatten()
             .map(String::as_str),
     );
+}
+
+/// What a product's account in `market` holds, as `GetAccountBalance`
+/// answers (`availableBalance`, `currency`): the collection account what its
+/// customers paid, the disbursement account its float (5,000,000) less what
+/// it paid out and refunded.
+fn balance(inner: &Mtn, product: &str, market: &str) -> Value {
+    let transactions = inner.transactions.lock();
+    let moved = |kinds: &[Kind]| -> i64 {
+        transactions
+            .values()
+            .filter(|t| t.market == market && t.succeeded() && kinds.contains(&t.kind))
+            .map(|t| t.amount.parse::<i64>().unwrap_or(0))
+            .sum()
+    };
+    let available = match product {
+        "collection" => moved(&[Kind::RequestToPay]),
+        _ => 5_000_000 - moved(&[Kind::Transfer, Kind::Refund]),
+    };
+    let currency = if market == "sandbox" { "EUR" } else { "XOF" };
+    json!({"availableBalance": available.to_string(), "currency": currency})
 }
 
 fn product_of(kind: Kind) -> &'static str {
