@@ -146,3 +146,56 @@ async fn the_simulators_test_numbers_make_each_category_of_difference() {
     assert_eq!(trace.status().as_u16(), 405);
     assert_eq!(trace.headers()["allow"], "GET, HEAD");
 }
+
+#[service_test]
+async fn finished_days_are_reconciled_by_themselves_once() {
+    let app = spawn_app_with(|c| {
+        c.admin_token = Some(ADMIN.into());
+        c.books.daily = true;
+        c.books.check_every_ms = 100;
+        c.books.catch_up_days = 2;
+    })
+    .await;
+    let now = mmc_host::clock::system_now_ms();
+    let days: Vec<String> = [1, 2]
+        .iter()
+        .map(|back| mmc_domain::time::date(now - back * 86_400_000))
+        .collect();
+    let until = Instant::now() + Duration::from_secs(20);
+    let mut reports = Vec::new();
+    for day in &days {
+        loop {
+            let path = format!("/admin/v1/reconciliation/reports?date={day}");
+            let (_, list) = admin(&app, reqwest::Method::GET, &path, None).await;
+            if let Some(report) = list["data"].as_array().and_then(|l| l.first()).cloned() {
+                reports.push(report);
+                break;
+            }
+            assert!(Instant::now() < until, "{day} not reconciled by itself");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    for r in &reports {
+        assert_eq!(
+            (r["account"].as_str(), r["status"].as_str()),
+            (Some("simulator"), Some("reconciled")),
+            "{r}"
+        );
+        assert_eq!(r["final"], true, "{r}");
+    }
+    // A final, reconciled day is not run again: its report stays as it was.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let path = format!("/admin/v1/reconciliation/reports?date={}", days[0]);
+    let (_, again) = admin(&app, reqwest::Method::GET, &path, None).await;
+    assert_eq!(again["data"][0]["ran_at"], reports[0]["ran_at"]);
+    // Today is not over: not run by itself.
+    let today = mmc_domain::time::date(now);
+    let (_, none) = admin(
+        &app,
+        reqwest::Method::GET,
+        &format!("/admin/v1/reconciliation/reports?date={today}"),
+        None,
+    )
+    .await;
+    assert_eq!(none["data"], json!([]));
+}

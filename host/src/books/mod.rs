@@ -171,38 +171,30 @@ impl Books {
         self.runtime.services.clock.now_ms()
     }
 
-    /// The provider accounts: every adapter loaded now.
+    /// The provider accounts: the adapters loaded now that a route of
+    /// some environment names (an adapter no route names carries nothing).
     pub fn accounts(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .runtime
-            .list()
-            .into_iter()
-            .filter(|l| l.kind == ComponentKind::Adapter)
-            .map(|l| l.name.clone())
+        let routes = self.runtime.routes();
+        let mut names: Vec<String> = routes
+            .environments()
+            .iter()
+            .flat_map(|env| self.accounts_of(env))
             .collect();
         names.sort();
+        names.dedup();
         names
     }
 
-    /// The accounts that serve `environment`: an adapter named in a route
-    /// of one of its operators there.
+    /// The accounts that serve `environment`: the loaded adapters a route
+    /// or a rule of it names.
     pub fn accounts_of(&self, environment: &str) -> Vec<String> {
-        let routes = self.runtime.routes();
-        let mut names: Vec<String> = self
-            .runtime
-            .list()
-            .into_iter()
-            .filter(|l| l.kind == ComponentKind::Adapter)
-            .filter(|l| {
-                l.operators.iter().any(|o| {
-                    let serving = routes.default_routes(environment, &o.slug);
-                    serving.iter().any(|c| c.adapter() == l.name)
-                })
-            })
-            .map(|l| l.name.clone())
-            .collect();
-        names.sort();
-        names
+        let named = self.runtime.routes().adapters_named(environment);
+        let loaded = |name: &String| {
+            self.runtime
+                .get(name)
+                .is_some_and(|l| l.kind == ComponentKind::Adapter)
+        };
+        named.into_iter().filter(loaded).collect()
     }
 
     fn merchants(&self) -> Result<Vec<String>, BooksError> {

@@ -104,6 +104,26 @@ impl RouteTable {
             .map_or(&[], |(_, s)| s.routes.as_slice())
     }
 
+    /// Every adapter a route or a rule of `environment` names.
+    pub fn adapters_named(&self, environment: &str) -> std::collections::BTreeSet<String> {
+        let Some(routes) = self.sets.get(environment) else {
+            return Default::default();
+        };
+        routes
+            .values()
+            .flat_map(|set| {
+                let ruled = set.rules.iter().flat_map(|r| r.routes.iter());
+                set.routes.iter().chain(ruled)
+            })
+            .map(|c| c.adapter().to_string())
+            .collect()
+    }
+
+    /// The environments routed.
+    pub fn environments(&self) -> Vec<String> {
+        self.sets.keys().cloned().collect()
+    }
+
     /// The adapters named for `environment`: under `*` first, then per operator.
     pub fn entries(&self, environment: &str) -> Vec<(&str, &[Candidate])> {
         let Some(routes) = self.sets.get(environment) else {
