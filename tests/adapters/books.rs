@@ -485,3 +485,122 @@ async fn a_provider_without_a_statement_is_read_back_by_status_and_a_late_succes
         "{momo}"
     );
 }
+
+#[service_test]
+async fn pawapays_statements_are_asked_for_waited_on_and_read_from_their_csv() {
+    use crate::support::fakes::pawapay::{FakePawapay, StatementFault};
+    let fake = FakePawapay::start().await;
+    fake.settle_after(Duration::from_millis(100));
+    fake.statements_ready_after(2);
+    let mut component = fake.component_config();
+    component
+        .settings
+        .insert("statement_poll_ms".into(), "100".into());
+    let ops = ["moov-bj", "togocom-tg", "moov-tg", "orange-ci", "moov-ci"];
+    let app = app_with_adapter("pawapay", &ops, component, |c| {
+        c.admin_token = Some(ADMIN.into())
+    })
+    .await;
+    fake.set_callback_url(&format!(
+        "{}/api/v1/psp/moov-bj/callback?environment=live",
+        app.base
+    ));
+    let live = app.live_key("Shop");
+    for _ in 0..2 {
+        let p = create(
+            &app,
+            &live,
+            &live_payment("BJ", "moov-bj", "+2290195000001"),
+        )
+        .await;
+        wait_for(
+            &app,
+            &live,
+            &id_of(&p),
+            "completed",
+            Duration::from_secs(10),
+        )
+        .await;
+    }
+    // A deposit to the merchant's wallet nobody here asked for, and a top-up.
+    fake.add_statement_row("DEPOSIT", &uuid::Uuid::new_v4().to_string(), "700", "BEN");
+    fake.add_statement_row("TOP_UP", "top-up-1", "50000", "BEN");
+
+    let body = || {
+        Some(
+            json!({"date": today(), "account": "pawapay"})
+                .to_string()
+                .into_bytes(),
+        )
+    };
+    let (status, runs) = admin(
+        &app,
+        reqwest::Method::POST,
+        "/admin/v1/reconciliation/runs",
+        body(),
+    )
+    .await;
+    assert_eq!(status, 200, "{runs}");
+    let report = &runs["data"][0];
+    assert_eq!(report["status"], "reconciled", "{report}");
+    assert_eq!(counts(report)["matched"], 2, "{report}");
+    assert_eq!(counts(report)["missing_here"], 1, "{report}");
+    assert_eq!(
+        report["provider"]["fee"]["amount"], "46",
+        "1.5 % of each deposit: {report}"
+    );
+    assert_eq!(report["provider"]["top_up"]["amount"], "50000");
+    // One statement per served country's wallet, each polled until ready, then downloaded.
+    assert_eq!(fake.requests("statements").len(), 3);
+    assert!(
+        fake.requests("statement_status").len() >= 9,
+        "PROCESSING twice, then COMPLETED"
+    );
+    assert_eq!(fake.requests("statement_download").len(), 3);
+    let asked = fake.requests("statements")[0].json().unwrap();
+    assert_eq!(
+        asked["wallet"],
+        json!({"country": "BEN", "currency": "XOF"})
+    );
+    assert_eq!(asked["startDate"], format!("{}T00:00:00Z", today()));
+
+    // Statements that arrive broken leave the day incomplete, with the reason.
+    fake.statements_ready_after(0);
+    for (fault, why) in [
+        (StatementFault::Truncated, "cut off"),
+        (StatementFault::UnknownColumn, "unknown column"),
+        (StatementFault::Failed, "could not prepare"),
+    ] {
+        fake.next_statement(fault);
+        let (_, runs) = admin(
+            &app,
+            reqwest::Method::POST,
+            "/admin/v1/reconciliation/runs",
+            body(),
+        )
+        .await;
+        let report = &runs["data"][0];
+        assert_eq!(report["status"], "incomplete", "{report}");
+        assert!(
+            report["reason"].as_str().unwrap().contains(why),
+            "{why}: {report}"
+        );
+    }
+    // The balances pawaPay states per wallet.
+    let (_, balances) = app.get(&live, "/api/v1/balances").await;
+    let pawapay = balances["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["account"] == "pawapay")
+        .cloned()
+        .unwrap();
+    let ben = pawapay["balances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["wallet"] == "BEN")
+        .cloned()
+        .unwrap();
+    assert_eq!(ben["available"], "1053654.00", "{pawapay}");
+}

@@ -9,6 +9,7 @@ pub mod transformers;
 
 use std::collections::BTreeMap;
 
+use mmc_adapter_kit::books::{Balance, BooksInfo, Page, Preparing, StatementPage};
 use mmc_adapter_kit::exchange::{Endpoint, OrUnknown, Provider, Reply, quoted_refusal};
 use mmc_adapter_kit::spec::Spec;
 use mmc_adapter_kit::token::{self, HostCache};
@@ -97,6 +98,88 @@ fn active_conf() -> Option<BTreeMap<String, DepositConf>> {
 /// query works after a timed-out initiation and a repeated one is answered
 /// `DUPLICATE_IGNORED`.
 use lookup::operator_uuid as uuid_for;
+
+/// The account's API, for what is not about one operator (its books).
+fn account_api() -> Result<(Endpoint, Vec<transformers::Wallet>), AdapterError> {
+    let served = SPEC.served();
+    let first = served
+        .first()
+        .ok_or_else(|| AdapterError::NotSent("pawaPay serves no operator here".into()))?;
+    let endpoint = SPEC
+        .market(first.slug)?
+        .bearer_endpoint(&PAWAPAY, "api_token")?;
+    let mut wallets: Vec<transformers::Wallet> = Vec::new();
+    for op in &served {
+        let country = transformers::alpha3(op.country).to_string();
+        if !wallets.iter().any(|w| w.country == country) {
+            let currency = op.currency().to_string();
+            wallets.push(transformers::Wallet { country, currency });
+        }
+    }
+    Ok((endpoint, wallets))
+}
+
+/// Rows of a statement returned a page at a time.
+const STATEMENT_PAGE: usize = 1000;
+
+/// How long to wait before asking again about a statement being prepared
+/// (`statement_poll_ms`, 2 s by default).
+fn statement_poll_ms() -> u64 {
+    settings::setting("statement_poll_ms")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000)
+}
+
+/// Where a statement read stands, as its cursor says: the wallet (by its
+/// place among the served countries), the statement pawaPay prepares for
+/// it (none: not asked yet) and the row the next page starts at (none: not
+/// ready when last asked). `<wallet>|<statement id>|<row>`.
+struct StatementCursor {
+    wallet: usize,
+    statement: Option<String>,
+    row: Option<usize>,
+}
+
+impl StatementCursor {
+    fn read(cursor: Option<&str>) -> Result<StatementCursor, AdapterError> {
+        let Some(cursor) = cursor else {
+            return Ok(StatementCursor {
+                wallet: 0,
+                statement: None,
+                row: None,
+            });
+        };
+        let bad =
+            || AdapterError::NotSent(format!("not a statement cursor of this adapter: {cursor}"));
+        let mut parts = cursor.split('|');
+        let wallet = parts.next().and_then(|w| w.parse().ok()).ok_or_else(bad)?;
+        let statement = parts.next().filter(|s| !s.is_empty()).map(str::to_string);
+        let row = match parts.next().filter(|r| !r.is_empty()) {
+            Some(r) => Some(r.parse().map_err(|_| bad())?),
+            None => None,
+        };
+        Ok(StatementCursor {
+            wallet,
+            statement,
+            row,
+        })
+    }
+
+    fn write(&self) -> String {
+        let row = self.row.map(|r| r.to_string()).unwrap_or_default();
+        format!(
+            "{}|{}|{row}",
+            self.wallet,
+            self.statement.clone().unwrap_or_default()
+        )
+    }
+}
+
+/// pawaPay's statement time: `2025-05-10T10:00:00Z`.
+fn statement_time(ms: u64) -> String {
+    let t = mmc_domain::time::rfc3339(ms);
+    format!("{}Z", &t[..19])
+}
 
 /// The aggregator's API for one served operator.
 struct Api {
@@ -322,6 +405,146 @@ impl Adapter for Pawapay {
     /// Takes the subject's id from the body, as a hint: pawaPay signs with
     /// an asymmetric key (RFC 9421) that our HMAC-only signing cannot check,
     /// so the service answers at once and asks pawaPay right after.
+    /// pawaPay prepares a wallet's statement on request and publishes it as
+    /// a CSV to download (its data for today up to an hour behind).
+    fn books_info() -> BooksInfo {
+        BooksInfo {
+            statement: true,
+            final_after_ms: 60 * 60 * 1000,
+            max_period_ms: 31 * 24 * 60 * 60 * 1000,
+        }
+    }
+
+    fn balances() -> Result<Vec<Balance>, AdapterError> {
+        let (api, _) = account_api()?;
+        let read: transformers::WalletBalances =
+            api.get("wallet balances", "/v2/wallet-balances")?;
+        Ok(read
+            .balances
+            .into_iter()
+            .map(|b| Balance {
+                wallet: match b.provider {
+                    Some(p) => format!("{} {p}", b.country),
+                    None => b.country,
+                },
+                currency: b.currency,
+                available: b.balance,
+                reserved: None,
+            })
+            .collect())
+    }
+
+    /// Each served country's wallet in turn: its statement asked for, waited
+    /// on while pawaPay prepares it, then read from its CSV a page at a time.
+    fn statement(
+        from_ms: u64,
+        to_ms: u64,
+        cursor: Option<String>,
+    ) -> Result<StatementPage, AdapterError> {
+        let (api, wallets) = account_api()?;
+        let mut at = StatementCursor::read(cursor.as_deref())?;
+        let Some(wallet) = wallets.get(at.wallet) else {
+            return Ok(StatementPage::Page(Page {
+                movements: vec![],
+                next: None,
+            }));
+        };
+        let preparing = |at: &StatementCursor| {
+            StatementPage::Preparing(Preparing {
+                cursor: at.write(),
+                retry_after_ms: statement_poll_ms(),
+            })
+        };
+        let Some(statement) = at.statement.clone() else {
+            let body = transformers::StatementRequest {
+                wallet: wallet.clone(),
+                start_date: statement_time(from_ms),
+                end_date: statement_time(to_ms),
+                compressed: false,
+            };
+            let read =
+                |b: &[u8]| wire::parse::<transformers::StatementAccepted>("pawaPay statement", b);
+            let asked = PAWAPAY
+                .answer(api.post("/v2/statements", &body)?, [200, 201, 202], read)?
+                .map_err(|refused| AdapterError::Rejected(refused.message))?;
+            return match (asked.status.as_str(), asked.statement_id) {
+                ("ACCEPTED", Some(id)) => {
+                    at.statement = Some(id);
+                    Ok(preparing(&at))
+                }
+                _ => Err(AdapterError::Rejected(format!(
+                    "pawaPay refused the statement of {}: {}",
+                    wallet.country,
+                    transformers::failure(asked.failure_reason.as_ref()).message
+                ))),
+            };
+        };
+        let check: transformers::StatementCheck =
+            api.get("statement status", &format!("/v2/statements/{statement}"))?;
+        let data = match (check.status.as_str(), check.data) {
+            ("FOUND", Some(data)) => data,
+            _ => {
+                return Err(AdapterError::InvalidResponse(format!(
+                    "pawaPay does not know the statement {statement} it accepted"
+                )));
+            }
+        };
+        let url = match (data.status.as_str(), data.download_url) {
+            ("COMPLETED", Some(url)) => url,
+            ("FAILED", _) => {
+                return Err(AdapterError::Unavailable(format!(
+                    "pawaPay could not prepare the statement of {}: {}",
+                    wallet.country,
+                    transformers::failure(data.failure_reason.as_ref()).message
+                )));
+            }
+            _ => return Ok(preparing(&at)),
+        };
+        // The CSV is at its own address, signed in the URL: no token goes with it.
+        let download = Endpoint {
+            provider: &PAWAPAY,
+            base_url: String::new(),
+            headers: Vec::new(),
+            timeout_ms: api.timeout_ms,
+        };
+        let resp = download.send("GET", &url, &[], None)?;
+        if resp.status != 200 {
+            return Err(PAWAPAY.unexpected(&resp));
+        }
+        let row = at.row.unwrap_or(0);
+        let (movements, more) =
+            transformers::statement_rows(&resp.body, &wallet.country, (row, STATEMENT_PAGE))
+                .map_err(AdapterError::InvalidResponse)?;
+        let next = if more {
+            Some(
+                StatementCursor {
+                    row: Some(row + STATEMENT_PAGE),
+                    ..at
+                }
+                .write(),
+            )
+        } else if at.wallet + 1 < wallets.len() {
+            Some(
+                StatementCursor {
+                    wallet: at.wallet + 1,
+                    statement: None,
+                    row: None,
+                }
+                .write(),
+            )
+        } else {
+            None
+        };
+        let in_period = movements
+            .into_iter()
+            .filter(|m| (from_ms..to_ms).contains(&m.at_ms))
+            .collect();
+        Ok(StatementPage::Page(Page {
+            movements: in_period,
+            next,
+        }))
+    }
+
     fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
         webhook::method(&req, &["POST", "PUT"], "pawaPay callbacks")?;
         let body: transformers::Callback = PAWAPAY.read("callback", &req.body)?;

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use mmc_adapter_kit::books::{Movement, MovementKind};
 use mmc_adapter_kit::reasons::Reasons;
 use mmc_adapter_kit::types::{Failure, PspStatus};
 use mmc_adapter_kit::wire;
@@ -327,4 +328,197 @@ pub const REASONS: Reasons = Reasons {
 pub fn customer_message(text: Option<&str>) -> Option<String> {
     let cleaned = wire::clean(text?.chars(), |c| c.is_ascii_alphanumeric() || c == ' ', 22);
     (cleaned.len() >= 4).then_some(cleaned)
+}
+
+/// A wallet: pawaPay keeps one per country and currency.
+#[derive(Serialize, Clone)]
+pub struct Wallet {
+    pub country: String,
+    pub currency: String,
+}
+
+/// pawaPay's name for a country (ISO 3166-1 alpha-3).
+pub fn alpha3(country: mmc_domain::Country) -> &'static str {
+    match country {
+        mmc_domain::Country::Bj => "BEN",
+        mmc_domain::Country::Tg => "TGO",
+        mmc_domain::Country::Ci => "CIV",
+    }
+}
+
+/// `POST /v2/statements`: a wallet's statement of a period (31 days at most).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatementRequest {
+    pub wallet: Wallet,
+    pub start_date: String,
+    pub end_date: String,
+    pub compressed: bool,
+}
+
+/// Its answer: `ACCEPTED` (a callback will follow; its status can be
+/// checked) or `REJECTED` with the reason.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatementAccepted {
+    pub statement_id: Option<String>,
+    pub status: String,
+    pub failure_reason: Option<FailureReason>,
+}
+
+/// `GET /v2/statements/{statementId}`.
+#[derive(Deserialize)]
+pub struct StatementCheck {
+    pub status: String,
+    pub data: Option<StatementData>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatementData {
+    /// `PROCESSING`, `COMPLETED`, `FAILED`.
+    pub status: String,
+    pub download_url: Option<String>,
+    pub failure_reason: Option<FailureReason>,
+}
+
+/// `GET /v2/wallet-balances`.
+#[derive(Deserialize)]
+pub struct WalletBalances {
+    pub balances: Vec<WalletBalance>,
+}
+
+#[derive(Deserialize)]
+pub struct WalletBalance {
+    pub country: String,
+    pub balance: String,
+    pub currency: String,
+    #[serde(default)]
+    pub provider: Option<String>,
+}
+
+/// The statement's columns, as pawaPay's dashboard documents them. Any
+/// other means its format changed: the statement is not read on a guess.
+const COLUMNS: [&str; 8] = [
+    "Creation Date",
+    "MSISDN",
+    "Transaction ID",
+    "Amount",
+    "Currency",
+    "Country",
+    "MNO",
+    "Type",
+];
+
+/// One CSV record's fields (RFC 4180: quoted fields, doubled quotes);
+/// `None` for a record cut off inside a quote.
+fn fields(line: &str) -> Option<Vec<String>> {
+    let (mut out, mut field, mut quoted, mut chars) =
+        (Vec::new(), String::new(), false, line.chars().peekable());
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            ('"', true) => quoted = false,
+            ('"', false) if field.is_empty() => quoted = true,
+            (',', false) => out.push(std::mem::take(&mut field)),
+            (c, _) => field.push(c),
+        }
+    }
+    if quoted {
+        return None;
+    }
+    out.push(field);
+    Some(out)
+}
+
+/// Rows `[offset, offset + limit)` of a statement, as movements of
+/// `wallet`, and whether more follow. A statement that does not end with a
+/// line break was cut off (truncated): refused, as is an unknown column or
+/// a row that is not one.
+pub fn statement_rows(
+    csv: &[u8],
+    wallet: &str,
+    (offset, limit): (usize, usize),
+) -> Result<(Vec<Movement>, bool), String> {
+    let text = std::str::from_utf8(csv).map_err(|_| "the statement is not UTF-8".to_string())?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if !text.is_empty() && !text.ends_with('\n') {
+        return Err("the statement is cut off: its last line has no end".into());
+    }
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let header = fields(lines.next().ok_or("the statement has no header")?)
+        .ok_or("the statement's header is cut off")?;
+    let header: Vec<String> = header.iter().map(|h| h.trim().to_string()).collect();
+    if let Some(unknown) = header.iter().find(|h| !COLUMNS.contains(&h.as_str())) {
+        return Err(format!("the statement has an unknown column {unknown:?}"));
+    }
+    let at = |name: &str| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| format!("the statement has no {name:?} column"))
+    };
+    let (date, id, amount, currency, kind) = (
+        at("Creation Date")?,
+        at("Transaction ID")?,
+        at("Amount")?,
+        at("Currency")?,
+        at("Type")?,
+    );
+    let rows: Vec<&str> = lines.collect();
+    let mut out = Vec::new();
+    for (n, line) in rows.iter().enumerate().skip(offset).take(limit) {
+        let row = fields(line)
+            .filter(|r| r.len() == header.len())
+            .ok_or_else(|| {
+                format!(
+                    "statement row {} does not have the header's {} columns",
+                    n + 2,
+                    header.len()
+                )
+            })?;
+        let created = row[date].trim();
+        let at_ms = mmc_domain::time::ms_of(created)
+            .or_else(|| mmc_domain::time::ms_of(&format!("{created}Z")))
+            .ok_or_else(|| format!("statement row {}: Creation Date {created:?}", n + 2))?;
+        let transaction = row[id].trim().to_string();
+        let movement_kind = match row[kind].trim() {
+            "DEPOSIT" => MovementKind::Collection,
+            "PAYOUT" => MovementKind::Payout,
+            "REFUND" => MovementKind::Refund,
+            "FEE" => MovementKind::Fee,
+            "ADJUSTMENT" => MovementKind::Adjustment,
+            "TOP_UP" | "TOPUP" => MovementKind::TopUp,
+            "WITHDRAWAL" | "SETTLEMENT" => MovementKind::Settlement,
+            _ => MovementKind::Other,
+        };
+        // Our operations are known by the UUIDv4 made from our id.
+        let ours = matches!(
+            movement_kind,
+            MovementKind::Collection | MovementKind::Payout | MovementKind::Refund
+        )
+        .then(|| mmc_domain::operator_ids::from_operator(&transaction))
+        .flatten();
+        out.push(Movement {
+            provider_id: format!("{}:{transaction}", row[kind].trim()),
+            our_id: ours,
+            psp_reference: Some(transaction),
+            kind: movement_kind,
+            amount: row[amount]
+                .trim()
+                .trim_start_matches(['-', '+'])
+                .to_string(),
+            // pawaPay lists its fees as movements of their own.
+            fee: None,
+            currency: row[currency].trim().to_string(),
+            status: "completed".into(),
+            operator_transaction_id: None,
+            at_ms,
+            wallet: Some(wallet.to_string()),
+        });
+    }
+    Ok((out, offset + limit < rows.len()))
 }

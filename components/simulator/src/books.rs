@@ -227,7 +227,7 @@ impl Guest for crate::Simulator {
                 psp_reference: (!e.reference.is_empty()).then(|| e.reference.clone()),
                 kind,
                 amount: e.amount.to_string(),
-                fee: e.fee.to_string(),
+                fee: Some(e.fee.to_string()),
                 currency: e.currency.clone(),
                 status: "completed".into(),
                 operator_transaction_id: None,

@@ -216,7 +216,7 @@ pub fn movement(t: Transaction, wallet: &str) -> Result<Movement, String> {
         psp_reference: t.checkout_api_session_id,
         kind,
         amount: unsigned(&t.amount),
-        fee: unsigned(&t.fee),
+        fee: Some(unsigned(&t.fee)),
         currency: t.currency,
         // A reversal is a movement of its own that undoes the one it names.
         status: if t.is_reversal {

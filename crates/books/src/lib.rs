@@ -150,7 +150,8 @@ pub struct Line {
     pub psp_reference: Option<String>,
     pub kind: Kind,
     pub amount: Amount,
-    pub fee: Amount,
+    /// None: the statement does not say it on the movement.
+    pub fee: Option<Amount>,
     pub currency: String,
     /// `completed`, `failed`, `pending` or `reversed`.
     pub status: String,
@@ -206,9 +207,9 @@ pub fn judge(ours: Option<&Ours>, lines: &[&Line], expected_fee: Option<u64>) ->
     if moved != (ours.status == OurStatus::Completed) {
         return Category::StatusDiffers;
     }
-    if let Some(fee) = expected_fee
+    if let (Some(fee), Some(theirs_fee)) = (expected_fee, theirs.fee)
         && moved
-        && theirs.fee != Amount::whole(fee)
+        && theirs_fee != Amount::whole(fee)
     {
         return Category::FeeDiffers;
     }

@@ -64,7 +64,7 @@ impl Tally {
         let total = self.provider.entry(kind.to_string()).or_default();
         total.count += 1;
         total.amount = total.amount.saturating_add(line.amount);
-        total.fee = total.fee.saturating_add(line.fee);
+        total.fee = total.fee.saturating_add(line.fee.unwrap_or_default());
     }
 
     /// The provider's total of one kind.

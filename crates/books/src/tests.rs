@@ -24,7 +24,7 @@ fn line(amount: &str, fee: &str, status: &str) -> Line {
         psp_reference: None,
         kind: Kind::Collection,
         amount: Amount::parse(amount).unwrap(),
-        fee: Amount::parse(fee).unwrap(),
+        fee: Amount::parse(fee),
         currency: "XOF".into(),
         status: status.into(),
         operator_transaction_id: None,

@@ -75,7 +75,7 @@ fn line(m: Movement) -> Result<Line, String> {
     }
     Ok(Line {
         amount: amount("amount", &m.amount)?,
-        fee: amount("fee", &m.fee)?,
+        fee: m.fee.as_deref().map(|f| amount("fee", f)).transpose()?,
         provider_id: m.provider_id.clone(),
         our_id: m.our_id.filter(|s| !s.is_empty()),
         psp_reference: m.psp_reference,
@@ -209,7 +209,7 @@ pub(super) fn by_status(runtime: &Arc<Runtime>, account: &str, ours: &[Ours]) ->
             psp_reference: o.psp_reference.clone(),
             kind: o.kind,
             amount,
-            fee: Amount::ZERO,
+            fee: None,
             currency,
             status: state.into(),
             operator_transaction_id: None,

@@ -293,7 +293,7 @@ fn theirs_table(l: html::Lang, lines: &[Line], expected_fee: Option<u64>) -> Str
             esc(line.kind.as_str()),
             line.amount,
             esc(&line.currency),
-            line.fee,
+            line.fee.map(|f| f.to_major()).unwrap_or_else(|| "–".into()),
             esc(&line.status),
             html::when(line.at_ms),
         );
@@ -440,11 +440,17 @@ pub async fn csv(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Console
             .first()
             .map(|t| t.amount.to_major())
             .unwrap_or_default();
-        let provider_fee: u64 = executed.iter().map(|t| t.fee.0).sum();
-        let fee = mmc_books::Amount(provider_fee);
+        // A fee the statement does not state on the movement is left blank, and so is the net.
+        let stated: Option<u64> = (!executed.is_empty())
+            .then(|| executed.iter().map(|t| t.fee.map(|f| f.0)).sum())
+            .flatten();
+        let fee = stated
+            .map(|f| mmc_books::Amount(f).to_major())
+            .unwrap_or_default();
         let net = executed
             .first()
-            .map(|t| mmc_books::Amount(t.amount.0.saturating_sub(provider_fee)).to_major())
+            .zip(stated)
+            .map(|(t, f)| mmc_books::Amount(t.amount.0.saturating_sub(f)).to_major())
             .unwrap_or_default();
         let ids: Vec<&str> = line.theirs.iter().map(|t| t.provider_id.as_str()).collect();
         let row = [
@@ -458,11 +464,7 @@ pub async fn csv(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Console
             o.currency.clone(),
             ids.join(" "),
             provider_amount,
-            if executed.is_empty() {
-                String::new()
-            } else {
-                fee.to_major()
-            },
+            fee,
             line.expected_fee.map(|f| f.to_string()).unwrap_or_default(),
             net,
         ];

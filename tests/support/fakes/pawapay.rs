@@ -75,6 +75,8 @@ pub struct Record {
     /// Refunds: the deposit refunded.
     pub deposit_id: Option<String>,
     pub pre_authorisation_code: Option<String>,
+    /// When pawaPay recorded it (its statement's Creation Date).
+    pub created_ms: u64,
 }
 
 impl Record {
@@ -97,9 +99,42 @@ pub struct ProviderConf {
     pub auth_type: &'static str,
 }
 
+/// How a statement pawaPay prepares comes out.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StatementFault {
+    /// Its CSV is cut off in the middle of a row.
+    Truncated,
+    /// Its CSV has a column pawaPay's documentation does not list.
+    UnknownColumn,
+    /// pawaPay fails to prepare it (`FAILED`).
+    Failed,
+}
+
+/// The statements asked for: the period and wallet, how many status
+/// checks still say `PROCESSING`, and a fault if one is set.
+struct Statement {
+    country: String,
+    start_ms: u64,
+    end_ms: u64,
+    checks_left: u32,
+    fault: Option<StatementFault>,
+}
+
+/// The books pawaPay keeps beyond the records: its fee on each completed
+/// deposit (basis points), rows added by hand, statements asked for.
+struct Books {
+    deposit_fee_bp: u64,
+    extra_rows: Vec<(u64, String, String, String, String)>,
+    statements: HashMap<String, Statement>,
+    /// Status checks that say `PROCESSING` before a statement is ready.
+    preparing_checks: u32,
+    next_fault: Option<StatementFault>,
+}
+
 /// pawaPay's state: the account's active configuration, its deposits,
 /// payouts and refunds, ported numbers, callbacks delivered.
 pub struct Pawapay {
+    books: Mutex<Books>,
     plumbing: Plumbing,
     active_conf: Mutex<BTreeMap<String, ProviderConf>>,
     records: Mutex<HashMap<String, Record>>,
@@ -116,6 +151,13 @@ pub type FakePawapay = FakeServer<Pawapay>;
 impl Wire for Pawapay {
     fn new() -> Pawapay {
         Pawapay {
+            books: Mutex::new(Books {
+                deposit_fee_bp: 150,
+                extra_rows: Vec::new(),
+                statements: HashMap::new(),
+                preparing_checks: 1,
+                next_fault: None,
+            }),
             plumbing: Plumbing::default(),
             active_conf: Mutex::new(default_active_conf()),
             records: Mutex::new(HashMap::new()),
@@ -215,6 +257,30 @@ impl FakePawapay {
     /// `provider` is no longer configured for the account.
     pub fn remove_provider(&self, provider: &str) {
         self.wire().active_conf.lock().remove(provider);
+    }
+
+    /// The next statement asked for comes out so.
+    pub fn next_statement(&self, fault: StatementFault) {
+        self.wire().books.lock().next_fault = Some(fault);
+    }
+
+    /// How many status checks say `PROCESSING` before a statement is ready.
+    pub fn statements_ready_after(&self, checks: u32) {
+        self.wire().books.lock().preparing_checks = checks;
+    }
+
+    /// A row of the wallet's statement that no request of ours made (a
+    /// top-up, an adjustment, a deposit to the merchant's code): its type,
+    /// transaction id and amount, now, in `country` (alpha-3).
+    pub fn add_statement_row(&self, kind: &str, id: &str, amount: &str, country: &str) {
+        let row = (
+            now_ms(),
+            kind.into(),
+            id.into(),
+            amount.into(),
+            country.into(),
+        );
+        self.wire().books.lock().extra_rows.push(row);
     }
 
     pub fn record(&self, id: &str) -> Option<Record> {
@@ -435,6 +501,9 @@ async fn handle(inner: Arc<Pawapay>, mut req: Received) -> Reply {
         };
         return with_fault_for(&inner.plumbing, "active_conf", &req, work).await;
     }
+    if let Some(reply) = books_endpoint(&inner, &req, &segments).await {
+        return reply;
+    }
     if req.method == "POST" && segments == ["v2", "predict-provider"] {
         inner.plumbing.record("predict_provider", &req);
         let work = async {
@@ -474,6 +543,217 @@ async fn handle(inner: Arc<Pawapay>, mut req: Received) -> Reply {
         }
     };
     with_fault_for(&inner.plumbing, endpoint, &req, work).await
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// The wallet endpoints (https://docs.pawapay.io/v2/api-reference/finances):
+/// `GET /v2/wallet-balances`; `POST /v2/statements` (a wallet's statement of
+/// at most 31 days, `ACCEPTED` then prepared), `GET /v2/statements/{id}`
+/// (`PROCESSING`, then `COMPLETED` with a `downloadUrl`, or `FAILED`), and
+/// the CSV at that URL, with the columns the dashboard's documentation
+/// lists (https://docs.pawapay.io/dashboard/finances/statements).
+/// Endpoints (for `inject`): `wallet_balances`, `statements`,
+/// `statement_status`, `statement_download`.
+async fn books_endpoint(inner: &Arc<Pawapay>, req: &Received, segments: &[&str]) -> Option<Reply> {
+    let (endpoint, id) = match (req.method.as_str(), segments) {
+        ("GET", ["v2", "wallet-balances"]) => ("wallet_balances", None),
+        ("POST", ["v2", "statements"]) => ("statements", None),
+        ("GET", ["v2", "statements", id]) => ("statement_status", Some(id.to_string())),
+        ("GET", ["download", file]) => (
+            "statement_download",
+            Some(file.trim_end_matches(".csv").to_string()),
+        ),
+        _ => return None,
+    };
+    inner.plumbing.record(endpoint, req);
+    let work = async {
+        // The download URL is signed in itself, as a pre-signed file URL is.
+        if endpoint != "statement_download"
+            && let Some(refused) = unauthorised(req)
+        {
+            return refused;
+        }
+        match (endpoint, id) {
+            ("wallet_balances", _) => {
+                Reply::json(200, &json!({"balances": wallet_balances(inner)}))
+            }
+            ("statements", _) => ask_statement(inner, req),
+            ("statement_status", Some(id)) => statement_status(inner, req, &id),
+            (_, Some(id)) => statement_csv(inner, &id),
+            _ => unreachable!("endpoints listed above"),
+        }
+    };
+    Some(with_fault_for(&inner.plumbing, endpoint, req, work).await)
+}
+
+/// The statement's rows: (when, Type, Transaction ID, Amount, MSISDN, country).
+fn statement_of(
+    inner: &Pawapay,
+    country: &str,
+    (start, end): (u64, u64),
+) -> Vec<(u64, String, String, String, String)> {
+    let books = inner.books.lock();
+    let mut rows = Vec::new();
+    for r in inner.records.lock().values().filter(|r| r.completed()) {
+        if alpha3_of(&r.provider) != country || !(start..end).contains(&r.created_ms) {
+            continue;
+        }
+        let kind = match r.kind {
+            Kind::Deposit => "DEPOSIT",
+            Kind::Payout => "PAYOUT",
+            Kind::Refund => "REFUND",
+        };
+        rows.push((
+            r.created_ms,
+            kind.to_string(),
+            r.id.clone(),
+            r.amount.clone(),
+            r.phone.clone(),
+        ));
+        if r.kind == Kind::Deposit {
+            let amount: u64 = r.amount.parse().unwrap_or(0);
+            let fee = (amount * books.deposit_fee_bp + 5_000) / 10_000;
+            rows.push((
+                r.created_ms,
+                "FEE".into(),
+                r.id.clone(),
+                fee.to_string(),
+                String::new(),
+            ));
+        }
+    }
+    for (at, kind, id, amount, c) in &books.extra_rows {
+        if c == country && (start..end).contains(at) {
+            rows.push((*at, kind.clone(), id.clone(), amount.clone(), String::new()));
+        }
+    }
+    rows.sort();
+    rows
+}
+
+fn wallet_balances(inner: &Pawapay) -> Vec<Value> {
+    ["BEN", "TGO", "CIV"]
+        .iter()
+        .map(|country| {
+            let moved: i64 = statement_of(inner, country, (0, u64::MAX))
+                .iter()
+                .map(|(_, kind, _, amount, _)| {
+                    let a: i64 = amount.parse().unwrap_or(0);
+                    if kind == "DEPOSIT" || kind == "TOP_UP" { a } else { -a }
+                })
+                .sum();
+            json!({"country": country, "balance": format!("{}.00", 1_000_000 + moved), "currency": "XOF"})
+        })
+        .collect()
+}
+
+fn ask_statement(inner: &Pawapay, req: &Received) -> Reply {
+    let body = req.json().unwrap_or(Value::Null);
+    let (country, currency) = (
+        body["wallet"]["country"].as_str(),
+        body["wallet"]["currency"].as_str(),
+    );
+    let time = |field: &str| {
+        body[field].as_str().and_then(|t| {
+            mmc_domain::time::ms_of(t).or_else(|| mmc_domain::time::ms_of(&format!("{t}Z")))
+        })
+    };
+    let (Some(country), Some("XOF"), Some(start), Some(end)) =
+        (country, currency, time("startDate"), time("endDate"))
+    else {
+        return Reply::json(
+            400,
+            &json!({"statementId": null, "status": "REJECTED",
+            "failureReason": {"failureCode": "INVALID_INPUT", "failureMessage": "wallet, startDate and endDate are required"}}),
+        );
+    };
+    if end <= start || end - start > 31 * 86_400_000 {
+        return Reply::json(
+            200,
+            &json!({"statementId": null, "status": "REJECTED",
+            "failureReason": {"failureCode": "INVALID_INPUT", "failureMessage": "The date range must not exceed 31 days."}}),
+        );
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    let mut books = inner.books.lock();
+    let statement = Statement {
+        country: country.into(),
+        start_ms: start,
+        end_ms: end,
+        checks_left: books.preparing_checks,
+        fault: books.next_fault.take(),
+    };
+    books.statements.insert(id.clone(), statement);
+    Reply::json(
+        200,
+        &json!({"statementId": id, "status": "ACCEPTED", "created": now_rfc3339()}),
+    )
+}
+
+fn statement_status(inner: &Pawapay, req: &Received, id: &str) -> Reply {
+    let mut books = inner.books.lock();
+    let Some(s) = books.statements.get_mut(id) else {
+        return Reply::json(200, &json!({"status": "NOT_FOUND"}));
+    };
+    let status = if s.checks_left > 0 {
+        s.checks_left -= 1;
+        "PROCESSING"
+    } else if s.fault == Some(StatementFault::Failed) {
+        "FAILED"
+    } else {
+        "COMPLETED"
+    };
+    let host = req.header("host").unwrap_or("127.0.0.1");
+    let download = (status == "COMPLETED").then(|| format!("http://{host}/download/{id}.csv"));
+    let failure = (status == "FAILED").then(|| json!({"failureCode": "UNKNOWN_ERROR", "failureMessage": "The statement could not be generated."}));
+    Reply::json(
+        200,
+        &json!({"status": "FOUND", "data": {
+            "statementId": id, "status": status, "wallet": {"country": s.country, "currency": "XOF"},
+            "created": now_rfc3339(), "downloadUrl": download, "failureReason": failure,
+        }}),
+    )
+}
+
+fn statement_csv(inner: &Pawapay, id: &str) -> Reply {
+    let (country, period, fault) = {
+        let books = inner.books.lock();
+        let Some(s) = books.statements.get(id) else {
+            return Reply::json(404, &json!({"message": "No such file."}));
+        };
+        (s.country.clone(), (s.start_ms, s.end_ms), s.fault)
+    };
+    let mut header =
+        "Creation Date,MSISDN,Transaction ID,Amount,Currency,Country,MNO,Type".to_string();
+    if fault == Some(StatementFault::UnknownColumn) {
+        header.push_str(",Settlement Batch");
+    }
+    let mut csv = format!("{header}\n");
+    for (at, kind, tx, amount, msisdn) in statement_of(inner, &country, period) {
+        let created = mmc_domain::time::rfc3339(at)[..19].to_string();
+        let mut row = format!("{created},{msisdn},{tx},{amount},XOF,{country},,{kind}");
+        if fault == Some(StatementFault::UnknownColumn) {
+            row.push(',');
+        }
+        csv.push_str(&row);
+        csv.push('\n');
+    }
+    if fault == Some(StatementFault::Truncated) {
+        let cut = csv.len() - 9;
+        csv.truncate(cut);
+    }
+    Reply {
+        status: 200,
+        headers: vec![("content-type".into(), "text/csv".into())],
+        body: csv.into_bytes(),
+        reset: false,
+    }
 }
 
 /// What identifies a request's operation: the id it is initiated under
@@ -780,6 +1060,7 @@ fn initiate(inner: Arc<Pawapay>, kind: Kind, req: &Received) -> Reply {
             failure: None,
             deposit_id,
             pre_authorisation_code: code,
+            created_ms: now_ms(),
         },
     );
     let delay = inner.plumbing.settle_delay();
