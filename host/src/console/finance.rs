@@ -152,6 +152,13 @@ pub async fn page(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Consol
     if reports.is_empty() {
         let _ = write!(body, "<p>{}</p>", t(l, "not_reconciled_yet"));
     }
+    let _ = write!(
+        body,
+        "<form method=\"post\" action=\"/console/finance/run\">{}\
+         <input type=\"hidden\" name=\"date\" value=\"{day}\"><button>{}</button></form>",
+        html::csrf_field(s),
+        t(l, "reconcile_now"),
+    );
     for r in &reports {
         let state = if r.status == "reconciled" {
             t(l, "reconciled")
@@ -406,6 +413,59 @@ pub async fn resolve(
         Err(crate::books::BooksError::NotOpen(..)) => Err(ConsoleError::Refused(
             409,
             t(req.lang, "case_not_open").into(),
+        )),
+        Err(e) => Err(unavailable(e)),
+    }
+}
+
+/// Reconciles the day asked, now, for every account serving the session's
+/// environment (audited): a day still under way gives a report that says so.
+pub async fn run(
+    app: &Arc<App>,
+    c: &Console,
+    req: &Req,
+    s: &Session,
+) -> Result<Resp, ConsoleError> {
+    finance(s)?;
+    check_csrf(req, s)?;
+    let l = req.lang;
+    let day = match req.field("date").filter(|d| !d.is_empty()) {
+        Some(d) => Day::parse(&d).map_err(|_| {
+            ConsoleError::Refused(400, super::payments::plain(l, "bad_date", &["date", &d]))
+        })?,
+        None => Day::of_ms(system_now_ms()).before(),
+    };
+    let date = day.to_string();
+    let audit = (
+        "reconciliation.run",
+        Some(date.as_str()),
+        req.client.as_deref(),
+    );
+    let accounts = app.books.accounts_of(s.environment.as_str());
+    let done = blocking(|| {
+        c.audit.act(
+            s,
+            audit,
+            || {
+                accounts
+                    .iter()
+                    .map(|a| app.books.reconcile(a, day))
+                    .collect::<Result<Vec<_>, _>>()
+            },
+            |reports| {
+                let said: Vec<String> = reports
+                    .iter()
+                    .map(|r| format!("{}: {}", r.account, r.status))
+                    .collect();
+                (None, Some(said.join(", ")))
+            },
+        )
+    })?;
+    match done {
+        Ok(_) => Ok(web::redirect(&format!("/console/finance?date={date}"))),
+        Err(crate::books::BooksError::FutureDate(_)) => Err(ConsoleError::Refused(
+            400,
+            super::payments::plain(l, "bad_date", &["date", &date]),
         )),
         Err(e) => Err(unavailable(e)),
     }

@@ -349,6 +349,7 @@ async fn page(
         ("GET", ["audit"]) => team::audit_page(c, req, s),
         ("GET", ["finance"]) => finance::page(app, req, s).await,
         ("GET", ["finance.csv"]) => finance::csv(app, req, s).await,
+        ("POST", ["finance", "run"]) => finance::run(app, c, req, s).await,
         ("GET", ["finance", "cases", id]) => finance::case_page(app, req, s, id).await,
         ("POST", ["finance", "cases", id, "resolve"]) => finance::resolve(app, c, req, s, id).await,
         _ => Err(ConsoleError::NotFound),

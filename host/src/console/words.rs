@@ -4,6 +4,11 @@
 pub const MORE: &[(&str, &str, &str)] = &[
     ("finance", "Finance", "Finance"),
     (
+        "reconcile_now",
+        "Reconcile this day now",
+        "Rapprocher cette journée maintenant",
+    ),
+    (
         "balances",
         "Balances at the providers, now",
         "Soldes chez les fournisseurs, maintenant",

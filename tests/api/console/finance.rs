@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use mmc_host::console::users::Role;
-use serde_json::json;
 
 use super::*;
 use crate::support::*;
@@ -28,17 +27,25 @@ async fn finance_sees_the_days_differences_settles_a_case_and_exports_the_day() 
     }
     tokio::time::sleep(Duration::from_millis(300)).await; // the simulator's journal
     let date = mmc_domain::time::date(mmc_host::clock::system_now_ms());
-    let run = json!({"date": date, "account": "simulator"}).to_string();
-    let (status, _) = admin(
-        &app,
-        reqwest::Method::POST,
-        "/admin/v1/reconciliation/runs",
-        Some(run.into_bytes()),
-    )
-    .await;
-    assert_eq!(status, 200);
-
     let finance = person(&app, &merchant, "finance@shop.bj", Role::Finance).await;
+    let before = finance.get(&format!("/console/finance?date={date}")).await;
+    assert!(
+        before.body.contains("not been reconciled yet"),
+        "{}",
+        before.body
+    );
+    // The day run from the console, on demand.
+    let from = format!("/console/finance?date={date}");
+    let ran = finance
+        .submit(&from, "/console/finance/run", &[("date", &date)])
+        .await;
+    assert_eq!(
+        (ran.status, ran.location()),
+        (303, from.as_str()),
+        "{}",
+        ran.body
+    );
+
     let page = finance.get(&format!("/console/finance?date={date}")).await;
     assert_eq!(page.status, 200, "{}", page.body);
     assert!(
