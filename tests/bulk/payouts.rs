@@ -223,3 +223,54 @@ async fn payouts_whose_answer_was_lost_are_asked_about_together_and_paid_once() 
         "the round's queries went out together: {at_once} at once"
     );
 }
+
+/// The simulator's books hold what it paid out: a batch's payouts are
+/// reconciled with them, each test number making its difference.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batchs_payouts_are_reconciled_with_the_simulators_books() {
+    let app = spawn_app_with(|c| c.admin_token = Some(ADMIN.into())).await;
+    let (_, key, _) = app.merchant("Payroll");
+    let b = create(
+        &app,
+        &key,
+        vec![
+            item(&bj(1), 1000, "paid"),
+            item(&bj(8), 2000, "paid-twice-there"),
+            item(&bj(9), 3000, "unknown-there"),
+            item(&bj(10), 4000, "failed-here-paid-there"),
+        ],
+    )
+    .await;
+    let id = b["id"].as_str().unwrap();
+    assert_eq!(validate(&app, &key, id).await.0, 200);
+    let done = wait_until_final(&app, &key, id, Duration::from_secs(30)).await;
+    assert_eq!(done["items_by_status"]["failed"], 1, "{done}");
+    tokio::time::sleep(Duration::from_millis(300)).await; // the simulator's journal
+
+    let date = mmc_domain::time::date(mmc_host::clock::system_now_ms());
+    let body = json!({"date": date, "account": "simulator"}).to_string();
+    let (status, runs) = admin(
+        &app,
+        reqwest::Method::POST,
+        "/admin/v1/reconciliation/runs",
+        Some(body.into_bytes()),
+    )
+    .await;
+    assert_eq!(status, 200, "{runs}");
+    let report = &runs["data"][0];
+    assert_eq!(report["our_records"], 4, "{report}");
+    assert_eq!(
+        report["counts"],
+        json!({"matched": 1, "missing_at_provider": 1, "missing_here": 0, "status_differs": 1,
+               "amount_differs": 0, "fee_differs": 0, "duplicate": 1}),
+        "{report}"
+    );
+    assert_eq!(
+        report["provider"]["payout"]["count"], 4,
+        "the duplicate moved too: {report}"
+    );
+    assert_eq!(
+        report["provider"]["payout"]["fee"], "90",
+        "1 % of 1000, 2000 twice and 4000: {report}"
+    );
+}

@@ -122,6 +122,11 @@ pub(super) struct Records<'a> {
     account: &'a str,
     /// Payments read for their refunds' route: (env, merchant, id) → (route, operator).
     routes: HashMap<String, Option<(String, Option<String>)>>,
+    /// The day being read, and this account's payout items of the batches
+    /// of the month before it by id, read at the first line that needs them
+    /// (a payout sent one day and executed the next).
+    day: Option<Day>,
+    payouts: Option<HashMap<String, Ours>>,
 }
 
 impl<'a> Records<'a> {
@@ -131,6 +136,8 @@ impl<'a> Records<'a> {
             merchants,
             account,
             routes: HashMap::new(),
+            day: None,
+            payouts: None,
         }
     }
 
@@ -159,6 +166,7 @@ impl<'a> Records<'a> {
     /// Every payment, refund and payout of ours this account carried that
     /// was made (a payout: sent) on `day`.
     pub(super) fn of_day(&mut self, day: Day) -> Result<Vec<Ours>, BooksError> {
+        self.day = Some(day);
         let (from, to) = (uuid7_floor(day.start_ms()), uuid7_floor(day.end_ms()));
         let mut found = Vec::new();
         let account = self.account.to_string();
@@ -182,7 +190,8 @@ impl<'a> Records<'a> {
                         found.push(ours);
                     }
                 }
-                self.payouts_of_day(env, m, day, &mut found)?;
+                let sent_that_day = |at: Option<u64>| at.is_some_and(|at| day.contains(at));
+                self.payout_items(env, m, day, sent_that_day, &mut found)?;
             }
         }
         Ok(found)
@@ -199,13 +208,14 @@ impl<'a> Records<'a> {
         })
     }
 
-    /// Payout items sent on `day` through this account, from the
-    /// merchant's batches of the month before it, newest first.
-    fn payouts_of_day(
+    /// This account's payout items whose sending time `sent` keeps, from the
+    /// merchant's batches of the month before `day` on, newest first.
+    fn payout_items(
         &mut self,
         env: &str,
         merchant: &str,
         day: Day,
+        sent: impl Fn(Option<u64>) -> bool,
         found: &mut Vec<Ours>,
     ) -> Result<(), BooksError> {
         let oldest = day.start_ms().saturating_sub(BATCH_LOOKBACK_MS);
@@ -232,9 +242,9 @@ impl<'a> Records<'a> {
             );
             scan_all(self.storage, "bulk", "items", &start, &end, |_, v| {
                 let item: Value = serde_json::from_slice(v).map_err(corrupt)?;
-                let sent = item.get("submitted_at_ms").and_then(Value::as_u64);
+                let at = item.get("submitted_at_ms").and_then(Value::as_u64);
                 let through = text(&item, "route").is_some_and(|r| r == account);
-                if through && sent.is_some_and(|at| day.contains(at)) {
+                if through && sent(at) {
                     let mut item = item;
                     item["merchant_id"] = merchant.into();
                     item["environment"] = env.into();
@@ -246,8 +256,8 @@ impl<'a> Records<'a> {
         Ok(())
     }
 
-    /// A payment or refund of ours by its id, made on any day (a provider
-    /// line of today about an older record).
+    /// A payment, refund or payout of ours by its id, made on any day (a
+    /// provider line of today about an older record).
     pub(super) fn by_id(&mut self, id: &str) -> Result<Option<Ours>, BooksError> {
         if id.is_empty() || id.contains('/') {
             return Ok(None);
@@ -266,7 +276,19 @@ impl<'a> Records<'a> {
                 }
             }
         }
-        Ok(None)
+        if self.payouts.is_none() {
+            let day = self
+                .day
+                .unwrap_or(Day::of_ms(crate::clock::system_now_ms()));
+            let mut all = Vec::new();
+            for env in ENVIRONMENTS {
+                for m in self.merchants {
+                    self.payout_items(env, m, day, |at| at.is_some(), &mut all)?;
+                }
+            }
+            self.payouts = Some(all.into_iter().map(|o| (o.id.clone(), o)).collect());
+        }
+        Ok(self.payouts.as_ref().and_then(|p| p.get(id)).cloned())
     }
 }
 
