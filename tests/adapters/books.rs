@@ -604,3 +604,62 @@ async fn pawapays_statements_are_asked_for_waited_on_and_read_from_their_csv() {
         .unwrap();
     assert_eq!(ben["available"], "1053654.00", "{pawapay}");
 }
+
+#[service_test]
+async fn fedapays_balances_are_shown_per_mode_and_its_records_read_back_by_status() {
+    use crate::support::fakes::fedapay::FakeFedaPay;
+    let fake = FakeFedaPay::start().await;
+    fake.settle_after(Duration::from_millis(150));
+    let component = fake.component_config();
+    let app = app_with_adapter("fedapay", &["celtiis-bj", "coris-bj"], component, |c| {
+        c.admin_token = Some(ADMIN.into())
+    })
+    .await;
+    let live = app.live_key("Shop");
+    let p = create(
+        &app,
+        &live,
+        &live_payment("BJ", "celtiis-bj", "+2290140000001"),
+    )
+    .await;
+    wait_for(
+        &app,
+        &live,
+        &id_of(&p),
+        "completed",
+        Duration::from_secs(10),
+    )
+    .await;
+
+    let (_, balances) = app.get(&live, "/api/v1/balances").await;
+    let fedapay = balances["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["account"] == "fedapay")
+        .cloned()
+        .unwrap();
+    assert_eq!(fedapay["error"], Value::Null, "{fedapay}");
+    assert_eq!(
+        fedapay["balances"][0]["wallet"], "sbin",
+        "Celtiis's mode: {fedapay}"
+    );
+    assert_eq!(fedapay["balances"][0]["currency"], "XOF");
+    assert_eq!(fedapay["balances"][0]["available"], "1500");
+
+    let body = json!({"date": today(), "account": "fedapay"}).to_string();
+    let (_, runs) = admin(
+        &app,
+        reqwest::Method::POST,
+        "/admin/v1/reconciliation/runs",
+        Some(body.into_bytes()),
+    )
+    .await;
+    let report = &runs["data"][0];
+    assert_eq!(
+        (report["method"].as_str(), report["status"].as_str()),
+        (Some("status"), Some("reconciled")),
+        "{report}"
+    );
+    assert_eq!(counts(report)["matched"], 1, "{report}");
+}

@@ -11,6 +11,7 @@ mod api;
 pub mod transformers;
 
 use api::Api;
+use mmc_adapter_kit::books::{Balance, BooksInfo};
 use mmc_adapter_kit::exchange::{OrUnknown, Provider, coded_refusal};
 use mmc_adapter_kit::spec::Spec;
 use mmc_adapter_kit::types::*;
@@ -276,6 +277,40 @@ impl Adapter for FedaPay {
     /// A signed webhook. Final transaction (or payout) states are reported
     /// with our id from `custom_metadata`; other events are acknowledged
     /// and ignored.
+    /// FedaPay publishes its balances, not a statement: each transaction
+    /// is read back by status.
+    fn books_info() -> BooksInfo {
+        BooksInfo {
+            statement: false,
+            final_after_ms: 0,
+            max_period_ms: 0,
+        }
+    }
+
+    /// One balance per payment mode (`mtn_open`, `moov`…) and currency.
+    fn balances() -> Result<Vec<Balance>, AdapterError> {
+        let served = SPEC.served();
+        let first = served
+            .first()
+            .ok_or_else(|| AdapterError::NotSent("FedaPay serves no operator here".into()))?;
+        let api = Api::of(first.slug)?;
+        let balances: Vec<transformers::Balance> = api
+            .endpoint
+            .get_with("/v1/balances", |b| transformers::many("balances", b))?;
+        Ok(balances
+            .into_iter()
+            .map(|b| Balance {
+                wallet: b.mode,
+                currency: b
+                    .currency_id
+                    .and_then(iso_of)
+                    .unwrap_or_else(|| "XOF".into()),
+                available: b.amount.to_string(),
+                reserved: None,
+            })
+            .collect())
+    }
+
     fn parse_callback(req: Inbound) -> Result<Vec<CallbackUpdate>, AdapterError> {
         webhook::method(&req, &["POST"], "FedaPay webhooks")?;
         SIGNATURE.verify(&req)?;

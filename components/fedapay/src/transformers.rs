@@ -377,3 +377,13 @@ pub fn split_name(full: &str) -> (String, String) {
         None => (full.to_string(), full.to_string()),
     }
 }
+
+/// A balance as `GET /v1/balances` lists it
+/// (https://docs.fedapay.com/api-reference/balances/get-all): one per
+/// payment mode and currency, its amount in major units.
+#[derive(Deserialize)]
+pub struct Balance {
+    pub amount: i64,
+    pub mode: String,
+    pub currency_id: Option<u64>,
+}
