@@ -386,9 +386,34 @@ impl Books {
     }
 
     fn expected_fee(&self, account: &str, o: &Ours) -> Option<u64> {
+        self.rate_card_fee(account, o.operator.as_deref(), o.kind, o.amount)
+    }
+
+    /// What the rate card says `account` charges on `amount` of `kind` to
+    /// `operator`, if a card applies.
+    pub fn rate_card_fee(
+        &self,
+        account: &str,
+        operator: Option<&str>,
+        kind: mmc_books::Kind,
+        amount: u64,
+    ) -> Option<u64> {
         let cards: &[RateCard] = &self.config.rate_cards;
-        rate_card::find(cards, account, o.operator.as_deref(), o.kind.operation())
-            .map(|c| c.fee(o.amount))
+        rate_card::find(cards, account, operator, kind.operation()).map(|c| c.fee(amount))
+    }
+
+    /// What the latest complete run of `day` found of one record, if it was run.
+    pub fn line(
+        &self,
+        account: &str,
+        day: Day,
+        subject: &str,
+    ) -> Result<Option<Judged>, BooksError> {
+        let key = format!("{account}/{day}/{subject}");
+        self.storage
+            .get(NS, LINES, &key)?
+            .map(|v| serde_json::from_slice(&v).map_err(|e| BooksError::Corrupt(e.to_string())))
+            .transpose()
     }
 
     /// The day's lines, its cases and its report, in one transaction.

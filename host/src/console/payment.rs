@@ -15,6 +15,7 @@ use super::blocking;
 use super::html::{self, esc, t, when};
 use super::payments::phone_of;
 use super::sessions::Session;
+use super::users::Role;
 use super::web::{self, ConsoleError, Req};
 use crate::http::App;
 
@@ -86,6 +87,70 @@ fn refunds_section(l: html::Lang, refunds: &[Value]) -> String {
     }
     body.push_str("</ul>");
     body
+}
+
+/// What the books say of the payment: the provider's fee by its rate card
+/// and the net, and, once its day was reconciled, the category it landed in
+/// (a link to its case for the people who settle them).
+fn books_section(
+    app: &App,
+    l: html::Lang,
+    s: &Session,
+    p: &Value,
+    adapter: &str,
+) -> Result<String, ConsoleError> {
+    let (Some(amount), Some(currency)) = (p["amount"].as_u64(), p["currency"].as_str()) else {
+        return Ok(String::new());
+    };
+    let operator = p["operator"].as_str();
+    let books = &app.books;
+    let mut out = format!("<h2>{}</h2><ul>", t(l, "books"));
+    match books.rate_card_fee(adapter, operator, mmc_books::Kind::Collection, amount) {
+        Some(fee) => {
+            let _ = write!(
+                out,
+                "<li>{}: {fee} {cur} · {}: {} {cur}</li>",
+                t(l, "expected_fee"),
+                t(l, "net"),
+                amount.saturating_sub(fee),
+                cur = esc(currency),
+            );
+        }
+        None => {
+            let _ = write!(out, "<li>{}</li>", t(l, "no_rate_card"));
+        }
+    }
+    let created = p["created_at"].as_str().and_then(mmc_domain::time::ms_of);
+    let id = p["id"].as_str().unwrap_or_default();
+    if let Some(day) = created.map(crate::books::Day::of_ms) {
+        let line = blocking(|| books.line(adapter, day, id))
+            .map_err(|e| ConsoleError::Unavailable(e.to_string()))?;
+        match line {
+            Some(line) => {
+                let case = crate::books::cases::case_id(adapter, id);
+                let finance = matches!(s.role, Role::Finance | Role::Owner);
+                let link = if line.category.is_mismatch() && finance {
+                    format!(
+                        " · <a href=\"/console/finance/cases/{case}\">{}</a>",
+                        t(l, "the_case")
+                    )
+                } else {
+                    String::new()
+                };
+                let _ = write!(
+                    out,
+                    "<li>{} {day}: <strong>{}</strong>{link}</li>",
+                    t(l, "reconciled_on"),
+                    t(l, line.category.as_str()),
+                );
+            }
+            None => {
+                let _ = write!(out, "<li>{}</li>", t(l, "not_reconciled_yet"));
+            }
+        }
+    }
+    out.push_str("</ul>");
+    Ok(out)
 }
 
 /// The provider route the payment went through, why, and the routes that
@@ -170,7 +235,11 @@ pub async fn show(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Re
     )
     .await?;
     if route.status == 200 {
-        body.push_str(&route_section(l, &route.json()));
+        let route = route.json();
+        body.push_str(&route_section(l, &route));
+        if let Some(adapter) = route["adapter"].as_str() {
+            body.push_str(&books_section(app, l, s, &p, adapter)?);
+        }
     }
     let mut subjects = vec![p["id"].as_str().unwrap_or(id).to_string()];
     subjects.extend(

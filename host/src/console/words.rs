@@ -3,6 +3,19 @@
 
 pub const MORE: &[(&str, &str, &str)] = &[
     ("finance", "Finance", "Finance"),
+    ("books", "Books", "Comptabilité"),
+    ("net", "Net", "Net"),
+    (
+        "no_rate_card",
+        "No rate card for this provider: its fee is not known here.",
+        "Pas de barème pour ce fournisseur : ses frais ne sont pas connus ici.",
+    ),
+    (
+        "reconciled_on",
+        "Reconciled with the provider's books of",
+        "Rapproché des écritures du fournisseur du",
+    ),
+    ("the_case", "the case", "l'écart"),
     (
         "reconcile_now",
         "Reconcile this day now",

@@ -85,6 +85,26 @@ async fn finance_sees_the_days_differences_settles_a_case_and_exports_the_day() 
     let bad = finance.get("/console/finance?category=everything").await;
     assert_eq!(bad.status, 400);
 
+    // The payment's own page says what the books say of it.
+    let payment = finance.get(&format!("/console/payments/{}", ids[1])).await;
+    assert!(
+        payment
+            .body
+            .contains("Fee by the rate card: 15 XOF · Net: 1485 XOF"),
+        "{}",
+        payment.body
+    );
+    assert!(
+        payment.body.contains("<strong>Duplicate</strong>"),
+        "{}",
+        payment.body
+    );
+    assert!(
+        payment
+            .body
+            .contains(&format!("/console/finance/cases/{case_link}"))
+    );
+
     let path = format!("/console/finance/cases/{case_link}");
     let case = finance.get(&path).await;
     assert_eq!(case.status, 200, "{}", case.body);
