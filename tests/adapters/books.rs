@@ -14,6 +14,10 @@ use crate::wave::wave_payment;
 use crate::*;
 use mmc_test_kit::service_test;
 
+fn admin_token(c: &mut mmc_host::config::Config) {
+    c.admin_token = Some(ADMIN.into());
+}
+
 /// Wave's price list as the merchant's contract says: 1 % of a checkout payment.
 fn rate_card(c: &mut mmc_host::config::Config) {
     c.books.rate_cards = vec![mmc_host::config::RateCard {
@@ -45,9 +49,21 @@ fn today() -> String {
     mmc_domain::time::date(mmc_host::clock::system_now_ms())
 }
 
-/// `POST /admin/v1/reconciliation/runs` for the wave account today: its report.
-async fn reconcile(app: &TestApp) -> Value {
-    let body = json!({"date": today(), "account": "wave"}).to_string();
+/// A live payment to `operator` at `phone` that completes: its id.
+async fn completed(
+    app: &TestApp,
+    key: &str,
+    (country, operator, phone): (&str, &str, &str),
+) -> String {
+    let p = create(app, key, &live_payment(country, operator, phone)).await;
+    let id = id_of(&p);
+    wait_for(app, key, &id, "completed", Duration::from_secs(10)).await;
+    id
+}
+
+/// `POST /admin/v1/reconciliation/runs` for `account` today: its report.
+async fn run(app: &TestApp, account: &str) -> Value {
+    let body = json!({"date": today(), "account": account}).to_string();
     let (status, answer) = admin(
         app,
         reqwest::Method::POST,
@@ -57,6 +73,19 @@ async fn reconcile(app: &TestApp) -> Value {
     .await;
     assert_eq!(status, 200, "{answer}");
     answer["data"][0].clone()
+}
+
+/// What `GET /api/v1/balances` says of `account` to `key`.
+async fn balances_of(app: &TestApp, key: &str, account: &str) -> Value {
+    let (status, balances) = app.get(key, "/api/v1/balances").await;
+    assert_eq!(status, 200, "{balances}");
+    balances["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["account"] == account)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {account} in {balances}"))
 }
 
 /// A Wave payment the customer paid, completed here.
@@ -109,7 +138,7 @@ async fn a_day_with_every_kind_of_difference_gives_the_exact_report_and_one_case
     fake.book("merchant_sweep", -5000, None);
     fake.set_page_size(2);
 
-    let report = reconcile(&app).await;
+    let report = run(&app, "wave").await;
     assert_eq!(report["status"], "reconciled", "{report}");
     assert_eq!(report["method"], "statement");
     assert_eq!(report["final"], false, "today is still under way");
@@ -180,7 +209,7 @@ async fn a_day_with_every_kind_of_difference_gives_the_exact_report_and_one_case
     );
 
     // Running the day again changes nothing.
-    let again = reconcile(&app).await;
+    let again = run(&app, "wave").await;
     assert_eq!(counts(&again), counts(&report));
     assert_eq!(again["cases"]["opened"], 0);
     assert_eq!(again["cases"]["open"], 6);
@@ -214,12 +243,12 @@ async fn a_case_closes_by_itself_when_both_books_agree_and_a_person_resolves_the
     fake.edit_transactions(&fee_off, |t| t.fee = 30);
     let amount_off = paid(&app, &fake, &live).await;
     fake.edit_transactions(&amount_off, |t| t.amount = 1000);
-    let first = reconcile(&app).await;
+    let first = run(&app, "wave").await;
     assert_eq!(first["cases"]["opened"], 2, "{first}");
 
     // Wave corrects its fee: the next run matches, and the case closes by itself.
     fake.edit_transactions(&fee_off, |t| t.fee = 15);
-    let second = reconcile(&app).await;
+    let second = run(&app, "wave").await;
     assert_eq!(
         (
             second["cases"]["closed"].as_u64(),
@@ -271,7 +300,7 @@ async fn a_case_closes_by_itself_when_both_books_agree_and_a_person_resolves_the
         (status, again["error"]["code"].as_str()),
         (409, Some("case_not_open"))
     );
-    let third = reconcile(&app).await;
+    let third = run(&app, "wave").await;
     assert_eq!(
         counts(&third)["amount_differs"],
         1,
@@ -302,7 +331,7 @@ async fn a_statement_that_cannot_be_read_whole_leaves_the_day_incomplete_with_it
         (Fault::Malformed, "unreadable"),
     ] {
         fake.inject("transactions", fault, 1);
-        let report = reconcile(&app).await;
+        let report = run(&app, "wave").await;
         assert_eq!(report["status"], "incomplete", "{report}");
         assert!(report["reason"].as_str().unwrap().contains(why), "{report}");
         assert_eq!(
@@ -332,7 +361,7 @@ async fn a_statement_that_cannot_be_read_whole_leaves_the_day_incomplete_with_it
     assert_eq!(lines["data"], json!([]), "no line written from half a day");
 
     // Read whole again: reconciled.
-    let report = reconcile(&app).await;
+    let report = run(&app, "wave").await;
     assert_eq!(report["status"], "reconciled", "{report}");
     assert_eq!(counts(&report)["matched"], 3);
 }
@@ -414,37 +443,24 @@ async fn a_provider_without_a_statement_is_read_back_by_status_and_a_late_succes
     let fake = FakeMtn::start().await;
     fake.settle_after(Duration::from_millis(100));
     fake.set_outcome("2290166000002", Outcome::Fail("NOT_ENOUGH_FUNDS"));
-    let app = app_with_adapter("momo", &["mtn-bj"], fake.component_config(), |c| {
-        c.admin_token = Some(ADMIN.into())
-    })
-    .await;
+    let component = fake.component_config();
+    let app = app_with_adapter("momo", &["mtn-bj"], component, admin_token).await;
     let live = app.live_key("Shop");
-    let paid = create(&app, &live, &live_payment("BJ", "mtn-bj", "+2290166000001")).await;
-    let paid = id_of(&paid);
-    wait_for(&app, &live, &paid, "completed", Duration::from_secs(10)).await;
+    completed(&app, &live, ("BJ", "mtn-bj", "+2290166000001")).await;
     let late = create(&app, &live, &live_payment("BJ", "mtn-bj", "+2290166000002")).await;
     let late = id_of(&late);
     wait_for(&app, &live, &late, "failed", Duration::from_secs(10)).await;
     // MTN's books change their mind: the customer's approval went through after all.
     fake.set_status(&operator_id(&late), "SUCCESSFUL", None);
 
-    let body = json!({"date": today(), "account": "momo"}).to_string();
-    let (status, runs) = admin(
-        &app,
-        reqwest::Method::POST,
-        "/admin/v1/reconciliation/runs",
-        Some(body.into_bytes()),
-    )
-    .await;
-    assert_eq!(status, 200, "{runs}");
-    let report = &runs["data"][0];
+    let report = run(&app, "momo").await;
     assert_eq!(
         report["method"], "status",
         "MTN publishes no statement: {report}"
     );
-    assert_eq!(counts(report)["matched"], 1, "{report}");
+    assert_eq!(counts(&report)["matched"], 1, "{report}");
     assert_eq!(
-        counts(report)["status_differs"],
+        counts(&report)["status_differs"],
         1,
         "the late success: {report}"
     );
@@ -457,33 +473,14 @@ async fn a_provider_without_a_statement_is_read_back_by_status_and_a_late_succes
     assert_eq!(case["data"][0]["theirs"][0]["status"], "completed");
 
     // MTN's own accounts: what its customers paid in (the late one too), its float for payouts.
-    let (_, balances) = app.get(&live, "/api/v1/balances").await;
-    let momo = balances["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["account"] == "momo")
-        .cloned()
-        .unwrap();
-    let wallets: Vec<(String, String)> = momo["balances"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| {
-            (
-                b["wallet"].as_str().unwrap().to_string(),
-                b["available"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    assert!(
-        wallets.contains(&("mtn-bj collection".into(), "3000".into())),
-        "{momo}"
-    );
-    assert!(
-        wallets.contains(&("mtn-bj disbursement".into(), "5000000".into())),
-        "{momo}"
-    );
+    let momo = balances_of(&app, &live, "momo").await;
+    let wallet = |name: &str| {
+        let wallets = momo["balances"].as_array().unwrap();
+        let found = wallets.iter().find(|b| b["wallet"] == name);
+        found.map(|b| b["available"].clone()).unwrap_or(Value::Null)
+    };
+    assert_eq!(wallet("mtn-bj collection"), "3000", "{momo}");
+    assert_eq!(wallet("mtn-bj disbursement"), "5000000", "{momo}");
 }
 
 #[service_test]
@@ -497,54 +494,21 @@ async fn pawapays_statements_are_asked_for_waited_on_and_read_from_their_csv() {
         .settings
         .insert("statement_poll_ms".into(), "100".into());
     let ops = ["moov-bj", "togocom-tg", "moov-tg", "orange-ci", "moov-ci"];
-    let app = app_with_adapter("pawapay", &ops, component, |c| {
-        c.admin_token = Some(ADMIN.into())
-    })
-    .await;
-    fake.set_callback_url(&format!(
-        "{}/api/v1/psp/moov-bj/callback?environment=live",
-        app.base
-    ));
+    let app = app_with_adapter("pawapay", &ops, component, admin_token).await;
+    let callback = format!("{}/api/v1/psp/moov-bj/callback?environment=live", app.base);
+    fake.set_callback_url(&callback);
     let live = app.live_key("Shop");
     for _ in 0..2 {
-        let p = create(
-            &app,
-            &live,
-            &live_payment("BJ", "moov-bj", "+2290195000001"),
-        )
-        .await;
-        wait_for(
-            &app,
-            &live,
-            &id_of(&p),
-            "completed",
-            Duration::from_secs(10),
-        )
-        .await;
+        completed(&app, &live, ("BJ", "moov-bj", "+2290195000001")).await;
     }
     // A deposit to the merchant's wallet nobody here asked for, and a top-up.
     fake.add_statement_row("DEPOSIT", &uuid::Uuid::new_v4().to_string(), "700", "BEN");
     fake.add_statement_row("TOP_UP", "top-up-1", "50000", "BEN");
 
-    let body = || {
-        Some(
-            json!({"date": today(), "account": "pawapay"})
-                .to_string()
-                .into_bytes(),
-        )
-    };
-    let (status, runs) = admin(
-        &app,
-        reqwest::Method::POST,
-        "/admin/v1/reconciliation/runs",
-        body(),
-    )
-    .await;
-    assert_eq!(status, 200, "{runs}");
-    let report = &runs["data"][0];
+    let report = run(&app, "pawapay").await;
     assert_eq!(report["status"], "reconciled", "{report}");
-    assert_eq!(counts(report)["matched"], 2, "{report}");
-    assert_eq!(counts(report)["missing_here"], 1, "{report}");
+    assert_eq!(counts(&report)["matched"], 2, "{report}");
+    assert_eq!(counts(&report)["missing_here"], 1, "{report}");
     assert_eq!(
         report["provider"]["fee"]["amount"], "46",
         "1.5 % of each deposit: {report}"
@@ -572,14 +536,7 @@ async fn pawapays_statements_are_asked_for_waited_on_and_read_from_their_csv() {
         (StatementFault::Failed, "could not prepare"),
     ] {
         fake.next_statement(fault);
-        let (_, runs) = admin(
-            &app,
-            reqwest::Method::POST,
-            "/admin/v1/reconciliation/runs",
-            body(),
-        )
-        .await;
-        let report = &runs["data"][0];
+        let report = run(&app, "pawapay").await;
         assert_eq!(report["status"], "incomplete", "{report}");
         assert!(
             report["reason"].as_str().unwrap().contains(why),
@@ -587,21 +544,9 @@ async fn pawapays_statements_are_asked_for_waited_on_and_read_from_their_csv() {
         );
     }
     // The balances pawaPay states per wallet.
-    let (_, balances) = app.get(&live, "/api/v1/balances").await;
-    let pawapay = balances["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["account"] == "pawapay")
-        .cloned()
-        .unwrap();
-    let ben = pawapay["balances"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["wallet"] == "BEN")
-        .cloned()
-        .unwrap();
+    let pawapay = balances_of(&app, &live, "pawapay").await;
+    let wallets = pawapay["balances"].as_array().unwrap();
+    let ben = wallets.iter().find(|b| b["wallet"] == "BEN").unwrap();
     assert_eq!(ben["available"], "1053654.00", "{pawapay}");
 }
 
@@ -611,34 +556,17 @@ async fn fedapays_balances_are_shown_per_mode_and_its_records_read_back_by_statu
     let fake = FakeFedaPay::start().await;
     fake.settle_after(Duration::from_millis(150));
     let component = fake.component_config();
-    let app = app_with_adapter("fedapay", &["celtiis-bj", "coris-bj"], component, |c| {
-        c.admin_token = Some(ADMIN.into())
-    })
+    let app = app_with_adapter(
+        "fedapay",
+        &["celtiis-bj", "coris-bj"],
+        component,
+        admin_token,
+    )
     .await;
     let live = app.live_key("Shop");
-    let p = create(
-        &app,
-        &live,
-        &live_payment("BJ", "celtiis-bj", "+2290140000001"),
-    )
-    .await;
-    wait_for(
-        &app,
-        &live,
-        &id_of(&p),
-        "completed",
-        Duration::from_secs(10),
-    )
-    .await;
+    completed(&app, &live, ("BJ", "celtiis-bj", "+2290140000001")).await;
 
-    let (_, balances) = app.get(&live, "/api/v1/balances").await;
-    let fedapay = balances["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["account"] == "fedapay")
-        .cloned()
-        .unwrap();
+    let fedapay = balances_of(&app, &live, "fedapay").await;
     assert_eq!(fedapay["error"], Value::Null, "{fedapay}");
     assert_eq!(
         fedapay["balances"][0]["wallet"], "sbin",
@@ -647,19 +575,8 @@ async fn fedapays_balances_are_shown_per_mode_and_its_records_read_back_by_statu
     assert_eq!(fedapay["balances"][0]["currency"], "XOF");
     assert_eq!(fedapay["balances"][0]["available"], "1500");
 
-    let body = json!({"date": today(), "account": "fedapay"}).to_string();
-    let (_, runs) = admin(
-        &app,
-        reqwest::Method::POST,
-        "/admin/v1/reconciliation/runs",
-        Some(body.into_bytes()),
-    )
-    .await;
-    let report = &runs["data"][0];
-    assert_eq!(
-        (report["method"].as_str(), report["status"].as_str()),
-        (Some("status"), Some("reconciled")),
-        "{report}"
-    );
-    assert_eq!(counts(report)["matched"], 1, "{report}");
+    let report = run(&app, "fedapay").await;
+    let how = (report["method"].as_str(), report["status"].as_str());
+    assert_eq!(how, (Some("status"), Some("reconciled")), "{report}");
+    assert_eq!(counts(&report)["matched"], 1, "{report}");
 }
