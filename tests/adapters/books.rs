@@ -149,6 +149,10 @@ async fn a_day_with_every_kind_of_difference_gives_the_exact_report_and_one_case
         "{report}"
     );
     assert_eq!(report["our_records"], 6);
+    // Wave's stated balances no longer add up: it lists fees, amounts and a
+    // payment its balance never saw.
+    assert_eq!(report["wallets"][0]["wallet"], "wave-ci");
+    assert_ne!(report["wallets"][0]["drift"], "0", "{report}");
     assert_eq!(report["cases"]["opened"], 6);
     // Wave's totals as its books state them (the duplicate counts: it moved).
     assert_eq!(report["provider"]["collection"]["count"], 7, "{report}");
@@ -383,6 +387,20 @@ async fn the_providers_balances_are_shown_as_they_state_them() {
         .unwrap();
     // 1 000 000 to start, + 1 500 collected − 15 of Wave's fee.
     assert_eq!(wave["balances"][0]["available"], "1001485", "{wave}");
+    // The day's statement adds up: it opened at 1 000 000 and closed at the balance.
+    let report = run(&app, "wave").await;
+    let day = &report["wallets"][0];
+    let said = (&day["opening"], &day["closing"], &day["net"], &day["drift"]);
+    assert_eq!(
+        said,
+        (
+            &json!("1000000"),
+            &json!("1001485"),
+            &json!("1485"),
+            &json!("0")
+        ),
+        "{report}"
+    );
     assert_eq!(wave["balances"][0]["currency"], "XOF");
     assert_eq!(wave["balances"][0]["wallet"], "wave-ci");
     let (status, bad) = app

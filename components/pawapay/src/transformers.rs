@@ -518,6 +518,7 @@ pub fn statement_rows(
             operator_transaction_id: None,
             at_ms,
             wallet: Some(wallet.to_string()),
+            balance_after: None,
         });
     }
     Ok((out, offset + limit < rows.len()))

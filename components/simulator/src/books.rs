@@ -233,6 +233,7 @@ impl Guest for crate::Simulator {
                 operator_transaction_id: None,
                 at_ms: e.at_ms,
                 wallet: Some("simulator".into()),
+                balance_after: None,
             });
         }
         Ok(StatementPage::Page(Page { movements, next }))

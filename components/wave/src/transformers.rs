@@ -190,6 +190,8 @@ pub struct Transaction {
     pub is_reversal: bool,
     pub client_reference: Option<String>,
     pub checkout_api_session_id: Option<String>,
+    /// The wallet after it.
+    pub balance: Option<String>,
 }
 
 /// A listed transaction as a movement of the wallet `wallet`.
@@ -228,5 +230,6 @@ pub fn movement(t: Transaction, wallet: &str) -> Result<Movement, String> {
         operator_transaction_id: None,
         at_ms,
         wallet: Some(wallet.to_string()),
+        balance_after: t.balance,
     })
 }

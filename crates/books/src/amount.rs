@@ -61,6 +61,27 @@ impl Amount {
         }
     }
 
+    /// A signed decimal as written (`"-12.5"`), in hundredths.
+    pub fn parse_signed(written: &str) -> Option<i64> {
+        let s = written.trim();
+        let (negative, digits) = match s.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, s.strip_prefix('+').unwrap_or(s)),
+        };
+        let n = i64::try_from(Amount::parse(digits)?.0).ok()?;
+        Some(if negative { -n } else { n })
+    }
+
+    /// Signed hundredths written in major units: `-12.5`.
+    pub fn signed_major(hundredths: i64) -> String {
+        let major = Amount(hundredths.unsigned_abs()).to_major();
+        if hundredths < 0 {
+            format!("-{major}")
+        } else {
+            major
+        }
+    }
+
     pub fn saturating_add(self, other: Amount) -> Amount {
         Amount(self.0.saturating_add(other.0))
     }
@@ -104,6 +125,15 @@ mod tests {
         assert_eq!(Amount::whole(1000).to_major(), "1000");
         assert_eq!(Amount(1250).to_major(), "12.5");
         assert_eq!(Amount(5).to_major(), "0.05");
+    }
+
+    #[test]
+    fn a_balance_may_be_negative() {
+        assert_eq!(Amount::parse_signed("-12.5"), Some(-1250));
+        assert_eq!(Amount::parse_signed("1001485"), Some(100_148_500));
+        assert_eq!(Amount::parse_signed("--1"), None);
+        assert_eq!(Amount::signed_major(-1250), "-12.5");
+        assert_eq!(Amount::signed_major(100_148_500), "1001485");
     }
 
     #[test]

@@ -9,6 +9,7 @@
 pub mod amount;
 pub mod rate_card;
 pub mod tally;
+pub mod wallet;
 
 pub use amount::Amount;
 pub use rate_card::RateCard;
@@ -158,6 +159,10 @@ pub struct Line {
     pub operator_transaction_id: Option<String>,
     pub at_ms: u64,
     pub wallet: Option<String>,
+    /// The wallet's balance right after it (signed hundredths), when the
+    /// provider states it.
+    #[serde(default)]
+    pub balance_after: Option<i64>,
 }
 
 impl Line {

@@ -30,6 +30,7 @@ fn line(amount: &str, fee: &str, status: &str) -> Line {
         operator_transaction_id: None,
         at_ms: 0,
         wallet: None,
+        balance_after: None,
     }
 }
 

@@ -126,6 +126,10 @@ pub struct Report {
     pub ran_at: String,
     #[serde(flatten)]
     pub tally: Tally,
+    /// Each wallet's day, where the statement states balances: opening,
+    /// closing, net and drift (see [`mmc_books::wallet`]).
+    #[serde(default)]
+    pub wallets: Vec<mmc_books::wallet::WalletDay>,
     pub cases: CaseCounts,
 }
 
@@ -263,6 +267,7 @@ impl Books {
             method: if statement { "statement" } else { "status" }.into(),
             ran_at: mmc_domain::time::rfc3339(now),
             tally: Tally::new(),
+            wallets: Vec::new(),
             cases: CaseCounts::default(),
         };
         let lines = match read {
@@ -278,6 +283,13 @@ impl Books {
             }
         };
         report.tally.our_records = day_ours.len() as u64;
+        report.wallets = mmc_books::wallet::days(&lines);
+        for w in report.wallets.iter().filter(|w| w.drifted()) {
+            tracing::warn!(
+                account, date = %day, wallet = %w.wallet, drift = ?w.drift,
+                "books: the wallet's stated balances do not add up with its movements"
+            );
+        }
         let judged = self.judge_day(
             (account, day),
             statement,

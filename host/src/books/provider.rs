@@ -84,6 +84,15 @@ fn line(m: Movement) -> Result<Line, String> {
         status: m.status,
         operator_transaction_id: m.operator_transaction_id,
         at_ms: m.at_ms,
+        balance_after: match m.balance_after.as_deref() {
+            Some(b) => Some(Amount::parse_signed(b).ok_or_else(|| {
+                format!(
+                    "movement {} states a balance {b:?}, which is not one",
+                    m.provider_id
+                )
+            })?),
+            None => None,
+        },
         wallet: m.wallet,
     })
 }
@@ -215,6 +224,7 @@ pub(super) fn by_status(runtime: &Arc<Runtime>, account: &str, ours: &[Ours]) ->
             operator_transaction_id: None,
             at_ms: o.created_at_ms,
             wallet: None,
+            balance_after: None,
         });
         if let Some(pace) = pace {
             std::thread::sleep(pace);

@@ -179,6 +179,27 @@ pub async fn page(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Consol
                 format!(" ({})", t(l, "not_final"))
             },
         );
+        for w in &r.wallets {
+            let v = |x: &Option<String>| esc(x.as_deref().unwrap_or("–"));
+            let _ = write!(
+                body,
+                "<p>{} {}: {} {} → {} {} ({} {}; {} {})</p>",
+                esc(&w.wallet),
+                esc(&w.currency),
+                t(l, "opening"),
+                v(&w.opening),
+                t(l, "closing"),
+                v(&w.closing),
+                t(l, "net"),
+                v(&w.net),
+                if w.drifted() {
+                    t(l, "drift_warn")
+                } else {
+                    t(l, "drift")
+                },
+                v(&w.drift),
+            );
+        }
     }
     let mut counts = mmc_books::Tally::new();
     for (_, line) in &lines {

@@ -5,6 +5,14 @@ pub const MORE: &[(&str, &str, &str)] = &[
     ("finance", "Finance", "Finance"),
     ("books", "Books", "Comptabilité"),
     ("net", "Net", "Net"),
+    ("opening", "opened at", "ouverture"),
+    ("closing", "closed at", "clôture"),
+    ("drift", "drift", "écart"),
+    (
+        "drift_warn",
+        "the stated balances do not add up with the movements, drift",
+        "les soldes annoncés ne concordent pas avec les mouvements, écart",
+    ),
     (
         "no_rate_card",
         "No rate card for this provider: its fee is not known here.",
