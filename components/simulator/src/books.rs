@@ -19,42 +19,57 @@ use crate::exports::mmc::adapter::books::{
 use crate::mmc::adapter::types::AdapterError;
 use crate::mmc::platform::{clock, config, journal};
 
-/// A line of the journal: `kind id reference amount currency fee executed-at`,
-/// tab-separated (no field holds a tab).
+/// A line of the journal: `kind id amount currency fee executed-at`,
+/// space-separated (no field holds a space), the kind one letter. Kept
+/// short: every create through the simulator writes one.
 struct Entry {
     kind: String,
     id: String,
-    reference: String,
     amount: u64,
     currency: String,
     fee: u64,
     at_ms: u64,
 }
 
+const KINDS: [(&str, &str); 4] = [
+    ("collection", "c"),
+    ("refund", "r"),
+    ("payout", "p"),
+    ("withdrawn", "w"),
+];
+
 impl Entry {
     fn write(&self) -> Vec<u8> {
         let Entry {
             kind,
             id,
-            reference,
             amount,
             currency,
             fee,
             at_ms,
         } = self;
-        format!("{kind}\t{id}\t{reference}\t{amount}\t{currency}\t{fee}\t{at_ms}").into_bytes()
+        let letter = KINDS
+            .iter()
+            .find(|(k, _)| k == kind)
+            .map_or("?", |(_, l)| *l);
+        let id = if id.is_empty() { "-" } else { id };
+        format!("{letter} {id} {amount} {currency} {fee} {at_ms}").into_bytes()
     }
 
     fn read(bytes: &[u8]) -> Option<Entry> {
         let text = std::str::from_utf8(bytes).ok()?;
-        let f: Vec<&str> = text.split('\t').collect();
-        let [kind, id, reference, amount, currency, fee, at_ms] = f.as_slice() else {
+        let f: Vec<&str> = text.split(' ').collect();
+        let [letter, id, amount, currency, fee, at_ms] = f.as_slice() else {
             return None;
         };
+        let kind = KINDS.iter().find(|(_, l)| l == letter)?.0;
         Some(Entry {
             kind: kind.to_string(),
-            id: id.to_string(),
-            reference: reference.to_string(),
+            id: if *id == "-" {
+                String::new()
+            } else {
+                id.to_string()
+            },
             amount: amount.parse().ok()?,
             currency: currency.to_string(),
             fee: fee.parse().ok()?,
@@ -78,18 +93,10 @@ fn fee(amount: u64, kind: &str) -> u64 {
 
 /// The provider executes `kind` of `amount` for our `id` at `at_ms`, as the
 /// test number `digits` has its books say it.
-pub fn executed(
-    kind: &str,
-    id: &str,
-    reference: &str,
-    (amount, currency): (u64, &str),
-    digits: &str,
-    at_ms: u64,
-) {
+pub fn executed(kind: &str, id: &str, (amount, currency): (u64, &str), digits: &str, at_ms: u64) {
     let entry = |kind: &str, id: &str, amount: u64, fee: u64| Entry {
         kind: kind.into(),
         id: id.into(),
-        reference: reference.into(),
         amount,
         currency: currency.into(),
         fee,
@@ -105,8 +112,7 @@ pub fn executed(
         ],
         "0011" => {
             // Another customer's payment, to the merchant's code outside the API.
-            let mut stray = entry(kind, "", amount, normal);
-            stray.reference = format!("{reference}-stray");
+            let stray = entry(kind, "", amount, normal);
             vec![entry(kind, id, amount, normal), stray]
         }
         "0012" => vec![entry(kind, id, amount, normal * 2)],
@@ -122,7 +128,6 @@ pub fn withdrawn(id: &str) {
     let e = Entry {
         kind: "withdrawn".into(),
         id: id.into(),
-        reference: String::new(),
         amount: 0,
         currency: String::new(),
         fee: 0,
@@ -224,7 +229,7 @@ impl Guest for crate::Simulator {
             movements.push(Movement {
                 provider_id: format!("simtx-{}", key.replace('/', "-")),
                 our_id: ours,
-                psp_reference: (!e.reference.is_empty()).then(|| e.reference.clone()),
+                psp_reference: None,
                 kind,
                 amount: e.amount.to_string(),
                 fee: Some(e.fee.to_string()),

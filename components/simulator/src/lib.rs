@@ -115,7 +115,7 @@ fn journal_collection(req: &InitiateRequest, digits: &str, reference: &str) {
     };
     if let Some(x) = executes_at {
         let amount = (req.amount, req.currency.as_str());
-        books::executed("collection", &req.payment_id, reference, amount, digits, x);
+        books::executed("collection", &req.payment_id, amount, digits, x);
     }
 }
 
@@ -204,14 +204,7 @@ impl Guest for Simulator {
     fn refund(req: RefundRequest) -> Result<Started, AdapterError> {
         let reference = psp_reference("simrf", req.payment.phone.as_deref(), &req.refund_id);
         let amount = (req.amount, req.payment.currency.as_str());
-        books::executed(
-            "refund",
-            &req.refund_id,
-            &reference,
-            amount,
-            "",
-            clock::now_ms(),
-        );
+        books::executed("refund", &req.refund_id, amount, "", clock::now_ms());
         Ok(Started {
             psp_reference: reference,
             status: PspStatus::Completed(settled(req.amount, &req.payment.currency, None)),
@@ -246,7 +239,7 @@ impl Guest for Simulator {
         };
         if matches!(status, PspStatus::Completed(_)) || digits == "0010" {
             let amount = (req.amount, req.currency.as_str());
-            books::executed("payout", &req.payout_id, &reference, amount, &digits, at);
+            books::executed("payout", &req.payout_id, amount, &digits, at);
         }
         Ok(Started {
             psp_reference: reference,
