@@ -456,8 +456,9 @@ async fn take_lock(
     }
 }
 
-/// Who holds the advisory lock `lock_key`: its session's name, address,
-/// process id and start, as the server sees them.
+/// Who holds the advisory lock `lock_key` in this database (another
+/// database on the server may hold the same key for its own store): its
+/// session's name, address, process id and start, as the server sees them.
 async fn lock_holder(conn: &tokio_postgres::Client, lock_key: i64) -> Option<String> {
     // A bigint advisory key is stored as two oids, high and low 32 bits.
     let row = conn
@@ -466,6 +467,7 @@ async fn lock_holder(conn: &tokio_postgres::Client, lock_key: i64) -> Option<Str
                     a.pid, coalesce(to_char(a.backend_start, 'YYYY-MM-DD HH24:MI:SS TZ'), '')
              FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
              WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+               AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
                AND l.classid = (($1::bigint >> 32) & 4294967295)::oid
                AND l.objid = ($1::bigint & 4294967295)::oid
              LIMIT 1",
