@@ -96,13 +96,13 @@ pub fn ms_of(rfc3339: &str) -> Option<u64> {
     u64::try_from(secs * 1000 + millis).ok()
 }
 
-/// The date of a day (days since 1970-01-01, before it negative): `2026-06-01`.
+/// The date of a day (days since the Unix epoch, before it negative): `YYYY-MM-DD`.
 pub fn date_of_day(day: i64) -> String {
     let (y, m, d) = civil_from_days(day);
     format!("{y:04}-{m:02}-{d:02}")
 }
 
-/// The UTC date of an instant: `2026-06-01`.
+/// The UTC date of an instant: `YYYY-MM-DD`.
 pub fn date(ms: u64) -> String {
     rfc3339(ms)[..10].to_string()
 }

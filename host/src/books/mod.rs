@@ -65,7 +65,7 @@ impl Day {
             return Err(bad());
         }
         let day = mmc_domain::time::day_of(s).ok_or_else(bad)?;
-        // 2026-02-31 is read as a day in March: only a day that writes back as given is one.
+        // A 31 February is read as a day in March: only a day that writes back as given is one.
         (Day(day).to_string() == s)
             .then_some(Day(day))
             .ok_or_else(bad)
