@@ -41,7 +41,8 @@ pub const API_VERSION: &str = "2026-06";
 
 /// The OpenAPI 3.1 document of this generation; tests validate it and fuzz the
 /// live server against it, so it cannot drift from what the code does.
-const OPENAPI: &str = include_str!("../api/openapi.json");
+/// `api/openapi.json`, minified by `build.rs`.
+const OPENAPI: &str = include_str!(concat!(env!("OUT_DIR"), "/openapi.json"));
 
 struct Collect;
 
