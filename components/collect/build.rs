@@ -10,6 +10,9 @@ fn main() {
     let doc: serde_json::Value = serde_json::from_str(&text).expect("api/openapi.json is JSON");
     let out = std::path::Path::new(&std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"))
         .join("openapi.json");
-    std::fs::write(out, serde_json::to_vec(&doc).expect("JSON values serialise"))
-        .expect("OUT_DIR is writable");
+    std::fs::write(
+        out,
+        serde_json::to_vec(&doc).expect("JSON values serialise"),
+    )
+    .expect("OUT_DIR is writable");
 }
