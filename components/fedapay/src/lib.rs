@@ -289,11 +289,7 @@ impl Adapter for FedaPay {
 
     /// One balance per payment mode (`mtn_open`, `moov`…) and currency.
     fn balances() -> Result<Vec<Balance>, AdapterError> {
-        let served = SPEC.served();
-        let first = served
-            .first()
-            .ok_or_else(|| AdapterError::NotSent("FedaPay serves no operator here".into()))?;
-        let api = Api::of(first.slug)?;
+        let api = Api::of(SPEC.account_market()?.op.slug)?;
         let balances: Vec<transformers::Balance> = api
             .endpoint
             .get_with("/v1/balances", |b| transformers::many("balances", b))?;

@@ -102,11 +102,8 @@ use lookup::operator_uuid as uuid_for;
 /// The account's API, for what is not about one operator (its books).
 fn account_api() -> Result<(Endpoint, Vec<transformers::Wallet>), AdapterError> {
     let served = SPEC.served();
-    let first = served
-        .first()
-        .ok_or_else(|| AdapterError::NotSent("pawaPay serves no operator here".into()))?;
     let endpoint = SPEC
-        .market(first.slug)?
+        .account_market()?
         .bearer_endpoint(&PAWAPAY, "api_token")?;
     let mut wallets: Vec<transformers::Wallet> = Vec::new();
     for op in &served {

@@ -59,16 +59,15 @@ fn payouts(operator: &str) -> Result<Endpoint, AdapterError> {
 /// The Balance & Reconciliation API of the wallet the served operator's key
 /// is bound to: `balance_api_key` when that key is another one.
 fn balance_api() -> Result<(Endpoint, &'static str), AdapterError> {
-    let Some(op) = SPEC.served().into_iter().next() else {
-        return Err(AdapterError::NotSent("Wave serves no operator here".into()));
-    };
-    let own_key = settings::market_secret(op.slug, "balance_api_key").is_some();
+    let market = SPEC.account_market()?;
+    let slug = market.op.slug;
+    let own_key = settings::market_secret(slug, "balance_api_key").is_some();
     let key = if own_key {
         "balance_api_key"
     } else {
         "api_key"
     };
-    Ok((SPEC.market(op.slug)?.bearer_endpoint(&WAVE, key)?, op.slug))
+    Ok((market.bearer_endpoint(&WAVE, key)?, slug))
 }
 
 /// Where a statement read stands: the day (Wave lists one per call) and the

@@ -52,6 +52,16 @@ impl Spec {
             })
     }
 
+    /// The first served operator's market: what a call about the provider
+    /// account rather than one operator (its balances, its statement) goes
+    /// through; `not-sent` when nothing is served.
+    pub fn account_market(&self) -> Result<Market, AdapterError> {
+        let op = self.served().into_iter().next().ok_or_else(|| {
+            AdapterError::NotSent(format!("{} serves no operator here", self.provider))
+        })?;
+        Ok(Market { op })
+    }
+
     /// What the catalogue says of `op` by default: the operator table's
     /// values, no one-time code, both modes, operational.
     pub fn info(&self, op: &Operator) -> OperatorInfo {
