@@ -229,10 +229,9 @@ impl Books {
         }
     }
 
-    /// Whether `day` of `account` is final at the provider now.
-    pub fn is_final(&self, account: &str, day: Day) -> Result<bool, BooksError> {
-        let (_, lag) = self.info(account)?;
-        Ok(self.now_ms() >= day.end_ms() + lag)
+    /// How long after a day ends `account`'s provider calls its statement final.
+    pub fn final_after_ms(&self, account: &str) -> Result<u64, BooksError> {
+        Ok(self.info(account)?.1)
     }
 
     /// Reconciles `day` of `account`: reads the provider's side whole, judges
@@ -545,23 +544,12 @@ impl Books {
     pub fn lines(&self, account: &str, day: Day) -> Result<Vec<Judged>, BooksError> {
         let prefix = format!("{account}/{day}/");
         let mut out = Vec::new();
-        let mut from = prefix.clone();
         let end = format!("{prefix}~");
-        loop {
-            let rows = self
-                .storage
-                .scan(NS, LINES, &from, &end, mmc_storage::MAX_SCAN)?;
-            let full = rows.len() == mmc_storage::MAX_SCAN as usize;
-            for (_, v) in &rows {
-                out.push(
-                    serde_json::from_slice(v).map_err(|e| BooksError::Corrupt(e.to_string()))?,
-                );
-            }
-            match rows.last() {
-                Some((k, _)) if full => from = format!("{k}\0"),
-                _ => return Ok(out),
-            }
-        }
+        scan_all(self.storage.as_ref(), NS, LINES, &prefix, &end, |_, v| {
+            out.push(serde_json::from_slice(v).map_err(|e| BooksError::Corrupt(e.to_string()))?);
+            Ok(true)
+        })?;
+        Ok(out)
     }
 
     /// Cases of one status (all when none), newest first, at most `limit`.
@@ -570,28 +558,24 @@ impl Books {
             Some(s) => vec![s],
             None => vec![CaseStatus::Open, CaseStatus::Resolved, CaseStatus::Closed],
         };
-        let mut out = Vec::new();
+        let mut ids = Vec::new();
         for s in statuses {
             let (start, end) = cases::list_key_range(s);
-            let mut from = start;
-            loop {
-                let rows = self.storage.scan(
-                    NS,
-                    cases::STATUS_TABLE,
-                    &from,
-                    &end,
-                    mmc_storage::MAX_SCAN,
-                )?;
-                let full = rows.len() == mmc_storage::MAX_SCAN as usize;
-                for (key, _) in &rows {
-                    let id = key.rsplit('/').next().unwrap_or_default();
-                    out.extend(self.case(id)?);
-                }
-                match rows.last() {
-                    Some((k, _)) if full => from = format!("{k}\0"),
-                    _ => break,
-                }
-            }
+            scan_all(
+                self.storage.as_ref(),
+                NS,
+                cases::STATUS_TABLE,
+                &start,
+                &end,
+                |key, _| {
+                    ids.push(key.rsplit('/').next().unwrap_or_default().to_string());
+                    Ok(true)
+                },
+            )?;
+        }
+        let mut out = Vec::new();
+        for id in ids {
+            out.extend(self.case(&id)?);
         }
         out.sort_by(|a, b| b.opened_at.cmp(&a.opened_at).then(a.id.cmp(&b.id)));
         out.truncate(limit);
@@ -666,6 +650,31 @@ impl Books {
             });
         }
         out
+    }
+}
+
+/// Every row of `[start, end)`, a page at a time, until `each` says stop.
+pub(super) fn scan_all(
+    storage: &dyn Backend,
+    ns: &str,
+    table: &str,
+    start: &str,
+    end: &str,
+    mut each: impl FnMut(&str, &[u8]) -> Result<bool, BooksError>,
+) -> Result<(), BooksError> {
+    let page = mmc_storage::MAX_SCAN;
+    let mut from = start.to_string();
+    loop {
+        let rows = storage.scan(ns, table, &from, end, page)?;
+        for (key, value) in &rows {
+            if !each(key, value)? {
+                return Ok(());
+            }
+        }
+        match rows.last() {
+            Some((key, _)) if rows.len() == page as usize => from = format!("{key}\0"),
+            _ => return Ok(()),
+        }
     }
 }
 

@@ -13,11 +13,10 @@ use serde_json::Value;
 use mmc_books::{Kind, OurStatus, Ours};
 use mmc_domain::Status;
 
-use super::BooksError;
 use super::Day;
+use super::{BooksError, scan_all};
 use crate::db::Backend;
 
-const PAGE: u32 = mmc_storage::MAX_SCAN;
 const ENVIRONMENTS: [&str; 2] = ["live", "test"];
 /// How far back a batch may have been made and still send a payout today.
 const BATCH_LOOKBACK_MS: u64 = 31 * 86_400_000;
@@ -25,31 +24,6 @@ const BATCH_LOOKBACK_MS: u64 = 31 * 86_400_000;
 /// The lowest UUIDv7 (as text) made at `ms` or later.
 fn uuid7_floor(ms: u64) -> String {
     format!("{:08x}-{:04x}", ms >> 16, ms & 0xffff)
-}
-
-/// Every row of `[start, end)`, a page at a time.
-fn scan_all(
-    storage: &dyn Backend,
-    ns: &str,
-    table: &str,
-    start: &str,
-    end: &str,
-    mut each: impl FnMut(&str, &[u8]) -> Result<bool, BooksError>,
-) -> Result<(), BooksError> {
-    let mut from = start.to_string();
-    loop {
-        let rows = storage.scan(ns, table, &from, end, PAGE)?;
-        let last = rows.len() < PAGE as usize;
-        for (key, value) in &rows {
-            if !each(key, value)? {
-                return Ok(());
-            }
-        }
-        match rows.last() {
-            Some((key, _)) if !last => from = format!("{key}\0"),
-            _ => return Ok(()),
-        }
-    }
 }
 
 fn payment_status(s: Status) -> OurStatus {
