@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use crate::support::fakes::Fault;
 use crate::support::fakes::wave::FakeWave;
+use crate::support::fixtures::{reconcile_today, today};
 use crate::support::*;
 use crate::wave::wave_payment;
 use crate::*;
@@ -45,10 +46,6 @@ async fn books_app(fake: &FakeWave) -> TestApp {
     app
 }
 
-fn today() -> String {
-    mmc_domain::time::date(mmc_host::clock::system_now_ms())
-}
-
 /// A live payment to `operator` at `phone` that completes: its id.
 async fn completed(
     app: &TestApp,
@@ -59,20 +56,6 @@ async fn completed(
     let id = id_of(&p);
     wait_for(app, key, &id, "completed", Duration::from_secs(10)).await;
     id
-}
-
-/// `POST /admin/v1/reconciliation/runs` for `account` today: its report.
-async fn run(app: &TestApp, account: &str) -> Value {
-    let body = json!({"date": today(), "account": account}).to_string();
-    let (status, answer) = admin(
-        app,
-        reqwest::Method::POST,
-        "/admin/v1/reconciliation/runs",
-        Some(body.into_bytes()),
-    )
-    .await;
-    assert_eq!(status, 200, "{answer}");
-    answer["data"][0].clone()
 }
 
 /// What `GET /api/v1/balances` says of `account` to `key`.
@@ -138,7 +121,7 @@ async fn a_day_with_every_kind_of_difference_gives_the_exact_report_and_one_case
     fake.book("merchant_sweep", -5000, None);
     fake.set_page_size(2);
 
-    let report = run(&app, "wave").await;
+    let report = reconcile_today(&app, "wave").await;
     assert_eq!(report["status"], "reconciled", "{report}");
     assert_eq!(report["method"], "statement");
     assert_eq!(report["final"], false, "today is still under way");
@@ -213,7 +196,7 @@ async fn a_day_with_every_kind_of_difference_gives_the_exact_report_and_one_case
     );
 
     // Running the day again changes nothing.
-    let again = run(&app, "wave").await;
+    let again = reconcile_today(&app, "wave").await;
     assert_eq!(counts(&again), counts(&report));
     assert_eq!(again["cases"]["opened"], 0);
     assert_eq!(again["cases"]["open"], 6);
@@ -247,12 +230,12 @@ async fn a_case_closes_by_itself_when_both_books_agree_and_a_person_resolves_the
     fake.edit_transactions(&fee_off, |t| t.fee = 30);
     let amount_off = paid(&app, &fake, &live).await;
     fake.edit_transactions(&amount_off, |t| t.amount = 1000);
-    let first = run(&app, "wave").await;
+    let first = reconcile_today(&app, "wave").await;
     assert_eq!(first["cases"]["opened"], 2, "{first}");
 
     // Wave corrects its fee: the next run matches, and the case closes by itself.
     fake.edit_transactions(&fee_off, |t| t.fee = 15);
-    let second = run(&app, "wave").await;
+    let second = reconcile_today(&app, "wave").await;
     assert_eq!(
         (
             second["cases"]["closed"].as_u64(),
@@ -304,7 +287,7 @@ async fn a_case_closes_by_itself_when_both_books_agree_and_a_person_resolves_the
         (status, again["error"]["code"].as_str()),
         (409, Some("case_not_open"))
     );
-    let third = run(&app, "wave").await;
+    let third = reconcile_today(&app, "wave").await;
     assert_eq!(
         counts(&third)["amount_differs"],
         1,
@@ -335,7 +318,7 @@ async fn a_statement_that_cannot_be_read_whole_leaves_the_day_incomplete_with_it
         (Fault::Malformed, "unreadable"),
     ] {
         fake.inject("transactions", fault, 1);
-        let report = run(&app, "wave").await;
+        let report = reconcile_today(&app, "wave").await;
         assert_eq!(report["status"], "incomplete", "{report}");
         assert!(report["reason"].as_str().unwrap().contains(why), "{report}");
         assert_eq!(
@@ -365,7 +348,7 @@ async fn a_statement_that_cannot_be_read_whole_leaves_the_day_incomplete_with_it
     assert_eq!(lines["data"], json!([]), "no line written from half a day");
 
     // Read whole again: reconciled.
-    let report = run(&app, "wave").await;
+    let report = reconcile_today(&app, "wave").await;
     assert_eq!(report["status"], "reconciled", "{report}");
     assert_eq!(counts(&report)["matched"], 3);
 }
@@ -388,7 +371,7 @@ async fn the_providers_balances_are_shown_as_they_state_them() {
     // 1 000 000 to start, + 1 500 collected − 15 of Wave's fee.
     assert_eq!(wave["balances"][0]["available"], "1001485", "{wave}");
     // The day's statement adds up: it opened at 1 000 000 and closed at the balance.
-    let report = run(&app, "wave").await;
+    let report = reconcile_today(&app, "wave").await;
     let day = &report["wallets"][0];
     let said = (&day["opening"], &day["closing"], &day["net"], &day["drift"]);
     assert_eq!(
@@ -471,7 +454,7 @@ async fn a_provider_without_a_statement_is_read_back_by_status_and_a_late_succes
     // MTN's books change their mind: the customer's approval went through after all.
     fake.set_status(&operator_id(&late), "SUCCESSFUL", None);
 
-    let report = run(&app, "momo").await;
+    let report = reconcile_today(&app, "momo").await;
     assert_eq!(
         report["method"], "status",
         "MTN publishes no statement: {report}"
@@ -523,7 +506,7 @@ async fn pawapays_statements_are_asked_for_waited_on_and_read_from_their_csv() {
     fake.add_statement_row("DEPOSIT", &uuid::Uuid::new_v4().to_string(), "700", "BEN");
     fake.add_statement_row("TOP_UP", "top-up-1", "50000", "BEN");
 
-    let report = run(&app, "pawapay").await;
+    let report = reconcile_today(&app, "pawapay").await;
     assert_eq!(report["status"], "reconciled", "{report}");
     assert_eq!(counts(&report)["matched"], 2, "{report}");
     assert_eq!(counts(&report)["missing_here"], 1, "{report}");
@@ -554,7 +537,7 @@ async fn pawapays_statements_are_asked_for_waited_on_and_read_from_their_csv() {
         (StatementFault::Failed, "could not prepare"),
     ] {
         fake.next_statement(fault);
-        let report = run(&app, "pawapay").await;
+        let report = reconcile_today(&app, "pawapay").await;
         assert_eq!(report["status"], "incomplete", "{report}");
         assert!(
             report["reason"].as_str().unwrap().contains(why),
@@ -593,7 +576,7 @@ async fn fedapays_balances_are_shown_per_mode_and_its_records_read_back_by_statu
     assert_eq!(fedapay["balances"][0]["currency"], "XOF");
     assert_eq!(fedapay["balances"][0]["available"], "1500");
 
-    let report = run(&app, "fedapay").await;
+    let report = reconcile_today(&app, "fedapay").await;
     let how = (report["method"].as_str(), report["status"].as_str());
     assert_eq!(how, (Some("status"), Some("reconciled")), "{report}");
     assert_eq!(counts(&report)["matched"], 1, "{report}");

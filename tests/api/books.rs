@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::support::fixtures::{reconcile_today, today};
 use crate::support::*;
 use mmc_test_kit::service_test;
 
@@ -47,17 +48,8 @@ async fn the_simulators_test_numbers_make_each_category_of_difference() {
     // The simulator's journal is written behind its calls (within 100 ms).
     tokio::time::sleep(Duration::from_millis(300)).await;
 
-    let date = mmc_domain::time::date(mmc_host::clock::system_now_ms());
-    let body = json!({"date": date, "account": "simulator"}).to_string();
-    let (status, runs) = admin(
-        &app,
-        reqwest::Method::POST,
-        "/admin/v1/reconciliation/runs",
-        Some(body.into_bytes()),
-    )
-    .await;
-    assert_eq!(status, 200, "{runs}");
-    let report = &runs["data"][0];
+    let date = today();
+    let report = &reconcile_today(&app, "simulator").await;
     assert_eq!(report["status"], "reconciled", "{report}");
     assert_eq!(
         report["counts"],

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::helpers::*;
+use crate::support::fixtures::reconcile_today;
 use crate::support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -247,17 +248,7 @@ async fn a_batchs_payouts_are_reconciled_with_the_simulators_books() {
     assert_eq!(done["items_by_status"]["failed"], 1, "{done}");
     tokio::time::sleep(Duration::from_millis(300)).await; // the simulator's journal
 
-    let date = mmc_domain::time::date(mmc_host::clock::system_now_ms());
-    let body = json!({"date": date, "account": "simulator"}).to_string();
-    let (status, runs) = admin(
-        &app,
-        reqwest::Method::POST,
-        "/admin/v1/reconciliation/runs",
-        Some(body.into_bytes()),
-    )
-    .await;
-    assert_eq!(status, 200, "{runs}");
-    let report = &runs["data"][0];
+    let report = &reconcile_today(&app, "simulator").await;
     assert_eq!(report["our_records"], 4, "{report}");
     assert_eq!(
         report["counts"],

@@ -84,3 +84,23 @@ pub fn payment_record(app: &TestApp, id: &str) -> (String, Vec<u8>) {
         .find(|(k, _)| k.ends_with(id))
         .expect("the payment's record")
 }
+
+/// Today (UTC), written as the books write a day.
+pub fn today() -> String {
+    mmc_domain::time::date(mmc_host::clock::system_now_ms())
+}
+
+/// `account`'s day `today()` reconciled through the admin API (the app
+/// takes [`super::ADMIN`]): its report.
+pub async fn reconcile_today(app: &TestApp, account: &str) -> Value {
+    let body = serde_json::json!({"date": today(), "account": account}).to_string();
+    let (status, answer) = super::admin(
+        app,
+        reqwest::Method::POST,
+        "/admin/v1/reconciliation/runs",
+        Some(body.into_bytes()),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    answer["data"][0].clone()
+}
