@@ -154,13 +154,11 @@ pub async fn admin(books: &Books, req: NativeRequest) -> Result<NativeResponse, 
     }
 }
 
-/// A report as one merchant sees it: counted over its own records only.
-pub fn merchant_report(report: &Report, lines: &[Judged], merchant: &str) -> Value {
+/// A report as one merchant sees it: counted over its own records only
+/// (`lines`, from [`Books::merchant_lines`]).
+pub fn merchant_report(report: &Report, lines: &[Judged]) -> Value {
     let mut tally = mmc_books::Tally::new();
-    for line in lines
-        .iter()
-        .filter(|l| l.ours.as_ref().is_some_and(|o| o.merchant_id == merchant))
-    {
+    for line in lines {
         tally.count(line.category);
         tally.our_records += 1;
     }
@@ -203,8 +201,8 @@ pub async fn public(
                     let Some(report) = books.report(&account, day)? else {
                         continue;
                     };
-                    let lines = books.lines(&account, day)?;
-                    views.push(merchant_report(&report, &lines, merchant));
+                    let lines = books.merchant_lines(&account, day, merchant)?;
+                    views.push(merchant_report(&report, &lines));
                 }
                 Ok::<_, BooksError>(views)
             })?;

@@ -552,6 +552,18 @@ impl Books {
         Ok(out)
     }
 
+    /// What the latest complete run of `account`'s `day` found of `merchant`'s own records.
+    pub fn merchant_lines(
+        &self,
+        account: &str,
+        day: Day,
+        merchant: &str,
+    ) -> Result<Vec<Judged>, BooksError> {
+        let mut lines = self.lines(account, day)?;
+        lines.retain(|l| l.ours.as_ref().is_some_and(|o| o.merchant_id == merchant));
+        Ok(lines)
+    }
+
     /// Cases of one status (all when none), newest first, at most `limit`.
     pub fn cases(&self, status: Option<CaseStatus>, limit: usize) -> Result<Vec<Case>, BooksError> {
         let statuses = match status {

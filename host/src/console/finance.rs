@@ -53,15 +53,13 @@ fn lines_of(app: &App, s: &Session, day: Day) -> Result<Vec<(String, Judged)>, C
     let books = &app.books;
     let mut out = Vec::new();
     for account in books.accounts_of(s.environment.as_str()) {
-        for line in books.lines(&account, day).map_err(unavailable)? {
-            if line
-                .ours
-                .as_ref()
-                .is_some_and(|o| o.merchant_id == s.merchant_id)
-            {
-                out.push((account.clone(), line));
-            }
-        }
+        let lines = books.merchant_lines(&account, day, &s.merchant_id);
+        out.extend(
+            lines
+                .map_err(unavailable)?
+                .into_iter()
+                .map(|l| (account.clone(), l)),
+        );
     }
     Ok(out)
 }
