@@ -35,9 +35,9 @@ fn unavailable(e: crate::books::BooksError) -> ConsoleError {
     ConsoleError::Unavailable(e.to_string())
 }
 
-/// The day asked (`?date=`), else yesterday: the last finished day.
-fn day_of(req: &Req) -> Result<Day, ConsoleError> {
-    match req.param("date").filter(|d| !d.is_empty()) {
+/// The day `given` (a query parameter or a form field), else yesterday: the last finished day.
+fn day_of(req: &Req, given: Option<String>) -> Result<Day, ConsoleError> {
+    match given.filter(|d| !d.is_empty()) {
         Some(d) => Day::parse(&d).map_err(|_| {
             ConsoleError::Refused(
                 400,
@@ -76,7 +76,7 @@ fn category_word(l: html::Lang, c: Category) -> &'static str {
 pub async fn page(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
     finance(s)?;
     let l = req.lang;
-    let day = day_of(req)?;
+    let day = day_of(req, req.param("date"))?;
     let wanted = req.param("category").filter(|c| !c.is_empty());
     let wanted = match wanted.as_deref().map(Category::parse) {
         Some(None) => return Err(ConsoleError::Refused(400, t(l, "bad_category").into())),
@@ -448,12 +448,7 @@ pub async fn run(
     finance(s)?;
     check_csrf(req, s)?;
     let l = req.lang;
-    let day = match req.field("date").filter(|d| !d.is_empty()) {
-        Some(d) => Day::parse(&d).map_err(|_| {
-            ConsoleError::Refused(400, super::payments::plain(l, "bad_date", &["date", &d]))
-        })?,
-        None => Day::of_ms(system_now_ms()).before(),
-    };
+    let day = day_of(req, req.field("date"))?;
     let date = day.to_string();
     let audit = (
         "reconciliation.run",
@@ -493,7 +488,7 @@ pub async fn run(
 /// The day as an accountant imports it: one row per record of the merchant.
 pub async fn csv(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
     finance(s)?;
-    let day = day_of(req)?;
+    let day = day_of(req, req.param("date"))?;
     let lines = blocking(|| lines_of(app, s, day))?;
     let columns = [
         "date",
