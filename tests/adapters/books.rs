@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::support::fakes::Fault;
 use crate::support::fakes::wave::FakeWave;
-use crate::support::fixtures::{reconcile_today, today};
+use crate::support::fixtures::{events_of, reconcile_today, today};
 use crate::support::*;
 use crate::wave::wave_payment;
 use crate::*;
@@ -34,11 +34,23 @@ fn rate_card(c: &mut mmc_host::config::Config) {
 }
 
 async fn books_app(fake: &FakeWave) -> TestApp {
+    books_app_with(fake, |_| {}).await
+}
+
+/// [`books_app`], its configuration adjusted by `adjust` too.
+async fn books_app_with(
+    fake: &FakeWave,
+    adjust: impl FnOnce(&mut mmc_host::config::Config),
+) -> TestApp {
     let mut component = fake.component_config();
     component
         .settings
         .insert("operators".into(), "wave-ci".into());
-    let app = app_with_adapter("wave", &["wave-ci"], component, rate_card).await;
+    let app = app_with_adapter("wave", &["wave-ci"], component, |c| {
+        rate_card(c);
+        adjust(c);
+    })
+    .await;
     fake.set_callback_url(&format!(
         "{}/api/v1/psp/wave-ci/callback?environment=live",
         app.base
@@ -136,7 +148,28 @@ async fn a_day_with_every_kind_of_difference_gives_the_exact_report_and_one_case
     // payment its balance never saw.
     assert_eq!(report["wallets"][0]["wallet"], "wave-ci");
     assert_ne!(report["wallets"][0]["drift"], "0", "{report}");
-    assert_eq!(report["cases"]["opened"], 6);
+    // Six records' cases, and the wallet's: its day does not add up.
+    assert_eq!(report["cases"]["opened"], 7, "{report}");
+    let (_, open) = admin(
+        &app,
+        reqwest::Method::GET,
+        "/admin/v1/reconciliation/cases?status=open",
+        None,
+    )
+    .await;
+    let drift = open["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["category"] == "balance_drift")
+        .unwrap_or_else(|| panic!("no balance_drift case: {open}"));
+    assert_eq!(drift["subject"], format!("wallet:wave-ci:{}", today()));
+    assert_eq!(drift["wallet"], report["wallets"][0], "{drift}");
+    assert_eq!(
+        drift["merchant_id"],
+        Value::Null,
+        "the provider account's: {drift}"
+    );
     // Wave's totals as its books state them (the duplicate counts: it moved).
     assert_eq!(report["provider"]["collection"]["count"], 7, "{report}");
     assert_eq!(
@@ -199,7 +232,7 @@ async fn a_day_with_every_kind_of_difference_gives_the_exact_report_and_one_case
     let again = reconcile_today(&app, "wave").await;
     assert_eq!(counts(&again), counts(&report));
     assert_eq!(again["cases"]["opened"], 0);
-    assert_eq!(again["cases"]["open"], 6);
+    assert_eq!(again["cases"]["open"], 7);
     assert_eq!(
         events_of(&app, &live, "reconciliation.case.opened", 5)
             .await
@@ -208,23 +241,11 @@ async fn a_day_with_every_kind_of_difference_gives_the_exact_report_and_one_case
     );
 }
 
-/// The events of `kind` the merchant's key lists, once there are `at_least`.
-async fn events_of(app: &TestApp, key: &str, kind: &str, at_least: usize) -> Vec<Value> {
-    let until = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let (_, list) = app.get(key, &format!("/api/v1/events?type={kind}")).await;
-        let events = list["data"].as_array().cloned().unwrap_or_default();
-        if events.len() >= at_least || std::time::Instant::now() > until {
-            return events;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 #[service_test]
 async fn a_case_closes_by_itself_when_both_books_agree_and_a_person_resolves_the_rest() {
     let fake = FakeWave::start().await;
-    let app = books_app(&fake).await;
+    // The edits below leave Wave's wallet day off by up to 500: only the records' cases here.
+    let app = books_app_with(&fake, |c| c.books.drift_tolerance = 1000).await;
     let live = app.live_key("Shop");
     let fee_off = paid(&app, &fake, &live).await;
     fake.edit_transactions(&fee_off, |t| t.fee = 30);
@@ -354,6 +375,67 @@ async fn a_statement_that_cannot_be_read_whole_leaves_the_day_incomplete_with_it
 }
 
 #[service_test]
+async fn a_wallet_day_off_by_no_more_than_the_tolerance_opens_no_case() {
+    let fake = FakeWave::start().await;
+    let app = books_app_with(&fake, |c| c.books.drift_tolerance = 10).await;
+    let live = app.live_key("Shop");
+    paid(&app, &fake, &live).await;
+    let off = paid(&app, &fake, &live).await;
+    // Wave states a fee 5 XOF above what its balance took (on a movement
+    // after the first: the day's opening is told by the first).
+    fake.edit_transactions(&off, |t| t.fee += 5);
+    let report = reconcile_today(&app, "wave").await;
+    assert_eq!(report["wallets"][0]["drift"], "5", "{report}");
+    assert_eq!(counts(&report)["fee_differs"], 1, "{report}");
+    assert_eq!(
+        report["cases"]["opened"], 1,
+        "the fee's case only: {report}"
+    );
+}
+
+#[service_test]
+async fn a_wallet_day_case_closes_by_itself_once_the_day_adds_up() {
+    let fake = FakeWave::start().await;
+    let app = books_app(&fake).await;
+    let live = app.live_key("Shop");
+    paid(&app, &fake, &live).await;
+    let off = paid(&app, &fake, &live).await;
+    fake.edit_transactions(&off, |t| t.fee += 5);
+    let first = reconcile_today(&app, "wave").await;
+    assert_eq!(
+        first["cases"]["opened"], 2,
+        "the fee's and the wallet's: {first}"
+    );
+    // Wave corrects its statement: both close by themselves.
+    fake.edit_transactions(&off, |t| t.fee -= 5);
+    let second = reconcile_today(&app, "wave").await;
+    assert_eq!(second["wallets"][0]["drift"], "0", "{second}");
+    assert_eq!(
+        (
+            second["cases"]["closed"].as_u64(),
+            second["cases"]["open"].as_u64()
+        ),
+        (Some(2), Some(0)),
+        "{second}"
+    );
+    let (_, closed) = admin(
+        &app,
+        reqwest::Method::GET,
+        "/admin/v1/reconciliation/cases?status=closed",
+        None,
+    )
+    .await;
+    let wallet = closed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["category"] == "balance_drift")
+        .unwrap_or_else(|| panic!("{closed}"));
+    assert_eq!(wallet["wallet"]["drift"], "0", "{wallet}");
+    assert_eq!(wallet["resolution"]["by"], "reconciliation");
+}
+
+#[service_test]
 async fn the_providers_balances_are_shown_as_they_state_them() {
     let fake = FakeWave::start().await;
     let app = books_app(&fake).await;
@@ -438,7 +520,7 @@ async fn mmc_reconcile_prints_the_days_report_with_a_count_per_category() {
 }
 
 #[service_test]
-async fn a_provider_without_a_statement_is_read_back_by_status_and_a_late_success_is_found() {
+async fn a_provider_without_a_statement_is_read_back_by_status_and_a_late_success_is_set_right() {
     use crate::support::fakes::Outcome;
     use crate::support::fakes::mtn::FakeMtn;
     let fake = FakeMtn::start().await;
@@ -459,19 +541,52 @@ async fn a_provider_without_a_statement_is_read_back_by_status_and_a_late_succes
         report["method"], "status",
         "MTN publishes no statement: {report}"
     );
-    assert_eq!(counts(&report)["matched"], 1, "{report}");
+    // The late success is found, and `collect` asked MTN again and recorded it.
+    assert_eq!(counts(&report)["matched"], 2, "{report}");
+    assert_eq!(counts(&report)["status_differs"], 0, "{report}");
     assert_eq!(
-        counts(&report)["status_differs"],
-        1,
-        "the late success: {report}"
+        report["cases"],
+        json!({"opened": 1, "closed": 1, "open": 0, "set_right": 1}),
+        "{report}"
     );
     assert!(!fake.requests("requesttopay_status").is_empty());
-    let (_, case) = app
+    let (_, p) = app
+        .get(&live, &format!("/api/v1/collect/payments/{late}"))
+        .await;
+    assert_eq!(p["status"], "completed", "the money was taken: {p}");
+    // The difference was real: a case, closed by the run that set it right.
+    let (_, open) = app
         .get(&live, "/api/v1/reconciliation/cases?status=open")
         .await;
-    assert_eq!(case["data"][0]["subject"], late.as_str(), "{case}");
-    assert_eq!(case["data"][0]["ours"]["stated"], "failed");
-    assert_eq!(case["data"][0]["theirs"][0]["status"], "completed");
+    assert_eq!(open["data"], json!([]), "{open}");
+    let (_, case) = app
+        .get(&live, "/api/v1/reconciliation/cases?status=closed")
+        .await;
+    let case = &case["data"][0];
+    assert_eq!(case["subject"], late.as_str(), "{case}");
+    assert_eq!(case["category"], "status_differs");
+    assert_eq!(case["ours"]["stated"], "failed", "as it stood: {case}");
+    assert_eq!(case["theirs"][0]["status"], "completed");
+    assert_eq!(case["resolution"]["by"], "reconciliation");
+    assert!(
+        case["resolution"]["note"]
+            .as_str()
+            .unwrap()
+            .contains("set right"),
+        "{case}"
+    );
+    for kind in ["opened", "resolved"] {
+        let events = events_of(&app, &live, &format!("reconciliation.case.{kind}"), 1).await;
+        assert_eq!(events.len(), 1, "{kind}: {events:?}");
+    }
+    // Running the day again finds both books agreeing and changes nothing.
+    let again = reconcile_today(&app, "momo").await;
+    assert_eq!(counts(&again), counts(&report));
+    assert_eq!(
+        again["cases"],
+        json!({"opened": 0, "closed": 0, "open": 0, "set_right": 0}),
+        "{again}"
+    );
 
     // MTN's own accounts: what its customers paid in (the late one too), its float for payouts.
     let momo = balances_of(&app, &live, "momo").await;

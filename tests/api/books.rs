@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::fixtures::{reconcile_today, today};
+use crate::support::fixtures::{events_of, reconcile_today, today};
 use crate::support::*;
 use mmc_test_kit::service_test;
 
@@ -137,6 +137,73 @@ async fn the_simulators_test_numbers_make_each_category_of_difference() {
         .unwrap();
     assert_eq!(trace.status().as_u16(), 405);
     assert_eq!(trace.headers()["allow"], "GET, HEAD");
+}
+
+/// A simulator that says `0013` failed for its first `late_ms`, then moved.
+fn late_success_after(c: &mut mmc_host::config::Config, late_ms: u64) {
+    c.admin_token = Some(ADMIN.into());
+    c.components
+        .entry("simulator".into())
+        .or_default()
+        .settings
+        .insert("late_success_ms".into(), late_ms.to_string());
+}
+
+#[service_test]
+async fn a_payment_the_operator_took_after_saying_it_failed_is_set_right_with_a_case() {
+    // Its status is first asked 2 s after the request: it says failed then.
+    let app = spawn_app_with(|c| late_success_after(c, 4000)).await;
+    let (_, test, _) = app.merchant("Shop");
+    let key = uuid::Uuid::new_v4().to_string();
+    let sent = Instant::now();
+    let (status, p) = app
+        .create(&test, &key, &direct_payment("+2290166000013"))
+        .await;
+    assert_eq!(status, 201, "{p}");
+    let id = id_of(&p);
+    let p = settled(&app, &test, &id).await;
+    assert_eq!(p["status"], "failed", "the operator's first answer: {p}");
+    // Past the operator's change of mind.
+    tokio::time::sleep_until((sent + Duration::from_millis(4300)).into()).await;
+
+    let report = reconcile_today(&app, "simulator").await;
+    assert_eq!(report["counts"]["matched"], 1, "{report}");
+    assert_eq!(report["counts"]["status_differs"], 0, "{report}");
+    assert_eq!(
+        report["cases"],
+        json!({"opened": 1, "closed": 1, "open": 0, "set_right": 1}),
+        "{report}"
+    );
+    let (_, p) = app
+        .get(&test, &format!("/api/v1/collect/payments/{id}"))
+        .await;
+    assert_eq!(p["status"], "completed", "{p}");
+    let completed = events_of(&app, &test, "collect.payment.completed", 1).await;
+    assert_eq!(
+        completed.len(),
+        1,
+        "the merchant hears of the money: {completed:?}"
+    );
+    let (_, cases) = app
+        .get(&test, "/api/v1/reconciliation/cases?status=closed")
+        .await;
+    let case = &cases["data"][0];
+    assert_eq!(
+        (case["subject"].as_str(), case["category"].as_str()),
+        (Some(id.as_str()), Some("status_differs")),
+        "{cases}"
+    );
+    assert_eq!(case["ours"]["stated"], "failed", "{case}");
+    assert_eq!(case["resolution"]["by"], "reconciliation", "{case}");
+    for kind in ["opened", "resolved"] {
+        let events = events_of(&app, &test, &format!("reconciliation.case.{kind}"), 1).await;
+        assert_eq!(events.len(), 1, "{kind}: {events:?}");
+    }
+
+    let again = reconcile_today(&app, "simulator").await;
+    assert_eq!(again["counts"], report["counts"], "{again}");
+    assert_eq!(again["cases"]["opened"], 0, "{again}");
+    assert_eq!(again["cases"]["set_right"], 0, "{again}");
 }
 
 #[service_test]

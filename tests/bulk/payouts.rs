@@ -265,3 +265,54 @@ async fn a_batchs_payouts_are_reconciled_with_the_simulators_books() {
         "1 % of 1000, 2000 twice and 4000: {report}"
     );
 }
+
+/// A payout the operator said failed, then made after all: the books find
+/// it, `bulk` asks the operator again by the payout's id and records it
+/// completed (flagged for review, never paid again), and the batch follows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payout_the_operator_made_after_saying_it_failed_is_set_right_by_reconciliation() {
+    let app = spawn_app_with(|c| {
+        c.admin_token = Some(ADMIN.into());
+        c.components
+            .entry("simulator".into())
+            .or_default()
+            .settings
+            .insert("late_success_ms".into(), "1000".into());
+    })
+    .await;
+    let (_, key, _) = app.merchant("Payroll");
+    let b = create(
+        &app,
+        &key,
+        vec![item(&bj(1), 1000, "paid"), item(&bj(13), 2000, "paid-late")],
+    )
+    .await;
+    let id = b["id"].as_str().unwrap();
+    assert_eq!(validate(&app, &key, id).await.0, 200);
+    let done = wait_until_final(&app, &key, id, Duration::from_secs(30)).await;
+    assert_eq!(done["status"], "partially_completed", "{done}");
+    tokio::time::sleep(Duration::from_millis(1300)).await; // the operator changes its mind
+
+    let report = reconcile_today(&app, "simulator").await;
+    assert_eq!(report["counts"]["matched"], 2, "{report}");
+    assert_eq!(report["cases"]["set_right"], 1, "{report}");
+    let b = wait_until_final(&app, &key, id, Duration::from_secs(5)).await;
+    assert_eq!(b["status"], "completed", "{b}");
+    assert_eq!(
+        b["items_by_status"],
+        json!({"pending": 0, "processing": 0, "completed": 2, "failed": 0}),
+        "{b}"
+    );
+    let items = all_items(&app, &key, id, "").await;
+    let late = items
+        .iter()
+        .find(|i| i["reference"] == "paid-late")
+        .unwrap();
+    assert_eq!(late["status"], "completed", "{late}");
+    assert_eq!(late["review"]["code"], "late_success", "{late}");
+
+    // Asked again, the books agree: nothing more moves, nothing more opens.
+    let again = reconcile_today(&app, "simulator").await;
+    assert_eq!(again["counts"], report["counts"], "{again}");
+    assert_eq!(again["cases"]["opened"], 0, "{again}");
+}

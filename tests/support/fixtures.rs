@@ -104,3 +104,17 @@ pub async fn reconcile_today(app: &TestApp, account: &str) -> Value {
     assert_eq!(status, 200, "{answer}");
     answer["data"][0].clone()
 }
+
+/// The events of `kind` the merchant's `key` lists, once there are
+/// `at_least` (or after 10 s, as many as there are).
+pub async fn events_of(app: &TestApp, key: &str, kind: &str, at_least: usize) -> Vec<Value> {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (_, list) = app.get(key, &format!("/api/v1/events?type={kind}")).await;
+        let events = list["data"].as_array().cloned().unwrap_or_default();
+        if events.len() >= at_least || std::time::Instant::now() > until {
+            return events;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

@@ -11,7 +11,7 @@
 
 wit_bindgen::generate!({
     path: ["../../wit/platform", "../../wit/adapter", "../../wit/api"],
-    world: "mmc:api/service",
+    world: "mmc:api/payouts",
     generate_all,
 });
 
@@ -28,6 +28,7 @@ mod wire;
 
 use exports::mmc::api::handler::Guest as Handler;
 use exports::mmc::api::jobs::Guest as Jobs;
+use exports::mmc::api::recheck::Guest as Recheck;
 use mmc::api::http_types::{Caller, Request, Response};
 
 pub use error::ApiError;
@@ -47,6 +48,24 @@ impl Handler for Bulk {
             Ok(resp) => resp,
             Err(e) => e.into_response(&base),
         }
+    }
+}
+
+impl Recheck for Bulk {
+    fn recheck(
+        environment: String,
+        merchant_id: String,
+        id: String,
+        within: Option<String>,
+    ) -> bool {
+        let Some(batch) = within else { return false };
+        jobs::recheck(&environment, &merchant_id, &batch, &id).unwrap_or_else(|e| {
+            mmc::platform::log::log(
+                mmc::platform::log::Level::Error,
+                &format!("recheck of payout {id} failed: {}", e.message),
+            );
+            false
+        })
     }
 }
 

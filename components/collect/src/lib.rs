@@ -33,7 +33,9 @@ mod wire;
 use exports::mmc::api::events::Guest as Events;
 use exports::mmc::api::handler::Guest as Handler;
 use exports::mmc::api::jobs::Guest as Jobs;
+use exports::mmc::api::recheck::Guest as Recheck;
 use mmc::api::http_types::{Caller, Request, Response};
+use mmc::platform::log;
 
 pub use error::ApiError;
 
@@ -65,6 +67,33 @@ impl Jobs for Collect {
             "index" => jobs::build_listing_index(limit),
             _ => 0,
         }
+    }
+}
+
+impl Recheck for Collect {
+    fn recheck(
+        environment: String,
+        merchant_id: String,
+        id: String,
+        _within: Option<String>,
+    ) -> bool {
+        let (env, merchant) = (environment.as_str(), merchant_id.as_str());
+        let asked = match store::read_stored_payment(env, merchant, &id) {
+            Ok(Some((p, stored))) => payments::recheck(p, stored),
+            Ok(None) => match store::read_refund(env, merchant, &id) {
+                Ok(Some(r)) => refunds::recheck(r),
+                Ok(None) => Ok(false),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        asked.unwrap_or_else(|e| {
+            log::log(
+                log::Level::Error,
+                &format!("recheck of {id} failed: {}", e.message),
+            );
+            false
+        })
     }
 }
 

@@ -457,16 +457,20 @@ pub fn reconcile_due(limit: u32) -> u32 {
     due.len() as u32
 }
 
-/// The operator's view of a due refund; none when the refund is gone (its
-/// index entry is dropped).
-/// A due refund, asked through the route its payment was collected through.
+/// A due refund, asked through the route its payment was collected
+/// through; none when the refund is gone (its index entry is dropped).
 fn refund_to_ask(d: &store::Due) -> Result<Option<Routed>, ApiError> {
     let Some(r) = store::read_refund(&d.env, &d.merchant, &d.id)? else {
         store::drop_index_entry("refund_active", &d.key)?;
         return Ok(None);
     };
-    let paid = store::read_payment(&d.env, &d.merchant, &r.payment_id)?;
-    Ok(Some(Routed {
+    routed(r).map(Some)
+}
+
+/// How `r` is asked about: through the route its payment was collected through.
+fn routed(r: Refund) -> Result<Routed, ApiError> {
+    let paid = store::read_payment(&r.environment, &r.merchant_id, &r.payment_id)?;
+    Ok(Routed {
         via: paid.as_ref().and_then(crate::routes::via),
         op: OperationRef {
             id: r.id,
@@ -477,7 +481,7 @@ fn refund_to_ask(d: &store::Due) -> Result<Option<Routed>, ApiError> {
             amount: r.amount,
             currency: r.currency,
         },
-    }))
+    })
 }
 
 /// What the operator answered about a due refund, recorded.
@@ -573,4 +577,34 @@ fn resend(d: &store::Due, r: &Refund) -> Result<(), ApiError> {
     };
     apply_refund_status(&tx, &mut r, status)?;
     tx.commit()
+}
+
+/// Asks the operator again about `r` because the books found the
+/// provider's statement saying otherwise (see the `recheck` export), and
+/// records its answer: a failed refund takes only a success (a late
+/// success), a pending one any answer but "not found" (its own checks
+/// send it again when that is final). False when it is already completed.
+pub fn recheck(r: Refund) -> Result<bool, ApiError> {
+    if r.status == RefundStatus::Completed {
+        return Ok(false);
+    }
+    let (env, merchant, id) = (r.environment.clone(), r.merchant_id.clone(), r.id.clone());
+    let answer = router::refund_status_many(&[routed(r)?]).pop();
+    let Some(Ok(status)) = answer else {
+        return Ok(true);
+    };
+    let tx = Tx::begin()?;
+    let Some(mut r) = tx.refund(&env, &merchant, &id)? else {
+        return Ok(false);
+    };
+    let applies = match &status {
+        PspStatus::Completed(_) => r.status != RefundStatus::Completed,
+        PspStatus::NotFound => false,
+        _ => r.status == RefundStatus::Pending,
+    };
+    if applies {
+        apply_refund_status(&tx, &mut r, status)?;
+        tx.commit()?;
+    }
+    Ok(true)
 }

@@ -12,6 +12,7 @@
 //! | 0010 | it moved, though it told us the payment failed (a late arrival) |
 //! | 0011 | it moved, and so did another payment we have no record of |
 //! | 0012 | its fee is twice its rate |
+//! | 0013 | it moved, though it told us the payment failed; asked again after `late_success_ms`, its status says so too (set right) |
 
 use crate::exports::mmc::adapter::books::{
     Balance, BooksInfo, Guest, Movement, MovementKind, Page, StatementPage,

@@ -12,6 +12,7 @@
 //! | 0006 | accepted, its status never readable |
 //! | 0007 0008 0009 0011 0012 | completes; its books differ from ours ([`books`]) |
 //! | 0010 | fails; its books say it moved ([`books`]) |
+//! | 0013 | fails; its books, and its status asked again later, say it moved |
 //! | other | completes after `completion_delay_ms` (default 2000) |
 //!
 //! OTP (coris-bj): `123456` is right.
@@ -54,6 +55,13 @@ fn delay_ms() -> u64 {
         .unwrap_or(2000)
 }
 
+/// How long test number `0013` says failed before its status says it moved.
+fn late_success_ms() -> u64 {
+    config::get("late_success_ms")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5000)
+}
+
 /// `sim-<last4>-<initiated ms>-<our id>`.
 fn psp_reference(prefix: &str, phone: Option<&str>, id: &str) -> String {
     format!("{prefix}-{}-{}-{id}", last4(phone), clock::now_ms())
@@ -85,6 +93,13 @@ fn outcome(digits: &str, at: u64, paid: Settled) -> PspStatus {
             "insufficient_funds",
             "The customer's balance is too low.",
         )),
+        // An operator that changes its mind: failed when first asked, moved
+        // when asked again later (set right by reconciliation).
+        "0013" if clock::now_ms() < at + late_success_ms() => PspStatus::Failed(failure(
+            "insufficient_funds",
+            "The customer's balance is too low.",
+        )),
+        "0013" => PspStatus::Completed(paid),
         "0003" => PspStatus::Failed(failure(
             "declined_by_customer",
             "The customer declined the payment.",
@@ -110,7 +125,7 @@ fn journal_collection(req: &InitiateRequest, digits: &str, reference: &str) {
         PspStatus::Completed(_) => Some(at),
         PspStatus::Pending if !matches!(digits, "0004" | UNREADABLE) => Some(at + delay_ms()),
         // Failed here, executed in its books: a late arrival.
-        _ if digits == "0010" => Some(at),
+        _ if matches!(digits, "0010" | "0013") => Some(at),
         _ => None,
     };
     if let Some(x) = executes_at {
@@ -237,7 +252,7 @@ impl Guest for Simulator {
             }
             s => s,
         };
-        if matches!(status, PspStatus::Completed(_)) || digits == "0010" {
+        if matches!(status, PspStatus::Completed(_)) || matches!(digits.as_str(), "0010" | "0013") {
             let amount = (req.amount, req.currency.as_str());
             books::executed("payout", &req.payout_id, amount, &digits, at);
         }

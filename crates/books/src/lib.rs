@@ -36,9 +36,14 @@ pub enum Category {
     FeeDiffers,
     /// The provider moved it more than once.
     Duplicate,
+    /// Not a record's: a wallet whose stated closing balance is not its
+    /// opening plus the day's movements (a case of its own, never counted
+    /// among the records).
+    BalanceDrift,
 }
 
 impl Category {
+    /// The categories a record lands in (a wallet's drift is not one).
     pub const ALL: [Category; 7] = [
         Category::Matched,
         Category::MissingAtProvider,
@@ -58,11 +63,16 @@ impl Category {
             Category::AmountDiffers => "amount_differs",
             Category::FeeDiffers => "fee_differs",
             Category::Duplicate => "duplicate",
+            Category::BalanceDrift => "balance_drift",
         }
     }
 
+    /// A record's category ([`Category::ALL`]) or a wallet's (`balance_drift`).
     pub fn parse(s: &str) -> Option<Category> {
-        Category::ALL.into_iter().find(|c| c.as_str() == s)
+        Category::ALL
+            .into_iter()
+            .chain([Category::BalanceDrift])
+            .find(|c| c.as_str() == s)
     }
 
     /// Whether it is a difference a person must settle.
@@ -141,6 +151,9 @@ pub struct Ours {
     /// When it became final here (completed or failed), if it is.
     #[serde(default)]
     pub settled_at_ms: Option<u64>,
+    /// A payout's batch (where its owner finds it to check it again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_id: Option<String>,
 }
 
 /// One movement on the provider's statement.

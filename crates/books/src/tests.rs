@@ -14,6 +14,7 @@ fn ours(status: OurStatus) -> Ours {
         psp_reference: Some("cos-1".into()),
         created_at_ms: 0,
         settled_at_ms: None,
+        batch_id: None,
     }
 }
 

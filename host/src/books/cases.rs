@@ -66,6 +66,11 @@ pub struct Judged {
     /// What else the run learnt (a record read back by status).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Our record as it stood before this run set it right: the provider
+    /// said it moved, its owner asked the provider again by our id and
+    /// recorded the answer (a late success).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set_right_from: Option<Ours>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,6 +92,9 @@ pub struct Case {
     pub theirs: Vec<Line>,
     pub expected_fee: Option<u64>,
     pub resolution: Option<Resolution>,
+    /// A `balance_drift` case's wallet day: opening, closing, net, drift.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wallet: Option<mmc_books::wallet::WalletDay>,
 }
 
 /// A case's id: the same for the same account and subject, whichever run

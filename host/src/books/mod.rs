@@ -4,9 +4,11 @@
 //! balances as they state them. Runs by itself for each account's finished
 //! days ([`schedule`]) and on demand (`mmc reconcile`, the admin API).
 //!
-//! The provider's books outrank ours, and nothing here corrects ours: a
-//! late arrival (our record failed, the provider's executed) is a case, and
-//! the payment's own reconciliation reads it back from the provider.
+//! The provider's books outrank ours, and nothing here writes ours: a
+//! record the provider says moved while ours says failed or in progress (a
+//! late arrival) is handed to the component that owns it, which asks the
+//! provider again by our id and records the answer by its own rules
+//! ([`Runtime::recheck`]); the run then judges it as it stands.
 
 pub mod api;
 pub mod cases;
@@ -20,7 +22,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use mmc_books::{Category, Line, Ours, RateCard, Tally, judge, rate_card};
+use mmc_books::{Category, Line, OurStatus, Ours, RateCard, Tally, judge, rate_card};
 
 pub use cases::{Case, CaseStatus, Judged, Resolution};
 
@@ -105,6 +107,10 @@ pub struct CaseCounts {
     pub closed: u64,
     /// Open after the run, of this account and day.
     pub open: u64,
+    /// Records the run set right: the provider said they moved, their owner
+    /// asked it again and recorded the answer (each also a case, closed).
+    #[serde(default)]
+    pub set_right: u64,
 }
 
 /// One account's day, as its latest run found it.
@@ -347,7 +353,7 @@ impl Books {
             }
         }
         let mut judged = Vec::with_capacity(ours.len() + unknown.len());
-        for (id, o) in ours {
+        for (id, mut o) in ours {
             let theirs = grouped.remove(&id).unwrap_or_default();
             // A provider read by status states no fee to compare.
             let expected_fee = self.expected_fee(account, &o).filter(|_| statement);
@@ -371,6 +377,21 @@ impl Books {
                     }
                 }
             }
+            let mut set_right_from = None;
+            if category == Category::StatusDiffers && o.status != OurStatus::Completed {
+                // The provider says it moved; ours says failed or in progress.
+                if let Some(now) = self.set_right(account, records, &o)? {
+                    let again = judge(Some(&now), &refs, expected_fee);
+                    if again != category {
+                        note = Some(format!(
+                            "set right: our record said {}; its owner asked the provider again by our id and recorded {}",
+                            o.stated, now.stated
+                        ));
+                        category = again;
+                        set_right_from = Some(std::mem::replace(&mut o, now));
+                    }
+                }
+            }
             tally.count(category);
             judged.push(Judged {
                 subject: id,
@@ -379,6 +400,7 @@ impl Books {
                 theirs,
                 expected_fee,
                 note,
+                set_right_from,
             });
         }
         for line in unknown {
@@ -391,9 +413,39 @@ impl Books {
                 theirs: vec![line],
                 expected_fee: None,
                 note: None,
+                set_right_from: None,
             });
         }
         Ok(judged)
+    }
+
+    /// Hands `o` to the component that owns it to ask the provider again
+    /// (see [`Runtime::recheck`]), and reads it as it stands after; none
+    /// when nothing was asked. A failure is logged: the case stays open.
+    fn set_right(
+        &self,
+        account: &str,
+        records: &mut ours::Records<'_>,
+        o: &Ours,
+    ) -> Result<Option<Ours>, BooksError> {
+        let owner = match o.kind {
+            mmc_books::Kind::Payout => ours::PAYOUTS,
+            _ => ours::PAYMENTS,
+        };
+        let asked = self.runtime.recheck(
+            owner,
+            (&o.environment, &o.merchant_id),
+            &o.id,
+            o.batch_id.as_deref(),
+        );
+        match asked {
+            Ok(true) => records.reread(o),
+            Ok(false) => Ok(None),
+            Err(e) => {
+                tracing::warn!(account, record = %o.id, error = %e, "books: the record's owner could not check it again");
+                Ok(None)
+            }
+        }
     }
 
     fn expected_fee(&self, account: &str, o: &Ours) -> Option<u64> {
@@ -448,6 +500,17 @@ impl Books {
             let id = cases::case_id(account, &j.subject);
             let existing = cases::read(tx.as_mut(), &id)?;
             let was = existing.as_ref().map(|c| c.status);
+            let matched_by = match &j.set_right_from {
+                Some(before) => {
+                    report.cases.set_right += 1;
+                    format!(
+                        "set right by the run of {date}: our record said {}; its owner asked the provider again by our id and recorded {}",
+                        before.stated,
+                        j.ours.as_ref().map_or("", |o| o.stated.as_str())
+                    )
+                }
+                None => format!("matched by the run of {date}"),
+            };
             let case = match (existing, j.category.is_mismatch()) {
                 // Still different: the open case is brought up to date.
                 (Some(mut c), true) if c.status == CaseStatus::Open => {
@@ -480,6 +543,7 @@ impl Books {
                         theirs: j.theirs,
                         expected_fee: j.expected_fee,
                         resolution: None,
+                        wallet: None,
                     },
                     true,
                 )),
@@ -490,35 +554,144 @@ impl Books {
                     c.last_seen = date.clone();
                     c.resolution = Some(Resolution {
                         by: "reconciliation".into(),
-                        note: format!("matched by the run of {date}"),
+                        note: matched_by,
+                        at: now_text.clone(),
+                    });
+                    Some((c, true))
+                }
+                // Set right by this run at its first sight: the difference
+                // was real, so it is a case (opened and closed at once,
+                // with both events), never silently gone.
+                (None, false) if j.set_right_from.is_some() => {
+                    let mut c = Case {
+                        id,
+                        object: "reconciliation_case".into(),
+                        account: account.to_string(),
+                        subject: j.subject.clone(),
+                        category: Category::StatusDiffers,
+                        status: CaseStatus::Open,
+                        merchant_id: j.ours.as_ref().map(|o| o.merchant_id.clone()),
+                        environment: j.ours.as_ref().map(|o| o.environment.clone()),
+                        date: date.clone(),
+                        last_seen: date.clone(),
+                        opened_at: now_text.clone(),
+                        updated_at: now_text.clone(),
+                        ours: j.set_right_from,
+                        theirs: j.theirs,
+                        expected_fee: j.expected_fee,
+                        resolution: None,
+                        wallet: None,
+                    };
+                    cases::emit(tx.as_mut(), &c, now / 1000)?;
+                    report.cases.opened += 1;
+                    metrics.reconciliation_case(account, c.category.as_str(), "opened");
+                    c.status = CaseStatus::Closed;
+                    c.resolution = Some(Resolution {
+                        by: "reconciliation".into(),
+                        note: matched_by,
                         at: now_text.clone(),
                     });
                     Some((c, true))
                 }
                 _ => None,
             };
-            let Some((case, news)) = case else { continue };
-            cases::write(tx.as_mut(), &case, was)?;
-            if news {
-                cases::emit(tx.as_mut(), &case, now / 1000)?;
-                let event = if case.status == CaseStatus::Open {
-                    "opened"
-                } else {
-                    "closed"
-                };
-                if event == "opened" {
-                    report.cases.opened += 1;
-                } else {
-                    report.cases.closed += 1;
-                }
-                metrics.reconciliation_case(account, case.category.as_str(), event);
+            if let Some(case) = case {
+                self.put_case(tx.as_mut(), case, was, report)?;
             }
-            if case.status == CaseStatus::Open {
-                report.cases.open += 1;
+        }
+        let wallets = report.wallets.clone();
+        for w in &wallets {
+            let subject = format!("wallet:{}:{date}", w.wallet);
+            let id = cases::case_id(account, &subject);
+            let existing = cases::read(tx.as_mut(), &id)?;
+            let was = existing.as_ref().map(|c| c.status);
+            let case = match (existing, self.drifted(w)) {
+                (Some(mut c), true) if c.status == CaseStatus::Open => {
+                    c.wallet = Some(w.clone());
+                    c.updated_at = now_text.clone();
+                    Some((c, false))
+                }
+                (None, true) => Some((
+                    Case {
+                        id,
+                        object: "reconciliation_case".into(),
+                        account: account.to_string(),
+                        subject,
+                        category: Category::BalanceDrift,
+                        status: CaseStatus::Open,
+                        // The provider account's, not a merchant's: on the admin API.
+                        merchant_id: None,
+                        environment: None,
+                        date: date.clone(),
+                        last_seen: date.clone(),
+                        opened_at: now_text.clone(),
+                        updated_at: now_text.clone(),
+                        ours: None,
+                        theirs: Vec::new(),
+                        expected_fee: None,
+                        resolution: None,
+                        wallet: Some(w.clone()),
+                    },
+                    true,
+                )),
+                (Some(mut c), false) if c.status == CaseStatus::Open => {
+                    c.status = CaseStatus::Closed;
+                    c.wallet = Some(w.clone());
+                    c.updated_at = now_text.clone();
+                    c.resolution = Some(Resolution {
+                        by: "reconciliation".into(),
+                        note: format!("the wallet's day adds up by the run of {date}"),
+                        at: now_text.clone(),
+                    });
+                    Some((c, true))
+                }
+                _ => None,
+            };
+            if let Some(case) = case {
+                self.put_case(tx.as_mut(), case, was, report)?;
             }
         }
         put_report(tx.as_mut(), report)?;
         tx.commit()?;
+        Ok(())
+    }
+
+    /// Whether a wallet's day is off by more than `books.drift_tolerance`.
+    fn drifted(&self, w: &mmc_books::wallet::WalletDay) -> bool {
+        let tolerance = i64::try_from(self.config.drift_tolerance)
+            .unwrap_or(i64::MAX / 100)
+            .saturating_mul(100);
+        w.drift
+            .as_deref()
+            .and_then(mmc_books::Amount::parse_signed)
+            .is_some_and(|d| d.unsigned_abs() > tolerance.unsigned_abs())
+    }
+
+    /// Writes a case a run opened, updated or closed (`news`: opened or
+    /// closed now: its event, its metric, its count in the report).
+    fn put_case(
+        &self,
+        tx: &mut dyn Transaction,
+        (case, news): (Case, bool),
+        was: Option<CaseStatus>,
+        report: &mut Report,
+    ) -> Result<(), BooksError> {
+        cases::write(tx, &case, was)?;
+        if news {
+            cases::emit(tx, &case, self.now_ms() / 1000)?;
+            let event = if case.status == CaseStatus::Open {
+                report.cases.opened += 1;
+                "opened"
+            } else {
+                report.cases.closed += 1;
+                "closed"
+            };
+            let metrics = &self.runtime.services.metrics;
+            metrics.reconciliation_case(&case.account, case.category.as_str(), event);
+        }
+        if case.status == CaseStatus::Open {
+            report.cases.open += 1;
+        }
         Ok(())
     }
 

@@ -18,6 +18,9 @@ use super::{BooksError, scan_all};
 use crate::db::Backend;
 
 const ENVIRONMENTS: [&str; 2] = ["live", "test"];
+/// The components that own our records (and the storage namespaces they keep them in).
+pub(super) const PAYMENTS: &str = crate::runtime::PAYMENTS_COMPONENT;
+pub(super) const PAYOUTS: &str = "bulk";
 /// How far back a batch may have been made and still send a payout today.
 const BATCH_LOOKBACK_MS: u64 = 31 * 86_400_000;
 
@@ -51,6 +54,7 @@ fn payment(p: &mmc_domain::record::Payment) -> Ours {
         settled_at_ms: p
             .completed_at_ms
             .or((payment_status(p.status) == OurStatus::Failed).then_some(p.updated_at_ms)),
+        batch_id: None,
     }
 }
 
@@ -86,6 +90,9 @@ fn movement(v: &Value, kind: Kind, operator: Option<String>) -> Option<Ours> {
             .then(|| v.get("completed_at_ms").and_then(Value::as_u64))
             .flatten()
             .or_else(|| (status != OurStatus::InProgress).then(|| number(v, "updated_at_ms"))),
+        batch_id: (kind == Kind::Payout)
+            .then(|| text(v, "batch_id"))
+            .flatten(),
     })
 }
 
@@ -101,6 +108,8 @@ pub(super) struct Records<'a> {
     /// (a payout sent one day and executed the next).
     day: Option<Day>,
     payouts: Option<HashMap<String, Ours>>,
+    /// Where each payout item read was stored (its id → its key), to read it again.
+    payout_keys: HashMap<String, String>,
 }
 
 impl<'a> Records<'a> {
@@ -112,6 +121,7 @@ impl<'a> Records<'a> {
             routes: HashMap::new(),
             day: None,
             payouts: None,
+            payout_keys: HashMap::new(),
         }
     }
 
@@ -126,7 +136,7 @@ impl<'a> Records<'a> {
         if let Some(known) = self.routes.get(&key) {
             return Ok(known.clone());
         }
-        let found = match self.storage.get("collect", "payments", &key)? {
+        let found = match self.storage.get(PAYMENTS, "payments", &key)? {
             Some(stored) => {
                 let p = mmc_domain::record::decode(&stored).map_err(BooksError::Corrupt)?;
                 p.route.map(|r| (r.adapter, p.operator))
@@ -147,7 +157,7 @@ impl<'a> Records<'a> {
         for env in ENVIRONMENTS {
             for m in self.merchants {
                 let (start, end) = (format!("{env}/{m}/{from}"), format!("{env}/{m}/{to}"));
-                scan_all(self.storage, "collect", "payments", &start, &end, |_, v| {
+                scan_all(self.storage, PAYMENTS, "payments", &start, &end, |_, v| {
                     let p = mmc_domain::record::decode(v).map_err(BooksError::Corrupt)?;
                     if p.route.as_ref().is_some_and(|r| r.adapter == account) {
                         found.push(payment(&p));
@@ -155,7 +165,7 @@ impl<'a> Records<'a> {
                     Ok(true)
                 })?;
                 let mut refunds = Vec::new();
-                scan_all(self.storage, "collect", "refunds", &start, &end, |_, v| {
+                scan_all(self.storage, PAYMENTS, "refunds", &start, &end, |_, v| {
                     refunds.push(serde_json::from_slice::<Value>(v).map_err(corrupt)?);
                     Ok(true)
                 })?;
@@ -195,39 +205,85 @@ impl<'a> Records<'a> {
         let oldest = day.start_ms().saturating_sub(BATCH_LOOKBACK_MS);
         let mut batches = Vec::new();
         let (start, end) = (format!("{env}/{merchant}/"), format!("{env}/{merchant}/~"));
-        scan_all(self.storage, "bulk", "batch_list", &start, &end, |_, id| {
-            let id = String::from_utf8_lossy(id).into_owned();
-            let key = format!("{env}/{merchant}/{id}");
-            let Some(batch) = self.storage.get("bulk", "batches", &key)? else {
-                return Ok(true);
-            };
-            let batch: Value = serde_json::from_slice(&batch).map_err(corrupt)?;
-            if number(&batch, "created_at_ms") < oldest {
-                return Ok(false);
-            }
-            batches.push(id);
-            Ok(true)
-        })?;
+        scan_all(
+            self.storage,
+            PAYOUTS,
+            "batch_list",
+            &start,
+            &end,
+            |_, id| {
+                let id = String::from_utf8_lossy(id).into_owned();
+                let key = format!("{env}/{merchant}/{id}");
+                let Some(batch) = self.storage.get(PAYOUTS, "batches", &key)? else {
+                    return Ok(true);
+                };
+                let batch: Value = serde_json::from_slice(&batch).map_err(corrupt)?;
+                if number(&batch, "created_at_ms") < oldest {
+                    return Ok(false);
+                }
+                batches.push(id);
+                Ok(true)
+            },
+        )?;
         let account = self.account;
+        let keys = &mut self.payout_keys;
         for batch in batches {
             let (start, end) = (
                 format!("{env}/{merchant}/{batch}/"),
                 format!("{env}/{merchant}/{batch}/~"),
             );
-            scan_all(self.storage, "bulk", "items", &start, &end, |_, v| {
+            scan_all(self.storage, PAYOUTS, "items", &start, &end, |key, v| {
                 let item: Value = serde_json::from_slice(v).map_err(corrupt)?;
                 let at = item.get("submitted_at_ms").and_then(Value::as_u64);
                 let through = text(&item, "route").is_some_and(|r| r == account);
                 if through && sent(at) {
-                    let mut item = item;
-                    item["merchant_id"] = merchant.into();
-                    item["environment"] = env.into();
-                    found.extend(movement(&item, Kind::Payout, None));
+                    let ours = payout(item, env, merchant);
+                    if let Some(o) = &ours {
+                        keys.insert(o.id.clone(), key.to_string());
+                    }
+                    found.extend(ours);
                 }
                 Ok(true)
             })?;
         }
         Ok(())
+    }
+
+    /// `o` as stored now (after its owner checked it again with the provider).
+    pub(super) fn reread(&mut self, o: &Ours) -> Result<Option<Ours>, BooksError> {
+        let key = format!("{}/{}/{}", o.environment, o.merchant_id, o.id);
+        let now = match o.kind {
+            Kind::Collection => match self.storage.get(PAYMENTS, "payments", &key)? {
+                Some(v) => Some(payment(
+                    &mmc_domain::record::decode(&v).map_err(BooksError::Corrupt)?,
+                )),
+                None => None,
+            },
+            Kind::Refund => match self.storage.get(PAYMENTS, "refunds", &key)? {
+                Some(v) => {
+                    let r: Value = serde_json::from_slice(&v).map_err(corrupt)?;
+                    self.refund(&o.environment, &o.merchant_id, &r)?
+                }
+                None => None,
+            },
+            Kind::Payout => match self.payout_keys.get(&o.id) {
+                Some(key) => match self.storage.get(PAYOUTS, "items", key)? {
+                    Some(v) => {
+                        let item = serde_json::from_slice(&v).map_err(corrupt)?;
+                        payout(item, &o.environment, &o.merchant_id)
+                    }
+                    None => None,
+                },
+                None => None,
+            },
+            _ => None,
+        };
+        if let (Some(now), Some(payouts)) = (&now, self.payouts.as_mut())
+            && payouts.contains_key(&now.id)
+        {
+            payouts.insert(now.id.clone(), now.clone());
+        }
+        Ok(now)
     }
 
     /// A payment, refund or payout of ours by its id, made on any day (a
@@ -239,12 +295,12 @@ impl<'a> Records<'a> {
         for env in ENVIRONMENTS {
             for m in self.merchants {
                 let key = format!("{env}/{m}/{id}");
-                if let Some(v) = self.storage.get("collect", "payments", &key)? {
+                if let Some(v) = self.storage.get(PAYMENTS, "payments", &key)? {
                     let p = mmc_domain::record::decode(&v).map_err(BooksError::Corrupt)?;
                     let ours_route = p.route.as_ref().is_some_and(|r| r.adapter == self.account);
                     return Ok(ours_route.then(|| payment(&p)));
                 }
-                if let Some(v) = self.storage.get("collect", "refunds", &key)? {
+                if let Some(v) = self.storage.get(PAYMENTS, "refunds", &key)? {
                     let r: Value = serde_json::from_slice(&v).map_err(corrupt)?;
                     return self.refund(env, m, &r);
                 }
@@ -264,6 +320,13 @@ impl<'a> Records<'a> {
         }
         Ok(self.payouts.as_ref().and_then(|p| p.get(id)).cloned())
     }
+}
+
+/// A payout item (stored without its merchant and environment: its key says them).
+fn payout(mut item: Value, env: &str, merchant: &str) -> Option<Ours> {
+    item["merchant_id"] = merchant.into();
+    item["environment"] = env.into();
+    movement(&item, Kind::Payout, None)
 }
 
 fn corrupt(e: serde_json::Error) -> BooksError {

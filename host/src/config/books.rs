@@ -25,6 +25,9 @@ pub struct BooksConfig {
     /// By default, the simulator's (1 % on collections and payouts); a list
     /// in the configuration replaces it whole.
     pub rate_cards: Vec<RateCard>,
+    /// How far (major units) a wallet's stated closing balance may be off
+    /// from its opening plus the day's movements before a case is opened.
+    pub drift_tolerance: u64,
 }
 
 impl Default for BooksConfig {
@@ -35,6 +38,7 @@ impl Default for BooksConfig {
             catch_up_days: 3,
             missing_grace_ms: 30 * 60 * 1000,
             statement_wait_ms: 10 * 60 * 1000,
+            drift_tolerance: 0,
             // The test environment's simulated provider charges 1 % on
             // collections and payouts (its `fee_bp` setting).
             rate_cards: ["collection", "payout"]

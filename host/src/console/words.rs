@@ -84,6 +84,11 @@ pub const MORE: &[(&str, &str, &str)] = &[
         "Frais différents du barème",
     ),
     ("duplicate", "Duplicate", "Doublon"),
+    (
+        "balance_drift",
+        "Wallet balance does not add up",
+        "Solde du portefeuille incohérent",
+    ),
     ("bad_category", "No such category.", "Catégorie inconnue."),
     ("open_cases", "Open cases", "Écarts ouverts"),
     ("opened", "Opened", "Ouvert le"),

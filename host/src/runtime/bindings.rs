@@ -114,6 +114,9 @@ pub mod collect {
 }
 
 pub use books::exports::mmc::adapter::books as provider_books;
+/// The `recheck` export of the components that own money movements
+/// (`collect`, bulk payouts): looked up per component at load.
+pub use collect::exports::mmc::api::recheck as record_recheck;
 pub use facade::mmc::api::payment_types;
 pub use host::mmc::adapter::types as adapter_types;
 pub use host::mmc::platform::types::CapabilityError;

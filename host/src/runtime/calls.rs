@@ -120,6 +120,39 @@ impl Runtime {
         .map(Some)
     }
 
+    /// Asks component `name` to check record `id` again with its provider
+    /// (its `recheck` export): whether the provider was asked. False when
+    /// the component has no such export.
+    pub fn recheck(
+        self: &Arc<Self>,
+        name: &str,
+        (environment, merchant_id): (&str, &str),
+        id: &str,
+        within: Option<&str>,
+    ) -> Result<bool, CallError> {
+        let loaded = self
+            .get(name)
+            .ok_or_else(|| CallError::NotLoaded(name.into()))?;
+        let Some(indices) = loaded.recheck.clone() else {
+            return Ok(false);
+        };
+        self.invoke(&loaded, |store, pre| {
+            let pre = match pre {
+                Pre::Collect(p) => p.instance_pre(),
+                Pre::Service(p) => p.instance_pre(),
+                _ => unreachable!("found at load on API components only"),
+            };
+            let instance = pre.instantiate(&mut *store)?;
+            indices.load(&mut *store, &instance)?.call_recheck(
+                &mut *store,
+                environment,
+                merchant_id,
+                id,
+                within,
+            )
+        })
+    }
+
     /// Calls the adapter serving (environment, operator).
     pub fn call_adapter<R>(
         self: &Arc<Self>,

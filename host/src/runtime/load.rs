@@ -92,9 +92,15 @@ impl Runtime {
             Pre::Adapter(p) => bindings::provider_books::GuestIndices::new(p.instance_pre()).ok(),
             _ => None,
         };
+        let recheck = match &pre {
+            Pre::Collect(p) => bindings::record_recheck::GuestIndices::new(p.instance_pre()).ok(),
+            Pre::Service(p) => bindings::record_recheck::GuestIndices::new(p.instance_pre()).ok(),
+            _ => None,
+        };
         let mut loaded = Loaded {
             handler,
             books,
+            recheck,
             name: name.to_string(),
             kind,
             hash,
@@ -158,6 +164,7 @@ impl Runtime {
                         pre: loaded.pre.clone(),
                         handler: loaded.handler,
                         books: loaded.books.clone(),
+                        recheck: loaded.recheck.clone(),
                     }),
                 );
             }

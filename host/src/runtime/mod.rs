@@ -102,6 +102,9 @@ pub struct Loaded {
     /// An adapter's `books` export, found once at load; none when it reads
     /// no books (built for the `adapter` world alone).
     books: Option<bindings::provider_books::GuestIndices>,
+    /// An API component's `recheck` export (the owner of money movements
+    /// the books may ask it to check again), found once at load.
+    recheck: Option<bindings::record_recheck::GuestIndices>,
 }
 
 impl Loaded {

@@ -25,26 +25,73 @@ pub(super) fn check_items(due: &[store::Due], now: u64) {
             Err(e) => warn(&format!("status check of {} failed: {}", d.key, e.message)),
         }
     }
-    let ops: Vec<Routed> = asked
-        .iter()
-        .map(|(d, item)| Routed {
-            via: item.route.clone(),
-            op: OperationRef {
-                id: item.id.clone(),
-                operator: item.operator.clone(),
-                environment: d.env.clone(),
-                psp_reference: item.psp_reference.clone(),
-                phone: Some(item.phone.clone()),
-                amount: item.amount,
-                currency: item.currency.clone(),
-            },
-        })
-        .collect();
+    let ops: Vec<Routed> = asked.iter().map(|(d, item)| routed(&d.env, item)).collect();
     let statuses = router::payout_status_many(&ops);
     for ((d, item), status) in asked.into_iter().zip(statuses) {
-        if let Err(e) = record_status(d, item, status, now) {
+        if let Err(e) = record_status((&d.env, &d.merchant), item, status, now) {
             warn(&format!("status check of {} failed: {}", d.key, e.message));
         }
+    }
+}
+
+/// How a payout is asked about: through its route, by its id.
+fn routed(env: &str, item: &Item) -> Routed {
+    Routed {
+        via: item.route.clone(),
+        op: OperationRef {
+            id: item.id.clone(),
+            operator: item.operator.clone(),
+            environment: env.to_string(),
+            psp_reference: item.psp_reference.clone(),
+            phone: Some(item.phone.clone()),
+            amount: item.amount,
+            currency: item.currency.clone(),
+        },
+    }
+}
+
+/// Items of a batch read per page while looking one up by id.
+const RECHECK_PAGE: u32 = 500;
+
+/// Asks the operator again about payout `id` of `batch`, because the books
+/// found the provider's statement saying otherwise (the `recheck` export),
+/// and records the answer. A failed item takes only a success (a late
+/// success: completed and flagged for review, never paid again); a
+/// processing one any answer but "not found" (its own checks send it again
+/// when that is final). False when there is nothing to ask: no such item,
+/// never sent, or already completed.
+pub fn recheck(env: &str, merchant: &str, batch: &str, id: &str) -> Result<bool, ApiError> {
+    let Some(item) = find_item(env, merchant, batch, id)? else {
+        return Ok(false);
+    };
+    if item.route.is_none() || !matches!(item.status, ItemStatus::Processing | ItemStatus::Failed) {
+        return Ok(false);
+    }
+    let Some(Ok(status)) = router::payout_status_many(&[routed(env, &item)]).pop() else {
+        return Ok(true); // asked, not answered: unchanged
+    };
+    let now = clock::now_ms();
+    match (item.status, status) {
+        (ItemStatus::Failed, PspStatus::Completed(paid)) => {
+            record(env, merchant, &item, completed(&item, &paid, None), true)?;
+        }
+        (ItemStatus::Processing, PspStatus::NotFound) | (ItemStatus::Failed, _) => {}
+        (_, status) => record_status((env, merchant), item, Ok(status), now)?,
+    }
+    Ok(true)
+}
+
+fn find_item(env: &str, merchant: &str, batch: &str, id: &str) -> Result<Option<Item>, ApiError> {
+    let mut from = 0;
+    loop {
+        let page = store::scan_items(env, merchant, batch, from, RECHECK_PAGE)?;
+        let Some(last) = page.last().map(|i| i.position) else {
+            return Ok(None);
+        };
+        if let Some(item) = page.into_iter().find(|i| i.id == id) {
+            return Ok(Some(item));
+        }
+        from = last + 1;
     }
 }
 
@@ -64,12 +111,11 @@ fn processing_item(d: &store::Due) -> Result<Option<Item>, ApiError> {
 
 /// What the operator answered about a processing item, recorded.
 fn record_status(
-    d: &store::Due,
+    (env, merchant): (&str, &str),
     item: Item,
     status: Result<PspStatus, AdapterError>,
     now: u64,
 ) -> Result<(), ApiError> {
-    let (env, merchant) = (d.env.as_str(), d.merchant.as_str());
     let since = item.submitted_at_ms.unwrap_or(item.created_at_ms);
     let answer = match status {
         Ok(PspStatus::Completed(paid)) => completed(&item, &paid, None),

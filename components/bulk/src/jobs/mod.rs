@@ -25,6 +25,7 @@ mod send;
 
 use answers::warn;
 use checks::check_items;
+pub use checks::recheck;
 use send::{Lanes, pay_batch};
 
 use crate::mmc::platform::clock;

@@ -22,7 +22,7 @@ pub use intent::{
     FIRST_CHECK_MS, MAX_CHECK_INTERVAL_MS, in_flight_ms, mark_intent, not_found_is_final,
 };
 pub use otp::{confirm, confirm_http, waits_for_code};
-pub use psp::{ask_psp_many, operation_ref, sync_with_psp, worth_asking};
+pub use psp::{ask_psp_many, operation_ref, recheck, sync_with_psp, worth_asking};
 pub use reads::{catalogue, get, operator_of, predict};
 pub use resend::{resend, to_send_again};
 pub use transitions::{PspAnswer, apply_psp_status, approval_window_ms, move_to, settle_overdue};

@@ -5,7 +5,7 @@ use mmc_domain::Status;
 
 use crate::ApiError;
 use crate::mmc::adapter::router::{self, Routed};
-use crate::mmc::adapter::types::{AdapterError, OperationRef};
+use crate::mmc::adapter::types::{AdapterError, OperationRef, PspStatus};
 use crate::mmc::platform::log;
 use crate::store::{self, Payment};
 
@@ -97,4 +97,31 @@ pub fn sync_with_psp(p: Payment) -> Result<Payment, ApiError> {
         tx.save_payment(&current, previous_check)?;
         Ok(current)
     })
+}
+
+/// Asks the PSP again about `p` because the books found the provider's
+/// statement saying otherwise (see the `recheck` export), and records its
+/// answer. A final payment takes only a success (a late success, or a
+/// success for another amount flagged for review); one in progress takes
+/// any answer, as a poll does. False when there was nothing to ask.
+pub fn recheck(p: Payment, stored: Vec<u8>) -> Result<bool, ApiError> {
+    let Some(answer) = ask_psp(&p) else {
+        return Ok(false);
+    };
+    let Ok(status) = answer else {
+        return Ok(true); // asked, not answered: unchanged, asked again by the next run
+    };
+    if p.status.is_terminal() && !matches!(status, PspStatus::Completed(_)) {
+        return Ok(true);
+    }
+    store::transact(|tx| {
+        tx.assume_stored_payment(&p, &stored);
+        let Some(mut current) = tx.payment(&p.environment, &p.merchant_id, &p.id)? else {
+            return Ok(());
+        };
+        let previous_check = current.next_check_ms;
+        apply_psp_status(tx, &mut current, status.clone())?;
+        tx.save_payment(&current, previous_check)
+    })?;
+    Ok(true)
 }
