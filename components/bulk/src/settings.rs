@@ -19,6 +19,8 @@ pub const DEFAULT_CLAIM_GRACE_MS: u64 = 60_000;
 /// counted (`payout_unconfirmed`) for a person to check with the operator;
 /// it stays processing: unknown is never failed.
 pub const DEFAULT_MAX_PENDING_MS: u64 = 24 * 3600 * 1000;
+/// How often a batch held for want of float looks again at its routes' balances.
+pub const DEFAULT_FLOAT_RETRY_MS: u64 = 30_000;
 
 fn number<T: std::str::FromStr>(key: &str) -> Option<T> {
     config::get(key).and_then(|v| v.trim().parse().ok())
@@ -51,6 +53,10 @@ pub fn claim_grace_ms() -> u64 {
 
 pub fn max_pending_ms() -> u64 {
     number("max_pending_ms").unwrap_or(DEFAULT_MAX_PENDING_MS)
+}
+
+pub fn float_retry_ms() -> u64 {
+    number("float_retry_ms").unwrap_or(DEFAULT_FLOAT_RETRY_MS)
 }
 
 /// How long after it was sent a payout may still be in flight: until then an

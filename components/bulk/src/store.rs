@@ -155,6 +155,33 @@ pub struct Batch {
     pub created_by_person: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validated_by_person: Option<String>,
+    /// Held before anything was sent: its routes' wallets hold less than
+    /// its payouts need (`insufficient_float`). Looked at again every
+    /// `float_retry_ms`; cleared once they hold enough.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub float_hold: Option<FloatHold>,
+    /// When its routes' float was found enough, before its first payout
+    /// (not looked at again: each payout's route is chosen by its float too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub float_checked_ms: Option<u64>,
+}
+
+/// Why a batch waits for float, and since when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FloatHold {
+    pub since_ms: u64,
+    pub checked_ms: u64,
+    pub wallets: Vec<ShortWallet>,
+}
+
+/// A provider wallet holding less than the batch's payouts through it need.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShortWallet {
+    pub account: String,
+    pub wallet: String,
+    pub currency: String,
+    pub available: u64,
+    pub needed: u64,
 }
 
 impl Batch {

@@ -294,6 +294,17 @@ pub fn batch_json(b: &Batch) -> Value {
         "processing_started_at": ts(b.processing_started_at_ms),
         "completed_at": ts(b.completed_at_ms),
         "rejected_at": ts(b.rejected_at_ms),
+        "insufficient_float": b.float_hold.as_ref().map(|h| json!({
+            "since": time::rfc3339(h.since_ms),
+            "checked_at": time::rfc3339(h.checked_ms),
+            "wallets": h.wallets.iter().map(|w| json!({
+                "account": w.account,
+                "wallet": w.wallet,
+                "currency": w.currency,
+                "available": w.available,
+                "needed": w.needed,
+            })).collect::<Vec<_>>(),
+        })),
     })
 }
 

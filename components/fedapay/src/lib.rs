@@ -296,6 +296,13 @@ impl Adapter for FedaPay {
         Ok(balances
             .into_iter()
             .map(|b| Balance {
+                // A mode's balance pays the payouts sent in that mode.
+                pays_out: SPEC
+                    .served()
+                    .iter()
+                    .filter(|op| payout_mode(op).as_deref() == Some(b.mode.as_str()))
+                    .map(|op| op.slug.to_string())
+                    .collect(),
                 wallet: b.mode,
                 currency: b
                     .currency_id

@@ -268,6 +268,12 @@ impl Adapter for Momo {
                     currency: balance.currency,
                     available: balance.available_balance,
                     reserved: None,
+                    // Payouts leave the market's disbursement account.
+                    pays_out: if product == DISBURSEMENT {
+                        vec![op.slug.to_string()]
+                    } else {
+                        Vec::new()
+                    },
                 });
             }
         }

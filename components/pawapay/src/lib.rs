@@ -420,6 +420,15 @@ impl Adapter for Pawapay {
             .balances
             .into_iter()
             .map(|b| Balance {
+                // A country's wallet pays out to its operators (a provider's
+                // wallet, where pawaPay keeps one, to that provider's).
+                pays_out: SPEC
+                    .served()
+                    .iter()
+                    .filter(|op| transformers::alpha3(op.country) == b.country)
+                    .filter(|op| b.provider.as_ref().is_none_or(|p| *p == provider_of(op)))
+                    .map(|op| op.slug.to_string())
+                    .collect(),
                 wallet: match b.provider {
                     Some(p) => format!("{} {p}", b.country),
                     None => b.country,

@@ -190,6 +190,11 @@ impl Guest for crate::Simulator {
             currency: "XOF".into(),
             available: balance.to_string(),
             reserved: None,
+            // One wallet pays out to every operator it simulates.
+            pays_out: mmc_domain::OPERATORS
+                .iter()
+                .map(|op| op.slug.to_string())
+                .collect(),
         }])
     }
 

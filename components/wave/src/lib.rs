@@ -332,6 +332,8 @@ impl Adapter for Wave {
             currency: balance.currency,
             available: balance.amount,
             reserved: None,
+            // The one wallet collects and pays out.
+            pays_out: SPEC.served().iter().map(|op| op.slug.to_string()).collect(),
         }])
     }
 

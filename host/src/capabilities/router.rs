@@ -15,7 +15,9 @@ use crate::audit::AdapterCall;
 use crate::routing::{Ask, Observed};
 use crate::runtime::bindings::adapter::Adapter;
 use crate::runtime::bindings::adapter_types::*;
-use crate::runtime::bindings::host::mmc::adapter::router::{Host, RouteChoice, Routed};
+use crate::runtime::bindings::host::mmc::adapter::router::{
+    FloatNeed, FloatShortfall, Host, RouteChoice, Routed,
+};
 use crate::runtime::state::{Fence, HostState};
 use crate::runtime::{CallError, Loaded, Runtime};
 
@@ -628,6 +630,29 @@ impl Host for HostState {
             .runtime
             .adapter_for(&environment, &operator)
             .map(|l| l.name.clone()))
+    }
+
+    fn float_short(
+        &mut self,
+        environment: String,
+        needs: Vec<FloatNeed>,
+    ) -> wasmtime::Result<Vec<FloatShortfall>> {
+        let needs: Vec<(String, String, u64)> = needs
+            .into_iter()
+            .map(|n| (n.operator, n.currency, n.amount))
+            .collect();
+        Ok(self
+            .runtime
+            .float_short(&environment, &needs)
+            .into_iter()
+            .map(|(adapter, w, needed)| FloatShortfall {
+                adapter,
+                wallet: w.name,
+                currency: w.currency,
+                available: w.available,
+                needed,
+            })
+            .collect())
     }
 
     fn parse_callback(

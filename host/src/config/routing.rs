@@ -179,6 +179,9 @@ pub struct RouteHealthConfig {
     /// A route whose answers take longer than this on average is used after
     /// the healthy ones.
     pub slow_ms: u64,
+    /// A route's float (what its provider's wallet holds for payouts) is
+    /// read again once the last reading is older than this.
+    pub float_max_age_ms: u64,
 }
 
 impl Default for RouteHealthConfig {
@@ -191,6 +194,7 @@ impl Default for RouteHealthConfig {
             open_ms: 30_000,
             trial_every_ms: 5_000,
             slow_ms: 10_000,
+            float_max_age_ms: 60_000,
         }
     }
 }

@@ -236,6 +236,30 @@ fn facts(c: &Console, l: html::Lang, s: &Session, b: &Value) -> String {
         }
         body.push_str("</ul></dd>");
     }
+    // Held before anything was sent: the wallets that would pay it hold too little.
+    let float = &b["insufficient_float"];
+    if !float.is_null() {
+        let _ = write!(
+            body,
+            "<dt>{}</dt><dd><strong>insufficient_float</strong> ({} {})<ul>",
+            t(l, "insufficient_float"),
+            t(l, "since"),
+            esc(&text(&float["since"]))
+        );
+        for w in float["wallets"].as_array().into_iter().flatten() {
+            let _ = write!(
+                body,
+                "<li>{} · {}: {} {} / {} {}</li>",
+                esc(&text(&w["account"])),
+                esc(&text(&w["wallet"])),
+                t(l, "holds"),
+                esc(&text(&w["available"])),
+                esc(&text(&w["needed"])),
+                esc(&text(&w["currency"])),
+            );
+        }
+        body.push_str("</ul></dd>");
+    }
     body.push_str("</dl>");
     body
 }

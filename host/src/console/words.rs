@@ -192,6 +192,12 @@ pub const MORE: &[(&str, &str, &str)] = &[
     ("beneficiary", "Beneficiary", "Bénéficiaire"),
     ("note", "Why", "Pourquoi"),
     (
+        "insufficient_float",
+        "Waiting for float: nothing sent yet",
+        "En attente de provision : rien n'est encore envoyé",
+    ),
+    ("holds", "holds", "dispose de"),
+    (
         "held_items",
         "Waiting for a route",
         "En attente d'une route",

@@ -241,6 +241,7 @@ mod tests {
             open_ms: 1_000,
             trial_every_ms: 500,
             slow_ms: 2_000,
+            ..RouteHealthConfig::default()
         })
     }
 

@@ -9,6 +9,10 @@
 //! status, limits) and on what this node observed ([`health`]); the first
 //! that can take the operation is chosen, and the choice is explained.
 //!
+//! For a payout, a route's float counts as part of its health: a route
+//! whose provider states that the wallet paying the operator holds less
+//! than the payout is skipped, as a closed one is.
+//!
 //! An open circuit steers operations to another route; it does not stop the
 //! only one. When every route that could take a collection is open, the
 //! first is used anyway ("last resort": the customer is there now). A payout waits instead (bulk payouts are held until a route can
@@ -18,6 +22,7 @@
 //! sent through a route, everything about it (status, cancel, callbacks,
 //! its refunds) goes through that route: the payment records it.
 
+pub mod float;
 pub mod health;
 
 use std::collections::BTreeMap;
@@ -52,11 +57,14 @@ pub struct Ask<'a> {
     pub skip: &'a [String],
 }
 
-/// What an adapter publishes about the operator (`describe`).
+/// What an adapter publishes about the operator (`describe`), and, for a
+/// payout, what its wallet paying that operator holds ([`float`]).
 pub struct Offer {
     pub status: String,
     pub min_amount: u64,
     pub max_amount: u64,
+    /// None: not a payout, or its provider states no balance.
+    pub float: Option<float::Wallet>,
 }
 
 /// The route chosen and why: `reason` is the label counted in the metrics,
@@ -336,6 +344,12 @@ fn judge(
         return skipped(format!(
             "takes {} to {}, not {}",
             offer.min_amount, offer.max_amount, ask.amount
+        ));
+    }
+    if let Some(w) = offer.float.as_ref().filter(|w| w.available < ask.amount) {
+        return skipped(format!(
+            "insufficient float: its wallet {} holds {} {}, not {}",
+            w.name, w.available, w.currency, ask.amount
         ));
     }
     let h = health.summary(key, now_ms);

@@ -42,6 +42,7 @@ fn open(status: &str) -> Option<Offer> {
         status: status.into(),
         min_amount: 100,
         max_amount: 1_000_000,
+        float: None,
     })
 }
 
@@ -91,6 +92,7 @@ fn closed_providers_limits_and_missing_adapters_are_skipped_with_a_reason() {
             status: "operational".into(),
             min_amount: 100,
             max_amount: 400,
+            float: None,
         }),
         "fedapay" => None,
         _ => open("operational"),
@@ -249,4 +251,51 @@ fn when_every_route_is_open_a_collection_takes_the_first_and_a_payout_waits() {
     };
     let e = t.choose(&h, &payout, operational, 10).unwrap_err();
     assert_eq!(e["candidates"][0]["verdict"], "skipped");
+}
+
+#[test]
+fn a_payout_skips_a_route_whose_wallet_cannot_cover_it_and_waits_when_none_can() {
+    let t = table(list(&["momo", "pawapay"]));
+    let wallet = |available| float::Wallet {
+        name: "mtn-bj disbursement".into(),
+        currency: "XOF".into(),
+        available,
+        pays_out: vec!["mtn-bj".into()],
+    };
+    let offer = |momo: u64, pawapay: Option<u64>| {
+        move |a: &str| {
+            let float = match a {
+                "momo" => Some(wallet(momo)),
+                _ => pawapay.map(wallet),
+            };
+            Some(Offer {
+                float,
+                ..open("operational").unwrap()
+            })
+        }
+    };
+    let payout = Ask {
+        operation: "payout",
+        ..ask(5_000, &[])
+    };
+    let c = t
+        .choose(&health(), &payout, offer(4_999, None), 10)
+        .unwrap();
+    assert_eq!(
+        (c.adapter.as_str(), c.reason),
+        ("pawapay", "next"),
+        "a provider stating no balance is not held back"
+    );
+    assert_eq!(
+        c.explanation["candidates"][0]["note"],
+        "insufficient float: its wallet mtn-bj disbursement holds 4999 XOF, not 5000"
+    );
+    let c = t
+        .choose(&health(), &payout, offer(5_000, Some(0)), 10)
+        .unwrap();
+    assert_eq!(c.adapter, "momo", "exactly enough is enough");
+    let e = t
+        .choose(&health(), &payout, offer(10, Some(10)), 10)
+        .unwrap_err();
+    assert_eq!(e["reason"], "no route can take it now", "{e}");
 }

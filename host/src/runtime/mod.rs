@@ -181,6 +181,9 @@ pub struct Runtime {
     routes: RwLock<Arc<crate::routing::RouteTable>>,
     /// What this node observed of each route.
     pub health: crate::routing::Health,
+    /// Each route's float for payouts, as its provider last stated it.
+    floats: crate::routing::float::Floats,
+    float_max_age_ms: u64,
     component_config: BTreeMap<String, ComponentConfig>,
     cache_dir: PathBuf,
     components: RwLock<HashMap<String, Arc<Loaded>>>,
@@ -221,6 +224,8 @@ impl Runtime {
                 config.routing.clone(),
             ))),
             health: crate::routing::Health::new(config.route_health.clone()),
+            floats: Default::default(),
+            float_max_age_ms: config.route_health.float_max_age_ms,
             component_config: config.components.clone(),
             cache_dir: config.cache_dir(),
             components: RwLock::new(HashMap::new()),

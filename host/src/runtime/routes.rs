@@ -56,19 +56,99 @@ impl Runtime {
 
     /// The route a new operation takes now, explained (see [`crate::routing`]).
     pub fn choose_route(
-        &self,
+        self: &Arc<Self>,
         ask: &crate::routing::Ask,
     ) -> Result<crate::routing::Choice, serde_json::Value> {
         let offer = |adapter: &str| {
             let loaded = self.serving(adapter, ask.operator)?;
             let info = loaded.operators.iter().find(|o| o.slug == ask.operator)?;
+            let float = (ask.operation == "payout")
+                .then(|| self.float(&loaded, ask.operator, &info.currency))
+                .flatten();
             Some(crate::routing::Offer {
                 status: info.status.clone(),
                 min_amount: info.min_amount,
                 max_amount: info.max_amount,
+                float,
             })
         };
         let now = crate::clock::system_now_ms();
         self.routes().choose(&self.health, ask, offer, now)
+    }
+
+    /// The wallet of adapter `loaded` that pays out to `operator` in
+    /// `currency`, as its provider last stated it (see [`crate::routing::float`]).
+    pub fn float(
+        self: &Arc<Self>,
+        loaded: &Loaded,
+        operator: &str,
+        currency: &str,
+    ) -> Option<crate::routing::float::Wallet> {
+        if !loaded.keeps_books() {
+            return None;
+        }
+        let now = crate::clock::system_now_ms();
+        let read = || {
+            let answer = self.call_books(&loaded.name, |store, b| b.call_balances(store));
+            match answer {
+                Ok(Some(Ok(balances))) => Some(
+                    balances
+                        .into_iter()
+                        .filter_map(|b| {
+                            crate::routing::float::wallet(
+                                b.wallet,
+                                b.currency,
+                                &b.available,
+                                b.pays_out,
+                            )
+                        })
+                        .collect(),
+                ),
+                Ok(None) => None,
+                Ok(Some(Err(e))) => {
+                    tracing::warn!(adapter = %loaded.name, error = ?e, "route float: the provider's balances could not be read");
+                    None
+                }
+                Err(e) => {
+                    tracing::warn!(adapter = %loaded.name, error = %e, "route float: the provider's balances could not be read");
+                    None
+                }
+            }
+        };
+        self.floats.wallet_for(
+            &loaded.name,
+            (operator, currency),
+            (now, self.float_max_age_ms),
+            read,
+        )
+    }
+
+    /// The wallets that would pay `needs` in `environment` (each operator's
+    /// first route) and hold less than they add up to there. A wallet
+    /// paying several of the operators counts their needs together.
+    pub fn float_short(
+        self: &Arc<Self>,
+        environment: &str,
+        needs: &[(String, String, u64)],
+    ) -> Vec<(String, crate::routing::float::Wallet, u64)> {
+        let mut by_wallet: BTreeMap<
+            (String, String, String),
+            (crate::routing::float::Wallet, u64),
+        > = BTreeMap::new();
+        for (operator, currency, amount) in needs {
+            let Some(loaded) = self.adapter_for(environment, operator) else {
+                continue;
+            };
+            let Some(w) = self.float(&loaded, operator, currency) else {
+                continue;
+            };
+            let key = (loaded.name.clone(), w.name.clone(), w.currency.clone());
+            by_wallet.entry(key).or_insert((w, 0)).1 += amount;
+        }
+        by_wallet
+            .into_iter()
+            .filter(|(_, (w, needed))| *needed > w.available)
+            .map(|((adapter, _, _), (w, needed))| (adapter, w, needed))
+            .collect()
     }
 }

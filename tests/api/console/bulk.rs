@@ -441,3 +441,90 @@ async fn a_payout_whose_outcome_cannot_be_read_is_shown_unconfirmed_on_its_batch
         item.body
     );
 }
+
+/// A batch whose total its route's wallet cannot cover is held before
+/// anything is sent (`insufficient_float`, saying which wallet and by how
+/// much), and goes by itself once the wallet holds enough.
+#[service_test]
+async fn a_batch_beyond_its_routes_float_is_held_before_anything_is_sent_then_goes_by_itself() {
+    let app = spawn_app_with(|c| {
+        c.route_health.float_max_age_ms = 100;
+        let simulator = c.components.entry("simulator".into()).or_default();
+        simulator
+            .settings
+            .insert("opening_balance".into(), "5000".into());
+        simulator
+            .settings
+            .insert("completion_delay_ms".into(), "0".into());
+        c.components
+            .entry("bulk".into())
+            .or_default()
+            .settings
+            .insert("float_retry_ms".into(), "200".into());
+    })
+    .await;
+    let (merchant, key, _) = app.merchant("Payroll");
+    let resp = app
+        .client
+        .post(app.url("/api/v1/bulk-payments/"))
+        .bearer_auth(&key)
+        .header("Idempotency-Key", new_key())
+        .json(&json!({"name": "Payroll", "items": [
+            {"beneficiary_name": "Awa Koné", "phone": "+2290166000001",
+             "amount": 3000, "currency": "XOF", "reference": "first"},
+            {"beneficiary_name": "Koffi Mensah", "phone": "+2290166001001",
+             "amount": 3000, "currency": "XOF", "reference": "second"},
+        ]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    let id = resp.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(approve_by_key(&app, &key, &id).await.0, 200);
+
+    let until = Instant::now() + Duration::from_secs(10);
+    let held = loop {
+        let (_, b) = app.get(&key, &format!("/api/v1/bulk-payments/{id}/")).await;
+        if !b["insufficient_float"].is_null() {
+            break b;
+        }
+        assert!(Instant::now() < until, "not held: {b}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        held["insufficient_float"]["wallets"],
+        json!([{"account": "simulator", "wallet": "simulator", "currency": "XOF",
+                "available": 5000, "needed": 6000}]),
+        "{held}"
+    );
+    assert_eq!(held["status"], "processing", "{held}");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let (_, still) = app.get(&key, &format!("/api/v1/bulk-payments/{id}/")).await;
+    assert_eq!(
+        still["items_by_status"]["pending"], 2,
+        "nothing sent: {still}"
+    );
+    let finance = person(&app, &merchant, "awa@payroll.bj", Role::Finance).await;
+    let page = finance.get(&format!("/console/bulk/{id}")).await;
+    assert!(
+        page.body.contains("Waiting for float") && page.body.contains("5000 / 6000 XOF"),
+        "the batch says why it waits: {}",
+        page.body
+    );
+
+    // A customer pays 1500 into the wallet: 6485 after the simulator's fee.
+    let (status, p) = app
+        .create(
+            &key,
+            &uuid::Uuid::new_v4().to_string(),
+            &direct_payment("+2290166000001"),
+        )
+        .await;
+    assert_eq!(status, 201, "{p}");
+    let done = wait_paid(&app, &key, &id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["insufficient_float"], Value::Null, "{done}");
+}

@@ -135,6 +135,8 @@ fn new_batch(caller: &Caller, new: NewBatch, now: u64) -> (Batch, Vec<Item>) {
         validated_by_key: None,
         created_by_person: caller.person.as_ref().map(|p| p.id.clone()),
         validated_by_person: None,
+        float_hold: None,
+        float_checked_ms: None,
     };
     (batch, items)
 }

@@ -5,7 +5,7 @@
 use mmc_domain::outcome;
 use std::collections::HashMap;
 
-use crate::mmc::adapter::router;
+use crate::mmc::adapter::router::{self, FloatNeed};
 use crate::mmc::adapter::types::{AdapterError, PayoutRequest, Started};
 use crate::mmc::platform::{clock, log};
 use crate::store::{self, Batch, BatchStatus, Item, ItemStatus, Tx};
@@ -62,6 +62,9 @@ pub(super) fn pay_batch(d: &store::Due, budget: u32, lanes: &mut Lanes) -> Resul
         Some(b) if b.status == BatchStatus::Processing && b.queued_ms.is_some() => b,
         _ => return store::drop_entry("runnable", &d.key).map(|_| 0),
     };
+    if !float_enough(&batch)? {
+        return Ok(0);
+    }
     let window = store::scan_items(env, merchant, &batch.id, batch.cursor, WINDOW)?;
     let mut done = 0;
     // Once an item waits for room, the cursor must stay before it.
@@ -123,6 +126,95 @@ pub(super) fn pay_batch(d: &store::Due, budget: u32, lanes: &mut Lanes) -> Resul
         skip_window(&batch, window.last().map(|i| i.position + 1))?;
     }
     Ok(done)
+}
+
+/// Items read per page when adding up what a batch needs.
+const NEEDS_PAGE: u32 = 1000;
+
+/// Before a batch's first payout: whether the wallets of the routes that
+/// would pay it hold what its payouts add up to, per operator. If not, the
+/// batch is held (`insufficient_float`, saying which wallets and by how
+/// much) and looked at again every `float_retry_ms`; nothing is sent
+/// meanwhile. Once they hold enough, or once anything was sent, it is not
+/// asked again: each payout's route is chosen by its float too.
+fn float_enough(batch: &Batch) -> Result<bool, ApiError> {
+    let untouched = batch.counts.pending == batch.item_count;
+    if !untouched || (batch.float_checked_ms.is_some() && batch.float_hold.is_none()) {
+        return Ok(true);
+    }
+    let (env, merchant) = (batch.environment.as_str(), batch.merchant_id.as_str());
+    let mut needs: Vec<FloatNeed> = Vec::new();
+    let mut from = 0;
+    loop {
+        let page = store::scan_items(env, merchant, &batch.id, from, NEEDS_PAGE)?;
+        for item in &page {
+            match needs
+                .iter_mut()
+                .find(|n| n.operator == item.operator && n.currency == item.currency)
+            {
+                Some(n) => n.amount += item.amount,
+                None => needs.push(FloatNeed {
+                    operator: item.operator.clone(),
+                    currency: item.currency.clone(),
+                    amount: item.amount,
+                }),
+            }
+        }
+        match page.last() {
+            Some(last) if page.len() == NEEDS_PAGE as usize => from = last.position + 1,
+            _ => break,
+        }
+    }
+    let short = router::float_short(env, &needs);
+    let now = clock::now_ms();
+    let tx = Tx::begin()?;
+    let Some(mut b) = tx.batch(env, merchant, &batch.id)? else {
+        return Ok(false);
+    };
+    if b.counts.pending != b.item_count || b.status != BatchStatus::Processing {
+        return Ok(true);
+    }
+    let previous_queue = b.queued_ms;
+    let enough = short.is_empty();
+    if enough {
+        b.float_hold = None;
+        b.float_checked_ms = Some(now);
+    } else {
+        log::count("batch_insufficient_float");
+        let wallets: Vec<store::ShortWallet> = short
+            .into_iter()
+            .map(|s| store::ShortWallet {
+                account: s.adapter,
+                wallet: s.wallet,
+                currency: s.currency,
+                available: s.available,
+                needed: s.needed,
+            })
+            .collect();
+        warn(&format!(
+            "batch {} held: its routes' float is short ({})",
+            b.id,
+            wallets
+                .iter()
+                .map(|w| format!(
+                    "{} {}: {} of {} {}",
+                    w.account, w.wallet, w.available, w.needed, w.currency
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        let since = b.float_hold.as_ref().map_or(now, |h| h.since_ms);
+        b.float_hold = Some(store::FloatHold {
+            since_ms: since,
+            checked_ms: now,
+            wallets,
+        });
+        b.queued_ms = Some(now + settings::float_retry_ms());
+    }
+    b.updated_at_ms = now;
+    tx.save_batch(&b, previous_queue)?;
+    tx.commit()?;
+    Ok(enough)
 }
 
 /// The payout request of a claimed `item`, sent as one attempt: under its
