@@ -76,7 +76,7 @@ $(COMPONENTIZE_STAMP): | $(VENV_STAMP)
 
 $(PY_COMPONENT_OUT)/%.wasm: components/%/app.py $(wildcard components/*/*.py) $(wildcard $(PY_KIT)/mmc_adapter/*.py) $(ADAPTER_WIT) | $(COMPONENTIZE_STAMP)
 	@mkdir -p $(PY_COMPONENT_OUT)
-	$(VENV)/bin/componentize-py -d wit/platform -d wit/adapter -w mmc:adapter/adapter \
+	$(VENV)/bin/componentize-py -d wit/platform -d wit/adapter -w mmc:adapter/bookkeeping-adapter \
 	  componentize -p components/$* -p $(PY_KIT) app -o $@.tmp && mv $@.tmp $@
 
 # Python tools the tests drive (schemathesis, openapi-spec-validator, and

@@ -23,6 +23,10 @@ and built into a component by componentize-py: the Payment API v2.
 - `payout-status` asks `/v1/transfer/check/money` by our id.
 - A transfer notification is not signed: only a hint, the service asks.
 - CinetPay documents no refund: `not-supported`.
+- `books`: the transfer account's balance (`/v1/transfer/check/balance`:
+  `available`, and `inUsing` as reserved), one per set of credentials,
+  paying out to the operators served with them. CinetPay publishes no
+  statement: its operations are read back by status.
 
 Settings: `base_url` (required), `site_id` (required), `timeout_ms`,
 `channels` (default `MOBILE_MONEY`), `lang` (default `fr`), `operators`,
@@ -38,6 +42,8 @@ from urllib.parse import urlencode
 
 import transformers as wire
 from mmc_adapter import exchange, lookup, settings, spec
+from mmc_adapter.books import NoBooks, balance
+from wit_world.exports import books as wire_types
 from mmc_adapter.entry import guarded
 from mmc_adapter.exchange import Declined, Provider
 from mmc_adapter.types import (
@@ -385,3 +391,30 @@ class Operator:
     @guarded
     def predict(self, phone: str) -> Optional[str]:
         return None
+
+
+class Books(NoBooks):
+    provider = "CinetPay"
+
+    @guarded
+    def balances(self) -> List[wire_types.Balance]:
+        # Markets sharing credentials share one transfer account.
+        accounts: dict = {}
+        for op in SPEC.served():
+            api = Transfers(op.slug)
+            accounts.setdefault((api.base_url, api.api_key), (api, []))[1].append(op.slug)
+        if not accounts:
+            raise fail(AdapterError_NotSupported("CinetPay serves no operator here"))
+        out = []
+        for api, slugs in accounts.values():
+            answer = api.answer("transfer balance", api.send(
+                "GET", "/v1/transfer/check/balance", {"token": api.token()}))
+            api.refused_because_of_us("transfer balance", answer)
+            held = wire.transfer_balance(answer) if answer.code == wire.TRANSFER_SUCCESS else None
+            if held is None:
+                raise fail(AdapterError_InvalidResponse(
+                    f"CinetPay transfer balance answered {answer.code} {answer.message}"))
+            name = "transfers" if len(accounts) == 1 else f"transfers {slugs[0]}"
+            out.append(balance(name, api.currency, held.available, reserved=held.in_using,
+                               pays_out=slugs))
+        return out

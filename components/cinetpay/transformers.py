@@ -30,6 +30,8 @@ message, description, data}`, `0` for success:
   `{prefix, phone, amount, client_transaction_id, notify_url}`): a transfer
   under our id; CinetPay refuses a `client_transaction_id` it has seen
   (`805 CLIENT_TRANSACTION_ID_EXIST`), so a retry never pays twice.
+- `GET /v1/transfer/check/balance`: the transfer account, `{amount,
+  inUsing, available}` (what transfers on their way hold, what is left).
 - `GET /v1/transfer/check/money?client_transaction_id=`: the transfers
   under our id, `treatment_status` `VAL` (done) and `REJ` (rejected) final,
   `NEW`, `REC` and `NOS` on their way.
@@ -359,3 +361,32 @@ def transfer_notification(body: bytes) -> Optional[Dict[str, str]]:
     if "client_transaction_id" not in fields or "cpm_trans_id" in fields:
         return None
     return {k: v[0] for k, v in fields.items()}
+
+
+@dataclass(frozen=True)
+class TransferBalance:
+    """`GET /v1/transfer/check/balance`'s `data`, amounts as written:
+    `available`, and what transfers on their way hold (`inUsing`)."""
+
+    available: str
+    in_using: Optional[str]
+
+
+def _amount(value: Any) -> Optional[str]:
+    """An amount CinetPay wrote as a number or as text; None otherwise."""
+    if isinstance(value, bool) or value is None:
+        return None
+    text = str(value).strip()
+    digits = text[1:] if text.startswith("-") else text
+    whole, _, fraction = digits.partition(".")
+    if not whole.isdigit() or (fraction and not fraction.isdigit()):
+        return None
+    return text
+
+
+def transfer_balance(answer: TransferAnswer) -> Optional[TransferBalance]:
+    data = answer.data if isinstance(answer.data, dict) else {}
+    available = _amount(data.get("available"))
+    if available is None:
+        return None
+    return TransferBalance(available=available, in_using=_amount(data.get("inUsing")))

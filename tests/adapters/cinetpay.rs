@@ -911,3 +911,34 @@ fn cinetpay_against_wave_size_compile_and_call_times() {
         );
     }
 }
+
+/// The Python adapter exports the provider's books too: CinetPay's transfer
+/// account, what is available and what transfers on their way hold.
+#[service_test]
+async fn cinetpay_states_its_transfer_accounts_balance() {
+    let (fake, app) = cinetpay_app(|_| {}, |_| {}).await;
+    fake.set_transfer_balance(250_000);
+    let live = app.live_key("Shop");
+    let (status, balances) = app.get(&live, "/api/v1/balances").await;
+    assert_eq!(status, 200, "{balances}");
+    let cinetpay = balances["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["account"] == "cinetpay")
+        .cloned()
+        .unwrap_or_else(|| panic!("no cinetpay in {balances}"));
+    assert_eq!(
+        cinetpay,
+        json!({"account": "cinetpay", "error": null, "balances": [
+            {"wallet": "transfers", "currency": "XOF", "available": "250000", "reserved": "0"}]}),
+        "{cinetpay}"
+    );
+    let asked = fake.requests("transfer_balance");
+    assert_eq!(asked.len(), 1);
+    assert!(
+        asked[0].query_param("token").is_some(),
+        "{}",
+        asked[0].query
+    );
+}

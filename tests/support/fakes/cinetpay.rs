@@ -34,6 +34,7 @@
 //! | money goes only to contacts: `POST /v1/transfer/contact?token=`, form `data`, a JSON list of `{prefix, phone, name, surname, email}` | `{code: 0, data: [[{…, code: 0, status: "success", lot}]]}`; one already there: its item `726 ERROR_PHONE_ALREADY_MY_CONTACT`, still a success |
 //! | `POST /v1/transfer/money/send/contact?token=`, form `data`, a JSON list of `{prefix, phone, amount, client_transaction_id, notify_url}` | each transfer `NEW`, then done (`VAL`) or rejected (`REJ`, its reason in `comment`) by the kit's outcome for the number, after `settle_after`; answered `{code: 0, data: [[{…, code: 0, status: "success", treatment_status: "NEW", transaction_id, lot}]]}` |
 //! | codes `724 ERROR_PHONE_NOT_MY_CONTACT`, `725 MISSING_NOTIFY_URL`, `801 INVALID_AMOUNT`, `805 CLIENT_TRANSACTION_ID_EXIST` (a `client_transaction_id` seen before), `602 INSUFFICIENT_BALANCE` | the whole request refused with that code, nothing sent; the balance is `set_transfer_balance` (plenty unless set) |
+//! | `GET /v1/transfer/check/balance?token=` | `{code: 0, data: {amount, inUsing, available}}`: the balance set (else [`PLENTY`]) available, transfers not yet final in use |
 //! | `GET /v1/transfer/check/money?token=&client_transaction_id=` | `{code: 0, data: [{transaction_id, client_transaction_id, lot, amount, receiver, sending_status, comment, treatment_status, operator_transaction_id, validated_at}]}`; none: `723 NOT_FOUND` |
 //! | statuses `NEW`, `REC`, `NOS` (on their way), `VAL`, `REJ` (final) | `NEW`, then `VAL` or `REJ` |
 //! | the notification: a form POST of the check's fields to the transfer's `notify_url` at each step, unsigned ("always ask for the real values by querying CinetPay") | one when it becomes final, as the kit's callback mode says, under [`DELIVERY`] |
@@ -44,7 +45,7 @@
 //! none of its transfers, `receiver` as the digits of prefix and phone.
 //!
 //! Endpoints (for `inject`): `payment_init`, `payment_check`, `auth_login`,
-//! `transfer_contact`, `transfer_send`, `transfer_check`. `inject_for`
+//! `transfer_contact`, `transfer_send`, `transfer_check`, `transfer_balance`. `inject_for`
 //! matches our `transaction_id` or the customer's number
 //! (`customer_phone_number`, also on the checks of its transaction), and for
 //! transfers our `client_transaction_id` or the beneficiary's number
@@ -502,6 +503,7 @@ async fn handle(inner: Arc<CinetPay>, mut req: Received) -> Reply {
         ("POST", "/v1/transfer/contact") => "transfer_contact",
         ("POST", "/v1/transfer/money/send/contact") => "transfer_send",
         ("GET", "/v1/transfer/check/money") => "transfer_check",
+        ("GET", "/v1/transfer/check/balance") => "transfer_balance",
         _ => return coded(404, "404", "NOT_FOUND", "No such endpoint.", Value::Null),
     };
     if endpoint.starts_with("payment_") {
@@ -733,6 +735,7 @@ async fn transfers(inner: Arc<CinetPay>, endpoint: &'static str, req: Received) 
     match endpoint {
         "transfer_contact" => add_contacts(&inner, &req),
         "transfer_send" => send_transfers(&inner, &req),
+        "transfer_balance" => balance(&inner),
         _ => check_transfers(&inner, &req),
     }
 }
@@ -914,6 +917,30 @@ async fn decide_transfer(inner: &CinetPay, id: &str, outcome: Outcome) {
         )
         .await;
 }
+
+/// The transfer account: what is `available` (the balance set, else
+/// [`PLENTY`]), what transfers on their way hold (`inUsing`), and the sum
+/// (`amount`).
+fn balance(inner: &CinetPay) -> Reply {
+    let available = inner.balance.lock().unwrap_or(PLENTY);
+    let in_using: u64 = inner
+        .transfers
+        .lock()
+        .values()
+        .filter(|t| t.treatment_status == "NEW")
+        .map(|t| t.amount)
+        .sum();
+    transfer_envelope(
+        200,
+        "0",
+        "OPERATION_SUCCES",
+        "Traitement effectué avec succès",
+        json!({"amount": available + in_using, "inUsing": in_using, "available": available}),
+    )
+}
+
+/// The transfer balance when no test sets one.
+pub const PLENTY: u64 = 100_000_000;
 
 fn check_transfers(inner: &CinetPay, req: &Received) -> Reply {
     let ours = req

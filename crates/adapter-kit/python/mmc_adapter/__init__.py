@@ -12,6 +12,7 @@ an adapter keeps only its provider's wire formats and their mapping:
 - `lookup`: an operation found by our id, and `not-found` when it is not.
 - `webhook`: headers, signatures compared in constant time, HMAC-signed
   notifications checked against a time window.
+- `books`: the provider's books (`NoBooks`: no statement, no balance).
 - `entry`: the export guard (an unexpected exception becomes an unknown
   outcome, returned as a value instead of a trap).
 """

@@ -46,6 +46,10 @@ from mmc_adapter.types import (
 )
 from mmc_adapter.webhook import Hmac, method
 
+# The provider's books: none published here (no statement, no balance). A
+# provider that states a balance subclasses `NoBooks` and overrides `balances`.
+from mmc_adapter.books import NoBooks as Books  # noqa: E402,F401
+
 SPEC = spec.Spec(
     provider="Acme",
     # The slugs of the operator table this provider is documented for.
