@@ -207,6 +207,54 @@ async fn a_payment_the_operator_took_after_saying_it_failed_is_set_right_with_a_
 }
 
 #[service_test]
+async fn each_payment_carries_the_fee_its_rate_card_expects_in_the_api_and_the_export() {
+    let app = spawn_app().await;
+    let test = app.test_key("Shop");
+    let (status, p) = app
+        .create(&test, &new_key(), &direct_payment("+2290166000001"))
+        .await;
+    assert_eq!(status, 201, "{p}");
+    // The simulator's card: 1 % of 1500.
+    assert_eq!(
+        (&p["expected_fee"], &p["net_amount"]),
+        (&json!(15), &json!(1485)),
+        "{p}"
+    );
+    let id = id_of(&p);
+    let (_, read) = app
+        .get(&test, &format!("/api/v1/collect/payments/{id}"))
+        .await;
+    assert_eq!(read["expected_fee"], 15, "{read}");
+    // A hosted payment has no route until the customer picks an operator.
+    let hosted = json!({"reference": format!("h-{}", uuid::Uuid::new_v4()), "amount": 1500,
+        "currency": "XOF", "country": "BJ", "mode": "hosted"});
+    let (status, h) = app.create(&test, &new_key(), &hosted).await;
+    assert_eq!(status, 201, "{h}");
+    assert_eq!(
+        (&h["expected_fee"], &h["net_amount"]),
+        (&Value::Null, &Value::Null),
+        "{h}"
+    );
+
+    let export = app
+        .client
+        .get(app.url("/api/v1/collect/payments/export?created[gte]=0"))
+        .bearer_auth(&test)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(export.status(), 200);
+    let csv = export.text().await.unwrap();
+    let mut lines = csv.lines();
+    assert!(
+        lines.next().unwrap().ends_with(",expected_fee,net_amount"),
+        "{csv}"
+    );
+    let row = csv.lines().find(|l| l.starts_with(&id)).unwrap();
+    assert!(row.ends_with(",15,1485"), "{row}");
+}
+
+#[service_test]
 async fn finished_days_are_reconciled_by_themselves_once() {
     let app = spawn_app_with(|c| {
         c.admin_token = Some(ADMIN.into());

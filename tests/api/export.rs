@@ -173,7 +173,9 @@ async fn the_export_is_csv_escaped_and_safe_in_a_spreadsheet(app: TestApp) {
             "failed_at",
             "failure_code",
             "psp_reference",
-            "description"
+            "description",
+            "expected_fee",
+            "net_amount"
         ]
     );
     let rows = e.rows();
@@ -211,6 +213,12 @@ async fn the_export_is_csv_escaped_and_safe_in_a_spreadsheet(app: TestApp) {
         ),
         ("1500", "XOF", "direct")
     );
+    // The simulator's rate card: 1 %; a hosted payment not paid yet has no route, no fee.
+    assert_eq!(
+        (r["expected_fee"].as_str(), r["net_amount"].as_str()),
+        ("15", "1485")
+    );
+    assert_eq!(rows[2]["expected_fee"], "");
     assert_eq!(r["created_at"], completed["created_at"].as_str().unwrap());
     assert_eq!(
         r["completed_at"],

@@ -310,6 +310,7 @@ async fn a_payout_the_operator_made_after_saying_it_failed_is_set_right_by_recon
         .unwrap();
     assert_eq!(late["status"], "completed", "{late}");
     assert_eq!(late["review"]["code"], "late_success", "{late}");
+    assert_eq!(late["expected_fee"], 20, "the simulator's 1 %: {late}");
 
     // Asked again, the books agree: nothing more moves, nothing more opens.
     let again = reconcile_today(&app, "simulator").await;

@@ -279,6 +279,10 @@ pub struct Item {
     /// when; cleared by the next answer. It stays processing meanwhile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unconfirmed: Option<Held>,
+    /// What its route's provider charges on it by the rate card in force
+    /// when the route was chosen (major units).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_fee: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -352,6 +352,7 @@ pub fn item_json(i: &Item) -> Value {
         "updated_at": time::rfc3339(i.updated_at_ms),
         "submitted_at": ts(i.submitted_at_ms),
         "completed_at": ts(i.completed_at_ms),
+        "expected_fee": i.expected_fee,
     });
     // Only when flagged: an unflagged item's JSON is as it always was.
     if let Some(r) = &i.review {

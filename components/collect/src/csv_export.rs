@@ -20,7 +20,8 @@ use crate::store::Payment;
 /// The response header that asks the host for another page.
 pub const CONTINUE_HEADER: &str = "mmc-continue";
 
-const COLUMNS: [&str; 15] = [
+/// New columns go at the end: a sheet that reads them by position keeps working.
+const COLUMNS: [&str; 17] = [
     "id",
     "reference",
     "created_at",
@@ -36,6 +37,8 @@ const COLUMNS: [&str; 15] = [
     "failure_code",
     "psp_reference",
     "description",
+    "expected_fee",
+    "net_amount",
 ];
 
 pub fn export_payments(caller: &Caller, req: &Request) -> Result<Response, ApiError> {
@@ -145,6 +148,11 @@ fn payment_row(out: &mut String, p: &Payment) {
         None
     };
     let (amount, refunded) = (p.amount.to_string(), p.refunded_amount.to_string());
+    let fee = p.expected_fee.map(|f| f.to_string()).unwrap_or_default();
+    let net = p
+        .expected_fee
+        .map(|f| p.amount.saturating_sub(f).to_string())
+        .unwrap_or_default();
     let (created, completed, failed) = (
         time(Some(p.created_at_ms)),
         time(p.completed_at_ms),
@@ -173,6 +181,8 @@ fn payment_row(out: &mut String, p: &Payment) {
             ),
             Cell::Theirs(p.psp_reference.as_deref().unwrap_or_default()),
             Cell::Theirs(p.description.as_deref().unwrap_or_default()),
+            Cell::Ours(&fee),
+            Cell::Ours(&net),
         ],
     );
 }

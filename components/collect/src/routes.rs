@@ -19,6 +19,21 @@ use crate::payments::failures::{adapter_failure, failure_kind};
 use crate::store::{self, Payment};
 use crate::wire::json_response;
 
+/// A route chosen for a payment, with the fee its provider's rate card says.
+#[derive(Debug, Clone)]
+pub struct Choice {
+    pub route: Route,
+    pub expected_fee: Option<u64>,
+}
+
+impl Choice {
+    /// `p` goes through this route from now on.
+    pub fn apply(self, p: &mut Payment) {
+        p.route = Some(self.route);
+        p.expected_fee = self.expected_fee;
+    }
+}
+
 /// The adapter `p` was sent through (None: the operator's first route, for
 /// records from before routes were recorded).
 pub fn via(p: &Payment) -> Option<String> {
@@ -32,7 +47,7 @@ pub fn choose(
     operator: &str,
     merchant: &str,
     (id, amount): (&str, u64),
-) -> Result<Route, ApiError> {
+) -> Result<Choice, ApiError> {
     chosen(env, operator, merchant, (id, amount), Vec::new()).map_err(|explanation| {
         crate::mmc::platform::log::log(
             crate::mmc::platform::log::Level::Warn,
@@ -48,7 +63,7 @@ pub fn choose(
 
 /// The route to try after `p`'s route answered `e`: only when `e` says
 /// nothing was done there, and another route can take it.
-pub fn after_refusal(p: &Payment, e: &AdapterError) -> Option<Route> {
+pub fn after_refusal(p: &Payment, e: &AdapterError) -> Option<Choice> {
     let route = p.route.as_ref()?;
     let kind = failure_kind(e);
     if kind.certainty() != Certainty::NotPerformed {
@@ -78,13 +93,16 @@ fn chosen(
     merchant: &str,
     (id, amount): (&str, u64),
     tried: Vec<TriedRoute>,
-) -> Result<Route, String> {
+) -> Result<Choice, String> {
     let skip: Vec<String> = tried.iter().map(|t| t.adapter.clone()).collect();
     let choice = router::route(env, operator, merchant, id, "collection", amount, &skip)?;
-    Ok(Route {
-        adapter: choice.adapter,
-        explanation: choice.explanation,
-        tried,
+    Ok(Choice {
+        route: Route {
+            adapter: choice.adapter,
+            explanation: choice.explanation,
+            tried,
+        },
+        expected_fee: choice.expected_fee,
     })
 }
 

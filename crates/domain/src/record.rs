@@ -14,9 +14,10 @@
 //! build that reads it.)
 //!
 //! Version 2 is version 1 with `review` at the end, version 3 is version 2
-//! with `route` at the end, and version 4 is version 3 with `resent` and
-//! `base_url` at the end: an older record is read as version 4 with none of
-//! those (each absent field is one zero byte).
+//! with `route` at the end, version 4 is version 3 with `resent` and
+//! `base_url` at the end, and version 5 is version 4 with `expected_fee` at
+//! the end: an older record is read as version 5 with none of those (each
+//! absent field is one zero byte).
 
 use std::borrow::Cow;
 
@@ -29,10 +30,11 @@ const V1: u8 = 1;
 const V2: u8 = 2;
 const V3: u8 = 3;
 const V4: u8 = 4;
+const V5: u8 = 5;
 
 pub fn encode(p: &Payment) -> Vec<u8> {
     let mut out = Vec::with_capacity(384);
-    out.push(V4);
+    out.push(V5);
     postcard::to_extend(p, out).expect("payments serialise")
 }
 
@@ -44,16 +46,17 @@ pub fn decode(stored: &[u8]) -> Result<Payment, String> {
         Err(e) => Err(e.to_string()),
     };
     match stored.first() {
-        Some(&V4) => whole(&stored[1..]),
+        Some(&V5) => whole(&stored[1..]),
         // Older versions lack trailing fields, each absent one a zero byte
-        // (`None`, or `resent` 0): version 1 `review`, `route`, `resent` and
-        // `base_url`; version 2 the last three; version 3 the last two.
-        Some(&v @ (V1 | V2 | V3)) => {
-            let missing = [4, 3, 2][usize::from(v - V1)];
-            let mut v4 = Vec::with_capacity(stored.len() + missing);
-            v4.extend_from_slice(&stored[1..]);
-            v4.resize(v4.len() + missing, 0);
-            whole(&v4)
+        // (`None`, or `resent` 0): version 1 `review`, `route`, `resent`,
+        // `base_url` and `expected_fee`; version 2 the last four; version 3
+        // the last three; version 4 the last one.
+        Some(&v @ (V1 | V2 | V3 | V4)) => {
+            let missing = [5, 4, 3, 1][usize::from(v - V1)];
+            let mut v5 = Vec::with_capacity(stored.len() + missing);
+            v5.extend_from_slice(&stored[1..]);
+            v5.resize(v5.len() + missing, 0);
+            whole(&v5)
         }
         Some(b'{') => serde_json::from_slice(stored).map_err(|e| e.to_string()),
         _ => Err("not a payment record".into()),
@@ -78,7 +81,7 @@ pub struct Summary<'a> {
 pub fn summary(stored: &[u8]) -> Result<Summary<'_>, String> {
     match stored.first() {
         // Every version begins with the same fields: what follows is left unread.
-        Some(&(V1 | V2 | V3 | V4)) => {
+        Some(&(V1 | V2 | V3 | V4 | V5)) => {
             let (f, _) =
                 postcard::take_from_bytes::<Front<'_>>(&stored[1..]).map_err(|e| e.to_string())?;
             Ok(Summary {
@@ -292,6 +295,10 @@ pub struct Payment {
     /// and return URLs), so that a request sent again names the same.
     #[serde(default)]
     pub base_url: Option<String>,
+    /// What its route's provider charges on it by the rate card in force
+    /// when the route was chosen (major units); none when no card applies.
+    #[serde(default)]
+    pub expected_fee: Option<u64>,
 }
 
 /// The route a payment took (see the host's routing).
@@ -417,7 +424,7 @@ mod tests {
     fn a_payment_comes_back_as_it_was_stored() {
         let p = payment();
         let stored = encode(&p);
-        assert_eq!(stored[0], V4);
+        assert_eq!(stored[0], V5);
         assert!(stored.len() < serde_json::to_vec(&p).unwrap().len() / 2 + 40);
         assert_eq!(as_json(&decode(&stored).unwrap()), as_json(&p));
         let mut bare = p.clone();
@@ -442,7 +449,7 @@ mod tests {
         );
         assert!(decode(b"").is_err());
         assert!(
-            decode(&[5, 0]).is_err(),
+            decode(&[6, 0]).is_err(),
             "an unknown version is refused, not misread"
         );
         assert!(
@@ -489,18 +496,18 @@ mod tests {
             .collect()
     }
 
-    /// The bytes of one record in version 4. A change to `Payment` or to the
+    /// The bytes of one record in version 5. A change to `Payment` or to the
     /// order of an enum's variants changes them: then records already stored
     /// would be misread, so the change needs a new version (module docs).
     #[test]
-    fn v4_layout_is_pinned() {
+    fn v5_layout_is_pinned() {
         let mut p = pinned();
-        assert_eq!(hex(&p), format!("04{}00000000", &V1_HEX[2..]));
+        assert_eq!(hex(&p), format!("05{}0000000000", &V1_HEX[2..]));
         p.review = Some(Failure {
             code: "a".into(),
             message: "b".into(),
         });
-        assert_eq!(hex(&p), format!("04{}0101610162000000", &V1_HEX[2..]));
+        assert_eq!(hex(&p), format!("05{}010161016200000000", &V1_HEX[2..]));
         p.route = Some(Route {
             adapter: "m".into(),
             explanation: "{}".into(),
@@ -512,13 +519,15 @@ mod tests {
         });
         p.resent = 2;
         p.base_url = Some("h".into());
+        p.expected_fee = Some(300);
         assert_eq!(
             hex(&p),
-            format!("04{}0101610162" /* review */, &V1_HEX[2..])
+            format!("05{}0101610162" /* review */, &V1_HEX[2..])
                 + "01016d027b7d" // route: adapter, explanation
                 + "01017001630164" // tried: one
                 + "02" // resent
                 + "010168" // base_url
+                + "01ac02" // expected_fee: 300, a varint
         );
         assert_eq!(as_json(&decode(&encode(&p)).unwrap()), as_json(&p));
     }
@@ -557,9 +566,9 @@ mod tests {
         assert!(summary(&encode(&p)[..12]).is_err() && summary(b"").is_err());
     }
 
-    /// Records stored in versions 1 to 3 are read, without the fields they lack.
+    /// Records stored in versions 1 to 4 are read, without the fields they lack.
     #[test]
-    fn v1_to_v3_records_are_read() {
+    fn v1_to_v4_records_are_read() {
         let v1 = bytes(V1_HEX);
         let p = decode(&v1).unwrap();
         assert_eq!(as_json(&p), as_json(&pinned()));
@@ -572,6 +581,9 @@ mod tests {
         let v3 = bytes(&format!("03{}000101610000", &V1_HEX[2..]));
         let p = decode(&v3).unwrap();
         assert_eq!(p.route.map(|r| r.adapter), Some("a".to_string()));
-        assert_eq!((p.resent, p.base_url), (0, None));
+        assert_eq!((p.resent, p.base_url, p.expected_fee), (0, None, None));
+        let v4 = bytes(&format!("04{}00000200", &V1_HEX[2..]));
+        let p = decode(&v4).unwrap();
+        assert_eq!((p.resent, p.base_url, p.expected_fee), (2, None, None));
     }
 }

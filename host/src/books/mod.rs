@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use mmc_books::{Category, Line, OurStatus, Ours, RateCard, Tally, judge, rate_card};
+use mmc_books::{Category, Line, OurStatus, Ours, Tally, judge};
 
 pub use cases::{Case, CaseStatus, Judged, Resolution};
 
@@ -461,8 +461,8 @@ impl Books {
         kind: mmc_books::Kind,
         amount: u64,
     ) -> Option<u64> {
-        let cards: &[RateCard] = &self.config.rate_cards;
-        rate_card::find(cards, account, operator, kind.operation()).map(|c| c.fee(amount))
+        self.runtime
+            .expected_fee(account, operator, kind.operation(), amount)
     }
 
     /// What the latest complete run of `day` found of one record, if it was run.

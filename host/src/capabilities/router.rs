@@ -495,8 +495,13 @@ impl Host for HostState {
                 at_ms: crate::clock::system_now_ms(),
             });
         }
+        let expected_fee = |adapter: &str| {
+            self.runtime
+                .expected_fee(adapter, Some(&operator), &operation, amount)
+        };
         Ok(chosen
             .map(|choice| RouteChoice {
+                expected_fee: expected_fee(&choice.adapter),
                 adapter: choice.adapter,
                 explanation: choice.explanation.to_string(),
             })

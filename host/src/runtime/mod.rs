@@ -184,6 +184,8 @@ pub struct Runtime {
     /// Each route's float for payouts, as its provider last stated it.
     floats: crate::routing::float::Floats,
     float_max_age_ms: u64,
+    /// What each provider charges (`books.rate_cards`): a route's expected fee.
+    rate_cards: Vec<mmc_books::RateCard>,
     component_config: BTreeMap<String, ComponentConfig>,
     cache_dir: PathBuf,
     components: RwLock<HashMap<String, Arc<Loaded>>>,
@@ -226,6 +228,7 @@ impl Runtime {
             health: crate::routing::Health::new(config.route_health.clone()),
             floats: Default::default(),
             float_max_age_ms: config.route_health.float_max_age_ms,
+            rate_cards: config.books.rate_cards.clone(),
             component_config: config.components.clone(),
             cache_dir: config.cache_dir(),
             components: RwLock::new(HashMap::new()),

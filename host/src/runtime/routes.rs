@@ -76,6 +76,20 @@ impl Runtime {
         self.routes().choose(&self.health, ask, offer, now)
     }
 
+    /// What the rate card in force says `adapter` charges on `amount` of
+    /// `operation` (`collection`, `refund`, `payout`) to `operator`, if a
+    /// card applies: the fee the books expect.
+    pub fn expected_fee(
+        &self,
+        adapter: &str,
+        operator: Option<&str>,
+        operation: &str,
+        amount: u64,
+    ) -> Option<u64> {
+        mmc_books::rate_card::find(&self.rate_cards, adapter, operator, operation)
+            .map(|card| card.fee(amount))
+    }
+
     /// The wallet of adapter `loaded` that pays out to `operator` in
     /// `currency`, as its provider last stated it (see [`crate::routing::float`]).
     pub fn float(

@@ -183,6 +183,7 @@ fn new_item(batch_id: &str, position: u32, line: u32, v: ValidItem, now: u64) ->
         tried: Vec::new(),
         held: None,
         unconfirmed: None,
+        expected_fee: None,
     }
 }
 

@@ -241,8 +241,14 @@ fn payout_request(env: &str, item: &Item) -> PayoutRequest {
     }
 }
 
-/// The route a payout of `item` takes now, skipping `tried`; why none can.
-fn route(env: &str, merchant: &str, item: &Item, tried: &[String]) -> Result<String, String> {
+/// The route a payout of `item` takes now, skipping `tried`, with the fee
+/// its rate card says; why none can.
+fn route(
+    env: &str,
+    merchant: &str,
+    item: &Item,
+    tried: &[String],
+) -> Result<(String, Option<u64>), String> {
     router::route(
         env,
         &item.operator,
@@ -252,7 +258,7 @@ fn route(env: &str, merchant: &str, item: &Item, tried: &[String]) -> Result<Str
         item.amount,
         tried,
     )
-    .map(|choice| choice.adapter)
+    .map(|choice| (choice.adapter, choice.expected_fee))
     .map_err(|explanation| {
         let why = serde_json::from_str::<serde_json::Value>(&explanation)
             .ok()
@@ -296,7 +302,7 @@ fn next_route(env: &str, merchant: &str, claimed: &Item) -> Result<Option<Item>,
     };
     let mut tried = claimed.tried.clone();
     tried.push(current.clone());
-    let Ok(next) = route(env, merchant, claimed, &tried) else {
+    let Ok((next, expected_fee)) = route(env, merchant, claimed, &tried) else {
         return Ok(None);
     };
     let tx = Tx::begin()?;
@@ -310,6 +316,7 @@ fn next_route(env: &str, merchant: &str, claimed: &Item) -> Result<Option<Item>,
     let now = clock::now_ms();
     item.tried.push(current);
     item.route = Some(next);
+    item.expected_fee = expected_fee;
     item.attempts += 1;
     // A new attempt, with a sending deadline of its own.
     item.submitted_at_ms = Some(now);
@@ -327,7 +334,7 @@ fn claim(
     merchant: &str,
     item: &Item,
     cursor: Option<u32>,
-    route: String,
+    (route, expected_fee): (String, Option<u64>),
 ) -> Result<Option<Item>, ApiError> {
     let now = clock::now_ms();
     let tx = Tx::begin()?;
@@ -343,6 +350,7 @@ fn claim(
     item.status = ItemStatus::Processing;
     item.attempts += 1;
     item.route = Some(route);
+    item.expected_fee = expected_fee;
     item.held = None;
     item.submitted_at_ms = Some(now);
     item.updated_at_ms = now;

@@ -288,7 +288,7 @@ fn choose(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {
         return show(lang, p, Some(t(lang, "operator_unavailable")));
     };
     current.operator = Some(op.slug.to_string());
-    current.route = Some(route);
+    route.apply(&mut current);
     let names = current.customer.clone().unwrap_or(Customer {
         phone: None,
         first_name: None,

@@ -132,7 +132,9 @@ pub fn create_payment(
             return replay_or_resume(tx, earlier, now);
         }
         let mut p = new_payment(caller, (&id, &input), &request_hash, generation, now);
-        p.route = route.clone()?;
+        if let Some(choice) = route.clone()? {
+            choice.apply(&mut p);
+        }
         // Hosted: the customer picks the operator on our checkout page; nothing to initiate yet.
         let hosted = input.mode == Mode::Hosted;
         if hosted {
@@ -321,6 +323,7 @@ fn new_payment(
         route: None,
         resent: 0,
         base_url: Some(caller.base_url.clone()),
+        expected_fee: None,
     }
 }
 

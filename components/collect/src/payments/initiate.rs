@@ -9,7 +9,8 @@ use crate::mmc::adapter::router;
 use crate::mmc::adapter::types::{AdapterError, InitiateRequest, Initiated};
 use crate::mmc::api::http_types::Caller;
 use crate::mmc::platform::{clock, config, log, node};
-use crate::store::{self, Failure, Payment, Route, Tx};
+use crate::routes::Choice;
+use crate::store::{self, Failure, Payment, Tx};
 
 use super::failures::{adapter_failure, failure_kind};
 use super::intent::FIRST_CHECK_MS;
@@ -105,7 +106,7 @@ pub(super) fn initiate_request(base_url: &str, p: &Payment) -> InitiateRequest {
 
 /// `p`'s next route, stored before it is called (the intent stays): None
 /// when the payment moved meanwhile (a cancel), and the refusal then stands.
-fn switch_route(p: &Payment, route: Route) -> Result<Option<Payment>, ApiError> {
+fn switch_route(p: &Payment, route: Choice) -> Result<Option<Payment>, ApiError> {
     store::transact(|tx| {
         tx.assume_payment(p);
         let Some(mut current) = tx.payment(&p.environment, &p.merchant_id, &p.id)? else {
@@ -118,7 +119,7 @@ fn switch_route(p: &Payment, route: Route) -> Result<Option<Payment>, ApiError> 
             return Ok(None);
         }
         log::count("initiate_failover");
-        current.route = Some(route.clone());
+        route.clone().apply(&mut current);
         // A new request goes on its way now: the in-flight window restarts.
         current.start_initiating(clock::now_ms(), node::id());
         tx.save_payment(&current, current.next_check_ms)?;

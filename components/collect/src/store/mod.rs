@@ -28,7 +28,7 @@ mod records;
 mod tables;
 mod transaction;
 
-pub use mmc_domain::record::{Customer, Failure, Generation, Payment, Route};
+pub use mmc_domain::record::{Customer, Failure, Generation, Payment};
 
 pub use codec::{binary_records, decode_payment};
 pub use indexes::{

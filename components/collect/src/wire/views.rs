@@ -82,6 +82,8 @@ pub struct PaymentView<'a> {
     customer: Option<&'a Customer>,
     description: Option<&'a str>,
     environment: &'a str,
+    /// What its provider charges on it by the rate card (null: none applies).
+    expected_fee: Option<u64>,
     expires_at: String,
     external_merchant_id: Option<&'a str>,
     failure_code: Option<&'a str>,
@@ -90,6 +92,8 @@ pub struct PaymentView<'a> {
     idempotent_replay: bool,
     metadata: Option<&'a Value>,
     mode: &'static str,
+    /// The amount less the expected fee: what the merchant keeps.
+    net_amount: Option<u64>,
     next_action: NextAction<'a>,
     object: &'static str,
     operator: Option<&'a str>,
@@ -115,6 +119,7 @@ impl<'a> PaymentView<'a> {
             customer: p.customer.as_ref(),
             description: p.description.as_deref(),
             environment: &p.environment,
+            expected_fee: p.expected_fee,
             expires_at: time::rfc3339(p.expires_at_ms),
             external_merchant_id: p.external_merchant_id.as_deref(),
             failure_code: p.failure.as_ref().map(|f| f.code.as_str()),
@@ -123,6 +128,7 @@ impl<'a> PaymentView<'a> {
             idempotent_replay: replay,
             metadata: p.metadata.as_ref(),
             mode: p.mode.as_str(),
+            net_amount: p.expected_fee.map(|fee| p.amount.saturating_sub(fee)),
             next_action: next_action(p),
             object: "collect.payment",
             operator: p.operator.as_deref(),
