@@ -159,7 +159,7 @@ fn build_python(dir: &Path, out: &Path) -> PathBuf {
         .arg(repo.join("wit/platform"))
         .arg("-d")
         .arg(repo.join("wit/adapter"))
-        .args(["-w", "mmc:adapter/adapter", "componentize"])
+        .args(["-w", "mmc:adapter/bookkeeping-adapter", "componentize"])
         .arg("-p")
         .arg(dir.join("components").join(PY_NAME))
         .arg("-p")

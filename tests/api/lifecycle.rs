@@ -435,7 +435,7 @@ async fn a_record_another_version_wrote_is_reconciled_without_holding_the_writer
     let (k, v) = crate::support::fixtures::payment_record(&app, &id);
     let storage = &app.service.site.app.runtime.services.storage;
     let mut tx = storage.begin("collect").unwrap();
-    assert_eq!(v[0], 4, "stored in the binary form (version 4)");
+    assert_eq!(v[0], 5, "stored in the binary form (version 5)");
     let pretty = serde_json::to_vec_pretty(&mmc_domain::record::decode(&v).unwrap()).unwrap();
     tx.put("payments", &k, &pretty).unwrap();
     tx.commit().unwrap();
@@ -499,7 +499,7 @@ async fn a_node_told_to_write_json_records_writes_them_and_still_reads_binary_on
     let key = app.test_key("Shop");
     let (binary, _) = app.create_ok(&key, &direct_payment("+2290166001234")).await;
     completed_by_reconciliation(&app, &key, &binary).await;
-    assert_eq!(stored(&app, &binary)[0], 4, "binary by default (version 4)");
+    assert_eq!(stored(&app, &binary)[0], 5, "binary by default (version 5)");
     // Stopped as a node is (its jobs too): none of its writes may follow.
     assert!(
         app.service

@@ -419,6 +419,8 @@ fn bulk_with_momo() -> Sandbox {
         .insert("base_url".into(), "http://mtn.example:8443".into());
     momo.settings
         .insert("target_environment".into(), "mtnbenin".into());
+    // Benin only: one disbursement account, whose balance a batch reads first.
+    momo.settings.insert("operators".into(), "mtn-bj".into());
     for secret in [
         "disbursement_api_user",
         "disbursement_api_key",
@@ -471,12 +473,22 @@ fn a_payout_whose_sender_froze_past_its_deadline_sends_nothing_then_goes_once_un
             },
         })
     };
+    let float_read = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (paid_in, froze_in, broken_in) = (paid.clone(), froze.clone(), broken.clone());
+    let float_in = float_read.clone();
     sb.http.respond_with(move |req| {
         use std::sync::atomic::Ordering::SeqCst;
         match (req.method.as_str(), req.url.as_str()) {
             ("POST", u) if u.ends_with("/disbursement/token/") => {
-                // The first token is where the node freezes, for two minutes.
+                // The batch's float is read first, under a token too short-lived
+                // to be kept; the payout's own token is where the node
+                // freezes, for two minutes.
+                if !float_in.load(SeqCst) {
+                    return answer(
+                        200,
+                        json!({"access_token": "f1oat", "token_type": "access_token", "expires_in": 60}),
+                    );
+                }
                 if !froze_in.swap(true, SeqCst) {
                     clock.advance(Duration::from_secs(120));
                 }
@@ -484,6 +496,10 @@ fn a_payout_whose_sender_froze_past_its_deadline_sends_nothing_then_goes_once_un
                     200,
                     json!({"access_token": "t0k3n", "token_type": "access_token", "expires_in": 36000}),
                 )
+            }
+            ("GET", u) if u.ends_with("/disbursement/v1_0/account/balance") => {
+                float_in.store(true, SeqCst);
+                answer(200, json!({"availableBalance": "1000000", "currency": "XOF"}))
             }
             ("POST", u) if u.ends_with("/disbursement/v1_0/transfer") => answer(202, Value::Null),
             ("GET", u) if u.contains("/disbursement/v1_0/transfer/") => {
@@ -545,6 +561,10 @@ fn a_payout_whose_sender_froze_past_its_deadline_sends_nothing_then_goes_once_un
 
     // Claimed, then frozen past the attempt's deadline: nothing leaves.
     sb.runtime.run_job("bulk", "payouts", 10).unwrap();
+    assert!(
+        float_read.load(std::sync::atomic::Ordering::SeqCst),
+        "the batch's float was read before its first payout"
+    );
     assert!(
         froze.load(std::sync::atomic::Ordering::SeqCst),
         "the token was fetched"
