@@ -397,6 +397,10 @@ IFS=';' read -r PG_CREATE_1 PG_GET_1 PG_COST_1 <<<"$(pg_round 1)"
 IFS=';' read -r PG_CREATE_2 PG_GET_2 PG_COST_2 <<<"$(pg_round 2)"
 psql "$PGURL" -qc "DROP DATABASE IF EXISTS mmc_bench_1 WITH (FORCE)" -c "DROP DATABASE IF EXISTS mmc_bench_2 WITH (FORCE)" >/dev/null || true
 
+# The books at scale: one account-day of 1,000,000 records, on each engine.
+kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true
+BOOKS=$(./bench/books.sh)
+
 ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); print(f'{a/b:.3f}')"; }
 {
   echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; wrk -t2 -c$CONNS -d$DURATION; bench-release build (whole-program LTO); SQLite WAL, every acknowledged commit fsynced (group commit)"
@@ -455,4 +459,10 @@ ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); 
   echo
   echo "- resident memory: $((ABUSE_RSS0 / 1024)) MiB before, peak $((ABUSE_PEAK / 1024)) MiB during the abuse (growth $ABUSE_GROWTH MiB); create p99 under abuse / idle: ×$ABUSE_P99_RATIO"
   echo "- answers: sign-ins $ABUSE_SIGN_INS; uploads $ABUSE_UPLOADS; passwords checked: $ABUSE_CHECKS"
+  echo
+  echo "The books at scale (bench/books.sh): one account-day of test payments through the simulator and as many movements in its statement, seeded, reconciled by one run (targets: ≤ 60 s, resident memory growth ≤ 128 MiB):"
+  echo
+  echo "| Engine | records | run | RSS before | peak | growth | matched |"
+  echo "|---|---|---|---|---|---|---|"
+  while IFS='|' read -r e n t r p g m; do echo "| $e | $n | $t s | $r MiB | $p MiB | $g MiB | $m |"; done <<<"$BOOKS"
 } | tee bench/results/latest.md

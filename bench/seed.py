@@ -73,39 +73,44 @@ def uuid7(ms):
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-db, merchant, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-first = int(sys.argv[4]) if len(sys.argv) > 4 else 0
-first_id = None
-conn = sqlite3.connect(db)
-conn.execute("PRAGMA synchronous=OFF")
-proto = {
-    "merchant_id": merchant, "environment": "test", "status": "completed", "amount": 1500,
-    "currency": "XOF", "country": "BJ", "mode": "direct", "operator": "mtn-bj",
-    "customer": {"phone": "+2290166001234", "first_name": None, "last_name": None},
-    "description": None, "callback_url": None, "external_merchant_id": None, "metadata": None,
-    "psp_reference": "sim-1234-0-x", "checkout_url": None, "expires_at_ms": 1780272900000,
-    "created_at_ms": 1780272000000, "updated_at_ms": 1780272000000, "completed_at_ms": 1780272001000,
-    "failure": None, "request_hash": "seed", "merchant_name": "Bench",
-}
-batch = []
-for i in range(first, first + n):
-    created = T0_MS + STEP_MS * i
-    pid = uuid7(created)
-    first_id = first_id or pid
-    rec = dict(proto, id=pid, reference=f"seed-{i}", created_at_ms=created,
-               updated_at_ms=created + 1000, completed_at_ms=created + 1000,
-               expires_at_ms=created + 900000)
-    if i % 10 == 0:
-        rec.update(status="failed", completed_at_ms=None,
-                   failure={"code": "insufficient_funds", "message": "Insufficient funds."})
-    batch.append(("collect", "payments", f"test/{merchant}/{pid}", record(rec)))
-    batch.append(("collect", "refs", f"test/{merchant}/seed-{i}", pid.encode()))
-    batch.append(("collect", "listing", f"test/{merchant}/{rec['status']}/BJ/mtn-bj/{pid}", b""))
-    if len(batch) >= 20000:
-        conn.executemany("INSERT OR REPLACE INTO kv (ns, tbl, k, v) VALUES (?, ?, ?, ?)", batch)
-        conn.commit()
-        batch = []
-batch.append(("collect", "meta", "listing", b"ready"))
-conn.executemany("INSERT OR REPLACE INTO kv (ns, tbl, k, v) VALUES (?, ?, ?, ?)", batch)
-conn.commit()
-print(first_id)
+def main():
+    db, merchant, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    first = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+    first_id = None
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA synchronous=OFF")
+    proto = {
+        "merchant_id": merchant, "environment": "test", "status": "completed", "amount": 1500,
+        "currency": "XOF", "country": "BJ", "mode": "direct", "operator": "mtn-bj",
+        "customer": {"phone": "+2290166001234", "first_name": None, "last_name": None},
+        "description": None, "callback_url": None, "external_merchant_id": None, "metadata": None,
+        "psp_reference": "sim-1234-0-x", "checkout_url": None, "expires_at_ms": 1780272900000,
+        "created_at_ms": 1780272000000, "updated_at_ms": 1780272000000, "completed_at_ms": 1780272001000,
+        "failure": None, "request_hash": "seed", "merchant_name": "Bench",
+    }
+    batch = []
+    for i in range(first, first + n):
+        created = T0_MS + STEP_MS * i
+        pid = uuid7(created)
+        first_id = first_id or pid
+        rec = dict(proto, id=pid, reference=f"seed-{i}", created_at_ms=created,
+                   updated_at_ms=created + 1000, completed_at_ms=created + 1000,
+                   expires_at_ms=created + 900000)
+        if i % 10 == 0:
+            rec.update(status="failed", completed_at_ms=None,
+                       failure={"code": "insufficient_funds", "message": "Insufficient funds."})
+        batch.append(("collect", "payments", f"test/{merchant}/{pid}", record(rec)))
+        batch.append(("collect", "refs", f"test/{merchant}/seed-{i}", pid.encode()))
+        batch.append(("collect", "listing", f"test/{merchant}/{rec['status']}/BJ/mtn-bj/{pid}", b""))
+        if len(batch) >= 20000:
+            conn.executemany("INSERT OR REPLACE INTO kv (ns, tbl, k, v) VALUES (?, ?, ?, ?)", batch)
+            conn.commit()
+            batch = []
+    batch.append(("collect", "meta", "listing", b"ready"))
+    conn.executemany("INSERT OR REPLACE INTO kv (ns, tbl, k, v) VALUES (?, ?, ?, ?)", batch)
+    conn.commit()
+    print(first_id)
+
+
+if __name__ == "__main__":
+    main()

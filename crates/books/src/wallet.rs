@@ -57,40 +57,91 @@ pub fn effect(line: &Line) -> Option<i64> {
 
 /// Each wallet's day, from its lines in the order they executed.
 pub fn days(lines: &[Line]) -> Vec<WalletDay> {
-    let mut by_wallet: BTreeMap<(String, String), Vec<&Line>> = BTreeMap::new();
-    for line in lines {
+    let mut acc = Days::default();
+    lines.iter().for_each(|l| acc.add(l));
+    acc.finish()
+}
+
+/// [`days`] a line at a time, in any order, keeping only each wallet's
+/// first and last line and its running net: a statement of a million lines
+/// is read without holding it.
+#[derive(Debug, Default)]
+pub struct Days {
+    wallets: BTreeMap<(String, String), Running>,
+}
+
+#[derive(Debug)]
+struct Running {
+    /// The earliest line (the first of equals, as a stable sort keeps
+    /// them): its time, the balance it states and its own effect.
+    first: (u64, Option<i64>, Option<i64>),
+    /// The latest line (the last of equals): its time and stated balance.
+    last: (u64, Option<i64>),
+    net: Option<i64>,
+    /// Every line stated the balance after it.
+    stated: bool,
+}
+
+impl Days {
+    pub fn add(&mut self, line: &Line) {
         let key = (
             line.wallet.clone().unwrap_or_default(),
             line.currency.clone(),
         );
-        by_wallet.entry(key).or_default().push(line);
-    }
-    by_wallet
-        .into_iter()
-        .map(|((wallet, currency), mut lines)| {
-            lines.sort_by_key(|l| l.at_ms);
-            let net: Option<i64> = lines.iter().map(|l| effect(l)).sum();
-            let stated = lines.iter().all(|l| l.balance_after.is_some());
-            let (first, last) = (lines.first(), lines.last());
-            let opening = first
-                .filter(|_| stated)
-                .and_then(|l| Some(l.balance_after? - effect(l)?));
-            let closing = last.filter(|_| stated).and_then(|l| l.balance_after);
-            let drift = match (opening, closing, net) {
-                (Some(o), Some(c), Some(n)) => Some(c - (o + n)),
-                _ => None,
-            };
-            let major = |v: Option<i64>| v.map(Amount::signed_major);
-            WalletDay {
-                wallet,
-                currency,
-                opening: major(opening),
-                closing: major(closing),
-                net: major(net),
-                drift: major(drift),
+        let effect = effect(line);
+        let at = line.at_ms;
+        match self.wallets.get_mut(&key) {
+            None => {
+                self.wallets.insert(
+                    key,
+                    Running {
+                        first: (at, line.balance_after, effect),
+                        last: (at, line.balance_after),
+                        net: effect,
+                        stated: line.balance_after.is_some(),
+                    },
+                );
             }
-        })
-        .collect()
+            Some(r) => {
+                if at < r.first.0 {
+                    r.first = (at, line.balance_after, effect);
+                }
+                if at >= r.last.0 {
+                    r.last = (at, line.balance_after);
+                }
+                r.net = r.net.zip(effect).map(|(n, e)| n + e);
+                r.stated &= line.balance_after.is_some();
+            }
+        }
+    }
+
+    pub fn finish(self) -> Vec<WalletDay> {
+        self.wallets
+            .into_iter()
+            .map(|((wallet, currency), r)| {
+                let opening = r
+                    .first
+                    .1
+                    .zip(r.first.2)
+                    .filter(|_| r.stated)
+                    .map(|(after, effect)| after - effect);
+                let closing = r.last.1.filter(|_| r.stated);
+                let drift = match (opening, closing, r.net) {
+                    (Some(o), Some(c), Some(n)) => Some(c - (o + n)),
+                    _ => None,
+                };
+                let major = |v: Option<i64>| v.map(Amount::signed_major);
+                WalletDay {
+                    wallet,
+                    currency,
+                    opening: major(opening),
+                    closing: major(closing),
+                    net: major(r.net),
+                    drift: major(drift),
+                }
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -142,6 +193,18 @@ mod tests {
         let day = &days(&lines)[0];
         assert_eq!(day.drift.as_deref(), Some("-500"));
         assert!(day.drifted());
+    }
+
+    #[test]
+    fn lines_read_out_of_order_give_the_same_day() {
+        let mut lines = vec![
+            line(Kind::Collection, 1500, 15, 1_001_485),
+            line(Kind::Payout, 1000, 10, 1_000_475),
+            line(Kind::Settlement, 5000, 0, 995_475),
+        ];
+        let in_order = days(&lines);
+        lines.reverse();
+        assert_eq!(days(&lines), in_order);
     }
 
     #[test]

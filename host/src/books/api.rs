@@ -24,6 +24,7 @@ impl From<BooksError> for ApiError {
                 ApiError::invalid("parameter_invalid", "note", e.to_string())
             }
             BooksError::Corrupt(_) => ApiError::internal(e.to_string()),
+            BooksError::Busy => ApiError::unavailable(e.to_string()),
             BooksError::Storage(crate::db::StorageError::Unavailable(_)) => {
                 ApiError::unavailable(e.to_string())
             }

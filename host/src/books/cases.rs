@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 use mmc_books::{Category, Line, Ours};
 
 use crate::db::{OutboxEvent, StorageError, Transaction};
+use mmc_storage::Write;
 
 pub(super) const NS: &str = "books";
 const CASES: &str = "cases";
@@ -71,6 +72,10 @@ pub struct Judged {
     /// recorded the answer (a late success).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub set_right_from: Option<Ours>,
+    /// The run that wrote it (a later run's sweep drops the lines of earlier
+    /// ones it no longer found).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -112,30 +117,45 @@ pub(super) fn read(tx: &mut dyn Transaction, id: &str) -> Result<Option<Case>, S
         .transpose()
 }
 
-pub(super) fn write(
-    tx: &mut dyn Transaction,
-    case: &Case,
-    was: Option<CaseStatus>,
-) -> Result<(), StorageError> {
+/// The writes that store `case` (`was`: its status before, if it existed).
+pub(super) fn writes(case: &Case, was: Option<CaseStatus>) -> Vec<Write> {
+    let mut out = Vec::with_capacity(3);
     if let Some(was) = was.filter(|w| *w != case.status) {
-        tx.delete(BY_STATUS, &format!("{}/{}", was.as_str(), case.id))?;
+        out.push(Write::Delete {
+            table: BY_STATUS.into(),
+            key: format!("{}/{}", was.as_str(), case.id),
+        });
     }
-    tx.put(
-        BY_STATUS,
-        &format!("{}/{}", case.status.as_str(), case.id),
-        b"",
-    )?;
-    let body = serde_json::to_vec(case).expect("cases serialise");
-    tx.put(CASES, &case.id, &body)
+    out.push(Write::Put {
+        table: BY_STATUS.into(),
+        key: format!("{}/{}", case.status.as_str(), case.id),
+        value: Vec::new(),
+    });
+    out.push(Write::Put {
+        table: CASES.into(),
+        key: case.id.clone(),
+        value: serde_json::to_vec(case).expect("cases serialise"),
+    });
+    out
+}
+
+/// Applies `writes` in `tx`.
+pub(super) fn write_in(tx: &mut dyn Transaction, writes: &[Write]) -> Result<(), StorageError> {
+    for w in writes {
+        match w {
+            Write::Put { table, key, value } => tx.put(table, key, value)?,
+            Write::Delete { table, key } => tx.delete(table, key)?,
+            Write::Emit(event) => tx.emit(event)?,
+        }
+    }
+    Ok(())
 }
 
 /// `reconciliation.case.opened` or `.resolved`, to the merchant whose
 /// record it is (a case about money we have no record of has no merchant
 /// to tell: it is shown to the people who run the service).
-pub(super) fn emit(tx: &mut dyn Transaction, case: &Case, now_s: u64) -> Result<(), StorageError> {
-    let Some(merchant) = case.merchant_id.clone() else {
-        return Ok(());
-    };
+pub(super) fn event(case: &Case, now_s: u64) -> Option<Write> {
+    let merchant = case.merchant_id.clone()?;
     let event_type = match case.status {
         CaseStatus::Open => "reconciliation.case.opened",
         _ => "reconciliation.case.resolved",
@@ -151,7 +171,7 @@ pub(super) fn emit(tx: &mut dyn Transaction, case: &Case, now_s: u64) -> Result<
         "merchant_id": merchant,
         "data": {"object": case},
     });
-    tx.emit(&OutboxEvent {
+    Some(Write::Emit(OutboxEvent {
         id,
         event_type: event_type.into(),
         merchant_id: merchant,
@@ -159,7 +179,7 @@ pub(super) fn emit(tx: &mut dyn Transaction, case: &Case, now_s: u64) -> Result<
         subject_id: case.id.clone(),
         extra_url: None,
         payload: serde_json::to_vec(&body).expect("JSON values serialise"),
-    })
+    }))
 }
 
 pub(super) fn list_key_range(status: CaseStatus) -> (String, String) {

@@ -14,15 +14,14 @@ pub mod api;
 pub mod cases;
 mod ours;
 mod provider;
+mod run;
 pub mod schedule;
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use mmc_books::{Category, Line, OurStatus, Ours, Tally, judge};
+use mmc_books::{Category, Ours, Tally};
 
 pub use cases::{Case, CaseStatus, Judged, Resolution};
 
@@ -30,7 +29,6 @@ use crate::config::BooksConfig;
 use crate::db::{Backend, SqlDb, StorageError, Transaction};
 use crate::runtime::{Kind as ComponentKind, Runtime};
 use cases::NS;
-use provider::Read;
 
 const REPORTS: &str = "reports";
 /// `{account}/{date}/{subject}`: what the latest complete run of a day found of each subject.
@@ -52,6 +50,10 @@ pub enum BooksError {
     NoteRequired,
     #[error("a stored record cannot be read: {0}")]
     Corrupt(String),
+    #[error(
+        "another run of this day is under way, or its cases kept changing while it wrote them: try again in a moment"
+    )]
+    Busy,
     #[error(transparent)]
     Storage(#[from] StorageError),
 }
@@ -111,6 +113,65 @@ pub struct CaseCounts {
     /// asked it again and recorded the answer (each also a case, closed).
     #[serde(default)]
     pub set_right: u64,
+}
+
+/// What a batch of a run does to the cases, counted once it is stored:
+/// the report's counts and the metric.
+pub(super) struct Counted {
+    pub counts: CaseCounts,
+    events: Vec<(Category, &'static str)>,
+}
+
+impl Counted {
+    pub(super) fn new(counts: CaseCounts) -> Counted {
+        Counted {
+            counts,
+            events: Vec::new(),
+        }
+    }
+
+    /// The writes that store a case a run opened, updated or closed
+    /// (`news`: opened or closed now: its event, its count).
+    pub(super) fn case_writes(
+        &mut self,
+        books: &Books,
+        (case, news): (Case, bool),
+        was: Option<CaseStatus>,
+    ) -> Vec<crate::db::Write> {
+        let mut writes = cases::writes(&case, was);
+        if news {
+            writes.extend(cases::event(&case, books.now_ms() / 1000));
+            let event = if case.status == CaseStatus::Open {
+                self.counts.opened += 1;
+                "opened"
+            } else {
+                self.counts.closed += 1;
+                "closed"
+            };
+            self.events.push((case.category, event));
+        }
+        if case.status == CaseStatus::Open {
+            self.counts.open += 1;
+        }
+        writes
+    }
+
+    /// The opening of `case` announced (its event, its count) without
+    /// storing it open: a case a run opens and closes at once.
+    pub(super) fn announce(&mut self, books: &Books, case: &Case) -> Option<crate::db::Write> {
+        self.counts.opened += 1;
+        self.events.push((case.category, "opened"));
+        cases::event(case, books.now_ms() / 1000)
+    }
+
+    /// Once stored: the metric, and the counts.
+    pub(super) fn commit(self, books: &Books, account: &str) -> CaseCounts {
+        let metrics = &books.runtime.services.metrics;
+        for (category, event) in self.events {
+            metrics.reconciliation_case(account, category.as_str(), event);
+        }
+        self.counts
+    }
 }
 
 /// One account's day, as its latest run found it.
@@ -240,10 +301,10 @@ impl Books {
         Ok(self.info(account)?.1)
     }
 
-    /// Reconciles `day` of `account`: reads the provider's side whole, judges
-    /// every record, writes the day's lines, opens and closes cases, and
-    /// stores the report; all in one transaction. Blocking: run it off the
-    /// async workers.
+    /// Reconciles `day` of `account`: stages the provider's side, merges it
+    /// with our records in id order, writes the day's lines and cases a
+    /// batch at a time and the report last (see [`run`]). Blocking: run it
+    /// off the async workers.
     pub fn reconcile(&self, account: &str, day: Day) -> Result<Report, BooksError> {
         let now = self.now_ms();
         if day.start_ms() > now {
@@ -255,13 +316,6 @@ impl Books {
         let (statement, lag) = self.info(account)?;
         let merchants = self.merchants()?;
         let mut records = ours::Records::new(self.storage.as_ref(), &merchants, account);
-        let day_ours = records.of_day(day)?;
-        let read = if statement {
-            let wait = Duration::from_millis(self.config.statement_wait_ms);
-            provider::statement(&self.runtime, account, (day.start_ms(), day.end_ms()), wait)
-        } else {
-            provider::by_status(&self.runtime, account, &day_ours)
-        };
         let mut report = Report {
             object: "reconciliation_report".into(),
             account: account.to_string(),
@@ -275,148 +329,53 @@ impl Books {
             wallets: Vec::new(),
             cases: CaseCounts::default(),
         };
-        let lines = match read {
-            Read::Whole(lines) => lines,
-            Read::Incomplete(reason) => {
-                tracing::warn!(account, date = %day, %reason, "books: the day could not be read whole");
-                report.status = "incomplete".into();
-                report.reason = Some(reason);
-                let mut tx = self.storage.begin(NS)?;
-                put_report(tx.as_mut(), &report)?;
-                tx.commit()?;
-                return Ok(report);
-            }
+        let run = run::Run {
+            books: self,
+            account,
+            day,
+            id: format!("{now:013}"),
+            statement,
         };
-        report.tally.our_records = day_ours.len() as u64;
-        report.wallets = mmc_books::wallet::days(&lines);
+        run.claim()?;
+        let ran = self.run_day(&run, &mut records, &mut report);
+        let released = run.release();
+        ran?;
+        released?;
+        Ok(report)
+    }
+
+    fn run_day(
+        &self,
+        run: &run::Run<'_>,
+        records: &mut ours::Records<'_>,
+        report: &mut Report,
+    ) -> Result<(), BooksError> {
+        let (account, day) = (run.account, run.day);
+        if let Err(reason) = run.stage(records, report)? {
+            tracing::warn!(account, date = %day, %reason, "books: the day could not be read whole");
+            report.status = "incomplete".into();
+            report.reason = Some(reason);
+            report.wallets.clear();
+            report.tally = Tally::new();
+            let mut tx = self.storage.begin(NS)?;
+            put_report(tx.as_mut(), report)?;
+            tx.commit()?;
+            return Ok(());
+        }
         for w in report.wallets.iter().filter(|w| w.drifted()) {
             tracing::warn!(
                 account, date = %day, wallet = %w.wallet, drift = ?w.drift,
                 "books: the wallet's stated balances do not add up with its movements"
             );
         }
-        let judged = self.judge_day(
-            (account, day),
-            statement,
-            day_ours,
-            lines,
-            &mut records,
-            &mut report.tally,
-        )?;
-        self.record(account, day, judged, &mut report)?;
-        Ok(report)
+        run.judge(records, report)
     }
 
-    /// Every record of ours and every line of the provider's, judged once.
-    fn judge_day(
-        &self,
-        (account, day): (&str, Day),
-        statement: bool,
-        day_ours: Vec<Ours>,
-        lines: Vec<Line>,
-        records: &mut ours::Records<'_>,
-        tally: &mut Tally,
-    ) -> Result<Vec<Judged>, BooksError> {
-        let mut ours: BTreeMap<String, Ours> =
-            day_ours.into_iter().map(|o| (o.id.clone(), o)).collect();
-        let by_psp: HashMap<String, String> = ours
-            .values()
-            .filter_map(|o| o.psp_reference.clone().map(|r| (r, o.id.clone())))
-            .collect();
-        let mut grouped: HashMap<String, Vec<Line>> = HashMap::new();
-        let mut unknown: Vec<Line> = Vec::new();
-        for line in lines {
-            tally.movement(&line);
-            if !line.kind.is_operation() {
-                continue;
-            }
-            let mut id = line
-                .our_id
-                .clone()
-                .filter(|id| ours.contains_key(id))
-                .or_else(|| {
-                    line.psp_reference
-                        .as_ref()
-                        .and_then(|r| by_psp.get(r).cloned())
-                });
-            if id.is_none()
-                && let Some(theirs) = &line.our_id
-                && let Some(found) = records.by_id(theirs)?
-            {
-                // A record of another day that the provider moved today.
-                id = Some(found.id.clone());
-                ours.insert(found.id.clone(), found);
-            }
-            match id {
-                Some(id) => grouped.entry(id).or_default().push(line),
-                None => unknown.push(line),
-            }
-        }
-        let mut judged = Vec::with_capacity(ours.len() + unknown.len());
-        for (id, mut o) in ours {
-            let theirs = grouped.remove(&id).unwrap_or_default();
-            // A provider read by status states no fee to compare.
-            let expected_fee = self.expected_fee(account, &o).filter(|_| statement);
-            let refs: Vec<&Line> = theirs.iter().collect();
-            let mut category = judge(Some(&o), &refs, expected_fee);
-            let mut note = None;
-            let near_midnight = o
-                .settled_at_ms
-                .is_none_or(|at| at + self.config.missing_grace_ms >= day.end_ms());
-            if category == Category::MissingAtProvider && statement && near_midnight {
-                // Settled here within the grace of the day's end: the
-                // provider may have executed it after midnight and list it
-                // on the next day's statement. Its own read, by our id, says.
-                if let Read::Whole(read) =
-                    provider::by_status(&self.runtime, account, std::slice::from_ref(&o))
-                {
-                    let refs: Vec<&Line> = read.iter().collect();
-                    if judge(Some(&o), &refs, None) == Category::Matched && !read.is_empty() {
-                        category = Category::Matched;
-                        note = Some("not on the day's statement; the provider's status read back confirms it".into());
-                    }
-                }
-            }
-            let mut set_right_from = None;
-            if category == Category::StatusDiffers && o.status != OurStatus::Completed {
-                // The provider says it moved; ours says failed or in progress.
-                if let Some(now) = self.set_right(account, records, &o)? {
-                    let again = judge(Some(&now), &refs, expected_fee);
-                    if again != category {
-                        note = Some(format!(
-                            "set right: our record said {}; its owner asked the provider again by our id and recorded {}",
-                            o.stated, now.stated
-                        ));
-                        category = again;
-                        set_right_from = Some(std::mem::replace(&mut o, now));
-                    }
-                }
-            }
-            tally.count(category);
-            judged.push(Judged {
-                subject: id,
-                category,
-                ours: Some(o),
-                theirs,
-                expected_fee,
-                note,
-                set_right_from,
-            });
-        }
-        for line in unknown {
-            let category = judge(None, &[&line], None);
-            tally.count(category);
-            judged.push(Judged {
-                subject: format!("provider:{}", line.provider_id),
-                category,
-                ours: None,
-                theirs: vec![line],
-                expected_fee: None,
-                note: None,
-                set_right_from: None,
-            });
-        }
-        Ok(judged)
+    /// Whether a run of `account`'s `day` wrote lines.
+    fn has_lines(&self, account: &str, day: Day) -> Result<bool, BooksError> {
+        let prefix = format!("{account}/{day}/");
+        let end = format!("{prefix}~");
+        Ok(!self.storage.scan(NS, LINES, &prefix, &end, 1)?.is_empty())
     }
 
     /// Hands `o` to the component that owns it to ask the provider again
@@ -479,183 +438,6 @@ impl Books {
             .transpose()
     }
 
-    /// The day's lines, its cases and its report, in one transaction.
-    fn record(
-        &self,
-        account: &str,
-        day: Day,
-        judged: Vec<Judged>,
-        report: &mut Report,
-    ) -> Result<(), BooksError> {
-        let now = self.now_ms();
-        let now_text = mmc_domain::time::rfc3339(now);
-        let date = day.to_string();
-        let mut tx = self.storage.begin(NS)?;
-        let prefix = format!("{account}/{date}/");
-        delete_range(tx.as_mut(), LINES, &prefix, &format!("{prefix}~"))?;
-        let metrics = &self.runtime.services.metrics;
-        for j in judged {
-            let body = serde_json::to_vec(&j).expect("lines serialise");
-            tx.put(LINES, &format!("{prefix}{}", j.subject), &body)?;
-            let id = cases::case_id(account, &j.subject);
-            let existing = cases::read(tx.as_mut(), &id)?;
-            let was = existing.as_ref().map(|c| c.status);
-            let matched_by = match &j.set_right_from {
-                Some(before) => {
-                    report.cases.set_right += 1;
-                    format!(
-                        "set right by the run of {date}: our record said {}; its owner asked the provider again by our id and recorded {}",
-                        before.stated,
-                        j.ours.as_ref().map_or("", |o| o.stated.as_str())
-                    )
-                }
-                None => format!("matched by the run of {date}"),
-            };
-            let case = match (existing, j.category.is_mismatch()) {
-                // Still different: the open case is brought up to date.
-                (Some(mut c), true) if c.status == CaseStatus::Open => {
-                    c.category = j.category;
-                    c.last_seen = date.clone();
-                    c.ours = j.ours;
-                    c.theirs = j.theirs;
-                    c.expected_fee = j.expected_fee;
-                    c.updated_at = now_text.clone();
-                    Some((c, false))
-                }
-                // A person settled it, or a later run matched it: not reopened,
-                // so that running a day again changes nothing.
-                (Some(_), true) => None,
-                (None, true) => Some((
-                    Case {
-                        id,
-                        object: "reconciliation_case".into(),
-                        account: account.to_string(),
-                        subject: j.subject.clone(),
-                        category: j.category,
-                        status: CaseStatus::Open,
-                        merchant_id: j.ours.as_ref().map(|o| o.merchant_id.clone()),
-                        environment: j.ours.as_ref().map(|o| o.environment.clone()),
-                        date: date.clone(),
-                        last_seen: date.clone(),
-                        opened_at: now_text.clone(),
-                        updated_at: now_text.clone(),
-                        ours: j.ours,
-                        theirs: j.theirs,
-                        expected_fee: j.expected_fee,
-                        resolution: None,
-                        wallet: None,
-                    },
-                    true,
-                )),
-                // Both books agree now: an open case closes by itself.
-                (Some(mut c), false) if c.status == CaseStatus::Open => {
-                    c.status = CaseStatus::Closed;
-                    c.updated_at = now_text.clone();
-                    c.last_seen = date.clone();
-                    c.resolution = Some(Resolution {
-                        by: "reconciliation".into(),
-                        note: matched_by,
-                        at: now_text.clone(),
-                    });
-                    Some((c, true))
-                }
-                // Set right by this run at its first sight: the difference
-                // was real, so it is a case (opened and closed at once,
-                // with both events), never silently gone.
-                (None, false) if j.set_right_from.is_some() => {
-                    let mut c = Case {
-                        id,
-                        object: "reconciliation_case".into(),
-                        account: account.to_string(),
-                        subject: j.subject.clone(),
-                        category: Category::StatusDiffers,
-                        status: CaseStatus::Open,
-                        merchant_id: j.ours.as_ref().map(|o| o.merchant_id.clone()),
-                        environment: j.ours.as_ref().map(|o| o.environment.clone()),
-                        date: date.clone(),
-                        last_seen: date.clone(),
-                        opened_at: now_text.clone(),
-                        updated_at: now_text.clone(),
-                        ours: j.set_right_from,
-                        theirs: j.theirs,
-                        expected_fee: j.expected_fee,
-                        resolution: None,
-                        wallet: None,
-                    };
-                    cases::emit(tx.as_mut(), &c, now / 1000)?;
-                    report.cases.opened += 1;
-                    metrics.reconciliation_case(account, c.category.as_str(), "opened");
-                    c.status = CaseStatus::Closed;
-                    c.resolution = Some(Resolution {
-                        by: "reconciliation".into(),
-                        note: matched_by,
-                        at: now_text.clone(),
-                    });
-                    Some((c, true))
-                }
-                _ => None,
-            };
-            if let Some(case) = case {
-                self.put_case(tx.as_mut(), case, was, report)?;
-            }
-        }
-        let wallets = report.wallets.clone();
-        for w in &wallets {
-            let subject = format!("wallet:{}:{date}", w.wallet);
-            let id = cases::case_id(account, &subject);
-            let existing = cases::read(tx.as_mut(), &id)?;
-            let was = existing.as_ref().map(|c| c.status);
-            let case = match (existing, self.drifted(w)) {
-                (Some(mut c), true) if c.status == CaseStatus::Open => {
-                    c.wallet = Some(w.clone());
-                    c.updated_at = now_text.clone();
-                    Some((c, false))
-                }
-                (None, true) => Some((
-                    Case {
-                        id,
-                        object: "reconciliation_case".into(),
-                        account: account.to_string(),
-                        subject,
-                        category: Category::BalanceDrift,
-                        status: CaseStatus::Open,
-                        // The provider account's, not a merchant's: on the admin API.
-                        merchant_id: None,
-                        environment: None,
-                        date: date.clone(),
-                        last_seen: date.clone(),
-                        opened_at: now_text.clone(),
-                        updated_at: now_text.clone(),
-                        ours: None,
-                        theirs: Vec::new(),
-                        expected_fee: None,
-                        resolution: None,
-                        wallet: Some(w.clone()),
-                    },
-                    true,
-                )),
-                (Some(mut c), false) if c.status == CaseStatus::Open => {
-                    c.status = CaseStatus::Closed;
-                    c.wallet = Some(w.clone());
-                    c.updated_at = now_text.clone();
-                    c.resolution = Some(Resolution {
-                        by: "reconciliation".into(),
-                        note: format!("the wallet's day adds up by the run of {date}"),
-                        at: now_text.clone(),
-                    });
-                    Some((c, true))
-                }
-                _ => None,
-            };
-            if let Some(case) = case {
-                self.put_case(tx.as_mut(), case, was, report)?;
-            }
-        }
-        put_report(tx.as_mut(), report)?;
-        tx.commit()?;
-        Ok(())
-    }
-
     /// Whether a wallet's day is off by more than `books.drift_tolerance`.
     fn drifted(&self, w: &mmc_books::wallet::WalletDay) -> bool {
         let tolerance = i64::try_from(self.config.drift_tolerance)
@@ -665,34 +447,6 @@ impl Books {
             .as_deref()
             .and_then(mmc_books::Amount::parse_signed)
             .is_some_and(|d| d.unsigned_abs() > tolerance.unsigned_abs())
-    }
-
-    /// Writes a case a run opened, updated or closed (`news`: opened or
-    /// closed now: its event, its metric, its count in the report).
-    fn put_case(
-        &self,
-        tx: &mut dyn Transaction,
-        (case, news): (Case, bool),
-        was: Option<CaseStatus>,
-        report: &mut Report,
-    ) -> Result<(), BooksError> {
-        cases::write(tx, &case, was)?;
-        if news {
-            cases::emit(tx, &case, self.now_ms() / 1000)?;
-            let event = if case.status == CaseStatus::Open {
-                report.cases.opened += 1;
-                "opened"
-            } else {
-                report.cases.closed += 1;
-                "closed"
-            };
-            let metrics = &self.runtime.services.metrics;
-            metrics.reconciliation_case(&case.account, case.category.as_str(), event);
-        }
-        if case.status == CaseStatus::Open {
-            report.cases.open += 1;
-        }
-        Ok(())
     }
 
     /// The stored report of `account`'s `day`, if it was run.
@@ -798,8 +552,9 @@ impl Books {
             note: note.to_string(),
             at: case.updated_at.clone(),
         });
-        cases::write(tx.as_mut(), &case, Some(CaseStatus::Open))?;
-        cases::emit(tx.as_mut(), &case, now / 1000)?;
+        let mut writes = cases::writes(&case, Some(CaseStatus::Open));
+        writes.extend(cases::event(&case, now / 1000));
+        cases::write_in(tx.as_mut(), &writes)?;
         tx.commit()?;
         let metrics = &self.runtime.services.metrics;
         metrics.reconciliation_case(&case.account, case.category.as_str(), "resolved");
@@ -870,23 +625,6 @@ fn put_report(tx: &mut dyn Transaction, report: &Report) -> Result<(), StorageEr
         &key,
         &serde_json::to_vec(report).expect("reports serialise"),
     )
-}
-
-fn delete_range(
-    tx: &mut dyn Transaction,
-    table: &str,
-    start: &str,
-    end: &str,
-) -> Result<(), StorageError> {
-    loop {
-        let rows = tx.scan(table, start, end, mmc_storage::MAX_SCAN)?;
-        if rows.is_empty() {
-            return Ok(());
-        }
-        for (key, _) in rows {
-            tx.delete(table, &key)?;
-        }
-    }
 }
 
 #[cfg(test)]

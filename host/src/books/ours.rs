@@ -6,7 +6,7 @@
 //! refund ids are UUIDv7, so a day is a key range per merchant; payouts
 //! are found through the merchant's newest batches.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use serde_json::Value;
 
@@ -96,6 +96,23 @@ fn movement(v: &Value, kind: Kind, operator: Option<String>) -> Option<Ours> {
     })
 }
 
+/// One account's records of a day, read in id order ([`Records::next_of_day`]).
+pub(super) struct DayStream {
+    sources: Vec<Source>,
+}
+
+/// One range of our records, a page at a time: a merchant's payments or
+/// refunds in an environment, or the day's payouts (held whole).
+struct Source {
+    kind: Kind,
+    env: &'static str,
+    merchant: String,
+    from: String,
+    end: String,
+    done: bool,
+    buf: VecDeque<Ours>,
+}
+
 /// Our records, as read for one account and day.
 pub(super) struct Records<'a> {
     storage: &'a dyn Backend,
@@ -147,38 +164,91 @@ impl<'a> Records<'a> {
         Ok(found)
     }
 
-    /// Every payment, refund and payout of ours this account carried that
-    /// was made (a payout: sent) on `day`.
-    pub(super) fn of_day(&mut self, day: Day) -> Result<Vec<Ours>, BooksError> {
+    /// Our records of `day` this account carried, in id order: each
+    /// merchant's payments and refunds of the day (UUIDv7 key ranges, read a
+    /// page at a time and merged) and the payouts sent that day (read whole
+    /// and sorted: a day's payouts come through its batches, not by id).
+    pub(super) fn day_stream(&mut self, day: Day) -> Result<DayStream, BooksError> {
         self.day = Some(day);
         let (from, to) = (uuid7_floor(day.start_ms()), uuid7_floor(day.end_ms()));
-        let mut found = Vec::new();
-        let account = self.account.to_string();
+        let mut sources = Vec::new();
+        let mut payouts = Vec::new();
         for env in ENVIRONMENTS {
             for m in self.merchants {
-                let (start, end) = (format!("{env}/{m}/{from}"), format!("{env}/{m}/{to}"));
-                scan_all(self.storage, PAYMENTS, "payments", &start, &end, |_, v| {
-                    let p = mmc_domain::record::decode(v).map_err(BooksError::Corrupt)?;
-                    if p.route.as_ref().is_some_and(|r| r.adapter == account) {
-                        found.push(payment(&p));
-                    }
-                    Ok(true)
-                })?;
-                let mut refunds = Vec::new();
-                scan_all(self.storage, PAYMENTS, "refunds", &start, &end, |_, v| {
-                    refunds.push(serde_json::from_slice::<Value>(v).map_err(corrupt)?);
-                    Ok(true)
-                })?;
-                for r in refunds {
-                    if let Some(ours) = self.refund(env, m, &r)? {
-                        found.push(ours);
-                    }
+                for kind in [Kind::Collection, Kind::Refund] {
+                    sources.push(Source {
+                        kind,
+                        env,
+                        merchant: m.clone(),
+                        from: format!("{env}/{m}/{from}"),
+                        end: format!("{env}/{m}/{to}"),
+                        done: false,
+                        buf: VecDeque::new(),
+                    });
                 }
                 let sent_that_day = |at: Option<u64>| at.is_some_and(|at| day.contains(at));
-                self.payout_items(env, m, day, sent_that_day, &mut found)?;
+                self.payout_items(env, m, day, sent_that_day, &mut payouts)?;
             }
         }
-        Ok(found)
+        payouts.sort_by(|a, b| a.id.cmp(&b.id));
+        sources.push(Source {
+            kind: Kind::Payout,
+            env: "",
+            merchant: String::new(),
+            from: String::new(),
+            end: String::new(),
+            done: true,
+            buf: payouts.into(),
+        });
+        Ok(DayStream { sources })
+    }
+
+    /// The next of `stream`'s records, in id order; none after the last.
+    pub(super) fn next_of_day(
+        &mut self,
+        stream: &mut DayStream,
+    ) -> Result<Option<Ours>, BooksError> {
+        for source in stream.sources.iter_mut() {
+            while source.buf.is_empty() && !source.done {
+                self.fill(source)?;
+            }
+        }
+        let next = stream
+            .sources
+            .iter_mut()
+            .filter(|s| !s.buf.is_empty())
+            .min_by(|a, b| a.buf[0].id.cmp(&b.buf[0].id));
+        Ok(next.and_then(|s| s.buf.pop_front()))
+    }
+
+    /// A page of `source`'s range, this account's records kept.
+    fn fill(&mut self, source: &mut Source) -> Result<(), BooksError> {
+        let limit = mmc_storage::MAX_SCAN;
+        let table = match source.kind {
+            Kind::Collection => "payments",
+            _ => "refunds",
+        };
+        let rows = self
+            .storage
+            .scan(PAYMENTS, table, &source.from, &source.end, limit)?;
+        source.done = rows.len() < limit as usize;
+        if let Some((last, _)) = rows.last() {
+            source.from = format!("{last}\0");
+        }
+        for (_, v) in rows {
+            let ours = if source.kind == Kind::Collection {
+                let p = mmc_domain::record::decode(&v).map_err(BooksError::Corrupt)?;
+                p.route
+                    .as_ref()
+                    .is_some_and(|r| r.adapter == self.account)
+                    .then(|| payment(&p))
+            } else {
+                let r: Value = serde_json::from_slice(&v).map_err(corrupt)?;
+                self.refund(source.env, &source.merchant, &r)?
+            };
+            source.buf.extend(ours);
+        }
+        Ok(())
     }
 
     fn refund(&mut self, env: &str, merchant: &str, r: &Value) -> Result<Option<Ours>, BooksError> {

@@ -13,10 +13,10 @@ use crate::runtime::bindings::adapter_types::{AdapterError, OperationRef, PspSta
 use crate::runtime::bindings::provider_books::{Movement, MovementKind, StatementPage};
 use crate::runtime::{CallError, Runtime};
 
-/// What reading the provider's side gave.
+/// Whether the provider's side was read whole.
 pub(super) enum Read {
-    /// Every movement of the period.
-    Whole(Vec<Line>),
+    /// Every movement of the period went to the reader.
+    Whole,
     /// Not all of it: why.
     Incomplete(String),
 }
@@ -97,15 +97,17 @@ fn line(m: Movement) -> Result<Line, String> {
     })
 }
 
-/// The provider's statement of [from, to), every page of it.
-pub(super) fn statement(
+/// The provider's statement of [from, to), every page of it, each page's
+/// lines handed to `read` as it comes (a page with a movement that cannot be
+/// read is not handed over: the read is incomplete).
+pub(super) fn statement<E>(
     runtime: &Arc<Runtime>,
     account: &str,
     (from_ms, to_ms): (u64, u64),
     wait: Duration,
-) -> Read {
+    mut read: impl FnMut(Vec<Line>) -> Result<(), E>,
+) -> Result<Read, E> {
     let started = Instant::now();
-    let mut lines = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_PAGES {
         let asked = cursor.clone();
@@ -114,24 +116,26 @@ pub(super) fn statement(
         });
         let page = match answer {
             Ok(Some(Ok(page))) => page,
-            Ok(Some(Err(e))) => return Read::Incomplete(describe(&e)),
-            Ok(None) => return Read::Incomplete(format!("{account} reads no statement")),
-            Err(e) => return Read::Incomplete(call_error(&e)),
+            Ok(Some(Err(e))) => return Ok(Read::Incomplete(describe(&e))),
+            Ok(None) => return Ok(Read::Incomplete(format!("{account} reads no statement"))),
+            Err(e) => return Ok(Read::Incomplete(call_error(&e))),
         };
         match page {
             StatementPage::Page(page) => {
+                let mut lines = Vec::with_capacity(page.movements.len());
                 for m in page.movements {
                     match line(m) {
                         Ok(l) => lines.push(l),
-                        Err(why) => return Read::Incomplete(why),
+                        Err(why) => return Ok(Read::Incomplete(why)),
                     }
                 }
+                read(lines)?;
                 match page.next {
-                    None => return Read::Whole(lines),
+                    None => return Ok(Read::Whole),
                     Some(next) if Some(&next) == cursor.as_ref() => {
-                        return Read::Incomplete(format!(
+                        return Ok(Read::Incomplete(format!(
                             "the provider gave the page cursor {next:?} twice in a row"
-                        ));
+                        )));
                     }
                     next => cursor = next,
                 }
@@ -139,23 +143,30 @@ pub(super) fn statement(
             StatementPage::Preparing(p) => {
                 let pause = Duration::from_millis(p.retry_after_ms.clamp(100, 60_000));
                 if started.elapsed() + pause > wait {
-                    return Read::Incomplete(format!(
+                    return Ok(Read::Incomplete(format!(
                         "the provider had not prepared its statement after {} s",
                         wait.as_secs()
-                    ));
+                    )));
                 }
                 std::thread::sleep(pause);
                 cursor = Some(p.cursor);
             }
         }
     }
-    Read::Incomplete(format!("the statement ran past {MAX_PAGES} pages"))
+    Ok(Read::Incomplete(format!(
+        "the statement ran past {MAX_PAGES} pages"
+    )))
 }
 
 /// For a provider that publishes no statement: each of `ours` read back
 /// by our id, its answer taken as its line (none when the provider does
-/// not know it). A provider's cap on status queries is kept.
-pub(super) fn by_status(runtime: &Arc<Runtime>, account: &str, ours: &[Ours]) -> Read {
+/// not know it); `Err(why)` when one cannot be read. A provider's cap on
+/// status queries is kept.
+pub(super) fn by_status(
+    runtime: &Arc<Runtime>,
+    account: &str,
+    ours: &[Ours],
+) -> Result<Vec<Line>, String> {
     let mut lines = Vec::new();
     for o in ours {
         let Some(operator) = o.operator.clone() else {
@@ -195,8 +206,8 @@ pub(super) fn by_status(runtime: &Arc<Runtime>, account: &str, ours: &[Ours]) ->
         );
         let status = match answer {
             Ok(Ok(status)) => status,
-            Ok(Err(e)) => return Read::Incomplete(format!("{}: {}", o.id, describe(&e))),
-            Err(e) => return Read::Incomplete(format!("{}: {}", o.id, call_error(&e))),
+            Ok(Err(e)) => return Err(format!("{}: {}", o.id, describe(&e))),
+            Err(e) => return Err(format!("{}: {}", o.id, call_error(&e))),
         };
         let (state, amount, currency) = match status {
             PspStatus::NotFound => continue,
@@ -205,7 +216,7 @@ pub(super) fn by_status(runtime: &Arc<Runtime>, account: &str, ours: &[Ours]) ->
             PspStatus::Completed(settled) => match Amount::parse(&settled.amount) {
                 Some(a) => ("completed", a, settled.currency),
                 None => {
-                    return Read::Incomplete(format!(
+                    return Err(format!(
                         "{}: the provider's amount {:?} is not an amount",
                         o.id, settled.amount
                     ));
@@ -230,5 +241,5 @@ pub(super) fn by_status(runtime: &Arc<Runtime>, account: &str, ours: &[Ours]) ->
             std::thread::sleep(pace);
         }
     }
-    Read::Whole(lines)
+    Ok(lines)
 }
