@@ -91,6 +91,12 @@ async fn paid(app: &TestApp, fake: &FakeWave, key: &str) -> String {
     id
 }
 
+/// The admin API's cases of `status` (every account's, every merchant's).
+async fn admin_cases(app: &TestApp, status: &str) -> (u16, Value) {
+    let path = format!("/admin/v1/reconciliation/cases?status={status}");
+    admin(app, reqwest::Method::GET, &path, None).await
+}
+
 fn counts(report: &Value) -> Value {
     report["counts"].clone()
 }
@@ -150,13 +156,7 @@ async fn a_day_with_every_kind_of_difference_gives_the_exact_report_and_one_case
     assert_ne!(report["wallets"][0]["drift"], "0", "{report}");
     // Six records' cases, and the wallet's: its day does not add up.
     assert_eq!(report["cases"]["opened"], 7, "{report}");
-    let (_, open) = admin(
-        &app,
-        reqwest::Method::GET,
-        "/admin/v1/reconciliation/cases?status=open",
-        None,
-    )
-    .await;
+    let (_, open) = admin_cases(&app, "open").await;
     let drift = open["data"]
         .as_array()
         .unwrap()
@@ -265,25 +265,13 @@ async fn a_case_closes_by_itself_when_both_books_agree_and_a_person_resolves_the
         (Some(1), Some(1)),
         "{second}"
     );
-    let (_, closed) = admin(
-        &app,
-        reqwest::Method::GET,
-        "/admin/v1/reconciliation/cases?status=closed",
-        None,
-    )
-    .await;
+    let (_, closed) = admin_cases(&app, "closed").await;
     let closed = &closed["data"][0];
     assert_eq!(closed["subject"], fee_off.as_str());
     assert_eq!(closed["resolution"]["by"], "reconciliation");
 
     // The amount difference is settled by a person, with a note; it stays settled.
-    let (_, open) = admin(
-        &app,
-        reqwest::Method::GET,
-        "/admin/v1/reconciliation/cases?status=open",
-        None,
-    )
-    .await;
+    let (_, open) = admin_cases(&app, "open").await;
     let id = open["data"][0]["id"].as_str().unwrap().to_string();
     let resolve = format!("/admin/v1/reconciliation/cases/{id}/resolve");
     let (status, refused) = admin(
@@ -418,13 +406,7 @@ async fn a_wallet_day_case_closes_by_itself_once_the_day_adds_up() {
         (Some(2), Some(0)),
         "{second}"
     );
-    let (_, closed) = admin(
-        &app,
-        reqwest::Method::GET,
-        "/admin/v1/reconciliation/cases?status=closed",
-        None,
-    )
-    .await;
+    let (_, closed) = admin_cases(&app, "closed").await;
     let wallet = closed["data"]
         .as_array()
         .unwrap()

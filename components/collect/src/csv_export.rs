@@ -149,10 +149,7 @@ fn payment_row(out: &mut String, p: &Payment) {
     };
     let (amount, refunded) = (p.amount.to_string(), p.refunded_amount.to_string());
     let fee = p.expected_fee.map(|f| f.to_string()).unwrap_or_default();
-    let net = p
-        .expected_fee
-        .map(|f| p.amount.saturating_sub(f).to_string())
-        .unwrap_or_default();
+    let net = p.net_amount().map(|n| n.to_string()).unwrap_or_default();
     let (created, completed, failed) = (
         time(Some(p.created_at_ms)),
         time(p.completed_at_ms),

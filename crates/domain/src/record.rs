@@ -350,6 +350,12 @@ impl Route {
 }
 
 impl Payment {
+    /// The amount less the fee its route's rate card says: what the
+    /// merchant keeps; none without an expected fee.
+    pub fn net_amount(&self) -> Option<u64> {
+        self.expected_fee.map(|fee| self.amount.saturating_sub(fee))
+    }
+
     /// A request to pay (or a one-time code) goes on its way now, from `node`.
     pub fn start_initiating(&mut self, now: u64, node: String) {
         self.initiating_since_ms = Some(now);

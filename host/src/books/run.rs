@@ -311,10 +311,7 @@ impl Run<'_> {
             if let Some(now) = books.set_right(account, records, &o)? {
                 let again = judge(Some(&now), &refs, expected_fee);
                 if again != category {
-                    note = Some(format!(
-                        "set right: our record said {}; its owner asked the provider again by our id and recorded {}",
-                        o.stated, now.stated
-                    ));
+                    note = Some(format!("set right: {}", set_right_note(&o, &now.stated)));
                     category = again;
                     set_right_from = Some(std::mem::replace(&mut o, now));
                 }
@@ -631,10 +628,10 @@ impl Sink<'_, '_> {
             let matched_by = match &j.set_right_from {
                 Some(before) => {
                     counted.counts.set_right += 1;
+                    let now = j.ours.as_ref().map_or("", |o| o.stated.as_str());
                     format!(
-                        "set right by the run of {date}: our record said {}; its owner asked the provider again by our id and recorded {}",
-                        before.stated,
-                        j.ours.as_ref().map_or("", |o| o.stated.as_str())
+                        "set right by the run of {date}: {}",
+                        set_right_note(before, now)
                     )
                 }
                 None => format!("matched by the run of {date}"),
@@ -707,6 +704,15 @@ impl Sink<'_, '_> {
         }
         Ok((checks, writes))
     }
+}
+
+/// What setting a record right did: its status before, and after.
+fn set_right_note(before: &Ours, now: impl AsRef<str>) -> String {
+    format!(
+        "our record said {}; its owner asked the provider again by our id and recorded {}",
+        before.stated,
+        now.as_ref()
+    )
 }
 
 /// A case as stored now, and the check that it is still so when written.

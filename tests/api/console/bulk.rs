@@ -217,6 +217,26 @@ async fn console_key(browser: &Browser, scopes: &[&str]) -> String {
     made.body[at..].split('<').next().unwrap().to_string()
 }
 
+/// A batch named Payroll of `items`, created and approved by `key`: its id.
+async fn approved_batch(app: &TestApp, key: &str, items: Value) -> String {
+    let resp = app
+        .client
+        .post(app.url("/api/v1/bulk-payments/"))
+        .bearer_auth(key)
+        .header("Idempotency-Key", new_key())
+        .json(&json!({"name": "Payroll", "items": items}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    let id = resp.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(approve_by_key(app, key, &id).await.0, 200);
+    id
+}
+
 async fn approve_by_key(app: &TestApp, key: &str, id: &str) -> (u16, Value) {
     app.post(
         key,
@@ -386,26 +406,17 @@ async fn a_batch_created_with_a_persons_key_is_not_theirs_to_approve_in_the_cons
 #[service_test]
 async fn a_payout_whose_outcome_cannot_be_read_is_shown_unconfirmed_on_its_batch(app: TestApp) {
     let (merchant, key, _) = app.merchant("Payroll");
-    let resp = app
-        .client
-        .post(app.url("/api/v1/bulk-payments/"))
-        .bearer_auth(&key)
-        .header("Idempotency-Key", new_key())
-        .json(&json!({"name": "Payroll", "items": [
+    let id = approved_batch(
+        &app,
+        &key,
+        json!([
             {"beneficiary_name": "Awa Koné", "phone": "+2290166000006",
              "amount": 1000, "currency": "XOF", "reference": "unreadable"},
             {"beneficiary_name": "Koffi Mensah", "phone": "+2290166000001",
              "amount": 2000, "currency": "XOF", "reference": "paid"},
-        ]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 201);
-    let id = resp.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert_eq!(approve_by_key(&app, &key, &id).await.0, 200);
+        ]),
+    )
+    .await;
 
     let started = Instant::now();
     let b = loop {
@@ -464,26 +475,17 @@ async fn a_batch_beyond_its_routes_float_is_held_before_anything_is_sent_then_go
     })
     .await;
     let (merchant, key, _) = app.merchant("Payroll");
-    let resp = app
-        .client
-        .post(app.url("/api/v1/bulk-payments/"))
-        .bearer_auth(&key)
-        .header("Idempotency-Key", new_key())
-        .json(&json!({"name": "Payroll", "items": [
+    let id = approved_batch(
+        &app,
+        &key,
+        json!([
             {"beneficiary_name": "Awa Koné", "phone": "+2290166000001",
              "amount": 3000, "currency": "XOF", "reference": "first"},
             {"beneficiary_name": "Koffi Mensah", "phone": "+2290166001001",
              "amount": 3000, "currency": "XOF", "reference": "second"},
-        ]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 201);
-    let id = resp.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert_eq!(approve_by_key(&app, &key, &id).await.0, 200);
+        ]),
+    )
+    .await;
 
     let until = Instant::now() + Duration::from_secs(10);
     let held = loop {

@@ -128,7 +128,7 @@ impl<'a> PaymentView<'a> {
             idempotent_replay: replay,
             metadata: p.metadata.as_ref(),
             mode: p.mode.as_str(),
-            net_amount: p.expected_fee.map(|fee| p.amount.saturating_sub(fee)),
+            net_amount: p.net_amount(),
             next_action: next_action(p),
             object: "collect.payment",
             operator: p.operator.as_deref(),
