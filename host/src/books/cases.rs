@@ -110,11 +110,12 @@ pub fn case_id(account: &str, subject: &str) -> String {
 }
 
 pub(super) fn read(tx: &mut dyn Transaction, id: &str) -> Result<Option<Case>, StorageError> {
-    tx.get(CASES, id)?
-        .map(|v| {
-            serde_json::from_slice(&v).map_err(|e| StorageError::Invalid(format!("case {id}: {e}")))
-        })
-        .transpose()
+    tx.get(CASES, id)?.map(|v| decode(id, &v)).transpose()
+}
+
+/// A stored case.
+pub(super) fn decode(id: &str, stored: &[u8]) -> Result<Case, StorageError> {
+    serde_json::from_slice(stored).map_err(|e| StorageError::Invalid(format!("case {id}: {e}")))
 }
 
 /// The writes that store `case` (`was`: its status before, if it existed).

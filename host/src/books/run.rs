@@ -188,7 +188,7 @@ impl Run<'_> {
             judged: Vec::with_capacity(JUDGED_BATCH),
             consumed: Vec::new(),
         };
-        let mut theirs = Staged::new(self);
+        let mut theirs = Staged::new(self)?;
         let mut stream = records.day_stream(self.day)?;
         let mut by_reference_taken: HashSet<String> = HashSet::new();
         let mut ours_next = records.next_of_day(&mut stream)?;
@@ -460,7 +460,7 @@ struct Staged<'r, 'a> {
 }
 
 impl<'r, 'a> Staged<'r, 'a> {
-    fn new(run: &'r Run<'a>) -> Self {
+    fn new(run: &'r Run<'a>) -> Result<Self, BooksError> {
         let prefix = run.prefix();
         let by_reference = run
             .books
@@ -471,16 +471,16 @@ impl<'r, 'a> Staged<'r, 'a> {
                 &format!("{prefix}{BY_REFERENCE}"),
                 &format!("{prefix}{BY_REFERENCE}~"),
                 1,
-            )
-            .map_or(0, |rows| rows.len() as u64);
-        Staged {
+            )?
+            .len() as u64;
+        Ok(Staged {
             run,
             page: VecDeque::new(),
             end: format!("{prefix}~~"),
             from: prefix,
             done: false,
             by_reference,
-        }
+        })
     }
 
     /// A staged row as (key, tie, line).
@@ -720,9 +720,8 @@ fn read_case(books: &Books, id: &str) -> Result<(Option<Case>, Check), BooksErro
     let stored = books.storage.get(NS, cases::TABLE, id)?;
     let case = stored
         .as_deref()
-        .map(serde_json::from_slice::<Case>)
-        .transpose()
-        .map_err(|e| BooksError::Corrupt(format!("case {id}: {e}")))?;
+        .map(|v| cases::decode(id, v))
+        .transpose()?;
     let check = Check {
         table: cases::TABLE.into(),
         key: id.to_string(),
