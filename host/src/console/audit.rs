@@ -15,6 +15,9 @@ use mmc_storage::sql_params;
 
 use super::sessions::Session;
 
+/// The audit log's words: (key, English, French), looked up by [`super::html::t`].
+pub const WORDS: &[(&str, &str, &str)] = &[];
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Entry {
     pub id: i64,

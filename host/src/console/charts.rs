@@ -7,6 +7,9 @@ use std::fmt::Write;
 
 use super::html::esc;
 
+/// The charts' words: (key, English, French), looked up by [`super::html::t`].
+pub const WORDS: &[(&str, &str, &str)] = &[];
+
 const WIDTH: f64 = 720.0;
 const HEIGHT: f64 = 200.0;
 const LEFT: f64 = 8.0;

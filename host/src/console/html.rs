@@ -258,10 +258,15 @@ const WORDS: &[(&str, &str, &str)] = &[
     ("reject", "Reject", "Rejeter"),
 ];
 
-pub fn t(lang: Lang, key: &str) -> &'static str {
+/// Every word of the console: this file's, then each area's own table.
+fn all_words() -> impl Iterator<Item = &'static (&'static str, &'static str, &'static str)> {
     WORDS
         .iter()
-        .chain(super::words::MORE)
+        .chain(super::words::TABLES.iter().flat_map(|t| t.iter()))
+}
+
+pub fn t(lang: Lang, key: &str) -> &'static str {
+    all_words()
         .find(|(k, _, _)| *k == key)
         .map(|(_, en, fr)| if lang == Lang::Fr { *fr } else { *en })
         .unwrap_or("?")
@@ -442,11 +447,8 @@ mod tests {
 
     #[test]
     fn words_exist_in_both_languages_and_escape() {
-        for (k, en, fr) in WORDS.iter().chain(super::super::words::MORE) {
-            let found = WORDS
-                .iter()
-                .chain(super::super::words::MORE)
-                .filter(|w| w.0 == *k);
+        for (k, en, fr) in all_words() {
+            let found = all_words().filter(|w| w.0 == *k);
             assert_eq!(found.count(), 1, "{k} once");
             assert!(!en.is_empty() && !fr.is_empty(), "{k}");
             assert_eq!(en.matches("{}").count(), fr.matches("{}").count(), "{k}");

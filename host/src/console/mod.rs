@@ -14,6 +14,7 @@ pub mod bulk;
 pub mod bulk_upload;
 pub mod charts;
 pub mod finance;
+pub mod format;
 pub mod hooks;
 pub mod html;
 pub mod keys;

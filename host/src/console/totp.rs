@@ -5,6 +5,9 @@
 
 use hmac::{Hmac, Mac};
 
+/// The second factor's words: (key, English, French), looked up by [`super::html::t`].
+pub const WORDS: &[(&str, &str, &str)] = &[];
+
 pub const STEP_SECS: u64 = 30;
 const DIGITS: u32 = 6;
 

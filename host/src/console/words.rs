@@ -1,6 +1,15 @@
 //! The words of the bulk, developers, links and overview pages:
 //! (key, English, French), looked up by [`super::html::t`] after its own.
 
+/// Each area's words; [`super::html::t`] looks in its own, then in these.
+pub const TABLES: &[&[(&str, &str, &str)]] = &[
+    MORE,
+    super::charts::WORDS,
+    super::totp::WORDS,
+    super::audit::WORDS,
+    super::format::WORDS,
+];
+
 pub const MORE: &[(&str, &str, &str)] = &[
     ("finance", "Finance", "Finance"),
     ("books", "Books", "Comptabilité"),
