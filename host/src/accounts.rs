@@ -316,6 +316,20 @@ impl Accounts {
         Ok(())
     }
 
+    /// The IANA zone the console shows the merchant's times in.
+    pub fn set_time_zone(&self, merchant_id: &str, zone: &str) -> Result<(), AccountError> {
+        let changed = self.db.write(|tx| {
+            tx.execute(
+                "UPDATE merchants SET time_zone = ?2 WHERE id = ?1",
+                sql_params![merchant_id, zone],
+            )
+        })?;
+        if changed == 0 {
+            return Err(AccountError::UnknownMerchant(merchant_id.to_string()));
+        }
+        Ok(())
+    }
+
     pub fn revoke_key(&self, key_id: &str) -> Result<(), AccountError> {
         self.revoke(key_id, None)
     }

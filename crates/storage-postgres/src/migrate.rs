@@ -343,6 +343,13 @@ ALTER TABLE console_sessions ADD COLUMN may_enrol integer NOT NULL DEFAULT 0;
 ALTER TABLE console_users ADD COLUMN totp_last_purpose text;
 "#,
     ),
+    (
+        12,
+        r#"
+-- The IANA zone the console shows a merchant's times in; NULL = UTC.
+ALTER TABLE merchants ADD COLUMN time_zone text;
+"#,
+    ),
 ];
 
 pub(crate) async fn migrate(

@@ -88,6 +88,8 @@ pub(crate) const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     // What the last code asked again before an action was given for: the
     // same request submitted twice carries the same code.
     ("console_users", "totp_last_purpose", "TEXT"),
+    // The IANA zone the console shows a merchant's times in; NULL = UTC.
+    ("merchants", "time_zone", "TEXT"),
 ];
 
 pub(crate) fn add_missing_columns(conn: &Connection) -> Result<(), StorageError> {

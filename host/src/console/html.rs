@@ -256,6 +256,11 @@ const WORDS: &[(&str, &str, &str)] = &[
     ("all_remaining", "all that remains", "tout ce qui reste"),
     ("approve", "Approve", "Approuver"),
     ("reject", "Reject", "Rejeter"),
+    (
+        "test_banner",
+        "Test data — nothing here moves real money",
+        "Données de test — rien ici ne déplace d'argent réel",
+    ),
 ];
 
 /// Every word of the console: this file's, then each area's own table.
@@ -402,15 +407,106 @@ pub fn page(lang: Lang, session: Option<&Session>, title: &str, body: &str) -> S
             role = s.role.as_str(),
         );
     }
-    // On a phone a table scrolls sideways in its own box (the stylesheet):
-    // focusable, so the keyboard can scroll it too.
-    let body = body.replace("<table", "<table tabindex=\"0\"");
+    if session.is_some_and(|s| s.environment == crate::accounts::Environment::Test) {
+        let _ = write!(
+            out,
+            "<p class=\"test-banner\" role=\"note\">{}</p>",
+            t(lang, "test_banner")
+        );
+    }
+    // On a phone each row of a table stacks as a card, each value under its
+    // column's name (the stylesheet reads `data-label`).
+    let body = label_cells(body);
     let _ = write!(
         out,
         "<main><h1>{}</h1>{body}</main></body></html>",
         esc(title)
     );
     out
+}
+
+/// Each body cell of each table labelled with its column's heading
+/// (`data-label`), so that a row can be read as a card where the columns do
+/// not fit. The console writes its tables itself: headings are escaped text,
+/// and a cell's content never holds a raw `<td`.
+pub fn label_cells(body: &str) -> String {
+    let mut out = String::with_capacity(body.len() + body.len() / 8);
+    let mut rest = body;
+    while let Some(start) = rest.find("<table") {
+        let Some(len) = rest[start..].find("</table>") else {
+            break;
+        };
+        let end = start + len + "</table>".len();
+        out.push_str(&rest[..start]);
+        out.push_str(&label_table(&rest[start..end]));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn label_table(table: &str) -> String {
+    let Some((head, body)) = table.split_once("</thead>") else {
+        return table.to_string();
+    };
+    let headings: Vec<String> = head
+        .split("<th")
+        .skip(1)
+        .filter(|cell| cell.starts_with(['>', ' ']))
+        .map(|cell| {
+            let inner = cell.split_once('>').map(|(_, r)| r).unwrap_or_default();
+            let inner = inner.split("</th>").next().unwrap_or_default();
+            strip_tags(inner).replace('"', "&quot;")
+        })
+        .collect();
+    let mut out = String::with_capacity(table.len() + table.len() / 4);
+    out.push_str(head);
+    out.push_str("</thead>");
+    let mut col = 0usize;
+    let mut rest = body;
+    while let Some(at) = rest.find('<') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let is_cell = (rest.starts_with("<td") || rest.starts_with("<th"))
+            && matches!(rest.as_bytes().get(3), Some(b' ' | b'>'));
+        if rest.starts_with("<tr") {
+            col = 0;
+        }
+        if is_cell {
+            let tag_end = rest.find('>').unwrap_or(rest.len() - 1);
+            let tag = &rest[..tag_end];
+            let span = tag
+                .split_once("colspan=\"")
+                .and_then(|(_, v)| v.split('"').next()?.parse::<usize>().ok())
+                .unwrap_or(1);
+            out.push_str(&rest[..3]);
+            if let Some(h) = headings.get(col).filter(|h| !h.is_empty() && span == 1) {
+                let _ = write!(out, " data-label=\"{h}\"");
+            }
+            col += span;
+            rest = &rest[3..];
+        } else {
+            out.push('<');
+            rest = &rest[1..];
+        }
+    }
+    out.push_str(rest);
+    out.replacen("<table", "<table tabindex=\"0\"", 1)
+}
+
+/// The text of an HTML fragment the console wrote (tags dropped).
+fn strip_tags(html: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for c in html.chars() {
+        match c {
+            '<' => inside = true,
+            '>' => inside = false,
+            c if !inside => out.push(c),
+            _ => {}
+        }
+    }
+    out.trim().to_string()
 }
 
 pub fn csrf_field(s: &Session) -> String {
@@ -459,5 +555,20 @@ mod tests {
         );
         assert_eq!(Lang::pick(None, None, Some("fr-FR,fr;q=0.9")), Lang::Fr);
         assert_eq!(Lang::pick(Some("en"), Some("fr"), None), Lang::En);
+    }
+
+    #[test]
+    fn table_cells_carry_their_column_name() {
+        let page = "<p>x</p><table><thead><tr><th>Ref</th><th><abbr title=\"a\">Amt</abbr></th></tr></thead>\
+                    <tbody><tr><td><a href=\"/p\">r1</a></td><td>5</td></tr>\
+                    <tr><td colspan=\"2\">total</td></tr></tbody>\
+                    <tfoot><tr><th>All</th><td>9</td></tr></tfoot></table><td>";
+        let out = label_cells(page);
+        assert!(out.contains("<table tabindex=\"0\">"), "{out}");
+        assert!(out.contains("<td data-label=\"Ref\"><a href=\"/p\">r1</a></td><td data-label=\"Amt\">5</td>"), "{out}");
+        assert!(out.contains("<td colspan=\"2\">total</td>"), "{out}");
+        assert!(out.contains("<th data-label=\"Ref\">All</th><td data-label=\"Amt\">9</td>"), "{out}");
+        assert!(out.ends_with("</table><td>"), "{out}");
+        assert!(out.contains("<thead><tr><th>Ref</th>"), "{out}");
     }
 }

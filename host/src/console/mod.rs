@@ -20,6 +20,7 @@ pub mod html;
 pub mod keys;
 pub mod links;
 pub mod multipart;
+pub mod outcomes;
 pub mod overview;
 pub mod password_checks;
 pub mod payment;

@@ -8,6 +8,7 @@ use crate::clock::system_now_ms;
 use crate::db::{SqlDb, StorageError};
 use mmc_storage::sql_params;
 
+use super::format::Zone;
 use super::users::{Role, random_hex, sha256_hex};
 
 /// A session lasts this long from sign-in, however active.
@@ -36,6 +37,8 @@ pub struct Session {
     /// May enrol a second factor: opened by an invitation or reset link
     /// (the person who chose the password), or passed the current factor.
     pub may_enrol: bool,
+    /// The merchant's time zone, that every time on the console is shown in.
+    pub zone: Zone,
 }
 
 impl Session {
@@ -129,7 +132,7 @@ impl Sessions {
             c.query_opt(
                 "SELECT s.token_hash, u.id, u.email, u.role, u.merchant_id, m.name, s.environment, s.mfa,
                         u.totp_enabled, s.csrf, m.second_approver_test, m.second_approver_live,
-                        u.approvals_held_until_ms, s.may_enrol
+                        u.approvals_held_until_ms, s.may_enrol, m.time_zone
                  FROM console_sessions s
                  JOIN console_users u ON u.id = s.user_id AND u.removed_ms IS NULL
                  JOIN merchants m ON m.id = u.merchant_id
@@ -161,6 +164,10 @@ impl Sessions {
             },
             approvals_held_until_ms: r.opt_int(12)?.unwrap_or(0).max(0) as u64,
             may_enrol: r.int(13)? != 0,
+            zone: r
+                .opt_text(14)?
+                .and_then(|z| Zone::parse(&z))
+                .unwrap_or(Zone::Utc),
         }))
     }
 

@@ -8,6 +8,7 @@ pub const TABLES: &[&[(&str, &str, &str)]] = &[
     super::totp::WORDS,
     super::audit::WORDS,
     super::format::WORDS,
+    super::outcomes::WORDS,
 ];
 
 pub const MORE: &[(&str, &str, &str)] = &[
