@@ -151,6 +151,14 @@ CREATE TABLE IF NOT EXISTS console_audit (
 CREATE INDEX IF NOT EXISTS console_audit_merchant ON console_audit (merchant_id, id);
 CREATE INDEX IF NOT EXISTS console_audit_subject ON console_audit (merchant_id, subject);
 
+-- Console forms already carried out (a reload finds them done), by the
+-- SHA-256 of merchant and form key; forgotten after a day.
+CREATE TABLE IF NOT EXISTS console_forms_done (
+    key_hash  TEXT PRIMARY KEY,
+    at_ms     INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS console_forms_done_at ON console_forms_done (at_ms);
+
 -- Failed console sign-ins per account and per client address (SHA-256 keys),
 -- counted here so that every node of a fleet shares one limit.
 CREATE TABLE IF NOT EXISTS console_sign_in_failures (

@@ -16,9 +16,11 @@ use serde_json::{Value, json};
 
 use super::bulk_upload::{self, Uploaded};
 use super::html::{self, esc, t, text};
+use super::payments::plain;
 use super::sessions::Session;
 use super::web::{self, ConsoleError, Req, check_csrf};
 use super::{Console, api, blocking};
+use super::{format, outcomes};
 use crate::http::App;
 
 type Resp = Response<Full<Bytes>>;
@@ -112,14 +114,17 @@ pub async fn list(
     for b in &batches {
         let _ = write!(
             body,
-            "<tr><td><a href=\"/console/bulk/{id}\">{name}</a></td><td>{status}</td><td>{total} {cur}</td><td>{n}</td><td>{created}</td></tr>",
+            "<tr><td><a href=\"/console/bulk/{id}\">{name}</a></td><td>{status}</td><td class=\"num\">{total}</td><td>{n}</td><td>{created}</td></tr>",
             id = esc(&text(&b["id"])),
             name = esc(&text(&b["name"])),
-            status = esc(&text(&b["status"])),
-            total = esc(&text(&b["total_amount"])),
-            cur = esc(&text(&b["currency"])),
+            status = esc(&outcomes::status(l, &text(&b["status"]))),
+            total = esc(&format::money(
+                l,
+                b["total_amount"].as_i64().unwrap_or(0),
+                &text(&b["currency"])
+            )),
             n = esc(&text(&b["item_count"])),
-            created = esc(&text(&b["created_at"])),
+            created = esc(&format::when_text(s.zone, &text(&b["created_at"]))),
         );
     }
     body.push_str("</tbody></table>");
@@ -178,13 +183,20 @@ fn facts(c: &Console, l: html::Lang, s: &Session, b: &Value) -> String {
     for (label, value) in [
         ("name", text(&b["name"])),
         ("description", text(&b["description"])),
-        ("status", text(&b["status"])),
+        ("status", outcomes::status(l, &text(&b["status"]))),
         (
             "amount",
-            format!("{} {}", text(&b["total_amount"]), text(&b["currency"])),
+            format::money(
+                l,
+                b["total_amount"].as_i64().unwrap_or(0),
+                &text(&b["currency"]),
+            ),
         ),
         ("items", text(&b["item_count"])),
-        ("created", text(&b["created_at"])),
+        (
+            "created",
+            format::when_text(s.zone, &text(&b["created_at"])),
+        ),
         (
             "created_by",
             who(c, s, &b["created_by_key_id"], &b["created_by_user_id"]),
@@ -204,7 +216,8 @@ fn facts(c: &Console, l: html::Lang, s: &Session, b: &Value) -> String {
     for st in ITEM_STATUSES {
         let _ = write!(
             body,
-            "<span class=\"count\">{st}: <strong>{}</strong></span> ",
+            "<span class=\"count\">{}: <strong>{}</strong></span> ",
+            esc(&outcomes::status(l, st)),
             esc(&text(&counts[st]))
         );
     }
@@ -224,7 +237,7 @@ fn facts(c: &Console, l: html::Lang, s: &Session, b: &Value) -> String {
             t(l, label),
             esc(&text(&summary["count"])),
             t(l, "since"),
-            esc(&text(&summary["since"]))
+            esc(&format::when_text(s.zone, &text(&summary["since"])))
         );
         for r in summary["reasons"].as_array().into_iter().flatten() {
             let _ = write!(
@@ -241,21 +254,28 @@ fn facts(c: &Console, l: html::Lang, s: &Session, b: &Value) -> String {
     if !float.is_null() {
         let _ = write!(
             body,
-            "<dt>{}</dt><dd><strong>insufficient_float</strong> ({} {})<ul>",
+            "<dt>{}</dt><dd>({} {})<ul>",
             t(l, "insufficient_float"),
             t(l, "since"),
-            esc(&text(&float["since"]))
+            esc(&format::when_text(s.zone, &text(&float["since"])))
         );
         for w in float["wallets"].as_array().into_iter().flatten() {
             let _ = write!(
                 body,
-                "<li>{} · {}: {} {} / {} {}</li>",
+                "<li>{} · {}: {} {} / {}</li>",
                 esc(&text(&w["account"])),
                 esc(&text(&w["wallet"])),
                 t(l, "holds"),
-                esc(&text(&w["available"])),
-                esc(&text(&w["needed"])),
-                esc(&text(&w["currency"])),
+                esc(&format::money(
+                    l,
+                    w["available"].as_i64().unwrap_or(0),
+                    &text(&w["currency"])
+                )),
+                esc(&format::money(
+                    l,
+                    w["needed"].as_i64().unwrap_or(0),
+                    &text(&w["currency"])
+                )),
             );
         }
         body.push_str("</ul></dd>");
@@ -266,7 +286,11 @@ fn facts(c: &Console, l: html::Lang, s: &Session, b: &Value) -> String {
 
 /// Why an item is where it is: its failure, or what a person should check,
 /// or why it waits or is not confirmed yet.
-fn item_note(l: html::Lang, i: &Value) -> String {
+fn item_note(l: html::Lang, zone: format::Zone, i: &Value) -> String {
+    if let Some(code) = i["failure_code"].as_str().filter(|c| !c.is_empty()) {
+        let (why, next) = outcomes::reason(l, code);
+        return format!("{} {}", esc(&why), esc(next));
+    }
     if let Some(m) = i["failure_message"].as_str() {
         return esc(m);
     }
@@ -281,42 +305,105 @@ fn item_note(l: html::Lang, i: &Value) -> String {
                 t(l, label),
                 esc(r),
                 t(l, "since"),
-                esc(&text(&i[key]["since"]))
+                esc(&format::when_text(zone, &text(&i[key]["since"])))
             ));
         }
     }
     notes.join("<br>")
 }
 
-/// Approve and reject, while the batch waits for them.
+/// Approve and reject, while the batch waits for them, for a role that may
+/// (the API refuses the others all the same); approving goes through a
+/// confirmation. The batch's creator is not offered to approve it where the
+/// merchant requires a second approver.
 fn decision(l: html::Lang, s: &Session, id: &str, own: bool) -> String {
     let mut out = String::new();
+    let may = s
+        .role
+        .scopes()
+        .allow("POST", "/api/v1/bulk-payments/x/validate")
+        .is_ok();
+    if !may {
+        return out;
+    }
+    let ide = esc(id);
     if own && s.require_second_approver {
         out.push_str(&html::notice(t(l, "maker_checker"), false));
-    }
-    // Approving in live takes a fresh code from the authenticator.
-    let code = if s.environment == crate::accounts::Environment::Live {
-        super::step_up::field(l)
     } else {
-        String::new()
-    };
+        let _ = write!(
+            out,
+            "<p class=\"actions\"><a class=\"button\" href=\"/console/bulk/{ide}/approve\">{}</a></p>",
+            t(l, "approve")
+        );
+    }
     let _ = write!(
         out,
-        "<form method=\"post\" action=\"/console/bulk/{ide}/validate\">{csrf}<input type=\"hidden\" name=\"action\" value=\"approve\">\
-         {code}<button>{approve}</button></form>\
-         <form method=\"post\" action=\"/console/bulk/{ide}/validate\">{csrf}<input type=\"hidden\" name=\"action\" value=\"reject\">\
+        "<form method=\"post\" action=\"/console/bulk/{ide}/validate\">{csrf}<input type=\"hidden\" name=\"action\" value=\"reject\">\
          <label>{reason}<input name=\"reason\" maxlength=\"255\"></label><button class=\"danger\">{reject}</button></form>",
-        ide = esc(id),
         csrf = html::csrf_field(s),
-        approve = t(l, "approve"),
         reason = t(l, "reason"),
         reject = t(l, "reject"),
     );
     out
 }
 
+/// `GET /console/bulk/{id}/approve`: what approving pays, then the
+/// confirming form (with a fresh code from the authenticator in live).
+pub async fn approve_form(
+    app: &Arc<App>,
+    req: &Req,
+    s: &Session,
+    id: &str,
+) -> Result<Resp, ConsoleError> {
+    let l = req.lang;
+    let b = get(app, req, s, &format!("/api/v1/bulk-payments/{id}")).await?;
+    let ide = esc(id);
+    if b["status"] != "pending_validation" {
+        let why = plain(
+            l,
+            "not_waiting",
+            &[&outcomes::status(l, &text(&b["status"]))],
+        );
+        let body = format!(
+            "{}<p><a href=\"/console/bulk/{ide}\">{}</a></p>",
+            html::notice(&why, true),
+            t(l, "back")
+        );
+        return Ok(web::page_response(
+            409,
+            html::page(l, Some(s), t(l, "approve"), &body),
+        ));
+    }
+    let code = if s.environment == crate::accounts::Environment::Live {
+        super::step_up::field(l)
+    } else {
+        String::new()
+    };
+    let total = format::money(
+        l,
+        b["total_amount"].as_i64().unwrap_or(0),
+        &text(&b["currency"]),
+    );
+    let body = format!(
+        "<p>{q}</p><form method=\"post\" action=\"/console/bulk/{ide}/validate\">{csrf}<input type=\"hidden\" name=\"action\" value=\"approve\">\
+         {code}<button>{confirm}</button> <a href=\"/console/bulk/{ide}\">{back}</a></form>",
+        q = html::tf(
+            l,
+            "confirm_approve",
+            &[&text(&b["name"]), &text(&b["item_count"]), &total]
+        ),
+        csrf = html::csrf_field(s),
+        confirm = t(l, "approve"),
+        back = t(l, "back"),
+    );
+    Ok(web::page_response(
+        200,
+        html::page(l, Some(s), t(l, "approve"), &body),
+    ))
+}
+
 /// The items of one page, in file order, with how each one went.
-fn items_table(l: html::Lang, items: &[Value]) -> String {
+fn items_table(l: html::Lang, zone: format::Zone, items: &[Value]) -> String {
     let mut out = format!(
         "<table><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",
         t(l, "line"),
@@ -331,16 +418,15 @@ fn items_table(l: html::Lang, items: &[Value]) -> String {
     for i in items {
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&text(&i["line"])),
-            esc(&text(&i["status"])),
+            esc(&outcomes::status(l, &text(&i["status"]))),
             esc(&text(&i["beneficiary_name"])),
             esc(&text(&i["phone"])),
-            esc(&text(&i["amount"])),
-            esc(&text(&i["currency"])),
+            esc(&format::money_of(l, i)),
             esc(&text(&i["reference"])),
-            esc(&text(&i["operator"])),
-            item_note(l, i),
+            esc(super::payments::operator_name(&text(&i["operator"]))),
+            item_note(l, zone, i),
         );
     }
     out.push_str("</tbody></table>");
@@ -375,7 +461,12 @@ pub async fn show(
     .await?;
     let mut body = String::new();
     if let Some(done) = req.param("done") {
-        body.push_str(&html::notice(&format!("{} ({done})", t(l, "done")), false));
+        let said = match done.as_str() {
+            "approve" => t(l, "batch_approved"),
+            "reject" => t(l, "batch_rejected"),
+            _ => t(l, "done"),
+        };
+        body.push_str(&html::notice(said, false));
     }
     body.push_str(&facts(c, l, s, &b));
     if b["status"] == "pending_validation" {
@@ -392,12 +483,13 @@ pub async fn show(
     for st in ITEM_STATUSES {
         let _ = write!(
             body,
-            " · <a href=\"/console/bulk/{ide}?status={st}\">{st}</a>"
+            " · <a href=\"/console/bulk/{ide}?status={st}\">{}</a>",
+            esc(&outcomes::status(l, st))
         );
     }
     body.push_str("</p>");
     let list = items["results"].as_array().cloned().unwrap_or_default();
-    body.push_str(&items_table(l, &list));
+    body.push_str(&items_table(l, s.zone, &list));
     let base = match &status {
         Some(st) => format!("/console/bulk/{id}?status={st}&"),
         None => format!("/console/bulk/{id}?"),

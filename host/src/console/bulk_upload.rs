@@ -31,7 +31,7 @@ const IMPORT: &str = "/api/v1/bulk-payments/import_csv/";
 pub fn form(req: &Req, s: &Session) -> String {
     let l = req.lang;
     format!(
-        "<h2>{upload}</h2><p>{columns}</p><form method=\"post\" action=\"{PATH}\" enctype=\"multipart/form-data\">{csrf}\
+        "<h2>{upload}</h2><p>{columns} <code>beneficiary_name,phone,amount,currency,reference</code></p><form method=\"post\" action=\"{PATH}\" enctype=\"multipart/form-data\">{csrf}\
          <input type=\"hidden\" name=\"idempotency_key\" value=\"{key}\">\
          <fieldset><label>{name}<input name=\"name\" maxlength=\"100\" required></label>\
          <label>{description}<input name=\"description\" maxlength=\"255\"></label>\

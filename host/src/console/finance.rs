@@ -18,6 +18,7 @@ use super::sessions::Session;
 use super::users::Role;
 use super::web::{self, ConsoleError, Req, check_csrf};
 use super::{Console, blocking};
+use super::{format, outcomes};
 use crate::books::{Case, CaseStatus, Day, Judged};
 use crate::clock::system_now_ms;
 use crate::http::App;
@@ -126,12 +127,14 @@ pub async fn page(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Consol
         for b in &a.balances {
             let _ = write!(
                 body,
-                "<tr><td>{}</td><td>{}</td><td>{} {}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
                 esc(&a.account),
                 esc(&b.wallet),
-                esc(&b.available),
-                esc(&b.currency),
-                esc(b.reserved.as_deref().unwrap_or("–")),
+                esc(&format::money_text(l, &b.available, &b.currency)),
+                esc(&b
+                    .reserved
+                    .as_deref()
+                    .map_or_else(|| "–".into(), |r| format::money_text(l, r, &b.currency))),
             );
         }
     }
@@ -250,12 +253,12 @@ pub async fn page(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Consol
         let amount = c
             .ours
             .as_ref()
-            .map(|o| format!("{} {}", o.amount, o.currency))
+            .map(|o| format::money(l, o.amount as i64, &o.currency))
             .unwrap_or_default();
         let _ = write!(
             body,
             "<tr><td>{}</td><td>{}</td><td><a href=\"/console/finance/cases/{id}\">{}</a></td><td>{}</td><td>{}</td></tr>",
-            esc(&c.opened_at[..16.min(c.opened_at.len())].replace('T', " ")),
+            esc(&format::when_text(s.zone, &c.opened_at)),
             esc(&c.account),
             category_word(l, c.category),
             esc(&c.subject),
@@ -283,22 +286,26 @@ fn ours_table(l: html::Lang, o: Option<&Ours>) -> String {
     };
     format!(
         "<table><tbody><tr><th>{}</th><td>{}</td></tr><tr><th>{}</th><td>{}</td></tr>\
-         <tr><th>{}</th><td>{} {}</td></tr><tr><th>{}</th><td>{}</td></tr><tr><th>{}</th><td>{}</td></tr></tbody></table>",
+         <tr><th>{}</th><td>{}</td></tr><tr><th>{}</th><td>{}</td></tr><tr><th>{}</th><td>{}</td></tr></tbody></table>",
         t(l, "record"),
         esc(&o.id),
         t(l, "kind"),
         esc(o.kind.as_str()),
         t(l, "amount"),
-        o.amount,
-        esc(&o.currency),
+        esc(&format::money(l, o.amount as i64, &o.currency)),
         t(l, "status"),
-        esc(&o.stated),
+        esc(&outcomes::status(l, &o.stated)),
         t(l, "psp_reference"),
         esc(o.psp_reference.as_deref().unwrap_or("–")),
     )
 }
 
-fn theirs_table(l: html::Lang, lines: &[Line], expected_fee: Option<u64>) -> String {
+fn theirs_table(
+    l: html::Lang,
+    zone: format::Zone,
+    lines: &[Line],
+    expected_fee: Option<u64>,
+) -> String {
     if lines.is_empty() {
         return format!("<p>{}</p>", t(l, "no_record_there"));
     }
@@ -314,14 +321,20 @@ fn theirs_table(l: html::Lang, lines: &[Line], expected_fee: Option<u64>) -> Str
     for line in lines {
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
             esc(&line.provider_id),
             esc(line.kind.as_str()),
-            line.amount,
-            esc(&line.currency),
-            line.fee.map(|f| f.to_major()).unwrap_or_else(|| "–".into()),
-            esc(&line.status),
-            html::when(line.at_ms),
+            esc(&format::money_text(
+                l,
+                &line.amount.to_string(),
+                &line.currency
+            )),
+            esc(&line
+                .fee
+                .map(|f| format::money_text(l, &f.to_major(), &line.currency))
+                .unwrap_or_else(|| "–".into())),
+            esc(&outcomes::status(l, &line.status)),
+            zone.when(line.at_ms),
         );
     }
     out.push_str("</tbody></table>");
@@ -367,7 +380,7 @@ pub async fn case_page(
         t(l, "our_books"),
         ours_table(l, c.ours.as_ref()),
         t(l, "provider_books"),
-        theirs_table(l, &c.theirs, c.expected_fee),
+        theirs_table(l, s.zone, &c.theirs, c.expected_fee),
     );
     if let Some(r) = &c.resolution {
         let _ = write!(

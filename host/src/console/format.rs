@@ -58,6 +58,24 @@ pub fn money(lang: Lang, amount: i64, currency: &str) -> String {
     format!("{}{space}{unit}", group(lang, amount))
 }
 
+/// An amount written as decimal text (a provider's balance, `1234.50`) in
+/// its currency, as [`money`] writes whole ones; the text as it came when
+/// it is not a number.
+pub fn money_text(lang: Lang, amount: &str, currency: &str) -> String {
+    let Ok(v) = amount.trim().parse::<f64>() else {
+        return format!("{amount} {currency}");
+    };
+    if v.fract() == 0.0 && v.abs() < 9e15 {
+        return money(lang, v as i64, currency);
+    }
+    let unit = match (lang, currency) {
+        (Lang::Fr, "XOF" | "XAF") => "FCFA",
+        (_, c) => c,
+    };
+    let space = if lang == Lang::Fr { '\u{a0}' } else { ' ' };
+    format!("{}{space}{unit}", number(lang, v, 2))
+}
+
 /// An amount of an API answer (`amount`, `currency` fields of `v`), or
 /// nothing when it has none.
 pub fn money_of(lang: Lang, v: &serde_json::Value) -> String {
@@ -187,6 +205,12 @@ mod tests {
         assert_eq!(group(Lang::En, -1_234_567), "-1,234,567");
         assert_eq!(number(Lang::Fr, 1234.5, 1), "1\u{202f}234,5");
         assert_eq!(number(Lang::En, 97.0, 1), "97");
+        assert_eq!(money_text(Lang::En, "100000000", "XOF"), "100,000,000 XOF");
+        assert_eq!(
+            money_text(Lang::Fr, "1234.5", "GHS"),
+            "1\u{202f}234,5\u{a0}GHS"
+        );
+        assert_eq!(money_text(Lang::En, "n/a", "XOF"), "n/a XOF");
     }
 
     #[test]

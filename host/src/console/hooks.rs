@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::api::{self, Answer};
 use super::audit::Outcome;
-use super::html::{self, esc, t, text, when};
+use super::html::{self, esc, t, text};
 use super::keys::{developer, opening, tabs};
 use super::sessions::Session;
 use super::web::{self, ConsoleError, Req, check_csrf};
@@ -250,7 +250,7 @@ pub async fn events(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Cons
         let _ = write!(
             body,
             "<tr><td>{}</td><td>{}</td><td><a href=\"/console/developers/events/{id}\">{id}</a></td></tr>",
-            when(super::payment::event_ms(e)),
+            s.zone.when(super::payment::event_ms(e)),
             esc(&text(&e["type"])),
         );
     }
@@ -314,7 +314,7 @@ pub async fn event(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<R
             let _ = write!(
                 body,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                when(a["at_ms"].as_u64().unwrap_or_default()),
+                s.zone.when(a["at_ms"].as_u64().unwrap_or_default()),
                 esc(&text(&a["status_code"])),
                 esc(&text(&a["latency_ms"])),
                 esc(&text(&a["error"])),

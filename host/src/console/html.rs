@@ -224,8 +224,8 @@ const WORDS: &[(&str, &str, &str)] = &[
     ),
     (
         "bad_amount",
-        "amount: a whole number of at least 1.",
-        "montant : un nombre entier d'au moins 1.",
+        "Amount: a whole number of at least 1, such as 2 000.",
+        "Montant : un nombre entier d'au moins 1, par exemple 2 000.",
     ),
     (
         "bad_action",
@@ -256,6 +256,135 @@ const WORDS: &[(&str, &str, &str)] = &[
     ("all_remaining", "all that remains", "tout ce qui reste"),
     ("approve", "Approve", "Approuver"),
     ("reject", "Reject", "Rejeter"),
+    ("completed_at", "Completed", "Réussi le"),
+    ("refunded_total", "Refunded", "Remboursé"),
+    (
+        "refund_in_progress",
+        "Refund in progress",
+        "Remboursement en cours",
+    ),
+    (
+        "refund_remaining",
+        "Can still be refunded",
+        "Encore remboursable",
+    ),
+    (
+        "amount_at_most",
+        "Amount (at most {})",
+        "Montant ({} au plus)",
+    ),
+    (
+        "refund_too_much",
+        "{} is more than can still be refunded ({}).",
+        "{} dépasse ce qui peut encore être remboursé ({}).",
+    ),
+    (
+        "nothing_to_refund",
+        "This payment has been refunded in full: nothing remains to refund.",
+        "Ce paiement a été remboursé en totalité : il ne reste rien à rembourser.",
+    ),
+    (
+        "not_refundable",
+        "Only a completed payment can be refunded; this one is: {}.",
+        "Seul un paiement réussi peut être remboursé ; celui-ci est : {}.",
+    ),
+    (
+        "not_cancellable",
+        "Only a payment still in progress can be cancelled; this one is: {}.",
+        "Seul un paiement encore en cours peut être annulé ; celui-ci est : {}.",
+    ),
+    (
+        "refund_instead",
+        "Refund it instead.",
+        "Remboursez-le plutôt.",
+    ),
+    (
+        "confirm_approve",
+        "Approve batch {}: {} payouts, {} in all? They are paid at once.",
+        "Approuver le lot {} : {} paiements, {} au total ? Ils sont payés aussitôt.",
+    ),
+    (
+        "not_waiting",
+        "This batch no longer waits for approval; it is: {}.",
+        "Ce lot n'attend plus d'approbation ; il est : {}.",
+    ),
+    (
+        "batch_approved",
+        "Batch approved: its payouts are being paid.",
+        "Lot approuvé : ses paiements sont en cours.",
+    ),
+    (
+        "batch_rejected",
+        "Batch rejected: nothing will be paid.",
+        "Lot rejeté : rien ne sera payé.",
+    ),
+    ("role_owner", "Owner", "Propriétaire"),
+    ("role_developer", "Developer", "Développeur"),
+    ("role_finance", "Finance", "Finance"),
+    ("role_support", "Support", "Support"),
+    (
+        "confirm_remove",
+        "Remove {} ({}) from the team? They lose access at once and their sessions end.",
+        "Retirer {} ({}) de l'équipe ? Cette personne perd l'accès aussitôt et ses sessions sont fermées.",
+    ),
+    (
+        "confirm_reset",
+        "Reset the access of {} ({})? Their password, second factor and sessions are cleared, they get a new one-time link and may approve no payout for a day.",
+        "Réinitialiser l'accès de {} ({}) ? Son mot de passe, son second facteur et ses sessions sont effacés ; cette personne reçoit un nouveau lien à usage unique et ne peut approuver aucun paiement pendant un jour.",
+    ),
+    (
+        "member_removed",
+        "{} was removed from the team; their sessions have ended.",
+        "{} a été retiré de l'équipe ; ses sessions ont été fermées.",
+    ),
+    (
+        "already_done",
+        "This was already done: nothing was repeated.",
+        "C'était déjà fait : rien n'a été répété.",
+    ),
+    ("time_zone", "Time zone", "Fuseau horaire"),
+    (
+        "time_zone_label",
+        "Times on the console are shown in",
+        "Les heures de la console sont affichées en",
+    ),
+    ("save", "Save", "Enregistrer"),
+    (
+        "zone_saved",
+        "Time zone saved: every time is now shown in it.",
+        "Fuseau horaire enregistré : toutes les heures y sont désormais affichées.",
+    ),
+    (
+        "bad_zone",
+        "Choose a time zone from the list.",
+        "Choisissez un fuseau horaire dans la liste.",
+    ),
+    (
+        "forbidden_role",
+        "Your role ({}) does not allow this. An owner of your team can do it, or give you a role that may.",
+        "Votre rôle ({}) ne le permet pas. Un propriétaire de votre équipe peut le faire, ou vous donner un rôle qui le permet.",
+    ),
+    (
+        "unavailable",
+        "The console cannot answer right now. Nothing was changed; try again in a minute.",
+        "La console ne peut pas répondre pour l'instant. Rien n'a été modifié ; réessayez dans une minute.",
+    ),
+    (
+        "next_second_factor",
+        "Set up a second factor",
+        "Configurer un second facteur",
+    ),
+    ("next_team", "See who is on your team", "Voir votre équipe"),
+    (
+        "next_reload",
+        "Start again from the overview",
+        "Recommencer depuis l'aperçu",
+    ),
+    ("next_payments", "Go to the payments", "Aller aux paiements"),
+    ("env_test", "Test", "Test"),
+    ("env_live", "Live", "Production"),
+    ("language", "Language", "Langue"),
+    ("ok", "OK", "OK"),
     (
         "test_banner",
         "Test data — nothing here moves real money",
@@ -274,7 +403,8 @@ pub fn t(lang: Lang, key: &str) -> &'static str {
     all_words()
         .find(|(k, _, _)| *k == key)
         .map(|(_, en, fr)| if lang == Lang::Fr { *fr } else { *en })
-        .unwrap_or("?")
+        // Marked so that a test finds it on any page.
+        .unwrap_or("⟦?⟧")
 }
 
 /// A word with its `{}` filled in order (the arguments are escaped).
@@ -386,25 +516,37 @@ pub fn page(lang: Lang, session: Option<&Session>, title: &str, body: &str) -> S
              <form method=\"post\" action=\"/console/environment\" class=\"inline\">{csrf}\
              <label>{envw} <select name=\"environment\">{opts}</select></label> <button>{switch}</button></form>\
              <form method=\"post\" action=\"/console/sign-out\" class=\"inline\">{csrf}<button>{out_}</button></form>\
+             <form method=\"get\" class=\"inline\"><label>{langw} <select name=\"lang\">{langs}</select></label> <button>{ok}</button></form>\
              <span class=\"who\">{email} ({role})</span></header>",
+            langw = t(lang, "language"),
+            langs = [(Lang::Fr, "Français"), (Lang::En, "English")]
+                .iter()
+                .map(|(l, name)| format!(
+                    "<option value=\"{}\"{}>{name}</option>",
+                    l.code(),
+                    if *l == lang { " selected" } else { "" }
+                ))
+                .collect::<String>(),
+            ok = t(lang, "ok"),
             sec = t(lang, "security"),
             csrf = csrf_field(s),
             envw = t(lang, "environment"),
             opts = ["test", "live"]
                 .iter()
                 .map(|e| format!(
-                    "<option value=\"{e}\"{}>{e}</option>",
+                    "<option value=\"{e}\"{}>{}</option>",
                     if s.environment.as_str() == *e {
                         " selected"
                     } else {
                         ""
-                    }
+                    },
+                    t(lang, &format!("env_{e}"))
                 ))
                 .collect::<String>(),
             switch = t(lang, "switch"),
             out_ = t(lang, "sign_out"),
             email = esc(&s.email),
-            role = s.role.as_str(),
+            role = t(lang, &format!("role_{}", s.role.as_str())),
         );
     }
     if session.is_some_and(|s| s.environment == crate::accounts::Environment::Test) {
@@ -557,6 +699,52 @@ mod tests {
         assert_eq!(Lang::pick(Some("en"), Some("fr"), None), Lang::En);
     }
 
+    /// Every word the console's code asks for by name is in a table: a key
+    /// named in `t(l, "…")`, `tf(…)` or `plain(…)` that is not would show
+    /// as `⟦?⟧`.
+    #[test]
+    fn every_word_asked_for_exists() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/console");
+        let mut missing = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let code = std::fs::read_to_string(&path).unwrap();
+            for call in ["t(", "tf(", "plain("] {
+                for (at, _) in code.match_indices(call) {
+                    let before = code[..at].chars().last().unwrap_or(' ');
+                    if before.is_alphanumeric() || before == '_' {
+                        continue;
+                    }
+                    let args = &code[at + call.len()..];
+                    let Some((lang, rest)) = args.split_once(',') else {
+                        continue;
+                    };
+                    let lang = lang.trim();
+                    if !["l", "lang", "req.lang", "Lang::En", "Lang::Fr"].contains(&lang) {
+                        continue;
+                    }
+                    let Some(key) = rest.trim_start().strip_prefix('"') else {
+                        continue;
+                    };
+                    let key = key.split('"').next().unwrap();
+                    let named = key
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+                    if named && !all_words().any(|(k, _, _)| *k == key) {
+                        missing.push(format!("{}: {key}", path.display()));
+                    }
+                }
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "words asked for but missing: {missing:?}"
+        );
+    }
+
     #[test]
     fn table_cells_carry_their_column_name() {
         let page = "<p>x</p><table><thead><tr><th>Ref</th><th><abbr title=\"a\">Amt</abbr></th></tr></thead>\
@@ -565,9 +753,17 @@ mod tests {
                     <tfoot><tr><th>All</th><td>9</td></tr></tfoot></table><td>";
         let out = label_cells(page);
         assert!(out.contains("<table tabindex=\"0\">"), "{out}");
-        assert!(out.contains("<td data-label=\"Ref\"><a href=\"/p\">r1</a></td><td data-label=\"Amt\">5</td>"), "{out}");
+        assert!(
+            out.contains(
+                "<td data-label=\"Ref\"><a href=\"/p\">r1</a></td><td data-label=\"Amt\">5</td>"
+            ),
+            "{out}"
+        );
         assert!(out.contains("<td colspan=\"2\">total</td>"), "{out}");
-        assert!(out.contains("<th data-label=\"Ref\">All</th><td data-label=\"Amt\">9</td>"), "{out}");
+        assert!(
+            out.contains("<th data-label=\"Ref\">All</th><td data-label=\"Amt\">9</td>"),
+            "{out}"
+        );
         assert!(out.ends_with("</table><td>"), "{out}");
         assert!(out.contains("<thead><tr><th>Ref</th>"), "{out}");
     }

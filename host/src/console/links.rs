@@ -21,6 +21,7 @@ use super::payment::get_payment;
 use super::sessions::Session;
 use super::web::{self, ConsoleError, Req, check_csrf};
 use super::{Console, api, blocking};
+use super::{format, outcomes};
 use crate::http::App;
 
 type Resp = Response<Full<Bytes>>;
@@ -48,7 +49,7 @@ fn form(l: html::Lang, s: &Session, req: &Req) -> String {
     format!(
         "<h2>{create}</h2><form method=\"post\" action=\"/console/links\">{csrf}\
          <input type=\"hidden\" name=\"idempotency_key\" value=\"{key}\"><fieldset>\
-         <label>{amount} (XOF)<input name=\"amount\" inputmode=\"numeric\" required value=\"{a}\"></label>\
+         <label>{amount} ({cur})<input name=\"amount\" inputmode=\"numeric\" required value=\"{a}\"></label>\
          <label>{description}<input name=\"description\" maxlength=\"200\" required value=\"{d}\"></label>\
          <label>{days}<input name=\"days\" inputmode=\"numeric\" value=\"{n}\"></label>\
          <label>{country}<select name=\"country\">{countries}</select></label>\
@@ -58,6 +59,7 @@ fn form(l: html::Lang, s: &Session, req: &Req) -> String {
         csrf = html::csrf_field(s),
         key = uuid::Uuid::new_v4(),
         amount = t(l, "amount"),
+        cur = if l == html::Lang::Fr { "FCFA" } else { "XOF" },
         a = value("amount"),
         description = t(l, "description"),
         d = value("description"),
@@ -115,13 +117,12 @@ pub async fn list(
         };
         let _ = write!(
             body,
-            "<tr><td><a href=\"/console/links/{ide}\">{desc}</a></td><td>{amount} {cur}</td><td>{status}</td><td>{exp}</td><td>{who}</td></tr>",
+            "<tr><td><a href=\"/console/links/{ide}\">{desc}</a></td><td class=\"num\">{amount}</td><td>{status}</td><td>{exp}</td><td>{who}</td></tr>",
             ide = esc(id),
             desc = esc(&text(&p["description"])),
-            amount = esc(&text(&p["amount"])),
-            cur = esc(&text(&p["currency"])),
-            status = esc(&text(&p["status"])),
-            exp = esc(&text(&p["expires_at"])),
+            amount = esc(&format::money_of(l, &p)),
+            status = outcomes::status_cell(l, &p),
+            exp = esc(&format::when_text(s.zone, &text(&p["expires_at"]))),
             who = esc(&e.email),
         );
     }
@@ -145,8 +146,7 @@ fn read(req: &Req) -> Result<(u64, u64, String), String> {
     let l = req.lang;
     let amount = req
         .field("amount")
-        .and_then(|a| a.replace([' ', '\u{a0}'], "").parse::<u64>().ok())
-        .filter(|a| *a >= 1)
+        .and_then(|a| super::refunds::typed_amount(l, &a))
         .ok_or_else(|| t(l, "bad_amount").to_string())?;
     let days = match req.field("days") {
         None => 7,
@@ -256,20 +256,21 @@ pub async fn show(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Re
         u = esc(&url),
         alt = t(l, "qr_alt"),
     );
-    for (label, key) in [
-        ("description", "description"),
-        ("amount", "amount"),
-        ("status", "status"),
-        ("operator", "operator"),
-        ("expires", "expires_at"),
-        ("reference", "reference"),
+    for (label, value) in [
+        ("description", esc(&text(&p["description"]))),
+        ("amount", esc(&format::money_of(l, &p))),
+        ("status", outcomes::status_cell(l, &p)),
+        (
+            "operator",
+            esc(super::payments::operator_name(&text(&p["operator"]))),
+        ),
+        (
+            "expires",
+            esc(&format::when_text(s.zone, &text(&p["expires_at"]))),
+        ),
+        ("reference", esc(&text(&p["reference"]))),
     ] {
-        let _ = write!(
-            body,
-            "<dt>{}</dt><dd>{}</dd>",
-            t(l, label),
-            esc(&text(&p[key]))
-        );
+        let _ = write!(body, "<dt>{}</dt><dd>{value}</dd>", t(l, label));
     }
     let _ = write!(
         body,

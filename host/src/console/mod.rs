@@ -20,6 +20,7 @@ pub mod html;
 pub mod keys;
 pub mod links;
 pub mod multipart;
+pub mod once;
 pub mod outcomes;
 pub mod overview;
 pub mod password_checks;
@@ -82,6 +83,8 @@ pub struct Console {
     pub mailer: Option<crate::mail::Mailer>,
     /// A live refund of more than this asks for a fresh second-factor code.
     pub refund_code_above: u64,
+    /// Destructive forms, each carried out once.
+    pub forms: once::Forms,
 }
 
 impl Console {
@@ -96,6 +99,7 @@ impl Console {
             metrics,
             users: users::Users::new(db.clone()),
             sessions: sessions::Sessions::new(db.clone()),
+            forms: once::Forms::new(db.clone()),
             audit: audit::AuditLog::new(db.clone()),
             throttle: throttle::Throttle::new(db.clone()),
             tallies: db,
@@ -324,6 +328,7 @@ async fn page(
         ("GET", ["bulk"]) => bulk::list(app, req, s, None).await,
         ("POST", ["bulk", "upload"]) => bulk::upload(app, c, req, s).await,
         ("GET", ["bulk", id]) => bulk::show(app, c, req, s, id).await,
+        ("GET", ["bulk", id, "approve"]) => bulk::approve_form(app, req, s, id).await,
         ("POST", ["bulk", id, "validate"]) => bulk::validate(app, c, req, s, id).await,
         ("GET", ["developers"]) => keys::page(app, c, req, s, None),
         ("POST", ["developers", "keys"]) => keys::create(app, c, req, s),
@@ -346,6 +351,8 @@ async fn page(
         ("GET", ["team"]) => team::page(c, req, s, None),
         ("POST", ["team", "invite"]) => team::invite(c, &app.base_url, req, s).await,
         ("POST", ["team", "sessions", hash, "end"]) => team::end_session(c, req, s, hash),
+        ("POST", ["team", "zone"]) => team::set_zone(app, c, req, s),
+        ("GET", ["team", id, what @ ("remove" | "reset")]) => team::confirm(c, req, s, id, what),
         ("POST", ["team", id, "remove"]) => team::remove(c, req, s, id),
         ("POST", ["team", id, "reset"]) => team::reset(c, &app.base_url, req, s, id).await,
         ("GET", ["audit"]) => team::audit_page(c, req, s),

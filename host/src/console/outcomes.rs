@@ -28,11 +28,7 @@ pub const WORDS: &[(&str, &str, &str)] = &[
         "Waiting for approval",
         "En attente d'approbation",
     ),
-    (
-        "st_partially_completed",
-        "Partly paid",
-        "Payé en partie",
-    ),
+    ("st_partially_completed", "Partly paid", "Payé en partie"),
     ("st_rejected", "Rejected", "Rejeté"),
     ("st_needs_review", "To review", "À vérifier"),
     ("st_succeeded", "Completed", "Réussi"),
@@ -187,11 +183,7 @@ pub const WORDS: &[(&str, &str, &str)] = &[
         "Contact support with the payment's reference.",
         "Contactez le support avec la référence du paiement.",
     ),
-    (
-        "next_label",
-        "What to do next:",
-        "Que faire :",
-    ),
+    ("next_label", "What to do next:", "Que faire :"),
     // Refund motives.
     (
         "rr_requested_by_customer",
@@ -259,10 +251,7 @@ pub fn status_cell(lang: Lang, v: &serde_json::Value) -> String {
         esc(&status(lang, code))
     );
     if let Some(f) = v["failure_code"].as_str().filter(|f| !f.is_empty()) {
-        out.push_str(&format!(
-            "<br><small>{}</small>",
-            esc(&reason(lang, f).0)
-        ));
+        out.push_str(&format!("<br><small>{}</small>", esc(&reason(lang, f).0)));
     }
     out
 }

@@ -12,8 +12,10 @@ use serde_json::Value;
 
 use super::api;
 use super::blocking;
-use super::html::{self, esc, t, when};
-use super::payments::phone_of;
+use super::format::{self, Zone};
+use super::html::{self, esc, t};
+use super::outcomes;
+use super::payments::{operator_name, phone_of};
 use super::sessions::Session;
 use super::users::Role;
 use super::web::{self, ConsoleError, Req};
@@ -44,49 +46,153 @@ pub(super) async fn get_payment(
     }
 }
 
-/// What the payment is: reference, status, amount, operator, phone.
-fn facts(l: html::Lang, p: &Value) -> String {
-    let mut body = String::new();
-    let _ = write!(body, "<dl>");
-    for (label, key) in [
-        ("reference", "reference"),
-        ("status", "status"),
-        ("amount", "amount"),
-        ("operator", "operator"),
-        ("created", "created_at"),
-    ] {
-        let v = match &p[key] {
-            Value::String(s) => s.clone(),
-            Value::Null => String::new(),
-            v => v.to_string(),
-        };
-        let _ = write!(body, "<dt>{}</dt><dd>{}</dd>", t(l, label), esc(&v));
+/// What the payment is: reference, status (with a failure's reason and
+/// what to do next), amount, operator, phone, times in the merchant's zone.
+fn facts(l: html::Lang, zone: Zone, p: &Value) -> String {
+    let text = |key: &str| p[key].as_str().unwrap_or_default().to_string();
+    let mut rows: Vec<(&str, String)> = vec![
+        ("reference", esc(&text("reference"))),
+        ("status", outcomes::status_cell(l, p)),
+        ("amount", esc(&format::money_of(l, p))),
+        ("operator", esc(operator_name(&text("operator")))),
+        ("phone", esc(&phone_of(p))),
+        (
+            "created",
+            esc(&format::when_text(zone, &text("created_at"))),
+        ),
+    ];
+    if let Some(done) = p["completed_at"].as_str() {
+        rows.push(("completed_at", esc(&format::when_text(zone, done))));
     }
-    let _ = write!(
-        body,
-        "<dt>{}</dt><dd>{}</dd></dl>",
-        t(l, "phone"),
-        esc(&phone_of(p))
-    );
+    if let Some(desc) = p["description"].as_str().filter(|d| !d.is_empty()) {
+        rows.push(("description", esc(desc)));
+    }
+    let mut body = outcomes::failure_block(l, p);
+    body.push_str("<dl class=\"facts\">");
+    for (label, value) in rows {
+        let _ = write!(body, "<dt>{}</dt><dd>{value}</dd>", t(l, label));
+    }
+    body.push_str("</dl>");
     body
 }
 
-fn refunds_section(l: html::Lang, refunds: &[Value]) -> String {
-    let mut body = String::new();
-    let _ = write!(body, "<h2>{}</h2><ul>", t(l, "refunds"));
+/// A payment's refunds in figures: what was refunded, what is on its way,
+/// and what may still be refunded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct RefundTotals {
+    pub refunded: u64,
+    pub in_progress: u64,
+    pub remaining: u64,
+}
+
+impl RefundTotals {
+    pub(super) fn of(p: &Value, refunds: &[Value]) -> RefundTotals {
+        let sum = |status: &str| -> u64 {
+            refunds
+                .iter()
+                .filter(|r| r["status"].as_str() == Some(status))
+                .filter_map(|r| r["amount"].as_u64())
+                .sum()
+        };
+        let (refunded, in_progress) = (sum("completed"), sum("pending"));
+        let amount = p["amount"].as_u64().unwrap_or(0);
+        RefundTotals {
+            refunded,
+            in_progress,
+            remaining: amount.saturating_sub(refunded + in_progress),
+        }
+    }
+}
+
+fn refunds_section(
+    l: html::Lang,
+    zone: Zone,
+    p: &Value,
+    refunds: &[Value],
+    totals: RefundTotals,
+) -> String {
+    let currency = p["currency"].as_str().unwrap_or_default();
+    let money = |a: u64| esc(&format::money(l, a as i64, currency));
+    let mut body = format!(
+        "<h2>{}</h2><dl class=\"totals\"><dt>{}</dt><dd>{}</dd><dt>{}</dt><dd>{}</dd><dt>{}</dt><dd>{}</dd></dl>",
+        t(l, "refunds"),
+        t(l, "refunded_total"),
+        money(totals.refunded),
+        t(l, "refund_in_progress"),
+        money(totals.in_progress),
+        t(l, "refund_remaining"),
+        money(totals.remaining),
+    );
+    if refunds.is_empty() {
+        return body;
+    }
+    let _ = write!(
+        body,
+        "<table><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",
+        t(l, "created"),
+        t(l, "amount"),
+        t(l, "status"),
+        t(l, "reason"),
+    );
     for r in refunds {
         let _ = write!(
             body,
-            "<li>{} · {} {} · {} · {}</li>",
-            esc(r["id"].as_str().unwrap_or_default()),
-            esc(&r["amount"].to_string()),
-            esc(r["currency"].as_str().unwrap_or_default()),
-            esc(r["status"].as_str().unwrap_or_default()),
-            esc(r["created_at"].as_str().unwrap_or_default())
+            "<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&format::when_text(
+                zone,
+                r["created_at"].as_str().unwrap_or_default()
+            )),
+            esc(&format::money_of(l, r)),
+            outcomes::status_cell(l, r),
+            esc(&outcomes::refund_reason(
+                l,
+                r["reason"].as_str().unwrap_or_default()
+            )),
         );
     }
-    body.push_str("</ul>");
+    body.push_str("</tbody></table>");
     body
+}
+
+/// The actions the person may take on the payment as it stands: a refund
+/// for a completed payment with something left to refund, a cancel for one
+/// still in progress, each only for a role whose scopes allow it (the API
+/// refuses the others all the same).
+fn actions(l: html::Lang, s: &Session, p: &Value, totals: RefundTotals, id_e: &str) -> String {
+    let scopes = s.role.scopes();
+    let status = p["status"].as_str().unwrap_or_default();
+    let mut links = Vec::new();
+    if status == "completed"
+        && totals.remaining > 0
+        && scopes
+            .allow("POST", "/api/v1/collect/payments/x/refunds")
+            .is_ok()
+    {
+        links.push(format!(
+            "<a class=\"button\" href=\"/console/payments/{id_e}/refund\">{}</a>",
+            t(l, "refund")
+        ));
+    }
+    // As `Status::is_cancellable` has them.
+    let cancellable = matches!(
+        status,
+        "pending" | "awaiting_otp" | "awaiting_payment" | "processing"
+    );
+    if cancellable
+        && scopes
+            .allow("POST", "/api/v1/collect/payments/x/cancel")
+            .is_ok()
+    {
+        links.push(format!(
+            "<a class=\"button danger\" href=\"/console/payments/{id_e}/cancel\">{}</a>",
+            t(l, "cancel")
+        ));
+    }
+    if links.is_empty() {
+        String::new()
+    } else {
+        format!("<p class=\"actions\">{}</p>", links.join(" "))
+    }
 }
 
 /// What the books say of the payment: the provider's fee by its rate card
@@ -211,19 +317,15 @@ pub async fn show(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Re
     if let Some(done) = req.param("done") {
         body.push_str(&html::notice(&format!("{} ({done})", t(l, "done")), false));
     }
-    body.push_str(&facts(l, &p));
+    body.push_str(&facts(l, s.zone, &p));
     let id_e = esc(p["id"].as_str().unwrap_or(id));
-    let _ = write!(
-        body,
-        "<p><a href=\"/console/payments/{id_e}/refund\">{}</a> · <a href=\"/console/payments/{id_e}/cancel\">{}</a></p>",
-        t(l, "refund"),
-        t(l, "cancel")
-    );
     let refund_list = refunds.json()["data"]
         .as_array()
         .cloned()
         .unwrap_or_default();
-    body.push_str(&refunds_section(l, &refund_list));
+    let totals = RefundTotals::of(&p, &refund_list);
+    body.push_str(&actions(l, s, &p, totals, &id_e));
+    body.push_str(&refunds_section(l, s.zone, &p, &refund_list, totals));
     let route = api::call(
         app,
         s,
@@ -307,7 +409,7 @@ fn deliveries_list(l: html::Lang, list: &[Value]) -> String {
 }
 
 /// The calls made to the operator for the payment and its refunds.
-fn operator_calls(app: &Arc<App>, l: html::Lang, subjects: &[String]) -> String {
+fn operator_calls(app: &Arc<App>, l: html::Lang, zone: Zone, subjects: &[String]) -> String {
     let calls: Vec<_> = subjects
         .iter()
         .flat_map(|id| blocking(|| app.runtime.services.audit.calls_for(id)).unwrap_or_default())
@@ -317,7 +419,7 @@ fn operator_calls(app: &Arc<App>, l: html::Lang, subjects: &[String]) -> String 
         let _ = write!(
             out,
             "<li>{} · {} · {} · {} ({:.0} ms)</li>",
-            when(call.at_ms),
+            zone.when(call.at_ms),
             esc(&call.operator),
             esc(&call.operation),
             esc(&call.outcome),
@@ -372,7 +474,7 @@ fn timeline(
         let _ = write!(
             out,
             "<li>{} · <strong>{}</strong>",
-            when(event_ms(e)),
+            s.zone.when(event_ms(e)),
             esc(e["type"].as_str().unwrap_or_default())
         );
         if may_resend {
@@ -392,7 +494,7 @@ fn timeline(
         out.push_str("</li>");
     }
     out.push_str("</ol>");
-    out.push_str(&operator_calls(app, l, subjects));
+    out.push_str(&operator_calls(app, l, s.zone, subjects));
     Ok(out)
 }
 

@@ -13,6 +13,7 @@ use super::api;
 use super::html::{self, esc, t};
 use super::sessions::Session;
 use super::web::{self, ConsoleError, Req};
+use super::{format, outcomes};
 use crate::http::App;
 
 type Resp = Response<Full<Bytes>>;
@@ -189,15 +190,28 @@ fn filter_form(l: html::Lang, f: &Filters) -> String {
         .iter()
         .map(|s| {
             format!(
-                "<option{}>{s}</option>",
-                if status == *s { " selected" } else { "" }
+                "<option value=\"{s}\"{}>{}</option>",
+                if status == *s { " selected" } else { "" },
+                esc(&outcomes::status(l, s))
+            )
+        })
+        .collect();
+    let operator = get("operator");
+    let operators: String = mmc_domain::operators::OPERATORS
+        .iter()
+        .map(|o| {
+            format!(
+                "<option value=\"{}\"{}>{}</option>",
+                o.slug,
+                if operator == o.slug { " selected" } else { "" },
+                esc(o.name)
             )
         })
         .collect();
     format!(
         "<form method=\"get\" action=\"/console/payments\"><fieldset>\
          <label>{st}<select name=\"status\"><option value=\"\">{any}</option>{options}</select></label>\
-         <label>{op}<input name=\"operator\" value=\"{o}\" placeholder=\"mtn-bj\"></label>\
+         <label>{op}<select name=\"operator\"><option value=\"\">{any}</option>{operators}</select></label>\
          <label>{from}<input name=\"from\" type=\"date\" value=\"{fr}\"></label>\
          <label>{to}<input name=\"to\" type=\"date\" value=\"{tv}\"></label>\
          <label>{rf}<input name=\"reference\" value=\"{r}\"></label>\
@@ -206,7 +220,6 @@ fn filter_form(l: html::Lang, f: &Filters) -> String {
         st = t(l, "status"),
         any = t(l, "any"),
         op = t(l, "operator"),
-        o = get("operator"),
         from = t(l, "from"),
         fr = get("from"),
         to = t(l, "to"),
@@ -219,8 +232,16 @@ fn filter_form(l: html::Lang, f: &Filters) -> String {
     )
 }
 
+/// An operator's name as people know it (its code when it is not ours).
+pub(super) fn operator_name(slug: &str) -> &str {
+    mmc_domain::operators::OPERATORS
+        .iter()
+        .find(|o| o.slug == slug)
+        .map_or(slug, |o| o.name)
+}
+
 /// The payments as a table (or a line saying there are none).
-fn table(l: html::Lang, payments: &[Value]) -> String {
+fn table(l: html::Lang, zone: format::Zone, payments: &[Value]) -> String {
     let mut body = String::new();
     if payments.is_empty() {
         let _ = write!(body, "<p>{}</p>", t(l, "none"));
@@ -239,14 +260,16 @@ fn table(l: html::Lang, payments: &[Value]) -> String {
             let id = p["id"].as_str().unwrap_or_default();
             let _ = write!(
                 body,
-                "<tr><td>{}</td><td><a href=\"/console/payments/{}\">{}</a></td><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td></tr>",
-                esc(p["created_at"].as_str().unwrap_or_default()),
+                "<tr><td>{}</td><td><a href=\"/console/payments/{}\">{}</a></td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&format::when_text(
+                    zone,
+                    p["created_at"].as_str().unwrap_or_default()
+                )),
                 esc(id),
                 esc(p["reference"].as_str().unwrap_or(id)),
-                esc(p["status"].as_str().unwrap_or_default()),
-                esc(&p["amount"].to_string()),
-                esc(p["currency"].as_str().unwrap_or_default()),
-                esc(p["operator"].as_str().unwrap_or_default()),
+                outcomes::status_cell(l, p),
+                esc(&format::money_of(l, p)),
+                esc(operator_name(p["operator"].as_str().unwrap_or_default())),
                 esc(&phone_of(p)),
             );
         }
@@ -291,7 +314,7 @@ pub async fn list(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Consol
         esc(&encode(&f.console)),
         t(l, "export_csv")
     );
-    body.push_str(&table(l, &payments));
+    body.push_str(&table(l, s.zone, &payments));
     if let Some(next) = next {
         let mut q = f.console.clone();
         q.push(("after", next));

@@ -12,37 +12,75 @@ use serde_json::json;
 
 use super::api;
 use super::html::{self, esc, t, tf};
-use super::payment::get_payment;
+use super::payment::{RefundTotals, get_payment};
+use super::payments::plain;
 use super::sessions::Session;
 use super::web::{self, ConsoleError, Req, check_csrf};
 use super::{Console, blocking};
+use super::{format, outcomes};
 use crate::http::App;
 
 type Resp = Response<Full<Bytes>>;
 
 fn reason_select(l: html::Lang, chosen: &str) -> String {
-    let options: String = [
-        "requested_by_customer",
-        "duplicate",
-        "fraudulent",
-        "customer_dispute",
-        "other",
-    ]
-    .iter()
-    .map(|r| {
-        format!(
-            "<option{}>{r}</option>",
-            if *r == chosen { " selected" } else { "" }
-        )
-    })
-    .collect();
+    let options: String = outcomes::REFUND_REASONS
+        .iter()
+        .map(|r| {
+            format!(
+                "<option value=\"{r}\"{}>{}</option>",
+                if *r == chosen { " selected" } else { "" },
+                esc(&outcomes::refund_reason(l, r))
+            )
+        })
+        .collect();
     format!(
         "<label>{}<select name=\"reason\">{options}</select></label>",
         t(l, "reason")
     )
 }
 
-/// `GET /console/payments/{id}/refund`: the amount and reason.
+/// An amount as a person types it: digits, grouped or not (`2 000`,
+/// `2,000` in English), whole units. None when it is anything else.
+pub(super) fn typed_amount(l: html::Lang, text: &str) -> Option<u64> {
+    let digits: String = text
+        .trim()
+        .chars()
+        .filter(|c| !c.is_whitespace() && !(l == html::Lang::En && *c == ','))
+        .collect();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().filter(|n| *n >= 1)
+}
+
+/// The payment and what may still be refunded of it.
+async fn payment_and_totals(
+    app: &Arc<App>,
+    req: &Req,
+    s: &Session,
+    id: &str,
+) -> Result<(serde_json::Value, RefundTotals), ConsoleError> {
+    let p = get_payment(app, req, s, id).await?;
+    let refunds = api::call(
+        app,
+        s,
+        "GET",
+        &format!("/api/v1/collect/payments/{id}/refunds?limit=100"),
+        None,
+        None,
+        &req.request_id,
+    )
+    .await?;
+    let list = refunds.json()["data"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let totals = RefundTotals::of(&p, &list);
+    Ok((p, totals))
+}
+
+/// `GET /console/payments/{id}/refund`: the amount (what remains, unless
+/// the person says less) and the reason, with what was refunded so far.
 pub async fn refund_form(
     app: &Arc<App>,
     req: &Req,
@@ -51,19 +89,51 @@ pub async fn refund_form(
     error: Option<(u16, &str)>,
 ) -> Result<Resp, ConsoleError> {
     let l = req.lang;
-    let p = get_payment(app, req, s, id).await?;
+    let (p, totals) = payment_and_totals(app, req, s, id).await?;
+    let currency = p["currency"].as_str().unwrap_or_default();
+    let money = |a: u64| format::money(l, a as i64, currency);
+    let summary = format!(
+        "<dl class=\"totals\"><dt>{}</dt><dd>{}</dd><dt>{}</dt><dd>{}</dd><dt>{}</dt><dd>{}</dd><dt>{}</dt><dd>{}</dd></dl>",
+        t(l, "amount"),
+        esc(&format::money_of(l, &p)),
+        t(l, "refunded_total"),
+        esc(&money(totals.refunded)),
+        t(l, "refund_in_progress"),
+        esc(&money(totals.in_progress)),
+        t(l, "refund_remaining"),
+        esc(&money(totals.remaining)),
+    );
+    let status = p["status"].as_str().unwrap_or_default();
+    let back = format!(
+        "<p><a href=\"/console/payments/{}\">{}</a></p>",
+        esc(id),
+        t(l, "back")
+    );
+    if status != "completed" || totals.remaining == 0 {
+        let why = if status == "completed" {
+            t(l, "nothing_to_refund").to_string()
+        } else {
+            plain(l, "not_refundable", &[&outcomes::status(l, status)])
+        };
+        let body = format!("{}{summary}{back}", html::notice(&why, true));
+        return Ok(web::page_response(
+            409,
+            html::page(l, Some(s), t(l, "refund"), &body),
+        ));
+    }
+    let typed = req
+        .field("amount")
+        .unwrap_or_else(|| format::group(l, totals.remaining as i64));
     let body = format!(
-        "{msg}<form method=\"post\" action=\"/console/payments/{id}/refund\">{csrf}<input type=\"hidden\" name=\"step\" value=\"review\">\
-         <label>{amount} ({max} {cur})<input name=\"amount\" inputmode=\"numeric\" value=\"{a}\"></label>{reason}<button>{refund}</button></form>",
+        "{msg}{summary}<form method=\"post\" action=\"/console/payments/{id}/refund\">{csrf}<input type=\"hidden\" name=\"step\" value=\"review\">\
+         <label>{amount}<input name=\"amount\" inputmode=\"numeric\" value=\"{a}\" required></label>{reason}<button>{refund}</button></form>{back}",
         msg = error
             .map(|(_, m)| html::notice(m, true))
             .unwrap_or_default(),
         id = esc(id),
         csrf = html::csrf_field(s),
-        amount = t(l, "amount_blank"),
-        max = esc(&p["amount"].to_string()),
-        cur = esc(p["currency"].as_str().unwrap_or_default()),
-        a = esc(&req.field("amount").unwrap_or_default()),
+        amount = esc(&plain(l, "amount_at_most", &[&money(totals.remaining)])),
+        a = esc(&typed),
         reason = reason_select(l, &req.field("reason").unwrap_or_default()),
         refund = t(l, "refund"),
     );
@@ -95,7 +165,7 @@ async fn review(
     let l = req.lang;
     let p = get_payment(app, req, s, id).await?;
     let shown = match amount {
-        Some(a) => format!("{a} {}", p["currency"].as_str().unwrap_or_default()),
+        Some(a) => format::money(l, a as i64, p["currency"].as_str().unwrap_or_default()),
         None => t(l, "all_remaining").to_string(),
     };
     let body = format!(
@@ -144,19 +214,34 @@ pub async fn refund(
         .scopes()
         .allow("POST", &path)
         .map_err(api::forbidden)?;
-    let amount = match req.field("amount") {
+    let amount = match req.field("amount").filter(|a| !a.trim().is_empty()) {
         None => None,
-        Some(a) => match a.parse::<u64>() {
-            Ok(n) if n >= 1 => Some(n),
-            _ => {
+        Some(a) => match typed_amount(req.lang, &a) {
+            Some(n) => Some(n),
+            None => {
                 return refund_form(app, req, s, id, Some((400, t(req.lang, "bad_amount")))).await;
             }
         },
     };
     let reason = req
         .field("reason")
+        .filter(|r| outcomes::REFUND_REASONS.contains(&r.as_str()))
         .unwrap_or_else(|| "requested_by_customer".into());
     if req.field("step").as_deref() != Some("confirm") {
+        // Checked before the confirmation, not only by the API after it.
+        let (p, totals) = payment_and_totals(app, req, s, id).await?;
+        if let Some(a) = amount.filter(|a| *a > totals.remaining) {
+            let currency = p["currency"].as_str().unwrap_or_default();
+            let why = plain(
+                req.lang,
+                "refund_too_much",
+                &[
+                    &format::money(req.lang, a as i64, currency),
+                    &format::money(req.lang, totals.remaining as i64, currency),
+                ],
+            );
+            return refund_form(app, req, s, id, Some((400, &why))).await;
+        }
         return review(app, c, req, s, id, amount, &reason).await;
     }
     if s.environment == crate::accounts::Environment::Live {
@@ -227,6 +312,29 @@ pub async fn cancel_form(
 ) -> Result<Resp, ConsoleError> {
     let l = req.lang;
     let p = get_payment(app, req, s, id).await?;
+    let status = p["status"].as_str().unwrap_or_default();
+    // As `Status::is_cancellable` has them: a payment that ended cannot be
+    // cancelled, and saying so here beats an error after the click.
+    if !matches!(
+        status,
+        "pending" | "awaiting_otp" | "awaiting_payment" | "processing"
+    ) {
+        let mut why = plain(l, "not_cancellable", &[&outcomes::status(l, status)]);
+        if status == "completed" {
+            why.push(' ');
+            why.push_str(t(l, "refund_instead"));
+        }
+        let body = format!(
+            "{}<p><a href=\"/console/payments/{}\">{}</a></p>",
+            html::notice(&why, true),
+            esc(id),
+            t(l, "back")
+        );
+        return Ok(web::page_response(
+            409,
+            html::page(l, Some(s), t(l, "cancel"), &body),
+        ));
+    }
     let body = format!(
         "<p>{q}</p><form method=\"post\" action=\"/console/payments/{ide}/cancel\">{csrf}\
          <button class=\"danger\">{confirm}</button> <a href=\"/console/payments/{ide}\">{back}</a></form>",
@@ -264,4 +372,21 @@ pub async fn cancel(
     Ok(web::redirect(&format!(
         "/console/payments/{id}?done=cancelled"
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amounts_are_read_as_people_type_them() {
+        assert_eq!(typed_amount(html::Lang::Fr, "2 000"), Some(2000));
+        assert_eq!(typed_amount(html::Lang::Fr, "2\u{202f}000"), Some(2000));
+        assert_eq!(typed_amount(html::Lang::En, "12,500"), Some(12_500));
+        assert_eq!(typed_amount(html::Lang::En, " 15000 "), Some(15_000));
+        assert_eq!(typed_amount(html::Lang::Fr, "2,5"), None);
+        assert_eq!(typed_amount(html::Lang::En, "2.5"), None);
+        assert_eq!(typed_amount(html::Lang::En, "0"), None);
+        assert_eq!(typed_amount(html::Lang::En, "-5"), None);
+    }
 }

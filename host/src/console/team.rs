@@ -13,6 +13,7 @@ use hyper::Response;
 
 use super::audit::{Filter, Outcome};
 use super::auth::user_error;
+use super::format::Zone;
 use super::html::{self, esc, t, tf, when};
 use super::payments::plain;
 use super::sessions::Session;
@@ -43,7 +44,18 @@ pub fn page(
         blocking(|| c.users.approval_holds(&s.merchant_id, system_now_ms())).map_err(user_error)?;
     let mut body = match &notice {
         Some((status, m)) => html::notice(m, *status >= 400),
-        None => String::new(),
+        None => match req.param("done").as_deref() {
+            Some("removed") => html::notice(
+                &plain(
+                    l,
+                    "member_removed",
+                    &[&req.param("who").unwrap_or_default()],
+                ),
+                false,
+            ),
+            Some("zone") => html::notice(t(l, "zone_saved"), false),
+            _ => String::new(),
+        },
     };
     let _ = write!(
         body,
@@ -52,12 +64,12 @@ pub fn page(
         t(l, "role")
     );
     for u in &users {
+        // Each leads to a confirmation that says what it does.
         let remove = if s.role.manages_users() && u.id != s.user_id {
             format!(
-                "<form method=\"post\" action=\"/console/team/{id}/reset\" class=\"inline\">{csrf}<button>{reset}</button></form> \
-                 <form method=\"post\" action=\"/console/team/{id}/remove\" class=\"inline\">{csrf}<button class=\"danger\">{remove}</button></form>",
+                "<a class=\"button\" href=\"/console/team/{id}/reset\">{reset}</a> \
+                 <a class=\"button danger\" href=\"/console/team/{id}/remove\">{remove}</a>",
                 id = esc(&u.id),
-                csrf = html::csrf_field(s),
                 reset = t(l, "reset_access"),
                 remove = t(l, "remove")
             )
@@ -76,18 +88,24 @@ pub fn page(
             match holds.get(&u.id) {
                 Some(until) => format!(
                     "<br><small class=\"hold\">{}</small>",
-                    esc(&plain(l, "approvals_held", &[&when(*until)]))
+                    esc(&plain(l, "approvals_held", &[&s.zone.when(*until)]))
                 ),
                 None => String::new(),
             },
-            u.role.as_str()
+            role_word(l, u.role)
         );
     }
     body.push_str("</tbody></table>");
     if s.role.manages_users() {
         let roles: String = Role::ALL
             .iter()
-            .map(|r| format!("<option>{}</option>", r.as_str()))
+            .map(|r| {
+                format!(
+                    "<option value=\"{}\">{}</option>",
+                    r.as_str(),
+                    role_word(l, *r)
+                )
+            })
             .collect();
         let _ = write!(
             body,
@@ -102,6 +120,7 @@ pub fn page(
     }
     if s.role.manages_users() {
         body.push_str(&sessions_section(c, l, s)?);
+        body.push_str(&zone_form(l, s));
     }
     let status = notice.map_or(200, |(st, _)| st);
     Ok(web::page_response(
@@ -136,7 +155,7 @@ fn sessions_section(c: &Console, l: html::Lang, s: &Session) -> Result<String, C
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{end}</td></tr>",
             esc(&v.email),
-            when(v.created_ms),
+            s.zone.when(v.created_ms),
             esc(&v.environment),
             esc(v.client.as_deref().unwrap_or_default()),
         );
@@ -219,7 +238,7 @@ pub async fn invite(
     let text = plain(
         l,
         "invite_mail_body",
-        &[&s.email, &s.merchant_name, role.as_str(), &link],
+        &[&s.email, &s.merchant_name, role_word(l, role), &link],
     );
     let (status, detail, notice) = match mailer.send(&to, &mail_subject, text).await {
         Ok(()) => (
@@ -282,6 +301,9 @@ pub async fn reset(
     if user_id == s.user_id {
         return page(c, req, s, Some((400, t(l, "self_reset").into())));
     }
+    if !claim_form(c, req, s)? {
+        return page(c, req, s, Some((409, t(l, "already_done").into())));
+    }
     let client = req.client.as_deref();
     let entry = blocking(|| c.audit.begin(s, "user.reset", Some(user_id), None, client))?;
     let invitation = match blocking(|| c.users.reset_member(&s.merchant_id, user_id)) {
@@ -296,7 +318,9 @@ pub async fn reset(
         }
     };
     let email = invitation.user.email.clone();
-    let held = when(invitation.approvals_held_until_ms.unwrap_or_default());
+    let held = s
+        .zone
+        .when(invitation.approvals_held_until_ms.unwrap_or_default());
     let hold = plain(l, "reset_hold", &[&email, &held]);
     let Some(mailer) = &c.mailer else {
         let detail = format!(
@@ -346,6 +370,9 @@ pub fn remove(c: &Console, req: &Req, s: &Session, user_id: &str) -> Result<Resp
     if user_id == s.user_id {
         return page(c, req, s, Some((400, t(req.lang, "self_remove").into())));
     }
+    if !claim_form(c, req, s)? {
+        return page(c, req, s, Some((409, t(req.lang, "already_done").into())));
+    }
     let audit = ("user.remove", Some(user_id), req.client.as_deref());
     let removed = blocking(|| {
         c.audit.act(
@@ -355,14 +382,117 @@ pub fn remove(c: &Console, req: &Req, s: &Session, user_id: &str) -> Result<Resp
             |u| (None, Some(u.email.clone())),
         )
     })?;
-    match removed {
-        Ok(_) => {}
+    let gone = match removed {
+        Ok(u) => u.email,
         Err(e @ super::users::UserError::LastOwner) => {
             return page(c, req, s, Some((409, html::user_error(req.lang, &e))));
         }
         Err(e) => return Err(user_error(e)),
-    }
-    Ok(web::redirect("/console/team"))
+    };
+    let mut q = url::form_urlencoded::Serializer::new(String::new());
+    q.append_pair("done", "removed").append_pair("who", &gone);
+    Ok(web::redirect(&format!("/console/team?{}", q.finish())))
+}
+
+/// A role as the reader's language names it.
+pub fn role_word(l: html::Lang, role: Role) -> &'static str {
+    t(l, &format!("role_{}", role.as_str()))
+}
+
+/// Whether the form's one-time key is claimed now (false: it was carried
+/// out already, by a reload or a second click). A form without a key is
+/// refused, as one that expired.
+fn claim_form(c: &Console, req: &Req, s: &Session) -> Result<bool, ConsoleError> {
+    let key = req
+        .field("form_key")
+        .filter(|k| !k.is_empty() && k.len() <= 64)
+        .ok_or_else(|| ConsoleError::Refused(400, t(req.lang, "incomplete").into()))?;
+    Ok(blocking(|| c.forms.claim(&s.merchant_id, &key))?)
+}
+
+/// `GET /console/team/{id}/reset` and `…/remove` (owners): what it does to
+/// whom, then the confirming form, carried out once.
+pub fn confirm(
+    c: &Console,
+    req: &Req,
+    s: &Session,
+    user_id: &str,
+    what: &str,
+) -> Result<Resp, ConsoleError> {
+    owner_only(s)?;
+    let l = req.lang;
+    let users = blocking(|| c.users.list(&s.merchant_id)).map_err(user_error)?;
+    let member = users
+        .iter()
+        .find(|u| u.id == user_id)
+        .ok_or(ConsoleError::NotFound)?;
+    let (title, question, danger) = match what {
+        "remove" => ("remove", "confirm_remove", " class=\"danger\""),
+        _ => ("reset_access", "confirm_reset", ""),
+    };
+    let body = format!(
+        "<p>{q}</p><form method=\"post\" action=\"/console/team/{id}/{what}\">{csrf}\
+         <input type=\"hidden\" name=\"form_key\" value=\"{key}\">\
+         <button{danger}>{confirm}</button> <a href=\"/console/team\">{back}</a></form>",
+        q = html::tf(l, question, &[&member.email, role_word(l, member.role)]),
+        id = esc(user_id),
+        csrf = html::csrf_field(s),
+        key = super::once::Forms::key(),
+        confirm = t(l, title),
+        back = t(l, "back"),
+    );
+    Ok(web::page_response(
+        200,
+        html::page(l, Some(s), t(l, title), &body),
+    ))
+}
+
+/// The merchant's time zone, that the console shows every time in.
+fn zone_form(l: html::Lang, s: &Session) -> String {
+    let options: String = Zone::ALL
+        .iter()
+        .map(|z| {
+            format!(
+                "<option value=\"{}\"{}>{}</option>",
+                z.name(),
+                if *z == s.zone { " selected" } else { "" },
+                esc(z.describe(l))
+            )
+        })
+        .collect();
+    format!(
+        "<h2>{title}</h2><form method=\"post\" action=\"/console/team/zone\">{csrf}<fieldset>\
+         <label>{label}<select name=\"zone\">{options}</select></label><button>{save}</button></fieldset></form>",
+        title = t(l, "time_zone"),
+        csrf = html::csrf_field(s),
+        label = t(l, "time_zone_label"),
+        save = t(l, "save"),
+    )
+}
+
+/// `POST /console/team/zone` (owners): the merchant's time zone.
+pub fn set_zone(
+    app: &crate::http::App,
+    c: &Console,
+    req: &Req,
+    s: &Session,
+) -> Result<Resp, ConsoleError> {
+    check_csrf(req, s)?;
+    owner_only(s)?;
+    let Some(zone) = req.field("zone").and_then(|z| Zone::parse(&z)) else {
+        return page(c, req, s, Some((400, t(req.lang, "bad_zone").into())));
+    };
+    let audit = ("merchant.time_zone", None, req.client.as_deref());
+    blocking(|| {
+        c.audit.act(
+            s,
+            audit,
+            || app.accounts.set_time_zone(&s.merchant_id, zone.name()),
+            |_| (None, Some(zone.name().to_string())),
+        )
+    })?
+    .map_err(|e| ConsoleError::Unavailable(e.to_string()))?;
+    Ok(web::redirect("/console/team?done=zone"))
 }
 
 /// The audit log's filters, as the query has them.

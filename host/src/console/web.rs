@@ -131,7 +131,15 @@ impl ConsoleError {
         }
         let message = match &self {
             ConsoleError::Csrf => t(lang, "csrf").to_string(),
-            ConsoleError::Forbidden(needed) => format!("{} ({needed}).", t(lang, "forbidden")),
+            ConsoleError::Forbidden(_) => match session {
+                Some(s) => html::tf(
+                    lang,
+                    "forbidden_role",
+                    &[super::team::role_word(lang, s.role)],
+                )
+                .replace("&amp;", "&"),
+                None => t(lang, "forbidden").to_string(),
+            },
             ConsoleError::SecondFactorRequired => t(lang, "totp_needed").to_string(),
             ConsoleError::NotFound => t(lang, "not_found").to_string(),
             ConsoleError::RateLimited(wait) => {
@@ -145,13 +153,26 @@ impl ConsoleError {
                 _ => t(lang, "unread"),
             }
             .to_string(),
-            ConsoleError::Refused(_, m) | ConsoleError::Unavailable(m) => m.clone(),
+            ConsoleError::Refused(_, m) => m.clone(),
+            ConsoleError::Unavailable(why) => {
+                // The cause is for the logs; the reader is told what to do.
+                tracing::warn!(error = %why, "console: a page could not be served");
+                t(lang, "unavailable").to_string()
+            }
             ConsoleError::NotSignedIn => String::new(),
         };
+        // Where to go from here: the step that unblocks, else back.
+        let (href, next) = match &self {
+            ConsoleError::SecondFactorRequired => ("/console/security", "next_second_factor"),
+            ConsoleError::Forbidden(_) if session.is_some() => ("/console/team", "next_team"),
+            ConsoleError::Csrf => ("/console/overview", "next_reload"),
+            _ if session.is_none() => ("/console/sign-in", "sign_in"),
+            _ => ("/console/payments", "next_payments"),
+        };
         let body = format!(
-            "{}<p><a href=\"/console/payments\">{}</a></p>",
+            "{}<p><a href=\"{href}\">{}</a></p>",
             html::notice(&message, true),
-            t(lang, "back")
+            t(lang, next)
         );
         let mut resp = page_response(
             self.status(),

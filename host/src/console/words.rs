@@ -164,8 +164,8 @@ pub const MORE: &[(&str, &str, &str)] = &[
     ("description", "Description", "Description"),
     (
         "csv_columns",
-        "Columns: beneficiary_name, phone, amount, currency, reference (first line).",
-        "Colonnes : beneficiary_name, phone, amount, currency, reference (première ligne).",
+        "The file's first line names its columns:",
+        "La première ligne du fichier nomme ses colonnes :",
     ),
     (
         "csv_report",
@@ -227,7 +227,7 @@ pub const MORE: &[(&str, &str, &str)] = &[
     (
         "maker_checker",
         "You created this batch: another person with the finance or owner role approves it.",
-        "Vous avez créé ce lot : une autre personne (rôle finance ou owner) l'approuve.",
+        "Vous avez créé ce lot : une autre personne (rôle finance ou propriétaire) l'approuve.",
     ),
     ("developers", "Developers", "Développeurs"),
     ("api_keys", "API keys", "Clés d'API"),
@@ -336,7 +336,7 @@ pub const MORE: &[(&str, &str, &str)] = &[
     (
         "enrol_by_link",
         "Two-factor authentication is set up in the session opened by your invitation or reset link. Ask an owner to reset your access to get a new link.",
-        "L'authentification à deux facteurs s'active dans la session ouverte par votre lien d'invitation ou de réinitialisation. Demandez à un owner de réinitialiser votre accès pour recevoir un nouveau lien.",
+        "L'authentification à deux facteurs s'active dans la session ouverte par votre lien d'invitation ou de réinitialisation. Demandez à un propriétaire de réinitialiser votre accès pour recevoir un nouveau lien.",
     ),
     (
         "totp_replace",
@@ -391,7 +391,7 @@ pub const MORE: &[(&str, &str, &str)] = &[
     (
         "reset_mail_body",
         "{} reset your access to the payments console of {}.\r\n\r\nChoose a new password with this link; it works once, for 72 hours:\r\n\r\n{}\r\n\r\nYou cannot approve payouts until {}. If you did not ask for this, tell {} or another owner of your team at once.\r\n",
-        "{} a réinitialisé votre accès à la console de paiement de {}.\r\n\r\nChoisissez un nouveau mot de passe avec ce lien ; il sert une fois, pendant 72 heures :\r\n\r\n{}\r\n\r\nVous ne pouvez approuver aucun paiement avant le {}. Si vous ne l'avez pas demandé, prévenez aussitôt {} ou un autre owner de votre équipe.\r\n",
+        "{} a réinitialisé votre accès à la console de paiement de {}.\r\n\r\nChoisissez un nouveau mot de passe avec ce lien ; il sert une fois, pendant 72 heures :\r\n\r\n{}\r\n\r\nVous ne pouvez approuver aucun paiement avant le {}. Si vous ne l'avez pas demandé, prévenez aussitôt {} ou un autre propriétaire de votre équipe.\r\n",
     ),
     ("disabled", "disabled", "désactivé"),
 ];

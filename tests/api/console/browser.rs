@@ -207,7 +207,16 @@ async fn in_chromium_a_link_is_paid_a_batch_is_approved_by_another_person_and_a_
     );
     assert_eq!(p["checkout_url"], out["checkout"]);
 
-    // The batch: A's approval refused by the server, B's paid it.
+    // The batch: A is not offered to approve it and is refused by the
+    // server all the same; B's approval, confirmed, paid it.
+    assert_eq!(out["approveOffered"], 0, "{out}");
+    assert!(
+        out["approvalAsks"]
+            .as_str()
+            .unwrap()
+            .starts_with("Approve batch June payroll: 2 payouts, 3,500 XOF in all?"),
+        "{out}"
+    );
     assert_eq!(out["selfApproval"], 403, "{out}");
     assert!(
         out["selfApprovalSays"]

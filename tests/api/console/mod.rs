@@ -7,6 +7,7 @@ mod browser;
 mod bulk;
 mod developers;
 mod finance;
+mod french;
 mod links;
 mod money;
 mod overview;
@@ -47,7 +48,7 @@ impl Page {
     pub fn audited(&self, action: &str, outcome: &str) -> usize {
         let (action, outcome) = (
             format!("<strong>{action}</strong>"),
-            format!("<td>{outcome}</td>"),
+            format!(">{outcome}</td>"),
         );
         self.body
             .split("<tr>")
