@@ -1,6 +1,8 @@
 // The merchant console in headless Chromium, at a phone's width (390 px) and
 // a desktop's: sign in, search a payment by its reference, refund part of it
-// (form, confirmation, done), audit every page given with axe-core, sign out.
+// (form, confirmation, done), audit every page given with axe-core in English
+// and in French (nothing wider than the screen, every value of each table's
+// first row on screen), sign out.
 // Screenshots go to <shots>/<name>-<width>.png. Prints one JSON line.
 // Usage: node console.mjs <base_url> <email> <password> <reference> <shots_dir> <path>...
 import { readFileSync } from 'node:fs';
@@ -29,7 +31,25 @@ async function audit(page, width) {
   // Against the width asked for: a mobile browser widens its layout viewport
   // to the content, so innerWidth would grow with an overflowing page.
   const overflow = await page.evaluate((w) => document.documentElement.scrollWidth > w, Number(width));
+  // The first row of every table: each value it holds is on screen, not cut
+  // off or scrolled out of sight.
+  const hidden = await page.evaluate((w) => {
+    const out = [];
+    for (const table of document.querySelectorAll('main table')) {
+      const row = table.querySelector('tbody tr');
+      if (!row) continue;
+      for (const cell of row.children) {
+        if (cell.textContent.trim() === '') continue;
+        const r = cell.getBoundingClientRect();
+        if (r.width === 0 || r.height === 0 || r.left < -0.5 || r.right > w + 0.5) {
+          out.push(cell.dataset.label || `column ${cell.cellIndex + 1}`);
+        }
+      }
+    }
+    return out;
+  }, Number(width));
   return {
+    hidden,
     serious: violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'),
     other: violations.filter((v) => v.impact !== 'serious' && v.impact !== 'critical').map((v) => v.id),
     overflow,
@@ -51,8 +71,8 @@ try {
     await Promise.all([page.waitForURL('**/console/payments'), page.click('main form button')]);
 
     // Search the payment by its reference, then open it.
-    await page.fill('input[name=reference]', reference);
-    await Promise.all([page.waitForURL(/reference=/), page.click('main form button')]);
+    await page.fill('input[name=q]', reference.toUpperCase().slice(0, 12));
+    await Promise.all([page.waitForURL(/q=/), page.click('main form button')]);
     run.found = await page.locator(`main table tr:has-text("${reference}")`).count();
     await page.screenshot({ path: `${shots}/payments-${width}.png`, fullPage: true });
     await Promise.all([page.waitForURL(/\/console\/payments\/[^/?]+$/),
@@ -77,6 +97,17 @@ try {
         await page.screenshot({ path: `${shots}/${path.split('/').pop()}-${width}.png`, fullPage: true });
       }
     }
+    // Every page again in French.
+    run.fr = {};
+    await page.goto(`${base}/console/overview?lang=fr`);
+    for (const path of [paymentPath, ...paths]) {
+      await page.goto(`${base}${path}`);
+      run.fr[path] = { ...(await audit(page, width)), lang: await page.getAttribute('html', 'lang') };
+      if (path === '/console/payments') {
+        await page.screenshot({ path: `${shots}/payments-fr-${width}.png`, fullPage: true });
+      }
+    }
+    await page.goto(`${base}/console/overview?lang=en`);
     await Promise.all([page.waitForURL('**/console/sign-in'), page.click('header form[action="/console/sign-out"] button')]);
     await page.goto(`${base}/console/payments`);
     run.signedOut = page.url().endsWith('/console/sign-in');

@@ -218,11 +218,6 @@ const WORDS: &[(&str, &str, &str)] = &[
         "{} : une date au format AAAA-MM-JJ, pas « {} ».",
     ),
     (
-        "bad_phone",
-        "phone: at least 4 digits.",
-        "téléphone : 4 chiffres au moins.",
-    ),
-    (
         "bad_amount",
         "Amount: a whole number of at least 1, such as 2 000.",
         "Montant : un nombre entier d'au moins 1, par exemple 2 000.",
@@ -385,6 +380,28 @@ const WORDS: &[(&str, &str, &str)] = &[
     ("env_live", "Live", "Production"),
     ("language", "Language", "Langue"),
     ("ok", "OK", "OK"),
+    ("payment_cancelled", "Payment cancelled.", "Paiement annulé."),
+    (
+        "resent",
+        "The event is being delivered again to your webhooks.",
+        "L'événement est de nouveau livré à vos webhooks.",
+    ),
+    (
+        "refund_asked",
+        "Refund requested: its status shows below as it goes.",
+        "Remboursement demandé : son statut s'affiche ci-dessous à mesure.",
+    ),
+    ("search", "Reference or phone", "Référence ou téléphone"),
+    (
+        "search_hint",
+        "start of a reference, end of a phone",
+        "début de référence, fin de numéro",
+    ),
+    (
+        "bad_search",
+        "Search: at most 100 characters.",
+        "Recherche : 100 caractères au plus.",
+    ),
     (
         "test_banner",
         "Test data — nothing here moves real money",

@@ -215,11 +215,11 @@ fn books_section(
         Some(fee) => {
             let _ = write!(
                 out,
-                "<li>{}: {fee} {cur} · {}: {} {cur}</li>",
+                "<li>{}: {} · {}: {}</li>",
                 t(l, "expected_fee"),
+                esc(&format::money(l, fee as i64, currency)),
                 t(l, "net"),
-                amount.saturating_sub(fee),
-                cur = esc(currency),
+                esc(&format::money(l, amount.saturating_sub(fee) as i64, currency)),
             );
         }
         None => {
@@ -315,7 +315,12 @@ pub async fn show(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Re
     .await?;
     let mut body = String::new();
     if let Some(done) = req.param("done") {
-        body.push_str(&html::notice(&format!("{} ({done})", t(l, "done")), false));
+        let said = match done.as_str() {
+            "cancelled" => t(l, "payment_cancelled"),
+            "resend" => t(l, "resent"),
+            _ => t(l, "refund_asked"),
+        };
+        body.push_str(&html::notice(said, false));
     }
     body.push_str(&facts(l, s.zone, &p));
     let id_e = esc(p["id"].as_str().unwrap_or(id));

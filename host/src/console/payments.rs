@@ -19,8 +19,6 @@ use crate::http::App;
 type Resp = Response<Full<Bytes>>;
 
 const PAGE: usize = 50;
-/// Pages of 100 read to find payments by phone (the API has no such filter).
-const PHONE_SCAN_PAGES: usize = 20;
 /// Rows a CSV export holds at most.
 const CSV_MAX_ROWS: usize = 10_000;
 const STATUSES: [&str; 9] = [
@@ -62,20 +60,32 @@ pub(super) fn plain(l: html::Lang, key: &str, args: &[&str]) -> String {
 struct Filters {
     console: Vec<(&'static str, String)>,
     api: Vec<(&'static str, String)>,
-    phone: Option<String>,
 }
 
 fn filters(req: &Req) -> Result<Filters, ConsoleError> {
     let mut f = Filters {
         console: Vec::new(),
         api: Vec::new(),
-        phone: None,
     };
-    for name in ["status", "operator", "reference"] {
+    for name in ["status", "operator"] {
         if let Some(v) = req.param(name) {
             f.console.push((name, v.clone()));
             f.api.push((name, v));
         }
+    }
+    // One box finds a payment by the start of its reference, whatever its
+    // case, or by the end of its customer's phone (the API's `search`);
+    // `reference` and `phone` are the same search, from older links.
+    if let Some(v) = req
+        .param("q")
+        .or_else(|| req.param("reference"))
+        .or_else(|| req.param("phone"))
+    {
+        if v.chars().count() > 100 {
+            return Err(ConsoleError::Refused(400, t(req.lang, "bad_search").into()));
+        }
+        f.console.push(("q", v.clone()));
+        f.api.push(("search", v));
     }
     for (name, api_name, shift) in [("from", "created[gte]", 0), ("to", "created[lt]", 86_400)] {
         if let Some(v) = req.param(name) {
@@ -85,14 +95,6 @@ fn filters(req: &Req) -> Result<Filters, ConsoleError> {
             f.console.push((name, v));
             f.api.push((api_name, (secs + shift).to_string()));
         }
-    }
-    if let Some(v) = req.param("phone") {
-        let digits: String = v.chars().filter(char::is_ascii_digit).collect();
-        if digits.len() < 4 {
-            return Err(ConsoleError::Refused(400, t(req.lang, "bad_phone").into()));
-        }
-        f.console.push(("phone", v));
-        f.phone = Some(digits);
     }
     Ok(f)
 }
@@ -123,17 +125,8 @@ async fn fetch(
     want: usize,
 ) -> Result<(Vec<Value>, Option<String>), ConsoleError> {
     let mut out = Vec::new();
-    let limit = if f.phone.is_some() {
-        100
-    } else {
-        want.min(100)
-    };
-    let max_pages = if f.phone.is_some() {
-        PHONE_SCAN_PAGES
-    } else {
-        want.div_ceil(limit)
-    };
-    for _ in 0..max_pages {
+    let limit = want.min(100);
+    for _ in 0..want.div_ceil(limit) {
         let mut q = f.api.clone();
         q.push(("limit", limit.to_string()));
         if let Some(a) = &after {
@@ -151,14 +144,7 @@ async fn fetch(
             .last()
             .and_then(|p| p["id"].as_str())
             .map(str::to_string);
-        for p in data {
-            if f.phone
-                .as_ref()
-                .is_none_or(|d| phone_of(&p).ends_with(d.as_str()))
-            {
-                out.push(p);
-            }
-        }
+        out.extend(data);
         if !more {
             return Ok((out, None));
         }
@@ -167,13 +153,10 @@ async fn fetch(
         }
     }
     out.truncate(want);
-    let next = if f.phone.is_some() {
-        after
-    } else {
-        out.last()
-            .and_then(|p| p["id"].as_str())
-            .map(str::to_string)
-    };
+    let next = out
+        .last()
+        .and_then(|p| p["id"].as_str())
+        .map(str::to_string);
     Ok((out, next))
 }
 
@@ -214,8 +197,7 @@ fn filter_form(l: html::Lang, f: &Filters) -> String {
          <label>{op}<select name=\"operator\"><option value=\"\">{any}</option>{operators}</select></label>\
          <label>{from}<input name=\"from\" type=\"date\" value=\"{fr}\"></label>\
          <label>{to}<input name=\"to\" type=\"date\" value=\"{tv}\"></label>\
-         <label>{rf}<input name=\"reference\" value=\"{r}\"></label>\
-         <label>{ph}<input name=\"phone\" type=\"tel\" value=\"{p}\"></label>\
+         <label>{search}<input name=\"q\" type=\"search\" value=\"{q}\" placeholder=\"{hint}\"></label>\
          <button>{filter}</button></fieldset></form>",
         st = t(l, "status"),
         any = t(l, "any"),
@@ -224,10 +206,9 @@ fn filter_form(l: html::Lang, f: &Filters) -> String {
         fr = get("from"),
         to = t(l, "to"),
         tv = get("to"),
-        rf = t(l, "reference"),
-        r = get("reference"),
-        ph = t(l, "phone"),
-        p = get("phone"),
+        search = t(l, "search"),
+        q = get("q"),
+        hint = t(l, "search_hint"),
         filter = t(l, "filter"),
     )
 }
@@ -286,7 +267,6 @@ pub async fn list(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Consol
             let empty = Filters {
                 console: Vec::new(),
                 api: Vec::new(),
-                phone: None,
             };
             let body = format!("{}{}", html::notice(&m, true), filter_form(l, &empty));
             return Ok(web::page_response(

@@ -1,8 +1,8 @@
 //! The API's refusals in the console's languages. The API answers in
-//! English, with a stable `code` and the offending `param`; a French page
-//! shows the code's sentence below, naming the field, and keeps the API's
-//! own words (which carry the specifics: a limit, an amount) for English
-//! and for a code this table does not know.
+//! English, with a stable `code` and the offending `param`; a page shows the
+//! code's sentence in its language (in French naming the field), and keeps
+//! the API's own words (which carry the specifics: a limit, an amount) for
+//! a code these tables do not know.
 
 use super::html::Lang;
 
@@ -128,7 +128,7 @@ const FRENCH: &[(&str, &str)] = &[
     ),
     (
         "payment_not_cancellable",
-        "Ce paiement ne peut plus être annulé : il reste en cours jusqu'à la réponse de l'opérateur.",
+        "Ce paiement ne peut plus être annulé : seul un paiement encore en cours peut l'être.",
     ),
     (
         "payment_not_refundable",
@@ -210,16 +210,89 @@ const FRENCH: &[(&str, &str)] = &[
     ),
 ];
 
-/// The words a form shows for the API's refusal: in French, the code's
-/// sentence naming the field (`param`); otherwise the API's message.
+/// (code, English sentence): the refusals a person meets in the console,
+/// in plain words rather than the API's, which speak of keys and scopes.
+/// A code not here keeps the API's message (it carries the specifics: a
+/// limit, an amount).
+const ENGLISH: &[(&str, &str)] = &[
+    (
+        "insufficient_scope",
+        "Your role does not allow this. An owner of your team can do it.",
+    ),
+    (
+        "second_approver_required",
+        "You created this batch: another person with the finance or owner role approves it.",
+    ),
+    (
+        "approval_on_hold",
+        "This person's access was reset: they may approve nothing for 24 hours.",
+    ),
+    (
+        "payment_not_cancellable",
+        "This payment can no longer be cancelled: only a payment still in progress can be.",
+    ),
+    (
+        "payment_not_refundable",
+        "Only a completed payment can be refunded.",
+    ),
+    (
+        "refund_amount_exceeds_remaining",
+        "This amount is more than remains to refund.",
+    ),
+    ("batch_already_validated", "This batch was already approved."),
+    (
+        "batch_already_processing",
+        "This batch is already being paid.",
+    ),
+    ("batch_rejected", "This batch was rejected."),
+    (
+        "batch_not_pending_validation",
+        "This batch does not wait for approval.",
+    ),
+    (
+        "operator_busy",
+        "The operator is busy: nothing was sent to it. Try again in a moment.",
+    ),
+    (
+        "internal_error",
+        "The service could not answer. Try again in a moment; nothing was done twice.",
+    ),
+];
+
+/// The API's field names as the French pages name them.
+const FRENCH_FIELDS: &[(&str, &str)] = &[
+    ("amount", "montant"),
+    ("currency", "devise"),
+    ("phone", "téléphone"),
+    ("reason", "motif"),
+    ("reference", "référence"),
+    ("description", "description"),
+    ("name", "nom"),
+    ("email", "e-mail"),
+    ("url", "adresse"),
+    ("operator", "opérateur"),
+    ("country", "pays"),
+    ("items", "lignes"),
+    ("file", "fichier"),
+    ("expires_at", "expiration"),
+];
+
+/// The words a form shows for the API's refusal: the code's sentence in the
+/// page's language (in French naming the field, `param`); otherwise the
+/// API's message.
 pub fn words(lang: Lang, code: Option<&str>, param: Option<&str>, message: &str) -> String {
-    let french = (lang == Lang::Fr)
-        .then(|| code.and_then(|c| FRENCH.iter().find(|(k, _)| *k == c)))
-        .flatten();
-    match (french, param) {
-        (Some((_, fr)), Some(p)) if !p.is_empty() => format!("{fr} (champ {p})"),
-        (Some((_, fr)), _) => (*fr).to_string(),
-        (None, _) => message.to_string(),
+    let table = if lang == Lang::Fr { FRENCH } else { ENGLISH };
+    let said = code.and_then(|c| table.iter().find(|(k, _)| *k == c));
+    match (said, param, lang) {
+        (Some((_, fr)), Some(p), Lang::Fr) if !p.is_empty() => {
+            let field = FRENCH_FIELDS
+                .iter()
+                .find(|(api, _)| *api == p)
+                .map_or_else(|| format!("« {p} »"), |(_, f)| (*f).to_string());
+            format!("{fr} (champ {field})")
+        }
+        (Some((_, words)), _, _) => (*words).to_string(),
+        (None, _, _) => message.to_string(),
     }
 }
 
@@ -237,7 +310,7 @@ mod tests {
                 Some("amount"),
                 msg
             ),
-            "Ce montant dépasse ce qui reste à rembourser. (champ amount)"
+            "Ce montant dépasse ce qui reste à rembourser. (champ montant)"
         );
         assert_eq!(
             words(
@@ -246,7 +319,14 @@ mod tests {
                 Some("amount"),
                 msg
             ),
+            "This amount is more than remains to refund."
+        );
+        assert_eq!(
+            words(Lang::En, Some("amount_out_of_range"), Some("amount"), msg),
             msg
+        );
+        assert!(
+            words(Lang::Fr, Some("parameter_missing"), Some("color"), msg).ends_with("(champ « color »)")
         );
         assert_eq!(words(Lang::Fr, Some("a_code_of_tomorrow"), None, msg), msg);
         assert_eq!(words(Lang::Fr, None, None, msg), msg);
@@ -254,10 +334,16 @@ mod tests {
 
     #[test]
     fn every_code_has_one_sentence() {
-        let mut codes: Vec<&str> = FRENCH.iter().map(|(c, _)| *c).collect();
-        codes.sort_unstable();
-        let n = codes.len();
-        codes.dedup();
-        assert_eq!(codes.len(), n, "a code listed twice");
+        for table in [FRENCH, ENGLISH] {
+            let mut codes: Vec<&str> = table.iter().map(|(c, _)| *c).collect();
+            codes.sort_unstable();
+            let n = codes.len();
+            codes.dedup();
+            assert_eq!(codes.len(), n, "a code listed twice");
+        }
+        // Each plain English sentence has its French one.
+        for (code, _) in ENGLISH {
+            assert!(FRENCH.iter().any(|(c, _)| c == code), "{code}");
+        }
     }
 }

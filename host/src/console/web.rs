@@ -132,12 +132,11 @@ impl ConsoleError {
         let message = match &self {
             ConsoleError::Csrf => t(lang, "csrf").to_string(),
             ConsoleError::Forbidden(_) => match session {
-                Some(s) => html::tf(
+                Some(s) => super::payments::plain(
                     lang,
                     "forbidden_role",
                     &[super::team::role_word(lang, s.role)],
-                )
-                .replace("&amp;", "&"),
+                ),
                 None => t(lang, "forbidden").to_string(),
             },
             ConsoleError::SecondFactorRequired => t(lang, "totp_needed").to_string(),

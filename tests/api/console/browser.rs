@@ -113,15 +113,21 @@ async fn in_chromium_a_person_finds_and_refunds_a_payment_and_every_page_passes_
             "{width}: {run}"
         );
         assert!(
-            run["done"].as_str().unwrap().starts_with("Done."),
+            run["done"].as_str().unwrap().starts_with("Refund requested"),
             "{width}: {run}"
         );
         assert_eq!(run["signedOut"], true, "{width}");
         let audits = run["audits"].as_object().unwrap();
         assert_eq!(audits.len(), 16, "every page audited: {run}");
-        for (path, a) in audits {
+        let french = run["fr"].as_object().unwrap();
+        assert_eq!(french.len(), 15, "every page audited in French: {run}");
+        for (path, a) in audits.iter().chain(french) {
             assert_eq!(a["serious"], json!([]), "{width} {path}: {a}");
             assert_eq!(a["overflow"], false, "{width} {path} overflows sideways");
+            assert_eq!(a["hidden"], json!([]), "{width} {path}: values cut off");
+        }
+        for (path, a) in french {
+            assert_eq!(a["lang"], "fr", "{width} {path}");
         }
     }
     // Two refunds of 100, one per width, each the API's.

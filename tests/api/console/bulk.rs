@@ -447,7 +447,7 @@ async fn a_payout_whose_outcome_cannot_be_read_is_shown_unconfirmed_on_its_batch
         .get(&format!("/console/bulk/{id}?status=processing"))
         .await;
     assert!(
-        item.body.contains("<td>processing</td>") && item.body.contains("cannot be read"),
+        item.body.contains("<td>In progress</td>") && item.body.contains("cannot be read"),
         "the item says why: {}",
         item.body
     );
@@ -512,7 +512,7 @@ async fn a_batch_beyond_its_routes_float_is_held_before_anything_is_sent_then_go
     let finance = person(&app, &merchant, "awa@payroll.bj", Role::Finance).await;
     let page = finance.get(&format!("/console/bulk/{id}")).await;
     assert!(
-        page.body.contains("Waiting for float") && page.body.contains("5000 / 6000 XOF"),
+        page.body.contains("Waiting for float") && page.body.contains("5,000 XOF / 6,000 XOF"),
         "the batch says why it waits: {}",
         page.body
     );

@@ -90,7 +90,7 @@ async fn finance_sees_the_days_differences_settles_a_case_and_exports_the_day() 
     assert!(
         payment
             .body
-            .contains("Fee by the rate card: 15 XOF · Net: 1485 XOF"),
+            .contains("Fee by the rate card: 15 XOF · Net: 1,485 XOF"),
         "{}",
         payment.body
     );

@@ -188,7 +188,7 @@ async fn a_payment_link_is_made_shown_as_a_qr_code_paid_on_the_checkout_page_and
     }
     let listed = finance.get(links).await;
     assert!(
-        listed.body.contains("Robe en wax") && listed.body.contains("<td>completed</td>"),
+        listed.body.contains("Robe en wax") && listed.body.contains(">Completed</span>"),
         "{}",
         listed.body
     );

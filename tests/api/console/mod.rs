@@ -11,6 +11,7 @@ mod french;
 mod links;
 mod money;
 mod overview;
+mod reading;
 mod second_factor;
 
 use std::collections::HashMap;
@@ -31,7 +32,11 @@ pub struct Browser {
 
 pub struct Page {
     pub status: u16,
+    /// The page's HTML, its cells' `data-label`s (a phone's layout, checked
+    /// in the browser) left out, so that a test reads a table as written.
     pub body: String,
+    /// The page's HTML as served.
+    pub raw: String,
     pub headers: reqwest::header::HeaderMap,
 }
 
@@ -112,9 +117,11 @@ impl Browser {
                 cookies.insert(name.to_string(), value.to_string());
             }
         }
+        let raw = resp.text().await.unwrap();
         Page {
             status: resp.status().as_u16(),
-            body: resp.text().await.unwrap(),
+            body: without_cell_labels(&raw),
+            raw,
             headers,
         }
     }
@@ -200,6 +207,19 @@ impl Browser {
         )
         .await
     }
+}
+
+/// `html` without its ` data-label="…"` attributes.
+pub fn without_cell_labels(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    while let Some(at) = rest.find(" data-label=\"") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + " data-label=\"".len()..];
+        rest = after.split_once('"').map_or("", |(_, r)| r);
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A user of `merchant` with `role` who accepted their invitation; their browser is signed in.

@@ -160,7 +160,7 @@ async fn a_console_refund_is_the_apis_refund_and_a_double_submit_is_one_refund()
     assert_eq!(over.status, 400, "{}", over.body);
     assert!(
         over.body
-            .contains("Ce montant dépasse ce qui reste à rembourser. (champ amount)"),
+            .contains("Ce montant dépasse ce qui reste à rembourser. (champ montant)"),
         "{}",
         over.body
     );
