@@ -67,20 +67,17 @@ fn filters(req: &Req) -> Result<Filters, ConsoleError> {
         console: Vec::new(),
         api: Vec::new(),
     };
-    for name in ["status", "operator"] {
+    // `reference` is one exact reference (a link from elsewhere).
+    for name in ["status", "operator", "reference"] {
         if let Some(v) = req.param(name) {
             f.console.push((name, v.clone()));
             f.api.push((name, v));
         }
     }
-    // One box finds a payment by the start of its reference, whatever its
-    // case, or by the end of its customer's phone (the API's `search`);
-    // `reference` and `phone` are the same search, from older links.
-    if let Some(v) = req
-        .param("q")
-        .or_else(|| req.param("reference"))
-        .or_else(|| req.param("phone"))
-    {
+    // The search box finds a payment by the start of its reference,
+    // whatever its case, or by the end of its customer's phone (the API's
+    // `search`); `phone` is the same search, from older links.
+    if let Some(v) = req.param("q").or_else(|| req.param("phone")) {
         if v.chars().count() > 100 {
             return Err(ConsoleError::Refused(400, t(req.lang, "bad_search").into()));
         }
