@@ -296,7 +296,7 @@ print(f'{ms[len(ms) // 2]:.2f}ms')"
 }
 reads_p50() { # prints "get p50|list p50|filtered list p50|console: list|reference|failed|payment|overview"
   DATA_DIR="$READS" start_server
-  local get list failed c_list c_ref c_failed c_payment c_overview
+  local get list failed c_list c_ref c_search c_failed c_payment c_overview
   get=$(wrk -t2 -c16 -d5s --latency -H "Authorization: Bearer $KEY2" "$BASE/api/v1/collect/payments/$ID2" | awk '$1=="50%" {print $2}')
   list=$(wrk -t2 -c16 -d5s --latency -H "Authorization: Bearer $KEY2" "$BASE/api/v1/collect/payments?$LIST_QUERY" | awk '$1=="50%" {print $2}')
   # The newest failed payments (one in ten), through the listing index.
@@ -305,21 +305,28 @@ reads_p50() { # prints "get p50|list p50|filtered list p50|console: list|referen
   # found by its reference, the failed ones, a payment's page; and the overview.
   c_list=$(console_p50 /console/payments)
   c_ref=$(console_p50 "/console/payments?reference=seed-5000")
+  # The search box: the start of a reference in another case, matching the
+  # same payment in both stores (made through the API before the first run).
+  c_search=$(console_p50 "/console/payments?q=FACTURE-AWA")
   c_failed=$(console_p50 "/console/payments?status=failed")
   c_payment=$(console_p50 "/console/payments/$ID2")
   c_overview=$(console_p50 /console/overview)
   kill $SERVER; wait $SERVER 2>/dev/null || true
-  echo "$get|$list|$failed|$c_list|$c_ref|$c_failed|$c_payment|$c_overview"
+  echo "$get|$list|$failed|$c_list|$c_ref|$c_search|$c_failed|$c_payment|$c_overview"
 }
 # A seeded record collect cannot read would make every GET below a quick 500.
 DATA_DIR="$READS" start_server
 SEEDED=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $KEY2" "$BASE/api/v1/collect/payments/$ID2")
+# The payment the search box finds, the same one in both stores.
+curl -s -o /dev/null -H "Authorization: Bearer $KEY2" -H "Idempotency-Key: bench-facture-awa" -H 'Content-Type: application/json' \
+  -d '{"reference":"Facture-Awa-2026-001","amount":1500,"currency":"XOF","country":"BJ","mode":"direct","operator":"mtn-bj","customer":{"phone":"+2290166009999"}}' \
+  "$BASE/api/v1/collect/payments"
 kill $SERVER; wait $SERVER 2>/dev/null || true
 [ "$SEEDED" = 200 ] || { echo "a seeded payment answered $SEEDED: bench/seed.py and collect's record form disagree" >&2; exit 1; }
-IFS='|' read -r small small_list small_failed sc_list sc_ref sc_failed sc_payment sc_overview <<<"$(reads_p50)"
+IFS='|' read -r small small_list small_failed sc_list sc_ref sc_search sc_failed sc_payment sc_overview <<<"$(reads_p50)"
 python3 bench/seed.py "$READS/mmc.db" "$M2" 990000 10000 >/dev/null
 "$MMC" console rebuild-overview --data-dir "$READS" >/dev/null
-IFS='|' read -r large large_list large_failed lc_list lc_ref lc_failed lc_payment lc_overview <<<"$(reads_p50)"
+IFS='|' read -r large large_list large_failed lc_list lc_ref lc_search lc_failed lc_payment lc_overview <<<"$(reads_p50)"
 # wrk prints latencies with their unit (850.00us, 1.09ms).
 ms() { python3 -c "import re,sys; v,u=re.match(r'([\d.]+)(\w+)',sys.argv[1]).groups(); print(float(v)*{'us':1e-3,'ms':1,'s':1e3}[u])" "$1"; }
 LIST_RATIO=$(python3 -c "print(f'{$(ms "$large_list")/$(ms "$small_list"):.2f}')")
@@ -439,6 +446,7 @@ ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); 
   echo "|---|---|---|---|"
   console_line "payments, newest first" "$sc_list" "$lc_list"
   console_line "payments found by reference" "$sc_ref" "$lc_ref"
+  console_line "payments found by the search box (start of a reference)" "$sc_search" "$lc_search"
   console_line "failed payments" "$sc_failed" "$lc_failed"
   console_line "a payment's page" "$sc_payment" "$lc_payment"
   console_line "overview" "$sc_overview" "$lc_overview"

@@ -7,8 +7,9 @@ seed-FIRST…); prints the id of the first one. Payment i is created at
 T0 + 10 ms * i with a UUIDv7 id of that time, as collect makes them, so the
 payments table is in creation order and created[gte|lt] ranges work. Every
 tenth payment failed, the rest completed; each has its `listing` entry (the
-index of the list's status/operator/country filters), and the index is
-marked complete as the collect job marks it after a backfill. Records are in
+index of the list's status/operator/country filters) and its two `search`
+entries (its lowercased reference, its phone's digits reversed), and both
+indexes are marked complete as the collect job marks them after a backfill. Records are in
 collect's binary form (crates/domain/src/record.rs, version 1; `record()`
 below writes the fields it needs in that layout). The console overview's
 tallies are not written here: `mmc console rebuild-overview` counts them
@@ -64,6 +65,10 @@ def record(r):
     ])
 
 
+# Every seeded payment's customer phone, as the search index keys it.
+PHONE_REVERSED = "2290166001234"[::-1]
+
+
 def uuid7(ms):
     """A UUIDv7 (RFC 9562) of time `ms`: 48 bits of time, version, random."""
     b = bytearray(ms.to_bytes(6, "big") + os.urandom(10))
@@ -102,11 +107,15 @@ def main():
         batch.append(("collect", "payments", f"test/{merchant}/{pid}", record(rec)))
         batch.append(("collect", "refs", f"test/{merchant}/seed-{i}", pid.encode()))
         batch.append(("collect", "listing", f"test/{merchant}/{rec['status']}/BJ/mtn-bj/{pid}", b""))
+        # The search index: the lowercased reference, the phone's digits reversed.
+        batch.append(("collect", "search", f"test/{merchant}/r/seed-{i}/{pid}", b""))
+        batch.append(("collect", "search", f"test/{merchant}/p/{PHONE_REVERSED}/{pid}", b""))
         if len(batch) >= 20000:
             conn.executemany("INSERT OR REPLACE INTO kv (ns, tbl, k, v) VALUES (?, ?, ?, ?)", batch)
             conn.commit()
             batch = []
     batch.append(("collect", "meta", "listing", b"ready"))
+    batch.append(("collect", "meta", "search-v1", b"ready"))
     conn.executemany("INSERT OR REPLACE INTO kv (ns, tbl, k, v) VALUES (?, ?, ?, ?)", batch)
     conn.commit()
     print(first_id)
