@@ -306,7 +306,7 @@ pub async fn event(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<R
             body,
             "<h3>{} · {}</h3><table><thead><tr><th>{}</th><th>HTTP</th><th>ms</th><th>{}</th></tr></thead><tbody>",
             esc(&text(&d["url"])),
-            esc(&text(&d["status"])),
+            esc(&super::outcomes::word_of(l, "dl_", &text(&d["status"]))),
             t(l, "when"),
             t(l, "answer"),
         );

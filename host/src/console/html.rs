@@ -380,7 +380,11 @@ const WORDS: &[(&str, &str, &str)] = &[
     ("env_live", "Live", "Production"),
     ("language", "Language", "Langue"),
     ("ok", "OK", "OK"),
-    ("payment_cancelled", "Payment cancelled.", "Paiement annulé."),
+    (
+        "payment_cancelled",
+        "Payment cancelled.",
+        "Paiement annulé.",
+    ),
     (
         "resent",
         "The event is being delivered again to your webhooks.",

@@ -184,6 +184,91 @@ pub const WORDS: &[(&str, &str, &str)] = &[
         "Contactez le support avec la référence du paiement.",
     ),
     ("next_label", "What to do next:", "Que faire :"),
+    // The router's reasons for a route, and its verdict on each candidate.
+    (
+        "route_why_preferred",
+        "the first route of its rule",
+        "la première route de sa règle",
+    ),
+    (
+        "route_why_next",
+        "the next route, the ones before it unusable",
+        "la route suivante, les précédentes inutilisables",
+    ),
+    (
+        "route_why_failover",
+        "failover after a route that did nothing",
+        "repli après une route qui n'a rien fait",
+    ),
+    (
+        "route_why_trial",
+        "a trial of a recovering route",
+        "un essai d'une route en reprise",
+    ),
+    (
+        "route_why_weighted",
+        "its share of a split",
+        "sa part d'une répartition",
+    ),
+    (
+        "route_why_slow",
+        "slow, the only one left",
+        "lente, la seule restante",
+    ),
+    (
+        "route_why_last_resort",
+        "last resort: every route is failing",
+        "dernier recours : toutes les routes échouent",
+    ),
+    ("route_verdict_chosen", "chosen", "choisie"),
+    ("route_verdict_skipped", "skipped", "écartée"),
+    (
+        "route_verdict_passed_over",
+        "passed over",
+        "laissée de côté",
+    ),
+    // A call to an operator: what was asked, and how it went.
+    ("op_initiate", "ask for the payment", "demande du paiement"),
+    ("op_status", "status check", "vérification du statut"),
+    ("op_refund", "refund", "remboursement"),
+    (
+        "op_refund_status",
+        "refund status check",
+        "vérification du remboursement",
+    ),
+    ("op_payout", "payout", "versement"),
+    (
+        "op_payout_status",
+        "payout status check",
+        "vérification du versement",
+    ),
+    ("op_confirm_otp", "one-time code", "code à usage unique"),
+    ("op_cancel", "cancel", "annulation"),
+    ("op_route", "route", "acheminement"),
+    ("oc_ok", "answered", "répondu"),
+    ("oc_timeout", "no answer in time", "pas de réponse à temps"),
+    ("oc_unavailable", "unavailable", "indisponible"),
+    (
+        "oc_invalid_response",
+        "unreadable answer",
+        "réponse illisible",
+    ),
+    ("oc_rejected", "refused", "refusé"),
+    ("oc_not_sent", "not sent", "non envoyé"),
+    ("oc_not_supported", "not supported", "non pris en charge"),
+    (
+        "oc_unauthenticated",
+        "credentials refused",
+        "identifiants refusés",
+    ),
+    ("oc_busy", "busy", "occupé"),
+    ("oc_deadline", "took too long", "trop long"),
+    ("oc_trap", "adapter stopped", "adaptateur arrêté"),
+    ("oc_no_route", "no route", "aucune route"),
+    // A webhook delivery.
+    ("dl_pending", "to be sent", "à envoyer"),
+    ("dl_delivered", "delivered", "livré"),
+    ("dl_failed", "given up", "abandonné"),
     // Refund motives.
     (
         "rr_requested_by_customer",
@@ -220,6 +305,12 @@ fn word(lang: Lang, key: &str) -> Option<&'static str> {
 /// A status as people say it (the code itself when it is one we do not know).
 pub fn status(lang: Lang, code: &str) -> String {
     word(lang, &format!("st_{code}")).map_or_else(|| code.to_string(), str::to_string)
+}
+
+/// A word of this table by its prefix and code (`op_`, `oc_`, `dl_`…);
+/// the code itself when there is none.
+pub fn word_of(lang: Lang, prefix: &str, code: &str) -> String {
+    word(lang, &format!("{prefix}{code}")).map_or_else(|| code.to_string(), str::to_string)
 }
 
 /// A refund motive as people say it.

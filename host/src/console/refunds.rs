@@ -126,7 +126,7 @@ pub async fn refund_form(
         .unwrap_or_else(|| format::group(l, totals.remaining as i64));
     let body = format!(
         "{msg}{summary}<form method=\"post\" action=\"/console/payments/{id}/refund\">{csrf}<input type=\"hidden\" name=\"step\" value=\"review\">\
-         <label>{amount}<input name=\"amount\" inputmode=\"numeric\" value=\"{a}\" required></label>{reason}<button>{refund}</button></form>{back}",
+         <label>{amount}<input name=\"amount\" value=\"{a}\" inputmode=\"numeric\" required></label>{reason}<button>{refund}</button></form>{back}",
         msg = error
             .map(|(_, m)| html::notice(m, true))
             .unwrap_or_default(),

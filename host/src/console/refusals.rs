@@ -225,7 +225,7 @@ const ENGLISH: &[(&str, &str)] = &[
     ),
     (
         "approval_on_hold",
-        "This person's access was reset: they may approve nothing for 24 hours.",
+        "Your console access was reset: you may approve nothing for 24 hours.",
     ),
     (
         "payment_not_cancellable",
@@ -239,7 +239,10 @@ const ENGLISH: &[(&str, &str)] = &[
         "refund_amount_exceeds_remaining",
         "This amount is more than remains to refund.",
     ),
-    ("batch_already_validated", "This batch was already approved."),
+    (
+        "batch_already_validated",
+        "This batch was already approved.",
+    ),
     (
         "batch_already_processing",
         "This batch is already being paid.",
@@ -326,7 +329,8 @@ mod tests {
             msg
         );
         assert!(
-            words(Lang::Fr, Some("parameter_missing"), Some("color"), msg).ends_with("(champ « color »)")
+            words(Lang::Fr, Some("parameter_missing"), Some("color"), msg)
+                .ends_with("(champ « color »)")
         );
         assert_eq!(words(Lang::Fr, Some("a_code_of_tomorrow"), None, msg), msg);
         assert_eq!(words(Lang::Fr, None, None, msg), msg);

@@ -113,7 +113,10 @@ async fn in_chromium_a_person_finds_and_refunds_a_payment_and_every_page_passes_
             "{width}: {run}"
         );
         assert!(
-            run["done"].as_str().unwrap().starts_with("Refund requested"),
+            run["done"]
+                .as_str()
+                .unwrap()
+                .starts_with("Refund requested"),
             "{width}: {run}"
         );
         assert_eq!(run["signedOut"], true, "{width}");

@@ -117,9 +117,10 @@ impl Browser {
                 cookies.insert(name.to_string(), value.to_string());
             }
         }
+        let status = resp.status().as_u16();
         let raw = resp.text().await.unwrap();
         Page {
-            status: resp.status().as_u16(),
+            status,
             body: without_cell_labels(&raw),
             raw,
             headers,
@@ -173,6 +174,19 @@ impl Browser {
         let mut form = form.to_vec();
         form.push(("csrf", &csrf));
         self.post(path, &form).await
+    }
+
+    /// Opens the confirmation page at `path` and confirms it (its form
+    /// posts to `path` with the page's CSRF token and one-time form key);
+    /// the page itself when it offers no confirmation (refused, not found).
+    pub async fn confirm(&self, path: &str) -> Page {
+        let page = self.get(path).await;
+        if page.status != 200 {
+            return page;
+        }
+        let (csrf, key) = (page.field("csrf"), page.field("form_key"));
+        self.post(path, &[("csrf", &csrf), ("form_key", &key)])
+            .await
     }
 
     /// Opens the one-time sign-in link at `path` and chooses `password`,

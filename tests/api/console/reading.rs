@@ -14,9 +14,7 @@ use mmc_test_kit::service_test;
 async fn a_failed_payment_says_why_and_what_to_do_next_in_both_languages() {
     let app = spawn_app_completing_after(0).await;
     let (merchant, key, _) = app.merchant("Boutique Awa");
-    let (failed, _) = app
-        .create_ok(&key, &direct_payment("+2290166000002"))
-        .await;
+    let (failed, _) = app.create_ok(&key, &direct_payment("+2290166000002")).await;
     let (_, synced) = app
         .get(&key, &format!("/api/v1/collect/payments/{failed}?sync=1"))
         .await;
@@ -25,7 +23,8 @@ async fn a_failed_payment_says_why_and_what_to_do_next_in_both_languages() {
 
     let list = desk.get("/console/payments?status=failed").await;
     assert!(
-        list.body.contains(">Failed</span><br><small>The customer&#39;s balance is too low.</small>"),
+        list.body
+            .contains(">Failed</span><br><small>The customer&#39;s balance is too low.</small>"),
         "{}",
         list.body
     );
@@ -33,9 +32,9 @@ async fn a_failed_payment_says_why_and_what_to_do_next_in_both_languages() {
     let page = desk.get(&page_path(&failed)).await;
     assert!(
         page.body.contains("The customer&#39;s balance is too low.")
-            && page
-                .body
-                .contains("What to do next: Ask the customer to top up, then create a new payment."),
+            && page.body.contains(
+                "What to do next: Ask the customer to top up, then create a new payment."
+            ),
         "{}",
         page.body
     );
@@ -71,7 +70,9 @@ async fn nobody_is_offered_what_they_may_not_do_and_the_server_refuses_it_all_th
         .await;
     assert_eq!(refused.status, 403, "{}", refused.body);
     assert!(
-        refused.body.contains("Your role (Support) does not allow this.")
+        refused
+            .body
+            .contains("Your role (Support) does not allow this.")
             && refused.body.contains("href=\"/console/team\""),
         "{}",
         refused.body
@@ -79,7 +80,10 @@ async fn nobody_is_offered_what_they_may_not_do_and_the_server_refuses_it_all_th
 
     // Finance: a completed payment is refunded, never cancelled.
     let page = finance.get(&page_path(&paid)).await;
-    assert!(page.body.contains(&format!("/console/payments/{paid}/refund\"")));
+    assert!(
+        page.body
+            .contains(&format!("/console/payments/{paid}/refund\""))
+    );
     assert!(!page.body.contains("/cancel\""), "{}", page.body);
     let cancel = finance
         .get(&format!("/console/payments/{paid}/cancel"))
@@ -107,7 +111,11 @@ async fn a_refund_shows_what_remains_and_is_checked_before_its_confirmation() {
         .submit(&refund, &refund, &[("step", "review"), ("amount", "1 000")])
         .await;
     assert_eq!(review.status, 200, "{}", review.body);
-    assert!(review.body.contains("Refund 1,000 XOF of payment"), "{}", review.body);
+    assert!(
+        review.body.contains("Refund 1,000 XOF of payment"),
+        "{}",
+        review.body
+    );
     let confirm: Vec<(String, String)> = ["csrf", "step", "idempotency_key", "amount", "reason"]
         .iter()
         .map(|f| (f.to_string(), review.field(f)))
@@ -126,7 +134,11 @@ async fn a_refund_shows_what_remains_and_is_checked_before_its_confirmation() {
     // The form offers what remains, and says what was refunded.
     let form = finance.get(&refund).await;
     assert_eq!(form.field("amount"), "500", "{}", form.body);
-    assert!(form.body.contains("Amount (at most 500 XOF)"), "{}", form.body);
+    assert!(
+        form.body.contains("Amount (at most 500 XOF)"),
+        "{}",
+        form.body
+    );
     assert!(
         form.body.contains("<dt>Refunded</dt><dd>1,000 XOF</dd>")
             || form
@@ -195,7 +207,11 @@ async fn removing_a_member_is_confirmed_said_and_never_repeated_by_a_reload() {
         .post(&format!("/console/team/{desk}/remove"), &form)
         .await;
     assert_eq!(again.status, 409, "{}", again.body);
-    assert!(again.body.contains("This was already done"), "{}", again.body);
+    assert!(
+        again.body.contains("This was already done"),
+        "{}",
+        again.body
+    );
     // Without the form's key nothing is done.
     let dev = member_id(&owner.get("/console/team").await.body, "dev@awa.bj");
     let bare = owner
@@ -216,7 +232,11 @@ async fn times_are_shown_in_the_zone_the_owner_chose_and_test_data_says_so() {
     assert!(page.body.contains(" UTC</dd>"), "{}", page.body);
 
     let bad = owner
-        .submit("/console/team", "/console/team/zone", &[("zone", "Europe/Paris")])
+        .submit(
+            "/console/team",
+            "/console/team/zone",
+            &[("zone", "Europe/Paris")],
+        )
         .await;
     assert_eq!(bad.status, 400, "{}", bad.body);
     let set = owner
@@ -226,16 +246,28 @@ async fn times_are_shown_in_the_zone_the_owner_chose_and_test_data_says_so() {
             &[("zone", "Africa/Porto-Novo")],
         )
         .await;
-    assert_eq!((set.status, set.location()), (303, "/console/team?done=zone"));
+    assert_eq!(
+        (set.status, set.location()),
+        (303, "/console/team?done=zone")
+    );
     let page = owner.get(&page_path(&paid)).await;
     assert!(page.body.contains(" UTC+1</dd>"), "{}", page.body);
     let audit = owner.get("/console/audit").await;
     assert!(audit.body.contains("merchant.time_zone"), "{}", audit.body);
     // A support person reads the same zone but may not change it.
     let desk = person(&app, &merchant, "desk@awa.bj", Role::Support).await;
-    assert!(desk.get(&page_path(&paid)).await.body.contains(" UTC+1</dd>"));
+    assert!(
+        desk.get(&page_path(&paid))
+            .await
+            .body
+            .contains(" UTC+1</dd>")
+    );
     let refused = desk
-        .submit("/console/payments", "/console/team/zone", &[("zone", "UTC")])
+        .submit(
+            "/console/payments",
+            "/console/team/zone",
+            &[("zone", "UTC")],
+        )
         .await;
     assert_eq!(refused.status, 403, "{}", refused.body);
 }

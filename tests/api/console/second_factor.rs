@@ -192,7 +192,7 @@ async fn approving_a_batch_in_live_asks_for_a_fresh_code() {
         live_person(&app, &merchant, "koffi@payroll.bj", Role::Finance).await;
     let id = &batch_by_key(&app, &live_key, "r-1").await;
     let page = format!("/console/bulk/{id}");
-    let shown = finance.get(&page).await;
+    let shown = finance.get(&format!("{page}/approve")).await;
     assert!(
         shown.body.contains("A new code from your authenticator"),
         "{}",
