@@ -226,7 +226,7 @@ mod tests {
         assert_eq!(text("a/b").prefixes("test", "m").len(), 0);
         assert_eq!(
             text("+229 0166").prefixes("test", "m"),
-            ["test/m/r/+229 0166", "test/m/p/66109222"]
+            ["test/m/r/+229 0166", "test/m/p/6610922"]
         );
     }
 
