@@ -1,6 +1,6 @@
 //! Lists: a merchant's payments (newest first, filters from the `listing`
-//! index, cursors both ways, the index's backfill), a payment's refunds,
-//! one refund.
+//! index, cursors both ways, the index's backfill, a search by reference or
+//! phone), a payment's refunds, one refund.
 
 use serde_json::{Value, json};
 
@@ -546,4 +546,268 @@ async fn the_review_filter_is_checked_with_every_other_parameter(app: TestApp) {
     assert_eq!(app.get(&key, &with).await.1["data"], json!([]));
     let without = format!("/api/v1/collect/payments?reference={reference}");
     assert_eq!(ids(&app.get(&key, &without).await.1).len(), 1);
+}
+
+/// `search`: a reference by its start, whatever its case; a phone by its
+/// last digits (four or more), written with a country code, spaces or
+/// neither; with the other filters and cursors.
+#[service_test]
+async fn payments_are_searched_by_the_start_of_their_reference_or_the_end_of_their_phone(
+    app: TestApp,
+) {
+    let key = app.test_key("Shop");
+    let other = app.test_key("Other");
+    let with = |reference: &str, country: &str, operator: &str, phone: &str| {
+        json!({"reference": reference, "amount": 1500, "currency": "XOF", "country": country,
+               "operator": operator, "customer": {"phone": phone}})
+    };
+    let mut made = Vec::new();
+    for body in [
+        with("Order-ÉTÉ-001", "BJ", "mtn-bj", "+2290166001001"),
+        with("order-été-002", "BJ", "mtn-bj", "0166001001"),
+        with("INV-77", "BJ", "mtn-bj", "+2290166000002"), // fails
+        with("inv-78", "TG", "togocom-tg", "+22890001001"),
+    ] {
+        made.push(app.create_ok(&key, &body).await.0);
+    }
+    // A checkout's customer gives the phone after the payment was made.
+    let body = json!({"reference": "Hosted-9", "amount": 2500, "currency": "XOF",
+                      "country": "BJ", "mode": "hosted"});
+    let (hosted, p) = app.create_ok(&key, &body).await;
+    let resp = app
+        .client
+        .post(p["checkout_url"].as_str().unwrap())
+        .form(&[("operator", "mtn-bj"), ("phone", "0166009009")])
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        resp.status().is_success() || resp.status().is_redirection(),
+        "{}",
+        resp.status()
+    );
+    let [a, b, c, d] = [&made[0], &made[1], &made[2], &made[3]].map(String::as_str);
+    let found = |query: String| {
+        let app = &app;
+        let key = key.clone();
+        async move {
+            let (status, page) = app
+                .get(&key, &format!("/api/v1/collect/payments?{query}"))
+                .await;
+            assert_eq!(status, 200, "{query}: {page}");
+            ids(&page)
+        }
+    };
+    let search = |text: &str| found(format!("search={text}"));
+
+    for text in ["order", "ORDER-%C3%89T%C3%89", "Order-%C3%A9t%C3%A9-00"] {
+        assert_eq!(search(text).await, [b, a], "{text}");
+    }
+    assert_eq!(search("order-%C3%A9t%C3%A9-001").await, [a]);
+    assert_eq!(search("%20%20inv-7+").await, [d, c], "trimmed");
+    assert!(search("rder").await.is_empty(), "a start, not a part");
+    assert!(search("order-%C3%A9t%C3%A9-0011").await.is_empty());
+    assert_eq!(search("0166001001").await, [b, a]);
+    assert_eq!(search("%2B229%2001%2066%2000%2010%2001").await, [b, a]);
+    assert_eq!(search("%2B229+01+66+00+10+01").await, [b, a]);
+    assert_eq!(search("1001").await, [d, b, a]);
+    assert!(search("001").await.is_empty(), "three digits are no phone");
+    assert!(search("0166001002").await.is_empty());
+    assert_eq!(search("9009").await, [hosted.as_str()]);
+    assert_eq!(search("hosted").await, [hosted.as_str()]);
+
+    // With the other filters, checked on each record.
+    let failed = app
+        .get(&key, &format!("/api/v1/collect/payments/{c}?sync=true"))
+        .await
+        .1;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(found("search=inv&status=failed".into()).await, [c]);
+    assert!(found("search=order&status=failed".into()).await.is_empty());
+    assert_eq!(found("search=1001&country=TG".into()).await, [d]);
+    assert_eq!(found("search=1001&operator=mtn-bj".into()).await, [b, a]);
+    assert_eq!(found("search=inv&reference=INV-77".into()).await, [c]);
+    assert!(
+        found("search=order&reference=INV-77".into())
+            .await
+            .is_empty()
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert_eq!(
+        found(format!("search=1001&created[gte]={}", now - 3600)).await,
+        [d, b, a]
+    );
+    assert!(
+        found(format!("search=1001&created[lt]={}", now - 3600))
+            .await
+            .is_empty()
+    );
+
+    // Paged newest first, both ways.
+    let (_, page) = app
+        .get(&key, "/api/v1/collect/payments?search=1001&limit=2")
+        .await;
+    assert_eq!(
+        (ids(&page), &page["has_more"]),
+        (vec![d.to_string(), b.into()], &json!(true))
+    );
+    let next = page["next_starting_after"].as_str().unwrap();
+    let (_, page) = app
+        .get(
+            &key,
+            &format!("/api/v1/collect/payments?search=1001&limit=2&starting_after={next}"),
+        )
+        .await;
+    assert_eq!(
+        (ids(&page), &page["has_more"]),
+        (vec![a.to_string()], &json!(false))
+    );
+    assert_eq!(
+        found(format!("search=1001&limit=1&ending_before={a}")).await,
+        [b]
+    );
+
+    // Another merchant finds none of them.
+    let (_, page) = app
+        .get(&other, "/api/v1/collect/payments?search=order")
+        .await;
+    assert!(ids(&page).is_empty(), "{page}");
+
+    // A text of 1 to 100 characters, not only spaces.
+    let long = "a".repeat(101);
+    assert_eq!(search(&"a".repeat(100)).await, Vec::<String>::new());
+    for query in ["search=", "search=%20%20", &format!("search={long}")] {
+        let (status, e) = app
+            .get(&key, &format!("/api/v1/collect/payments?{query}"))
+            .await;
+        assert_eq!(status, 400, "{query}: {e}");
+        assert_eq!(e["error"]["code"], "parameter_invalid", "{e}");
+        assert_eq!(e["error"]["param"], "search", "{e}");
+    }
+}
+
+/// Payments stored before the `search` index: until its backfill is done a
+/// search reads the payments table; then the index answers the same. A
+/// customer who paid hundreds of times is paged through in full pages; a
+/// text that matches more than 2,000 payments under different references
+/// asks for a longer one.
+#[service_test]
+async fn payments_stored_before_the_search_index_are_found_before_and_after_its_backfill(
+    app: TestApp,
+) {
+    let (merchant, key, _) = app.merchant("Shop");
+    let (new_id, p) = app.create_ok(&key, &direct_payment("+2290166001001")).await;
+    let db = test_storage(&base_config(app.data_dir.path())).backend;
+    let stored = db
+        .get("collect", "payments", &format!("test/{merchant}/{new_id}"))
+        .unwrap()
+        .expect("the payment is stored");
+    let template = serde_json::to_value(mmc_domain::record::decode(&stored).unwrap()).unwrap();
+
+    // 2,100 old payments, written as an older version would have: no
+    // `search` entry. Every seventh paid from one phone, a half of those failed.
+    let mut tx = db.begin("collect").unwrap();
+    let mut old = Vec::new();
+    for i in 0..2100u32 {
+        let id = uuid::Uuid::now_v7().to_string();
+        let mut record = template.clone();
+        record["id"] = json!(id);
+        record["reference"] = json!(format!("Old-{i}"));
+        record["customer"]["phone"] = json!(if i % 7 == 0 {
+            "+2290166001001".to_string()
+        } else {
+            format!("+2290167{i:06}")
+        });
+        record["status"] = json!(if i % 14 == 0 { "failed" } else { "completed" });
+        tx.put(
+            "payments",
+            &format!("test/{merchant}/{id}"),
+            &serde_json::to_vec(&record).unwrap(),
+        )
+        .unwrap();
+        old.push((i, id));
+    }
+    for (k, _) in tx.scan("search", "", "", 1000).unwrap() {
+        tx.delete("search", &k).unwrap();
+    }
+    tx.delete("meta", "search-v1").unwrap();
+    tx.delete("meta", "search-v1-backfill").unwrap();
+    tx.commit().unwrap();
+    let newest_first = |keep: &dyn Fn(u32) -> bool| {
+        let mut ids: Vec<String> = old
+            .iter()
+            .filter(|(i, _)| keep(*i))
+            .map(|(_, id)| id.clone())
+            .collect();
+        ids.reverse();
+        ids
+    };
+    let mut one_phone = newest_first(&|i| i % 7 == 0);
+    one_phone.push(new_id.clone());
+    let failed_on_it = newest_first(&|i| i % 14 == 0);
+    let old_1 = newest_first(&|i| i.to_string().starts_with('1'));
+
+    // Every page of a search, and how many payments each held.
+    let pages = |query: &'static str| {
+        let app = &app;
+        let key = key.clone();
+        async move {
+            let (mut seen, mut sizes) = (Vec::new(), Vec::new());
+            let mut cursor = String::new();
+            loop {
+                let (status, page) = app
+                    .get(
+                        &key,
+                        &format!("/api/v1/collect/payments?{query}&limit=100{cursor}"),
+                    )
+                    .await;
+                assert_eq!(status, 200, "{query}: {page}");
+                sizes.push(ids(&page).len());
+                seen.extend(ids(&page));
+                if page["has_more"] != true {
+                    return (seen, sizes);
+                }
+                cursor = format!(
+                    "&starting_after={}",
+                    page["next_starting_after"].as_str().unwrap()
+                );
+            }
+        }
+    };
+    // Before or during the backfill: the same answers, from the payments table.
+    assert_eq!(pages("search=0166001001").await.0, one_phone);
+    assert_eq!(pages("search=old-1").await.0, old_1);
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while db.get("collect", "meta", "search-v1").unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "the backfill ended");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let (seen, sizes) = pages("search=%2B229+01+66+00+10+01").await;
+    assert_eq!(seen, one_phone);
+    assert_eq!(sizes, [100, 100, 100, 1], "full pages from the index");
+    let (seen, sizes) = pages("search=OLD-1").await;
+    assert_eq!(seen, old_1, "1,111 references, newest first");
+    assert_eq!(sizes.len(), 12, "{sizes:?}");
+    assert_eq!(
+        pages("search=0166001001&status=failed").await.0,
+        failed_on_it
+    );
+    let reference = p["reference"].as_str().unwrap();
+    let (_, page) = app
+        .get(
+            &key,
+            &format!("/api/v1/collect/payments?search={}", &reference[..12]),
+        )
+        .await;
+    assert_eq!(ids(&page), [new_id.as_str()], "{page}");
+
+    // 2,100 references start with "old": a longer text, please.
+    let (status, e) = app.get(&key, "/api/v1/collect/payments?search=old").await;
+    assert_eq!(status, 400, "{e}");
+    assert_eq!(e["error"]["code"], "search_too_broad", "{e}");
+    assert_eq!(e["error"]["param"], "search", "{e}");
 }

@@ -64,7 +64,7 @@ impl Jobs for Collect {
         match job.as_str() {
             "expire" => jobs::expire_due(limit),
             "reconcile" => jobs::reconcile_due(limit) + refunds::reconcile_due(limit),
-            "index" => jobs::build_listing_index(limit),
+            "index" => jobs::build_listing_index(limit) + store::build_search_index(limit),
             _ => 0,
         }
     }

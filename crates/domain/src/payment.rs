@@ -135,3 +135,12 @@ pub mod listing_meta {
     /// The last payments key the backfill of `listing` has indexed.
     pub const BACKFILL: &str = "listing-v2-backfill";
 }
+
+/// `collect`'s `meta` keys for its `search` index (references and phones),
+/// named once as [`listing_meta`]'s are.
+pub mod search_meta {
+    /// Present once every payment is in `search`.
+    pub const READY: &str = "search-v1";
+    /// The last payments key the backfill of `search` has indexed.
+    pub const BACKFILL: &str = "search-v1-backfill";
+}

@@ -9,8 +9,8 @@ use super::*;
 
 pub fn reindex(config: &Config) {
     let db = open_db(config);
-    // collect's `meta` keys: with neither, its job starts the backfill from
-    // the first payment.
+    // collect's `meta` keys: with neither, its job starts each index's
+    // backfill from the first payment.
     let mut tx = db
         .backend
         .begin("collect")
@@ -18,6 +18,8 @@ pub fn reindex(config: &Config) {
     for key in [
         mmc_domain::payment::listing_meta::READY,
         mmc_domain::payment::listing_meta::BACKFILL,
+        mmc_domain::payment::search_meta::READY,
+        mmc_domain::payment::search_meta::BACKFILL,
     ] {
         tx.delete("meta", key)
             .unwrap_or_else(|e| fail(&e.to_string()));

@@ -1,5 +1,5 @@
 //! The list endpoints: a merchant's payments (by reference, under review,
-//! or scanned), a payment's refunds, one refund.
+//! searched or scanned), a payment's refunds, one refund.
 
 use serde::Serialize;
 
@@ -7,12 +7,13 @@ use crate::ApiError;
 use crate::mmc::api::http_types::{Caller, Request, Response};
 use crate::mmc::platform::storage;
 use crate::refunds::refund_json;
-use crate::store;
+use crate::store::{self, Payment};
 use crate::wire::{PaymentView, json_response};
 
-use super::filters::{Filters, filters};
+use super::filters::filters;
 use super::params::{cursor, invalid, limit, param, seconds};
 use super::scan::{MAX_SCANNED, Order, Range, scan_payments};
+use super::search::{search, search_payments};
 
 #[derive(Serialize)]
 struct Page<T> {
@@ -71,6 +72,8 @@ pub fn list_payments(caller: &Caller, req: &Request) -> Result<Response, ApiErro
     let gte = seconds(req, "created[gte]")?;
     let lt = seconds(req, "created[lt]")?;
     let filters = filters(req)?;
+    let search = search(req)?;
+    let searched = |p: &Payment| search.as_ref().is_none_or(|s| s.matches(p));
     // Checked before any branch answers, whichever parameters come with it.
     let review = match param(req, "review").as_deref() {
         None => false,
@@ -92,7 +95,7 @@ pub fn list_payments(caller: &Caller, req: &Request) -> Result<Response, ApiErro
         }
         // One lookup; the other filters still apply.
         let found = store::read_payment(env, merchant, &reference)?
-            .filter(|p| p.reference == reference && filters.keep(p))
+            .filter(|p| p.reference == reference && filters.keep(p) && searched(p))
             .filter(|p| !review || p.review.is_some())
             .filter(|p| gte.is_none_or(|s| p.created_at_ms >= s * 1000))
             .filter(|p| lt.is_none_or(|s| p.created_at_ms < s * 1000))
@@ -107,21 +110,21 @@ pub fn list_payments(caller: &Caller, req: &Request) -> Result<Response, ApiErro
     }
 
     if review {
-        return under_review(env, merchant, &filters, limit, cursor.as_deref());
+        let keep = |p: &Payment| filters.keep(p) && searched(p);
+        return under_review(env, merchant, &keep, limit, cursor.as_deref());
     }
 
-    let mut page = scan_payments(
-        &Range {
-            env,
-            merchant,
-            after: cursor.as_deref(),
-            gte,
-            lt,
-        },
-        &filters,
-        limit,
-        order,
-    )?;
+    let range = Range {
+        env,
+        merchant,
+        after: cursor.as_deref(),
+        gte,
+        lt,
+    };
+    let mut page = match &search {
+        Some(search) => search_payments(&range, search, &filters, limit, order)?,
+        None => scan_payments(&range, &filters, limit, order)?,
+    };
     if order == Order::Asc {
         page.payments.reverse(); // newest first, whichever way it was read
     }
@@ -135,12 +138,12 @@ pub fn list_payments(caller: &Caller, req: &Request) -> Result<Response, ApiErro
 
 /// `review=required`: the payments an operator reported a success for
 /// another amount or currency, newest first (few: each is an incident), with
-/// `starting_after` and the other filters; `created` and `ending_before` are
-/// not combined with it.
+/// `starting_after` and the other filters (`keep`); `created` and
+/// `ending_before` are not combined with it.
 fn under_review(
     env: &str,
     merchant: &str,
-    filters: &Filters,
+    keep: &dyn Fn(&Payment) -> bool,
     limit: u32,
     after: Option<&str>,
 ) -> Result<Response, ApiError> {
@@ -157,7 +160,7 @@ fn under_review(
         let Some(p) = store::read_payment(env, merchant, &id)? else {
             continue;
         };
-        if !filters.keep(&p) {
+        if !keep(&p) {
             continue;
         }
         if payments.len() == limit as usize {

@@ -6,12 +6,14 @@
 //! page is one ordered range scan, `created[gte|lt]` narrows the range by
 //! the ids' time prefix, `reference` is one lookup in `refs`. `status`,
 //! `operator` and `country` are answered from the `listing` index (see
-//! [`scan_payments`]).
+//! [`scan_payments`]), `search` from the `search` index (see
+//! [`search::search_payments`]).
 
 mod endpoints;
 mod filters;
 mod params;
 mod scan;
+mod search;
 
 pub use endpoints::{get_refund, list_payments, payment_refunds};
 pub use filters::filters;

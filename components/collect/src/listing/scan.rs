@@ -10,10 +10,10 @@ use super::filters::Filters;
 /// Payments read at most per request when filters drop some.
 pub const MAX_SCANNED: u32 = 1000;
 /// The largest page one storage scan returns (the host's cap).
-const SCAN_CAP: u32 = 1000;
+pub(super) const SCAN_CAP: u32 = 1000;
 
 /// The smallest UUIDv7 (as text) created at `ms`: ids sort by their time prefix.
-fn id_floor(ms: u64) -> String {
+pub(super) fn id_floor(ms: u64) -> String {
     format!("{:08x}-{:04x}", ms >> 16, ms & 0xffff)
 }
 
@@ -68,18 +68,19 @@ pub fn scan_payments(
             chunk.max(100)
         };
         let run = Run::new("payments", &prefix, range, order, chunk);
-        return merge(vec![run], range, filters, limit, order);
+        return merge(vec![run], range, &|p| filters.keep(p), limit, order);
     }
     let runs = filters
         .prefixes(range.env, range.merchant)
         .iter()
         .map(|prefix| Run::new("listing", prefix, range, order, chunk.min(101)))
         .collect();
-    merge(runs, range, filters, limit, order)
+    merge(runs, range, &|p| filters.keep(p), limit, order)
 }
 
-/// One key range of one table, read a chunk at a time in the scan's order.
-struct Run {
+/// One key range of one table, read a chunk at a time in the scan's order
+/// (or entries already read, in that order).
+pub(super) struct Run {
     table: &'static str,
     /// `[lo, hi)`, narrowed as chunks are read.
     lo: String,
@@ -93,7 +94,13 @@ struct Run {
 impl Run {
     /// The keys under `prefix` (ending in `/`, followed by a payment id)
     /// within `range`.
-    fn new(table: &'static str, prefix: &str, range: &Range<'_>, order: Order, chunk: u32) -> Run {
+    pub(super) fn new(
+        table: &'static str,
+        prefix: &str,
+        range: &Range<'_>,
+        order: Order,
+        chunk: u32,
+    ) -> Run {
         let mut lo = match range.gte {
             Some(s) => format!("{prefix}{}", id_floor(s * 1000)),
             None => prefix.to_string(),
@@ -117,6 +124,20 @@ impl Run {
             chunk,
             buf: Default::default(),
             done: false,
+        }
+    }
+
+    /// Index entries of `table` already read, in the scan's order: nothing
+    /// more to read.
+    pub(super) fn read(table: &'static str, entries: Vec<storage::Entry>, order: Order) -> Run {
+        Run {
+            table,
+            lo: String::new(),
+            hi: String::new(),
+            order,
+            chunk: 0,
+            buf: entries.into(),
+            done: true,
         }
     }
 
@@ -149,17 +170,18 @@ impl Run {
     }
 }
 
-fn entry_id(key: &str) -> &str {
+pub(super) fn entry_id(key: &str) -> &str {
     key.rsplit('/').next().unwrap_or_default()
 }
 
 /// Merges `runs` by payment id in `order` into one page. A `payments` entry
-/// carries its record; a `listing` entry is a key, whose record is read and
-/// checked (a filter's answer is the record's, never the index's alone).
-fn merge(
+/// carries its record; an index entry is a key, whose record is read and
+/// checked with `keep` (a filter's answer is the record's, never the
+/// index's alone).
+pub(super) fn merge(
     mut runs: Vec<Run>,
     range: &Range<'_>,
-    filters: &Filters,
+    keep: &dyn Fn(&Payment) -> bool,
     limit: u32,
     order: Order,
 ) -> Result<ScanPage, ApiError> {
@@ -194,7 +216,7 @@ fn merge(
         } else {
             store::read_payment(range.env, range.merchant, &id)?
         };
-        if let Some(p) = record.filter(|p| p.id == id && filters.keep(p)) {
+        if let Some(p) = record.filter(|p| p.id == id && keep(p)) {
             payments.push(p);
         }
         last_scanned = Some(id);

@@ -9,6 +9,7 @@ use super::codec::{decode, decode_payment, encode, encode_payment};
 use super::indexes::{Listed, listing_key};
 use super::keys::{idem_row, reference_row, scope, time_key};
 use super::records::{IdemRecord, Refund, RefundIdem};
+use super::search;
 use super::transaction::Tx;
 
 impl Tx {
@@ -100,30 +101,35 @@ impl Tx {
             p.merchant_id.as_bytes(),
         )?;
         self.put("listing", &listing_key(&Listed::of(p)), b"")?;
+        self.index_search(p)?;
         self.write_payment(p, None)
     }
 
     /// Writes `p`, keeping the `expiry`, `active` and `listing` indexes in
-    /// step with its status. `previous_check` is the `next_check_ms` it was
-    /// stored with. (`pspref` is kept by [`Tx::index_psp_reference`].)
+    /// step with its status, and `search` with its phone. `previous_check`
+    /// is the `next_check_ms` it was stored with. (`pspref` is kept by
+    /// [`Tx::index_psp_reference`].)
     pub fn save_payment(&self, p: &Payment, previous_check: Option<u64>) -> Result<(), ApiError> {
         // As stored before this write: a draft knows it from the read that
         // loaded `p`, so this costs no storage call there.
         let key = scope(&p.environment, &p.merchant_id, &p.id);
-        let before: Option<Listed> = match self.with_decoded(&key, Listed::of) {
-            Some(listed) => Some(listed),
+        let indexed = |p: &Payment| (Listed::of(p), search::phone_digits(p));
+        let before = match self.with_decoded(&key, indexed) {
+            Some(before) => Some(before),
             None => match self.get("payments", &key)? {
-                Some(stored) => Some(Listed::of(&decode_payment(&stored)?)),
+                Some(stored) => Some(indexed(&decode_payment(&stored)?)),
                 None => None,
             },
         };
         let after = Listed::of(p);
-        if before.as_ref() != Some(&after) {
-            if let Some(before) = before {
+        let (listed, phone) = before.unzip();
+        if listed.as_ref() != Some(&after) {
+            if let Some(before) = listed {
                 self.delete("listing", &listing_key(&before))?;
             }
             self.put("listing", &listing_key(&after), b"")?;
         }
+        self.reindex_phone(p, phone.flatten().as_deref())?;
         self.write_payment(p, previous_check)
     }
 
