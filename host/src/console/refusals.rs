@@ -197,6 +197,10 @@ const FRENCH: &[(&str, &str)] = &[
         "unsupported_media_type",
         "Ce type de fichier n'est pas accepté (CSV).",
     ),
+    (
+        "search_too_broad",
+        "Cette recherche correspond à trop de paiements : tapez davantage de la référence ou du numéro.",
+    ),
     ("bulk_payment_not_found", "Lot introuvable."),
     ("batch_already_validated", "Ce lot a déjà été approuvé."),
     (
@@ -238,6 +242,10 @@ const ENGLISH: &[(&str, &str)] = &[
     (
         "refund_amount_exceeds_remaining",
         "This amount is more than remains to refund.",
+    ),
+    (
+        "search_too_broad",
+        "This search matches too many payments: type more of the reference or the phone.",
     ),
     (
         "batch_already_validated",
