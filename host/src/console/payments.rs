@@ -87,7 +87,7 @@ fn filters(req: &Req) -> Result<Filters, ConsoleError> {
     for (name, api_name, shift) in [("from", "created[gte]", 0), ("to", "created[lt]", 86_400)] {
         if let Some(v) = req.param(name) {
             let secs = date_secs(&v).ok_or_else(|| {
-                ConsoleError::Refused(400, plain(req.lang, "bad_date", &[name, &v]))
+                ConsoleError::Refused(400, plain(req.lang, "bad_date", &[t(req.lang, name), &v]))
             })?;
             f.console.push((name, v));
             f.api.push((api_name, (secs + shift).to_string()));

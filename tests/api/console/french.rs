@@ -196,7 +196,9 @@ fn seen(html: &str) -> String {
         }
     }
     out.push_str(rest);
-    out
+    out.replace("&#39;", "'")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
 }
 
 /// The English words on a page, with their surroundings.
