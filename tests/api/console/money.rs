@@ -187,7 +187,7 @@ async fn a_console_refund_is_the_apis_refund_and_a_double_submit_is_one_refund()
     let fr = finance.get("/console/payments?from=hier&lang=fr").await;
     assert_eq!(fr.status, 400);
     assert!(
-        fr.body.contains("from : une date au format AAAA-MM-JJ"),
+        fr.body.contains("Du : une date au format AAAA-MM-JJ"),
         "{}",
         fr.body
     );
