@@ -87,7 +87,7 @@ fn day_label(lang: &str, day: u64) -> String {
     }
 }
 
-fn today() -> u64 {
+fn this_day() -> u64 {
     mmc_host::clock::system_now_ms() / 86_400_000
 }
 
@@ -159,7 +159,10 @@ async fn the_overview_counts_todays_payments_per_operator_and_draws_them() {
     );
     // Today's bar says what it stands for, beside the day 30 days earlier;
     // the charts are inline SVG.
-    let (day, earlier) = (day_label("en", today()), day_label("en", today() - 30));
+    let (day, earlier) = (
+        day_label("en", this_day()),
+        day_label("en", this_day() - 30),
+    );
     assert!(
         page.body.contains(&format!(
             "<title>{day}: 3,200 XOF, 4 payments; {earlier}: 0 XOF</title>"
@@ -315,7 +318,7 @@ async fn every_outcome_counts_once_and_counting_the_payments_again_gives_the_sam
         assert!(month.contains(row), "{row} in {month}");
     }
     assert_eq!(today.matches("<tr><td>").count(), 3, "{today}");
-    let day = day_label("en", today());
+    let day = day_label("en", this_day());
     assert!(
         charts.contains(&format!("<title>{day}: 4,700 XOF, 10 payments; ")),
         "{charts}"
@@ -500,7 +503,7 @@ async fn the_charts_show_axis_values_gridlines_a_0_to_100_rate_and_the_30_days_b
     let (id, _) = app.create_ok(&key, &body).await;
     settled(&app, &key, &id, "completed").await;
     overview_once(&support, "<td>1</td><td>1,500 XOF</td><td>100%</td>").await;
-    let (day, three_ago) = (today(), today() - 3);
+    let (day, three_ago) = (this_day(), this_day() - 3);
     seed(&app, &merchant, three_ago, "moov-bj", (4, 3, 4, 12_500));
     seed(&app, &merchant, day - 30, "mtn-bj", (2, 1, 2, 5_000));
     seed(&app, &merchant, day - 45, "moov-bj", (2, 2, 2, 3_000));
