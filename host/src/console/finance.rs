@@ -12,7 +12,7 @@ use http_body_util::Full;
 use hyper::Response;
 use mmc_books::{Category, Line, Ours};
 
-use super::charts::{Bar, bars};
+use super::charts::{Bar, Chart, Scale, rows};
 use super::html::{self, esc, t};
 use super::sessions::Session;
 use super::users::Role;
@@ -206,9 +206,10 @@ pub async fn page(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Consol
     for (_, line) in &lines {
         counts.count(line.category);
     }
+    // The counts and their chart side by side on a wide screen.
     let _ = write!(
         body,
-        "<table><thead><tr><th>{}</th><th>{}</th></tr></thead><tbody>",
+        "<div class=\"sides\"><section><table><thead><tr><th>{}</th><th>{}</th></tr></thead><tbody>",
         t(l, "category"),
         t(l, "count")
     );
@@ -224,17 +225,31 @@ pub async fn page(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Consol
             );
             Bar {
                 label: category_word(l, *c).to_string(),
-                value: n as f64,
-                says: format!("{}: {n}", category_word(l, *c)),
+                value: Some(n as f64),
+                previous: None,
+                value_text: super::format::group(l, n as i64),
+                says: esc(&format!("{}: {n}", category_word(l, *c))),
             }
         })
         .collect();
-    body.push_str("</tbody></table>");
-    body.push_str(&bars(
-        &format!("{} {day}", t(l, "records_by_category")),
-        &chart,
-        None,
-    ));
+    body.push_str("</tbody></table></section><section>");
+    let tick = |v: f64| super::format::group(l, v as i64);
+    body.push_str(&rows(&Chart {
+        lang: l,
+        title: format!("{} {day}", t(l, "records_by_category")),
+        summary: chart
+            .iter()
+            .map(|b| b.says.as_str())
+            .collect::<Vec<_>>()
+            .join("; "),
+        scale: Scale::Fit,
+        tick: &tick,
+        bars: chart,
+        // The table beside it has the same numbers.
+        legend: None,
+        table: None,
+    }));
+    body.push_str("</section></div>");
     // Open cases.
     let _ = write!(
         body,

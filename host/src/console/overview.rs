@@ -1,10 +1,12 @@
-//! The overview: today's and the last 30 days' payments per operator and
-//! per day (count, volume collected, success rate), drawn as SVG bar charts
-//! by [`super::charts`], and each operator's status from the catalogue. The
-//! figures are the tallies the outbox dispatcher keeps ([`crate::tallies`]):
-//! at most 30 days of rows per operator are read, whatever the number of
-//! payments, for the session's merchant and environment, by a person whose
-//! role may list payments (the scope a key's list needs).
+//! The overview: the last 30 days against the 30 before, today's and the
+//! last 30 days' payments per operator and per day (count, volume
+//! collected, success rate), drawn as SVG charts by [`super::charts`] with
+//! the previous period beside, and each operator's status from the
+//! catalogue. The figures are the tallies the outbox dispatcher keeps
+//! ([`crate::tallies`]): at most 60 days of rows per operator are read,
+//! whatever the number of payments, for the session's merchant and
+//! environment, by a person whose role may list payments (the scope a
+//! key's list needs).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -16,8 +18,9 @@ use hyper::Response;
 
 use super::Console;
 use super::api;
-use super::charts::{Bar, bars};
-use super::html::{self, esc, t, text};
+use super::charts::{Bar, Chart, Scale, Table, columns, percent, rows};
+use super::format;
+use super::html::{self, esc, t, text, tf};
 use super::sessions::Session;
 use super::web::{self, ConsoleError, Req};
 use crate::clock::system_now_ms;
@@ -28,6 +31,96 @@ type Resp = Response<Full<Bytes>>;
 
 const DAYS: i64 = 30;
 
+/// The overview's words: (key, English, French), looked up by [`super::html::t`].
+pub const WORDS: &[(&str, &str, &str)] = &[
+    (
+        "ov_compare",
+        "Last 30 days compared with the 30 days before",
+        "30 derniers jours comparés aux 30 jours d'avant",
+    ),
+    ("ov_measure", "Figure", "Indicateur"),
+    ("ov_before", "The 30 days before", "Les 30 jours d'avant"),
+    ("ov_change", "Change", "Évolution"),
+    ("ov_points", "{} pts", "{} pts"),
+    ("ov_day", "Day", "Jour"),
+    (
+        "ov_volume_per_day",
+        "Volume collected per day",
+        "Volume encaissé par jour",
+    ),
+    (
+        "ov_rate_per_day",
+        "Success rate per day",
+        "Taux de réussite par jour",
+    ),
+    (
+        "ov_volume_per_operator",
+        "Volume collected per operator, last 30 days",
+        "Volume encaissé par opérateur, 30 derniers jours",
+    ),
+    (
+        "ov_volume_earlier",
+        "Volume 30 days earlier",
+        "Volume 30 jours plus tôt",
+    ),
+    (
+        "ov_rate_earlier",
+        "Success rate 30 days earlier",
+        "Taux de réussite 30 jours plus tôt",
+    ),
+    ("ov_paid", "Paid", "Payés"),
+    ("ov_known", "With an outcome", "Avec une issue"),
+    ("ov_one_payment", "{} payment", "{} paiement"),
+    ("ov_payments", "{} payments", "{} paiements"),
+    (
+        "ov_says_volume",
+        "{}: {}, {}; {}: {}",
+        "{} : {}, {} ; {} : {}",
+    ),
+    (
+        "ov_says_rate",
+        "{}: {} ({} of {} with an outcome); {}: {}",
+        "{} : {} ({} sur {} avec une issue) ; {} : {}",
+    ),
+    (
+        "ov_volume_summary",
+        "{} collected over the last 30 days, {} the 30 days before.",
+        "{} encaissés sur les 30 derniers jours, {} les 30 jours d'avant.",
+    ),
+    (
+        "ov_best_day",
+        "The best day: {}, with {}.",
+        "Le meilleur jour : le {}, avec {}.",
+    ),
+    (
+        "ov_says_operator",
+        "{}: {}; the 30 days before: {}",
+        "{} : {} ; les 30 jours d'avant : {}",
+    ),
+    (
+        "ov_rate_summary",
+        "{} of the payments with an outcome succeeded over the last 30 days, {} the 30 days before.",
+        "{} des paiements avec une issue ont réussi sur les 30 derniers jours, {} les 30 jours d'avant.",
+    ),
+    (
+        "ov_operator_summary",
+        "Operators: {}; the largest, {}, collected {}.",
+        "Opérateurs : {} ; le premier, {}, a encaissé {}.",
+    ),
+    ("ov_month_1", "Jan", "janv."),
+    ("ov_month_2", "Feb", "févr."),
+    ("ov_month_3", "Mar", "mars"),
+    ("ov_month_4", "Apr", "avr."),
+    ("ov_month_5", "May", "mai"),
+    ("ov_month_6", "Jun", "juin"),
+    ("ov_month_7", "Jul", "juil."),
+    ("ov_month_8", "Aug", "août"),
+    ("ov_month_9", "Sep", "sept."),
+    ("ov_month_10", "Oct", "oct."),
+    ("ov_month_11", "Nov", "nov."),
+    ("ov_month_12", "Dec", "déc."),
+];
+
 /// An operator's row label, in the page's language for [`NOT_CHOSEN`].
 fn operator_label(l: html::Lang, op: &str) -> String {
     if op == NOT_CHOSEN {
@@ -37,15 +130,83 @@ fn operator_label(l: html::Lang, op: &str) -> String {
     }
 }
 
-fn rate_text(r: Option<f64>) -> String {
-    r.map(|r| format!("{r:.0} %")).unwrap_or_else(|| "–".into())
+fn rate_text(l: html::Lang, r: Option<f64>) -> String {
+    r.map(|r| percent(l, r)).unwrap_or_else(|| "–".into())
 }
 
-/// What the page shows: per day (oldest first) and per operator, today and 30 days.
+/// A day (days since the epoch, UTC) as a short label: `Dec 5`, `5 déc.`.
+fn day_label(l: html::Lang, day: i64) -> String {
+    let date = mmc_domain::time::rfc3339(day.max(0) as u64 * DAY_MS);
+    let month: usize = date[5..7].parse().unwrap_or(1);
+    let d: u32 = date[8..10].parse().unwrap_or(1);
+    let month = t(l, &format!("ov_month_{month}"));
+    match l {
+        html::Lang::Fr => format!("{d} {month}"),
+        html::Lang::En => format!("{month} {d}"),
+    }
+}
+
+/// `n payments`, singular for one.
+fn payments_text(l: html::Lang, n: i64) -> String {
+    let key = if n == 1 {
+        "ov_one_payment"
+    } else {
+        "ov_payments"
+    };
+    t(l, key).replace("{}", &format::group(l, n))
+}
+
+/// How much a figure moved, relative to the previous period: `+150%`,
+/// `−20 %`; nothing to compare with when it was 0.
+fn change(l: html::Lang, now: i64, before: i64) -> String {
+    if before == 0 {
+        return "–".into();
+    }
+    signed(percent(l, (now - before) as f64 * 100.0 / before as f64))
+}
+
+/// A rate's move in percentage points: `+30 pts`.
+fn change_points(l: html::Lang, now: Option<f64>, before: Option<f64>) -> String {
+    match (now, before) {
+        (Some(now), Some(before)) => {
+            t(l, "ov_points").replace("{}", &signed(format::number(l, now - before, 1)))
+        }
+        _ => "–".into(),
+    }
+}
+
+/// A change with its sign: `+` for a rise, a true minus for a fall.
+fn signed(text: String) -> String {
+    match text.strip_prefix('-') {
+        Some(fall) => format!("\u{2212}{fall}"),
+        None if text.starts_with('0') => text,
+        None => format!("+{text}"),
+    }
+}
+
+/// One day of the period: its counts, and those of the day 30 days
+/// earlier, which its chart shows beside it.
+pub struct Day {
+    pub day: i64,
+    pub counts: Counts,
+    pub before: Counts,
+}
+
+/// What the page shows: per day (oldest first) and per operator, today,
+/// the 30 days, and the 30 days before them.
 pub struct Figures {
-    pub days: Vec<(String, Counts)>,
+    pub days: Vec<Day>,
     pub today: BTreeMap<String, Counts>,
     pub month: BTreeMap<String, Counts>,
+    pub before: BTreeMap<String, Counts>,
+}
+
+impl Figures {
+    fn total(by: &BTreeMap<String, Counts>) -> Counts {
+        let mut total = Counts::default();
+        by.values().for_each(|c| total.add(c));
+        total
+    }
 }
 
 /// The 30 days (UTC) ending with the day of `now_ms`: (first, last).
@@ -54,27 +215,37 @@ fn period(now_ms: u64) -> (i64, i64) {
     (today - (DAYS - 1), today)
 }
 
+/// The days read: the period and the 30 days before it.
+fn read_days(now_ms: u64) -> (i64, i64) {
+    let (first, today) = period(now_ms);
+    (first - DAYS, today)
+}
+
 /// Adds up tally `rows` (day, operator, counts) into the 30 days ending with
-/// the day of `now_ms`. An operator none of whose payments is left in a
-/// period (a hosted payment's row once its customer chose) is not shown.
+/// the day of `now_ms` and the 30 days before. An operator none of whose
+/// payments is left in a period (a hosted payment's row once its customer
+/// chose) is not shown for it.
 pub fn figures(rows: &[(i64, String, Counts)], now_ms: u64) -> Figures {
     let (first, today) = period(now_ms);
-    let mut days: Vec<(String, Counts)> = (first..=today)
-        .map(|d| {
-            (
-                mmc_domain::time::rfc3339(d as u64 * DAY_MS)[..10].to_string(),
-                Counts::default(),
-            )
+    let mut days: Vec<Day> = (first..=today)
+        .map(|day| Day {
+            day,
+            counts: Counts::default(),
+            before: Counts::default(),
         })
         .collect();
-    let (mut by_today, mut month) = (BTreeMap::new(), BTreeMap::new());
+    let (mut by_today, mut month, mut before) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
     for (day, operator, c) in rows {
-        if !(first..=today).contains(day) {
+        let by = if (first..=today).contains(day) {
+            days[(day - first) as usize].counts.add(c);
+            &mut month
+        } else if (first - DAYS..first).contains(day) {
+            days[(day - first + DAYS) as usize].before.add(c);
+            &mut before
+        } else {
             continue;
-        }
-        days[(day - first) as usize].1.add(c);
-        month
-            .entry(operator.clone())
+        };
+        by.entry(operator.clone())
             .or_insert_with(Counts::default)
             .add(c);
         if *day == today {
@@ -84,13 +255,61 @@ pub fn figures(rows: &[(i64, String, Counts)], now_ms: u64) -> Figures {
                 .add(c);
         }
     }
-    by_today.retain(|_, c: &mut Counts| c.payments != 0);
-    month.retain(|_, c: &mut Counts| c.payments != 0);
+    for by in [&mut by_today, &mut month, &mut before] {
+        by.retain(|_, c: &mut Counts| c.payments != 0);
+    }
     Figures {
         days,
         today: by_today,
         month,
+        before,
     }
+}
+
+/// The 30 days beside the 30 before: payments, volume and success rate,
+/// with how each moved.
+fn comparison(l: html::Lang, f: &Figures, currency: &str) -> String {
+    let (now, before) = (Figures::total(&f.month), Figures::total(&f.before));
+    let mut out = format!(
+        "<table><caption>{}</caption><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",
+        t(l, "ov_compare"),
+        t(l, "ov_measure"),
+        t(l, "last_30"),
+        t(l, "ov_before"),
+        t(l, "ov_change"),
+    );
+    let rows = [
+        (
+            t(l, "count"),
+            format::group(l, now.payments),
+            format::group(l, before.payments),
+            change(l, now.payments, before.payments),
+        ),
+        (
+            t(l, "volume"),
+            format::money(l, now.volume, currency),
+            format::money(l, before.volume, currency),
+            change(l, now.volume, before.volume),
+        ),
+        (
+            t(l, "success_rate"),
+            rate_text(l, now.rate()),
+            rate_text(l, before.rate()),
+            change_points(l, now.rate(), before.rate()),
+        ),
+    ];
+    for (what, now, before, moved) in rows {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(what),
+            esc(&now),
+            esc(&before),
+            esc(&moved)
+        );
+    }
+    out.push_str("</tbody></table>");
+    out
 }
 
 fn operator_table(
@@ -107,99 +326,248 @@ fn operator_table(
         t(l, "volume"),
         t(l, "success_rate"),
     );
-    let mut total = Counts::default();
     for (op, tally) in by {
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{} {currency}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&operator_label(l, op)),
-            tally.payments,
-            tally.volume,
-            rate_text(tally.rate())
+            format::group(l, tally.payments),
+            esc(&format::money(l, tally.volume, currency)),
+            esc(&rate_text(l, tally.rate()))
         );
-        total.add(tally);
     }
+    let total = Figures::total(by);
     let _ = write!(
         out,
-        "</tbody><tfoot><tr><th>{}</th><td>{}</td><td>{} {currency}</td><td>{}</td></tr></tfoot></table>",
+        "</tbody><tfoot><tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td></tr></tfoot></table>",
         t(l, "total"),
-        total.payments,
-        total.volume,
-        rate_text(total.rate())
+        format::group(l, total.payments),
+        esc(&format::money(l, total.volume, currency)),
+        esc(&rate_text(l, total.rate()))
     );
     out
 }
 
+/// The currency as the language names it beside an amount: `XOF`, `FCFA`.
+fn unit(l: html::Lang, currency: &str) -> String {
+    format::money(l, 0, currency)
+        .trim_start_matches('0')
+        .trim()
+        .to_string()
+}
+
+/// The three charts, side by side on a wide screen: volume and success
+/// rate per day, volume per operator; each beside the previous period.
 fn charts(l: html::Lang, f: &Figures, currency: &str) -> String {
-    let label = |i: usize, d: &str| {
-        if i % 5 == 4 || i == 0 {
-            d[5..].to_string()
-        } else {
-            String::new()
-        }
-    };
-    let volume: Vec<Bar> = f
+    let money = |v: i64| format::money(l, v, currency);
+    let legend = || Some([t(l, "last_30").to_string(), t(l, "ov_before").to_string()]);
+    let group = |v: f64| format::group(l, v as i64);
+    let rate_tick = |v: f64| percent(l, v);
+    let (now, before) = (Figures::total(&f.month), Figures::total(&f.before));
+    let earlier = |d: &Day| day_label(l, d.day - DAYS);
+
+    let best = f
         .days
         .iter()
-        .enumerate()
-        .map(|(i, (d, tally))| Bar {
-            label: label(i, d),
-            value: tally.volume as f64,
-            says: format!(
-                "{d}: {} {currency}, {} {}",
-                tally.volume,
-                tally.payments,
-                t(l, "count")
-            ),
-        })
-        .collect();
-    let rate: Vec<Bar> = f
-        .days
-        .iter()
-        .enumerate()
-        .map(|(i, (d, tally))| Bar {
-            label: label(i, d),
-            value: tally.rate().unwrap_or(0.0),
-            says: format!("{d}: {}", rate_text(tally.rate())),
-        })
-        .collect();
-    let per_operator: Vec<Bar> = f
+        .filter(|d| d.counts.volume > 0)
+        .max_by_key(|d| (d.counts.volume, d.day));
+    let volume = columns(&Chart {
+        lang: l,
+        title: format!("{} ({})", t(l, "ov_volume_per_day"), unit(l, currency)),
+        summary: tf(
+            l,
+            "ov_volume_summary",
+            &[&money(now.volume), &money(before.volume)],
+        ) + &best
+            .map(|d| {
+                format!(
+                    " {}",
+                    tf(
+                        l,
+                        "ov_best_day",
+                        &[&day_label(l, d.day), &money(d.counts.volume)]
+                    )
+                )
+            })
+            .unwrap_or_default(),
+        scale: Scale::Fit,
+        tick: &group,
+        bars: f
+            .days
+            .iter()
+            .map(|d| Bar {
+                label: day_label(l, d.day),
+                value: Some(d.counts.volume as f64),
+                previous: Some(d.before.volume as f64),
+                value_text: money(d.counts.volume),
+                says: tf(
+                    l,
+                    "ov_says_volume",
+                    &[
+                        &day_label(l, d.day),
+                        &money(d.counts.volume),
+                        &payments_text(l, d.counts.payments),
+                        &earlier(d),
+                        &money(d.before.volume),
+                    ],
+                ),
+            })
+            .collect(),
+        legend: legend(),
+        table: Some(Table {
+            caption: t(l, "ov_volume_per_day").to_string(),
+            head: vec![
+                t(l, "ov_day").into(),
+                t(l, "count").into(),
+                t(l, "volume").into(),
+                t(l, "ov_volume_earlier").into(),
+            ],
+            rows: f
+                .days
+                .iter()
+                .map(|d| {
+                    vec![
+                        day_label(l, d.day),
+                        format::group(l, d.counts.payments),
+                        money(d.counts.volume),
+                        money(d.before.volume),
+                    ]
+                })
+                .collect(),
+        }),
+    });
+
+    let rate = columns(&Chart {
+        lang: l,
+        title: format!("{} (%)", t(l, "ov_rate_per_day")),
+        summary: tf(
+            l,
+            "ov_rate_summary",
+            &[&rate_text(l, now.rate()), &rate_text(l, before.rate())],
+        ),
+        scale: Scale::Percent,
+        tick: &rate_tick,
+        bars: f
+            .days
+            .iter()
+            .map(|d| Bar {
+                label: day_label(l, d.day),
+                value: d.counts.rate(),
+                previous: d.before.rate(),
+                value_text: rate_text(l, d.counts.rate()),
+                says: tf(
+                    l,
+                    "ov_says_rate",
+                    &[
+                        &day_label(l, d.day),
+                        &rate_text(l, d.counts.rate()),
+                        &format::group(l, d.counts.succeeded),
+                        &format::group(l, d.counts.finished),
+                        &earlier(d),
+                        &rate_text(l, d.before.rate()),
+                    ],
+                ),
+            })
+            .collect(),
+        legend: legend(),
+        table: Some(Table {
+            caption: t(l, "ov_rate_per_day").to_string(),
+            head: vec![
+                t(l, "ov_day").into(),
+                t(l, "success_rate").into(),
+                t(l, "ov_paid").into(),
+                t(l, "ov_known").into(),
+                t(l, "ov_rate_earlier").into(),
+            ],
+            rows: f
+                .days
+                .iter()
+                .map(|d| {
+                    vec![
+                        day_label(l, d.day),
+                        rate_text(l, d.counts.rate()),
+                        format::group(l, d.counts.succeeded),
+                        format::group(l, d.counts.finished),
+                        rate_text(l, d.before.rate()),
+                    ]
+                })
+                .collect(),
+        }),
+    });
+
+    // Every operator of either period, the largest this period first.
+    let mut operators: Vec<(&String, Counts, Counts)> = f
         .month
-        .iter()
-        .map(|(op, tally)| Bar {
-            label: operator_label(l, op),
-            value: tally.volume as f64,
-            says: format!(
-                "{}: {} {currency}, {}",
-                operator_label(l, op),
-                tally.volume,
-                rate_text(tally.rate())
-            ),
+        .keys()
+        .chain(f.before.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .map(|op| {
+            let of = |by: &BTreeMap<String, Counts>| by.get(op).copied().unwrap_or_default();
+            (op, of(&f.month), of(&f.before))
         })
         .collect();
-    [
-        bars(
-            &format!("{}, {} ({currency})", t(l, "volume"), t(l, "per_day")),
-            &volume,
-            None,
-        ),
-        bars(
-            &format!("{}, {} (%)", t(l, "success_rate"), t(l, "per_day")),
-            &rate,
-            Some(100.0),
-        ),
-        bars(
-            &format!(
-                "{}, {}, {} ({currency})",
-                t(l, "volume"),
-                t(l, "per_operator"),
-                t(l, "last_30")
+    operators.sort_by_key(|(op, now, before)| (-now.volume, -before.volume, (*op).clone()));
+    let per_operator = rows(&Chart {
+        lang: l,
+        title: format!("{} ({})", t(l, "ov_volume_per_operator"), unit(l, currency)),
+        summary: match operators.first() {
+            Some((op, now, _)) => tf(
+                l,
+                "ov_operator_summary",
+                &[
+                    &operators.len().to_string(),
+                    &operator_label(l, op),
+                    &money(now.volume),
+                ],
             ),
-            &per_operator,
-            None,
-        ),
-    ]
-    .concat()
+            None => String::new(),
+        },
+        scale: Scale::Fit,
+        tick: &group,
+        bars: operators
+            .iter()
+            .map(|(op, now, before)| Bar {
+                label: operator_label(l, op),
+                value: Some(now.volume as f64),
+                previous: Some(before.volume as f64),
+                value_text: money(now.volume),
+                says: tf(
+                    l,
+                    "ov_says_operator",
+                    &[
+                        &operator_label(l, op),
+                        &money(now.volume),
+                        &money(before.volume),
+                    ],
+                ),
+            })
+            .collect(),
+        legend: legend(),
+        table: Some(Table {
+            caption: t(l, "ov_volume_per_operator").to_string(),
+            head: vec![
+                t(l, "operator").into(),
+                t(l, "volume").into(),
+                t(l, "ov_before").into(),
+                t(l, "ov_change").into(),
+            ],
+            rows: operators
+                .iter()
+                .map(|(op, now, before)| {
+                    vec![
+                        operator_label(l, op),
+                        money(now.volume),
+                        money(before.volume),
+                        change(l, now.volume, before.volume),
+                    ]
+                })
+                .collect(),
+        }),
+    });
+    format!(
+        "<div class=\"sides\"><section>{volume}</section><section>{rate}</section><section>{per_operator}</section></div>"
+    )
 }
 
 /// Each operator's status in the catalogue of the session's environment.
@@ -260,16 +628,18 @@ pub async fn page(
             &c.tallies,
             &s.merchant_id,
             s.environment.as_str(),
-            period(now),
+            read_days(now),
         )
     })?;
     let f = figures(&rows, now);
     // Every supported country pays in XOF.
     let currency = "XOF";
-    let mut body = String::new();
+    // At a glance first: the period against the one before, the charts;
+    // then the figures per operator.
+    let mut body = comparison(l, &f, currency);
+    body.push_str(&charts(l, &f, currency));
     body.push_str(&operator_table(l, t(l, "today"), &f.today, currency));
     body.push_str(&operator_table(l, t(l, "last_30"), &f.month, currency));
-    body.push_str(&charts(l, &f, currency));
     body.push_str(&operators(app, req, s).await?);
     Ok(web::page_response(
         200,
@@ -301,7 +671,10 @@ mod tests {
                 row(today, "mtn-bj", counts(2, 1, 2, 1000)),
                 row(today, "moov-bj", counts(1, 0, 0, 0)),
                 row(first, "mtn-bj", counts(1, 1, 1, 2000)),
-                row(first - 1, "mtn-bj", counts(1, 1, 1, 9999)), // 31 days ago: out
+                // The period before: 31 and 60 days ago; 61 days ago is out.
+                row(first - 1, "mtn-bj", counts(1, 1, 1, 9999)),
+                row(first - 30, "orange-ci", counts(2, 1, 2, 500)),
+                row(first - 31, "mtn-bj", counts(1, 1, 1, 7777)),
                 // A hosted payment's row once its customer chose: empty.
                 row(today, NOT_CHOSEN, counts(0, 0, 0, 0)),
                 row(first, NOT_CHOSEN, counts(1, 0, 1, 0)),
@@ -309,12 +682,19 @@ mod tests {
             now,
         );
         assert_eq!(
-            (f.days[0].0.as_str(), f.days[29].0.as_str()),
-            ("2026-05-03", "2026-06-01")
+            (f.days[0].day, f.days[29].day, f.days.len()),
+            (first, today, 30)
         );
-        assert_eq!(f.days[29].1, counts(3, 1, 2, 1000));
-        assert_eq!(f.days[29].1.rate(), Some(50.0));
-        assert_eq!(f.days[0].1, counts(2, 1, 2, 2000));
+        assert_eq!(
+            (
+                day_label(html::Lang::En, first),
+                day_label(html::Lang::Fr, today)
+            ),
+            ("May 3".to_string(), "1 juin".to_string())
+        );
+        assert_eq!(f.days[29].counts, counts(3, 1, 2, 1000));
+        assert_eq!(f.days[29].counts.rate(), Some(50.0));
+        assert_eq!(f.days[0].counts, counts(2, 1, 2, 2000));
         assert_eq!(f.month["mtn-bj"].volume, 3000);
         assert_eq!(f.today["moov-bj"].rate(), None, "nothing finished yet");
         assert!(
@@ -322,6 +702,28 @@ mod tests {
             "no payment left there today"
         );
         assert_eq!(f.month[NOT_CHOSEN], counts(1, 0, 1, 0));
-        assert_eq!(f.days.iter().map(|d| d.1.payments).sum::<i64>(), 5);
+        assert_eq!(f.days.iter().map(|d| d.counts.payments).sum::<i64>(), 5);
+        // Each day beside the day 30 days earlier.
+        assert_eq!(f.days[29].before, counts(1, 1, 1, 9999));
+        assert_eq!(f.days[0].before, counts(2, 1, 2, 500));
+        assert_eq!(f.before.len(), 2);
+        assert_eq!(Figures::total(&f.before), counts(3, 2, 3, 10_499));
+    }
+
+    #[test]
+    fn changes_say_their_direction_in_the_reader_s_language() {
+        use html::Lang::{En, Fr};
+        assert_eq!(change(En, 5, 2), "+150%");
+        assert_eq!(change(Fr, 4, 5), "\u{2212}20\u{a0}%");
+        assert_eq!(change(En, 5, 5), "0%");
+        assert_eq!(change(En, 5, 0), "–", "nothing to compare with");
+        assert_eq!(change_points(En, Some(80.0), Some(50.0)), "+30 pts");
+        assert_eq!(
+            change_points(Fr, Some(62.5), Some(75.0)),
+            "\u{2212}12,5 pts"
+        );
+        assert_eq!(change_points(En, Some(80.0), None), "–");
+        assert_eq!(unit(Fr, "XOF"), "FCFA");
+        assert_eq!(unit(En, "XOF"), "XOF");
     }
 }

@@ -5,6 +5,7 @@
 pub const TABLES: &[&[(&str, &str, &str)]] = &[
     MORE,
     super::charts::WORDS,
+    super::overview::WORDS,
     super::totp::WORDS,
     super::audit::WORDS,
     super::format::WORDS,

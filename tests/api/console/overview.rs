@@ -2,6 +2,9 @@
 //! success rate per operator today, the day's bar in the SVG charts, and the
 //! operators' status from the catalogue; every outcome counted once from the
 //! dispatched events, and the same figures counted again from the payments.
+//! The charts read at a glance: axis values, gridlines, a 0–100 % rate, the
+//! 30 days before beside the last 30, and their numbers as tables, in
+//! English and French.
 
 use std::time::{Duration, Instant};
 
@@ -37,20 +40,55 @@ async fn overview_once(person: &Browser, today: &str) -> Page {
 
 /// The page's (today, last 30 days, charts) parts.
 fn figures(page: &Page) -> (String, String, String) {
-    let body = &page.body;
-    let start = body
-        .find("<caption>Today</caption>")
-        .unwrap_or_else(|| panic!("no tables in {body}"));
-    let month = body
-        .find("<caption>Last 30 days</caption>")
-        .expect("30 days");
-    let charts = body.find("<figure>").expect("the charts");
-    let end = charts + body[charts..].find("<h2>").expect("the operators");
     (
-        body[start..month].to_string(),
-        body[month..charts].to_string(),
-        body[charts..end].to_string(),
+        part(page, "<caption>Today</caption>", "</table>"),
+        part(page, "<caption>Last 30 days</caption>", "</table>"),
+        part(page, "<div class=\"sides\">", "</section></div>"),
     )
+}
+
+/// The page from `start` to the first `end` after it.
+fn part(page: &Page, start: &str, end: &str) -> String {
+    part_of(&page.body, start, end).to_string()
+}
+
+fn part_of<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
+    let from = text
+        .find(start)
+        .unwrap_or_else(|| panic!("no {start} in {text}"));
+    let to = from + text[from..].find(end).expect("its end");
+    &text[from..to]
+}
+
+/// The chart whose caption is `title`, with its table.
+fn chart(page: &Page, title: &str) -> String {
+    part(
+        page,
+        &format!("<div class=\"chart\"><h2>{title}</h2>"),
+        "</div>",
+    )
+}
+
+/// A day's short label, as a reader of `lang` writes it: `Dec 5`, `5 déc.`.
+fn day_label(lang: &str, day: u64) -> String {
+    let date = mmc_domain::time::rfc3339(day * 86_400_000);
+    let (month, d): (usize, u32) = (date[5..7].parse().unwrap(), date[8..10].parse().unwrap());
+    let en = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let fr = [
+        "janv.", "févr.", "mars", "avr.", "mai", "juin", "juil.", "août", "sept.", "oct.", "nov.",
+        "déc.",
+    ];
+    if lang == "fr" {
+        format!("{d} {}", fr[month - 1])
+    } else {
+        format!("{} {d}", en[month - 1])
+    }
+}
+
+fn this_day() -> u64 {
+    mmc_host::clock::system_now_ms() / 86_400_000
 }
 
 /// Waits until the payment `id` is in `status` (asking the operator).
@@ -106,39 +144,39 @@ async fn the_overview_counts_todays_payments_per_operator_and_draws_them() {
     }
 
     let support = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
-    let page = overview_once(&support, "<td>4</td><td>3200 XOF</td><td>75 %</td>").await;
-    let today = page
-        .body
-        .split("<caption>Last 30 days</caption>")
-        .next()
-        .unwrap();
+    let page = overview_once(&support, "<td>4</td><td>3,200 XOF</td><td>75%</td>").await;
+    let today = figures(&page).0;
     assert!(
-        today.contains("<tr><td>mtn-bj</td><td>3</td><td>2500 XOF</td><td>67 %</td></tr>"),
+        today.contains("<tr><td>mtn-bj</td><td>3</td><td>2,500 XOF</td><td>66.7%</td></tr>"),
         "{today}"
     );
     assert!(
-        today.contains("<tr><td>moov-bj</td><td>1</td><td>700 XOF</td><td>100 %</td></tr>"),
+        today.contains("<tr><td>moov-bj</td><td>1</td><td>700 XOF</td><td>100%</td></tr>"),
         "{today}"
     );
     assert!(
-        today.contains("<tfoot><tr><th>Total</th><td>4</td><td>3200 XOF</td><td>75 %</td></tr>")
+        today.contains("<tfoot><tr><th>Total</th><td>4</td><td>3,200 XOF</td><td>75%</td></tr>")
     );
-    // Today's bar says what it stands for; the charts are inline SVG.
-    let day = mmc_domain::time::rfc3339(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as u64,
-    )[..10]
-        .to_string();
+    // Today's bar says what it stands for, beside the day 30 days earlier;
+    // the charts are inline SVG.
+    let (day, earlier) = (
+        day_label("en", this_day()),
+        day_label("en", this_day() - 30),
+    );
     assert!(
-        page.body
-            .contains(&format!("<title>{day}: 3200 XOF, 4 Payments</title>")),
+        page.body.contains(&format!(
+            "<title>{day}: 3,200 XOF, 4 payments; {earlier}: 0 XOF</title>"
+        )),
         "{}",
         page.body
     );
-    assert!(page.body.contains(&format!("<title>{day}: 75 %</title>")));
-    assert!(page.body.contains("<title>mtn-bj: 2500 XOF, 67 %</title>"));
+    assert!(page.body.contains(&format!(
+        "<title>{day}: 75% (3 of 4 with an outcome); {earlier}: –</title>"
+    )));
+    assert!(
+        page.body
+            .contains("<title>mtn-bj: 2,500 XOF; the 30 days before: 0 XOF</title>")
+    );
     assert_eq!(page.body.matches("<svg").count(), 3);
     assert!(
         !page.body.contains("<script")
@@ -166,7 +204,7 @@ async fn the_overview_counts_todays_payments_per_operator_and_draws_them() {
         "{}",
         page.body
     );
-    assert!(!page.body.contains("2500 XOF"));
+    assert!(!page.body.contains("2\u{202f}500"));
 }
 
 #[service_test]
@@ -266,23 +304,23 @@ async fn every_outcome_counts_once_and_counting_the_payments_again_gives_the_sam
     let support = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
     let page = overview_once(
         &support,
-        "<tfoot><tr><th>Total</th><td>10</td><td>4700 XOF</td><td>71 %</td></tr>",
+        "<tfoot><tr><th>Total</th><td>10</td><td>4,700 XOF</td><td>71.4%</td></tr>",
     )
     .await;
     let (today, month, charts) = figures(&page);
     for row in [
-        "<tr><td>mtn-bj</td><td>8</td><td>4000 XOF</td><td>67 %</td></tr>",
-        "<tr><td>moov-bj</td><td>1</td><td>700 XOF</td><td>100 %</td></tr>",
+        "<tr><td>mtn-bj</td><td>8</td><td>4,000 XOF</td><td>66.7%</td></tr>",
+        "<tr><td>moov-bj</td><td>1</td><td>700 XOF</td><td>100%</td></tr>",
         "<tr><td>(not chosen yet)</td><td>1</td><td>0 XOF</td><td>–</td></tr>",
-        "<tfoot><tr><th>Total</th><td>10</td><td>4700 XOF</td><td>71 %</td></tr>",
+        "<tfoot><tr><th>Total</th><td>10</td><td>4,700 XOF</td><td>71.4%</td></tr>",
     ] {
         assert!(today.contains(row), "{row} in {today}");
         assert!(month.contains(row), "{row} in {month}");
     }
     assert_eq!(today.matches("<tr><td>").count(), 3, "{today}");
-    let day = mmc_domain::time::rfc3339(mmc_host::clock::system_now_ms())[..10].to_string();
+    let day = day_label("en", this_day());
     assert!(
-        charts.contains(&format!("<title>{day}: 4700 XOF, 10 Payments</title>")),
+        charts.contains(&format!("<title>{day}: 4,700 XOF, 10 payments; ")),
         "{charts}"
     );
 
@@ -302,7 +340,7 @@ async fn every_outcome_counts_once_and_counting_the_payments_again_gives_the_sam
     settled(&app, &key, &last, "completed").await;
     let page = overview_once(
         &support,
-        "<th>Total</th><td>11</td><td>4850 XOF</td><td>75 %</td>",
+        "<th>Total</th><td>11</td><td>4,850 XOF</td><td>75%</td>",
     )
     .await;
     assert!(
@@ -343,7 +381,7 @@ async fn payments_stored_without_their_events_are_counted_by_the_rebuild_and_a_s
         settled(&app, &key, &id, status).await;
     }
     let support = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
-    let counted = "<tfoot><tr><th>Total</th><td>2</td><td>1000 XOF</td><td>50 %</td></tr>";
+    let counted = "<tfoot><tr><th>Total</th><td>2</td><td>1,000 XOF</td><td>50%</td></tr>";
     overview_once(&support, counted).await;
 
     // A paid Moov payment written straight into the store, as a restore or a
@@ -381,12 +419,12 @@ async fn payments_stored_without_their_events_are_counted_by_the_rebuild_and_a_s
             "by the running server, at its next dispatch round"
         );
     }
-    let all = "<tfoot><tr><th>Total</th><td>3</td><td>1500 XOF</td><td>67 %</td></tr>";
+    let all = "<tfoot><tr><th>Total</th><td>3</td><td>1,500 XOF</td><td>66.7%</td></tr>";
     let rebuilt = figures(&overview_once(&support, all).await);
     assert!(
         rebuilt
             .0
-            .contains("<tr><td>moov-bj</td><td>1</td><td>500 XOF</td><td>100 %</td></tr>")
+            .contains("<tr><td>moov-bj</td><td>1</td><td>500 XOF</td><td>100%</td></tr>")
     );
 
     // A store from before the tallies (none, and no cursor): the dispatcher
@@ -405,7 +443,217 @@ async fn payments_stored_without_their_events_are_counted_by_the_rebuild_and_a_s
     settled(&app, &key, &id, "completed").await;
     overview_once(
         &support,
-        "<tfoot><tr><th>Total</th><td>4</td><td>2000 XOF</td><td>75 %</td></tr>",
+        "<tfoot><tr><th>Total</th><td>4</td><td>2,000 XOF</td><td>75%</td></tr>",
     )
     .await;
+}
+
+/// Adds a tally row for `day` as the dispatcher would have counted it:
+/// (payments, succeeded, finished, volume).
+fn seed(app: &TestApp, merchant: &str, day: u64, operator: &str, c: (i64, i64, i64, i64)) {
+    let (payments, succeeded, finished, volume) = c;
+    app.service
+        .site
+        .console
+        .tallies
+        .write(|tx| {
+            tx.execute(
+                &format!(
+                    "INSERT INTO overview_tallies
+                       (merchant_id, environment, day, operator, payments, succeeded, finished, volume)
+                     VALUES ('{merchant}', 'test', {day}, '{operator}', {payments}, {succeeded}, {finished}, {volume})"
+                ),
+                &[],
+            )
+        })
+        .unwrap();
+}
+
+/// How many gridlines a chart draws.
+fn gridlines(chart: &str) -> usize {
+    part_of(chart, "<g class=\"grid\"", "</g>")
+        .matches("<line")
+        .count()
+}
+
+#[service_test]
+async fn the_charts_show_axis_values_gridlines_a_0_to_100_rate_and_the_30_days_before_with_their_numbers()
+ {
+    let app = spawn_app_completing_after(0).await;
+    let (merchant, key, _) = app.merchant("Shop");
+    let support = person(&app, &merchant, "agent@shop.bj", Role::Support).await;
+
+    // Nothing yet: each chart says so, and nothing is drawn.
+    let empty = support.get("/console/overview").await;
+    assert_eq!(empty.body.matches("<svg").count(), 0, "{}", empty.body);
+    assert_eq!(
+        empty
+            .body
+            .matches("<p>Nothing to show yet: no figures in this period.</p>")
+            .count(),
+        3
+    );
+
+    // Today: MTN paid 1,500. Three days ago: Moov, 4 payments, 3 paid of 4
+    // with an outcome, 12,500. The 30 days before: MTN on the day 30 days
+    // before today (2 payments, 1 paid, 5,000), Moov 45 days ago (2 paid,
+    // 3,000).
+    let mut body = direct_payment("+2290166000001");
+    body["amount"] = json!(1500);
+    let (id, _) = app.create_ok(&key, &body).await;
+    settled(&app, &key, &id, "completed").await;
+    overview_once(&support, "<td>1</td><td>1,500 XOF</td><td>100%</td>").await;
+    let (day, three_ago) = (this_day(), this_day() - 3);
+    seed(&app, &merchant, three_ago, "moov-bj", (4, 3, 4, 12_500));
+    seed(&app, &merchant, day - 30, "mtn-bj", (2, 1, 2, 5_000));
+    seed(&app, &merchant, day - 45, "moov-bj", (2, 2, 2, 3_000));
+    let page = support.get("/console/overview").await;
+
+    // The last 30 days beside the 30 before, with how each figure moved.
+    let compared = part(
+        &page,
+        "<caption>Last 30 days compared with the 30 days before</caption>",
+        "</table>",
+    );
+    for row in [
+        "<tr><td>Payments</td><td>5</td><td>4</td><td>+25%</td></tr>",
+        "<tr><td>Volume</td><td>14,000 XOF</td><td>8,000 XOF</td><td>+75%</td></tr>",
+        "<tr><td>Success rate</td><td>80%</td><td>75%</td><td>+5 pts</td></tr>",
+    ] {
+        assert!(compared.contains(row), "{row} in {compared}");
+    }
+
+    let (today_en, three_ago_en) = (day_label("en", day), day_label("en", three_ago));
+    assert_eq!(page.body.matches("<svg").count(), 3);
+    assert_eq!(page.body.matches("role=\"img\"").count(), 3);
+
+    // Volume per day: round ticks up to 15,000 with a gridline each; bars
+    // on 150 units (12,500 → 125), the 30 days before as lighter bars
+    // (5,000 → 50) with a legend; the numbers as a table.
+    let volume = chart(&page, "Volume collected per day (XOF)");
+    for tick in ["0", "5,000", "10,000", "15,000"] {
+        assert!(
+            volume.contains(&format!(">{tick}</text>")),
+            "{tick} in {volume}"
+        );
+    }
+    assert!(!volume.contains(">20,000</text>"));
+    assert_eq!(gridlines(&volume), 4);
+    assert!(
+        volume.contains("height=\"125.0\" fill=\"#12355b\""),
+        "{volume}"
+    );
+    assert!(volume.contains("height=\"15.0\" fill=\"#12355b\""));
+    assert!(volume.contains("height=\"50.0\" fill=\"#9db3cc\""));
+    assert!(
+        volume.contains(">Last 30 days</text>") && volume.contains(">The 30 days before</text>")
+    );
+    assert!(
+        volume.contains(&format!(">{today_en}</text>")),
+        "the last day named"
+    );
+    assert!(volume.contains(&format!(
+        "aria-label=\"Volume collected per day (XOF). 14,000 XOF collected over the last 30 days, \
+         8,000 XOF the 30 days before. The best day: {three_ago_en}, with 12,500 XOF.\""
+    )));
+    assert!(volume.contains("<details><summary>Show the numbers</summary><table"));
+    assert!(volume.contains(
+        "<thead><tr><th>Day</th><th>Payments</th><th>Volume</th><th>Volume 30 days earlier</th></tr></thead>"
+    ));
+    assert_eq!(volume.matches("<tr><td>").count(), 30, "a row a day");
+    assert!(volume.contains(&format!(
+        "<tr><td>{three_ago_en}</td><td>4</td><td>12,500 XOF</td><td>0 XOF</td></tr>"
+    )));
+    assert!(volume.contains(&format!(
+        "<tr><td>{today_en}</td><td>1</td><td>1,500 XOF</td><td>5,000 XOF</td></tr>"
+    )));
+
+    // The success rate on 0–100 % whatever the values: 75 % is 112.5 of
+    // 150 units, the day 30 days before today's 50 % beside it.
+    let rate = chart(&page, "Success rate per day (%)");
+    for tick in ["0%", "25%", "50%", "75%", "100%"] {
+        assert!(
+            rate.contains(&format!(">{tick}</text>")),
+            "{tick} in {rate}"
+        );
+    }
+    assert_eq!(gridlines(&rate), 5);
+    assert!(rate.contains("height=\"112.5\" fill=\"#12355b\""), "{rate}");
+    assert!(rate.contains("height=\"150.0\" fill=\"#12355b\""));
+    assert!(rate.contains("height=\"75.0\" fill=\"#9db3cc\""));
+    assert!(rate.contains(&format!(
+        "<tr><td>{three_ago_en}</td><td>75%</td><td>3</td><td>4</td><td>–</td></tr>"
+    )));
+    assert!(rate.contains(&format!(
+        "<tr><td>{today_en}</td><td>100%</td><td>1</td><td>1</td><td>50%</td></tr>"
+    )));
+
+    // Per operator: the largest first, each with its value written and the
+    // 30 days before beside it.
+    let operators = chart(&page, "Volume collected per operator, last 30 days (XOF)");
+    assert!(operators.contains(">moov-bj</text>") && operators.contains(">12,500 XOF</text>"));
+    assert!(operators.contains(">15,000</text>") && gridlines(&operators) == 4);
+    let (moov, mtn) = (
+        operators
+            .find("<tr><td>moov-bj</td><td>12,500 XOF</td><td>3,000 XOF</td><td>+316.7%</td></tr>")
+            .expect(&operators),
+        operators
+            .find(
+                "<tr><td>mtn-bj</td><td>1,500 XOF</td><td>5,000 XOF</td><td>\u{2212}70%</td></tr>",
+            )
+            .expect(&operators),
+    );
+    assert!(moov < mtn);
+
+    // The same in French: grouped with narrow spaces, FCFA, "75 %", "3 déc.".
+    let page = support.get("/console/overview?lang=fr").await;
+    let compared = part(&page, "<caption>30 derniers jours comparés", "</table>");
+    for row in [
+        "<tr><td>Paiements</td><td>5</td><td>4</td><td>+25\u{a0}%</td></tr>",
+        "<tr><td>Volume</td><td>14\u{202f}000\u{a0}FCFA</td><td>8\u{202f}000\u{a0}FCFA</td><td>+75\u{a0}%</td></tr>",
+        "<tr><td>Taux de réussite</td><td>80\u{a0}%</td><td>75\u{a0}%</td><td>+5 pts</td></tr>",
+    ] {
+        assert!(compared.contains(row), "{row} in {compared}");
+    }
+    let (today_fr, three_ago_fr) = (day_label("fr", day), day_label("fr", three_ago));
+    let volume = chart(&page, "Volume encaissé par jour (FCFA)");
+    for tick in ["0", "5\u{202f}000", "10\u{202f}000", "15\u{202f}000"] {
+        assert!(
+            volume.contains(&format!(">{tick}</text>")),
+            "{tick} in {volume}"
+        );
+    }
+    assert_eq!(gridlines(&volume), 4);
+    assert!(volume.contains(">30 derniers jours</text>"));
+    assert!(
+        volume.contains(">Les 30 jours d&#39;avant</text>"),
+        "{volume}"
+    );
+    assert!(volume.contains("<summary>Voir les chiffres</summary>"));
+    assert!(volume.contains(
+        "<th>Jour</th><th>Paiements</th><th>Volume</th><th>Volume 30 jours plus tôt</th>"
+    ));
+    assert!(volume.contains(&format!(
+        "<tr><td>{three_ago_fr}</td><td>4</td><td>12\u{202f}500\u{a0}FCFA</td><td>0\u{a0}FCFA</td></tr>"
+    )));
+    assert!(volume.contains(&format!(
+        "<tr><td>{today_fr}</td><td>1</td><td>1\u{202f}500\u{a0}FCFA</td><td>5\u{202f}000\u{a0}FCFA</td></tr>"
+    )));
+    let rate = chart(&page, "Taux de réussite par jour (%)");
+    for tick in ["0\u{a0}%", "50\u{a0}%", "100\u{a0}%"] {
+        assert!(
+            rate.contains(&format!(">{tick}</text>")),
+            "{tick} in {rate}"
+        );
+    }
+    assert!(rate.contains(&format!(
+        "<tr><td>{three_ago_fr}</td><td>75\u{a0}%</td><td>3</td><td>4</td><td>–</td></tr>"
+    )));
+    let operators = chart(
+        &page,
+        "Volume encaissé par opérateur, 30 derniers jours (FCFA)",
+    );
+    assert!(operators.contains(
+        "<tr><td>mtn-bj</td><td>1\u{202f}500\u{a0}FCFA</td><td>5\u{202f}000\u{a0}FCFA</td><td>\u{2212}70\u{a0}%</td></tr>"
+    ));
 }
