@@ -343,6 +343,17 @@ ALTER TABLE console_sessions ADD COLUMN may_enrol integer NOT NULL DEFAULT 0;
 ALTER TABLE console_users ADD COLUMN totp_last_purpose text;
 "#,
     ),
+    (
+        12,
+        r#"
+-- The payment an audited action was about, as the log shows it: its
+-- merchant reference and amount, kept at write time so that the log's
+-- page reads them with its entries.
+ALTER TABLE console_audit ADD COLUMN reference text;
+ALTER TABLE console_audit ADD COLUMN amount bigint;
+ALTER TABLE console_audit ADD COLUMN currency text;
+"#,
+    ),
 ];
 
 pub(crate) async fn migrate(
