@@ -346,6 +346,17 @@ ALTER TABLE console_users ADD COLUMN totp_last_purpose text;
     (
         12,
         r#"
+-- The payment an audited action was about, as the log shows it: its
+-- merchant reference and amount, kept at write time so that the log's
+-- page reads them with its entries.
+ALTER TABLE console_audit ADD COLUMN reference text;
+ALTER TABLE console_audit ADD COLUMN amount bigint;
+ALTER TABLE console_audit ADD COLUMN currency text;
+"#,
+    ),
+    (
+        13,
+        r#"
 -- The IANA zone the console shows a merchant's times in; NULL = UTC.
 ALTER TABLE merchants ADD COLUMN time_zone text;
 -- Console forms already carried out (a reload finds them done), by the

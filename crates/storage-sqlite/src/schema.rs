@@ -88,6 +88,12 @@ pub(crate) const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     // What the last code asked again before an action was given for: the
     // same request submitted twice carries the same code.
     ("console_users", "totp_last_purpose", "TEXT"),
+    // The payment an audited action was about, as the log shows it: its
+    // merchant reference and amount, kept at write time so that the log's
+    // page reads them with its entries.
+    ("console_audit", "reference", "TEXT"),
+    ("console_audit", "amount", "INTEGER"),
+    ("console_audit", "currency", "TEXT"),
     // The IANA zone the console shows a merchant's times in; NULL = UTC.
     ("merchants", "time_zone", "TEXT"),
 ];

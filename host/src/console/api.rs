@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::audit::{Outcome, Pending};
+use super::audit::{Outcome, Payment, Pending};
 use super::sessions::Session;
 use super::web::ConsoleError;
 use crate::http::App;
@@ -103,7 +103,7 @@ pub async fn perform(
         &req.request_id,
     );
     let audit = (action.audit, action.subject, None);
-    match audited(c, req, s, audit, request).await? {
+    match audited(app, c, req, s, audit, request).await? {
         Ok((entry, answer)) => {
             let detail = detail(&answer);
             super::blocking(|| {
@@ -116,13 +116,71 @@ pub async fn perform(
     }
 }
 
+/// The role's scope for `method target`, checked before anything else is
+/// asked or shown: a role that may not is refused here, and the attempt
+/// is in the audit log as `(action, subject)` refused, as the API would
+/// have refused it (`403 insufficient_scope`).
+pub async fn permitted(
+    app: &Arc<App>,
+    c: &super::Console,
+    req: &super::web::Req,
+    s: &Session,
+    (method, target): (&str, &str),
+    (action, subject): (&str, Option<&str>),
+) -> Result<(), ConsoleError> {
+    let (path, _) = target.split_once('?').unwrap_or((target, ""));
+    let Err(needed) = s.role.scopes().allow(method, path) else {
+        return Ok(());
+    };
+    let refused = forbidden(needed);
+    let why = refused_here(&refused).unwrap_or_default();
+    let payment = payment_of(app, s, (action, subject), &req.request_id).await;
+    let about = (action, subject, payment.as_ref());
+    super::blocking(|| c.audit.refused(s, about, &why, req.client.as_deref()))?;
+    Err(refused)
+}
+
+/// How the audit log keeps a request that got no answer from the API: a
+/// refusal of the console's own (the role's scope, no such route), in the
+/// API's terms, its status and code; or none when it was sent and no
+/// answer came (it may have been done).
+fn refused_here(e: &ConsoleError) -> Option<String> {
+    match e {
+        ConsoleError::Forbidden(_) => Some("403 insufficient_scope".into()),
+        ConsoleError::NotFound => Some("404 resource_not_found".into()),
+        ConsoleError::Unavailable(_) => None,
+        other => Some(format!("{} {other}", other.status())),
+    }
+}
+
+/// The payment an action on `subject` is about (an action `payment.…`),
+/// read as the person may read it, for its entry to name it by its
+/// reference and amount; none when it cannot be read.
+async fn payment_of(
+    app: &Arc<App>,
+    s: &Session,
+    (action, subject): (&str, Option<&str>),
+    request_id: &str,
+) -> Option<Payment> {
+    // The subject is the payment's path segment, as the console's own URL had it.
+    let id =
+        subject.filter(|id| action.starts_with("payment.") && !id.contains(['/', '?', '#']))?;
+    let target = format!("/api/v1/collect/payments/{id}");
+    let answer = call(app, s, "GET", &target, None, None, request_id)
+        .await
+        .ok()?;
+    answer.ok().then(|| Payment::of(&answer.json())).flatten()
+}
+
 /// The API request `request` as an audited action `(action, subject,
-/// detail)`: its entry written first, then the request made. A refusal
-/// (`Ok(Err(answer))`, with its status and code) or a request that got no
-/// answer (`Err`: it may have been done) finishes the entry here; an
-/// accepted answer comes back with its entry, for the caller to finish with
-/// what the answer told.
+/// detail)`: its entry written first (naming the payment the action is
+/// about), then the request made. A refusal (`Ok(Err(answer))`, with its
+/// status and code, or the console's own refusal in the same terms)
+/// finishes the entry here as refused, a request that got no answer (`Err`:
+/// it may have been done) as unknown; an accepted answer comes back with
+/// its entry, for the caller to finish with what the answer told.
 pub async fn audited(
+    app: &Arc<App>,
     c: &super::Console,
     req: &super::web::Req,
     s: &Session,
@@ -130,7 +188,9 @@ pub async fn audited(
     request: impl std::future::Future<Output = Result<Answer, ConsoleError>>,
 ) -> Result<Result<(Pending, Answer), Answer>, ConsoleError> {
     let client = req.client.as_deref();
-    let entry = super::blocking(|| c.audit.begin(s, action, subject, detail, client))?;
+    let payment = payment_of(app, s, (action, subject), &req.request_id).await;
+    let about = (action, subject, payment.as_ref());
+    let entry = super::blocking(|| c.audit.begin_about(s, about, detail, client))?;
     match request.await {
         Ok(answer) if answer.ok() => Ok(Ok((entry, answer))),
         Ok(answer) => {
@@ -139,8 +199,11 @@ pub async fn audited(
             Ok(Err(answer))
         }
         Err(e) => {
-            let why = e.to_string();
-            super::blocking(|| c.audit.finish(entry, Outcome::Unknown, None, Some(&why)))?;
+            let (outcome, why) = match refused_here(&e) {
+                Some(why) => (Outcome::Refused, why),
+                None => (Outcome::Unknown, e.to_string()),
+            };
+            super::blocking(|| c.audit.finish(entry, outcome, None, Some(&why)))?;
             Err(e)
         }
     }

@@ -1,22 +1,176 @@
-//! The console's audit log: every action that changes something, with who
-//! did it, when, from which address, and how it ended. Owners read and
-//! filter it.
+//! The console's audit log: every attempt to change something, allowed or
+//! refused, and every sign-in and sign-out, with who did it, when, from
+//! which address, what it was about (a payment by its merchant reference and
+//! amount) and how it ended. Owners read and filter it.
 //!
 //! An action's entry is written before the action ([`AuditLog::begin`],
 //! outcome `pending`) and finished once its outcome is known (`done` or
 //! `refused`): a node that stops in between leaves the attempt in the log
-//! with its outcome not recorded, never a change without an entry.
+//! with its outcome not recorded, never a change without an entry. An
+//! attempt refused before anything was asked is written once, refused
+//! ([`AuditLog::refused`]).
 
+use std::fmt::Write;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::Response;
 use serde::Serialize;
 
 use crate::clock::system_now_ms;
 use crate::db::{SqlDb, StorageError};
+use mmc_storage::sql::SqlConn;
 use mmc_storage::sql_params;
 
+use super::format::{self, Zone};
+use super::html::{self, Lang, esc, t};
 use super::sessions::Session;
+use super::web::{self, ConsoleError, Req};
+use super::{Console, blocking};
 
 /// The audit log's words: (key, English, French), looked up by [`super::html::t`].
-pub const WORDS: &[(&str, &str, &str)] = &[];
+/// An action's name is `audit.` and the action.
+pub const WORDS: &[(&str, &str, &str)] = &[
+    ("audit.payment.refund", "Refund", "Remboursement"),
+    (
+        "audit.payment.cancel",
+        "Cancel a payment",
+        "Annulation d'un paiement",
+    ),
+    (
+        "audit.event.resend",
+        "Resend an event",
+        "Renvoi d'un événement",
+    ),
+    ("audit.link.create", "Payment link", "Lien de paiement"),
+    ("audit.bulk.upload", "Batch upload", "Import d'un lot"),
+    (
+        "audit.bulk.approve",
+        "Batch approval",
+        "Approbation d'un lot",
+    ),
+    ("audit.bulk.reject", "Batch rejection", "Rejet d'un lot"),
+    ("audit.key.create", "API key created", "Clé d'API créée"),
+    ("audit.key.shown", "API key shown", "Clé d'API affichée"),
+    ("audit.key.revoke", "API key revoked", "Clé d'API révoquée"),
+    (
+        "audit.endpoint.add",
+        "Webhook endpoint added",
+        "Adresse de webhook ajoutée",
+    ),
+    (
+        "audit.endpoint.disable",
+        "Webhook endpoint paused",
+        "Adresse de webhook suspendue",
+    ),
+    (
+        "audit.endpoint.enable",
+        "Webhook endpoint resumed",
+        "Adresse de webhook réactivée",
+    ),
+    (
+        "audit.endpoint.rotate_secret",
+        "Webhook secret renewed",
+        "Secret de webhook renouvelé",
+    ),
+    (
+        "audit.reconciliation.run",
+        "Reconciliation run",
+        "Rapprochement lancé",
+    ),
+    (
+        "audit.reconciliation.case.resolve",
+        "Reconciliation case resolved",
+        "Écart de rapprochement résolu",
+    ),
+    ("audit.session.sign_in", "Sign-in", "Connexion"),
+    ("audit.session.sign_out", "Sign-out", "Déconnexion"),
+    (
+        "audit.session.end",
+        "Session ended by an owner",
+        "Session fermée par un propriétaire",
+    ),
+    ("audit.user.invite", "Invitation", "Invitation"),
+    (
+        "audit.user.invite_accepted",
+        "Invitation accepted",
+        "Invitation acceptée",
+    ),
+    ("audit.user.reset", "Access reset", "Accès réinitialisé"),
+    (
+        "audit.user.reset_accepted",
+        "New password after a reset",
+        "Nouveau mot de passe après réinitialisation",
+    ),
+    ("audit.user.remove", "Member removed", "Membre retiré"),
+    (
+        "audit.user.password_changed",
+        "Password changed",
+        "Mot de passe modifié",
+    ),
+    (
+        "audit.user.totp_enabled",
+        "Second factor enabled",
+        "Second facteur activé",
+    ),
+    (
+        "audit.user.totp_disabled",
+        "Second factor disabled",
+        "Second facteur désactivé",
+    ),
+    ("audit_everyone", "Everyone", "Tout le monde"),
+    ("audit_any_action", "Any action", "Toute action"),
+    ("audit_any_outcome", "Any outcome", "Toute issue"),
+    (
+        "audit_not_known",
+        "not known (no answer, or not recorded)",
+        "inconnue (sans réponse ou non enregistrée)",
+    ),
+    (
+        "audit_none",
+        "No entry matches these filters.",
+        "Aucune entrée ne correspond à ces filtres.",
+    ),
+];
+
+/// The actions the log's page offers as a filter, in the order it lists them.
+pub const ACTIONS: &[&str] = &[
+    "payment.refund",
+    "payment.cancel",
+    "event.resend",
+    "link.create",
+    "bulk.upload",
+    "bulk.approve",
+    "bulk.reject",
+    "key.create",
+    "key.shown",
+    "key.revoke",
+    "endpoint.add",
+    "endpoint.disable",
+    "endpoint.enable",
+    "endpoint.rotate_secret",
+    "reconciliation.run",
+    "reconciliation.case.resolve",
+    "session.sign_in",
+    "session.sign_out",
+    "session.end",
+    "user.invite",
+    "user.invite_accepted",
+    "user.reset",
+    "user.reset_accepted",
+    "user.remove",
+    "user.password_changed",
+    "user.totp_enabled",
+    "user.totp_disabled",
+];
+
+/// An action in the reader's words (its own name when this build has none).
+pub fn action_words(l: Lang, action: &str) -> String {
+    match t(l, &format!("audit.{action}")) {
+        "?" => action.to_string(),
+        words => words.to_string(),
+    }
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Entry {
@@ -26,12 +180,40 @@ pub struct Entry {
     pub email: String,
     pub action: String,
     pub subject: Option<String>,
+    /// The payment the action was about, when it was about one.
+    pub payment: Option<Payment>,
     pub detail: Option<String>,
     pub client: Option<String>,
     pub at_ms: u64,
     /// `pending` (not recorded: the node stopped before the answer), `done`,
     /// `refused` or `unknown`.
     pub outcome: String,
+}
+
+/// The payment an entry is about, as it was when the entry was written:
+/// what a reader knows it by.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Payment {
+    /// The merchant's reference.
+    pub reference: Option<String>,
+    pub amount: Option<i64>,
+    pub currency: Option<String>,
+}
+
+impl Payment {
+    /// From the API's payment object; none when it names no payment.
+    pub fn of(v: &serde_json::Value) -> Option<Payment> {
+        let p = Payment {
+            reference: v["reference"].as_str().map(str::to_string),
+            amount: v["amount"].as_i64(),
+            currency: v["currency"].as_str().map(str::to_string),
+        };
+        p.into_some()
+    }
+
+    fn into_some(self) -> Option<Payment> {
+        (self != Payment::default()).then_some(self)
+    }
 }
 
 /// How an audited action ended.
@@ -75,6 +257,8 @@ pub struct Pending {
 pub struct Filter {
     pub action: Option<String>,
     pub email: Option<String>,
+    /// `done`, `refused`, or `unknown` (no answer, or not recorded).
+    pub outcome: Option<String>,
     pub since_ms: Option<u64>,
     pub until_ms: Option<u64>,
     pub before_id: Option<i64>,
@@ -82,8 +266,60 @@ pub struct Filter {
 
 pub const PAGE: usize = 50;
 
-const INSERT: &str = "INSERT INTO console_audit (merchant_id, environment, user_id, email, action, subject, detail, client, at_ms, outcome)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id";
+/// What an entry is about: the action, its subject (an id) and the payment
+/// it concerns.
+pub type About<'a> = (&'a str, Option<&'a str>, Option<&'a Payment>);
+
+/// Who acted, as an entry names them.
+struct Actor<'a> {
+    merchant_id: &'a str,
+    environment: &'a str,
+    user_id: &'a str,
+    email: &'a str,
+}
+
+impl<'a> From<&'a Session> for Actor<'a> {
+    fn from(s: &'a Session) -> Actor<'a> {
+        Actor {
+            merchant_id: &s.merchant_id,
+            environment: s.environment.as_str(),
+            user_id: &s.user_id,
+            email: &s.email,
+        }
+    }
+}
+
+/// Writes one entry in `tx`; its id.
+fn insert(
+    tx: &mut dyn SqlConn,
+    who: &Actor,
+    (action, subject, payment): About,
+    (detail, client): (Option<&str>, Option<&str>),
+    outcome: &str,
+) -> Result<i64, StorageError> {
+    let p = payment.cloned().unwrap_or_default();
+    tx.query_one(
+        "INSERT INTO console_audit (merchant_id, environment, user_id, email, action, subject, detail, client, at_ms, outcome,
+                                    reference, amount, currency)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) RETURNING id",
+        sql_params![
+            who.merchant_id,
+            who.environment,
+            who.user_id,
+            who.email,
+            action,
+            subject,
+            detail,
+            client,
+            system_now_ms() as i64,
+            outcome,
+            p.reference,
+            p.amount,
+            p.currency
+        ],
+    )?
+    .int(0)
+}
 
 #[derive(Clone)]
 pub struct AuditLog {
@@ -104,8 +340,131 @@ impl AuditLog {
         detail: Option<&str>,
         client: Option<&str>,
     ) -> Result<(), StorageError> {
-        self.insert(s, action, (subject, detail), client, "done")
+        self.db
+            .write(|tx| {
+                insert(
+                    tx,
+                    &s.into(),
+                    (action, subject, None),
+                    (detail, client),
+                    "done",
+                )
+            })
             .map(|_| ())
+    }
+
+    /// An attempt refused before anything was asked (the role may not, a
+    /// check of the console's own), with why: `detail` says it as the API
+    /// would (`403 insufficient_scope`).
+    pub fn refused(
+        &self,
+        s: &Session,
+        about: About,
+        detail: &str,
+        client: Option<&str>,
+    ) -> Result<(), StorageError> {
+        self.db
+            .write(|tx| insert(tx, &s.into(), about, (Some(detail), client), "refused"))
+            .map(|_| ())
+    }
+
+    /// A sign-in, with a second factor or a password alone.
+    pub fn signed_in(
+        &self,
+        s: &Session,
+        mfa: bool,
+        client: Option<&str>,
+    ) -> Result<(), StorageError> {
+        let how = if mfa {
+            "with a second factor"
+        } else {
+            "with a password"
+        };
+        self.record(s, "session.sign_in", None, Some(how), client)
+    }
+
+    /// The person's second factor is off until the new one they are
+    /// shown is confirmed.
+    pub fn factor_replaced(&self, s: &Session, client: Option<&str>) -> Result<(), StorageError> {
+        let why = Some("replaced: a new one to confirm");
+        self.record(s, "user.totp_disabled", Some(&s.user_id), why, client)
+    }
+
+    /// A new key's secret, shown to the person who made it.
+    pub fn key_shown(
+        &self,
+        s: &Session,
+        key_id: &str,
+        client: Option<&str>,
+    ) -> Result<(), StorageError> {
+        self.record(s, "key.shown", Some(key_id), None, client)
+    }
+
+    /// A sign-in refused after its password was checked (a wrong password,
+    /// or a wrong second-factor code after a right one; never what was
+    /// typed), in the log of the merchant whose person `email` names. An
+    /// address nobody has belongs to no merchant's log. The sign-in
+    /// throttle bounds how many such attempts there can be, and so these
+    /// entries.
+    pub fn sign_in_refused(
+        &self,
+        email: &str,
+        password_right: bool,
+        client: Option<&str>,
+    ) -> Result<(), StorageError> {
+        let why = if password_right {
+            "wrong second-factor code"
+        } else {
+            "wrong password"
+        };
+        let email = email.trim().to_lowercase();
+        self.db.write(|tx| {
+            let Some(r) = tx.query_opt(
+                "SELECT merchant_id, id, email FROM console_users WHERE email = ?1 AND removed_ms IS NULL",
+                sql_params![&email],
+            )?
+            else {
+                return Ok(());
+            };
+            let (merchant_id, user_id, email) = (r.text(0)?, r.text(1)?, r.text(2)?);
+            let who = Actor {
+                merchant_id: &merchant_id,
+                // Not signed in: no environment yet.
+                environment: "",
+                user_id: &user_id,
+                email: &email,
+            };
+            let about = ("session.sign_in", None, None);
+            insert(tx, &who, about, (Some(why), client), "refused").map(|_| ())
+        })
+    }
+
+    /// The first password chosen through a one-time link, and the sign-in
+    /// it opened: the link was an invitation's, or a reset's when the last
+    /// link the log gave this person was one.
+    pub fn link_accepted(&self, s: &Session, client: Option<&str>) -> Result<(), StorageError> {
+        self.db.write(|tx| {
+            let last = tx.query_opt(
+                "SELECT action FROM console_audit WHERE merchant_id = ?1 AND subject = ?2
+                   AND action IN ('user.invite', 'user.reset') AND outcome = 'done'
+                 ORDER BY id DESC LIMIT 1",
+                sql_params![&s.merchant_id, &s.user_id],
+            )?;
+            let reset = match last {
+                Some(r) => r.text(0)? == "user.reset",
+                None => false,
+            };
+            let (accepted, how) = if reset {
+                ("user.reset_accepted", "first password after a reset")
+            } else {
+                ("user.invite_accepted", "first password of an invitation")
+            };
+            let who = Actor::from(s);
+            let subject = Some(s.user_id.as_str());
+            insert(tx, &who, (accepted, subject, None), (None, client), "done")?;
+            let signed_in = ("session.sign_in", None, None);
+            insert(tx, &who, signed_in, (Some(how), client), "done").map(|_| ())
+        })
     }
 
     /// The entry of an action about to be done, `pending` until [`finish`](Self::finish).
@@ -117,39 +476,24 @@ impl AuditLog {
         detail: Option<&str>,
         client: Option<&str>,
     ) -> Result<Pending, StorageError> {
-        let id = self.insert(s, action, (subject, detail), client, "pending")?;
+        self.begin_about(s, (action, subject, None), detail, client)
+    }
+
+    /// [`begin`](Self::begin) of an action about a payment.
+    pub fn begin_about(
+        &self,
+        s: &Session,
+        about: About,
+        detail: Option<&str>,
+        client: Option<&str>,
+    ) -> Result<Pending, StorageError> {
+        let id = self
+            .db
+            .write(|tx| insert(tx, &s.into(), about, (detail, client), "pending"))?;
         Ok(Pending {
             id,
             merchant_id: s.merchant_id.clone(),
-            action: action.to_string(),
-        })
-    }
-
-    fn insert(
-        &self,
-        s: &Session,
-        action: &str,
-        (subject, detail): (Option<&str>, Option<&str>),
-        client: Option<&str>,
-        outcome: &str,
-    ) -> Result<i64, StorageError> {
-        self.db.write(|tx| {
-            tx.query_one(
-                INSERT,
-                sql_params![
-                    &s.merchant_id,
-                    s.environment.as_str(),
-                    &s.user_id,
-                    &s.email,
-                    action,
-                    subject,
-                    detail,
-                    client,
-                    system_now_ms() as i64,
-                    outcome
-                ],
-            )?
-            .int(0)
+            action: about.0.to_string(),
         })
     }
 
@@ -221,14 +565,19 @@ impl AuditLog {
         })
     }
 
-    /// A merchant's entries, newest first, one page (and whether more follow).
+    /// A merchant's entries, newest first, one page (and whether more
+    /// follow): one query, the payment each is about with it.
     pub fn list(&self, merchant_id: &str, f: &Filter) -> Result<(Vec<Entry>, bool), StorageError> {
         let rows = self.db.read(|c| {
             c.query(
-                "SELECT id, environment, user_id, email, action, subject, detail, client, at_ms, outcome FROM console_audit
+                "SELECT id, environment, user_id, email, action, subject, detail, client, at_ms, outcome,
+                        reference, amount, currency
+                 FROM console_audit
                  WHERE merchant_id = ?1
                    AND (CAST(?2 AS TEXT) IS NULL OR action = ?2)
                    AND (CAST(?3 AS TEXT) IS NULL OR email = ?3)
+                   AND (CAST(?8 AS TEXT) IS NULL OR outcome = ?8
+                        OR (CAST(?8 AS TEXT) = 'unknown' AND outcome = 'pending'))
                    AND at_ms >= ?4 AND at_ms < ?5 AND id < ?6
                  ORDER BY id DESC LIMIT ?7",
                 sql_params![
@@ -238,7 +587,8 @@ impl AuditLog {
                     f.since_ms.unwrap_or(0) as i64,
                     f.until_ms.map(|u| u as i64).unwrap_or(i64::MAX),
                     f.before_id.unwrap_or(i64::MAX),
-                    PAGE as i64 + 1
+                    PAGE as i64 + 1,
+                    &f.outcome
                 ],
             )
         })?;
@@ -256,6 +606,12 @@ impl AuditLog {
                     client: r.opt_text(7)?,
                     at_ms: r.int(8)? as u64,
                     outcome: r.text(9)?,
+                    payment: Payment {
+                        reference: r.opt_text(10)?,
+                        amount: r.opt_int(11)?,
+                        currency: r.opt_text(12)?,
+                    }
+                    .into_some(),
                 })
             })
             .collect::<Result<Vec<_>, StorageError>>()?;
@@ -263,6 +619,175 @@ impl AuditLog {
         entries.truncate(PAGE);
         Ok((entries, more))
     }
+}
+
+type Resp = Response<Full<Bytes>>;
+
+/// `GET /console/audit` (owners): newest first, filtered by person,
+/// action, outcome and period, paged by `before`.
+pub fn page(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
+    if !s.role.manages_users() {
+        return Err(ConsoleError::Forbidden("owner".into()));
+    }
+    let l = req.lang;
+    let day = |v: Option<String>, shift: u64| -> Result<Option<u64>, ConsoleError> {
+        v.map(|d| {
+            super::payments::date_secs(&d)
+                .map(|secs| (secs + shift) * 1000)
+                .ok_or_else(|| {
+                    ConsoleError::Refused(400, super::payments::plain(l, "bad_date", &["date", &d]))
+                })
+        })
+        .transpose()
+    };
+    let filter = Filter {
+        action: req.param("action"),
+        email: req.param("email"),
+        outcome: req.param("outcome"),
+        since_ms: day(req.param("from"), 0)?,
+        until_ms: day(req.param("to"), 86_400)?,
+        before_id: req.param("before").and_then(|b| b.parse().ok()),
+    };
+    let people = blocking(|| c.users.list(&s.merchant_id)).map_err(super::auth::user_error)?;
+    let emails: Vec<&str> = people.iter().map(|u| u.email.as_str()).collect();
+    let (entries, more) = blocking(|| c.audit.list(&s.merchant_id, &filter))?;
+    let mut body = filters(l, req, &emails);
+    if entries.is_empty() {
+        let _ = write!(body, "<p>{}</p>", t(l, "audit_none"));
+    } else {
+        body.push_str(&table(l, &entries, Zone::Utc));
+    }
+    if more && let Some(last) = entries.last() {
+        let mut q = url::form_urlencoded::Serializer::new(String::new());
+        for name in ["email", "action", "outcome", "from", "to"] {
+            if let Some(v) = req.param(name) {
+                q.append_pair(name, &v);
+            }
+        }
+        q.append_pair("before", &last.id.to_string());
+        let _ = write!(
+            body,
+            "<p><a rel=\"next\" href=\"/console/audit?{}\">{} →</a></p>",
+            esc(&q.finish()),
+            t(l, "older")
+        );
+    }
+    Ok(web::page_response(
+        200,
+        html::page(l, Some(s), t(l, "audit"), &body),
+    ))
+}
+
+/// A `<select>` of `name`: "any" first, then each (value, words), the
+/// query's value chosen.
+fn choice(req: &Req, name: &str, any: &str, options: &[(&str, String)]) -> String {
+    let current = req.param(name).unwrap_or_default();
+    let mut out = format!(
+        "<select name=\"{name}\"><option value=\"\">{}</option>",
+        esc(any)
+    );
+    for (value, words) in options {
+        let _ = write!(
+            out,
+            "<option value=\"{}\"{}>{}</option>",
+            esc(value),
+            if *value == current { " selected" } else { "" },
+            esc(words)
+        );
+    }
+    out.push_str("</select>");
+    out
+}
+
+/// The log's filters, as the query has them: the team's people, the
+/// actions, the outcomes and a period.
+fn filters(l: Lang, req: &Req, emails: &[&str]) -> String {
+    let people: Vec<(&str, String)> = emails.iter().map(|e| (*e, e.to_string())).collect();
+    let actions: Vec<(&str, String)> = ACTIONS.iter().map(|a| (*a, action_words(l, a))).collect();
+    let outcomes = [
+        ("done", t(l, "outcome_done").to_string()),
+        ("refused", t(l, "outcome_refused").to_string()),
+        ("unknown", t(l, "audit_not_known").to_string()),
+    ];
+    let date = |name: &str| esc(req.param(name).as_deref().unwrap_or_default());
+    format!(
+        "<form method=\"get\" action=\"/console/audit\"><fieldset>\
+         <label>{w}{people}</label><label>{a}{actions}</label><label>{o}{outcomes}</label>\
+         <label>{f}<input name=\"from\" type=\"date\" value=\"{fv}\"></label>\
+         <label>{to}<input name=\"to\" type=\"date\" value=\"{tv}\"></label>\
+         <button>{filter}</button></fieldset></form>",
+        w = t(l, "who"),
+        people = choice(req, "email", t(l, "audit_everyone"), &people),
+        a = t(l, "action"),
+        actions = choice(req, "action", t(l, "audit_any_action"), &actions),
+        o = t(l, "outcome"),
+        outcomes = choice(req, "outcome", t(l, "audit_any_outcome"), &outcomes),
+        f = t(l, "from"),
+        fv = date("from"),
+        to = t(l, "to"),
+        tv = date("to"),
+        filter = t(l, "filter"),
+    )
+}
+
+/// The entries as a table: what each was about names its payment by the
+/// merchant's reference and amount, linked to the payment's page.
+fn table(l: Lang, entries: &[Entry], zone: Zone) -> String {
+    let mut out = format!(
+        "<table><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",
+        t(l, "when"),
+        t(l, "who"),
+        t(l, "what"),
+        t(l, "outcome"),
+        t(l, "environment"),
+        t(l, "where")
+    );
+    for e in entries {
+        let outcome = match e.outcome.as_str() {
+            "done" => t(l, "outcome_done"),
+            "refused" => t(l, "outcome_refused"),
+            "unknown" => t(l, "outcome_unknown"),
+            _ => t(l, "outcome_pending"),
+        };
+        let mut about = about(l, e);
+        about.extend(e.detail.as_deref().map(esc));
+        let about = if about.is_empty() {
+            String::new()
+        } else {
+            format!("<br>{}", about.join(" · "))
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{} <strong>{}</strong>{about}</td><td>{outcome}</td><td>{}</td><td>{}</td></tr>",
+            zone.when(e.at_ms),
+            esc(&e.email),
+            esc(&action_words(l, &e.action)),
+            esc(&e.action),
+            esc(&e.environment),
+            esc(e.client.as_deref().unwrap_or_default()),
+        );
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+/// What an entry was about, as HTML: its payment (the reference, linked,
+/// and the amount), else its subject's id.
+fn about(l: Lang, e: &Entry) -> Vec<String> {
+    let id = e.subject.as_deref().unwrap_or_default();
+    let Some(p) = &e.payment else {
+        return (!id.is_empty()).then(|| esc(id)).into_iter().collect();
+    };
+    let name = esc(p.reference.as_deref().unwrap_or(id));
+    let mut out = vec![if id.is_empty() {
+        name
+    } else {
+        format!("<a href=\"/console/payments/{}\">{name}</a>", esc(id))
+    }];
+    if let (Some(a), Some(cur)) = (p.amount, &p.currency) {
+        out.push(esc(&format::money(l, a, cur)));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -357,5 +882,157 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn refusals_sign_ins_and_payments_are_kept_and_the_list_narrows_to_what_is_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, m) = crate::console::test_shop(&dir);
+        let users = Users::new(db.clone());
+        let agent = users
+            .invite(&m.id, "agent@shop.bj", Role::Support)
+            .unwrap()
+            .user;
+        let owner = users
+            .invite(&m.id, "owner@shop.bj", Role::Owner)
+            .unwrap()
+            .user;
+        let sessions = Sessions::new(db.clone());
+        let session = |id: &str| {
+            let token = sessions.open(id, false, None).unwrap();
+            sessions.find(&token).unwrap().unwrap()
+        };
+        let (a, o) = (session(&agent.id), session(&owner.id));
+        let log = AuditLog::new(db);
+
+        let payment = Payment {
+            reference: Some("order-42".into()),
+            amount: Some(15_000),
+            currency: Some("XOF".into()),
+        };
+        log.refused(
+            &a,
+            ("payment.refund", Some("pay_1"), Some(&payment)),
+            "403 insufficient_scope",
+            Some("10.0.0.1"),
+        )
+        .unwrap();
+        log.sign_in_refused(" Agent@Shop.bj ", false, None).unwrap();
+        log.sign_in_refused("nobody@shop.bj", false, None).unwrap();
+        // An owner's reset, then the link it gave: the reset's first password.
+        log.record(&o, "user.reset", Some(&agent.id), None, None)
+            .unwrap();
+        log.link_accepted(&a, None).unwrap();
+        log.link_accepted(&o, None).unwrap();
+        let lost = log
+            .begin(&o, "payment.cancel", Some("pay_2"), None, None)
+            .unwrap();
+        drop(lost);
+
+        let list = |f: Filter| {
+            let (entries, _) = log.list(&m.id, &f).unwrap();
+            entries
+                .into_iter()
+                .rev()
+                .map(|e| (e.email, e.action, e.outcome, e.detail))
+                .collect::<Vec<_>>()
+        };
+        let entry = |who: &str, action: &str, outcome: &str, detail: Option<&str>| {
+            (
+                who.to_string(),
+                action.to_string(),
+                outcome.to_string(),
+                detail.map(str::to_string),
+            )
+        };
+        let refund = entry(
+            "agent@shop.bj",
+            "payment.refund",
+            "refused",
+            Some("403 insufficient_scope"),
+        );
+        let refused_sign_in = entry(
+            "agent@shop.bj",
+            "session.sign_in",
+            "refused",
+            Some("wrong password"),
+        );
+        assert_eq!(
+            list(Filter {
+                outcome: Some("refused".into()),
+                ..Filter::default()
+            }),
+            vec![refund.clone(), refused_sign_in.clone()],
+            "an address nobody has is in no merchant's log"
+        );
+        assert_eq!(
+            list(Filter {
+                email: Some("agent@shop.bj".into()),
+                ..Filter::default()
+            }),
+            vec![
+                refund,
+                refused_sign_in,
+                entry("agent@shop.bj", "user.reset_accepted", "done", None),
+                entry(
+                    "agent@shop.bj",
+                    "session.sign_in",
+                    "done",
+                    Some("first password after a reset")
+                ),
+            ]
+        );
+        assert_eq!(
+            list(Filter {
+                action: Some("session.sign_in".into()),
+                email: Some("owner@shop.bj".into()),
+                ..Filter::default()
+            }),
+            vec![entry(
+                "owner@shop.bj",
+                "session.sign_in",
+                "done",
+                Some("first password of an invitation")
+            )]
+        );
+        // Not known: no answer, or the node stopped before it.
+        assert_eq!(
+            list(Filter {
+                outcome: Some("unknown".into()),
+                ..Filter::default()
+            }),
+            vec![entry("owner@shop.bj", "payment.cancel", "pending", None)]
+        );
+        let (entries, _) = log
+            .list(
+                &m.id,
+                &Filter {
+                    action: Some("payment.refund".into()),
+                    ..Filter::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(entries[0].payment.as_ref(), Some(&payment));
+        assert_eq!(entries[0].client.as_deref(), Some("10.0.0.1"));
+        let page = table(Lang::En, &entries, Zone::Utc);
+        assert!(
+            page.contains("<a href=\"/console/payments/pay_1\">order-42</a> · 15,000 XOF · 403 insufficient_scope")
+                && page.contains("Refund <strong>payment.refund</strong>"),
+            "{page}"
+        );
+    }
+
+    #[test]
+    fn every_action_offered_has_words_in_both_languages() {
+        for action in ACTIONS {
+            for l in [Lang::En, Lang::Fr] {
+                assert_ne!(action_words(l, action), *action, "{action} in {l:?}");
+            }
+        }
+        let mut keys: Vec<&str> = WORDS.iter().map(|(k, _, _)| *k).collect();
+        keys.sort_unstable();
+        let n = keys.len();
+        keys.dedup();
+        assert_eq!(keys.len(), n, "a word listed twice");
     }
 }

@@ -99,6 +99,7 @@ pub async fn sign_in(c: &Console, req: &Req) -> Result<Resp, ConsoleError> {
         }
     };
     let now_secs = system_now_ms() / 1000;
+    let password_right = found.is_some();
     let passed = found.and_then(|cred| match &cred.totp_secret {
         None => Some((cred.user, false)),
         Some(secret) => {
@@ -110,6 +111,10 @@ pub async fn sign_in(c: &Console, req: &Req) -> Result<Resp, ConsoleError> {
         }
     });
     let Some((user, mfa)) = passed else {
+        blocking(|| {
+            c.audit
+                .sign_in_refused(&email, password_right, req.client.as_deref())
+        })?;
         return Ok(sign_in_page(
             c,
             req,
@@ -120,10 +125,7 @@ pub async fn sign_in(c: &Console, req: &Req) -> Result<Resp, ConsoleError> {
     blocking(|| c.throttle.succeeded(&email, &client))?;
     let token = blocking(|| c.sessions.open(&user.id, mfa, req.client.as_deref()))?;
     if let Some(s) = blocking(|| c.sessions.find(&token))? {
-        blocking(|| {
-            c.audit
-                .record(&s, "session.sign_in", None, None, req.client.as_deref())
-        })?;
+        blocking(|| c.audit.signed_in(&s, mfa, req.client.as_deref()))?;
     }
     Ok(signed_in(c, &token))
 }
@@ -207,6 +209,9 @@ pub async fn accept_invite(c: &Console, req: &Req, token: &str) -> Result<Resp, 
     // The person who chose the password sets up the second factor here: a
     // session opened by a password alone may not.
     let token = blocking(|| c.sessions.open_from_link(&user.id, req.client.as_deref()))?;
+    if let Some(s) = blocking(|| c.sessions.find(&token))? {
+        blocking(|| c.audit.link_accepted(&s, req.client.as_deref()))?;
+    }
     Ok(signed_in(c, &token))
 }
 
@@ -359,6 +364,7 @@ fn replace_factor(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleEr
         return security_page(c, req, s, Some((&why, true)));
     }
     blocking(|| c.users.start_totp(&s.user_id)).map_err(user_error)?;
+    blocking(|| c.audit.factor_replaced(s, req.client.as_deref()))?;
     blocking(|| c.sessions.allow_enrolment(&s.token_hash))?;
     Ok(web::redirect("/console/security"))
 }

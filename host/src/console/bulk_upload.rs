@@ -206,10 +206,7 @@ pub async fn upload(
     let l = req.lang;
     // The role's scope first: a person who may not create a batch learns
     // that, not that their file is wrong.
-    s.role
-        .scopes()
-        .allow("POST", IMPORT)
-        .map_err(api::forbidden)?;
+    api::permitted(app, c, req, s, ("POST", IMPORT), ("bulk.upload", None)).await?;
     let form = read_form(app, req, s).await?;
     let Some((filename, file)) = form.file else {
         return Ok(Uploaded::Refused(400, html::notice(t(l, "no_file"), true)));
@@ -236,7 +233,7 @@ pub async fn upload(
         &req.request_id,
     );
     let audit = ("bulk.upload", None, Some(filename.as_str()));
-    let (entry, answer) = match api::audited(c, req, s, audit, request).await? {
+    let (entry, answer) = match api::audited(app, c, req, s, audit, request).await? {
         Ok(accepted) => accepted,
         Err(refused) => {
             let error = refused.json()["error"].clone();

@@ -158,7 +158,7 @@ pub async fn add(
         Some(&payload),
     );
     let audit = ("endpoint.add", None, Some(url.as_str()));
-    let (entry, answer) = match api::audited(c, req, s, audit, request).await? {
+    let (entry, answer) = match api::audited(app, c, req, s, audit, request).await? {
         Ok(accepted) => accepted,
         Err(refused) if refused.status == 400 => {
             let ConsoleError::Refused(_, m) = refused.refusal(req.lang) else {

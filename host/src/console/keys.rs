@@ -182,6 +182,7 @@ pub fn create(app: &App, c: &Console, req: &Req, s: &Session) -> Result<Resp, Co
         )
     })?
     .map_err(|e| ConsoleError::Unavailable(e.to_string()))?;
+    blocking(|| c.audit.key_shown(s, &created.id, req.client.as_deref()))?;
     let shown = format!(
         "{}<p><code class=\"secret\">{}</code></p>",
         html::notice(t(l, "key_once"), false),

@@ -83,6 +83,7 @@ pub async fn list(
     let filter = Filter {
         action: Some(ACTION.into()),
         email: None,
+        outcome: None,
         since_ms: None,
         until_ms: None,
         before_id: req.param("before").and_then(|b| b.parse().ok()),
@@ -171,10 +172,15 @@ pub async fn create(
     s: &Session,
 ) -> Result<Resp, ConsoleError> {
     check_csrf(req, s)?;
-    s.role
-        .scopes()
-        .allow("POST", "/api/v1/collect/payments")
-        .map_err(api::forbidden)?;
+    api::permitted(
+        app,
+        c,
+        req,
+        s,
+        ("POST", "/api/v1/collect/payments"),
+        (ACTION, None),
+    )
+    .await?;
     let (amount, days, description) = match read(req) {
         Ok(v) => v,
         Err(m) => return list(app, c, req, s, Some((400, html::notice(&m, true)))).await,
@@ -210,7 +216,7 @@ pub async fn create(
         &req.request_id,
     );
     let audit = (ACTION, None, Some(asked.as_str()));
-    let (entry, answer) = match api::audited(c, req, s, audit, request).await? {
+    let (entry, answer) = match api::audited(app, c, req, s, audit, request).await? {
         Ok(accepted) => accepted,
         Err(refused) if matches!(refused.status, 400 | 422) => {
             let ConsoleError::Refused(_, m) = refused.refusal(req.lang) else {

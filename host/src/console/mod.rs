@@ -355,7 +355,7 @@ async fn page(
         ("GET", ["team", id, what @ ("remove" | "reset")]) => team::confirm(c, req, s, id, what),
         ("POST", ["team", id, "remove"]) => team::remove(c, req, s, id),
         ("POST", ["team", id, "reset"]) => team::reset(c, &app.base_url, req, s, id).await,
-        ("GET", ["audit"]) => team::audit_page(c, req, s),
+        ("GET", ["audit"]) => audit::page(c, req, s),
         ("GET", ["finance"]) => finance::page(app, req, s).await,
         ("GET", ["finance.csv"]) => finance::csv(app, req, s).await,
         ("POST", ["finance", "run"]) => finance::run(app, c, req, s).await,

@@ -210,10 +210,15 @@ pub async fn refund(
     check_csrf(req, s)?;
     let path = format!("/api/v1/collect/payments/{id}/refunds");
     // Refused before the confirmation, by the check the action itself passes.
-    s.role
-        .scopes()
-        .allow("POST", &path)
-        .map_err(api::forbidden)?;
+    api::permitted(
+        app,
+        c,
+        req,
+        s,
+        ("POST", &path),
+        ("payment.refund", Some(id)),
+    )
+    .await?;
     let amount = match req.field("amount").filter(|a| !a.trim().is_empty()) {
         None => None,
         Some(a) => match typed_amount(req.lang, &a) {
@@ -287,7 +292,7 @@ pub async fn refund(
         &req.request_id,
     );
     let audit = ("payment.refund", Some(id), Some(asked.as_str()));
-    let (entry, answer) = match api::audited(c, req, s, audit, request).await? {
+    let (entry, answer) = match api::audited(app, c, req, s, audit, request).await? {
         Ok(accepted) => accepted,
         Err(refused) => {
             let err = refused.refusal(req.lang);

@@ -204,16 +204,24 @@ impl Sessions {
         })
     }
 
-    /// Ends a session of one of the merchant's users; false if there was none.
-    pub fn end(&self, merchant_id: &str, token_hash: &str) -> Result<bool, StorageError> {
-        let n = self.db.write(|tx| {
-            tx.execute(
-                "DELETE FROM console_sessions WHERE token_hash = ?1
-                 AND user_id IN (SELECT id FROM console_users WHERE merchant_id = ?2)",
+    /// Ends a session of one of the merchant's users: the email of the
+    /// person it was, for the log to name; none if there was no such session.
+    pub fn end(&self, merchant_id: &str, token_hash: &str) -> Result<Option<String>, StorageError> {
+        self.db.write(|tx| {
+            let Some(r) = tx.query_opt(
+                "SELECT u.email FROM console_sessions s JOIN console_users u ON u.id = s.user_id
+                 WHERE s.token_hash = ?1 AND u.merchant_id = ?2",
                 sql_params![token_hash, merchant_id],
-            )
-        })?;
-        Ok(n == 1)
+            )?
+            else {
+                return Ok(None);
+            };
+            tx.execute(
+                "DELETE FROM console_sessions WHERE token_hash = ?1",
+                sql_params![token_hash],
+            )?;
+            Ok(Some(r.text(0)?))
+        })
     }
 
     pub fn set_environment(&self, token_hash: &str, env: Environment) -> Result<(), StorageError> {

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::Response;
 
-use super::audit::{Filter, Outcome};
+use super::audit::Outcome;
 use super::auth::user_error;
 use super::format::Zone;
 use super::html::{self, esc, t, tf, when};
@@ -174,12 +174,15 @@ pub fn end_session(
     check_csrf(req, s)?;
     owner_only(s)?;
     let end = || match c.sessions.end(&s.merchant_id, token_hash) {
-        Ok(true) => Ok(()),
-        Ok(false) => Err(ConsoleError::NotFound),
+        Ok(Some(email)) => Ok(email),
+        Ok(None) => Err(ConsoleError::NotFound),
         Err(e) => Err(e.into()),
     };
     let audit = ("session.end", None, req.client.as_deref());
-    blocking(|| c.audit.act(s, audit, end, |_| (None, None)))??;
+    blocking(|| {
+        c.audit
+            .act(s, audit, end, |email| (None, Some(email.clone())))
+    })??;
     Ok(web::redirect("/console/team"))
 }
 
@@ -493,102 +496,4 @@ pub fn set_zone(
     })?
     .map_err(|e| ConsoleError::Unavailable(e.to_string()))?;
     Ok(web::redirect("/console/team?done=zone"))
-}
-
-/// The audit log's filters, as the query has them.
-fn audit_form(l: html::Lang, req: &Req) -> String {
-    let v = |o: &Option<String>| esc(o.as_deref().unwrap_or_default());
-    format!(
-        "<form method=\"get\" action=\"/console/audit\"><fieldset>\
-         <label>{a}<input name=\"action\" value=\"{av}\" placeholder=\"payment.refund\"></label>\
-         <label>{w}<input name=\"email\" type=\"email\" value=\"{ev}\"></label>\
-         <label>{f}<input name=\"from\" type=\"date\" value=\"{fv}\"></label>\
-         <label>{to}<input name=\"to\" type=\"date\" value=\"{tv}\"></label>\
-         <button>{filter}</button></fieldset></form>",
-        a = t(l, "action"),
-        av = v(&req.param("action")),
-        w = t(l, "who"),
-        ev = v(&req.param("email")),
-        f = t(l, "from"),
-        fv = v(&req.param("from")),
-        to = t(l, "to"),
-        tv = v(&req.param("to")),
-        filter = t(l, "filter"),
-    )
-}
-
-/// `GET /console/audit` (owners): newest first, filtered by action, person
-/// and period, paged by `before`.
-pub fn audit_page(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
-    owner_only(s)?;
-    let l = req.lang;
-    let day = |v: Option<String>, shift: u64| -> Result<Option<u64>, ConsoleError> {
-        v.map(|d| {
-            super::payments::date_secs(&d)
-                .map(|secs| (secs + shift) * 1000)
-                .ok_or_else(|| {
-                    ConsoleError::Refused(400, super::payments::plain(l, "bad_date", &["date", &d]))
-                })
-        })
-        .transpose()
-    };
-    let filter = Filter {
-        action: req.param("action"),
-        email: req.param("email"),
-        since_ms: day(req.param("from"), 0)?,
-        until_ms: day(req.param("to"), 86_400)?,
-        before_id: req.param("before").and_then(|b| b.parse().ok()),
-    };
-    let (entries, more) = blocking(|| c.audit.list(&s.merchant_id, &filter))?;
-    let v = |o: &Option<String>| esc(o.as_deref().unwrap_or_default());
-    let mut body = audit_form(l, req);
-    let _ = write!(
-        body,
-        "<table><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",
-        t(l, "when"),
-        t(l, "who"),
-        t(l, "what"),
-        t(l, "outcome"),
-        t(l, "environment"),
-        t(l, "where")
-    );
-    for e in &entries {
-        let outcome = match e.outcome.as_str() {
-            "done" => t(l, "outcome_done"),
-            "refused" => t(l, "outcome_refused"),
-            "unknown" => t(l, "outcome_unknown"),
-            _ => t(l, "outcome_pending"),
-        };
-        let _ = write!(
-            body,
-            "<tr><td>{}</td><td>{}</td><td><strong>{}</strong> {} {}</td><td>{outcome}</td><td>{}</td><td>{}</td></tr>",
-            when(e.at_ms),
-            esc(&e.email),
-            esc(&e.action),
-            v(&e.subject),
-            v(&e.detail),
-            esc(&e.environment),
-            v(&e.client),
-        );
-    }
-    body.push_str("</tbody></table>");
-    if more && let Some(last) = entries.last() {
-        let mut q = url::form_urlencoded::Serializer::new(String::new());
-        for name in ["action", "email", "from", "to"] {
-            if let Some(v) = req.param(name) {
-                q.append_pair(name, &v);
-            }
-        }
-        q.append_pair("before", &last.id.to_string());
-        let _ = write!(
-            body,
-            "<p><a rel=\"next\" href=\"/console/audit?{}\">{} →</a></p>",
-            esc(&q.finish()),
-            t(l, "older")
-        );
-    }
-    Ok(web::page_response(
-        200,
-        html::page(l, Some(s), t(l, "audit"), &body),
-    ))
 }

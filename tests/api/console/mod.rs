@@ -3,6 +3,7 @@
 
 mod abuse;
 mod access;
+mod audit;
 mod browser;
 mod bulk;
 mod developers;
