@@ -655,7 +655,7 @@ pub fn page(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
     if entries.is_empty() {
         let _ = write!(body, "<p>{}</p>", t(l, "audit_none"));
     } else {
-        body.push_str(&table(l, &entries, Zone::Utc));
+        body.push_str(&table(l, &entries, s.zone));
     }
     if more && let Some(last) = entries.last() {
         let mut q = url::form_urlencoded::Serializer::new(String::new());

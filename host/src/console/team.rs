@@ -14,7 +14,7 @@ use hyper::Response;
 use super::audit::Outcome;
 use super::auth::user_error;
 use super::format::Zone;
-use super::html::{self, esc, t, tf, when};
+use super::html::{self, esc, t, tf};
 use super::payments::plain;
 use super::sessions::Session;
 use super::users::{Role, UserError};
