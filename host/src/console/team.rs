@@ -87,7 +87,11 @@ pub fn page(
     if s.role.manages_users() {
         let roles: String = Role::ALL
             .iter()
-            .map(|r| format!("<option>{}</option>", r.as_str()))
+            // The least role unless the owner chooses another.
+            .map(|r| {
+                let selected = if *r == Role::Support { " selected" } else { "" };
+                format!("<option{selected}>{}</option>", r.as_str())
+            })
             .collect();
         let _ = write!(
             body,
