@@ -6,6 +6,7 @@ pub const TABLES: &[&[(&str, &str, &str)]] = &[
     MORE,
     super::charts::WORDS,
     super::totp::WORDS,
+    super::keys::WORDS,
     super::audit::WORDS,
     super::format::WORDS,
 ];
