@@ -5,7 +5,9 @@
 //!
 //! A key made in the console remembers the person who made it, and acts as
 //! that person for maker-checker; a key made with `mmc keys` is a service
-//! key, behind which the service knows no one.
+//! key, behind which the service knows no one. A console key has a name; every
+//! key made now keeps its first characters to be told apart in lists, and
+//! when it was last used (to the minute: see [`LAST_USED_EVERY`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -67,6 +69,13 @@ pub struct CreatedKey {
 #[derive(Debug, Clone)]
 pub struct KeyInfo {
     pub id: String,
+    /// What its maker called it (none: a service key, or one made before names).
+    pub name: Option<String>,
+    /// The key's first characters (`mk_test_3f9a1c0b`), to tell it apart;
+    /// none for keys made before they were kept.
+    pub prefix: Option<String>,
+    /// When it last authenticated, to within [`LAST_USED_EVERY`]; none: never.
+    pub last_used_ms: Option<u64>,
     pub scopes: Scopes,
     /// The console user who made it (`usr_…`); none for a service key.
     pub made_by: Option<String>,
@@ -116,6 +125,8 @@ pub enum AccountError {
     UnknownMerchant(String),
     #[error("no API key with id {0}")]
     UnknownKey(String),
+    #[error("a key's name must be 1 to {MAX_KEY_NAME_CHARS} characters")]
+    InvalidKeyName,
     #[error(transparent)]
     Storage(#[from] StorageError),
 }
@@ -127,6 +138,42 @@ const KEY_CACHE_TTL: Duration = Duration::from_millis(500);
 /// Entries kept at most; the cache is emptied when full.
 const KEY_CACHE_MAX: usize = 10_000;
 
+/// Longest name of a key.
+pub const MAX_KEY_NAME_CHARS: usize = 64;
+/// Characters of a key kept after its environment's prefix to show in
+/// lists: 32 of its 128 random bits, too few to help guess the rest.
+const SHOWN_KEY_CHARS: usize = 8;
+/// A key's last use is written at most this often per node: the API's
+/// requests are not each a write.
+pub const LAST_USED_EVERY: Duration = Duration::from_secs(60);
+
+/// A key's name as kept: trimmed, 1 to [`MAX_KEY_NAME_CHARS`] characters,
+/// no control characters.
+pub fn key_name(raw: &str) -> Result<String, AccountError> {
+    let name = raw.trim();
+    let chars = name.chars().count();
+    if chars == 0 || chars > MAX_KEY_NAME_CHARS || name.chars().any(char::is_control) {
+        return Err(AccountError::InvalidKeyName);
+    }
+    Ok(name.to_string())
+}
+
+/// What a person asked to make in the console: a key of that name, made by
+/// the form whose idempotency key is `request` (a form submitted again
+/// makes no second key).
+pub struct KeyRequest<'a> {
+    pub user_id: &'a str,
+    pub name: &'a str,
+    pub request: Option<&'a str>,
+}
+
+/// A person's key: made now (shown once), or made before by the same form.
+#[derive(Debug)]
+pub enum PersonKey {
+    Made(CreatedKey),
+    MadeBefore { id: String },
+}
+
 #[derive(Clone)]
 pub struct Accounts {
     db: SqlDb,
@@ -134,6 +181,8 @@ pub struct Accounts {
     /// so a key created a moment ago works at once. Keyed by the digest, not
     /// its hex: a hit allocates nothing for the key.
     cache: Arc<Mutex<HashMap<KeyDigest, (Principal, Instant)>>>,
+    /// key id → when this node last wrote its last use.
+    last_use_written: Arc<Mutex<HashMap<String, Instant>>>,
 }
 
 /// The stored form of a presented key, if it has the shape of one: a
@@ -179,6 +228,7 @@ impl Accounts {
         Accounts {
             db,
             cache: Arc::default(),
+            last_use_written: Arc::default(),
         }
     }
 
@@ -237,28 +287,60 @@ impl Accounts {
         scopes: Option<Scopes>,
     ) -> Result<CreatedKey, AccountError> {
         self.insert_key(merchant_id, environment, scopes, None)
+            .map(|made| match made {
+                PersonKey::Made(k) => k,
+                PersonKey::MadeBefore { .. } => unreachable!("a service key has no request"),
+            })
     }
 
-    /// A key made in the console by the user `user_id` (`usr_…`): it acts as
-    /// that person for maker-checker.
+    /// A key made in the console by the user `asked.user_id` (`usr_…`): it
+    /// acts as that person for maker-checker.
     pub fn create_person_key(
         &self,
         merchant_id: &str,
         environment: Environment,
         scopes: Scopes,
-        user_id: &str,
-    ) -> Result<CreatedKey, AccountError> {
-        self.insert_key(merchant_id, environment, Some(scopes), Some(user_id))
+        asked: &KeyRequest,
+    ) -> Result<PersonKey, AccountError> {
+        let name = key_name(asked.name)?;
+        self.insert_key(
+            merchant_id,
+            environment,
+            Some(scopes),
+            Some((asked.user_id, name.as_str(), asked.request)),
+        )
     }
 
+    /// The key a person's form (its idempotency key `request`) made, if any.
+    pub fn requested_key(
+        &self,
+        merchant_id: &str,
+        user_id: &str,
+        request: &str,
+    ) -> Result<Option<String>, AccountError> {
+        let row = self.db.read(|c| {
+            c.query_opt(
+                "SELECT id FROM api_keys WHERE merchant_id = ?1 AND created_by_user = ?2 AND request_key = ?3",
+                sql_params![merchant_id, user_id, request],
+            )
+        })?;
+        Ok(row.map(|r| r.text(0)).transpose()?)
+    }
+
+    /// `person`: (user id, name, form's idempotency key) of a console key.
     fn insert_key(
         &self,
         merchant_id: &str,
         environment: Environment,
         scopes: Option<Scopes>,
-        made_by: Option<&str>,
-    ) -> Result<CreatedKey, AccountError> {
+        person: Option<(&str, &str, Option<&str>)>,
+    ) -> Result<PersonKey, AccountError> {
+        let (made_by, name, request) = match person {
+            Some((user, name, request)) => (Some(user), Some(name), request),
+            None => (None, None, None),
+        };
         let key = format!("mk_{}_{}", environment.as_str(), Uuid::new_v4().simple());
+        let shown_prefix = key[..KEY_PREFIX_LEN + SHOWN_KEY_CHARS].to_string();
         let hash = hash_key(&key).expect("a key we made has the shape of one");
         let created = CreatedKey {
             id: format!("key_{}", Uuid::new_v4().simple()),
@@ -275,18 +357,27 @@ impl Accounts {
         let result = self.db.write(|tx| {
             let exists = tx.query_opt("SELECT 1 FROM merchants WHERE id = ?1", sql_params![merchant_id])?;
             if exists.is_none() {
-                return Ok(false);
+                return Ok(None);
+            }
+            if let (Some(user), Some(request)) = (made_by, request) {
+                // The same form sent twice at once: the second waits, then finds the first's key.
+                tx.lock(&format!("api_keys:{merchant_id}"))?;
+                let before = tx.query_opt(
+                    "SELECT id FROM api_keys WHERE merchant_id = ?1 AND created_by_user = ?2 AND request_key = ?3",
+                    sql_params![merchant_id, user, request],
+                )?;
+                if let Some(r) = before {
+                    return Ok(Some(PersonKey::MadeBefore { id: r.text(0)? }));
+                }
             }
             tx.execute(
-                "INSERT INTO api_keys (id, key_hash, merchant_id, environment, created_ms, scopes, created_by_user) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                sql_params![&created.id, &hash, merchant_id, environment.as_str(), system_now_ms() as i64, &stored, made_by],
+                "INSERT INTO api_keys (id, key_hash, merchant_id, environment, created_ms, scopes, created_by_user, name, shown_prefix, request_key)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                sql_params![&created.id, &hash, merchant_id, environment.as_str(), system_now_ms() as i64, &stored, made_by, name, &shown_prefix, request],
             )?;
-            Ok(true)
+            Ok(Some(PersonKey::Made(created.clone())))
         })?;
-        if !result {
-            return Err(AccountError::UnknownMerchant(merchant_id.to_string()));
-        }
-        Ok(created)
+        result.ok_or_else(|| AccountError::UnknownMerchant(merchant_id.to_string()))
     }
 
     /// Turns the maker-checker rule on or off for a merchant's environment.
@@ -366,8 +457,8 @@ impl Accounts {
     ) -> Result<Vec<KeyInfo>, AccountError> {
         Ok(self.db.read(|c| {
             c.query(
-                "SELECT id, scopes, created_ms, revoked_ms, created_by_user FROM api_keys
-                 WHERE merchant_id = ?1 AND environment = ?2 ORDER BY created_ms DESC, id",
+                "SELECT id, scopes, created_ms, revoked_ms, created_by_user, name, shown_prefix, last_used_ms
+                 FROM api_keys WHERE merchant_id = ?1 AND environment = ?2 ORDER BY created_ms DESC, id",
                 sql_params![merchant_id, environment.as_str()],
             )?
             .iter()
@@ -378,6 +469,9 @@ impl Accounts {
                     created_ms: r.int(2)? as u64,
                     revoked_ms: r.opt_int(3)?.map(|v| v as u64),
                     made_by: r.opt_text(4)?,
+                    name: r.opt_text(5)?,
+                    prefix: r.opt_text(6)?,
+                    last_used_ms: r.opt_int(7)?.map(|v| v as u64),
                 })
             })
             .collect::<Result<Vec<_>, StorageError>>()
@@ -401,13 +495,58 @@ impl Accounts {
             // A prefix that names the other environment is not this key.
             .filter(|p| key_environment(presented.trim()).is_none_or(|e| e == p.environment));
         if let Some(p) = &found {
-            let mut cache = self.cache.lock();
-            if cache.len() >= KEY_CACHE_MAX {
-                cache.clear();
+            {
+                let mut cache = self.cache.lock();
+                if cache.len() >= KEY_CACHE_MAX {
+                    cache.clear();
+                }
+                cache.insert(digest, (p.clone(), read_at));
             }
-            cache.insert(digest, (p.clone(), read_at));
+            // Here, not on a cache hit: a key in use is looked up again
+            // every KEY_CACHE_TTL, often enough for a time to the minute.
+            self.note_use(&p.key_id);
         }
         Ok(found)
+    }
+
+    /// Writes that `key_id` was used now, unless this node wrote it less
+    /// than [`LAST_USED_EVERY`] ago; the write runs off the request (on
+    /// the runtime's blocking threads when there is one).
+    fn note_use(&self, key_id: &str) {
+        {
+            let mut written = self.last_use_written.lock();
+            if written
+                .get(key_id)
+                .is_some_and(|at| at.elapsed() < LAST_USED_EVERY)
+            {
+                return;
+            }
+            if written.len() >= KEY_CACHE_MAX {
+                written.clear();
+            }
+            written.insert(key_id.to_string(), Instant::now());
+        }
+        let (db, key_id) = (self.db.clone(), key_id.to_string());
+        let write = move || {
+            let now = system_now_ms() as i64;
+            let every = LAST_USED_EVERY.as_millis() as i64;
+            // Another node may have written it within the minute.
+            let written = db.write(|tx| {
+                tx.execute(
+                    "UPDATE api_keys SET last_used_ms = ?2 WHERE id = ?1
+                     AND (last_used_ms IS NULL OR last_used_ms <= ?3)",
+                    sql_params![&key_id, now, now - every],
+                )
+            });
+            if let Err(e) = written {
+                // A time of last use is worth no refused request.
+                tracing::warn!(key_id, error = %e, "cannot record the key's last use");
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn_blocking(write)),
+            Err(_) => write(),
+        }
     }
 
     /// What is known of a key without the database: `Some(None)` for a key
@@ -495,6 +634,73 @@ mod tests {
             accounts.create_key("nope", Environment::Test),
             Err(AccountError::UnknownMerchant(_))
         ));
+    }
+
+    #[test]
+    fn a_person_key_is_named_made_once_per_form_and_its_use_written_once_a_minute() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqlDb::new(Arc::new(
+            crate::db::Sqlite::open(&dir.path().join("a.db")).unwrap(),
+        ));
+        let accounts = Accounts::new(db.clone());
+        let m = accounts.create_merchant("Shop").unwrap();
+        let scopes = Scopes::parse("payments:read").unwrap();
+        let ask = |name, request| KeyRequest {
+            user_id: "usr_1",
+            name,
+            request,
+        };
+        let long = "x".repeat(65);
+        for bad in ["", "  ", &long, "a\nb"] {
+            assert!(matches!(
+                accounts.create_person_key(&m.id, Environment::Test, scopes, &ask(bad, None)),
+                Err(AccountError::InvalidKeyName)
+            ));
+        }
+        let made = accounts
+            .create_person_key(&m.id, Environment::Test, scopes, &ask(" Till ", Some("f1")))
+            .unwrap();
+        let PersonKey::Made(k) = made else {
+            panic!("{made:?}")
+        };
+        let again = accounts
+            .create_person_key(&m.id, Environment::Test, scopes, &ask("Till", Some("f1")))
+            .unwrap();
+        assert!(
+            matches!(&again, PersonKey::MadeBefore { id } if *id == k.id),
+            "{again:?}"
+        );
+        assert_eq!(
+            accounts.requested_key(&m.id, "usr_1", "f1").unwrap(),
+            Some(k.id.clone())
+        );
+        let listed = accounts.list_keys(&m.id, Environment::Test).unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].name.as_deref(), Some("Till"));
+        assert_eq!(listed[0].prefix.as_deref(), Some(&k.key[..16]));
+        assert_eq!(listed[0].last_used_ms, None);
+
+        let used = || accounts.list_keys(&m.id, Environment::Test).unwrap()[0].last_used_ms;
+        accounts.authenticate(&k.key).unwrap().unwrap();
+        let first = used().expect("written");
+        // Looked up again (not from the cache) within the minute: not written again.
+        accounts.cache.lock().clear();
+        std::thread::sleep(Duration::from_millis(5));
+        accounts.authenticate(&k.key).unwrap().unwrap();
+        assert_eq!(used(), Some(first));
+        // A minute on, it is.
+        accounts.cache.lock().clear();
+        accounts.last_use_written.lock().clear();
+        db.write(|tx| {
+            tx.execute(
+                "UPDATE api_keys SET last_used_ms = last_used_ms - 60000",
+                &[],
+            )
+        })
+        .unwrap();
+        accounts.authenticate(&k.key).unwrap().unwrap();
+        assert!(used().unwrap() >= first);
+        assert_ne!(used(), Some(first - 60_000));
     }
 
     #[test]

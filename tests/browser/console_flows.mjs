@@ -102,13 +102,18 @@ try {
   // The developer: a key, shown once, then revoked.
   const d = await signIn(desktop, emailDev);
   await d.page.goto(`${base}/console/developers`);
+  await d.page.fill('input[name=name]', 'Shop website');
   await d.page.check('input[name=scope][value="payments:read"]');
-  await d.page.click('main form[action="/console/developers/keys"] button');
+  await Promise.all([d.page.waitForURL(/\/keys\/new$/),
+                     d.page.click('main form[action="/console/developers/keys"] button')]);
   out.key = (await d.page.textContent('code.secret')).trim();
   await d.page.screenshot({ path: `${shots}/developers-1280.png`, fullPage: true });
-  // The newest key is listed first.
-  await Promise.all([d.page.waitForURL(/done=revoke/),
-                     d.page.click('main table form[action$="/revoke"] button >> nth=0')]);
+  await d.page.goto(`${base}/console/developers`);
+  // The newest key is listed first; revoking it asks first.
+  await Promise.all([d.page.waitForURL(/\/revoke$/),
+                     d.page.click('main table a[href$="/revoke"] >> nth=0')]);
+  await Promise.all([d.page.waitForURL(/revoked=/),
+                     d.page.click('main form[action$="/revoke"] button')]);
   out.revokedShown = await d.page.locator('main table td:has-text("revoked")').count();
   await signOut(d.page);
   await d.context.close();

@@ -96,6 +96,15 @@ pub(crate) const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("console_audit", "currency", "TEXT"),
     // The IANA zone the console shows a merchant's times in; NULL = UTC.
     ("merchants", "time_zone", "TEXT"),
+    // A key's name, the start of the key as shown in lists (the
+    // environment's prefix and a few characters), and when it last
+    // authenticated (to the minute); NULL for keys made before them.
+    ("api_keys", "name", "TEXT"),
+    ("api_keys", "shown_prefix", "TEXT"),
+    ("api_keys", "last_used_ms", "INTEGER"),
+    // The console form's idempotency key a key was made with: the same
+    // form submitted again makes no second key.
+    ("api_keys", "request_key", "TEXT"),
 ];
 
 pub(crate) fn add_missing_columns(conn: &Connection) -> Result<(), StorageError> {

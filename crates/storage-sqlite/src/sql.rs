@@ -159,6 +159,28 @@ CREATE TABLE IF NOT EXISTS console_forms_done (
 );
 CREATE INDEX IF NOT EXISTS console_forms_done_at ON console_forms_done (at_ms);
 
+-- A console user's recovery codes (each stands in for an authenticator
+-- code once): only their SHA-256, and when and for what each was used.
+CREATE TABLE IF NOT EXISTS console_recovery_codes (
+    user_id     TEXT NOT NULL,
+    code_hash   TEXT NOT NULL,
+    created_ms  INTEGER NOT NULL,
+    used_ms     INTEGER,
+    used_for    TEXT,
+    PRIMARY KEY (user_id, code_hash)
+) WITHOUT ROWID;
+
+-- What a page shows once after a form (a new key, recovery codes), sealed
+-- under the browser's session token (which the database never holds), and
+-- gone at its first read.
+CREATE TABLE IF NOT EXISTS console_shown_once (
+    token_hash  TEXT NOT NULL,
+    what        TEXT NOT NULL,
+    sealed      TEXT NOT NULL,
+    expires_ms  INTEGER NOT NULL,
+    PRIMARY KEY (token_hash, what)
+) WITHOUT ROWID;
+
 -- Failed console sign-ins per account and per client address (SHA-256 keys),
 -- counted here so that every node of a fleet shares one limit.
 CREATE TABLE IF NOT EXISTS console_sign_in_failures (

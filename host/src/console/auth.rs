@@ -8,7 +8,7 @@ use hyper::Response;
 use super::html::{self, esc, t};
 use super::password_checks::Busy;
 use super::sessions::{SESSION_TTL_MS, Session};
-use super::users::UserError;
+use super::users::{Factor, UserError};
 use super::web::{self, ConsoleError, Req, check_csrf, same};
 use super::{Console, blocking};
 use crate::accounts::Environment;
@@ -51,12 +51,13 @@ pub fn sign_in_page(c: &Console, req: &Req, status: u16, message: Option<&str>) 
         "{msg}<form method=\"post\" action=\"/console/sign-in\">{{pre}}\
          <label>{e}<input name=\"email\" type=\"email\" autocomplete=\"username\" required></label>\
          <label>{p}<input name=\"password\" type=\"password\" autocomplete=\"current-password\" required></label>\
-         <label>{code}<input name=\"code\" inputmode=\"numeric\" autocomplete=\"one-time-code\" pattern=\"[0-9 ]*\"></label>\
+         <label>{code} <small>{or_recovery}</small><input name=\"code\" autocomplete=\"one-time-code\" autocapitalize=\"none\" spellcheck=\"false\"></label>\
          <button>{s}</button></form><p lang=\"{other}\"><a href=\"/console/sign-in?lang={other}\">{other_name}</a></p>",
         msg = message.map(|m| html::notice(m, true)).unwrap_or_default(),
         e = t(l, "email"),
         p = t(l, "password"),
         code = t(l, "code"),
+        or_recovery = t(l, "sec_or_recovery"),
         s = t(l, "sign_in"),
         other = if l == html::Lang::Fr { "en" } else { "fr" },
         other_name = if l == html::Lang::Fr {
@@ -98,18 +99,27 @@ pub async fn sign_in(c: &Console, req: &Req) -> Result<Resp, ConsoleError> {
             return Err(ConsoleError::Busy);
         }
     };
-    let now_secs = system_now_ms() / 1000;
     let password_right = found.is_some();
-    let passed = found.and_then(|cred| match &cred.totp_secret {
-        None => Some((cred.user, false)),
-        Some(secret) => {
-            let step = super::totp::verify(secret, &req.field("code")?, now_secs)?;
-            // A code seen before (replayed) is refused like a wrong one.
-            let fresh = cred.totp_last_step.is_none_or(|last| step > last)
-                && blocking(|| c.users.spend_totp_step(&cred.user.id, step)).unwrap_or(false);
-            fresh.then_some((cred.user, true))
-        }
-    });
+    let passed = match found {
+        None => None,
+        Some(cred) => match cred.totp_secret {
+            None => Some((cred.user, false)),
+            Some(secret) => {
+                // An authenticator's code or a recovery code; one seen
+                // before (replayed) is refused like a wrong one.
+                let factor = Factor {
+                    secret,
+                    last_step: cred.totp_last_step,
+                };
+                let code = req.field("code").unwrap_or_default();
+                let now = system_now_ms() / 1000;
+                let user = &cred.user.id;
+                blocking(|| super::step_up::passes(&c.users, user, &factor, &code, None, now))
+                    .map_err(user_error)?
+                    .map(|_| (cred.user, true))
+            }
+        },
+    };
     let Some((user, mfa)) = passed else {
         blocking(|| {
             c.audit
@@ -241,12 +251,16 @@ pub fn security_page(
         .map(|(m, err)| html::notice(m, err))
         .unwrap_or_default();
     if s.totp_enabled {
+        body.push_str(&format!("<p>{}</p>", t(l, "totp_on")));
+        if req.param("done").as_deref() == Some(CODES_SHOWN) {
+            body.push_str(&codes_shown_once(c, req)?);
+        }
+        body.push_str(&recovery_section(c, l, s)?);
         body.push_str(&format!(
-            "<p>{on}</p><form method=\"post\" action=\"/console/security\">{csrf}\
+            "<form method=\"post\" action=\"/console/security\">{csrf}\
              <input type=\"hidden\" name=\"action\" value=\"replace\">\
              <label>{replace}<input name=\"code\" inputmode=\"numeric\" autocomplete=\"one-time-code\" required></label>\
              <button>{confirm}</button></form>",
-            on = t(l, "totp_on"),
             csrf = html::csrf_field(s),
             replace = t(l, "totp_replace"),
             confirm = t(l, "confirm"),
@@ -262,12 +276,16 @@ pub fn security_page(
         match blocking(|| c.users.pending_totp(&s.user_id)).map_err(user_error)? {
             Some(secret) => {
                 let uri = super::totp::otpauth_uri(&s.merchant_name, &s.email, &secret);
+                // The URI always fits a QR code (a short secret and names).
+                let qr = super::qr::svg(&uri).unwrap_or_default();
                 body.push_str(&format!(
-                    "<p>{intro}</p><p><code id=\"totp-secret\">{secret}</code></p><p><code>{uri}</code></p>\
+                    "<p>{scan}</p><figure class=\"qr\" id=\"totp-qr\">{qr}</figure>\
+                     <p>{intro}</p><p><code id=\"totp-secret\">{secret}</code></p><p><code>{uri}</code></p>\
                      <form method=\"post\" action=\"/console/security\">{csrf}\
                      <input type=\"hidden\" name=\"action\" value=\"confirm\">\
                      <label>{code}<input name=\"code\" inputmode=\"numeric\" autocomplete=\"one-time-code\" required></label>\
                      <button>{confirm}</button></form>",
+                    scan = t(l, "sec_scan"),
                     intro = t(l, "totp_secret"),
                     secret = esc(&secret),
                     uri = esc(&uri),
@@ -307,11 +325,126 @@ pub fn security_page(
     ))
 }
 
+/// `?done=` of the page a new set of recovery codes redirects to.
+const CODES_SHOWN: &str = "codes";
+/// What the codes are kept under until that page shows them.
+const CODES_ONCE: &str = "recovery_codes";
+
+/// The session's cookie token: what a shown-once value is sealed under.
+fn session_token(req: &Req) -> Result<String, ConsoleError> {
+    req.cookie(super::sessions::COOKIE)
+        .ok_or(ConsoleError::NotSignedIn)
+}
+
+/// The recovery codes just made, the one time they are shown; on a reload
+/// they are gone, and the page says so.
+fn codes_shown_once(c: &Console, req: &Req) -> Result<String, ConsoleError> {
+    let l = req.lang;
+    let token = session_token(req)?;
+    let Some(codes) = blocking(|| c.users.take_once(&token, CODES_ONCE)).map_err(user_error)?
+    else {
+        return Ok(html::notice(t(l, "sec_codes_gone"), false));
+    };
+    let list: String = codes
+        .lines()
+        .map(|code| format!("<li><code>{}</code></li>", esc(code)))
+        .collect();
+    Ok(format!(
+        "{}<ol id=\"recovery-codes\" class=\"codes\">{list}</ol>",
+        html::notice(t(l, "sec_codes_save"), false)
+    ))
+}
+
+/// How many recovery codes are left, and a form for a new set (asked with
+/// the current password or a code).
+fn recovery_section(c: &Console, l: html::Lang, s: &Session) -> Result<String, ConsoleError> {
+    let left = blocking(|| c.users.recovery_codes_left(&s.user_id)).map_err(user_error)?;
+    let (left, all) = (left.to_string(), super::users::RECOVERY_CODES.to_string());
+    Ok(format!(
+        "<h2>{title}</h2><p id=\"recovery-left\">{left}</p><p>{what}</p>\
+         <form method=\"post\" action=\"/console/security\">{csrf}\
+         <input type=\"hidden\" name=\"action\" value=\"recovery\"><fieldset><legend>{ask}</legend>\
+         <label>{current}<input name=\"password\" type=\"password\" autocomplete=\"current-password\"></label>\
+         <label>{code} <small>{or_recovery}</small><input name=\"code\" autocomplete=\"one-time-code\" autocapitalize=\"none\" spellcheck=\"false\"></label>\
+         </fieldset><button>{renew}</button></form>",
+        title = t(l, "sec_codes"),
+        left = html::tf(l, "sec_codes_left", &[&left, &all]),
+        what = t(l, "sec_codes_what"),
+        csrf = html::csrf_field(s),
+        ask = t(l, "sec_codes_ask"),
+        current = t(l, "current_password"),
+        code = t(l, "code"),
+        or_recovery = t(l, "sec_or_recovery"),
+        renew = t(l, "sec_codes_renew"),
+    ))
+}
+
+/// Keeps `codes` for the page the form redirects to, and redirects there.
+fn show_codes_once(c: &Console, req: &Req, codes: &[String]) -> Result<Resp, ConsoleError> {
+    let token = session_token(req)?;
+    blocking(|| c.users.keep_once(&token, CODES_ONCE, &codes.join("\n"))).map_err(user_error)?;
+    Ok(web::redirect(&format!(
+        "/console/security?done={CODES_SHOWN}"
+    )))
+}
+
+/// A new set of recovery codes in place of the old, once the person gives
+/// their current password or a code (of the authenticator, or one of the
+/// codes): a session left open does not make a set for someone else.
+async fn renew_codes(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
+    let l = req.lang;
+    if let Some(code) = req.field("code") {
+        let purpose = format!("recovery codes {}", s.token_hash);
+        if let Err(refused) = super::step_up::check(c, l, s, Some(&code), &purpose) {
+            return security_page(c, req, s, Some((&refused.to_string(), true)));
+        }
+    } else if !current_password_checks(c, req, s).await? {
+        return security_page(c, req, s, Some((t(l, "wrong_password"), true)));
+    }
+    let audit = (
+        "user.recovery_codes_renewed",
+        Some(s.user_id.as_str()),
+        req.client.as_deref(),
+    );
+    let renew = || c.users.renew_recovery_codes(&s.user_id);
+    let codes = blocking(|| c.audit.act(s, audit, renew, |_| (None, None)))?.map_err(user_error)?;
+    show_codes_once(c, req, &codes)
+}
+
+/// Whether the form's `password` is the person's current one, checked as
+/// sign-in checks one: throttled per account and client, in a place.
+async fn current_password_checks(
+    c: &Console,
+    req: &Req,
+    s: &Session,
+) -> Result<bool, ConsoleError> {
+    let client = req.client.clone().unwrap_or_default();
+    let place = c
+        .password_checks
+        .permit()
+        .await
+        .map_err(|Busy| ConsoleError::Busy)?;
+    if let Some(wait) = blocking(|| c.throttle.reserve(&s.email, &client))? {
+        c.metrics.console_sign_in_refused("throttled");
+        return Err(ConsoleError::RateLimited(wait));
+    }
+    let password = req.field("password").unwrap_or_default();
+    let found = place
+        .check_here(|| c.users.check_password(&s.email, &password))
+        .map_err(user_error)?;
+    let right = found.is_some_and(|cred| cred.user.id == s.user_id);
+    if right {
+        blocking(|| c.throttle.succeeded(&s.email, &client))?;
+    }
+    Ok(right)
+}
+
 pub async fn security_action(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
     check_csrf(req, s)?;
     match req.field("action").as_deref() {
         Some("password") => return change_password(c, req, s).await,
         Some("replace") if s.totp_enabled => return replace_factor(c, req, s),
+        Some("recovery") if s.totp_enabled => return renew_codes(c, req, s).await,
         _ => {}
     }
     if s.totp_enabled {
@@ -346,9 +479,10 @@ pub async fn security_action(c: &Console, req: &Req, s: &Session) -> Result<Resp
                 req.client.as_deref(),
             );
             let enable = || c.users.enable_totp(&s.user_id, step);
-            blocking(|| c.audit.act(s, audit, enable, |_| (None, None)))?.map_err(user_error)?;
+            let codes = blocking(|| c.audit.act(s, audit, enable, |_| (None, None)))?
+                .map_err(user_error)?;
             blocking(|| c.sessions.mark_mfa(&s.token_hash))?;
-            Ok(web::redirect("/console/security"))
+            show_codes_once(c, req, &codes)
         }
         _ => Err(ConsoleError::NotFound),
     }

@@ -332,6 +332,8 @@ async fn page(
         ("POST", ["bulk", id, "validate"]) => bulk::validate(app, c, req, s, id).await,
         ("GET", ["developers"]) => keys::page(app, c, req, s, None),
         ("POST", ["developers", "keys"]) => keys::create(app, c, req, s),
+        ("GET", ["developers", "keys", "new"]) => keys::shown(app, c, req, s),
+        ("GET", ["developers", "keys", id, "revoke"]) => keys::revoke_page(app, req, s, id),
         ("POST", ["developers", "keys", id, "revoke"]) => keys::revoke(app, c, req, s, id),
         ("GET", ["developers", "webhooks"]) => hooks::endpoints(app, req, s, None, false).await,
         ("POST", ["developers", "webhooks"]) => hooks::add(app, c, req, s).await,

@@ -2,10 +2,12 @@
 //! the actions that move the most money: approving a bulk payout in live,
 //! and a live refund above `console.refund_code_above`. A code is accepted
 //! once, so the one asked here is read from the authenticator now: a
-//! session left open, or taken over, does not approve on its own.
+//! session left open, or taken over, does not approve on its own. One of
+//! the person's recovery codes stands in for the authenticator's, once.
 
 use super::html::{self, t};
 use super::sessions::Session;
+use super::users::{Factor, UserError, Users};
 use super::web::ConsoleError;
 use super::{Console, blocking};
 use crate::clock::system_now_ms;
@@ -29,15 +31,48 @@ pub fn check(
     let factor = blocking(|| c.users.current_totp(&s.user_id))
         .map_err(super::auth::user_error)?
         .ok_or(ConsoleError::SecondFactorRequired)?;
-    let step = super::totp::verify(&factor.secret, code, system_now_ms() / 1000)
-        .filter(|step| factor.last_step.is_none_or(|used| *step >= used))
-        .ok_or_else(|| refused("code_wrong"))?;
-    let spent = blocking(|| c.users.spend_totp_step_for(&s.user_id, step, purpose))
-        .map_err(super::auth::user_error)?;
-    if !spent {
-        return Err(refused("code_wrong"));
+    let now = system_now_ms() / 1000;
+    blocking(|| passes(&c.users, &s.user_id, &factor, code, Some(purpose), now))
+        .map_err(super::auth::user_error)?
+        .map(|_| ())
+        .ok_or_else(|| refused("code_wrong"))
+}
+
+/// Which of a person's second factors a code passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Passed {
+    Authenticator,
+    RecoveryCode,
+}
+
+/// Whether `code` passes the user's enabled second `factor`, spending it:
+/// a code of the authenticator newer than the last one accepted, or one of
+/// their recovery codes not used before. With a `purpose` (an action asked
+/// again, see [`check`]), the same request submitted again with the same
+/// code passes again; without one (signing in), a code passes once.
+pub fn passes(
+    users: &Users,
+    user_id: &str,
+    factor: &Factor,
+    code: &str,
+    purpose: Option<&str>,
+    now_secs: u64,
+) -> Result<Option<Passed>, UserError> {
+    if let Some(step) = super::totp::verify(&factor.secret, code, now_secs) {
+        let spent = match purpose {
+            None => {
+                factor.last_step.is_none_or(|last| step > last)
+                    && users.spend_totp_step(user_id, step)?
+            }
+            Some(purpose) => {
+                factor.last_step.is_none_or(|used| step >= used)
+                    && users.spend_totp_step_for(user_id, step, purpose)?
+            }
+        };
+        return Ok(spent.then_some(Passed::Authenticator));
     }
-    Ok(())
+    let spent = users.spend_recovery_code(user_id, code, purpose)?;
+    Ok(spent.then_some(Passed::RecoveryCode))
 }
 
 /// [`check`] before the audited action `(action, subject)`: a refusal is
@@ -58,10 +93,12 @@ pub fn check_audited(
     Err(refused)
 }
 
-/// The form field that asks for the code.
+/// The form field that asks for the code: an authenticator's six digits
+/// or a recovery code, so no digits-only keyboard or pattern.
 pub fn field(l: html::Lang) -> String {
     format!(
-        "<label>{}<input name=\"code\" inputmode=\"numeric\" autocomplete=\"one-time-code\" pattern=\"[0-9 ]*\" required></label>",
-        t(l, "fresh_code")
+        "<label>{} <small>{}</small><input name=\"code\" autocomplete=\"one-time-code\" autocapitalize=\"none\" spellcheck=\"false\" required></label>",
+        t(l, "fresh_code"),
+        t(l, "sec_or_recovery"),
     )
 }

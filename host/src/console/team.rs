@@ -99,9 +99,11 @@ pub fn page(
     if s.role.manages_users() {
         let roles: String = Role::ALL
             .iter()
+            // The least role unless the owner chooses another.
             .map(|r| {
+                let selected = if *r == Role::Support { " selected" } else { "" };
                 format!(
-                    "<option value=\"{}\">{}</option>",
+                    "<option value=\"{}\"{selected}>{}</option>",
                     r.as_str(),
                     role_word(l, *r)
                 )

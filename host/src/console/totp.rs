@@ -6,7 +6,49 @@
 use hmac::{Hmac, Mac};
 
 /// The second factor's words: (key, English, French), looked up by [`super::html::t`].
-pub const WORDS: &[(&str, &str, &str)] = &[];
+pub const WORDS: &[(&str, &str, &str)] = &[
+    (
+        "sec_or_recovery",
+        "(or one of your recovery codes)",
+        "(ou l'un de vos codes de secours)",
+    ),
+    (
+        "sec_scan",
+        "Scan this QR code with your authenticator app (Google Authenticator, Microsoft Authenticator, FreeOTP…):",
+        "Scannez ce code QR avec votre application d'authentification (Google Authenticator, Microsoft Authenticator, FreeOTP…) :",
+    ),
+    ("sec_codes", "Recovery codes", "Codes de secours"),
+    (
+        "sec_codes_left",
+        "{} of {} recovery codes left.",
+        "Codes de secours restants : {} sur {}.",
+    ),
+    (
+        "sec_codes_what",
+        "If you lose your phone, each code signs you in once in place of a code from your authenticator.",
+        "Si vous perdez votre téléphone, chaque code vous connecte une fois à la place d'un code de votre application d'authentification.",
+    ),
+    (
+        "sec_codes_save",
+        "Save these ten recovery codes now (print them or keep them in a password manager): they are shown only this once. Each works once.",
+        "Enregistrez ces dix codes de secours maintenant (imprimez-les ou gardez-les dans un gestionnaire de mots de passe) : ils ne sont affichés qu'une seule fois. Chacun ne sert qu'une fois.",
+    ),
+    (
+        "sec_codes_gone",
+        "Your recovery codes were shown once and are not shown again. If you did not save them, make a new set below.",
+        "Vos codes de secours ont été affichés une fois et ne le seront plus. Si vous ne les avez pas enregistrés, créez-en de nouveaux ci-dessous.",
+    ),
+    (
+        "sec_codes_ask",
+        "To make a new set, enter your current password or a code",
+        "Pour en créer de nouveaux, saisissez votre mot de passe actuel ou un code",
+    ),
+    (
+        "sec_codes_renew",
+        "Make a new set (the old codes stop working)",
+        "Créer de nouveaux codes (les anciens ne fonctionneront plus)",
+    ),
+];
 
 pub const STEP_SECS: u64 = 30;
 const DIGITS: u32 = 6;

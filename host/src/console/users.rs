@@ -228,6 +228,109 @@ fn password_matches_in(stored: &str, password: &str, memory: &mut Vec<argon2::Bl
     computed.is_ok_and(|c| c == expected)
 }
 
+/// How many recovery codes a set has.
+pub const RECOVERY_CODES: usize = 10;
+/// Characters of a recovery code (base32: 5 bits each, 60 bits in all).
+const RECOVERY_CODE_CHARS: usize = 12;
+/// How long a page's shown-once value waits for its page.
+const SHOWN_ONCE_TTL_MS: u64 = 10 * 60 * 1000;
+
+/// Ten random codes, `xxxx-xxxx-xxxx` in lowercase base32.
+fn new_recovery_codes() -> Vec<String> {
+    (0..RECOVERY_CODES)
+        .map(|_| {
+            let mut bytes = [0u8; 8];
+            OsRng.fill_bytes(&mut bytes);
+            let chars = super::totp::base32(&bytes).to_lowercase();
+            let chars = &chars[..RECOVERY_CODE_CHARS];
+            format!("{}-{}-{}", &chars[..4], &chars[4..8], &chars[8..])
+        })
+        .collect()
+}
+
+/// A typed recovery code as stored: lowercase, without hyphens or spaces;
+/// None if it cannot be one (an authenticator's six digits, say).
+pub fn recovery_code_shape(code: &str) -> Option<String> {
+    let code: String = code
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '-')
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    let valid = code.len() == RECOVERY_CODE_CHARS
+        && code.bytes().all(|b| matches!(b, b'a'..=b'z' | b'2'..=b'7'));
+    valid.then_some(code)
+}
+
+/// The stored form of a recovery code: 60 random bits need no slow hash.
+fn recovery_code_hash(shaped: &str) -> String {
+    sha256_hex(&format!("recovery code {shaped}"))
+}
+
+fn replace_recovery_codes(
+    tx: &mut dyn mmc_storage::sql::SqlConn,
+    user_id: &str,
+    codes: &[String],
+) -> Result<(), StorageError> {
+    tx.execute(
+        "DELETE FROM console_recovery_codes WHERE user_id = ?1",
+        sql_params![user_id],
+    )?;
+    let now = system_now_ms() as i64;
+    for code in codes {
+        let shaped = recovery_code_shape(code).expect("a code made here has the shape of one");
+        tx.execute(
+            "INSERT INTO console_recovery_codes (user_id, code_hash, created_ms) VALUES (?1, ?2, ?3)",
+            sql_params![user_id, recovery_code_hash(&shaped), now],
+        )?;
+    }
+    Ok(())
+}
+
+/// The cipher of one browser's shown-once values: its key derived from the
+/// session token, each value bound to what it is.
+struct OnceCipher(chacha20poly1305::ChaCha20Poly1305);
+
+fn once_cipher(token: &str) -> OnceCipher {
+    use hmac::Mac;
+    let mut mac =
+        <hmac::Hmac<Sha256> as Mac>::new_from_slice(token.as_bytes()).expect("HMAC takes any key");
+    mac.update(b"console shown once");
+    let key = mac.finalize().into_bytes();
+    OnceCipher(<chacha20poly1305::ChaCha20Poly1305 as chacha20poly1305::KeyInit>::new(&key))
+}
+
+impl OnceCipher {
+    fn encrypt_to_hex(&self, what: &str, text: &str) -> Option<String> {
+        use chacha20poly1305::aead::{Aead, AeadCore, Payload};
+        let nonce =
+            chacha20poly1305::ChaCha20Poly1305::generate_nonce(&mut chacha20poly1305::aead::OsRng);
+        let payload = Payload {
+            msg: text.as_bytes(),
+            aad: what.as_bytes(),
+        };
+        let sealed = self.0.encrypt(&nonce, payload).ok()?;
+        Some(hex::encode([nonce.as_slice(), &sealed].concat()))
+    }
+
+    fn decrypt_hex(&self, what: &str, sealed: &str) -> Option<String> {
+        use chacha20poly1305::aead::{Aead, Payload};
+        let bytes = hex::decode(sealed).ok()?;
+        if bytes.len() < 12 {
+            return None;
+        }
+        let (nonce, msg) = bytes.split_at(12);
+        let payload = Payload {
+            msg,
+            aad: what.as_bytes(),
+        };
+        let text = self
+            .0
+            .decrypt(chacha20poly1305::Nonce::from_slice(nonce), payload)
+            .ok()?;
+        String::from_utf8(text).ok()
+    }
+}
+
 /// A hash to verify against when the account does not exist, so an unknown
 /// email costs what a wrong password costs (no timing oracle on accounts).
 fn decoy_hash() -> &'static str {
@@ -357,6 +460,7 @@ impl Users {
                 sql_params![&found.id, sha256_hex(&token), expires_ms as i64, held_until as i64],
             )?;
             tx.execute("DELETE FROM console_sessions WHERE user_id = ?1", sql_params![&found.id])?;
+            tx.execute("DELETE FROM console_recovery_codes WHERE user_id = ?1", sql_params![&found.id])?;
             Ok(Some(found))
         })?;
         let user = found.ok_or(UserError::UnknownUser)?;
@@ -560,10 +664,16 @@ impl Users {
         let mut secret = [0u8; 20];
         OsRng.fill_bytes(&mut secret);
         let b32 = super::totp::base32(&secret);
+        // Until a code of the new secret is confirmed there is no second
+        // factor, so no code stands in for one either.
         self.db.write(|tx| {
             tx.execute(
                 "UPDATE console_users SET totp_secret = ?2, totp_enabled = 0 WHERE id = ?1 AND removed_ms IS NULL",
                 sql_params![user_id, &b32],
+            )?;
+            tx.execute(
+                "DELETE FROM console_recovery_codes WHERE user_id = ?1",
+                sql_params![user_id],
             )
         })?;
         Ok(b32)
@@ -584,14 +694,126 @@ impl Users {
             .flatten())
     }
 
-    pub fn enable_totp(&self, user_id: &str, step: u64) -> Result<(), UserError> {
+    /// Turns the pending secret on, with a first set of recovery codes:
+    /// returned here in clear, the only time they exist outside the person.
+    pub fn enable_totp(&self, user_id: &str, step: u64) -> Result<Vec<String>, UserError> {
+        let codes = new_recovery_codes();
         self.db.write(|tx| {
             tx.execute(
                 "UPDATE console_users SET totp_enabled = 1, totp_last_step = ?2 WHERE id = ?1",
                 sql_params![user_id, step as i64],
+            )?;
+            replace_recovery_codes(tx, user_id, &codes)
+        })?;
+        Ok(codes)
+    }
+
+    /// A new set of recovery codes in place of the user's current ones
+    /// (used or not), for a user whose second factor is on.
+    pub fn renew_recovery_codes(&self, user_id: &str) -> Result<Vec<String>, UserError> {
+        let codes = new_recovery_codes();
+        let renewed = self.db.write(|tx| {
+            let on = tx.query_opt(
+                "SELECT 1 FROM console_users WHERE id = ?1 AND totp_enabled = 1 AND removed_ms IS NULL",
+                sql_params![user_id],
+            )?;
+            if on.is_none() {
+                return Ok(false);
+            }
+            replace_recovery_codes(tx, user_id, &codes)?;
+            Ok(true)
+        })?;
+        if !renewed {
+            return Err(UserError::UnknownUser);
+        }
+        Ok(codes)
+    }
+
+    /// How many of the user's recovery codes are still unused.
+    pub fn recovery_codes_left(&self, user_id: &str) -> Result<u64, UserError> {
+        Ok(self.db.read(|c| {
+            c.query_one(
+                "SELECT COUNT(*) FROM console_recovery_codes WHERE user_id = ?1 AND used_ms IS NULL",
+                sql_params![user_id],
+            )?
+            .int(0)
+        })? as u64)
+    }
+
+    /// Spends one of the user's recovery codes: true if `code` is one not
+    /// used before, or used for this same `purpose` (a request submitted
+    /// again, as [`Users::spend_totp_step_for`] lets a double submit
+    /// through). Found by its hash: nothing is compared character by
+    /// character, so timing tells nothing of a code.
+    pub fn spend_recovery_code(
+        &self,
+        user_id: &str,
+        code: &str,
+        purpose: Option<&str>,
+    ) -> Result<bool, UserError> {
+        let Some(code) = recovery_code_shape(code) else {
+            return Ok(false);
+        };
+        let hash = recovery_code_hash(&code);
+        let now = system_now_ms() as i64;
+        let changed = self.db.write(|tx| match purpose {
+            None => tx.execute(
+                "UPDATE console_recovery_codes SET used_ms = ?3
+                 WHERE user_id = ?1 AND code_hash = ?2 AND used_ms IS NULL",
+                sql_params![user_id, &hash, now],
+            ),
+            Some(purpose) => tx.execute(
+                "UPDATE console_recovery_codes SET used_ms = COALESCE(used_ms, ?3), used_for = ?4
+                 WHERE user_id = ?1 AND code_hash = ?2 AND (used_ms IS NULL OR used_for = ?4)",
+                sql_params![user_id, &hash, now, purpose],
+            ),
+        })?;
+        Ok(changed == 1)
+    }
+
+    /// Keeps `text` for the browser whose session token is `token`, to be
+    /// shown by the page the form redirects to, once ([`Users::take_once`]).
+    /// Sealed under a key derived from the token, which only the browser's
+    /// cookie holds: the row alone (a backup, a replica) does not open.
+    pub fn keep_once(&self, token: &str, what: &str, text: &str) -> Result<(), UserError> {
+        let sealed = once_cipher(token)
+            .encrypt_to_hex(what, text)
+            .ok_or_else(|| StorageError::Unavailable("cannot seal".into()))?;
+        let now = system_now_ms();
+        self.db.write(|tx| {
+            // Rows nobody came back for go as new ones come.
+            tx.execute(
+                "DELETE FROM console_shown_once WHERE expires_ms <= ?1",
+                sql_params![now as i64],
+            )?;
+            tx.execute(
+                "DELETE FROM console_shown_once WHERE token_hash = ?1 AND what = ?2",
+                sql_params![sha256_hex(token), what],
+            )?;
+            tx.execute(
+                "INSERT INTO console_shown_once (token_hash, what, sealed, expires_ms) VALUES (?1, ?2, ?3, ?4)",
+                sql_params![sha256_hex(token), what, &sealed, (now + SHOWN_ONCE_TTL_MS) as i64],
             )
         })?;
         Ok(())
+    }
+
+    /// What [`Users::keep_once`] kept for this browser under `what`, if
+    /// still there; it is gone once read.
+    pub fn take_once(&self, token: &str, what: &str) -> Result<Option<String>, UserError> {
+        let hash = sha256_hex(token);
+        let sealed = self.db.write(|tx| {
+            let row = tx.query_opt(
+                "SELECT sealed FROM console_shown_once WHERE token_hash = ?1 AND what = ?2 AND expires_ms > ?3",
+                sql_params![&hash, what, system_now_ms() as i64],
+            )?;
+            tx.execute(
+                "DELETE FROM console_shown_once WHERE token_hash = ?1 AND what = ?2",
+                sql_params![&hash, what],
+            )?;
+            row.map(|r| r.text(0)).transpose()
+        })?;
+        Ok(sealed.and_then(|s| once_cipher(token).decrypt_hex(what, &s)))
     }
 
     pub fn list(&self, merchant_id: &str) -> Result<Vec<User>, UserError> {
@@ -634,6 +856,7 @@ impl Users {
                 sql_params![user_id, system_now_ms() as i64],
             )?;
             tx.execute("DELETE FROM console_sessions WHERE user_id = ?1", sql_params![user_id])?;
+            tx.execute("DELETE FROM console_recovery_codes WHERE user_id = ?1", sql_params![user_id])?;
             Ok(Ok(found))
         })??;
         Ok(removed)
@@ -739,6 +962,92 @@ mod tests {
         assert!(made_by_hasher(&now), "{now}");
         let again = users.check_password_in("a@shop.bj", "correct horse battery", &mut memory);
         assert!(again.unwrap().is_some(), "the new hash verifies");
+    }
+
+    #[test]
+    fn recovery_codes_are_stored_hashed_and_each_passes_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, m) = crate::console::test_shop(&dir);
+        let users = Users::new(db.clone());
+        let a = users.invite(&m.id, "a@shop.bj", Role::Owner).unwrap().user;
+        let b = users.invite(&m.id, "b@shop.bj", Role::Owner).unwrap().user;
+        users.start_totp(&a.id).unwrap();
+        let codes = users.enable_totp(&a.id, 0).unwrap();
+        assert_eq!(codes.len(), RECOVERY_CODES);
+        let hashes: Vec<String> = db
+            .read(|c| {
+                c.query("SELECT code_hash FROM console_recovery_codes", &[])?
+                    .iter()
+                    .map(|r| r.text(0))
+                    .collect()
+            })
+            .unwrap();
+        assert_eq!(hashes.len(), RECOVERY_CODES);
+        assert!(codes.iter().all(|c| !hashes.iter().any(|h| h.contains(c))));
+
+        assert!(
+            !users.spend_recovery_code(&b.id, &codes[0], None).unwrap(),
+            "not b's"
+        );
+        assert!(!users.spend_recovery_code(&a.id, "123456", None).unwrap());
+        let typed = codes[0].to_uppercase().replace('-', " ");
+        assert!(users.spend_recovery_code(&a.id, &typed, None).unwrap());
+        assert!(
+            !users.spend_recovery_code(&a.id, &codes[0], None).unwrap(),
+            "once"
+        );
+        assert_eq!(users.recovery_codes_left(&a.id).unwrap(), 9);
+        // For one request: that request sent again passes, another does not.
+        assert!(
+            users
+                .spend_recovery_code(&a.id, &codes[1], Some("r1"))
+                .unwrap()
+        );
+        assert!(
+            users
+                .spend_recovery_code(&a.id, &codes[1], Some("r1"))
+                .unwrap()
+        );
+        assert!(
+            !users
+                .spend_recovery_code(&a.id, &codes[1], Some("r2"))
+                .unwrap()
+        );
+        assert!(!users.spend_recovery_code(&a.id, &codes[1], None).unwrap());
+
+        // A new authenticator being set up: no second factor, no codes.
+        users.start_totp(&a.id).unwrap();
+        assert_eq!(users.recovery_codes_left(&a.id).unwrap(), 0);
+        assert!(matches!(
+            users.renew_recovery_codes(&a.id),
+            Err(UserError::UnknownUser)
+        ));
+        assert!(!users.spend_recovery_code(&a.id, &codes[2], None).unwrap());
+    }
+
+    #[test]
+    fn a_shown_once_value_opens_once_and_only_with_its_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, _) = crate::console::test_shop(&dir);
+        let users = Users::new(db.clone());
+        let (token, other) = (random_hex(32), random_hex(32));
+        users
+            .keep_once(&token, "api_key", "mk_test_secret")
+            .unwrap();
+        let sealed = db
+            .read(|c| {
+                c.query_one("SELECT sealed FROM console_shown_once", &[])?
+                    .text(0)
+            })
+            .unwrap();
+        assert!(!sealed.contains("mk_test") && !sealed.contains(&hex::encode("mk_test")));
+        assert_eq!(users.take_once(&other, "api_key").unwrap(), None);
+        assert_eq!(users.take_once(&token, "codes").unwrap(), None);
+        assert_eq!(
+            users.take_once(&token, "api_key").unwrap().as_deref(),
+            Some("mk_test_secret")
+        );
+        assert_eq!(users.take_once(&token, "api_key").unwrap(), None, "once");
     }
 
     #[test]

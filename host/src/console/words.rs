@@ -7,6 +7,7 @@ pub const TABLES: &[&[(&str, &str, &str)]] = &[
     super::charts::WORDS,
     super::overview::WORDS,
     super::totp::WORDS,
+    super::keys::WORDS,
     super::audit::WORDS,
     super::format::WORDS,
     super::outcomes::WORDS,

@@ -211,14 +211,7 @@ async fn support_and_developers_see_no_bulk_payouts_and_cannot_upload(app: TestA
 
 /// A key made by the person signed in to `browser` on the Developers page.
 async fn console_key(browser: &Browser, scopes: &[&str]) -> String {
-    let form: Vec<(&str, &str)> = scopes.iter().map(|s| ("scope", *s)).collect();
-    let made = browser
-        .submit("/console/developers", "/console/developers/keys", &form)
-        .await;
-    assert_eq!(made.status, 201, "{}", made.body);
-    let marker = "<code class=\"secret\">";
-    let at = made.body.find(marker).unwrap() + marker.len();
-    made.body[at..].split('<').next().unwrap().to_string()
+    super::developers::made_key(browser, "Payroll", scopes).await
 }
 
 /// A batch named Payroll of `items`, created and approved by `key`: its id.

@@ -12,7 +12,7 @@ use crate::support::*;
 use mmc_test_kit::service_test;
 
 /// The QR code of an SVG drawn as `M{x} {y}h1v1h-1z` squares, decoded.
-fn decode_qr(svg: &str) -> String {
+pub(super) fn decode_qr(svg: &str) -> String {
     let side: usize = svg
         .split("viewBox=\"0 0 ")
         .nth(1)

@@ -342,3 +342,302 @@ async fn a_live_refund_above_the_configured_amount_asks_for_a_fresh_code() {
     amounts.sort_unstable();
     assert_eq!(amounts, vec![50, 100, 600], "{refunds}");
 }
+
+/// The recovery codes a page shows (none when it shows none).
+fn shown_codes(page: &Page) -> Vec<String> {
+    let Some(at) = page.body.find("<ol id=\"recovery-codes\"") else {
+        return Vec::new();
+    };
+    let list = page.body[at..].split("</ol>").next().unwrap();
+    list.split("<code>")
+        .skip(1)
+        .map(|c| c.split('<').next().unwrap().to_string())
+        .collect()
+}
+
+/// The text between `start` and the next `end` on the page.
+fn between<'a>(page: &'a Page, start: &str, end: &str) -> &'a str {
+    let at = page
+        .body
+        .find(start)
+        .unwrap_or_else(|| panic!("no {start} in {}", page.body))
+        + start.len();
+    page.body[at..].split(end).next().unwrap()
+}
+
+/// The recovery codes stored for `user_id`: (hash, used at).
+fn stored_codes(app: &TestApp, user_id: &str) -> Vec<(String, Option<i64>)> {
+    app.service
+        .site
+        .console
+        .tallies
+        .read(|c| {
+            c.query(
+                "SELECT code_hash, used_ms FROM console_recovery_codes WHERE user_id = ?1",
+                &[user_id.into()],
+            )?
+            .iter()
+            .map(|r| Ok((r.text(0)?, r.opt_int(1)?)))
+            .collect()
+        })
+        .unwrap()
+}
+
+#[service_test]
+async fn setup_shows_a_qr_code_and_ten_recovery_codes_once_stored_only_hashed(app: TestApp) {
+    let merchant = app.new_merchant("Shop");
+    let owner = person(&app, &merchant, "awa@shop.bj", Role::Owner).await;
+    let id = user_id(&app, &merchant, "awa@shop.bj");
+    assert_eq!(security(&owner, &[("action", "start")]).await.status, 303);
+
+    // The QR code beside the key holds the authenticator's URI.
+    let setup = owner.get("/console/security").await;
+    let secret = shown_secret(&setup);
+    let svg = between(&setup, "<figure class=\"qr\" id=\"totp-qr\">", "</figure>");
+    assert_eq!(
+        super::links::decode_qr(svg),
+        totp::otpauth_uri("Shop", "awa@shop.bj", &totp::base32(&secret))
+    );
+
+    // The first code confirmed: ten codes, on the page the form redirects to.
+    let now = now_within_a_step().await;
+    let on = security(
+        &owner,
+        &[
+            ("action", "confirm"),
+            ("code", &totp::code_at(&secret, now)),
+        ],
+    )
+    .await;
+    assert_eq!(
+        (on.status, on.location()),
+        (303, "/console/security?done=codes"),
+        "{}",
+        on.body
+    );
+    assert!(shown_codes(&on).is_empty());
+    let shown = owner.get(on.location()).await;
+    assert_eq!(shown.status, 200, "{}", shown.body);
+    let codes = shown_codes(&shown);
+    assert_eq!(codes.len(), 10, "{}", shown.body);
+    let distinct: std::collections::HashSet<_> = codes.iter().collect();
+    assert_eq!(distinct.len(), 10);
+    for code in &codes {
+        // xxxx-xxxx-xxxx in lowercase base32: 60 random bits.
+        let bare = code.replace('-', "");
+        assert!(code.len() == 14 && bare.len() == 12, "{code}");
+        assert!(
+            bare.bytes()
+                .all(|b| b.is_ascii_lowercase() || (b'2'..=b'7').contains(&b)),
+            "{code}"
+        );
+    }
+    assert!(
+        shown.body.contains("Save these ten recovery codes now"),
+        "{}",
+        shown.body
+    );
+
+    // A reload shows none, and makes none.
+    let reloaded = owner.get(on.location()).await;
+    assert!(shown_codes(&reloaded).is_empty(), "{}", reloaded.body);
+    assert!(codes.iter().all(|c| !reloaded.body.contains(c.as_str())));
+    assert!(
+        reloaded.body.contains("shown once and are not shown again")
+            && reloaded.body.contains("10 of 10 recovery codes left."),
+        "{}",
+        reloaded.body
+    );
+
+    // Stored as hashes only: in the table, and nowhere in the file.
+    let stored = stored_codes(&app, &id);
+    assert_eq!(stored.len(), 10);
+    for (hash, used) in &stored {
+        assert!(hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert!(used.is_none());
+    }
+    if !on_postgres() {
+        let mut bytes = Vec::new();
+        for file in ["mmc.db", "mmc.db-wal"] {
+            if let Ok(b) = std::fs::read(app.data_dir.path().join(file)) {
+                bytes.extend(b);
+            }
+        }
+        assert!(bytes.len() > 10_000, "the store was read");
+        let text = String::from_utf8_lossy(&bytes).to_lowercase();
+        for code in &codes {
+            assert!(!text.contains(code.as_str()), "{code} in clear");
+            assert!(!text.contains(&code.replace('-', "")), "{code} in clear");
+        }
+    }
+}
+
+/// A person of `merchant` with a second factor: (their id, secret, codes).
+fn with_factor(app: &TestApp, merchant: &str, email: &str) -> (String, Vec<u8>, Vec<String>) {
+    let users = &app.service.site.console.users;
+    let id = user_id(app, merchant, email);
+    let secret = totp::from_base32(&users.start_totp(&id).unwrap()).unwrap();
+    let codes = users.enable_totp(&id, 0).unwrap();
+    (id, secret, codes)
+}
+
+#[service_test]
+async fn a_recovery_code_signs_its_own_person_in_once_and_a_new_set_replaces_the_old(app: TestApp) {
+    let merchant = app.new_merchant("Shop");
+    person(&app, &merchant, "awa@shop.bj", Role::Owner).await;
+    person(&app, &merchant, "koffi@shop.bj", Role::Finance).await;
+    let (awa, _, codes) = with_factor(&app, &merchant, "awa@shop.bj");
+    let (_, koffi_secret, koffi_codes) = with_factor(&app, &merchant, "koffi@shop.bj");
+
+    // Another person's code is no code of hers.
+    let theirs = Browser::new(&app)
+        .sign_in("awa@shop.bj", PASSWORD, &koffi_codes[0])
+        .await;
+    assert_eq!(theirs.status, 401, "{}", theirs.body);
+    assert_eq!(stored_codes(&app, &awa).len(), 10);
+
+    // Hers, typed in capitals with spaces, signs her in with a second factor.
+    let b = Browser::new(&app);
+    let typed = format!(" {} ", codes[0].to_uppercase().replace('-', " "));
+    let signed = b.sign_in("awa@shop.bj", PASSWORD, &typed).await;
+    assert_eq!(signed.status, 303, "{}", signed.body);
+    let live = b
+        .submit(
+            "/console/payments",
+            "/console/environment",
+            &[("environment", "live")],
+        )
+        .await;
+    assert_eq!(
+        live.status, 303,
+        "a session with a second factor: {}",
+        live.body
+    );
+    let used: Vec<_> = stored_codes(&app, &awa)
+        .into_iter()
+        .filter_map(|(_, at)| at)
+        .collect();
+    assert_eq!(used.len(), 1, "marked used");
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    assert!((now_ms - used[0]).abs() < 60_000, "when: {}", used[0]);
+
+    // Once only.
+    let again = Browser::new(&app)
+        .sign_in("awa@shop.bj", PASSWORD, &codes[0])
+        .await;
+    assert_eq!(again.status, 401, "{}", again.body);
+    let page = b.get("/console/security").await;
+    assert!(
+        page.body.contains("9 of 10 recovery codes left."),
+        "{}",
+        page.body
+    );
+
+    // A new set asks the current password (or a code) and replaces the old.
+    let wrong = security(
+        &b,
+        &[("action", "recovery"), ("password", "not the password")],
+    )
+    .await;
+    assert_eq!(wrong.status, 400, "{}", wrong.body);
+    assert!(shown_codes(&wrong).is_empty());
+    let renewed = security(&b, &[("action", "recovery"), ("password", PASSWORD)]).await;
+    assert_eq!(
+        (renewed.status, renewed.location()),
+        (303, "/console/security?done=codes"),
+        "{}",
+        renewed.body
+    );
+    let fresh = shown_codes(&b.get(renewed.location()).await);
+    assert_eq!(fresh.len(), 10);
+    assert!(fresh.iter().all(|c| !codes.contains(c)));
+    let old = Browser::new(&app)
+        .sign_in("awa@shop.bj", PASSWORD, &codes[1])
+        .await;
+    assert_eq!(old.status, 401, "the old set is gone");
+    let new = Browser::new(&app)
+        .sign_in("awa@shop.bj", PASSWORD, &fresh[0])
+        .await;
+    assert_eq!(new.status, 303, "{}", new.body);
+
+    // Koffi asks a new set with a code of his authenticator.
+    let k = Browser::new(&app);
+    let now = now_within_a_step().await;
+    let signed = k
+        .sign_in(
+            "koffi@shop.bj",
+            PASSWORD,
+            &totp::code_at(&koffi_secret, now),
+        )
+        .await;
+    assert_eq!(signed.status, 303, "{}", signed.body);
+    let next = totp::code_at(&koffi_secret, now + totp::STEP_SECS);
+    let renewed = security(&k, &[("action", "recovery"), ("code", &next)]).await;
+    assert_eq!(renewed.status, 303, "{}", renewed.body);
+    assert_eq!(shown_codes(&k.get(renewed.location()).await).len(), 10);
+
+    // An access reset clears them.
+    let users = &app.service.site.console.users;
+    users.reset_member(&merchant, &awa).unwrap();
+    assert!(stored_codes(&app, &awa).is_empty());
+    assert_eq!(users.recovery_codes_left(&awa).unwrap(), 0);
+}
+
+#[service_test]
+async fn a_recovery_code_stands_in_for_the_fresh_code_of_a_live_approval_once() {
+    let app = app_with_live_simulator(100_000).await;
+    let (merchant, _, live_key) = app.merchant("Payroll");
+    let (finance, _, _) = live_person(&app, &merchant, "koffi@payroll.bj", Role::Finance).await;
+    let id = user_id(&app, &merchant, "koffi@payroll.bj");
+    let codes = app
+        .service
+        .site
+        .console
+        .users
+        .renew_recovery_codes(&id)
+        .unwrap();
+    let approve = |batch: String, code: String| {
+        let finance = &finance;
+        async move {
+            let page = format!("/console/bulk/{batch}");
+            finance
+                .submit(
+                    &page,
+                    &format!("{page}/validate"),
+                    &[("action", "approve"), ("code", &code)],
+                )
+                .await
+        }
+    };
+    let first = batch_by_key(&app, &live_key, "r-1").await;
+    let done = approve(first.clone(), codes[0].clone()).await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    let (_, approved) = app
+        .get(&live_key, &format!("/api/v1/bulk-payments/{first}/"))
+        .await;
+    assert_ne!(approved["status"], "pending_validation", "{approved}");
+    // Used: it approves no other batch.
+    let second = batch_by_key(&app, &live_key, "r-2").await;
+    let refused = approve(second.clone(), codes[0].clone()).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    let (_, still) = app
+        .get(&live_key, &format!("/api/v1/bulk-payments/{second}/"))
+        .await;
+    assert_eq!(still["status"], "pending_validation", "{still}");
+}
+
+#[service_test]
+async fn an_invitation_offers_the_least_role_first(app: TestApp) {
+    let merchant = app.new_merchant("Shop");
+    let owner = person(&app, &merchant, "awa@shop.bj", Role::Owner).await;
+    let team = owner.get("/console/team").await;
+    let select = between(&team, "<select name=\"role\">", "</select>");
+    assert_eq!(select.matches(" selected").count(), 1, "{select}");
+    assert!(
+        select.contains("<option selected>support</option>"),
+        "{select}"
+    );
+}
