@@ -31,6 +31,33 @@ use super::{Console, blocking};
 /// The audit log's words: (key, English, French), looked up by [`super::html::t`].
 /// An action's name is `audit.` and the action.
 pub const WORDS: &[(&str, &str, &str)] = &[
+    ("ad_password", "with a password", "avec un mot de passe"),
+    (
+        "ad_second_factor",
+        "with a password and a second factor",
+        "avec un mot de passe et un second facteur",
+    ),
+    (
+        "ad_first_invitation",
+        "first password, from an invitation",
+        "premier mot de passe, par une invitation",
+    ),
+    (
+        "ad_first_reset",
+        "first password after a reset",
+        "premier mot de passe après une réinitialisation",
+    ),
+    ("ad_wrong_password", "wrong password", "mot de passe erroné"),
+    (
+        "ad_replaced",
+        "replaced: a new one to confirm",
+        "remplacé : un nouveau à confirmer",
+    ),
+    (
+        "ad_wrong_code",
+        "wrong second-factor code",
+        "code de second facteur erroné",
+    ),
     ("audit.payment.refund", "Refund", "Remboursement"),
     (
         "audit.payment.cancel",
@@ -750,7 +777,12 @@ fn table(l: Lang, entries: &[Entry], zone: Zone) -> String {
             _ => t(l, "outcome_pending"),
         };
         let mut about = about(l, e);
-        about.extend(e.detail.as_deref().map(esc));
+        // The detail as written: the API's status and code, ids and amounts,
+        // in words where it is one of the console's own phrases.
+        about.extend(e.detail.as_deref().map(|d| match detail_words(l, d) {
+            Some(words) => esc(words),
+            None => format!("<code>{}</code>", esc(d)),
+        }));
         let about = if about.is_empty() {
             String::new()
         } else {
@@ -769,6 +801,21 @@ fn table(l: Lang, entries: &[Entry], zone: Zone) -> String {
     }
     out.push_str("</tbody></table>");
     out
+}
+
+/// The console's own phrases in an entry's detail, in the reader's language.
+fn detail_words(l: Lang, detail: &str) -> Option<&'static str> {
+    let key = match detail {
+        "with a password" => "ad_password",
+        "with a second factor" => "ad_second_factor",
+        "replaced: a new one to confirm" => "ad_replaced",
+        "first password of an invitation" => "ad_first_invitation",
+        "first password after a reset" => "ad_first_reset",
+        "wrong password" => "ad_wrong_password",
+        "wrong second-factor code" => "ad_wrong_code",
+        _ => return None,
+    };
+    Some(t(l, key))
 }
 
 /// What an entry was about, as HTML: its payment (the reference, linked,

@@ -182,11 +182,7 @@ async fn sign_ins_through_an_invitation_or_a_reset_sign_outs_and_refused_sign_in
         .unwrap()
         .id;
     let reset = owner
-        .submit(
-            "/console/team",
-            &format!("/console/team/{agent_id}/reset"),
-            &[],
-        )
+        .confirm(&format!("/console/team/{agent_id}/reset"))
         .await;
     assert_eq!(reset.status, 201, "{}", reset.body);
     let link = reset.body.split("/console/invite/").nth(1).unwrap();

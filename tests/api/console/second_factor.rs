@@ -637,7 +637,7 @@ async fn an_invitation_offers_the_least_role_first(app: TestApp) {
     let select = between(&team, "<select name=\"role\">", "</select>");
     assert_eq!(select.matches(" selected").count(), 1, "{select}");
     assert!(
-        select.contains("<option selected>support</option>"),
+        select.contains("<option value=\"support\" selected>Support</option>"),
         "{select}"
     );
 }
