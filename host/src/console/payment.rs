@@ -365,8 +365,14 @@ fn route_section(l: html::Lang, r: &Value) -> String {
     out
 }
 
-pub async fn show(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Resp, ConsoleError> {
-    let l = req.lang;
+/// The payment and its refunds (its first 100, newest first), as the API
+/// gives them to the person.
+pub(super) async fn payment_with_refunds(
+    app: &Arc<App>,
+    req: &Req,
+    s: &Session,
+    id: &str,
+) -> Result<(Value, Vec<Value>), ConsoleError> {
     let p = get_payment(app, req, s, id).await?;
     let refunds = api::call(
         app,
@@ -378,6 +384,16 @@ pub async fn show(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Re
         &req.request_id,
     )
     .await?;
+    let list = refunds.json()["data"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    Ok((p, list))
+}
+
+pub async fn show(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Resp, ConsoleError> {
+    let l = req.lang;
+    let (p, refund_list) = payment_with_refunds(app, req, s, id).await?;
     let mut body = String::new();
     if let Some(done) = req.param("done") {
         let said = match done.as_str() {
@@ -389,10 +405,6 @@ pub async fn show(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Re
     }
     body.push_str(&facts(l, s.zone, &p));
     let id_e = esc(p["id"].as_str().unwrap_or(id));
-    let refund_list = refunds.json()["data"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
     let totals = RefundTotals::of(&p, &refund_list);
     body.push_str(&actions(l, s, &p, totals, &id_e));
     body.push_str(&refunds_section(l, s.zone, &p, &refund_list, totals));

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::api;
 use super::html::{self, esc, t, tf};
-use super::payment::{RefundTotals, get_payment};
+use super::payment::{RefundTotals, get_payment, payment_with_refunds};
 use super::payments::plain;
 use super::sessions::Session;
 use super::web::{self, ConsoleError, Req, check_csrf};
@@ -60,21 +60,7 @@ async fn payment_and_totals(
     s: &Session,
     id: &str,
 ) -> Result<(serde_json::Value, RefundTotals), ConsoleError> {
-    let p = get_payment(app, req, s, id).await?;
-    let refunds = api::call(
-        app,
-        s,
-        "GET",
-        &format!("/api/v1/collect/payments/{id}/refunds?limit=100"),
-        None,
-        None,
-        &req.request_id,
-    )
-    .await?;
-    let list = refunds.json()["data"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let (p, list) = payment_with_refunds(app, req, s, id).await?;
     let totals = RefundTotals::of(&p, &list);
     Ok((p, totals))
 }

@@ -145,7 +145,7 @@ async fn sign_ins_through_an_invitation_or_a_reset_sign_outs_and_refused_sign_in
         log.body
     );
     assert!(
-        log.body.contains("first password of an invitation")
+        log.body.contains("first password, from an invitation")
             && log.body.contains("wrong password")
             && log.body.contains("with a password"),
         "{}",

@@ -469,5 +469,9 @@ async fn a_console_cancel_is_confirmed_then_the_apis_and_a_second_one_is_refused
         "the cancel done, the second one refused: {}",
         audit.body
     );
-    assert!(audit.body.contains(" 409 "), "{}", audit.body);
+    assert!(
+        audit.body.contains("409 payment_not_cancellable"),
+        "{}",
+        audit.body
+    );
 }
