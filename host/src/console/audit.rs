@@ -1063,7 +1063,7 @@ mod tests {
         assert_eq!(entries[0].client.as_deref(), Some("10.0.0.1"));
         let page = table(Lang::En, &entries, Zone::Utc);
         assert!(
-            page.contains("<a href=\"/console/payments/pay_1\">order-42</a> · 15,000 XOF · 403 insufficient_scope")
+            page.contains("<a href=\"/console/payments/pay_1\">order-42</a> · 15,000 XOF · <code>403 insufficient_scope</code>")
                 && page.contains("Refund <strong>payment.refund</strong>"),
             "{page}"
         );
