@@ -152,7 +152,7 @@ impl Zone {
         (y, m, d, rem / 3600, (rem % 3600) / 60)
     }
 
-    /// `2026-12-05 16:14 UTC+1`: a moment for a table or a page.
+    /// `YYYY-MM-DD 09:30 UTC+1`: a moment for a table or a page.
     pub fn when(self, ms: u64) -> String {
         let (y, m, d, h, min) = self.civil(ms);
         format!("{y:04}-{m:02}-{d:02} {h:02}:{min:02} {}", self.label())

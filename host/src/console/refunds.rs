@@ -45,7 +45,7 @@ pub(super) fn typed_amount(l: html::Lang, text: &str) -> Option<u64> {
     let digits: String = text
         .trim()
         .chars()
-        .filter(|c| !c.is_whitespace() && !(l == html::Lang::En && *c == ','))
+        .filter(|c| !(c.is_whitespace() || l == html::Lang::En && *c == ','))
         .collect();
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
