@@ -548,7 +548,17 @@ impl Cell<'_> {
             return Err(format!("setup: validate answered {status}: {}", brief(&v)));
         }
         let look = until_agreed(self.judged_from(), || self.look_at_item(batch_id, &phone)).await;
-        self.fault_hit(endpoint, &phone)?;
+        if let Err(never) = self.fault_hit(endpoint, &phone) {
+            // Why the payout was not sent, as the batch says it.
+            let (_, b) = self
+                .app()
+                .get(&self.key, &format!("/api/v1/bulk-payments/{batch_id}/"))
+                .await;
+            return Err(format!(
+                "{never}; batch {}, insufficient_float {}",
+                b["status"], b["insufficient_float"]
+            ));
+        }
         let ids = self.rig.ids(endpoint, &phone).len();
         verdict(&look, ids.max(look.at.records), "payout")
     }
