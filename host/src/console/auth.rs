@@ -411,6 +411,25 @@ async fn renew_codes(c: &Console, req: &Req, s: &Session) -> Result<Resp, Consol
     show_codes_once(c, req, &codes)
 }
 
+/// A place to check the signed-in person's current password, once the
+/// guess is counted against their account and client as sign-in's are.
+async fn throttled_place(
+    c: &Console,
+    s: &Session,
+    client: &str,
+) -> Result<super::password_checks::Permit, ConsoleError> {
+    let place = c
+        .password_checks
+        .permit()
+        .await
+        .map_err(|Busy| ConsoleError::Busy)?;
+    if let Some(wait) = blocking(|| c.throttle.reserve(&s.email, client))? {
+        c.metrics.console_sign_in_refused("throttled");
+        return Err(ConsoleError::RateLimited(wait));
+    }
+    Ok(place)
+}
+
 /// Whether the form's `password` is the person's current one, checked as
 /// sign-in checks one: throttled per account and client, in a place.
 async fn current_password_checks(
@@ -419,15 +438,7 @@ async fn current_password_checks(
     s: &Session,
 ) -> Result<bool, ConsoleError> {
     let client = req.client.clone().unwrap_or_default();
-    let place = c
-        .password_checks
-        .permit()
-        .await
-        .map_err(|Busy| ConsoleError::Busy)?;
-    if let Some(wait) = blocking(|| c.throttle.reserve(&s.email, &client))? {
-        c.metrics.console_sign_in_refused("throttled");
-        return Err(ConsoleError::RateLimited(wait));
-    }
+    let place = throttled_place(c, s, &client).await?;
     let password = req.field("password").unwrap_or_default();
     let found = place
         .check_here(|| c.users.check_password(&s.email, &password))
@@ -513,15 +524,7 @@ async fn change_password(c: &Console, req: &Req, s: &Session) -> Result<Resp, Co
     if req.field("new_password2").unwrap_or_default() != new {
         return security_page(c, req, s, Some((t(l, "passwords_differ"), true)));
     }
-    let place = c
-        .password_checks
-        .permit()
-        .await
-        .map_err(|Busy| ConsoleError::Busy)?;
-    if let Some(wait) = blocking(|| c.throttle.reserve(&s.email, &client))? {
-        c.metrics.console_sign_in_refused("throttled");
-        return Err(ConsoleError::RateLimited(wait));
-    }
+    let place = throttled_place(c, s, &client).await?;
     let current = req.field("password").unwrap_or_default();
     let audit = (
         "user.password_changed",

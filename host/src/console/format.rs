@@ -47,15 +47,21 @@ pub fn number(lang: Lang, v: f64, decimals: usize) -> String {
 /// `12,500 XOF` in English, `12 500 FCFA` in French (the West and Central
 /// African francs go by FCFA there).
 pub fn money(lang: Lang, amount: i64, currency: &str) -> String {
+    with_unit(lang, group(lang, amount), currency)
+}
+
+/// A written number followed by its currency as the language names it
+/// (nothing when there is none).
+fn with_unit(lang: Lang, number: String, currency: &str) -> String {
     let unit = match (lang, currency) {
         (Lang::Fr, "XOF" | "XAF") => "FCFA",
         (_, c) => c,
     };
     if unit.is_empty() {
-        return group(lang, amount);
+        return number;
     }
     let space = if lang == Lang::Fr { '\u{a0}' } else { ' ' };
-    format!("{}{space}{unit}", group(lang, amount))
+    format!("{number}{space}{unit}")
 }
 
 /// An amount written as decimal text (a provider's balance, `1234.50`) in
@@ -68,12 +74,7 @@ pub fn money_text(lang: Lang, amount: &str, currency: &str) -> String {
     if v.fract() == 0.0 && v.abs() < 9e15 {
         return money(lang, v as i64, currency);
     }
-    let unit = match (lang, currency) {
-        (Lang::Fr, "XOF" | "XAF") => "FCFA",
-        (_, c) => c,
-    };
-    let space = if lang == Lang::Fr { '\u{a0}' } else { ' ' };
-    format!("{}{space}{unit}", number(lang, v, 2))
+    with_unit(lang, number(lang, v, 2), currency)
 }
 
 /// An amount of an API answer (`amount`, `currency` fields of `v`), or

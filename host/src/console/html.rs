@@ -688,18 +688,6 @@ pub fn notice(text: &str, error: bool) -> String {
     }
 }
 
-/// Milliseconds since the epoch as `YYYY-MM-DD HH:MM:SS UTC`.
-pub fn when(ms: u64) -> String {
-    mmc_domain::time::rfc3339(ms)
-        .replace('T', " ")
-        .trim_end_matches('Z')
-        .split('.')
-        .next()
-        .unwrap_or_default()
-        .to_string()
-        + " UTC"
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

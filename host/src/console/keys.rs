@@ -343,10 +343,7 @@ pub fn shown(app: &App, c: &Console, req: &Req, s: &Session) -> Result<Resp, Con
         .find(|k| k.id == id)
         .map(|k| named(l, k).0)
         .unwrap_or_default();
-    blocking(|| {
-        c.audit
-            .record(s, "key.shown", Some(id), None, req.client.as_deref())
-    })?;
+    blocking(|| c.audit.key_shown(s, id, req.client.as_deref()))?;
     let body = format!(
         "{}<p>{}: <strong>{}</strong></p><p><code class=\"secret\">{}</code></p>{back}",
         html::notice(t(l, "key_once"), false),

@@ -154,6 +154,15 @@ fn refunds_section(
     body
 }
 
+/// Whether a payment of this API status may still be cancelled (as
+/// `Status::is_cancellable` has them: only one still in progress).
+pub(super) fn cancellable(status: &str) -> bool {
+    matches!(
+        status,
+        "pending" | "awaiting_otp" | "awaiting_payment" | "processing"
+    )
+}
+
 /// The actions the person may take on the payment as it stands: a refund
 /// for a completed payment with something left to refund, a cancel for one
 /// still in progress, each only for a role whose scopes allow it (the API
@@ -173,12 +182,7 @@ fn actions(l: html::Lang, s: &Session, p: &Value, totals: RefundTotals, id_e: &s
             t(l, "refund")
         ));
     }
-    // As `Status::is_cancellable` has them.
-    let cancellable = matches!(
-        status,
-        "pending" | "awaiting_otp" | "awaiting_payment" | "processing"
-    );
-    if cancellable
+    if cancellable(status)
         && scopes
             .allow("POST", "/api/v1/collect/payments/x/cancel")
             .is_ok()

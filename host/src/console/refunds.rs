@@ -304,12 +304,9 @@ pub async fn cancel_form(
     let l = req.lang;
     let p = get_payment(app, req, s, id).await?;
     let status = p["status"].as_str().unwrap_or_default();
-    // As `Status::is_cancellable` has them: a payment that ended cannot be
-    // cancelled, and saying so here beats an error after the click.
-    if !matches!(
-        status,
-        "pending" | "awaiting_otp" | "awaiting_payment" | "processing"
-    ) {
+    // A payment that ended cannot be cancelled: saying so here beats an
+    // error after the click.
+    if !super::payment::cancellable(status) {
         let mut why = plain(l, "not_cancellable", &[&outcomes::status(l, status)]);
         if status == "completed" {
             why.push(' ');
