@@ -122,13 +122,24 @@ async fn cancel_rules() {
     let (_, p) = app
         .create(&key, &new_key(), &direct_payment("+2290166000001"))
         .await;
-    let (status, err) = app
-        .post(
-            &key,
-            &format!("/api/v1/collect/payments/{}/cancel", id_of(&p)),
-            Value::Null,
-        )
-        .await;
+    let cancel = format!("/api/v1/collect/payments/{}/cancel", id_of(&p));
+    // The body is optional, but a JSON `null` is not an object: refused,
+    // before anything is asked of the operator.
+    let (status, err) = app.post(&key, &cancel, Value::Null).await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (400, Some("invalid_json"))
+    );
+    // No body at all is an empty one.
+    let resp = app
+        .client
+        .post(app.url(&cancel))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let err: Value = resp.json().await.unwrap();
     assert_eq!(
         (status, err["error"]["code"].as_str()),
         (409, Some("payment_not_cancellable"))

@@ -70,10 +70,11 @@ fn body_error(e: mmc_domain::http::BodyError) -> ApiError {
     }
 }
 
-/// For endpoints whose body is optional: nothing, or JSON `null`, is an empty object.
+/// For endpoints whose body is optional: no body is an empty object. A JSON
+/// `null` is not an object and is refused as any other non-object is: the
+/// document says the body is an object, and a client sending `null` has a bug.
 pub fn optional_body_object(req: &Request) -> Result<Map<String, Value>, ApiError> {
-    let text = String::from_utf8_lossy(&req.body);
-    if text.trim().is_empty() || text.trim() == "null" {
+    if req.body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Map::new());
     }
     body_object(req)
