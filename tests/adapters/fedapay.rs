@@ -1029,6 +1029,10 @@ impl Harness for FakeFedaPay {
         AtOperator::nothing()
     }
 
+    fn fund_payouts(&self) {
+        self.top_up(1_000_000);
+    }
+
     /// A created payout moves nothing until started; every one made for the
     /// number counts (a second one would be a second payout).
     fn payout(&self, phone: &str) -> AtOperator {

@@ -206,6 +206,11 @@ pub trait Harness: Send + Sync {
 
     /// The payouts to `phone`.
     fn payout(&self, phone: &str) -> AtOperator;
+
+    /// The merchant's payout wallets hold money before any collection, for
+    /// fakes whose balance is only what collections brought in (else a
+    /// batch is held for float until enough collections are approved).
+    fn fund_payouts(&self) {}
 }
 
 /// Starts the fake `FakeServer<W>`, for [`Entry::start`].

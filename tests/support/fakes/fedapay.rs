@@ -145,6 +145,9 @@ pub struct FedaPay {
     search_metadata: AtomicBool,
     /// What `GET /v1/currencies` lists for XOF: the modes this account can use.
     xof_modes: Mutex<Vec<String>>,
+    /// Money put on the account other than by its collections (a merchant's
+    /// top-up), per mode: added to what `GET /v1/balances` says.
+    top_ups: Mutex<BTreeMap<String, u64>>,
 }
 
 /// The no-redirect modes FedaPay's payment-methods page documents for
@@ -165,6 +168,7 @@ impl Wire for FedaPay {
             next_id: AtomicU64::new(104_000),
             search_metadata: AtomicBool::new(true),
             xof_modes: Mutex::new(DOCUMENTED_MODES.iter().map(|m| m.to_string()).collect()),
+            top_ups: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -334,6 +338,14 @@ impl FakeFedaPay {
     /// The modes `GET /v1/currencies` lists for XOF from now on.
     pub fn set_xof_modes(&self, modes: &[&str]) {
         *self.wire().xof_modes.lock() = modes.iter().map(|m| m.to_string()).collect();
+    }
+
+    /// The merchant tops up every documented mode's balance by `amount` XOF.
+    pub fn top_up(&self, amount: u64) {
+        let mut top_ups = self.wire().top_ups.lock();
+        for mode in DOCUMENTED_MODES {
+            *top_ups.entry(mode.to_string()).or_default() += amount;
+        }
     }
 
     /// How FedaPay's search matches is not documented: from now on it does
@@ -1050,9 +1062,9 @@ fn start_payouts(inner: &Arc<FedaPay>, req: &Received) -> Reply {
 
 /// `GET /v1/balances` (https://docs.fedapay.com/api-reference/balances/get-all):
 /// one balance per mode in XOF (currency 1), what its approved transactions
-/// brought in.
+/// and the merchant's top-ups brought in.
 fn balances(inner: &FedaPay) -> Vec<Value> {
-    let mut by_mode: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut by_mode = inner.top_ups.lock().clone();
     for t in inner.transactions.lock().values() {
         if t.status == "approved" || t.status == "transferred" {
             let mode = t.mode.clone().unwrap_or_else(|| "mtn_open".into());
