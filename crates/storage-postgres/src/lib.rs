@@ -213,14 +213,10 @@ impl Postgres {
             scope: options.schema.clone().unwrap_or_default(),
             writers: Mutex::new(HashMap::new()),
         };
-        let (pool, schema, key) = (
-            db.pool.clone(),
-            options.schema.clone(),
-            db.lock_key("migrations", ""),
-        );
+        let (pool, schema) = (db.pool.clone(), options.schema.clone());
         let wait = options.migration_lock_wait;
         run(&db.handle, async move {
-            migrate::migrate(&pool, schema.as_deref(), key, wait).await
+            migrate::migrate(&pool, schema.as_deref(), wait).await
         })?;
         Ok(db)
     }

@@ -1,5 +1,5 @@
-//! Versioned migrations, applied at connect under a session advisory lock so
-//! that nodes starting together apply each version once.
+//! Versioned migrations, applied at connect, each in a transaction that
+//! holds a lock row, so that nodes starting together apply each version once.
 
 use std::time::Duration;
 
@@ -403,11 +403,10 @@ ALTER TABLE api_keys ADD COLUMN request_key text;
 pub(crate) async fn migrate(
     pool: &Pool,
     schema: Option<&str>,
-    lock_key: i64,
     lock_wait: Duration,
 ) -> Result<(), StorageError> {
-    // A connection of its own, closed at the end: a session lock never
-    // outlives it, whatever fails in between.
+    // A connection of its own, closed at the end: a transaction (and the
+    // lock it holds) never outlives it, whatever fails in between.
     let conn = Object::take(get_conn(pool).await?);
     // A migration's statement may outlast the session's statement_timeout.
     // The session is named after this node, so that one waiting for it can
@@ -418,28 +417,8 @@ pub(crate) async fn migrate(
     ))
     .await
     .map_err(db_err)?;
-    take_lock(&conn, lock_key, lock_wait).await?;
-    if let Some(schema) = schema {
-        // Checked by the caller: lowercase letters, digits and _ only.
-        conn.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
-            .await
-            .map_err(db_err)?;
-    }
-    conn.batch_execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (
-            version     integer PRIMARY KEY,
-            applied_ms  bigint NOT NULL
-        )",
-    )
-    .await
-    .map_err(db_err)?;
-    let applied: Vec<i32> = conn
-        .query("SELECT version FROM schema_migrations", &[])
-        .await
-        .map_err(db_err)?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    bootstrap(&conn, schema).await?;
+    let applied = applied(&conn).await?;
     // A version the database has and this build does not know (a newer node
     // migrated it) is fine: migrations only add, so older nodes keep working
     // during a rolling upgrade.
@@ -447,14 +426,18 @@ pub(crate) async fn migrate(
         if applied.contains(version) {
             continue;
         }
+        // Each version in its own transaction, under the lock row: a node
+        // that waited finds it applied by the one it waited for.
+        take_lock(&conn, lock_wait).await?;
         let result = async {
-            conn.batch_execute("BEGIN").await?;
-            conn.batch_execute(sql).await?;
-            conn.execute(
-                "INSERT INTO schema_migrations (version, applied_ms) VALUES ($1, $2)",
-                &[version, &now_ms()],
-            )
-            .await?;
+            if !applied_now(&conn, *version).await? {
+                conn.batch_execute(sql).await?;
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, applied_ms) VALUES ($1, $2)",
+                    &[version, &now_ms()],
+                )
+                .await?;
+            }
             conn.batch_execute("COMMIT").await
         }
         .await;
@@ -465,10 +448,79 @@ pub(crate) async fn migrate(
             ))
         })?;
     }
-    let _ = conn
-        .execute("SELECT pg_advisory_unlock($1)", &[&lock_key])
-        .await;
     Ok(())
+}
+
+/// The schema, the versions table and the lock row, made if missing. Nodes
+/// starting together may race to make them (`IF NOT EXISTS` is not atomic in
+/// PostgreSQL's catalogue: the loser gets a unique violation), so a race
+/// lost is tried again.
+async fn bootstrap(
+    conn: &tokio_postgres::Client,
+    schema: Option<&str>,
+) -> Result<(), StorageError> {
+    let mut sql = String::new();
+    if let Some(schema) = schema {
+        // Checked by the caller: lowercase letters, digits and _ only.
+        sql.push_str(&format!("CREATE SCHEMA IF NOT EXISTS {schema};"));
+    }
+    sql.push_str(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version     integer PRIMARY KEY,
+            applied_ms  bigint NOT NULL
+        );
+        -- One row, locked (FOR UPDATE) by the transaction that applies a version.
+        CREATE TABLE IF NOT EXISTS schema_migrations_lock (
+            id  integer PRIMARY KEY CHECK (id = 1)
+        );
+        INSERT INTO schema_migrations_lock (id) VALUES (1) ON CONFLICT DO NOTHING;",
+    );
+    let mut tries = 0;
+    loop {
+        match conn.batch_execute(&sql).await {
+            Ok(()) => return Ok(()),
+            Err(e) if tries < 20 && lost_a_creation_race(&e) => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => return Err(db_err(e)),
+        }
+    }
+}
+
+fn lost_a_creation_race(e: &tokio_postgres::Error) -> bool {
+    use tokio_postgres::error::SqlState;
+    e.code().is_some_and(|c| {
+        [
+            SqlState::UNIQUE_VIOLATION,
+            SqlState::DUPLICATE_TABLE,
+            SqlState::DUPLICATE_SCHEMA,
+        ]
+        .contains(c)
+    })
+}
+
+async fn applied(conn: &tokio_postgres::Client) -> Result<Vec<i32>, StorageError> {
+    Ok(conn
+        .query("SELECT version FROM schema_migrations", &[])
+        .await
+        .map_err(db_err)?
+        .iter()
+        .map(|r| r.get(0))
+        .collect())
+}
+
+async fn applied_now(
+    conn: &tokio_postgres::Client,
+    version: i32,
+) -> Result<bool, tokio_postgres::Error> {
+    Ok(conn
+        .query_opt(
+            "SELECT 1 FROM schema_migrations WHERE version = $1",
+            &[&version],
+        )
+        .await?
+        .is_some())
 }
 
 /// This node, as the migration's session names it: `mmc migration on
@@ -480,25 +532,31 @@ fn migrator_name() -> String {
     format!("mmc migration on {host} pid {}", std::process::id()).replace(['\'', '\\'], "")
 }
 
-/// Takes the migration lock, waiting at most `wait` for another node's
-/// migration; past it, fails naming the session that holds the lock.
-async fn take_lock(
-    conn: &tokio_postgres::Client,
-    lock_key: i64,
-    wait: Duration,
-) -> Result<(), StorageError> {
+/// Opens a transaction holding the migration lock (the lock row, `FOR
+/// UPDATE`), waiting at most `wait` for another node's migration; past it,
+/// fails naming the session that holds the lock. A row lock, not an
+/// advisory one: it ends with its transaction, and engines that speak
+/// PostgreSQL without advisory locks have it.
+async fn take_lock(conn: &tokio_postgres::Client, wait: Duration) -> Result<(), StorageError> {
+    use tokio_postgres::error::SqlState;
     let started = std::time::Instant::now();
     loop {
-        let taken: bool = conn
-            .query_one("SELECT pg_try_advisory_lock($1)", &[&lock_key])
-            .await
-            .map_err(db_err)?
-            .get(0);
-        if taken {
-            return Ok(());
+        conn.batch_execute("BEGIN").await.map_err(db_err)?;
+        let taken = conn
+            .batch_execute("SELECT 1 FROM schema_migrations_lock WHERE id = 1 FOR UPDATE NOWAIT")
+            .await;
+        match taken {
+            Ok(()) => return Ok(()),
+            Err(e) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => {
+                conn.batch_execute("ROLLBACK").await.map_err(db_err)?;
+            }
+            Err(e) => {
+                let _ = conn.batch_execute("ROLLBACK").await;
+                return Err(db_err(e));
+            }
         }
         if started.elapsed() >= wait {
-            let holder = lock_holder(conn, lock_key)
+            let holder = lock_holder(conn)
                 .await
                 .unwrap_or_else(|| "a connection that has since closed".into());
             return Err(StorageError::Unavailable(format!(
@@ -511,22 +569,21 @@ async fn take_lock(
     }
 }
 
-/// Who holds the advisory lock `lock_key` in this database (another
-/// database on the server may hold the same key for its own store): its
-/// session's name, address, process id and start, as the server sees them.
-async fn lock_holder(conn: &tokio_postgres::Client, lock_key: i64) -> Option<String> {
-    // A bigint advisory key is stored as two oids, high and low 32 bits.
+/// Who holds the migration lock: the transaction whose id the lock row's
+/// `xmax` names, as the server sees its session (name, address, process id
+/// and start).
+async fn lock_holder(conn: &tokio_postgres::Client) -> Option<String> {
     let row = conn
         .query_opt(
             "SELECT coalesce(a.application_name, ''), coalesce(host(a.client_addr), 'a local socket'),
                     a.pid, coalesce(to_char(a.backend_start, 'YYYY-MM-DD HH24:MI:SS TZ'), '')
-             FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-             WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-               AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-               AND l.classid = (($1::bigint >> 32) & 4294967295)::oid
-               AND l.objid = ($1::bigint & 4294967295)::oid
+             FROM schema_migrations_lock r
+             JOIN pg_locks l ON l.locktype = 'transactionid' AND l.transactionid = r.xmax
+                             AND l.mode = 'ExclusiveLock' AND l.granted
+             JOIN pg_stat_activity a ON a.pid = l.pid
+             WHERE r.id = 1
              LIMIT 1",
-            &[&lock_key],
+            &[],
         )
         .await
         .ok()??;

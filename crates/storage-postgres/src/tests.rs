@@ -358,6 +358,24 @@ fn a_failed_commit_is_reported_and_writes_nothing() {
     assert_eq!(outbox_ids(&db), ["dup", "next"]);
 }
 
+/// Takes the newest version back out, as if this build had just added it.
+fn unapply_newest_version(db: &Postgres) {
+    let last = MIGRATIONS.last().unwrap().0;
+    db.with_client(move |c| {
+        Box::pin(async move {
+            c.execute("DELETE FROM schema_migrations WHERE version = $1", &[&last])
+                .await?;
+            c.batch_execute(
+                "ALTER TABLE api_keys DROP COLUMN name, DROP COLUMN shown_prefix,
+                     DROP COLUMN last_used_ms, DROP COLUMN request_key;
+                 DROP TABLE console_shown_once; DROP TABLE console_recovery_codes",
+            )
+            .await
+        })
+    })
+    .unwrap();
+}
+
 /// A migrator frozen with the migration lock blocks a starting node only
 /// for `migration_lock_wait`: then the start fails, naming the session that
 /// holds the lock; once the holder has let go, a node starts.
@@ -365,13 +383,21 @@ fn a_failed_commit_is_reported_and_writes_nothing() {
 fn a_migration_lock_held_too_long_fails_the_start_naming_its_holder() {
     let t = TestDatabase::create();
     let frozen = Postgres::connect(&t.url).unwrap();
-    let key = crate::lock_key("", "migrations", "");
+    // A node starting on a database of its own version takes no lock: one
+    // version is left to apply.
+    unapply_newest_version(&frozen);
+    // A migration in the middle of a long statement holds the lock row's
+    // transaction open (not idle: the server's idle timeout would end it).
     frozen
         .with_client(move |c| {
             Box::pin(async move {
-                c.batch_execute("SET application_name = 'frozen migrator'")
-                    .await?;
-                c.execute("SELECT pg_advisory_lock($1)", &[&key]).await?;
+                c.batch_execute(
+                    "SET application_name = 'frozen migrator';
+                     SET idle_in_transaction_session_timeout = 0;
+                     BEGIN;
+                     SELECT 1 FROM schema_migrations_lock WHERE id = 1 FOR UPDATE",
+                )
+                .await?;
                 Ok(())
             })
         })
@@ -393,4 +419,41 @@ fn a_migration_lock_held_too_long_fails_the_start_naming_its_holder() {
         ..impatient
     };
     Postgres::connect_with(&t.url, patient).expect("the lock was released with its session");
+}
+
+/// A database migrated up to a version less than this build's: nodes
+/// starting together apply the rest once, each version under the lock row.
+#[test]
+fn nodes_starting_together_on_an_older_schema_apply_the_rest_once() {
+    let t = TestDatabase::create();
+    let first = Postgres::connect(&t.url).unwrap();
+    unapply_newest_version(&first);
+    drop(first);
+    let started: Vec<Postgres> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| Postgres::connect(&t.url).unwrap()))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let (versions, locks): (Vec<i32>, i64) = started[0]
+        .with_client(|c| {
+            Box::pin(async move {
+                let rows = c
+                    .query("SELECT version FROM schema_migrations ORDER BY version", &[])
+                    .await?;
+                let locks = c
+                    .query_one(
+                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
+                         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                        &[],
+                    )
+                    .await?
+                    .get(0);
+                Ok((rows.iter().map(|r| r.get(0)).collect(), locks))
+            })
+        })
+        .unwrap();
+    let known: Vec<i32> = MIGRATIONS.iter().map(|(v, _)| *v).collect();
+    assert_eq!(versions, known);
+    assert_eq!(locks, 0, "no advisory lock is held after the start");
 }
