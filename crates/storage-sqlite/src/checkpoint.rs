@@ -13,12 +13,16 @@ use super::*;
 /// than its restart mark ([`WAL_RESTART_MIB`]), the checkpointer copies what is left with
 /// the writer held (the frames of a few milliseconds, right after two passes
 /// without it: [`restart_pass`]), and the next group restarts the WAL.
+///
+/// It also keeps the WAL file allocated a step ahead of its frames, up to
+/// `allocate_up_to` bytes ([`allocate_ahead`]).
 pub(crate) fn checkpointer(
     path: PathBuf,
     writer: Arc<Mutex<Writer>>,
     groups: Arc<Groups>,
     kv_readers: Arc<Mutex<Vec<KvReader>>>,
     restart_after_frames: i64,
+    allocate_up_to: u64,
 ) {
     let conn = match open_connection(&path, false, "NORMAL") {
         Ok(c) => c,
@@ -27,6 +31,13 @@ pub(crate) fn checkpointer(
             return;
         }
     };
+    let mut wal_path = path.into_os_string();
+    wal_path.push("-wal");
+    let wal_path = PathBuf::from(wal_path);
+    let frame_bytes = conn
+        .pragma_query_value(None, "page_size", |r| r.get::<_, i64>(0))
+        .map_or(4096 + 24, |p| p as u64 + 24);
+    let mut allocating = allocate_up_to > 0;
     loop {
         std::thread::sleep(CHECKPOINT_EVERY);
         if groups.state.lock().stop {
@@ -41,9 +52,42 @@ pub(crate) fn checkpointer(
                 r.end_snapshot();
             }
         }
-        if checkpoint(&conn).is_some_and(|frames| frames > restart_after_frames) {
+        let frames = checkpoint(&conn);
+        if let Some(frames) = frames.filter(|_| allocating) {
+            let used = u64::try_from(frames).unwrap_or(0) * frame_bytes;
+            allocating = allocate_ahead(&wal_path, used, allocate_up_to);
+        }
+        if frames.is_some_and(|frames| frames > restart_after_frames) {
             checkpoint(&conn); // the frames written meanwhile: fewer left for the held pass
             restart_pass(&conn, &writer, &groups, &kv_readers);
+        }
+    }
+}
+
+/// What the WAL file is allocated ahead of its frames at a time: at start,
+/// and again whenever its frames come within a step of the file's end.
+/// Allocated as the WAL grows, not all at once: an idle store keeps one step
+/// on disk, not its restart mark (a gigabyte by default). A step is a few
+/// tenths of a second of creates at full load; the checkpointer looks ten
+/// times a second.
+pub(crate) const WAL_ALLOCATION_STEP: u64 = 32 << 20;
+
+/// Extends the WAL file to two steps past its `used` bytes (at most `limit`)
+/// once they come within a step of its end. Only past the file's end, where
+/// no frame is (SQLite counts a frame only with its header's salts and a
+/// valid checksum): no lock needed. Returns whether to go on allocating
+/// (not where the file system has nothing to allocate or refuses).
+pub(crate) fn allocate_ahead(wal_path: &Path, used: u64, limit: u64) -> bool {
+    let len = file_len(wal_path);
+    if len == 0 || len >= limit || used + WAL_ALLOCATION_STEP <= len {
+        return true; // no WAL yet (a clean restart), or enough ahead
+    }
+    match allocate(wal_path, (used + 2 * WAL_ALLOCATION_STEP).min(limit)) {
+        Ok(true) => true,
+        Ok(false) => false,
+        Err(e) => {
+            tracing::info!(error = %e, "WAL not allocated ahead from here on");
+            false
         }
     }
 }
@@ -101,8 +145,9 @@ pub(crate) fn restart_pass(
 /// per block; PostgreSQL zero-fills instead, which measured no better here).
 /// Measured (`bench/ab.sh`, 30 s of creates from a fresh store, docs/benchmarks.md): creates
 /// +10 to +15%, CPU per create -7 to -16%, until the WAL first reaches its
-/// restart mark — with a 1 GiB mark, the first ten seconds or so of full
-/// load after every start, since SQLite removes the WAL at a clean shutdown.
+/// restart mark (SQLite removes the WAL at a clean shutdown). At start only
+/// its first step ([`WAL_ALLOCATION_STEP`]); the checkpointer allocates the
+/// rest as the frames come ([`allocate_ahead`]).
 ///
 /// Only a WAL that holds no frame is touched: one of at most
 /// [`PREALLOCATE_EMPTIES_UP_TO`] checkpointed and truncated first (never
@@ -151,7 +196,7 @@ pub(crate) fn preallocate_unless_busy(conn: &Connection, wal_path: &Path, bytes:
     }
     // Frames are appended only under the write lock we hold: an empty file has none.
     let done = if file_len(wal_path) == 0 {
-        allocate(wal_path, bytes)
+        allocate(wal_path, bytes).map(|_| ())
     } else {
         Ok(())
     };
@@ -164,7 +209,9 @@ pub(crate) fn preallocate_unless_busy(conn: &Connection, wal_path: &Path, bytes:
 }
 
 #[cfg(target_os = "linux")]
-pub(crate) fn allocate(path: &Path, bytes: u64) -> std::io::Result<()> {
+/// Allocates the file's first `bytes` (growing it to that length if
+/// shorter); `Ok(false)` where there is nothing to allocate (tmpfs).
+pub(crate) fn allocate(path: &Path, bytes: u64) -> std::io::Result<bool> {
     use std::os::fd::AsRawFd;
     let file = std::fs::OpenOptions::new().write(true).open(path)?;
     let fd = file.as_raw_fd();
@@ -181,7 +228,7 @@ pub(crate) fn allocate(path: &Path, bytes: u64) -> std::io::Result<()> {
         (fs, vfs)
     };
     if fs.f_type == libc::TMPFS_MAGIC {
-        return Ok(());
+        return Ok(false);
     }
     // Both are u64 on 64-bit Linux; a 32-bit target's narrower ones widen.
     #[allow(clippy::useless_conversion)]
@@ -194,14 +241,14 @@ pub(crate) fn allocate(path: &Path, bytes: u64) -> std::io::Result<()> {
     let len = libc::off_t::try_from(bytes).map_err(std::io::Error::other)?;
     // SAFETY: a plain system call on an open descriptor.
     match unsafe { libc::fallocate(fd, 0, 0, len) } {
-        0 => file.sync_all(),
+        0 => file.sync_all().map(|()| true),
         _ => Err(std::io::Error::last_os_error()),
     }
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn allocate(_: &Path, _: u64) -> std::io::Result<()> {
-    Ok(())
+pub(crate) fn allocate(_: &Path, _: u64) -> std::io::Result<bool> {
+    Ok(false)
 }
 
 /// One `PASSIVE` checkpoint; the frames the WAL holds, or `None` if it failed.
@@ -265,6 +312,70 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Disk blocks a file holds (what `du` counts), not its length.
+    fn allocated(path: &Path) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).map_or(0, |m| m.blocks() * 512)
+    }
+
+    /// An idle store gives its WAL one step of disk, not its restart mark;
+    /// under writes the file is allocated ahead of the frames, a step at a
+    /// time, and never past the mark.
+    #[test]
+    fn the_wal_is_allocated_a_step_ahead_of_its_frames_up_to_its_mark() {
+        // In the checkout, not the system's temporary directory: that may be
+        // a tmpfs, where nothing is allocated.
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let path = dir.path().join("a.db");
+        let wal_path = dir.path().join("a.db-wal");
+        let mark = 128u64 << 20;
+        let db = Arc::new(Sqlite::open_with(&path, 1 << 30, 0, mark).unwrap());
+        std::thread::sleep(CHECKPOINT_EVERY * 3);
+        let idle = allocated(&wal_path);
+        assert!(
+            (WAL_ALLOCATION_STEP..WAL_ALLOCATION_STEP + (1 << 20)).contains(&idle),
+            "an idle store's WAL holds {idle} bytes of disk"
+        );
+        // ~100 MiB of frames from writers that never pause (so the WAL does
+        // not restart from its top; its mark is far off here), the file
+        // watched meanwhile: allocated past what was written, never past the
+        // mark.
+        let before = wal_bytes_written();
+        let value = "v".repeat(4096); // two pages a transaction
+        let writers: Vec<_> = (0..4)
+            .map(|t| {
+                let (db, value) = (db.clone(), value.clone());
+                std::thread::spawn(move || {
+                    for i in 0..3_000 {
+                        let key = format!("{t}-{i:05}");
+                        assert!(db.apply("c", vec![], vec![put(&key, &value)]).unwrap());
+                    }
+                })
+            })
+            .collect();
+        let mut most_ahead = 0i64;
+        while !writers.iter().all(|w| w.is_finished()) {
+            let written = wal_bytes_written() - before;
+            let len = file_len(&wal_path);
+            assert!(
+                len <= mark.max(written + (1 << 20)),
+                "WAL file of {len} bytes after {written} written: allocated past its mark"
+            );
+            if len > WAL_ALLOCATION_STEP {
+                most_ahead = most_ahead.max(len as i64 - written as i64);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for w in writers {
+            w.join().unwrap();
+        }
+        assert!(
+            most_ahead > (WAL_ALLOCATION_STEP / 2) as i64,
+            "past its first step the WAL file was never allocated ahead of its frames \
+             (at most {most_ahead} bytes)"
+        );
     }
 
     #[test]

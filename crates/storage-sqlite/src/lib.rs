@@ -252,8 +252,8 @@ impl Sqlite {
     }
 
     /// [`Sqlite::open`] with the WAL's restart marks: the checkpointer's, and
-    /// the writer's backstop (0: none); and the bytes of WAL file to
-    /// allocate ahead ([`preallocate_wal`]; 0: none).
+    /// the writer's backstop (0: none); and the most bytes of WAL file to
+    /// allocate ahead, a step at a time ([`allocate_ahead`]; 0: none).
     fn open_with(
         path: &Path,
         restart_after_frames: i64,
@@ -282,7 +282,8 @@ impl Sqlite {
         wal_path.push("-wal");
         if preallocate > 0 {
             let w = writer.lock();
-            preallocate_wal(&w.conn, Path::new(&wal_path), preallocate);
+            let first_step = preallocate.min(WAL_ALLOCATION_STEP);
+            preallocate_wal(&w.conn, Path::new(&wal_path), first_step);
         }
         {
             let (w, g) = (writer.clone(), groups.clone());
@@ -310,7 +311,7 @@ impl Sqlite {
             );
             std::thread::Builder::new()
                 .name("sqlite-checkpoint".into())
-                .spawn(move || checkpointer(p, w, g, r, restart_after_frames))
+                .spawn(move || checkpointer(p, w, g, r, restart_after_frames, preallocate))
                 .map_err(|e| StorageError::Unavailable(e.to_string()))?;
         }
         Ok(Sqlite {
