@@ -374,6 +374,23 @@ for f in files:
 print(f"{name}|{rps:.2f}|{p50:.2f}ms|{p99:.2f}ms|{bad}")
 PY
 }
+pg_lock_waits() { # database, seconds: "backends waiting on any lock|on an advisory lock", averaged
+  # over samples of pg_stat_activity every 10 ms (one backend, one transaction:
+  # its statistics snapshot cleared before each sample).
+  psql "$PGURL" -qAt -v ON_ERROR_STOP=1 2>&1 >/dev/null -c "DO \$\$
+    DECLARE n int := 0; locks bigint := 0; advisory bigint := 0; w bigint; a bigint;
+    BEGIN
+      WHILE n < $2 * 100 LOOP
+        PERFORM pg_stat_clear_snapshot();
+        SELECT count(*) FILTER (WHERE wait_event_type = 'Lock'),
+               count(*) FILTER (WHERE wait_event_type = 'Lock' AND wait_event = 'advisory')
+          INTO w, a FROM pg_stat_activity WHERE datname = '$1';
+        locks := locks + w; advisory := advisory + a; n := n + 1;
+        PERFORM pg_sleep(0.01);
+      END LOOP;
+      RAISE NOTICE 'waits|%|%', round(locks::numeric / n, 2), round(advisory::numeric / n, 2);
+    END \$\$" | sed -n 's/.*waits|//p'
+}
 pg_round() { # nodes: "creates|gets" rows for 1 or 2 nodes on a fresh database
   local n=$1 ports=() urls=()
   export MMC_STORAGE__URL; MMC_STORAGE__URL=$(pg_database "mmc_bench_$n")
@@ -385,8 +402,10 @@ pg_round() { # nodes: "creates|gets" rows for 1 or 2 nodes on a fresh database
   PGWRK=(-H "Authorization: Bearer $k" -s bench/create.lua)
   local nodes=() i; for i in "${!urls[@]}"; do nodes+=("${PGSERVERS[$i]}=${urls[$i]}"); done
   local c0 c1; c0=$(PGWAL=$PGURL cost collect "${nodes[@]}")
+  pg_lock_waits "mmc_bench_$n" "${DURATION%s}" > "$DATA/pg-locks-$n.txt" & local sampler=$!
   local create; create=$(pg_wrk "pg-create-$n" $((CONNS / n)) "${urls[@]}")
   c1=$(PGWAL=$PGURL cost collect "${nodes[@]}")
+  wait "$sampler"
   local id; id=$(curl -s -H "Authorization: Bearer $k" -H "Idempotency-Key: $(python3 -c 'import uuid;print(uuid.uuid4())')" -H 'Content-Type: application/json' \
     -d '{"reference":"bench-get","amount":1500,"currency":"XOF","country":"BJ","operator":"mtn-bj","customer":{"phone":"+2290166000001"}}' \
     "${urls[0]}/api/v1/collect/payments" | python3 -c 'import sys,json;print(json.load(sys.stdin)["id"])')
@@ -398,10 +417,21 @@ pg_round() { # nodes: "creates|gets" rows for 1 or 2 nodes on a fresh database
   local get; get=$(pg_wrk "pg-get-$n" $((CONNS / n)) "${gets[@]}")
   pg_stop
   unset MMC_STORAGE__URL MMC_WEBHOOKS__SECRETS_KEY
-  echo "$create;$get;$(per_request "pg-create-$n" "$c0" "$c1")"
+  echo "$create;$get;$(per_request "pg-create-$n" "$c0" "$c1");$(cat "$DATA/pg-locks-$n.txt")"
 }
-IFS=';' read -r PG_CREATE_1 PG_GET_1 PG_COST_1 <<<"$(pg_round 1)"
-IFS=';' read -r PG_CREATE_2 PG_GET_2 PG_COST_2 <<<"$(pg_round 2)"
+IFS=';' read -r PG_CREATE_1 PG_GET_1 PG_COST_1 PG_LOCKS_1 <<<"$(pg_round 1)"
+IFS=';' read -r PG_CREATE_2 PG_GET_2 PG_COST_2 PG_LOCKS_2 <<<"$(pg_round 2)"
+lock_line() { # nodes, "create row", "waiting|advisory": the waits and what they come to per create
+  python3 - "$@" <<'PY'
+import sys
+nodes, row, waits = sys.argv[1], sys.argv[2], sys.argv[3]
+rps = float(row.split('|')[1])
+w, a = (float(x) for x in waits.split('|'))
+# Backends waiting on average × 1,000 ms per second / creates per second.
+print(f"{nodes}: {w:.2f} backends waiting on a lock on average ({a:.2f} on an advisory lock), "
+      f"{w * 1000 / rps:.2f} ms of lock wait per create ({a * 1000 / rps:.2f} ms advisory)")
+PY
+}
 psql "$PGURL" -qc "DROP DATABASE IF EXISTS mmc_bench_1 WITH (FORCE)" -c "DROP DATABASE IF EXISTS mmc_bench_2 WITH (FORCE)" >/dev/null || true
 
 # The books at scale: one account-day of 1,000,000 records, on each engine.
@@ -421,6 +451,8 @@ ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); 
   echo "| Endpoint | req/s | p50 | p99 | non-2xx |"
   echo "|---|---|---|---|---|"
   for row in "$PG_CREATE_1" "$PG_GET_1" "$PG_CREATE_2" "$PG_GET_2"; do IFS='|' read -r n r a b e <<<"$row"; echo "| $n | $r | $a | $b | $e |"; done
+  echo
+  echo "- lock waits during the PostgreSQL creates (pg_stat_activity sampled every 10 ms): $(lock_line "one node" "$PG_CREATE_1" "$PG_LOCKS_1"); $(lock_line "two nodes" "$PG_CREATE_2" "$PG_LOCKS_2")"
   echo
   echo "Per create, over each create run (requests counted by the server; CPU and context switches of the mmc process, both nodes summed for two; WAL: SQLite, bytes its writer wrote to the WAL, checkpoints not included; PostgreSQL, the cluster's WAL position difference; rows: puts, deletes and outbox events components committed, the host's own tables not counted; write transactions: components' applied and interactive ones, in brackets those refused and decided again):"
   echo
