@@ -227,11 +227,25 @@ async fn refunds_never_exceed_the_payment_and_a_full_refund_refunds_it() {
     );
     let (status, _) = app.post(&key, &refunds, json!({"amount": 1001})).await;
     assert_eq!(status, 400, "only 1000 remain");
-    let (status, r) = app.post(&key, &refunds, Value::Null).await;
+    // A JSON `null` is no refund request; no body at all asks for the rest.
+    let (status, err) = app.post(&key, &refunds, Value::Null).await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (400, Some("invalid_json"))
+    );
+    let resp = app
+        .client
+        .post(app.url(&refunds))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let r: Value = resp.json().await.unwrap();
     assert_eq!(
         (status, r["amount"].as_u64()),
         (201, Some(1000)),
-        "the rest when amount is omitted"
+        "the rest when the body is omitted"
     );
     assert_eq!(
         app.get(&key, &format!("/api/v1/collect/payments/{id}"))
