@@ -28,7 +28,7 @@ ifneq ($(SYSTEM_NODE),yes)
 export PATH := $(NODE_BIN):$(PATH)
 endif
 
-.PHONY: all run test components test-components python-adapters python-tools toolchain tools node browser sdk lint fmt docs screenshots bench soak crash clean
+.PHONY: all run test alerts components test-components python-adapters python-tools toolchain tools node browser sdk lint fmt docs screenshots bench soak crash clean
 
 # Debian packages, for what a fresh machine lacks.
 APT_INSTALL := apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
@@ -149,7 +149,7 @@ TEST_TIMEOUT ?= 50m
 # components' own unit tests (CSV parsing...) run natively in the first pass:
 # a `cargo test -p collect …` of their own resolved features apart and rebuilt
 # their dependencies (2.5 min on a slow VM).
-test: components test-components python-adapters python-tools tools browser sdk
+test: components test-components python-adapters python-tools tools browser sdk alerts
 	@# The walkthroughs of the README and the book, run as written by the tests, call curl.
 	@command -v curl >/dev/null || ($(APT_INSTALL) curl)
 	@url=$$(./scripts/test-postgres.sh) || { echo "make test: no PostgreSQL for the tests (see above)" >&2; exit 1; }; \
@@ -159,6 +159,12 @@ test: components test-components python-adapters python-tools tools browser sdk
 	echo "make test: the API, adapter and bulk suites again, on PostgreSQL (the fleet tests, always on PostgreSQL, ran above)"; \
 	MMC_TEST_STORAGE=postgres timeout -k 30s $(TEST_TIMEOUT) $(CARGO) test --no-fail-fast --workspace $(addprefix --exclude ,$(TEST_COMPONENTS)) --test api --test adapters --test bulk -- --skip fleet:: --skip fleet_faults:: --skip a_batch_of_200 || status=1; \
 	exit $$status
+
+# The Prometheus alert rules: syntax, unit tests, runbook sections
+# (promtool from Debian's prometheus package; its server is not started).
+alerts:
+	@command -v promtool >/dev/null || ($(APT_INSTALL) --no-install-recommends prometheus)
+	./scripts/check-alerts.sh
 
 lint:
 	$(CARGO) fmt --all -- --check
