@@ -24,6 +24,7 @@ mod legacy;
 mod lifecycle;
 mod listing;
 mod logs;
+mod monitoring;
 mod openapi;
 mod platform;
 mod predict;
