@@ -28,7 +28,7 @@ ifneq ($(SYSTEM_NODE),yes)
 export PATH := $(NODE_BIN):$(PATH)
 endif
 
-.PHONY: all run test alerts components test-components python-adapters python-tools toolchain tools node browser sdk lint fmt docs screenshots bench soak crash clean
+.PHONY: all run test alerts deploy-check components test-components python-adapters python-tools toolchain tools node browser sdk lint fmt docs screenshots bench soak crash clean
 
 # Debian packages, for what a fresh machine lacks.
 APT_INSTALL := apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
@@ -149,7 +149,7 @@ TEST_TIMEOUT ?= 50m
 # components' own unit tests (CSV parsing...) run natively in the first pass:
 # a `cargo test -p collect …` of their own resolved features apart and rebuilt
 # their dependencies (2.5 min on a slow VM).
-test: components test-components python-adapters python-tools tools browser sdk alerts
+test: components test-components python-adapters python-tools tools browser sdk alerts deploy-check
 	@# The walkthroughs of the README and the book, run as written by the tests, call curl.
 	@command -v curl >/dev/null || ($(APT_INSTALL) curl)
 	@url=$$(./scripts/test-postgres.sh) || { echo "make test: no PostgreSQL for the tests (see above)" >&2; exit 1; }; \
@@ -165,6 +165,11 @@ test: components test-components python-adapters python-tools tools browser sdk 
 alerts:
 	@command -v promtool >/dev/null || ($(APT_INSTALL) --no-install-recommends prometheus)
 	./scripts/check-alerts.sh
+
+# The systemd unit: verified by systemd-analyze, its security exposure "OK".
+deploy-check:
+	@command -v systemd-analyze >/dev/null || ($(APT_INSTALL) --no-install-recommends systemd)
+	./scripts/check-deploy.sh
 
 lint:
 	$(CARGO) fmt --all -- --check
