@@ -102,7 +102,11 @@ fn labels_in(expr: &str) -> BTreeSet<String> {
     while let Some(open) = rest.find('{') {
         let close = rest[open..].find('}').map_or(rest.len(), |c| open + c);
         for matcher in rest[open + 1..close].split(',') {
-            let name: String = matcher.trim().chars().take_while(|c| is_ident(*c)).collect();
+            let name: String = matcher
+                .trim()
+                .chars()
+                .take_while(|c| is_ident(*c))
+                .collect();
             if !name.is_empty() {
                 out.insert(name);
             }
@@ -110,7 +114,14 @@ fn labels_in(expr: &str) -> BTreeSet<String> {
         rest = &rest[close.min(rest.len())..];
         rest = rest.get(1..).unwrap_or("");
     }
-    for clause in ["by", "without", "on", "ignoring", "group_left", "group_right"] {
+    for clause in [
+        "by",
+        "without",
+        "on",
+        "ignoring",
+        "group_left",
+        "group_right",
+    ] {
         let mut rest = expr;
         while let Some(at) = rest.find(clause) {
             let before_ok = at == 0 || !is_ident(rest[..at].chars().last().unwrap());
@@ -152,7 +163,9 @@ fn rule_exprs(yaml: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut lines = yaml.lines().peekable();
     while let Some(line) = lines.next() {
-        let Some(at) = line.find("expr:") else { continue };
+        let Some(at) = line.find("expr:") else {
+            continue;
+        };
         let value = line[at + 5..].trim();
         if value != "|" {
             out.push(value.to_string());
@@ -232,11 +245,22 @@ fn the_query_reader_finds_metrics_and_labels() {
         label_names(r#"a="x\"}",b="y"} 1"#),
         ["a", "b"].map(String::from)
     );
-    let text = "# TYPE h histogram\nh_bucket{le=\"1\",route=\"r\"} 1\n# TYPE c counter\n";
+    let text =
+        "# TYPE mmc_h histogram\nmmc_h_bucket{le=\"1\",route=\"r\"} 1\n# TYPE mmc_c counter\n";
     let exported = Exported::parse(text);
-    assert_eq!(exported.labels["h"], ["le", "route"].map(String::from).into());
-    assert!(check("rate(c{nope=\"1\"}[1m])", &exported).0.is_empty(), "c has no samples: labels unchecked");
-    assert_eq!(check("sum by (routes) (rate(h_bucket[1m]))", &exported).0.len(), 1);
+    assert_eq!(
+        exported.labels["mmc_h"],
+        ["le", "route"].map(String::from).into()
+    );
+    let (wrong, sampled) = check("rate(mmc_c{nope=\"1\"}[1m])", &exported);
+    assert!(wrong.is_empty() && !sampled, "no samples: labels unchecked");
+    let (wrong, sampled) = check("sum by (routes) (rate(mmc_h_bucket[1m]))", &exported);
+    assert_eq!((wrong.len(), sampled), (1, true), "{wrong:?}");
+    assert!(
+        check("sum by (route) (rate(mmc_h_bucket[1m]))", &exported)
+            .0
+            .is_empty()
+    );
     assert_eq!(check("rate(mmc_gone_total[1m])", &exported).0.len(), 1);
 }
 
@@ -247,7 +271,8 @@ async fn the_dashboard_and_the_alert_rules_name_only_what_metrics_exports(app: T
     // storage series), a read and a 404.
     let key = app.test_key("Monitoring");
     let (id, _) = app.create_ok(&key, &direct_payment("+2290166000001")).await;
-    app.get(&key, &format!("/api/v1/collect/payments/{id}")).await;
+    app.get(&key, &format!("/api/v1/collect/payments/{id}"))
+        .await;
     app.get(&key, "/api/v1/collect/payments/nope").await;
     let text = app
         .client
@@ -266,9 +291,8 @@ async fn the_dashboard_and_the_alert_rules_name_only_what_metrics_exports(app: T
     .unwrap();
     let mut panels = Vec::new();
     dashboard_exprs(&dashboard, &mut panels);
-    let rules = rule_exprs(
-        &std::fs::read_to_string(root().join("deploy/prometheus/alerts.yml")).unwrap(),
-    );
+    let rules =
+        rule_exprs(&std::fs::read_to_string(root().join("deploy/prometheus/alerts.yml")).unwrap());
     assert!(panels.len() >= 10, "{} dashboard queries", panels.len());
     assert!(rules.len() >= 14, "{} rule expressions", rules.len());
 
