@@ -973,3 +973,69 @@ async fn console_sign_in_limits_and_sign_out_hold_across_the_fleet() {
     assert!((1..=5).contains(&wrong), "{wrong} guesses checked");
     assert_eq!(checks().await - before, wrong as f64);
 }
+
+/// Delivery claims on PostgreSQL lock the rows they claim and skip the rows
+/// another claim holds: two nodes claiming at once get disjoint deliveries,
+/// and neither waits for the other's transaction (no fleet-wide claim lock).
+#[test]
+fn delivery_claims_skip_what_another_nodes_claim_holds() {
+    use mmc_host::db::{Postgres, SqlDb};
+    use std::sync::{Arc, mpsc};
+    let database = TestDatabase::create();
+    let node = || SqlDb::new(Arc::new(Postgres::connect(&database.url).unwrap()));
+    let (a, b) = (node(), node());
+    a.write(|tx| {
+        for i in 0..10 {
+            tx.execute(
+                "INSERT INTO deliveries (event_id, url, environment, merchant_id, status, next_attempt_ms, created_ms)
+                 VALUES (?1, 'https://shop.example/hooks', 'test', 'm', 'pending', 0, 0)",
+                &[format!("evt_{i}").into()],
+            )?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let claim = |tx: &mut dyn mmc_host::db::SqlConn, limit: i64| -> Vec<i64> {
+        tx.query(
+            mmc_host::webhooks::CLAIM_DUE_POSTGRES,
+            &[limit.into(), 1_000i64.into(), 30_000i64.into()],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.int(0).unwrap())
+        .collect()
+    };
+    // Node A claims four and holds its transaction open until told.
+    let (claimed_tx, claimed) = mpsc::channel();
+    let (release_tx, release) = mpsc::channel::<()>();
+    let holder = std::thread::spawn(move || {
+        a.write(|tx| {
+            claimed_tx.send(claim(tx, 4)).unwrap();
+            release.recv().unwrap();
+            Ok(())
+        })
+        .unwrap();
+    });
+    let held = claimed.recv().unwrap();
+    assert_eq!(held.len(), 4, "{held:?}");
+    // Node B claims meanwhile: the rest, at once.
+    let (got_tx, got) = mpsc::channel();
+    let claimer = std::thread::spawn(move || {
+        got_tx
+            .send(b.write(|tx| Ok(claim(tx, 10))).unwrap())
+            .unwrap();
+    });
+    let other = got.recv_timeout(Duration::from_secs(5));
+    release_tx.send(()).unwrap();
+    holder.join().unwrap();
+    claimer.join().unwrap();
+    let other = other.expect("a claim waited for another node's open claim");
+    assert_eq!(other.len(), 6, "{other:?}");
+    assert!(
+        other.iter().all(|id| !held.contains(id)),
+        "{held:?} {other:?}"
+    );
+    // Committed, both leases hold: nothing is due until they end.
+    let again = node().write(|tx| Ok(claim(tx, 10))).unwrap();
+    assert!(again.is_empty(), "{again:?}");
+}

@@ -12,40 +12,50 @@ use super::{Loaded, WebhookError, Webhooks, destination, signature};
 use crate::clock::system_now_ms;
 use crate::db::StorageError;
 
+/// Claims up to `?1` due deliveries (due at `?2`) with a lease until `?2 +
+/// ?3`, returning them. On PostgreSQL each claimed row is locked and rows
+/// another node's claim holds are skipped (`FOR UPDATE SKIP LOCKED`), so
+/// nodes claim at once without a fleet-wide lock and never the same row; a
+/// row another claim committed meanwhile is judged again on its new lease and
+/// left out.
+pub const CLAIM_DUE_POSTGRES: &str = "UPDATE deliveries SET next_attempt_ms = CAST(?2 AS BIGINT) + CAST(?3 AS BIGINT)
+     WHERE id IN (SELECT id FROM deliveries WHERE status = 'pending' AND next_attempt_ms <= ?2
+                  ORDER BY next_attempt_ms LIMIT ?1 FOR UPDATE SKIP LOCKED)
+     RETURNING id, event_id, endpoint_id, url, environment, merchant_id, attempts, created_ms, next_attempt_ms";
+
+/// [`CLAIM_DUE_POSTGRES`] for SQLite, whose one writer serialises claims.
+const CLAIM_DUE_SQLITE: &str = "UPDATE deliveries SET next_attempt_ms = CAST(?2 AS BIGINT) + CAST(?3 AS BIGINT)
+     WHERE id IN (SELECT id FROM deliveries WHERE status = 'pending' AND next_attempt_ms <= ?2
+                  ORDER BY next_attempt_ms LIMIT ?1)
+     RETURNING id, event_id, endpoint_id, url, environment, merchant_id, attempts, created_ms, next_attempt_ms";
+
 impl Webhooks {
     /// Claims due deliveries with a lease (a crash mid-attempt retries after it).
     fn claim_due(&self, limit: usize) -> Result<Vec<Claimed>, WebhookError> {
         let now = system_now_ms() as i64;
         // Longer than an attempt can take; after a crash the delivery is retried when it ends.
         let lease = (self.config.timeout_ms * 2 + 1_000) as i64;
+        let claim = match self.db.engine_name() {
+            "postgres" => CLAIM_DUE_POSTGRES,
+            _ => CLAIM_DUE_SQLITE,
+        };
         Ok(self.db.write(|tx| {
-            // Claims are taken one node at a time: the next claimer's
-            // statement sees these leases and skips what they cover. Another
-            // node claiming now: this one claims at its next poll.
-            if !tx.try_lock("deliveries_claim")? {
-                return Ok(Vec::new());
-            }
-            tx.query(
-                "UPDATE deliveries SET next_attempt_ms = CAST(?2 AS BIGINT) + CAST(?3 AS BIGINT)
-                 WHERE id IN (SELECT id FROM deliveries WHERE status = 'pending' AND next_attempt_ms <= ?2 ORDER BY next_attempt_ms LIMIT ?1)
-                 RETURNING id, event_id, endpoint_id, url, environment, merchant_id, attempts, created_ms, next_attempt_ms",
-                sql_params![limit as i64, now, lease],
-            )?
-            .iter()
-            .map(|r| {
-                Ok(Claimed {
-                    id: r.int(0)?,
-                    event_id: r.text(1)?,
-                    endpoint_id: r.opt_text(2)?,
-                    url: r.text(3)?,
-                    environment: r.text(4)?,
-                    merchant_id: r.text(5)?,
-                    attempts: r.int(6)? as u32,
-                    created_ms: r.int(7)? as u64,
-                    lease_until: r.int(8)?,
+            tx.query(claim, sql_params![limit as i64, now, lease])?
+                .iter()
+                .map(|r| {
+                    Ok(Claimed {
+                        id: r.int(0)?,
+                        event_id: r.text(1)?,
+                        endpoint_id: r.opt_text(2)?,
+                        url: r.text(3)?,
+                        environment: r.text(4)?,
+                        merchant_id: r.text(5)?,
+                        attempts: r.int(6)? as u32,
+                        created_ms: r.int(7)? as u64,
+                        lease_until: r.int(8)?,
+                    })
                 })
-            })
-            .collect::<Result<_, StorageError>>()
+                .collect::<Result<_, StorageError>>()
         })?)
     }
 

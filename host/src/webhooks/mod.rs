@@ -21,7 +21,7 @@ mod outbox;
 pub mod sealing;
 pub mod signature;
 
-pub use delivery::spawn;
+pub use delivery::{CLAIM_DUE_POSTGRES, spawn};
 
 use std::sync::Arc;
 use std::time::Duration;
