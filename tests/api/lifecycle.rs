@@ -131,15 +131,7 @@ async fn cancel_rules() {
         (400, Some("invalid_json"))
     );
     // No body at all is an empty one.
-    let resp = app
-        .client
-        .post(app.url(&cancel))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status().as_u16();
-    let err: Value = resp.json().await.unwrap();
+    let (status, err) = app.post_empty(&key, &cancel).await;
     assert_eq!(
         (status, err["error"]["code"].as_str()),
         (409, Some("payment_not_cancellable"))
@@ -233,15 +225,7 @@ async fn refunds_never_exceed_the_payment_and_a_full_refund_refunds_it() {
         (status, err["error"]["code"].as_str()),
         (400, Some("invalid_json"))
     );
-    let resp = app
-        .client
-        .post(app.url(&refunds))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status().as_u16();
-    let r: Value = resp.json().await.unwrap();
+    let (status, r) = app.post_empty(&key, &refunds).await;
     assert_eq!(
         (status, r["amount"].as_u64()),
         (201, Some(1000)),

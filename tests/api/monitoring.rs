@@ -274,16 +274,7 @@ async fn the_dashboard_and_the_alert_rules_name_only_what_metrics_exports(app: T
     app.get(&key, &format!("/api/v1/collect/payments/{id}"))
         .await;
     app.get(&key, "/api/v1/collect/payments/nope").await;
-    let text = app
-        .client
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let exported = Exported::parse(&text);
+    let exported = Exported::parse(&app.metrics().await);
 
     let dashboard: Value = serde_json::from_str(
         &std::fs::read_to_string(root().join("docs/monitoring/grafana-dashboard.json")).unwrap(),

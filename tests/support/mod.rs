@@ -274,6 +274,19 @@ impl TestApp {
         (status, resp.json().await.unwrap_or(Value::Null))
     }
 
+    /// A POST with no body at all (not even `null`): status and JSON answer.
+    pub async fn post_empty(&self, key: &str, path: &str) -> (u16, Value) {
+        let resp = self
+            .client
+            .post(self.url(path))
+            .bearer_auth(key)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
     pub async fn get(&self, key: &str, path: &str) -> (u16, Value) {
         self.get_with(&self.client, key, path).await
     }
