@@ -13,21 +13,28 @@ use crate::clock::system_now_ms;
 use crate::db::StorageError;
 
 /// Claims up to `?1` due deliveries (due at `?2`) with a lease until `?2 +
-/// ?3`, returning them. On PostgreSQL each claimed row is locked and rows
-/// another node's claim holds are skipped (`FOR UPDATE SKIP LOCKED`), so
-/// nodes claim at once without a fleet-wide lock and never the same row; a
-/// row another claim committed meanwhile is judged again on its new lease and
-/// left out.
-pub const CLAIM_DUE_POSTGRES: &str = "UPDATE deliveries SET next_attempt_ms = CAST(?2 AS BIGINT) + CAST(?3 AS BIGINT)
-     WHERE id IN (SELECT id FROM deliveries WHERE status = 'pending' AND next_attempt_ms <= ?2
-                  ORDER BY next_attempt_ms LIMIT ?1 FOR UPDATE SKIP LOCKED)
-     RETURNING id, event_id, endpoint_id, url, environment, merchant_id, attempts, created_ms, next_attempt_ms";
+/// ?3`, returning them; `$lock` closes the choice of rows.
+macro_rules! claim_due {
+    ($lock:literal) => {
+        concat!(
+            "UPDATE deliveries SET next_attempt_ms = CAST(?2 AS BIGINT) + CAST(?3 AS BIGINT)
+             WHERE id IN (SELECT id FROM deliveries WHERE status = 'pending' AND next_attempt_ms <= ?2
+                          ORDER BY next_attempt_ms LIMIT ?1",
+            $lock,
+            ")
+             RETURNING id, event_id, endpoint_id, url, environment, merchant_id, attempts, created_ms, next_attempt_ms"
+        )
+    };
+}
 
-/// [`CLAIM_DUE_POSTGRES`] for SQLite, whose one writer serialises claims.
-const CLAIM_DUE_SQLITE: &str = "UPDATE deliveries SET next_attempt_ms = CAST(?2 AS BIGINT) + CAST(?3 AS BIGINT)
-     WHERE id IN (SELECT id FROM deliveries WHERE status = 'pending' AND next_attempt_ms <= ?2
-                  ORDER BY next_attempt_ms LIMIT ?1)
-     RETURNING id, event_id, endpoint_id, url, environment, merchant_id, attempts, created_ms, next_attempt_ms";
+/// The claim on PostgreSQL: each claimed row is locked and rows another
+/// node's claim holds are skipped (`FOR UPDATE SKIP LOCKED`), so nodes claim
+/// at once without a fleet-wide lock and never the same row; a row another
+/// claim committed meanwhile is judged again on its new lease and left out.
+pub const CLAIM_DUE_POSTGRES: &str = claim_due!(" FOR UPDATE SKIP LOCKED");
+
+/// The claim on SQLite, whose one writer serialises claims.
+const CLAIM_DUE_SQLITE: &str = claim_due!("");
 
 impl Webhooks {
     /// Claims due deliveries with a lease (a crash mid-attempt retries after it).
