@@ -18,6 +18,7 @@ use super::*;
 /// `allocate_up_to` bytes ([`allocate_ahead`]).
 pub(crate) fn checkpointer(
     path: PathBuf,
+    wal_path: PathBuf,
     writer: Arc<Mutex<Writer>>,
     groups: Arc<Groups>,
     kv_readers: Arc<Mutex<Vec<KvReader>>>,
@@ -31,12 +32,7 @@ pub(crate) fn checkpointer(
             return;
         }
     };
-    let mut wal_path = path.into_os_string();
-    wal_path.push("-wal");
-    let wal_path = PathBuf::from(wal_path);
-    let frame_bytes = conn
-        .pragma_query_value(None, "page_size", |r| r.get::<_, i64>(0))
-        .map_or(4096 + 24, |p| p as u64 + 24);
+    let frame_bytes = writer.lock().frame_bytes;
     let mut allocating = allocate_up_to > 0;
     loop {
         std::thread::sleep(CHECKPOINT_EVERY);
@@ -84,8 +80,7 @@ pub(crate) fn allocate_ahead(wal_path: &Path, used: u64, limit: u64) -> bool {
     if len == 0 || len >= limit || used + WAL_ALLOCATION_STEP <= len {
         return true; // no WAL yet (a clean restart), or enough ahead
     }
-    let target = limit;
-    match allocate(wal_path, target) {
+    match allocate(wal_path, limit) {
         Ok(true) => true,
         Ok(false) => false,
         Err(e) => {

@@ -280,14 +280,14 @@ impl Sqlite {
         let groups = Arc::new(Groups::default());
         let mut wal_path = path.as_os_str().to_owned();
         wal_path.push("-wal");
+        let wal_path = PathBuf::from(wal_path);
         if preallocate > 0 {
             let w = writer.lock();
             let first_step = preallocate.min(WAL_ALLOCATION_STEP);
-            preallocate_wal(&w.conn, Path::new(&wal_path), first_step);
+            preallocate_wal(&w.conn, &wal_path, first_step);
         }
         {
-            let (w, g) = (writer.clone(), groups.clone());
-            let wal_path = PathBuf::from(wal_path);
+            let (w, g, wal_path) = (writer.clone(), groups.clone(), wal_path.clone());
             std::thread::Builder::new()
                 .name("sqlite-committer".into())
                 .spawn(move || committer(w, g, wal_path))
@@ -311,7 +311,9 @@ impl Sqlite {
             );
             std::thread::Builder::new()
                 .name("sqlite-checkpoint".into())
-                .spawn(move || checkpointer(p, w, g, r, restart_after_frames, preallocate))
+                .spawn(move || {
+                    checkpointer(p, wal_path, w, g, r, restart_after_frames, preallocate)
+                })
                 .map_err(|e| StorageError::Unavailable(e.to_string()))?;
         }
         Ok(Sqlite {
