@@ -28,7 +28,7 @@ ifneq ($(SYSTEM_NODE),yes)
 export PATH := $(NODE_BIN):$(PATH)
 endif
 
-.PHONY: all run test alerts deploy-check components test-components python-adapters python-tools toolchain tools node browser sdk lint fmt docs screenshots bench soak crash clean
+.PHONY: all run dist test alerts deploy-check components test-components python-adapters python-tools toolchain tools node browser sdk lint fmt docs screenshots bench soak crash clean
 
 # Debian packages, for what a fresh machine lacks.
 APT_INSTALL := apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
@@ -127,6 +127,14 @@ run: components
 	$(CARGO) build --release -p mmc-host
 	# The demo may send webhooks to a receiver on this machine; a deployment must not.
 	MMC_WEBHOOKS__ALLOW_PRIVATE_DESTINATIONS=true $(TARGET_DIR)/release/mmc serve --demo --data-dir $(DATA_DIR) --components-dir $(TARGET_DIR)/components
+
+# One file to deploy: the release binary with the components built into it
+# (`mmc bundle`), its commit recorded (`mmc --version` prints both).
+dist: components
+	$(CARGO) build --release -p mmc-host
+	@mkdir -p $(TARGET_DIR)/dist
+	$(TARGET_DIR)/release/mmc bundle --components $(TARGET_DIR)/components --out $(TARGET_DIR)/dist/mmc
+	$(TARGET_DIR)/dist/mmc --version
 
 # The whole book (docs/*.md) as static HTML, with the service's own renderer.
 docs:

@@ -3,13 +3,23 @@
 
 mod cli;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use mmc_host::config::Config;
 
 use crate::cli::{Cli, Command, fail};
 
 fn main() {
-    let cli = Cli::parse();
+    let exe = std::env::current_exe().ok();
+    let manifest = exe
+        .as_deref()
+        .and_then(|e| mmc_host::bundle::manifest_of(e).ok().flatten())
+        .map(|(m, _)| m);
+    let version: &'static str = Box::leak(cli::version_text(manifest.as_ref()).into_boxed_str());
+    let matches = Cli::command()
+        .version(version)
+        .long_version(version)
+        .get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let mut config = match Config::load(cli.config.as_deref(), std::env::vars()) {
         Ok(c) => c,
         Err(e) => fail(&e.to_string()),
@@ -27,16 +37,37 @@ fn main() {
     });
     if matches!(cli.command, Command::Serve { .. }) {
         give_back_freed_memory(config.limits.memory_trim_ms);
+        if manifest.is_some()
+            && let Some(exe) = &exe
+        {
+            match mmc_host::bundle::read(exe) {
+                Ok(bundle) => config.builtin = bundle.map(std::sync::Arc::new),
+                Err(e) => fail(&format!("the components built into this binary: {e}")),
+            }
+        }
     }
     // Colour codes only for a terminal: a file or a pipe gets plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::util::SubscriberInitExt::init(mmc_host::logging::subscriber(
+    // Traces only for the service; the other commands make no spans.
+    let traces = match &cli.command {
+        Command::Serve { .. } => config.monitoring.traces.clone(),
+        _ => Default::default(),
+    };
+    let (subscriber, provider) = mmc_host::logging::subscriber_with_traces(
         config.log.format,
         filter,
         std::io::stderr,
         ansi,
-    ));
+        &traces,
+    )
+    .unwrap_or_else(|e| fail(&e));
+    tracing_subscriber::util::SubscriberInitExt::init(subscriber);
     cli::run(config, cli.command);
+    // What the batch processor still holds goes out before the process ends.
+    if let Some(p) = provider {
+        let _ = p.force_flush();
+        let _ = p.shutdown();
+    }
 }
 
 /// glibc's malloc keeps what threads free in their arenas (up to eight per

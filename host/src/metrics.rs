@@ -13,17 +13,39 @@ const BUCKETS: [f64; 12] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
 ];
 
-#[derive(Default, Clone)]
+/// Operator requests take the network's time: seconds, not milliseconds. A
+/// latency objective's threshold must be one of these (see [`crate::slo`]).
+pub const OPERATOR_BUCKETS: [f64; 12] = [
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 15.0, 30.0, 60.0,
+];
+
+#[derive(Clone)]
 struct Histogram {
-    counts: [u64; BUCKETS.len()],
+    bounds: &'static [f64],
+    counts: Vec<u64>,
     sum: f64,
     count: u64,
 }
 
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram::with(&BUCKETS)
+    }
+}
+
 impl Histogram {
+    fn with(bounds: &'static [f64]) -> Histogram {
+        Histogram {
+            bounds,
+            counts: vec![0; bounds.len()],
+            sum: 0.0,
+            count: 0,
+        }
+    }
+
     fn observe(&mut self, d: Duration) {
         let s = d.as_secs_f64();
-        for (i, b) in BUCKETS.iter().enumerate() {
+        for (i, b) in self.bounds.iter().enumerate() {
             if s <= *b {
                 self.counts[i] += 1;
             }
@@ -33,7 +55,7 @@ impl Histogram {
     }
 
     fn render(&self, out: &mut String, name: &str, labels: &str) {
-        for (i, b) in BUCKETS.iter().enumerate() {
+        for (i, b) in self.bounds.iter().enumerate() {
             let _ = writeln!(
                 out,
                 "{name}_bucket{{{labels},le=\"{b}\"}} {}",
@@ -71,6 +93,36 @@ struct Inner {
     /// Reconciliation cases by account, category, then what happened
     /// (opened, closed by a later run, resolved by a person).
     reconciliation_cases: BTreeMap<(String, &'static str, &'static str), u64>,
+    /// Requests that move money, by (environment, operator, adapter, operation), then outcome.
+    operator_requests: BTreeMap<OperatorCall, BTreeMap<&'static str, u64>>,
+    operator_seconds: BTreeMap<OperatorCall, Histogram>,
+    /// Webhook delivery attempts by how they ended.
+    webhook_attempts: BTreeMap<&'static str, u64>,
+    /// The store's backlogs, as last sampled (see [`crate::backlog`]).
+    backlog: Option<Backlog>,
+}
+
+/// (environment, operator, adapter, operation)
+type OperatorCall = (String, String, String, &'static str);
+
+/// What the store holds that a platform watches, sampled every few seconds
+/// by one task per node (each node sees the whole store: alert on `max`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Backlog {
+    /// Outbox events not yet fanned out into deliveries.
+    pub outbox_lag_events: i64,
+    /// Age of the oldest of them (0 when none).
+    pub outbox_oldest_seconds: f64,
+    /// Deliveries not yet delivered nor given up, due or waiting for a retry.
+    pub webhook_pending: i64,
+    /// Deliveries due now (their time has come and no node holds them).
+    pub webhook_due: i64,
+    /// How long the oldest due delivery has waited past its time.
+    pub webhook_oldest_due_seconds: f64,
+    /// Destinations with a delivery pending after failing attempts in a row.
+    pub webhook_endpoints_failing: i64,
+    /// The oldest API key still in use, by environment (seconds since created).
+    pub api_key_oldest_seconds: Vec<(String, f64)>,
 }
 
 /// A counter with two labels, from a map by the first label's value, then the second's.
@@ -146,7 +198,49 @@ impl Metrics {
         *by_adapter.entry(reason).or_default() += 1;
     }
 
-    /// A notable event a component counted (`log.count`).
+    /// A request that moves money (`initiate`, `refund`, `payout`) sent to an
+    /// operator through an adapter, by how it ended: what service-level
+    /// objectives are measured on (see [`crate::slo`]).
+    pub fn operator_request(
+        &self,
+        (environment, operator, adapter, operation): (&str, &str, &str, &'static str),
+        outcome: &'static str,
+        elapsed: Duration,
+    ) {
+        let key = (
+            environment.to_string(),
+            operator.to_string(),
+            adapter.to_string(),
+            operation,
+        );
+        let mut m = self.inner.lock();
+        *m.operator_requests
+            .entry(key.clone())
+            .or_default()
+            .entry(outcome)
+            .or_default() += 1;
+        m.operator_seconds
+            .entry(key)
+            .or_insert_with(|| Histogram::with(&OPERATOR_BUCKETS))
+            .observe(elapsed);
+    }
+
+    /// A webhook delivery attempt: `delivered`, `failed` (retried later) or
+    /// `given_up` (no retry left, or its endpoint is gone).
+    pub fn webhook_attempt(&self, outcome: &'static str) {
+        *self
+            .inner
+            .lock()
+            .webhook_attempts
+            .entry(outcome)
+            .or_default() += 1;
+    }
+
+    /// The store's backlogs as just sampled.
+    pub fn set_backlog(&self, backlog: Backlog) {
+        self.inner.lock().backlog = Some(backlog);
+    }
+
     /// A reconciliation case `event` (`opened`, `closed`, `resolved`) of `category` on `account`.
     pub fn reconciliation_case(&self, account: &str, category: &'static str, event: &'static str) {
         let mut m = self.inner.lock();
@@ -155,6 +249,7 @@ impl Metrics {
             .or_default() += 1;
     }
 
+    /// A notable event a component counted (`log.count`).
     pub fn component_event(&self, component: &str, event: &str) {
         let mut m = self.inner.lock();
         *m.component_events
@@ -230,7 +325,92 @@ impl Metrics {
         render_storage(&m, &mut out);
         let checks = self.password_checks.load(Ordering::Relaxed);
         render_console(&m, checks, &mut out);
+        render_operator_requests(&m, &mut out);
+        render_webhooks(&m, &mut out);
         out
+    }
+}
+
+/// Requests that move money, by operator and adapter: the objectives' series.
+fn render_operator_requests(m: &Inner, out: &mut String) {
+    let labels = |(env, op, adapter, operation): &OperatorCall| {
+        format!(
+            "environment=\"{env}\",operator=\"{op}\",adapter=\"{adapter}\",operation=\"{operation}\""
+        )
+    };
+    out.push_str("# HELP mmc_operator_requests_total Requests that move money (initiate, refund, payout) sent to an operator through an adapter, by environment, operator, adapter, operation and outcome (ok: the operator answered, whatever it said; the other outcomes as in mmc_adapter_calls_total).\n# TYPE mmc_operator_requests_total counter\n");
+    for (key, by) in &m.operator_requests {
+        let labels = labels(key);
+        for (outcome, n) in by {
+            let _ = writeln!(
+                out,
+                "mmc_operator_requests_total{{{labels},outcome=\"{outcome}\"}} {n}"
+            );
+        }
+    }
+    out.push_str("# HELP mmc_operator_request_duration_seconds How long requests that move money took, from the host's call into the adapter to its answer.\n# TYPE mmc_operator_request_duration_seconds histogram\n");
+    for (key, h) in &m.operator_seconds {
+        h.render(out, "mmc_operator_request_duration_seconds", &labels(key));
+    }
+}
+
+/// Webhook attempts, and the store's backlogs as last sampled.
+fn render_webhooks(m: &Inner, out: &mut String) {
+    out.push_str("# HELP mmc_webhook_attempts_total Webhook delivery attempts by outcome (delivered; failed, to be retried; given_up: no retry left or the endpoint is gone).\n# TYPE mmc_webhook_attempts_total counter\n");
+    for (outcome, n) in &m.webhook_attempts {
+        let _ = writeln!(
+            out,
+            "mmc_webhook_attempts_total{{outcome=\"{outcome}\"}} {n}"
+        );
+    }
+    out.push_str("# HELP mmc_storage_errors_total Storage requests that failed because the store could not serve them (unavailable, busy, disk or connection trouble), by who asked: the host's own tables or a component.\n# TYPE mmc_storage_errors_total counter\n");
+    for (by, n) in mmc_storage::failures::counts() {
+        let _ = writeln!(out, "mmc_storage_errors_total{{by=\"{by}\"}} {n}");
+    }
+    let Some(b) = &m.backlog else {
+        return;
+    };
+    let gauges: [(&str, &str, f64); 6] = [
+        (
+            "mmc_outbox_lag_events",
+            "Outbox events not yet fanned out into webhook deliveries (sampled).",
+            b.outbox_lag_events as f64,
+        ),
+        (
+            "mmc_outbox_oldest_event_age_seconds",
+            "Age of the oldest outbox event not yet fanned out; 0 when none (sampled).",
+            b.outbox_oldest_seconds,
+        ),
+        (
+            "mmc_webhook_deliveries_pending",
+            "Webhook deliveries neither delivered nor given up: due, in flight or waiting for a retry (sampled).",
+            b.webhook_pending as f64,
+        ),
+        (
+            "mmc_webhook_deliveries_due",
+            "Webhook deliveries whose time has come and that no node holds (sampled).",
+            b.webhook_due as f64,
+        ),
+        (
+            "mmc_webhook_oldest_due_seconds",
+            "How long the oldest due webhook delivery has waited past its time; 0 when none (sampled).",
+            b.webhook_oldest_due_seconds,
+        ),
+        (
+            "mmc_webhook_endpoints_failing",
+            "Webhook destinations with a delivery pending after failed attempts in a row (sampled).",
+            b.webhook_endpoints_failing as f64,
+        ),
+    ];
+    for (name, help, v) in gauges {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+    }
+    out.push_str("# HELP mmc_api_key_oldest_age_seconds Age of the oldest API key not revoked, by environment (sampled): keys do not expire, so rotate them on a schedule.\n# TYPE mmc_api_key_oldest_age_seconds gauge\n");
+    for (env, age) in &b.api_key_oldest_seconds {
+        let _ = writeln!(
+            out,
+            "mmc_api_key_oldest_age_seconds{{environment=\"{env}\"}} {age}"
+        );
     }
 }
 

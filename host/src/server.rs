@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 
@@ -57,11 +58,12 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     };
     let runtime = Runtime::new(&config, services)?;
     runtime.set_service_base_url(&base_url);
-    let dir = config.components_dir.clone();
+    let components = config.components();
     let rt = runtime.clone();
-    let names = tokio::task::spawn_blocking(move || rt.load_dir(&dir)).await??;
+    let source = components.clone();
+    let names = tokio::task::spawn_blocking(move || rt.load_from(&source)).await??;
     if !names.iter().any(|n| n == "collect") {
-        tracing::warn!(dir = %config.components_dir.display(), "the collect component is not in the components directory; run `make components`");
+        tracing::warn!(components = %components.describe(), "the collect component is not among the components loaded; run `make components`");
     }
     if let Some(path) = token_file {
         tracing::info!(file = %path.display(), "admin token (generated) is in this file");
@@ -69,7 +71,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     let admin = Arc::new(crate::admin::Admin::new(
         runtime.clone(),
         db.sql.clone(),
-        config.components_dir.clone(),
+        components,
         admin_token,
     )?);
     let restored = tokio::task::block_in_place(|| admin.restore())?;
@@ -86,7 +88,14 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     webhooks.set_event_bodies(Arc::new(CollectEventBodies(runtime.clone())));
     let drain = crate::shutdown::Drain::new();
     let books = crate::books::Books::new(runtime.clone(), db.sql.clone(), config.books.clone());
+    webhooks.set_metrics(runtime.services.metrics.clone());
     crate::webhooks::spawn(webhooks.clone(), drain.clone());
+    crate::backlog::spawn(
+        db.sql.clone(),
+        runtime.services.metrics.clone(),
+        Duration::from_millis(config.monitoring.backlog_sample_ms.max(100)),
+        drain.clone(),
+    );
     let app = Arc::new(App {
         rate_limiter: crate::http::rate_limit::RateLimiter::new(config.rate_limit.clone()),
         client_limiter: crate::http::rate_limit::RateLimiter::per_client(&config.rate_limit),

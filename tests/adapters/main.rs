@@ -244,7 +244,7 @@ pub async fn app_with_adapter(
         }
         c.components.insert(adapter.into(), component);
         if !components_dir().join(format!("{adapter}.wasm")).exists() {
-            c.components_dir = components_dir_with(&[adapter]);
+            c.components_dir = Some(components_dir_with(&[adapter]));
         }
         adjust(c);
     })

@@ -31,7 +31,7 @@ pub use crate::support::new_version;
 async fn spawn_rogue_app(adjust: impl FnOnce(&mut mmc_host::config::Config)) -> TestApp {
     let dir = components_with(&[("rogue", test_component("rogue"))]);
     spawn_app_with(move |c| {
-        c.components_dir = dir;
+        c.components_dir = Some(dir);
         c.routing
             .get_mut("test")
             .unwrap()
@@ -437,7 +437,7 @@ async fn a_short_or_empty_admin_token_is_refused_at_start() {
 async fn a_busy_adapter_pool_fails_no_payment_and_the_retry_sends_it_once() {
     let dir = components_with(&[("rogue", test_component("rogue"))]);
     let app = spawn_app_with(move |c| {
-        c.components_dir = dir;
+        c.components_dir = Some(dir);
         c.routing
             .get_mut("test")
             .unwrap()

@@ -23,7 +23,7 @@ async fn app_with_hostile_and(adjust: impl FnOnce(&mut mmc_host::config::Config)
     }
     std::fs::copy(test_component("hostile"), components.join("hostile.wasm")).unwrap();
     spawn_app_with(move |c| {
-        c.components_dir = components;
+        c.components_dir = Some(components);
         c.limits.api_deadline_ms = 500;
         c.limits.memory_mib = 32;
         c.routes.push(Route {

@@ -262,7 +262,7 @@ async fn collect_failed_and_collect_confirm_failed_when_the_rules_component_is_d
         )
         .unwrap();
     }
-    let app = spawn_app_with(move |c| c.components_dir = components).await;
+    let app = spawn_app_with(move |c| c.components_dir = Some(components)).await;
     let key = app.test_key("Shop");
     let (status, e, _) = call(
         &app,

@@ -5,6 +5,7 @@
 mod support;
 
 mod adapters_admin;
+mod artefact;
 mod auth;
 mod backup;
 mod books;
@@ -35,4 +36,5 @@ mod routes;
 mod sdk;
 mod security;
 mod tenancy;
+mod traces;
 mod webhooks;

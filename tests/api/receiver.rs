@@ -16,6 +16,8 @@ use serde_json::Value;
 
 #[derive(Debug, Clone)]
 pub struct Received {
+    /// The W3C trace context the sender passed on, if any.
+    pub traceparent: String,
     pub signature: String,
     pub event_id_header: String,
     pub body: Vec<u8>,
@@ -69,6 +71,7 @@ impl Receiver {
                                     .unwrap_or_default()
                                     .to_string()
                             };
+                            let traceparent = header("traceparent");
                             let signature = header("x-service-signature");
                             let event_id_header = header("x-service-event-id");
                             let body = req
@@ -78,6 +81,7 @@ impl Receiver {
                                 .map(|b| b.to_bytes().to_vec())
                                 .unwrap_or_default();
                             r.lock().push(Received {
+                                traceparent,
                                 signature,
                                 event_id_header,
                                 body,

@@ -372,7 +372,7 @@ pub async fn spawn_app_paying_to(
     let components = recorder_components(dir);
     spawn_app_with(|c| {
         bulk_settings(c, settings);
-        c.components_dir = components;
+        c.components_dir = Some(components);
         c.routing.insert(
             "test".into(),
             [("*".to_string(), "payout-recorder".into())].into(),

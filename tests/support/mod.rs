@@ -170,7 +170,7 @@ pub fn base_config(data_dir: &std::path::Path) -> Config {
     // The receivers of the tests listen on loopback.
     config.webhooks.allow_private_destinations = true;
     config.data_dir = data_dir.to_path_buf();
-    config.components_dir = components_dir();
+    config.components_dir = Some(components_dir());
     config.cache_dir = Some(cache_dir());
     // Days are reconciled on demand in tests: a test that counts a fake's
     // requests sees only its own.

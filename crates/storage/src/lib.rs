@@ -7,6 +7,7 @@
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
+pub mod failures;
 pub mod memory;
 pub mod sql;
 

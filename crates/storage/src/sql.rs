@@ -242,13 +242,17 @@ impl SqlDb {
     ) -> Result<T, StorageError> {
         let mut f = Some(f);
         let mut out = None;
-        self.0.run_sql(write, &mut |c| {
+        let ran = self.0.run_sql(write, &mut |c| {
             let f = f
                 .take()
                 .ok_or_else(|| StorageError::Unavailable("transaction body run twice".into()))?;
             out = Some(f(c)?);
             Ok(())
-        })?;
+        });
+        if let Err(e) = &ran {
+            crate::failures::note(crate::failures::By::Host, e);
+        }
+        ran?;
         out.ok_or_else(|| StorageError::Unavailable("transaction body did not run".into()))
     }
 }

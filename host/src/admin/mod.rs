@@ -9,7 +9,6 @@ pub mod api;
 pub mod routes;
 pub mod token;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -55,7 +54,8 @@ pub struct VersionView {
 pub struct Admin {
     pub runtime: Arc<Runtime>,
     db: SqlDb,
-    components_dir: PathBuf,
+    /// What the components were started from (a rollback's last resort).
+    components: crate::bundle::ComponentsSource,
     /// Compared in constant time.
     token: String,
     /// Versions that failed to load on this node: not retried every round.
@@ -81,14 +81,14 @@ impl Admin {
     pub fn new(
         runtime: Arc<Runtime>,
         db: SqlDb,
-        components_dir: PathBuf,
+        components: crate::bundle::ComponentsSource,
         token: String,
     ) -> Result<Admin, StorageError> {
         Ok(Admin {
             configured_routes: runtime.routes().specs().clone(),
             runtime,
             db,
-            components_dir,
+            components,
             token,
             unloadable: Default::default(),
             routes_version: Default::default(),
@@ -210,7 +210,7 @@ impl Admin {
         }
         let loaded = self.prepare_checked(name, bytes)?;
         let hash = loaded.hash.clone();
-        let base = std::fs::read(self.components_dir.join(format!("{name}.wasm"))).ok();
+        let base = self.components.original(name);
         self.db.write(|tx| {
             // Deploys of one adapter through several nodes take turns.
             tx.lock(&format!("component_versions:{name}"))?;

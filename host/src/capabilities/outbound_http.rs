@@ -158,7 +158,13 @@ impl Host for HostState {
                 }
             }
         }
-        Ok(self.runtime.services.http.send(req, timeout))
+        let span = crate::traces::outbound_span(&req.method, &req.url);
+        let _entered = span.enter();
+        let sent = self.runtime.services.http.send(req, timeout);
+        if let Ok(r) = &sent {
+            span.record("http.response.status_code", r.status);
+        }
+        Ok(sent)
     }
 }
 

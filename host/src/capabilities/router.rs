@@ -125,11 +125,27 @@ fn routed<T>(
     slot_wait: Option<Duration>,
     f: impl FnOnce(&mut wasmtime::Store<HostState>, &Adapter) -> Outcome<T>,
 ) -> Result<T, AdapterError> {
+    // The provider's request, in the trace: whose money (our id, never the
+    // customer's number), which operator, through which adapter.
+    let span = tracing::debug_span!(
+        "operator",
+        operation = call.0,
+        subject_id = call.1,
+        operator = target.1,
+        environment = target.0,
+        adapter = tracing::field::Empty,
+        outcome = tracing::field::Empty,
+    );
+    let _entered = span.enter();
     let started = Instant::now();
     // An operator call may wait on the network for seconds: never on a tokio worker.
     let (result, served_by) = crate::runtime::inline::may_block(|| {
         runtime.call_adapter_waiting(target, via, slot_wait, f)
     });
+    if let Some(l) = &served_by {
+        span.record("adapter", l.name.as_str());
+    }
+    span.record("outcome", outcome_of(&result));
     answered(runtime, call, target, via, started, result, served_by)
 }
 
@@ -154,10 +170,15 @@ fn answered<T>(
         .services
         .metrics
         .adapter_call(adapter, operation, outcome);
-    if MOVES_MONEY.contains(&operation)
+    if let Some(moves) = MOVES_MONEY.iter().find(|m| **m == operation)
         && let Some(l) = &served_by
     {
         observe(runtime, (environment, &l.name, operator), outcome, elapsed);
+        runtime.services.metrics.operator_request(
+            (environment, operator, &l.name, moves),
+            outcome,
+            elapsed,
+        );
     }
     // Refused because of us, or never sent: a configuration or capacity problem
     // someone must look at (the payment itself is safe: nothing was performed).

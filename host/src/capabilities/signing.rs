@@ -6,10 +6,12 @@ use crate::runtime::state::HostState;
 
 impl Host for HostState {
     fn hmac_sha256(&mut self, key: Vec<u8>, message: Vec<u8>) -> wasmtime::Result<Vec<u8>> {
+        let _span = tracing::debug_span!("signing", algorithm = "hmac-sha256").entered();
         Ok(crypto::hmac_sha256(&key, &message))
     }
 
     fn sha256(&mut self, data: Vec<u8>) -> wasmtime::Result<Vec<u8>> {
+        let _span = tracing::debug_span!("signing", algorithm = "sha256").entered();
         Ok(crypto::sha256(&data))
     }
 }

@@ -16,6 +16,7 @@ pub struct TxnHandle(Box<dyn Transaction>, [u64; 3]);
 
 impl From<StorageError> for CapabilityError {
     fn from(e: StorageError) -> Self {
+        mmc_storage::failures::note(mmc_storage::failures::By::Components, &e);
         match e {
             StorageError::Unavailable(m) => CapabilityError::Unavailable(m),
             StorageError::Invalid(m) => CapabilityError::Invalid(m),
@@ -80,6 +81,7 @@ impl storage::Host for HostState {
         checks: Vec<storage::Check>,
         writes: Vec<storage::WriteOp>,
     ) -> wasmtime::Result<Result<bool, CapabilityError>> {
+        let _span = tracing::debug_span!("storage", operation = "apply").entered();
         if let Err(e) = self.no_open_txn().and_then(|()| self.lease_held()) {
             return Ok(Err(e));
         }
@@ -133,6 +135,7 @@ impl storage::Host for HostState {
     }
 
     fn begin(&mut self) -> wasmtime::Result<Result<Resource<TxnHandle>, CapabilityError>> {
+        let _span = tracing::debug_span!("storage", operation = "begin").entered();
         if let Err(e) = self.no_open_txn() {
             return Ok(Err(e));
         }
@@ -152,6 +155,7 @@ impl storage::Host for HostState {
         table: String,
         key: String,
     ) -> wasmtime::Result<Result<Option<Vec<u8>>, CapabilityError>> {
+        let _span = tracing::debug_span!("storage", operation = "get").entered();
         Ok(self
             .runtime
             .services
@@ -167,6 +171,7 @@ impl storage::Host for HostState {
         end: String,
         limit: u32,
     ) -> wasmtime::Result<Result<Vec<Entry>, CapabilityError>> {
+        let _span = tracing::debug_span!("storage", operation = "scan").entered();
         Ok(self.committed_scan(&table, (&start, &end), Order::Asc, limit))
     }
 
@@ -177,6 +182,7 @@ impl storage::Host for HostState {
         end: String,
         limit: u32,
     ) -> wasmtime::Result<Result<Vec<Entry>, CapabilityError>> {
+        let _span = tracing::debug_span!("storage", operation = "scan_desc").entered();
         Ok(self.committed_scan(&table, (&start, &end), Order::Desc, limit))
     }
 }
@@ -206,6 +212,7 @@ impl storage::HostTransaction for HostState {
         table: String,
         key: String,
     ) -> wasmtime::Result<Result<Option<Vec<u8>>, CapabilityError>> {
+        let _span = tracing::debug_span!("storage", operation = "tx.get").entered();
         Ok(self
             .table
             .get_mut(&tx)?
@@ -221,6 +228,7 @@ impl storage::HostTransaction for HostState {
         key: String,
         value: Vec<u8>,
     ) -> wasmtime::Result<Result<(), CapabilityError>> {
+        let _span = tracing::debug_span!("storage", operation = "tx.put").entered();
         let handle = self.table.get_mut(&tx)?;
         let done = handle.0.put(&table, &key, &value);
         handle.1[0] += u64::from(done.is_ok());
@@ -233,6 +241,7 @@ impl storage::HostTransaction for HostState {
         table: String,
         key: String,
     ) -> wasmtime::Result<Result<(), CapabilityError>> {
+        let _span = tracing::debug_span!("storage", operation = "tx.delete").entered();
         let handle = self.table.get_mut(&tx)?;
         let done = handle.0.delete(&table, &key);
         handle.1[1] += u64::from(done.is_ok());
@@ -247,6 +256,7 @@ impl storage::HostTransaction for HostState {
         end: String,
         limit: u32,
     ) -> wasmtime::Result<Result<Vec<Entry>, CapabilityError>> {
+        let _span = tracing::debug_span!("storage", operation = "tx.scan").entered();
         Ok(self
             .table
             .get_mut(&tx)?
@@ -261,6 +271,7 @@ impl storage::HostTransaction for HostState {
         tx: Resource<TxnHandle>,
         event: storage::OutboxEvent,
     ) -> wasmtime::Result<Result<(), CapabilityError>> {
+        let _span = tracing::debug_span!("storage", operation = "tx.emit").entered();
         let event = outbox_event(event);
         let handle = self.table.get_mut(&tx)?;
         let done = handle.0.emit(&event);
@@ -269,6 +280,7 @@ impl storage::HostTransaction for HostState {
     }
 
     fn commit(&mut self, tx: Resource<TxnHandle>) -> wasmtime::Result<Result<(), CapabilityError>> {
+        let _span = tracing::debug_span!("storage", operation = "commit").entered();
         // Not committed: the transaction is rolled back when the component
         // drops its handle, as after any failed commit.
         if let Err(e) = self.lease_held() {

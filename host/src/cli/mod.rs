@@ -24,7 +24,7 @@ use self::adapters::AdaptersCommand;
 use self::webhooks::WebhooksCommand;
 
 #[derive(Parser)]
-#[command(name = "mmc", version, about = "Mobile Money Collection Service")]
+#[command(name = "mmc", about = "Mobile Money Collection Service")]
 pub struct Cli {
     /// TOML configuration file (also MMC_CONFIG). Every key can be overridden by MMC_* variables.
     #[arg(long, global = true, env = "MMC_CONFIG")]
@@ -104,6 +104,24 @@ pub enum Command {
         #[arg(long, default_value = "docs")]
         src: PathBuf,
     },
+    /// Write a copy of this binary that carries the components of a folder
+    /// (one file to deploy; `mmc --version` lists them with their hashes).
+    Bundle {
+        /// The components to carry (every `*.wasm`).
+        #[arg(long, default_value = mmc_host::config::DEFAULT_COMPONENTS_DIR)]
+        components: PathBuf,
+        /// The file to write.
+        #[arg(long)]
+        out: PathBuf,
+        /// The source's commit, recorded in the binary (default: `git rev-parse HEAD` here).
+        #[arg(long)]
+        commit: Option<String>,
+    },
+    /// Service-level objectives (`[monitoring.objectives]`).
+    Slo {
+        #[command(subcommand)]
+        command: SloCommand,
+    },
     /// Copy the SQLite store and the data directory's keys into the new
     /// directory TO, consistently, while a server runs (docs/backups.md).
     Backup {
@@ -119,6 +137,13 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+}
+
+#[derive(Subcommand)]
+pub enum SloCommand {
+    /// Print the Prometheus rule file of the configured objectives: their
+    /// error ratios and multi-window burn-rate alerts (docs/monitoring.md).
+    Rules,
 }
 
 #[derive(Subcommand)]
@@ -145,7 +170,7 @@ pub fn run(mut config: Config, command: Command) {
                 config.listen = l;
             }
             if let Some(d) = components_dir {
-                config.components_dir = d;
+                config.components_dir = Some(d);
             }
             serve::serve(config, demo);
         }
@@ -168,8 +193,64 @@ pub fn run(mut config: Config, command: Command) {
                 .unwrap_or_else(|e| fail(&format!("{}: {e}", src.display())));
             println!("{}", json!({"out": out, "pages": pages.len()}));
         }
+        Command::Bundle {
+            components,
+            out,
+            commit,
+        } => {
+            let exe = std::env::current_exe().unwrap_or_else(|e| fail(&e.to_string()));
+            let commit = commit.unwrap_or_else(git_commit);
+            let manifest = mmc_host::bundle::write(&exe, &components, &commit, &out)
+                .unwrap_or_else(|e| fail(&e.to_string()));
+            println!("{}", json!({"out": out, "manifest": manifest}));
+        }
+        Command::Slo {
+            command: SloCommand::Rules,
+        } => print!("{}", mmc_host::slo::rules(&config.monitoring.objectives)),
         Command::Backup { to } => store::backup(&config, &to),
         Command::Restore { from, force } => store::restore(&config, &from, force),
+    }
+}
+
+/// `mmc --version`: the version, the commit, and the components the binary
+/// carries with their SHA-256 (what `GET /admin/components` shows loaded).
+pub fn version_text(manifest: Option<&mmc_host::bundle::Manifest>) -> String {
+    let commit = manifest
+        .map(|m| m.commit.as_str())
+        .or(option_env!("MMC_COMMIT"))
+        .unwrap_or("unknown");
+    let mut out = format!("{}\ncommit {commit}\n", env!("CARGO_PKG_VERSION"));
+    match manifest {
+        Some(m) => {
+            out.push_str("components built in:\n");
+            for c in &m.components {
+                out.push_str(&format!("  {:<12} sha256:{}\n", c.name, c.sha256));
+            }
+        }
+        None => out.push_str(&format!(
+            "components built in: none (loaded from components_dir, default {})\n",
+            mmc_host::config::DEFAULT_COMPONENTS_DIR
+        )),
+    }
+    out.trim_end().to_string()
+}
+
+/// The commit checked out here, `-dirty` when tracked files changed.
+fn git_commit() -> String {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    match git(&["rev-parse", "HEAD"]) {
+        Some(head) => match git(&["status", "--porcelain", "--untracked-files=no"]) {
+            Some(changes) if !changes.is_empty() => format!("{head}-dirty"),
+            _ => head,
+        },
+        None => "unknown".into(),
     }
 }
 

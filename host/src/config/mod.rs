@@ -12,12 +12,16 @@ use serde::{Deserialize, Serialize};
 
 mod books;
 mod http;
+mod monitoring;
 mod routing;
 mod smtp;
 mod webhooks;
 
 pub use books::{BooksConfig, RateCard};
 pub use http::{ConnectionConfig, RateLimitConfig};
+pub use monitoring::{
+    MonitoringConfig, Objective, ObjectivesConfig, OperatorObjective, TracesConfig,
+};
 pub use routing::{Candidate, OPERATIONS, RouteHealthConfig, RouteSpec, Rule, RuleSet};
 pub use smtp::{SmtpConfig, SmtpSecurity};
 pub use webhooks::WebhookConfig;
@@ -29,8 +33,12 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Where everything is stored (see [`StorageConfig`]).
     pub storage: StorageConfig,
-    /// Where the `.wasm` components are loaded from at start.
-    pub components_dir: PathBuf,
+    /// Where the `.wasm` components are loaded from at start; unset: those
+    /// the binary carries (`mmc bundle`), else `target/components`.
+    pub components_dir: Option<PathBuf>,
+    /// The components the running binary carries (never from the file).
+    #[serde(skip)]
+    pub builtin: Option<std::sync::Arc<crate::bundle::Bundle>>,
     /// Compiled-code cache; defaults to `<data_dir>/cache`.
     pub cache_dir: Option<PathBuf>,
     /// Base URL customers and merchants see (checkout links, callbacks).
@@ -61,6 +69,8 @@ pub struct Config {
     pub smtp: Option<SmtpConfig>,
     /// Reconciliation against the providers' books, and their rate cards.
     pub books: BooksConfig,
+    /// Backlog sampling, service-level objectives and traces.
+    pub monitoring: MonitoringConfig,
 }
 
 /// `url`: `sqlite://PATH` (the default, `<data_dir>/mmc.db`: one process)
@@ -270,7 +280,8 @@ impl Default for Config {
             listen: "127.0.0.1:8080".parse().expect("valid default address"),
             data_dir: PathBuf::from("./data"),
             storage: StorageConfig::default(),
-            components_dir: PathBuf::from("target/components"),
+            components_dir: None,
+            builtin: None,
             cache_dir: None,
             public_base_url: None,
             limits: Limits::default(),
@@ -336,6 +347,7 @@ impl Default for Config {
             admin_token: None,
             smtp: None,
             books: BooksConfig::default(),
+            monitoring: MonitoringConfig::default(),
         }
     }
 }
@@ -351,7 +363,21 @@ pub enum ConfigError {
     Invalid(String),
 }
 
+/// The components folder when none is configured and the binary carries none.
+pub const DEFAULT_COMPONENTS_DIR: &str = "target/components";
+
 impl Config {
+    /// Where this node's components come from: the configured folder, else
+    /// those the binary carries, else [`DEFAULT_COMPONENTS_DIR`].
+    pub fn components(&self) -> crate::bundle::ComponentsSource {
+        use crate::bundle::ComponentsSource;
+        match (&self.components_dir, &self.builtin) {
+            (Some(dir), _) => ComponentsSource::Dir(dir.clone()),
+            (None, Some(b)) => ComponentsSource::Builtin(b.clone()),
+            (None, None) => ComponentsSource::Dir(PathBuf::from(DEFAULT_COMPONENTS_DIR)),
+        }
+    }
+
     /// Defaults ← file (if any) ← `MMC_*` variables of `env`.
     pub fn load(
         file: Option<&Path>,
@@ -428,6 +454,14 @@ impl Config {
             return Err(ConfigError::Invalid("limits must be positive".into()));
         }
         self.books.check().map_err(ConfigError::Invalid)?;
+        self.monitoring
+            .objectives
+            .check()
+            .map_err(ConfigError::Invalid)?;
+        self.monitoring
+            .traces
+            .check()
+            .map_err(ConfigError::Invalid)?;
         let c = &self.connections;
         if c.header_read_timeout_ms == 0
             || c.body_read_timeout_ms == 0

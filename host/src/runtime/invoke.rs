@@ -116,6 +116,12 @@ impl Runtime {
     ) -> Result<R, CallError> {
         store.data_mut().deadline = Deadline::after(self.deadline_for(loaded));
         store.set_epoch_deadline(1);
+        let span = tracing::debug_span!(
+            "component",
+            component = %loaded.name,
+            outcome = tracing::field::Empty
+        );
+        let entered = span.enter();
         let started = Instant::now();
         let result = f(store);
         let elapsed = started.elapsed();
@@ -146,6 +152,8 @@ impl Runtime {
                 e.outcome()
             }
         };
+        span.record("outcome", outcome);
+        drop(entered);
         self.services
             .metrics
             .component_call(&loaded.name, outcome, elapsed);

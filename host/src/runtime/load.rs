@@ -6,6 +6,25 @@ use super::*;
 
 impl Runtime {
     /// Loads every `*.wasm` of `dir` (name = file stem). Returns the names loaded.
+    /// Loads every component of `source`; returns their names.
+    pub fn load_from(
+        self: &Arc<Self>,
+        source: &crate::bundle::ComponentsSource,
+    ) -> Result<Vec<String>, LoadError> {
+        match source {
+            crate::bundle::ComponentsSource::Dir(dir) => self.load_dir(dir),
+            crate::bundle::ComponentsSource::Builtin(bundle) => {
+                let mut names = Vec::new();
+                for c in &bundle.components {
+                    let loaded = self.prepare(&c.name, &c.bytes)?;
+                    self.install(loaded);
+                    names.push(c.name.clone());
+                }
+                Ok(names)
+            }
+        }
+    }
+
     pub fn load_dir(self: &Arc<Self>, dir: &Path) -> Result<Vec<String>, LoadError> {
         let entries = std::fs::read_dir(dir).map_err(|source| LoadError::Read {
             path: dir.to_path_buf(),

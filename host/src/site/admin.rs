@@ -20,6 +20,7 @@ async fn handle_get(site: Arc<Site>, req: Request<Incoming>) -> Response<Full<By
     let path = req.uri().path().to_string();
     let quiet = path == "/healthz";
     let span = request_span(quiet, &request_id, req.method(), &path, "admin");
+    crate::traces::follow_caller(&span, req.headers());
     let served = async {
         if quiet {
             text(StatusCode::OK, "text/plain", "ok\n")

@@ -128,6 +128,7 @@ async fn handle_get(site: Arc<Site>, req: Request<Incoming>) -> Response<Body> {
     let target = Target::of(&site.app, &path);
     let quiet = target.quiet();
     let span = request_span(quiet, &request_id, req.method(), &path, target.label());
+    crate::traces::follow_caller(&span, req.headers());
     let mut resp = serve_target(&site, &target, req, &path, &request_id)
         .instrument(span.clone())
         .await;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mmc_storage::sql_params;
+use tracing::Instrument;
 
 use super::{Loaded, WebhookError, Webhooks, destination, signature};
 use crate::clock::system_now_ms;
@@ -161,6 +162,13 @@ impl Webhooks {
                 ("pending", now + wait)
             }
         };
+        if let Some(m) = self.metrics.get() {
+            m.webhook_attempt(match status {
+                "delivered" => "delivered",
+                "failed" => "given_up",
+                _ => "failed",
+            });
+        }
         self.db.write(|tx| {
             tx.execute(
                 "INSERT INTO delivery_attempts (delivery_id, at_ms, status_code, latency_ms, error) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -196,9 +204,20 @@ impl Webhooks {
             };
         };
         let t = system_now_ms() / 1000;
+        // Its own trace (the request that caused the event is long answered);
+        // the receiver sees it as the caller's `traceparent`.
+        let span = tracing::debug_span!(
+            "webhook",
+            event_id = %d.event_id,
+            attempt = d.attempts + 1,
+            http.response.status_code = tracing::field::Empty,
+        );
+        let mut trace_headers = reqwest::header::HeaderMap::new();
+        crate::traces::inject(&span, &mut trace_headers);
         let result = self
             .client
             .post(url)
+            .headers(trace_headers)
             .header("content-type", "application/json")
             .header(
                 "x-service-signature",
@@ -207,8 +226,12 @@ impl Webhooks {
             .header("x-service-event-id", &d.event_id)
             .body(payload)
             .send()
+            .instrument(span.clone())
             .await;
         let latency_ms = started.elapsed().as_millis() as u64;
+        if let Ok(resp) = &result {
+            span.record("http.response.status_code", resp.status().as_u16());
+        }
         match result {
             Ok(resp) => {
                 let code = resp.status().as_u16();

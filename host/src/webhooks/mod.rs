@@ -134,6 +134,8 @@ pub struct Webhooks {
     per_endpoint: crate::permits::KeyedPermits,
     sealer: sealing::Sealer,
     bodies: std::sync::OnceLock<Arc<dyn EventBodies>>,
+    /// Where delivery attempts are counted (set once, by the server).
+    metrics: std::sync::OnceLock<Arc<crate::metrics::Metrics>>,
 }
 
 /// The row a callback secret is sealed for.
@@ -253,7 +255,13 @@ impl Webhooks {
             config,
             sealer,
             bodies: std::sync::OnceLock::new(),
+            metrics: std::sync::OnceLock::new(),
         }))
+    }
+
+    /// Where delivery attempts are counted (set once, by the server).
+    pub fn set_metrics(&self, metrics: Arc<crate::metrics::Metrics>) {
+        let _ = self.metrics.set(metrics);
     }
 
     /// Who builds the bodies of compact events (set once, by the server).
