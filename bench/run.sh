@@ -437,6 +437,8 @@ psql "$PGURL" -qc "DROP DATABASE IF EXISTS mmc_bench_1 WITH (FORCE)" -c "DROP DA
 # The books at scale: one account-day of 1,000,000 records, on each engine.
 kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true
 BOOKS=$(./bench/books.sh)
+# What traces cost: creates with traces on against off (bench/traces.sh).
+TRACES=$(./bench/traces.sh)
 
 ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); print(f'{a/b:.3f}')"; }
 {
@@ -499,6 +501,9 @@ ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); 
   echo
   echo "- resident memory: $((ABUSE_RSS0 / 1024)) MiB before, peak $((ABUSE_PEAK / 1024)) MiB during the abuse (growth $ABUSE_GROWTH MiB); create p99 under abuse / idle: ×$ABUSE_P99_RATIO"
   echo "- answers: sign-ins $ABUSE_SIGN_INS; uploads $ABUSE_UPLOADS; passwords checked: $ABUSE_CHECKS"
+  echo
+  IFS='|' read -r tr_off tr_on tr_ratio tr_off_cpu tr_on_cpu <<<"$TRACES"
+  echo "Traces (bench/traces.sh, bench/ab.sh alternating, creates): off $tr_off/s ($tr_off_cpu µs CPU each), on with every span sent over OTLP/HTTP to a local sink $tr_on/s ($tr_on_cpu µs); on/off $tr_ratio (target ≥ 0.9)"
   echo
   echo "The books at scale (bench/books.sh): one account-day of test payments through the simulator and as many movements in its statement, seeded, reconciled by one run (targets: ≤ 60 s, resident memory growth ≤ 128 MiB):"
   echo

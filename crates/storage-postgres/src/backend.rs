@@ -1,6 +1,7 @@
 //! The storage contract on PostgreSQL: reads on any pooled connection,
-//! prepared transactions applied in one round trip, and open transactions
-//! holding the namespace's writer lock until they end.
+//! prepared transactions applied in one round trip locking only the keys
+//! they check and write, and open transactions holding the namespace's
+//! writer lock until they end.
 
 use deadpool_postgres::Object;
 use mmc_storage::{Backend, Check, Order, OutboxEvent, StorageError, Transaction, Write};
@@ -14,7 +15,9 @@ use crate::{
     now_ms, run,
 };
 
-use super::statements::{APPLY, SCAN, SCAN_DESC, begin_on, get_on, scan_on, write_on};
+use super::statements::{
+    APPLY, CHECK_FAILED, SCAN, SCAN_DESC, begin_on, get_on, scan_on, write_on,
+};
 
 impl Backend for Postgres {
     fn begin(&self, namespace: &str) -> Result<Box<dyn Transaction>, StorageError> {
@@ -42,10 +45,14 @@ impl Backend for Postgres {
         }))
     }
 
-    /// Checks then writes in one transaction under the namespace's lock, in
-    /// one round trip (`mmc_apply`, migration 3): the checks read the latest
-    /// committed values, nothing changes them before the writes commit, and
-    /// the lock is held for the function and the commit only.
+    /// Checks then writes in one transaction, in one round trip
+    /// (`mmc_apply_keyed`, migration 15): every key it checks or writes is
+    /// locked in (table, key) order (an absent one by inserting it), so the
+    /// checks read the latest committed values and nothing changes them
+    /// before the writes commit. Two prepared transactions wait for each
+    /// other only on a key they share; the namespace's lock is taken shared,
+    /// against open transactions only. No node-local queue either: the
+    /// pool's size bounds what waits on the database.
     fn apply(
         &self,
         namespace: &str,
@@ -53,7 +60,6 @@ impl Backend for Postgres {
         writes: Vec<Write>,
     ) -> Result<bool, StorageError> {
         check_writes(namespace, &checks, &writes)?;
-        let _local = self.local_writer(namespace)?;
         let pool = self.pool.clone();
         let (ns_key, outbox_key) = (self.lock_key("ns", namespace), self.lock_key("outbox", ""));
         let ns = namespace.to_string();
@@ -115,14 +121,19 @@ impl Backend for Postgres {
             }
             .await;
             // A statement of its own (an implicit transaction): after an
-            // error the server reported (a lock timeout, a constraint), the
-            // connection is idle and clean; after any other, its state is unknown.
-            applied.map_err(|e| {
-                if e.as_db_error().is_none() {
-                    discard(conn);
+            // error the server reported (a check that did not hold, a lock
+            // timeout, a constraint), it rolled back whole and the connection
+            // is idle and clean; after any other, its state is unknown.
+            match applied {
+                Err(e) if e.code().is_some_and(|c| c.code() == CHECK_FAILED) => Ok(false),
+                Err(e) => {
+                    if e.as_db_error().is_none() {
+                        discard(conn);
+                    }
+                    Err(db_err(e))
                 }
-                db_err(e)
-            })
+                ok => ok.map_err(db_err),
+            }
         })
     }
 

@@ -398,6 +398,86 @@ ALTER TABLE api_keys ADD COLUMN last_used_ms bigint;
 ALTER TABLE api_keys ADD COLUMN request_key text;
 "#,
     ),
+    (
+        15,
+        r#"
+-- A prepared transaction in one round trip, without a namespace-wide lock
+-- between prepared transactions: each key it checks or writes is locked in
+-- (table, key) order (an existing row FOR UPDATE; an absent one by
+-- inserting it, its final value or a placeholder deleted at once, which
+-- holds the key against any other writer until this commits), its checks
+-- are judged on what is locked, and its last write per key is applied. The
+-- namespace's lock is taken shared: only an open (interactive) transaction,
+-- which takes it whole, waits for prepared ones and is waited for.
+-- A check that does not hold raises MM001 (the storage layer answers
+-- "refused"): what was written before it is rolled back with the statement.
+CREATE FUNCTION mmc_apply_keyed(
+    p_ns text, p_ns_key bigint, p_outbox_key bigint,
+    c_tbl text[], c_k bytea[], c_v bytea[],
+    w_tbl text[], w_k bytea[], w_v bytea[],
+    e_id text[], e_type text[], e_merchant text[], e_env text[], e_subject text[],
+    e_url text[], e_payload bytea[], e_created bigint
+) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+    key record;
+    cur bytea;
+    absent boolean;
+    inserted integer;
+    final bytea;
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(p_ns_key);
+    FOR key IN
+        SELECT u.tbl, u.k, (SELECT max(w.n) FROM unnest(w_tbl, w_k) WITH ORDINALITY w(tbl, k, n)
+                            WHERE w.tbl = u.tbl AND w.k = u.k) AS last_write
+        FROM (SELECT DISTINCT tbl, k FROM (
+                SELECT * FROM unnest(c_tbl, c_k) UNION ALL SELECT * FROM unnest(w_tbl, w_k)
+              ) a(tbl, k)) u
+        ORDER BY u.tbl, u.k
+    LOOP
+        final := CASE WHEN key.last_write IS NULL THEN NULL ELSE w_v[key.last_write] END;
+        LOOP
+            SELECT v INTO cur FROM kv WHERE ns = p_ns AND tbl = key.tbl AND k = key.k FOR UPDATE;
+            IF FOUND THEN
+                absent := false;
+                EXIT;
+            END IF;
+            INSERT INTO kv (ns, tbl, k, v)
+                VALUES (p_ns, key.tbl, key.k, coalesce(final, '\x'::bytea))
+                ON CONFLICT (ns, tbl, k) DO NOTHING;
+            GET DIAGNOSTICS inserted = ROW_COUNT;
+            IF inserted = 1 THEN
+                absent := true;
+                cur := NULL;
+                EXIT;
+            END IF;
+            -- Another writer made the key meanwhile: lock what it wrote.
+        END LOOP;
+        FOR i IN 1 .. coalesce(array_length(c_k, 1), 0) LOOP
+            IF c_tbl[i] = key.tbl AND c_k[i] = key.k AND cur IS DISTINCT FROM c_v[i] THEN
+                RAISE EXCEPTION USING ERRCODE = 'MM001', MESSAGE = 'mmc_apply_keyed: a check does not hold';
+            END IF;
+        END LOOP;
+        IF final IS NULL AND (absent OR key.last_write IS NOT NULL) THEN
+            -- Deleted, or a placeholder: gone, the key still held until commit.
+            DELETE FROM kv WHERE ns = p_ns AND tbl = key.tbl AND k = key.k;
+        ELSIF NOT absent AND key.last_write IS NOT NULL THEN
+            UPDATE kv SET v = final WHERE ns = p_ns AND tbl = key.tbl AND k = key.k;
+        END IF;
+    END LOOP;
+    IF coalesce(array_length(e_id, 1), 0) > 0 THEN
+        PERFORM pg_advisory_xact_lock(p_outbox_key);
+        FOR i IN 1 .. array_length(e_id, 1) LOOP
+            INSERT INTO outbox
+                (id, event_type, merchant_id, environment, subject_id, extra_url, payload, created_ms)
+                VALUES (e_id[i], e_type[i], e_merchant[i], e_env[i], e_subject[i], e_url[i],
+                        e_payload[i], e_created);
+        END LOOP;
+    END IF;
+    RETURN true;
+END
+$$;
+"#,
+    ),
 ];
 
 pub(crate) async fn migrate(

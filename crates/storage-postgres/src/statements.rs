@@ -9,8 +9,8 @@ use mmc_storage::{MAX_SCAN, OutboxEvent, StorageError, Write};
 use crate::{db_err, now_ms};
 
 pub(super) const GET: &str = "SELECT v FROM kv WHERE ns = $1 AND tbl = $2 AND k = $3";
-// PUT, DELETE and EMIT are also written in migration 3's `mmc_apply`: a
-// change to `kv` or `outbox` changes both (the function by a new migration).
+// PUT, DELETE and EMIT are also written in migration 15's `mmc_apply_keyed`:
+// a change to `kv` or `outbox` changes both (the function by a new migration).
 pub(super) const PUT: &str = "INSERT INTO kv (ns, tbl, k, v) VALUES ($1, $2, $3, $4)
      ON CONFLICT (ns, tbl, k) DO UPDATE SET v = EXCLUDED.v";
 pub(super) const DELETE: &str = "DELETE FROM kv WHERE ns = $1 AND tbl = $2 AND k = $3";
@@ -25,9 +25,13 @@ pub(super) const SCAN_DESC: [&str; 2] = [
     "SELECT k, v FROM kv WHERE ns = $1 AND tbl = $2 AND k >= $3 ORDER BY k DESC LIMIT $4",
     "SELECT k, v FROM kv WHERE ns = $1 AND tbl = $2 AND k >= $3 AND k < $5 ORDER BY k DESC LIMIT $4",
 ];
-/// A prepared transaction in one round trip (migration 3's `mmc_apply`).
-pub(super) const APPLY: &str =
-    "SELECT mmc_apply($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
+/// A prepared transaction in one round trip, locking only its keys
+/// (migration 15's `mmc_apply_keyed`; migration 3's `mmc_apply`, which takes
+/// the namespace whole, stays for nodes of older versions).
+pub(super) const APPLY: &str = "SELECT mmc_apply_keyed($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
+
+/// The SQLSTATE `mmc_apply_keyed` raises when a check does not hold.
+pub(super) const CHECK_FAILED: &str = "MM001";
 pub(super) const EMIT: &str = "INSERT INTO outbox
      (id, event_type, merchant_id, environment, subject_id, extra_url, payload, created_ms)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";

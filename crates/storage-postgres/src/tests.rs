@@ -69,6 +69,20 @@ fn concurrent_applies_on_three_nodes_count_exactly_once() {
 }
 
 #[test]
+fn racing_creators_on_three_nodes_one_wins_each_key() {
+    let t = TestDatabase::create();
+    let open = nodes(&t.url, 3);
+    conformance::absent_checks_admit_one_creator(&open, 6, 60);
+}
+
+#[test]
+fn open_transactions_and_applies_on_three_nodes_lose_no_increment() {
+    let t = TestDatabase::create();
+    let open = nodes(&t.url, 3);
+    conformance::transactions_and_applies_exclude_each_other(&open, 6, 30);
+}
+
+#[test]
 fn concurrent_transactions_on_three_nodes_serialise() {
     let t = TestDatabase::create();
     let open = nodes(&t.url, 3);
@@ -365,12 +379,7 @@ fn unapply_newest_version(db: &Postgres) {
         Box::pin(async move {
             c.execute("DELETE FROM schema_migrations WHERE version = $1", &[&last])
                 .await?;
-            c.batch_execute(
-                "ALTER TABLE api_keys DROP COLUMN name, DROP COLUMN shown_prefix,
-                     DROP COLUMN last_used_ms, DROP COLUMN request_key;
-                 DROP TABLE console_shown_once; DROP TABLE console_recovery_codes",
-            )
-            .await
+            c.batch_execute("DROP FUNCTION mmc_apply_keyed").await
         })
     })
     .unwrap();

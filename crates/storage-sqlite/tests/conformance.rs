@@ -30,6 +30,8 @@ fn concurrent_applies_count_exactly_once() {
     let db: Arc<dyn Backend> = Arc::new(Sqlite::open(&dir.path().join("q.db")).unwrap());
     conformance::concurrent_applies_count_exactly_once(&|| db.clone(), 8, 50);
     conformance::concurrent_transactions_serialise(&|| db.clone(), 8, 50);
+    conformance::absent_checks_admit_one_creator(&|| db.clone(), 6, 60);
+    conformance::transactions_and_applies_exclude_each_other(&|| db.clone(), 6, 30);
 }
 
 #[test]

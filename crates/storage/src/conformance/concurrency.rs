@@ -1,5 +1,6 @@
-//! Writers racing from several instances: every apply counted once, and
-//! transactions serialised.
+//! Writers racing from several instances: every apply counted once, one
+//! creator per key, transactions serialised, and neither kind losing the
+//! other's writes.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -92,6 +93,92 @@ pub fn concurrent_transactions_serialise(open: Open, threads: usize, increments:
                     tx.put("t", "counter", (n + 1).to_string().as_bytes())
                         .unwrap();
                     tx.commit().unwrap();
+                }
+            });
+        }
+    });
+    let n = open()
+        .get(ns, "t", "counter")
+        .unwrap()
+        .as_deref()
+        .map_or(0, parse);
+    assert_eq!(n, threads * increments, "no increment lost");
+}
+
+/// Racing creators: `threads` threads, each on its own instance, try to
+/// create the same `keys` keys in the same order, each with a check that the
+/// key is absent. Exactly one creator wins each key (its value is the
+/// winner's); the others are refused and write nothing (no marker of theirs).
+pub fn absent_checks_admit_one_creator(open: Open, threads: usize, keys: usize) {
+    let ns = "conf-create";
+    let wins: Vec<Vec<usize>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let db = open();
+                s.spawn(move || {
+                    (0..keys)
+                        .filter(|k| {
+                            let key = format!("k{k:04}");
+                            let writes = vec![
+                                put("t", &key, t.to_string().as_bytes()),
+                                put("by", &format!("{k:04}-{t:02}"), b"1"),
+                            ];
+                            db.apply(ns, vec![check("t", &key, None)], writes).unwrap()
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let db = open();
+    for k in 0..keys {
+        let winners: Vec<usize> = (0..threads).filter(|t| wins[*t].contains(&k)).collect();
+        assert_eq!(winners.len(), 1, "key {k}: one creator, not {winners:?}");
+        let stored = db.get(ns, "t", &format!("k{k:04}")).unwrap();
+        assert_eq!(
+            stored.as_deref().map(parse),
+            Some(winners[0]),
+            "key {k}: the winner's value"
+        );
+    }
+    let markers = db.scan(ns, "by", "", "", MAX_SCAN).unwrap();
+    assert_eq!(
+        markers.len(),
+        keys,
+        "only the winners wrote their other keys"
+    );
+}
+
+/// Open transactions and prepared applies on one counter at once, from
+/// `threads` threads (every other one opens transactions), each on its own
+/// instance: no increment of either kind is lost.
+pub fn transactions_and_applies_exclude_each_other(open: Open, threads: usize, increments: usize) {
+    let ns = "conf-mixed";
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let db = open();
+            s.spawn(move || {
+                let mut done = 0;
+                while done < increments {
+                    if t % 2 == 0 {
+                        let mut tx = db.begin(ns).unwrap();
+                        let n = tx.get("t", "counter").unwrap().as_deref().map_or(0, parse);
+                        tx.put("t", "counter", (n + 1).to_string().as_bytes())
+                            .unwrap();
+                        tx.commit().unwrap();
+                        done += 1;
+                    } else {
+                        let seen = db.get(ns, "t", "counter").unwrap();
+                        let n = seen.as_deref().map_or(0, parse);
+                        let writes = vec![put("t", "counter", (n + 1).to_string().as_bytes())];
+                        if db
+                            .apply(ns, vec![check("t", "counter", seen.as_deref())], writes)
+                            .unwrap()
+                        {
+                            done += 1;
+                        }
+                    }
                 }
             });
         }

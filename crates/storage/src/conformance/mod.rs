@@ -12,7 +12,8 @@ mod scans;
 mod transactions;
 
 pub use concurrency::{
-    Open, concurrent_applies_count_exactly_once, concurrent_transactions_serialise,
+    Open, absent_checks_admit_one_creator, concurrent_applies_count_exactly_once,
+    concurrent_transactions_serialise, transactions_and_applies_exclude_each_other,
 };
 pub use host_tables::{OpenSql, sql_rules};
 pub use scans::{
