@@ -1030,7 +1030,7 @@ async fn a_node_deletes_events_past_their_retention_when_it_starts() {
             db.sql
                 .read(|c| {
                     c.query(
-                        "SELECT COUNT(*) FROM outbox WHERE seq > (SELECT seq FROM outbox_cursor)",
+                        "SELECT COUNT(*) FROM outbox WHERE seq > (SELECT seq FROM outbox_cursor) OR seq IS NULL",
                         &[],
                     )?[0]
                         .int(0)

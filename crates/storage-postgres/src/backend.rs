@@ -39,7 +39,6 @@ impl Backend for Postgres {
             handle: self.handle.clone(),
             ns: namespace.to_string(),
             events: Vec::new(),
-            outbox_key: self.lock_key("outbox", ""),
             failed: None,
             local: Some(local),
         }))
@@ -61,7 +60,7 @@ impl Backend for Postgres {
     ) -> Result<bool, StorageError> {
         check_writes(namespace, &checks, &writes)?;
         let pool = self.pool.clone();
-        let (ns_key, outbox_key) = (self.lock_key("ns", namespace), self.lock_key("outbox", ""));
+        let ns_key = self.lock_key("ns", namespace);
         let ns = namespace.to_string();
         run(&self.handle, async move {
             let conn = get_conn(&pool).await?;
@@ -99,7 +98,6 @@ impl Backend for Postgres {
                         &[
                             &ns,
                             &ns_key,
-                            &outbox_key,
                             &c_tbl,
                             &c_k,
                             &c_v,
@@ -189,7 +187,6 @@ struct PgTxn {
     ns: String,
     /// Written at commit (see [`write_on`]).
     events: Vec<OutboxEvent>,
-    outbox_key: i64,
     /// A statement failed: PostgreSQL has aborted the transaction, and a
     /// `COMMIT` now would roll back without an error. Commit reports it.
     failed: Option<StorageError>,
@@ -236,7 +233,7 @@ impl Transaction for PgTxn {
             value: value.to_vec(),
         };
         self.call(|c, ns| async move {
-            let out = write_on(&c, &ns, &[&w], &[], 0).await;
+            let out = write_on(&c, &ns, &[&w], &[]).await;
             (c, out)
         })
     }
@@ -248,7 +245,7 @@ impl Transaction for PgTxn {
             key: key.to_string(),
         };
         self.call(|c, ns| async move {
-            let out = write_on(&c, &ns, &[&w], &[], 0).await;
+            let out = write_on(&c, &ns, &[&w], &[]).await;
             (c, out)
         })
     }
@@ -268,7 +265,7 @@ impl Transaction for PgTxn {
         })
     }
 
-    /// Kept until commit: the outbox lock is then held only for the commit.
+    /// Kept until commit, and written last.
     fn emit(&mut self, event: &OutboxEvent) -> Result<(), StorageError> {
         if self.conn.is_none() {
             return Err(StorageError::Finished);
@@ -288,11 +285,11 @@ impl Transaction for PgTxn {
             )));
         }
         let conn = self.conn.take().ok_or(StorageError::Finished)?;
-        let (events, outbox_key) = (std::mem::take(&mut self.events), self.outbox_key);
+        let events = std::mem::take(&mut self.events);
         let _local = self.local.take();
         run(&self.handle, async move {
             let refs: Vec<&OutboxEvent> = events.iter().collect();
-            if let Err(e) = write_on(&conn, "", &[], &refs, outbox_key).await {
+            if let Err(e) = write_on(&conn, "", &[], &refs).await {
                 discard(conn);
                 return Err(e);
             }

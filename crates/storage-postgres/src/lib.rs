@@ -2,18 +2,21 @@
 //! database.
 //!
 //! Same contract as SQLite (`mmc_storage::conformance`), kept the same way:
-//! - **Writers of a namespace are serialised across the fleet**: `begin` and
-//!   `apply` take a transaction-scoped advisory lock on the namespace
-//!   (`pg_advisory_xact_lock`), as SQLite's single writer serialises them
-//!   (`apply` in the server, in one call of `mmc_apply`). A
-//!   prepared transaction's checks then read the latest committed values and
-//!   nothing can change them before its writes commit: no serialization
-//!   failures, nothing to retry. Within a node, writers of a namespace also
-//!   queue on a local lock first, so waiting writers do not hold pooled
+//! - **Writers conflict only on the keys they share**: a prepared
+//!   transaction (`apply`, one call of `mmc_apply_keyed` in the server)
+//!   locks each key it checks or writes, in (table, key) order, an absent
+//!   one by inserting it; its checks then read the latest committed values
+//!   and nothing can change them before its writes commit. An open
+//!   transaction (`begin`) takes its namespace's transaction-scoped lock
+//!   whole, as SQLite's single writer would; prepared ones take it shared.
+//!   No serialization failures, no deadlock among prepared transactions,
+//!   nothing to retry. Within a node, open transactions of a namespace
+//!   queue on a local lock first, so waiting ones do not hold pooled
 //!   connections.
-//! - **Outbox order is commit order**: events are written at commit, under
-//!   one more advisory lock, so a reader that sees event `seq` sees every
-//!   earlier one (a dispatcher's cursor never skips an event committed late).
+//! - **The outbox's order is its dispatcher's**: events are written without
+//!   a lock and numbered (`seq`) by the one dispatcher at a time, committed
+//!   ones only (`SqlConn::number_outbox`): a cursor on `seq` never skips an
+//!   event committed late.
 //! - **Durable**: `synchronous_commit = on`; a commit is acknowledged once it
 //!   is on the server's disk (and its synchronous replicas, if configured).
 //! - Reads outside a transaction read committed data on any pooled connection.
@@ -28,6 +31,15 @@
 //! is in (a worker, `spawn_blocking`, `block_in_place`, none).
 
 mod backend;
+
+/// Numbers (`seq`) up to `?1` of the events committed and not yet numbered,
+/// in insertion order, after every event numbered before (see
+/// `SqlConn::number_outbox`).
+pub(crate) const SEQUENCE_OUTBOX: &str = "WITH next AS (
+        SELECT ins, nextval('outbox_seq') AS seq
+        FROM (SELECT ins FROM outbox WHERE seq IS NULL ORDER BY ins LIMIT ?1) unnumbered
+     )
+     UPDATE outbox SET seq = next.seq FROM next WHERE outbox.ins = next.ins";
 #[cfg(any(test, feature = "test-util"))]
 pub mod cluster;
 mod migrate;

@@ -411,8 +411,9 @@ ALTER TABLE api_keys ADD COLUMN request_key text;
 -- which takes it whole, waits for prepared ones and is waited for.
 -- A check that does not hold raises MM001 (the storage layer answers
 -- "refused"): what was written before it is rolled back with the statement.
+-- Events are written without a lock: see the outbox's numbering below.
 CREATE FUNCTION mmc_apply_keyed(
-    p_ns text, p_ns_key bigint, p_outbox_key bigint,
+    p_ns text, p_ns_key bigint,
     c_tbl text[], c_k bytea[], c_v bytea[],
     w_tbl text[], w_k bytea[], w_v bytea[],
     e_id text[], e_type text[], e_merchant text[], e_env text[], e_subject text[],
@@ -464,18 +465,36 @@ BEGIN
             UPDATE kv SET v = final WHERE ns = p_ns AND tbl = key.tbl AND k = key.k;
         END IF;
     END LOOP;
-    IF coalesce(array_length(e_id, 1), 0) > 0 THEN
-        PERFORM pg_advisory_xact_lock(p_outbox_key);
-        FOR i IN 1 .. array_length(e_id, 1) LOOP
-            INSERT INTO outbox
-                (id, event_type, merchant_id, environment, subject_id, extra_url, payload, created_ms)
-                VALUES (e_id[i], e_type[i], e_merchant[i], e_env[i], e_subject[i], e_url[i],
-                        e_payload[i], e_created);
-        END LOOP;
-    END IF;
+    FOR i IN 1 .. coalesce(array_length(e_id, 1), 0) LOOP
+        INSERT INTO outbox
+            (id, event_type, merchant_id, environment, subject_id, extra_url, payload, created_ms, seq)
+            VALUES (e_id[i], e_type[i], e_merchant[i], e_env[i], e_subject[i], e_url[i],
+                    e_payload[i], e_created, NULL);
+    END LOOP;
     RETURN true;
 END
 $$;
+
+-- The outbox without a fleet-wide lock: events are written as they come,
+-- each with its insertion number (`ins`, the former `seq`), and `seq` is
+-- given by the one dispatcher at a time (SEQUENCE_OUTBOX, lib.rs) to the
+-- events committed since its last round, before it reads past its cursor.
+-- An event committed late is numbered late, so a cursor on `seq` never
+-- skips it; readers never see an event without its number (`seq` NULL
+-- matches no comparison). Nodes of older versions keep writing events
+-- under the outbox lock, numbered as they are written (the column's
+-- default), and reading by `seq`; the dispatcher numbers under that lock
+-- too, so neither order is broken while versions are mixed.
+ALTER TABLE outbox RENAME COLUMN seq TO ins;
+ALTER TABLE outbox ADD COLUMN seq bigint;
+UPDATE outbox SET seq = ins;
+CREATE SEQUENCE outbox_seq;
+SELECT setval('outbox_seq', coalesce((SELECT max(ins) FROM outbox), 0) + 1, false);
+ALTER TABLE outbox ALTER COLUMN seq SET DEFAULT nextval('outbox_seq');
+CREATE UNIQUE INDEX outbox_seq_unique ON outbox (seq);
+CREATE INDEX outbox_unnumbered ON outbox (ins) WHERE seq IS NULL;
+-- A merchant's events, newest first as written (`ins`): listed at once,
+-- before the dispatcher numbers them. The index follows the renamed column.
 "#,
     ),
 ];

@@ -83,6 +83,8 @@ struct Conn {
     conn: Option<Object>,
     handle: Handle,
     scope_key: Box<dyn Fn(&str) -> i64 + Send + Sync>,
+    /// The outbox lock nodes of older versions write events under.
+    outbox_key: i64,
     write: bool,
     /// A statement failed: PostgreSQL aborted the transaction, and `COMMIT`
     /// would now roll back without an error.
@@ -178,6 +180,27 @@ impl SqlConn for Conn {
             true,
         )
     }
+
+    /// Under the outbox lock that nodes of older versions hold from writing
+    /// an event (numbered as it is written) to their commit: none of theirs
+    /// is then numbered and uncommitted, so numbering this version's events
+    /// now cannot put one of theirs behind the cursor.
+    fn number_outbox(&mut self, limit: i64) -> Result<(), StorageError> {
+        if !self.write {
+            return Err(StorageError::Invalid(
+                "the outbox is numbered in a write transaction".into(),
+            ));
+        }
+        let key = self.outbox_key;
+        self.call(
+            "SELECT pg_advisory_xact_lock(?1)",
+            &[Value::Int(key)],
+            |_, _| (),
+            true,
+        )?;
+        self.execute(crate::SEQUENCE_OUTBOX, &[Value::Int(limit)])?;
+        Ok(())
+    }
 }
 
 impl SqlEngine for Postgres {
@@ -199,6 +222,7 @@ impl SqlEngine for Postgres {
         let mut c = Conn {
             conn: Some(conn),
             handle: self.handle.clone(),
+            outbox_key: crate::lock_key(&self.scope, "outbox", ""),
             scope_key: Box::new(move |name| crate::lock_key(&scope, "host", name)),
             write,
             failed: false,

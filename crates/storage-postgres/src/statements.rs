@@ -28,13 +28,15 @@ pub(super) const SCAN_DESC: [&str; 2] = [
 /// A prepared transaction in one round trip, locking only its keys
 /// (migration 15's `mmc_apply_keyed`; migration 3's `mmc_apply`, which takes
 /// the namespace whole, stays for nodes of older versions).
-pub(super) const APPLY: &str = "SELECT mmc_apply_keyed($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
+pub(super) const APPLY: &str =
+    "SELECT mmc_apply_keyed($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
 
 /// The SQLSTATE `mmc_apply_keyed` raises when a check does not hold.
 pub(super) const CHECK_FAILED: &str = "MM001";
+/// Without a number (`seq`): the dispatcher gives it once committed.
 pub(super) const EMIT: &str = "INSERT INTO outbox
-     (id, event_type, merchant_id, environment, subject_id, extra_url, payload, created_ms)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+     (id, event_type, merchant_id, environment, subject_id, extra_url, payload, created_ms, seq)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL)";
 
 pub(super) async fn get_on(
     c: &Client,
@@ -92,14 +94,13 @@ pub(super) async fn begin_on(c: &Client, ns_key: i64) -> Result<(), StorageError
 }
 
 /// Runs the writes in order, pipelined (sent without waiting for each
-/// answer); events go last, under the outbox lock, so `seq` order is commit
-/// order.
+/// answer), events last (without a lock: the dispatcher numbers them, see
+/// [`crate::SEQUENCE_OUTBOX`]).
 pub(super) async fn write_on(
     c: &Client,
     ns: &str,
     writes: &[&Write],
     events: &[&OutboxEvent],
-    outbox_key: i64,
 ) -> Result<(), StorageError> {
     let (put, delete) = (
         c.prepare_cached(PUT).await.map_err(db_err)?,
@@ -123,9 +124,6 @@ pub(super) async fn write_on(
         return Ok(());
     }
     let emit = c.prepare_cached(EMIT).await.map_err(db_err)?;
-    c.batch_execute(&format!("SELECT pg_advisory_xact_lock({outbox_key})"))
-        .await
-        .map_err(db_err)?;
     let (emit, now) = (&emit, &now_ms());
     let inserts = events.iter().map(|e| async move {
         c.execute(

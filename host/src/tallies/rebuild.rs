@@ -90,6 +90,10 @@ fn rebuild_in(
     if !tx.try_lock("outbox_dispatch")? {
         return Ok(None);
     }
+    // Every event committed in this snapshot numbered, as the dispatcher
+    // would: the payments read below include their changes, so the cursor
+    // must pass them (a later one is counted by dispatch).
+    tx.number_outbox(i64::MAX)?;
     let last = tx
         .query_one("SELECT COALESCE(MAX(seq), 0) FROM outbox", &[])?
         .int(0)?;

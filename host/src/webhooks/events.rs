@@ -60,11 +60,18 @@ impl Webhooks {
         starting_after: Option<&str>,
         limit: u32,
     ) -> Result<(Vec<Value>, bool), WebhookError> {
+        // Newest first in the order events were written, which every event
+        // has once committed: on PostgreSQL `seq` is given later, by the
+        // dispatcher (see `SqlConn::number_outbox`), `ins` at once.
+        let order = match self.db.engine_name() {
+            "postgres" => "ins",
+            _ => "seq",
+        };
         let page = self.db.read(|c| {
             let after_seq = match starting_after {
                 Some(id) => match c
                     .query_opt(
-                        "SELECT seq FROM outbox WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3",
+                        &format!("SELECT {order} FROM outbox WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3"),
                         sql_params![id, merchant_id, environment.as_str()],
                     )?
                     .map(|r| r.int(0))
@@ -76,9 +83,9 @@ impl Webhooks {
                 None => i64::MAX,
             };
             let rows = c.query(
-                "SELECT payload FROM outbox WHERE merchant_id = ?1 AND environment = ?2 AND seq < ?3
+                &format!("SELECT payload FROM outbox WHERE merchant_id = ?1 AND environment = ?2 AND {order} < ?3
                  AND (CAST(?4 AS TEXT) IS NULL OR event_type = ?4) AND (CAST(?5 AS TEXT) IS NULL OR subject_id = ?5)
-                 ORDER BY seq DESC LIMIT ?6",
+                 ORDER BY {order} DESC LIMIT ?6"),
                 sql_params![merchant_id, environment.as_str(), after_seq, event_type, subject, limit as i64 + 1],
             )?;
             let mut payloads: Vec<Vec<u8>> =

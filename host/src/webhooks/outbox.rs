@@ -27,6 +27,9 @@ impl Webhooks {
             if !tx.try_lock("outbox_dispatch")? {
                 return Ok((0, true));
             }
+            // Events committed since the last round, numbered after every
+            // one already numbered (see `SqlConn::number_outbox`).
+            tx.number_outbox(i64::from(limit))?;
             let fanned = tx
                 .query_one("SELECT seq FROM outbox_cursor WHERE id = 1", &[])?
                 .int(0)?;
