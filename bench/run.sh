@@ -391,6 +391,21 @@ pg_lock_waits() { # database, seconds: "backends waiting on any lock|on an advis
       RAISE NOTICE 'waits|%|%', round(locks::numeric / n, 2), round(advisory::numeric / n, 2);
     END \$\$" | sed -n 's/.*waits|//p'
 }
+pg_db_side() { # database: "cpu ticks of every postgres process|commits|rows changed" so far
+  local ticks=0 p t
+  for p in $(pgrep -x postgres); do
+    t=$(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null) && ticks=$((ticks + t))
+  done
+  echo "$ticks|$(psql "$PGURL" -qAt -c "SELECT xact_commit, tup_inserted + tup_updated + tup_deleted FROM pg_stat_database WHERE datname = '$1'" | tr '|' ' ' | awk '{print $1 "|" $2}')"
+}
+pg_db_per_create() { # before, after, creates: "db CPU ms|commits|rows" per create
+  python3 - "$@" <<'PY'
+import os, sys
+a, b, n = sys.argv[1].split('|'), sys.argv[2].split('|'), max(float(sys.argv[3]), 1)
+d = [float(y) - float(x) for x, y in zip(a, b)]
+print(f"{1000 * d[0] / os.sysconf('SC_CLK_TCK') / n:.3f} ms|{d[1] / n:.2f}|{d[2] / n:.2f}")
+PY
+}
 pg_round() { # nodes: "creates|gets" rows for 1 or 2 nodes on a fresh database
   local n=$1 ports=() urls=()
   export MMC_STORAGE__URL; MMC_STORAGE__URL=$(pg_database "mmc_bench_$n")
@@ -401,10 +416,10 @@ pg_round() { # nodes: "creates|gets" rows for 1 or 2 nodes on a fresh database
   for i in $(seq "$n"); do ports+=($((PORT + 10 + i))); pg_node "${ports[-1]}" "$DATA/pg-$n-$i"; urls+=("http://127.0.0.1:${ports[-1]}"); done
   PGWRK=(-H "Authorization: Bearer $k" -s bench/create.lua)
   local nodes=() i; for i in "${!urls[@]}"; do nodes+=("${PGSERVERS[$i]}=${urls[$i]}"); done
-  local c0 c1; c0=$(PGWAL=$PGURL cost collect "${nodes[@]}")
+  local c0 c1 d0 d1; c0=$(PGWAL=$PGURL cost collect "${nodes[@]}"); d0=$(pg_db_side "mmc_bench_$n")
   pg_lock_waits "mmc_bench_$n" "${DURATION%s}" > "$DATA/pg-locks-$n.txt" & local sampler=$!
   local create; create=$(pg_wrk "pg-create-$n" $((CONNS / n)) "${urls[@]}")
-  c1=$(PGWAL=$PGURL cost collect "${nodes[@]}")
+  c1=$(PGWAL=$PGURL cost collect "${nodes[@]}"); d1=$(pg_db_side "mmc_bench_$n")
   wait "$sampler"
   local id; id=$(curl -s -H "Authorization: Bearer $k" -H "Idempotency-Key: $(python3 -c 'import uuid;print(uuid.uuid4())')" -H 'Content-Type: application/json' \
     -d '{"reference":"bench-get","amount":1500,"currency":"XOF","country":"BJ","operator":"mtn-bj","customer":{"phone":"+2290166000001"}}' \
@@ -417,10 +432,11 @@ pg_round() { # nodes: "creates|gets" rows for 1 or 2 nodes on a fresh database
   local get; get=$(pg_wrk "pg-get-$n" $((CONNS / n)) "${gets[@]}")
   pg_stop
   unset MMC_STORAGE__URL MMC_WEBHOOKS__SECRETS_KEY
-  echo "$create;$get;$(per_request "pg-create-$n" "$c0" "$c1");$(cat "$DATA/pg-locks-$n.txt")"
+  local cost; cost=$(per_request "pg-create-$n" "$c0" "$c1")
+  echo "$create;$get;$cost;$(cat "$DATA/pg-locks-$n.txt");$(pg_db_per_create "$d0" "$d1" "$(echo "$cost" | cut -d'|' -f2)")"
 }
-IFS=';' read -r PG_CREATE_1 PG_GET_1 PG_COST_1 PG_LOCKS_1 <<<"$(pg_round 1)"
-IFS=';' read -r PG_CREATE_2 PG_GET_2 PG_COST_2 PG_LOCKS_2 <<<"$(pg_round 2)"
+IFS=';' read -r PG_CREATE_1 PG_GET_1 PG_COST_1 PG_LOCKS_1 PG_DB_1 <<<"$(pg_round 1)"
+IFS=';' read -r PG_CREATE_2 PG_GET_2 PG_COST_2 PG_LOCKS_2 PG_DB_2 <<<"$(pg_round 2)"
 lock_line() { # nodes, "create row", "waiting|advisory": the waits and what they come to per create
   python3 - "$@" <<'PY'
 import sys
@@ -455,6 +471,9 @@ ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); 
   for row in "$PG_CREATE_1" "$PG_GET_1" "$PG_CREATE_2" "$PG_GET_2"; do IFS='|' read -r n r a b e <<<"$row"; echo "| $n | $r | $a | $b | $e |"; done
   echo
   echo "- lock waits during the PostgreSQL creates (pg_stat_activity sampled every 10 ms): $(lock_line "one node" "$PG_CREATE_1" "$PG_LOCKS_1"); $(lock_line "two nodes" "$PG_CREATE_2" "$PG_LOCKS_2")"
+  IFS='|' read -r db1_cpu db1_tx db1_rows <<<"$PG_DB_1"; IFS='|' read -r db2_cpu db2_tx db2_rows <<<"$PG_DB_2"
+  echo "- the database's side of a PostgreSQL create (every postgres process's CPU on this machine; pg_stat_database's commits and rows changed in the bench's database): one node $db1_cpu of CPU, $db1_tx commits, $db1_rows rows; two nodes $db2_cpu, $db2_tx, $db2_rows"
+  echo "- PostgreSQL / SQLite creates: $(ratio "$PG_CREATE_1" "$CREATE") (target ≥ 0.5); two nodes / one: $(ratio "$PG_CREATE_2" "$PG_CREATE_1") (target ≥ 1.7); gets: $(ratio "$PG_GET_1" "$GET") (target ≥ 0.5)"
   echo
   echo "Per create, over each create run (requests counted by the server; CPU and context switches of the mmc process, both nodes summed for two; WAL: SQLite, bytes its writer wrote to the WAL, checkpoints not included; PostgreSQL, the cluster's WAL position difference; rows: puts, deletes and outbox events components committed, the host's own tables not counted; write transactions: components' applied and interactive ones, in brackets those refused and decided again):"
   echo
