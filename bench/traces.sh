@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What traces cost: creates with `monitoring.traces.otlp_endpoint` set (every
-# span kept, sent over OTLP/HTTP to bench/otlp_sink.py on this machine)
+# span kept, or TRACES_SAMPLE_RATIO of the traces, sent over OTLP/HTTP to
+# bench/otlp_sink.py on this machine)
 # against the same binary with traces off, alternated by bench/ab.sh
 # (TRACES_ROUNDS rounds, default 3). Target: on ≥ 0.9× off.
 # Prints one line: "off req/s|on req/s|on/off|off CPU µs/req|on CPU µs/req".
@@ -16,6 +17,7 @@ trap 'kill $SINK 2>/dev/null || true; rm -rf "$WORK"' EXIT
 cat > "$WORK/mmc-traced" <<SH
 #!/usr/bin/env bash
 export MMC_MONITORING__TRACES__OTLP_ENDPOINT=http://127.0.0.1:$SINK_PORT
+export MMC_MONITORING__TRACES__SAMPLE_RATIO=${TRACES_SAMPLE_RATIO:-1}
 exec "$(realpath "$MMC")" "\$@"
 SH
 chmod +x "$WORK/mmc-traced"
