@@ -104,9 +104,18 @@ fn io_at(path: &Path) -> impl FnOnce(io::Error) -> BundleError + '_ {
     }
 }
 
+/// Where a binary's carried components are.
+pub struct Carried {
+    pub manifest: Manifest,
+    /// The executable part's length: where the manifest starts.
+    pub executable_len: u64,
+    /// Where the first component starts.
+    pub components_at: u64,
+}
+
 /// The manifest at the end of `exe`, if it carries components (only the
 /// trailer and the manifest are read).
-pub fn manifest_of(exe: &Path) -> Result<Option<(Manifest, u64)>, BundleError> {
+pub fn manifest_of(exe: &Path) -> Result<Option<Carried>, BundleError> {
     let mut f = File::open(exe).map_err(io_at(exe))?;
     let len = f.metadata().map_err(io_at(exe))?.len();
     if len < TRAILER {
@@ -134,12 +143,21 @@ pub fn manifest_of(exe: &Path) -> Result<Option<(Manifest, u64)>, BundleError> {
         .map_err(io_at(exe))?;
     let manifest: Manifest = serde_json::from_slice(&manifest)
         .map_err(|e| BundleError::Invalid(format!("{}: manifest: {e}", exe.display())))?;
-    Ok(Some((manifest, start + manifest_len)))
+    Ok(Some(Carried {
+        manifest,
+        executable_len: start,
+        components_at: start + manifest_len,
+    }))
 }
 
 /// The components `exe` carries, each checked against its manifest's hash.
 pub fn read(exe: &Path) -> Result<Option<Bundle>, BundleError> {
-    let Some((manifest, mut at)) = manifest_of(exe)? else {
+    let Some(Carried {
+        manifest,
+        components_at: mut at,
+        ..
+    }) = manifest_of(exe)?
+    else {
         return Ok(None);
     };
     let mut f = File::open(exe).map_err(io_at(exe))?;
@@ -171,10 +189,9 @@ pub fn read(exe: &Path) -> Result<Option<Bundle>, BundleError> {
 /// Writes `out`: the executable part of `exe` (without components it may
 /// already carry), then every `*.wasm` of `dir`, in name order.
 pub fn write(exe: &Path, dir: &Path, commit: &str, out: &Path) -> Result<Manifest, BundleError> {
-    let total = std::fs::metadata(exe).map_err(io_at(exe))?.len();
     let executable_len = match manifest_of(exe)? {
-        Some(_) => total - TRAILER - stored_payload_len(exe)?,
-        None => total,
+        Some(carried) => carried.executable_len,
+        None => std::fs::metadata(exe).map_err(io_at(exe))?.len(),
     };
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(io_at(dir))?
@@ -235,19 +252,6 @@ pub fn write(exe: &Path, dir: &Path, commit: &str, out: &Path) -> Result<Manifes
     std::fs::set_permissions(&tmp, mode).map_err(io_at(&tmp))?;
     std::fs::rename(&tmp, out).map_err(io_at(out))?;
     Ok(manifest)
-}
-
-/// The payload length a bundled `exe`'s trailer states.
-fn stored_payload_len(exe: &Path) -> Result<u64, BundleError> {
-    let mut f = File::open(exe).map_err(io_at(exe))?;
-    let len = f.metadata().map_err(io_at(exe))?.len();
-    let mut trailer = [0u8; TRAILER as usize];
-    f.seek(SeekFrom::Start(len - TRAILER))
-        .and_then(|_| f.read_exact(&mut trailer))
-        .map_err(io_at(exe))?;
-    Ok(u64::from_le_bytes(
-        trailer[8..16].try_into().expect("8 bytes"),
-    ))
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ fn main() {
     let manifest = exe
         .as_deref()
         .and_then(|e| mmc_host::bundle::manifest_of(e).ok().flatten())
-        .map(|(m, _)| m);
+        .map(|c| c.manifest);
     let version: &'static str = Box::leak(cli::version_text(manifest.as_ref()).into_boxed_str());
     let matches = Cli::command()
         .version(version)
