@@ -46,6 +46,24 @@ fn attr<'a>(span: &'a Value, key: &str) -> Option<&'a Value> {
         })
 }
 
+/// `hooks` subscribed to `collect.payment.created` for `key`'s merchant.
+async fn subscribe_to_created(
+    client: &reqwest::Client,
+    server: &ServerProcess,
+    key: &str,
+    hooks: &Receiver,
+) {
+    let (status, e) = post_json(
+        client,
+        &format!("{}/api/v1/webhook-endpoints", server.base),
+        key,
+        None,
+        &json!({"url": hooks.url(), "enabled_events": ["collect.payment.created"]}),
+    )
+    .await;
+    assert_eq!(status, 201, "{e}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn one_create_is_one_trace_from_the_callers_traceparent_to_the_providers_request() {
     let collector = Receiver::start().await;
@@ -65,15 +83,7 @@ async fn one_create_is_one_trace_from_the_callers_traceparent_to_the_providers_r
         ],
     );
     let client = reqwest::Client::new();
-    let (status, e) = post_json(
-        &client,
-        &format!("{}/api/v1/webhook-endpoints", server.base),
-        &key,
-        None,
-        &json!({"url": hooks.url(), "enabled_events": ["collect.payment.created"]}),
-    )
-    .await;
-    assert_eq!(status, 201, "{e}");
+    subscribe_to_created(&client, &server, &key, &hooks).await;
 
     let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
     let caller_span = "00f067aa0ba902b7";
@@ -181,15 +191,7 @@ async fn with_traces_off_nothing_is_sent_and_no_traceparent_goes_out() {
     let (_, key) = cli_merchant(dir.path(), "Untraced", "test");
     let server = ServerProcess::start(dir.path(), &[]);
     let client = reqwest::Client::new();
-    let (status, _) = post_json(
-        &client,
-        &format!("{}/api/v1/webhook-endpoints", server.base),
-        &key,
-        None,
-        &json!({"url": hooks.url(), "enabled_events": ["collect.payment.created"]}),
-    )
-    .await;
-    assert_eq!(status, 201);
+    subscribe_to_created(&client, &server, &key, &hooks).await;
     let (status, _) = post_json(
         &client,
         &format!("{}/api/v1/collect/payments", server.base),
