@@ -5,13 +5,41 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crate::{Backend, MAX_SCAN};
+use crate::{Backend, MAX_SCAN, Write};
 
 use super::helpers::{check, parse, put};
 
 /// Opens another instance on the same store: another node, for an engine
 /// that runs as a fleet; the same instance again for one that cannot.
 pub type Open<'a> = &'a (dyn Fn() -> Arc<dyn Backend> + Sync);
+
+/// The counter `ns` holds (0 when never written).
+fn counter(db: &dyn Backend, ns: &str) -> usize {
+    db.get(ns, "t", "counter")
+        .unwrap()
+        .as_deref()
+        .map_or(0, parse)
+}
+
+/// Adds one to the counter in an open transaction.
+fn increment_in_transaction(db: &dyn Backend, ns: &str) {
+    let mut tx = db.begin(ns).unwrap();
+    let n = tx.get("t", "counter").unwrap().as_deref().map_or(0, parse);
+    tx.put("t", "counter", (n + 1).to_string().as_bytes())
+        .unwrap();
+    tx.commit().unwrap();
+}
+
+/// Adds one to the counter by `apply`, checking the value it read, with
+/// `also` written beside; false when another writer got there first.
+fn increment_by_apply(db: &dyn Backend, ns: &str, also: Vec<Write>) -> bool {
+    let seen = db.get(ns, "t", "counter").unwrap();
+    let n = seen.as_deref().map_or(0, parse);
+    let mut writes = vec![put("t", "counter", (n + 1).to_string().as_bytes())];
+    writes.extend(also);
+    db.apply(ns, vec![check("t", "counter", seen.as_deref())], writes)
+        .unwrap()
+}
 
 /// Compare-and-swap counter: `threads` threads, each on its own instance from
 /// `open`, each adding `increments` by `apply` with a check of the value it
@@ -28,17 +56,9 @@ pub fn concurrent_applies_count_exactly_once(open: Open, threads: usize, increme
                     let mut attempt = 0;
                     while won.len() < increments {
                         attempt += 1;
-                        let seen = db.get(ns, "t", "counter").unwrap();
-                        let n = seen.as_deref().map_or(0, parse);
                         let marker = format!("{t:02}-{attempt:05}");
-                        let writes = vec![
-                            put("t", "counter", (n + 1).to_string().as_bytes()),
-                            put("marker", &marker, b"1"),
-                        ];
-                        if db
-                            .apply(ns, vec![check("t", "counter", seen.as_deref())], writes)
-                            .unwrap()
-                        {
+                        let also = vec![put("marker", &marker, b"1")];
+                        if increment_by_apply(&*db, ns, also) {
                             won.push(marker);
                         } else {
                             lost += 1;
@@ -52,12 +72,11 @@ pub fn concurrent_applies_count_exactly_once(open: Open, threads: usize, increme
     });
     let db = open();
     let total = threads * increments;
-    let counter = db
-        .get(ns, "t", "counter")
-        .unwrap()
-        .as_deref()
-        .map_or(0, parse);
-    assert_eq!(counter, total, "every increment applied exactly once");
+    assert_eq!(
+        counter(&*db, ns),
+        total,
+        "every increment applied exactly once"
+    );
     let won: BTreeSet<String> = attempts
         .iter()
         .flat_map(|(w, _)| w.iter().cloned())
@@ -88,21 +107,16 @@ pub fn concurrent_transactions_serialise(open: Open, threads: usize, increments:
             let db = open();
             s.spawn(move || {
                 for _ in 0..increments {
-                    let mut tx = db.begin(ns).unwrap();
-                    let n = tx.get("t", "counter").unwrap().as_deref().map_or(0, parse);
-                    tx.put("t", "counter", (n + 1).to_string().as_bytes())
-                        .unwrap();
-                    tx.commit().unwrap();
+                    increment_in_transaction(&*db, ns);
                 }
             });
         }
     });
-    let n = open()
-        .get(ns, "t", "counter")
-        .unwrap()
-        .as_deref()
-        .map_or(0, parse);
-    assert_eq!(n, threads * increments, "no increment lost");
+    assert_eq!(
+        counter(&*open(), ns),
+        threads * increments,
+        "no increment lost"
+    );
 }
 
 /// Racing creators: `threads` threads, each on its own instance, try to
@@ -162,31 +176,18 @@ pub fn transactions_and_applies_exclude_each_other(open: Open, threads: usize, i
                 let mut done = 0;
                 while done < increments {
                     if t % 2 == 0 {
-                        let mut tx = db.begin(ns).unwrap();
-                        let n = tx.get("t", "counter").unwrap().as_deref().map_or(0, parse);
-                        tx.put("t", "counter", (n + 1).to_string().as_bytes())
-                            .unwrap();
-                        tx.commit().unwrap();
+                        increment_in_transaction(&*db, ns);
                         done += 1;
-                    } else {
-                        let seen = db.get(ns, "t", "counter").unwrap();
-                        let n = seen.as_deref().map_or(0, parse);
-                        let writes = vec![put("t", "counter", (n + 1).to_string().as_bytes())];
-                        if db
-                            .apply(ns, vec![check("t", "counter", seen.as_deref())], writes)
-                            .unwrap()
-                        {
-                            done += 1;
-                        }
+                    } else if increment_by_apply(&*db, ns, Vec::new()) {
+                        done += 1;
                     }
                 }
             });
         }
     });
-    let n = open()
-        .get(ns, "t", "counter")
-        .unwrap()
-        .as_deref()
-        .map_or(0, parse);
-    assert_eq!(n, threads * increments, "no increment lost");
+    assert_eq!(
+        counter(&*open(), ns),
+        threads * increments,
+        "no increment lost"
+    );
 }
