@@ -6,24 +6,27 @@ use wasmtime::component::Resource;
 
 use crate::db::{Check, Order, OutboxEvent, StorageError, Transaction, Write};
 use crate::runtime::bindings::CapabilityError;
-use crate::runtime::bindings::host::mmc::platform::storage::{self, Entry};
+use crate::runtime::bindings::host::mmc::platform::storage::{self, Entry, Transaction as Handle};
 use crate::runtime::inline::may_block;
 use crate::runtime::state::HostState;
 
 /// The resource behind a component's `transaction` handle, with the rows it
 /// wrote (puts, deletes, outbox events), counted in metrics once committed.
+/// It lives in the Store's resource table under the handle's own number.
 pub struct TxnHandle(Box<dyn Transaction>, [u64; 3]);
 
-impl From<StorageError> for CapabilityError {
-    fn from(e: StorageError) -> Self {
-        mmc_storage::failures::note(mmc_storage::failures::By::Components, &e);
-        match e {
-            StorageError::Unavailable(m) => CapabilityError::Unavailable(m),
-            StorageError::Invalid(m) => CapabilityError::Invalid(m),
-            StorageError::Finished => {
-                CapabilityError::Invalid("transaction already finished".into())
-            }
-        }
+/// The table entry behind a component's handle (borrowed for a call on it).
+fn ours(tx: &Resource<Handle>) -> Resource<TxnHandle> {
+    Resource::new_borrow(tx.rep())
+}
+
+/// What a component is told of a storage failure (noted for the metrics).
+fn refused(e: StorageError) -> CapabilityError {
+    mmc_storage::failures::note(mmc_storage::failures::By::Components, &e);
+    match e {
+        StorageError::Unavailable(m) => CapabilityError::Unavailable(m),
+        StorageError::Invalid(m) => CapabilityError::Invalid(m),
+        StorageError::Finished => CapabilityError::Invalid("transaction already finished".into()),
     }
 }
 
@@ -131,10 +134,10 @@ impl storage::Host for HostState {
                 .storage_transaction(&self.component, "refused"),
             Err(_) => {}
         }
-        Ok(applied.map_err(Into::into))
+        Ok(applied.map_err(refused))
     }
 
-    fn begin(&mut self) -> wasmtime::Result<Result<Resource<TxnHandle>, CapabilityError>> {
+    fn begin(&mut self) -> wasmtime::Result<Result<Resource<Handle>, CapabilityError>> {
         let _span = tracing::debug_span!("storage", operation = "begin").entered();
         if let Err(e) = self.no_open_txn() {
             return Ok(Err(e));
@@ -144,9 +147,10 @@ impl storage::Host for HostState {
                 self.open_txn = true;
                 let metrics = &self.runtime.services.metrics;
                 metrics.storage_transaction(&self.component, "interactive");
-                Ok(Ok(self.table.push(TxnHandle(tx, [0; 3]))?))
+                let ours = self.table.push(TxnHandle(tx, [0; 3]))?;
+                Ok(Ok(Resource::new_own(ours.rep())))
             }
-            Err(e) => Ok(Err(e.into())),
+            Err(e) => Ok(Err(refused(e))),
         }
     }
 
@@ -161,7 +165,7 @@ impl storage::Host for HostState {
             .services
             .storage
             .get(&self.component, &table, &key)
-            .map_err(Into::into))
+            .map_err(refused))
     }
 
     fn scan(
@@ -201,56 +205,56 @@ impl HostState {
             .storage
             .scan_in(&self.component, table, range, order, limit)
             .map(entries)
-            .map_err(Into::into)
+            .map_err(refused)
     }
 }
 
 impl storage::HostTransaction for HostState {
     fn get(
         &mut self,
-        tx: Resource<TxnHandle>,
+        tx: Resource<Handle>,
         table: String,
         key: String,
     ) -> wasmtime::Result<Result<Option<Vec<u8>>, CapabilityError>> {
         let _span = tracing::debug_span!("storage", operation = "tx.get").entered();
         Ok(self
             .table
-            .get_mut(&tx)?
+            .get_mut(&ours(&tx))?
             .0
             .get(&table, &key)
-            .map_err(Into::into))
+            .map_err(refused))
     }
 
     fn put(
         &mut self,
-        tx: Resource<TxnHandle>,
+        tx: Resource<Handle>,
         table: String,
         key: String,
         value: Vec<u8>,
     ) -> wasmtime::Result<Result<(), CapabilityError>> {
         let _span = tracing::debug_span!("storage", operation = "tx.put").entered();
-        let handle = self.table.get_mut(&tx)?;
+        let handle = self.table.get_mut(&ours(&tx))?;
         let done = handle.0.put(&table, &key, &value);
         handle.1[0] += u64::from(done.is_ok());
-        Ok(done.map_err(Into::into))
+        Ok(done.map_err(refused))
     }
 
     fn delete(
         &mut self,
-        tx: Resource<TxnHandle>,
+        tx: Resource<Handle>,
         table: String,
         key: String,
     ) -> wasmtime::Result<Result<(), CapabilityError>> {
         let _span = tracing::debug_span!("storage", operation = "tx.delete").entered();
-        let handle = self.table.get_mut(&tx)?;
+        let handle = self.table.get_mut(&ours(&tx))?;
         let done = handle.0.delete(&table, &key);
         handle.1[1] += u64::from(done.is_ok());
-        Ok(done.map_err(Into::into))
+        Ok(done.map_err(refused))
     }
 
     fn scan(
         &mut self,
-        tx: Resource<TxnHandle>,
+        tx: Resource<Handle>,
         table: String,
         start: String,
         end: String,
@@ -259,34 +263,34 @@ impl storage::HostTransaction for HostState {
         let _span = tracing::debug_span!("storage", operation = "tx.scan").entered();
         Ok(self
             .table
-            .get_mut(&tx)?
+            .get_mut(&ours(&tx))?
             .0
             .scan(&table, &start, &end, limit)
             .map(entries)
-            .map_err(Into::into))
+            .map_err(refused))
     }
 
     fn emit(
         &mut self,
-        tx: Resource<TxnHandle>,
+        tx: Resource<Handle>,
         event: storage::OutboxEvent,
     ) -> wasmtime::Result<Result<(), CapabilityError>> {
         let _span = tracing::debug_span!("storage", operation = "tx.emit").entered();
         let event = outbox_event(event);
-        let handle = self.table.get_mut(&tx)?;
+        let handle = self.table.get_mut(&ours(&tx))?;
         let done = handle.0.emit(&event);
         handle.1[2] += u64::from(done.is_ok());
-        Ok(done.map_err(Into::into))
+        Ok(done.map_err(refused))
     }
 
-    fn commit(&mut self, tx: Resource<TxnHandle>) -> wasmtime::Result<Result<(), CapabilityError>> {
+    fn commit(&mut self, tx: Resource<Handle>) -> wasmtime::Result<Result<(), CapabilityError>> {
         let _span = tracing::debug_span!("storage", operation = "commit").entered();
         // Not committed: the transaction is rolled back when the component
         // drops its handle, as after any failed commit.
         if let Err(e) = self.lease_held() {
             return Ok(Err(e));
         }
-        let handle = self.table.get_mut(&tx)?;
+        let handle = self.table.get_mut(&ours(&tx))?;
         let result = may_block(|| handle.0.commit());
         // Counted once committed; a second commit of the same handle fails.
         let rows = std::mem::take(&mut handle.1);
@@ -297,13 +301,15 @@ impl storage::HostTransaction for HostState {
                 .metrics
                 .storage_rows_written(&self.component, rows);
         }
-        Ok(result.map_err(Into::into))
+        Ok(result.map_err(refused))
     }
 
-    fn drop(&mut self, tx: Resource<TxnHandle>) -> wasmtime::Result<()> {
+    fn drop(&mut self, tx: Resource<Handle>) -> wasmtime::Result<()> {
         // Dropping the handle rolls back an uncommitted transaction (and
         // waits until what it read is durable: off a worker's core, when inline).
-        let handle = self.table.delete(tx)?;
+        let handle = self
+            .table
+            .delete(Resource::<TxnHandle>::new_own(tx.rep()))?;
         may_block(|| drop(handle));
         self.open_txn = false;
         Ok(())

@@ -4,7 +4,8 @@
 //! memory cap. A failing call is an error value for the caller; the host
 //! carries on.
 
-pub mod bindings;
+/// The generated bindings of the WIT worlds (the `mmc-world` crate).
+pub use mmc_world as bindings;
 mod calls;
 mod catalogue;
 mod compile;
