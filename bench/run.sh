@@ -216,6 +216,7 @@ secrets = { api_key = "wave_sn_bench", webhook_secret = "wave_sn_whsec" }
 allowed_hosts = ["127.0.0.1:$FAKE_PORT"]
 settings = { base_url = "http://127.0.0.1:$FAKE_PORT", site_id = "105890" }
 secrets = { api_key = "cp_bench", secret_key = "cp_secret" }
+calls_per_instance = 1000
 
 [routing.live]
 "wave-ci" = "wave"

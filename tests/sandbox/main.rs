@@ -244,6 +244,101 @@ fn an_adapter_session_shares_one_instance_until_a_call_fails() {
     assert_eq!(instances() - at_load, 5.0);
 }
 
+/// An adapter configured to serve several calls per instance keeps one warm
+/// between calls, up to that many; a failed call drops it, a redeploy starts
+/// afresh, and with no room for idle instances every call has its own.
+#[test]
+fn an_adapter_serving_several_calls_per_instance_keeps_it_until_a_call_fails() {
+    let rogue = |calls: u32, warm: u32| {
+        let mut config = adapter_config(
+            "rogue",
+            "test",
+            ComponentConfig {
+                deadline_ms: Some(300),
+                memory_mib: Some(16),
+                calls_per_instance: Some(calls),
+                ..ComponentConfig::default()
+            },
+        );
+        config.cache_dir = Some(support::cache_dir());
+        config.limits.warm_instances = warm;
+        let sb = Sandbox::new(&config).unwrap();
+        sb.load("rogue", &support::test_component("rogue")).unwrap();
+        sb
+    };
+    let instances = |sb: &Sandbox| {
+        support::metric(
+            &sb.runtime.services.metrics.render(),
+            "mmc_component_instantiations_total",
+            "component=\"rogue\"",
+        )
+    };
+    let status = |sb: &Sandbox, psp: &str| {
+        sb.runtime.call_adapter("test", "mtn-bj", |s, a| {
+            a.mmc_adapter_operator().call_status(s, &op_ref(psp))
+        })
+    };
+
+    let sb = rogue(3, 8);
+    let at_load = instances(&sb);
+    for _ in 0..7 {
+        assert!(matches!(
+            status(&sb, "rogue-ok"),
+            Ok(Ok(PspStatus::Pending))
+        ));
+    }
+    assert_eq!(
+        instances(&sb) - at_load,
+        3.0,
+        "seven calls, three per instance"
+    );
+
+    // The eighth call is the third instance's second; each failure drops its instance.
+    let answer = status(&sb, "status-panics");
+    assert!(matches!(answer, Err(CallError::Trap { .. })), "{answer:?}");
+    let answer = status(&sb, "status-loops");
+    assert!(matches!(answer, Err(CallError::Deadline(_))), "{answer:?}");
+    let answer = status(&sb, "status-hoards");
+    assert!(matches!(answer, Err(CallError::Memory(_))), "{answer:?}");
+    assert!(matches!(
+        status(&sb, "status-completes"),
+        Ok(Ok(PspStatus::Completed(_)))
+    ));
+    assert_eq!(
+        instances(&sb) - at_load,
+        6.0,
+        "one instance more after each failure"
+    );
+
+    // A redeploy (the same bytes, prepared again) is served by a new instance.
+    assert!(matches!(
+        status(&sb, "rogue-ok"),
+        Ok(Ok(PspStatus::Pending))
+    ));
+    sb.load("rogue", &support::test_component("rogue")).unwrap();
+    let before = instances(&sb);
+    assert!(matches!(
+        status(&sb, "rogue-ok"),
+        Ok(Ok(PspStatus::Pending))
+    ));
+    assert_eq!(
+        instances(&sb) - before,
+        1.0,
+        "the new version's own instance"
+    );
+
+    // No room for idle instances: each call has a fresh one.
+    let sb = rogue(3, 0);
+    let at_load = instances(&sb);
+    for _ in 0..3 {
+        assert!(matches!(
+            status(&sb, "rogue-ok"),
+            Ok(Ok(PspStatus::Pending))
+        ));
+    }
+    assert_eq!(instances(&sb) - at_load, 3.0);
+}
+
 fn collect_alone() -> Sandbox {
     let config = Config {
         cache_dir: Some(support::cache_dir()),

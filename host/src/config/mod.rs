@@ -175,6 +175,9 @@ pub struct Limits {
     /// Every this long, memory the allocator holds free is handed back to
     /// the system (glibc); 0: never.
     pub memory_trim_ms: u64,
+    /// Idle adapter instances kept for their next call, all threads together
+    /// (only adapters with `calls_per_instance` above 1 keep any).
+    pub warm_instances: u32,
 }
 
 impl Limits {
@@ -223,6 +226,13 @@ pub struct ComponentConfig {
     pub deadline_ms: Option<u64>,
     /// Overrides `limits.memory_mib` for this component.
     pub memory_mib: Option<u64>,
+    /// Adapters only: how many calls one instance serves before it is
+    /// dropped. 1 (the default): a fresh instance for every call, so no call
+    /// sees what another left in memory. More keeps an instance warm between
+    /// calls of a thread, for adapters whose start costs more than their call
+    /// (an interpreter's, as componentize-py's); their code must keep nothing
+    /// of one payment for the next. A failed call always drops its instance.
+    pub calls_per_instance: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -263,6 +273,7 @@ impl Default for Limits {
             adapter_concurrent_calls: None,
             slot_wait_ms: None,
             memory_trim_ms: 1_000,
+            warm_instances: 8,
         }
     }
 }
@@ -452,6 +463,13 @@ impl Config {
             || self.limits.adapter_deadline_ms == 0
         {
             return Err(ConfigError::Invalid("limits must be positive".into()));
+        }
+        for (name, c) in &self.components {
+            if c.calls_per_instance == Some(0) {
+                return Err(ConfigError::Invalid(format!(
+                    "components.{name}.calls_per_instance must be at least 1 (1: a fresh instance for every call)"
+                )));
+            }
         }
         self.books.check().map_err(ConfigError::Invalid)?;
         self.monitoring

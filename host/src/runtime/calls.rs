@@ -194,13 +194,16 @@ impl Runtime {
             };
             return (Err(e), None);
         };
-        let result = self.invoke_waiting(&loaded, slot_wait, |store, pre| match pre {
-            Pre::Adapter(p) => {
-                let instance = p.instantiate(&mut *store)?;
-                f(store, &instance)
-            }
-            _ => unreachable!("adapter_for checks the kind"),
-        });
+        let result = match loaded.config.calls_per_instance {
+            Some(calls) if calls > 1 => self.call_warm(&loaded, slot_wait, calls, f),
+            _ => self.invoke_waiting(&loaded, slot_wait, |store, pre| match pre {
+                Pre::Adapter(p) => {
+                    let instance = p.instantiate(&mut *store)?;
+                    f(store, &instance)
+                }
+                _ => unreachable!("adapter_for checks the kind"),
+            }),
+        };
         (result, Some(loaded))
     }
 }

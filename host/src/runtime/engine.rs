@@ -20,7 +20,9 @@ pub(super) fn engine(config: &Config) -> anyhow::Result<Engine> {
         .unwrap_or(config.limits.memory_mib);
     wasm_config.allocation_strategy(pool::strategy(
         max_memory_mib,
-        config.limits.concurrent_calls + config.limits.adapter_slots(),
+        config.limits.concurrent_calls
+            + config.limits.adapter_slots()
+            + config.limits.warm_instances,
     ));
     Engine::new(&wasm_config).map_err(|e| anyhow::anyhow!("wasmtime engine: {e}"))
 }

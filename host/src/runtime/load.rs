@@ -128,6 +128,9 @@ impl Runtime {
             config: Arc::new(self.component_config.get(name).cloned().unwrap_or_default()),
             pre,
         };
+        if kind != Kind::Adapter && loaded.config.calls_per_instance.is_some_and(|n| n > 1) {
+            tracing::warn!(component = %name, "calls_per_instance applies to adapters only: every call of an API component has a fresh instance");
+        }
         if kind == Kind::Adapter {
             let loaded_ref = &loaded;
             loaded.operators = self

@@ -1,7 +1,8 @@
 //! The component runtime: one engine, components loaded from a directory and
 //! compiled once (cached on disk by content hash), one `InstancePre` per
-//! component and a fresh `Store` per call, each call under a deadline and a
-//! memory cap. A failing call is an error value for the caller; the host
+//! component and a fresh `Store` per call (an interpreted adapter may keep
+//! its instance warm between calls: [`warm`]), each call under a deadline
+//! and a memory cap. A failing call is an error value for the caller; the host
 //! carries on.
 
 /// The generated bindings of the WIT worlds (the `mmc-world` crate).
@@ -18,6 +19,7 @@ mod pool;
 mod routes;
 mod session;
 pub mod state;
+mod warm;
 mod wasi_io;
 
 use std::collections::{BTreeMap, HashMap};
@@ -192,6 +194,8 @@ pub struct Runtime {
     components: RwLock<HashMap<String, Arc<Loaded>>>,
     api_slots: pool::Gate,
     adapter_slots: pool::Gate,
+    /// Idle adapter instances kept for their next call ([`warm`]).
+    warm: warm::WarmCount,
     /// Spaces each adapter's status queries to its provider's cap.
     pub status_pacer: pacing::StatusPacer,
     stop_ticker: Arc<AtomicBool>,
@@ -235,6 +239,7 @@ impl Runtime {
             components: RwLock::new(HashMap::new()),
             api_slots: pool::Gate::new(config.limits.concurrent_calls),
             adapter_slots: pool::Gate::new(config.limits.adapter_slots()),
+            warm: Default::default(),
             status_pacer: pacing::StatusPacer::default(),
             stop_ticker,
             service_base_url: std::sync::OnceLock::new(),

@@ -39,7 +39,7 @@ const MAX_UNUSED_WARM_SLOTS: u32 = 16;
 /// The allocation strategy for an engine whose instances may grow to
 /// `max_memory_mib`, with `slots` calls at once into API components and as
 /// many into adapters.
-/// `slots`: API and adapter slots together.
+/// `slots`: API and adapter slots and idle warm instances together.
 pub fn strategy(max_memory_mib: u64, slots: u32) -> InstanceAllocationStrategy {
     let instances = slots + 16; // + load-time describes and smoke tests
     let mut pool = PoolingAllocationConfig::new();
