@@ -4,8 +4,8 @@
 //! `payouts` job then pays every line through the operator adapters.
 //!
 //! Modules: `batches` (the HTTP endpoints and the validation workflow),
-//! `items` (checking one payout line), `csv` and `multipart` (reading
-//! uploads), `wire` (JSON in and out), `store` (keys and records),
+//! `items` (checking one payout line), `csv` (reading uploads; their
+//! multipart forms through the API kit), `wire` (JSON in and out), `store` (keys and records),
 //! `jobs` (payout execution), `events` (the batch events of the outbox),
 //! `settings`, `error`.
 
@@ -21,7 +21,6 @@ mod error;
 mod events;
 mod items;
 mod jobs;
-mod multipart;
 mod settings;
 mod store;
 mod wire;
@@ -46,7 +45,7 @@ impl Handler for Bulk {
             .unwrap_or_default();
         match route(caller.as_ref(), &req) {
             Ok(resp) => resp,
-            Err(e) => e.into_response(&base),
+            Err(e) => error::respond(e, &base),
         }
     }
 }
@@ -85,7 +84,12 @@ fn route(caller: Option<&Caller>, req: &Request) -> Result<Response, ApiError> {
     let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
     let caller = caller.ok_or_else(ApiError::unauthenticated)?;
     wire::check_api_version(req)?;
-    let not_allowed = |allow| ApiError::method_not_allowed(method, allow, &caller.base_url);
+    let not_allowed = |allow| {
+        error::respond(
+            ApiError::method_not_allowed(method, allow),
+            &caller.base_url,
+        )
+    };
     match (method, segments.as_slice()) {
         ("POST", []) => batches::create(caller, req),
         ("GET", []) => batches::list(caller, req),

@@ -12,11 +12,7 @@ pub const DEFAULT_PAGE_SIZE: u32 = 20;
 pub const MAX_PAGE_SIZE: u32 = 100;
 
 pub fn json_response(status: u16, body: &Value) -> Response {
-    Response {
-        status,
-        headers: vec![("content-type".into(), "application/json".into())],
-        body: serde_json::to_vec(body).expect("JSON values serialise"),
-    }
+    mmc_api_kit::Answer::json(status, body).into()
 }
 
 pub fn header<'a>(req: &'a Request, name: &str) -> Option<&'a str> {

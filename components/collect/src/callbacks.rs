@@ -100,15 +100,10 @@ fn not_parsed(operator: &str, e: AdapterError, req: &Request) -> Result<Response
                 log::Level::Warn,
                 &format!("{operator} callback refused: {m}"),
             );
-            Ok(ApiError {
-                allow: None,
-                status: 401,
-                kind: "authentication_error",
-                code: "callback_unauthenticated",
-                message: "The notification failed its authenticity check.".into(),
-                param: None,
-            }
-            .into_response(&crate::base_url(None, req)))
+            Ok(crate::error::respond(
+                ApiError::callback_unauthenticated(),
+                &crate::base_url(None, req),
+            ))
         }
         AdapterError::NotSupported(m) => Err(ApiError::not_found(&m)),
         // Our side could not read it now (every instance busy, a trap, a

@@ -54,7 +54,7 @@ impl Handler for Collect {
         let base = base_url(caller.as_ref(), &req);
         match result {
             Ok(resp) => resp,
-            Err(e) => e.into_response(&base),
+            Err(e) => error::respond(e, &base),
         }
     }
 }

@@ -10,12 +10,10 @@ use crate::mmc::platform::config;
 const DEPRECATED_SINCE: &str = "@1780272000"; // 1 June 2026
 const DEFAULT_SUNSET: &str = "Wed, 30 Jun 2027 23:59:59 GMT";
 
+mmc_api_kit::response_from_answer!(Response);
+
 pub fn json(status: u16, body: &Value) -> Response {
-    Response {
-        status,
-        headers: vec![("content-type".into(), "application/json".into())],
-        body: serde_json::to_vec(body).expect("JSON values serialise"),
-    }
+    mmc_api_kit::Answer::json(status, body).into()
 }
 
 pub fn add_deprecation_headers(resp: &mut Response, base_url: &str) {

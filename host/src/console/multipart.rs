@@ -2,33 +2,11 @@
 //! form's file, read as it arrives ([`super::bulk_upload`]), handed to the
 //! bulk component's CSV import as a multipart body of its own.
 
-/// A multipart body of `fields` and one file: (Content-Type, body).
+/// A multipart body of `fields` and one file: (Content-Type, body), written
+/// by the API kit, as `bulk` reads it.
 pub fn encode(fields: &[(&str, &str)], file: (&str, &str, &[u8])) -> (String, Vec<u8>) {
     let boundary = format!("mmc-console-{}", uuid::Uuid::new_v4().simple());
-    let mut out = Vec::new();
-    for (name, value) in fields {
-        out.extend_from_slice(
-            format!(
-                "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
-            )
-            .as_bytes(),
-        );
-    }
-    let (name, filename, bytes) = file;
-    // A file name cannot break out of its quotes.
-    let filename: String = filename
-        .chars()
-        .filter(|c| !matches!(c, '"' | '\r' | '\n' | '\\'))
-        .collect();
-    out.extend_from_slice(
-        format!(
-            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{filename}\"\r\nContent-Type: text/csv\r\n\r\n"
-        )
-        .as_bytes(),
-    );
-    out.extend_from_slice(bytes);
-    out.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-    (format!("multipart/form-data; boundary={boundary}"), out)
+    mmc_api_kit::multipart::encode(fields, file, &boundary)
 }
 
 #[cfg(test)]

@@ -3,6 +3,10 @@
 //! every row is read under them and checked as a JSON item is, and a bad
 //! row is reported by its line number.
 
+use std::borrow::Cow;
+
+use mmc_api_kit::multipart;
+
 use super::storing::{replay_committed, store_new};
 use super::*;
 
@@ -23,7 +27,7 @@ pub fn import_csv(caller: &Caller, req: &Request) -> Result<Response, ApiError> 
         .map(|d| wire::check_text("description", &d, MAX_DESCRIPTION))
         .transpose()?
         .filter(|d| !d.is_empty());
-    let request_hash = csv_request_hash(&name, description.as_deref(), file);
+    let request_hash = csv_request_hash(&name, description.as_deref(), &file);
     if let Some(replay) = replay_committed(caller, &key, &request_hash)? {
         return Ok(replay);
     }
@@ -38,7 +42,7 @@ pub fn import_csv(caller: &Caller, req: &Request) -> Result<Response, ApiError> 
             ),
         ));
     }
-    let text = csv::decode(file).map_err(|e| {
+    let text = csv::decode(&file).map_err(|e| {
         csv_errors(vec![(
             e.line,
             problem("", "csv_encoding_invalid", e.message),
@@ -61,7 +65,8 @@ pub fn import_csv(caller: &Caller, req: &Request) -> Result<Response, ApiError> 
 
 /// A CSV file with the batch's name and description.
 struct Upload<'a> {
-    file: &'a [u8],
+    /// The request's body itself, or a copy of the form's file part.
+    file: Cow<'a, [u8]>,
     name: Option<String>,
     description: Option<String>,
 }
@@ -79,7 +84,7 @@ fn upload(req: &Request) -> Result<Upload<'_>, ApiError> {
             })
         }
         "text/csv" | "application/csv" => Ok(Upload {
-            file: req.body.as_slice(),
+            file: Cow::Borrowed(req.body.as_slice()),
             name: wire::query_param(req, "name")?,
             description: wire::query_param(req, "description")?,
         }),
@@ -112,7 +117,7 @@ fn form_fields(req: &Request) -> Result<Upload<'_>, ApiError> {
     for part in parts {
         let slot = match part.name.as_str() {
             "file" => {
-                if file.replace(part.body).is_some() {
+                if file.replace(Cow::Owned(part.body.to_vec())).is_some() {
                     return Err(ApiError::invalid(
                         "parameter_duplicate",
                         "file",

@@ -29,7 +29,7 @@ use crate::mmc::api::http_types::{Caller, Request, Response};
 use crate::mmc::platform::{clock, signing};
 use crate::store::{self, Batch, BatchStatus, Counts, IdemRecord, Item, ItemStatus, Tx};
 use crate::wire::{self, json_response};
-use crate::{ApiError, csv, events, multipart, settings};
+use crate::{ApiError, csv, events, settings};
 
 const MAX_NAME: usize = 100;
 const MAX_DESCRIPTION: usize = 255;

@@ -8,11 +8,7 @@ use crate::mmc::api::http_types::{Request, Response};
 use crate::{API_VERSION, ApiError};
 
 pub fn json_response(status: u16, body: &impl Serialize) -> Response {
-    Response {
-        status,
-        headers: vec![("content-type".into(), "application/json".into())],
-        body: serde_json::to_vec(body).expect("JSON values serialise"),
-    }
+    mmc_api_kit::Answer::json(status, body).into()
 }
 
 pub fn header<'a>(req: &'a Request, name: &str) -> Option<&'a str> {

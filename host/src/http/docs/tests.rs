@@ -155,7 +155,12 @@ fn every_error_code_the_code_emits_has_its_anchor() {
     let mut current = std::collections::BTreeMap::<String, String>::new();
     let mut legacy = std::collections::BTreeMap::<String, String>::new();
     let mut fragments = Vec::new();
-    for dir in ["components/collect/src", "components/bulk/src", "host/src"] {
+    for dir in [
+        "components/collect/src",
+        "components/bulk/src",
+        "crates/api-kit/src",
+        "host/src",
+    ] {
         for (path, src) in sources(dir) {
             for code in current_codes(&src) {
                 current.insert(code.to_string(), path.display().to_string());

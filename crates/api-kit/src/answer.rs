@@ -1,0 +1,44 @@
+//! An HTTP answer as a component hands it to the host.
+
+use serde::Serialize;
+
+/// Status, headers and body: what a component's `Response` carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    /// `body` as JSON, with its media type.
+    pub fn json(status: u16, body: &impl Serialize) -> Answer {
+        Answer {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: serde_json::to_vec(body).expect("JSON values serialise"),
+        }
+    }
+
+    pub fn with_header(mut self, name: &str, value: impl Into<String>) -> Answer {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+}
+
+/// `From<Answer>` for a component's generated `Response` (each component
+/// has its own type of the same shape): `mmc_api_kit::response_from_answer!(Response);`
+#[macro_export]
+macro_rules! response_from_answer {
+    ($response:ty) => {
+        impl From<$crate::Answer> for $response {
+            fn from(a: $crate::Answer) -> $response {
+                Self {
+                    status: a.status,
+                    headers: a.headers,
+                    body: a.body,
+                }
+            }
+        }
+    };
+}
