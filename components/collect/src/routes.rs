@@ -12,7 +12,7 @@ use mmc_domain::record::{Route, TriedRoute};
 use serde_json::{Value, json};
 
 use crate::ApiError;
-use crate::mmc::adapter::router;
+use crate::mmc::adapter::router::{self, RouteRefusal};
 use crate::mmc::adapter::types::AdapterError;
 use crate::mmc::api::http_types::{Caller, Response};
 use crate::payments::failures::{adapter_failure, failure_kind};
@@ -40,25 +40,74 @@ pub fn via(p: &Payment) -> Option<String> {
     p.route.as_ref().map(|r| r.adapter.clone())
 }
 
-/// The route a new collection `id` of `amount` to `operator` takes; an
-/// error (nothing stored, nothing sent) when no route can take it now.
+/// The route a new collection `id` of `amount` (in `mode`, when its mode is
+/// checked) to `operator` takes: the operator's availability and its route
+/// in one question to the router. An error (nothing stored, nothing sent)
+/// when no route can take it now.
 pub fn choose(
     env: &str,
     operator: &str,
     merchant: &str,
-    (id, amount): (&str, u64),
+    (id, amount, mode): (&str, u64, Option<&str>),
 ) -> Result<Choice, ApiError> {
-    chosen(env, operator, merchant, (id, amount), Vec::new()).map_err(|explanation| {
-        crate::mmc::platform::log::log(
-            crate::mmc::platform::log::Level::Warn,
-            &format!("no route for {operator} in {env}: {explanation}"),
-        );
-        ApiError::invalid(
+    chosen(env, operator, merchant, (id, amount, mode), Vec::new())
+        .map_err(|refusal| refused(env, operator, (amount, mode), refusal))
+}
+
+/// Whether some route of `operator` takes `amount` in `mode`, for a
+/// payment whose route is chosen later (a hosted one's, by its customer).
+pub fn check(env: &str, operator: &str, amount: u64, mode: &str) -> Result<(), ApiError> {
+    router::available(env, operator, amount, Some(mode))
+        .map_err(|refusal| refused(env, operator, (amount, Some(mode)), refusal))
+}
+
+/// What a client is told when no route takes its payment.
+fn refused(
+    env: &str,
+    operator: &str,
+    (_, mode): (u64, Option<&str>),
+    refusal: RouteRefusal,
+) -> ApiError {
+    match refusal {
+        RouteRefusal::NotOffered => ApiError::invalid(
             "operator_unavailable",
             "operator",
-            format!("No provider can take a payment to {operator} right now; try again later."),
-        )
-    })
+            format!("{operator} is not available in the {env} environment."),
+        ),
+        // A provider that says it is closed rejects every request.
+        RouteRefusal::Closed => ApiError::invalid(
+            "operator_unavailable",
+            "operator",
+            format!("{operator} is closed at its provider right now; try again later."),
+        ),
+        RouteRefusal::AmountOutOfRange(r) => ApiError::invalid(
+            "amount_out_of_range",
+            "amount",
+            format!(
+                "{operator} accepts amounts from {} to {} {}.",
+                r.min_amount, r.max_amount, r.currency
+            ),
+        ),
+        RouteRefusal::ModeNotSupported => ApiError::invalid(
+            "mode_not_supported",
+            "mode",
+            format!(
+                "{operator} does not support mode {}.",
+                mode.unwrap_or_default()
+            ),
+        ),
+        RouteRefusal::Unroutable(explanation) => {
+            crate::mmc::platform::log::log(
+                crate::mmc::platform::log::Level::Warn,
+                &format!("no route for {operator} in {env}: {explanation}"),
+            );
+            ApiError::invalid(
+                "operator_unavailable",
+                "operator",
+                format!("No provider can take a payment to {operator} right now; try again later."),
+            )
+        }
+    }
 }
 
 /// The route to try after `p`'s route answered `e`: only when `e` says
@@ -81,7 +130,7 @@ pub fn after_refusal(p: &Payment, e: &AdapterError) -> Option<Choice> {
         &p.environment,
         operator,
         &p.merchant_id,
-        (&p.id, p.amount),
+        (&p.id, p.amount, None),
         tried,
     )
     .ok()
@@ -91,11 +140,20 @@ fn chosen(
     env: &str,
     operator: &str,
     merchant: &str,
-    (id, amount): (&str, u64),
+    (id, amount, mode): (&str, u64, Option<&str>),
     tried: Vec<TriedRoute>,
-) -> Result<Choice, String> {
+) -> Result<Choice, RouteRefusal> {
     let skip: Vec<String> = tried.iter().map(|t| t.adapter.clone()).collect();
-    let choice = router::route(env, operator, merchant, id, "collection", amount, &skip)?;
+    let choice = router::route(
+        env,
+        operator,
+        merchant,
+        id,
+        "collection",
+        amount,
+        mode,
+        &skip,
+    )?;
     Ok(Choice {
         route: Route {
             adapter: choice.adapter,

@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::audit::AdapterCall;
-use crate::routing::{Ask, Observed};
+use crate::routing::{Ask, Observed, Refusal};
 use crate::runtime::bindings::adapter::Adapter;
 use crate::runtime::bindings::adapter_types::*;
 use crate::runtime::bindings::host::mmc::adapter::router::{
-    FloatNeed, FloatShortfall, Host, RouteChoice, Routed,
+    AmountRange, FloatNeed, FloatShortfall, Host, RouteChoice, RouteRefusal, Routed,
 };
 use crate::runtime::state::{Fence, HostState};
 use crate::runtime::{CallError, Loaded, Runtime};
@@ -147,6 +147,23 @@ fn routed<T>(
     }
     span.record("outcome", outcome_of(&result));
     answered(runtime, call, target, via, started, result, served_by)
+}
+
+/// A refusal as the component reads it (an unroutable one with its explanation).
+fn refusal(refusal: Refusal, explanation: Option<serde_json::Value>) -> RouteRefusal {
+    match refusal {
+        Refusal::NotOffered => RouteRefusal::NotOffered,
+        Refusal::Closed => RouteRefusal::Closed,
+        Refusal::Mode => RouteRefusal::ModeNotSupported,
+        Refusal::Amount { min, max, currency } => RouteRefusal::AmountOutOfRange(AmountRange {
+            min_amount: min,
+            max_amount: max,
+            currency,
+        }),
+        Refusal::Unroutable => {
+            RouteRefusal::Unroutable(explanation.map(|e| e.to_string()).unwrap_or_default())
+        }
+    }
 }
 
 /// The calls whose outcomes say whether a route can take new operations.
@@ -482,14 +499,16 @@ impl Host for HostState {
         subject: String,
         operation: String,
         amount: u64,
+        mode: Option<String>,
         skip: Vec<String>,
-    ) -> wasmtime::Result<Result<RouteChoice, String>> {
+    ) -> wasmtime::Result<Result<RouteChoice, RouteRefusal>> {
         let ask = Ask {
             environment: &environment,
             operator: &operator,
             merchant: &merchant,
             operation: &operation,
             amount,
+            mode: mode.as_deref(),
             skip: &skip,
         };
         let chosen = self.runtime.choose_route(&ask);
@@ -526,7 +545,29 @@ impl Host for HostState {
                 adapter: choice.adapter,
                 explanation: choice.explanation.to_string(),
             })
-            .map_err(|why| why.to_string()))
+            .map_err(|refused| refusal(refused.refusal, Some(refused.explanation))))
+    }
+
+    fn available(
+        &mut self,
+        environment: String,
+        operator: String,
+        amount: u64,
+        mode: Option<String>,
+    ) -> wasmtime::Result<Result<(), RouteRefusal>> {
+        let ask = Ask {
+            environment: &environment,
+            operator: &operator,
+            merchant: "",
+            operation: "collection",
+            amount,
+            mode: mode.as_deref(),
+            skip: &[],
+        };
+        Ok(self
+            .runtime
+            .route_available(&ask)
+            .map_err(|r| refusal(r, None)))
     }
 
     fn initiate(

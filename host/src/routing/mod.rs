@@ -53,6 +53,9 @@ pub struct Ask<'a> {
     /// `collection` or `payout`.
     pub operation: &'a str,
     pub amount: u64,
+    /// A collection's mode (`direct`, `hosted`), checked against what each
+    /// route's provider says it takes; none: not checked.
+    pub mode: Option<&'a str>,
     /// Routes already tried for it that answered that nothing was done.
     pub skip: &'a [String],
 }
@@ -63,6 +66,9 @@ pub struct Offer {
     pub status: String,
     pub min_amount: u64,
     pub max_amount: u64,
+    pub currency: String,
+    /// The modes it takes collections in.
+    pub modes: Vec<String>,
     /// None: not a payout, or its provider states no balance.
     pub float: Option<float::Wallet>,
 }
@@ -74,6 +80,36 @@ pub struct Choice {
     pub adapter: String,
     pub reason: &'static str,
     pub explanation: Value,
+}
+
+/// Why no route takes an operation: what every route refused, judged on
+/// what its provider describes, or (`Unroutable`) that those which take it
+/// cannot now.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    NotOffered,
+    Closed,
+    Amount {
+        min: u64,
+        max: u64,
+        currency: String,
+    },
+    Mode,
+    Unroutable,
+}
+
+/// A refusal and its explanation (read as the explanation: `refused["reason"]`).
+#[derive(Debug, Clone)]
+pub struct Refused {
+    pub refusal: Refusal,
+    pub explanation: Value,
+}
+
+impl std::ops::Index<&str> for Refused {
+    type Output = Value;
+    fn index(&self, field: &str) -> &Value {
+        &self.explanation[field]
+    }
 }
 
 impl RouteTable {
@@ -174,12 +210,15 @@ impl RouteTable {
         ask: &Ask,
         offer: impl Fn(&str) -> Option<Offer>,
         now_ms: u64,
-    ) -> Result<Choice, Value> {
+    ) -> Result<Choice, Refused> {
         let Some((rule, list)) = self.candidates(ask) else {
-            return Err(json!({
-                "rule": null,
-                "reason": format!("no route is configured for {} in {}", ask.operator, ask.environment),
-            }));
+            return Err(Refused {
+                refusal: Refusal::NotOffered,
+                explanation: json!({
+                    "rule": null,
+                    "reason": format!("no route is configured for {} in {}", ask.operator, ask.environment),
+                }),
+            });
         };
         let mut judged = Vec::with_capacity(list.len());
         for c in list {
@@ -209,12 +248,44 @@ impl RouteTable {
                     "candidates": candidates,
                 }),
             }),
-            None => Err(json!({
-                "rule": rule,
-                "reason": "no route can take it now",
-                "candidates": candidates,
-            })),
+            None => Err(Refused {
+                refusal: refusal(&judged),
+                explanation: json!({
+                    "rule": rule,
+                    "reason": "no route can take it now",
+                    "candidates": candidates,
+                }),
+            }),
         }
+    }
+
+    /// Whether some route takes `ask` by what its provider describes (open,
+    /// its amount, its mode), whatever its health: for an operation whose
+    /// route is chosen later.
+    pub fn available(
+        &self,
+        ask: &Ask,
+        offer: impl Fn(&str) -> Option<Offer>,
+    ) -> Result<(), Refusal> {
+        let Some((_, list)) = self.candidates(ask) else {
+            return Err(Refusal::NotOffered);
+        };
+        let described: Vec<Judged> = list
+            .iter()
+            .map(|c| match described(ask, c, offer(c.adapter())) {
+                Ok(_) => Judged {
+                    adapter: c.adapter().to_string(),
+                    verdict: Verdict::Usable,
+                    skip: None,
+                    note: String::new(),
+                },
+                Err(j) => j,
+            })
+            .collect();
+        if described.iter().any(|j| j.skip.is_none()) {
+            return Ok(());
+        }
+        Err(refusal(&described))
     }
 
     /// Which judged candidate takes it, and why: the first usable one (or
@@ -291,9 +362,70 @@ enum Verdict {
     Skipped,
 }
 
+/// Why a route was skipped.
+#[derive(Debug, Clone, PartialEq)]
+enum Skip {
+    /// Tried for this operation: it answered that nothing was done.
+    Tried,
+    /// Not loaded, or it does not serve the operator.
+    NotServing,
+    Closed,
+    Amount {
+        min: u64,
+        max: u64,
+        currency: String,
+    },
+    Mode,
+    /// Its wallet cannot cover a payout.
+    Float,
+}
+
+/// What every route refused, when they all refused the same thing by what
+/// their providers describe; else that none can take it now.
+fn refusal(judged: &[Judged]) -> Refusal {
+    let mut skips = Vec::new();
+    for j in judged {
+        match &j.skip {
+            // It takes it, but was not picked (its circuit open, a payout waits).
+            None => return Refusal::Unroutable,
+            Some(Skip::NotServing) => {}
+            Some(skip) => skips.push(skip),
+        }
+    }
+    if skips.is_empty() {
+        return Refusal::NotOffered;
+    }
+    let all = |f: fn(&Skip) -> bool| skips.iter().all(|s| f(s));
+    if all(|s| *s == Skip::Closed) {
+        return Refusal::Closed;
+    }
+    if all(|s| *s == Skip::Mode) {
+        return Refusal::Mode;
+    }
+    let mut range: Option<(u64, u64, &String)> = None;
+    for skip in &skips {
+        let Skip::Amount { min, max, currency } = skip else {
+            return Refusal::Unroutable;
+        };
+        range = Some(match range {
+            None => (*min, *max, currency),
+            Some((low, high, _)) => (low.min(*min), high.max(*max), currency),
+        });
+    }
+    match range {
+        Some((min, max, currency)) => Refusal::Amount {
+            min,
+            max,
+            currency: currency.clone(),
+        },
+        None => Refusal::Unroutable,
+    }
+}
+
 struct Judged {
     adapter: String,
     verdict: Verdict,
+    skip: Option<Skip>,
     /// Why it was skipped, or its health.
     note: String,
 }
@@ -326,31 +458,19 @@ fn judge(
     key: &RouteKey,
     now_ms: u64,
 ) -> Judged {
-    let skipped = |note: String| Judged {
-        adapter: c.adapter().to_string(),
-        verdict: Verdict::Skipped,
-        note,
+    let offer = match described(ask, c, offer) {
+        Ok(offer) => offer,
+        Err(skipped) => return skipped,
     };
-    if ask.skip.iter().any(|s| s == c.adapter()) {
-        return skipped("already tried: it answered that nothing was done".into());
-    }
-    let Some(offer) = offer else {
-        return skipped(format!("not loaded, or does not serve {}", ask.operator));
-    };
-    if offer.status == "closed" {
-        return skipped("closed, says its provider".into());
-    }
-    if ask.amount < offer.min_amount || ask.amount > offer.max_amount {
-        return skipped(format!(
-            "takes {} to {}, not {}",
-            offer.min_amount, offer.max_amount, ask.amount
-        ));
-    }
     if let Some(w) = offer.float.as_ref().filter(|w| w.available < ask.amount) {
-        return skipped(format!(
-            "insufficient float: its wallet {} holds {} {}, not {}",
-            w.name, w.available, w.currency, ask.amount
-        ));
+        return skipped(
+            c,
+            Skip::Float,
+            format!(
+                "insufficient float: its wallet {} holds {} {}, not {}",
+                w.name, w.available, w.currency, ask.amount
+            ),
+        );
     }
     let h = health.summary(key, now_ms);
     let (verdict, note) = match h.state {
@@ -380,8 +500,56 @@ fn judge(
     Judged {
         adapter: c.adapter().to_string(),
         verdict,
+        skip: None,
         note,
     }
+}
+
+fn skipped(c: &Candidate, skip: Skip, note: String) -> Judged {
+    Judged {
+        adapter: c.adapter().to_string(),
+        verdict: Verdict::Skipped,
+        skip: Some(skip),
+        note,
+    }
+}
+
+/// `c`'s offer when what its provider describes takes `ask` (not tried
+/// yet, serving, open, its amount, its mode); else `c` skipped, and why.
+fn described(ask: &Ask, c: &Candidate, offer: Option<Offer>) -> Result<Offer, Judged> {
+    if ask.skip.iter().any(|s| s == c.adapter()) {
+        return Err(skipped(
+            c,
+            Skip::Tried,
+            "already tried: it answered that nothing was done".into(),
+        ));
+    }
+    let Some(offer) = offer else {
+        return Err(skipped(
+            c,
+            Skip::NotServing,
+            format!("not loaded, or does not serve {}", ask.operator),
+        ));
+    };
+    if offer.status == "closed" {
+        return Err(skipped(c, Skip::Closed, "closed, says its provider".into()));
+    }
+    if ask.amount < offer.min_amount || ask.amount > offer.max_amount {
+        let note = format!(
+            "takes {} to {}, not {}",
+            offer.min_amount, offer.max_amount, ask.amount
+        );
+        let skip = Skip::Amount {
+            min: offer.min_amount,
+            max: offer.max_amount,
+            currency: offer.currency,
+        };
+        return Err(skipped(c, skip, note));
+    }
+    if let Some(mode) = ask.mode.filter(|m| !offer.modes.iter().any(|o| o == m)) {
+        return Err(skipped(c, Skip::Mode, format!("does not take mode {mode}")));
+    }
+    Ok(offer)
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@ fn ask<'a>(amount: u64, skip: &'a [String]) -> Ask<'a> {
         merchant: "m_1",
         operation: "collection",
         amount,
+        mode: None,
         skip,
     }
 }
@@ -42,6 +43,8 @@ fn open(status: &str) -> Option<Offer> {
         status: status.into(),
         min_amount: 100,
         max_amount: 1_000_000,
+        currency: "XOF".into(),
+        modes: vec!["direct".into()],
         float: None,
     })
 }
@@ -89,10 +92,9 @@ fn closed_providers_limits_and_missing_adapters_are_skipped_with_a_reason() {
     let offer = |a: &str| match a {
         "momo" => open("closed"),
         "pawapay" => Some(Offer {
-            status: "operational".into(),
             min_amount: 100,
             max_amount: 400,
-            float: None,
+            ..open("operational").unwrap()
         }),
         "fedapay" => None,
         _ => open("operational"),
@@ -297,5 +299,65 @@ fn a_payout_skips_a_route_whose_wallet_cannot_cover_it_and_waits_when_none_can()
     let e = t
         .choose(&health(), &payout, offer(10, Some(10)), 10)
         .unwrap_err();
-    assert_eq!(e["reason"], "no route can take it now", "{e}");
+    assert_eq!(e["reason"], "no route can take it now", "{e:?}");
+}
+
+/// A refusal says what every route refused, by what its provider describes;
+/// routes that take the operation but cannot now make it unroutable.
+#[test]
+fn a_refusal_names_what_every_route_refused() {
+    let t = table(list(&["momo", "pawapay"]));
+    let (h, none) = (health(), |_: &str| None);
+    let refused = |offer: &dyn Fn(&str) -> Option<Offer>, a: &Ask| {
+        t.choose(&h, a, offer, 10).unwrap_err().refusal
+    };
+    assert_eq!(refused(&none, &ask(500, &[])), Refusal::NotOffered);
+    assert_eq!(
+        refused(&|_| open("closed"), &ask(500, &[])),
+        Refusal::Closed
+    );
+    let limits = |a: &str| {
+        Some(Offer {
+            min_amount: if a == "momo" { 100 } else { 50 },
+            max_amount: if a == "momo" { 1_000 } else { 400 },
+            ..open("operational").unwrap()
+        })
+    };
+    assert_eq!(
+        refused(&limits, &ask(5_000, &[])),
+        Refusal::Amount {
+            min: 50,
+            max: 1_000,
+            currency: "XOF".into()
+        },
+        "the range every route takes together"
+    );
+    let hosted = Ask {
+        mode: Some("hosted"),
+        ..ask(500, &[])
+    };
+    assert_eq!(refused(&operational, &hosted), Refusal::Mode);
+    // One closed, one too small: no single reason; one tried: not now.
+    let mixed = |a: &str| {
+        if a == "momo" {
+            open("closed")
+        } else {
+            limits(a)
+        }
+    };
+    assert_eq!(refused(&mixed, &ask(500, &[])), Refusal::Unroutable);
+    let both = ["momo".to_string(), "pawapay".to_string()];
+    assert_eq!(refused(&operational, &ask(500, &both)), Refusal::Unroutable);
+
+    // Availability is judged the same way, whatever the routes' health.
+    fail(&h, "momo", 2);
+    fail(&h, "pawapay", 2);
+    assert_eq!(t.available(&ask(500, &[]), operational), Ok(()));
+    assert_eq!(t.available(&hosted, operational), Err(Refusal::Mode));
+    assert_eq!(t.available(&ask(500, &[]), none), Err(Refusal::NotOffered));
+    assert_eq!(
+        t.available(&ask(300, &[]), mixed),
+        Ok(()),
+        "pawapay takes 300"
+    );
 }

@@ -58,22 +58,40 @@ impl Runtime {
     pub fn choose_route(
         self: &Arc<Self>,
         ask: &crate::routing::Ask,
-    ) -> Result<crate::routing::Choice, serde_json::Value> {
-        let offer = |adapter: &str| {
-            let loaded = self.serving(adapter, ask.operator)?;
-            let info = loaded.operators.iter().find(|o| o.slug == ask.operator)?;
-            let float = (ask.operation == "payout")
-                .then(|| self.float(&loaded, ask.operator, &info.currency))
-                .flatten();
-            Some(crate::routing::Offer {
-                status: info.status.clone(),
-                min_amount: info.min_amount,
-                max_amount: info.max_amount,
-                float,
-            })
-        };
+    ) -> Result<crate::routing::Choice, crate::routing::Refused> {
         let now = crate::clock::system_now_ms();
-        self.routes().choose(&self.health, ask, offer, now)
+        self.routes()
+            .choose(&self.health, ask, |a| self.offer(ask, a), now)
+    }
+
+    /// Whether some route takes `ask` by what its provider describes, as
+    /// [`Runtime::choose_route`] judges it, without choosing one.
+    pub fn route_available(
+        self: &Arc<Self>,
+        ask: &crate::routing::Ask,
+    ) -> Result<(), crate::routing::Refusal> {
+        self.routes().available(ask, |a| self.offer(ask, a))
+    }
+
+    /// What `adapter` publishes of `ask`'s operator, with its float for a payout.
+    fn offer(
+        self: &Arc<Self>,
+        ask: &crate::routing::Ask,
+        adapter: &str,
+    ) -> Option<crate::routing::Offer> {
+        let loaded = self.serving(adapter, ask.operator)?;
+        let info = loaded.operators.iter().find(|o| o.slug == ask.operator)?;
+        let float = (ask.operation == "payout")
+            .then(|| self.float(&loaded, ask.operator, &info.currency))
+            .flatten();
+        Some(crate::routing::Offer {
+            status: info.status.clone(),
+            min_amount: info.min_amount,
+            max_amount: info.max_amount,
+            currency: info.currency.clone(),
+            modes: info.modes.clone(),
+            float,
+        })
     }
 
     /// What the rate card in force says `adapter` charges on `amount` of

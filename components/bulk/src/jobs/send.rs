@@ -5,7 +5,7 @@
 use mmc_domain::outcome;
 use std::collections::HashMap;
 
-use crate::mmc::adapter::router::{self, FloatNeed};
+use crate::mmc::adapter::router::{self, FloatNeed, RouteRefusal};
 use crate::mmc::adapter::types::{AdapterError, PayoutRequest, Started};
 use crate::mmc::platform::{clock, log};
 use crate::store::{self, Batch, BatchStatus, Item, ItemStatus, Tx};
@@ -256,14 +256,26 @@ fn route(
         &item.id,
         "payout",
         item.amount,
+        None,
         tried,
     )
     .map(|choice| (choice.adapter, choice.expected_fee))
-    .map_err(|explanation| {
-        let why = serde_json::from_str::<serde_json::Value>(&explanation)
-            .ok()
-            .and_then(|v| v["reason"].as_str().map(str::to_string))
-            .unwrap_or(explanation);
+    .map_err(|refusal| {
+        let why = match refusal {
+            RouteRefusal::NotOffered => "no adapter serves it".to_string(),
+            RouteRefusal::Closed => "closed at its provider".to_string(),
+            RouteRefusal::AmountOutOfRange(r) => format!(
+                "its providers take {} to {} {}",
+                r.min_amount, r.max_amount, r.currency
+            ),
+            RouteRefusal::ModeNotSupported => "not in this mode".to_string(),
+            RouteRefusal::Unroutable(explanation) => {
+                serde_json::from_str::<serde_json::Value>(&explanation)
+                    .ok()
+                    .and_then(|v| v["reason"].as_str().map(str::to_string))
+                    .unwrap_or(explanation)
+            }
+        };
         format!(
             "no provider can take a payout to {} now: {why}",
             item.operator

@@ -282,9 +282,12 @@ fn choose(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {
         return Ok(see_other(&current, lang));
     }
     // Its route, stored with the intent; none free now: the customer may pick another.
-    let Ok(route) =
-        crate::routes::choose(&p.environment, op.slug, &p.merchant_id, (&p.id, p.amount))
-    else {
+    let Ok(route) = crate::routes::choose(
+        &p.environment,
+        op.slug,
+        &p.merchant_id,
+        (&p.id, p.amount, None),
+    ) else {
         return show(lang, p, Some(t(lang, "operator_unavailable")));
     };
     current.operator = Some(op.slug.to_string());

@@ -6,7 +6,6 @@ use serde_json::Value;
 
 use crate::ApiError;
 use crate::events::emit;
-use crate::mmc::adapter::router;
 use crate::mmc::api::http_types::{Caller, Request, Response};
 use crate::mmc::platform::{clock, signing};
 use crate::store::{self, Generation, IdemRecord, Payment, Tx};
@@ -111,12 +110,16 @@ pub fn create_payment(
     // operator): a refusal stands unless this request is a replay, which
     // gets the payment it made whatever the routes say now.
     let id = crate::ids::new().to_string();
-    let route = check_operator(env, &input).and_then(|()| match input.operator {
+    let route = match input.operator {
         Some(op) if input.mode == Mode::Direct => {
-            crate::routes::choose(env, op.slug, merchant, (&id, input.amount)).map(Some)
+            let ask = (id.as_str(), input.amount, Some(input.mode.as_str()));
+            crate::routes::choose(env, op.slug, merchant, ask).map(Some)
         }
-        _ => Ok(None),
-    });
+        Some(op) => {
+            crate::routes::check(env, op.slug, input.amount, input.mode.as_str()).map(|()| None)
+        }
+        None => Ok(None),
+    };
 
     let now = clock::now_ms();
     // The pending record, its indexes, event and idempotency key: one transaction.
@@ -172,50 +175,6 @@ pub fn create_payment(
     }
     let p = initiate(caller, p)?;
     Ok((p, false))
-}
-
-/// The operator asked for must be reachable in this environment, open, and
-/// take this amount in this mode: refused here, nothing stored or sent.
-fn check_operator(env: &str, input: &wire::CreatePayment) -> Result<(), ApiError> {
-    let Some(op) = input.operator else {
-        return Ok(());
-    };
-    let info = router::operator(env, op.slug).ok_or_else(|| {
-        ApiError::invalid(
-            "operator_unavailable",
-            "operator",
-            format!("{} is not available in the {env} environment.", op.slug),
-        )
-    })?;
-    // A provider that says it is closed rejects every request.
-    if info.status == "closed" {
-        return Err(ApiError::invalid(
-            "operator_unavailable",
-            "operator",
-            format!(
-                "{} is closed at its provider right now; try again later.",
-                op.slug
-            ),
-        ));
-    }
-    if input.amount > info.max_amount || input.amount < info.min_amount {
-        return Err(ApiError::invalid(
-            "amount_out_of_range",
-            "amount",
-            format!(
-                "{} accepts amounts from {} to {} {}.",
-                op.slug, info.min_amount, info.max_amount, info.currency
-            ),
-        ));
-    }
-    if !info.modes.iter().any(|m| m == input.mode.as_str()) {
-        return Err(ApiError::invalid(
-            "mode_not_supported",
-            "mode",
-            format!("{} does not support mode {}.", op.slug, input.mode.as_str()),
-        ));
-    }
-    Ok(())
 }
 
 /// The payment an earlier request with this Idempotency-Key, or else with
