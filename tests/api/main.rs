@@ -11,6 +11,7 @@ mod backup;
 mod books;
 mod checkout;
 mod cli;
+mod code_map;
 mod connections;
 mod console;
 mod crash;

@@ -1,0 +1,133 @@
+//! docs/architecture.md's map is the territory: every crate of the workspace
+//! and every top-level folder is on it, every module of the host is named,
+//! and every path or chapter the architecture names is in the tree.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use crate::support::root as repo_root;
+
+fn chapter() -> String {
+    std::fs::read_to_string(repo_root().join("docs/architecture.md")).unwrap()
+}
+
+/// The fenced block under `## The map`.
+fn map(chapter: &str) -> &str {
+    let after = chapter
+        .split_once("\n## The map\n")
+        .expect("docs/architecture.md has a section `## The map`")
+        .1;
+    let section = after.split("\n## ").next().unwrap();
+    let start = section.find("```").expect("the map is a fenced block") + 3;
+    let end = start + section[start..].find("```").expect("the map's block ends");
+    &section[start..end]
+}
+
+/// The workspace's members, as `Cargo.toml` lists them.
+fn members() -> Vec<String> {
+    let manifest: toml::Value =
+        toml::from_str(&std::fs::read_to_string(repo_root().join("Cargo.toml")).unwrap()).unwrap();
+    manifest["workspace"]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The tree's top-level folders that git keeps.
+fn top_level_folders() -> BTreeSet<String> {
+    let listed = std::process::Command::new("git")
+        .args(["ls-files"])
+        .current_dir(repo_root())
+        .output()
+        .expect("git lists the tree");
+    String::from_utf8(listed.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|f| f.split_once('/').map(|(top, _)| top.to_string()))
+        .filter(|top| !top.starts_with('.'))
+        .collect()
+}
+
+/// Words that look like paths in the tree: they start with a top-level folder.
+fn paths_named(text: &str, tops: &BTreeSet<String>) -> BTreeSet<String> {
+    text.split(|c: char| c.is_whitespace() || "`()[],;:*".contains(c))
+        .filter(|w| w.split_once('/').is_some_and(|(top, _)| tops.contains(top)))
+        .map(|w| w.trim_end_matches(['.', '\'', '"']).to_string())
+        .filter(|w| !w.contains("://") && !w.contains('<') && !w.contains('…'))
+        .collect()
+}
+
+#[test]
+fn the_architecture_map_names_every_crate_and_folder_and_only_what_exists() {
+    let root = repo_root();
+    let chapter = chapter();
+    let map = map(&chapter);
+    let tops = top_level_folders();
+
+    let unnamed: Vec<_> = members()
+        .into_iter()
+        .filter(|m| !map.contains(m.as_str()))
+        .collect();
+    assert!(
+        unnamed.is_empty(),
+        "crates of the workspace the map does not name by their path: {unnamed:?}"
+    );
+
+    let folders: Vec<_> = tops
+        .iter()
+        .filter(|top| !map.contains(&format!("{top}/")))
+        .collect();
+    assert!(
+        folders.is_empty(),
+        "top-level folders the map does not name (as `folder/`): {folders:?}"
+    );
+
+    let lib = std::fs::read_to_string(root.join("host/src/lib.rs")).unwrap();
+    let modules: Vec<_> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("pub mod "))
+        .map(|m| m.trim_end_matches(';'))
+        .filter(|m| {
+            let word = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '_') == *m;
+            !map.split_whitespace()
+                .any(|w| word(w) || word(w.trim_end_matches('/')))
+        })
+        .collect();
+    assert!(
+        modules.is_empty(),
+        "modules of the host the map does not name: {modules:?}"
+    );
+
+    let missing: Vec<_> = paths_named(&chapter, &tops)
+        .into_iter()
+        .filter(|p| !root.join(p).exists())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "paths docs/architecture.md names that are not in the tree: {missing:?}"
+    );
+
+    // Chapters and notes it refers to: only files of the tree.
+    let files = std::process::Command::new("git")
+        .args(["ls-files"])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    let names: BTreeSet<String> = String::from_utf8(files.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|f| Path::new(f).file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .collect();
+    let absent: Vec<_> = chapter
+        .split(|c: char| c.is_whitespace() || "`()[],;:*#/".contains(c))
+        .map(|w| w.trim_end_matches(['.', '\'', '"']))
+        .filter(|w| w.ends_with(".md") && !names.contains(*w))
+        .collect();
+    assert!(
+        absent.is_empty(),
+        "documents docs/architecture.md refers to that are not in the tree: {absent:?}"
+    );
+}
