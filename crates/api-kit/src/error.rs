@@ -14,10 +14,11 @@ pub struct ApiError {
     pub message: String,
     pub param: Option<String>,
     /// Methods for the `Allow` header of a 405 (RFC 9110 requires it).
-    pub allow: Option<String>,
+    pub allow: Option<&'static str>,
     /// Every problem found, for a batch's validation: one entry per bad
-    /// item or CSV line, so a client fixes them all in one round.
-    pub errors: Vec<Value>,
+    /// item or CSV line, so a client fixes them all in one round. (A boxed
+    /// slice: every `Result` of the components carries an `ApiError`.)
+    pub errors: Box<[Value]>,
 }
 
 impl ApiError {
@@ -35,7 +36,7 @@ impl ApiError {
             message: message.into(),
             param: param.map(str::to_string),
             allow: None,
-            errors: Vec::new(),
+            errors: Box::default(),
         }
     }
 
@@ -65,7 +66,7 @@ impl ApiError {
                 "{rows} {noun}{plural} {verb} invalid; nothing was created. Every problem is listed in `errors`."
             ),
         );
-        e.errors = errors;
+        e.errors = errors.into_boxed_slice();
         e
     }
 
@@ -130,9 +131,9 @@ impl ApiError {
     }
 
     /// 405, with the methods the path answers for its `Allow` header.
-    pub fn method_not_allowed(method: &str, allow: &str) -> ApiError {
+    pub fn method_not_allowed(method: &str, allow: &'static str) -> ApiError {
         ApiError {
-            allow: Some(allow.into()),
+            allow: Some(allow),
             ..ApiError::new(
                 405,
                 "invalid_request_error",
@@ -221,7 +222,7 @@ impl ApiError {
             "doc_url": format!("{base_url}/docs/errors#{}", self.code),
         });
         if !self.errors.is_empty() {
-            error["errors"] = Value::Array(self.errors);
+            error["errors"] = Value::Array(self.errors.into_vec());
         }
         let mut answer = Answer::json(self.status, &json!({ "error": error }));
         if self.status == 503 {
