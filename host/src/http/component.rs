@@ -3,10 +3,7 @@
 //! a write on a blocking thread), its answer streamed page by page.
 
 use super::pages::text;
-use super::principal::{
-    admit_principal, body_permit, caller_of, client_bucket, invalid_key, presented_key,
-    principal_of,
-};
+use super::principal::{Admitted, Door, admit, caller_of};
 use super::*;
 
 pub(crate) async fn dispatch(
@@ -15,45 +12,21 @@ pub(crate) async fn dispatch(
     req: Request<Incoming>,
     request_id: &str,
 ) -> Result<Response<Body>, HttpError> {
-    let key = presented_key(&req);
-    if !route.public && key.is_none() {
-        return Err(HttpError::MissingKey);
-    }
-    // Anonymous surfaces (checkout, callbacks) have no key to count by: a
-    // client address gets its own bucket per route, before any body is read.
-    // Whatever the headers say: a made-up `Authorization` (or Wave's shared
-    // secret, which comes as one) must not buy a way around the bucket.
-    let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
-    if route.public
-        && let Some(ip) = client
-    {
-        app.client_limiter
-            .check(&client_bucket(ip, &route.prefix))
-            .map_err(HttpError::RateLimited)?;
-    }
-    // The key, from the headers: a request whose key authenticates nothing
-    // is refused unread (on a public route it is served as anonymous).
-    let principal = match &key {
-        Some(key) => principal_of(app, key).await?,
-        None => None,
-    };
-    let caller = match principal {
-        Some(p) => {
-            admit_principal(app, &p, req.method().as_str(), req.uri().path())?;
-            Some(caller_of(app, p, request_id))
+    // Anonymous surfaces (checkout, callbacks) have no key to count by.
+    let door = if route.public {
+        Door::Public {
+            prefix: &route.prefix,
         }
-        None if route.public => None,
-        None => return Err(invalid_key(app, client)),
+    } else {
+        Door::Keyed
     };
-    let reading = body_permit(
-        app,
-        &req,
-        caller.as_ref().map(|c| c.key_id.as_str()),
-        client,
-    )
-    .await?;
-    let (parts, body) = read_request(app, req, route.max_body_bytes).await?;
-    drop(reading);
+    let Admitted {
+        key,
+        principal,
+        parts,
+        body,
+    } = admit(app, req, door, route.max_body_bytes).await?;
+    let caller = principal.map(|p| caller_of(app, p, request_id));
     let request = http_types::Request {
         method: parts.method.to_string(),
         path: parts.uri.path().to_string(),

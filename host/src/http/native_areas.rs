@@ -3,7 +3,7 @@
 //! limits counted and the body read before their handler sees the request.
 
 use super::native::{native_request, native_response};
-use super::principal::{admit_principal, body_permit, invalid_key, presented_key, principal_of};
+use super::principal::{Admitted, Door, admit};
 use super::*;
 
 /// An area the host serves itself on the public listener (the admin API is
@@ -42,15 +42,16 @@ pub(crate) async fn native_dispatch(
     area: NativeArea,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, HttpError> {
-    let key = presented_key(&req).ok_or(HttpError::MissingKey)?;
-    let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
-    let Some(principal) = principal_of(app, &key).await? else {
-        return Err(invalid_key(app, client));
+    let Admitted {
+        principal,
+        parts,
+        body,
+        ..
+    } = admit(app, req, Door::Keyed, None).await?;
+    // A keyed door lets no request in without the principal of its key.
+    let Some(principal) = principal else {
+        return Err(HttpError::MissingKey);
     };
-    admit_principal(app, &principal, req.method().as_str(), req.uri().path())?;
-    let reading = body_permit(app, &req, Some(&principal.key_id), client).await?;
-    let (parts, body) = read_request(app, req, None).await?;
-    drop(reading);
     let request = native_request(&parts, body);
     let result = match area {
         NativeArea::Webhooks => super::webhooks::handle(&app.webhooks, &principal, request).await,

@@ -1,5 +1,6 @@
 //! Who a request is from: the key it presents, the principal that key names
-//! (cached), its rate limit and scopes, and its right to send a body.
+//! (cached), its rate limit and scopes, and its right to send a body; and
+//! [`admit`], the one sequence of them every keyed request goes through.
 
 use super::*;
 
@@ -100,6 +101,76 @@ pub(super) async fn body_permit(
     permit
         .map(Some)
         .ok_or(HttpError::RateLimited(Duration::from_secs(1)))
+}
+
+/// How a route is entered: with an API key, or open to anyone (no key
+/// needed, a key given still checked), each client address then counted in
+/// a bucket of its own for the route.
+pub(super) enum Door<'a> {
+    Keyed,
+    Public { prefix: &'a str },
+}
+
+/// A request let in: the key it presented, the principal that key names
+/// (none on a public route entered without one), and its body, read.
+pub(super) struct Admitted {
+    pub key: Option<String>,
+    pub principal: Option<crate::accounts::Principal>,
+    pub parts: hyper::http::request::Parts,
+    pub body: Bytes,
+}
+
+/// The one way in for every request served with an API key, the API
+/// components' and the host's own areas alike: the client's bucket on a
+/// public route, the key from the headers, the principal it names, its
+/// rate limit and scopes, a permit to read the body, then the body (at
+/// most `max_body`). Everything is decided on the headers: a key that
+/// authenticates nothing is refused before any byte of its body is read.
+pub(super) async fn admit(
+    app: &Arc<App>,
+    req: Request<Incoming>,
+    door: Door<'_>,
+    max_body: Option<usize>,
+) -> Result<Admitted, HttpError> {
+    let key = presented_key(&req);
+    let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
+    match door {
+        Door::Keyed if key.is_none() => return Err(HttpError::MissingKey),
+        // Whatever the headers say: a made-up `Authorization` (or Wave's
+        // shared secret, which comes as one) must not buy a way around it.
+        Door::Public { prefix } => {
+            if let Some(ip) = client {
+                app.client_limiter
+                    .check(&client_bucket(ip, prefix))
+                    .map_err(HttpError::RateLimited)?;
+            }
+        }
+        Door::Keyed => {}
+    }
+    let principal = match &key {
+        Some(key) => principal_of(app, key).await?,
+        None => None,
+    };
+    match &principal {
+        Some(p) => admit_principal(app, p, req.method().as_str(), req.uri().path())?,
+        None if matches!(door, Door::Public { .. }) => {}
+        None => return Err(invalid_key(app, client)),
+    }
+    let reading = body_permit(
+        app,
+        &req,
+        principal.as_ref().map(|p| p.key_id.as_str()),
+        client,
+    )
+    .await?;
+    let (parts, body) = read_request(app, req, max_body).await?;
+    drop(reading);
+    Ok(Admitted {
+        key,
+        principal,
+        parts,
+        body,
+    })
 }
 
 /// The caller an authenticated key stands for, as the components see it.
