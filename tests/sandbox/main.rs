@@ -246,7 +246,8 @@ fn an_adapter_session_shares_one_instance_until_a_call_fails() {
 
 /// An adapter configured to serve several calls per instance keeps one warm
 /// between calls, up to that many; a failed call drops it, a redeploy starts
-/// afresh, and with no room for idle instances every call has its own.
+/// afresh, a runtime no one else holds is let go with its idle instances, and
+/// with no room for idle instances every call has its own.
 #[test]
 fn an_adapter_serving_several_calls_per_instance_keeps_it_until_a_call_fails() {
     let rogue = |calls: u32, warm: u32| {
@@ -325,6 +326,18 @@ fn an_adapter_serving_several_calls_per_instance_keeps_it_until_a_call_fails() {
         instances(&sb) - before,
         1.0,
         "the new version's own instance"
+    );
+
+    // Idle instances hold their runtime; once nothing else does, they go, and it with them.
+    let runtime = std::sync::Arc::downgrade(&sb.runtime);
+    drop(sb);
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    while runtime.upgrade().is_some() && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        runtime.upgrade().is_none(),
+        "a runtime kept alive by its idle instances"
     );
 
     // No room for idle instances: each call has a fresh one.

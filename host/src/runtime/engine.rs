@@ -74,17 +74,31 @@ pub(super) fn adapter_linker(engine: &Engine) -> anyhow::Result<Linker<HostState
 }
 
 /// Starts the thread that advances `engine`'s epoch every [`TICK`], until
-/// the flag it returns is set (when the runtime is dropped).
-pub(super) fn start_epoch_ticker(engine: &Engine) -> anyhow::Result<Arc<AtomicBool>> {
+/// the flag it returns is set (when the runtime is dropped). Once a second
+/// it also lets the runtime's idle warm instances go if nothing else holds
+/// the runtime ([`Runtime::release_if_orphaned`]); `runtime` is set once the
+/// runtime exists.
+pub(super) fn start_epoch_ticker(
+    engine: &Engine,
+    runtime: Arc<std::sync::OnceLock<std::sync::Weak<Runtime>>>,
+) -> anyhow::Result<Arc<AtomicBool>> {
+    const TICKS_A_SECOND: u32 = 100;
     let stop_ticker = Arc::new(AtomicBool::new(false));
     let engine = engine.clone();
     let stop = stop_ticker.clone();
     std::thread::Builder::new()
         .name("epoch-ticker".into())
         .spawn(move || {
+            let mut ticks = 0u32;
             while !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(TICK);
                 engine.increment_epoch();
+                ticks = (ticks + 1) % TICKS_A_SECOND;
+                if ticks == 0
+                    && let Some(runtime) = runtime.get().and_then(std::sync::Weak::upgrade)
+                {
+                    runtime.release_if_orphaned();
+                }
             }
         })?;
     Ok(stop_ticker)

@@ -195,7 +195,7 @@ pub struct Runtime {
     api_slots: pool::Gate,
     adapter_slots: pool::Gate,
     /// Idle adapter instances kept for their next call ([`warm`]).
-    warm: warm::WarmCount,
+    warm: warm::WarmPool,
     /// Spaces each adapter's status queries to its provider's cap.
     pub status_pacer: pacing::StatusPacer,
     stop_ticker: Arc<AtomicBool>,
@@ -219,9 +219,10 @@ impl Runtime {
         let engine = engine::engine(config)?;
         let api_linker = engine::api_linker(&engine)?;
         let adapter_linker = engine::adapter_linker(&engine)?;
-        let stop_ticker = engine::start_epoch_ticker(&engine)?;
+        let itself = Arc::new(std::sync::OnceLock::new());
+        let stop_ticker = engine::start_epoch_ticker(&engine, itself.clone())?;
 
-        Ok(Arc::new(Runtime {
+        let runtime = Arc::new(Runtime {
             engine,
             api_linker,
             adapter_linker,
@@ -243,7 +244,9 @@ impl Runtime {
             status_pacer: pacing::StatusPacer::default(),
             stop_ticker,
             service_base_url: std::sync::OnceLock::new(),
-        }))
+        });
+        let _ = itself.set(Arc::downgrade(&runtime));
+        Ok(runtime)
     }
 
     /// Sets the service's address, once: API components read it as the

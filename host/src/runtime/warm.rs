@@ -5,28 +5,26 @@
 //! in memory, and for a Rust adapter it costs tens of microseconds. An
 //! interpreted adapter (componentize-py's CPython) pays far more: its heap is
 //! copied in on write, page by page, as the interpreter touches it, and
-//! handed back at the end. Such an adapter keeps its instance instead: each
-//! thread holds its last idle instances ([`PER_THREAD`]), a call of the same
-//! version on the same thread takes one back, and the next call finds the
-//! interpreter's pages already its own.
+//! handed back at the end. Such an adapter keeps its instances instead: a
+//! call takes an idle one of the same version if there is one, and gives it
+//! back after, so the next call finds the interpreter's pages its own.
 //!
-//! An idle instance holds no call slot (a waiting call never waits on an idle
-//! instance), only a place in the pool, which is sized for `limits.warm_instances`
-//! more; the runtime counts them so that no more are kept. A call that fails
-//! (trap, deadline, memory) drops its instance; so does a hot swap, the next
-//! time the thread calls that adapter.
+//! The idle instances are one list for the runtime, not one per thread:
+//! writes run on tokio's blocking threads, many more than the calls at once,
+//! so instances kept per thread were seldom found again. At most
+//! `limits.warm_instances` are idle; each holds a place in the pool, which is
+//! sized for them, but no call slot (a waiting call never waits on an idle
+//! instance). A call that fails (trap, deadline, memory) drops its instance;
+//! so does a deploy (the next call of that adapter drops the old version's).
+//!
+//! An idle instance's Store holds the runtime, so a runtime whose last other
+//! holder is gone would be kept alive by its own idle instances: the epoch
+//! ticker looks every second ([`Runtime::release_if_orphaned`]) and lets
+//! them go, and the runtime with them.
 
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicU32, Ordering};
+use parking_lot::Mutex;
 
 use super::*;
-
-/// Idle instances one thread keeps (an API call calls one adapter at a time).
-const PER_THREAD: usize = 2;
-
-thread_local! {
-    static IDLE: RefCell<Vec<Warm>> = const { RefCell::new(Vec::new()) };
-}
 
 /// An instance of one adapter version, with the Store it lives in.
 pub(super) struct Warm {
@@ -36,53 +34,27 @@ pub(super) struct Warm {
     hash: String,
     /// Calls it has served.
     served: u32,
-    /// Counted among the runtime's idle instances while kept.
-    kept: bool,
 }
 
 impl Warm {
-    fn is_for(&self, runtime: &Arc<Runtime>, loaded: &Loaded) -> bool {
+    fn is_for(&self, loaded: &Loaded) -> bool {
         let state = self.store.data();
-        Arc::ptr_eq(&state.runtime, runtime)
-            && *state.component == *loaded.name
+        *state.component == *loaded.name
             && self.hash == loaded.hash
             && Arc::ptr_eq(&state.config, &loaded.config)
     }
 }
 
-impl Warm {
-    /// An instance of another version of `loaded`'s adapter, in this runtime.
-    fn is_stale(&self, runtime: &Arc<Runtime>, loaded: &Loaded) -> bool {
-        let state = self.store.data();
-        Arc::ptr_eq(&state.runtime, runtime)
-            && *state.component == *loaded.name
-            && !self.is_for(runtime, loaded)
-    }
-}
-
-impl Drop for Warm {
-    fn drop(&mut self) {
-        if self.kept {
-            self.store
-                .data()
-                .runtime
-                .warm
-                .idle
-                .fetch_sub(1, Ordering::Relaxed);
-        }
-    }
-}
-
-/// The runtime's count of idle instances, against `limits.warm_instances`.
+/// The runtime's idle instances, at most `limits.warm_instances`.
 #[derive(Default)]
-pub(super) struct WarmCount {
-    idle: AtomicU32,
+pub(super) struct WarmPool {
+    idle: Mutex<Vec<Warm>>,
 }
 
 impl Runtime {
-    /// Calls `loaded` (an adapter) on this thread's idle instance of it, or a
-    /// new one, and keeps the instance for the next call while it has served
-    /// fewer than `calls` and the call succeeded.
+    /// Calls `loaded` (an adapter) on an idle instance of it, or a new one,
+    /// and keeps the instance for another call while it has served fewer
+    /// than `calls` and the call succeeded.
     pub(super) fn call_warm<R>(
         self: &Arc<Self>,
         loaded: &Loaded,
@@ -96,7 +68,6 @@ impl Runtime {
             instance: None,
             hash: loaded.hash.clone(),
             served: 0,
-            kept: false,
         });
         let Warm {
             store, instance, ..
@@ -122,37 +93,45 @@ impl Runtime {
         result
     }
 
-    /// This thread's idle instance of `loaded`, if it has one. Idle
-    /// instances of another version of the same adapter (swapped out) go.
-    fn take_warm(self: &Arc<Self>, loaded: &Loaded) -> Option<Warm> {
-        let (found, stale) = IDLE.with_borrow_mut(|idle| {
-            let at = idle.iter().rposition(|w| w.is_for(self, loaded));
-            let found = at.map(|at| idle.remove(at));
-            let stale: Vec<Warm> = idle.extract_if(.., |w| w.is_stale(self, loaded)).collect();
+    /// An idle instance of `loaded`, if there is one. Idle instances of
+    /// another version of the same adapter (swapped out) go.
+    fn take_warm(&self, loaded: &Loaded) -> Option<Warm> {
+        let (found, stale) = {
+            let mut idle = self.warm.idle.lock();
+            let found = idle
+                .iter()
+                .rposition(|w| w.is_for(loaded))
+                .map(|at| idle.swap_remove(at));
+            let stale: Vec<Warm> = idle
+                .extract_if(.., |w| {
+                    *w.store.data().component == *loaded.name && !w.is_for(loaded)
+                })
+                .collect();
             (found, stale)
-        });
-        drop(stale); // outside the borrow: dropping a Store resets its memory
-        found.map(|mut warm| {
-            warm.kept = false;
-            self.warm.idle.fetch_sub(1, Ordering::Relaxed);
-            warm
-        })
+        };
+        drop(stale); // outside the lock: dropping a Store resets its memory
+        found
     }
 
-    /// Keeps `warm` on this thread for its next call, unless the runtime
-    /// keeps as many as it may; the thread's oldest goes when it has enough.
-    fn keep_warm(&self, mut warm: Warm) {
-        let kept = self.warm.idle.fetch_add(1, Ordering::Relaxed);
-        if kept >= self.limits.warm_instances {
-            self.warm.idle.fetch_sub(1, Ordering::Relaxed);
+    /// Keeps `warm` for another call, unless as many are idle as may be.
+    fn keep_warm(&self, warm: Warm) {
+        let mut idle = self.warm.idle.lock();
+        if idle.len() < self.limits.warm_instances as usize {
+            idle.push(warm);
             return;
         }
-        warm.kept = true;
-        let evicted = IDLE.with_borrow_mut(|idle| {
-            idle.push(warm);
-            (idle.len() > PER_THREAD).then(|| idle.remove(0))
-        });
-        // Dropped outside the borrow: dropping a Store resets its memory.
-        drop(evicted);
+        drop(idle);
+        drop(warm); // outside the lock
+    }
+
+    /// Lets the idle instances go when nothing else holds this runtime (they
+    /// hold it through their Stores): called by the epoch ticker.
+    pub(super) fn release_if_orphaned(self: Arc<Self>) {
+        let idle = self.warm.idle.lock().len();
+        // Held only by its idle instances and by `self`: no call can reach it again.
+        if idle > 0 && Arc::strong_count(&self) <= idle + 1 {
+            let released = std::mem::take(&mut *self.warm.idle.lock());
+            drop(released);
+        }
     }
 }
