@@ -164,31 +164,43 @@ fn simulator_outcomes_follow_the_phone_and_the_clock() {
     );
 }
 
-/// The calls of one `status-many` worker share an instance of the adapter
-/// (an adapter session), yet each keeps its own deadline, and a call that
-/// traps, runs out its deadline or its memory takes only its own answer
-/// down: the next call gets a fresh instance.
-#[test]
-fn an_adapter_session_shares_one_instance_until_a_call_fails() {
+/// The rogue adapter alone (a 300 ms deadline, 16 MiB of memory), each
+/// instance serving `calls` calls, with room for `warm` idle instances.
+fn rogue(calls: Option<u32>, warm: u32) -> Sandbox {
     let mut config = adapter_config(
         "rogue",
         "test",
         ComponentConfig {
             deadline_ms: Some(300),
             memory_mib: Some(16),
+            calls_per_instance: calls,
             ..ComponentConfig::default()
         },
     );
     config.cache_dir = Some(support::cache_dir());
+    config.limits.warm_instances = warm;
     let sb = Sandbox::new(&config).unwrap();
     sb.load("rogue", &support::test_component("rogue")).unwrap();
-    let instances = || {
-        support::metric(
-            &sb.runtime.services.metrics.render(),
-            "mmc_component_instantiations_total",
-            "component=\"rogue\"",
-        )
-    };
+    sb
+}
+
+/// Instances of the rogue adapter made so far.
+fn rogue_instances(sb: &Sandbox) -> f64 {
+    support::metric(
+        &sb.runtime.services.metrics.render(),
+        "mmc_component_instantiations_total",
+        "component=\"rogue\"",
+    )
+}
+
+/// The calls of one `status-many` worker share an instance of the adapter
+/// (an adapter session), yet each keeps its own deadline, and a call that
+/// traps, runs out its deadline or its memory takes only its own answer
+/// down: the next call gets a fresh instance.
+#[test]
+fn an_adapter_session_shares_one_instance_until_a_call_fails() {
+    let sb = rogue(None, 0);
+    let instances = || rogue_instances(&sb);
     let at_load = instances();
     let mut session = sb.runtime.adapter_session();
     let mut status = |psp: &str| {
@@ -250,30 +262,8 @@ fn an_adapter_session_shares_one_instance_until_a_call_fails() {
 /// with no room for idle instances every call has its own.
 #[test]
 fn an_adapter_serving_several_calls_per_instance_keeps_it_until_a_call_fails() {
-    let rogue = |calls: u32, warm: u32| {
-        let mut config = adapter_config(
-            "rogue",
-            "test",
-            ComponentConfig {
-                deadline_ms: Some(300),
-                memory_mib: Some(16),
-                calls_per_instance: Some(calls),
-                ..ComponentConfig::default()
-            },
-        );
-        config.cache_dir = Some(support::cache_dir());
-        config.limits.warm_instances = warm;
-        let sb = Sandbox::new(&config).unwrap();
-        sb.load("rogue", &support::test_component("rogue")).unwrap();
-        sb
-    };
-    let instances = |sb: &Sandbox| {
-        support::metric(
-            &sb.runtime.services.metrics.render(),
-            "mmc_component_instantiations_total",
-            "component=\"rogue\"",
-        )
-    };
+    let rogue = |calls: u32, warm: u32| rogue(Some(calls), warm);
+    let instances = rogue_instances;
     let status = |sb: &Sandbox, psp: &str| {
         sb.runtime.call_adapter("test", "mtn-bj", |s, a| {
             a.mmc_adapter_operator().call_status(s, &op_ref(psp))

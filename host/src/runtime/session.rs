@@ -70,13 +70,7 @@ impl AdapterSession<'_> {
             store, instance, ..
         } = live;
         let result = runtime.run(&loaded, store, |store| {
-            let adapter = match instance {
-                Some(adapter) => adapter,
-                None => match &loaded.pre {
-                    Pre::Adapter(p) => instance.insert(p.instantiate(&mut *store)?),
-                    _ => unreachable!("adapter_for checks the kind"),
-                },
-            };
+            let adapter = instance_in(store, instance, &loaded)?;
             f(store, adapter)
         });
         if result.is_err() {
@@ -84,4 +78,20 @@ impl AdapterSession<'_> {
         }
         (result, Some(loaded))
     }
+}
+
+/// `instance`, instantiated in `store` from `loaded` (an adapter) the first
+/// time: the instance a session or a warm Store keeps between calls.
+pub(super) fn instance_in<'a>(
+    store: &mut Store<HostState>,
+    instance: &'a mut Option<Adapter>,
+    loaded: &Loaded,
+) -> wasmtime::Result<&'a Adapter> {
+    Ok(match instance {
+        Some(adapter) => adapter,
+        None => match &loaded.pre {
+            Pre::Adapter(p) => instance.insert(p.instantiate(&mut *store)?),
+            _ => unreachable!("adapter_for checks the kind"),
+        },
+    })
 }

@@ -77,13 +77,7 @@ impl Runtime {
         state.fence = None;
         state.lease = None;
         let result = self.run(loaded, store, |store| {
-            let adapter = match instance {
-                Some(adapter) => adapter,
-                None => match &loaded.pre {
-                    Pre::Adapter(p) => instance.insert(p.instantiate(&mut *store)?),
-                    _ => unreachable!("adapter_for checks the kind"),
-                },
-            };
+            let adapter = super::session::instance_in(store, instance, loaded)?;
             f(store, adapter)
         });
         warm.served += 1;
