@@ -438,8 +438,19 @@ impl Cell<'_> {
         let target = self.rig.fake.target(Op::Refund, &phone, id, &session);
         self.rig.inject(endpoint, &target, self.lie);
         let path = format!("/api/v1/collect/payments/{id}/refunds");
-        let (status, answer) = self.app().post(&self.key, &path, json!({})).await;
-        self.fault_hit(endpoint, &target)?;
+        // As a merchant sends it: a 503 says nothing was sent and to send it
+        // again with the same Idempotency-Key.
+        let key = new_key();
+        let (mut status, mut answer) = self.refund_request(&path, &key).await;
+        for _ in 0..3 {
+            if status != 503 || self.rig.fault_hit(endpoint, &target) {
+                break;
+            }
+            tokio::time::sleep(LOOK_EVERY).await;
+            (status, answer) = self.refund_request(&path, &key).await;
+        }
+        self.fault_hit(endpoint, &target)
+            .map_err(|e| format!("{e} (the refund answered {status} {})", brief(&answer)))?;
         let look = until_agreed(self.judged_from(), || self.look_at_refund(id, &session)).await;
         let ids = self.rig.ids(endpoint, &target).len();
         if !self.rig.entry.refund_status_query && look.at.moved && !look.reported && !look.terminal
@@ -455,6 +466,21 @@ impl Cell<'_> {
                     .unwrap_or("")
             )
         })
+    }
+
+    async fn refund_request(&self, path: &str, idempotency_key: &str) -> (u16, Value) {
+        let resp = self
+            .app()
+            .client
+            .post(self.app().url(path))
+            .bearer_auth(&self.key)
+            .header("Idempotency-Key", idempotency_key)
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
     }
 
     /// A provider without a refund status query (Wave): a refund whose
