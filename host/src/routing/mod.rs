@@ -67,8 +67,8 @@ pub struct Offer {
     pub min_amount: u64,
     pub max_amount: u64,
     pub currency: String,
-    /// The modes it takes collections in.
-    pub modes: Vec<String>,
+    /// It takes the ask's mode (or the ask has none).
+    pub takes_mode: bool,
     /// None: not a payout, or its provider states no balance.
     pub float: Option<float::Wallet>,
 }
@@ -369,57 +369,43 @@ enum Skip {
     Tried,
     /// Not loaded, or it does not serve the operator.
     NotServing,
-    Closed,
-    Amount {
-        min: u64,
-        max: u64,
-        currency: String,
-    },
-    Mode,
+    /// What its provider describes refuses it: closed, the amount, the mode.
+    Described(Refusal),
     /// Its wallet cannot cover a payout.
     Float,
 }
 
 /// What every route refused, when they all refused the same thing by what
-/// their providers describe; else that none can take it now.
+/// their providers describe (amounts: the range they take together); else
+/// that none can take it now.
 fn refusal(judged: &[Judged]) -> Refusal {
-    let mut skips = Vec::new();
+    let mut refused: Option<Refusal> = None;
     for j in judged {
-        match &j.skip {
-            // It takes it, but was not picked (its circuit open, a payout waits).
-            None => return Refusal::Unroutable,
-            Some(Skip::NotServing) => {}
-            Some(skip) => skips.push(skip),
-        }
-    }
-    if skips.is_empty() {
-        return Refusal::NotOffered;
-    }
-    let all = |f: fn(&Skip) -> bool| skips.iter().all(|s| f(s));
-    if all(|s| *s == Skip::Closed) {
-        return Refusal::Closed;
-    }
-    if all(|s| *s == Skip::Mode) {
-        return Refusal::Mode;
-    }
-    let mut range: Option<(u64, u64, &String)> = None;
-    for skip in &skips {
-        let Skip::Amount { min, max, currency } = skip else {
-            return Refusal::Unroutable;
+        let this = match &j.skip {
+            Some(Skip::NotServing) => continue,
+            Some(Skip::Described(r)) => r,
+            // Tried, short of float, or it takes it but was not picked.
+            _ => return Refusal::Unroutable,
         };
-        range = Some(match range {
-            None => (*min, *max, currency),
-            Some((low, high, _)) => (low.min(*min), high.max(*max), currency),
+        refused = Some(match (refused, this) {
+            (None, r) => r.clone(),
+            (
+                Some(Refusal::Amount { min, max, .. }),
+                Refusal::Amount {
+                    min: low,
+                    max: high,
+                    currency,
+                },
+            ) => Refusal::Amount {
+                min: min.min(*low),
+                max: max.max(*high),
+                currency: currency.clone(),
+            },
+            (Some(r), same) if r == *same => r,
+            _ => return Refusal::Unroutable,
         });
     }
-    match range {
-        Some((min, max, currency)) => Refusal::Amount {
-            min,
-            max,
-            currency: currency.clone(),
-        },
-        None => Refusal::Unroutable,
-    }
+    refused.unwrap_or(Refusal::NotOffered)
 }
 
 struct Judged {
@@ -532,22 +518,24 @@ fn described(ask: &Ask, c: &Candidate, offer: Option<Offer>) -> Result<Offer, Ju
         ));
     };
     if offer.status == "closed" {
-        return Err(skipped(c, Skip::Closed, "closed, says its provider".into()));
+        let closed = Skip::Described(Refusal::Closed);
+        return Err(skipped(c, closed, "closed, says its provider".into()));
     }
     if ask.amount < offer.min_amount || ask.amount > offer.max_amount {
         let note = format!(
             "takes {} to {}, not {}",
             offer.min_amount, offer.max_amount, ask.amount
         );
-        let skip = Skip::Amount {
+        let skip = Skip::Described(Refusal::Amount {
             min: offer.min_amount,
             max: offer.max_amount,
             currency: offer.currency,
-        };
+        });
         return Err(skipped(c, skip, note));
     }
-    if let Some(mode) = ask.mode.filter(|m| !offer.modes.iter().any(|o| o == m)) {
-        return Err(skipped(c, Skip::Mode, format!("does not take mode {mode}")));
+    if let Some(mode) = ask.mode.filter(|_| !offer.takes_mode) {
+        let note = format!("does not take mode {mode}");
+        return Err(skipped(c, Skip::Described(Refusal::Mode), note));
     }
     Ok(offer)
 }

@@ -44,7 +44,7 @@ fn open(status: &str) -> Option<Offer> {
         min_amount: 100,
         max_amount: 1_000_000,
         currency: "XOF".into(),
-        modes: vec!["direct".into()],
+        takes_mode: true,
         float: None,
     })
 }
@@ -336,7 +336,13 @@ fn a_refusal_names_what_every_route_refused() {
         mode: Some("hosted"),
         ..ask(500, &[])
     };
-    assert_eq!(refused(&operational, &hosted), Refusal::Mode);
+    let direct_only = |_: &str| {
+        Some(Offer {
+            takes_mode: false,
+            ..open("operational").unwrap()
+        })
+    };
+    assert_eq!(refused(&direct_only, &hosted), Refusal::Mode);
     // One closed, one too small: no single reason; one tried: not now.
     let mixed = |a: &str| {
         if a == "momo" {
@@ -353,7 +359,7 @@ fn a_refusal_names_what_every_route_refused() {
     fail(&h, "momo", 2);
     fail(&h, "pawapay", 2);
     assert_eq!(t.available(&ask(500, &[]), operational), Ok(()));
-    assert_eq!(t.available(&hosted, operational), Err(Refusal::Mode));
+    assert_eq!(t.available(&hosted, direct_only), Err(Refusal::Mode));
     assert_eq!(t.available(&ask(500, &[]), none), Err(Refusal::NotOffered));
     assert_eq!(
         t.available(&ask(300, &[]), mixed),

@@ -89,7 +89,7 @@ impl Runtime {
             min_amount: info.min_amount,
             max_amount: info.max_amount,
             currency: info.currency.clone(),
-            modes: info.modes.clone(),
+            takes_mode: ask.mode.is_none_or(|m| info.modes.iter().any(|o| o == m)),
             float,
         })
     }
