@@ -42,3 +42,27 @@ macro_rules! response_from_answer {
         }
     };
 }
+
+/// A component's glue to the kit, written once: its `Response` from an
+/// [`Answer`], `respond(e, base_url)`, and a storage failure as an
+/// [`crate::ApiError`], logged through its `log` import. With the
+/// component's generated `Response`, `CapabilityError` and `log` in scope:
+/// `mmc_api_kit::component_errors!(Response, CapabilityError, log);`
+#[macro_export]
+macro_rules! component_errors {
+    ($response:ty, $capability_error:ident, $log:ident) => {
+        $crate::response_from_answer!($response);
+
+        /// `e` as this component answers it to a client of `base_url`.
+        pub fn respond(e: $crate::ApiError, base_url: &str) -> $response {
+            e.into_answer(base_url).into()
+        }
+
+        impl From<$capability_error> for $crate::ApiError {
+            fn from(e: $capability_error) -> Self {
+                $log::log($log::Level::Error, &format!("storage: {e:?}"));
+                $crate::ApiError::storage(matches!(e, $capability_error::Unavailable(_)))
+            }
+        }
+    };
+}
