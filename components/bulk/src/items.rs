@@ -1,6 +1,6 @@
 //! Validation of payout lines, shared by the JSON and CSV inputs: every
 //! problem of a line is collected, so the client sees them all at once.
-//! Country and operator come from the phone number (DESIGN §2); an
+//! Country and operator come from the phone number; an
 //! `operator` field is accepted where the prefix cannot tell (Wave, ported
 //! numbers).
 

@@ -1,4 +1,4 @@
-//! The payment state machine (DESIGN §2). Every move of a payment's status in
+//! The payment state machine. Every move of a payment's status in
 //! any generation goes through [`Status::can_move_to`].
 
 use serde::{Deserialize, Serialize};

@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Delivery settings. The defaults are DESIGN's schedule; tests shorten it.
+/// Delivery settings. The defaults are the documented retry schedule
+/// (docs/webhooks.md); tests shorten it.
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WebhookConfig {

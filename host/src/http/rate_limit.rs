@@ -1,4 +1,4 @@
-//! Token buckets: per API key (DESIGN: 100 req/s, burst 200 by default), and
+//! Token buckets: per API key (100 req/s, burst 200 by default), and
 //! per client address on the anonymous surfaces (the checkout page, the
 //! operators' callbacks), where there is no key to count by.
 //!

@@ -1,6 +1,6 @@
 //! The rules of the current generation: create (validation, idempotency,
 //! initiation through the router), read (with optional PSP sync), and the
-//! status moves of DESIGN §2, each written with its event in one transaction.
+//! status moves of the payment state machine, each written with its event in one transaction.
 //! Operator calls never run inside a transaction.
 
 mod cancel;

@@ -1,4 +1,4 @@
-//! The status moves of DESIGN §2, each written with its event: the state
+//! The status moves of a payment, each written with its event: the state
 //! machine, what the PSP's answers do, late successes, reviews and expiry.
 
 use mmc_domain::Status;

@@ -32,7 +32,8 @@ pub(super) fn fenced<T>(
     Ok(answer)
 }
 
-/// DESIGN: an operator call (network, seconds) never runs inside a storage transaction.
+/// An operator call (network, seconds) never runs inside a storage
+/// transaction: it would hold the writer while it waits.
 pub(super) fn in_transaction() -> AdapterError {
     AdapterError::Rejected(
         "operator calls are not allowed while a storage transaction is open".into(),
