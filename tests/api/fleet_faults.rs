@@ -127,8 +127,8 @@ async fn readable_everywhere(fleet: &Fleet, nodes: &[usize], key: &str, payments
     }
 }
 
-/// Whether node A has a session idle inside a transaction holding the
-/// `collect` component's fleet-wide writer lock, which B's creates need:
+/// Whether node A has a session idle inside one of the `collect`
+/// component's open transactions (each holds its namespace's lock, shared):
 /// what a node frozen mid-transaction leaves.
 async fn a_holds_collects_lock_idle(url: &str) -> bool {
     let (classid, objid) = namespace_lock_ids("collect");
@@ -143,10 +143,10 @@ async fn a_holds_collects_lock_idle(url: &str) -> bool {
 
 /// Node A creates and cancels payments (cancels run as interactive
 /// transactions) and is frozen with SIGSTOP; the test freezes it again
-/// until the server shows A's session idle inside a transaction holding
-/// the lock B's creates need, so A is provably stopped mid-transaction (no
-/// hook in the product). Node B's creates then succeed within seconds, A's
-/// transaction is rolled back, and once A runs again (after the requirement's
+/// until the server shows A's session idle inside an open transaction, so
+/// A is provably stopped mid-transaction (no hook in the product). Node B's
+/// creates then succeed within seconds (they need none of the keys A
+/// holds), A's transaction is rolled back, and once A runs again (after the requirement's
 /// 60 s) it serves without anyone's help; every acknowledged payment and
 /// cancel reads whole from both nodes.
 #[service_test]

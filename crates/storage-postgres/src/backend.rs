@@ -1,33 +1,45 @@
 //! The storage contract on PostgreSQL: reads on any pooled connection,
 //! prepared transactions applied in one round trip locking only the keys
-//! they check and write, and open transactions holding the namespace's
-//! writer lock until they end.
+//! they check and write, and open transactions locking the keys they touch
+//! (and the tables they scan) until they end.
 
-use deadpool_postgres::Object;
-use mmc_storage::{Backend, Check, Order, OutboxEvent, StorageError, Transaction, Write};
-use parking_lot::RawMutex;
-use parking_lot::lock_api::ArcMutexGuard;
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
+
+use deadpool_postgres::{Object, Pool};
+use mmc_storage::{Backend, Check, MAX_SCAN, Order, OutboxEvent, StorageError, Transaction, Write};
 use tokio::runtime::Handle;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio_postgres::error::SqlState;
 
 use crate::{
-    Postgres, check_names, check_namespace, check_writes, db_err, discard, finish, get_conn,
-    now_ms, run,
+    Postgres, WRITER_WAIT, check_names, check_namespace, check_writes, db_err, discard, finish,
+    get_conn, now_ms, run, table_key,
 };
 
 use super::statements::{
-    APPLY, CHECK_FAILED, SCAN, SCAN_DESC, begin_on, get_on, scan_on, write_on,
+    APPLY, CHECK_FAILED, DROP_PLACEHOLDERS, LOCK_KEY, SCAN, SCAN_DESC, TABLE_SHARED, TABLE_WHOLE,
+    begin_on, get_on, scan_on, write_on,
 };
 
 impl Backend for Postgres {
     fn begin(&self, namespace: &str) -> Result<Box<dyn Transaction>, StorageError> {
         check_namespace(namespace)?;
-        let local = self.local_writer(namespace)?;
-        let (pool, ns_key) = (self.pool.clone(), self.lock_key("ns", namespace));
-        let conn = run(&self.handle, async move {
+        let (pool, open) = (self.pool.clone(), self.open.clone());
+        let ns_key = self.lock_key("ns", namespace);
+        let (conn, turn) = run(&self.handle, async move {
+            let turn = tokio::time::timeout(WRITER_WAIT, open.acquire_owned())
+                .await
+                .map_err(|_| {
+                    StorageError::Unavailable(format!(
+                        "storage busy: no turn for an open transaction in {} s",
+                        WRITER_WAIT.as_secs()
+                    ))
+                })?
+                .map_err(|_| StorageError::Unavailable("postgres: backend closed".into()))?;
             let conn = get_conn(&pool).await?;
             match begin_on(&conn, ns_key).await {
-                Ok(()) => Ok(conn),
+                Ok(()) => Ok((conn, turn)),
                 Err(e) => {
                     discard(conn);
                     Err(e)
@@ -38,20 +50,25 @@ impl Backend for Postgres {
             conn: Some(conn),
             handle: self.handle.clone(),
             ns: namespace.to_string(),
+            scope: self.scope.clone(),
+            tables: HashMap::new(),
+            placeholders: BTreeSet::new(),
             events: Vec::new(),
             failed: None,
-            local: Some(local),
+            turn: Some(turn),
         }))
     }
 
     /// Checks then writes in one transaction, in one round trip
-    /// (`mmc_apply_keyed`, migration 15): every key it checks or writes is
-    /// locked in (table, key) order (an absent one by inserting it), so the
-    /// checks read the latest committed values and nothing changes them
+    /// (`mmc_apply_rows`, migration 16): the tables it writes are locked
+    /// shared (against an open transaction's scan), then every key it checks
+    /// or writes in (table, key) order (an absent one by inserting it), so
+    /// the checks read the latest committed values and nothing changes them
     /// before the writes commit. Two prepared transactions wait for each
-    /// other only on a key they share; the namespace's lock is taken shared,
-    /// against open transactions only. No node-local queue either: the
-    /// pool's size bounds what waits on the database.
+    /// other only on a key they share, and never deadlock each other; one
+    /// that deadlocks an open transaction's locks is rolled back by the
+    /// server and tried again here. No node-local queue: the pool's size
+    /// bounds what waits on the database.
     fn apply(
         &self,
         namespace: &str,
@@ -61,76 +78,26 @@ impl Backend for Postgres {
         check_writes(namespace, &checks, &writes)?;
         let pool = self.pool.clone();
         let ns_key = self.lock_key("ns", namespace);
+        let mut tables: Vec<i64> = writes
+            .iter()
+            .filter_map(|w| match w {
+                Write::Put { table, .. } | Write::Delete { table, .. } => {
+                    Some(table_key(&self.scope, namespace, table))
+                }
+                Write::Emit(_) => None,
+            })
+            .collect();
+        tables.sort_unstable();
+        tables.dedup();
         let ns = namespace.to_string();
         run(&self.handle, async move {
-            let conn = get_conn(&pool).await?;
-            let applied = async {
-                let apply = conn.prepare_cached(APPLY).await?;
-                let (mut c_tbl, mut c_k, mut c_v) = (vec![], vec![], vec![]);
-                for c in &checks {
-                    c_tbl.push(c.table.as_str());
-                    c_k.push(c.key.as_bytes());
-                    c_v.push(c.value.as_deref());
+            let mut attempt = 1;
+            loop {
+                match apply_once(&pool, &tables, &ns, ns_key, &checks, &writes).await {
+                    Err(Failure::Deadlock(_)) if attempt < APPLY_ATTEMPTS => attempt += 1,
+                    Err(Failure::Deadlock(e) | Failure::Other(e)) => return Err(e),
+                    Ok(applied) => return Ok(applied),
                 }
-                let (mut w_tbl, mut w_k, mut w_v, mut e) = (vec![], vec![], vec![], vec![]);
-                for w in &writes {
-                    let (table, key, value) = match w {
-                        Write::Put { table, key, value } => (table, key, Some(value.as_slice())),
-                        Write::Delete { table, key } => (table, key, None),
-                        Write::Emit(event) => {
-                            e.push(event);
-                            continue;
-                        }
-                    };
-                    w_tbl.push(table.as_str());
-                    w_k.push(key.as_bytes());
-                    w_v.push(value);
-                }
-                let column =
-                    |f: fn(&OutboxEvent) -> &str| e.iter().map(|x| f(x)).collect::<Vec<_>>();
-                let (e_url, e_payload): (Vec<_>, Vec<_>) = e
-                    .iter()
-                    .map(|x| (x.extra_url.as_deref(), x.payload.as_slice()))
-                    .unzip();
-                let row = conn
-                    .query_one(
-                        &apply,
-                        &[
-                            &ns,
-                            &ns_key,
-                            &c_tbl,
-                            &c_k,
-                            &c_v,
-                            &w_tbl,
-                            &w_k,
-                            &w_v,
-                            &column(|x| &x.id),
-                            &column(|x| &x.event_type),
-                            &column(|x| &x.merchant_id),
-                            &column(|x| &x.environment),
-                            &column(|x| &x.subject_id),
-                            &e_url,
-                            &e_payload,
-                            &now_ms(),
-                        ],
-                    )
-                    .await?;
-                Ok::<bool, tokio_postgres::Error>(row.get(0))
-            }
-            .await;
-            // A statement of its own (an implicit transaction): after an
-            // error the server reported (a check that did not hold, a lock
-            // timeout, a constraint), it rolled back whole and the connection
-            // is idle and clean; after any other, its state is unknown.
-            match applied {
-                Err(e) if e.code().is_some_and(|c| c.code() == CHECK_FAILED) => Ok(false),
-                Err(e) => {
-                    if e.as_db_error().is_none() {
-                        discard(conn);
-                    }
-                    Err(db_err(e))
-                }
-                ok => ok.map_err(db_err),
             }
         })
     }
@@ -179,20 +146,122 @@ impl Backend for Postgres {
     }
 }
 
-/// An open transaction holding the namespace's writer lock (local and fleet-wide).
+/// How many times a prepared transaction is tried when the server rolls it
+/// back to end a deadlock with open transactions (each try starts afresh).
+const APPLY_ATTEMPTS: u32 = 3;
+
+enum Failure {
+    /// Rolled back whole by the server to end a deadlock: safe to try again.
+    Deadlock(StorageError),
+    Other(StorageError),
+}
+
+/// One call of `mmc_apply_rows` on a pooled connection.
+async fn apply_once(
+    pool: &Pool,
+    tables: &[i64],
+    ns: &str,
+    ns_key: i64,
+    checks: &[Check],
+    writes: &[Write],
+) -> Result<bool, Failure> {
+    let conn = get_conn(pool).await.map_err(Failure::Other)?;
+    let applied = async {
+        let apply = conn.prepare_cached(APPLY).await?;
+        let (mut c_tbl, mut c_k, mut c_v) = (vec![], vec![], vec![]);
+        for c in checks {
+            c_tbl.push(c.table.as_str());
+            c_k.push(c.key.as_bytes());
+            c_v.push(c.value.as_deref());
+        }
+        let (mut w_tbl, mut w_k, mut w_v, mut e) = (vec![], vec![], vec![], vec![]);
+        for w in writes {
+            let (table, key, value) = match w {
+                Write::Put { table, key, value } => (table, key, Some(value.as_slice())),
+                Write::Delete { table, key } => (table, key, None),
+                Write::Emit(event) => {
+                    e.push(event);
+                    continue;
+                }
+            };
+            w_tbl.push(table.as_str());
+            w_k.push(key.as_bytes());
+            w_v.push(value);
+        }
+        let column = |f: fn(&OutboxEvent) -> &str| e.iter().map(|x| f(x)).collect::<Vec<_>>();
+        let (e_url, e_payload): (Vec<_>, Vec<_>) = e
+            .iter()
+            .map(|x| (x.extra_url.as_deref(), x.payload.as_slice()))
+            .unzip();
+        let row = conn
+            .query_one(
+                &apply,
+                &[
+                    &tables,
+                    &ns,
+                    &ns_key,
+                    &c_tbl,
+                    &c_k,
+                    &c_v,
+                    &w_tbl,
+                    &w_k,
+                    &w_v,
+                    &column(|x| &x.id),
+                    &column(|x| &x.event_type),
+                    &column(|x| &x.merchant_id),
+                    &column(|x| &x.environment),
+                    &column(|x| &x.subject_id),
+                    &e_url,
+                    &e_payload,
+                    &now_ms(),
+                ],
+            )
+            .await?;
+        Ok::<bool, tokio_postgres::Error>(row.get(0))
+    }
+    .await;
+    // A statement of its own (an implicit transaction): after an error the
+    // server reported (a check that did not hold, a deadlock, a lock
+    // timeout, a constraint), it rolled back whole and the connection is
+    // idle and clean; after any other, its state is unknown.
+    match applied {
+        Err(e) if e.code().is_some_and(|c| c.code() == CHECK_FAILED) => Ok(false),
+        Err(e) if e.code() == Some(&SqlState::T_R_DEADLOCK_DETECTED) => {
+            Err(Failure::Deadlock(db_err(e)))
+        }
+        Err(e) => {
+            if e.as_db_error().is_none() {
+                discard(conn);
+            }
+            Err(Failure::Other(db_err(e)))
+        }
+        Ok(applied) => Ok(applied),
+    }
+}
+
+/// An open transaction: each key it reads or writes is locked until it ends,
+/// each table it writes is locked shared, each it scans whole.
 struct PgTxn {
     /// `None` once committed or rolled back.
     conn: Option<Object>,
     handle: Handle,
     ns: String,
+    /// The store's scope, for the tables' lock keys.
+    scope: String,
+    /// The tables whose lock this transaction holds: whole (true, it
+    /// scanned) or shared (false, it wrote).
+    tables: HashMap<String, bool>,
+    /// Keys read absent and held by a placeholder row, not written since:
+    /// absent to this transaction's reads and scans, deleted at commit.
+    placeholders: BTreeSet<(String, String)>,
     /// Written at commit (see [`write_on`]).
     events: Vec<OutboxEvent>,
     /// A statement failed: PostgreSQL has aborted the transaction, and a
     /// `COMMIT` now would roll back without an error. Commit reports it.
     failed: Option<StorageError>,
-    /// This node's turn at the namespace: released when the transaction
-    /// ends, as SQLite's writer is, not when the box is dropped.
-    local: Option<ArcMutexGuard<RawMutex, ()>>,
+    /// This transaction's turn among the node's open ones: given back when
+    /// it ends, not when the box is dropped.
+    turn: Option<OwnedSemaphorePermit>,
 }
 
 impl PgTxn {
@@ -213,43 +282,91 @@ impl PgTxn {
         }
         out
     }
+
+    /// The lock `table` needs before this transaction writes it (`whole`
+    /// false) or scans it (true), if it does not hold it yet.
+    fn table_lock(&self, table: &str, whole: bool) -> Option<i64> {
+        match self.tables.get(table) {
+            Some(&held) if held || !whole => None,
+            _ => Some(table_key(&self.scope, &self.ns, table)),
+        }
+    }
+
+    /// One write: the table's lock shared first (if not held), then the row
+    /// (which the write locks), in one round trip.
+    fn write(&mut self, w: Write) -> Result<(), StorageError> {
+        let (table, key) = match &w {
+            Write::Put { table, key, .. } | Write::Delete { table, key } => (table, key),
+            Write::Emit(_) => unreachable!("events are written at commit"),
+        };
+        check_names(table, key)?;
+        let lock = self.table_lock(table, false);
+        let (table, key) = (table.clone(), key.clone());
+        self.call(|c, ns| async move {
+            let out = async {
+                if let Some(lock) = lock {
+                    let stmt = c.prepare_cached(TABLE_SHARED).await.map_err(db_err)?;
+                    let (params, writes) = ([&lock as _], [&w]);
+                    let (locked, written) =
+                        tokio::join!(c.execute(&stmt, &params), write_on(&c, &ns, &writes, &[]));
+                    locked.map_err(db_err)?;
+                    written
+                } else {
+                    write_on(&c, &ns, &[&w], &[]).await
+                }
+            }
+            .await;
+            (c, out)
+        })?;
+        self.tables.entry(table.clone()).or_insert(false);
+        self.placeholders.remove(&(table, key));
+        Ok(())
+    }
 }
 
 impl Transaction for PgTxn {
     fn get(&mut self, table: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
         check_names(table, key)?;
-        let (table, key) = (table.to_string(), key.to_string());
-        self.call(|c, ns| async move {
-            let out = get_on(&c, &ns, &table, &key).await;
+        let held = (table.to_string(), key.to_string());
+        if self.placeholders.contains(&held) {
+            return Ok(None);
+        }
+        let (t, k) = held.clone();
+        let (value, placeholder) = self.call(|c, ns| async move {
+            let out = async {
+                let stmt = c.prepare_cached(LOCK_KEY).await.map_err(db_err)?;
+                let row = c
+                    .query_one(&stmt, &[&ns, &t, &k.as_bytes()])
+                    .await
+                    .map_err(db_err)?;
+                Ok((row.get::<_, Option<Vec<u8>>>(0), row.get::<_, bool>(1)))
+            }
+            .await;
             (c, out)
-        })
+        })?;
+        if placeholder {
+            self.placeholders.insert(held);
+        }
+        Ok(value)
     }
 
     fn put(&mut self, table: &str, key: &str, value: &[u8]) -> Result<(), StorageError> {
-        check_names(table, key)?;
-        let w = Write::Put {
+        self.write(Write::Put {
             table: table.to_string(),
             key: key.to_string(),
             value: value.to_vec(),
-        };
-        self.call(|c, ns| async move {
-            let out = write_on(&c, &ns, &[&w], &[]).await;
-            (c, out)
         })
     }
 
     fn delete(&mut self, table: &str, key: &str) -> Result<(), StorageError> {
-        check_names(table, key)?;
-        let w = Write::Delete {
+        self.write(Write::Delete {
             table: table.to_string(),
             key: key.to_string(),
-        };
-        self.call(|c, ns| async move {
-            let out = write_on(&c, &ns, &[&w], &[]).await;
-            (c, out)
         })
     }
 
+    /// Takes the table's lock whole first: no other transaction writes the
+    /// table until this one ends, so the range stays as read.
     fn scan(
         &mut self,
         table: &str,
@@ -258,11 +375,37 @@ impl Transaction for PgTxn {
         limit: u32,
     ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
         check_names(table, start)?;
-        let (table, start, end) = (table.to_string(), start.to_string(), end.to_string());
-        self.call(|c, ns| async move {
-            let out = scan_on(&c, &ns, &table, (&start, &end), SCAN, limit).await;
+        let lock = self.table_lock(table, true);
+        // This transaction's placeholders are rows to the server: read past
+        // as many as the range may hold, and leave them out.
+        let ours: Vec<String> = self
+            .placeholders
+            .iter()
+            .filter(|(t, k)| {
+                t == table && k.as_str() >= start && (end.is_empty() || k.as_str() < end)
+            })
+            .map(|(_, k)| k.clone())
+            .collect();
+        let limit = limit.min(MAX_SCAN) as usize;
+        let (t, start, end) = (table.to_string(), start.to_string(), end.to_string());
+        let asked = (limit + ours.len()) as u32;
+        let rows = self.call(|c, ns| async move {
+            let out = async {
+                if let Some(lock) = lock {
+                    let stmt = c.prepare_cached(TABLE_WHOLE).await.map_err(db_err)?;
+                    c.execute(&stmt, &[&lock]).await.map_err(db_err)?;
+                }
+                scan_on(&c, &ns, &t, (&start, &end), SCAN, asked).await
+            }
+            .await;
             (c, out)
-        })
+        })?;
+        self.tables.insert(table.to_string(), true);
+        Ok(rows
+            .into_iter()
+            .filter(|(k, _)| !ours.contains(k))
+            .take(limit)
+            .collect())
     }
 
     /// Kept until commit, and written last.
@@ -276,7 +419,7 @@ impl Transaction for PgTxn {
 
     fn commit(&mut self) -> Result<(), StorageError> {
         if let Some(e) = self.failed.take() {
-            self.local.take();
+            self.turn.take();
             if let Some(conn) = self.conn.take() {
                 rollback_later(&self.handle, conn);
             }
@@ -286,10 +429,28 @@ impl Transaction for PgTxn {
         }
         let conn = self.conn.take().ok_or(StorageError::Finished)?;
         let events = std::mem::take(&mut self.events);
-        let _local = self.local.take();
+        let (tables, keys): (Vec<String>, Vec<Vec<u8>>) = std::mem::take(&mut self.placeholders)
+            .into_iter()
+            .map(|(t, k)| (t, k.into_bytes()))
+            .unzip();
+        let ns = self.ns.clone();
+        let _turn = self.turn.take();
         run(&self.handle, async move {
-            let refs: Vec<&OutboxEvent> = events.iter().collect();
-            if let Err(e) = write_on(&conn, "", &[], &refs).await {
+            let written = async {
+                if !keys.is_empty() {
+                    let stmt = conn
+                        .prepare_cached(DROP_PLACEHOLDERS)
+                        .await
+                        .map_err(db_err)?;
+                    conn.execute(&stmt, &[&ns, &tables, &keys])
+                        .await
+                        .map_err(db_err)?;
+                }
+                let refs: Vec<&OutboxEvent> = events.iter().collect();
+                write_on(&conn, "", &[], &refs).await
+            }
+            .await;
+            if let Err(e) = written {
                 discard(conn);
                 return Err(e);
             }
@@ -301,8 +462,8 @@ impl Transaction for PgTxn {
 impl Drop for PgTxn {
     fn drop(&mut self) {
         // A component that trapped, timed out or forgot to commit: undo its
-        // writes. Not waited for: the next writer of the namespace waits on
-        // the fleet lock, which the rollback releases.
+        // writes. Not waited for: another writer of its keys waits on their
+        // locks, which the rollback releases.
         if let Some(conn) = self.conn.take() {
             rollback_later(&self.handle, conn);
         }

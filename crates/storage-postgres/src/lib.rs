@@ -3,16 +3,21 @@
 //!
 //! Same contract as SQLite (`mmc_storage::conformance`), kept the same way:
 //! - **Writers conflict only on the keys they share**: a prepared
-//!   transaction (`apply`, one call of `mmc_apply_keyed` in the server)
+//!   transaction (`apply`, one call of `mmc_apply_rows` in the server)
 //!   locks each key it checks or writes, in (table, key) order, an absent
 //!   one by inserting it; its checks then read the latest committed values
 //!   and nothing can change them before its writes commit. An open
-//!   transaction (`begin`) takes its namespace's transaction-scoped lock
-//!   whole, as SQLite's single writer would; prepared ones take it shared.
-//!   No serialization failures, no deadlock among prepared transactions,
-//!   nothing to retry. Within a node, open transactions of a namespace
-//!   queue on a local lock first, so waiting ones do not hold pooled
-//!   connections.
+//!   transaction (`begin`) locks each key as it reads or writes it, the
+//!   same way, until it ends; a scan inside one locks its table whole
+//!   against writers (every writer holds the lock of each table it writes,
+//!   shared), so what it saw stays true: no phantom. Prepared transactions
+//!   lock in one order and never deadlock each other; open ones lock in the
+//!   order the component reads, so two of them may: the server detects it
+//!   and fails one (busy, nothing written), as it would any writer waiting
+//!   past `lock_timeout`. A prepared transaction that loses a deadlock is
+//!   tried again here. A node runs at most half its pool of open
+//!   transactions at once, so their reads outside themselves always find a
+//!   connection.
 //! - **The outbox's order is its dispatcher's**: events are written without
 //!   a lock and numbered (`seq`) by the one dispatcher at a time, committed
 //!   ones only (`SqlConn::number_outbox`): a cursor on `seq` never skips an
@@ -44,6 +49,8 @@ pub(crate) const SEQUENCE_OUTBOX: &str = "WITH next AS (
 pub mod cluster;
 mod migrate;
 #[cfg(test)]
+mod open_tests;
+#[cfg(test)]
 mod resilience_tests;
 mod sql;
 mod statements;
@@ -53,16 +60,14 @@ pub mod test_util;
 mod tests;
 mod tls;
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod};
 use futures_util::future::BoxFuture;
-use parking_lot::lock_api::ArcMutexGuard;
-use parking_lot::{Mutex, RawMutex};
 use tokio::runtime::{Handle, Runtime};
+use tokio::sync::Semaphore;
 
 use mmc_storage::{Check, StorageError, Write};
 
@@ -71,10 +76,9 @@ pub use deadpool_postgres::Client;
 pub use migrate::MIGRATIONS;
 pub use tokio_postgres;
 
-/// How long a writer waits for its namespace (the local queue, then the
-/// fleet-wide lock) or a call for a pooled connection, before it fails as
-/// busy: a stuck writer must surface as an error, not hang every request.
-/// The same bound as SQLite's.
+/// How long an open transaction waits for its turn on the node, or a call
+/// for a pooled connection, before it fails as busy: a stuck writer must
+/// surface as an error, not hang every request. The same bound as SQLite's.
 const WRITER_WAIT: Duration = Duration::from_secs(10);
 
 /// How long one statement may run: a bound on what a node waits for, far
@@ -140,8 +144,8 @@ pub struct Postgres {
     /// Mixed into advisory lock keys: stores in different schemas of one
     /// database do not queue behind each other.
     scope: String,
-    /// One lock per namespace written by this node.
-    writers: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    /// Open transactions running on this node (see [`open_slots`]).
+    open: Arc<Semaphore>,
 }
 
 impl Postgres {
@@ -223,7 +227,7 @@ impl Postgres {
             runtime: Some(runtime),
             pool,
             scope: options.schema.clone().unwrap_or_default(),
-            writers: Mutex::new(HashMap::new()),
+            open: Arc::new(Semaphore::new(open_slots(options.pool_size))),
         };
         let (pool, schema) = (db.pool.clone(), options.schema.clone());
         let wait = options.migration_lock_wait;
@@ -271,23 +275,19 @@ impl Postgres {
     fn lock_key(&self, kind: &str, name: &str) -> i64 {
         lock_key(&self.scope, kind, name)
     }
+}
 
-    /// This node's turn to write `namespace`: queued locally first, so at
-    /// most one connection per namespace and node waits on the fleet lock.
-    fn local_writer(&self, namespace: &str) -> Result<ArcMutexGuard<RawMutex, ()>, StorageError> {
-        let lock = self
-            .writers
-            .lock()
-            .entry(namespace.to_string())
-            .or_default()
-            .clone();
-        lock.try_lock_arc_for(WRITER_WAIT).ok_or_else(|| {
-            StorageError::Unavailable(format!(
-                "storage busy: writer of {namespace} not free in {} s",
-                WRITER_WAIT.as_secs()
-            ))
-        })
-    }
+/// How many open transactions one node runs at once: half its pool, so the
+/// other half always serves their reads outside themselves (a component may
+/// read committed data mid-transaction) and the prepared transactions.
+fn open_slots(pool_size: usize) -> usize {
+    (pool_size / 2).max(1)
+}
+
+/// The lock of `table` in `namespace` (see [`lock_key`]): shared by every
+/// writer of the table, whole for an open transaction that scans it.
+fn table_key(scope: &str, namespace: &str, table: &str) -> i64 {
+    lock_key(scope, "table", &format!("{namespace}\0{table}"))
 }
 
 impl Drop for Postgres {
@@ -360,6 +360,9 @@ fn db_err(e: tokio_postgres::Error) -> StorageError {
     match e.code() {
         Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE => StorageError::Unavailable(
             "storage busy: writer lock not acquired in time (lock_timeout)".into(),
+        ),
+        Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED => StorageError::Unavailable(
+            "storage busy: two transactions waited for each other; this one was rolled back".into(),
         ),
         _ => StorageError::Unavailable(format!("postgres: {}", describe(&e))),
     }

@@ -1,6 +1,6 @@
 //! The key-value statements, and the calls that run them on one connection:
-//! reads, scans, the fleet-wide writer lock, and pipelined writes with the
-//! outbox's events last.
+//! reads, scans, the locks of an open transaction, and pipelined writes with
+//! the outbox's events last.
 
 use deadpool_postgres::Client;
 use futures_util::future::join_all;
@@ -25,11 +25,22 @@ pub(super) const SCAN_DESC: [&str; 2] = [
     "SELECT k, v FROM kv WHERE ns = $1 AND tbl = $2 AND k >= $3 ORDER BY k DESC LIMIT $4",
     "SELECT k, v FROM kv WHERE ns = $1 AND tbl = $2 AND k >= $3 AND k < $5 ORDER BY k DESC LIMIT $4",
 ];
-/// A prepared transaction in one round trip, locking only its keys
-/// (migration 15's `mmc_apply_keyed`; migration 3's `mmc_apply`, which takes
-/// the namespace whole, stays for nodes of older versions).
-pub(super) const APPLY: &str =
-    "SELECT mmc_apply_keyed($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
+/// A prepared transaction in one round trip, locking only its keys and,
+/// shared, the tables it writes (migration 16's `mmc_apply_rows`; the
+/// functions of migrations 3 and 15 stay for nodes of older versions).
+pub(super) const APPLY: &str = "SELECT mmc_apply_rows($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
+     $11, $12, $13, $14, $15, $16, $17)";
+/// Reads a key in an open transaction and holds it until commit (migration
+/// 16's `mmc_lock_key`): its value, and whether it was absent and is now
+/// held by a placeholder row.
+pub(super) const LOCK_KEY: &str = "SELECT v, placeholder FROM mmc_lock_key($1, $2, $3)";
+/// A table's lock: shared by its writers, whole for an open transaction that scans it.
+pub(super) const TABLE_SHARED: &str = "SELECT pg_advisory_xact_lock_shared($1)";
+pub(super) const TABLE_WHOLE: &str = "SELECT pg_advisory_xact_lock($1)";
+/// The placeholders an open transaction leaves at commit (keys it read
+/// absent and did not write): gone, as if never there.
+pub(super) const DROP_PLACEHOLDERS: &str = "DELETE FROM kv WHERE ns = $1 AND (tbl, k) IN \
+     (SELECT * FROM unnest($2::text[], $3::bytea[]))";
 
 /// The SQLSTATE `mmc_apply_keyed` raises when a check does not hold.
 pub(super) const CHECK_FAILED: &str = "MM001";
@@ -85,12 +96,15 @@ pub(super) async fn scan_on(
         .collect()
 }
 
-/// Opens the transaction and takes the namespace's fleet-wide writer lock,
-/// in one round trip.
+/// Opens the transaction and takes the namespace's lock shared (against
+/// nodes of older versions only, whose open transactions take it whole), in
+/// one round trip.
 pub(super) async fn begin_on(c: &Client, ns_key: i64) -> Result<(), StorageError> {
-    c.batch_execute(&format!("BEGIN; SELECT pg_advisory_xact_lock({ns_key})"))
-        .await
-        .map_err(db_err)
+    c.batch_execute(&format!(
+        "BEGIN; SELECT pg_advisory_xact_lock_shared({ns_key})"
+    ))
+    .await
+    .map_err(db_err)
 }
 
 /// Runs the writes in order, pipelined (sent without waiting for each

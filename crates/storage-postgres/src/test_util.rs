@@ -209,9 +209,9 @@ pub fn with_database(url: &str, db: &str) -> String {
     }
 }
 
-/// The `(classid, objid)` under which `pg_locks` shows the fleet-wide
-/// writer lock of `namespace` (in the default schema): a test can see which
-/// session holds it.
+/// The `(classid, objid)` under which `pg_locks` shows the lock of
+/// `namespace` (in the default schema), which every transaction of it holds
+/// shared: a test can see which sessions are inside one.
 pub fn namespace_lock_ids(namespace: &str) -> (u32, u32) {
     let key = crate::lock_key("", "ns", namespace) as u64;
     ((key >> 32) as u32, key as u32)

@@ -32,6 +32,8 @@ fn concurrent_applies_count_exactly_once() {
     conformance::concurrent_transactions_serialise(&|| db.clone(), 8, 50);
     conformance::absent_checks_admit_one_creator(&|| db.clone(), 6, 60);
     conformance::transactions_and_applies_exclude_each_other(&|| db.clone(), 6, 30);
+    conformance::absent_reads_in_transactions_admit_one_creator(&|| db.clone(), 6, 40);
+    conformance::scans_in_transactions_see_no_phantom(&|| db.clone(), 6, 20);
 }
 
 #[test]

@@ -191,3 +191,87 @@ pub fn transactions_and_applies_exclude_each_other(open: Open, threads: usize, i
         "no increment lost"
     );
 }
+
+/// Racing creators in open transactions: `threads` threads, each on its own
+/// instance, read each of `keys` keys and create it when absent. Exactly
+/// one creates each key (a key read absent stays absent to everyone else
+/// until that transaction ends); the others find it there and write nothing.
+pub fn absent_reads_in_transactions_admit_one_creator(open: Open, threads: usize, keys: usize) {
+    let ns = "conf-create-open";
+    let wins: Vec<Vec<usize>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let db = open();
+                s.spawn(move || {
+                    (0..keys)
+                        .filter(|k| {
+                            let key = format!("k{k:04}");
+                            let mut tx = db.begin(ns).unwrap();
+                            if tx.get("t", &key).unwrap().is_some() {
+                                return false; // dropped: rolled back
+                            }
+                            tx.put("t", &key, t.to_string().as_bytes()).unwrap();
+                            tx.put("by", &format!("{k:04}-{t:02}"), b"1").unwrap();
+                            tx.commit().unwrap();
+                            true
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let db = open();
+    for k in 0..keys {
+        let winners: Vec<usize> = (0..threads).filter(|t| wins[*t].contains(&k)).collect();
+        assert_eq!(winners.len(), 1, "key {k}: one creator, not {winners:?}");
+        let stored = db.get(ns, "t", &format!("k{k:04}")).unwrap();
+        assert_eq!(stored.as_deref().map(parse), Some(winners[0]), "key {k}");
+    }
+    let markers = db.scan(ns, "by", "", "", MAX_SCAN).unwrap();
+    assert_eq!(markers.len(), keys, "only the creators wrote");
+}
+
+/// A log appended to from `threads` threads, each on its own instance: every
+/// other one appends in an open transaction that scans the log to count it
+/// and writes the next entry; the rest append by `apply`, counting outside
+/// and checking that the next entry is still absent. A scan inside a
+/// transaction sees no phantom: no writer adds to the range it read before
+/// it commits, so no two appends take the same place and none is lost.
+pub fn scans_in_transactions_see_no_phantom(open: Open, threads: usize, appends: usize) {
+    let ns = "conf-phantom";
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let db = open();
+            s.spawn(move || {
+                let mut done = 0;
+                while done < appends {
+                    let me = format!("{t:02}-{done:04}");
+                    if t % 2 == 0 {
+                        let mut tx = db.begin(ns).unwrap();
+                        let n = tx.scan("log", "", "", MAX_SCAN).unwrap().len();
+                        tx.put("log", &format!("{n:05}"), me.as_bytes()).unwrap();
+                        tx.commit().unwrap();
+                        done += 1;
+                    } else {
+                        let n = db.scan(ns, "log", "", "", MAX_SCAN).unwrap().len();
+                        let at = format!("{n:05}");
+                        let writes = vec![put("log", &at, me.as_bytes())];
+                        if db.apply(ns, vec![check("log", &at, None)], writes).unwrap() {
+                            done += 1;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let log = open().scan(ns, "log", "", "", MAX_SCAN).unwrap();
+    let places: Vec<String> = (0..threads * appends).map(|n| format!("{n:05}")).collect();
+    assert_eq!(
+        log.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(),
+        places,
+        "one entry per place, none skipped"
+    );
+    let writers: BTreeSet<&[u8]> = log.iter().map(|(_, v)| v.as_slice()).collect();
+    assert_eq!(writers.len(), threads * appends, "no append lost");
+}

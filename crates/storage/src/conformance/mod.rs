@@ -12,8 +12,9 @@ mod scans;
 mod transactions;
 
 pub use concurrency::{
-    Open, absent_checks_admit_one_creator, concurrent_applies_count_exactly_once,
-    concurrent_transactions_serialise, transactions_and_applies_exclude_each_other,
+    Open, absent_checks_admit_one_creator, absent_reads_in_transactions_admit_one_creator,
+    concurrent_applies_count_exactly_once, concurrent_transactions_serialise,
+    scans_in_transactions_see_no_phantom, transactions_and_applies_exclude_each_other,
 };
 pub use host_tables::{OpenSql, sql_rules};
 pub use scans::{
@@ -60,5 +61,7 @@ mod tests {
         let db: Arc<dyn Backend> = Arc::new(Memory::default());
         concurrent_applies_count_exactly_once(&|| db.clone(), 8, 100);
         concurrent_transactions_serialise(&|| db.clone(), 8, 100);
+        absent_reads_in_transactions_admit_one_creator(&|| db.clone(), 6, 40);
+        scans_in_transactions_see_no_phantom(&|| db.clone(), 6, 20);
     }
 }
