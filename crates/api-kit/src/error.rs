@@ -100,6 +100,11 @@ impl ApiError {
         ApiError::new(404, "not_found_error", "resource_not_found", message, None)
     }
 
+    /// 404 with a code of its own (`adapter_not_found`, `account_not_found`...).
+    pub fn no_such(code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError::new(404, "not_found_error", code, message, None)
+    }
+
     pub fn payment_not_found(id: &str) -> ApiError {
         ApiError::new(
             404,
@@ -196,6 +201,12 @@ impl ApiError {
             "The notification could not be processed now; send it again.",
             None,
         )
+    }
+
+    /// 503 (with `Retry-After`): what it needs (storage, a lock) is not
+    /// free now; the same request again in a moment may succeed.
+    pub fn unavailable(message: impl Into<String>) -> ApiError {
+        ApiError::new(503, "api_error", "internal_error", message, None)
     }
 
     /// Storage failed: 503 when it is unavailable for now (a database

@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::{Admin, AdminError};
-use crate::http::errors::ApiError;
+use crate::http::errors::{self, ApiError};
 use crate::http::native::{NativeRequest, NativeResponse};
 
 impl From<AdminError> for ApiError {
@@ -14,9 +14,9 @@ impl From<AdminError> for ApiError {
             AdminError::BadName => ApiError::invalid("parameter_invalid", "name", e.to_string()),
             AdminError::Refused(_) => ApiError::bad_request("component_refused", e.to_string()),
             AdminError::Routes(_) => ApiError::bad_request("routes_invalid", e.to_string()),
-            AdminError::Unknown(_) => ApiError::not_found("adapter_not_found", e.to_string()),
+            AdminError::Unknown(_) => ApiError::no_such("adapter_not_found", e.to_string()),
             AdminError::NothingToRollBack(_) => {
-                ApiError::conflict("nothing_to_roll_back", e.to_string())
+                ApiError::state("nothing_to_roll_back", e.to_string())
             }
             AdminError::Storage(_) => ApiError::internal(e.to_string()),
         }
@@ -43,8 +43,12 @@ pub fn authorize(admin: &Admin, authorization: Option<&str>) -> Result<(), ApiEr
         .map(str::trim)
         .unwrap_or_default();
     if token.is_empty() || !admin.token_matches(token) {
-        return Err(ApiError::unauthorized(
+        return Err(ApiError::new(
+            401,
+            "authentication_error",
+            "invalid_admin_token",
             "An admin token is required (Authorization: Bearer <admin token>).",
+            None,
         ));
     }
     Ok(())
@@ -110,7 +114,7 @@ pub async fn handle(admin: &Admin, req: NativeRequest) -> Result<NativeResponse,
         }
         ("GET", ["payments", id, "route"]) => match req.blocking(|| admin.payment_route(id))? {
             Some(route) => Ok(NativeResponse::json(200, route)),
-            None => Err(ApiError::not_found(
+            None => Err(ApiError::no_such(
                 "resource_not_found",
                 format!("No payment {id}."),
             )),
@@ -125,9 +129,9 @@ pub async fn handle(admin: &Admin, req: NativeRequest) -> Result<NativeResponse,
             ))
         }
         (_, ["adapters", ..] | ["payments", ..] | ["routes", ..]) => {
-            Err(ApiError::method_not_allowed(&req.method))
+            Err(errors::method_not_allowed(&req.method))
         }
-        _ => Err(ApiError::not_found(
+        _ => Err(ApiError::no_such(
             "resource_not_found",
             format!("No such endpoint: {} {}", req.method, req.path),
         )),

@@ -6,20 +6,18 @@
 use serde_json::{Value, json};
 
 use super::{Books, BooksError, CaseStatus, Day, Judged, Report};
-use crate::http::errors::ApiError;
+use crate::http::errors::{self, ApiError};
 use crate::http::native::{NativeRequest, NativeResponse};
 
 impl From<BooksError> for ApiError {
     fn from(e: BooksError) -> Self {
         match &e {
-            BooksError::UnknownAccount(_) => {
-                ApiError::not_found("account_not_found", e.to_string())
-            }
+            BooksError::UnknownAccount(_) => ApiError::no_such("account_not_found", e.to_string()),
             BooksError::BadDate(_) | BooksError::FutureDate(_) => {
                 ApiError::invalid("parameter_invalid", "date", e.to_string())
             }
-            BooksError::UnknownCase(_) => ApiError::not_found("resource_not_found", e.to_string()),
-            BooksError::NotOpen(..) => ApiError::conflict("case_not_open", e.to_string()),
+            BooksError::UnknownCase(_) => ApiError::no_such("resource_not_found", e.to_string()),
+            BooksError::NotOpen(..) => ApiError::state("case_not_open", e.to_string()),
             BooksError::NoteRequired => {
                 ApiError::invalid("parameter_invalid", "note", e.to_string())
             }
@@ -145,10 +143,8 @@ pub async fn admin(books: &Books, req: NativeRequest) -> Result<NativeResponse, 
             let case = req.blocking(|| books.resolve(id, "admin", note))?;
             Ok(NativeResponse::json(200, json!(case)))
         }
-        (_, ["balances"] | ["reconciliation", ..]) => {
-            Err(ApiError::method_not_allowed(&req.method))
-        }
-        _ => Err(ApiError::not_found(
+        (_, ["balances"] | ["reconciliation", ..]) => Err(errors::method_not_allowed(&req.method)),
+        _ => Err(ApiError::no_such(
             "resource_not_found",
             format!("No such endpoint: {} {}", req.method, req.path),
         )),
@@ -228,8 +224,8 @@ pub async fn public(
         (
             _,
             ["balances"] | ["reconciliation", "reports" | "cases"] | ["reconciliation", "cases", _],
-        ) => Err(ApiError::method_not_allowed_on(&req.method, "GET, HEAD")),
-        _ => Err(ApiError::not_found(
+        ) => Err(ApiError::method_not_allowed(&req.method, "GET, HEAD")),
+        _ => Err(ApiError::no_such(
             "resource_not_found",
             format!("No such endpoint: {} {}", req.method, req.path),
         )),

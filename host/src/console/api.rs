@@ -313,14 +313,13 @@ async fn native(
         headers: vec![("content-type".into(), "application/json".into())],
         body,
     };
-    let (status, body) =
-        match crate::http::webhooks::handle(&app.webhooks, &principal, request).await {
-            Ok(r) => (r.status, r.body),
-            Err(e) => (e.status, e.body(&app.docs_url())),
-        };
+    let answer = match crate::http::webhooks::handle(&app.webhooks, &principal, request).await {
+        Ok(r) => mmc_api_kit::Answer::json(r.status, &r.body),
+        Err(e) => e.into_answer(&app.base_url),
+    };
     Answer {
-        status,
-        headers: Vec::new(),
-        body: body.to_string().into_bytes(),
+        status: answer.status,
+        headers: answer.headers,
+        body: answer.body,
     }
 }

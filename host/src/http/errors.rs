@@ -130,98 +130,21 @@ impl HttpError {
     }
 }
 
-/// An error of a native (host-served) endpoint, in the current generation's shape.
-#[derive(Debug, Clone)]
-pub struct ApiError {
-    pub status: u16,
-    pub kind: &'static str,
-    pub code: String,
-    pub message: String,
-    pub param: Option<String>,
-    /// The `Allow` header of a 405: the methods the path answers.
-    pub allow: Option<&'static str>,
-}
+/// An error of a native (host-served) endpoint, in the current generation's
+/// shape: the API components' own type, so every current-generation error is
+/// built and rendered in one place (`mmc-api-kit`).
+pub use mmc_api_kit::ApiError;
 
-impl ApiError {
-    pub fn new(
-        status: u16,
-        kind: &'static str,
-        code: &str,
-        message: impl Into<String>,
-        param: Option<&str>,
-    ) -> ApiError {
-        ApiError {
-            status,
-            kind,
-            code: code.into(),
-            message: message.into(),
-            param: param.map(str::to_string),
-            allow: None,
-        }
-    }
-
-    /// A 405 naming the methods the path answers (RFC 9110 §15.5.6).
-    pub fn method_not_allowed_on(method: &str, allow: &'static str) -> ApiError {
-        ApiError {
-            allow: Some(allow),
-            ..ApiError::method_not_allowed(method)
-        }
-    }
-
-    pub fn invalid(code: &str, param: &str, message: impl Into<String>) -> ApiError {
-        ApiError::new(400, "invalid_request_error", code, message, Some(param))
-    }
-
-    pub fn bad_request(code: &str, message: impl Into<String>) -> ApiError {
-        ApiError::new(400, "invalid_request_error", code, message, None)
-    }
-
-    pub fn not_found(code: &str, message: impl Into<String>) -> ApiError {
-        ApiError::new(404, "not_found_error", code, message, None)
-    }
-
-    pub fn conflict(code: &str, message: impl Into<String>) -> ApiError {
-        ApiError::new(409, "state_error", code, message, None)
-    }
-
-    pub fn unauthorized(message: impl Into<String>) -> ApiError {
-        ApiError::new(
-            401,
-            "authentication_error",
-            "invalid_admin_token",
-            message,
-            None,
-        )
-    }
-
-    pub fn method_not_allowed(method: &str) -> ApiError {
-        ApiError::new(
-            405,
-            "invalid_request_error",
-            "method_not_allowed",
-            format!("Method {method} is not allowed on this path."),
-            None,
-        )
-    }
-
-    pub fn internal(message: impl Into<String>) -> ApiError {
-        ApiError::new(500, "api_error", "internal_error", message, None)
-    }
-
-    /// 503 (with `Retry-After`): storage cannot be reached now.
-    pub fn unavailable(message: impl Into<String>) -> ApiError {
-        ApiError::new(503, "api_error", "internal_error", message, None)
-    }
-
-    pub fn body(&self, docs_base: &str) -> serde_json::Value {
-        json!({"error": {
-            "type": self.kind,
-            "code": self.code,
-            "message": self.message,
-            "param": self.param,
-            "doc_url": format!("{docs_base}#{}", self.code),
-        }})
-    }
+/// 405 from a catch-all that does not know which methods the path answers
+/// (so without `Allow`).
+pub fn method_not_allowed(method: &str) -> ApiError {
+    ApiError::new(
+        405,
+        "invalid_request_error",
+        "method_not_allowed",
+        format!("Method {method} is not allowed on this path."),
+        None,
+    )
 }
 
 #[cfg(test)]

@@ -74,19 +74,15 @@ pub(crate) fn native_response(
     app: &App,
     result: Result<NativeResponse, ApiError>,
 ) -> Response<Full<Bytes>> {
-    let (status, body, allow) = match result {
-        Ok(r) => (r.status, r.body, None),
-        Err(e) => (e.status, e.body(&app.docs_url()), e.allow),
+    let answer = match result {
+        Ok(r) => mmc_api_kit::Answer::json(r.status, &r.body),
+        Err(e) => e.into_answer(&app.base_url),
     };
     let mut resp = Response::builder()
-        .status(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
-        .header("content-type", "application/json");
-    if let Some(allow) = allow {
-        resp = resp.header("allow", allow);
+        .status(StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR));
+    for (name, value) in &answer.headers {
+        resp = resp.header(name, value);
     }
-    if status == 503 {
-        resp = resp.header("retry-after", errors::RETRY_UNAVAILABLE_SECS);
-    }
-    resp.body(Full::new(Bytes::from(body.to_string())))
+    resp.body(Full::new(Bytes::from(answer.body)))
         .expect("valid response parts")
 }

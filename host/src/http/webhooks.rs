@@ -15,7 +15,7 @@ impl From<WebhookError> for ApiError {
                 ApiError::invalid("parameter_invalid", param, message)
             }
             WebhookError::NotFound(what) => {
-                ApiError::not_found("resource_not_found", format!("No such {what}."))
+                ApiError::no_such("resource_not_found", format!("No such {what}."))
             }
             WebhookError::TooManyEndpoints => {
                 ApiError::bad_request("webhook_endpoints_limit_reached", e.to_string())
@@ -120,22 +120,22 @@ pub async fn handle(
             ))
         }
         (method, ["webhook-endpoints"]) => {
-            Err(ApiError::method_not_allowed_on(method, "GET, HEAD, POST"))
+            Err(ApiError::method_not_allowed(method, "GET, HEAD, POST"))
         }
         (method, ["webhook-endpoints", "callback-secret"]) => {
-            Err(ApiError::method_not_allowed_on(method, "GET, HEAD"))
+            Err(ApiError::method_not_allowed(method, "GET, HEAD"))
         }
         (method, ["webhook-endpoints", _]) => {
-            Err(ApiError::method_not_allowed_on(method, "POST, DELETE"))
+            Err(ApiError::method_not_allowed(method, "POST, DELETE"))
         }
         (method, ["webhook-endpoints", _, "rotate-secret"]) => {
-            Err(ApiError::method_not_allowed_on(method, "POST"))
+            Err(ApiError::method_not_allowed(method, "POST"))
         }
         (method, ["events"] | ["events", _]) => {
-            Err(ApiError::method_not_allowed_on(method, "GET, HEAD"))
+            Err(ApiError::method_not_allowed(method, "GET, HEAD"))
         }
-        (method, ["events", _, "resend"]) => Err(ApiError::method_not_allowed_on(method, "POST")),
-        _ => Err(ApiError::not_found(
+        (method, ["events", _, "resend"]) => Err(ApiError::method_not_allowed(method, "POST")),
+        _ => Err(ApiError::no_such(
             "resource_not_found",
             format!("No such endpoint: {} {}", req.method, req.path),
         )),
