@@ -12,6 +12,7 @@
 
 pub mod api;
 pub mod cases;
+mod counted;
 mod ours;
 mod provider;
 mod run;
@@ -21,9 +22,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use mmc_books::{Category, Ours, Tally};
+use mmc_books::{Ours, Tally};
 
 pub use cases::{Case, CaseStatus, Judged, Resolution};
+pub use counted::CaseCounts;
+use counted::Counted;
 
 use crate::config::BooksConfig;
 use crate::db::{Backend, SqlDb, StorageError, Transaction};
@@ -99,78 +102,6 @@ impl Day {
 impl std::fmt::Display for Day {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&mmc_domain::time::date_of_day(self.0))
-    }
-}
-
-/// What a run did to the cases.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CaseCounts {
-    pub opened: u64,
-    pub closed: u64,
-    /// Open after the run, of this account and day.
-    pub open: u64,
-    /// Records the run set right: the provider said they moved, their owner
-    /// asked it again and recorded the answer (each also a case, closed).
-    #[serde(default)]
-    pub set_right: u64,
-}
-
-/// What a batch of a run does to the cases, counted once it is stored:
-/// the report's counts and the metric.
-pub(super) struct Counted {
-    pub counts: CaseCounts,
-    events: Vec<(Category, &'static str)>,
-}
-
-impl Counted {
-    pub(super) fn new(counts: CaseCounts) -> Counted {
-        Counted {
-            counts,
-            events: Vec::new(),
-        }
-    }
-
-    /// The writes that store a case a run opened, updated or closed
-    /// (`news`: opened or closed now: its event, its count).
-    pub(super) fn case_writes(
-        &mut self,
-        books: &Books,
-        (case, news): (Case, bool),
-        was: Option<CaseStatus>,
-    ) -> Vec<crate::db::Write> {
-        let mut writes = cases::writes(&case, was);
-        if news {
-            writes.extend(cases::event(&case, books.now_ms() / 1000));
-            let event = if case.status == CaseStatus::Open {
-                self.counts.opened += 1;
-                "opened"
-            } else {
-                self.counts.closed += 1;
-                "closed"
-            };
-            self.events.push((case.category, event));
-        }
-        if case.status == CaseStatus::Open {
-            self.counts.open += 1;
-        }
-        writes
-    }
-
-    /// The opening of `case` announced (its event, its count) without
-    /// storing it open: a case a run opens and closes at once.
-    pub(super) fn announce(&mut self, books: &Books, case: &Case) -> Option<crate::db::Write> {
-        self.counts.opened += 1;
-        self.events.push((case.category, "opened"));
-        cases::event(case, books.now_ms() / 1000)
-    }
-
-    /// Once stored: the metric, and the counts.
-    pub(super) fn commit(self, books: &Books, account: &str) -> CaseCounts {
-        let metrics = &books.runtime.services.metrics;
-        for (category, event) in self.events {
-            metrics.reconciliation_case(account, category.as_str(), event);
-        }
-        self.counts
     }
 }
 
@@ -628,25 +559,4 @@ fn put_report(tx: &mut dyn Transaction, report: &Report) -> Result<(), StorageEr
 }
 
 #[cfg(test)]
-mod tests {
-    use super::Day;
-
-    #[test]
-    fn a_day_is_read_only_as_a_real_date() {
-        assert_eq!(Day::parse("2026-06-01").unwrap().to_string(), "2026-06-01");
-        // A day before 1970 is a day: it has no report.
-        assert_eq!(Day::parse("0257-12-25").unwrap().to_string(), "0257-12-25");
-        for bad in [
-            "2026-02-31",
-            "2026-6-1",
-            "20260601",
-            "",
-            "2026-06-01T00:00:00Z",
-        ] {
-            assert!(Day::parse(bad).is_err(), "{bad}");
-        }
-        let d = Day::parse("2026-06-01").unwrap();
-        assert!(d.contains(d.start_ms()) && !d.contains(d.end_ms()));
-        assert_eq!(d.before().to_string(), "2026-05-31");
-    }
-}
+mod tests;

@@ -12,10 +12,13 @@ use serde::{Deserialize, Serialize};
 
 mod books;
 mod http;
+mod layers;
 mod monitoring;
 mod routing;
 mod smtp;
 mod webhooks;
+
+use layers::{merge, parse_value, set_path};
 
 pub use books::{BooksConfig, RateCard};
 pub use http::{ConnectionConfig, RateLimitConfig};
@@ -588,46 +591,6 @@ impl Config {
 
     pub fn component(&self, name: &str) -> ComponentConfig {
         self.components.get(name).cloned().unwrap_or_default()
-    }
-}
-
-fn parse_value(raw: &str) -> toml::Value {
-    // `x = <raw>` parses numbers, booleans, arrays and inline tables; anything else is a string.
-    format!("x = {raw}")
-        .parse::<toml::Table>()
-        .ok()
-        .and_then(|mut t| t.remove("x"))
-        .unwrap_or_else(|| toml::Value::String(raw.to_string()))
-}
-
-fn set_path(tree: &mut toml::Table, path: &[String], value: toml::Value) {
-    match path {
-        [] => {}
-        [last] => {
-            tree.insert(last.clone(), value);
-        }
-        [first, rest @ ..] => {
-            let entry = tree
-                .entry(first.clone())
-                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-            if !entry.is_table() {
-                *entry = toml::Value::Table(toml::Table::new());
-            }
-            if let toml::Value::Table(t) = entry {
-                set_path(t, rest, value);
-            }
-        }
-    }
-}
-
-fn merge(base: &mut toml::Table, over: toml::Table) {
-    for (k, v) in over {
-        match (base.get_mut(&k), v) {
-            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
-            (_, v) => {
-                base.insert(k, v);
-            }
-        }
     }
 }
 

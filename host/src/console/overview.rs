@@ -27,99 +27,15 @@ use crate::clock::system_now_ms;
 use crate::http::App;
 use crate::tallies::{Counts, DAY_MS, NOT_CHOSEN};
 
+#[cfg(test)]
+mod tests;
+mod words;
+
+pub use words::WORDS;
+
 type Resp = Response<Full<Bytes>>;
 
 const DAYS: i64 = 30;
-
-/// The overview's words: (key, English, French), looked up by [`super::html::t`].
-pub const WORDS: &[(&str, &str, &str)] = &[
-    (
-        "ov_compare",
-        "Last 30 days compared with the 30 days before",
-        "30 derniers jours comparés aux 30 jours d'avant",
-    ),
-    ("ov_measure", "Figure", "Indicateur"),
-    ("ov_before", "The 30 days before", "Les 30 jours d'avant"),
-    ("ov_change", "Change", "Évolution"),
-    ("ov_points", "{} pts", "{} pts"),
-    ("ov_day", "Day", "Jour"),
-    (
-        "ov_volume_per_day",
-        "Volume collected per day",
-        "Volume encaissé par jour",
-    ),
-    (
-        "ov_rate_per_day",
-        "Success rate per day",
-        "Taux de réussite par jour",
-    ),
-    (
-        "ov_volume_per_operator",
-        "Volume collected per operator, last 30 days",
-        "Volume encaissé par opérateur, 30 derniers jours",
-    ),
-    (
-        "ov_volume_earlier",
-        "Volume 30 days earlier",
-        "Volume 30 jours plus tôt",
-    ),
-    (
-        "ov_rate_earlier",
-        "Success rate 30 days earlier",
-        "Taux de réussite 30 jours plus tôt",
-    ),
-    ("ov_paid", "Paid", "Payés"),
-    ("ov_known", "With an outcome", "Avec une issue"),
-    ("ov_one_payment", "{} payment", "{} paiement"),
-    ("ov_payments", "{} payments", "{} paiements"),
-    (
-        "ov_says_volume",
-        "{}: {}, {}; {}: {}",
-        "{} : {}, {} ; {} : {}",
-    ),
-    (
-        "ov_says_rate",
-        "{}: {} ({} of {} with an outcome); {}: {}",
-        "{} : {} ({} sur {} avec une issue) ; {} : {}",
-    ),
-    (
-        "ov_volume_summary",
-        "{} collected over the last 30 days, {} the 30 days before.",
-        "{} encaissés sur les 30 derniers jours, {} les 30 jours d'avant.",
-    ),
-    (
-        "ov_best_day",
-        "The best day: {}, with {}.",
-        "Le meilleur jour : le {}, avec {}.",
-    ),
-    (
-        "ov_says_operator",
-        "{}: {}; the 30 days before: {}",
-        "{} : {} ; les 30 jours d'avant : {}",
-    ),
-    (
-        "ov_rate_summary",
-        "{} of the payments with an outcome succeeded over the last 30 days, {} the 30 days before.",
-        "{} des paiements avec une issue ont réussi sur les 30 derniers jours, {} les 30 jours d'avant.",
-    ),
-    (
-        "ov_operator_summary",
-        "Operators: {}; the largest, {}, collected {}.",
-        "Opérateurs : {} ; le premier, {}, a encaissé {}.",
-    ),
-    ("ov_month_1", "Jan", "janv."),
-    ("ov_month_2", "Feb", "févr."),
-    ("ov_month_3", "Mar", "mars"),
-    ("ov_month_4", "Apr", "avr."),
-    ("ov_month_5", "May", "mai"),
-    ("ov_month_6", "Jun", "juin"),
-    ("ov_month_7", "Jul", "juil."),
-    ("ov_month_8", "Aug", "août"),
-    ("ov_month_9", "Sep", "sept."),
-    ("ov_month_10", "Oct", "oct."),
-    ("ov_month_11", "Nov", "nov."),
-    ("ov_month_12", "Dec", "déc."),
-];
 
 /// An operator's row label, in the page's language for [`NOT_CHOSEN`].
 fn operator_label(l: html::Lang, op: &str) -> String {
@@ -645,85 +561,4 @@ pub async fn page(
         200,
         html::page(l, Some(s), t(l, "overview"), &body),
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn counts(payments: i64, succeeded: i64, finished: i64, volume: i64) -> Counts {
-        Counts {
-            payments,
-            succeeded,
-            finished,
-            volume,
-        }
-    }
-
-    #[test]
-    fn rows_count_in_their_day_and_operator_and_rates_leave_out_the_unfinished() {
-        // An hour into a day, in milliseconds since the epoch.
-        let now = 1_780_272_000_000 + 3_600_000;
-        let (today, first) = (20_605, 20_605 - 29);
-        let row = |day: i64, op: &str, c: Counts| (day, op.to_string(), c);
-        let f = figures(
-            &[
-                row(today, "mtn-bj", counts(2, 1, 2, 1000)),
-                row(today, "moov-bj", counts(1, 0, 0, 0)),
-                row(first, "mtn-bj", counts(1, 1, 1, 2000)),
-                // The period before: 31 and 60 days ago; 61 days ago is out.
-                row(first - 1, "mtn-bj", counts(1, 1, 1, 9999)),
-                row(first - 30, "orange-ci", counts(2, 1, 2, 500)),
-                row(first - 31, "mtn-bj", counts(1, 1, 1, 7777)),
-                // A hosted payment's row once its customer chose: empty.
-                row(today, NOT_CHOSEN, counts(0, 0, 0, 0)),
-                row(first, NOT_CHOSEN, counts(1, 0, 1, 0)),
-            ],
-            now,
-        );
-        assert_eq!(
-            (f.days[0].day, f.days[29].day, f.days.len()),
-            (first, today, 30)
-        );
-        assert_eq!(
-            (
-                day_label(html::Lang::En, first),
-                day_label(html::Lang::Fr, today)
-            ),
-            ("May 3".to_string(), "1 juin".to_string())
-        );
-        assert_eq!(f.days[29].counts, counts(3, 1, 2, 1000));
-        assert_eq!(f.days[29].counts.rate(), Some(50.0));
-        assert_eq!(f.days[0].counts, counts(2, 1, 2, 2000));
-        assert_eq!(f.month["mtn-bj"].volume, 3000);
-        assert_eq!(f.today["moov-bj"].rate(), None, "nothing finished yet");
-        assert!(
-            !f.today.contains_key(NOT_CHOSEN),
-            "no payment left there today"
-        );
-        assert_eq!(f.month[NOT_CHOSEN], counts(1, 0, 1, 0));
-        assert_eq!(f.days.iter().map(|d| d.counts.payments).sum::<i64>(), 5);
-        // Each day beside the day 30 days earlier.
-        assert_eq!(f.days[29].before, counts(1, 1, 1, 9999));
-        assert_eq!(f.days[0].before, counts(2, 1, 2, 500));
-        assert_eq!(f.before.len(), 2);
-        assert_eq!(Figures::total(&f.before), counts(3, 2, 3, 10_499));
-    }
-
-    #[test]
-    fn changes_say_their_direction_in_the_reader_s_language() {
-        use html::Lang::{En, Fr};
-        assert_eq!(change(En, 5, 2), "+150%");
-        assert_eq!(change(Fr, 4, 5), "\u{2212}20\u{a0}%");
-        assert_eq!(change(En, 5, 5), "0%");
-        assert_eq!(change(En, 5, 0), "–", "nothing to compare with");
-        assert_eq!(change_points(En, Some(80.0), Some(50.0)), "+30 pts");
-        assert_eq!(
-            change_points(Fr, Some(62.5), Some(75.0)),
-            "\u{2212}12,5 pts"
-        );
-        assert_eq!(change_points(En, Some(80.0), None), "–");
-        assert_eq!(unit(Fr, "XOF"), "FCFA");
-        assert_eq!(unit(En, "XOF"), "XOF");
-    }
 }
