@@ -131,3 +131,31 @@ fn the_architecture_map_names_every_crate_and_folder_and_only_what_exists() {
         "documents docs/architecture.md refers to that are not in the tree: {absent:?}"
     );
 }
+
+/// Every source file of the host, under `dir`.
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// A file a newcomer reads whole: none of the host's is over 600 lines
+/// (a folder of pieces, each named for what it holds, instead).
+#[test]
+fn no_source_file_of_the_host_is_over_600_lines() {
+    let mut files = Vec::new();
+    rust_files(&repo_root().join("host/src"), &mut files);
+    assert!(files.len() > 100, "the host's sources are found");
+    let long: Vec<String> = files
+        .iter()
+        .map(|f| (f, std::fs::read_to_string(f).unwrap().lines().count()))
+        .filter(|(_, n)| *n > 600)
+        .map(|(f, n)| format!("{} ({n} lines)", f.display()))
+        .collect();
+    assert!(long.is_empty(), "split these: {long:?}");
+}
