@@ -10,6 +10,8 @@
 #
 # AB_COMPONENTS_A / AB_COMPONENTS_B: a components directory for each side
 # (default target/components for both), to compare two builds of a component.
+# AB_STORAGE=postgres: each run on a fresh PostgreSQL database (the test
+# server of scripts/test-postgres.sh) instead of SQLite.
 #
 # Build each binary, then copy it aside (one workspace target directory is
 # shared, so a second build overwrites the first):
@@ -35,9 +37,18 @@ cpu_ticks() { awk '{print $14+$15}' "/proc/$SERVER/stat"; }
 # A thread may exit between the glob and `cat`: under pipefail that failed the run.
 switches() { { cat /proc/"$SERVER"/task/*/status 2>/dev/null || true; } | awk '/ctxt_switches/ {s += $2} END {print s + 0}'; }
 
+if [ "${AB_STORAGE:-sqlite}" = postgres ]; then
+  PGURL=$(./scripts/test-postgres.sh)
+  export MMC_WEBHOOKS__SECRETS_KEY=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+fi
+
 one_run() { # label, binary, components directory
   local label=$1 bin=$2 components=$3 data
   data=$(mktemp -d)
+  if [ -n "${PGURL:-}" ]; then
+    psql "$PGURL" -qc "DROP DATABASE IF EXISTS mmc_ab WITH (FORCE)" -c "CREATE DATABASE mmc_ab" >/dev/null
+    export MMC_STORAGE__URL="${PGURL%/*}/mmc_ab"
+  fi
   local key
   key=$(bench_key "$bin" "$data")
   serve_fresh "$bin" "$data" "$components" "$PORT" || { echo "$label: no server" >&2; exit 1; }
