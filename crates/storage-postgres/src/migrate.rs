@@ -657,6 +657,9 @@ fn lost_a_creation_race(e: &tokio_postgres::Error) -> bool {
             SqlState::UNIQUE_VIOLATION,
             SqlState::DUPLICATE_TABLE,
             SqlState::DUPLICATE_SCHEMA,
+            // A table's row type made by the other creator meanwhile:
+            // `type "schema_migrations" already exists`.
+            SqlState::DUPLICATE_OBJECT,
         ]
         .contains(c)
     })
