@@ -51,23 +51,18 @@ pub fn choose(
     (id, amount, mode): (&str, u64, Option<&str>),
 ) -> Result<Choice, ApiError> {
     chosen(env, operator, merchant, (id, amount, mode), Vec::new())
-        .map_err(|refusal| refused(env, operator, (amount, mode), refusal))
+        .map_err(|refusal| refused(env, operator, mode, refusal))
 }
 
 /// Whether some route of `operator` takes `amount` in `mode`, for a
 /// payment whose route is chosen later (a hosted one's, by its customer).
 pub fn check(env: &str, operator: &str, amount: u64, mode: &str) -> Result<(), ApiError> {
     router::available(env, operator, amount, Some(mode))
-        .map_err(|refusal| refused(env, operator, (amount, Some(mode)), refusal))
+        .map_err(|refusal| refused(env, operator, Some(mode), refusal))
 }
 
 /// What a client is told when no route takes its payment.
-fn refused(
-    env: &str,
-    operator: &str,
-    (_, mode): (u64, Option<&str>),
-    refusal: RouteRefusal,
-) -> ApiError {
+fn refused(env: &str, operator: &str, mode: Option<&str>, refusal: RouteRefusal) -> ApiError {
     match refusal {
         RouteRefusal::NotOffered => ApiError::invalid(
             "operator_unavailable",
