@@ -138,6 +138,28 @@ pub fn apply_writes_only_when_every_check_holds(db: &dyn Backend) {
             .unwrap()
     );
     assert_eq!(db.scan(ns, "t", "", "", 10).unwrap().len(), 2);
+    // A key written several times holds its last write; a key checked twice
+    // for two values cannot hold both.
+    let del = |key: &str| Write::Delete {
+        table: "t".into(),
+        key: key.into(),
+    };
+    let writes = vec![
+        put("t", "d", b"1"),
+        put("t", "d", b"2"),
+        put("t", "e", b"1"),
+        del("e"),
+        del("f"),
+        put("t", "f", b"3"),
+    ];
+    let checks = vec![check("t", "d", None), check("t", "d", None)];
+    assert!(db.apply(ns, checks, writes).unwrap());
+    assert_eq!(db.get(ns, "t", "d").unwrap(), Some(b"2".to_vec()));
+    assert_eq!(db.get(ns, "t", "e").unwrap(), None);
+    assert_eq!(db.get(ns, "t", "f").unwrap(), Some(b"3".to_vec()));
+    let checks = vec![check("t", "d", Some(b"2")), check("t", "d", Some(b"1"))];
+    assert!(!db.apply(ns, checks, vec![put("t", "g", b"x")]).unwrap());
+    assert_eq!(db.get(ns, "t", "g").unwrap(), None);
 }
 
 pub fn emit_is_written_only_when_committed(db: &dyn Backend, events: Events) {
