@@ -539,3 +539,62 @@ fn nodes_starting_together_on_an_older_schema_apply_the_rest_once() {
     assert_eq!(versions, known);
     assert_eq!(locks, 0, "no advisory lock is held after the start");
 }
+
+/// A prepared transaction of hundreds of keys (a books batch) takes the
+/// grouped path of `mmc_apply_keyed`: the same rules as a small one.
+#[test]
+fn a_large_prepared_transaction_keeps_the_rules() {
+    let t = TestDatabase::create();
+    let db = Postgres::connect(&t.url).unwrap();
+    let put = |k: &str, v: &[u8]| Write::Put {
+        table: "t".into(),
+        key: k.into(),
+        value: v.to_vec(),
+    };
+    let check = |k: &str, v: Option<&[u8]>| mmc_storage::Check {
+        table: "t".into(),
+        key: k.into(),
+        value: v.map(<[u8]>::to_vec),
+    };
+    let keys: Vec<String> = (0..200).map(|i| format!("k{i:03}")).collect();
+    let mut writes: Vec<Write> = keys.iter().map(|k| put(k, b"first")).collect();
+    writes.extend(keys.iter().step_by(2).map(|k| put(k, b"last")));
+    writes.push(Write::Delete {
+        table: "t".into(),
+        key: "k199".into(),
+    });
+    let checks: Vec<_> = keys.iter().map(|k| check(k, None)).collect();
+    assert!(db.apply("c", checks, writes).unwrap());
+    assert_eq!(
+        db.get("c", "t", "k000").unwrap().as_deref(),
+        Some(&b"last"[..])
+    );
+    assert_eq!(
+        db.get("c", "t", "k001").unwrap().as_deref(),
+        Some(&b"first"[..])
+    );
+    assert_eq!(db.get("c", "t", "k199").unwrap(), None);
+    assert_eq!(db.scan("c", "t", "", "", 1000).unwrap().len(), 199);
+
+    // One stale check among a hundred that hold: nothing written.
+    let held = |i: usize| -> &[u8] {
+        if i.is_multiple_of(2) {
+            b"last"
+        } else {
+            b"first"
+        }
+    };
+    let mut checks: Vec<_> = (0..100).map(|i| check(&keys[i], Some(held(i)))).collect();
+    let writes: Vec<Write> = keys.iter().map(|k| put(k, b"again")).collect();
+    assert!(
+        db.apply("c", checks.clone(), vec![put("k000", b"last")])
+            .unwrap(),
+        "the hundred checks hold"
+    );
+    checks.push(check("k150", Some(b"stale")));
+    assert!(!db.apply("c", checks, writes).unwrap());
+    assert_eq!(
+        db.get("c", "t", "k000").unwrap().as_deref(),
+        Some(&b"last"[..])
+    );
+}
