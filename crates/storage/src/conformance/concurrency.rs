@@ -145,23 +145,7 @@ pub fn absent_checks_admit_one_creator(open: Open, threads: usize, keys: usize) 
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    let db = open();
-    for k in 0..keys {
-        let winners: Vec<usize> = (0..threads).filter(|t| wins[*t].contains(&k)).collect();
-        assert_eq!(winners.len(), 1, "key {k}: one creator, not {winners:?}");
-        let stored = db.get(ns, "t", &format!("k{k:04}")).unwrap();
-        assert_eq!(
-            stored.as_deref().map(parse),
-            Some(winners[0]),
-            "key {k}: the winner's value"
-        );
-    }
-    let markers = db.scan(ns, "by", "", "", MAX_SCAN).unwrap();
-    assert_eq!(
-        markers.len(),
-        keys,
-        "only the winners wrote their other keys"
-    );
+    one_creator_each(&*open(), ns, &wins, keys);
 }
 
 /// Open transactions and prepared applies on one counter at once, from
@@ -221,15 +205,7 @@ pub fn absent_reads_in_transactions_admit_one_creator(open: Open, threads: usize
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    let db = open();
-    for k in 0..keys {
-        let winners: Vec<usize> = (0..threads).filter(|t| wins[*t].contains(&k)).collect();
-        assert_eq!(winners.len(), 1, "key {k}: one creator, not {winners:?}");
-        let stored = db.get(ns, "t", &format!("k{k:04}")).unwrap();
-        assert_eq!(stored.as_deref().map(parse), Some(winners[0]), "key {k}");
-    }
-    let markers = db.scan(ns, "by", "", "", MAX_SCAN).unwrap();
-    assert_eq!(markers.len(), keys, "only the creators wrote");
+    one_creator_each(&*open(), ns, &wins, keys);
 }
 
 /// A log appended to from `threads` threads, each on its own instance: every
@@ -274,4 +250,26 @@ pub fn scans_in_transactions_see_no_phantom(open: Open, threads: usize, appends:
     );
     let writers: BTreeSet<&[u8]> = log.iter().map(|(_, v)| v.as_slice()).collect();
     assert_eq!(writers.len(), threads * appends, "no append lost");
+}
+
+/// Each of `keys` keys was created by exactly one thread (`wins[t]`: the
+/// keys thread `t` created), holds that thread's value, and only the
+/// creators wrote their markers.
+fn one_creator_each(db: &dyn Backend, ns: &str, wins: &[Vec<usize>], keys: usize) {
+    for k in 0..keys {
+        let winners: Vec<usize> = (0..wins.len()).filter(|t| wins[*t].contains(&k)).collect();
+        assert_eq!(winners.len(), 1, "key {k}: one creator, not {winners:?}");
+        let stored = db.get(ns, "t", &format!("k{k:04}")).unwrap();
+        assert_eq!(
+            stored.as_deref().map(parse),
+            Some(winners[0]),
+            "key {k}: the winner's value"
+        );
+    }
+    let markers = db.scan(ns, "by", "", "", MAX_SCAN).unwrap();
+    assert_eq!(
+        markers.len(),
+        keys,
+        "only the winners wrote their other keys"
+    );
 }
