@@ -60,15 +60,17 @@ impl Backend for Postgres {
     }
 
     /// Checks then writes in one transaction, in one round trip
-    /// (`mmc_apply_rows`, migration 16): the tables it writes are locked
+    /// (`mmc_apply_yielding`, migrations 16 and 18): the tables it writes are locked
     /// shared (against an open transaction's scan), then every key it checks
     /// or writes in (table, key) order (an absent one by inserting it), so
     /// the checks read the latest committed values and nothing changes them
     /// before the writes commit. Two prepared transactions wait for each
-    /// other only on a key they share, and never deadlock each other; one
-    /// that deadlocks an open transaction's locks is rolled back by the
-    /// server and tried again here. No node-local queue: the pool's size
-    /// bounds what waits on the database.
+    /// other only on a key they share, and never deadlock each other. One
+    /// waits for a lock at most half the server's `deadlock_timeout`
+    /// (migration 18), so where it crosses an open transaction's locks it is
+    /// the one rolled back, before the server's deadlock check could fail
+    /// the open one; it is tried again here, for up to [`WRITER_WAIT`]. No
+    /// node-local queue: the pool's size bounds what waits on the database.
     fn apply(
         &self,
         namespace: &str,
@@ -91,11 +93,11 @@ impl Backend for Postgres {
         tables.dedup();
         let ns = namespace.to_string();
         run(&self.handle, async move {
-            let mut attempt = 1;
+            let deadline = tokio::time::Instant::now() + WRITER_WAIT;
             loop {
                 match apply_once(&pool, &tables, &ns, ns_key, &checks, &writes).await {
-                    Err(Failure::Deadlock(_)) if attempt < APPLY_ATTEMPTS => attempt += 1,
-                    Err(Failure::Deadlock(e) | Failure::Other(e)) => return Err(e),
+                    Err(Failure::Yielded(_)) if tokio::time::Instant::now() < deadline => {}
+                    Err(Failure::Yielded(e) | Failure::Other(e)) => return Err(e),
                     Ok(applied) => return Ok(applied),
                 }
             }
@@ -146,17 +148,14 @@ impl Backend for Postgres {
     }
 }
 
-/// How many times a prepared transaction is tried when the server rolls it
-/// back to end a deadlock with open transactions (each try starts afresh).
-const APPLY_ATTEMPTS: u32 = 3;
-
 enum Failure {
-    /// Rolled back whole by the server to end a deadlock: safe to try again.
-    Deadlock(StorageError),
+    /// Rolled back whole, nothing written, after waiting its longest for a
+    /// lock (or to end a deadlock): safe to try again from the start.
+    Yielded(StorageError),
     Other(StorageError),
 }
 
-/// One call of `mmc_apply_rows` on a pooled connection.
+/// One call of `mmc_apply_yielding` on a pooled connection.
 async fn apply_once(
     pool: &Pool,
     tables: &[i64],
@@ -226,8 +225,11 @@ async fn apply_once(
     // idle and clean; after any other, its state is unknown.
     match applied {
         Err(e) if e.code().is_some_and(|c| c.code() == CHECK_FAILED) => Ok(false),
-        Err(e) if e.code() == Some(&SqlState::T_R_DEADLOCK_DETECTED) => {
-            Err(Failure::Deadlock(db_err(e)))
+        Err(e)
+            if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE)
+                || e.code() == Some(&SqlState::T_R_DEADLOCK_DETECTED) =>
+        {
+            Err(Failure::Yielded(db_err(e)))
         }
         Err(e) => {
             if e.as_db_error().is_none() {

@@ -3,7 +3,7 @@
 //!
 //! Same contract as SQLite (`mmc_storage::conformance`), kept the same way:
 //! - **Writers conflict only on the keys they share**: a prepared
-//!   transaction (`apply`, one call of `mmc_apply_rows` in the server)
+//!   transaction (`apply`, one call of `mmc_apply_yielding` in the server)
 //!   locks each key it checks or writes, in (table, key) order, an absent
 //!   one by inserting it; its checks then read the latest committed values
 //!   and nothing can change them before its writes commit. An open
@@ -14,8 +14,10 @@
 //!   lock in one order and never deadlock each other; open ones lock in the
 //!   order the component reads, so two of them may: the server detects it
 //!   and fails one (busy, nothing written), as it would any writer waiting
-//!   past `lock_timeout`. A prepared transaction that loses a deadlock is
-//!   tried again here. A node runs at most half its pool of open
+//!   past `lock_timeout`. A prepared transaction waits for a lock at most
+//!   half the server's `deadlock_timeout`: crossing an open one, it gives
+//!   way before the deadlock check could fail the open one, and is tried
+//!   again here. A node runs at most half its pool of open
 //!   transactions at once, so their reads outside themselves always find a
 //!   connection.
 //! - **The outbox's order is its dispatcher's**: events are written without

@@ -190,3 +190,53 @@ fn open_transactions_locking_in_opposite_orders_end_one_as_busy() {
     );
     assert_eq!(b.scan("c", "t", "", "", 10).unwrap().len(), 2);
 }
+
+/// A prepared transaction that crosses an open one's locks gives way: the
+/// open one (which may be recording an operator's answer) commits, never
+/// failed by the server's deadlock check, and the prepared one is applied
+/// after it. The open transaction is made to wait first — the one the
+/// server's check would fail — while the prepared one holds `a` and waits
+/// for a third transaction's `b` before it reaches the open one's `c`.
+#[test]
+fn a_prepared_transaction_crossing_an_open_ones_locks_gives_way_to_it() {
+    let t = TestDatabase::create();
+    let db = Arc::new(Postgres::connect(&t.url).unwrap());
+    for round in 0..3 {
+        let mut third = db.begin("c").unwrap();
+        assert_eq!(
+            third.get("t", "b").unwrap().as_deref(),
+            (round > 0).then_some(&b"p"[..])
+        );
+        let mut open = db.begin("c").unwrap();
+        open.get("t", "c").unwrap();
+
+        let prepared = db.clone();
+        let (applied, _) = ends_within(Duration::ZERO, move || {
+            let put = |key: &str| Write::Put {
+                table: "t".into(),
+                key: key.into(),
+                value: b"p".to_vec(),
+            };
+            prepared.apply("c", vec![], vec![put("a"), put("b"), put("c")])
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        let (opened, _) = ends_within(Duration::ZERO, move || {
+            open.put("t", "a", b"o")?;
+            open.commit()
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        third.commit().unwrap();
+
+        let opened = opened.recv_timeout(Duration::from_secs(15)).unwrap();
+        assert!(
+            opened.is_ok(),
+            "round {round}: the open transaction commits: {opened:?}"
+        );
+        let applied = applied.recv_timeout(Duration::from_secs(15)).unwrap();
+        assert!(
+            matches!(applied, Ok(true)),
+            "round {round}: then the prepared one: {applied:?}"
+        );
+        assert_eq!(db.get("c", "t", "a").unwrap().as_deref(), Some(&b"p"[..]));
+    }
+}

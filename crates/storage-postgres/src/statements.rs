@@ -26,9 +26,10 @@ pub(super) const SCAN_DESC: [&str; 2] = [
     "SELECT k, v FROM kv WHERE ns = $1 AND tbl = $2 AND k >= $3 AND k < $5 ORDER BY k DESC LIMIT $4",
 ];
 /// A prepared transaction in one round trip, locking only its keys and,
-/// shared, the tables it writes (migration 16's `mmc_apply_rows`; the
-/// functions of migrations 3 and 15 stay for nodes of older versions).
-pub(super) const APPLY: &str = "SELECT mmc_apply_rows($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
+/// shared, the tables it writes, each lock waited for briefly (migration
+/// 18's `mmc_apply_yielding` over 16's `mmc_apply_rows`; the functions of
+/// migrations 3, 15 and 16 stay for nodes of older versions).
+pub(super) const APPLY: &str = "SELECT mmc_apply_yielding($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
      $11, $12, $13, $14, $15, $16, $17)";
 /// Reads a key in an open transaction and holds it until commit (migration
 /// 16's `mmc_lock_key`): its value, and whether it was absent and is now
