@@ -259,7 +259,6 @@ async fn the_page_serves_hosted_payments_only_and_masks_the_phone(app: TestApp) 
 /// the writer before the code goes to the operator, so exactly three reach it.
 #[service_test]
 async fn parallel_otp_guesses_on_the_page_reach_the_operator_three_times() {
-    const ADMIN: &str = "an-admin-token-of-at-least-32-characters";
     let app = spawn_app_with(|c| c.admin_token = Some(ADMIN.into())).await;
     let key = app.test_key("Shop");
     let p = hosted(&app, &key, "BJ", 1000).await;
@@ -314,25 +313,16 @@ async fn parallel_otp_guesses_on_the_page_reach_the_operator_three_times() {
         .await;
     assert_eq!(payment["status"], "failed", "{payment}");
     assert_eq!(payment["failure_code"], "otp_attempts_exceeded");
-    // The audit trail of adapter calls: three codes went to the operator.
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await; // the audit writer batches
-    let calls: Value = app
-        .client
-        .get(app.admin_url(&format!("/admin/v1/payments/{id}/calls")))
-        .bearer_auth(ADMIN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let tried = calls["data"]
-        .as_array()
-        .unwrap()
+    // The audit trail of adapter calls: three codes went to the operator,
+    // and no fourth is listed a moment after the third.
+    calls_once_listed(&app, &id, "confirm_otp", 3).await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let calls = calls_of(&app, &id).await;
+    let tried = calls
         .iter()
         .filter(|c| c["operation"] == "confirm_otp")
         .count();
-    assert_eq!(tried, 3, "{calls}");
+    assert_eq!(tried, 3, "{calls:?}");
 }
 
 /// The page where customers type their phone: it cannot be framed, loads

@@ -450,6 +450,27 @@ pub async fn calls_of(app: &TestApp, subject: &str) -> Vec<Value> {
     calls["data"].as_array().cloned().unwrap_or_default()
 }
 
+/// The operator calls listed for `subject` once `n` of them are
+/// `operation`, or as they stand after ten seconds: the audit writer
+/// batches, so a call is listed a moment after it returned, later on a
+/// loaded machine.
+pub async fn calls_once_listed(
+    app: &TestApp,
+    subject: &str,
+    operation: &str,
+    n: usize,
+) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let calls = calls_of(app, subject).await;
+        let listed = calls.iter().filter(|c| c["operation"] == operation).count();
+        if listed >= n || std::time::Instant::now() > deadline {
+            return calls;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// A request to `app`'s admin API with [`ADMIN`]: its status and JSON body.
 pub async fn admin(
     app: &TestApp,
