@@ -674,7 +674,7 @@ $$;
 -- up first, holding nothing, and the open one — which may be recording an
 -- operator's answer — goes on. Migration 16's function stays for nodes of
 -- older versions.
-CREATE FUNCTION mmc_apply_yielding(
+CREATE OR REPLACE FUNCTION mmc_apply_yielding(
     p_tbl_keys bigint[],
     p_ns text, p_ns_key bigint,
     c_tbl text[], c_k bytea[], c_v bytea[],
