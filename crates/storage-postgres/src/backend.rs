@@ -6,7 +6,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 
-use deadpool_postgres::{Object, Pool};
+use deadpool_postgres::{Client, Object, Pool};
 use mmc_storage::{Backend, Check, MAX_SCAN, Order, OutboxEvent, StorageError, Transaction, Write};
 use tokio::runtime::Handle;
 use tokio::sync::OwnedSemaphorePermit;
@@ -18,7 +18,7 @@ use crate::{
 };
 
 use super::statements::{
-    APPLY, CHECK_FAILED, DROP_PLACEHOLDERS, LOCK_KEY, SCAN, SCAN_DESC, TABLE_SHARED, TABLE_WHOLE,
+    APPLY, CHECK_FAILED, DROP_PLACEHOLDERS, LOCK_KEY, SCAN, SCAN_DESC, TABLE_WHOLE, TABLES_SHARED,
     begin_on, get_on, scan_on, write_on,
 };
 
@@ -53,6 +53,8 @@ impl Backend for Postgres {
             scope: self.scope.clone(),
             tables: HashMap::new(),
             placeholders: BTreeSet::new(),
+            pending: Vec::new(),
+            pending_locks: Vec::new(),
             events: Vec::new(),
             failed: None,
             turn: Some(turn),
@@ -256,6 +258,12 @@ struct PgTxn {
     /// Keys read absent and held by a placeholder row, not written since:
     /// absent to this transaction's reads and scans, deleted at commit.
     placeholders: BTreeSet<(String, String)>,
+    /// Writes not sent yet, and the table locks (shared) they need first:
+    /// sent together, pipelined, before the transaction's next read, scan
+    /// or commit, so a transaction that writes many keys between reads (an
+    /// index backfill) pays one round trip for them, not one each.
+    pending: Vec<Write>,
+    pending_locks: Vec<i64>,
     /// Written at commit (see [`write_on`]).
     events: Vec<OutboxEvent>,
     /// A statement failed: PostgreSQL has aborted the transaction, and a
@@ -294,35 +302,51 @@ impl PgTxn {
         }
     }
 
-    /// One write: the table's lock shared first (if not held), then the row
-    /// (which the write locks), in one round trip.
+    /// One write, kept until the transaction's next statement (see
+    /// [`PgTxn::pending`]): the table's lock shared first (if not held),
+    /// then the row, which the write locks.
     fn write(&mut self, w: Write) -> Result<(), StorageError> {
+        if self.conn.is_none() {
+            return Err(StorageError::Finished);
+        }
         let (table, key) = match &w {
             Write::Put { table, key, .. } | Write::Delete { table, key } => (table, key),
             Write::Emit(_) => unreachable!("events are written at commit"),
         };
         check_names(table, key)?;
-        let lock = self.table_lock(table, false);
-        let (table, key) = (table.clone(), key.clone());
-        self.call(|c, ns| async move {
-            let out = async {
-                if let Some(lock) = lock {
-                    let stmt = c.prepare_cached(TABLE_SHARED).await.map_err(db_err)?;
-                    let (params, writes) = ([&lock as _], [&w]);
-                    let (locked, written) =
-                        tokio::join!(c.execute(&stmt, &params), write_on(&c, &ns, &writes, &[]));
-                    locked.map_err(db_err)?;
-                    written
-                } else {
-                    write_on(&c, &ns, &[&w], &[]).await
-                }
-            }
-            .await;
-            (c, out)
-        })?;
-        self.tables.entry(table.clone()).or_insert(false);
-        self.placeholders.remove(&(table, key));
+        if let Some(lock) = self.table_lock(table, false) {
+            self.pending_locks.push(lock);
+            self.tables.insert(table.clone(), false);
+        }
+        self.placeholders.remove(&(table.clone(), key.clone()));
+        self.pending.push(w);
         Ok(())
+    }
+
+    /// The writes kept so far, to send before the next statement.
+    fn take_pending(&mut self) -> Pending {
+        Pending {
+            locks: std::mem::take(&mut self.pending_locks),
+            writes: std::mem::take(&mut self.pending),
+        }
+    }
+}
+
+/// Writes of an open transaction not sent yet, with the table locks they need.
+struct Pending {
+    locks: Vec<i64>,
+    writes: Vec<Write>,
+}
+
+impl Pending {
+    /// Sends them, pipelined: the locks, then the writes in order.
+    async fn send(self, c: &Client, ns: &str) -> Result<(), StorageError> {
+        if !self.locks.is_empty() {
+            let stmt = c.prepare_cached(TABLES_SHARED).await.map_err(db_err)?;
+            c.execute(&stmt, &[&self.locks]).await.map_err(db_err)?;
+        }
+        let writes: Vec<&Write> = self.writes.iter().collect();
+        write_on(c, ns, &writes, &[]).await
     }
 }
 
@@ -334,8 +358,10 @@ impl Transaction for PgTxn {
             return Ok(None);
         }
         let (t, k) = held.clone();
+        let pending = self.take_pending();
         let (value, placeholder) = self.call(|c, ns| async move {
             let out = async {
+                pending.send(&c, &ns).await?;
                 let stmt = c.prepare_cached(LOCK_KEY).await.map_err(db_err)?;
                 let row = c
                     .query_one(&stmt, &[&ns, &t, &k.as_bytes()])
@@ -391,8 +417,10 @@ impl Transaction for PgTxn {
         let limit = limit.min(MAX_SCAN) as usize;
         let (t, start, end) = (table.to_string(), start.to_string(), end.to_string());
         let asked = (limit + ours.len()) as u32;
+        let pending = self.take_pending();
         let rows = self.call(|c, ns| async move {
             let out = async {
+                pending.send(&c, &ns).await?;
                 if let Some(lock) = lock {
                     let stmt = c.prepare_cached(TABLE_WHOLE).await.map_err(db_err)?;
                     c.execute(&stmt, &[&lock]).await.map_err(db_err)?;
@@ -430,6 +458,7 @@ impl Transaction for PgTxn {
             )));
         }
         let conn = self.conn.take().ok_or(StorageError::Finished)?;
+        let pending = self.take_pending();
         let events = std::mem::take(&mut self.events);
         let (tables, keys): (Vec<String>, Vec<Vec<u8>>) = std::mem::take(&mut self.placeholders)
             .into_iter()
@@ -439,6 +468,7 @@ impl Transaction for PgTxn {
         let _turn = self.turn.take();
         run(&self.handle, async move {
             let written = async {
+                pending.send(&conn, &ns).await?;
                 if !keys.is_empty() {
                     let stmt = conn
                         .prepare_cached(DROP_PLACEHOLDERS)

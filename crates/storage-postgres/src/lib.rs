@@ -7,8 +7,10 @@
 //!   locks each key it checks or writes, in (table, key) order, an absent
 //!   one by inserting it; its checks then read the latest committed values
 //!   and nothing can change them before its writes commit. An open
-//!   transaction (`begin`) locks each key as it reads or writes it, the
-//!   same way, until it ends; a scan inside one locks its table whole
+//!   transaction (`begin`) locks each key as it reads it, the same way,
+//!   and each it writes when the write is sent (writes wait for the
+//!   transaction's next read, scan or commit, and go together, pipelined),
+//!   until it ends; a scan inside one locks its table whole
 //!   against writers (every writer holds the lock of each table it writes,
 //!   shared), so what it saw stays true: no phantom. Prepared transactions
 //!   lock in one order and never deadlock each other; open ones lock in the

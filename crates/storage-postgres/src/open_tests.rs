@@ -159,9 +159,9 @@ fn a_key_read_absent_leaves_no_trace() {
     assert_eq!(db.get("c", "t", "e").unwrap(), None);
 }
 
-/// Two open transactions that take two keys in opposite orders: the server
-/// ends the wait by failing one as busy (rolled back, nothing written); the
-/// other commits. Neither hangs.
+/// Two open transactions that take two keys in opposite orders (a read
+/// locks its key at once): the server ends the wait by failing one as busy
+/// (rolled back, nothing written); the other commits. Neither hangs.
 #[test]
 fn open_transactions_locking_in_opposite_orders_end_one_as_busy() {
     let t = TestDatabase::create();
@@ -174,8 +174,10 @@ fn open_transactions_locking_in_opposite_orders_end_one_as_busy() {
         let barrier = barrier.clone();
         std::thread::spawn(move || {
             let mut tx = db.begin("c").unwrap();
+            tx.get("t", first).unwrap();
             tx.put("t", first, b"mine").unwrap();
             barrier.wait();
+            tx.get("t", then)?;
             tx.put("t", then, b"mine")?;
             tx.commit()
         })

@@ -23,6 +23,11 @@ fn a_transaction_left_idle_is_rolled_back_and_stops_blocking_other_nodes() {
     );
     let mut frozen = a.begin("ns").unwrap();
     frozen.put("t", "half", b"written").unwrap();
+    // Its next statement sends the write: the key is held from then on.
+    assert_eq!(
+        frozen.get("t", "half").unwrap().as_deref(),
+        Some(&b"written"[..])
+    );
 
     let started = Instant::now();
     let mut other = b.begin("ns").unwrap();
@@ -37,8 +42,8 @@ fn a_transaction_left_idle_is_rolled_back_and_stops_blocking_other_nodes() {
     let started = Instant::now();
     let mut same = b.begin("ns").unwrap();
     same.put("t", "half", b"whole").unwrap();
-    let waited = started.elapsed();
     same.commit().unwrap();
+    let waited = started.elapsed();
     assert!(
         waited >= IDLE_IN_TRANSACTION_TIMEOUT - Duration::from_millis(200)
             && waited < IDLE_IN_TRANSACTION_TIMEOUT + Duration::from_secs(2),

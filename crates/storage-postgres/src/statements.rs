@@ -35,8 +35,10 @@ pub(super) const APPLY: &str = "SELECT mmc_apply_yielding($1, $2, $3, $4, $5, $6
 /// 16's `mmc_lock_key`): its value, and whether it was absent and is now
 /// held by a placeholder row.
 pub(super) const LOCK_KEY: &str = "SELECT v, placeholder FROM mmc_lock_key($1, $2, $3)";
-/// A table's lock: shared by its writers, whole for an open transaction that scans it.
-pub(super) const TABLE_SHARED: &str = "SELECT pg_advisory_xact_lock_shared($1)";
+/// Tables' locks: shared by their writers (in one order), whole for an open
+/// transaction that scans one.
+pub(super) const TABLES_SHARED: &str = "SELECT pg_advisory_xact_lock_shared(t) \
+     FROM (SELECT DISTINCT t FROM unnest($1::bigint[]) t ORDER BY t) tables";
 pub(super) const TABLE_WHOLE: &str = "SELECT pg_advisory_xact_lock($1)";
 /// The placeholders an open transaction leaves at commit (keys it read
 /// absent and did not write): gone, as if never there.
