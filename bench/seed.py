@@ -114,7 +114,7 @@ def main():
             conn.executemany("INSERT OR REPLACE INTO kv (ns, tbl, k, v) VALUES (?, ?, ?, ?)", batch)
             conn.commit()
             batch = []
-    batch.append(("collect", "meta", "listing", b"ready"))
+    batch.append(("collect", "meta", "listing-v2", b"ready"))  # crates/domain/src/payment.rs
     batch.append(("collect", "meta", "search-v1", b"ready"))
     conn.executemany("INSERT OR REPLACE INTO kv (ns, tbl, k, v) VALUES (?, ?, ?, ?)", batch)
     conn.commit()

@@ -17,7 +17,7 @@ import sqlite3
 import subprocess
 import sys
 
-from seed import record, text, uuid7, varint
+from seed import PHONE_REVERSED, record, text, uuid7, varint
 
 ROUTE = b"\x00" + b"\x01" + text("simulator") + text("{}") + varint(0)  # review none, route
 
@@ -44,8 +44,8 @@ def journal_row(entries):
 
 
 def rows(merchant, n, day_ms):
-    """(ns, table, key, value) of every payment, its reference, and the
-    journal's rows."""
+    """(ns, table, key, value) of every payment, its reference and index
+    entries, and the journal's rows."""
     entries = []
     step = 86_400_000 / n
     for i in range(n):
@@ -53,11 +53,20 @@ def rows(merchant, n, day_ms):
         pid = uuid7(created)
         yield ("collect", "payments", f"test/{merchant}/{pid}", payment(merchant, pid, i, created))
         yield ("collect", "refs", f"test/{merchant}/books-{i}", pid.encode())
+        # Its indexes, as a create writes them: the list's filters, the
+        # lowercased reference and the phone's digits reversed.
+        yield ("collect", "listing", f"test/{merchant}/completed/BJ/mtn-bj/{pid}", b"")
+        yield ("collect", "search", f"test/{merchant}/r/books-{i}/{pid}", b"")
+        yield ("collect", "search", f"test/{merchant}/p/{PHONE_REVERSED}/{pid}", b"")
         entries.append((created, f"c {pid} 1500 XOF 15 {created}".encode()))
         if len(entries) == 1000 or i == n - 1:
             key = f"{entries[0][0]:013}/bench{i:08}"
             yield ("simulator", "journal", key, journal_row(entries))
             entries = []
+    # Both indexes hold every payment (crates/domain/src/payment.rs): no
+    # backfill runs beside the reconciliation.
+    yield ("collect", "meta", "listing-v2", b"ready")
+    yield ("collect", "meta", "search-v1", b"ready")
 
 
 def to_sqlite(path, merchant, n, day_ms):
