@@ -14,32 +14,38 @@ use super::web::ConsoleError;
 use crate::http::App;
 use crate::runtime::bindings::http_types;
 
-/// The API's answer to a console action.
-pub struct Answer {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
+/// The API's answer to a console action: the kit's, as every API component answers.
+pub use mmc_api_kit::Answer;
+
+/// What the console reads in an API's answer.
+pub trait Reading {
+    /// The body as JSON (`null` when it is none).
+    fn value(&self) -> Value;
+    /// A 2xx.
+    fn ok(&self) -> bool;
+    /// A refusal as the audit log keeps it: the status and the API's code.
+    fn refused_as(&self) -> String;
+    /// The API's refusal, in the page's language, for the form that asked.
+    fn refusal(&self, lang: super::html::Lang) -> ConsoleError;
 }
 
-impl Answer {
-    pub fn json(&self) -> Value {
+impl Reading for Answer {
+    fn value(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or(Value::Null)
     }
 
-    pub fn ok(&self) -> bool {
+    fn ok(&self) -> bool {
         (200..300).contains(&self.status)
     }
 
-    /// A refusal as the audit log keeps it: the status and the API's code.
-    pub fn refused_as(&self) -> String {
-        let body = self.json();
+    fn refused_as(&self) -> String {
+        let body = self.value();
         let code = body["error"]["code"].as_str().unwrap_or("refused");
         format!("{} {code}", self.status)
     }
 
-    /// The API's refusal, in the page's language, for the form that asked.
-    pub fn refusal(&self, lang: super::html::Lang) -> ConsoleError {
-        let body = self.json();
+    fn refusal(&self, lang: super::html::Lang) -> ConsoleError {
+        let body = self.value();
         let error = &body["error"];
         let message = error["message"]
             .as_str()
@@ -169,7 +175,7 @@ async fn payment_of(
     let answer = call(app, s, "GET", &target, None, None, request_id)
         .await
         .ok()?;
-    answer.ok().then(|| Payment::of(&answer.json())).flatten()
+    answer.ok().then(|| Payment::of(&answer.value())).flatten()
 }
 
 /// The API request `request` as an audited action `(action, subject,
@@ -313,13 +319,8 @@ async fn native(
         headers: vec![("content-type".into(), "application/json".into())],
         body,
     };
-    let answer = match crate::http::webhooks::handle(&app.webhooks, &principal, request).await {
-        Ok(r) => mmc_api_kit::Answer::json(r.status, &r.body),
+    match crate::http::webhooks::handle(&app.webhooks, &principal, request).await {
+        Ok(r) => Answer::json(r.status, &r.body),
         Err(e) => e.into_answer(&app.base_url),
-    };
-    Answer {
-        status: answer.status,
-        headers: answer.headers,
-        body: answer.body,
     }
 }

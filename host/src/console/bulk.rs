@@ -14,6 +14,7 @@ use http_body_util::Full;
 use hyper::Response;
 use serde_json::{Value, json};
 
+use super::api::Reading;
 use super::bulk_upload::{self, Uploaded};
 use super::html::{self, esc, t, text};
 use super::payments::plain;
@@ -69,7 +70,7 @@ fn who(c: &Console, s: &Session, key: &Value, person: &Value) -> String {
 async fn get(app: &Arc<App>, req: &Req, s: &Session, target: &str) -> Result<Value, ConsoleError> {
     let answer = api::call(app, s, "GET", target, None, None, &req.request_id).await?;
     match answer.status {
-        200 => Ok(answer.json()),
+        200 => Ok(answer.value()),
         404 => Err(ConsoleError::NotFound),
         _ => Err(answer.refusal(req.lang)),
     }

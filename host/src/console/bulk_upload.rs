@@ -4,6 +4,7 @@
 //! submit is one batch). A file with bad lines creates nothing; its report
 //! lists every problem by line and column, as the API's 400 does.
 
+use super::api::Reading;
 use std::fmt::Write;
 use std::sync::Arc;
 use std::time::Duration;
@@ -236,14 +237,14 @@ pub async fn upload(
     let (entry, answer) = match api::audited(app, c, req, s, audit, request).await? {
         Ok(accepted) => accepted,
         Err(refused) => {
-            let error = refused.json()["error"].clone();
+            let error = refused.value()["error"].clone();
             if matches!(refused.status, 400 | 413 | 415) && error.is_object() {
                 return Ok(Uploaded::Refused(refused.status, report(l, &error)));
             }
             return Err(refused.refusal(req.lang));
         }
     };
-    let b = answer.json();
+    let b = answer.value();
     let id = text(&b["id"]);
     let detail = format!(
         "{} ({} items, {} {})",

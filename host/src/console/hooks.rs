@@ -11,7 +11,7 @@ use http_body_util::Full;
 use hyper::Response;
 use serde_json::{Value, json};
 
-use super::api::{self, Answer};
+use super::api::{self, Answer, Reading};
 use super::audit::Outcome;
 use super::html::{self, esc, t, text};
 use super::keys::{developer, opening, tabs};
@@ -105,7 +105,7 @@ pub async fn endpoints(
         t(l, "status"),
         t(l, "action"),
     );
-    for e in answer.json()["data"].as_array().into_iter().flatten() {
+    for e in answer.value()["data"].as_array().into_iter().flatten() {
         body.push_str(&endpoint_row(l, s, e));
     }
     body.push_str("</tbody></table>");
@@ -168,7 +168,7 @@ pub async fn add(
         }
         Err(refused) => return Err(refused.refusal(req.lang)),
     };
-    let e = answer.json();
+    let e = answer.value();
     blocking(|| c.audit.finish(entry, Outcome::Done, e["id"].as_str(), None))?;
     endpoints(app, req, s, Some((201, secret_notice(l, &e))), false).await
 }
@@ -218,7 +218,7 @@ pub async fn rotate(
         subject: Some(id),
     };
     let answer = api::perform(app, c, req, s, action, |_| None).await?;
-    let shown = secret_notice(req.lang, &answer.json());
+    let shown = secret_notice(req.lang, &answer.value());
     endpoints(app, req, s, Some((200, shown)), false).await
 }
 
@@ -236,7 +236,7 @@ pub async fn events(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Cons
     if !answer.ok() {
         return Err(answer.refusal(req.lang));
     }
-    let list = answer.json();
+    let list = answer.value();
     let mut body = tabs(l);
     let _ = write!(
         body,
@@ -281,7 +281,7 @@ pub async fn event(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<R
         404 => return Err(ConsoleError::NotFound),
         _ => return Err(answer.refusal(req.lang)),
     }
-    let mut e = answer.json();
+    let mut e = answer.value();
     let deliveries = e["deliveries"].take();
     if let Some(o) = e.as_object_mut() {
         o.remove("deliveries");

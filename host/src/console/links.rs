@@ -6,6 +6,7 @@
 //! Idempotency-Key; the list is the audit log's `link.create` entries, each
 //! payment read through the API as it is now.
 
+use super::api::Reading;
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -227,7 +228,7 @@ pub async fn create(
         }
         Err(refused) => return Err(refused.refusal(req.lang)),
     };
-    let p = answer.json();
+    let p = answer.value();
     let id = text(&p["id"]);
     let detail = format!(
         "{} {} {}",

@@ -17,7 +17,7 @@ use http_body_util::Full;
 use hyper::Response;
 
 use super::Console;
-use super::api;
+use super::api::{self, Reading};
 use super::charts::{Bar, Chart, Scale, Table, columns, percent, rows};
 use super::format;
 use super::html::{self, esc, t, text, tf};
@@ -509,7 +509,7 @@ async fn operators(app: &Arc<App>, req: &Req, s: &Session) -> Result<String, Con
         t(l, "operator"),
         t(l, "status"),
     );
-    for country in answer.json()["data"].as_array().into_iter().flatten() {
+    for country in answer.value()["data"].as_array().into_iter().flatten() {
         for o in country["operators"].as_array().into_iter().flatten() {
             let _ = write!(
                 out,

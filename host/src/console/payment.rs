@@ -10,7 +10,7 @@ use http_body_util::Full;
 use hyper::Response;
 use serde_json::Value;
 
-use super::api;
+use super::api::{self, Reading};
 use super::blocking;
 use super::format::{self, Zone};
 use super::html::{self, esc, t};
@@ -44,7 +44,7 @@ pub(super) async fn get_payment(
     )
     .await?;
     match answer.status {
-        200 => Ok(answer.json()),
+        200 => Ok(answer.value()),
         404 => Err(ConsoleError::NotFound),
         _ => Err(answer.refusal(req.lang)),
     }
@@ -290,7 +290,7 @@ pub(super) async fn payment_with_refunds(
         &req.request_id,
     )
     .await?;
-    let list = refunds.json()["data"]
+    let list = refunds.value()["data"]
         .as_array()
         .cloned()
         .unwrap_or_default();
@@ -325,7 +325,7 @@ pub async fn show(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Re
     )
     .await?;
     if route.status == 200 {
-        let route = route.json();
+        let route = route.value();
         body.push_str(&route_section(l, &route));
         if let Some(adapter) = route["adapter"].as_str() {
             body.push_str(&books_section(app, l, s, &p, adapter)?);
@@ -507,7 +507,10 @@ pub async fn resend(
         subject: Some(event_id),
     };
     api::perform(app, c, req, s, action, |answer| {
-        Some(format!("{} deliveries", answer.json()["deliveries_queued"]))
+        Some(format!(
+            "{} deliveries",
+            answer.value()["deliveries_queued"]
+        ))
     })
     .await?;
     let plain_id = event_id

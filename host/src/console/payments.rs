@@ -9,7 +9,7 @@ use http_body_util::Full;
 use hyper::Response;
 use serde_json::Value;
 
-use super::api;
+use super::api::{self, Reading};
 use super::html::{self, esc, t};
 use super::sessions::Session;
 use super::web::{self, ConsoleError, Req};
@@ -134,7 +134,7 @@ async fn fetch(
         if !answer.ok() {
             return Err(answer.refusal(req.lang));
         }
-        let body = answer.json();
+        let body = answer.value();
         let data = body["data"].as_array().cloned().unwrap_or_default();
         let more = body["has_more"].as_bool().unwrap_or(false);
         after = data

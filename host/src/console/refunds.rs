@@ -10,7 +10,7 @@ use http_body_util::Full;
 use hyper::Response;
 use serde_json::json;
 
-use super::api;
+use super::api::{self, Reading};
 use super::html::{self, esc, t, tf};
 use super::payment::{RefundTotals, get_payment, payment_with_refunds};
 use super::payments::plain;
@@ -285,7 +285,7 @@ pub async fn refund(
             return refund_form(app, req, s, id, Some((refused.status, &err.to_string()))).await;
         }
     };
-    let r = answer.json();
+    let r = answer.value();
     let refund_id = r["id"].as_str().unwrap_or_default().to_string();
     let detail = format!("refund {refund_id} amount {} reason {reason}", r["amount"]);
     blocking(|| c.audit.finish_once(entry, id, &detail))?;
