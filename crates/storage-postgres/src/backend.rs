@@ -53,8 +53,7 @@ impl Backend for Postgres {
             scope: self.scope.clone(),
             tables: HashMap::new(),
             placeholders: BTreeSet::new(),
-            pending: Vec::new(),
-            pending_locks: Vec::new(),
+            pending: Pending::default(),
             events: Vec::new(),
             failed: None,
             turn: Some(turn),
@@ -258,12 +257,10 @@ struct PgTxn {
     /// Keys read absent and held by a placeholder row, not written since:
     /// absent to this transaction's reads and scans, deleted at commit.
     placeholders: BTreeSet<(String, String)>,
-    /// Writes not sent yet, and the table locks (shared) they need first:
-    /// sent together, pipelined, before the transaction's next read, scan
-    /// or commit, so a transaction that writes many keys between reads (an
+    /// Writes not sent yet, sent before the transaction's next read, scan
+    /// or commit: a transaction that writes many keys between reads (an
     /// index backfill) pays one round trip for them, not one each.
-    pending: Vec<Write>,
-    pending_locks: Vec<i64>,
+    pending: Pending,
     /// Written at commit (see [`write_on`]).
     events: Vec<OutboxEvent>,
     /// A statement failed: PostgreSQL has aborted the transaction, and a
@@ -315,31 +312,25 @@ impl PgTxn {
         };
         check_names(table, key)?;
         if let Some(lock) = self.table_lock(table, false) {
-            self.pending_locks.push(lock);
+            self.pending.locks.push(lock);
             self.tables.insert(table.clone(), false);
         }
         self.placeholders.remove(&(table.clone(), key.clone()));
-        self.pending.push(w);
+        self.pending.writes.push(w);
         Ok(())
-    }
-
-    /// The writes kept so far, to send before the next statement.
-    fn take_pending(&mut self) -> Pending {
-        Pending {
-            locks: std::mem::take(&mut self.pending_locks),
-            writes: std::mem::take(&mut self.pending),
-        }
     }
 }
 
 /// Writes of an open transaction not sent yet, with the table locks they need.
+#[derive(Default)]
 struct Pending {
     locks: Vec<i64>,
     writes: Vec<Write>,
 }
 
 impl Pending {
-    /// Sends them, pipelined: the locks, then the writes in order.
+    /// Sends them: the tables' locks in one statement, then the writes in
+    /// order, pipelined.
     async fn send(self, c: &Client, ns: &str) -> Result<(), StorageError> {
         if !self.locks.is_empty() {
             let stmt = c.prepare_cached(TABLES_SHARED).await.map_err(db_err)?;
@@ -358,7 +349,7 @@ impl Transaction for PgTxn {
             return Ok(None);
         }
         let (t, k) = held.clone();
-        let pending = self.take_pending();
+        let pending = std::mem::take(&mut self.pending);
         let (value, placeholder) = self.call(|c, ns| async move {
             let out = async {
                 pending.send(&c, &ns).await?;
@@ -417,7 +408,7 @@ impl Transaction for PgTxn {
         let limit = limit.min(MAX_SCAN) as usize;
         let (t, start, end) = (table.to_string(), start.to_string(), end.to_string());
         let asked = (limit + ours.len()) as u32;
-        let pending = self.take_pending();
+        let pending = std::mem::take(&mut self.pending);
         let rows = self.call(|c, ns| async move {
             let out = async {
                 pending.send(&c, &ns).await?;
@@ -458,7 +449,7 @@ impl Transaction for PgTxn {
             )));
         }
         let conn = self.conn.take().ok_or(StorageError::Finished)?;
-        let pending = self.take_pending();
+        let pending = std::mem::take(&mut self.pending);
         let events = std::mem::take(&mut self.events);
         let (tables, keys): (Vec<String>, Vec<Vec<u8>>) = std::mem::take(&mut self.placeholders)
             .into_iter()
