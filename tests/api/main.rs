@@ -12,6 +12,7 @@ mod books;
 mod checkout;
 mod cli;
 mod code_map;
+mod conflicts;
 mod connections;
 mod console;
 mod crash;

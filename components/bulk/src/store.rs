@@ -621,7 +621,9 @@ impl Tx {
 
 /// Removes a queue entry whose batch or item is gone or done.
 pub fn drop_entry(table: &str, key: &str) -> Result<(), ApiError> {
-    let tx = Tx::begin()?;
-    tx.0.delete(table, key)?;
-    tx.commit()
+    mmc_api_kit::again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        tx.0.delete(table, key)?;
+        tx.commit()
+    })
 }

@@ -131,8 +131,18 @@ fn not_parsed(operator: &str, e: AdapterError, req: &Request) -> Result<Response
     }
 }
 
-/// Applies one update; false when its subject is unknown here.
+/// Applies one update; false when its subject is unknown here. Run again
+/// on a storage conflict: nothing but storage happens in it.
 fn apply(
+    env: &str,
+    operator: &str,
+    via: Option<&str>,
+    u: &CallbackUpdate,
+) -> Result<bool, ApiError> {
+    store::again_on_conflict(|| apply_once(env, operator, via, u))
+}
+
+fn apply_once(
     env: &str,
     operator: &str,
     via: Option<&str>,

@@ -44,24 +44,26 @@ fn expire_one(d: &store::Due, now: u64) -> Result<(), crate::ApiError> {
     let answer = (worth_asking(&p) && !p.status.is_terminal())
         .then(|| router::cancel(crate::routes::via(&p).as_deref(), &operation_ref(&p)));
     let window = approval_window_ms(&p);
-    let tx = Tx::begin()?;
-    let Some(mut p) = tx.payment(env, merchant, id)? else {
-        return Ok(());
-    };
-    let previous_check = p.next_check_ms;
-    if let Some(Ok(paid @ PspStatus::Completed(_))) = &answer {
-        apply_psp_status(&tx, &mut p, paid.clone())?;
-    }
-    settle_overdue(&tx, &mut p, answer.as_ref(), window, now)?;
-    // This payment leaves the expiry index: if it is still in progress,
-    // reconciliation keeps asking the operator until it can be settled.
-    tx.delete("expiry", &d.key)?;
-    tx.delete(
-        "expiry",
-        &store::time_key(p.expires_at_ms, env, merchant, id),
-    )?;
-    tx.save_payment(&p, previous_check)?;
-    tx.commit()
+    store::again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        let Some(mut p) = tx.payment(env, merchant, id)? else {
+            return Ok(());
+        };
+        let previous_check = p.next_check_ms;
+        if let Some(Ok(paid @ PspStatus::Completed(_))) = &answer {
+            apply_psp_status(&tx, &mut p, paid.clone())?;
+        }
+        settle_overdue(&tx, &mut p, answer.as_ref(), window, now)?;
+        // This payment leaves the expiry index: if it is still in progress,
+        // reconciliation keeps asking the operator until it can be settled.
+        tx.delete("expiry", &d.key)?;
+        tx.delete(
+            "expiry",
+            &store::time_key(p.expires_at_ms, env, merchant, id),
+        )?;
+        tx.save_payment(&p, previous_check)?;
+        tx.commit()
+    })
 }
 
 /// Polls the PSP for payments in progress whose next check is due, with

@@ -53,6 +53,7 @@ pub fn refund_json(r: &Refund) -> Value {
 
 /// What a refund request asks: the amount (None: all that remains), the
 /// reason and the merchant's metadata.
+#[derive(Clone)]
 struct Asked {
     amount: Option<u64>,
     reason: String,
@@ -116,7 +117,7 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
     let key = wire::header(req, "idempotency-key")
         .map(payments::parse_idempotency_key)
         .transpose()?;
-    let (p, mut r) = match reserve(caller, id, asked, key.as_deref())? {
+    let (p, r) = match reserve(caller, id, asked, key.as_deref())? {
         Reserved::Replay(r) => {
             let mut body = refund_json(&r);
             body["idempotent_replay"] = Value::Bool(true);
@@ -125,19 +126,22 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
         Reserved::New(p, r) => (*p, r),
     };
     let answer = send(&p, &r);
-    let tx = Tx::begin()?;
-    r = tx
-        .refund(&r.environment, &r.merchant_id, &r.id)?
-        .ok_or_else(|| ApiError::internal("refund vanished"))?;
-    let status = match answer {
-        Ok(started) => {
-            r.psp_reference = Some(started.psp_reference);
-            started.status
-        }
-        Err(e) => status_after_error(&r, &e),
-    };
-    apply_refund_status(&tx, &mut r, status)?;
-    tx.commit()?;
+    let r = store::again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        let mut r = tx
+            .refund(&r.environment, &r.merchant_id, &r.id)?
+            .ok_or_else(|| ApiError::internal("refund vanished"))?;
+        let status = match &answer {
+            Ok(started) => {
+                r.psp_reference = Some(started.psp_reference.clone());
+                started.status.clone()
+            }
+            Err(e) => status_after_error(&r, e),
+        };
+        apply_refund_status(&tx, &mut r, status)?;
+        tx.commit()?;
+        Ok(r)
+    })?;
     Ok(json_response(201, &refund_json(&r)))
 }
 
@@ -167,8 +171,18 @@ fn reserve(
     asked: Asked,
     key: Option<&str>,
 ) -> Result<Reserved, ApiError> {
-    let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
     let now = clock::now_ms();
+    store::again_on_conflict(|| reserve_once(caller, id, asked.clone(), key, now))
+}
+
+fn reserve_once(
+    caller: &Caller,
+    id: &str,
+    asked: Asked,
+    key: Option<&str>,
+    now: u64,
+) -> Result<Reserved, ApiError> {
+    let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
     let tx = Tx::begin()?;
     let pid = store::read_payment(env, merchant, id)?
         .ok_or_else(|| ApiError::payment_not_found(id))?
@@ -484,41 +498,51 @@ fn routed(r: Refund) -> Result<Routed, ApiError> {
     })
 }
 
-/// What the operator answered about a due refund, recorded.
+/// What the operator answered about a due refund, recorded (run again on a
+/// storage conflict); a refund the operator does not know once nothing of
+/// ours can be on its way is sent again, after the transaction.
 fn record_refund_answer(
     d: &store::Due,
     answer: Result<PspStatus, AdapterError>,
 ) -> Result<(), ApiError> {
-    let tx = Tx::begin()?;
-    let Some(mut r) = tx.refund(&d.env, &d.merchant, &d.id)? else {
-        return Ok(());
-    };
-    match answer {
-        Ok(PspStatus::NotFound)
-            if r.status == RefundStatus::Pending
-                && payments::not_found_is_final(
-                    r.sent_at_ms.or(Some(r.created_at_ms)),
-                    clock::now_ms(),
-                ) =>
-        {
-            drop(tx);
-            return resend(d, &r);
+    let recorded = store::again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        let Some(mut r) = tx.refund(&d.env, &d.merchant, &d.id)? else {
+            return Ok(None);
+        };
+        match &answer {
+            Ok(PspStatus::NotFound)
+                if r.status == RefundStatus::Pending
+                    && payments::not_found_is_final(
+                        r.sent_at_ms.or(Some(r.created_at_ms)),
+                        clock::now_ms(),
+                    ) =>
+            {
+                return Ok(Some(r));
+            }
+            Ok(status) => apply_refund_status(&tx, &mut r, status.clone())?,
+            // The operator offers no status query (Wave): stop polling; the refund stays
+            // pending for a person to check with the operator.
+            Err(AdapterError::NotSupported(_)) => {
+                let previous = r.next_check_ms.take();
+                tx.save_refund(&r, previous)?;
+            }
+            Err(_) => apply_refund_status(&tx, &mut r, PspStatus::Pending)?,
         }
-        Ok(status) => apply_refund_status(&tx, &mut r, status)?,
-        // The operator offers no status query (Wave): stop polling; the refund stays
-        // pending for a person to check with the operator.
-        Err(AdapterError::NotSupported(m)) => {
-            crate::mmc::platform::log::log(
-                crate::mmc::platform::log::Level::Warn,
-                &format!("refund {}: {m}; needs manual review", r.id),
-            );
-            crate::mmc::platform::log::count("refund_needs_review");
-            let previous = r.next_check_ms.take();
-            tx.save_refund(&r, previous)?;
-        }
-        Err(_) => apply_refund_status(&tx, &mut r, PspStatus::Pending)?,
+        tx.commit()?;
+        Ok(None)
+    })?;
+    if let Some(r) = recorded {
+        return resend(d, &r);
     }
-    tx.commit()
+    if let Err(AdapterError::NotSupported(m)) = &answer {
+        crate::mmc::platform::log::log(
+            crate::mmc::platform::log::Level::Warn,
+            &format!("refund {}: {m}; needs manual review", d.id),
+        );
+        crate::mmc::platform::log::count("refund_needs_review");
+    }
+    Ok(())
 }
 
 /// Sends a pending refund again, under its id and through its payment's
@@ -528,24 +552,30 @@ fn record_refund_answer(
 /// sent changes nothing, since an earlier one may still arrive.
 fn resend(d: &store::Due, r: &Refund) -> Result<(), ApiError> {
     let now = clock::now_ms();
-    let tx = Tx::begin()?;
-    let Some(mut attempt) = tx.refund(&d.env, &d.merchant, &d.id)? else {
+    let attempt = store::again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        let Some(mut attempt) = tx.refund(&d.env, &d.merchant, &d.id)? else {
+            return Ok(None);
+        };
+        if attempt.status != RefundStatus::Pending || attempt.sent_at_ms != r.sent_at_ms {
+            return Ok(None);
+        }
+        let p = tx
+            .payment(&d.env, &d.merchant, &attempt.payment_id)?
+            .ok_or_else(|| ApiError::internal("refund without payment"))?;
+        let previous_check = attempt.next_check_ms;
+        attempt.sent_at_ms = Some(now);
+        attempt.resent += 1;
+        attempt.updated_at_ms = now;
+        // If the answer is never recorded (the node died), asked about then.
+        attempt.next_check_ms = Some(now + payments::in_flight_ms());
+        tx.save_refund(&attempt, previous_check)?;
+        tx.commit()?;
+        Ok(Some((p, attempt)))
+    })?;
+    let Some((p, attempt)) = attempt else {
         return Ok(());
     };
-    if attempt.status != RefundStatus::Pending || attempt.sent_at_ms != r.sent_at_ms {
-        return Ok(());
-    }
-    let p = tx
-        .payment(&d.env, &d.merchant, &attempt.payment_id)?
-        .ok_or_else(|| ApiError::internal("refund without payment"))?;
-    let previous_check = attempt.next_check_ms;
-    attempt.sent_at_ms = Some(now);
-    attempt.resent += 1;
-    attempt.updated_at_ms = now;
-    // If the answer is never recorded (the node died), asked about then.
-    attempt.next_check_ms = Some(now + payments::in_flight_ms());
-    tx.save_refund(&attempt, previous_check)?;
-    tx.commit()?;
     crate::mmc::platform::log::log(
         crate::mmc::platform::log::Level::Warn,
         &format!(
@@ -555,28 +585,32 @@ fn resend(d: &store::Due, r: &Refund) -> Result<(), ApiError> {
     );
     crate::mmc::platform::log::count("refund_resent");
     let answer = send(&p, &attempt);
-    let tx = Tx::begin()?;
-    let Some(mut r) = tx.refund(&d.env, &d.merchant, &d.id)? else {
-        return Ok(());
-    };
-    let status = match answer {
-        Ok(started) => {
-            if !started.psp_reference.is_empty() {
-                r.psp_reference = Some(started.psp_reference);
+    if let Err(e) = &answer
+        && !matches!(e, AdapterError::Rejected(_))
+    {
+        crate::mmc::platform::log::log(
+            crate::mmc::platform::log::Level::Warn,
+            &format!("refund {} sent again: {e:?}", attempt.id),
+        );
+    }
+    store::again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        let Some(mut r) = tx.refund(&d.env, &d.merchant, &d.id)? else {
+            return Ok(());
+        };
+        let status = match &answer {
+            Ok(started) => {
+                if !started.psp_reference.is_empty() {
+                    r.psp_reference = Some(started.psp_reference.clone());
+                }
+                started.status.clone()
             }
-            started.status
-        }
-        Err(e @ AdapterError::Rejected(_)) => status_after_error(&r, &e),
-        Err(e) => {
-            crate::mmc::platform::log::log(
-                crate::mmc::platform::log::Level::Warn,
-                &format!("refund {} sent again: {e:?}", r.id),
-            );
-            PspStatus::Pending
-        }
-    };
-    apply_refund_status(&tx, &mut r, status)?;
-    tx.commit()
+            Err(e @ AdapterError::Rejected(_)) => status_after_error(&r, e),
+            Err(_) => PspStatus::Pending,
+        };
+        apply_refund_status(&tx, &mut r, status)?;
+        tx.commit()
+    })
 }
 
 /// Asks the operator again about `r` because the books found the
@@ -593,18 +627,20 @@ pub fn recheck(r: Refund) -> Result<bool, ApiError> {
     let Some(Ok(status)) = answer else {
         return Ok(true);
     };
-    let tx = Tx::begin()?;
-    let Some(mut r) = tx.refund(&env, &merchant, &id)? else {
-        return Ok(false);
-    };
-    let applies = match &status {
-        PspStatus::Completed(_) => r.status != RefundStatus::Completed,
-        PspStatus::NotFound => false,
-        _ => r.status == RefundStatus::Pending,
-    };
-    if applies {
-        apply_refund_status(&tx, &mut r, status)?;
-        tx.commit()?;
-    }
-    Ok(true)
+    store::again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        let Some(mut r) = tx.refund(&env, &merchant, &id)? else {
+            return Ok(false);
+        };
+        let applies = match &status {
+            PspStatus::Completed(_) => r.status != RefundStatus::Completed,
+            PspStatus::NotFound => false,
+            _ => r.status == RefundStatus::Pending,
+        };
+        if applies {
+            apply_refund_status(&tx, &mut r, status.clone())?;
+            tx.commit()?;
+        }
+        Ok(true)
+    })
 }

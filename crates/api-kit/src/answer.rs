@@ -60,6 +60,10 @@ macro_rules! component_errors {
 
         impl From<$capability_error> for $crate::ApiError {
             fn from(e: $capability_error) -> Self {
+                if let $capability_error::Conflict(m) = &e {
+                    $log::log($log::Level::Info, &format!("storage conflict: {m}"));
+                    return $crate::ApiError::storage_conflict();
+                }
                 $log::log($log::Level::Error, &format!("storage: {e:?}"));
                 $crate::ApiError::storage(matches!(e, $capability_error::Unavailable(_)))
             }

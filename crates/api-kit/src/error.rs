@@ -19,6 +19,9 @@ pub struct ApiError {
     /// item or CSV line, so a client fixes them all in one round. (A boxed
     /// slice: every `Result` of the components carries an `ApiError`.)
     pub errors: Box<[Value]>,
+    /// Storage rolled the transaction back for crossing another writer
+    /// (see [`ApiError::storage_conflict`]): running it again may succeed.
+    pub conflict: bool,
 }
 
 impl ApiError {
@@ -37,6 +40,7 @@ impl ApiError {
             param: param.map(str::to_string),
             allow: None,
             errors: Box::default(),
+            conflict: false,
         }
     }
 
@@ -221,6 +225,17 @@ impl ApiError {
         }
     }
 
+    /// Storage rolled the transaction back to end a wait with another
+    /// writer (two transactions each waiting for what the other holds):
+    /// nothing was written. [`again_on_conflict`] runs the transaction again;
+    /// a client that still gets it retries like any 503.
+    pub fn storage_conflict() -> ApiError {
+        ApiError {
+            conflict: true,
+            ..ApiError::storage(true)
+        }
+    }
+
     /// The answer: its JSON body, `Retry-After` on a 503 (each is worth
     /// retrying soon: storage, a busy operator slot, a notification not
     /// processed) and `Allow` on a 405.
@@ -243,6 +258,29 @@ impl ApiError {
             answer = answer.with_header("allow", allow);
         }
         answer
+    }
+}
+
+/// How many times [`again_on_conflict`] runs a transaction in all.
+pub const CONFLICT_ATTEMPTS: u32 = 5;
+
+/// Runs `transaction` — one whole storage transaction, begun and committed
+/// inside it — again while storage rolls it back as a conflict with another
+/// writer, up to [`CONFLICT_ATTEMPTS`] runs. Each run starts afresh on
+/// current data, so `transaction` must only read and write storage (no call
+/// to an operator, no other side effect): in a component, the transaction
+/// that records an operator's answer is this closure, the call that got the
+/// answer stays outside it — so an answer is never lost to a conflict, and
+/// never asked for twice.
+pub fn again_on_conflict<T>(
+    mut transaction: impl FnMut() -> Result<T, ApiError>,
+) -> Result<T, ApiError> {
+    let mut attempt = 1;
+    loop {
+        match transaction() {
+            Err(e) if e.conflict && attempt < CONFLICT_ATTEMPTS => attempt += 1,
+            out => return out,
+        }
     }
 }
 
@@ -279,6 +317,37 @@ mod tests {
         assert_eq!(a.status, 503);
         assert!(a.headers.contains(&("retry-after".into(), "1".into())));
         assert_eq!(ApiError::storage(false).into_answer("").status, 500);
+    }
+
+    #[test]
+    fn a_transaction_rolled_back_as_a_conflict_runs_again_and_nothing_else_does() {
+        let mut runs = 0;
+        let out = again_on_conflict(|| {
+            runs += 1;
+            if runs < 3 {
+                Err(ApiError::storage_conflict())
+            } else {
+                Ok(runs)
+            }
+        });
+        assert_eq!(out, Ok(3));
+
+        let mut runs = 0;
+        let out: Result<(), _> = again_on_conflict(|| {
+            runs += 1;
+            Err(ApiError::storage_conflict())
+        });
+        assert_eq!(runs, CONFLICT_ATTEMPTS);
+        let e = out.unwrap_err();
+        assert!(e.conflict);
+        assert_eq!(e.into_answer("").status, 503, "the client may retry");
+
+        let mut runs = 0;
+        let out: Result<(), _> = again_on_conflict(|| {
+            runs += 1;
+            Err(ApiError::storage(true))
+        });
+        assert_eq!((runs, out.unwrap_err().conflict), (1, false));
     }
 
     #[test]

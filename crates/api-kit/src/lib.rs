@@ -11,4 +11,4 @@ mod error;
 pub mod multipart;
 
 pub use answer::Answer;
-pub use error::ApiError;
+pub use error::{ApiError, CONFLICT_ATTEMPTS, again_on_conflict};

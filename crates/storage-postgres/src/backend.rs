@@ -444,9 +444,13 @@ impl Transaction for PgTxn {
             if let Some(conn) = self.conn.take() {
                 rollback_later(&self.handle, conn);
             }
-            return Err(StorageError::Unavailable(format!(
-                "transaction rolled back: a statement in it failed: {e}"
-            )));
+            // A conflict stays one: the caller may run it all again.
+            return Err(match e {
+                StorageError::Conflict(m) => StorageError::Conflict(m),
+                e => StorageError::Unavailable(format!(
+                    "transaction rolled back: a statement in it failed: {e}"
+                )),
+            });
         }
         let conn = self.conn.take().ok_or(StorageError::Finished)?;
         let pending = std::mem::take(&mut self.pending);

@@ -15,8 +15,9 @@
 //!   shared), so what it saw stays true: no phantom. Prepared transactions
 //!   lock in one order and never deadlock each other; open ones lock in the
 //!   order the component reads, so two of them may: the server detects it
-//!   and fails one (busy, nothing written), as it would any writer waiting
-//!   past `lock_timeout`. A prepared transaction waits for a lock at most
+//!   and rolls one back, reported as a conflict (nothing written; the
+//!   component runs the transaction again), where a writer waiting past
+//!   `lock_timeout` is failed as busy. A prepared transaction waits for a lock at most
 //!   half the server's `deadlock_timeout`: crossing an open one, it gives
 //!   way before the deadlock check could fail the open one, and is tried
 //!   again here. A node runs at most half its pool of open
@@ -365,9 +366,12 @@ fn db_err(e: tokio_postgres::Error) -> StorageError {
         Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE => StorageError::Unavailable(
             "storage busy: writer lock not acquired in time (lock_timeout)".into(),
         ),
-        Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED => StorageError::Unavailable(
-            "storage busy: two transactions waited for each other; this one was rolled back".into(),
+        Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED => StorageError::Conflict(
+            "two transactions waited for each other; this one was rolled back".into(),
         ),
+        Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE => {
+            StorageError::Conflict(format!("postgres: {}", describe(&e)))
+        }
         _ => StorageError::Unavailable(format!("postgres: {}", describe(&e))),
     }
 }

@@ -160,10 +160,11 @@ fn a_key_read_absent_leaves_no_trace() {
 }
 
 /// Two open transactions that take two keys in opposite orders (a read
-/// locks its key at once): the server ends the wait by failing one as busy
-/// (rolled back, nothing written); the other commits. Neither hangs.
+/// locks its key at once): the server ends the wait by rolling one back,
+/// reported as a conflict (nothing written, worth running again, unlike a
+/// store that is down); the other commits. Neither hangs.
 #[test]
-fn open_transactions_locking_in_opposite_orders_end_one_as_busy() {
+fn open_transactions_locking_in_opposite_orders_end_one_as_a_conflict() {
     let t = TestDatabase::create();
     let (a, b) = (
         Arc::new(Postgres::connect(&t.url).unwrap()),
@@ -187,7 +188,7 @@ fn open_transactions_locking_in_opposite_orders_end_one_as_busy() {
     let busy: Vec<_> = answers.iter().filter(|r| r.is_err()).collect();
     assert_eq!(busy.len(), 1, "one of the two is failed: {answers:?}");
     assert!(
-        matches!(busy[0], Err(StorageError::Unavailable(m)) if m.contains("busy")),
+        matches!(busy[0], Err(StorageError::Conflict(m)) if m.contains("waited for each other")),
         "{busy:?}"
     );
     assert_eq!(b.scan("c", "t", "", "", 10).unwrap().len(), 2);

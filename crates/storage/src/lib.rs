@@ -21,6 +21,13 @@ pub enum StorageError {
     Invalid(String),
     #[error("transaction already finished")]
     Finished,
+    /// The engine rolled this transaction back to end a wait with another
+    /// writer (two transactions each waiting for a key the other holds):
+    /// nothing of it was written, and the same transaction run again from
+    /// the start may well succeed. Only an engine with more than one writer
+    /// (PostgreSQL) reports it.
+    #[error("storage conflict: {0}")]
+    Conflict(String),
 }
 
 #[cfg(feature = "rusqlite")]

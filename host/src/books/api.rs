@@ -23,9 +23,9 @@ impl From<BooksError> for ApiError {
             }
             BooksError::Corrupt(_) => ApiError::internal(e.to_string()),
             BooksError::Busy => ApiError::unavailable(e.to_string()),
-            BooksError::Storage(crate::db::StorageError::Unavailable(_)) => {
-                ApiError::unavailable(e.to_string())
-            }
+            BooksError::Storage(
+                crate::db::StorageError::Unavailable(_) | crate::db::StorageError::Conflict(_),
+            ) => ApiError::unavailable(e.to_string()),
             BooksError::Storage(_) => ApiError::internal(e.to_string()),
         }
     }

@@ -20,9 +20,10 @@ impl From<WebhookError> for ApiError {
             WebhookError::TooManyEndpoints => {
                 ApiError::bad_request("webhook_endpoints_limit_reached", e.to_string())
             }
-            WebhookError::Storage(e @ crate::db::StorageError::Unavailable(_)) => {
-                ApiError::unavailable(e.to_string())
-            }
+            WebhookError::Storage(
+                e
+                @ (crate::db::StorageError::Unavailable(_) | crate::db::StorageError::Conflict(_)),
+            ) => ApiError::unavailable(e.to_string()),
             WebhookError::Storage(e) => ApiError::internal(e.to_string()),
             // Never the key or the value: only that the secret cannot be opened.
             WebhookError::Sealing(e) => ApiError::internal(e.to_string()),

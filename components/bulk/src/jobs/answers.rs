@@ -19,6 +19,7 @@ pub(super) fn warn(message: &str) {
 }
 
 /// What we learnt about a payout.
+#[derive(Clone)]
 pub(super) enum Answer {
     Completed(Option<String>),
     Failed(Option<String>, Failure),
@@ -106,8 +107,9 @@ pub(super) fn payout_answer(item: &Item, outcome: Result<Started, AdapterError>)
 }
 
 /// Applies an answer to a processing item (and its batch) in one
-/// transaction; `checked`: the answer came from a status query. Returns
-/// true if the item is now final.
+/// transaction, run again on a storage conflict (the answer is never lost
+/// to one); `checked`: the answer came from a status query. Returns true if
+/// the item is now final.
 pub(super) fn record(
     env: &str,
     merchant: &str,
@@ -116,6 +118,19 @@ pub(super) fn record(
     checked: bool,
 ) -> Result<bool, ApiError> {
     let now = clock::now_ms();
+    mmc_api_kit::again_on_conflict(|| {
+        record_once(env, merchant, claimed, answer.clone(), checked, now)
+    })
+}
+
+fn record_once(
+    env: &str,
+    merchant: &str,
+    claimed: &Item,
+    answer: Answer,
+    checked: bool,
+    now: u64,
+) -> Result<bool, ApiError> {
     let tx = Tx::begin()?;
     let Some(mut item) = tx.item(env, merchant, &claimed.batch_id, claimed.position)? else {
         return Ok(true);

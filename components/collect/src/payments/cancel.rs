@@ -41,38 +41,42 @@ pub fn cancel_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
     // can say whether it is withdrawn: ask it, by our id.
     let answer = (p.operator.is_some() && p.sent_at().is_some())
         .then(|| router::cancel(crate::routes::via(&p).as_deref(), &operation_ref(&p)));
-    let tx = Tx::begin()?;
-    let mut p = tx
-        .payment(env, merchant, &p.id)?
-        .ok_or_else(|| ApiError::internal("payment vanished"))?;
-    let previous_check = p.next_check_ms;
-    let now = clock::now_ms();
     let refuse = |why: &str| Err(ApiError::state("payment_not_cancellable", why.to_string()));
-    match cancel_verdict(&p, answer, now) {
-        Verdict::Withdrawn => {}
-        Verdict::Refused(why) => return refuse(why),
-        Verdict::Paid(paid) => {
-            apply_psp_status(&tx, &mut p, paid)?;
-            tx.save_payment(&p, previous_check)?;
-            tx.commit()?;
-            if p.status != Status::Completed {
-                return refuse(
-                    "The operator reports a payment for another amount or currency: the payment is under review.",
-                );
+    // The operator's answer is recorded whatever the storage's conflicts.
+    let p = store::again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        let mut p = tx
+            .payment(env, merchant, &p.id)?
+            .ok_or_else(|| ApiError::internal("payment vanished"))?;
+        let previous_check = p.next_check_ms;
+        let now = clock::now_ms();
+        match cancel_verdict(&p, answer.clone(), now) {
+            Verdict::Withdrawn => {}
+            Verdict::Refused(why) => return refuse(why),
+            Verdict::Paid(paid) => {
+                apply_psp_status(&tx, &mut p, paid)?;
+                tx.save_payment(&p, previous_check)?;
+                tx.commit()?;
+                if p.status != Status::Completed {
+                    return refuse(
+                        "The operator reports a payment for another amount or currency: the payment is under review.",
+                    );
+                }
+                return refuse("The customer already paid: the payment is completed.");
             }
-            return refuse("The customer already paid: the payment is completed.");
         }
-    }
-    if !p.status.is_cancellable() || initiation_under_way(&p, now) {
-        return Err(ApiError::state(
-            "payment_not_cancellable",
-            format!("A {} payment cannot be cancelled now.", p.status.as_str()),
-        ));
-    }
-    p.cancel_reason = reason;
-    move_to(&tx, &mut p, Status::Cancelled, now)?;
-    tx.save_payment(&p, previous_check)?;
-    tx.commit()?;
+        if !p.status.is_cancellable() || initiation_under_way(&p, now) {
+            return Err(ApiError::state(
+                "payment_not_cancellable",
+                format!("A {} payment cannot be cancelled now.", p.status.as_str()),
+            ));
+        }
+        p.cancel_reason = reason.clone();
+        move_to(&tx, &mut p, Status::Cancelled, now)?;
+        tx.save_payment(&p, previous_check)?;
+        tx.commit()?;
+        Ok(p)
+    })?;
     Ok(json_response(200, &wire::PaymentView::new(&p, false)))
 }
 

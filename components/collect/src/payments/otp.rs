@@ -26,16 +26,19 @@ pub fn confirm(caller: &Caller, id: &str, otp: &str) -> Result<Payment, ApiError
     let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
     let p = start_confirmation(env, merchant, id, otp)?;
     let answer = router::confirm_otp(crate::routes::via(&p).as_deref(), &operation_ref(&p), otp);
-    let tx = Tx::begin()?;
-    let mut p = tx
-        .payment(env, merchant, &p.id)?
-        .ok_or_else(|| ApiError::internal("payment vanished"))?;
-    let previous_check = p.next_check_ms;
-    p.end_initiating();
     // A storage error aborts (nothing written); any decided answer is saved.
-    let recorded = record_otp_answer(&tx, &mut p, answer, clock::now_ms())?;
-    tx.save_payment(&p, previous_check)?;
-    tx.commit()?;
+    let (p, recorded) = store::again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        let mut p = tx
+            .payment(env, merchant, &p.id)?
+            .ok_or_else(|| ApiError::internal("payment vanished"))?;
+        let previous_check = p.next_check_ms;
+        p.end_initiating();
+        let recorded = record_otp_answer(&tx, &mut p, answer.clone(), clock::now_ms())?;
+        tx.save_payment(&p, previous_check)?;
+        tx.commit()?;
+        Ok((p, recorded))
+    })?;
     match recorded {
         OtpAnswer::Accepted => Ok(p),
         OtpAnswer::Refused(e) => Err(e),

@@ -114,7 +114,9 @@ pub fn due(table: &str, now: u64, limit: u32) -> Result<Vec<Due>, ApiError> {
 
 /// Removes an index entry whose payment is gone.
 pub fn drop_index_entry(table: &str, key: &str) -> Result<(), ApiError> {
-    let tx = Tx::begin()?;
-    tx.delete(table, key)?;
-    tx.commit()
+    mmc_api_kit::again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        tx.delete(table, key)?;
+        tx.commit()
+    })
 }

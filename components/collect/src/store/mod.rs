@@ -39,6 +39,7 @@ pub use indexes::{
     listing_key, listing_prefix, listing_ready,
 };
 pub use keys::{idem_row, reference_row, scope, time_key};
+pub use mmc_api_kit::again_on_conflict;
 pub use reads::{read_owner, read_payment, read_payment_refunds, read_refund, read_stored_payment};
 pub use records::{IdemRecord, Refund, RefundIdem, RefundStatus};
 pub use search::{build_search_index, search_ready};

@@ -7,6 +7,7 @@ use std::cell::RefCell;
 
 use crate::ApiError;
 use crate::mmc::platform::storage::{self, Transaction};
+use mmc_api_kit::again_on_conflict;
 
 use super::codec::encode_payment;
 use super::keys::scope;
@@ -81,16 +82,31 @@ impl Known {
 /// transaction, exactly as a plain transaction would:
 /// the outcome is always that of `f` run under the writer on current data.
 /// `f` may run twice, so it must not call operators or other side effects.
+///
+/// Under the writer, a transaction the storage rolls back as a conflict with
+/// another writer (PostgreSQL: two open transactions each waiting for a key
+/// the other holds) runs again from the start ([`again_on_conflict`]).
 pub fn transact<T>(f: impl Fn(&Tx) -> Result<T, ApiError>) -> Result<T, ApiError> {
     // Read-only: committed data was read, nothing to write.
-    if let Some(out) = settle_draft(Draft::default(), &f, true)? {
+    if let Some(out) = settled(settle_draft(Draft::default(), &f, true))? {
         return Ok(out);
     }
     // The draft failed, or what it read changed meanwhile: decide again under the writer.
-    let tx = Tx::begin()?;
-    let out = f(&tx)?;
-    tx.commit()?;
-    Ok(out)
+    again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    })
+}
+
+/// A draft's outcome, a conflict taken as a draft that did not settle (the
+/// writer decides it then).
+fn settled<T>(drafted: Result<Option<T>, ApiError>) -> Result<Option<T>, ApiError> {
+    match drafted {
+        Err(e) if e.conflict => Ok(None),
+        drafted => drafted,
+    }
 }
 
 /// As [`transact`], but the first draft takes each of `absent` (table, key)
@@ -111,7 +127,7 @@ pub fn transact_assuming_absent<T>(
         draft.reads.push((table.to_string(), key.clone(), None));
     }
     // An answer that writes nothing proves nothing of what was assumed.
-    match settle_draft(draft, &f, false)? {
+    match settled(settle_draft(draft, &f, false))? {
         Some(out) => Ok(out),
         None => transact(f),
     }
