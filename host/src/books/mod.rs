@@ -282,24 +282,27 @@ impl Books {
         report: &mut Report,
     ) -> Result<(), BooksError> {
         let (account, day) = (run.account, run.day);
-        if let Err(reason) = run.stage(records, report)? {
-            tracing::warn!(account, date = %day, %reason, "books: the day could not be read whole");
-            report.status = "incomplete".into();
-            report.reason = Some(reason);
-            report.wallets.clear();
-            report.tally = Tally::new();
-            let mut tx = self.storage.begin(NS)?;
-            put_report(tx.as_mut(), report)?;
-            tx.commit()?;
-            return Ok(());
-        }
+        let staging = match run.stage(records, report)? {
+            Ok(staging) => staging,
+            Err(reason) => {
+                tracing::warn!(account, date = %day, %reason, "books: the day could not be read whole");
+                report.status = "incomplete".into();
+                report.reason = Some(reason);
+                report.wallets.clear();
+                report.tally = Tally::new();
+                let mut tx = self.storage.begin(NS)?;
+                put_report(tx.as_mut(), report)?;
+                tx.commit()?;
+                return Ok(());
+            }
+        };
         for w in report.wallets.iter().filter(|w| w.drifted()) {
             tracing::warn!(
                 account, date = %day, wallet = %w.wallet, drift = ?w.drift,
                 "books: the wallet's stated balances do not add up with its movements"
             );
         }
-        run.judge(records, report)
+        run.judge(records, &staging, report)
     }
 
     /// Whether a run of `account`'s `day` wrote lines.

@@ -3,9 +3,11 @@
 //!
 //! 1. **The provider's side is staged**: its statement page by page (or,
 //!    for a provider without one, each of our records read back by status),
-//!    each movement of ours written to the `stage` table under the id it
+//!    each movement of ours staged in the `stage` table under the id it
 //!    ties to (our id as echoed, else the provider's reference resolved
-//!    later), its kind's totals and each wallet's day counted as it goes.
+//!    later) — sorted by it in memory a bounded number at a time and
+//!    written in packs ([`stage`]) — its kind's totals and each wallet's
+//!    day counted as it goes.
 //!    A statement that cannot be read whole stops here: the staged rows go,
 //!    the day is `incomplete`, no line is written.
 //! 2. **Both sides are merged in id order**: our records of the day (UUIDv7
@@ -34,9 +36,10 @@ mod sink;
 mod stage;
 
 use sink::Sink;
+pub(super) use stage::Staging;
 use stage::{Staged, Stager};
 
-/// Staged provider lines: `{account}/{date}/{run}/{tie}/{seq}`.
+/// Staged provider lines: `{account}/{date}/{run}/…` (see [`stage`]).
 pub(super) const STAGE: &str = "stage";
 /// Rows written per prepared transaction.
 const BATCH: usize = 1000;
@@ -125,16 +128,11 @@ impl Run<'_> {
         &self,
         records: &mut Records<'_>,
         report: &mut Report,
-    ) -> Result<Result<(), String>, BooksError> {
+    ) -> Result<Result<Staging, String>, BooksError> {
         // What a run that died left staged.
         let day = format!("{}/{}/", self.account, self.day);
         sweep(self.books, STAGE, (&day, &format!("{day}~")), |_| true)?;
-        let mut stager = Stager {
-            run: self,
-            pending: Vec::with_capacity(BATCH),
-            seq: 0,
-            wallets: mmc_books::wallet::Days::default(),
-        };
+        let mut stager = Stager::new(self);
         let read = if self.statement {
             let wait = Duration::from_millis(self.books.config.statement_wait_ms);
             let span = (self.day.start_ms(), self.day.end_ms());
@@ -166,10 +164,10 @@ impl Run<'_> {
             }
             read
         };
-        stager.flush()?;
+        let staging = stager.finish()?;
         report.wallets = std::mem::take(&mut stager.wallets).finish();
         match read {
-            Read::Whole => Ok(Ok(())),
+            Read::Whole => Ok(Ok(staging)),
             Read::Incomplete(why) => {
                 self.drop_stage()?;
                 Ok(Err(why))
@@ -179,13 +177,18 @@ impl Run<'_> {
 
     /// Deletes this run's staged rows (a day that could not be read whole).
     fn drop_stage(&self) -> Result<(), BooksError> {
-        let (start, end) = (self.prefix(), format!("{}~", self.prefix()));
+        let (start, end) = (self.prefix(), format!("{}~~", self.prefix()));
         sweep(self.books, STAGE, (&start, &end), |_| true)
     }
 
     /// Steps 2 and 3: both sides merged and judged, lines and cases written
     /// in batches, the report last, an earlier run's leftover lines swept.
-    pub fn judge(&self, records: &mut Records<'_>, report: &mut Report) -> Result<(), BooksError> {
+    pub fn judge(
+        &self,
+        records: &mut Records<'_>,
+        staging: &Staging,
+        report: &mut Report,
+    ) -> Result<(), BooksError> {
         let open = open_cases(self.books)?;
         let had_lines = self.books.has_lines(self.account, self.day)?;
         let mut sink = Sink {
@@ -194,7 +197,7 @@ impl Run<'_> {
             judged: Vec::with_capacity(JUDGED_BATCH),
             consumed: Vec::new(),
         };
-        let mut theirs = Staged::new(self)?;
+        let mut theirs = Staged::new(self, staging)?;
         let mut stream = records.day_stream(self.day)?;
         let mut by_reference_taken: HashSet<String> = HashSet::new();
         let mut ours_next = records.next_of_day(&mut stream)?;

@@ -28,6 +28,10 @@ pub struct BooksConfig {
     /// How far (major units) a wallet's stated closing balance may be off
     /// from its opening plus the day's movements before a case is opened.
     pub drift_tolerance: u64,
+    /// The provider's lines a run holds in memory while it stages a day:
+    /// sorted, then written as one sorted run in packs. More is fewer runs
+    /// to merge, and more memory (a few hundred bytes a line).
+    pub staged_lines_in_memory: usize,
 }
 
 impl Default for BooksConfig {
@@ -39,6 +43,7 @@ impl Default for BooksConfig {
             missing_grace_ms: 30 * 60 * 1000,
             statement_wait_ms: 10 * 60 * 1000,
             drift_tolerance: 0,
+            staged_lines_in_memory: 20_000,
             // The test environment's simulated provider charges 1 % on
             // collections and payouts (its `fee_bp` setting).
             rate_cards: ["collection", "payout"]
@@ -58,6 +63,9 @@ impl Default for BooksConfig {
 
 impl BooksConfig {
     pub fn check(&self) -> Result<(), String> {
+        if self.staged_lines_in_memory == 0 {
+            return Err("books.staged_lines_in_memory must be at least 1".into());
+        }
         self.rate_cards.iter().try_for_each(RateCard::check)
     }
 }

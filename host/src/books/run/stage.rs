@@ -1,19 +1,72 @@
 //! The provider's side of a run: its lines staged as they are read, then
-//! read back in id order.
+//! read back in tie order.
+//!
+//! Staged as an external sort: lines are held in memory up to
+//! `books.staged_lines_in_memory`, sorted by tie, and written as one
+//! *sorted run* in packs of [`PACK`] lines a row; reading merges the runs.
+//! So a record costs the store a fraction of a row to stage and to delete,
+//! where a row per line cost one write and one delete each (the bulk of a
+//! day's writes on PostgreSQL, beside the line itself). Lines tied only by
+//! the provider's reference stay a row each, keyed by it: a record that
+//! names that reference looks them up out of order.
 
 use mmc_books::Line;
+use serde::{Deserialize, Serialize};
 
 use super::*;
 
+/// Lines a row of a sorted run: enough that staging is a few hundred rows
+/// a million lines, few enough that the merge holds one pack per run.
+const PACK: usize = 250;
+/// Packs written per prepared transaction (`PACK` × this lines).
+const PACKS_PER_WRITE: usize = 40;
+/// Where the sorted runs' packs are: `{run prefix}{RUNS}{n:06}/{pack:06}`,
+/// before the rows keyed by a reference (`~ref:` sorts after it).
+const RUNS: &str = "runs/";
+
+/// One staged line: the tie it is merged on, and its place in the
+/// statement (lines of one tie are judged in that order).
+#[derive(Serialize, Deserialize)]
+struct Packed {
+    tie: String,
+    seq: u64,
+    line: Line,
+}
+
+/// How a run's lines were staged: the packs of each sorted run.
+#[derive(Debug, Default)]
+pub(in crate::books) struct Staging {
+    packs: Vec<u32>,
+}
+
 /// The provider's lines, staged as they are read.
 pub(super) struct Stager<'r, 'a> {
-    pub(super) run: &'r Run<'a>,
-    pub(super) pending: Vec<Write>,
-    pub(super) seq: u64,
+    run: &'r Run<'a>,
+    /// Lines tied by a reference only, a row each, not written yet.
+    pending: Vec<Write>,
+    /// Lines held for the next sorted run.
+    held: Vec<Packed>,
+    /// Lines held before a sorted run is written.
+    in_memory: usize,
+    staging: Staging,
+    seq: u64,
     pub(super) wallets: mmc_books::wallet::Days,
 }
 
-impl Stager<'_, '_> {
+impl<'r, 'a> Stager<'r, 'a> {
+    pub(super) fn new(run: &'r Run<'a>) -> Self {
+        let in_memory = run.books.config.staged_lines_in_memory.max(1);
+        Stager {
+            run,
+            pending: Vec::new(),
+            held: Vec::with_capacity(in_memory.min(BATCH)),
+            in_memory,
+            staging: Staging::default(),
+            seq: 0,
+            wallets: mmc_books::wallet::Days::default(),
+        }
+    }
+
     pub(super) fn lines(
         &mut self,
         lines: Vec<Line>,
@@ -25,119 +78,217 @@ impl Stager<'_, '_> {
             if !line.kind.is_operation() {
                 continue;
             }
-            let tie = match (&line.our_id, &line.psp_reference) {
-                (Some(id), _) if !id.starts_with('~') && !id.contains('/') => id.clone(),
-                (_, Some(r)) if !r.contains('/') => format!("{BY_REFERENCE}{r}"),
-                _ => format!("{UNTIED}{}", self.seq),
-            };
             self.seq += 1;
-            let key = format!("{}{tie}/{:012}", self.run.prefix(), self.seq);
-            let value = serde_json::to_vec(&line).expect("lines serialise");
-            self.pending.push(Write::Put {
-                table: STAGE.into(),
-                key,
-                value,
-            });
-            if self.pending.len() >= BATCH {
-                self.flush()?;
+            match (&line.our_id, &line.psp_reference) {
+                (Some(id), _) if !id.starts_with('~') && !id.contains('/') => {
+                    self.hold(id.clone(), line)?
+                }
+                (_, Some(r)) if !r.contains('/') => {
+                    let key = format!("{}{BY_REFERENCE}{r}/{:012}", self.run.prefix(), self.seq);
+                    let value = serde_json::to_vec(&line).expect("lines serialise");
+                    self.pending.push(Write::Put {
+                        table: STAGE.into(),
+                        key,
+                        value,
+                    });
+                    if self.pending.len() >= BATCH {
+                        self.run.write(std::mem::take(&mut self.pending))?;
+                    }
+                }
+                _ => self.hold(format!("{UNTIED}{}", self.seq), line)?,
             }
         }
         Ok(())
     }
 
-    pub(super) fn flush(&mut self) -> Result<(), BooksError> {
-        let writes = std::mem::take(&mut self.pending);
-        self.run.write(writes)
+    fn hold(&mut self, tie: String, line: Line) -> Result<(), BooksError> {
+        let seq = self.seq;
+        self.held.push(Packed { tie, seq, line });
+        if self.held.len() >= self.in_memory {
+            self.write_sorted_run()?;
+        }
+        Ok(())
+    }
+
+    /// The held lines, sorted by tie, written as the next sorted run.
+    fn write_sorted_run(&mut self) -> Result<(), BooksError> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let mut held = std::mem::take(&mut self.held);
+        held.sort_unstable_by(|a, b| (&a.tie, a.seq).cmp(&(&b.tie, b.seq)));
+        let n = self.staging.packs.len();
+        let mut writes = Vec::with_capacity(PACKS_PER_WRITE);
+        let mut packs = 0u32;
+        for pack in held.chunks(PACK) {
+            writes.push(Write::Put {
+                table: STAGE.into(),
+                key: pack_key(self.run, n, packs),
+                value: serde_json::to_vec(pack).expect("lines serialise"),
+            });
+            packs += 1;
+            if writes.len() == PACKS_PER_WRITE {
+                self.run.write(std::mem::take(&mut writes))?;
+            }
+        }
+        self.run.write(writes)?;
+        self.staging.packs.push(packs);
+        Ok(())
+    }
+
+    /// Writes what is still held; what was staged, as it was staged.
+    pub(super) fn finish(&mut self) -> Result<Staging, BooksError> {
+        self.write_sorted_run()?;
+        self.run.write(std::mem::take(&mut self.pending))?;
+        Ok(std::mem::take(&mut self.staging))
     }
 }
 
-/// The staged lines of a run, read in key order a page at a time.
+fn pack_key(run: &Run<'_>, n: usize, pack: u32) -> String {
+    format!("{}{RUNS}{n:06}/{pack:06}", run.prefix())
+}
+
+/// One sorted run (or the rows keyed by a reference), read a row at a time.
+struct Source {
+    /// Lines read and not taken yet, each with the row its taking consumes
+    /// (a pack's last line, or a referenced line's own row).
+    page: VecDeque<(Packed, Option<String>)>,
+    /// Packs of a sorted run: (which run, the next pack, how many);
+    /// `None`: the rows keyed by a reference, scanned from `from`.
+    packs: Option<(usize, u32, u32)>,
+    from: String,
+    done: bool,
+}
+
+/// The staged lines of a run, merged in tie order.
 pub(super) struct Staged<'r, 'a> {
     pub(super) run: &'r Run<'a>,
-    pub(super) page: VecDeque<(String, String, Line)>,
-    pub(super) from: String,
-    pub(super) end: String,
-    pub(super) done: bool,
+    sources: Vec<Source>,
     /// Lines staged under the provider's reference only (looked up by it).
     pub(super) by_reference: u64,
 }
 
 impl<'r, 'a> Staged<'r, 'a> {
-    pub(super) fn new(run: &'r Run<'a>) -> Result<Self, BooksError> {
+    pub(super) fn new(run: &'r Run<'a>, staging: &Staging) -> Result<Self, BooksError> {
         let prefix = run.prefix();
+        let start = format!("{prefix}{BY_REFERENCE}");
         let by_reference = run
             .books
             .storage
-            .scan(
-                NS,
-                STAGE,
-                &format!("{prefix}{BY_REFERENCE}"),
-                &format!("{prefix}{BY_REFERENCE}~"),
-                1,
-            )?
+            .scan(NS, STAGE, &start, &format!("{start}~"), 1)?
             .len() as u64;
+        let runs = staging.packs.iter().enumerate().map(|(n, &count)| Source {
+            page: VecDeque::new(),
+            packs: Some((n, 0, count)),
+            from: String::new(),
+            done: count == 0,
+        });
+        let referenced = Source {
+            page: VecDeque::new(),
+            packs: None,
+            from: start,
+            done: by_reference == 0,
+        };
         Ok(Staged {
             run,
-            page: VecDeque::new(),
-            end: format!("{prefix}~~"),
-            from: prefix,
-            done: false,
+            sources: runs.chain([referenced]).collect(),
             by_reference,
         })
     }
 
-    /// A staged row as (key, tie, line).
-    pub(super) fn row(
-        &self,
-        key: String,
-        value: &[u8],
-    ) -> Result<(String, String, Line), BooksError> {
+    /// A staged row keyed by a reference, as a packed line.
+    fn row(&self, key: &str, value: &[u8]) -> Result<Packed, BooksError> {
         let rest = &key[self.run.prefix().len()..];
-        let tie = rest.rsplit_once('/').map_or(rest, |(t, _)| t).to_string();
+        let (tie, seq) = rest.rsplit_once('/').unwrap_or((rest, "0"));
         let line = serde_json::from_slice(value).map_err(|e| BooksError::Corrupt(e.to_string()))?;
-        Ok((key, tie, line))
+        Ok(Packed {
+            tie: tie.to_string(),
+            seq: seq.parse().unwrap_or(0),
+            line,
+        })
     }
 
-    pub(super) fn fill(&mut self) -> Result<(), BooksError> {
-        if !self.page.is_empty() || self.done {
+    /// Reads the next row of source `i` if its page is empty.
+    fn fill(&mut self, i: usize) -> Result<(), BooksError> {
+        let run = self.run;
+        let s = &self.sources[i];
+        if !s.page.is_empty() || s.done {
             return Ok(());
         }
-        let limit = mmc_storage::MAX_SCAN;
-        let rows = self
-            .run
-            .books
-            .storage
-            .scan(NS, STAGE, &self.from, &self.end, limit)?;
-        if rows.len() < limit as usize {
-            self.done = true;
-        }
-        if let Some((last, _)) = rows.last() {
-            self.from = format!("{last}\0");
-        }
-        for (key, value) in rows {
-            let row = self.row(key, &value)?;
-            self.page.push_back(row);
-        }
+        let page = match s.packs {
+            Some((n, next, count)) => {
+                let key = pack_key(run, n, next);
+                let value =
+                    run.books.storage.get(NS, STAGE, &key)?.ok_or_else(|| {
+                        BooksError::Corrupt(format!("staged pack {key} is missing"))
+                    })?;
+                let pack: Vec<Packed> = serde_json::from_slice(&value)
+                    .map_err(|e| BooksError::Corrupt(e.to_string()))?;
+                let last = pack.len().saturating_sub(1);
+                let s = &mut self.sources[i];
+                s.packs = Some((n, next + 1, count));
+                s.done = next + 1 == count;
+                pack.into_iter()
+                    .enumerate()
+                    .map(|(j, p)| (p, (j == last).then(|| key.clone())))
+                    .collect()
+            }
+            None => {
+                let end = format!("{}{BY_REFERENCE}~", run.prefix());
+                let limit = mmc_storage::MAX_SCAN;
+                let rows = run.books.storage.scan(NS, STAGE, &s.from, &end, limit)?;
+                let mut page = VecDeque::with_capacity(rows.len());
+                for (key, value) in &rows {
+                    page.push_back((self.row(key, value)?, Some(key.clone())));
+                }
+                let s = &mut self.sources[i];
+                s.done = rows.len() < limit as usize;
+                if let Some((last, _)) = rows.last() {
+                    s.from = format!("{last}\0");
+                }
+                page
+            }
+        };
+        self.sources[i].page = page;
         Ok(())
     }
 
+    /// The smallest tie at the head of any source.
     pub(super) fn peek_tie(&mut self) -> Result<Option<String>, BooksError> {
-        self.fill()?;
-        Ok(self.page.front().map(|(_, tie, _)| tie.clone()))
+        for i in 0..self.sources.len() {
+            self.fill(i)?;
+        }
+        let least = self
+            .sources
+            .iter()
+            .filter_map(|s| s.page.front().map(|(p, _)| p.tie.as_str()))
+            .min();
+        Ok(least.map(str::to_string))
     }
 
-    /// Every line of the next tie (their keys added to `consumed`).
+    /// Every line of the next tie, in the statement's order (the rows
+    /// taking them consumed added to `consumed`).
     pub(super) fn take(&mut self, consumed: &mut Vec<String>) -> Result<Vec<Line>, BooksError> {
         let Some(tie) = self.peek_tie()? else {
             return Ok(Vec::new());
         };
-        let mut out = Vec::new();
-        while self.peek_tie()?.as_ref() == Some(&tie) {
-            let (key, _, line) = self.page.pop_front().expect("peeked");
-            consumed.push(key);
-            out.push(line);
+        let mut out: Vec<Packed> = Vec::new();
+        for i in 0..self.sources.len() {
+            loop {
+                self.fill(i)?;
+                let s = &mut self.sources[i];
+                match s.page.front() {
+                    Some((head, _)) if head.tie == tie => {
+                        let (line, row) = s.page.pop_front().expect("peeked");
+                        consumed.extend(row);
+                        out.push(line);
+                    }
+                    _ => break,
+                }
+            }
         }
-        Ok(out)
+        out.sort_by_key(|p| p.seq);
+        Ok(out.into_iter().map(|p| p.line).collect())
     }
 
     /// The lines staged under `tie`, read out of order (a line the provider
@@ -157,9 +308,8 @@ impl<'r, 'a> Staged<'r, 'a> {
         )?;
         let mut out = Vec::with_capacity(rows.len());
         for (key, value) in rows {
-            let (key, _, line) = self.row(key, &value)?;
+            out.push(self.row(&key, &value)?.line);
             consumed.push(key);
-            out.push(line);
         }
         Ok(out)
     }
