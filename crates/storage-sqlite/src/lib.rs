@@ -401,6 +401,10 @@ impl Sqlite {
 }
 
 impl Backend for Sqlite {
+    fn packs_cheaply(&self) -> bool {
+        false
+    }
+
     fn begin(&self, namespace: &str) -> Result<Box<dyn Transaction>, StorageError> {
         // Bounded wait: a stuck writer must surface as an error, not hang every request.
         let guard = self.writer.try_lock_arc_for(WRITER_WAIT).ok_or_else(|| {

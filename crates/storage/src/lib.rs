@@ -94,6 +94,16 @@ pub trait Backend: Send + Sync + 'static {
 
     fn get(&self, namespace: &str, table: &str, key: &str)
     -> Result<Option<Vec<u8>>, StorageError>;
+
+    /// Whether a value of many kilobytes costs about what as many small
+    /// rows do, so that packing many records into one row saves writes.
+    /// Not on SQLite: a row of its `WITHOUT ROWID` table that overflows its
+    /// page is read whole at every comparison of a B-tree search passing
+    /// through it, so large rows slow every write near them. PostgreSQL
+    /// moves a large value out of line (TOAST).
+    fn packs_cheaply(&self) -> bool {
+        true
+    }
     /// At most `limit` (capped at [`MAX_SCAN`]) rows of `[start, end)` (`end`
     /// empty: to the table's end) in `order`.
     fn scan_in(

@@ -3,23 +3,30 @@
 //!
 //! Staged as an external sort: lines are held in memory up to
 //! `books.staged_lines_in_memory`, sorted by tie, and written as one
-//! *sorted run* in packs of [`PACK`] lines a row; reading merges the runs.
-//! So a record costs the store a fraction of a row to stage and to delete,
-//! where a row per line cost one write and one delete each (the bulk of a
-//! day's writes on PostgreSQL, beside the line itself). Lines tied only by
-//! the provider's reference stay a row each, keyed by it: a record that
-//! names that reference looks them up out of order.
+//! *sorted run* in packs of [`PACK`] lines a row where the store packs
+//! cheaply (PostgreSQL), a line a row where it does not (SQLite, see
+//! [`crate::db::Backend::packs_cheaply`]); reading merges the runs. So on
+//! PostgreSQL a record costs a fraction of a row to stage and to delete,
+//! where a row per line cost one write and one delete each (most of a
+//! day's writes there, beside the line itself). Lines tied only by the
+//! provider's reference stay a row each, keyed by it: a record that names
+//! that reference looks them up out of order.
 
 use mmc_books::Line;
 use serde::{Deserialize, Serialize};
 
 use super::*;
 
-/// Lines a row of a sorted run: enough that staging is a few hundred rows
-/// a million lines, few enough that the merge holds one pack per run.
+/// Lines a row of a sorted run where the store packs cheaply: enough that
+/// staging is a few thousand rows a million lines, few enough that the
+/// merge holds one pack per run.
 const PACK: usize = 250;
-/// Packs written per prepared transaction (`PACK` × this lines).
-const PACKS_PER_WRITE: usize = 40;
+/// Lines written per prepared transaction, some 400 KB: larger writes grew
+/// each pooled PostgreSQL connection's buffers to their size for good
+/// (10,000 lines a write: 96 MiB more at the peak).
+const LINES_PER_WRITE: usize = 1000;
+/// Lines read at a time from each sorted run (the merge holds as many).
+const LINES_PER_READ: usize = 250;
 /// Where the sorted runs' packs are: `{run prefix}{RUNS}{n:06}/{pack:06}`,
 /// before the rows keyed by a reference (`~ref:` sorts after it).
 const RUNS: &str = "runs/";
@@ -33,10 +40,12 @@ struct Packed {
     line: Line,
 }
 
-/// How a run's lines were staged: the packs of each sorted run.
-#[derive(Debug, Default)]
+/// How a run's lines were staged: how many sorted runs, of how many lines
+/// a row.
+#[derive(Debug, Clone, Copy)]
 pub(in crate::books) struct Staging {
-    packs: Vec<u32>,
+    runs: usize,
+    per_row: usize,
 }
 
 /// The provider's lines, staged as they are read.
@@ -56,12 +65,17 @@ pub(super) struct Stager<'r, 'a> {
 impl<'r, 'a> Stager<'r, 'a> {
     pub(super) fn new(run: &'r Run<'a>) -> Self {
         let in_memory = run.books.config.staged_lines_in_memory.max(1);
+        let per_row = if run.books.storage.packs_cheaply() {
+            PACK
+        } else {
+            1
+        };
         Stager {
             run,
             pending: Vec::new(),
             held: Vec::with_capacity(in_memory.min(BATCH)),
             in_memory,
-            staging: Staging::default(),
+            staging: Staging { runs: 0, per_row },
             seq: 0,
             wallets: mmc_books::wallet::Days::default(),
         }
@@ -117,22 +131,21 @@ impl<'r, 'a> Stager<'r, 'a> {
         }
         let mut held = std::mem::take(&mut self.held);
         held.sort_unstable_by(|a, b| (&a.tie, a.seq).cmp(&(&b.tie, b.seq)));
-        let n = self.staging.packs.len();
-        let mut writes = Vec::with_capacity(PACKS_PER_WRITE);
-        let mut packs = 0u32;
-        for pack in held.chunks(PACK) {
+        let (n, per_row) = (self.staging.runs, self.staging.per_row);
+        let per_write = (LINES_PER_WRITE / per_row).max(1);
+        let mut writes = Vec::with_capacity(per_write);
+        for (i, pack) in held.chunks(per_row).enumerate() {
             writes.push(Write::Put {
                 table: STAGE.into(),
-                key: pack_key(self.run, n, packs),
+                key: pack_key(self.run, n, i),
                 value: serde_json::to_vec(pack).expect("lines serialise"),
             });
-            packs += 1;
-            if writes.len() == PACKS_PER_WRITE {
+            if writes.len() == per_write {
                 self.run.write(std::mem::take(&mut writes))?;
             }
         }
         self.run.write(writes)?;
-        self.staging.packs.push(packs);
+        self.staging.runs += 1;
         Ok(())
     }
 
@@ -140,12 +153,12 @@ impl<'r, 'a> Stager<'r, 'a> {
     pub(super) fn finish(&mut self) -> Result<Staging, BooksError> {
         self.write_sorted_run()?;
         self.run.write(std::mem::take(&mut self.pending))?;
-        Ok(std::mem::take(&mut self.staging))
+        Ok(self.staging)
     }
 }
 
-fn pack_key(run: &Run<'_>, n: usize, pack: u32) -> String {
-    format!("{}{RUNS}{n:06}/{pack:06}", run.prefix())
+fn pack_key(run: &Run<'_>, n: usize, pack: usize) -> String {
+    format!("{}{RUNS}{n:06}/{pack:09}", run.prefix())
 }
 
 /// One sorted run (or the rows keyed by a reference), read a row at a time.
@@ -153,10 +166,13 @@ struct Source {
     /// Lines read and not taken yet, each with the row its taking consumes
     /// (a pack's last line, or a referenced line's own row).
     page: VecDeque<(Packed, Option<String>)>,
-    /// Packs of a sorted run: (which run, the next pack, how many);
-    /// `None`: the rows keyed by a reference, scanned from `from`.
-    packs: Option<(usize, u32, u32)>,
+    /// Rows read at a time.
+    per_read: u32,
+    /// From where the source's rows are scanned, up to `end`.
     from: String,
+    end: String,
+    /// Whether its rows are packs of a sorted run (or lines keyed by a reference).
+    packed: bool,
     done: bool,
 }
 
@@ -177,16 +193,23 @@ impl<'r, 'a> Staged<'r, 'a> {
             .storage
             .scan(NS, STAGE, &start, &format!("{start}~"), 1)?
             .len() as u64;
-        let runs = staging.packs.iter().enumerate().map(|(n, &count)| Source {
-            page: VecDeque::new(),
-            packs: Some((n, 0, count)),
-            from: String::new(),
-            done: count == 0,
+        let runs = (0..staging.runs).map(|n| {
+            let from = format!("{prefix}{RUNS}{n:06}/");
+            Source {
+                page: VecDeque::new(),
+                per_read: (LINES_PER_READ / staging.per_row).max(1) as u32,
+                end: format!("{from}~"),
+                from,
+                packed: true,
+                done: false,
+            }
         });
         let referenced = Source {
             page: VecDeque::new(),
-            packs: None,
+            per_read: mmc_storage::MAX_SCAN,
+            end: format!("{start}~"),
             from: start,
+            packed: false,
             done: by_reference == 0,
         };
         Ok(Staged {
@@ -208,48 +231,35 @@ impl<'r, 'a> Staged<'r, 'a> {
         })
     }
 
-    /// Reads the next row of source `i` if its page is empty.
+    /// Reads the next rows of source `i` if its page is empty.
     fn fill(&mut self, i: usize) -> Result<(), BooksError> {
-        let run = self.run;
         let s = &self.sources[i];
         if !s.page.is_empty() || s.done {
             return Ok(());
         }
-        let page = match s.packs {
-            Some((n, next, count)) => {
-                let key = pack_key(run, n, next);
-                let value =
-                    run.books.storage.get(NS, STAGE, &key)?.ok_or_else(|| {
-                        BooksError::Corrupt(format!("staged pack {key} is missing"))
-                    })?;
-                let pack: Vec<Packed> = serde_json::from_slice(&value)
-                    .map_err(|e| BooksError::Corrupt(e.to_string()))?;
+        let storage = &self.run.books.storage;
+        let rows = storage.scan(NS, STAGE, &s.from, &s.end, s.per_read)?;
+        let mut page = VecDeque::new();
+        for (key, value) in &rows {
+            if s.packed {
+                let pack: Vec<Packed> = serde_json::from_slice(value)
+                    .map_err(|e| BooksError::Corrupt(format!("staged pack {key}: {e}")))?;
                 let last = pack.len().saturating_sub(1);
-                let s = &mut self.sources[i];
-                s.packs = Some((n, next + 1, count));
-                s.done = next + 1 == count;
-                pack.into_iter()
-                    .enumerate()
-                    .map(|(j, p)| (p, (j == last).then(|| key.clone())))
-                    .collect()
+                page.extend(
+                    pack.into_iter()
+                        .enumerate()
+                        .map(|(j, p)| (p, (j == last).then(|| key.clone()))),
+                );
+            } else {
+                page.push_back((self.row(key, value)?, Some(key.clone())));
             }
-            None => {
-                let end = format!("{}{BY_REFERENCE}~", run.prefix());
-                let limit = mmc_storage::MAX_SCAN;
-                let rows = run.books.storage.scan(NS, STAGE, &s.from, &end, limit)?;
-                let mut page = VecDeque::with_capacity(rows.len());
-                for (key, value) in &rows {
-                    page.push_back((self.row(key, value)?, Some(key.clone())));
-                }
-                let s = &mut self.sources[i];
-                s.done = rows.len() < limit as usize;
-                if let Some((last, _)) = rows.last() {
-                    s.from = format!("{last}\0");
-                }
-                page
-            }
-        };
-        self.sources[i].page = page;
+        }
+        let s = &mut self.sources[i];
+        s.done = rows.len() < s.per_read as usize;
+        if let Some((last, _)) = rows.last() {
+            s.from = format!("{last}\0");
+        }
+        s.page = page;
         Ok(())
     }
 
