@@ -83,9 +83,8 @@ async fn an_otp_answer_whose_recording_is_rolled_back_by_a_deadlock_is_recorded_
         })
     };
 
-    // The recording transaction waits for the listing row…
-    let waiting = "SELECT count(*) FROM pg_stat_activity \
-                   WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1";
+    // The recording transaction waits for the listing row, which the test holds…
+    let waiting = "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))";
     let since = Instant::now();
     while watcher
         .query_one(waiting, &[&holder_pid])
