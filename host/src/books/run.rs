@@ -213,7 +213,7 @@ impl Run<'_> {
                 let o = ours_next.take().expect("checked above");
                 report.tally.our_records += 1;
                 let mut lines = match &tie {
-                    Some(t) if *t == o.id => theirs.take(&mut sink.consumed)?,
+                    Some(t) if *t == o.id => theirs.take(t, &mut sink.consumed)?,
                     _ => Vec::new(),
                 };
                 if let Some(r) = o.psp_reference.as_ref().filter(|_| theirs.by_reference > 0) {
@@ -227,7 +227,7 @@ impl Run<'_> {
                 continue;
             }
             let tie = tie.expect("checked above");
-            let lines = theirs.take(&mut sink.consumed)?;
+            let lines = theirs.take(&tie, &mut sink.consumed)?;
             if by_reference_taken.contains(&tie) {
                 continue;
             }

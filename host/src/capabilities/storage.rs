@@ -27,10 +27,8 @@ fn refused(e: StorageError) -> CapabilityError {
         StorageError::Unavailable(m) => CapabilityError::Unavailable(m),
         StorageError::Invalid(m) => CapabilityError::Invalid(m),
         StorageError::Finished => CapabilityError::Invalid("transaction already finished".into()),
-        StorageError::Conflict(m) => {
-            tracing::info!(target: "storage", "a component's transaction ran into another writer: {m}");
-            CapabilityError::Conflict(m)
-        }
+        // Logged by the component, which runs the transaction again.
+        StorageError::Conflict(m) => CapabilityError::Conflict(m),
     }
 }
 

@@ -27,7 +27,7 @@ const PACK: usize = 250;
 const LINES_PER_WRITE: usize = 1000;
 /// Lines read at a time from each sorted run (the merge holds as many).
 const LINES_PER_READ: usize = 250;
-/// Where the sorted runs' packs are: `{run prefix}{RUNS}{n:06}/{pack:06}`,
+/// Where the sorted runs' packs are: `{run prefix}{RUNS}{n:06}/{pack:09}`,
 /// before the rows keyed by a reference (`~ref:` sorts after it).
 const RUNS: &str = "runs/";
 
@@ -129,12 +129,12 @@ impl<'r, 'a> Stager<'r, 'a> {
         if self.held.is_empty() {
             return Ok(());
         }
-        let mut held = std::mem::take(&mut self.held);
-        held.sort_unstable_by(|a, b| (&a.tie, a.seq).cmp(&(&b.tie, b.seq)));
+        self.held
+            .sort_unstable_by(|a, b| (&a.tie, a.seq).cmp(&(&b.tie, b.seq)));
         let (n, per_row) = (self.staging.runs, self.staging.per_row);
         let per_write = (LINES_PER_WRITE / per_row).max(1);
         let mut writes = Vec::with_capacity(per_write);
-        for (i, pack) in held.chunks(per_row).enumerate() {
+        for (i, pack) in self.held.chunks(per_row).enumerate() {
             writes.push(Write::Put {
                 table: STAGE.into(),
                 key: pack_key(self.run, n, i),
@@ -145,6 +145,8 @@ impl<'r, 'a> Stager<'r, 'a> {
             }
         }
         self.run.write(writes)?;
+        // Emptied, not dropped: the next run reuses its room.
+        self.held.clear();
         self.staging.runs += 1;
         Ok(())
     }
@@ -276,12 +278,13 @@ impl<'r, 'a> Staged<'r, 'a> {
         Ok(least.map(str::to_string))
     }
 
-    /// Every line of the next tie, in the statement's order (the rows
-    /// taking them consumed added to `consumed`).
-    pub(super) fn take(&mut self, consumed: &mut Vec<String>) -> Result<Vec<Line>, BooksError> {
-        let Some(tie) = self.peek_tie()? else {
-            return Ok(Vec::new());
-        };
+    /// Every line of `tie`, the next tie ([`Staged::peek_tie`]), in the
+    /// statement's order (the rows taking them consumed added to `consumed`).
+    pub(super) fn take(
+        &mut self,
+        tie: &str,
+        consumed: &mut Vec<String>,
+    ) -> Result<Vec<Line>, BooksError> {
         let mut out: Vec<Packed> = Vec::new();
         for i in 0..self.sources.len() {
             loop {
