@@ -328,25 +328,27 @@ fn remember(env: &str, operator: &str, digest: &str) -> Result<(), ApiError> {
     let now = clock::now_ms();
     let until = now + REMEMBERED_MS;
     let expired = store::due("callback_expiry", now, FORGET_PER_CALLBACK)?;
-    let tx = Tx::begin()?;
-    for d in &expired {
-        tx.delete("callback_expiry", &d.key)?;
-        tx.delete("callbacks", &callback_key(&d.env, &d.merchant, &d.id))?;
-    }
-    let key = callback_key(env, operator, digest);
-    // Taken again after it was forgotten: its earlier expiry entry goes.
-    if let Some(before) = tx.get("callbacks", &key)? {
-        let before: u64 = String::from_utf8_lossy(&before).parse().unwrap_or(0);
-        tx.delete(
+    store::again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        for d in &expired {
+            tx.delete("callback_expiry", &d.key)?;
+            tx.delete("callbacks", &callback_key(&d.env, &d.merchant, &d.id))?;
+        }
+        let key = callback_key(env, operator, digest);
+        // Taken again after it was forgotten: its earlier expiry entry goes.
+        if let Some(before) = tx.get("callbacks", &key)? {
+            let before: u64 = String::from_utf8_lossy(&before).parse().unwrap_or(0);
+            tx.delete(
+                "callback_expiry",
+                &store::time_key(before, env, operator, digest),
+            )?;
+        }
+        tx.put("callbacks", &key, until.to_string().as_bytes())?;
+        tx.put(
             "callback_expiry",
-            &store::time_key(before, env, operator, digest),
+            &store::time_key(until, env, operator, digest),
+            b"",
         )?;
-    }
-    tx.put("callbacks", &key, until.to_string().as_bytes())?;
-    tx.put(
-        "callback_expiry",
-        &store::time_key(until, env, operator, digest),
-        b"",
-    )?;
-    tx.commit()
+        tx.commit()
+    })
 }

@@ -211,41 +211,43 @@ fn index_some(limit: u32) -> Result<u32, crate::ApiError> {
     if store::listing_ready()? {
         return Ok(0);
     }
-    let tx = crate::mmc::platform::storage::begin()?;
-    let done_up_to = tx
-        .get("meta", store::LISTING_BACKFILL)?
-        .map(|k| String::from_utf8_lossy(&k).into_owned());
-    let start = done_up_to.map(|k| format!("{k}\u{1}")).unwrap_or_default();
-    let limit = limit.min(1000); // the storage's largest scan
-    let rows = tx.scan("payments", &start, "", limit)?;
-    for row in &rows {
-        match store::decode_payment(&row.value) {
-            Ok(p) => {
-                let listed = store::Listed::of(&p);
-                // Keyed by its own status before `listed_status` (a store
-                // indexed by an older version): that entry goes.
-                if listed.status != p.status {
-                    let old = store::Listed {
-                        status: p.status,
-                        ..listed.clone()
-                    };
-                    tx.delete("listing", &store::listing_key(&old))?;
+    store::again_on_conflict(|| {
+        let tx = crate::mmc::platform::storage::begin()?;
+        let done_up_to = tx
+            .get("meta", store::LISTING_BACKFILL)?
+            .map(|k| String::from_utf8_lossy(&k).into_owned());
+        let start = done_up_to.map(|k| format!("{k}\u{1}")).unwrap_or_default();
+        let limit = limit.min(1000); // the storage's largest scan
+        let rows = tx.scan("payments", &start, "", limit)?;
+        for row in &rows {
+            match store::decode_payment(&row.value) {
+                Ok(p) => {
+                    let listed = store::Listed::of(&p);
+                    // Keyed by its own status before `listed_status` (a store
+                    // indexed by an older version): that entry goes.
+                    if listed.status != p.status {
+                        let old = store::Listed {
+                            status: p.status,
+                            ..listed.clone()
+                        };
+                        tx.delete("listing", &store::listing_key(&old))?;
+                    }
+                    tx.put("listing", &store::listing_key(&listed), b"")?
                 }
-                tx.put("listing", &store::listing_key(&listed), b"")?
+                // Said, and passed over: one bad record must not stop the index.
+                Err(e) => log::log(
+                    log::Level::Error,
+                    &format!("listing backfill: {}: {}", row.key, e.message),
+                ),
             }
-            // Said, and passed over: one bad record must not stop the index.
-            Err(e) => log::log(
-                log::Level::Error,
-                &format!("listing backfill: {}: {}", row.key, e.message),
-            ),
         }
-    }
-    match rows.last() {
-        Some(last) if rows.len() as u32 == limit => {
-            tx.put("meta", store::LISTING_BACKFILL, last.key.as_bytes())?
+        match rows.last() {
+            Some(last) if rows.len() as u32 == limit => {
+                tx.put("meta", store::LISTING_BACKFILL, last.key.as_bytes())?
+            }
+            _ => tx.put("meta", store::LISTING_READY, b"ready")?,
         }
-        _ => tx.put("meta", store::LISTING_READY, b"ready")?,
-    }
-    tx.commit()?;
-    Ok(rows.len() as u32)
+        tx.commit()?;
+        Ok(rows.len() as u32)
+    })
 }

@@ -3,6 +3,7 @@
 //! request under the same key is a 409, and a key is honoured for 24 hours.
 
 use super::*;
+use mmc_api_kit::again_on_conflict;
 
 /// Idempotency keys are honoured for 24 hours, as for payments.
 const IDEMPOTENCY_TTL_MS: u64 = 24 * 3600 * 1000;
@@ -59,25 +60,29 @@ pub(super) fn store_new(caller: &Caller, new: NewBatch, key: String) -> Result<R
     let (batch, items) = new_batch(caller, new, now);
     // The key is stored in the transaction that inserts the batch: neither
     // exists without the other.
-    let tx = Tx::begin()?;
-    if let Some(earlier) = earlier_batch(tx.idem(env, merchant, &key)?, &request_hash, now, |id| {
-        tx.batch(env, merchant, id)
-    })? {
-        return Ok(batch_response(200, &earlier, true));
-    }
-    tx.put_idem(
-        env,
-        merchant,
-        &key,
-        &IdemRecord {
-            request_hash,
-            batch_id: batch.id.clone(),
-            created_ms: now,
-        },
-    )?;
-    tx.insert_batch(&batch, &items)?;
-    tx.commit()?;
-    Ok(batch_response(201, &batch, false))
+    again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        if let Some(earlier) =
+            earlier_batch(tx.idem(env, merchant, &key)?, &request_hash, now, |id| {
+                tx.batch(env, merchant, id)
+            })?
+        {
+            return Ok(batch_response(200, &earlier, true));
+        }
+        tx.put_idem(
+            env,
+            merchant,
+            &key,
+            &IdemRecord {
+                request_hash: request_hash.clone(),
+                batch_id: batch.id.clone(),
+                created_ms: now,
+            },
+        )?;
+        tx.insert_batch(&batch, &items)?;
+        tx.commit()?;
+        Ok(batch_response(201, &batch, false))
+    })
 }
 
 /// The batch and its items as they are first stored: every item pending; the

@@ -5,6 +5,7 @@
 //! person: a key made in the console counts as the person who made it.
 
 use super::*;
+use mmc_api_kit::again_on_conflict;
 
 /// Approves a batch waiting for validation (it is then paid), or rejects it
 /// with `{"action":"reject","reason":…}`.
@@ -32,34 +33,36 @@ pub fn validate(caller: &Caller, req: &Request, id: &str) -> Result<Response, Ap
     }
     let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
     let now = clock::now_ms();
-    let tx = Tx::begin()?;
-    let mut b = tx
-        .batch(env, merchant, id)?
-        .ok_or_else(|| ApiError::batch_not_found(id))?;
-    if b.status != BatchStatus::PendingValidation {
-        return Err(not_awaiting_validation(&b));
-    }
-    if !reject {
-        may_approve(caller, &b, now)?;
-    }
-    let previous_queue = b.queued_ms;
-    b.updated_at_ms = now;
-    if reject {
-        b.status = BatchStatus::Rejected;
-        b.rejected_at_ms = Some(now);
-        b.rejection_reason = reason;
-        events::emit(&tx, &b)?;
-    } else {
-        b.status = BatchStatus::Processing;
-        b.validated_at_ms = Some(now);
-        b.validated_by_key = Some(caller.key_id.clone());
-        b.validated_by_person = caller.person.as_ref().map(|p| p.id.clone());
-        b.processing_started_at_ms = Some(now);
-        b.queued_ms = Some(now);
-    }
-    tx.save_batch(&b, previous_queue)?;
-    tx.commit()?;
-    Ok(json_response(200, &wire::batch_json(&b)))
+    again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        let mut b = tx
+            .batch(env, merchant, id)?
+            .ok_or_else(|| ApiError::batch_not_found(id))?;
+        if b.status != BatchStatus::PendingValidation {
+            return Err(not_awaiting_validation(&b));
+        }
+        if !reject {
+            may_approve(caller, &b, now)?;
+        }
+        let previous_queue = b.queued_ms;
+        b.updated_at_ms = now;
+        if reject {
+            b.status = BatchStatus::Rejected;
+            b.rejected_at_ms = Some(now);
+            b.rejection_reason = reason.clone();
+            events::emit(&tx, &b)?;
+        } else {
+            b.status = BatchStatus::Processing;
+            b.validated_at_ms = Some(now);
+            b.validated_by_key = Some(caller.key_id.clone());
+            b.validated_by_person = caller.person.as_ref().map(|p| p.id.clone());
+            b.processing_started_at_ms = Some(now);
+            b.queued_ms = Some(now);
+        }
+        tx.save_batch(&b, previous_queue)?;
+        tx.commit()?;
+        Ok(json_response(200, &wire::batch_json(&b)))
+    })
 }
 
 /// Maker-checker: paying out takes a second key and a second person;

@@ -1,6 +1,7 @@
 //! Status checks of processing payouts whose outcome is not known yet: the
 //! operators asked all at once, each answer recorded on its own.
 
+use mmc_api_kit::again_on_conflict;
 use mmc_domain::outcome;
 
 use crate::mmc::adapter::router::{self, Routed};
@@ -173,25 +174,27 @@ fn resend(env: &str, merchant: &str, item: &Item) -> Result<(), ApiError> {
 /// meanwhile (answered, or sent again by another run).
 fn start_resend(env: &str, merchant: &str, item: &Item) -> Result<Option<Item>, ApiError> {
     let now = clock::now_ms();
-    let tx = Tx::begin()?;
-    let Some(mut current) = tx.item(env, merchant, &item.batch_id, item.position)? else {
-        return Ok(None);
-    };
-    if current.status != ItemStatus::Processing
-        || current.route != item.route
-        || current.submitted_at_ms != item.submitted_at_ms
-    {
-        return Ok(None);
-    }
-    let previous_check = current.next_check_ms;
-    current.resent += 1;
-    current.submitted_at_ms = Some(now);
-    current.updated_at_ms = now;
-    // If nobody records the answer (the process died), ask the operator then.
-    current.next_check_ms = Some(now + settings::claim_grace_ms());
-    tx.save_item(env, merchant, &current, previous_check)?;
-    tx.commit()?;
-    Ok(Some(current))
+    again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        let Some(mut current) = tx.item(env, merchant, &item.batch_id, item.position)? else {
+            return Ok(None);
+        };
+        if current.status != ItemStatus::Processing
+            || current.route != item.route
+            || current.submitted_at_ms != item.submitted_at_ms
+        {
+            return Ok(None);
+        }
+        let previous_check = current.next_check_ms;
+        current.resent += 1;
+        current.submitted_at_ms = Some(now);
+        current.updated_at_ms = now;
+        // If nobody records the answer (the process died), ask the operator then.
+        current.next_check_ms = Some(now + settings::claim_grace_ms());
+        tx.save_item(env, merchant, &current, previous_check)?;
+        tx.commit()?;
+        Ok(Some(current))
+    })
 }
 
 /// An adapter error as a person reads it on the item.

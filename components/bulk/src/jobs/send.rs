@@ -2,6 +2,7 @@
 //! request leaves, routed (and failed over when nothing was done), within
 //! the per-operator lanes.
 
+use mmc_api_kit::again_on_conflict;
 use mmc_domain::outcome;
 use std::collections::HashMap;
 
@@ -167,33 +168,52 @@ fn float_enough(batch: &Batch) -> Result<bool, ApiError> {
     }
     let short = router::float_short(env, &needs);
     let now = clock::now_ms();
-    let tx = Tx::begin()?;
-    let Some(mut b) = tx.batch(env, merchant, &batch.id)? else {
-        return Ok(false);
-    };
-    if b.counts.pending != b.item_count || b.status != BatchStatus::Processing {
-        return Ok(true);
+    let wallets: Vec<store::ShortWallet> = short
+        .into_iter()
+        .map(|s| store::ShortWallet {
+            account: s.adapter,
+            wallet: s.wallet,
+            currency: s.currency,
+            available: s.available,
+            needed: s.needed,
+        })
+        .collect();
+    let enough = wallets.is_empty();
+    // Some(answer): the batch is gone or moved on meanwhile, nothing saved.
+    let moved = again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        let Some(mut b) = tx.batch(env, merchant, &batch.id)? else {
+            return Ok(Some(false));
+        };
+        if b.counts.pending != b.item_count || b.status != BatchStatus::Processing {
+            return Ok(Some(true));
+        }
+        let previous_queue = b.queued_ms;
+        if enough {
+            b.float_hold = None;
+            b.float_checked_ms = Some(now);
+        } else {
+            let since = b.float_hold.as_ref().map_or(now, |h| h.since_ms);
+            b.float_hold = Some(store::FloatHold {
+                since_ms: since,
+                checked_ms: now,
+                wallets: wallets.clone(),
+            });
+            b.queued_ms = Some(now + settings::float_retry_ms());
+        }
+        b.updated_at_ms = now;
+        tx.save_batch(&b, previous_queue)?;
+        tx.commit()?;
+        Ok(None)
+    })?;
+    if let Some(answer) = moved {
+        return Ok(answer);
     }
-    let previous_queue = b.queued_ms;
-    let enough = short.is_empty();
-    if enough {
-        b.float_hold = None;
-        b.float_checked_ms = Some(now);
-    } else {
+    if !enough {
         log::count("batch_insufficient_float");
-        let wallets: Vec<store::ShortWallet> = short
-            .into_iter()
-            .map(|s| store::ShortWallet {
-                account: s.adapter,
-                wallet: s.wallet,
-                currency: s.currency,
-                available: s.available,
-                needed: s.needed,
-            })
-            .collect();
         warn(&format!(
             "batch {} held: its routes' float is short ({})",
-            b.id,
+            batch.id,
             wallets
                 .iter()
                 .map(|w| format!(
@@ -203,17 +223,7 @@ fn float_enough(batch: &Batch) -> Result<bool, ApiError> {
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
-        let since = b.float_hold.as_ref().map_or(now, |h| h.since_ms);
-        b.float_hold = Some(store::FloatHold {
-            since_ms: since,
-            checked_ms: now,
-            wallets,
-        });
-        b.queued_ms = Some(now + settings::float_retry_ms());
     }
-    b.updated_at_ms = now;
-    tx.save_batch(&b, previous_queue)?;
-    tx.commit()?;
     Ok(enough)
 }
 
@@ -289,20 +299,26 @@ fn hold(env: &str, merchant: &str, item: &Item, reason: String) -> Result<(), Ap
     if item.held.is_some() {
         return Ok(());
     }
-    let tx = Tx::begin()?;
-    let Some(mut current) = tx.item(env, merchant, &item.batch_id, item.position)? else {
-        return Ok(());
-    };
-    if current.status != ItemStatus::Pending || current.held.is_some() {
-        return Ok(());
+    let held = again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        let Some(mut current) = tx.item(env, merchant, &item.batch_id, item.position)? else {
+            return Ok(false);
+        };
+        if current.status != ItemStatus::Pending || current.held.is_some() {
+            return Ok(false);
+        }
+        current.held = Some(store::Held {
+            reason: reason.clone(),
+            since_ms: clock::now_ms(),
+        });
+        tx.save_item(env, merchant, &current, None)?;
+        tx.commit()?;
+        Ok(true)
+    })?;
+    if held {
+        log::count("payout_held");
     }
-    log::count("payout_held");
-    current.held = Some(store::Held {
-        reason,
-        since_ms: clock::now_ms(),
-    });
-    tx.save_item(env, merchant, &current, None)?;
-    tx.commit()
+    Ok(())
 }
 
 /// After the item's route answered that nothing was done: the next route,
@@ -317,25 +333,30 @@ fn next_route(env: &str, merchant: &str, claimed: &Item) -> Result<Option<Item>,
     let Ok((next, expected_fee)) = route(env, merchant, claimed, &tried) else {
         return Ok(None);
     };
-    let tx = Tx::begin()?;
-    let Some(mut item) = tx.item(env, merchant, &claimed.batch_id, claimed.position)? else {
-        return Ok(None);
-    };
-    if item.status != ItemStatus::Processing || item.route.as_ref() != Some(&current) {
-        return Ok(None);
+    let moved = again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        let Some(mut item) = tx.item(env, merchant, &claimed.batch_id, claimed.position)? else {
+            return Ok(None);
+        };
+        if item.status != ItemStatus::Processing || item.route.as_ref() != Some(&current) {
+            return Ok(None);
+        }
+        let now = clock::now_ms();
+        item.tried.push(current.clone());
+        item.route = Some(next.clone());
+        item.expected_fee = expected_fee;
+        item.attempts += 1;
+        // A new attempt, with a sending deadline of its own.
+        item.submitted_at_ms = Some(now);
+        item.updated_at_ms = now;
+        tx.save_item(env, merchant, &item, item.next_check_ms)?;
+        tx.commit()?;
+        Ok(Some(item))
+    })?;
+    if moved.is_some() {
+        log::count("payout_failover");
     }
-    log::count("payout_failover");
-    let now = clock::now_ms();
-    item.tried.push(current);
-    item.route = Some(next);
-    item.expected_fee = expected_fee;
-    item.attempts += 1;
-    // A new attempt, with a sending deadline of its own.
-    item.submitted_at_ms = Some(now);
-    item.updated_at_ms = now;
-    tx.save_item(env, merchant, &item, item.next_check_ms)?;
-    tx.commit()?;
-    Ok(Some(item))
+    Ok(moved)
 }
 
 /// pending → processing, in its own committed transaction, before the
@@ -349,60 +370,64 @@ fn claim(
     (route, expected_fee): (String, Option<u64>),
 ) -> Result<Option<Item>, ApiError> {
     let now = clock::now_ms();
-    let tx = Tx::begin()?;
-    let (Some(mut item), Some(mut batch)) = (
-        tx.item(env, merchant, &item.batch_id, item.position)?,
-        tx.batch(env, merchant, &item.batch_id)?,
-    ) else {
-        return Ok(None);
-    };
-    if item.status != ItemStatus::Pending || batch.status != BatchStatus::Processing {
-        return Ok(None);
-    }
-    item.status = ItemStatus::Processing;
-    item.attempts += 1;
-    item.route = Some(route);
-    item.expected_fee = expected_fee;
-    item.held = None;
-    item.submitted_at_ms = Some(now);
-    item.updated_at_ms = now;
-    // If nobody records the answer (the process died), ask the operator then.
-    item.next_check_ms = Some(now + settings::claim_grace_ms());
-    tx.save_item(env, merchant, &item, None)?;
+    again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        let (Some(mut item), Some(mut batch)) = (
+            tx.item(env, merchant, &item.batch_id, item.position)?,
+            tx.batch(env, merchant, &item.batch_id)?,
+        ) else {
+            return Ok(None);
+        };
+        if item.status != ItemStatus::Pending || batch.status != BatchStatus::Processing {
+            return Ok(None);
+        }
+        item.status = ItemStatus::Processing;
+        item.attempts += 1;
+        item.route = Some(route.clone());
+        item.expected_fee = expected_fee;
+        item.held = None;
+        item.submitted_at_ms = Some(now);
+        item.updated_at_ms = now;
+        // If nobody records the answer (the process died), ask the operator then.
+        item.next_check_ms = Some(now + settings::claim_grace_ms());
+        tx.save_item(env, merchant, &item, None)?;
 
-    let previous_queue = batch.queued_ms;
-    batch.count_move(ItemStatus::Pending, ItemStatus::Processing, item.amount);
-    if let Some(c) = cursor {
-        batch.cursor = batch.cursor.max(c);
-    }
-    if batch.counts.pending == 0 {
-        batch.queued_ms = None;
-    }
-    batch.updated_at_ms = now;
-    tx.save_batch(&batch, previous_queue)?;
-    tx.commit()?;
-    Ok(Some(item))
+        let previous_queue = batch.queued_ms;
+        batch.count_move(ItemStatus::Pending, ItemStatus::Processing, item.amount);
+        if let Some(c) = cursor {
+            batch.cursor = batch.cursor.max(c);
+        }
+        if batch.counts.pending == 0 {
+            batch.queued_ms = None;
+        }
+        batch.updated_at_ms = now;
+        tx.save_batch(&batch, previous_queue)?;
+        tx.commit()?;
+        Ok(Some(item))
+    })
 }
 
 /// No pending item in the window: move the cursor past it, or, at the end
 /// of the batch, take the batch off the queue.
 fn skip_window(batch: &Batch, next: Option<u32>) -> Result<(), ApiError> {
     let (env, merchant) = (batch.environment.as_str(), batch.merchant_id.as_str());
-    let tx = Tx::begin()?;
-    let Some(mut b) = tx.batch(env, merchant, &batch.id)? else {
-        return Ok(());
-    };
-    let previous_queue = b.queued_ms;
-    match next {
-        Some(n) => b.cursor = b.cursor.max(n),
-        None => {
-            warn(&format!(
-                "batch {} counts {} pending items but has none; dequeued",
-                b.id, b.counts.pending
-            ));
-            b.queued_ms = None;
+    again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        let Some(mut b) = tx.batch(env, merchant, &batch.id)? else {
+            return Ok(());
+        };
+        let previous_queue = b.queued_ms;
+        match next {
+            Some(n) => b.cursor = b.cursor.max(n),
+            None => {
+                warn(&format!(
+                    "batch {} counts {} pending items but has none; dequeued",
+                    b.id, b.counts.pending
+                ));
+                b.queued_ms = None;
+            }
         }
-    }
-    tx.save_batch(&b, previous_queue)?;
-    tx.commit()
+        tx.save_batch(&b, previous_queue)?;
+        tx.commit()
+    })
 }

@@ -268,20 +268,9 @@ fn choose(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {
     let Ok(msisdn) = phone::normalize(country, typed) else {
         return show(lang, p, Some(t(lang, "wrong_phone")));
     };
-    let tx = Tx::begin()?;
-    let Some(mut current) = tx.payment(&p.environment, &p.merchant_id, &p.id)? else {
-        return Ok(see_other(&p, lang));
-    };
-    // Already chosen and on its way to the operator (a second submit of the
-    // form): one request to pay, never two.
-    let now = clock::now_ms();
-    if current.status != Status::AwaitingPayment
-        || current.psp_reference.is_some()
-        || current.sent_at().is_some()
-    {
-        return Ok(see_other(&current, lang));
-    }
-    // Its route, stored with the intent; none free now: the customer may pick another.
+    // Its route, stored with the intent; none free now: the customer may pick
+    // another. Chosen once, outside the transaction: the choice may take an
+    // open route's one trial, which a transaction run again must not take twice.
     let Ok(route) = crate::routes::choose(
         &p.environment,
         op.slug,
@@ -290,22 +279,42 @@ fn choose(lang: Lang, req: &Request, p: Payment) -> Result<Response, ApiError> {
     ) else {
         return show(lang, p, Some(t(lang, "operator_unavailable")));
     };
-    current.operator = Some(op.slug.to_string());
-    route.apply(&mut current);
-    let names = current.customer.clone().unwrap_or(Customer {
-        phone: None,
-        first_name: None,
-        last_name: None,
-    });
-    current.customer = Some(Customer {
-        phone: Some(msisdn),
-        ..names
-    });
-    // The intent, persisted before the operator is called.
-    let previous_check = current.next_check_ms;
-    payments::mark_intent(&mut current, now);
-    tx.save_payment(&current, previous_check)?;
-    tx.commit()?;
+    let now = clock::now_ms();
+    // The intent, persisted before the operator is called (or the payment
+    // as it is, when a second submit of the form got there first: one
+    // request to pay, never two).
+    let stored = store::again_on_conflict(|| {
+        let tx = Tx::begin()?;
+        let Some(mut current) = tx.payment(&p.environment, &p.merchant_id, &p.id)? else {
+            return Ok(Err(None));
+        };
+        if current.status != Status::AwaitingPayment
+            || current.psp_reference.is_some()
+            || current.sent_at().is_some()
+        {
+            return Ok(Err(Some(current)));
+        }
+        current.operator = Some(op.slug.to_string());
+        route.clone().apply(&mut current);
+        let names = current.customer.clone().unwrap_or(Customer {
+            phone: None,
+            first_name: None,
+            last_name: None,
+        });
+        current.customer = Some(Customer {
+            phone: Some(msisdn.clone()),
+            ..names
+        });
+        let previous_check = current.next_check_ms;
+        payments::mark_intent(&mut current, now);
+        tx.save_payment(&current, previous_check)?;
+        tx.commit()?;
+        Ok(Ok(current))
+    })?;
+    let current = match stored {
+        Ok(current) => current,
+        Err(moved) => return Ok(see_other(moved.as_ref().unwrap_or(&p), lang)),
+    };
     match payments::initiate(&caller_for(&current), current) {
         Ok(after) => Ok(see_other(&after, lang)),
         // Nothing was sent: the customer may submit again.

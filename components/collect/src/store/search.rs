@@ -118,36 +118,38 @@ fn backfill_some(limit: u32) -> Result<u32, ApiError> {
     if search_ready()? {
         return Ok(0);
     }
-    let tx = storage::begin()?;
-    let done_up_to = tx
-        .get("meta", SEARCH_BACKFILL)?
-        .map(|k| String::from_utf8_lossy(&k).into_owned());
-    let start = done_up_to.map(|k| format!("{k}\u{1}")).unwrap_or_default();
-    let limit = limit.min(1000); // the storage's largest scan
-    let rows = tx.scan("payments", &start, "", limit)?;
-    for row in &rows {
-        match decode_payment(&row.value) {
-            Ok(p) => {
-                tx.put("search", &reference_key(&p), b"")?;
-                if let Some(digits) = phone_digits(&p) {
-                    tx.put("search", &phone_key(&p, &digits), b"")?;
+    mmc_api_kit::again_on_conflict(|| {
+        let tx = storage::begin()?;
+        let done_up_to = tx
+            .get("meta", SEARCH_BACKFILL)?
+            .map(|k| String::from_utf8_lossy(&k).into_owned());
+        let start = done_up_to.map(|k| format!("{k}\u{1}")).unwrap_or_default();
+        let limit = limit.min(1000); // the storage's largest scan
+        let rows = tx.scan("payments", &start, "", limit)?;
+        for row in &rows {
+            match decode_payment(&row.value) {
+                Ok(p) => {
+                    tx.put("search", &reference_key(&p), b"")?;
+                    if let Some(digits) = phone_digits(&p) {
+                        tx.put("search", &phone_key(&p, &digits), b"")?;
+                    }
                 }
+                // Said, and passed over: one bad record must not stop the index.
+                Err(e) => log::log(
+                    log::Level::Error,
+                    &format!("search backfill: {}: {}", row.key, e.message),
+                ),
             }
-            // Said, and passed over: one bad record must not stop the index.
-            Err(e) => log::log(
-                log::Level::Error,
-                &format!("search backfill: {}: {}", row.key, e.message),
-            ),
         }
-    }
-    match rows.last() {
-        Some(last) if rows.len() as u32 == limit => {
-            tx.put("meta", SEARCH_BACKFILL, last.key.as_bytes())?
+        match rows.last() {
+            Some(last) if rows.len() as u32 == limit => {
+                tx.put("meta", SEARCH_BACKFILL, last.key.as_bytes())?
+            }
+            _ => tx.put("meta", SEARCH_READY, b"ready")?,
         }
-        _ => tx.put("meta", SEARCH_READY, b"ready")?,
-    }
-    tx.commit()?;
-    Ok(rows.len() as u32)
+        tx.commit()?;
+        Ok(rows.len() as u32)
+    })
 }
 
 #[cfg(test)]
