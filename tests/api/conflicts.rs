@@ -110,6 +110,7 @@ async fn spawn_on(db: &TestDatabase) -> TestApp {
         c.storage.url = Some(url);
         c.storage.pool_size = Some(6);
         c.webhooks.secrets_key = Some(TEST_SECRETS_KEY.to_string());
+        c.admin_token = Some(ADMIN.into());
     })
     .await
 }
