@@ -38,7 +38,7 @@ def stacks(path):
         yield frames
 
 
-OURS = ("mmc_host", "mmc_storage", "tokio::runtime", "hyper::", "mio::")
+OURS = ("mmc_", "tokio::runtime", "hyper::", "mio::")
 
 
 def by_caller(path):

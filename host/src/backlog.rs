@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use mmc_storage::sql_params;
 
-use crate::clock::system_now_ms;
-use crate::db::{SqlDb, StorageError};
-use crate::metrics::{Backlog, Metrics};
-use crate::shutdown::Drain;
+use mmc_common::clock::system_now_ms;
+use mmc_common::shutdown::Drain;
+use mmc_db::{SqlDb, StorageError};
+use mmc_metrics::{Backlog, Metrics};
 
 /// Failed attempts in a row after which a destination counts as failing.
 pub const FAILING_AFTER_ATTEMPTS: i64 = 3;

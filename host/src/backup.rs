@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::config::{Config, StorageUrl};
+use mmc_config::{Config, StorageUrl};
 
 /// The manifest's name inside a backup.
 pub const MANIFEST: &str = "backup.json";
@@ -66,7 +66,7 @@ pub enum BackupError {
     #[error("copying the database: {0}")]
     Copy(#[from] mmc_storage::StorageError),
     #[error("{0}")]
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] mmc_config::ConfigError),
 }
 
 /// `backup.json`: what a backup holds.

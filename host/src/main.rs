@@ -4,7 +4,7 @@
 mod cli;
 
 use clap::{CommandFactory, FromArgMatches};
-use mmc_host::config::Config;
+use mmc_config::Config;
 
 use crate::cli::{Cli, Command, fail};
 
@@ -12,7 +12,7 @@ fn main() {
     let exe = std::env::current_exe().ok();
     let manifest = exe
         .as_deref()
-        .and_then(|e| mmc_host::bundle::manifest_of(e).ok().flatten())
+        .and_then(|e| mmc_bundle::manifest_of(e).ok().flatten())
         .map(|c| c.manifest);
     let version: &'static str = Box::leak(cli::version_text(manifest.as_ref()).into_boxed_str());
     let matches = Cli::command()
@@ -40,7 +40,7 @@ fn main() {
         if manifest.is_some()
             && let Some(exe) = &exe
         {
-            match mmc_host::bundle::read(exe) {
+            match mmc_bundle::read(exe) {
                 Ok(bundle) => config.builtin = bundle.map(std::sync::Arc::new),
                 Err(e) => fail(&format!("the components built into this binary: {e}")),
             }
@@ -53,7 +53,7 @@ fn main() {
         Command::Serve { .. } => config.monitoring.traces.clone(),
         _ => Default::default(),
     };
-    let (subscriber, provider) = mmc_host::logging::subscriber_with_traces(
+    let (subscriber, provider) = mmc_telemetry::logging::subscriber_with_traces(
         config.log.format,
         filter,
         std::io::stderr,

@@ -8,22 +8,22 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 
-use crate::accounts::Accounts;
-use crate::capabilities::outbound_http::ReqwestClient;
-use crate::clock::SystemClock;
-use crate::config::Config;
-use crate::db::Storage;
-use crate::http::App;
-use crate::metrics::Metrics;
-use crate::runtime::{Runtime, Services};
 use crate::site::{self, Site};
+use mmc_accounts::Accounts;
+use mmc_common::clock::SystemClock;
+use mmc_config::Config;
+use mmc_db::Storage;
+use mmc_http::App;
+use mmc_metrics::Metrics;
+use mmc_runtime::capabilities::outbound_http::ReqwestClient;
+use mmc_runtime::{Runtime, Services};
 
 /// Everything a running service holds.
 pub struct Service {
     pub site: Arc<Site>,
     pub running: Running,
     /// Released at a graceful shutdown, so other nodes take the jobs over at once.
-    pub leases: Arc<crate::leases::Leases>,
+    pub leases: Arc<mmc_leases::Leases>,
 }
 
 /// The storage `storage.url` names (SQLite in the data directory by default).
@@ -35,7 +35,7 @@ pub fn open_db(config: &Config) -> anyhow::Result<Storage> {
 /// Must run inside a tokio runtime.
 pub async fn start(config: Config) -> anyhow::Result<Service> {
     // Refused before anything is bound: a short admin token is no protection.
-    let (admin_token, token_file) = crate::admin::token::resolve(&config)?;
+    let (admin_token, token_file) = mmc_admin::token::resolve(&config)?;
     let db = open_db(&config)?;
     let listener = TcpListener::bind(config.listen).await?;
     let addr = listener.local_addr()?;
@@ -45,15 +45,15 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         .public_base_url
         .clone()
         .unwrap_or_else(|| format!("http://{addr}"));
-    let leases = crate::leases::Leases::new(db.sql.clone());
+    let leases = mmc_leases::Leases::new(db.sql.clone());
     let services = Services {
-        audit: crate::audit::Audit::start(db.sql.clone())?,
+        audit: mmc_audit::Audit::start(db.sql.clone())?,
         storage: db.backend.clone(),
         http: Arc::new(ReqwestClient::new(tokio::runtime::Handle::current())),
         clock: Arc::new(SystemClock),
         metrics: Arc::new(Metrics::default()),
         cache: Arc::default(),
-        journal: crate::capabilities::journal::Journal::start(db.backend.clone()),
+        journal: mmc_runtime::capabilities::journal::Journal::start(db.backend.clone()),
         nodes: leases.clone(),
     };
     let runtime = Runtime::new(&config, services)?;
@@ -68,7 +68,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     if let Some(path) = token_file {
         tracing::info!(file = %path.display(), "admin token (generated) is in this file");
     }
-    let admin = Arc::new(crate::admin::Admin::new(
+    let admin = Arc::new(mmc_admin::Admin::new(
         runtime.clone(),
         db.sql.clone(),
         components,
@@ -81,15 +81,16 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     let mailer = config
         .smtp
         .as_ref()
-        .map(crate::mail::Mailer::new)
+        .map(mmc_mail::Mailer::new)
         .transpose()?;
-    let sealer = crate::webhooks::sealing::Sealer::resolve(&config)?;
-    let webhooks = crate::webhooks::Webhooks::new(db.sql.clone(), config.webhooks.clone(), sealer)?;
+    let sealer = mmc_webhooks::sealing::Sealer::resolve(&config)?;
+    let webhooks = mmc_webhooks::Webhooks::new(db.sql.clone(), config.webhooks.clone(), sealer)?;
     webhooks.set_event_bodies(Arc::new(CollectEventBodies(runtime.clone())));
-    let drain = crate::shutdown::Drain::new();
-    let books = crate::books::Books::new(runtime.clone(), db.sql.clone(), config.books.clone());
+    let drain = mmc_common::shutdown::Drain::new();
+    let books =
+        mmc_reconciliation::Books::new(runtime.clone(), db.sql.clone(), config.books.clone());
     webhooks.set_metrics(runtime.services.metrics.clone());
-    crate::webhooks::spawn(webhooks.clone(), drain.clone());
+    mmc_webhooks::spawn(webhooks.clone(), drain.clone());
     crate::backlog::spawn(
         db.sql.clone(),
         runtime.services.metrics.clone(),
@@ -97,8 +98,8 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         drain.clone(),
     );
     let app = Arc::new(App {
-        rate_limiter: crate::http::rate_limit::RateLimiter::new(config.rate_limit.clone()),
-        client_limiter: crate::http::rate_limit::RateLimiter::per_client(&config.rate_limit),
+        rate_limiter: mmc_http::rate_limit::RateLimiter::new(config.rate_limit.clone()),
+        client_limiter: mmc_http::rate_limit::RateLimiter::per_client(&config.rate_limit),
         runtime: runtime.clone(),
         webhooks,
         accounts: Accounts::new(db.sql.clone()),
@@ -106,22 +107,22 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         routes: config.routes.clone(),
         max_body_bytes: config.limits.max_body_bytes,
         base_url: base_url.clone(),
-        connections: crate::http::connections::Connections::new(
+        connections: mmc_http::connections::Connections::new(
             config.connections.clone(),
             runtime.services.metrics.clone(),
         ),
         // On PostgreSQL a read is a network round trip: it stays off the workers.
-        inline_reads: matches!(config.storage_url()?, crate::config::StorageUrl::Sqlite(_))
+        inline_reads: matches!(config.storage_url()?, mmc_config::StorageUrl::Sqlite(_))
             && tokio::runtime::Handle::current().runtime_flavor()
                 == tokio::runtime::RuntimeFlavor::MultiThread,
         drain,
     });
     crate::workers::spawn(runtime.clone(), leases.clone(), app.drain.clone());
     crate::workers::spawn_fleet(admin.clone(), app.clone(), leases.clone());
-    crate::books::schedule::spawn(books, leases.clone(), app.drain.clone());
+    mmc_reconciliation::schedule::spawn(books, leases.clone(), app.drain.clone());
     let site = Arc::new(Site {
         app,
-        console: crate::console::Console::new(
+        console: mmc_console::Console::new(
             db.sql.clone(),
             &base_url,
             &config.console,
@@ -187,7 +188,7 @@ impl Service {
 /// Compact events' bodies, built by the `collect` component.
 struct CollectEventBodies(Arc<Runtime>);
 
-impl crate::webhooks::EventBodies for CollectEventBodies {
+impl mmc_webhooks::EventBodies for CollectEventBodies {
     fn render(&self, payloads: Vec<Vec<u8>>) -> Result<Vec<Option<Vec<u8>>>, String> {
         self.0.render_events(payloads).map_err(|e| e.to_string())
     }

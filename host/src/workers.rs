@@ -1,15 +1,15 @@
 //! Background workers: timers that ask components to do what is due. The
 //! state they work on (deadlines, schedules) is stored, never held in
 //! memory, so a restart loses nothing. In a fleet each job runs on the node
-//! holding its lease (see [`crate::leases`]).
+//! holding its lease (see [`mmc_leases`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::leases::{LEASE_MS, Leases, RENEW_EVERY};
-use crate::runtime::{CallError, Runtime};
-use crate::shutdown::Drain;
+use mmc_common::shutdown::Drain;
+use mmc_leases::{LEASE_MS, Leases, RENEW_EVERY};
+use mmc_runtime::{CallError, Runtime};
 
 /// (component, job, period, batch size).
 const JOBS: &[(&str, &str, Duration, u32)] = &[
@@ -103,7 +103,7 @@ pub fn spawn(runtime: Arc<Runtime>, leases: Arc<Leases>, drain: Arc<Drain>) {
                         if !held.valid() || drain.draining() {
                             break;
                         }
-                        let lease: Arc<dyn crate::runtime::state::LeaseGuard> = held.clone();
+                        let lease: Arc<dyn mmc_runtime::state::LeaseGuard> = held.clone();
                         let done =
                             rt.run_job_leased(component, job, limit, fenced.then_some(lease))?;
                         total += done;
@@ -127,7 +127,7 @@ pub fn spawn(runtime: Arc<Runtime>, leases: Arc<Leases>, drain: Arc<Drain>) {
     }
 }
 
-impl crate::runtime::state::LeaseGuard for Held {
+impl mmc_runtime::state::LeaseGuard for Held {
     fn held(&self) -> bool {
         self.valid()
     }
@@ -162,15 +162,11 @@ impl Held {
 }
 
 /// What keeps a fleet's nodes in step: adapter versions deployed through
-/// another node (polled every [`crate::admin::SYNC_EVERY`]), and the count of
+/// another node (polled every [`mmc_admin::SYNC_EVERY`]), and the count of
 /// live nodes that share each key's rate limit.
-pub fn spawn_fleet(
-    admin: Arc<crate::admin::Admin>,
-    app: Arc<crate::http::App>,
-    leases: Arc<Leases>,
-) {
+pub fn spawn_fleet(admin: Arc<mmc_admin::Admin>, app: Arc<mmc_http::App>, leases: Arc<Leases>) {
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(crate::admin::SYNC_EVERY);
+        let mut tick = tokio::time::interval(mmc_admin::SYNC_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;

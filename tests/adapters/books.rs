@@ -15,13 +15,13 @@ use crate::wave::wave_payment;
 use crate::*;
 use mmc_test_kit::service_test;
 
-fn admin_token(c: &mut mmc_host::config::Config) {
+fn admin_token(c: &mut mmc_config::Config) {
     c.admin_token = Some(ADMIN.into());
 }
 
 /// Wave's price list as the merchant's contract says: 1 % of a checkout payment.
-fn rate_card(c: &mut mmc_host::config::Config) {
-    c.books.rate_cards = vec![mmc_host::config::RateCard {
+fn rate_card(c: &mut mmc_config::Config) {
+    c.books.rate_cards = vec![mmc_config::RateCard {
         account: "wave".into(),
         operator: None,
         operation: "collection".into(),
@@ -38,10 +38,7 @@ async fn books_app(fake: &FakeWave) -> TestApp {
 }
 
 /// [`books_app`], its configuration adjusted by `adjust` too.
-async fn books_app_with(
-    fake: &FakeWave,
-    adjust: impl FnOnce(&mut mmc_host::config::Config),
-) -> TestApp {
+async fn books_app_with(fake: &FakeWave, adjust: impl FnOnce(&mut mmc_config::Config)) -> TestApp {
     let mut component = fake.component_config();
     component
         .settings

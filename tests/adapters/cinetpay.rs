@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use mmc_host::config::ComponentConfig;
-use mmc_host::runtime::bindings::adapter_types::*;
+use mmc_config::ComponentConfig;
+use mmc_runtime::bindings::adapter_types::*;
 use serde_json::{Value, json};
 
 use crate::registry::{self, AtOperator, Entry, Harness, Op};
@@ -115,7 +115,7 @@ const PHONE: &str = "+2250700000001";
 /// The fake CinetPay, and a service routing `orange-ci` to the adapter.
 async fn cinetpay_app(
     tweak: impl FnOnce(&mut ComponentConfig),
-    adjust: impl FnOnce(&mut mmc_host::config::Config),
+    adjust: impl FnOnce(&mut mmc_config::Config),
 ) -> (FakeCinetPay, TestApp) {
     let fake = FakeCinetPay::start().await;
     let app = registry::serve(&ENTRY, &fake, tweak, adjust).await;
@@ -717,7 +717,7 @@ async fn cinetpay_transfer_notification_is_only_a_hint_named_by_our_id() {
 fn cinetpay_python_adapter_passes_the_conformance_kit() {
     let file = component_file("cinetpay");
     let checks =
-        mmc_host::conformance::run(&file, &cache_dir(), &ENTRY.conformance_inputs()).unwrap();
+        mmc_sandbox::conformance::run(&file, &cache_dir(), &ENTRY.conformance_inputs()).unwrap();
     let problems: Vec<String> = checks
         .iter()
         .filter(|c| !c.passed || c.detail.starts_with("not exercised"))
@@ -835,7 +835,7 @@ async fn cinetpay_python_adapter_hot_swapped_under_load_fails_no_request() {
 #[test]
 #[ignore = "a measurement, not a check"]
 fn cinetpay_against_wave_size_compile_and_call_times() {
-    use mmc_host::runtime::bindings::host::mmc::platform::outbound_http::Response;
+    use mmc_runtime::bindings::host::mmc::platform::outbound_http::Response;
     let answer = |name: &str| -> Vec<u8> {
         match name {
             "cinetpay" => json!({"code": "201", "message": "CREATED", "data": {
@@ -858,7 +858,7 @@ fn cinetpay_against_wave_size_compile_and_call_times() {
         ("cinetpay", "orange-ci", 1_000),
     ] {
         let bytes = std::fs::read(component_file(name)).unwrap();
-        let mut component = mmc_host::config::ComponentConfig {
+        let mut component = mmc_config::ComponentConfig {
             allowed_hosts: vec!["operator.test".into()],
             calls_per_instance: Some(calls),
             ..Default::default()
@@ -868,10 +868,10 @@ fn cinetpay_against_wave_size_compile_and_call_times() {
             .insert("base_url".into(), "https://operator.test".into());
         component.settings.insert("site_id".into(), "1".into());
         component.secrets.insert("api_key".into(), "k".into());
-        let mut config = mmc_host::sandbox::adapter_config(name, "live", component);
+        let mut config = mmc_sandbox::adapter_config(name, "live", component);
         // A fresh cache: the compile is measured, not read back.
         config.cache_dir = Some(tempfile::tempdir().unwrap().keep());
-        let sandbox = mmc_host::sandbox::Sandbox::new(&config).unwrap();
+        let sandbox = mmc_sandbox::Sandbox::new(&config).unwrap();
         let body = answer(name);
         sandbox.http.respond_with(move |_| {
             Ok(Response {

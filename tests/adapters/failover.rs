@@ -21,7 +21,7 @@
 
 use std::time::{Duration, Instant};
 
-use mmc_host::config::{Candidate, ComponentConfig, RouteSpec};
+use mmc_config::{Candidate, ComponentConfig, RouteSpec};
 use serde_json::{Value, json};
 
 use crate::live_payment;
@@ -91,7 +91,7 @@ impl TwoRoutes {
         first: &Entry,
         second: &Entry,
         first_config: impl FnOnce(&mut ComponentConfig),
-        health: impl FnOnce(&mut mmc_host::config::RouteHealthConfig),
+        health: impl FnOnce(&mut mmc_config::RouteHealthConfig),
     ) -> TwoRoutes {
         let (a, b) = ((first.start)().await, (second.start)().await);
         // Both serve MTN Benin here (aggregators name the operators they serve).

@@ -29,7 +29,7 @@ use std::collections::BTreeSet;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use mmc_host::config::ComponentConfig;
+use mmc_config::ComponentConfig;
 use serde_json::{Value, json};
 
 use crate::live_payment;
@@ -199,7 +199,7 @@ impl Rig {
         // The route's circuit never opens: every cell lies to the same
         // route, and each cell's own operation is what is judged (an open
         // circuit would hold the payouts; routing has its own tests).
-        let bulk = |c: &mut mmc_host::config::Config| {
+        let bulk = |c: &mut mmc_config::Config| {
             let b = c.components.entry("bulk".into()).or_default();
             b.settings.insert("claim_grace_ms".into(), "5000".into());
             c.route_health.min_failures = usize::MAX;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mmc_host::runtime::bindings::adapter_types::*;
+use mmc_runtime::bindings::adapter_types::*;
 use serde_json::{Value, json};
 
 use crate::registry::{self, AtOperator, Entry, Harness, Op};
@@ -13,7 +13,7 @@ use crate::support::fakes::{Plumbing, normal_key};
 use crate::support::*;
 use crate::*;
 use futures::future::BoxFuture;
-use mmc_host::config::ComponentConfig;
+use mmc_config::ComponentConfig;
 use mmc_test_kit::service_test;
 
 const CELTIIS: &str = "+2290140000001";
@@ -22,7 +22,7 @@ const SERVED: &[&str] = &["celtiis-bj", "coris-bj"];
 
 pub(crate) async fn fedapay_app(
     fake: &FakeFedaPay,
-    tweak: impl FnOnce(&mut mmc_host::config::ComponentConfig),
+    tweak: impl FnOnce(&mut mmc_config::ComponentConfig),
 ) -> TestApp {
     let mut component = fake.component_config();
     tweak(&mut component);
@@ -168,7 +168,7 @@ async fn declined_push_fails_with_the_mapped_reason_and_refusals_fail_at_once() 
 
     // A mode FedaPay does not list for XOF: closed, refused before anything is sent.
     let fake = FakeFedaPay::start().await;
-    let unknown_mode = |c: &mut mmc_host::config::ComponentConfig| {
+    let unknown_mode = |c: &mut mmc_config::ComponentConfig| {
         c.settings
             .insert("mode.celtiis-bj".into(), "celtiis_push".into());
     };

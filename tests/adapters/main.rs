@@ -26,17 +26,17 @@ mod wave;
 
 use std::time::{Duration, Instant};
 
-use mmc_host::capabilities::outbound_http::{HttpClient, ReqwestClient};
-use mmc_host::clock::system_now_ms;
-use mmc_host::config::{ComponentConfig, Config};
-use mmc_host::runtime::AdapterInstance;
-use mmc_host::runtime::bindings::adapter_types::*;
-use mmc_host::runtime::state::HostState;
-use mmc_host::sandbox::{SANDBOX_EPOCH_MS, Sandbox};
+use mmc_common::clock::system_now_ms;
+use mmc_config::{ComponentConfig, Config};
+use mmc_runtime::AdapterInstance;
+use mmc_runtime::bindings::adapter_types::*;
+use mmc_runtime::capabilities::outbound_http::{HttpClient, ReqwestClient};
+use mmc_runtime::state::HostState;
+use mmc_sandbox::{SANDBOX_EPOCH_MS, Sandbox};
 use serde_json::{Value, json};
 use support::*;
 
-/// One adapter alone in the host's sandbox (`mmc_host::sandbox`), its
+/// One adapter alone in the host's sandbox (`mmc_sandbox`), its
 /// outbound HTTP answered for real by the fakes (the sandbox still applies
 /// the allow-list), its clock set to now. The `live` environment routes
 /// every operator it describes to it.
@@ -53,7 +53,7 @@ impl Direct {
 
     /// [`Direct::load`] of the component in `path`.
     pub fn load_file(name: &str, path: &std::path::Path, component: ComponentConfig) -> Direct {
-        let mut config = mmc_host::sandbox::adapter_config(name, "live", component);
+        let mut config = mmc_sandbox::adapter_config(name, "live", component);
         config.cache_dir = Some(cache_dir());
         let sandbox = Sandbox::new(&config).unwrap();
         let client = ReqwestClient::new(tokio::runtime::Handle::current());

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mmc_host::runtime::bindings::adapter_types::*;
+use mmc_runtime::bindings::adapter_types::*;
 use serde_json::json;
 
 use crate::registry::{self, AtOperator, Entry, Harness, Op};
@@ -12,14 +12,14 @@ use crate::support::fakes::{Plumbing, normal_key};
 use crate::support::*;
 use crate::*;
 use futures::future::BoxFuture;
-use mmc_host::config::ComponentConfig;
+use mmc_config::ComponentConfig;
 use mmc_test_kit::service_test;
 
 const PHONE: &str = "+2290166000001";
 
 pub(crate) async fn mtn_app(
     fake: &FakeMtn,
-    tweak: impl FnOnce(&mut mmc_host::config::ComponentConfig),
+    tweak: impl FnOnce(&mut mmc_config::ComponentConfig),
 ) -> TestApp {
     let mut component = fake.component_config();
     tweak(&mut component);

@@ -355,7 +355,7 @@ async fn expiry_waits_for_the_operators_approval_window() {
     let b = create(&app, &live, &live_payment("BJ", "mtn-bj", never)).await;
     let (a, b) = (a["id"].as_str().unwrap(), b["id"].as_str().unwrap());
 
-    let now = mmc_host::clock::system_now_ms();
+    let now = mmc_common::clock::system_now_ms();
     move_deadline(&app, a, now - 1_000); // past expires_at, inside MTN's window
     move_deadline(&app, b, now - 120_000); // past expires_at and the window
     wait_for(&app, &live, b, "expired", Duration::from_secs(10)).await;

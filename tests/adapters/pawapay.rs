@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mmc_host::runtime::bindings::adapter_types::*;
+use mmc_runtime::bindings::adapter_types::*;
 use serde_json::{Value, json};
 
 use crate::registry::{self, AtOperator, Entry, Harness, Op, Otp};
@@ -12,7 +12,7 @@ use crate::support::fakes::{Plumbing, normal_key};
 use crate::support::*;
 use crate::*;
 use futures::future::BoxFuture;
-use mmc_host::config::ComponentConfig;
+use mmc_config::ComponentConfig;
 use mmc_test_kit::service_test;
 
 const MOOV_BJ: &str = "+2290195000001";
@@ -21,7 +21,7 @@ const ALL: &[&str] = &["moov-bj", "togocom-tg", "moov-tg", "orange-ci", "moov-ci
 
 pub(crate) async fn pawapay_app(
     fake: &FakePawapay,
-    tweak: impl FnOnce(&mut mmc_host::config::ComponentConfig),
+    tweak: impl FnOnce(&mut mmc_config::ComponentConfig),
 ) -> TestApp {
     let mut component = fake.component_config();
     tweak(&mut component);

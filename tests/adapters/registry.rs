@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use mmc_host::config::ComponentConfig;
+use mmc_config::ComponentConfig;
 use serde_json::json;
 
 use crate::support::fakes::{FakeServer, Outcome, Plumbing, Wire};
@@ -134,9 +134,9 @@ impl Entry {
     }
 
     /// The conformance kit's inputs for this adapter.
-    pub fn conformance_inputs(&self) -> mmc_host::conformance::Inputs {
+    pub fn conformance_inputs(&self) -> mmc_sandbox::conformance::Inputs {
         let pair = |(k, v): (&str, &str)| (k.to_string(), v.to_string());
-        mmc_host::conformance::Inputs {
+        mmc_sandbox::conformance::Inputs {
             settings: self
                 .conformance_settings
                 .iter()
@@ -226,7 +226,7 @@ where
 pub async fn rig(
     entry: &Entry,
     adjust: impl FnOnce(&mut ComponentConfig),
-    adjust_service: impl FnOnce(&mut mmc_host::config::Config),
+    adjust_service: impl FnOnce(&mut mmc_config::Config),
 ) -> (Box<dyn Harness>, TestApp) {
     let fake = (entry.start)().await;
     let app = serve(entry, fake.as_ref(), adjust, adjust_service).await;
@@ -241,7 +241,7 @@ pub async fn serve(
     entry: &Entry,
     fake: &dyn Harness,
     adjust: impl FnOnce(&mut ComponentConfig),
-    adjust_service: impl FnOnce(&mut mmc_host::config::Config),
+    adjust_service: impl FnOnce(&mut mmc_config::Config),
 ) -> TestApp {
     let mut c = fake.component_config();
     adjust(&mut c);
@@ -256,7 +256,8 @@ fn every_registered_adapter_passes_the_conformance_kit() {
     for entry in ADAPTERS {
         let file = component_file(entry.name);
         let checks =
-            mmc_host::conformance::run(&file, &cache_dir(), &entry.conformance_inputs()).unwrap();
+            mmc_sandbox::conformance::run(&file, &cache_dir(), &entry.conformance_inputs())
+                .unwrap();
         let problems: Vec<String> = checks
             .iter()
             .filter(|c| !c.passed || c.detail.starts_with("not exercised"))

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use mmc_host::runtime::bindings::adapter_types::*;
+use mmc_runtime::bindings::adapter_types::*;
 
 use crate::support::fakes::Outcome;
 use crate::support::fakes::acme::{self, FakeAcme};

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mmc_host::runtime::bindings::adapter_types::*;
+use mmc_runtime::bindings::adapter_types::*;
 use serde_json::{Value, json};
 
 use crate::registry::{self, AtOperator, Entry, Harness, Op};
@@ -12,14 +12,14 @@ use crate::support::fakes::{Callbacks, Fault, Outcome, REFUSED_BECAUSE_OF_US};
 use crate::support::*;
 use crate::*;
 use futures::future::BoxFuture;
-use mmc_host::config::ComponentConfig;
+use mmc_config::ComponentConfig;
 use mmc_test_kit::service_test;
 
 const PHONE: &str = "+2250700000001";
 
 pub(crate) async fn wave_app(
     fake: &FakeWave,
-    tweak: impl FnOnce(&mut mmc_host::config::ComponentConfig),
+    tweak: impl FnOnce(&mut mmc_config::ComponentConfig),
 ) -> TestApp {
     let mut component = fake.component_config();
     tweak(&mut component);

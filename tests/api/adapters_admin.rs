@@ -28,7 +28,7 @@ pub use crate::support::new_version;
 
 /// The app with `mtn-bj` served by the misbehaving `rogue` adapter (300 ms
 /// deadline, 16 MiB of memory), then `adjust`ed.
-async fn spawn_rogue_app(adjust: impl FnOnce(&mut mmc_host::config::Config)) -> TestApp {
+async fn spawn_rogue_app(adjust: impl FnOnce(&mut mmc_config::Config)) -> TestApp {
     let dir = components_with(&[("rogue", test_component("rogue"))]);
     spawn_app_with(move |c| {
         c.components_dir = Some(dir);

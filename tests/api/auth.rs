@@ -42,7 +42,7 @@ async fn missing_unknown_and_revoked_keys_get_401_in_the_current_shape(app: Test
     let m = app.accounts.create_merchant("Shop").unwrap();
     let k = app
         .accounts
-        .create_key(&m.id, mmc_host::accounts::Environment::Test)
+        .create_key(&m.id, mmc_accounts::Environment::Test)
         .unwrap();
     let (status, _) = status_and_body(
         app.client
@@ -210,8 +210,8 @@ async fn each_key_is_rate_limited_with_retry_after() {
 
 #[service_test]
 async fn a_key_does_only_what_its_scopes_allow(app: TestApp) {
-    use mmc_host::accounts::Environment;
-    use mmc_host::scopes::Scopes;
+    use mmc_accounts::Environment;
+    use mmc_accounts::scopes::Scopes;
     let (merchant, full, _) = app.merchant("Scoped");
     let scoped = |s: &str| {
         app.accounts

@@ -151,7 +151,7 @@ async fn the_simulators_test_numbers_make_each_category_of_difference() {
 }
 
 /// A simulator that says `0013` failed for its first `late_ms`, then moved.
-fn late_success_after(c: &mut mmc_host::config::Config, late_ms: u64) {
+fn late_success_after(c: &mut mmc_config::Config, late_ms: u64) {
     c.admin_token = Some(ADMIN.into());
     c.components
         .entry("simulator".into())
@@ -274,7 +274,7 @@ async fn finished_days_are_reconciled_by_themselves_once() {
         c.books.catch_up_days = 2;
     })
     .await;
-    let now = mmc_host::clock::system_now_ms();
+    let now = mmc_common::clock::system_now_ms();
     let days: Vec<String> = [1, 2]
         .iter()
         .map(|back| mmc_domain::time::date(now - back * 86_400_000))

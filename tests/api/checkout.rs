@@ -75,7 +75,7 @@ async fn a_customer_pays_through_the_hosted_page_in_french_and_english() {
     let m = app.accounts.create_merchant("Boutique Awa").unwrap();
     let key = app
         .accounts
-        .create_key(&m.id, mmc_host::accounts::Environment::Test)
+        .create_key(&m.id, mmc_accounts::Environment::Test)
         .unwrap()
         .key;
 

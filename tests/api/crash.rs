@@ -341,7 +341,7 @@ fn live_config(
     adapter_deadline_ms: u64,
     answer_window_ms: u64,
     route: (&str, &str),
-    adapter: &mmc_host::config::ComponentConfig,
+    adapter: &mmc_config::ComponentConfig,
 ) -> std::path::PathBuf {
     let table = |m: &std::collections::BTreeMap<String, String>| {
         m.iter()

@@ -371,8 +371,8 @@ async fn the_export_filters_like_the_list_and_needs_a_start(app: TestApp) {
         .accounts
         .create_key_with(
             &merchant,
-            mmc_host::accounts::Environment::Test,
-            Some(mmc_host::scopes::Scopes::parse("payments:write").unwrap()),
+            mmc_accounts::Environment::Test,
+            Some(mmc_accounts::scopes::Scopes::parse("payments:write").unwrap()),
         )
         .unwrap()
         .key;
@@ -481,7 +481,7 @@ async fn an_export_stops_when_its_key_is_revoked() {
     let m = app.accounts.create_merchant("Shop").unwrap();
     let k = app
         .accounts
-        .create_key(&m.id, mmc_host::accounts::Environment::Test)
+        .create_key(&m.id, mmc_accounts::Environment::Test)
         .unwrap();
     let from = now();
     futures::stream::iter(0..N)

@@ -665,8 +665,8 @@ async fn ten_sigkills_of_one_node_lose_nothing_while_the_others_serve() {
 async fn sigterm_finishes_what_a_node_serves_and_hands_its_jobs_over_at_once() {
     let mut fleet = Fleet::start(2, &[]);
     let (_, key, _) = fleet.merchant();
-    let db = mmc_host::db::SqlDb::new(std::sync::Arc::new(
-        mmc_host::db::Postgres::connect(&fleet._db.as_ref().unwrap().url).unwrap(),
+    let db = mmc_db::SqlDb::new(std::sync::Arc::new(
+        mmc_db::Postgres::connect(&fleet._db.as_ref().unwrap().url).unwrap(),
     ));
     let holders = |pattern: &str| -> Vec<String> {
         db.read(|c| {
@@ -980,7 +980,7 @@ async fn console_sign_in_limits_and_sign_out_hold_across_the_fleet() {
 /// and neither waits for the other's transaction (no fleet-wide claim lock).
 #[test]
 fn delivery_claims_skip_what_another_nodes_claim_holds() {
-    use mmc_host::db::{Postgres, SqlDb};
+    use mmc_db::{Postgres, SqlDb};
     use std::sync::{Arc, mpsc};
     let database = TestDatabase::create();
     let node = || SqlDb::new(Arc::new(Postgres::connect(&database.url).unwrap()));
@@ -996,9 +996,9 @@ fn delivery_claims_skip_what_another_nodes_claim_holds() {
         Ok(())
     })
     .unwrap();
-    let claim = |tx: &mut dyn mmc_host::db::SqlConn, limit: i64| -> Vec<i64> {
+    let claim = |tx: &mut dyn mmc_db::SqlConn, limit: i64| -> Vec<i64> {
         tx.query(
-            mmc_host::webhooks::CLAIM_DUE_POSTGRES,
+            mmc_webhooks::CLAIM_DUE_POSTGRES,
             &[limit.into(), 1_000i64.into(), 30_000i64.into()],
         )
         .unwrap()

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use mmc_host::config::{Generation, Route};
+use mmc_config::{Generation, Route};
 
 use crate::support::*;
 use mmc_test_kit::service_test;
@@ -12,7 +12,7 @@ async fn app_with_hostile() -> TestApp {
     app_with_hostile_and(|_| {}).await
 }
 
-async fn app_with_hostile_and(adjust: impl FnOnce(&mut mmc_host::config::Config)) -> TestApp {
+async fn app_with_hostile_and(adjust: impl FnOnce(&mut mmc_config::Config)) -> TestApp {
     let components = tempfile::tempdir().unwrap().keep();
     for name in ["collect", "simulator"] {
         std::fs::copy(

@@ -315,7 +315,7 @@ async fn the_dashboard_and_the_alert_rules_name_only_what_metrics_exports(app: T
 #[test]
 fn the_shipped_slo_rules_are_what_the_default_objectives_generate() {
     let shipped = std::fs::read_to_string(root().join("deploy/prometheus/slo.yml")).unwrap();
-    let generated = mmc_host::slo::rules(&mmc_host::config::ObjectivesConfig::default());
+    let generated = mmc_metrics::slo::rules(&mmc_config::ObjectivesConfig::default());
     assert!(
         shipped == generated,
         "deploy/prometheus/slo.yml is stale: run `mmc slo rules > deploy/prometheus/slo.yml`"

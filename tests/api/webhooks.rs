@@ -701,7 +701,7 @@ async fn endpoints_per_merchant_are_bounded() {
 
 #[service_test]
 async fn signing_secrets_are_sealed_at_rest_and_older_rows_are_sealed_at_start() {
-    use mmc_host::webhooks::{Webhooks, sealing::Sealer};
+    use mmc_webhooks::{Webhooks, sealing::Sealer};
     let app = fast_webhooks().await;
     let (merchant, key, _) = app.merchant("Sealed");
     let receiver = Receiver::start().await;
@@ -817,8 +817,8 @@ async fn delivery_records_say_what_failed_never_what_the_remote_said() {
 /// that delivery ends; a young event stays.
 #[service_test]
 async fn events_past_their_retention_go_with_their_deliveries_unless_still_pending() {
-    use mmc_host::webhooks::{Webhooks, sealing::Sealer};
     use mmc_storage::sql::Value as Sql;
+    use mmc_webhooks::{Webhooks, sealing::Sealer};
     let app = fast_webhooks().await;
     let key = app.test_key("Shop");
     let receiver = receiving_created(&app, &key).await;

@@ -94,10 +94,10 @@ async fn a_batch_waits_for_validation_then_every_item_is_paid() {
 async fn below_the_merchant_threshold_a_batch_is_paid_at_once_and_cannot_be_validated() {
     let data = tempfile::tempdir().unwrap();
     // The merchant must exist before the server starts to be named in its settings.
-    let accounts = mmc_host::accounts::Accounts::new(test_storage(&base_config(data.path())).sql);
+    let accounts = mmc_accounts::Accounts::new(test_storage(&base_config(data.path())).sql);
     let trusted = accounts.create_merchant("Trusted").unwrap();
     let trusted_key = accounts
-        .create_key(&trusted.id, mmc_host::accounts::Environment::Test)
+        .create_key(&trusted.id, mmc_accounts::Environment::Test)
         .unwrap()
         .key;
     let app = spawn_app_with(|c| {

@@ -16,7 +16,7 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use mmc_host::config::Config;
+use mmc_config::Config;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::Notify;

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use mmc_host::accounts::Environment;
-use mmc_host::scopes::Scopes;
+use mmc_accounts::Environment;
+use mmc_accounts::scopes::Scopes;
 use serde_json::json;
 
 use crate::helpers::*;

@@ -358,8 +358,8 @@ async fn a_batch_of_200_survives_the_death_of_the_node_paying_it() {
     tokio::time::timeout(Duration::from_secs(60), recorder.held.notified())
         .await
         .expect("the held payout arrives");
-    let sql = mmc_host::db::SqlDb::new(std::sync::Arc::new(
-        mmc_host::db::Postgres::connect(&db.url).unwrap(),
+    let sql = mmc_db::SqlDb::new(std::sync::Arc::new(
+        mmc_db::Postgres::connect(&db.url).unwrap(),
     ));
     let holder = sql
         .read(|c| {

@@ -7,11 +7,11 @@ mod support;
 
 use std::time::Duration;
 
-use mmc_host::config::{ComponentConfig, Config};
-use mmc_host::runtime::bindings::adapter_types::*;
-use mmc_host::runtime::bindings::http_types::{Caller, Request};
-use mmc_host::runtime::{CallError, Kind};
-use mmc_host::sandbox::{Sandbox, adapter_config};
+use mmc_config::{ComponentConfig, Config};
+use mmc_runtime::bindings::adapter_types::*;
+use mmc_runtime::bindings::http_types::{Caller, Request};
+use mmc_runtime::{CallError, Kind};
+use mmc_sandbox::{Sandbox, adapter_config};
 use serde_json::{Value, json};
 
 fn simulator() -> Sandbox {
@@ -554,7 +554,7 @@ fn bulk_call(sb: &Sandbox, method: &str, path: &str, body: Value) -> (u16, Value
 /// go again under the same `X-Reference-Id`, once, and MTN's answer ends it.
 #[test]
 fn a_payout_whose_sender_froze_past_its_deadline_sends_nothing_then_goes_once_under_its_id() {
-    use mmc_host::runtime::bindings::host::mmc::platform::outbound_http::Response as HttpResponse;
+    use mmc_runtime::bindings::host::mmc::platform::outbound_http::Response as HttpResponse;
     let sb = bulk_with_momo();
     let clock = sb.clock.clone();
     let paid = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -729,7 +729,7 @@ fn a_payout_whose_sender_froze_past_its_deadline_sends_nothing_then_goes_once_un
 /// A job's lease as a test sets it.
 struct TestLease(std::sync::atomic::AtomicBool);
 
-impl mmc_host::runtime::state::LeaseGuard for TestLease {
+impl mmc_runtime::state::LeaseGuard for TestLease {
     fn held(&self) -> bool {
         self.0.load(std::sync::atomic::Ordering::SeqCst)
     }
@@ -740,7 +740,7 @@ impl mmc_host::runtime::state::LeaseGuard for TestLease {
 /// it sends no payout; with the lease held, the same run pays.
 #[test]
 fn a_payouts_run_whose_lease_has_passed_claims_and_sends_nothing() {
-    use mmc_host::runtime::bindings::host::mmc::platform::outbound_http::Response as HttpResponse;
+    use mmc_runtime::bindings::host::mmc::platform::outbound_http::Response as HttpResponse;
     let sb = bulk_with_momo();
     sb.http.respond_with(|req| {
         let (status, body) = if req.url.ends_with("/disbursement/token/") {
@@ -776,7 +776,7 @@ fn a_payouts_run_whose_lease_has_passed_claims_and_sends_nothing() {
     };
 
     let lease = std::sync::Arc::new(TestLease(std::sync::atomic::AtomicBool::new(false)));
-    let passed: std::sync::Arc<dyn mmc_host::runtime::state::LeaseGuard> = lease.clone();
+    let passed: std::sync::Arc<dyn mmc_runtime::state::LeaseGuard> = lease.clone();
     let _ = sb
         .runtime
         .run_job_leased("bulk", "payouts", 10, Some(passed));
@@ -785,7 +785,7 @@ fn a_payouts_run_whose_lease_has_passed_claims_and_sends_nothing() {
     assert_eq!(page["results"][0]["status"], "pending", "{page}");
 
     lease.0.store(true, std::sync::atomic::Ordering::SeqCst);
-    let held: std::sync::Arc<dyn mmc_host::runtime::state::LeaseGuard> = lease;
+    let held: std::sync::Arc<dyn mmc_runtime::state::LeaseGuard> = lease;
     sb.runtime
         .run_job_leased("bulk", "payouts", 10, Some(held))
         .unwrap();

@@ -26,7 +26,7 @@ impl TestApp {
         let (merchant, _, maker) = self.merchant(name);
         let checker = self
             .accounts
-            .create_key(&merchant, mmc_host::accounts::Environment::Live)
+            .create_key(&merchant, mmc_accounts::Environment::Live)
             .unwrap()
             .key;
         (maker, checker)
@@ -87,7 +87,7 @@ pub fn payment_record(app: &TestApp, id: &str) -> (String, Vec<u8>) {
 
 /// Today (UTC), written as the books write a day.
 pub fn today() -> String {
-    mmc_domain::time::date(mmc_host::clock::system_now_ms())
+    mmc_domain::time::date(mmc_common::clock::system_now_ms())
 }
 
 /// `account`'s day `today()` reconciled through the admin API (the app

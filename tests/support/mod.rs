@@ -8,8 +8,8 @@ pub mod smtp;
 
 use std::path::PathBuf;
 
-use mmc_host::accounts::{Accounts, Environment};
-use mmc_host::config::Config;
+use mmc_accounts::{Accounts, Environment};
+use mmc_config::Config;
 use serde_json::{Value, json};
 
 pub fn root() -> PathBuf {
@@ -141,7 +141,7 @@ pub fn with_test_storage(config: &mut Config) {
 }
 
 /// The storage a server on `config` uses, opened by the test itself.
-pub fn test_storage(config: &Config) -> mmc_host::db::Storage {
+pub fn test_storage(config: &Config) -> mmc_db::Storage {
     let mut config = config.clone();
     with_test_storage(&mut config);
     mmc_host::server::open_db(&config).expect("test storage opens")
@@ -389,8 +389,8 @@ pub fn operator_id(id: &str) -> String {
 /// The amount (major units) of an adapter's success in XOF, in whatever
 /// decimal form its operator wrote it; `None` for anything else.
 #[allow(dead_code)]
-pub fn completed(status: &mmc_host::runtime::bindings::adapter_types::PspStatus) -> Option<u64> {
-    use mmc_host::runtime::bindings::adapter_types::PspStatus;
+pub fn completed(status: &mmc_runtime::bindings::adapter_types::PspStatus) -> Option<u64> {
+    use mmc_runtime::bindings::adapter_types::PspStatus;
     match status {
         PspStatus::Completed(s) if s.currency == "XOF" => {
             mmc_domain::settlement::major_units(&s.amount)

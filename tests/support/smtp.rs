@@ -94,11 +94,11 @@ impl SmtpSink {
     }
 
     /// An `[smtp]` section that sends here.
-    pub fn config(&self) -> mmc_host::config::SmtpConfig {
-        mmc_host::config::SmtpConfig {
+    pub fn config(&self) -> mmc_config::SmtpConfig {
+        mmc_config::SmtpConfig {
             host: "127.0.0.1".into(),
             port: Some(self.port),
-            security: mmc_host::config::SmtpSecurity::None,
+            security: mmc_config::SmtpSecurity::None,
             from: "Payments <no-reply@pay.example.bj>".into(),
             username: None,
             password: None,

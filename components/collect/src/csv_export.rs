@@ -4,7 +4,7 @@
 //! most [`MAX_SCANNED`] payments read, the list's scan and filters) and, when the period goes on, names the next
 //! page in the `mmc-continue` response header: the query to call again
 //! with. The host streams the pages one after another into one response
-//! (`host/src/http/paged.rs`), so neither side ever holds more than a page,
+//! (`crates/http/src/paged.rs`), so neither side ever holds more than a page,
 //! whatever the period's size. The first page (no `starting_after`) starts
 //! with the header row; a client may resume an interrupted export with
 //! `starting_after=<the last id it received>`.

@@ -2,7 +2,7 @@
 //! the people of their console, written to the data directory's store (a
 //! running server sees them at once).
 
-use mmc_host::console::users::{Role, Users};
+use mmc_console::users::{Role, Users};
 
 use super::*;
 
@@ -116,7 +116,7 @@ pub fn keys(config: &Config, command: KeysCommand) {
         } => {
             let env = environment(&env);
             let scopes = scopes.map(|s| {
-                mmc_host::scopes::Scopes::parse(&s)
+                mmc_accounts::scopes::Scopes::parse(&s)
                     .unwrap_or_else(|e| fail(&format!("--scopes: {e}")))
             });
             let k = open_accounts(config)

@@ -198,8 +198,8 @@ fn test(
     secrets: Vec<(String, String)>,
     json: bool,
 ) {
-    let inputs = mmc_host::conformance::Inputs { settings, secrets };
-    let checks = mmc_host::conformance::run(&file, &config.cache_dir(), &inputs)
+    let inputs = mmc_sandbox::conformance::Inputs { settings, secrets };
+    let checks = mmc_sandbox::conformance::run(&file, &config.cache_dir(), &inputs)
         .unwrap_or_else(|e| fail(&format!("{e:#}")));
     let passed = checks.iter().all(|c| c.passed);
     if json {
@@ -208,7 +208,7 @@ fn test(
             json!({"file": file, "passed": passed, "checks": checks})
         );
     } else {
-        print!("{}", mmc_host::conformance::table(&checks));
+        print!("{}", mmc_sandbox::conformance::table(&checks));
     }
     if !passed {
         std::process::exit(1);

@@ -15,8 +15,8 @@ mod webhooks;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use mmc_host::accounts::{Accounts, Environment};
-use mmc_host::config::Config;
+use mmc_accounts::{Accounts, Environment};
+use mmc_config::Config;
 use serde_json::json;
 
 use self::accounts::{KeysCommand, MerchantsCommand, UsersCommand};
@@ -108,7 +108,7 @@ pub enum Command {
     /// (one file to deploy; `mmc --version` lists them with their hashes).
     Bundle {
         /// The components to carry (every `*.wasm`).
-        #[arg(long, default_value = mmc_host::config::DEFAULT_COMPONENTS_DIR)]
+        #[arg(long, default_value = mmc_config::DEFAULT_COMPONENTS_DIR)]
         components: PathBuf,
         /// The file to write.
         #[arg(long)]
@@ -189,7 +189,7 @@ pub fn run(mut config: Config, command: Command) {
             command: ConsoleCommand::RebuildOverview,
         } => store::rebuild_overview(&config),
         Command::Docs { out, src } => {
-            let pages = mmc_host::http::docs::book::write(&src, &out)
+            let pages = mmc_http::docs::book::write(&src, &out)
                 .unwrap_or_else(|e| fail(&format!("{}: {e}", src.display())));
             println!("{}", json!({"out": out, "pages": pages.len()}));
         }
@@ -200,13 +200,13 @@ pub fn run(mut config: Config, command: Command) {
         } => {
             let exe = std::env::current_exe().unwrap_or_else(|e| fail(&e.to_string()));
             let commit = commit.unwrap_or_else(git_commit);
-            let manifest = mmc_host::bundle::write(&exe, &components, &commit, &out)
+            let manifest = mmc_bundle::write(&exe, &components, &commit, &out)
                 .unwrap_or_else(|e| fail(&e.to_string()));
             println!("{}", json!({"out": out, "manifest": manifest}));
         }
         Command::Slo {
             command: SloCommand::Rules,
-        } => print!("{}", mmc_host::slo::rules(&config.monitoring.objectives)),
+        } => print!("{}", mmc_metrics::slo::rules(&config.monitoring.objectives)),
         Command::Backup { to } => store::backup(&config, &to),
         Command::Restore { from, force } => store::restore(&config, &from, force),
     }
@@ -214,7 +214,7 @@ pub fn run(mut config: Config, command: Command) {
 
 /// `mmc --version`: the version, the commit, and the components the binary
 /// carries with their SHA-256 (what `GET /admin/components` shows loaded).
-pub fn version_text(manifest: Option<&mmc_host::bundle::Manifest>) -> String {
+pub fn version_text(manifest: Option<&mmc_bundle::Manifest>) -> String {
     let commit = manifest
         .map(|m| m.commit.as_str())
         .or(option_env!("MMC_COMMIT"))
@@ -229,7 +229,7 @@ pub fn version_text(manifest: Option<&mmc_host::bundle::Manifest>) -> String {
         }
         None => out.push_str(&format!(
             "components built in: none (loaded from components_dir, default {})\n",
-            mmc_host::config::DEFAULT_COMPONENTS_DIR
+            mmc_config::DEFAULT_COMPONENTS_DIR
         )),
     }
     out.trim_end().to_string()
@@ -266,7 +266,7 @@ fn environment(env: &str) -> Environment {
 }
 
 /// The storage of the configured data directory.
-fn open_db(config: &Config) -> mmc_host::db::Storage {
+fn open_db(config: &Config) -> mmc_db::Storage {
     mmc_host::server::open_db(config).unwrap_or_else(|e| fail(&e.to_string()))
 }
 

@@ -34,21 +34,21 @@ pub fn rebuild_overview(config: &Config) {
     // a server that has the file open counts at its next dispatch round
     // instead, in its own writer.
     let served = match config.storage_url() {
-        Ok(mmc_host::config::StorageUrl::Sqlite(path)) => {
+        Ok(mmc_config::StorageUrl::Sqlite(path)) => {
             mmc_storage_sqlite::backup::in_use(&path).unwrap_or(false)
         }
         _ => false,
     };
     let db = open_db(config);
     if served {
-        mmc_host::tallies::rebuild_at_next_round(&db.sql).unwrap_or_else(|e| fail(&e.to_string()));
+        mmc_tallies::rebuild_at_next_round(&db.sql).unwrap_or_else(|e| fail(&e.to_string()));
         println!(
             "{}",
             json!({"overview": {"counted": "by the running server, at its next dispatch round"}})
         );
         return;
     }
-    let rebuilt = mmc_host::tallies::rebuild(&db.sql).unwrap_or_else(|e| fail(&e.to_string()));
+    let rebuilt = mmc_tallies::rebuild(&db.sql).unwrap_or_else(|e| fail(&e.to_string()));
     println!("{}", json!({ "overview": rebuilt }));
 }
 

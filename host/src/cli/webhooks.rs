@@ -38,9 +38,9 @@ pub fn run(config: &Config, command: WebhooksCommand) {
     {
         fail(&format!("no merchant with id {merchant}"));
     }
-    let sealer = mmc_host::webhooks::sealing::Sealer::resolve(config)
-        .unwrap_or_else(|e| fail(&e.to_string()));
-    let webhooks = mmc_host::webhooks::Webhooks::new(db.sql, config.webhooks.clone(), sealer)
+    let sealer =
+        mmc_webhooks::sealing::Sealer::resolve(config).unwrap_or_else(|e| fail(&e.to_string()));
+    let webhooks = mmc_webhooks::Webhooks::new(db.sql, config.webhooks.clone(), sealer)
         .unwrap_or_else(|e| fail(&e.to_string()));
     let events: Vec<String> = events
         .split(',')

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use mmc_host::config::ComponentConfig;
+use mmc_config::ComponentConfig;
 
 use crate::registry::{self, AtOperator, Entry, Harness, Op};
 use crate::support::fakes::acme::{self, FakeAcme};

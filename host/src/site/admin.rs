@@ -5,8 +5,8 @@ use bytes::Bytes;
 use http_body_util::Full;
 
 use super::*;
-use crate::http::native::{native_request, native_response};
-use crate::http::read_request;
+use mmc_http::native::{native_request, native_response};
+use mmc_http::read_request;
 
 pub(super) async fn handle(site: Arc<Site>, mut req: Request<Incoming>) -> Response<Body> {
     let head = head_as_get(&mut req);
@@ -20,7 +20,7 @@ async fn handle_get(site: Arc<Site>, req: Request<Incoming>) -> Response<Full<By
     let path = req.uri().path().to_string();
     let quiet = path == "/healthz";
     let span = request_span(quiet, &request_id, req.method(), &path, "admin");
-    crate::traces::follow_caller(&span, req.headers());
+    mmc_telemetry::traces::follow_caller(&span, req.headers());
     let served = async {
         if quiet {
             text(StatusCode::OK, "text/plain", "ok\n")
@@ -53,18 +53,18 @@ async fn admin_api(site: &Site, req: Request<Incoming>) -> Response<Full<Bytes>>
         .headers()
         .get("authorization")
         .and_then(|v| v.to_str().ok());
-    if let Err(e) = crate::admin::api::authorize(&site.admin, authorization) {
+    if let Err(e) = mmc_admin::api::authorize(&site.admin, authorization) {
         return native_response(app, Err(e));
     }
     // Component uploads get a larger body limit.
     match read_request(app, req, Some(MAX_BODY)).await {
         Ok((parts, body)) => {
             let request = native_request(&parts, body);
-            let under = |prefix| crate::paths::under(&request.path, prefix);
+            let under = |prefix| mmc_common::paths::under(&request.path, prefix);
             let result = if under("/admin/v1/reconciliation") || under("/admin/v1/balances") {
-                crate::books::api::admin(&app.books, request).await
+                mmc_http::books::admin(&app.books, request).await
             } else {
-                crate::admin::api::handle(&site.admin, request).await
+                mmc_admin::api::handle(&site.admin, request).await
             };
             native_response(app, result)
         }

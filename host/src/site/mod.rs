@@ -15,17 +15,17 @@ use hyper::{Request, Response, StatusCode};
 use tokio::net::TcpListener;
 use tracing::Instrument;
 
-use crate::config::{Generation, Route};
-use crate::console::Console;
-use crate::http::component::dispatch;
-use crate::http::connections::Connections;
-use crate::http::errors::HttpError;
-use crate::http::listener::accept_loop;
-use crate::http::native_areas::{NativeArea, native_area, native_dispatch};
-use crate::http::paged::{self, Body};
-use crate::http::pages::{api_docs_page, docs_page, text};
-use crate::http::request_log::{finish, request_span};
-use crate::http::{App, ClientAddr, docs, head_as_get, without_body};
+use mmc_config::{Generation, Route};
+use mmc_console::Console;
+use mmc_http::component::dispatch;
+use mmc_http::connections::Connections;
+use mmc_http::errors::HttpError;
+use mmc_http::listener::accept_loop;
+use mmc_http::native_areas::{NativeArea, native_area, native_dispatch};
+use mmc_http::paged::{self, Body};
+use mmc_http::pages::{api_docs_page, docs_page, text};
+use mmc_http::request_log::{finish, request_span};
+use mmc_http::{App, ClientAddr, docs, head_as_get, without_body};
 
 /// What the listeners serve: the API's state, and the areas beside it.
 pub struct Site {
@@ -34,7 +34,7 @@ pub struct Site {
     /// The merchant console (`/console/`).
     pub console: Console,
     /// Adapter deployments, through the admin API (`/admin/v1`).
-    pub admin: Arc<crate::admin::Admin>,
+    pub admin: Arc<mmc_admin::Admin>,
 }
 
 /// The public listener: merchants, customers, operators' callbacks.
@@ -87,7 +87,7 @@ impl Target {
             "/metrics" => Target::Metrics,
             "/docs" => Target::Docs(docs::index()),
             "/docs/api" => Target::ApiDocs,
-            _ if crate::paths::under(path, "/console") => Target::Console,
+            _ if mmc_common::paths::under(path, "/console") => Target::Console,
             _ => match path.strip_prefix("/docs/").and_then(docs::chapter) {
                 Some(page) => Target::Docs(page),
                 None => match native_area(path) {
@@ -128,7 +128,7 @@ async fn handle_get(site: Arc<Site>, req: Request<Incoming>) -> Response<Body> {
     let target = Target::of(&site.app, &path);
     let quiet = target.quiet();
     let span = request_span(quiet, &request_id, req.method(), &path, target.label());
-    crate::traces::follow_caller(&span, req.headers());
+    mmc_telemetry::traces::follow_caller(&span, req.headers());
     let mut resp = serve_target(&site, &target, req, &path, &request_id)
         .instrument(span.clone())
         .await;
@@ -165,7 +165,7 @@ async fn serve_target(
             paged::full(api_docs_page(app, client).await)
         }
         Target::Console => {
-            paged::full(crate::console::handle(app, &site.console, req, request_id).await)
+            paged::full(mmc_console::handle(app, &site.console, req, request_id).await)
         }
         Target::Native(area) => {
             let resp = match native_dispatch(app, *area, req).await {

@@ -5,7 +5,7 @@
 //! overflowing sideways. The screenshots go to target/console-screenshots;
 //! `make screenshots` writes them into the book (docs/console/) instead.
 
-use mmc_host::console::users::Role;
+use mmc_console::users::Role;
 use serde_json::{Value, json};
 
 use super::*;
@@ -166,7 +166,7 @@ async fn in_chromium_a_link_is_paid_a_batch_is_approved_by_another_person_and_a_
     let app = spawn_app_completing_after(0).await;
     let (merchant, key, _) = app.merchant("Boutique Awa");
     app.accounts
-        .set_require_second_approver(&merchant, mmc_host::accounts::Environment::Test, true)
+        .set_require_second_approver(&merchant, mmc_accounts::Environment::Test, true)
         .unwrap();
     for (email, role) in [
         ("awa@awa.bj", Role::Finance),

@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use mmc_host::accounts::Environment;
-use mmc_host::console::users::Role;
+use mmc_accounts::Environment;
+use mmc_console::users::Role;
 use serde_json::{Value, json};
 
 use super::*;
@@ -347,7 +347,7 @@ async fn a_person_cannot_approve_their_own_batch_through_keys_they_made(app: Tes
             .create_key_with(
                 &merchant,
                 Environment::Test,
-                Some(mmc_host::scopes::Scopes::parse(scopes).unwrap()),
+                Some(mmc_accounts::scopes::Scopes::parse(scopes).unwrap()),
             )
             .unwrap()
             .key

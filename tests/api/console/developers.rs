@@ -4,7 +4,7 @@
 //! disabled and given a new secret through the API, deliveries and resend;
 //! other roles refused by the server.
 
-use mmc_host::console::users::Role;
+use mmc_console::users::Role;
 use serde_json::{Value, json};
 
 use super::*;
@@ -67,12 +67,12 @@ fn row<'a>(page: &'a Page, text: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no row with {text} in {}", page.body))
 }
 
-fn keys_of(app: &TestApp, merchant: &str) -> Vec<mmc_host::accounts::KeyInfo> {
+fn keys_of(app: &TestApp, merchant: &str) -> Vec<mmc_accounts::KeyInfo> {
     app.service
         .site
         .app
         .accounts
-        .list_keys(merchant, mmc_host::accounts::Environment::Test)
+        .list_keys(merchant, mmc_accounts::Environment::Test)
         .unwrap()
 }
 
@@ -121,7 +121,7 @@ async fn a_developer_names_a_key_sees_it_once_and_a_second_submit_makes_no_secon
     let none = post_form(&dev, "/console/developers/keys", &form).await;
     assert_eq!(none.status, 400, "{}", none.body);
     assert!(none.body.contains("at least one scope"), "{}", none.body);
-    let made_here = || -> Vec<mmc_host::accounts::KeyInfo> {
+    let made_here = || -> Vec<mmc_accounts::KeyInfo> {
         let keys = keys_of(&app, &merchant);
         keys.into_iter().filter(|k| k.made_by.is_some()).collect()
     };
@@ -320,7 +320,7 @@ async fn support_and_finance_are_refused_the_developer_pages_by_the_server(app: 
         .site
         .app
         .accounts
-        .list_keys(&merchant, mmc_host::accounts::Environment::Test)
+        .list_keys(&merchant, mmc_accounts::Environment::Test)
         .unwrap();
     for (email, role) in [
         ("agent@shop.bj", Role::Support),

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use mmc_host::console::users::Role;
+use mmc_console::users::Role;
 
 use super::*;
 use crate::support::*;
@@ -26,7 +26,7 @@ async fn finance_sees_the_days_differences_settles_a_case_and_exports_the_day() 
         ids.push(id);
     }
     tokio::time::sleep(Duration::from_millis(300)).await; // the simulator's journal
-    let date = mmc_domain::time::date(mmc_host::clock::system_now_ms());
+    let date = mmc_domain::time::date(mmc_common::clock::system_now_ms());
     let finance = person(&app, &merchant, "finance@shop.bj", Role::Finance).await;
     let before = finance.get(&format!("/console/finance?date={date}")).await;
     assert!(

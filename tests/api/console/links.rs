@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use mmc_host::console::users::Role;
+use mmc_console::users::Role;
 use serde_json::Value;
 
 use super::*;

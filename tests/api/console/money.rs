@@ -1,7 +1,7 @@
 //! The console's actions are the API's: scopes refused by the server,
 //! a refund that is the API's refund, a bulk approval that is its validate.
 
-use mmc_host::console::users::Role;
+use mmc_console::users::Role;
 use serde_json::{Value, json};
 
 use super::*;
@@ -218,8 +218,8 @@ async fn console_bulk_approval_is_the_apis_validate_under_the_approvers_role(app
         .accounts
         .create_key_with(
             &merchant,
-            mmc_host::accounts::Environment::Test,
-            Some(mmc_host::scopes::Scopes::parse("bulk:create").unwrap()),
+            mmc_accounts::Environment::Test,
+            Some(mmc_accounts::scopes::Scopes::parse("bulk:create").unwrap()),
         )
         .unwrap();
     let resp = app

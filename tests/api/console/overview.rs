@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use mmc_host::console::users::Role;
+use mmc_console::users::Role;
 use serde_json::{Value, json};
 
 use super::*;
@@ -88,7 +88,7 @@ fn day_label(lang: &str, day: u64) -> String {
 }
 
 fn this_day() -> u64 {
-    mmc_host::clock::system_now_ms() / 86_400_000
+    mmc_common::clock::system_now_ms() / 86_400_000
 }
 
 /// Waits until the payment `id` is in `status` (asking the operator).
@@ -326,7 +326,7 @@ async fn every_outcome_counts_once_and_counting_the_payments_again_gives_the_sam
 
     // Counted again from the payments: the same figures.
     let before = figures(&page);
-    let rebuilt = mmc_host::tallies::rebuild(&app.service.site.console.tallies).unwrap();
+    let rebuilt = mmc_tallies::rebuild(&app.service.site.console.tallies).unwrap();
     assert_eq!(
         (rebuilt.payments, rebuilt.unreadable),
         (10, 0),
@@ -386,7 +386,7 @@ async fn payments_stored_without_their_events_are_counted_by_the_rebuild_and_a_s
 
     // A paid Moov payment written straight into the store, as a restore or a
     // seeded store has them: no event, so not counted.
-    let now = mmc_host::clock::system_now_ms();
+    let now = mmc_common::clock::system_now_ms();
     let id = uuid::Uuid::now_v7().to_string();
     let record: mmc_domain::record::Payment = serde_json::from_value(json!({
         "id": id, "merchant_id": merchant, "environment": "test", "reference": "restored",

@@ -58,8 +58,8 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use hmac::{Hmac, Mac};
+use mmc_config::ComponentConfig;
 use mmc_domain::http::encode_component;
-use mmc_host::config::ComponentConfig;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use sha2::Sha256;

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mmc_host::config::ComponentConfig;
+use mmc_config::ComponentConfig;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mmc_host::config::ComponentConfig;
+use mmc_config::ComponentConfig;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 

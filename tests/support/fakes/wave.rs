@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hmac::{Hmac, Mac};
-use mmc_host::config::ComponentConfig;
+use mmc_config::ComponentConfig;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use sha2::Sha256;
