@@ -454,6 +454,7 @@ psql "$PGURL" -qc "DROP DATABASE IF EXISTS mmc_bench_1 WITH (FORCE)" -c "DROP DA
 # The books at scale: one account-day of 1,000,000 records, on each engine.
 kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true
 BOOKS=$(./bench/books.sh)
+COMPARED=$(./bench/crates_compared.sh)
 # What traces cost: creates with traces on against off (bench/traces.sh).
 TRACES=$(./bench/traces.sh)
 
@@ -530,4 +531,8 @@ ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); 
   echo "| Engine | records | run | RSS before | peak | growth | matched |"
   echo "|---|---|---|---|---|---|---|"
   while IFS='|' read -r e n t r p g m; do echo "| $e | $n | $t s | $r MiB | $p MiB | $g MiB | $m |"; done <<<"$BOOKS"
+  echo
+  echo "The host's rate limiter and metrics beside governor and prometheus-client (bench/crates_compared.sh, release build, one thread):"
+  echo
+  while IFS='|' read -r what json; do echo "- $what: \`$json\`"; done <<<"$COMPARED"
 } | tee bench/results/latest.md

@@ -11,6 +11,7 @@ use tokio::net::TcpListener;
 use crate::site::{self, Site};
 use mmc_accounts::Accounts;
 use mmc_common::clock::SystemClock;
+use mmc_common::rate_limit::RateLimiter;
 use mmc_config::Config;
 use mmc_db::Storage;
 use mmc_http::App;
@@ -97,9 +98,13 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         Duration::from_millis(config.monitoring.backlog_sample_ms.max(100)),
         drain.clone(),
     );
+    let limits = &config.rate_limit;
     let app = Arc::new(App {
-        rate_limiter: mmc_http::rate_limit::RateLimiter::new(config.rate_limit.clone()),
-        client_limiter: mmc_http::rate_limit::RateLimiter::per_client(&config.rate_limit),
+        rate_limiter: RateLimiter::with_rate(limits.per_second, limits.burst),
+        client_limiter: RateLimiter::with_rate(
+            limits.per_client_per_second,
+            limits.per_client_burst,
+        ),
         runtime: runtime.clone(),
         webhooks,
         accounts: Accounts::new(db.sql.clone()),

@@ -18,7 +18,6 @@ pub mod native_areas;
 pub mod paged;
 pub mod pages;
 mod principal;
-pub mod rate_limit;
 pub mod request_log;
 pub mod webhooks;
 
@@ -48,9 +47,9 @@ const MAX_HEADER_BYTES: usize = 16 * 1024;
 /// What the API's requests are served with: keys and their limits, the
 /// runtime that holds the components, the webhooks, the routes.
 pub struct App {
-    pub rate_limiter: rate_limit::RateLimiter,
+    pub rate_limiter: mmc_common::rate_limit::RateLimiter,
     /// Requests without a key on public routes, per client address and route.
-    pub client_limiter: rate_limit::RateLimiter,
+    pub client_limiter: mmc_common::rate_limit::RateLimiter,
     pub runtime: Arc<Runtime>,
     pub webhooks: Arc<mmc_webhooks::Webhooks>,
     pub accounts: Accounts,

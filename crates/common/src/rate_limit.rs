@@ -12,8 +12,6 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use mmc_config::RateLimitConfig;
-
 /// Buckets kept at most per limiter (keys and client addresses are the
 /// client's choice: one with many addresses must not grow the host).
 const MAX_BUCKETS: usize = 100_000;
@@ -67,16 +65,7 @@ pub struct RateLimiter {
 }
 
 impl RateLimiter {
-    /// Per API key.
-    pub fn new(config: RateLimitConfig) -> RateLimiter {
-        RateLimiter::with_rate(config.per_second, config.burst)
-    }
-
-    /// Per client address, for requests without a key.
-    pub fn per_client(config: &RateLimitConfig) -> RateLimiter {
-        RateLimiter::with_rate(config.per_client_per_second, config.per_client_burst)
-    }
-
+    /// `per_second` tokens, up to `burst` held; a rate of 0 is no limit.
     pub fn with_rate(per_second: f64, burst: f64) -> RateLimiter {
         RateLimiter::bounded(per_second, burst, MAX_BUCKETS)
     }
