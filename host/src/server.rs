@@ -127,7 +127,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     mmc_reconciliation::schedule::spawn(books, leases.clone(), app.drain.clone());
     let site = Arc::new(Site {
         app,
-        console: mmc_console::Console::new(
+        console: mmc_console_kit::Console::new(
             db.sql.clone(),
             &base_url,
             &config.console,

@@ -160,3 +160,30 @@ fn no_source_file_of_the_host_or_its_crates_is_over_600_lines() {
         .collect();
     assert!(long.is_empty(), "split these: {long:?}");
 }
+
+/// A crate a newcomer can hold in their head, and whose edits rebuild
+/// little: none of the host's or the shared crates is over 6,000 lines.
+#[test]
+fn no_crate_of_the_host_or_the_shared_ones_is_over_6000_lines() {
+    let root = repo_root();
+    let mut places: Vec<std::path::PathBuf> = vec![root.join("host")];
+    for entry in std::fs::read_dir(root.join("crates")).unwrap() {
+        places.push(entry.unwrap().path());
+    }
+    assert!(places.len() > 20, "the crates are found: {}", places.len());
+    let large: Vec<String> = places
+        .iter()
+        .map(|p| {
+            let mut files = Vec::new();
+            rust_files(&p.join("src"), &mut files);
+            let lines: usize = files
+                .iter()
+                .map(|f| std::fs::read_to_string(f).unwrap().lines().count())
+                .sum();
+            (p, lines)
+        })
+        .filter(|(_, n)| *n > 6000)
+        .map(|(p, n)| format!("{} ({n} lines)", p.display()))
+        .collect();
+    assert!(large.is_empty(), "split these: {large:?}");
+}

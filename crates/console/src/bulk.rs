@@ -1,5 +1,5 @@
 //! Bulk payouts by people: the list of batches with the CSV upload form
-//! ([`super::bulk_upload`]), a batch's page with its items as they are paid,
+//! ([`crate::bulk_upload`]), a batch's page with its items as they are paid,
 //! and its approval or rejection. Approving is the API's `validate`, through
 //! the same scope check (`bulk:approve`) and the component's maker-checker
 //! rule: a person is their own caller, and the person behind the keys they
@@ -14,14 +14,14 @@ use http_body_util::Full;
 use hyper::Response;
 use serde_json::{Value, json};
 
-use super::api::Reading;
-use super::bulk_upload::{self, Uploaded};
-use super::html::{self, esc, t, text};
-use super::payments::plain;
-use super::sessions::Session;
-use super::web::{self, ConsoleError, Req, check_csrf};
-use super::{Console, api, blocking};
-use super::{format, outcomes};
+use crate::bulk_upload::{self, Uploaded};
+use mmc_console_kit::api::Reading;
+use mmc_console_kit::html::plain;
+use mmc_console_kit::html::{self, esc, t, text};
+use mmc_console_kit::sessions::Session;
+use mmc_console_kit::web::{self, ConsoleError, Req, check_csrf};
+use mmc_console_kit::{Console, api, blocking};
+use mmc_console_kit::{format, outcomes};
 use mmc_http::App;
 
 type Resp = Response<Full<Bytes>>;
@@ -376,7 +376,7 @@ pub async fn approve_form(
         ));
     }
     let code = if s.environment == mmc_accounts::Environment::Live {
-        super::step_up::field(l)
+        mmc_console_kit::step_up::field(l)
     } else {
         String::new()
     };
@@ -426,7 +426,7 @@ fn items_table(l: html::Lang, zone: format::Zone, items: &[Value]) -> String {
             esc(&text(&i["phone"])),
             esc(&format::money_of(l, i)),
             esc(&text(&i["reference"])),
-            esc(super::payments::operator_name(&text(&i["operator"]))),
+            esc(crate::payments::operator_name(&text(&i["operator"]))),
             item_note(l, zone, i),
         );
     }
@@ -521,7 +521,7 @@ pub async fn validate(
     };
     if action == "approve" && s.environment == mmc_accounts::Environment::Live {
         let purpose = format!("bulk.approve {id}");
-        super::step_up::check_audited(c, req, s, ("bulk.approve", id), &purpose)?;
+        mmc_console_kit::step_up::check_audited(c, req, s, ("bulk.approve", id), &purpose)?;
     }
     let mut payload = json!({"action": action});
     if action == "reject"

@@ -4,7 +4,7 @@
 //! submit is one batch). A file with bad lines creates nothing; its report
 //! lists every problem by line and column, as the API's 400 does.
 
-use super::api::Reading;
+use mmc_console_kit::api::Reading;
 use std::fmt::Write;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,11 +14,11 @@ use http_body_util::Full;
 use hyper::Response;
 use serde_json::Value;
 
-use super::html::{self, esc, t, text};
-use super::multipart;
-use super::sessions::Session;
-use super::web::{ConsoleError, Req, same};
-use super::{Console, api, blocking};
+use crate::multipart;
+use mmc_console_kit::html::{self, esc, t, text};
+use mmc_console_kit::sessions::Session;
+use mmc_console_kit::web::{ConsoleError, Req, same};
+use mmc_console_kit::{Console, api, blocking};
 use mmc_http::App;
 use mmc_http::errors::HttpError;
 
@@ -70,7 +70,7 @@ async fn read_form(app: &App, req: &Req, s: &Session) -> Result<Upload, ConsoleE
         .and_then(|ct| multer::parse_boundary(ct).ok())
         .ok_or_else(bad)?;
     let body = req.take_unread().ok_or(ConsoleError::Csrf)?;
-    let _reading = super::body_permit(app, &format!("person {}", s.actor_id())).await?;
+    let _reading = crate::body_permit(app, &format!("person {}", s.actor_id())).await?;
     let limits = multer::Constraints::new()
         .size_limit(multer::SizeLimit::new().whole_stream(app.max_body_bytes as u64));
     let mut form = multer::Multipart::with_constraints(
@@ -182,9 +182,9 @@ fn report(l: html::Lang, error: &Value) -> String {
     out
 }
 
-/// A problem of the report in the page's language (see [`super::refusals`]).
+/// A problem of the report in the page's language (see [`mmc_console_kit::refusals`]).
 fn problem(l: html::Lang, e: &Value, message: &Value) -> String {
-    super::refusals::words(l, e["code"].as_str(), None, &text(message))
+    mmc_console_kit::refusals::words(l, e["code"].as_str(), None, &text(message))
 }
 
 /// What an upload came to.
@@ -254,7 +254,7 @@ pub async fn upload(
     );
     // A replay (a double submit) is the same batch, audited once.
     blocking(|| c.audit.finish_once(entry, &id, &detail))?;
-    Ok(Uploaded::Batch(super::web::redirect(&format!(
+    Ok(Uploaded::Batch(mmc_console_kit::web::redirect(&format!(
         "/console/bulk/{id}?done=upload"
     ))))
 }

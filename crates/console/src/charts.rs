@@ -12,10 +12,10 @@
 
 use std::fmt::Write;
 
-use super::format;
-use super::html::{Lang, esc, t};
+use mmc_console_kit::format;
+use mmc_console_kit::html::{Lang, esc, t};
 
-/// The charts' words: (key, English, French), looked up by [`super::html::t`].
+/// The charts' words: (key, English, French), looked up by [`mmc_console_kit::html::t`].
 pub const WORDS: &[(&str, &str, &str)] = &[
     ("chart_numbers", "Show the numbers", "Voir les chiffres"),
     (
@@ -53,7 +53,7 @@ pub enum Scale {
 /// when there is nothing to measure, such as a rate with no outcome yet)
 /// and in the previous one, the value as written beside a row (plain
 /// text), and what a reader sees on hover (HTML, such as
-/// [`super::html::tf`] writes).
+/// [`mmc_console_kit::html::tf`] writes).
 pub struct Bar {
     pub label: String,
     pub value: Option<f64>,
@@ -71,7 +71,7 @@ pub struct Table {
 }
 
 /// A chart to draw: `title` (plain text) is shown above it and, with
-/// `summary` (HTML, such as [`super::html::tf`] writes), said to screen
+/// `summary` (HTML, such as [`mmc_console_kit::html::tf`] writes), said to screen
 /// readers; `tick` writes an axis value; `legend` names this
 /// period and the previous one when bars have a previous value.
 pub struct Chart<'a> {
@@ -446,6 +446,7 @@ mod tests {
 
     #[test]
     fn ticks_are_round_numbers_from_zero_to_at_least_the_largest() {
+        crate::words::add();
         assert_eq!(
             ticks(Scale::Fit, 12_500.0),
             [0.0, 5_000.0, 10_000.0, 15_000.0]
@@ -464,6 +465,7 @@ mod tests {
 
     #[test]
     fn a_rate_is_drawn_on_0_to_100_whatever_its_values() {
+        crate::words::add();
         assert_eq!(ticks(Scale::Percent, 12.0), [0.0, 25.0, 50.0, 75.0, 100.0]);
         let tick = |v: f64| percent(Lang::Fr, v);
         let svg = columns(&chart(
@@ -494,6 +496,7 @@ mod tests {
 
     #[test]
     fn columns_have_an_axis_with_gridlines_labels_that_fit_and_the_previous_period() {
+        crate::words::add();
         let tick = |v: f64| format::group(Lang::En, v as i64);
         let bars: Vec<Bar> = (0..30)
             .map(|i| bar(&format!("Dec {i}"), Some(i as f64 * 400.0), Some(1000.0)))
@@ -524,6 +527,7 @@ mod tests {
 
     #[test]
     fn nothing_to_draw_says_so_without_dividing_by_zero() {
+        crate::words::add();
         let tick = |v: f64| format::group(Lang::Fr, v as i64);
         for draw in [columns, rows] {
             let html = draw(&chart(
@@ -548,6 +552,7 @@ mod tests {
 
     #[test]
     fn rows_name_each_bar_and_write_its_value_beside_it() {
+        crate::words::add();
         let tick = |v: f64| format::group(Lang::En, v as i64);
         let svg = rows(&chart(
             Scale::Fit,

@@ -12,14 +12,14 @@ use http_body_util::Full;
 use hyper::Response;
 use mmc_books::{Category, Line, Ours};
 
-use super::charts::{Bar, Chart, Scale, rows};
-use super::html::{self, esc, t};
-use super::sessions::Session;
-use super::users::Role;
-use super::web::{self, ConsoleError, Req, check_csrf};
-use super::{Console, blocking};
-use super::{format, outcomes};
+use crate::charts::{Bar, Chart, Scale, rows};
 use mmc_common::clock::system_now_ms;
+use mmc_console_kit::html::{self, esc, t};
+use mmc_console_kit::sessions::Session;
+use mmc_console_kit::users::Role;
+use mmc_console_kit::web::{self, ConsoleError, Req, check_csrf};
+use mmc_console_kit::{Console, blocking};
+use mmc_console_kit::{format, outcomes};
 use mmc_http::App;
 use mmc_reconciliation::{Case, CaseStatus, Day, Judged};
 
@@ -42,7 +42,7 @@ fn day_of(req: &Req, given: Option<String>) -> Result<Day, ConsoleError> {
         Some(d) => Day::parse(&d).map_err(|_| {
             ConsoleError::Refused(
                 400,
-                super::payments::plain(req.lang, "bad_date", &["date", &d]),
+                mmc_console_kit::html::plain(req.lang, "bad_date", &["date", &d]),
             )
         }),
         None => Ok(Day::of_ms(system_now_ms()).before()),
@@ -227,13 +227,13 @@ pub async fn page(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Consol
                 label: category_word(l, *c).to_string(),
                 value: Some(n as f64),
                 previous: None,
-                value_text: super::format::group(l, n as i64),
+                value_text: mmc_console_kit::format::group(l, n as i64),
                 says: esc(&format!("{}: {n}", category_word(l, *c))),
             }
         })
         .collect();
     body.push_str("</tbody></table></section><section>");
-    let tick = |v: f64| super::format::group(l, v as i64);
+    let tick = |v: f64| mmc_console_kit::format::group(l, v as i64);
     body.push_str(&rows(&Chart {
         lang: l,
         title: format!("{} {day}", t(l, "records_by_category")),
@@ -507,7 +507,7 @@ pub async fn run(
         Ok(_) => Ok(web::redirect(&format!("/console/finance?date={date}"))),
         Err(mmc_reconciliation::BooksError::FutureDate(_)) => Err(ConsoleError::Refused(
             400,
-            super::payments::plain(l, "bad_date", &["date", &date]),
+            mmc_console_kit::html::plain(l, "bad_date", &["date", &date]),
         )),
         Err(e) => Err(unavailable(e)),
     }
@@ -570,7 +570,7 @@ pub async fn csv(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Console
             line.expected_fee.map(|f| f.to_string()).unwrap_or_default(),
             net,
         ];
-        let row: Vec<String> = row.iter().map(|v| super::payments::csv_field(v)).collect();
+        let row: Vec<String> = row.iter().map(|v| crate::payments::csv_field(v)).collect();
         out.push_str(&row.join(","));
         out.push_str("\r\n");
     }

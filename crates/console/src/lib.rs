@@ -3,52 +3,22 @@
 //! refund or cancel them, and manage their team. Server-rendered HTML in
 //! French and English, no script, a strict CSP, assets served here.
 //!
-//! People are not keys, but the console acts as a key with the person's
-//! role's scopes would ([`api`]): the same scope check, the same component
-//! code, so idempotency, the money rules and the outbox hold as for the API.
+//! This crate holds the money's pages (payments, refunds, payouts, links,
+//! the overview, finance) and the router of every page; the frame they
+//! stand on is `mmc-console-kit`, the account's pages (sign-in, team,
+//! developers, audit) are `mmc-console-account`.
 
-pub mod api;
-pub mod audit;
-pub mod auth;
 pub mod bulk;
 pub mod bulk_upload;
 pub mod charts;
 pub mod finance;
-pub mod format;
-pub mod hooks;
-pub mod html;
-pub mod keys;
 pub mod links;
 pub mod multipart;
-pub mod once;
-pub mod outcomes;
 pub mod overview;
-pub mod password_checks;
 pub mod payment;
 pub mod payments;
-pub mod qr;
 pub mod refunds;
-pub mod refusals;
-pub mod sessions;
-pub mod step_up;
-pub mod team;
-pub mod throttle;
-pub mod totp;
-pub mod users;
-pub mod web;
 pub mod words;
-
-/// A store with one merchant, for the console's unit tests.
-#[cfg(test)]
-pub(crate) fn test_shop(dir: &tempfile::TempDir) -> (mmc_db::SqlDb, mmc_accounts::Merchant) {
-    let db = mmc_db::SqlDb::new(std::sync::Arc::new(
-        mmc_db::Sqlite::open(&dir.path().join("a.db")).unwrap(),
-    ));
-    let merchant = mmc_accounts::Accounts::new(db.clone())
-        .create_merchant("Shop")
-        .unwrap();
-    (db, merchant)
-}
 
 use std::sync::Arc;
 
@@ -57,76 +27,15 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 
-use self::html::Lang;
-use self::sessions::{COOKIE, Session};
-use self::web::{ConsoleError, Req};
-use mmc_db::SqlDb;
+use mmc_console_account::{audit, auth, hooks, keys, team};
+use mmc_console_kit::html::{self, Lang};
+use mmc_console_kit::sessions::{COOKIE, Session};
+use mmc_console_kit::web::{self, ConsoleError, Req};
+use mmc_console_kit::{Console, api, blocking};
 use mmc_http::{App, ClientAddr};
 
 /// Largest console form accepted.
 const MAX_FORM_BYTES: usize = 64 * 1024;
-
-pub struct Console {
-    pub users: users::Users,
-    pub sessions: sessions::Sessions,
-    pub audit: audit::AuditLog,
-    pub throttle: throttle::Throttle,
-    /// Password checks, a few at a time.
-    pub password_checks: password_checks::PasswordChecks,
-    pub metrics: Arc<mmc_metrics::Metrics>,
-    /// The overview's tallies (kept by the outbox dispatcher).
-    pub tallies: SqlDb,
-    /// Cookies marked `Secure`: the service is reached over TLS.
-    pub secure_cookies: bool,
-    /// The relay a member's new sign-in link is mailed through; none: the
-    /// owner who reset their access is shown it.
-    pub mailer: Option<mmc_mail::Mailer>,
-    /// A live refund of more than this asks for a fresh second-factor code.
-    pub refund_code_above: u64,
-    /// Destructive forms, each carried out once.
-    pub forms: once::Forms,
-}
-
-impl Console {
-    pub fn new(
-        db: SqlDb,
-        base_url: &str,
-        config: &mmc_config::ConsoleConfig,
-        metrics: Arc<mmc_metrics::Metrics>,
-    ) -> Console {
-        Console {
-            password_checks: password_checks::PasswordChecks::new(config, metrics.clone()),
-            metrics,
-            users: users::Users::new(db.clone()),
-            sessions: sessions::Sessions::new(db.clone()),
-            forms: once::Forms::new(db.clone()),
-            audit: audit::AuditLog::new(db.clone()),
-            throttle: throttle::Throttle::new(db.clone()),
-            tallies: db,
-            secure_cookies: base_url.starts_with("https://"),
-            mailer: None,
-            refund_code_above: mmc_config::ConsoleConfig::default().refund_code_above,
-        }
-    }
-
-    /// Asks a fresh code for live refunds of more than `amount`.
-    pub fn with_refund_code_above(self, amount: u64) -> Console {
-        Console {
-            refund_code_above: amount,
-            ..self
-        }
-    }
-
-    /// Mails sign-in links through `mailer` rather than show them.
-    pub fn with_mailer(self, mailer: Option<mmc_mail::Mailer>) -> Console {
-        Console { mailer, ..self }
-    }
-}
-
-/// Storage from an async handler: a short query, off the worker's core duty.
-pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    tokio::task::block_in_place(f)
-}
 
 type Resp = Response<Full<Bytes>>;
 
@@ -144,6 +53,7 @@ pub async fn handle(
     req: Request<Incoming>,
     request_id: &str,
 ) -> Resp {
+    words::add();
     let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
     let upload = req.uri().path() == bulk_upload::PATH;
     // A CSV upload may be as large as the API takes one; other forms are small.

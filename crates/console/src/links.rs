@@ -6,7 +6,7 @@
 //! Idempotency-Key; the list is the audit log's `link.create` entries, each
 //! payment read through the API as it is now.
 
-use super::api::Reading;
+use mmc_console_kit::api::Reading;
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -16,13 +16,13 @@ use hyper::Response;
 use mmc_domain::operators::{Country, OPERATORS};
 use serde_json::{Value, json};
 
-use super::audit::Filter;
-use super::html::{self, esc, t, text};
-use super::payment::get_payment;
-use super::sessions::Session;
-use super::web::{self, ConsoleError, Req, check_csrf};
-use super::{Console, api, blocking};
-use super::{format, outcomes};
+use crate::payment::get_payment;
+use mmc_console_kit::audit::Filter;
+use mmc_console_kit::html::{self, esc, t, text};
+use mmc_console_kit::sessions::Session;
+use mmc_console_kit::web::{self, ConsoleError, Req, check_csrf};
+use mmc_console_kit::{Console, api, blocking};
+use mmc_console_kit::{format, outcomes};
 use mmc_http::App;
 
 type Resp = Response<Full<Bytes>>;
@@ -148,7 +148,7 @@ fn read(req: &Req) -> Result<(u64, u64, String), String> {
     let l = req.lang;
     let amount = req
         .field("amount")
-        .and_then(|a| super::refunds::typed_amount(l, &a))
+        .and_then(|a| crate::refunds::typed_amount(l, &a))
         .ok_or_else(|| t(l, "bad_amount").to_string())?;
     let days = match req.field("days") {
         None => 7,
@@ -269,7 +269,7 @@ pub async fn show(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Re
         ("status", outcomes::status_cell(l, &p)),
         (
             "operator",
-            esc(super::payments::operator_name(&text(&p["operator"]))),
+            esc(crate::payments::operator_name(&text(&p["operator"]))),
         ),
         (
             "expires",
@@ -299,6 +299,6 @@ pub async fn show(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Re
 /// `GET /console/links/{id}/qr.svg`: the checkout link as a QR code.
 pub async fn qr(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Resp, ConsoleError> {
     let p = get_payment(app, req, s, id).await?;
-    let svg = super::qr::svg(&checkout_url(&p)?).ok_or(ConsoleError::NotFound)?;
+    let svg = mmc_console_kit::qr::svg(&checkout_url(&p)?).ok_or(ConsoleError::NotFound)?;
     Ok(web::body_response(200, "image/svg+xml", svg.into_bytes()))
 }

@@ -1,5 +1,5 @@
 //! `multipart/form-data` (RFC 7578) as the console sends it: the upload
-//! form's file, read as it arrives ([`super::bulk_upload`]), handed to the
+//! form's file, read as it arrives ([`crate::bulk_upload`]), handed to the
 //! bulk component's CSV import as a multipart body of its own.
 
 /// A multipart body of `fields` and one file: (Content-Type, body), written

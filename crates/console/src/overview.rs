@@ -1,6 +1,6 @@
 //! The overview: the last 30 days against the 30 before, today's and the
 //! last 30 days' payments per operator and per day (count, volume
-//! collected, success rate), drawn as SVG charts by [`super::charts`] with
+//! collected, success rate), drawn as SVG charts by [`crate::charts`] with
 //! the previous period beside, and each operator's status from the
 //! catalogue. The figures are the tallies the outbox dispatcher keeps
 //! ([`mmc_tallies`]): at most 60 days of rows per operator are read,
@@ -16,14 +16,14 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::Response;
 
-use super::Console;
-use super::api::{self, Reading};
-use super::charts::{Bar, Chart, Scale, Table, columns, percent, rows};
-use super::format;
-use super::html::{self, esc, t, text, tf};
-use super::sessions::Session;
-use super::web::{self, ConsoleError, Req};
+use crate::charts::{Bar, Chart, Scale, Table, columns, percent, rows};
 use mmc_common::clock::system_now_ms;
+use mmc_console_kit::Console;
+use mmc_console_kit::api::{self, Reading};
+use mmc_console_kit::format;
+use mmc_console_kit::html::{self, esc, t, text, tf};
+use mmc_console_kit::sessions::Session;
+use mmc_console_kit::web::{self, ConsoleError, Req};
 use mmc_http::App;
 use mmc_tallies::{Counts, DAY_MS, NOT_CHOSEN};
 
@@ -539,7 +539,7 @@ pub async fn page(
         .allow("GET", "/api/v1/collect/payments")
         .map_err(api::forbidden)?;
     let now = system_now_ms();
-    let rows = super::blocking(|| {
+    let rows = mmc_console_kit::blocking(|| {
         mmc_tallies::read(
             &c.tallies,
             &s.merchant_id,

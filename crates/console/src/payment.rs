@@ -10,19 +10,20 @@ use http_body_util::Full;
 use hyper::Response;
 use serde_json::Value;
 
-use super::api::{self, Reading};
-use super::blocking;
-use super::format::{self, Zone};
-use super::html::{self, esc, t};
-use super::outcomes;
-use super::payments::{operator_name, phone_of};
-use super::sessions::Session;
-use super::users::Role;
-use super::web::{self, ConsoleError, Req};
+use crate::payments::{operator_name, phone_of};
+use mmc_console_kit::api::{self, Reading};
+use mmc_console_kit::blocking;
+use mmc_console_kit::format::{self, Zone};
+use mmc_console_kit::html::{self, esc, t};
+use mmc_console_kit::outcomes;
+use mmc_console_kit::sessions::Session;
+use mmc_console_kit::users::Role;
+use mmc_console_kit::web::{self, ConsoleError, Req};
 use mmc_http::App;
 
 mod route;
 
+use mmc_console_kit::format::event_ms;
 use route::route_section;
 
 type Resp = Response<Full<Bytes>>;
@@ -354,11 +355,6 @@ pub async fn show(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<Re
     ))
 }
 
-/// When an event happened: its envelope's `created`, in Unix seconds.
-pub(super) fn event_ms(e: &Value) -> u64 {
-    e["created"].as_u64().unwrap_or(0) * 1000
-}
-
 /// The last answer of a delivery: its HTTP status, else what went wrong.
 pub(super) fn answer_of(attempt: &Value, delivery: &Value) -> String {
     match attempt["status_code"].as_u64() {
@@ -494,7 +490,7 @@ fn timeline(
 /// by the API's resend (scope `webhooks:resend` or `webhooks:manage`).
 pub async fn resend(
     app: &Arc<App>,
-    c: &super::Console,
+    c: &mmc_console_kit::Console,
     req: &Req,
     s: &Session,
     event_id: &str,

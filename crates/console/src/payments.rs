@@ -1,5 +1,5 @@
 //! Payments: the filtered list (newest first, paged) and its CSV, read
-//! through the API ([`super::api`]) as a key with the person's scopes would.
+//! through the API ([`mmc_console_kit::api`]) as a key with the person's scopes would.
 
 use std::fmt::Write;
 use std::sync::Arc;
@@ -9,11 +9,13 @@ use http_body_util::Full;
 use hyper::Response;
 use serde_json::Value;
 
-use super::api::{self, Reading};
-use super::html::{self, esc, t};
-use super::sessions::Session;
-use super::web::{self, ConsoleError, Req};
-use super::{format, outcomes};
+use mmc_console_kit::api::{self, Reading};
+use mmc_console_kit::format::date_secs;
+use mmc_console_kit::html::plain;
+use mmc_console_kit::html::{self, esc, t};
+use mmc_console_kit::sessions::Session;
+use mmc_console_kit::web::{self, ConsoleError, Req};
+use mmc_console_kit::{format, outcomes};
 use mmc_http::App;
 
 type Resp = Response<Full<Bytes>>;
@@ -32,29 +34,6 @@ const STATUSES: [&str; 9] = [
     "expired",
     "refunded",
 ];
-
-/// `YYYY-MM-DD` as Unix seconds at 00:00 UTC.
-pub(super) fn date_secs(s: &str) -> Option<u64> {
-    let mut it = s.splitn(3, '-').map(|p| p.parse::<i64>().ok());
-    let (y, m, d) = (it.next()??, it.next()??, it.next()??);
-    if !(1970..=9999).contains(&y) || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-        return None;
-    }
-    // Days from civil (H. Hinnant's algorithm).
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    Some(((era * 146_097 + doe - 719_468) * 86_400) as u64)
-}
-
-/// A word with its `{}` filled in, unescaped (for a message that is escaped where it is shown).
-pub(super) fn plain(l: html::Lang, key: &str, args: &[&str]) -> String {
-    args.iter()
-        .fold(t(l, key).to_string(), |m, a| m.replacen("{}", a, 1))
-}
 
 /// The list's filters as the console's query has them, and as the API's.
 struct Filters {

@@ -1,7 +1,7 @@
 //! Refund (full or partial) and cancel, each behind a confirmation step,
-//! carried out by the API ([`super::api`]) with its Idempotency-Key. A live
+//! carried out by the API ([`mmc_console_kit::api`]) with its Idempotency-Key. A live
 //! refund above `console.refund_code_above` also asks for a fresh code from
-//! the person's authenticator ([`super::step_up`]).
+//! the person's authenticator ([`mmc_console_kit::step_up`]).
 
 use std::sync::Arc;
 
@@ -10,14 +10,14 @@ use http_body_util::Full;
 use hyper::Response;
 use serde_json::json;
 
-use super::api::{self, Reading};
-use super::html::{self, esc, t, tf};
-use super::payment::{RefundTotals, get_payment, payment_with_refunds};
-use super::payments::plain;
-use super::sessions::Session;
-use super::web::{self, ConsoleError, Req, check_csrf};
-use super::{Console, blocking};
-use super::{format, outcomes};
+use crate::payment::{RefundTotals, get_payment, payment_with_refunds};
+use mmc_console_kit::api::{self, Reading};
+use mmc_console_kit::html::plain;
+use mmc_console_kit::html::{self, esc, t, tf};
+use mmc_console_kit::sessions::Session;
+use mmc_console_kit::web::{self, ConsoleError, Req, check_csrf};
+use mmc_console_kit::{Console, blocking};
+use mmc_console_kit::{format, outcomes};
 use mmc_http::App;
 
 type Resp = Response<Full<Bytes>>;
@@ -170,7 +170,7 @@ async fn review(
         a = amount.map(|a| a.to_string()).unwrap_or_default(),
         r = esc(reason),
         code = if needs_code(c, s, amount, &p) {
-            super::step_up::field(l)
+            mmc_console_kit::step_up::field(l)
         } else {
             String::new()
         },
@@ -248,7 +248,7 @@ pub async fn refund(
         );
         if needs_code(c, s, amount, &payment)
             && let Err(refused) =
-                super::step_up::check_audited(c, req, s, ("payment.refund", id), &purpose)
+                mmc_console_kit::step_up::check_audited(c, req, s, ("payment.refund", id), &purpose)
         {
             let why = refused.to_string();
             return refund_form(app, req, s, id, Some((403, &why))).await;
@@ -306,7 +306,7 @@ pub async fn cancel_form(
     let status = p["status"].as_str().unwrap_or_default();
     // A payment that ended cannot be cancelled: saying so here beats an
     // error after the click.
-    if !super::payment::cancellable(status) {
+    if !crate::payment::cancellable(status) {
         let mut why = plain(l, "not_cancellable", &[&outcomes::status(l, status)]);
         if status == "completed" {
             why.push(' ');

@@ -1,17 +1,21 @@
 //! The words of the bulk, developers, links and overview pages:
-//! (key, English, French), looked up by [`super::html::t`] after its own.
+//! (key, English, French), looked up by `mmc_console_kit::html::t` after the
+//! frame's own, once [`add`]ed.
 
-/// Each area's words; [`super::html::t`] looks in its own, then in these.
-pub const TABLES: &[&[(&str, &str, &str)]] = &[
+use mmc_console_kit::words::Table;
+
+/// The pages' tables.
+const TABLES: &[Table] = &[
     MORE,
-    super::charts::WORDS,
-    super::overview::WORDS,
-    super::totp::WORDS,
-    super::keys::WORDS,
-    super::audit::WORDS,
-    super::format::WORDS,
-    super::outcomes::WORDS,
+    crate::charts::WORDS,
+    crate::overview::WORDS,
+    mmc_console_account::keys::WORDS,
 ];
+
+/// Makes the pages' words known to the frame (once; again changes nothing).
+pub fn add() {
+    mmc_console_kit::words::add(TABLES);
+}
 
 pub const MORE: &[(&str, &str, &str)] = &[
     ("finance", "Finance", "Finance"),
@@ -397,3 +401,76 @@ pub const MORE: &[(&str, &str, &str)] = &[
     ),
     ("disabled", "disabled", "désactivé"),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mmc_console_kit::html::{Lang, all_words, tf};
+
+    #[test]
+    fn words_exist_in_both_languages_and_escape() {
+        add();
+        for (k, en, fr) in all_words() {
+            let found = all_words().filter(|w| w.0 == *k);
+            assert_eq!(found.count(), 1, "{k} once");
+            assert!(!en.is_empty() && !fr.is_empty(), "{k}");
+            assert_eq!(en.matches("{}").count(), fr.matches("{}").count(), "{k}");
+        }
+        assert_eq!(
+            tf(Lang::Fr, "confirm_cancel", &["<p>"]),
+            "Annuler le paiement &lt;p&gt; ?"
+        );
+        assert_eq!(Lang::pick(None, None, Some("fr-FR,fr;q=0.9")), Lang::Fr);
+        assert_eq!(Lang::pick(Some("en"), Some("fr"), None), Lang::En);
+    }
+
+    /// Every word the console's code (its three crates) asks for by name is in a table: a key
+    /// named in `t(l, "…")`, `tf(…)` or `plain(…)` that is not would show
+    /// as `⟦?⟧`.
+    #[test]
+    fn every_word_asked_for_exists() {
+        add();
+        let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut missing = Vec::new();
+        let entries = ["console-kit", "console-account", "console"]
+            .iter()
+            .flat_map(|c| std::fs::read_dir(crates.join(c).join("src")).unwrap());
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let code = std::fs::read_to_string(&path).unwrap();
+            for call in ["t(", "tf(", "plain("] {
+                for (at, _) in code.match_indices(call) {
+                    let before = code[..at].chars().last().unwrap_or(' ');
+                    if before.is_alphanumeric() || before == '_' {
+                        continue;
+                    }
+                    let args = &code[at + call.len()..];
+                    let Some((lang, rest)) = args.split_once(',') else {
+                        continue;
+                    };
+                    let lang = lang.trim();
+                    if !["l", "lang", "req.lang", "Lang::En", "Lang::Fr"].contains(&lang) {
+                        continue;
+                    }
+                    let Some(key) = rest.trim_start().strip_prefix('"') else {
+                        continue;
+                    };
+                    let key = key.split('"').next().unwrap();
+                    let named = key
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+                    if named && !all_words().any(|(k, _, _)| *k == key) {
+                        missing.push(format!("{}: {key}", path.display()));
+                    }
+                }
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "words asked for but missing: {missing:?}"
+        );
+    }
+}

@@ -2,7 +2,7 @@
 //! the people of their console, written to the data directory's store (a
 //! running server sees them at once).
 
-use mmc_console::users::{Role, Users};
+use mmc_console_kit::users::{Role, Users};
 
 use super::*;
 

@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 use tracing::Instrument;
 
 use mmc_config::{Generation, Route};
-use mmc_console::Console;
+use mmc_console_kit::Console;
 use mmc_http::component::dispatch;
 use mmc_http::connections::Connections;
 use mmc_http::errors::HttpError;

@@ -1,8 +1,8 @@
 //! The console under abuse: guesses counted before the password is checked,
 //! password checks a few at a time, bodies refused before they are read.
 
-use mmc_console::throttle::{PER_ACCOUNT, PER_CLIENT};
-use mmc_console::users::Role;
+use mmc_console_kit::throttle::{PER_ACCOUNT, PER_CLIENT};
+use mmc_console_kit::users::Role;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::*;

@@ -1,8 +1,8 @@
 //! Who gets in and for how long: sign-in, its limit, CSRF, sessions, the second factor.
 
 use mmc_accounts::Environment;
-use mmc_console::totp;
-use mmc_console::users::Role;
+use mmc_console_kit::totp;
+use mmc_console_kit::users::Role;
 
 use super::*;
 use crate::support::*;

@@ -2,9 +2,9 @@
 //! every sign-in and sign-out, named by the payment's reference and the
 //! person, and narrowed by person, action and outcome.
 
-use mmc_console::format::money;
-use mmc_console::html::Lang;
-use mmc_console::users::Role;
+use mmc_console_kit::format::money;
+use mmc_console_kit::html::Lang;
+use mmc_console_kit::users::Role;
 
 use super::*;
 use crate::support::*;

@@ -5,7 +5,7 @@
 //! overflowing sideways. The screenshots go to target/console-screenshots;
 //! `make screenshots` writes them into the book (docs/console/) instead.
 
-use mmc_console::users::Role;
+use mmc_console_kit::users::Role;
 use serde_json::{Value, json};
 
 use super::*;

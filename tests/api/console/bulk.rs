@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use mmc_accounts::Environment;
-use mmc_console::users::Role;
+use mmc_console_kit::users::Role;
 use serde_json::{Value, json};
 
 use super::*;

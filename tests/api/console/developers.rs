@@ -4,7 +4,7 @@
 //! disabled and given a new secret through the API, deliveries and resend;
 //! other roles refused by the server.
 
-use mmc_console::users::Role;
+use mmc_console_kit::users::Role;
 use serde_json::{Value, json};
 
 use super::*;

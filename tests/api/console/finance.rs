@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use mmc_console::users::Role;
+use mmc_console_kit::users::Role;
 
 use super::*;
 use crate::support::*;

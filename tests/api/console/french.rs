@@ -2,7 +2,7 @@
 //! no word of the English interface left and none missing from the tables
 //! (a missing word shows as `⟦?⟧`).
 
-use mmc_console::users::Role;
+use mmc_console_kit::users::Role;
 use serde_json::json;
 
 use super::*;

@@ -18,7 +18,7 @@ mod second_factor;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use mmc_console::users::Role;
+use mmc_console_kit::users::Role;
 
 use crate::support::*;
 

@@ -1,7 +1,7 @@
 //! The console's actions are the API's: scopes refused by the server,
 //! a refund that is the API's refund, a bulk approval that is its validate.
 
-use mmc_console::users::Role;
+use mmc_console_kit::users::Role;
 use serde_json::{Value, json};
 
 use super::*;

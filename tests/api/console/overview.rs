@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use mmc_console::users::Role;
+use mmc_console_kit::users::Role;
 use serde_json::{Value, json};
 
 use super::*;

@@ -3,7 +3,7 @@
 //! them, only the actions their role and the payment's state allow, and
 //! harmful actions confirmed first and never repeated by a reload.
 
-use mmc_console::users::Role;
+use mmc_console_kit::users::Role;
 
 use super::french::member_id;
 use super::*;

@@ -4,8 +4,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mmc_console::totp;
-use mmc_console::users::Role;
+use mmc_console_kit::totp;
+use mmc_console_kit::users::Role;
 
 use super::*;
 use crate::support::*;

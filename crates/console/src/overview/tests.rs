@@ -11,6 +11,7 @@ fn counts(payments: i64, succeeded: i64, finished: i64, volume: i64) -> Counts {
 
 #[test]
 fn rows_count_in_their_day_and_operator_and_rates_leave_out_the_unfinished() {
+    crate::words::add();
     // An hour into a day, in milliseconds since the epoch.
     let now = 1_780_272_000_000 + 3_600_000;
     let (today, first) = (20_605, 20_605 - 29);
@@ -61,6 +62,7 @@ fn rows_count_in_their_day_and_operator_and_rates_leave_out_the_unfinished() {
 
 #[test]
 fn changes_say_their_direction_in_the_reader_s_language() {
+    crate::words::add();
     use html::Lang::{En, Fr};
     assert_eq!(change(En, 5, 2), "+150%");
     assert_eq!(change(Fr, 4, 5), "\u{2212}20\u{a0}%");

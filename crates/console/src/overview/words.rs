@@ -1,6 +1,6 @@
 //! The overview page's words.
 
-/// The overview's words: (key, English, French), looked up by [`crate::html::t`].
+/// The overview's words: (key, English, French), looked up by [`mmc_console_kit::html::t`].
 pub const WORDS: &[(&str, &str, &str)] = &[
     (
         "ov_compare",

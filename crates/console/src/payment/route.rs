@@ -5,8 +5,8 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use crate::html::{self, esc, t};
-use crate::outcomes;
+use mmc_console_kit::html::{self, esc, t};
+use mmc_console_kit::outcomes;
 
 /// A word of the router's (a reason or a verdict) in the reader's language;
 /// the router's own when the console has none for it.

@@ -11,14 +11,14 @@ use http_body_util::Full;
 use hyper::Response;
 use std::fmt::Write;
 
-use super::format::Zone;
-use super::html::{self, esc, t};
-use super::sessions::Session;
-use super::users::Role;
-use super::web::{self, ConsoleError, Req, check_csrf};
-use super::{Console, blocking};
 use mmc_accounts::scopes::{Scope, Scopes};
 use mmc_accounts::{Environment, KeyInfo, KeyRequest, PersonKey};
+use mmc_console_kit::format::Zone;
+use mmc_console_kit::html::{self, esc, t};
+use mmc_console_kit::sessions::Session;
+use mmc_console_kit::users::Role;
+use mmc_console_kit::web::{self, ConsoleError, Req, check_csrf};
+use mmc_console_kit::{Console, blocking};
 use mmc_http::App;
 
 type Resp = Response<Full<Bytes>>;
@@ -64,7 +64,7 @@ pub fn tabs(l: html::Lang) -> String {
     )
 }
 
-/// The developer pages' words: (key, English, French), looked up by [`super::html::t`].
+/// The developer pages' words: (key, English, French), looked up by [`mmc_console_kit::html::t`].
 pub const WORDS: &[(&str, &str, &str)] = &[
     ("keys_name", "Name", "Nom"),
     ("keys_key", "Key", "Clé"),
@@ -176,7 +176,8 @@ pub fn page(
     let l = req.lang;
     let zone = Zone::Utc;
     let keys = environment_keys(app, s)?;
-    let team = blocking(|| c.users.list(&s.merchant_id)).map_err(super::auth::user_error)?;
+    let team =
+        blocking(|| c.users.list(&s.merchant_id)).map_err(mmc_console_kit::web::user_error)?;
     let made_by = |k: &KeyInfo| match &k.made_by {
         None => t(l, "service_key").to_string(),
         Some(id) => team
@@ -250,7 +251,7 @@ pub fn page(
 
 /// The session's cookie token: what the new key is sealed under until shown.
 fn session_token(req: &Req) -> Result<String, ConsoleError> {
-    req.cookie(super::sessions::COOKIE)
+    req.cookie(mmc_console_kit::sessions::COOKIE)
         .ok_or(ConsoleError::NotSignedIn)
 }
 
@@ -315,7 +316,8 @@ pub fn create(app: &App, c: &Console, req: &Req, s: &Session) -> Result<Resp, Co
     if let PersonKey::Made(k) = made {
         let token = session_token(req)?;
         let kept = format!("{}\n{}", k.id, k.key);
-        blocking(|| c.users.keep_once(&token, KEY_ONCE, &kept)).map_err(super::auth::user_error)?;
+        blocking(|| c.users.keep_once(&token, KEY_ONCE, &kept))
+            .map_err(mmc_console_kit::web::user_error)?;
     }
     Ok(web::redirect(SHOWN))
 }
@@ -326,7 +328,8 @@ pub fn shown(app: &App, c: &Console, req: &Req, s: &Session) -> Result<Resp, Con
     developer(s)?;
     let l = req.lang;
     let token = session_token(req)?;
-    let kept = blocking(|| c.users.take_once(&token, KEY_ONCE)).map_err(super::auth::user_error)?;
+    let kept = blocking(|| c.users.take_once(&token, KEY_ONCE))
+        .map_err(mmc_console_kit::web::user_error)?;
     let back = format!(
         "<p><a href=\"/console/developers\">{}</a></p>",
         t(l, "keys_back")

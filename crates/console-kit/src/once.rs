@@ -7,7 +7,7 @@ use mmc_common::clock::system_now_ms;
 use mmc_db::{SqlDb, StorageError};
 use mmc_storage::sql_params;
 
-use super::users::sha256_hex;
+use crate::users::sha256_hex;
 
 /// How long a form's key is remembered: longer than anyone keeps a page open.
 const KEEP_MS: u64 = 24 * 3600 * 1000;
@@ -53,7 +53,7 @@ mod tests {
     #[test]
     fn a_form_is_claimed_once_per_merchant() {
         let dir = tempfile::tempdir().unwrap();
-        let (db, merchant) = super::super::test_shop(&dir);
+        let (db, merchant) = crate::test_shop(&dir);
         let forms = Forms::new(db);
         let key = Forms::key();
         assert!(forms.claim(&merchant.id, &key).unwrap());

@@ -8,8 +8,8 @@ use mmc_common::clock::system_now_ms;
 use mmc_db::{SqlDb, StorageError};
 use mmc_storage::sql_params;
 
-use super::format::Zone;
-use super::users::{Role, random_hex, sha256_hex};
+use crate::format::Zone;
+use crate::users::{Role, random_hex, sha256_hex};
 
 /// A session lasts this long from sign-in, however active.
 pub const SESSION_TTL_MS: u64 = 12 * 3600 * 1000;

@@ -5,11 +5,11 @@
 //! session left open, or taken over, does not approve on its own. One of
 //! the person's recovery codes stands in for the authenticator's, once.
 
-use super::html::{self, t};
-use super::sessions::Session;
-use super::users::{Factor, UserError, Users};
-use super::web::ConsoleError;
-use super::{Console, blocking};
+use crate::html::{self, t};
+use crate::sessions::Session;
+use crate::users::{Factor, UserError, Users};
+use crate::web::ConsoleError;
+use crate::{Console, blocking};
 use mmc_common::clock::system_now_ms;
 
 /// Ok if `code` is a code of the person's second factor not used before
@@ -29,11 +29,11 @@ pub fn check(
         .filter(|c| !c.trim().is_empty())
         .ok_or_else(|| refused("code_needed"))?;
     let factor = blocking(|| c.users.current_totp(&s.user_id))
-        .map_err(super::auth::user_error)?
+        .map_err(crate::web::user_error)?
         .ok_or(ConsoleError::SecondFactorRequired)?;
     let now = system_now_ms() / 1000;
     blocking(|| passes(&c.users, &s.user_id, &factor, code, Some(purpose), now))
-        .map_err(super::auth::user_error)?
+        .map_err(crate::web::user_error)?
         .map(|_| ())
         .ok_or_else(|| refused("code_wrong"))
 }
@@ -58,7 +58,7 @@ pub fn passes(
     purpose: Option<&str>,
     now_secs: u64,
 ) -> Result<Option<Passed>, UserError> {
-    if let Some(step) = super::totp::verify(&factor.secret, code, now_secs) {
+    if let Some(step) = crate::totp::verify(&factor.secret, code, now_secs) {
         let spent = match purpose {
             None => {
                 factor.last_step.is_none_or(|last| step > last)
@@ -79,7 +79,7 @@ pub fn passes(
 /// written to the audit log as that action refused, with why.
 pub fn check_audited(
     c: &Console,
-    req: &super::web::Req,
+    req: &crate::web::Req,
     s: &Session,
     (action, subject): (&str, &str),
     purpose: &str,

@@ -29,7 +29,7 @@ pub fn svg(text: &str) -> Option<String> {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {side} {side}\" width=\"{SIZE}\" height=\"{SIZE}\" \
          shape-rendering=\"crispEdges\" role=\"img\"><title>{}</title>\
          <rect width=\"{side}\" height=\"{side}\" fill=\"white\"/><path fill=\"black\" d=\"{path}\"/></svg>",
-        super::html::esc(text)
+        crate::html::esc(text)
     ))
 }
 

@@ -19,12 +19,12 @@ use mmc_storage::sql_params;
 
 use super::sessions::Session;
 
-mod page;
+mod table;
 #[cfg(test)]
 mod tests;
 mod words;
 
-pub use page::page;
+pub use table::table;
 pub use words::{ACTIONS, WORDS, action_words};
 
 #[derive(Debug, Clone, Serialize)]

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::audit::{Outcome, Payment, Pending};
-use super::sessions::Session;
-use super::web::ConsoleError;
+use crate::audit::{Outcome, Payment, Pending};
+use crate::sessions::Session;
+use crate::web::ConsoleError;
 use mmc_http::App;
 use mmc_runtime::bindings::http_types;
 
@@ -26,7 +26,7 @@ pub trait Reading {
     /// A refusal as the audit log keeps it: the status and the API's code.
     fn refused_as(&self) -> String;
     /// The API's refusal, in the page's language, for the form that asked.
-    fn refusal(&self, lang: super::html::Lang) -> ConsoleError;
+    fn refusal(&self, lang: crate::html::Lang) -> ConsoleError;
 }
 
 impl Reading for Answer {
@@ -44,7 +44,7 @@ impl Reading for Answer {
         format!("{} {code}", self.status)
     }
 
-    fn refusal(&self, lang: super::html::Lang) -> ConsoleError {
+    fn refusal(&self, lang: crate::html::Lang) -> ConsoleError {
         let body = self.value();
         let error = &body["error"];
         let message = error["message"]
@@ -53,7 +53,7 @@ impl Reading for Answer {
             .unwrap_or_else(|| format!("The API answered {}.", self.status));
         ConsoleError::Refused(
             self.status,
-            super::refusals::words(
+            crate::refusals::words(
                 lang,
                 error["code"].as_str(),
                 error["param"].as_str(),
@@ -92,13 +92,13 @@ pub struct Action<'a> {
 
 pub async fn perform(
     app: &Arc<App>,
-    c: &super::Console,
-    req: &super::web::Req,
+    c: &crate::Console,
+    req: &crate::web::Req,
     s: &Session,
     action: Action<'_>,
     detail: impl FnOnce(&Answer) -> Option<String>,
 ) -> Result<Answer, ConsoleError> {
-    super::web::check_csrf(req, s)?;
+    crate::web::check_csrf(req, s)?;
     let request = call(
         app,
         s,
@@ -112,7 +112,7 @@ pub async fn perform(
     match audited(app, c, req, s, audit, request).await? {
         Ok((entry, answer)) => {
             let detail = detail(&answer);
-            super::blocking(|| {
+            crate::blocking(|| {
                 c.audit
                     .finish(entry, Outcome::Done, None, detail.as_deref())
             })?;
@@ -128,8 +128,8 @@ pub async fn perform(
 /// have refused it (`403 insufficient_scope`).
 pub async fn permitted(
     app: &Arc<App>,
-    c: &super::Console,
-    req: &super::web::Req,
+    c: &crate::Console,
+    req: &crate::web::Req,
     s: &Session,
     (method, target): (&str, &str),
     (action, subject): (&str, Option<&str>),
@@ -142,7 +142,7 @@ pub async fn permitted(
     let why = refused_here(&refused).unwrap_or_default();
     let payment = payment_of(app, s, (action, subject), &req.request_id).await;
     let about = (action, subject, payment.as_ref());
-    super::blocking(|| c.audit.refused(s, about, &why, req.client.as_deref()))?;
+    crate::blocking(|| c.audit.refused(s, about, &why, req.client.as_deref()))?;
     Err(refused)
 }
 
@@ -187,8 +187,8 @@ async fn payment_of(
 /// its entry, for the caller to finish with what the answer told.
 pub async fn audited(
     app: &Arc<App>,
-    c: &super::Console,
-    req: &super::web::Req,
+    c: &crate::Console,
+    req: &crate::web::Req,
     s: &Session,
     (action, subject, detail): (&str, Option<&str>, Option<&str>),
     request: impl std::future::Future<Output = Result<Answer, ConsoleError>>,
@@ -196,12 +196,12 @@ pub async fn audited(
     let client = req.client.as_deref();
     let payment = payment_of(app, s, (action, subject), &req.request_id).await;
     let about = (action, subject, payment.as_ref());
-    let entry = super::blocking(|| c.audit.begin_about(s, about, detail, client))?;
+    let entry = crate::blocking(|| c.audit.begin_about(s, about, detail, client))?;
     match request.await {
         Ok(answer) if answer.ok() => Ok(Ok((entry, answer))),
         Ok(answer) => {
             let why = answer.refused_as();
-            super::blocking(|| c.audit.finish(entry, Outcome::Refused, None, Some(&why)))?;
+            crate::blocking(|| c.audit.finish(entry, Outcome::Refused, None, Some(&why)))?;
             Ok(Err(answer))
         }
         Err(e) => {
@@ -209,7 +209,7 @@ pub async fn audited(
                 Some(why) => (Outcome::Refused, why),
                 None => (Outcome::Unknown, e.to_string()),
             };
-            super::blocking(|| c.audit.finish(entry, outcome, None, Some(&why)))?;
+            crate::blocking(|| c.audit.finish(entry, outcome, None, Some(&why)))?;
             Err(e)
         }
     }

@@ -4,7 +4,18 @@
 
 use std::fmt::Write;
 
-use super::sessions::Session;
+use crate::sessions::Session;
+
+/// A word with its `{}` filled in, unescaped (for a message that is escaped where it is shown).
+pub fn plain(l: Lang, key: &str, args: &[&str]) -> String {
+    args.iter()
+        .fold(t(l, key).to_string(), |m, a| m.replacen("{}", a, 1))
+}
+
+/// A role as the reader's language names it.
+pub fn role_word(l: Lang, role: crate::users::Role) -> &'static str {
+    t(l, &format!("role_{}", role.as_str()))
+}
 
 #[cfg(test)]
 mod tests;
@@ -42,10 +53,10 @@ impl Lang {
 }
 
 /// Every word of the console: the layout's, then each area's own table.
-fn all_words() -> impl Iterator<Item = &'static (&'static str, &'static str, &'static str)> {
+pub fn all_words() -> impl Iterator<Item = &'static (&'static str, &'static str, &'static str)> {
     WORDS
         .iter()
-        .chain(super::words::TABLES.iter().flat_map(|t| t.iter()))
+        .chain(crate::words::tables().flat_map(|t| t.iter()))
 }
 
 pub fn t(lang: Lang, key: &str) -> &'static str {
@@ -75,8 +86,8 @@ pub fn tf(lang: Lang, key: &str, args: &[&str]) -> String {
 }
 
 /// A user-management error in the page's language (English: as the error says it).
-pub fn user_error(lang: Lang, e: &super::users::UserError) -> String {
-    use super::users::UserError::*;
+pub fn user_error(lang: Lang, e: &crate::users::UserError) -> String {
+    use crate::users::UserError::*;
     let fr = match e {
         InvalidEmail => "l'e-mail doit ressembler à nom@exemple.com (254 caractères au plus)",
         EmailTaken => "un utilisateur de la console a déjà cet e-mail",
@@ -137,7 +148,7 @@ pub fn page(lang: Lang, session: Option<&Session>, title: &str, body: &str) -> S
         }
         if matches!(
             s.role,
-            super::users::Role::Developer | super::users::Role::Owner
+            crate::users::Role::Developer | crate::users::Role::Owner
         ) {
             let _ = write!(
                 out,
@@ -147,7 +158,7 @@ pub fn page(lang: Lang, session: Option<&Session>, title: &str, body: &str) -> S
         }
         if matches!(
             s.role,
-            super::users::Role::Finance | super::users::Role::Owner
+            crate::users::Role::Finance | crate::users::Role::Owner
         ) {
             let _ = write!(
                 out,

@@ -11,16 +11,17 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::Response;
 
-use super::audit::Outcome;
-use super::auth::user_error;
-use super::format::Zone;
-use super::html::{self, esc, t, tf};
-use super::payments::plain;
-use super::sessions::Session;
-use super::users::{Role, UserError};
-use super::web::{self, ConsoleError, Req, check_csrf};
-use super::{Console, blocking};
 use mmc_common::clock::system_now_ms;
+use mmc_console_kit::audit::Outcome;
+use mmc_console_kit::format::Zone;
+use mmc_console_kit::html::plain;
+use mmc_console_kit::html::role_word;
+use mmc_console_kit::html::{self, esc, t, tf};
+use mmc_console_kit::sessions::Session;
+use mmc_console_kit::users::{Role, UserError};
+use mmc_console_kit::web::user_error;
+use mmc_console_kit::web::{self, ConsoleError, Req, check_csrf};
+use mmc_console_kit::{Console, blocking};
 
 type Resp = Response<Full<Bytes>>;
 
@@ -267,7 +268,7 @@ fn link_page(
     req: &Req,
     s: &Session,
     base_url: &str,
-    invitation: &super::users::Invitation,
+    invitation: &mmc_console_kit::users::Invitation,
     (title, says): (&str, &str),
     more: &str,
 ) -> Resp {
@@ -290,7 +291,7 @@ fn link_page(
 /// `POST /console/team/{id}/reset` (owners): a member who lost their
 /// password or authenticator gets a new one-time link; their password,
 /// second factor and sessions end in the same write, and they approve no
-/// payout for [`APPROVAL_HOLD_MS`](super::users::APPROVAL_HOLD_MS). With a
+/// payout for [`APPROVAL_HOLD_MS`](mmc_console_kit::users::APPROVAL_HOLD_MS). With a
 /// mail relay the link goes to the member's address and the owner never
 /// sees it; without one it is shown to the owner, once.
 pub async fn reset(
@@ -389,7 +390,7 @@ pub fn remove(c: &Console, req: &Req, s: &Session, user_id: &str) -> Result<Resp
     })?;
     let gone = match removed {
         Ok(u) => u.email,
-        Err(e @ super::users::UserError::LastOwner) => {
+        Err(e @ mmc_console_kit::users::UserError::LastOwner) => {
             return page(c, req, s, Some((409, html::user_error(req.lang, &e))));
         }
         Err(e) => return Err(user_error(e)),
@@ -397,11 +398,6 @@ pub fn remove(c: &Console, req: &Req, s: &Session, user_id: &str) -> Result<Resp
     let mut q = url::form_urlencoded::Serializer::new(String::new());
     q.append_pair("done", "removed").append_pair("who", &gone);
     Ok(web::redirect(&format!("/console/team?{}", q.finish())))
-}
-
-/// A role as the reader's language names it.
-pub fn role_word(l: html::Lang, role: Role) -> &'static str {
-    t(l, &format!("role_{}", role.as_str()))
 }
 
 /// Whether the form's one-time key is claimed now (false: it was carried
@@ -442,7 +438,7 @@ pub fn confirm(
         q = html::tf(l, question, &[&member.email, role_word(l, member.role)]),
         id = esc(user_id),
         csrf = html::csrf_field(s),
-        key = super::once::Forms::key(),
+        key = mmc_console_kit::once::Forms::key(),
         confirm = t(l, title),
         back = t(l, "back"),
     );

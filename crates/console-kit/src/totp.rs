@@ -5,7 +5,7 @@
 
 use hmac::{Hmac, Mac};
 
-/// The second factor's words: (key, English, French), looked up by [`super::html::t`].
+/// The second factor's words: (key, English, French), looked up by [`crate::html::t`].
 pub const WORDS: &[(&str, &str, &str)] = &[
     (
         "sec_or_recovery",

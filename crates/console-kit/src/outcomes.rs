@@ -2,7 +2,7 @@
 //! the reader's language says it, and for a failure the reason and what to
 //! do next, from the API's `failure_code` (never the code alone).
 
-use super::html::{Lang, esc, t};
+use crate::html::{Lang, esc, t};
 
 /// Statuses, reasons and refund motives: (key, English, French).
 pub const WORDS: &[(&str, &str, &str)] = &[

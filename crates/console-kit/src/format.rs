@@ -1,9 +1,9 @@
 //! How the console writes amounts and times for its reader: the merchant's
 //! currency with the language's grouping, the merchant's time zone shown.
 
-use super::html::Lang;
+use crate::html::Lang;
 
-/// The formatting words: (key, English, French), looked up by [`super::html::t`].
+/// The formatting words: (key, English, French), looked up by [`crate::html::t`].
 pub const WORDS: &[(&str, &str, &str)] = &[];
 
 /// French groups thousands with a narrow no-break space, English with a comma.
@@ -191,6 +191,28 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// `YYYY-MM-DD` as Unix seconds at 00:00 UTC.
+pub fn date_secs(s: &str) -> Option<u64> {
+    let mut it = s.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (y, m, d) = (it.next()??, it.next()??, it.next()??);
+    if !(1970..=9999).contains(&y) || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    // Days from civil (H. Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    Some(((era * 146_097 + doe - 719_468) * 86_400) as u64)
+}
+
+/// When an event happened: its envelope's `created`, in Unix seconds.
+pub fn event_ms(e: &serde_json::Value) -> u64 {
+    e["created"].as_u64().unwrap_or(0) * 1000
 }
 
 #[cfg(test)]

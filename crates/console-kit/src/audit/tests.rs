@@ -1,4 +1,4 @@
-use super::page::table;
+use super::table;
 use super::*;
 use crate::format::Zone;
 use crate::html::Lang;

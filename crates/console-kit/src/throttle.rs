@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use mmc_storage::sql_params;
 
-use super::users::sha256_hex;
+use crate::users::sha256_hex;
 use mmc_common::clock::system_now_ms;
 use mmc_db::{SqlConn, SqlDb, StorageError};
 

@@ -1,7 +1,7 @@
 //! The words of the console's layout and of what every page shares.
 
 /// The layout's and the common words of the console: (key, English, French).
-pub(super) const WORDS: &[(&str, &str, &str)] = &[
+pub const WORDS: &[(&str, &str, &str)] = &[
     ("title", "Merchant console", "Console marchand"),
     ("sign_in", "Sign in", "Se connecter"),
     ("sign_out", "Sign out", "Se déconnecter"),

@@ -64,7 +64,7 @@ impl Permit {
     /// Runs `check` (which hashes) on this thread, holding the place.
     pub fn check_here<T>(&self, check: impl FnOnce() -> T) -> T {
         self.metrics.console_password_check();
-        super::blocking(check)
+        crate::blocking(check)
     }
 }
 

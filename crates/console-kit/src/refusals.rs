@@ -4,7 +4,7 @@
 //! the API's own words (which carry the specifics: a limit, an amount) for
 //! a code these tables do not know.
 
-use super::html::Lang;
+use crate::html::Lang;
 
 /// (code, French sentence).
 const FRENCH: &[(&str, &str)] = &[

@@ -5,14 +5,15 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::Response;
 
-use super::html::{self, esc, t};
-use super::password_checks::Busy;
-use super::sessions::{SESSION_TTL_MS, Session};
-use super::users::{Factor, UserError};
-use super::web::{self, ConsoleError, Req, check_csrf, same};
-use super::{Console, blocking};
 use mmc_accounts::Environment;
 use mmc_common::clock::system_now_ms;
+use mmc_console_kit::html::{self, esc, t};
+use mmc_console_kit::password_checks::Busy;
+use mmc_console_kit::sessions::{SESSION_TTL_MS, Session};
+use mmc_console_kit::users::{Factor, UserError};
+use mmc_console_kit::web::user_error;
+use mmc_console_kit::web::{self, ConsoleError, Req, check_csrf, same};
+use mmc_console_kit::{Console, blocking};
 
 type Resp = Response<Full<Bytes>>;
 
@@ -23,7 +24,7 @@ const PRE: &str = "mmc_console_pre";
 fn pre_token(req: &Req) -> String {
     req.cookie(PRE)
         .filter(|v| v.len() == 32 && v.bytes().all(|b| b.is_ascii_hexdigit()))
-        .unwrap_or_else(|| super::users::random_hex(16))
+        .unwrap_or_else(|| mmc_console_kit::users::random_hex(16))
 }
 
 fn check_pre(req: &Req) -> Result<(), ConsoleError> {
@@ -71,8 +72,8 @@ pub fn sign_in_page(c: &Console, req: &Req, status: u16, message: Option<&str>) 
 
 /// `POST /console/sign-in`: email, password and, when the user has one, a
 /// code from their authenticator. A place for the password check is taken
-/// first (see [`super::password_checks`]), then the attempt is counted
-/// before the password is checked (see [`super::throttle`]).
+/// first (see [`mmc_console_kit::password_checks`]), then the attempt is counted
+/// before the password is checked (see [`mmc_console_kit::throttle`]).
 pub async fn sign_in(c: &Console, req: &Req) -> Result<Resp, ConsoleError> {
     check_pre(req)?;
     let place = c
@@ -114,9 +115,11 @@ pub async fn sign_in(c: &Console, req: &Req) -> Result<Resp, ConsoleError> {
                 let code = req.field("code").unwrap_or_default();
                 let now = system_now_ms() / 1000;
                 let user = &cred.user.id;
-                blocking(|| super::step_up::passes(&c.users, user, &factor, &code, None, now))
-                    .map_err(user_error)?
-                    .map(|_| (cred.user, true))
+                blocking(|| {
+                    mmc_console_kit::step_up::passes(&c.users, user, &factor, &code, None, now)
+                })
+                .map_err(user_error)?
+                .map(|_| (cred.user, true))
             }
         },
     };
@@ -275,9 +278,9 @@ pub fn security_page(
         body.push_str(&format!("<p>{}</p>", t(l, "totp_off")));
         match blocking(|| c.users.pending_totp(&s.user_id)).map_err(user_error)? {
             Some(secret) => {
-                let uri = super::totp::otpauth_uri(&s.merchant_name, &s.email, &secret);
+                let uri = mmc_console_kit::totp::otpauth_uri(&s.merchant_name, &s.email, &secret);
                 // The URI always fits a QR code (a short secret and names).
-                let qr = super::qr::svg(&uri).unwrap_or_default();
+                let qr = mmc_console_kit::qr::svg(&uri).unwrap_or_default();
                 body.push_str(&format!(
                     "<p>{scan}</p><figure class=\"qr\" id=\"totp-qr\">{qr}</figure>\
                      <p>{intro}</p><p><code id=\"totp-secret\">{secret}</code></p><p><code>{uri}</code></p>\
@@ -332,7 +335,7 @@ const CODES_ONCE: &str = "recovery_codes";
 
 /// The session's cookie token: what a shown-once value is sealed under.
 fn session_token(req: &Req) -> Result<String, ConsoleError> {
-    req.cookie(super::sessions::COOKIE)
+    req.cookie(mmc_console_kit::sessions::COOKIE)
         .ok_or(ConsoleError::NotSignedIn)
 }
 
@@ -359,7 +362,10 @@ fn codes_shown_once(c: &Console, req: &Req) -> Result<String, ConsoleError> {
 /// the current password or a code).
 fn recovery_section(c: &Console, l: html::Lang, s: &Session) -> Result<String, ConsoleError> {
     let left = blocking(|| c.users.recovery_codes_left(&s.user_id)).map_err(user_error)?;
-    let (left, all) = (left.to_string(), super::users::RECOVERY_CODES.to_string());
+    let (left, all) = (
+        left.to_string(),
+        mmc_console_kit::users::RECOVERY_CODES.to_string(),
+    );
     Ok(format!(
         "<h2>{title}</h2><p id=\"recovery-left\">{left}</p><p>{what}</p>\
          <form method=\"post\" action=\"/console/security\">{csrf}\
@@ -395,7 +401,7 @@ async fn renew_codes(c: &Console, req: &Req, s: &Session) -> Result<Resp, Consol
     let l = req.lang;
     if let Some(code) = req.field("code") {
         let purpose = format!("recovery codes {}", s.token_hash);
-        if let Err(refused) = super::step_up::check(c, l, s, Some(&code), &purpose) {
+        if let Err(refused) = mmc_console_kit::step_up::check(c, l, s, Some(&code), &purpose) {
             return security_page(c, req, s, Some((&refused.to_string(), true)));
         }
     } else if !current_password_checks(c, req, s).await? {
@@ -417,7 +423,7 @@ async fn throttled_place(
     c: &Console,
     s: &Session,
     client: &str,
-) -> Result<super::password_checks::Permit, ConsoleError> {
+) -> Result<mmc_console_kit::password_checks::Permit, ConsoleError> {
     let place = c
         .password_checks
         .permit()
@@ -478,10 +484,11 @@ pub async fn security_action(c: &Console, req: &Req, s: &Session) -> Result<Resp
         Some("confirm") => {
             let secret = blocking(|| c.users.pending_totp(&s.user_id))
                 .map_err(user_error)?
-                .and_then(|b| super::totp::from_base32(&b))
+                .and_then(|b| mmc_console_kit::totp::from_base32(&b))
                 .ok_or(ConsoleError::NotFound)?;
             let code = req.field("code").unwrap_or_default();
-            let Some(step) = super::totp::verify(&secret, &code, system_now_ms() / 1000) else {
+            let Some(step) = mmc_console_kit::totp::verify(&secret, &code, system_now_ms() / 1000)
+            else {
                 return security_page(c, req, s, Some((t(req.lang, "bad_credentials"), true)));
             };
             let audit = (
@@ -504,7 +511,8 @@ pub async fn security_action(c: &Console, req: &Req, s: &Session) -> Result<Resp
 fn replace_factor(c: &Console, req: &Req, s: &Session) -> Result<Resp, ConsoleError> {
     let code = req.field("code");
     let purpose = format!("replace {}", s.token_hash);
-    if let Err(refused) = super::step_up::check(c, req.lang, s, code.as_deref(), &purpose) {
+    if let Err(refused) = mmc_console_kit::step_up::check(c, req.lang, s, code.as_deref(), &purpose)
+    {
         let why = refused.to_string();
         return security_page(c, req, s, Some((&why, true)));
     }
@@ -557,14 +565,6 @@ async fn change_password(c: &Console, req: &Req, s: &Session) -> Result<Resp, Co
             Some((&html::user_error(l, &UserError::WeakPassword), true)),
         ),
         Err(e) => Err(user_error(e)),
-    }
-}
-
-pub fn user_error(e: UserError) -> ConsoleError {
-    match e {
-        UserError::Storage(e) => ConsoleError::Unavailable(e.to_string()),
-        UserError::UnknownUser | UserError::UnknownMerchant(_) => ConsoleError::NotFound,
-        other => ConsoleError::Refused(400, other.to_string()),
     }
 }
 

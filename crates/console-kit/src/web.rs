@@ -8,8 +8,8 @@ use http_body_util::Full;
 use hyper::Response;
 use hyper::header::HeaderValue;
 
-use super::html::{self, Lang, t};
-use super::sessions::{COOKIE, Session};
+use crate::html::{self, Lang, t};
+use crate::sessions::{COOKIE, Session};
 use mmc_http::errors::HttpError;
 
 /// A console request: its head, and its body when it is a form (read
@@ -132,10 +132,10 @@ impl ConsoleError {
         let message = match &self {
             ConsoleError::Csrf => t(lang, "csrf").to_string(),
             ConsoleError::Forbidden(_) => match session {
-                Some(s) => super::payments::plain(
+                Some(s) => crate::html::plain(
                     lang,
                     "forbidden_role",
-                    &[super::team::role_word(lang, s.role)],
+                    &[crate::html::role_word(lang, s.role)],
                 ),
                 None => t(lang, "forbidden").to_string(),
             },
@@ -276,5 +276,15 @@ pub fn check_csrf(req: &Req, s: &Session) -> Result<(), ConsoleError> {
     match req.field("csrf") {
         Some(token) if same(&token, &s.csrf) => Ok(()),
         _ => Err(ConsoleError::Csrf),
+    }
+}
+
+/// What an error of the people's store means to the person in the console.
+pub fn user_error(e: crate::users::UserError) -> ConsoleError {
+    use crate::users::UserError;
+    match e {
+        UserError::Storage(e) => ConsoleError::Unavailable(e.to_string()),
+        UserError::UnknownUser | UserError::UnknownMerchant(_) => ConsoleError::NotFound,
+        other => ConsoleError::Refused(400, other.to_string()),
     }
 }

@@ -1,7 +1,7 @@
 //! Webhooks for `developer` and `owner`: endpoints (add, disable or enable,
 //! rotate the signing secret, shown once) and events with their deliveries
 //! (the request sent, each attempt's answer) and resend. Each action is the
-//! API's, under scope `webhooks:manage` ([`super::api`]).
+//! API's, under scope `webhooks:manage` ([`mmc_console_kit::api`]).
 
 use std::fmt::Write;
 use std::sync::Arc;
@@ -11,13 +11,13 @@ use http_body_util::Full;
 use hyper::Response;
 use serde_json::{Value, json};
 
-use super::api::{self, Answer, Reading};
-use super::audit::Outcome;
-use super::html::{self, esc, t, text};
-use super::keys::{developer, opening, tabs};
-use super::sessions::Session;
-use super::web::{self, ConsoleError, Req, check_csrf};
-use super::{Console, blocking};
+use crate::keys::{developer, opening, tabs};
+use mmc_console_kit::api::{self, Answer, Reading};
+use mmc_console_kit::audit::Outcome;
+use mmc_console_kit::html::{self, esc, t, text};
+use mmc_console_kit::sessions::Session;
+use mmc_console_kit::web::{self, ConsoleError, Req, check_csrf};
+use mmc_console_kit::{Console, blocking};
 use mmc_http::App;
 
 type Resp = Response<Full<Bytes>>;
@@ -250,7 +250,7 @@ pub async fn events(app: &Arc<App>, req: &Req, s: &Session) -> Result<Resp, Cons
         let _ = write!(
             body,
             "<tr><td>{}</td><td>{}</td><td><a href=\"/console/developers/events/{id}\">{id}</a></td></tr>",
-            s.zone.when(super::payment::event_ms(e)),
+            s.zone.when(mmc_console_kit::format::event_ms(e)),
             esc(&text(&e["type"])),
         );
     }
@@ -306,7 +306,11 @@ pub async fn event(app: &Arc<App>, req: &Req, s: &Session, id: &str) -> Result<R
             body,
             "<h3>{} · {}</h3><table><thead><tr><th>{}</th><th>HTTP</th><th>ms</th><th>{}</th></tr></thead><tbody>",
             esc(&text(&d["url"])),
-            esc(&super::outcomes::word_of(l, "dl_", &text(&d["status"]))),
+            esc(&mmc_console_kit::outcomes::word_of(
+                l,
+                "dl_",
+                &text(&d["status"])
+            )),
             t(l, "when"),
             t(l, "answer"),
         );
