@@ -126,7 +126,8 @@ async fn a_scaffolded_rust_adapter_builds_passes_the_kit_and_collects_from_its_f
 
 /// The fake written is the template compiled here as `fakes::acme`, renamed.
 fn writes_the_template_fake(dir: &Path, name: &str, title: &str) {
-    let template = std::fs::read_to_string(root_path("host/src/scaffold/fake.rs")).unwrap();
+    let template =
+        std::fs::read_to_string(root_path("crates/scaffold/src/templates/fake.rs")).unwrap();
     let written = std::fs::read_to_string(dir.join(format!("tests/support/fakes/{name}.rs")));
     assert_eq!(
         written.unwrap(),

@@ -190,7 +190,7 @@ impl Fleet {
     }
 }
 
-/// The jobs a node runs under a lease (host/src/workers.rs): collect's
+/// The jobs a node runs under a lease (crates/server/src/workers.rs): collect's
 /// expire, reconcile and index, bulk's payouts.
 const JOBS: usize = 4;
 

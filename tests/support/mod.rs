@@ -144,7 +144,7 @@ pub fn with_test_storage(config: &mut Config) {
 pub fn test_storage(config: &Config) -> mmc_db::Storage {
     let mut config = config.clone();
     with_test_storage(&mut config);
-    mmc_host::server::open_db(&config).expect("test storage opens")
+    mmc_server::open_db(&config).expect("test storage opens")
 }
 
 /// The webhook sealing key of test nodes on PostgreSQL.
@@ -185,7 +185,7 @@ pub struct TestApp {
     pub client: reqwest::Client,
     pub accounts: Accounts,
     pub data_dir: tempfile::TempDir,
-    pub service: mmc_host::server::Service,
+    pub service: mmc_server::Service,
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -211,7 +211,7 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
     let mut config = base_config(data_dir.path());
     adjust(&mut config);
     with_test_storage(&mut config);
-    let service = mmc_host::server::start(config.clone())
+    let service = mmc_server::start(config.clone())
         .await
         .expect("service starts");
     let accounts = Accounts::new(test_storage(&config).sql);

@@ -242,7 +242,7 @@ pub struct ComponentConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LogConfig {
-    /// `tracing` filter, e.g. `info,mmc_host=debug`.
+    /// `tracing` filter, e.g. `info,mmc_runtime=debug`.
     pub filter: String,
     /// `text` (for people) or `json` (one object a line, for a log pipeline).
     pub format: LogFormat,

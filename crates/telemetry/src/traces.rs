@@ -76,11 +76,11 @@ where
         )
         .build();
     let tracer = provider.tracer("mmc");
-    // Our spans, to debug; the exporter's own HTTP client never (its spans
-    // would be exported in turn).
+    // Our spans, to debug (every crate of ours is `mmc…`: a target matches
+    // by prefix); the exporter's own HTTP client never (its spans would be
+    // exported in turn).
     let targets = Targets::new()
         .with_default(tracing::Level::WARN)
-        .with_target("mmc_host", tracing::Level::DEBUG)
         .with_target("mmc", tracing::Level::DEBUG);
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)

@@ -91,9 +91,8 @@ pub fn run(config: &Config, command: AdaptersCommand) {
             None,
         ),
         AdaptersCommand::New { name, lang, root } => {
-            let lang: mmc_host::scaffold::Lang =
-                lang.parse().unwrap_or_else(|e| fail(&format!("{e}")));
-            let done = mmc_host::scaffold::new_adapter(&root, &name, lang)
+            let lang: mmc_scaffold::Lang = lang.parse().unwrap_or_else(|e| fail(&format!("{e}")));
+            let done = mmc_scaffold::new_adapter(&root, &name, lang)
                 .unwrap_or_else(|e| fail(&format!("{e}")));
             println!(
                 "{}",

@@ -267,7 +267,7 @@ fn environment(env: &str) -> Environment {
 
 /// The storage of the configured data directory.
 fn open_db(config: &Config) -> mmc_db::Storage {
-    mmc_host::server::open_db(config).unwrap_or_else(|e| fail(&e.to_string()))
+    mmc_server::open_db(config).unwrap_or_else(|e| fail(&e.to_string()))
 }
 
 fn open_accounts(config: &Config) -> Accounts {

@@ -22,7 +22,7 @@ fn serve_on(rt: &tokio::runtime::Runtime, config: Config, demo: bool) {
         if demo {
             demo_account(&config);
         }
-        let mut service = match mmc_host::server::start(config).await {
+        let mut service = match mmc_server::start(config).await {
             Ok(s) => s,
             Err(e) => fail(&format!("cannot start: {e:#}")),
         };

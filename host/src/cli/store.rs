@@ -53,12 +53,12 @@ pub fn rebuild_overview(config: &Config) {
 }
 
 pub fn backup(config: &Config, to: &Path) {
-    let m = mmc_host::backup::backup(config, to).unwrap_or_else(|e| fail(&e.to_string()));
+    let m = mmc_backup::backup(config, to).unwrap_or_else(|e| fail(&e.to_string()));
     println!("{}", json!({"backup": to, "manifest": m}));
 }
 
 pub fn restore(config: &Config, from: &Path, force: bool) {
-    let m = mmc_host::backup::restore(config, from, force).unwrap_or_else(|e| fail(&e.to_string()));
+    let m = mmc_backup::restore(config, from, force).unwrap_or_else(|e| fail(&e.to_string()));
     println!(
         "{}",
         json!({"restored": from, "data_dir": config.data_dir, "manifest": m})

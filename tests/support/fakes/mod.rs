@@ -22,7 +22,7 @@
 
 /// The example operator `mmc adapters new` scaffolds from, compiled with the
 /// fakes so that its template cannot rot.
-#[path = "../../../host/src/scaffold/fake.rs"]
+#[path = "../../../crates/scaffold/src/templates/fake.rs"]
 pub mod acme;
 pub mod cinetpay;
 pub mod fedapay;

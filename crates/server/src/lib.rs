@@ -8,7 +8,11 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 
-use crate::site::{self, Site};
+pub mod backlog;
+pub mod site;
+pub mod workers;
+
+use crate::site::Site;
 use mmc_accounts::Accounts;
 use mmc_common::clock::SystemClock;
 use mmc_common::rate_limit::RateLimiter;

@@ -180,8 +180,8 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> ScaffoldError + '_ {
 }
 
 /// The fake and the test, whatever the adapter's language.
-const FAKE: &str = include_str!("scaffold/fake.rs");
-const TEST: &str = include_str!("scaffold/test.rs");
+const FAKE: &str = include_str!("templates/fake.rs");
+const TEST: &str = include_str!("templates/test.rs");
 
 /// The fake and the test of adapter `name`.
 fn fake_and_test(name: &str) -> [NewFile; 2] {
@@ -227,9 +227,9 @@ fn test_listings(name: &str) -> [Listing; 3] {
 mod rust {
     use super::{Listing, NewFile, fake_and_test, render, test_listings};
 
-    const CARGO_TOML: &str = include_str!("scaffold/rust/Cargo.toml.tmpl");
-    const LIB: &str = include_str!("scaffold/rust/lib.rs");
-    const TRANSFORMERS: &str = include_str!("scaffold/rust/transformers.rs");
+    const CARGO_TOML: &str = include_str!("templates/rust/Cargo.toml.tmpl");
+    const LIB: &str = include_str!("templates/rust/lib.rs");
+    const TRANSFORMERS: &str = include_str!("templates/rust/transformers.rs");
 
     pub(super) fn plan(name: &str) -> (Vec<NewFile>, Vec<Listing>, Vec<String>) {
         let file = |path: String, template: &str| NewFile {
@@ -277,8 +277,8 @@ mod rust {
 mod python {
     use super::{Listing, NewFile, fake_and_test, render, test_listings};
 
-    const APP: &str = include_str!("scaffold/python/app.py");
-    const TRANSFORMERS: &str = include_str!("scaffold/python/transformers.py");
+    const APP: &str = include_str!("templates/python/app.py");
+    const TRANSFORMERS: &str = include_str!("templates/python/transformers.py");
 
     pub(super) fn plan(name: &str) -> (Vec<NewFile>, Vec<Listing>, Vec<String>) {
         let file = |path: String, template: &str| NewFile {
