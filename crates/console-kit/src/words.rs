@@ -1,6 +1,6 @@
 //! Where [`crate::html::t`] finds a word after the layout's own: the tables of
 //! the frame's areas, then those of the pages, which `mmc-console` adds once
-//! ([`add`]) before its first page is served.
+//! ([`add`]) when the service is assembled.
 
 use std::sync::OnceLock;
 

@@ -53,7 +53,6 @@ pub async fn handle(
     req: Request<Incoming>,
     request_id: &str,
 ) -> Resp {
-    words::add();
     let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
     let upload = req.uri().path() == bulk_upload::PATH;
     // A CSV upload may be as large as the API takes one; other forms are small.

@@ -12,7 +12,8 @@ const TABLES: &[Table] = &[
     mmc_console_account::keys::WORDS,
 ];
 
-/// Makes the pages' words known to the frame (once; again changes nothing).
+/// Makes the pages' words known to the frame: once, where the service is
+/// assembled (again changes nothing).
 pub fn add() {
     mmc_console_kit::words::add(TABLES);
 }

@@ -129,6 +129,8 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     crate::workers::spawn(runtime.clone(), leases.clone(), app.drain.clone());
     crate::workers::spawn_fleet(admin.clone(), app.clone(), leases.clone());
     mmc_reconciliation::schedule::spawn(books, leases.clone(), app.drain.clone());
+    // The console pages' words, known to its frame before any page is served.
+    mmc_console::words::add();
     let site = Arc::new(Site {
         app,
         console: mmc_console_kit::Console::new(
