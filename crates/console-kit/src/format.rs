@@ -1,10 +1,7 @@
 //! How the console writes amounts and times for its reader: the merchant's
 //! currency with the language's grouping, the merchant's time zone shown.
 
-use crate::html::Lang;
-
-/// The formatting words: (key, English, French), looked up by [`crate::html::t`].
-pub const WORDS: &[(&str, &str, &str)] = &[];
+use crate::lang::Lang;
 
 /// French groups thousands with a narrow no-break space, English with a comma.
 const FR_GROUP: char = '\u{202f}';

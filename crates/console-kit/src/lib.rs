@@ -12,6 +12,7 @@ pub mod api;
 pub mod audit;
 pub mod format;
 pub mod html;
+pub mod lang;
 pub mod once;
 pub mod outcomes;
 pub mod password_checks;
@@ -40,6 +41,15 @@ pub fn test_shop(dir: &tempfile::TempDir) -> (mmc_db::SqlDb, mmc_accounts::Merch
 use std::sync::Arc;
 
 use mmc_db::SqlDb;
+
+/// The words of the frame's own areas: second factor, audit log, outcomes.
+const FRAME_WORDS: &[words::Table] = &[totp::WORDS, audit::WORDS, outcomes::WORDS];
+
+/// Sets the words [`html::t`] finds after the layout's: the frame's, then
+/// `pages` (the console's pages, added once when the service is assembled).
+pub fn add_words(pages: &'static [words::Table]) {
+    words::set(FRAME_WORDS, pages);
+}
 
 pub struct Console {
     pub users: users::Users,

@@ -15,7 +15,7 @@ const TABLES: &[Table] = &[
 /// Makes the pages' words known to the frame: once, where the service is
 /// assembled (again changes nothing).
 pub fn add() {
-    mmc_console_kit::words::add(TABLES);
+    mmc_console_kit::add_words(TABLES);
 }
 
 pub const MORE: &[(&str, &str, &str)] = &[
