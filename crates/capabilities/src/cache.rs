@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use parking_lot::Mutex;
 
 use crate::bindings::host::mmc::platform::cache::Host;
-use crate::state::HostState;
+use mmc_common::clock::Clock;
 
 /// Entries one component may hold; beyond, expired ones go, then the oldest.
 const MAX_ENTRIES: usize = 256;
@@ -67,18 +67,28 @@ impl Cache {
     }
 }
 
-impl Host for HostState {
+pub struct View<'a> {
+    pub component: &'a str,
+    pub cache: &'a Cache,
+    pub clock: &'a dyn Clock,
+}
+
+/// The marker the runtime links this interface with.
+pub type Cap = View<'static>;
+
+impl wasmtime::component::HasData for Cap {
+    type Data<'a> = View<'a>;
+}
+
+impl Host for View<'_> {
     fn get(&mut self, key: String) -> wasmtime::Result<Option<Vec<u8>>> {
-        let now = self.runtime.services.clock.now_ms();
-        Ok(self.runtime.services.cache.get(&self.component, &key, now))
+        let now = self.clock.now_ms();
+        Ok(self.cache.get(self.component, &key, now))
     }
 
     fn set(&mut self, key: String, value: Vec<u8>, ttl_ms: u64) -> wasmtime::Result<()> {
-        let now = self.runtime.services.clock.now_ms();
-        self.runtime
-            .services
-            .cache
-            .set(&self.component, &key, value, ttl_ms, now);
+        let now = self.clock.now_ms();
+        self.cache.set(self.component, &key, value, ttl_ms, now);
         Ok(())
     }
 }

@@ -1,10 +1,19 @@
-//! The `clock` capability: the time of the host's [`Clock`](mmc_common::clock::Clock).
+//! The `clock` capability: the host's time (the sandbox's fake one in tests).
 
 use crate::bindings::host::mmc::platform::clock::Host;
-use crate::state::HostState;
+use mmc_common::clock::Clock;
 
-impl Host for HostState {
+pub struct View<'a>(pub &'a dyn Clock);
+
+/// The marker the runtime links this interface with.
+pub type Cap = View<'static>;
+
+impl wasmtime::component::HasData for View<'static> {
+    type Data<'a> = View<'a>;
+}
+
+impl Host for View<'_> {
     fn now_ms(&mut self) -> wasmtime::Result<u64> {
-        Ok(self.runtime.services.clock.now_ms())
+        Ok(self.0.now_ms())
     }
 }

@@ -18,8 +18,9 @@ use parking_lot::Mutex;
 
 use crate::bindings::CapabilityError;
 use crate::bindings::simulated::mmc::platform::journal::{Entry, Host};
-use crate::state::HostState;
+use mmc_common::clock::Clock;
 use mmc_db::{Backend, Write};
+use mmc_metrics::Metrics;
 
 const TABLE: &str = "journal";
 const FLUSH_EVERY: Duration = Duration::from_millis(100);
@@ -179,17 +180,26 @@ fn read(
     }
 }
 
-impl Host for HostState {
+pub struct View<'a> {
+    pub component: &'a str,
+    pub journal: &'a Journal,
+    pub clock: &'a dyn Clock,
+    /// Where a dropped append is counted.
+    pub metrics: &'a Metrics,
+}
+
+/// The marker the runtime links this interface with.
+pub type Cap = View<'static>;
+
+impl wasmtime::component::HasData for Cap {
+    type Data<'a> = View<'a>;
+}
+
+impl Host for View<'_> {
     fn append(&mut self, value: Vec<u8>) -> wasmtime::Result<()> {
-        let now = self.runtime.services.clock.now_ms();
-        if !self
-            .runtime
-            .services
-            .journal
-            .append(&self.component, now, value)
-        {
-            let metrics = &self.runtime.services.metrics;
-            metrics.component_event(&self.component, "journal_append_dropped");
+        let now = self.clock.now_ms();
+        if !self.journal.append(self.component, now, value) {
+            (self.metrics).component_event(self.component, "journal_append_dropped");
         }
         Ok(())
     }
@@ -201,13 +211,12 @@ impl Host for HostState {
         after: Option<String>,
         limit: u32,
     ) -> wasmtime::Result<Result<Vec<Entry>, CapabilityError>> {
-        let storage = self.runtime.services.storage.clone();
+        let storage = self.journal.storage.as_ref();
         let limit = limit.clamp(1, mmc_storage::MAX_SCAN) as usize;
-        let namespace = self.component.clone();
-        let found = crate::inline::may_block(|| {
+        let found = mmc_common::inline::may_block(|| {
             read(
-                storage.as_ref(),
-                &namespace,
+                storage,
+                self.component,
                 (from_ms, to_ms),
                 after.as_deref(),
                 limit,

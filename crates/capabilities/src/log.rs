@@ -1,12 +1,25 @@
 //! The `log` capability: into `tracing`, tagged with the component's name.
 
 use crate::bindings::host::mmc::platform::log::{Host, Level};
-use crate::state::HostState;
+use mmc_metrics::Metrics;
+
+pub struct View<'a> {
+    pub component: &'a str,
+    /// Where `count` goes.
+    pub metrics: &'a Metrics,
+}
+
+/// The marker the runtime links this interface with.
+pub type Cap = View<'static>;
+
+impl wasmtime::component::HasData for Cap {
+    type Data<'a> = View<'a>;
+}
 
 /// Longest message kept; a component cannot flood the log with one call.
 const MAX_MESSAGE: usize = 4096;
 
-impl Host for HostState {
+impl Host for View<'_> {
     fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
         let mut message = message;
         if message.len() > MAX_MESSAGE {
@@ -16,7 +29,7 @@ impl Host for HostState {
             }
             message.truncate(cut);
         }
-        let component = &*self.component;
+        let component = self.component;
         match level {
             Level::Trace => tracing::trace!(target: "component", component, "{message}"),
             Level::Debug => tracing::debug!(target: "component", component, "{message}"),
@@ -34,10 +47,7 @@ impl Host for HostState {
             .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
             .take(64)
             .collect();
-        self.runtime
-            .services
-            .metrics
-            .component_event(&self.component, &event);
+        self.metrics.component_event(self.component, &event);
         Ok(())
     }
 }

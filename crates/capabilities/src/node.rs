@@ -4,7 +4,6 @@
 //! still be running it (see `leases`, which keeps the liveness).
 
 use crate::bindings::host::mmc::platform::node::Host;
-use crate::state::HostState;
 
 pub trait Nodes: Send + Sync + 'static {
     /// This process, unique per start.
@@ -34,12 +33,21 @@ impl Nodes for Alone {
     }
 }
 
-impl Host for HostState {
+pub struct View<'a>(pub &'a dyn Nodes);
+
+/// The marker the runtime links this interface with.
+pub type Cap = View<'static>;
+
+impl wasmtime::component::HasData for Cap {
+    type Data<'a> = View<'a>;
+}
+
+impl Host for View<'_> {
     fn id(&mut self) -> wasmtime::Result<String> {
-        Ok(self.runtime.services.nodes.id().to_string())
+        Ok(self.0.id().to_string())
     }
 
     fn alive(&mut self, id: String) -> wasmtime::Result<bool> {
-        Ok(self.runtime.services.nodes.alive(&id))
+        Ok(self.0.alive(&id))
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::bindings::CapabilityError;
 use crate::bindings::host::mmc::platform::outbound_http::{Host, Request, Response};
-use crate::state::HostState;
+use mmc_common::clock::Clock;
 
 pub trait HttpClient: Send + Sync + 'static {
     fn send(&self, req: Request, timeout: Duration) -> Result<Response, CapabilityError>;
@@ -91,7 +91,7 @@ impl HttpClient for ReqwestClient {
         };
         // Components run on blocking threads (or off a worker's core, when
         // inline); the I/O runs on the server's runtime.
-        crate::inline::may_block(|| self.runtime.block_on(fetch))
+        mmc_common::inline::may_block(|| self.runtime.block_on(fetch))
     }
 }
 
@@ -132,13 +132,65 @@ pub fn is_allowed(allowed: &[String], url: &str) -> Result<(), CapabilityError> 
     }
 }
 
-impl Host for HostState {
+/// The sending deadline of one attempt of a money movement (a refund, a
+/// payout), checked here, where the bytes leave: no request starts after
+/// `until_ms` (wall clock), and none runs past it. Another node asks about
+/// the movement, or sends it again under the same id, only once the attempt
+/// can no longer be on its way: a node that froze between its claim and its
+/// call wakes to find it has nothing to send.
+#[derive(Debug, Clone, Copy)]
+pub struct Fence {
+    pub until_ms: u64,
+    /// A request was refused because the deadline had passed.
+    pub tripped: bool,
+}
+
+impl Fence {
+    pub fn until(until_ms: u64) -> Fence {
+        Fence {
+            until_ms,
+            tripped: false,
+        }
+    }
+
+    /// How long a request may still run, none when it must not start.
+    pub fn left(&mut self, now_ms: u64) -> Option<Duration> {
+        match self.until_ms.checked_sub(now_ms) {
+            Some(ms) if ms > 0 => Some(Duration::from_millis(ms)),
+            _ => {
+                self.tripped = true;
+                None
+            }
+        }
+    }
+}
+
+pub struct View<'a> {
+    pub component: &'a str,
+    /// The calling component's allow-list.
+    pub allowed_hosts: &'a [String],
+    /// The longest a request may take, and what one that names none gets.
+    pub timeout_ms: u64,
+    /// The money movement this call sends, if any.
+    pub fence: &'a mut Option<Fence>,
+    pub clock: &'a dyn Clock,
+    pub client: &'a dyn HttpClient,
+}
+
+/// The marker the runtime links this interface with.
+pub type Cap = View<'static>;
+
+impl wasmtime::component::HasData for Cap {
+    type Data<'a> = View<'a>;
+}
+
+impl Host for View<'_> {
     fn send(&mut self, req: Request) -> wasmtime::Result<Result<Response, CapabilityError>> {
-        if let Err(e) = is_allowed(&self.config.allowed_hosts, &req.url) {
-            tracing::warn!(component = &*self.component, url = %req.url, "outbound request denied");
+        if let Err(e) = is_allowed(self.allowed_hosts, &req.url) {
+            tracing::warn!(component = self.component, url = %req.url, "outbound request denied");
             return Ok(Err(e));
         }
-        let default = self.runtime.limits.outbound_timeout_ms;
+        let default = self.timeout_ms;
         let mut timeout = Duration::from_millis(if req.timeout_ms == 0 {
             default
         } else {
@@ -146,11 +198,11 @@ impl Host for HostState {
         });
         // A money movement's attempt: nothing starts after its deadline, and
         // nothing of it is still on the wire after it.
-        if let Some(fence) = &mut self.fence {
-            match fence.left(self.runtime.services.clock.now_ms()) {
+        if let Some(fence) = self.fence.as_mut() {
+            match fence.left(self.clock.now_ms()) {
                 Some(left) => timeout = timeout.min(left),
                 None => {
-                    tracing::warn!(component = &*self.component, url = %req.url,
+                    tracing::warn!(component = self.component, url = %req.url,
                         "request not sent: its attempt's sending deadline has passed");
                     return Ok(Err(CapabilityError::Denied(
                         "this attempt's sending deadline has passed: nothing sent".into(),
@@ -160,7 +212,7 @@ impl Host for HostState {
         }
         let span = mmc_telemetry::traces::outbound_span(&req.method, &req.url);
         let _entered = span.enter();
-        let sent = self.runtime.services.http.send(req, timeout);
+        let sent = self.client.send(req, timeout);
         if let Ok(r) = &sent {
             span.record("http.response.status_code", r.status);
         }

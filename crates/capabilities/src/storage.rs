@@ -2,13 +2,13 @@
 //! The namespace is the component's name, fixed by the host — a component
 //! cannot name another's data.
 
-use wasmtime::component::Resource;
+use wasmtime::component::{Resource, ResourceTable};
 
 use crate::bindings::CapabilityError;
 use crate::bindings::host::mmc::platform::storage::{self, Entry, Transaction as Handle};
-use crate::inline::may_block;
-use crate::state::HostState;
-use mmc_db::{Check, Order, OutboxEvent, StorageError, Transaction, Write};
+use mmc_common::inline::may_block;
+use mmc_db::{Backend, Check, Order, OutboxEvent, StorageError, Transaction, Write};
+use mmc_metrics::Metrics;
 
 /// The resource behind a component's `transaction` handle, with the rows it
 /// wrote (puts, deletes, outbox events), counted in metrics once committed.
@@ -50,11 +50,40 @@ fn outbox_event(event: storage::OutboxEvent) -> OutboxEvent {
     }
 }
 
-impl HostState {
+/// A job's lease as its node knows it, checked when a write of the job
+/// commits: a node that resumes after its lease passed to another (frozen,
+/// cut off) writes nothing, so it can neither claim work nor record answers
+/// that another node now owns.
+pub trait LeaseGuard: Send + Sync {
+    fn held(&self) -> bool;
+}
+
+pub struct View<'a> {
+    /// The namespace: the calling component's name.
+    pub component: &'a str,
+    pub backend: &'a dyn Backend,
+    /// Where rows written and transactions are counted.
+    pub metrics: &'a Metrics,
+    /// The Store's resource table, which holds open transactions.
+    pub table: &'a mut ResourceTable,
+    /// An uncommitted transaction is open in this call (it holds the writer).
+    pub open_txn: &'a mut bool,
+    /// The lease of the background job this call runs for, if any.
+    pub lease: Option<&'a dyn LeaseGuard>,
+}
+
+/// The marker the runtime links this interface with.
+pub type Cap = View<'static>;
+
+impl wasmtime::component::HasData for Cap {
+    type Data<'a> = View<'a>;
+}
+
+impl View<'_> {
     /// One writer at a time: a call that holds it (an open transaction)
     /// would wait on itself if it began or applied another.
     fn no_open_txn(&self) -> Result<(), CapabilityError> {
-        if self.open_txn {
+        if *self.open_txn {
             return Err(CapabilityError::Invalid(
                 "a transaction is already open in this call".into(),
             ));
@@ -65,10 +94,10 @@ impl HostState {
     /// A job's write commits only while the job's lease is known to be this
     /// node's (see `LeaseGuard`).
     fn lease_held(&self) -> Result<(), CapabilityError> {
-        match &self.lease {
+        match self.lease {
             Some(lease) if !lease.held() => {
                 tracing::warn!(
-                    component = &*self.component,
+                    component = self.component,
                     "write not committed: this node's lease on the job has passed"
                 );
                 Err(CapabilityError::Denied(
@@ -80,7 +109,7 @@ impl HostState {
     }
 }
 
-impl storage::Host for HostState {
+impl storage::Host for View<'_> {
     fn apply(
         &mut self,
         checks: Vec<storage::Check>,
@@ -121,19 +150,15 @@ impl storage::Host for HostState {
                 Write::Emit(_) => 2,
             }] += 1;
         }
-        let services = &self.runtime.services;
+        let (component, metrics) = (self.component, self.metrics);
         // A write waits for its group's fsync: off a worker's core, when inline.
-        let applied = may_block(|| services.storage.apply(&self.component, checks, writes));
+        let applied = may_block(|| self.backend.apply(component, checks, writes));
         match applied {
             Ok(true) => {
-                services.metrics.storage_rows_written(&self.component, rows);
-                services
-                    .metrics
-                    .storage_transaction(&self.component, "applied");
+                metrics.storage_rows_written(component, rows);
+                metrics.storage_transaction(component, "applied");
             }
-            Ok(false) => services
-                .metrics
-                .storage_transaction(&self.component, "refused"),
+            Ok(false) => metrics.storage_transaction(component, "refused"),
             Err(_) => {}
         }
         Ok(applied.map_err(refused))
@@ -144,11 +169,10 @@ impl storage::Host for HostState {
         if let Err(e) = self.no_open_txn() {
             return Ok(Err(e));
         }
-        match may_block(|| self.runtime.services.storage.begin(&self.component)) {
+        match may_block(|| self.backend.begin(self.component)) {
             Ok(tx) => {
-                self.open_txn = true;
-                let metrics = &self.runtime.services.metrics;
-                metrics.storage_transaction(&self.component, "interactive");
+                *self.open_txn = true;
+                (self.metrics).storage_transaction(self.component, "interactive");
                 let ours = self.table.push(TxnHandle(tx, [0; 3]))?;
                 Ok(Ok(Resource::new_own(ours.rep())))
             }
@@ -163,10 +187,8 @@ impl storage::Host for HostState {
     ) -> wasmtime::Result<Result<Option<Vec<u8>>, CapabilityError>> {
         let _span = tracing::debug_span!("storage", operation = "get").entered();
         Ok(self
-            .runtime
-            .services
-            .storage
-            .get(&self.component, &table, &key)
+            .backend
+            .get(self.component, &table, &key)
             .map_err(refused))
     }
 
@@ -193,7 +215,7 @@ impl storage::Host for HostState {
     }
 }
 
-impl HostState {
+impl View<'_> {
     /// A scan of committed data in this component's namespace.
     fn committed_scan(
         &self,
@@ -202,16 +224,14 @@ impl HostState {
         order: Order,
         limit: u32,
     ) -> Result<Vec<Entry>, CapabilityError> {
-        self.runtime
-            .services
-            .storage
-            .scan_in(&self.component, table, range, order, limit)
+        self.backend
+            .scan_in(self.component, table, range, order, limit)
             .map(entries)
             .map_err(refused)
     }
 }
 
-impl storage::HostTransaction for HostState {
+impl storage::HostTransaction for View<'_> {
     fn get(
         &mut self,
         tx: Resource<Handle>,
@@ -296,12 +316,9 @@ impl storage::HostTransaction for HostState {
         let result = may_block(|| handle.0.commit());
         // Counted once committed; a second commit of the same handle fails.
         let rows = std::mem::take(&mut handle.1);
-        self.open_txn = false;
+        *self.open_txn = false;
         if result.is_ok() {
-            self.runtime
-                .services
-                .metrics
-                .storage_rows_written(&self.component, rows);
+            (self.metrics).storage_rows_written(self.component, rows);
         }
         Ok(result.map_err(refused))
     }
@@ -313,7 +330,7 @@ impl storage::HostTransaction for HostState {
             .table
             .delete(Resource::<TxnHandle>::new_own(tx.rep()))?;
         may_block(|| drop(handle));
-        self.open_txn = false;
+        *self.open_txn = false;
         Ok(())
     }
 }

@@ -9,7 +9,7 @@
 //! another thread (`block_in_place`) for the wait. And a call that computes
 //! for longer than [`BUDGET`] on the worker (a hostile or a heavy component)
 //! is stopped at the next epoch tick and started again on a blocking thread
-//! ([`super::CallError::InlineBudget`]): it may hold a worker for a few
+//! (the runtime's `CallError::InlineBudget`): it may hold a worker for a few
 //! milliseconds, never for its whole deadline.
 
 use std::cell::Cell;

@@ -109,9 +109,8 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-    use mmc_config::{Config, LogFormat};
+    use mmc_config::LogFormat;
     use mmc_runtime::bindings::host::mmc::platform::log::{Host, Level};
-    use mmc_runtime::state::HostState;
 
     /// What a subscriber under test wrote.
     #[derive(Clone, Default)]
@@ -144,16 +143,11 @@ mod tests {
             out.clone(),
             false,
         );
-        let mut config = Config::default();
-        config.limits.concurrent_calls = 1;
-        let sandbox = mmc_sandbox::Sandbox::new(&config).unwrap();
-        let mut component = HostState::new(
-            sandbox.runtime.clone(),
-            "collect".into(),
-            Arc::default(),
-            1 << 20,
-            Duration::from_secs(1),
-        );
+        let metrics = mmc_metrics::Metrics::default();
+        let mut component = mmc_runtime::capabilities::log::View {
+            component: "collect",
+            metrics: &metrics,
+        };
         tracing::subscriber::with_default(subscriber, || {
             let span = request_span(
                 false,

@@ -18,8 +18,8 @@ use std::time::Duration;
 use mmc_storage::sql_params;
 use uuid::Uuid;
 
+use mmc_capabilities::node::Nodes;
 use mmc_db::{SqlDb, StorageError};
-use mmc_runtime::capabilities::node::Nodes;
 
 /// How long a lease lasts without renewal: the bound on a dead holder's
 /// duties standing still.

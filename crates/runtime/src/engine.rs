@@ -4,6 +4,11 @@
 //! and the ticker that drives deadlines.
 
 use super::*;
+use crate::bindings::host::mmc::{adapter, platform};
+use crate::{payments, router};
+use mmc_capabilities::{
+    Types, cache, clock, config, journal, log, node, outbound_http, signing, storage,
+};
 
 /// The engine, its pool sized for the largest memory cap any component has
 /// and for every instance slot.
@@ -28,49 +33,91 @@ pub(super) fn engine(config: &Config) -> anyhow::Result<Engine> {
 }
 
 /// Everything an API component may import.
-pub(super) fn api_linker(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
-    let mut api_linker = Linker::new(engine);
-    wasmtime_wasi::p2::add_to_linker_sync(&mut api_linker).map_err(|e| anyhow::anyhow!("{e}"))?;
-    wasi_io::link(&mut api_linker).map_err(|e| anyhow::anyhow!("{e}"))?;
-    bindings::host::HostCapabilities::add_to_linker::<_, HasSelf<HostState>>(
-        &mut api_linker,
-        |s| s,
-    )
-    .map_err(|e| anyhow::anyhow!("{e}"))?;
-    bindings::surface::mmc::api::http_types::add_to_linker::<_, HasSelf<HostState>>(
-        &mut api_linker,
-        |s| s,
-    )
-    .map_err(|e| anyhow::anyhow!("{e}"))?;
-    bindings::facade::mmc::api::payment_types::add_to_linker::<_, HasSelf<HostState>>(
-        &mut api_linker,
-        |s| s,
-    )
-    .map_err(|e| anyhow::anyhow!("{e}"))?;
-    bindings::facade::mmc::api::payments::add_to_linker::<_, HasSelf<HostState>>(
-        &mut api_linker,
-        |s| s,
-    )
-    .map_err(|e| anyhow::anyhow!("{e}"))?;
-    Ok(api_linker)
+pub(super) fn api_linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+    wasi_io::link(&mut linker)?;
+    link_platform(&mut linker)?;
+    platform::storage::add_to_linker::<_, storage::Cap>(&mut linker, |s| storage::View {
+        component: &s.component,
+        backend: &*s.runtime.services.storage,
+        metrics: &s.runtime.services.metrics,
+        table: &mut s.table,
+        open_txn: &mut s.open_txn,
+        lease: s.lease.as_deref(),
+    })?;
+    platform::node::add_to_linker::<_, node::Cap>(&mut linker, |s| {
+        node::View(&*s.runtime.services.nodes)
+    })?;
+    adapter::router::add_to_linker::<_, router::Cap>(&mut linker, router::view)?;
+    bindings::surface::mmc::api::http_types::add_to_linker::<_, payments::Cap>(
+        &mut linker,
+        payments::view,
+    )?;
+    bindings::facade::mmc::api::payment_types::add_to_linker::<_, payments::Cap>(
+        &mut linker,
+        payments::view,
+    )?;
+    bindings::facade::mmc::api::payments::add_to_linker::<_, payments::Cap>(
+        &mut linker,
+        payments::view,
+    )?;
+    Ok(linker)
 }
 
 /// What an adapter may import: no storage and no router, so it cannot
 /// reach payment data (the journal is the adapter's own, and append-only).
-pub(super) fn adapter_linker(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
-    let mut adapter_linker = Linker::new(engine);
-    wasmtime_wasi::p2::add_to_linker_sync(&mut adapter_linker)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    wasi_io::link(&mut adapter_linker).map_err(|e| anyhow::anyhow!("{e}"))?;
-    bindings::adapter::Adapter::add_to_linker::<_, HasSelf<HostState>>(&mut adapter_linker, |s| s)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+pub(super) fn adapter_linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+    wasi_io::link(&mut linker)?;
+    link_platform(&mut linker)?;
     // Imported by the simulated provider only (`simulated-provider`).
-    bindings::simulated::mmc::platform::journal::add_to_linker::<_, HasSelf<HostState>>(
-        &mut adapter_linker,
-        |s| s,
-    )
-    .map_err(|e| anyhow::anyhow!("{e}"))?;
-    Ok(adapter_linker)
+    bindings::simulated::mmc::platform::journal::add_to_linker::<_, journal::Cap>(
+        &mut linker,
+        |s| journal::View {
+            component: &s.component,
+            journal: &s.runtime.services.journal,
+            clock: &*s.runtime.services.clock,
+            metrics: &s.runtime.services.metrics,
+        },
+    )?;
+    Ok(linker)
+}
+
+/// The capabilities both kinds of component import, each linked with a
+/// view of only what it needs.
+fn link_platform(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+    platform::types::add_to_linker::<_, Types>(linker, |_| Types)?;
+    adapter::types::add_to_linker::<_, Types>(linker, |_| Types)?;
+    platform::outbound_http::add_to_linker::<_, outbound_http::Cap>(linker, |s| {
+        outbound_http::View {
+            component: &s.component,
+            allowed_hosts: &s.config.allowed_hosts,
+            timeout_ms: s.runtime.limits.outbound_timeout_ms,
+            fence: &mut s.fence,
+            clock: &*s.runtime.services.clock,
+            client: &*s.runtime.services.http,
+        }
+    })?;
+    platform::signing::add_to_linker::<_, signing::Cap>(linker, |_| signing::View)?;
+    platform::clock::add_to_linker::<_, clock::Cap>(linker, |s| {
+        clock::View(&*s.runtime.services.clock)
+    })?;
+    platform::log::add_to_linker::<_, log::Cap>(linker, |s| log::View {
+        component: &s.component,
+        metrics: &s.runtime.services.metrics,
+    })?;
+    platform::config::add_to_linker::<_, config::Cap>(linker, |s| config::View {
+        own: &s.config,
+        facts: &s.runtime.facts,
+    })?;
+    platform::cache::add_to_linker::<_, cache::Cap>(linker, |s| cache::View {
+        component: &s.component,
+        cache: &s.runtime.services.cache,
+        clock: &*s.runtime.services.clock,
+    })?;
+    Ok(())
 }
 
 /// Starts the thread that advances `engine`'s epoch every [`TICK`], until

@@ -5,18 +5,22 @@
 //! and a memory cap. A failing call is an error value for the caller; the host
 //! carries on.
 
+/// The host's capabilities (the `mmc-capabilities` crate).
+pub use mmc_capabilities as capabilities;
+/// Requests served on the worker that read them (in `mmc-common`).
+pub use mmc_common::inline;
 /// The generated bindings of the WIT worlds (the `mmc-world` crate).
 pub use mmc_world as bindings;
 mod calls;
-pub mod capabilities;
 mod catalogue;
 mod compile;
 mod engine;
-pub mod inline;
 mod invoke;
 mod load;
 pub mod pacing;
+mod payments;
 mod pool;
+mod router;
 mod routes;
 mod session;
 pub mod state;
@@ -31,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
 use sha2::{Digest, Sha256};
-use wasmtime::component::{ComponentExportIndex, HasSelf, Linker};
+use wasmtime::component::{ComponentExportIndex, Linker};
 use wasmtime::{Engine, Store, UpdateDeadline};
 
 use self::bindings::adapter::{Adapter, AdapterPre};
@@ -42,7 +46,7 @@ use self::bindings::service::ServicePre;
 use self::bindings::surface::{Surface, SurfacePre};
 pub use self::session::AdapterSession;
 use self::state::{Deadline, DeadlineExceeded, HostState};
-use crate::capabilities::outbound_http::HttpClient;
+use mmc_capabilities::outbound_http::HttpClient;
 use mmc_common::clock::Clock;
 use mmc_config::{ComponentConfig, Config, Limits};
 use mmc_db::Backend;
@@ -61,11 +65,11 @@ pub struct Services {
     pub http: Arc<dyn HttpClient>,
     pub clock: Arc<dyn Clock>,
     pub metrics: Arc<Metrics>,
-    pub cache: Arc<crate::capabilities::cache::Cache>,
+    pub cache: Arc<mmc_capabilities::cache::Cache>,
     /// Appends made durable behind the call (the simulated provider's books).
-    pub journal: Arc<crate::capabilities::journal::Journal>,
+    pub journal: Arc<mmc_capabilities::journal::Journal>,
     /// This process and the liveness of others (the fleet's leases).
-    pub nodes: Arc<dyn crate::capabilities::node::Nodes>,
+    pub nodes: Arc<dyn mmc_capabilities::node::Nodes>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -200,9 +204,11 @@ pub struct Runtime {
     /// Spaces each adapter's status queries to its provider's cap.
     pub status_pacer: pacing::StatusPacer,
     stop_ticker: Arc<AtomicBool>,
-    /// The address the service is reached at (`public_base_url`, else the
-    /// address it listens on), once it listens: see [`Runtime::set_service_base_url`].
-    service_base_url: std::sync::OnceLock<String>,
+    /// What components read of the platform through `config`: the longest
+    /// adapter deadline, and the address the service is reached at
+    /// (`public_base_url`, else the address it listens on) once it listens
+    /// (see [`Runtime::set_service_base_url`]).
+    facts: mmc_capabilities::config::Facts,
 }
 
 impl Drop for Runtime {
@@ -218,8 +224,8 @@ fn wasm_error(e: impl std::fmt::Display) -> String {
 impl Runtime {
     pub fn new(config: &Config, services: Services) -> anyhow::Result<Arc<Runtime>> {
         let engine = engine::engine(config)?;
-        let api_linker = engine::api_linker(&engine)?;
-        let adapter_linker = engine::adapter_linker(&engine)?;
+        let api_linker = engine::api_linker(&engine).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let adapter_linker = engine::adapter_linker(&engine).map_err(|e| anyhow::anyhow!("{e}"))?;
         let itself = Arc::new(std::sync::OnceLock::new());
         let stop_ticker = engine::start_epoch_ticker(&engine, itself.clone())?;
 
@@ -244,7 +250,10 @@ impl Runtime {
             warm: Default::default(),
             status_pacer: pacing::StatusPacer::default(),
             stop_ticker,
-            service_base_url: std::sync::OnceLock::new(),
+            facts: mmc_capabilities::config::Facts {
+                adapter_deadline_ms: longest_adapter_deadline_ms(config),
+                service_base_url: std::sync::OnceLock::new(),
+            },
         });
         let _ = itself.set(Arc::downgrade(&runtime));
         Ok(runtime)
@@ -255,26 +264,24 @@ impl Runtime {
     /// sending a request to pay again, for a record stored without one).
     pub fn set_service_base_url(&self, url: &str) {
         let _ = self
+            .facts
             .service_base_url
             .set(url.trim_end_matches('/').to_string());
     }
+}
 
-    pub fn service_base_url(&self) -> Option<&str> {
-        self.service_base_url.get().map(String::as_str)
-    }
-
-    /// The longest an adapter call may take under this configuration (the
-    /// global adapter deadline or a longer per-component one). API components
-    /// read it as the setting `adapter_deadline_ms`: a request to the operator
-    /// counts as in flight for at least this long.
-    pub fn longest_adapter_deadline_ms(&self) -> u64 {
-        self.component_config
-            .values()
-            .filter_map(|c| c.deadline_ms)
-            .chain([self.limits.adapter_deadline_ms])
-            .max()
-            .unwrap_or(self.limits.adapter_deadline_ms)
-    }
+/// The longest an adapter call may take under `config` (the global adapter
+/// deadline or a longer per-component one). API components read it as the
+/// setting `adapter_deadline_ms`: a request to the operator counts as in
+/// flight for at least this long.
+fn longest_adapter_deadline_ms(config: &Config) -> u64 {
+    config
+        .components
+        .values()
+        .filter_map(|c| c.deadline_ms)
+        .chain([config.limits.adapter_deadline_ms])
+        .max()
+        .unwrap_or(config.limits.adapter_deadline_ms)
 }
 
 /// Used by the sandbox and the admin API to call an adapter directly.

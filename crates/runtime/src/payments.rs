@@ -2,17 +2,42 @@
 //! `collect` component's `payments` export in its own Store, so the rules
 //! are written once. Failures of collect become a 500 `failure` value.
 
+use std::sync::Arc;
 use std::time::Instant;
 
+use crate::Runtime;
 use crate::bindings::collect::Collect;
 use crate::bindings::facade::mmc::api::payments::Host;
 use crate::bindings::http_types::Caller;
 use crate::bindings::payment_types::{CreateRequest, Created, Failure, Payment};
-use crate::state::HostState;
+use crate::state::{Deadline, HostState};
 
 type Outcome<T> = wasmtime::Result<Result<T, Failure>>;
 
-impl HostState {
+/// What the facade's `payments` sees of a call: the runtime (which calls
+/// `collect`), whether a storage transaction is open, and the call's deadline.
+pub(crate) struct View<'a> {
+    runtime: &'a Arc<Runtime>,
+    open_txn: bool,
+    deadline: &'a mut Deadline,
+}
+
+/// The marker the runtime links `payments` (and its types) with.
+pub(crate) type Cap = View<'static>;
+
+impl wasmtime::component::HasData for Cap {
+    type Data<'a> = View<'a>;
+}
+
+pub(crate) fn view(s: &mut HostState) -> View<'_> {
+    View {
+        runtime: &s.runtime,
+        open_txn: s.open_txn,
+        deadline: &mut s.deadline,
+    }
+}
+
+impl View<'_> {
     fn with_payments<T>(
         &mut self,
         f: impl FnOnce(
@@ -44,9 +69,10 @@ impl HostState {
     }
 }
 
-impl crate::bindings::facade::mmc::api::payment_types::Host for HostState {}
+impl crate::bindings::facade::mmc::api::payment_types::Host for View<'_> {}
+impl crate::bindings::surface::mmc::api::http_types::Host for View<'_> {}
 
-impl Host for HostState {
+impl Host for View<'_> {
     fn create(&mut self, caller: Caller, req: CreateRequest) -> Outcome<Created> {
         self.with_payments(|s, c| c.mmc_api_payments().call_create(s, &caller, &req))
     }

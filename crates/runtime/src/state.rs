@@ -10,6 +10,8 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::Runtime;
+pub use mmc_capabilities::outbound_http::Fence;
+pub use mmc_capabilities::storage::LeaseGuard;
 use mmc_config::ComponentConfig;
 
 pub struct HostState {
@@ -29,47 +31,6 @@ pub struct HostState {
     /// The lease of the background job this call runs for: once it is no
     /// longer known to be this node's, nothing the call writes is committed.
     pub lease: Option<Arc<dyn LeaseGuard>>,
-}
-
-/// A job's lease as its node knows it, checked when a write of the job
-/// commits: a node that resumes after its lease passed to another (frozen,
-/// cut off) writes nothing, so it can neither claim work nor record answers
-/// that another node now owns.
-pub trait LeaseGuard: Send + Sync {
-    fn held(&self) -> bool;
-}
-
-/// The sending deadline of one attempt of a money movement (a refund, a
-/// payout), checked by the outbound HTTP capability where the bytes leave:
-/// no request starts after `until_ms` (wall clock), and none runs past it.
-/// Another node asks about the movement, or sends it again under the same
-/// id, only once the attempt can no longer be on its way: a node that froze
-/// between its claim and its call wakes to find it has nothing to send.
-#[derive(Debug, Clone, Copy)]
-pub struct Fence {
-    pub until_ms: u64,
-    /// A request was refused because the deadline had passed.
-    pub tripped: bool,
-}
-
-impl Fence {
-    pub fn until(until_ms: u64) -> Fence {
-        Fence {
-            until_ms,
-            tripped: false,
-        }
-    }
-
-    /// How long a request may still run, none when it must not start.
-    pub fn left(&mut self, now_ms: u64) -> Option<Duration> {
-        match self.until_ms.checked_sub(now_ms) {
-            Some(ms) if ms > 0 => Some(Duration::from_millis(ms)),
-            _ => {
-                self.tripped = true;
-                None
-            }
-        }
-    }
 }
 
 impl HostState {

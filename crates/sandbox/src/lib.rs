@@ -14,13 +14,13 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
+use mmc_capabilities::outbound_http::HttpClient;
 use mmc_common::clock::Clock;
 use mmc_config::{ComponentConfig, Config};
 use mmc_db::Memory;
 use mmc_metrics::Metrics;
 use mmc_runtime::bindings::CapabilityError;
 use mmc_runtime::bindings::host::mmc::platform::outbound_http::{Request, Response};
-use mmc_runtime::capabilities::outbound_http::HttpClient;
 use mmc_runtime::{LoadError, Loaded, Runtime, Services};
 
 /// A clock that moves only when told.
@@ -101,8 +101,8 @@ impl Sandbox {
             clock: clock.clone(),
             metrics: Arc::new(Metrics::default()),
             cache: Arc::default(),
-            journal: mmc_runtime::capabilities::journal::Journal::start(storage.clone()),
-            nodes: Arc::new(mmc_runtime::capabilities::node::Alone::new("sandbox")),
+            journal: mmc_capabilities::journal::Journal::start(storage.clone()),
+            nodes: Arc::new(mmc_capabilities::node::Alone::new("sandbox")),
         };
         let runtime = Runtime::new(config, services)?;
         Ok(Sandbox {

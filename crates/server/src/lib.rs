@@ -14,13 +14,13 @@ pub mod workers;
 
 use crate::site::Site;
 use mmc_accounts::Accounts;
+use mmc_capabilities::outbound_http::ReqwestClient;
 use mmc_common::clock::SystemClock;
 use mmc_common::rate_limit::RateLimiter;
 use mmc_config::Config;
 use mmc_db::Storage;
 use mmc_http::App;
 use mmc_metrics::Metrics;
-use mmc_runtime::capabilities::outbound_http::ReqwestClient;
 use mmc_runtime::{Runtime, Services};
 
 /// Everything a running service holds.
@@ -58,7 +58,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         clock: Arc::new(SystemClock),
         metrics: Arc::new(Metrics::default()),
         cache: Arc::default(),
-        journal: mmc_runtime::capabilities::journal::Journal::start(db.backend.clone()),
+        journal: mmc_capabilities::journal::Journal::start(db.backend.clone()),
         nodes: leases.clone(),
     };
     let runtime = Runtime::new(&config, services)?;

@@ -103,7 +103,7 @@ pub fn spawn(runtime: Arc<Runtime>, leases: Arc<Leases>, drain: Arc<Drain>) {
                         if !held.valid() || drain.draining() {
                             break;
                         }
-                        let lease: Arc<dyn mmc_runtime::state::LeaseGuard> = held.clone();
+                        let lease: Arc<dyn mmc_capabilities::storage::LeaseGuard> = held.clone();
                         let done =
                             rt.run_job_leased(component, job, limit, fenced.then_some(lease))?;
                         total += done;
@@ -127,7 +127,7 @@ pub fn spawn(runtime: Arc<Runtime>, leases: Arc<Leases>, drain: Arc<Drain>) {
     }
 }
 
-impl mmc_runtime::state::LeaseGuard for Held {
+impl mmc_capabilities::storage::LeaseGuard for Held {
     fn held(&self) -> bool {
         self.valid()
     }

@@ -20,7 +20,7 @@ use crate::bindings::adapter_types::*;
 use crate::bindings::host::mmc::adapter::router::{
     AmountRange, FloatNeed, FloatShortfall, Host, RouteChoice, RouteRefusal, Routed,
 };
-use crate::state::{Fence, HostState};
+use crate::state::{Deadline, Fence, HostState};
 use crate::{CallError, Loaded, Runtime};
 use mmc_audit::AdapterCall;
 use mmc_routing::{Ask, Observed, Refusal};
@@ -36,7 +36,30 @@ type Outcome<T> = wasmtime::Result<Result<T, AdapterError>>;
 /// How long an operator's callback waits for a free adapter instance.
 const CALLBACK_SLOT_WAIT: Duration = Duration::from_millis(500);
 
-impl HostState {
+/// What the router sees of a call: the runtime (which calls the adapters),
+/// whether a storage transaction is open, and the call's deadline.
+pub(crate) struct View<'a> {
+    runtime: &'a Arc<Runtime>,
+    open_txn: bool,
+    deadline: &'a mut Deadline,
+}
+
+/// The marker the runtime links the router with.
+pub(crate) type Cap = View<'static>;
+
+impl wasmtime::component::HasData for Cap {
+    type Data<'a> = View<'a>;
+}
+
+pub(crate) fn view(s: &mut HostState) -> View<'_> {
+    View {
+        runtime: &s.runtime,
+        open_txn: s.open_txn,
+        deadline: &mut s.deadline,
+    }
+}
+
+impl View<'_> {
     /// Operator calls made for this component call: refused while a storage
     /// transaction is open, and the time they take is not charged to this
     /// call's deadline (each adapter call has its own).
@@ -49,7 +72,7 @@ impl HostState {
             return refused();
         }
         let started = Instant::now();
-        let out = calls(&self.runtime);
+        let out = calls(self.runtime);
         self.deadline.extend(started.elapsed());
         out
     }
@@ -106,7 +129,7 @@ fn refusal(refusal: Refusal, explanation: Option<serde_json::Value>) -> RouteRef
     }
 }
 
-impl Host for HostState {
+impl Host for View<'_> {
     fn catalogue(&mut self, environment: String) -> wasmtime::Result<Vec<OperatorInfo>> {
         Ok(self.runtime.catalogue(&environment))
     }
