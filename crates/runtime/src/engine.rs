@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::bindings::host::mmc::{adapter, platform};
-use crate::{payments, router};
+use crate::state::Calling;
 use mmc_capabilities::{
     Types, cache, clock, config, journal, log, node, outbound_http, signing, storage,
 };
@@ -49,18 +49,18 @@ pub(super) fn api_linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>>
     platform::node::add_to_linker::<_, node::Cap>(&mut linker, |s| {
         node::View(&*s.runtime.services.nodes)
     })?;
-    adapter::router::add_to_linker::<_, router::Cap>(&mut linker, router::view)?;
-    bindings::surface::mmc::api::http_types::add_to_linker::<_, payments::Cap>(
+    adapter::router::add_to_linker::<_, Calling<'static>>(&mut linker, HostState::calling)?;
+    bindings::surface::mmc::api::http_types::add_to_linker::<_, Calling<'static>>(
         &mut linker,
-        payments::view,
+        HostState::calling,
     )?;
-    bindings::facade::mmc::api::payment_types::add_to_linker::<_, payments::Cap>(
+    bindings::facade::mmc::api::payment_types::add_to_linker::<_, Calling<'static>>(
         &mut linker,
-        payments::view,
+        HostState::calling,
     )?;
-    bindings::facade::mmc::api::payments::add_to_linker::<_, payments::Cap>(
+    bindings::facade::mmc::api::payments::add_to_linker::<_, Calling<'static>>(
         &mut linker,
-        payments::view,
+        HostState::calling,
     )?;
     Ok(linker)
 }

@@ -33,7 +33,48 @@ pub struct HostState {
     pub lease: Option<Arc<dyn LeaseGuard>>,
 }
 
+/// What an import that calls other components (the router, the facade's
+/// `payments`) sees of its caller's call: the runtime, whether a storage
+/// transaction is open, and the call's deadline.
+pub struct Calling<'a> {
+    pub(crate) runtime: &'a Arc<Runtime>,
+    open_txn: bool,
+    deadline: &'a mut Deadline,
+}
+
+impl wasmtime::component::HasData for Calling<'static> {
+    type Data<'a> = Calling<'a>;
+}
+
+impl Calling<'_> {
+    /// Runs `calls` (each called component under its own deadline), or
+    /// answers `refused()` while a storage transaction is open (the writer
+    /// would wait on itself). The time they take is not charged to this call.
+    pub(crate) fn call_out<T>(
+        &mut self,
+        refused: impl FnOnce() -> T,
+        calls: impl FnOnce(&Arc<Runtime>) -> T,
+    ) -> T {
+        if self.open_txn {
+            return refused();
+        }
+        let started = Instant::now();
+        let out = calls(self.runtime);
+        self.deadline.extend(started.elapsed());
+        out
+    }
+}
+
 impl HostState {
+    /// The view the router and `payments` are linked with.
+    pub fn calling(&mut self) -> Calling<'_> {
+        Calling {
+            runtime: &self.runtime,
+            open_txn: self.open_txn,
+            deadline: &mut self.deadline,
+        }
+    }
+
     pub fn new(
         runtime: Arc<Runtime>,
         component: Arc<str>,

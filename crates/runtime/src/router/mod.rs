@@ -20,7 +20,7 @@ use crate::bindings::adapter_types::*;
 use crate::bindings::host::mmc::adapter::router::{
     AmountRange, FloatNeed, FloatShortfall, Host, RouteChoice, RouteRefusal, Routed,
 };
-use crate::state::{Deadline, Fence, HostState};
+use crate::state::{Calling, Fence, HostState};
 use crate::{CallError, Loaded, Runtime};
 use mmc_audit::AdapterCall;
 use mmc_routing::{Ask, Observed, Refusal};
@@ -36,47 +36,7 @@ type Outcome<T> = wasmtime::Result<Result<T, AdapterError>>;
 /// How long an operator's callback waits for a free adapter instance.
 const CALLBACK_SLOT_WAIT: Duration = Duration::from_millis(500);
 
-/// What the router sees of a call: the runtime (which calls the adapters),
-/// whether a storage transaction is open, and the call's deadline.
-pub(crate) struct View<'a> {
-    runtime: &'a Arc<Runtime>,
-    open_txn: bool,
-    deadline: &'a mut Deadline,
-}
-
-/// The marker the runtime links the router with.
-pub(crate) type Cap = View<'static>;
-
-impl wasmtime::component::HasData for Cap {
-    type Data<'a> = View<'a>;
-}
-
-pub(crate) fn view(s: &mut HostState) -> View<'_> {
-    View {
-        runtime: &s.runtime,
-        open_txn: s.open_txn,
-        deadline: &mut s.deadline,
-    }
-}
-
-impl View<'_> {
-    /// Operator calls made for this component call: refused while a storage
-    /// transaction is open, and the time they take is not charged to this
-    /// call's deadline (each adapter call has its own).
-    fn operator_calls<T>(
-        &mut self,
-        refused: impl FnOnce() -> T,
-        calls: impl FnOnce(&Arc<Runtime>) -> T,
-    ) -> T {
-        if self.open_txn {
-            return refused();
-        }
-        let started = Instant::now();
-        let out = calls(self.runtime);
-        self.deadline.extend(started.elapsed());
-        out
-    }
-
+impl Calling<'_> {
     /// One status query, as an operator call.
     fn status_of(
         &mut self,
@@ -84,7 +44,7 @@ impl View<'_> {
         via: Option<&str>,
         op: &OperationRef,
     ) -> Result<PspStatus, AdapterError> {
-        self.operator_calls(
+        self.call_out(
             || Err(in_transaction()),
             |runtime| status_of(runtime, kind, via, op),
         )
@@ -92,7 +52,7 @@ impl View<'_> {
 
     /// Status queries asked at once, as operator calls.
     fn statuses(&mut self, kind: StatusOf, ops: &[Routed]) -> Vec<Result<PspStatus, AdapterError>> {
-        self.operator_calls(
+        self.call_out(
             || ops.iter().map(|_| Err(in_transaction())).collect(),
             |runtime| statuses(runtime, kind, ops),
         )
@@ -105,7 +65,7 @@ impl View<'_> {
         via: Option<&str>,
         f: impl FnOnce(&mut wasmtime::Store<HostState>, &Adapter) -> Outcome<T>,
     ) -> Outcome<T> {
-        Ok(self.operator_calls(
+        Ok(self.call_out(
             || Err(in_transaction()),
             |runtime| routed(runtime, call, target, via, None, f),
         ))
@@ -129,7 +89,7 @@ fn refusal(refusal: Refusal, explanation: Option<serde_json::Value>) -> RouteRef
     }
 }
 
-impl Host for View<'_> {
+impl Host for Calling<'_> {
     fn catalogue(&mut self, environment: String) -> wasmtime::Result<Vec<OperatorInfo>> {
         Ok(self.runtime.catalogue(&environment))
     }
@@ -336,7 +296,7 @@ impl Host for View<'_> {
     }
 
     fn predict(&mut self, environment: String, phone: String) -> wasmtime::Result<Option<String>> {
-        Ok(self.operator_calls(|| None, |runtime| predicted(runtime, &environment, &phone)))
+        Ok(self.call_out(|| None, |runtime| predicted(runtime, &environment, &phone)))
     }
 
     fn served_by(
@@ -381,7 +341,7 @@ impl Host for View<'_> {
         let (env, op) = (req.environment.clone(), req.operator.clone());
         // An operator waits seconds for our answer (MTN: 2 s), then retries: with
         // every instance busy, answer "busy" soon (503) rather than wait a payment's time.
-        Ok(self.operator_calls(
+        Ok(self.call_out(
             || Err(in_transaction()),
             |runtime| {
                 routed(
