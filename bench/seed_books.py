@@ -9,7 +9,7 @@ time (as collect makes them), completed, 1500 XOF, routed through the
 `simulator` adapter (record version 3: collect's binary form with its
 route, see crates/domain/src/record.rs); the simulator's journal holds, for
 each, the collection it executed with its 1 % fee, in rows of 1000 entries
-as the host's journal capability writes them (crates/runtime/src/capabilities/
+as the host's journal capability writes them (crates/capabilities/src/
 journal.rs). Every record therefore matches. PostgreSQL rows go in by COPY.
 """
 import os
