@@ -16,13 +16,7 @@ pub(super) fn engine(config: &Config) -> anyhow::Result<Engine> {
     let mut wasm_config = wasmtime::Config::new();
     wasm_config.epoch_interruption(true);
     wasm_config.wasm_component_model(true);
-    let max_memory_mib = config
-        .components
-        .values()
-        .filter_map(|c| c.memory_mib)
-        .chain([config.limits.memory_mib])
-        .max()
-        .unwrap_or(config.limits.memory_mib);
+    let max_memory_mib = largest_override(config, config.limits.memory_mib, |c| c.memory_mib);
     wasm_config.allocation_strategy(pool::strategy(
         max_memory_mib,
         config.limits.concurrent_calls

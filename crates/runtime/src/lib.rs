@@ -251,7 +251,13 @@ impl Runtime {
             status_pacer: pacing::StatusPacer::default(),
             stop_ticker,
             facts: mmc_capabilities::config::Facts {
-                adapter_deadline_ms: longest_adapter_deadline_ms(config),
+                // API components read it as the setting `adapter_deadline_ms`: a
+                // request to the operator counts as in flight at least this long.
+                adapter_deadline_ms: largest_override(
+                    config,
+                    config.limits.adapter_deadline_ms,
+                    |c| c.deadline_ms,
+                ),
                 service_base_url: std::sync::OnceLock::new(),
             },
         });
@@ -270,18 +276,18 @@ impl Runtime {
     }
 }
 
-/// The longest an adapter call may take under `config` (the global adapter
-/// deadline or a longer per-component one). API components read it as the
-/// setting `adapter_deadline_ms`: a request to the operator counts as in
-/// flight for at least this long.
-fn longest_adapter_deadline_ms(config: &Config) -> u64 {
+/// The largest of a global limit and every component's override of it (the
+/// memory the engine's pool must hold; the longest an adapter call may take).
+fn largest_override(
+    config: &Config,
+    global: u64,
+    pick: fn(&ComponentConfig) -> Option<u64>,
+) -> u64 {
     config
         .components
         .values()
-        .filter_map(|c| c.deadline_ms)
-        .chain([config.limits.adapter_deadline_ms])
-        .max()
-        .unwrap_or(config.limits.adapter_deadline_ms)
+        .filter_map(pick)
+        .fold(global, u64::max)
 }
 
 /// Used by the sandbox and the admin API to call an adapter directly.
