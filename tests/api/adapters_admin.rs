@@ -421,7 +421,7 @@ async fn a_short_or_empty_admin_token_is_refused_at_start() {
         let dir = tempfile::tempdir().unwrap();
         let mut config = base_config(dir.path());
         config.admin_token = Some(token.into());
-        let err = mmc_server::start(config)
+        let err = mmc_server::start(config, console_pages())
             .await
             .err()
             .expect("refused to start");

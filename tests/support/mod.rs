@@ -206,12 +206,17 @@ pub async fn spawn_app_completing_after(ms: u64) -> TestApp {
     .await
 }
 
+/// The console's pages, as the `mmc` binary hands them to the server.
+pub fn console_pages() -> std::sync::Arc<dyn mmc_console_kit::Pages> {
+    std::sync::Arc::new(mmc_console::Pages)
+}
+
 pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
     let data_dir = tempfile::tempdir().expect("temp dir");
     let mut config = base_config(data_dir.path());
     adjust(&mut config);
     with_test_storage(&mut config);
-    let service = mmc_server::start(config.clone())
+    let service = mmc_server::start(config.clone(), console_pages())
         .await
         .expect("service starts");
     let accounts = Accounts::new(test_storage(&config).sql);

@@ -51,6 +51,27 @@ pub fn add_words(pages: &'static [words::Table]) {
     words::set(FRAME_WORDS, pages);
 }
 
+/// What a console request is answered with.
+pub type Page = hyper::Response<http_body_util::Full<bytes::Bytes>>;
+
+/// The console's pages (`mmc-console`), handed to the server by the binary
+/// that assembles the service: the server serves them under `/console`
+/// without depending on them, so an edit to a page rebuilds the pages and
+/// the binary, not the server and the command line.
+pub trait Pages: Send + Sync + 'static {
+    /// The pages' words, looked up after the frame's ([`add_words`]).
+    fn words(&self) -> &'static [words::Table];
+
+    /// Serves one request under `/console`.
+    fn handle<'a>(
+        &'a self,
+        app: &'a Arc<mmc_http::App>,
+        console: &'a Console,
+        req: hyper::Request<hyper::body::Incoming>,
+        request_id: &'a str,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Page> + Send + 'a>>;
+}
+
 pub struct Console {
     pub users: users::Users,
     pub sessions: sessions::Sessions,

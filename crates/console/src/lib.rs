@@ -39,6 +39,25 @@ const MAX_FORM_BYTES: usize = 64 * 1024;
 
 type Resp = Response<Full<Bytes>>;
 
+/// The console's pages, as the server takes them ([`mmc_console_kit::Pages`]).
+pub struct Pages;
+
+impl mmc_console_kit::Pages for Pages {
+    fn words(&self) -> &'static [mmc_console_kit::words::Table] {
+        words::TABLES
+    }
+
+    fn handle<'a>(
+        &'a self,
+        app: &'a Arc<App>,
+        console: &'a Console,
+        req: Request<Incoming>,
+        request_id: &'a str,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Resp> + Send + 'a>> {
+        Box::pin(handle(app, console, req, request_id))
+    }
+}
+
 /// Serves one request under `/console`. A body is capped on its declared
 /// length before anything else is looked at, and read only when someone
 /// may send one: the forms of the signed-out pages (sign-in, invitation),

@@ -1,19 +1,19 @@
 //! The words of the bulk, developers, links and overview pages:
 //! (key, English, French), looked up by `mmc_console_kit::html::t` after the
-//! frame's own, once [`add`]ed.
+//! frame's own, once added (at start, or [`add`] in tests).
 
 use mmc_console_kit::words::Table;
 
 /// The pages' tables.
-const TABLES: &[Table] = &[
+pub(crate) const TABLES: &[Table] = &[
     MORE,
     crate::charts::WORDS,
     crate::overview::WORDS,
     mmc_console_account::keys::WORDS,
 ];
 
-/// Makes the pages' words known to the frame: once, where the service is
-/// assembled (again changes nothing).
+/// Makes the pages' words known to the frame, as the server does at start
+/// through [`crate::Pages`]; again changes nothing.
 pub fn add() {
     mmc_console_kit::add_words(TABLES);
 }

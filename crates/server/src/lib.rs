@@ -18,6 +18,7 @@ use mmc_capabilities::outbound_http::ReqwestClient;
 use mmc_common::clock::SystemClock;
 use mmc_common::rate_limit::RateLimiter;
 use mmc_config::Config;
+use mmc_console_kit::Pages;
 use mmc_db::Storage;
 use mmc_http::App;
 use mmc_metrics::Metrics;
@@ -36,9 +37,10 @@ pub fn open_db(config: &Config) -> anyhow::Result<Storage> {
     Storage::open(config)
 }
 
-/// Binds, loads the components and starts serving and the workers.
-/// Must run inside a tokio runtime.
-pub async fn start(config: Config) -> anyhow::Result<Service> {
+/// Binds, loads the components and starts serving and the workers, with
+/// `pages` under `/console` (`mmc_console::Pages`). Must run inside a tokio
+/// runtime.
+pub async fn start(config: Config, pages: Arc<dyn Pages>) -> anyhow::Result<Service> {
     // Refused before anything is bound: a short admin token is no protection.
     let (admin_token, token_file) = mmc_admin::token::resolve(&config)?;
     let db = open_db(&config)?;
@@ -130,7 +132,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     crate::workers::spawn_fleet(admin.clone(), app.clone(), leases.clone());
     mmc_reconciliation::schedule::spawn(books, leases.clone(), app.drain.clone());
     // The console pages' words, known to its frame before any page is served.
-    mmc_console::words::add();
+    mmc_console_kit::add_words(pages.words());
     let site = Arc::new(Site {
         app,
         console: mmc_console_kit::Console::new(
@@ -141,6 +143,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         )
         .with_mailer(mailer)
         .with_refund_code_above(config.console.refund_code_above),
+        pages,
         admin,
     });
     let task = tokio::spawn(site::serve(site.clone(), listener));

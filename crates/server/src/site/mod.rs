@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 use tracing::Instrument;
 
 use mmc_config::{Generation, Route};
-use mmc_console_kit::Console;
+use mmc_console_kit::{Console, Pages};
 use mmc_http::component::dispatch;
 use mmc_http::connections::Connections;
 use mmc_http::errors::HttpError;
@@ -31,8 +31,9 @@ use mmc_http::{App, ClientAddr, docs, head_as_get, without_body};
 pub struct Site {
     /// Keys, limits, the runtime and its components: what every API request needs.
     pub app: Arc<App>,
-    /// The merchant console (`/console/`).
+    /// The merchant console (`/console/`): its frame's state, and its pages.
     pub console: Console,
+    pub pages: Arc<dyn Pages>,
     /// Adapter deployments, through the admin API (`/admin/v1`).
     pub admin: Arc<mmc_admin::Admin>,
 }
@@ -165,7 +166,7 @@ async fn serve_target(
             paged::full(api_docs_page(app, client).await)
         }
         Target::Console => {
-            paged::full(mmc_console::handle(app, &site.console, req, request_id).await)
+            paged::full(site.pages.handle(app, &site.console, req, request_id).await)
         }
         Target::Native(area) => {
             let resp = match native_dispatch(app, *area, req).await {

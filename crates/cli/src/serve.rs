@@ -7,22 +7,22 @@ use super::*;
 /// How long a shutdown waits for in-flight requests and jobs.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
-pub fn serve(config: Config, demo: bool) {
+pub fn serve(config: Config, demo: bool, pages: Arc<dyn Pages>) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
-    serve_on(&rt, config, demo);
+    serve_on(&rt, config, demo, pages);
     // A component call still running past the grace period is not waited for.
     rt.shutdown_timeout(std::time::Duration::from_secs(1));
 }
 
-fn serve_on(rt: &tokio::runtime::Runtime, config: Config, demo: bool) {
+fn serve_on(rt: &tokio::runtime::Runtime, config: Config, demo: bool, pages: Arc<dyn Pages>) {
     rt.block_on(async move {
         if demo {
             demo_account(&config);
         }
-        let mut service = match mmc_server::start(config).await {
+        let mut service = match mmc_server::start(config, pages).await {
             Ok(s) => s,
             Err(e) => fail(&format!("cannot start: {e:#}")),
         };

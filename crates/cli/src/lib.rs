@@ -1,10 +1,12 @@
-//! The operator CLI: the commands and their flags, and which part runs each.
-//! `mmc serve` runs the service ([`serve`]); the others act on the data
+//! The `mmc` command line: the commands and their flags, and which part runs
+//! each. `mmc serve` runs the service ([`serve`]); the others act on the data
 //! directory (merchants, their keys and console people in [`accounts`], webhook
 //! endpoints in [`webhooks`], the payments' index, the console overview's
 //! figures and backups in [`store`])
 //! or on a running server's admin listener ([`adapters`]). Most print one
-//! JSON object; an error is one on stderr, with exit status 2.
+//! JSON object; an error is one on stderr, with exit status 2. The binary
+//! (`host/`) hands [`main`] the console's pages: the server serves them
+//! without this crate or the server depending on them.
 
 mod accounts;
 mod adapters;
@@ -13,10 +15,12 @@ mod store;
 mod webhooks;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use mmc_accounts::{Accounts, Environment};
 use mmc_config::Config;
+use mmc_console_kit::Pages;
 use serde_json::json;
 
 use self::accounts::{KeysCommand, MerchantsCommand, UsersCommand};
@@ -158,8 +162,71 @@ pub enum ConsoleCommand {
     RebuildOverview,
 }
 
+/// `mmc`: loads the configuration and sets up the log, then runs the command.
+pub fn main(pages: Arc<dyn Pages>) {
+    let exe = std::env::current_exe().ok();
+    let manifest = exe
+        .as_deref()
+        .and_then(|e| mmc_bundle::manifest_of(e).ok().flatten())
+        .map(|c| c.manifest);
+    let version: &'static str = Box::leak(version_text(manifest.as_ref()).into_boxed_str());
+    let matches = Cli::command()
+        .version(version)
+        .long_version(version)
+        .get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let mut config = match Config::load(cli.config.as_deref(), std::env::vars()) {
+        Ok(c) => c,
+        Err(e) => fail(&e.to_string()),
+    };
+    if let Some(dir) = cli.data_dir {
+        config.data_dir = dir;
+    }
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MMC_LOG").unwrap_or_else(|_| {
+        // Commands other than serve print JSON or tables: keep stderr quiet.
+        if matches!(cli.command, Command::Serve { .. }) {
+            config.log.filter.as_str().into()
+        } else {
+            "warn".into()
+        }
+    });
+    if matches!(cli.command, Command::Serve { .. }) {
+        mmc_common::memory::give_back_freed_memory(config.limits.memory_trim_ms);
+        if manifest.is_some()
+            && let Some(exe) = &exe
+        {
+            match mmc_bundle::read(exe) {
+                Ok(bundle) => config.builtin = bundle.map(Arc::new),
+                Err(e) => fail(&format!("the components built into this binary: {e}")),
+            }
+        }
+    }
+    // Colour codes only for a terminal: a file or a pipe gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    // Traces only for the service; the other commands make no spans.
+    let traces = match &cli.command {
+        Command::Serve { .. } => config.monitoring.traces.clone(),
+        _ => Default::default(),
+    };
+    let (subscriber, provider) = mmc_telemetry::logging::subscriber_with_traces(
+        config.log.format,
+        filter,
+        std::io::stderr,
+        ansi,
+        &traces,
+    )
+    .unwrap_or_else(|e| fail(&e));
+    tracing_subscriber::util::SubscriberInitExt::init(subscriber);
+    run(config, cli.command, pages);
+    // What the batch processor still holds goes out before the process ends.
+    if let Some(p) = provider {
+        let _ = p.force_flush();
+        let _ = p.shutdown();
+    }
+}
+
 /// Runs one command with the loaded configuration.
-pub fn run(mut config: Config, command: Command) {
+pub fn run(mut config: Config, command: Command, pages: Arc<dyn Pages>) {
     match command {
         Command::Serve {
             listen,
@@ -172,7 +239,7 @@ pub fn run(mut config: Config, command: Command) {
             if let Some(d) = components_dir {
                 config.components_dir = Some(d);
             }
-            serve::serve(config, demo);
+            serve::serve(config, demo, pages);
         }
         Command::Merchants { command } => accounts::merchants(&config, command),
         Command::Keys { command } => accounts::keys(&config, command),
