@@ -207,6 +207,11 @@ python3 bench/fake_operator.py "$FAKE_PORT" & FAKE=$!
 LIVE_DIR="$DATA/adapters"; mkdir -p "$LIVE_DIR/components"
 cp "$TARGET_DIR"/components/*.wasm "$TARGET_DIR/python-components/cinetpay.wasm" "$LIVE_DIR/components/"
 cat > "$LIVE_DIR/mmc.toml" <<TOML
+# Room for an idle Python instance per call at once and per status round:
+# past it, an instance is dropped and the next begins CPython again.
+[limits]
+warm_instances = 32
+
 [components.wave]
 allowed_hosts = ["127.0.0.1:$FAKE_PORT"]
 settings = { base_url = "http://127.0.0.1:$FAKE_PORT" }
@@ -506,7 +511,7 @@ ratio() { python3 -c "a=float('$1'.split('|')[1]); b=float('$2'.split('|')[1]); 
   console_line "a payment's page" "$sc_payment" "$lc_payment"
   console_line "overview" "$sc_overview" "$lc_overview"
   echo
-  echo "Creates through a live adapter, $ADAPTER_CONNS connections, each operator call answered by bench/fake_operator.py on this machine (Rust: \`wave\` for wave-ci; Python: \`cinetpay\` for orange-ci, a hosted page each):"
+  echo "Creates through a live adapter, $ADAPTER_CONNS connections, each operator call answered by bench/fake_operator.py on this machine (Rust: \`wave\` for wave-ci; Python: \`cinetpay\` for orange-ci, \`calls_per_instance = 1000\`, \`limits.warm_instances = 32\`; a hosted page each):"
   echo
   echo "| Endpoint | req/s | p50 | p99 | non-2xx |"
   echo "|---|---|---|---|---|"

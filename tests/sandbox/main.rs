@@ -342,6 +342,67 @@ fn an_adapter_serving_several_calls_per_instance_keeps_it_until_a_call_fails() {
     assert_eq!(instances(&sb) - at_load, 3.0);
 }
 
+/// A status round (an adapter session) of an adapter that keeps its
+/// instances warm borrows an idle one and gives it back when the round ends,
+/// so rounds and single calls share the interpreter's warm instances; an
+/// instance whose call failed in a round is not given back, and one that has
+/// served its `calls_per_instance` goes.
+#[test]
+fn a_status_round_of_a_warm_adapter_borrows_its_idle_instance_and_gives_it_back() {
+    let sb = rogue(Some(6), 8);
+    let instances = || rogue_instances(&sb);
+    let single = || {
+        sb.runtime.call_adapter("test", "mtn-bj", |s, a| {
+            a.mmc_adapter_operator().call_status(s, &op_ref("rogue-ok"))
+        })
+    };
+    let round = |psps: &[&str]| {
+        let mut session = sb.runtime.adapter_session();
+        psps.iter()
+            .map(|psp| {
+                session
+                    .call(("test", "mtn-bj"), None, |s, a| {
+                        a.mmc_adapter_operator().call_status(s, &op_ref(psp))
+                    })
+                    .0
+            })
+            .collect::<Vec<_>>()
+    };
+    let at_load = instances();
+
+    assert!(matches!(single(), Ok(Ok(PspStatus::Pending))));
+    let answers = round(&["rogue-ok", "rogue-ok"]);
+    assert!(
+        answers
+            .iter()
+            .all(|a| matches!(a, Ok(Ok(PspStatus::Pending))))
+    );
+    assert!(matches!(single(), Ok(Ok(PspStatus::Pending))));
+    assert_eq!(instances() - at_load, 1.0, "four calls, one warm instance");
+
+    // A failed call in a round drops the instance; the round goes on with a new one.
+    let answers = round(&["status-panics", "rogue-ok"]);
+    assert!(
+        matches!(answers[0], Err(CallError::Trap { .. })),
+        "{answers:?}"
+    );
+    assert!(matches!(answers[1], Ok(Ok(PspStatus::Pending))));
+    assert_eq!(instances() - at_load, 2.0);
+    // The round's new instance was given back: the next call finds it.
+    assert!(matches!(single(), Ok(Ok(PspStatus::Pending))));
+    assert_eq!(instances() - at_load, 2.0);
+
+    // Six calls an instance: a round that reaches the sixth lets it go.
+    let answers = round(&["rogue-ok"; 4]);
+    assert!(
+        answers
+            .iter()
+            .all(|a| matches!(a, Ok(Ok(PspStatus::Pending))))
+    );
+    assert!(matches!(single(), Ok(Ok(PspStatus::Pending))));
+    assert_eq!(instances() - at_load, 3.0, "the second instance served six");
+}
+
 fn collect_alone() -> Sandbox {
     let config = Config {
         cache_dir: Some(support::cache_dir()),

@@ -1,6 +1,7 @@
 //! One adapter instance for a thread's calls in a row (see [`AdapterSession`]).
 
 use super::*;
+use crate::warm::Warm;
 
 impl Runtime {
     /// An [`AdapterSession`]: calls of one thread that may share an instance.
@@ -20,16 +21,29 @@ impl Runtime {
 /// (trap, deadline, memory) discards the instance, so the next one starts
 /// fresh, and a call routed to another adapter version (another operator, or
 /// a hot swap) replaces it. The instance holds one adapter slot while it lives.
+/// An adapter that keeps its instances warm (`calls_per_instance` above 1)
+/// lends the session an idle one and gets it back after: a Python adapter's
+/// status round then finds the interpreter's pages its own, as a create does.
 pub struct AdapterSession<'r> {
     runtime: &'r Arc<Runtime>,
     live: Option<LiveAdapter<'r>>,
 }
 
 struct LiveAdapter<'r> {
+    runtime: &'r Arc<Runtime>,
     loaded: Arc<Loaded>,
-    store: Store<HostState>,
-    instance: Option<Adapter>,
+    /// None once the instance failed a call.
+    warm: Option<Warm>,
     _slot: pool::Permit<'r>,
+}
+
+impl Drop for LiveAdapter<'_> {
+    fn drop(&mut self) {
+        if let (Some(warm), Some(calls)) = (self.warm.take(), self.loaded.config.calls_per_instance)
+        {
+            self.runtime.give_back(warm, calls);
+        }
+    }
 }
 
 impl AdapterSession<'_> {
@@ -59,21 +73,17 @@ impl AdapterSession<'_> {
                     Err(e) => return (Err(e), Some(loaded)),
                 };
                 live.insert(LiveAdapter {
-                    store: runtime.new_store(&loaded),
+                    runtime,
+                    warm: Some(runtime.warm_or_new(&loaded)),
                     loaded: loaded.clone(),
-                    instance: None,
                     _slot: slot,
                 })
             }
         };
-        let LiveAdapter {
-            store, instance, ..
-        } = live;
-        let result = runtime.run(&loaded, store, |store| {
-            let adapter = instance_in(store, instance, &loaded)?;
-            f(store, adapter)
-        });
+        let warm = live.warm.as_mut().expect("a live session's instance");
+        let result = warm.call(runtime, &loaded, f);
         if result.is_err() {
+            live.warm = None; // dropped, not given back
             self.live = None;
         }
         (result, Some(loaded))

@@ -37,6 +37,24 @@ pub(super) struct Warm {
 }
 
 impl Warm {
+    /// One call of `loaded` on this instance (instantiated the first time).
+    pub(super) fn call<R>(
+        &mut self,
+        runtime: &Arc<Runtime>,
+        loaded: &Loaded,
+        f: impl FnOnce(&mut Store<HostState>, &Adapter) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        let Warm {
+            store, instance, ..
+        } = self;
+        let result = runtime.run(loaded, store, |store| {
+            let adapter = super::session::instance_in(store, instance, loaded)?;
+            f(store, adapter)
+        });
+        self.served += 1;
+        result
+    }
+
     fn is_for(&self, loaded: &Loaded) -> bool {
         let state = self.store.data();
         *state.component == *loaded.name
@@ -63,28 +81,38 @@ impl Runtime {
         f: impl FnOnce(&mut Store<HostState>, &Adapter) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
         let _slot = self.enter(loaded, slot_wait)?;
-        let mut warm = self.take_warm(loaded).unwrap_or_else(|| Warm {
+        let mut warm = self.warm_or_new(loaded);
+        let result = warm.call(self, loaded, f);
+        if result.is_ok() {
+            self.give_back(warm, calls);
+        }
+        result
+    }
+
+    /// An idle instance of `loaded` if it keeps its instances and one is
+    /// idle, else a new Store (instantiated at its first call).
+    pub(super) fn warm_or_new(self: &Arc<Self>, loaded: &Loaded) -> Warm {
+        let keeps = loaded.config.calls_per_instance.is_some_and(|n| n > 1);
+        let idle = if keeps { self.take_warm(loaded) } else { None };
+        let mut warm = idle.unwrap_or_else(|| Warm {
             store: self.new_store(loaded),
             instance: None,
             hash: loaded.hash.clone(),
             served: 0,
         });
-        let Warm {
-            store, instance, ..
-        } = &mut warm;
-        // What one call set for itself is not the next one's.
-        let state = store.data_mut();
+        // What one caller set for itself is not the next one's.
+        let state = warm.store.data_mut();
         state.fence = None;
         state.lease = None;
-        let result = self.run(loaded, store, |store| {
-            let adapter = super::session::instance_in(store, instance, loaded)?;
-            f(store, adapter)
-        });
-        warm.served += 1;
-        if result.is_ok() && warm.served < calls {
+        warm
+    }
+
+    /// Keeps `warm`, whose calls all succeeded, for another call while it
+    /// has served fewer than `calls`.
+    pub(super) fn give_back(&self, warm: Warm, calls: u32) {
+        if warm.served < calls {
             self.keep_warm(warm);
         }
-        result
     }
 
     /// An idle instance of `loaded`, if there is one. Idle instances of
