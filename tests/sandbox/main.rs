@@ -368,16 +368,13 @@ fn a_status_round_of_a_warm_adapter_borrows_its_idle_instance_and_gives_it_back(
             })
             .collect::<Vec<_>>()
     };
+    let pending = |a: &Result<_, CallError>| matches!(a, Ok(Ok(PspStatus::Pending)));
     let at_load = instances();
 
-    assert!(matches!(single(), Ok(Ok(PspStatus::Pending))));
+    assert!(pending(&single()));
     let answers = round(&["rogue-ok", "rogue-ok"]);
-    assert!(
-        answers
-            .iter()
-            .all(|a| matches!(a, Ok(Ok(PspStatus::Pending))))
-    );
-    assert!(matches!(single(), Ok(Ok(PspStatus::Pending))));
+    assert!(answers.iter().all(pending));
+    assert!(pending(&single()));
     assert_eq!(instances() - at_load, 1.0, "four calls, one warm instance");
 
     // A failed call in a round drops the instance; the round goes on with a new one.
@@ -386,20 +383,16 @@ fn a_status_round_of_a_warm_adapter_borrows_its_idle_instance_and_gives_it_back(
         matches!(answers[0], Err(CallError::Trap { .. })),
         "{answers:?}"
     );
-    assert!(matches!(answers[1], Ok(Ok(PspStatus::Pending))));
+    assert!(pending(&answers[1]));
     assert_eq!(instances() - at_load, 2.0);
     // The round's new instance was given back: the next call finds it.
-    assert!(matches!(single(), Ok(Ok(PspStatus::Pending))));
+    assert!(pending(&single()));
     assert_eq!(instances() - at_load, 2.0);
 
     // Six calls an instance: a round that reaches the sixth lets it go.
     let answers = round(&["rogue-ok"; 4]);
-    assert!(
-        answers
-            .iter()
-            .all(|a| matches!(a, Ok(Ok(PspStatus::Pending))))
-    );
-    assert!(matches!(single(), Ok(Ok(PspStatus::Pending))));
+    assert!(answers.iter().all(pending));
+    assert!(pending(&single()));
     assert_eq!(instances() - at_load, 3.0, "the second instance served six");
 }
 

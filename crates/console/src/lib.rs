@@ -22,10 +22,8 @@ pub mod words;
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http_body_util::Full;
+use hyper::Request;
 use hyper::body::Incoming;
-use hyper::{Request, Response};
 
 use mmc_console_account::{audit, auth, hooks, keys, team};
 use mmc_console_kit::html::{self, Lang};
@@ -37,7 +35,7 @@ use mmc_http::{App, ClientAddr};
 /// Largest console form accepted.
 const MAX_FORM_BYTES: usize = 64 * 1024;
 
-type Resp = Response<Full<Bytes>>;
+type Resp = mmc_console_kit::Page;
 
 /// The console's pages, as the server takes them ([`mmc_console_kit::Pages`]).
 pub struct Pages;

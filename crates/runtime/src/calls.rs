@@ -194,8 +194,8 @@ impl Runtime {
             };
             return (Err(e), None);
         };
-        let result = match loaded.config.calls_per_instance {
-            Some(calls) if calls > 1 => self.call_warm(&loaded, slot_wait, calls, f),
+        let result = match loaded.warm_calls() {
+            Some(calls) => self.call_warm(&loaded, slot_wait, calls, f),
             _ => self.invoke_waiting(&loaded, slot_wait, |store, pre| match pre {
                 Pre::Adapter(p) => {
                     let instance = p.instantiate(&mut *store)?;

@@ -120,6 +120,12 @@ impl Loaded {
     pub fn keeps_books(&self) -> bool {
         self.books.is_some()
     }
+
+    /// The calls one instance serves when it keeps its instances warm
+    /// (`calls_per_instance` above 1); None: a fresh instance per call.
+    pub(crate) fn warm_calls(&self) -> Option<u32> {
+        self.config.calls_per_instance.filter(|&n| n > 1)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -128,7 +128,7 @@ impl Runtime {
             config: Arc::new(self.component_config.get(name).cloned().unwrap_or_default()),
             pre,
         };
-        if kind != Kind::Adapter && loaded.config.calls_per_instance.is_some_and(|n| n > 1) {
+        if kind != Kind::Adapter && loaded.warm_calls().is_some() {
             tracing::warn!(component = %name, "calls_per_instance applies to adapters only: every call of an API component has a fresh instance");
         }
         if kind == Kind::Adapter {

@@ -39,8 +39,7 @@ struct LiveAdapter<'r> {
 
 impl Drop for LiveAdapter<'_> {
     fn drop(&mut self) {
-        if let (Some(warm), Some(calls)) = (self.warm.take(), self.loaded.config.calls_per_instance)
-        {
+        if let (Some(warm), Some(calls)) = (self.warm.take(), self.loaded.warm_calls()) {
             self.runtime.give_back(warm, calls);
         }
     }
@@ -88,20 +87,4 @@ impl AdapterSession<'_> {
         }
         (result, Some(loaded))
     }
-}
-
-/// `instance`, instantiated in `store` from `loaded` (an adapter) the first
-/// time: the instance a session or a warm Store keeps between calls.
-pub(super) fn instance_in<'a>(
-    store: &mut Store<HostState>,
-    instance: &'a mut Option<Adapter>,
-    loaded: &Loaded,
-) -> wasmtime::Result<&'a Adapter> {
-    Ok(match instance {
-        Some(adapter) => adapter,
-        None => match &loaded.pre {
-            Pre::Adapter(p) => instance.insert(p.instantiate(&mut *store)?),
-            _ => unreachable!("adapter_for checks the kind"),
-        },
-    })
 }

@@ -48,7 +48,13 @@ impl Warm {
             store, instance, ..
         } = self;
         let result = runtime.run(loaded, store, |store| {
-            let adapter = super::session::instance_in(store, instance, loaded)?;
+            let adapter = match instance {
+                Some(adapter) => adapter,
+                None => match &loaded.pre {
+                    Pre::Adapter(p) => instance.insert(p.instantiate(&mut *store)?),
+                    _ => unreachable!("adapter_for checks the kind"),
+                },
+            };
             f(store, adapter)
         });
         self.served += 1;
@@ -92,8 +98,7 @@ impl Runtime {
     /// An idle instance of `loaded` if it keeps its instances and one is
     /// idle, else a new Store (instantiated at its first call).
     pub(super) fn warm_or_new(self: &Arc<Self>, loaded: &Loaded) -> Warm {
-        let keeps = loaded.config.calls_per_instance.is_some_and(|n| n > 1);
-        let idle = if keeps { self.take_warm(loaded) } else { None };
+        let idle = loaded.warm_calls().and_then(|_| self.take_warm(loaded));
         let mut warm = idle.unwrap_or_else(|| Warm {
             store: self.new_store(loaded),
             instance: None,
