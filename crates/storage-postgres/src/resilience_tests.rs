@@ -1,10 +1,12 @@
 //! The database's and the nodes' bad days, on private clusters (see
 //! [`crate::cluster`]) where a test stops the server or turns TLS on, and
-//! on the shared test server where it does neither.
+//! on the shared test server where it does neither; and storage called from
+//! every kind of thread a runtime has.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mmc_storage::{Backend, StorageError};
+use mmc_storage::{Backend, Order, StorageError, Write};
 
 use crate::cluster::Cluster;
 use crate::test_util::TestDatabase;
@@ -71,6 +73,8 @@ fn a_restarted_server_fails_calls_fast_and_is_reconnected_to() {
     let cluster = Cluster::start();
     let db = Postgres::connect(&cluster.url()).unwrap();
     db.apply("ns", vec![], vec![put("before")]).unwrap();
+    // A read's connection is open and idle in the pool when the server goes.
+    assert!(db.get("ns", "t", "before").unwrap().is_some());
     cluster.stop();
     for _ in 0..3 {
         let started = Instant::now();
@@ -86,6 +90,14 @@ fn a_restarted_server_fails_calls_fast_and_is_reconnected_to() {
             .err()
             .expect("no transaction without a server");
         assert!(matches!(e, StorageError::Unavailable(_)), "{e}");
+        let started = Instant::now();
+        let e = db.get("ns", "t", "before").unwrap_err();
+        assert!(matches!(e, StorageError::Unavailable(_)), "{e}");
+        assert!(
+            started.elapsed() < Duration::from_secs(6),
+            "{:?}",
+            started.elapsed()
+        );
     }
     cluster.resume();
     let started = Instant::now();
@@ -102,6 +114,22 @@ fn a_restarted_server_fails_calls_fast_and_is_reconnected_to() {
     assert!(db.get("ns", "t", "before").unwrap().is_some());
     assert!(db.get("ns", "t", "after").unwrap().is_some());
     assert!(db.get("ns", "t", "during").unwrap().is_none());
+
+    // The server ends the connection a read left idle in the pool: the
+    // next read runs on a new connection, and succeeds.
+    let other = Postgres::connect(&cluster.url()).unwrap();
+    let ended: i64 = other
+        .with_client(|c| {
+            Box::pin(async move {
+                let sql = "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                           WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'";
+                Ok(c.query_one(sql, &[]).await?.get(0))
+            })
+        })
+        .unwrap();
+    assert!(ended >= 1);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(db.get("ns", "t", "before").unwrap().is_some());
 }
 
 fn put(key: &str) -> mmc_storage::Write {
@@ -151,20 +179,30 @@ fn tls_cluster() -> (Cluster, std::path::PathBuf) {
     (cluster, ca)
 }
 
-/// Whether the connection's session is encrypted, as the server sees it.
-fn encrypted(db: &Postgres) -> bool {
-    db.with_client(|c| {
-        Box::pin(async move {
-            let row = c
-                .query_one(
-                    "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
-                    &[],
-                )
-                .await?;
-            Ok(row.get(0))
+/// Whether the node's sessions are encrypted, as the server sees them:
+/// `Some(true)` if every one is, `Some(false)` if none is (after a read
+/// outside a transaction, so that its connection is among them).
+fn encrypted(db: &Postgres) -> Option<bool> {
+    db.get("ns", "t", "any").unwrap();
+    let (all, none): (bool, bool) = db
+        .with_client(|c| {
+            Box::pin(async move {
+                let row = c
+                    .query_one(
+                        "SELECT bool_and(s.ssl), NOT bool_or(s.ssl) FROM pg_stat_ssl s \
+                         JOIN pg_stat_activity a USING (pid) WHERE a.backend_type = 'client backend'",
+                        &[],
+                    )
+                    .await?;
+                Ok((row.get(0), row.get(1)))
+            })
         })
-    })
-    .unwrap()
+        .unwrap();
+    match (all, none) {
+        (true, false) => Some(true),
+        (false, true) => Some(false),
+        _ => None,
+    }
 }
 
 #[test]
@@ -172,11 +210,11 @@ fn tls_require_and_verify_full_connect_and_a_wrong_ca_is_refused() {
     let (cluster, ca) = tls_cluster();
     let url = cluster.url();
     let db = Postgres::connect(&format!("{url}?sslmode=require")).unwrap();
-    assert!(encrypted(&db));
+    assert_eq!(encrypted(&db), Some(true));
     let ca = ca.display().to_string();
     for mode in ["verify-ca", "verify-full"] {
         let db = Postgres::connect(&format!("{url}?sslmode={mode}&sslrootcert={ca}")).unwrap();
-        assert!(encrypted(&db), "{mode}");
+        assert_eq!(encrypted(&db), Some(true), "{mode}");
         db.apply("ns", vec![], vec![put(mode)]).unwrap();
     }
     // Another CA's certificate: refused, saying why.
@@ -226,7 +264,7 @@ fn tls_verify_full_refuses_a_certificate_for_another_name() {
 fn plaintext_is_the_default_and_require_needs_a_tls_server() {
     let t = TestDatabase::create();
     let db = Postgres::connect(&t.url).unwrap();
-    assert!(!encrypted(&db));
+    assert_eq!(encrypted(&db), Some(false));
     let _ = Postgres::connect(&format!("{}?sslmode=disable", t.url)).unwrap();
     // The shared test server may or may not have TLS; a private one without it:
     let cluster = Cluster::start();
@@ -234,4 +272,67 @@ fn plaintext_is_the_default_and_require_needs_a_tls_server() {
         .err()
         .expect("require refuses a server without TLS");
     assert!(e.to_string().to_lowercase().contains("tls"), "{e}");
+}
+
+/// The host calls storage from `spawn_blocking` and `block_in_place`; a
+/// CLI from a plain thread; a mistake might call it on a runtime's own
+/// thread. None of them may panic.
+#[test]
+fn callable_from_any_runtime_context() {
+    let t = TestDatabase::create();
+    let db = Arc::new(Postgres::connect(&t.url).unwrap());
+    let put = |db: &Postgres, key: &str| {
+        let w = Write::Put {
+            table: "t".into(),
+            key: key.into(),
+            value: b"v".to_vec(),
+        };
+        assert!(db.apply("ctx", vec![], vec![w]).unwrap());
+        assert_eq!(db.get("ctx", "t", key).unwrap().as_deref(), Some(&b"v"[..]));
+        let scanned = db.scan_in("ctx", "t", (key, ""), Order::Asc, 1).unwrap();
+        assert_eq!(scanned, vec![(key.to_string(), b"v".to_vec())]);
+        let mut tx = db.begin("ctx").unwrap();
+        assert!(tx.get("t", key).unwrap().is_some());
+        tx.commit().unwrap();
+    };
+
+    let host = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    host.block_on(async {
+        let d = db.clone();
+        tokio::task::spawn_blocking(move || put(&d, "spawn-blocking"))
+            .await
+            .unwrap();
+        let d = db.clone();
+        tokio::spawn(async move { tokio::task::block_in_place(|| put(&d, "block-in-place")) })
+            .await
+            .unwrap();
+        // On a worker thread itself: blocks that worker, but works.
+        let d = db.clone();
+        tokio::spawn(async move { put(&d, "worker") })
+            .await
+            .unwrap();
+    });
+    // A single-threaded runtime, as `#[tokio::main(flavor = "current_thread")]`.
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async { put(&db, "current-thread") });
+    put(&db, "plain");
+    assert_eq!(db.scan("ctx", "t", "", "", 10).unwrap().len(), 5);
+
+    // Dropped on a runtime's thread: no "cannot drop a runtime" panic.
+    let other = Postgres::connect(&t.url).unwrap();
+    host.block_on(async move { drop(other) });
+    // A transaction dropped there rolls back all the same.
+    let d = db.clone();
+    host.block_on(async move {
+        let mut tx = d.begin("ctx").unwrap();
+        tx.put("t", "dropped", b"v").unwrap();
+    });
+    assert_eq!(db.get("ctx", "t", "dropped").unwrap(), None);
 }

@@ -125,66 +125,6 @@ fn concurrent_transactions_on_three_nodes_serialise() {
     conformance::concurrent_transactions_serialise(&open, 6, 40);
 }
 
-/// The host calls storage from `spawn_blocking` and `block_in_place`; a
-/// CLI from a plain thread; a mistake might call it on a runtime's own
-/// thread. None of them may panic.
-#[test]
-fn callable_from_any_runtime_context() {
-    let t = TestDatabase::create();
-    let db = Arc::new(Postgres::connect(&t.url).unwrap());
-    let put = |db: &Postgres, key: &str| {
-        let w = Write::Put {
-            table: "t".into(),
-            key: key.into(),
-            value: b"v".to_vec(),
-        };
-        assert!(db.apply("ctx", vec![], vec![w]).unwrap());
-        let mut tx = db.begin("ctx").unwrap();
-        assert!(tx.get("t", key).unwrap().is_some());
-        tx.commit().unwrap();
-    };
-
-    let host = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    host.block_on(async {
-        let d = db.clone();
-        tokio::task::spawn_blocking(move || put(&d, "spawn-blocking"))
-            .await
-            .unwrap();
-        let d = db.clone();
-        tokio::spawn(async move { tokio::task::block_in_place(|| put(&d, "block-in-place")) })
-            .await
-            .unwrap();
-        // On a worker thread itself: blocks that worker, but works.
-        let d = db.clone();
-        tokio::spawn(async move { put(&d, "worker") })
-            .await
-            .unwrap();
-    });
-    // A single-threaded runtime, as `#[tokio::main(flavor = "current_thread")]`.
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async { put(&db, "current-thread") });
-    put(&db, "plain");
-    assert_eq!(db.scan("ctx", "t", "", "", 10).unwrap().len(), 5);
-
-    // Dropped on a runtime's thread: no "cannot drop a runtime" panic.
-    let other = Postgres::connect(&t.url).unwrap();
-    host.block_on(async move { drop(other) });
-    // A transaction dropped there rolls back all the same.
-    let d = db.clone();
-    host.block_on(async move {
-        let mut tx = d.begin("ctx").unwrap();
-        tx.put("t", "dropped", b"v").unwrap();
-    });
-    assert_eq!(db.get("ctx", "t", "dropped").unwrap(), None);
-}
-
 #[test]
 fn nodes_starting_together_migrate_once() {
     let t = TestDatabase::create();
