@@ -194,15 +194,16 @@ impl Runtime {
             };
             return (Err(e), None);
         };
-        let result = match loaded.warm_calls() {
-            Some(calls) => self.call_warm(&loaded, slot_wait, calls, f),
-            _ => self.invoke_waiting(&loaded, slot_wait, |store, pre| match pre {
+        let result = if loaded.warm_calls().is_some() {
+            self.call_warm(&loaded, slot_wait, f)
+        } else {
+            self.invoke_waiting(&loaded, slot_wait, |store, pre| match pre {
                 Pre::Adapter(p) => {
                     let instance = p.instantiate(&mut *store)?;
                     f(store, &instance)
                 }
                 _ => unreachable!("adapter_for checks the kind"),
-            }),
+            })
         };
         (result, Some(loaded))
     }

@@ -39,8 +39,8 @@ struct LiveAdapter<'r> {
 
 impl Drop for LiveAdapter<'_> {
     fn drop(&mut self) {
-        if let (Some(warm), Some(calls)) = (self.warm.take(), self.loaded.warm_calls()) {
-            self.runtime.give_back(warm, calls);
+        if let Some(warm) = self.warm.take() {
+            self.runtime.give_back(warm, &self.loaded);
         }
     }
 }

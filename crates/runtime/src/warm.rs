@@ -77,20 +77,19 @@ pub(super) struct WarmPool {
 
 impl Runtime {
     /// Calls `loaded` (an adapter) on an idle instance of it, or a new one,
-    /// and keeps the instance for another call while it has served fewer
-    /// than `calls` and the call succeeded.
+    /// and keeps the instance for another call if the call succeeded (see
+    /// [`Runtime::give_back`]).
     pub(super) fn call_warm<R>(
         self: &Arc<Self>,
         loaded: &Loaded,
         slot_wait: Option<Duration>,
-        calls: u32,
         f: impl FnOnce(&mut Store<HostState>, &Adapter) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
         let _slot = self.enter(loaded, slot_wait)?;
         let mut warm = self.warm_or_new(loaded);
         let result = warm.call(self, loaded, f);
         if result.is_ok() {
-            self.give_back(warm, calls);
+            self.give_back(warm, loaded);
         }
         result
     }
@@ -112,10 +111,11 @@ impl Runtime {
         warm
     }
 
-    /// Keeps `warm`, whose calls all succeeded, for another call while it
-    /// has served fewer than `calls`.
-    pub(super) fn give_back(&self, warm: Warm, calls: u32) {
-        if warm.served < calls {
+    /// Keeps `warm`, an instance of `loaded` whose calls all succeeded, for
+    /// another call if `loaded` keeps its instances and it has served fewer
+    /// than their `calls_per_instance`.
+    pub(super) fn give_back(&self, warm: Warm, loaded: &Loaded) {
+        if loaded.warm_calls().is_some_and(|calls| warm.served < calls) {
             self.keep_warm(warm);
         }
     }
