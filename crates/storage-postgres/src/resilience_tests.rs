@@ -132,8 +132,8 @@ fn a_restarted_server_fails_calls_fast_and_is_reconnected_to() {
     assert!(db.get("ns", "t", "before").unwrap().is_some());
 }
 
-fn put(key: &str) -> mmc_storage::Write {
-    mmc_storage::Write::Put {
+fn put(key: &str) -> Write {
+    Write::Put {
         table: "t".into(),
         key: key.into(),
         value: b"v".to_vec(),
@@ -282,12 +282,7 @@ fn callable_from_any_runtime_context() {
     let t = TestDatabase::create();
     let db = Arc::new(Postgres::connect(&t.url).unwrap());
     let put = |db: &Postgres, key: &str| {
-        let w = Write::Put {
-            table: "t".into(),
-            key: key.into(),
-            value: b"v".to_vec(),
-        };
-        assert!(db.apply("ctx", vec![], vec![w]).unwrap());
+        assert!(db.apply("ctx", vec![], vec![put(key)]).unwrap());
         assert_eq!(db.get("ctx", "t", key).unwrap().as_deref(), Some(&b"v"[..]));
         let scanned = db.scan_in("ctx", "t", (key, ""), Order::Asc, 1).unwrap();
         assert_eq!(scanned, vec![(key.to_string(), b"v".to_vec())]);
