@@ -18,8 +18,8 @@ use crate::{
 };
 
 use super::statements::{
-    APPLY, CHECK_FAILED, DROP_PLACEHOLDERS, LOCK_KEY, SCAN, SCAN_DESC, TABLE_WHOLE, TABLES_SHARED,
-    begin_on, get_on, scan_on, write_on,
+    APPLY, CHECK_FAILED, DROP_PLACEHOLDERS, Keys, LOCK_KEY, SCAN, SCAN_DESC, TABLE_WHOLE,
+    TABLES_SHARED, begin_on, get_on, scan_on, write_on,
 };
 
 impl Backend for Postgres {
@@ -61,7 +61,7 @@ impl Backend for Postgres {
     }
 
     /// Checks then writes in one transaction, in one round trip
-    /// (`mmc_apply_yielding`, migrations 16 and 18): the tables it writes are locked
+    /// (`mmc_apply_prepared`, migration 19): the tables it writes are locked
     /// shared (against an open transaction's scan), then every key it checks
     /// or writes in (table, key) order (an absent one by inserting it), so
     /// the checks read the latest committed values and nothing changes them
@@ -156,7 +156,7 @@ enum Failure {
     Other(StorageError),
 }
 
-/// One call of `mmc_apply_yielding` on a pooled connection.
+/// One call of `mmc_apply_prepared` on a pooled connection.
 async fn apply_once(
     pool: &Pool,
     tables: &[i64],
@@ -168,26 +168,10 @@ async fn apply_once(
     let conn = get_conn(pool).await.map_err(Failure::Other)?;
     let applied = async {
         let apply = conn.prepare_cached(APPLY).await?;
-        let (mut c_tbl, mut c_k, mut c_v) = (vec![], vec![], vec![]);
-        for c in checks {
-            c_tbl.push(c.table.as_str());
-            c_k.push(c.key.as_bytes());
-            c_v.push(c.value.as_deref());
-        }
-        let (mut w_tbl, mut w_k, mut w_v, mut e) = (vec![], vec![], vec![], vec![]);
-        for w in writes {
-            let (table, key, value) = match w {
-                Write::Put { table, key, value } => (table, key, Some(value.as_slice())),
-                Write::Delete { table, key } => (table, key, None),
-                Write::Emit(event) => {
-                    e.push(event);
-                    continue;
-                }
-            };
-            w_tbl.push(table.as_str());
-            w_k.push(key.as_bytes());
-            w_v.push(value);
-        }
+        let Some(k) = Keys::of(checks, writes) else {
+            return Ok(false);
+        };
+        let e = &k.events;
         let column = |f: fn(&OutboxEvent) -> &str| e.iter().map(|x| f(x)).collect::<Vec<_>>();
         let (e_url, e_payload): (Vec<_>, Vec<_>) = e
             .iter()
@@ -200,12 +184,12 @@ async fn apply_once(
                     &tables,
                     &ns,
                     &ns_key,
-                    &c_tbl,
-                    &c_k,
-                    &c_v,
-                    &w_tbl,
-                    &w_k,
-                    &w_v,
+                    &k.tbl,
+                    &k.k,
+                    &k.v,
+                    &k.written,
+                    &k.checked,
+                    &k.expect,
                     &column(|x| &x.id),
                     &column(|x| &x.event_type),
                     &column(|x| &x.merchant_id),

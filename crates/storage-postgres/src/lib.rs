@@ -3,7 +3,7 @@
 //!
 //! Same contract as SQLite (`mmc_storage::conformance`), kept the same way:
 //! - **Writers conflict only on the keys they share**: a prepared
-//!   transaction (`apply`, one call of `mmc_apply_yielding` in the server)
+//!   transaction (`apply`, one call of `mmc_apply_prepared` in the server)
 //!   locks each key it checks or writes, in (table, key) order, an absent
 //!   one by inserting it; its checks then read the latest committed values
 //!   and nothing can change them before its writes commit. An open

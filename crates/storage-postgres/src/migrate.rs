@@ -30,6 +30,7 @@ pub const MIGRATIONS: &[(i32, &str)] = &[
     (16, include_str!("../migrations/0016.sql")),
     (17, include_str!("../migrations/0017.sql")),
     (18, include_str!("../migrations/0018.sql")),
+    (19, include_str!("../migrations/0019.sql")),
 ];
 
 pub(crate) async fn migrate(

@@ -4,12 +4,14 @@
 
 use deadpool_postgres::Client;
 use futures_util::future::join_all;
-use mmc_storage::{MAX_SCAN, OutboxEvent, StorageError, Write};
+use std::collections::BTreeMap;
+
+use mmc_storage::{Check, MAX_SCAN, OutboxEvent, StorageError, Write};
 
 use crate::{db_err, now_ms};
 
 pub(super) const GET: &str = "SELECT v FROM kv WHERE ns = $1 AND tbl = $2 AND k = $3";
-// PUT, DELETE and EMIT are also written in migration 15's `mmc_apply_keyed`:
+// PUT, DELETE and EMIT are also written in migration 19's `mmc_apply_prepared`:
 // a change to `kv` or `outbox` changes both (the function by a new migration).
 pub(super) const PUT: &str = "INSERT INTO kv (ns, tbl, k, v) VALUES ($1, $2, $3, $4)
      ON CONFLICT (ns, tbl, k) DO UPDATE SET v = EXCLUDED.v";
@@ -27,10 +29,77 @@ pub(super) const SCAN_DESC: [&str; 2] = [
 ];
 /// A prepared transaction in one round trip, locking only its keys and,
 /// shared, the tables it writes, each lock waited for briefly (migration
-/// 18's `mmc_apply_yielding` over 16's `mmc_apply_rows`; the functions of
-/// migrations 3, 15 and 16 stay for nodes of older versions).
-pub(super) const APPLY: &str = "SELECT mmc_apply_yielding($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
+/// 19's `mmc_apply_prepared`; the functions of migrations 3, 15, 16 and 18
+/// stay for nodes of older versions).
+pub(super) const APPLY: &str = "SELECT mmc_apply_prepared($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
      $11, $12, $13, $14, $15, $16, $17)";
+/// A prepared transaction's arguments to [`APPLY`]: each key once (any
+/// order: the server locks them sorted), with its last write and what its
+/// checks expect, and the events in the order written.
+pub(super) struct Keys<'a> {
+    pub tbl: Vec<&'a str>,
+    pub k: Vec<&'a [u8]>,
+    /// The key's final value; None: deleted, or only checked.
+    pub v: Vec<Option<&'a [u8]>>,
+    pub written: Vec<bool>,
+    pub checked: Vec<bool>,
+    /// What the key's checks expect (None: absent).
+    pub expect: Vec<Option<&'a [u8]>>,
+    pub events: Vec<&'a OutboxEvent>,
+}
+
+impl<'a> Keys<'a> {
+    /// None when two checks of one key expect different values: no value
+    /// holds both, so the transaction is refused as the server would.
+    pub fn of(checks: &'a [Check], writes: &'a [Write]) -> Option<Keys<'a>> {
+        /// A key's last write and what its checks expect, each None when
+        /// there is none (Some(None): deleted, or expected absent).
+        #[derive(Default)]
+        struct Key<'a> {
+            write: Option<Option<&'a [u8]>>,
+            check: Option<Option<&'a [u8]>>,
+        }
+        let mut keys: BTreeMap<(&str, &str), Key> = BTreeMap::new();
+        for c in checks {
+            let expect = &mut keys.entry((&c.table, &c.key)).or_default().check;
+            match expect {
+                Some(other) if *other != c.value.as_deref() => return None,
+                _ => *expect = Some(c.value.as_deref()),
+            }
+        }
+        let mut events = Vec::new();
+        for w in writes {
+            let (table, key, value) = match w {
+                Write::Put { table, key, value } => (table, key, Some(value.as_slice())),
+                Write::Delete { table, key } => (table, key, None),
+                Write::Emit(event) => {
+                    events.push(event);
+                    continue;
+                }
+            };
+            keys.entry((table, key)).or_default().write = Some(value);
+        }
+        let mut out = Keys {
+            tbl: Vec::with_capacity(keys.len()),
+            k: Vec::with_capacity(keys.len()),
+            v: Vec::with_capacity(keys.len()),
+            written: Vec::with_capacity(keys.len()),
+            checked: Vec::with_capacity(keys.len()),
+            expect: Vec::with_capacity(keys.len()),
+            events,
+        };
+        for ((table, key), Key { write, check }) in keys {
+            out.tbl.push(table);
+            out.k.push(key.as_bytes());
+            out.v.push(write.flatten());
+            out.written.push(write.is_some());
+            out.checked.push(check.is_some());
+            out.expect.push(check.flatten());
+        }
+        Some(out)
+    }
+}
+
 /// Reads a key in an open transaction and holds it until commit (migration
 /// 16's `mmc_lock_key`): its value, and whether it was absent and is now
 /// held by a placeholder row.
@@ -45,7 +114,7 @@ pub(super) const TABLE_WHOLE: &str = "SELECT pg_advisory_xact_lock($1)";
 pub(super) const DROP_PLACEHOLDERS: &str = "DELETE FROM kv WHERE ns = $1 AND (tbl, k) IN \
      (SELECT * FROM unnest($2::text[], $3::bytea[]))";
 
-/// The SQLSTATE `mmc_apply_keyed` raises when a check does not hold.
+/// The SQLSTATE `mmc_apply_prepared` raises when a check does not hold.
 pub(super) const CHECK_FAILED: &str = "MM001";
 /// Without a number (`seq`): the dispatcher gives it once committed.
 pub(super) const EMIT: &str = "INSERT INTO outbox

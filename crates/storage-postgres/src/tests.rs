@@ -481,7 +481,7 @@ fn nodes_starting_together_on_an_older_schema_apply_the_rest_once() {
 }
 
 /// A prepared transaction of hundreds of keys (a books batch) takes the
-/// grouped path of `mmc_apply_keyed`: the same rules as a small one.
+/// grouped path of `mmc_apply_prepared`: the same rules as a small one.
 #[test]
 fn a_large_prepared_transaction_keeps_the_rules() {
     let t = TestDatabase::create();
