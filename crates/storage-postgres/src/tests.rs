@@ -480,8 +480,8 @@ fn nodes_starting_together_on_an_older_schema_apply_the_rest_once() {
     assert_eq!(locks, 0, "no advisory lock is held after the start");
 }
 
-/// A prepared transaction of hundreds of keys (a books batch) takes the
-/// grouped path of `mmc_apply_prepared`: the same rules as a small one.
+/// A prepared transaction of hundreds of keys (a books batch) keeps the
+/// same rules as a small one.
 #[test]
 fn a_large_prepared_transaction_keeps_the_rules() {
     let t = TestDatabase::create();
