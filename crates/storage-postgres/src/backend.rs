@@ -7,6 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 
 use deadpool_postgres::{Client, Object, Pool};
+use futures_util::future::join_all;
 use mmc_storage::{Backend, Check, MAX_SCAN, Order, OutboxEvent, StorageError, Transaction, Write};
 use tokio::runtime::Handle;
 use tokio::sync::OwnedSemaphorePermit;
@@ -313,12 +314,37 @@ struct Pending {
 }
 
 impl Pending {
-    /// Sends them: the tables' locks in one statement, then the writes in
-    /// order, pipelined.
+    /// Sends them: the tables' locks in one statement, the keys deleted
+    /// locked, then the writes in order, pipelined.
+    ///
+    /// A put locks its key by writing it (waiting for a transaction that is
+    /// inserting the same key); a `DELETE` skips a row it cannot see yet
+    /// without waiting, and the delete would be lost if this transaction
+    /// then read what that one wrote. So each key deleted is first locked
+    /// as a read locks it (an absent one by a placeholder, which the delete
+    /// removes).
     async fn send(self, c: &Client, ns: &str) -> Result<(), StorageError> {
         if !self.locks.is_empty() {
             let stmt = c.prepare_cached(TABLES_SHARED).await.map_err(db_err)?;
             c.execute(&stmt, &[&self.locks]).await.map_err(db_err)?;
+        }
+        let deleted: BTreeSet<(&str, &str)> = self
+            .writes
+            .iter()
+            .filter_map(|w| match w {
+                Write::Delete { table, key } => Some((table.as_str(), key.as_str())),
+                _ => None,
+            })
+            .collect();
+        if !deleted.is_empty() {
+            let stmt = c.prepare_cached(LOCK_KEY).await.map_err(db_err)?;
+            let stmt = &stmt;
+            let locks = deleted
+                .iter()
+                .map(|&(t, k)| async move { c.query_one(stmt, &[&ns, &t, &k.as_bytes()]).await });
+            for r in join_all(locks).await {
+                r.map_err(db_err)?;
+            }
         }
         let writes: Vec<&Write> = self.writes.iter().collect();
         write_on(c, ns, &writes, &[]).await
