@@ -159,67 +159,14 @@ fn a_key_read_absent_leaves_no_trace() {
     assert_eq!(db.get("c", "t", "e").unwrap(), None);
 }
 
-/// A delete in an open transaction waits for another transaction inserting
-/// the same key, as a put does: it is never passed over. Here a prepared
-/// transaction has inserted `a` and waits for `b` (held by a third), while
-/// the open one deletes `a` and then reads `b`. However the two end up
-/// ordered, the result is one of the two orders: if the open transaction
-/// saw the prepared one's `b`, it came after it and `a` is gone; if not,
-/// it came before and `a` holds the prepared value.
+/// On three nodes: a delete in an open transaction is not passed over by a
+/// prepared transaction inserting the same key (`Pending::send` locks the
+/// key first).
 #[test]
 fn a_delete_in_an_open_transaction_is_not_lost_to_a_concurrent_insert() {
     let t = TestDatabase::create();
-    let db = Arc::new(Postgres::connect(&t.url).unwrap());
-    let put = |key: &str| Write::Put {
-        table: "t".into(),
-        key: key.into(),
-        value: b"p".to_vec(),
-    };
-    let mut holder = db.begin("c").unwrap();
-    assert_eq!(holder.get("t", "b").unwrap(), None);
-    let prepared = {
-        let db = db.clone();
-        let writes = vec![put("a"), put("b")];
-        std::thread::spawn(move || db.apply("c", vec![], writes))
-    };
-    std::thread::sleep(Duration::from_millis(100)); // `a` inserted, waiting for `b`
-    let (flushed_tx, flushed) = std::sync::mpsc::channel();
-    let open = {
-        let db = db.clone();
-        std::thread::spawn(move || -> Result<Option<Vec<u8>>, StorageError> {
-            let mut tx = db.begin("c")?;
-            tx.delete("t", "a")?;
-            tx.get("t", "elsewhere")?; // the delete is sent before this read
-            let _ = flushed_tx.send(());
-            // Give the prepared transaction its chance to commit first.
-            for _ in 0..100 {
-                if db.get("c", "t", "b")?.is_some() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let seen = tx.get("t", "b")?;
-            tx.commit()?;
-            Ok(seen)
-        })
-    };
-    let _ = flushed.recv_timeout(Duration::from_millis(150));
-    holder.commit().unwrap();
-    let applied = prepared.join().unwrap();
-    let seen = open.join().unwrap().unwrap();
-    assert!(matches!(applied, Ok(true)), "{applied:?}");
-    let a = db.get("c", "t", "a").unwrap();
-    match seen {
-        Some(_) => assert_eq!(
-            a, None,
-            "the open transaction came after: its delete stands"
-        ),
-        None => assert_eq!(
-            a.as_deref(),
-            Some(&b"p"[..]),
-            "the open transaction came before: the prepared put stands"
-        ),
-    }
+    let open = nodes(&t.url, 3);
+    conformance::a_delete_in_a_transaction_is_not_lost_to_a_concurrent_insert(&open);
 }
 
 /// Two open transactions that take two keys in opposite orders (a read

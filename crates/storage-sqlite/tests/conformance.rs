@@ -34,6 +34,7 @@ fn concurrent_applies_count_exactly_once() {
     conformance::transactions_and_applies_exclude_each_other(&|| db.clone(), 6, 30);
     conformance::absent_reads_in_transactions_admit_one_creator(&|| db.clone(), 6, 40);
     conformance::scans_in_transactions_see_no_phantom(&|| db.clone(), 6, 20);
+    conformance::a_delete_in_a_transaction_is_not_lost_to_a_concurrent_insert(&|| db.clone());
 }
 
 #[test]

@@ -273,3 +273,57 @@ fn one_creator_each(db: &dyn Backend, ns: &str, wins: &[Vec<usize>], keys: usize
         "only the winners wrote their other keys"
     );
 }
+
+/// A delete in an open transaction waits for another transaction inserting
+/// the same key, as a put does: it is never passed over. A prepared
+/// transaction writes `a` and `b` while a third transaction holds `b` (read
+/// absent), so it may have written `a` and be waiting; meanwhile an open
+/// transaction deletes `a`, then reads `b`. Whichever commits first, the
+/// result is one of the two serial orders: if the open transaction saw the
+/// prepared one's `b`, it came after it and `a` is gone; if not, it came
+/// before and `a` holds the prepared value.
+pub fn a_delete_in_a_transaction_is_not_lost_to_a_concurrent_insert(open: Open) {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let ns = "conf-delete-insert";
+    let (holding, preparing, deleting) = (open(), open(), open());
+    let mut holder = holding.begin(ns).unwrap();
+    assert_eq!(holder.get("t", "b").unwrap(), None);
+    std::thread::scope(|s| {
+        let prepared =
+            s.spawn(|| preparing.apply(ns, vec![], vec![put("t", "a", b"p"), put("t", "b", b"p")]));
+        std::thread::sleep(Duration::from_millis(100)); // `a` written, waiting for `b`
+        let (sent_tx, sent) = mpsc::channel();
+        let deleted = s.spawn(move || {
+            let mut tx = deleting.begin(ns)?;
+            tx.delete("t", "a")?;
+            tx.get("t", "elsewhere")?; // the delete is sent before this read
+            let _ = sent_tx.send(());
+            // The prepared transaction's chance to commit first.
+            for _ in 0..100 {
+                if deleting.get(ns, "t", "b")?.is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let seen = tx.get("t", "b")?;
+            tx.commit()?;
+            Ok::<_, crate::StorageError>(seen)
+        });
+        let _ = sent.recv_timeout(Duration::from_millis(150));
+        holder.commit().unwrap();
+        let applied = prepared.join().unwrap();
+        assert!(matches!(applied, Ok(true)), "{applied:?}");
+        let seen = deleted.join().unwrap().unwrap();
+        let a = open().get(ns, "t", "a").unwrap();
+        match seen {
+            Some(_) => assert_eq!(a, None, "the delete came after the put: it stands"),
+            None => assert_eq!(
+                a.as_deref(),
+                Some(&b"p"[..]),
+                "the delete came before the put: the put stands"
+            ),
+        }
+    });
+}

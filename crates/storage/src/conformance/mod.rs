@@ -12,7 +12,8 @@ mod scans;
 mod transactions;
 
 pub use concurrency::{
-    Open, absent_checks_admit_one_creator, absent_reads_in_transactions_admit_one_creator,
+    Open, a_delete_in_a_transaction_is_not_lost_to_a_concurrent_insert,
+    absent_checks_admit_one_creator, absent_reads_in_transactions_admit_one_creator,
     concurrent_applies_count_exactly_once, concurrent_transactions_serialise,
     scans_in_transactions_see_no_phantom, transactions_and_applies_exclude_each_other,
 };
