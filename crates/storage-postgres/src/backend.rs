@@ -145,7 +145,7 @@ impl Backend for Postgres {
         );
         run(&self.handle, async move {
             let conn = get_conn(&pool).await?;
-            scan_on(&conn, &ns, &table, (&start, &end), sql, limit).await
+            scan_on(&conn, &ns, &table, (&start, &end), sql, limit.min(MAX_SCAN)).await
         })
     }
 }

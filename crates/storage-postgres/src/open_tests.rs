@@ -169,6 +169,37 @@ fn a_delete_in_an_open_transaction_is_not_lost_to_a_concurrent_insert() {
     conformance::a_delete_in_a_transaction_is_not_lost_to_a_concurrent_insert(&open);
 }
 
+/// A full page from a scan inside an open transaction whose range holds a
+/// key it read absent: the page is `MAX_SCAN` rows of the table's own, the
+/// held key passed over and the next row read in its place.
+#[test]
+fn a_full_page_scanned_past_a_held_key_is_still_full() {
+    let t = TestDatabase::create();
+    let db = Postgres::connect(&t.url).unwrap();
+    let rows = mmc_storage::MAX_SCAN as usize + 10;
+    let writes = (0..rows)
+        .map(|i| Write::Put {
+            table: "t".into(),
+            key: format!("k{i:05}"),
+            value: b"v".to_vec(),
+        })
+        .collect();
+    assert!(db.apply("c", vec![], writes).unwrap());
+    let mut tx = db.begin("c").unwrap();
+    assert_eq!(
+        tx.get("t", "k00000a").unwrap(),
+        None,
+        "held, between two rows"
+    );
+    let page = tx.scan("t", "", "", mmc_storage::MAX_SCAN).unwrap();
+    assert_eq!(page.len(), mmc_storage::MAX_SCAN as usize);
+    assert_eq!(
+        page.last().map(|(k, _)| k.as_str()),
+        Some(format!("k{:05}", mmc_storage::MAX_SCAN - 1).as_str())
+    );
+    tx.commit().unwrap();
+}
+
 /// Two open transactions that take two keys in opposite orders (a read
 /// locks its key at once): the server ends the wait by rolling one back,
 /// reported as a conflict (nothing written, worth running again, unlike a

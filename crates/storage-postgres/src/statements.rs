@@ -6,7 +6,7 @@ use deadpool_postgres::Client;
 use futures_util::future::join_all;
 use std::collections::BTreeMap;
 
-use mmc_storage::{Check, MAX_SCAN, OutboxEvent, StorageError, Write};
+use mmc_storage::{Check, OutboxEvent, StorageError, Write};
 
 use crate::{db_err, now_ms};
 
@@ -135,6 +135,8 @@ pub(super) async fn get_on(
     Ok(row.map(|r| r.get(0)))
 }
 
+/// At most `limit` rows: callers cap it at `MAX_SCAN` (an open
+/// transaction asks for as many more as it holds keys to pass over).
 pub(super) async fn scan_on(
     c: &Client,
     ns: &str,
@@ -143,7 +145,7 @@ pub(super) async fn scan_on(
     sql: [&str; 2],
     limit: u32,
 ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-    let limit = i64::from(limit.min(MAX_SCAN));
+    let limit = i64::from(limit);
     let rows = if end.is_empty() {
         let stmt = c.prepare_cached(sql[0]).await.map_err(db_err)?;
         c.query(&stmt, &[&ns, &table, &start.as_bytes(), &limit])
