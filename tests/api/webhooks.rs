@@ -811,6 +811,59 @@ async fn delivery_records_say_what_failed_never_what_the_remote_said() {
     }
 }
 
+/// A resend waits for a pruning round in progress (its lock held), so the
+/// pruner never deletes the event a resend reads nor the delivery it has
+/// just queued; queued once the round ends, it is delivered.
+#[service_test]
+async fn a_resend_waits_for_a_pruning_round_in_progress() {
+    let app = fast_webhooks().await;
+    let key = app.test_key("Shop");
+    let receiver = receiving_created(&app, &key).await;
+    let (payment, _) = app.create_ok(&key, &direct_payment("+2290166000004")).await;
+    receiver.wait_for(10, |r| !r.is_empty()).await;
+    let db = test_storage(&base_config(app.data_dir.path()));
+    let event = db
+        .sql
+        .read(|c| {
+            c.query(
+                "SELECT id FROM outbox WHERE subject_id = ?1 AND event_type = 'collect.payment.created'",
+                &[payment.as_str().into()],
+            )?[0]
+                .text(0)
+        })
+        .unwrap();
+
+    let (held_tx, held) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let sql = db.sql.clone();
+    let pruner = std::thread::spawn(move || {
+        sql.write(|tx| {
+            assert!(tx.try_lock("outbox_prune")?, "no pruner is running");
+            held_tx.send(()).unwrap();
+            released.recv().unwrap();
+            Ok(())
+        })
+    });
+    held.recv().unwrap();
+    let resend = app
+        .client
+        .post(app.url(&format!("/api/v1/events/{event}/resend")))
+        .bearer_auth(&key)
+        .json(&json!({}))
+        .send();
+    let resend = tokio::spawn(resend);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !resend.is_finished(),
+        "the resend waits for the pruning round"
+    );
+    release.send(()).unwrap();
+    pruner.join().unwrap().unwrap();
+    assert_eq!(resend.await.unwrap().unwrap().status().as_u16(), 202);
+    let got = receiver.wait_for(10, |r| r.len() >= 2).await;
+    assert_eq!(got[1].json()["id"], event.as_str());
+}
+
 /// Events past their retention (30 days by default) go with their deliveries
 /// and attempts, oldest first. An event with a delivery still pending (a
 /// resend of an old event) stays, and so does every event after it, until
