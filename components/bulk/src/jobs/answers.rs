@@ -106,6 +106,17 @@ pub(super) fn payout_answer(item: &Item, outcome: Result<Started, AdapterError>)
     }
 }
 
+/// Whether `stored` is still the attempt `claimed` was: the same route,
+/// sent (or sent again) at the same moment. A run that stalled past its
+/// lease (a frozen node) may come back after another took the item over and
+/// sent it again; what it learnt of its older attempt must not move the item
+/// (a failover to another route would pay it twice).
+pub(super) fn same_attempt(stored: &Item, claimed: &Item) -> bool {
+    stored.route == claimed.route
+        && stored.submitted_at_ms == claimed.submitted_at_ms
+        && stored.resent == claimed.resent
+}
+
 /// Applies an answer to a processing item (and its batch) in one
 /// transaction, run again on a storage conflict (the answer is never lost
 /// to one); `checked`: the answer came from a status query. Returns true if
@@ -143,6 +154,12 @@ fn record_once(
             tx.commit()?;
         }
         return Ok(true);
+    }
+    // An older attempt's answer: the current one is asked about on its own.
+    // Only a success still counts (the operator moved the money under the
+    // item's id), never a failure that would end the current attempt.
+    if !same_attempt(&item, claimed) && !matches!(answer, Answer::Completed(_)) {
+        return Ok(false);
     }
     let previous_check = item.next_check_ms;
     let was_unconfirmed = item.unconfirmed.is_some();

@@ -10,7 +10,7 @@ use crate::mmc::platform::{clock, log};
 use crate::store::{self, Item, ItemStatus, Tx};
 use crate::{ApiError, settings};
 
-use super::answers::{Answer, completed, failure, payout_answer, record, warn};
+use super::answers::{Answer, completed, failure, payout_answer, record, same_attempt, warn};
 use super::send::send;
 
 /// Processing items whose outcome is due to be asked: after a pending
@@ -179,10 +179,7 @@ fn start_resend(env: &str, merchant: &str, item: &Item) -> Result<Option<Item>, 
         let Some(mut current) = tx.item(env, merchant, &item.batch_id, item.position)? else {
             return Ok(None);
         };
-        if current.status != ItemStatus::Processing
-            || current.route != item.route
-            || current.submitted_at_ms != item.submitted_at_ms
-        {
+        if current.status != ItemStatus::Processing || !same_attempt(&current, item) {
             return Ok(None);
         }
         let previous_check = current.next_check_ms;

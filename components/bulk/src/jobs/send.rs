@@ -12,7 +12,7 @@ use crate::mmc::platform::{clock, log};
 use crate::store::{self, Batch, BatchStatus, Item, ItemStatus, Tx};
 use crate::{ApiError, settings};
 
-use super::answers::{failure_kind, payout_answer, record, warn};
+use super::answers::{failure_kind, payout_answer, record, same_attempt, warn};
 
 /// Items of one batch looked at per run, from its cursor.
 pub(super) const WINDOW: u32 = 200;
@@ -338,7 +338,7 @@ fn next_route(env: &str, merchant: &str, claimed: &Item) -> Result<Option<Item>,
         let Some(mut item) = tx.item(env, merchant, &claimed.batch_id, claimed.position)? else {
             return Ok(None);
         };
-        if item.status != ItemStatus::Processing || item.route.as_ref() != Some(&current) {
+        if item.status != ItemStatus::Processing || !same_attempt(&item, claimed) {
             return Ok(None);
         }
         let now = clock::now_ms();
