@@ -39,11 +39,18 @@ pub fn initiate(caller: &Caller, mut p: Payment) -> Result<Payment, ApiError> {
     let busy = matches!(&outcome, Err(e) if failure_kind(e) == CallFailure::Busy);
     let p = store::transact(|tx| {
         tx.assume_payment(&p); // as the caller stored it
-        let mut p = tx
+        let mut stored = tx
             .payment(&p.environment, &p.merchant_id, &p.id)?
             .ok_or_else(|| ApiError::internal("payment vanished"))?;
-        record_attempt(tx, &mut p, |tx, p| apply_initiated(tx, p, outcome.clone()))?;
-        Ok(p)
+        // Sent again since, by another run (this one stalled past the
+        // in-flight window): that attempt's answer is the one to record.
+        if stored.sent_at_ms != p.sent_at_ms {
+            return Ok(stored);
+        }
+        record_attempt(tx, &mut stored, |tx, p| {
+            apply_initiated(tx, p, outcome.clone())
+        })?;
+        Ok(stored)
     })?;
     if busy && p.sent_at().is_none() {
         return Err(ApiError::busy());
@@ -105,7 +112,9 @@ pub(super) fn initiate_request(base_url: &str, p: &Payment) -> InitiateRequest {
 }
 
 /// `p`'s next route, stored before it is called (the intent stays): None
-/// when the payment moved meanwhile (a cancel), and the refusal then stands.
+/// when the payment moved meanwhile (a cancel, an answer, or the same
+/// request sent again by another run once this one's window had passed: a
+/// second provider must not be asked for it), and the refusal then stands.
 fn switch_route(p: &Payment, route: Choice) -> Result<Option<Payment>, ApiError> {
     store::transact(|tx| {
         tx.assume_payment(p);
@@ -114,6 +123,8 @@ fn switch_route(p: &Payment, route: Choice) -> Result<Option<Payment>, ApiError>
         };
         let same = current.status == p.status
             && current.initiating_since_ms.is_some()
+            && current.initiating_since_ms == p.initiating_since_ms
+            && current.sent_at_ms == p.sent_at_ms
             && current.route.as_ref().map(|r| &r.adapter) == p.route.as_ref().map(|r| &r.adapter);
         if !same {
             return Ok(None);
