@@ -22,11 +22,11 @@ impl Webhooks {
     ) -> Result<usize, WebhookError> {
         let now = system_now_ms() as i64;
         let count = self.db.write(|tx| {
-            // The pruner's lock: a pruning round in progress could otherwise
-            // delete the event read here, or the delivery queued here once
-            // committed (its delete reads the deliveries again); one that
-            // starts while this is held skips its round.
-            tx.lock("outbox_prune")?;
+            // A pruning round in progress could otherwise delete the event
+            // read here, or the delivery queued here once committed (its
+            // delete reads the deliveries again); one that starts while this
+            // is held skips its round.
+            tx.lock(super::outbox::PRUNE_LOCK)?;
             let event = tx.query_opt(
                 "SELECT event_type, extra_url FROM outbox WHERE id = ?1 AND merchant_id = ?2 AND environment = ?3",
                 sql_params![event_id, merchant_id, environment.as_str()],

@@ -13,6 +13,10 @@ use mmc_common::clock::system_now_ms;
 use mmc_db::{Row, SqlConn, StorageError};
 use mmc_tallies as tallies;
 
+/// The pruner's lock: one pruning round at a time across the fleet, and
+/// none while a resend reads an event and queues its deliveries.
+pub(super) const PRUNE_LOCK: &str = "outbox_prune";
+
 impl Webhooks {
     /// Fans new outbox events out into delivery rows and counts payment
     /// events into the console overview's tallies ([`mmc_tallies`]), in
@@ -92,7 +96,7 @@ impl Webhooks {
         let cutoff = now_ms.saturating_sub(retention) as i64;
         Ok(self.db.write(|tx| {
             // One pruner at a time across the fleet; another node pruning: nothing to do here.
-            if !tx.try_lock("outbox_prune")? {
+            if !tx.try_lock(PRUNE_LOCK)? {
                 return Ok(0);
             }
             let front = tx.query(
