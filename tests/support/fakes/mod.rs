@@ -211,6 +211,34 @@ pub enum Fault {
     /// Before any work: answer exactly this (a refusal in the provider's
     /// own error shape, e.g. each fake's `refusal(401)`); nothing is done.
     Reply(Reply),
+    /// The request waits in the provider's gateway, nothing known of it
+    /// (a status query finds nothing), until the test opens the gate; then
+    /// it meets the fault given, or is taken as usual (`None`). A refusal let
+    /// through late is an operator saying "nothing was done" after the
+    /// caller's view of the operation has moved on.
+    Held(Gate, Option<Box<Fault>>),
+}
+
+/// Where a [`Fault::Held`] request waits until the test opens it.
+#[derive(Clone, Debug)]
+pub struct Gate(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Default for Gate {
+    fn default() -> Gate {
+        Gate(Arc::new(tokio::sync::watch::channel(false).0))
+    }
+}
+
+impl Gate {
+    /// Lets every request held here go on.
+    pub fn open(&self) {
+        self.0.send_replace(true);
+    }
+
+    async fn passed(&self) {
+        let mut open = self.0.subscribe();
+        let _ = open.wait_for(|o| *o).await;
+    }
 }
 
 /// The refusals an operator gives a partner for the partner's own doing,
@@ -546,8 +574,9 @@ pub async fn with_fault_for(
     counted(plumbing, endpoint, apply(fault, work)).await
 }
 
-/// `Status` and `Malformed` skip the work; every other fault does the work
-/// (the operation is recorded and settles as usual) and then lies about it.
+/// `Status`, `Malformed` and `Reply` skip the work; `Held` waits, then
+/// applies its own; every other fault does the work (the operation is
+/// recorded and settles as usual) and then lies about it.
 async fn apply(fault: Option<Fault>, work: impl std::future::Future<Output = Reply>) -> Reply {
     let Some(fault) = fault else {
         return work.await;
@@ -580,6 +609,10 @@ async fn apply(fault: Option<Fault>, work: impl std::future::Future<Output = Rep
             Reply::injected_failure(504)
         }
         Fault::Reply(reply) => reply,
+        Fault::Held(gate, then) => {
+            gate.passed().await;
+            Box::pin(apply(then.map(|f| *f), work)).await
+        }
     }
 }
 
