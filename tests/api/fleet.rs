@@ -25,6 +25,8 @@ pub(crate) struct Fleet {
     pub(crate) nodes: Vec<Option<ServerProcess>>,
     dirs: Vec<tempfile::TempDir>,
     env: Vec<(String, String)>,
+    /// Settings of one node only, by node (see [`Fleet::add_node`]).
+    node_env: HashMap<usize, Vec<(String, String)>>,
     pub(crate) client: reqwest::Client,
     _db: Option<TestDatabase>,
 }
@@ -37,7 +39,8 @@ impl Fleet {
         Self::start_on(&url, Some(db), n, extra)
     }
 
-    /// `n` nodes on the database at `url` (kept by the caller, or `db`).
+    /// `n` nodes on the database at `url` (kept by the caller, or `db`);
+    /// none, for a test that adds each with [`Fleet::add_node`].
     pub(crate) fn start_on(
         url: &str,
         db: Option<TestDatabase>,
@@ -66,17 +69,28 @@ impl Fleet {
             dirs,
             nodes: Vec::new(),
             env,
+            node_env: HashMap::new(),
             client: reqwest::Client::builder()
                 .timeout(Duration::from_secs(10))
                 .build()
                 .unwrap(),
         };
-        // The first node migrates the schema; the others start together.
-        fleet.nodes.push(Some(fleet.spawn(0)));
-        for i in 1..n {
+        // The first node migrates the schema; the others start after it.
+        for i in 0..n {
             fleet.nodes.push(Some(fleet.spawn(i)));
         }
         fleet
+    }
+
+    /// One more node, with `extra` settings of its own on top of the
+    /// fleet's (a node whose clock is off, say). Returns its index.
+    pub(crate) fn add_node(&mut self, extra: &[(&str, &str)]) -> usize {
+        let i = self.nodes.len();
+        self.dirs.push(tempfile::tempdir().unwrap());
+        let extra = extra.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        self.node_env.insert(i, extra.collect());
+        self.nodes.push(Some(self.spawn(i)));
+        i
     }
 
     /// Node `i`, its sessions named `mmc-node-<i>` on the server (a test
@@ -85,6 +99,7 @@ impl Fleet {
         let env: Vec<(String, String)> = self
             .env
             .iter()
+            .chain(self.node_env.get(&i).into_iter().flatten())
             .map(|(k, v)| match k.as_str() {
                 "MMC_STORAGE__URL" => {
                     let sep = if v.contains('?') { '&' } else { '?' };
