@@ -160,6 +160,8 @@ TEST_TIMEOUT ?= 50m
 test: components test-components python-adapters python-tools tools browser sdk alerts deploy-check
 	@# The walkthroughs of the README and the book, run as written by the tests, call curl.
 	@command -v curl >/dev/null || ($(APT_INSTALL) curl)
+	@# A fleet test runs one node with its wall clock shifted (libfaketime).
+	@command -v faketime >/dev/null || ($(APT_INSTALL) faketime)
 	@url=$$(./scripts/test-postgres.sh) || { echo "make test: no PostgreSQL for the tests (see above)" >&2; exit 1; }; \
 	echo "PostgreSQL for the tests: $$url"; \
 	export MMC_TEST_DATABASE_URL="$$url"; status=0; \

@@ -12,8 +12,9 @@ use mmc_storage_postgres::tokio_postgres;
 use serde_json::{Value, json};
 
 use crate::fleet::Fleet;
-use crate::support::fakes::Fault;
-use crate::support::fakes::mtn::FakeMtn;
+use crate::support::fakes::mtn::{self, FakeMtn};
+use crate::support::fakes::pawapay::FakePawapay;
+use crate::support::fakes::{Fault, Gate, normal_key};
 use crate::support::*;
 use mmc_test_kit::service_test;
 
@@ -430,29 +431,37 @@ async fn postgres_restarted_under_load_answers_503s_and_loses_nothing() {
     );
 }
 
-/// `mmc.toml` for a fleet whose live `mtn-bj` goes through the real `momo`
-/// adapter to `mtn`, with short windows: the adapter's deadline 2 s, the
-/// operator's answer window 2 s (so a payout is "possibly in flight" for
-/// 4 s), and a claim nobody finished asked about after 3 s.
-fn live_payouts_config(dir: &std::path::Path, mtn: &FakeMtn) -> std::path::PathBuf {
-    let adapter = mtn.component_config();
+/// `[components.NAME]` of `mmc.toml` for the adapter a fake configures.
+fn adapter_table(name: &str, adapter: &mmc_config::ComponentConfig) -> String {
     let table = |m: &std::collections::BTreeMap<String, String>| {
         m.iter()
             .map(|(k, v)| format!("{k:?} = {v:?}\n"))
             .collect::<String>()
     };
+    format!(
+        "[components.{name}]\nallowed_hosts = {:?}\n\n[components.{name}.settings]\n{}\n\
+         [components.{name}.secrets]\n{}\n",
+        adapter.allowed_hosts,
+        table(&adapter.settings),
+        table(&adapter.secrets)
+    )
+}
+
+/// `mmc.toml` for a fleet whose live `mtn-bj` goes through the real `momo`
+/// adapter to `mtn`, with short windows: the adapter's deadline 2 s, the
+/// operator's answer window 2 s (so a payout is "possibly in flight" for
+/// 4 s), and a claim nobody finished asked about after 3 s.
+fn live_payouts_config(dir: &std::path::Path, mtn: &FakeMtn) -> std::path::PathBuf {
+    let mut adapter = mtn.component_config();
+    adapter.settings.insert("timeout_ms".into(), "1000".into());
     let config = dir.join("mmc.toml");
     std::fs::write(
         &config,
         format!(
             "[limits]\nadapter_deadline_ms = 2000\n\n\
              [routing.live]\n\"mtn-bj\" = \"momo\"\n\n\
-             [components.bulk.settings]\nclaim_grace_ms = \"3000\"\noperator_answer_window_ms = \"2000\"\n\n\
-             [components.momo]\nallowed_hosts = {:?}\n\n[components.momo.settings]\n{}timeout_ms = \"1000\"\n\n\
-             [components.momo.secrets]\n{}",
-            adapter.allowed_hosts,
-            table(&adapter.settings),
-            table(&adapter.secrets)
+             [components.bulk.settings]\nclaim_grace_ms = \"3000\"\noperator_answer_window_ms = \"2000\"\n\n{}",
+            adapter_table("momo", &adapter)
         ),
     )
     .unwrap();
@@ -563,4 +572,320 @@ async fn a_payout_whose_sender_froze_between_claim_and_call_moves_money_once() {
     assert_eq!(mtn.ids_for("transfer", phone).len(), 1, "under one id");
     let (_, page) = fleet.get(frozen, &items, &maker).await;
     assert_eq!(page["results"][0]["status"], "completed", "{page}");
+}
+
+/// libfaketime's library for threaded programs (Debian's `faketime`
+/// package, which `make test` installs): preloaded, it shifts what a
+/// process reads of the wall clock, not its monotonic clock.
+fn libfaketime() -> std::path::PathBuf {
+    let lib = ["/usr/lib", "/usr/lib64"]
+        .iter()
+        .filter_map(|dir| std::fs::read_dir(dir).ok())
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("faketime/libfaketimeMT.so.1"))
+        .chain([std::path::PathBuf::from(
+            "/usr/lib/faketime/libfaketimeMT.so.1",
+        )])
+        .find(|p| p.exists());
+    lib.expect("libfaketimeMT.so.1 (Debian's faketime package; `make test` installs it)")
+}
+
+/// A fleet whose live `mtn-bj` goes to `momo` (the fake MTN) first and
+/// to `pawapay` when MTN answers that nothing was done; a request to pay or
+/// a payout possibly in flight for 10 s (adapter deadline 8 s, answer
+/// window 2 s), a payout claim nobody finished asked about after 3 s.
+fn two_routes_config(dir: &std::path::Path, mtn: &FakeMtn, pawapay: &FakePawapay) -> String {
+    let serving = |mut c: mmc_config::ComponentConfig| {
+        c.settings.insert("timeout_ms".into(), "6000".into());
+        c.settings.insert("operators".into(), "mtn-bj".into());
+        c
+    };
+    let config = dir.join("mmc.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[limits]\nadapter_deadline_ms = 8000\n\n\
+             [routing.live]\n\"mtn-bj\" = [\"momo\", \"pawapay\"]\n\n\
+             [components.collect.settings]\noperator_answer_window_ms = \"2000\"\n\n\
+             [components.bulk.settings]\nclaim_grace_ms = \"3000\"\noperator_answer_window_ms = \"2000\"\n\n{}{}",
+            adapter_table("momo", &serving(mtn.component_config())),
+            adapter_table("pawapay", &serving(pawapay.component_config())),
+        ),
+    )
+    .unwrap();
+    config.to_str().unwrap().to_string()
+}
+
+/// Node A's clock runs a minute behind node B's, which runs reconciliation:
+/// to B, A's request to pay is long past its in-flight window while MTN's
+/// gateway still holds it. B finds the payment unknown to MTN and sends it
+/// again under the same id; MTN then refuses A's copy (nothing done, a 429)
+/// while B's is still on its way. A must not fail the payment over to the
+/// second provider on the strength of that refusal: the request in flight
+/// is B's, not the one refused. The payment completes through MTN, once,
+/// and pawaPay never hears of it.
+#[service_test]
+async fn a_refusal_of_a_request_sent_again_meanwhile_does_not_fail_the_payment_over() {
+    let (mtn, pawapay) = (FakeMtn::start().await, FakePawapay::start().await);
+    mtn.settle_after(Duration::from_millis(200));
+    let phone = "+2290166000919";
+    // The first request to pay waits, then is refused; the copy sent
+    // again waits, then is taken.
+    let (refused, taken) = (Gate::default(), Gate::default());
+    let late_refusal = Some(Box::new(mtn::refusal(429)));
+    mtn.inject_for(
+        "requesttopay",
+        phone,
+        Fault::Held(refused.clone(), late_refusal),
+        1,
+    );
+    mtn.inject_for("requesttopay", phone, Fault::Held(taken.clone(), None), 1);
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = two_routes_config(dir.path(), &mtn, &pawapay);
+    let db = TestDatabase::create();
+    let url = db.url.clone();
+    // B first, so that it holds reconciliation; then A, a minute behind.
+    let mut fleet = Fleet::start_on(&url, Some(db), 0, &[("MMC_CONFIG", &config)]);
+    let b = fleet.add_node(&[]);
+    let b_pid = fleet.node(b).child.id();
+    let until = Instant::now() + Duration::from_secs(20);
+    while lease_holder_pid(&url, "job:collect:reconcile").await != Some(b_pid) {
+        assert!(Instant::now() < until, "node B never held reconciliation");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let faketime = libfaketime();
+    let a = fleet.add_node(&[
+        ("LD_PRELOAD", faketime.to_str().unwrap()),
+        ("FAKETIME", "-60"),
+        ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
+    ]);
+    let merchant = fleet.cli(&["merchants", "create", "--name", "Skewed"]);
+    let merchant = merchant["id"].as_str().unwrap().to_string();
+    let key = fleet.cli(&["keys", "create", "--merchant", &merchant, "--env", "live"]);
+    let key = key["key"].as_str().unwrap().to_string();
+
+    // B waits while A's request reaches MTN, so that the copy comes second.
+    signal(b_pid, "-STOP");
+    let create = {
+        let (url, key) = (fleet.url(a, "/api/v1/collect/payments"), key.clone());
+        let body = direct_payment(phone);
+        tokio::spawn(async move {
+            let client = reqwest::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .unwrap();
+            let resp = client
+                .post(url)
+                .bearer_auth(key)
+                .header("Idempotency-Key", new_key())
+                .json(&body)
+                .send()
+                .await
+                .expect("node A answers the create");
+            (resp.status().as_u16(), resp.json::<Value>().await.unwrap())
+        })
+    };
+    let arrived = |n: usize| {
+        let mtn = &mtn;
+        async move {
+            let until = Instant::now() + Duration::from_secs(20);
+            while mtn.requests_for("requesttopay", phone).len() < n {
+                assert!(
+                    Instant::now() < until,
+                    "{n} requests to pay never reached MTN"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    arrived(1).await;
+    signal(b_pid, "-CONT");
+    // B asks MTN, which knows nothing yet, and sends the payment again.
+    arrived(2).await;
+    refused.open();
+    let (status, created) = create.await.unwrap();
+    assert_eq!(status, 201, "{created}");
+    assert!(
+        pawapay.requests("deposits").is_empty(),
+        "a second provider was asked while MTN held the copy sent again"
+    );
+    taken.open();
+
+    let id = created["id"].as_str().unwrap().to_string();
+    let path = format!("/api/v1/collect/payments/{id}");
+    let until = Instant::now() + Duration::from_secs(30);
+    let payment = loop {
+        let (_, p) = fleet.get(b, &path, &key).await;
+        if p["status"] == "completed" || Instant::now() > until {
+            break p;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(payment["status"], "completed", "{payment}");
+    let (_, route) = fleet.get(a, &format!("{path}/route"), &key).await;
+    assert_eq!(route["adapter"], "momo", "{route}");
+    assert_eq!(mtn.ids_for("requesttopay", phone).len(), 1, "under one id");
+    let moved: Vec<_> = mtn
+        .transactions()
+        .into_iter()
+        .filter(|t| normal_key(&t.party) == normal_key(phone))
+        .collect();
+    assert_eq!(moved.len(), 1, "one transaction at MTN: {moved:?}");
+    assert!(
+        pawapay.requests("deposits").is_empty(),
+        "pawaPay never asked"
+    );
+}
+
+/// A node's view of time, set by the test through libfaketime (preloaded,
+/// it reads the offset from a file at every call, monotonic clock
+/// included): a pause the node's clocks never see, as when a VM is paused
+/// and its clocks are restored.
+struct HiddenClock {
+    file: std::path::PathBuf,
+    preload: String,
+}
+
+impl HiddenClock {
+    fn new(dir: &std::path::Path) -> HiddenClock {
+        let file = dir.join("clock-offset");
+        std::fs::write(&file, "+0").unwrap();
+        let preload = libfaketime().to_str().unwrap().to_string();
+        HiddenClock { file, preload }
+    }
+
+    fn env(&self) -> [(&str, &str); 3] {
+        [
+            ("LD_PRELOAD", &self.preload),
+            ("FAKETIME_TIMESTAMP_FILE", self.file.to_str().unwrap()),
+            ("FAKETIME_NO_CACHE", "1"),
+        ]
+    }
+
+    /// Stops `pid` until `resume`.
+    fn pause(&self, pid: u32) -> Instant {
+        signal(pid, "-STOP");
+        Instant::now()
+    }
+
+    /// Lets `pid` run again with its clocks where they were at `paused`.
+    fn resume(&self, pid: u32, paused: Instant) {
+        let hidden = paused.elapsed().as_secs_f64();
+        std::fs::write(&self.file, format!("-{hidden:.3}")).unwrap();
+        signal(pid, "-CONT");
+    }
+}
+
+/// Node A claims a payout and sends it to MTN, whose gateway holds the
+/// request; A is then paused in a way its clocks never see. Node B takes the
+/// payouts job over, finds the payout unknown to MTN once nothing can be in
+/// flight, and sends it again under the same id, which MTN holds too. A
+/// comes back believing its lease still fresh, and MTN refuses A's copy
+/// (nothing done, a 429): A must neither fail the payout over to pawaPay (B's
+/// copy is on its way) nor record the refusal on B's attempt. MTN pays
+/// once, pawaPay never hears of it, and the item completes.
+#[service_test]
+async fn a_node_back_from_a_pause_its_clock_missed_leaves_the_payout_sent_again_alone() {
+    let (mtn, pawapay) = (FakeMtn::start().await, FakePawapay::start().await);
+    mtn.settle_after(Duration::from_millis(200));
+    let phone = "+2290166000929";
+    let (refused, taken) = (Gate::default(), Gate::default());
+    let late_refusal = Some(Box::new(mtn::refusal(429)));
+    mtn.inject_for(
+        "transfer",
+        phone,
+        Fault::Held(refused.clone(), late_refusal),
+        1,
+    );
+    mtn.inject_for("transfer", phone, Fault::Held(taken.clone(), None), 1);
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = two_routes_config(dir.path(), &mtn, &pawapay);
+    let clock = HiddenClock::new(dir.path());
+    let db = TestDatabase::create();
+    let url = db.url.clone();
+    // A first, so that it holds the payouts job; then B.
+    let mut fleet = Fleet::start_on(&url, Some(db), 0, &[("MMC_CONFIG", &config)]);
+    let a = fleet.add_node(&clock.env());
+    let a_pid = fleet.node(a).child.id();
+    let until = Instant::now() + Duration::from_secs(20);
+    while lease_holder_pid(&url, "job:bulk:payouts").await != Some(a_pid) {
+        assert!(Instant::now() < until, "node A never held the payouts job");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let b = fleet.add_node(&[]);
+    let merchant = fleet.cli(&["merchants", "create", "--name", "Payroll"]);
+    let merchant = merchant["id"].as_str().unwrap().to_string();
+    let live_key = || {
+        let k = fleet.cli(&["keys", "create", "--merchant", &merchant, "--env", "live"]);
+        k["key"].as_str().unwrap().to_string()
+    };
+    let (maker, checker) = (live_key(), live_key());
+    let batch = json!({"name": "Paused", "items": [{"beneficiary_name": "Awa Koné",
+        "phone": phone, "amount": 2500, "currency": "XOF", "reference": "paused-1"}]});
+    let created = post(
+        &fleet,
+        b,
+        "/api/v1/bulk-payments/",
+        &maker,
+        &new_key(),
+        &batch,
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["id"].as_str().unwrap().to_string();
+    let validate = format!("/api/v1/bulk-payments/{id}/validate/");
+    let validated = post(&fleet, b, &validate, &checker, &new_key(), &json!({})).await;
+    assert_eq!(validated.status, 200, "{}", validated.body);
+
+    let arrived = |n: usize| {
+        let mtn = &mtn;
+        async move {
+            let until = Instant::now() + Duration::from_secs(60);
+            while mtn.requests_for("transfer", phone).len() < n {
+                assert!(Instant::now() < until, "{n} transfers never reached MTN");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    // A's transfer waits in MTN's gateway: pause A there.
+    arrived(1).await;
+    let paused = clock.pause(a_pid);
+    // B takes the job over and sends the payout again under its id.
+    arrived(2).await;
+    clock.resume(a_pid, paused);
+    refused.open();
+    // A hears the refusal of its own copy at once; what it would do with
+    // it (a failover) takes milliseconds.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        pawapay.requests("payouts").is_empty(),
+        "a second provider was asked while MTN held the copy sent again"
+    );
+    taken.open();
+
+    let items = format!("/api/v1/bulk-payments/{id}/items/");
+    let until = Instant::now() + Duration::from_secs(40);
+    let item = loop {
+        let (_, page) = fleet.get(b, &items, &maker).await;
+        let item = page["results"][0].clone();
+        if item["status"] == "completed" || Instant::now() > until {
+            break item;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(item["status"], "completed", "{item}");
+    assert_eq!(mtn.ids_for("transfer", phone).len(), 1, "under one id");
+    let paid: Vec<_> = mtn
+        .transactions()
+        .into_iter()
+        .filter(|t| normal_key(&t.party) == normal_key(phone))
+        .collect();
+    assert_eq!(paid.len(), 1, "one transfer at MTN: {paid:?}");
+    assert!(
+        pawapay.requests("payouts").is_empty(),
+        "pawaPay never asked"
+    );
 }
