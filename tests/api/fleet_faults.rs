@@ -889,3 +889,140 @@ async fn a_node_back_from_a_pause_its_clock_missed_leaves_the_payout_sent_again_
         "pawaPay never asked"
     );
 }
+
+/// The refund of a completed payment, asked on node A, whose wall clock
+/// runs a minute behind node B's, which runs reconciliation: MTN's gateway
+/// holds A's refund request, B finds the refund unknown to MTN and sends it
+/// again under its id, then MTN refuses A's copy (429). A must not record
+/// that refusal (which would fail the refund and free its amount for a
+/// second refund under another id): B's copy is the attempt. The refund
+/// completes, once, and is never reported failed.
+#[service_test]
+async fn a_late_refusal_of_a_refund_sent_again_meanwhile_neither_fails_nor_frees_it() {
+    let (mtn, pawapay) = (FakeMtn::start().await, FakePawapay::start().await);
+    mtn.settle_after(Duration::from_millis(200));
+    let phone = "+2290166000939";
+    let (refused, taken) = (Gate::default(), Gate::default());
+    let late_refusal = Some(Box::new(mtn::refusal(429)));
+    mtn.inject_for(
+        "refund",
+        phone,
+        Fault::Held(refused.clone(), late_refusal),
+        1,
+    );
+    mtn.inject_for("refund", phone, Fault::Held(taken.clone(), None), 1);
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = two_routes_config(dir.path(), &mtn, &pawapay);
+    let db = TestDatabase::create();
+    let url = db.url.clone();
+    let mut fleet = Fleet::start_on(&url, Some(db), 0, &[("MMC_CONFIG", &config)]);
+    let b = fleet.add_node(&[]);
+    let b_pid = fleet.node(b).child.id();
+    let until = Instant::now() + Duration::from_secs(20);
+    while lease_holder_pid(&url, "job:collect:reconcile").await != Some(b_pid) {
+        assert!(Instant::now() < until, "node B never held reconciliation");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let faketime = libfaketime();
+    let a = fleet.add_node(&[
+        ("LD_PRELOAD", faketime.to_str().unwrap()),
+        ("FAKETIME", "-60"),
+        ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
+    ]);
+    let merchant = fleet.cli(&["merchants", "create", "--name", "Refunds"]);
+    let merchant = merchant["id"].as_str().unwrap().to_string();
+    let key = fleet.cli(&["keys", "create", "--merchant", &merchant, "--env", "live"]);
+    let key = key["key"].as_str().unwrap().to_string();
+    let created = post(
+        &fleet,
+        b,
+        "/api/v1/collect/payments",
+        &key,
+        &new_key(),
+        &direct_payment(phone),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["id"].as_str().unwrap().to_string();
+    let path = format!("/api/v1/collect/payments/{id}");
+    let read_until = |want: &'static str| {
+        let (fleet, path, key) = (&fleet, path.clone(), key.clone());
+        async move {
+            let until = Instant::now() + Duration::from_secs(30);
+            loop {
+                let (_, p) = fleet.get(b, &path, &key).await;
+                if p["status"] == want || Instant::now() > until {
+                    return p;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
+    let paid = read_until("completed").await;
+    assert_eq!(paid["status"], "completed", "{paid}");
+
+    // B waits while A's refund reaches MTN, so that the copy comes second.
+    signal(b_pid, "-STOP");
+    let refund = {
+        let url = fleet.url(a, &format!("{path}/refunds"));
+        let key = key.clone();
+        tokio::spawn(async move {
+            let client = reqwest::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .unwrap();
+            let resp = client
+                .post(url)
+                .bearer_auth(key)
+                .header("Idempotency-Key", new_key())
+                .json(&json!({}))
+                .send()
+                .await
+                .expect("node A answers the refund");
+            (resp.status().as_u16(), resp.json::<Value>().await.unwrap())
+        })
+    };
+    let arrived = |n: usize| {
+        let mtn = &mtn;
+        async move {
+            let until = Instant::now() + Duration::from_secs(30);
+            while mtn.requests_for("refund", phone).len() < n {
+                assert!(
+                    Instant::now() < until,
+                    "{n} refund requests never reached MTN"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    arrived(1).await;
+    signal(b_pid, "-CONT");
+    arrived(2).await;
+    refused.open();
+    let (status, answered) = refund.await.unwrap();
+    assert_eq!(status, 201, "{answered}");
+    assert_ne!(answered["status"], "failed", "{answered}");
+    taken.open();
+
+    let refunded = read_until("refunded").await;
+    assert_eq!(refunded["status"], "refunded", "{refunded}");
+    let (_, events) = fleet.get(b, "/api/v1/events?limit=100", &key).await;
+    let types: Vec<&str> = events["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["type"].as_str())
+        .collect();
+    assert!(
+        !types.contains(&"collect.refund.failed"),
+        "the refund was reported failed: {types:?}"
+    );
+    assert_eq!(mtn.ids_for("refund", phone).len(), 1, "under one id");
+    let refunds: Vec<_> = mtn
+        .transactions()
+        .into_iter()
+        .filter(|t| t.refund_of.is_some() && t.succeeded())
+        .collect();
+    assert_eq!(refunds.len(), 1, "one refund at MTN: {refunds:?}");
+}

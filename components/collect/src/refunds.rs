@@ -131,9 +131,16 @@ pub fn create_http(caller: &Caller, req: &Request, id: &str) -> Result<Response,
         let mut r = tx
             .refund(&r.environment, &r.merchant_id, &r.id)?
             .ok_or_else(|| ApiError::internal("refund vanished"))?;
+        // Sent again since, by another run (this one stalled past the
+        // in-flight window): that attempt's answer is the one to record.
+        if r.sent_at_ms.is_some() {
+            return Ok(r);
+        }
         let status = match &answer {
             Ok(started) => {
-                r.psp_reference = Some(started.psp_reference.clone());
+                if !started.psp_reference.is_empty() {
+                    r.psp_reference = Some(started.psp_reference.clone());
+                }
                 started.status.clone()
             }
             Err(e) => status_after_error(&r, e),
@@ -460,25 +467,30 @@ pub fn reconcile_due(limit: u32) -> u32 {
         Err(_) => return 0,
     };
     // Reads: the writer is taken only to record the answers.
-    let (asked, ops): (Vec<&store::Due>, Vec<Routed>) = due
+    let (asked, ops): (Vec<(&store::Due, Option<u64>)>, Vec<Routed>) = due
         .iter()
-        .filter_map(|d| Some((d, refund_to_ask(d).ok().flatten()?)))
+        .filter_map(|d| {
+            let (op, sent_at) = refund_to_ask(d).ok().flatten()?;
+            Some(((d, sent_at), op))
+        })
         .unzip();
     let answers = router::refund_status_many(&ops);
-    for (d, answer) in asked.into_iter().zip(answers) {
-        let _ = record_refund_answer(d, answer);
+    for ((d, sent_at), answer) in asked.into_iter().zip(answers) {
+        let _ = record_refund_answer(d, sent_at, answer);
     }
     due.len() as u32
 }
 
 /// A due refund, asked through the route its payment was collected
-/// through; none when the refund is gone (its index entry is dropped).
-fn refund_to_ask(d: &store::Due) -> Result<Option<Routed>, ApiError> {
+/// through, and when its attempt asked about was sent (None: the first);
+/// none when the refund is gone (its index entry is dropped).
+fn refund_to_ask(d: &store::Due) -> Result<Option<(Routed, Option<u64>)>, ApiError> {
     let Some(r) = store::read_refund(&d.env, &d.merchant, &d.id)? else {
         store::drop_index_entry("refund_active", &d.key)?;
         return Ok(None);
     };
-    routed(r).map(Some)
+    let sent_at = r.sent_at_ms;
+    routed(r).map(|op| Some((op, sent_at)))
 }
 
 /// How `r` is asked about: through the route its payment was collected through.
@@ -500,9 +512,11 @@ fn routed(r: Refund) -> Result<Routed, ApiError> {
 
 /// What the operator answered about a due refund, recorded (run again on a
 /// storage conflict); a refund the operator does not know once nothing of
-/// ours can be on its way is sent again, after the transaction.
+/// ours can be on its way is sent again, after the transaction. `sent_at`:
+/// when the attempt asked about was sent (None: the first).
 fn record_refund_answer(
     d: &store::Due,
+    sent_at: Option<u64>,
     answer: Result<PspStatus, AdapterError>,
 ) -> Result<(), ApiError> {
     let recorded = store::again_on_conflict(|| {
@@ -511,6 +525,9 @@ fn record_refund_answer(
             return Ok(None);
         };
         match &answer {
+            // Not known before a copy sent since: that copy is asked about
+            // on its own schedule.
+            Ok(PspStatus::NotFound) if r.sent_at_ms != sent_at => return Ok(None),
             Ok(PspStatus::NotFound)
                 if r.status == RefundStatus::Pending
                     && payments::not_found_is_final(
@@ -598,6 +615,9 @@ fn resend(d: &store::Due, r: &Refund) -> Result<(), ApiError> {
         let Some(mut r) = tx.refund(&d.env, &d.merchant, &d.id)? else {
             return Ok(());
         };
+        if r.sent_at_ms != attempt.sent_at_ms {
+            return Ok(()); // sent again since, by another run
+        }
         let status = match &answer {
             Ok(started) => {
                 if !started.psp_reference.is_empty() {
