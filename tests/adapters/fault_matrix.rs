@@ -20,7 +20,9 @@
 //! host kills it. One more lie does no work first: the request waits in the
 //! operator's gateway and is carried out only after every window the service
 //! keeps has passed ([`Lie::ArrivesLate`]): "not found" until then must not
-//! be taken for "never". All cells of one adapter share one fake and one
+//! be taken for "never"; and the same, with the copy sent again meanwhile
+//! refused ([`Lie::LateCopyRefused`]): a refusal of a copy says nothing of
+//! the first, so the operation must never be reported failed on the way. All cells of one adapter share one fake and one
 //! service (three, see [`Service`]) and run concurrently; the matrix is
 //! printed as a markdown table (`--nocapture`) and saved to
 //! `target/fault-matrix.md`.
@@ -84,15 +86,19 @@ enum Lie {
     /// then the operator knows nothing of it. (These cells run on a third
     /// service per adapter, whose windows are short.)
     ArrivesLate,
+    /// As [`Lie::ArrivesLate`], and the copy the service sends again under
+    /// the same id meanwhile is refused (a 429: nothing done for that copy).
+    LateCopyRefused,
 }
 
-const LIES: [Lie; 6] = [
+const LIES: [Lie; 7] = [
     Lie::Timeout,
     Lie::AcceptThen5xx,
     Lie::AcceptThenReset,
     Lie::Garbage,
     Lie::Trap,
     Lie::ArrivesLate,
+    Lie::LateCopyRefused,
 ];
 
 /// Which service of an adapter's a cell runs on.
@@ -114,20 +120,31 @@ impl Lie {
             Lie::Garbage => "unreadable answer",
             Lie::Trap => "adapter trap",
             Lie::ArrivesLate => "arrives late",
+            Lie::LateCopyRefused => "arrives late, its copy refused",
         }
     }
 
     fn service(self) -> Service {
         match self {
             Lie::Trap => Service::Trap,
-            Lie::ArrivesLate => Service::Late,
+            Lie::ArrivesLate | Lie::LateCopyRefused => Service::Late,
             _ => Service::Ordinary,
         }
     }
 
+    /// Whether the request is held in the gateway and carried out late.
+    fn arrives_late(self) -> bool {
+        matches!(self, Lie::ArrivesLate | Lie::LateCopyRefused)
+    }
+
     /// Why this lie is not run on `op` over `entry`, if it is not.
     fn skips(self, op: Op, entry: &Entry) -> Option<&'static str> {
-        match (self, op) {
+        let late = if self.arrives_late() {
+            Lie::ArrivesLate
+        } else {
+            self
+        };
+        match (late, op) {
             (Lie::ArrivesLate, Op::Initiate | Op::CheckoutSubmit)
                 if entry.keyless_initiate.is_some() =>
             {
@@ -152,7 +169,7 @@ impl Lie {
             Lie::AcceptThen5xx => Fault::AcceptThenStatus(500),
             Lie::AcceptThenReset => Fault::AcceptThenReset,
             Lie::Garbage => Fault::AcceptThenGarbage,
-            Lie::ArrivesLate => Fault::ArrivesLate(LATE),
+            Lie::ArrivesLate | Lie::LateCopyRefused => Fault::ArrivesLate(LATE),
         }
     }
 }
@@ -175,6 +192,8 @@ struct Look {
     reported: bool,
     /// The service's answer is final.
     terminal: bool,
+    /// The service reported the operation failed at some point (its event).
+    said_failed: bool,
 }
 
 impl Look {
@@ -233,9 +252,11 @@ impl Rig {
     }
 
     fn inject(&self, endpoint: &'static str, key: &str, lie: Lie) {
-        self.fake
-            .plumbing()
-            .inject_for(endpoint, key, lie.fault(), 1);
+        let plumbing = self.fake.plumbing();
+        plumbing.inject_for(endpoint, key, lie.fault(), 1);
+        if lie == Lie::LateCopyRefused {
+            plumbing.inject_for(endpoint, key, Fault::Status(429), 1);
+        }
     }
 
     fn fault_hit(&self, endpoint: &str, key: &str) -> bool {
@@ -259,6 +280,8 @@ struct Cell<'a> {
     /// A second key of the merchant, to approve its batches (maker-checker
     /// is on by default for live keys).
     approver: String,
+    /// Where the cell's fault was injected (endpoint, key).
+    injected: std::sync::Mutex<Option<(&'static str, String)>>,
 }
 
 impl Cell<'_> {
@@ -267,14 +290,31 @@ impl Cell<'_> {
     }
 
     async fn run(&self) -> Verdict {
-        match self.op {
+        let verdict = match self.op {
             Op::Initiate => self.initiate().await,
             Op::ConfirmOtp => self.confirm_otp().await,
             Op::Cancel => self.cancel().await,
             Op::Refund => self.refund().await,
             Op::Payout => self.payout().await,
             Op::CheckoutSubmit => self.checkout_submit().await,
+        }?;
+        // Where no copy went out under the same id (an adapter that finds
+        // the first by our id instead, or a refund with no status query),
+        // the cell is "arrives late" again, and says so.
+        let injected = self.injected.lock().unwrap().clone();
+        if self.lie == Lie::LateCopyRefused
+            && let Some((endpoint, key)) = injected
+            && !self.rig.fault_hit(endpoint, &key)
+        {
+            return Ok(format!("no copy was sent again to refuse; {verdict}"));
         }
+        Ok(verdict)
+    }
+
+    /// Injects the cell's fault at `endpoint` for the operation `key` names.
+    fn inject(&self, endpoint: &'static str, key: &str) {
+        self.rig.inject(endpoint, key, self.lie);
+        *self.injected.lock().unwrap() = Some((endpoint, key.to_string()));
     }
 
     /// From when the cell's outcome may be judged: at once, but for a
@@ -282,7 +322,7 @@ impl Cell<'_> {
     /// (the fault hits within a few seconds of this call).
     fn judged_from(&self) -> Instant {
         match self.lie {
-            Lie::ArrivesLate => Instant::now() + LATE + Duration::from_secs(3),
+            _ if self.lie.arrives_late() => Instant::now() + LATE + Duration::from_secs(3),
             _ => Instant::now(),
         }
     }
@@ -321,7 +361,13 @@ impl Cell<'_> {
     async fn look_at_payment(&self, id: &str) -> Look {
         let p = self.read(id).await;
         let status = p["status"].as_str().unwrap_or("unreadable").to_string();
+        let path = format!("/api/v1/events?payment={id}&limit=100");
+        let (_, events) = self.app().get(&self.key, &path).await;
+        let said_failed = events["data"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|e| e["type"] == "collect.payment.failed"));
         Look {
+            said_failed,
             at: self.rig.fake.payment(id),
             reported: matches!(status.as_str(), "completed" | "refunded"),
             terminal: matches!(
@@ -346,7 +392,7 @@ impl Cell<'_> {
     async fn initiate(&self) -> Verdict {
         let phone = (self.rig.entry.phone)(self.n);
         let endpoint = self.rig.fake.endpoint(Op::Initiate);
-        self.rig.inject(endpoint, &phone, self.lie);
+        self.inject(endpoint, &phone);
         let body = live_payment(self.rig.entry.country, self.rig.entry.operator, &phone);
         let p = self.create(&body).await?;
         let id = p["id"].as_str().unwrap();
@@ -358,7 +404,7 @@ impl Cell<'_> {
     /// The customer approves the request to pay; one held in the gateway
     /// reaches the customer only once a copy of it is carried out.
     async fn approves_once_asked(&self, id: &str) {
-        if self.lie == Lie::ArrivesLate {
+        if self.lie.arrives_late() {
             let until = Instant::now() + LATE + Duration::from_secs(5);
             while self.rig.fake.payment(id).records == 0 && Instant::now() < until {
                 tokio::time::sleep(Duration::from_millis(200)).await;
@@ -379,7 +425,7 @@ impl Cell<'_> {
             return Err(format!("setup: payment {} not awaiting_otp", p["status"]));
         }
         let endpoint = self.rig.fake.endpoint(Op::ConfirmOtp);
-        self.rig.inject(endpoint, &phone, self.lie);
+        self.inject(endpoint, &phone);
         let confirm = format!("/api/v1/collect/payments/{id}/confirm");
         self.app()
             .post(&self.key, &confirm, json!({"otp": otp.code}))
@@ -400,7 +446,7 @@ impl Cell<'_> {
         let endpoint = self.rig.fake.endpoint(Op::Cancel);
         let psp_reference = p["psp_reference"].as_str().unwrap_or_default();
         let target = self.rig.fake.target(Op::Cancel, &phone, id, psp_reference);
-        self.rig.inject(endpoint, &target, self.lie);
+        self.inject(endpoint, &target);
         let path = format!("/api/v1/collect/payments/{id}/cancel");
         let (status, answer) = self.app().post(&self.key, &path, json!({})).await;
         let asked = self.rig.fault_hit(endpoint, &target);
@@ -436,7 +482,7 @@ impl Cell<'_> {
         let session = p["psp_reference"].as_str().unwrap_or_default().to_string();
         let endpoint = self.rig.fake.endpoint(Op::Refund);
         let target = self.rig.fake.target(Op::Refund, &phone, id, &session);
-        self.rig.inject(endpoint, &target, self.lie);
+        self.inject(endpoint, &target);
         let path = format!("/api/v1/collect/payments/{id}/refunds");
         // As a merchant sends it: a 503 says nothing was sent and to send it
         // again with the same Idempotency-Key.
@@ -541,6 +587,7 @@ impl Cell<'_> {
         );
         let refunded = p["status"] == "refunded" || completed;
         Look {
+            said_failed: failed,
             at: self.rig.fake.refund(id, session),
             reported: refunded,
             terminal: refunded || failed,
@@ -562,7 +609,7 @@ impl Cell<'_> {
     async fn payout(&self) -> Verdict {
         let phone = (self.rig.entry.phone)(self.n);
         let endpoint = self.rig.fake.endpoint(Op::Payout);
-        self.rig.inject(endpoint, &phone, self.lie);
+        self.inject(endpoint, &phone);
         let item = json!({"beneficiary_name": "Awa Koné", "phone": phone, "amount": 2500,
                           "currency": "XOF", "reference": format!("cell-{}", self.n),
                           "operator": self.rig.entry.operator});
@@ -613,6 +660,7 @@ impl Cell<'_> {
         let item = &page["results"][0];
         let status = item["status"].as_str().unwrap_or("unreadable").to_string();
         Look {
+            said_failed: status == "failed",
             at: self.rig.fake.payout(phone),
             reported: status == "completed",
             terminal: matches!(status.as_str(), "completed" | "failed"),
@@ -631,7 +679,7 @@ impl Cell<'_> {
         let p = self.create(&hosted).await?;
         let id = p["id"].as_str().unwrap();
         let endpoint = self.rig.fake.endpoint(Op::CheckoutSubmit);
-        self.rig.inject(endpoint, &phone, self.lie);
+        self.inject(endpoint, &phone);
         let page_url = self.app().url(&format!("/checkout/{id}"));
         let form = [
             ("operator", self.rig.entry.operator),
@@ -660,9 +708,11 @@ impl Cell<'_> {
         verdict
     }
 
-    /// The targeted fault must have been used: otherwise the cell tested nothing.
+    /// The targeted fault must have been used: otherwise the cell tested
+    /// nothing. (The refusal of a copy comes later: see [`Cell::run`].)
     fn fault_hit(&self, endpoint: &str, key: &str) -> Result<(), String> {
-        if self.rig.fault_hit(endpoint, key) {
+        let left = self.rig.fake.plumbing().faults_left(endpoint, key);
+        if left == 0 || (self.lie == Lie::LateCopyRefused && left == 1) {
             Ok(())
         } else {
             Err(format!("test: the fault at {endpoint} never hit"))
@@ -697,6 +747,12 @@ fn verdict(look: &Look, ids: usize, what: &str) -> Verdict {
     }
     if look.at.moved && !look.reported {
         return Err(format!("money moved, service says {}", look.state));
+    }
+    if look.at.moved && look.said_failed {
+        return Err(format!(
+            "money moved, and the service reported it failed on the way; now {}",
+            look.state
+        ));
     }
     if !look.at.moved && look.reported {
         return Err(format!("no money moved, service says {}", look.state));
@@ -823,6 +879,7 @@ async fn fault_matrix_unknown_outcomes_never_lose_or_double_money() {
                     n: o * 10 + l,
                     key,
                     approver,
+                    injected: Default::default(),
                 });
             }
         }
@@ -858,7 +915,11 @@ async fn fault_matrix_unknown_outcomes_never_lose_or_double_money() {
                             lie.name(),
                             entry.name
                         ));
-                        "pass".to_string()
+                        if note.starts_with("no copy was sent again") {
+                            "pass (no copy sent again)".to_string()
+                        } else {
+                            "pass".to_string()
+                        }
                     }
                     (None, Some(Err(reason))) => {
                         failures += 1;

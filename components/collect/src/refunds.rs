@@ -564,9 +564,10 @@ fn record_refund_answer(
 
 /// Sends a pending refund again, under its id and through its payment's
 /// route, as a new attempt stored before it leaves: the operator did not
-/// know it once nothing of ours could still be on its way. Only an explicit
-/// refusal ends it (and releases its amount); an attempt that could not be
-/// sent changes nothing, since an earlier one may still arrive.
+/// know it once nothing of ours could still be on its way. Only a copy
+/// taken moves it: a copy refused or not sent changes nothing (its amount
+/// stays reserved), since an earlier one may still arrive; the operator's
+/// answer about the id settles it.
 fn resend(d: &store::Due, r: &Refund) -> Result<(), ApiError> {
     let now = clock::now_ms();
     let attempt = store::again_on_conflict(|| {
@@ -602,13 +603,23 @@ fn resend(d: &store::Due, r: &Refund) -> Result<(), ApiError> {
     );
     crate::mmc::platform::log::count("refund_resent");
     let answer = send(&p, &attempt);
-    if let Err(e) = &answer
-        && !matches!(e, AdapterError::Rejected(_))
-    {
+    let refused = match &answer {
+        Ok(started) => match &started.status {
+            PspStatus::Failed(f) => Some(format!("{} {}", f.code, f.message)),
+            _ => None,
+        },
+        Err(e) => Some(format!("{e:?}")),
+    };
+    if let Some(why) = &refused {
+        // A refusal of this copy says nothing of the copies before it.
         crate::mmc::platform::log::log(
             crate::mmc::platform::log::Level::Warn,
-            &format!("refund {} sent again: {e:?}", attempt.id),
+            &format!(
+                "refund {} sent again: the copy was not taken ({why}); still asked about by its id",
+                attempt.id
+            ),
         );
+        crate::mmc::platform::log::count("refund_resend_refused");
     }
     store::again_on_conflict(|| {
         let tx = Tx::begin()?;
@@ -619,14 +630,13 @@ fn resend(d: &store::Due, r: &Refund) -> Result<(), ApiError> {
             return Ok(()); // sent again since, by another run
         }
         let status = match &answer {
-            Ok(started) => {
+            Ok(started) if refused.is_none() => {
                 if !started.psp_reference.is_empty() {
                     r.psp_reference = Some(started.psp_reference.clone());
                 }
                 started.status.clone()
             }
-            Err(e @ AdapterError::Rejected(_)) => status_after_error(&r, e),
-            Err(_) => PspStatus::Pending,
+            _ => PspStatus::Pending,
         };
         apply_refund_status(&tx, &mut r, status)?;
         tx.commit()

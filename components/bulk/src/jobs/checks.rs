@@ -149,8 +149,8 @@ fn record_status(
 
 /// Sends a processing item's payout again, through its route and under its
 /// id, as a new attempt stored before it leaves (with its own sending
-/// deadline). Only an explicit answer ends the item; an attempt that could
-/// not be sent changes nothing: earlier ones may still arrive.
+/// deadline). Only the operator's answer about the id ends the item; a copy
+/// refused or not sent changes nothing: earlier ones may still arrive.
 fn resend(env: &str, merchant: &str, item: &Item) -> Result<(), ApiError> {
     let Some(attempt) = start_resend(env, merchant, item)? else {
         return Ok(());
@@ -160,12 +160,28 @@ fn resend(env: &str, merchant: &str, item: &Item) -> Result<(), ApiError> {
         item.id
     ));
     log::count("payout_resent");
+    // Only a copy taken moves the item: a refusal of this copy says nothing
+    // of the copies before it, which may still be carried out, so the item
+    // stays processing, asked about by its id.
     let answer = match send(env, &attempt) {
-        Err(e) if !matches!(e, AdapterError::Rejected(_)) => {
+        Err(e) => {
+            if matches!(e, AdapterError::Rejected(_)) {
+                log::count("payout_resend_refused");
+            }
             warn(&format!("payout of item {} sent again: {e:?}", item.id));
             Answer::Pending(None)
         }
-        outcome => payout_answer(&attempt, outcome),
+        outcome => match payout_answer(&attempt, outcome) {
+            Answer::Failed(r, f) => {
+                log::count("payout_resend_refused");
+                warn(&format!(
+                    "payout of item {} sent again: the copy was refused ({}: {}); still asked about by its id",
+                    item.id, f.code, f.message
+                ));
+                Answer::Pending(r)
+            }
+            answer => answer,
+        },
     };
     record(env, merchant, &attempt, answer, false).map(|_| ())
 }

@@ -33,9 +33,9 @@ pub fn to_send_again(p: &Payment, now: u64) -> bool {
 /// Sends payment `id` again (see the module), as a new attempt stored
 /// before it leaves with its own sending deadline. `seen_sent_at` is when
 /// the attempt found unknown was sent: a payment sent again or answered
-/// meanwhile is left alone. Only an explicit refusal ends the payment; an
-/// attempt that could not be sent changes nothing, since an earlier one may
-/// still arrive.
+/// meanwhile is left alone. Only a copy taken moves the payment: a copy
+/// refused or not sent changes nothing, since an earlier one may still
+/// arrive; the operator's answer about the id settles it.
 pub fn resend(
     env: &str,
     merchant: &str,
@@ -118,6 +118,16 @@ fn said(id: &str, level: log::Level, event: &str, what: &str) {
     log::count(event);
 }
 
+/// Logs and counts an answer to a copy sent again that does not settle
+/// the payment.
+fn said_of_copy(id: &str, what: &str) {
+    log::log(
+        log::Level::Warn,
+        &format!("payment {id} sent again: the copy was {what}; still asked about by its id"),
+    );
+    log::count("payment_resend_refused");
+}
+
 /// What the operator answered to the payment sent again.
 fn record_answer(
     attempt: &Payment,
@@ -134,9 +144,22 @@ fn record_answer(
         }
         record_attempt(tx, &mut p, |tx, p| {
             match outcome.clone() {
-                // An explicit answer: recorded as a first one would be.
-                Ok(answer) => apply_initiated(tx, p, Ok(answer))?,
-                Err(e @ AdapterError::Rejected(_)) => apply_initiated(tx, p, Err(e))?,
+                // The copy was taken: recorded as a first answer would be.
+                Ok(
+                    answer @ (Initiated::AwaitingCustomer(_)
+                    | Initiated::Redirect(_)
+                    | Initiated::Completed(_)),
+                ) => apply_initiated(tx, p, Ok(answer))?,
+                // A refusal of this copy says nothing of the copies before
+                // it, which may still be carried out: the payment stays in
+                // progress, asked about by its id, and is sent again while
+                // the operator does not know it. (A code asked for now is
+                // unknown too: what was first sent needed none.)
+                Ok(Initiated::Refused(f)) => {
+                    said_of_copy(&p.id, &format!("refused: {} {}", f.code, f.message));
+                }
+                Ok(Initiated::OtpRequired(_)) => said_of_copy(&p.id, "a one-time code asked for"),
+                Err(e @ AdapterError::Rejected(_)) => said_of_copy(&p.id, &format!("{e:?}")),
                 // Unknown, or not sent: nothing changes; asked about again.
                 Err(e) => log::log(
                     log::Level::Warn,
