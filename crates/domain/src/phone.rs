@@ -55,7 +55,9 @@ pub fn normalize(country: Country, input: &str) -> Result<String, PhoneError> {
     let national = match country {
         Country::Bj => match national.len() {
             10 if national.starts_with("01") => national.to_string(),
-            8 => format!("01{national}"),
+            // Old mobile numbers never began with 0: `01 66 00 10` is a
+            // new number cut short, not an old one.
+            8 if !national.starts_with('0') => format!("01{national}"),
             _ => return Err(PhoneError::NotMobile),
         },
         Country::Tg => match national.len() {
@@ -148,6 +150,11 @@ mod tests {
         );
         assert_eq!(
             normalize(Country::Bj, "0297000001"),
+            Err(PhoneError::NotMobile)
+        );
+        // A new number cut short is not an old one.
+        assert_eq!(
+            normalize(Country::Bj, "+229 01 66 00 10"),
             Err(PhoneError::NotMobile)
         );
         assert_eq!(

@@ -126,10 +126,14 @@ fn decimal(s: &str) -> Option<(u64, bool)> {
     Some((whole.parse().ok()?, fraction.bytes().any(|b| b != b'0')))
 }
 
-/// Two MSISDNs name one account when their digits agree, the answer's with
-/// or without its country code (operators write `2290166000001` or
-/// `0166000001`). At least eight digits must agree.
+/// Two MSISDNs name one account when the answer's, read as a number of the
+/// asked one's country in any form it is written (with or without its
+/// country code, Benin's old 8-digit form), is the asked number. Where the
+/// asked number's country is not known, at least eight digits must agree.
 fn same_account(asked: &str, reported: &str) -> bool {
+    if let Some(country) = crate::phone::country_of(asked) {
+        return crate::phone::normalize(country, reported).is_ok_and(|r| r == asked);
+    }
     let digits = |s: &str| s.chars().filter(char::is_ascii_digit).collect::<String>();
     let (asked, reported) = (digits(asked), digits(reported));
     reported.len() >= 8 && asked.ends_with(&reported)
@@ -217,6 +221,9 @@ mod tests {
         assert_eq!(check(payout, to(None)), Ok(()), "an answer that names none");
         assert_eq!(check(payout, to(Some("2290166000001"))), Ok(()));
         assert_eq!(check(payout, to(Some("0166000001"))), Ok(()));
+        // Benin's old forms of the same number, as aggregators' sandboxes write them.
+        assert_eq!(check(payout, to(Some("22966000001"))), Ok(()));
+        assert_eq!(check(payout, to(Some("66000001"))), Ok(()));
         for other in ["2290166000002", "0166000002", "1", ""] {
             assert_eq!(
                 check(payout, to(Some(other))).unwrap_err().code(),
@@ -224,5 +231,16 @@ mod tests {
                 "{other}"
             );
         }
+        // In Côte d'Ivoire eight digits name no number: 01, 05 and 07 wallets
+        // share them.
+        let ci = Asked {
+            party: Some("+2250766000001"),
+            ..payout
+        };
+        assert_eq!(check(ci, to(Some("0766000001"))), Ok(()));
+        assert_eq!(
+            check(ci, to(Some("66000001"))).unwrap_err().code(),
+            "beneficiary_mismatch"
+        );
     }
 }
