@@ -1,6 +1,9 @@
 //! A fleet's bad days: a node frozen in the middle of a write transaction
-//! (SIGSTOP: a paused VM, a partition), and its PostgreSQL restarted under
-//! load. Real `mmc serve` processes, a real server.
+//! (SIGSTOP: a paused VM, a partition), its PostgreSQL restarted under
+//! load, a node whose wall clock runs behind the others', and a node paused
+//! in a way its clocks never see (libfaketime), each while an operator's
+//! gateway holds a request and refuses it late. Real `mmc serve`
+//! processes, a real server.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

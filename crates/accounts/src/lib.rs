@@ -530,6 +530,7 @@ impl Accounts {
     }
 
     fn lookup(&self, hash: &str) -> Result<Option<Principal>, AccountError> {
+        // A key a person made stands for them while they are on the team.
         let row = self.db.read(|c| {
             c.query_opt(
                 "SELECT k.id, k.merchant_id, k.environment, m.name, k.scopes,
@@ -537,7 +538,7 @@ impl Accounts {
                         k.created_by_user, u.approvals_held_until_ms
                  FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
                  LEFT JOIN console_users u ON u.id = k.created_by_user
-                 WHERE k.key_hash = ?1 AND k.revoked_ms IS NULL",
+                 WHERE k.key_hash = ?1 AND k.revoked_ms IS NULL AND u.removed_ms IS NULL",
                 sql_params![hash],
             )
         })?;

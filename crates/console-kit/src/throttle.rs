@@ -152,7 +152,7 @@ fn give_back(tx: &mut dyn SqlConn, key: &str) -> Result<(), StorageError> {
 }
 
 fn account_key(email: &str) -> String {
-    sha256_hex(&format!("account {}", email.trim().to_lowercase()))
+    sha256_hex(&format!("account {}", crate::users::lookup_email(email)))
 }
 
 fn client_key(client: &str) -> String {

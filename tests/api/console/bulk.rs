@@ -527,3 +527,58 @@ async fn a_batch_beyond_its_routes_float_is_held_before_anything_is_sent_then_go
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["insufficient_float"], Value::Null, "{done}");
 }
+
+/// A person removed from the team and invited again is the same person, not
+/// a second one: the batch they made before is still theirs, so they cannot
+/// approve it on their return. The keys they made stand for them and end
+/// with their removal, on their return too.
+#[service_test]
+async fn a_member_removed_and_invited_again_is_still_the_maker_of_their_batch(app: TestApp) {
+    let (merchant, reader, _) = app.merchant("Payroll");
+    app.accounts
+        .set_require_second_approver(&merchant, Environment::Test, true)
+        .unwrap();
+    let owner = person(&app, &merchant, "owner@payroll.bj", Role::Owner).await;
+    let awa = person(&app, &merchant, "awa@payroll.bj", Role::Owner).await;
+    let maker = console_key(&awa, &["bulk:create", "bulk:approve"]).await;
+    let batch = batch_by_key(&app, &maker, "k-removed").await;
+    let before = actor(&app, &merchant, "awa@payroll.bj");
+
+    let users = &app.service.site.console.users;
+    let awa_id = users.list(&merchant).unwrap()[1].id.clone();
+    let removed = owner
+        .confirm(&format!("/console/team/{awa_id}/remove"))
+        .await;
+    assert_eq!(removed.status, 303, "{}", removed.body);
+    // Her key ends with her removal (every node within the key cache's TTL).
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let (status, _) = app.get(&maker, "/api/v1/bulk-payments/").await;
+    assert_eq!(status, 401, "a removed person's key still works");
+
+    // Invited again (the address typed in capitals): the same person.
+    let again = person(&app, &merchant, "Awa@Payroll.bj", Role::Owner).await;
+    assert_eq!(actor(&app, &merchant, "awa@payroll.bj"), before);
+    let (status, _) = app.get(&maker, "/api/v1/bulk-payments/").await;
+    assert_eq!(status, 401, "her old key came back with her");
+    let checker = console_key(&again, &["bulk:approve"]).await;
+    let (status, e) = approve_by_key(&app, &checker, &batch).await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (403, Some("second_approver_required")),
+        "{e}"
+    );
+    let page = format!("/console/bulk/{batch}");
+    let refused = again
+        .submit(&page, &format!("{page}/validate"), &[("action", "approve")])
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    // Another person approves it.
+    let approved = owner
+        .submit(&page, &format!("{page}/validate"), &[("action", "approve")])
+        .await;
+    assert_eq!(approved.status, 303, "{}", approved.body);
+    let (_, b) = app
+        .get(&reader, &format!("/api/v1/bulk-payments/{batch}/"))
+        .await;
+    assert_eq!(b["status"], "processing", "{b}");
+}

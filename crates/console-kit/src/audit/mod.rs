@@ -272,7 +272,7 @@ impl AuditLog {
         } else {
             "wrong password"
         };
-        let email = email.trim().to_lowercase();
+        let email = crate::users::lookup_email(email);
         self.db.write(|tx| {
             let Some(r) = tx.query_opt(
                 "SELECT merchant_id, id, email FROM console_users WHERE email = ?1 AND removed_ms IS NULL",
@@ -438,7 +438,7 @@ impl AuditLog {
                 sql_params![
                     merchant_id,
                     &f.action,
-                    &f.email.as_ref().map(|e| e.trim().to_lowercase()),
+                    &f.email.as_deref().map(crate::users::lookup_email),
                     f.since_ms.unwrap_or(0) as i64,
                     f.until_ms.map(|u| u as i64).unwrap_or(i64::MAX),
                     f.before_id.unwrap_or(i64::MAX),

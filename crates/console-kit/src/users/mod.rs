@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use mmc_accounts::scopes::{Scope, Scopes};
 use mmc_common::clock::system_now_ms;
-use mmc_db::{Row, SqlDb, StorageError};
+use mmc_db::{Row, SqlConn, SqlDb, StorageError};
 use mmc_storage::sql::Value;
 use mmc_storage::sql_params;
 
@@ -145,14 +145,34 @@ pub fn sha256_hex(s: &str) -> String {
     hex::encode(Sha256::digest(s.as_bytes()))
 }
 
+/// The one form an email address is stored, looked up and counted in:
+/// trimmed and lower-cased, its domain in IDNA's ASCII form (`shöp.bj` and
+/// `xn--shp-tna.bj` are one address). The part before `@` must be printable
+/// ASCII, so that no two spellings of it can look alike (an accent written
+/// two ways, a zero-width space). None: not an address we take.
+pub fn canonical_email(email: &str) -> Option<String> {
+    let (local, domain) = email.trim().rsplit_once('@')?;
+    if local.is_empty() || !local.chars().all(|c| c.is_ascii_graphic() && c != '@') {
+        return None;
+    }
+    let url::Host::Domain(domain) = url::Host::parse(domain).ok()? else {
+        return None; // an IP address
+    };
+    if !domain.contains('.') || domain.starts_with('.') {
+        return None;
+    }
+    let email = format!("{}@{domain}", local.to_ascii_lowercase());
+    (email.len() <= 254).then_some(email)
+}
+
+/// [`canonical_email`] for a lookup: what is not an address is looked up
+/// as typed (trimmed, lower-cased), and finds no one.
+pub fn lookup_email(email: &str) -> String {
+    canonical_email(email).unwrap_or_else(|| email.trim().to_lowercase())
+}
+
 fn normalize_email(email: &str) -> Result<String, UserError> {
-    let email = email.trim().to_lowercase();
-    let valid = email.len() <= 254
-        && email.split_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty() && domain.contains('.') && !domain.starts_with('.')
-        })
-        && !email.chars().any(|c| c.is_whitespace() || c.is_control());
-    valid.then_some(email).ok_or(UserError::InvalidEmail)
+    canonical_email(email).ok_or(UserError::InvalidEmail)
 }
 
 /// Argon2id, v19, m = 7 MiB, t = 5, p = 1: the configuration OWASP's
@@ -283,6 +303,11 @@ impl Users {
     }
 
     /// A new user of `merchant_id`, invited: the link signs them in once.
+    /// A person removed from this merchant and invited again is the same
+    /// user (the same id), not a second one: whoever they were on a batch
+    /// (its maker, say) they still are, so they cannot approve it as
+    /// someone else. They come back with nothing of before: no password,
+    /// second factor, session or key.
     pub fn invite(
         &self,
         merchant_id: &str,
@@ -302,7 +327,7 @@ impl Users {
             created_ms: now,
         };
         let expires_ms = now + INVITE_TTL_MS;
-        self.db.write(|tx| {
+        let before = self.db.write(|tx| {
             if tx.query_opt("SELECT 1 FROM merchants WHERE id = ?1", sql_params![merchant_id])?.is_none() {
                 return Ok(Err(UserError::UnknownMerchant(merchant_id.to_string())));
             }
@@ -311,13 +336,38 @@ impl Users {
             if tx.query_opt("SELECT 1 FROM console_users WHERE email = ?1 AND removed_ms IS NULL", sql_params![&user.email])?.is_some() {
                 return Ok(Err(UserError::EmailTaken));
             }
-            tx.execute(
-                "INSERT INTO console_users (id, merchant_id, email, role, invite_hash, invite_expires_ms, created_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                sql_params![&user.id, merchant_id, &user.email, role.as_str(), sha256_hex(&token), expires_ms as i64, now as i64],
+            let before = tx.query_opt(
+                "SELECT id, created_ms FROM console_users WHERE email = ?1 AND merchant_id = ?2
+                 ORDER BY removed_ms DESC, id LIMIT 1",
+                sql_params![&user.email, merchant_id],
             )?;
-            Ok(Ok(()))
+            let Some(before) = before else {
+                tx.execute(
+                    "INSERT INTO console_users (id, merchant_id, email, role, invite_hash, invite_expires_ms, created_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    sql_params![&user.id, merchant_id, &user.email, role.as_str(), sha256_hex(&token), expires_ms as i64, now as i64],
+                )?;
+                return Ok(Ok(None));
+            };
+            let (id, created_ms) = (before.text(0)?, before.int(1)?);
+            tx.execute(
+                "UPDATE console_users SET role = ?2, password_hash = NULL, invite_hash = ?3, invite_expires_ms = ?4,
+                 totp_secret = NULL, totp_enabled = 0, totp_last_step = NULL, totp_last_purpose = NULL,
+                 approvals_held_until_ms = NULL, removed_ms = NULL WHERE id = ?1",
+                sql_params![&id, role.as_str(), sha256_hex(&token), expires_ms as i64],
+            )?;
+            // Keys made before the removal (by a version that left them) stay ended.
+            revoke_keys_of(tx, &id, now)?;
+            Ok(Ok(Some((id, created_ms as u64))))
         })??;
+        let user = match before {
+            Some((id, created_ms)) => User {
+                id,
+                created_ms,
+                ..user
+            },
+            None => user,
+        };
         Ok(Invitation {
             user,
             path: format!("/console/invite/{token}"),
@@ -448,7 +498,7 @@ impl Users {
         password: &str,
         memory: &mut Vec<argon2::Block>,
     ) -> Result<Option<Credentials>, UserError> {
-        let email = email.trim().to_lowercase();
+        let email = lookup_email(email);
         let row = self.db.read(|c| {
             c.query_opt(
                 &format!("SELECT {USER_COLUMNS}, password_hash, totp_secret, totp_enabled, totp_last_step FROM console_users WHERE email = ?1 AND removed_ms IS NULL"),
@@ -556,8 +606,19 @@ impl Users {
             )?;
             tx.execute("DELETE FROM console_sessions WHERE user_id = ?1", sql_params![user_id])?;
             tx.execute("DELETE FROM console_recovery_codes WHERE user_id = ?1", sql_params![user_id])?;
+            // The keys this person made stand for them: they end with them.
+            revoke_keys_of(tx, user_id, system_now_ms())?;
             Ok(Ok(found))
         })??;
         Ok(removed)
     }
+}
+
+/// Revokes every key `user_id` made in the console that is still in use.
+fn revoke_keys_of(tx: &mut dyn SqlConn, user_id: &str, now: u64) -> Result<(), StorageError> {
+    tx.execute(
+        "UPDATE api_keys SET revoked_ms = ?2 WHERE created_by_user = ?1 AND revoked_ms IS NULL",
+        sql_params![user_id, now as i64],
+    )?;
+    Ok(())
 }

@@ -211,7 +211,33 @@ fn roles_map_to_the_api_scopes() {
 #[test]
 fn emails_are_checked_and_lowercased() {
     assert_eq!(normalize_email(" Awa@Shop.BJ ").unwrap(), "awa@shop.bj");
-    for bad in ["", "awa", "@shop.bj", "awa@shop", "a wa@shop.bj"] {
+    for bad in [
+        "",
+        "awa",
+        "@shop.bj",
+        "awa@shop",
+        "a wa@shop.bj",
+        "a@b@shop.bj",
+    ] {
         assert!(normalize_email(bad).is_err(), "{bad}");
     }
+}
+
+#[test]
+fn one_address_has_one_form_and_look_alikes_are_refused() {
+    // A domain in Unicode or in its ASCII form is one address.
+    assert_eq!(
+        normalize_email("awa@Shöp.bj").unwrap(),
+        normalize_email("awa@xn--shp-tna.bj").unwrap()
+    );
+    // Before the @, only printable ASCII: an accent written two ways, or an
+    // invisible character, would make two addresses that read the same.
+    for bad in [
+        "awa\u{200B}@shop.bj",
+        "jos\u{e9}@shop.bj",
+        "jose\u{301}@shop.bj",
+    ] {
+        assert!(normalize_email(bad).is_err(), "{bad:?}");
+    }
+    assert_eq!(lookup_email(" Awa@Shöp.BJ"), "awa@xn--shp-tna.bj");
 }
