@@ -610,6 +610,9 @@ async fn payments_are_searched_by_the_start_of_their_reference_or_the_end_of_the
     assert_eq!(search("0166001001").await, [b, a]);
     assert_eq!(search("%2B229%2001%2066%2000%2010%2001").await, [b, a]);
     assert_eq!(search("%2B229+01+66+00+10+01").await, [b, a]);
+    // Benin's old international form of the same number.
+    assert_eq!(search("%2B229%2066%2000%2010%2001").await, [b, a]);
+    assert_eq!(search("22966001001").await, [b, a]);
     assert_eq!(search("1001").await, [d, b, a]);
     assert!(search("001").await.is_empty(), "three digits are no phone");
     assert!(search("0166001002").await.is_empty());

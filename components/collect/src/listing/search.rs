@@ -49,10 +49,20 @@ pub fn search(req: &Request) -> Result<Option<Search>, ApiError> {
             format!("search must be 1 to {MAX_TEXT} characters, not only spaces."),
         ));
     }
+    let phone = whole_number(text);
     Ok(Some(Search {
         folded: keys::fold(text),
-        digits: keys::reversed_digits(text),
+        digits: keys::reversed_digits(phone.as_deref().unwrap_or(text)),
     }))
+}
+
+/// A text that names a whole number with its country code, in any form its
+/// country writes it (Benin's old 8-digit numbers with `229` in front
+/// included), as numbers are stored: so that `+229 66 00 10 01` finds
+/// `+2290166001001`.
+fn whole_number(text: &str) -> Option<String> {
+    let country = mmc_domain::phone::country_of(text)?;
+    mmc_domain::phone::normalize(country, text).ok()
 }
 
 impl Search {
