@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::support::fakes::Fault;
 use crate::support::fakes::wave::FakeWave;
-use crate::support::fixtures::{events_of, reconcile_today, today};
+use crate::support::fixtures::{events_of, reconcile_day, reconcile_today, today};
 use crate::support::*;
 use crate::wave::wave_payment;
 use crate::*;
@@ -674,4 +674,34 @@ async fn fedapays_balances_are_shown_per_mode_and_its_records_read_back_by_statu
     let how = (report["method"].as_str(), report["status"].as_str());
     assert_eq!(how, (Some("status"), Some("reconciled")), "{report}");
     assert_eq!(counts(&report)["matched"], 1, "{report}");
+}
+
+/// A provider with no statement (MTN) has each day read once, by status:
+/// what moves after that read is not seen. So its day is final, and run by
+/// itself, only once its operations have stopped moving
+/// (`books.status_settle_ms` after the day's end), whatever lag its adapter
+/// states (none, for MTN).
+#[service_test]
+async fn a_day_read_by_status_is_final_only_once_its_operations_have_stopped_moving() {
+    use crate::support::fakes::mtn::FakeMtn;
+    let fake = FakeMtn::start().await;
+    // How long ago yesterday ended (days are UTC).
+    let since_end = mmc_common::clock::system_now_ms() % 86_400_000;
+    let app_settling = |settle_ms: u64| {
+        app_with_adapter("momo", &["mtn-bj"], fake.component_config(), move |c| {
+            admin_token(c);
+            c.books.status_settle_ms = settle_ms;
+        })
+    };
+    let open = app_settling(since_end + 3_600_000).await;
+    let yesterday = mmc_domain::time::date(mmc_common::clock::system_now_ms() - 86_400_000);
+    let report = reconcile_day(&open, "momo", &yesterday).await;
+    assert_eq!(report["method"], "status", "{report}");
+    assert_eq!(
+        report["final"], false,
+        "yesterday's operations may still move: {report}"
+    );
+    let settled = app_settling(0).await;
+    let report = reconcile_day(&settled, "momo", &yesterday).await;
+    assert_eq!(report["final"], true, "{report}");
 }

@@ -93,7 +93,12 @@ pub fn today() -> String {
 /// `account`'s day `today()` reconciled through the admin API (the app
 /// takes [`super::ADMIN`]): its report.
 pub async fn reconcile_today(app: &TestApp, account: &str) -> Value {
-    let body = serde_json::json!({"date": today(), "account": account}).to_string();
+    reconcile_day(app, account, &today()).await
+}
+
+/// `date` of `account` reconciled now through the admin API: its report.
+pub async fn reconcile_day(app: &TestApp, account: &str, date: &str) -> Value {
+    let body = serde_json::json!({"date": date, "account": account}).to_string();
     let (status, answer) = super::admin(
         app,
         reqwest::Method::POST,

@@ -18,6 +18,12 @@ pub struct BooksConfig {
     /// the provider by status before it is called missing: the provider may
     /// have executed it after midnight.
     pub missing_grace_ms: u64,
+    /// How long after a day ends a provider read by status (no statement)
+    /// has its day read and called final (ms): long enough for that day's
+    /// operations to stop moving (a customer approving at the end of their
+    /// window, a request carried out late), since a day read by status is
+    /// read once, and only what moved by then is seen.
+    pub status_settle_ms: u64,
     /// How long a statement the provider is still preparing is waited for (ms).
     pub statement_wait_ms: u64,
     /// What each provider charges, per account, operator and operation:
@@ -41,6 +47,9 @@ impl Default for BooksConfig {
             check_every_ms: 15 * 60 * 1000,
             catch_up_days: 3,
             missing_grace_ms: 30 * 60 * 1000,
+            // The longest direct expiry (1 h) and approval window (30 min),
+            // a request in flight (90 s), and a margin.
+            status_settle_ms: 2 * 60 * 60 * 1000,
             statement_wait_ms: 10 * 60 * 1000,
             drift_tolerance: 0,
             staged_lines_in_memory: 20_000,

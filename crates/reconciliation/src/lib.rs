@@ -207,23 +207,29 @@ impl Books {
             .collect()
     }
 
-    /// How the provider's books are read, and after how long a day is final.
+    /// How the provider's books are read, and after how long a day is final:
+    /// a day read by status only once its operations have stopped moving
+    /// (`books.status_settle_ms`), since what moves after its read is not seen.
     fn info(&self, account: &str) -> Result<(bool, u64), BooksError> {
-        match self
+        let (statement, lag) = match self
             .runtime
             .call_books(account, |store, b| b.call_info(store))
         {
-            Ok(Some(info)) => Ok((info.statement, info.final_after_ms)),
-            Ok(None) => Ok((false, 0)),
+            Ok(Some(info)) => (info.statement, info.final_after_ms),
+            Ok(None) => (false, 0),
             Err(mmc_runtime::CallError::NotLoaded(_)) => {
-                Err(BooksError::UnknownAccount(account.to_string()))
+                return Err(BooksError::UnknownAccount(account.to_string()));
             }
             // The books of an adapter that fails to say are read by status.
             Err(e) => {
                 tracing::warn!(account, error = %e, "books: the adapter did not say how its books are read");
-                Ok((false, 0))
+                (false, 0)
             }
+        };
+        if statement {
+            return Ok((true, lag));
         }
+        Ok((false, lag.max(self.config.status_settle_ms)))
     }
 
     /// How long after a day ends `account`'s provider calls its statement final.
