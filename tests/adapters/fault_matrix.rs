@@ -660,7 +660,8 @@ impl Cell<'_> {
         let item = &page["results"][0];
         let status = item["status"].as_str().unwrap_or("unreadable").to_string();
         Look {
-            said_failed: status == "failed",
+            // Failed, or failed once and then completed by a late success.
+            said_failed: status == "failed" || item["review"]["code"] == "late_success",
             at: self.rig.fake.payout(phone),
             reported: status == "completed",
             terminal: matches!(status.as_str(), "completed" | "failed"),

@@ -577,6 +577,19 @@ async fn a_payout_whose_sender_froze_between_claim_and_call_moves_money_once() {
     assert_eq!(page["results"][0]["status"], "completed", "{page}");
 }
 
+/// How many `operation` calls node `i`'s `momo` adapter saw refused
+/// (`rejected`): the late refusal really reached the node it was meant for.
+async fn refusals_heard(fleet: &Fleet, i: usize, operation: &str) -> f64 {
+    let text = reqwest::get(format!("{}/metrics", fleet.node(i).base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let labels = format!(r#"adapter="momo",operation="{operation}",outcome="rejected""#);
+    metric(&text, "mmc_adapter_calls_total", &labels)
+}
+
 /// libfaketime's library for threaded programs (Debian's `faketime`
 /// package, which `make test` installs): preloaded, it shifts what a
 /// process reads of the wall clock, not its monotonic clock.
@@ -710,6 +723,11 @@ async fn a_refusal_of_a_request_sent_again_meanwhile_does_not_fail_the_payment_o
     refused.open();
     let (status, created) = create.await.unwrap();
     assert_eq!(status, 201, "{created}");
+    assert_eq!(
+        refusals_heard(&fleet, a, "initiate").await,
+        1.0,
+        "A heard the 429"
+    );
     assert!(
         pawapay.requests("deposits").is_empty(),
         "a second provider was asked while MTN held the copy sent again"
@@ -863,6 +881,11 @@ async fn a_node_back_from_a_pause_its_clock_missed_leaves_the_payout_sent_again_
     // A hears the refusal of its own copy at once; what it would do with
     // it (a failover) takes milliseconds.
     tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        refusals_heard(&fleet, a, "payout").await,
+        1.0,
+        "A heard the 429"
+    );
     assert!(
         pawapay.requests("payouts").is_empty(),
         "a second provider was asked while MTN held the copy sent again"
@@ -1005,6 +1028,11 @@ async fn a_late_refusal_of_a_refund_sent_again_meanwhile_neither_fails_nor_frees
     refused.open();
     let (status, answered) = refund.await.unwrap();
     assert_eq!(status, 201, "{answered}");
+    assert_eq!(
+        refusals_heard(&fleet, a, "refund").await,
+        1.0,
+        "A heard the 429"
+    );
     assert_ne!(answered["status"], "failed", "{answered}");
     taken.open();
 

@@ -608,18 +608,24 @@ fn resend(d: &store::Due, r: &Refund) -> Result<(), ApiError> {
             PspStatus::Failed(f) => Some(format!("{} {}", f.code, f.message)),
             _ => None,
         },
-        Err(e) => Some(format!("{e:?}")),
+        Err(e @ AdapterError::Rejected(_)) => Some(format!("{e:?}")),
+        Err(_) => None,
     };
     if let Some(why) = &refused {
         // A refusal of this copy says nothing of the copies before it.
         crate::mmc::platform::log::log(
             crate::mmc::platform::log::Level::Warn,
             &format!(
-                "refund {} sent again: the copy was not taken ({why}); still asked about by its id",
+                "refund {} sent again: the copy was refused ({why}); still asked about by its id",
                 attempt.id
             ),
         );
         crate::mmc::platform::log::count("refund_resend_refused");
+    } else if let Err(e) = &answer {
+        crate::mmc::platform::log::log(
+            crate::mmc::platform::log::Level::Warn,
+            &format!("refund {} sent again: {e:?}", attempt.id),
+        );
     }
     store::again_on_conflict(|| {
         let tx = Tx::begin()?;
@@ -629,6 +635,7 @@ fn resend(d: &store::Due, r: &Refund) -> Result<(), ApiError> {
         if r.sent_at_ms != attempt.sent_at_ms {
             return Ok(()); // sent again since, by another run
         }
+        // Only a copy taken moves the refund; unknown or refused, it is asked about.
         let status = match &answer {
             Ok(started) if refused.is_none() => {
                 if !started.psp_reference.is_empty() {

@@ -128,6 +128,7 @@ fn record_status(
         Ok(PspStatus::NotFound)
             if outcome::not_found_is_final(since, now, settings::in_flight_ms()) =>
         {
+            told_if_overdue(&item, since, now);
             return resend(env, merchant, &item);
         }
         Err(e) => {
@@ -172,13 +173,14 @@ fn resend(env: &str, merchant: &str, item: &Item) -> Result<(), ApiError> {
             Answer::Pending(None)
         }
         outcome => match payout_answer(&attempt, outcome) {
-            Answer::Failed(r, f) => {
+            Answer::Failed(_, f) => {
                 log::count("payout_resend_refused");
                 warn(&format!(
                     "payout of item {} sent again: the copy was refused ({}: {}); still asked about by its id",
                     item.id, f.code, f.message
                 ));
-                Answer::Pending(r)
+                // Its reference is the refused copy's: the id is asked about.
+                Answer::Pending(None)
             }
             answer => answer,
         },
@@ -226,13 +228,17 @@ fn error_text(e: &AdapterError) -> String {
 }
 
 /// Unknown stays processing however long it takes; past `max_pending_ms`,
-/// a person is told (logged and counted on every check).
+/// a person is told (logged and counted on every check). `since` is when
+/// the current attempt was sent; each copy sent before it came at least an
+/// in-flight window after the one before, so the payout has been unconfirmed
+/// for at least that long in all.
 fn told_if_overdue(item: &Item, since: u64, now: u64) {
-    if now.saturating_sub(since) >= settings::max_pending_ms() {
+    let unconfirmed = now.saturating_sub(since) + u64::from(item.resent) * settings::in_flight_ms();
+    if unconfirmed >= settings::max_pending_ms() {
         warn(&format!(
-            "payout of item {} unconfirmed for {} s: check with the operator",
+            "payout of item {} unconfirmed for at least {} s: check with the operator",
             item.id,
-            now.saturating_sub(since) / 1000
+            unconfirmed / 1000
         ));
         log::count("payout_unconfirmed");
     }
