@@ -545,7 +545,13 @@ async fn a_member_removed_and_invited_again_is_still_the_maker_of_their_batch(ap
     let before = actor(&app, &merchant, "awa@payroll.bj");
 
     let users = &app.service.site.console.users;
-    let awa_id = users.list(&merchant).unwrap()[1].id.clone();
+    let listed = users.list(&merchant).unwrap();
+    let awa_id = listed
+        .iter()
+        .find(|u| u.email == "awa@payroll.bj")
+        .unwrap()
+        .id
+        .clone();
     let removed = owner
         .confirm(&format!("/console/team/{awa_id}/remove"))
         .await;

@@ -326,9 +326,12 @@ impl Users {
             tx.execute(
                 "UPDATE console_users SET role = ?2, password_hash = NULL, invite_hash = ?3, invite_expires_ms = ?4,
                  totp_secret = NULL, totp_enabled = 0, totp_last_step = NULL, totp_last_purpose = NULL,
-                 approvals_held_until_ms = NULL, removed_ms = NULL WHERE id = ?1",
+                 removed_ms = NULL WHERE id = ?1",
                 sql_params![&id, role.as_str(), sha256_hex(&token), expires_ms as i64],
             )?;
+            // A session or codes written while the removal ran come back with nothing.
+            tx.execute("DELETE FROM console_sessions WHERE user_id = ?1", sql_params![&id])?;
+            tx.execute("DELETE FROM console_recovery_codes WHERE user_id = ?1", sql_params![&id])?;
             // Keys made before the removal (by a version that left them) stay ended.
             revoke_keys_of(tx, &id, now)?;
             Ok(Ok(Some((id, created_ms as u64))))
