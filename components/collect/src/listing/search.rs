@@ -61,6 +61,12 @@ pub fn search(req: &Request) -> Result<Option<Search>, ApiError> {
 /// included), as numbers are stored: so that `+229 66 00 10 01` finds
 /// `+2290166001001`.
 fn whole_number(text: &str) -> Option<String> {
+    let digits = text.chars().filter(char::is_ascii_digit).count();
+    let written = text.trim_start();
+    let international = written.starts_with('+') || written.starts_with("00") || digits >= 11;
+    if !international {
+        return None; // the end of a number, as before
+    }
     let country = mmc_domain::phone::country_of(text)?;
     mmc_domain::phone::normalize(country, text).ok()
 }
