@@ -633,37 +633,42 @@ fn two_routes_config(dir: &std::path::Path, mtn: &FakeMtn, pawapay: &FakePawapay
     config.to_str().unwrap().to_string()
 }
 
-/// Node A's clock runs a minute behind node B's, which runs reconciliation:
-/// to B, A's request to pay is long past its in-flight window while MTN's
-/// gateway still holds it. B finds the payment unknown to MTN and sends it
-/// again under the same id; MTN then refuses A's copy (nothing done, a 429)
-/// while B's is still on its way. A must not fail the payment over to the
-/// second provider on the strength of that refusal: the request in flight
-/// is B's, not the one refused. The payment completes through MTN, once,
-/// and pawaPay never hears of it.
-#[service_test]
-async fn a_refusal_of_a_request_sent_again_meanwhile_does_not_fail_the_payment_over() {
-    let (mtn, pawapay) = (FakeMtn::start().await, FakePawapay::start().await);
-    mtn.settle_after(Duration::from_millis(200));
-    let phone = "+2290166000919";
-    // The first request to pay waits, then is refused; the copy sent
-    // again waits, then is taken.
+/// Holds the next two `endpoint` requests about `phone` in MTN's gateway:
+/// the first is then refused (a 429, nothing done), the second (the copy
+/// sent again) taken. Each is let go when the test opens its gate.
+fn held_then_refused(mtn: &FakeMtn, endpoint: &'static str, phone: &str) -> (Gate, Gate) {
     let (refused, taken) = (Gate::default(), Gate::default());
     let late_refusal = Some(Box::new(mtn::refusal(429)));
     mtn.inject_for(
-        "requesttopay",
+        endpoint,
         phone,
         Fault::Held(refused.clone(), late_refusal),
         1,
     );
-    mtn.inject_for("requesttopay", phone, Fault::Held(taken.clone(), None), 1);
+    mtn.inject_for(endpoint, phone, Fault::Held(taken.clone(), None), 1);
+    (refused, taken)
+}
 
-    let dir = tempfile::tempdir().unwrap();
-    let config = two_routes_config(dir.path(), &mtn, &pawapay);
+/// Waits (`within` at most) until MTN received `n` requests to `endpoint`
+/// about `phone`.
+async fn until_requests(mtn: &FakeMtn, endpoint: &str, phone: &str, n: usize, within: Duration) {
+    let until = Instant::now() + within;
+    while mtn.requests_for(endpoint, phone).len() < n {
+        assert!(
+            Instant::now() < until,
+            "{n} {endpoint} requests never reached MTN"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Node B, which holds reconciliation, then node A, whose wall clock runs a
+/// minute behind B's, on a new database with `config`; and a live key of a
+/// new merchant: (fleet, b, a, key).
+async fn skewed_fleet(config: &str) -> (Fleet, usize, usize, String) {
     let db = TestDatabase::create();
     let url = db.url.clone();
-    // B first, so that it holds reconciliation; then A, a minute behind.
-    let mut fleet = Fleet::start_on(&url, Some(db), 0, &[("MMC_CONFIG", &config)]);
+    let mut fleet = Fleet::start_on(&url, Some(db), 0, &[("MMC_CONFIG", config)]);
     let b = fleet.add_node(&[]);
     let b_pid = fleet.node(b).child.id();
     let until = Instant::now() + Duration::from_secs(20);
@@ -681,45 +686,76 @@ async fn a_refusal_of_a_request_sent_again_meanwhile_does_not_fail_the_payment_o
     let merchant = merchant["id"].as_str().unwrap().to_string();
     let key = fleet.cli(&["keys", "create", "--merchant", &merchant, "--env", "live"]);
     let key = key["key"].as_str().unwrap().to_string();
+    (fleet, b, a, key)
+}
+
+/// POSTs `body` to `url` in the background, with a client that waits a
+/// minute (a node's answer held up by an operator's gateway): its status
+/// and body.
+fn post_in_background(
+    url: String,
+    key: &str,
+    body: Value,
+) -> tokio::task::JoinHandle<(u16, Value)> {
+    let key = key.to_string();
+    tokio::spawn(async move {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .unwrap();
+        let resp = client
+            .post(&url)
+            .bearer_auth(key)
+            .header("Idempotency-Key", new_key())
+            .json(&body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("no answer from {url}: {e}"));
+        (resp.status().as_u16(), resp.json::<Value>().await.unwrap())
+    })
+}
+
+/// Reads `path` on node `i` until its status is `want`, 30 s at most: the
+/// last read.
+async fn read_until(fleet: &Fleet, i: usize, path: &str, key: &str, want: &str) -> Value {
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, p) = fleet.get(i, path, key).await;
+        if p["status"] == want || Instant::now() > until {
+            return p;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Node A's clock runs a minute behind node B's, which runs reconciliation:
+/// to B, A's request to pay is long past its in-flight window while MTN's
+/// gateway still holds it. B finds the payment unknown to MTN and sends it
+/// again under the same id; MTN then refuses A's copy (nothing done, a 429)
+/// while B's is still on its way. A must not fail the payment over to the
+/// second provider on the strength of that refusal: the request in flight
+/// is B's, not the one refused. The payment completes through MTN, once,
+/// and pawaPay never hears of it.
+#[service_test]
+async fn a_refusal_of_a_request_sent_again_meanwhile_does_not_fail_the_payment_over() {
+    let (mtn, pawapay) = (FakeMtn::start().await, FakePawapay::start().await);
+    mtn.settle_after(Duration::from_millis(200));
+    let phone = "+2290166000919";
+    let (refused, taken) = held_then_refused(&mtn, "requesttopay", phone);
+    let dir = tempfile::tempdir().unwrap();
+    let config = two_routes_config(dir.path(), &mtn, &pawapay);
+    let (fleet, b, a, key) = skewed_fleet(&config).await;
+    let b_pid = fleet.node(b).child.id();
 
     // B waits while A's request reaches MTN, so that the copy comes second.
     signal(b_pid, "-STOP");
-    let create = {
-        let (url, key) = (fleet.url(a, "/api/v1/collect/payments"), key.clone());
-        let body = direct_payment(phone);
-        tokio::spawn(async move {
-            let client = reqwest::Client::builder()
-                .timeout(Duration::from_secs(60))
-                .build()
-                .unwrap();
-            let resp = client
-                .post(url)
-                .bearer_auth(key)
-                .header("Idempotency-Key", new_key())
-                .json(&body)
-                .send()
-                .await
-                .expect("node A answers the create");
-            (resp.status().as_u16(), resp.json::<Value>().await.unwrap())
-        })
-    };
-    let arrived = |n: usize| {
-        let mtn = &mtn;
-        async move {
-            let until = Instant::now() + Duration::from_secs(20);
-            while mtn.requests_for("requesttopay", phone).len() < n {
-                assert!(
-                    Instant::now() < until,
-                    "{n} requests to pay never reached MTN"
-                );
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-    };
-    arrived(1).await;
+    let url = fleet.url(a, "/api/v1/collect/payments");
+    let create = post_in_background(url, &key, direct_payment(phone));
+    let within = Duration::from_secs(20);
+    until_requests(&mtn, "requesttopay", phone, 1, within).await;
     signal(b_pid, "-CONT");
     // B asks MTN, which knows nothing yet, and sends the payment again.
-    arrived(2).await;
+    until_requests(&mtn, "requesttopay", phone, 2, within).await;
     refused.open();
     let (status, created) = create.await.unwrap();
     assert_eq!(status, 201, "{created}");
@@ -736,14 +772,7 @@ async fn a_refusal_of_a_request_sent_again_meanwhile_does_not_fail_the_payment_o
 
     let id = created["id"].as_str().unwrap().to_string();
     let path = format!("/api/v1/collect/payments/{id}");
-    let until = Instant::now() + Duration::from_secs(30);
-    let payment = loop {
-        let (_, p) = fleet.get(b, &path, &key).await;
-        if p["status"] == "completed" || Instant::now() > until {
-            break p;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let payment = read_until(&fleet, b, &path, &key, "completed").await;
     assert_eq!(payment["status"], "completed", "{payment}");
     let (_, route) = fleet.get(a, &format!("{path}/route"), &key).await;
     assert_eq!(route["adapter"], "momo", "{route}");
@@ -812,15 +841,7 @@ async fn a_node_back_from_a_pause_its_clock_missed_leaves_the_payout_sent_again_
     let (mtn, pawapay) = (FakeMtn::start().await, FakePawapay::start().await);
     mtn.settle_after(Duration::from_millis(200));
     let phone = "+2290166000929";
-    let (refused, taken) = (Gate::default(), Gate::default());
-    let late_refusal = Some(Box::new(mtn::refusal(429)));
-    mtn.inject_for(
-        "transfer",
-        phone,
-        Fault::Held(refused.clone(), late_refusal),
-        1,
-    );
-    mtn.inject_for("transfer", phone, Fault::Held(taken.clone(), None), 1);
+    let (refused, taken) = held_then_refused(&mtn, "transfer", phone);
 
     let dir = tempfile::tempdir().unwrap();
     let config = two_routes_config(dir.path(), &mtn, &pawapay);
@@ -861,21 +882,12 @@ async fn a_node_back_from_a_pause_its_clock_missed_leaves_the_payout_sent_again_
     let validated = post(&fleet, b, &validate, &checker, &new_key(), &json!({})).await;
     assert_eq!(validated.status, 200, "{}", validated.body);
 
-    let arrived = |n: usize| {
-        let mtn = &mtn;
-        async move {
-            let until = Instant::now() + Duration::from_secs(60);
-            while mtn.requests_for("transfer", phone).len() < n {
-                assert!(Instant::now() < until, "{n} transfers never reached MTN");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-    };
     // A's transfer waits in MTN's gateway: pause A there.
-    arrived(1).await;
+    let within = Duration::from_secs(60);
+    until_requests(&mtn, "transfer", phone, 1, within).await;
     let paused = clock.pause(a_pid);
     // B takes the job over and sends the payout again under its id.
-    arrived(2).await;
+    until_requests(&mtn, "transfer", phone, 2, within).await;
     clock.resume(a_pid, paused);
     refused.open();
     // A hears the refusal of its own copy at once; what it would do with
@@ -928,38 +940,11 @@ async fn a_late_refusal_of_a_refund_sent_again_meanwhile_neither_fails_nor_frees
     let (mtn, pawapay) = (FakeMtn::start().await, FakePawapay::start().await);
     mtn.settle_after(Duration::from_millis(200));
     let phone = "+2290166000939";
-    let (refused, taken) = (Gate::default(), Gate::default());
-    let late_refusal = Some(Box::new(mtn::refusal(429)));
-    mtn.inject_for(
-        "refund",
-        phone,
-        Fault::Held(refused.clone(), late_refusal),
-        1,
-    );
-    mtn.inject_for("refund", phone, Fault::Held(taken.clone(), None), 1);
-
+    let (refused, taken) = held_then_refused(&mtn, "refund", phone);
     let dir = tempfile::tempdir().unwrap();
     let config = two_routes_config(dir.path(), &mtn, &pawapay);
-    let db = TestDatabase::create();
-    let url = db.url.clone();
-    let mut fleet = Fleet::start_on(&url, Some(db), 0, &[("MMC_CONFIG", &config)]);
-    let b = fleet.add_node(&[]);
+    let (fleet, b, a, key) = skewed_fleet(&config).await;
     let b_pid = fleet.node(b).child.id();
-    let until = Instant::now() + Duration::from_secs(20);
-    while lease_holder_pid(&url, "job:collect:reconcile").await != Some(b_pid) {
-        assert!(Instant::now() < until, "node B never held reconciliation");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let faketime = libfaketime();
-    let a = fleet.add_node(&[
-        ("LD_PRELOAD", faketime.to_str().unwrap()),
-        ("FAKETIME", "-60"),
-        ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
-    ]);
-    let merchant = fleet.cli(&["merchants", "create", "--name", "Refunds"]);
-    let merchant = merchant["id"].as_str().unwrap().to_string();
-    let key = fleet.cli(&["keys", "create", "--merchant", &merchant, "--env", "live"]);
-    let key = key["key"].as_str().unwrap().to_string();
     let created = post(
         &fleet,
         b,
@@ -972,59 +957,17 @@ async fn a_late_refusal_of_a_refund_sent_again_meanwhile_neither_fails_nor_frees
     assert_eq!(created.status, 201, "{}", created.body);
     let id = created.body["id"].as_str().unwrap().to_string();
     let path = format!("/api/v1/collect/payments/{id}");
-    let read_until = |want: &'static str| {
-        let (fleet, path, key) = (&fleet, path.clone(), key.clone());
-        async move {
-            let until = Instant::now() + Duration::from_secs(30);
-            loop {
-                let (_, p) = fleet.get(b, &path, &key).await;
-                if p["status"] == want || Instant::now() > until {
-                    return p;
-                }
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        }
-    };
-    let paid = read_until("completed").await;
+    let paid = read_until(&fleet, b, &path, &key, "completed").await;
     assert_eq!(paid["status"], "completed", "{paid}");
 
     // B waits while A's refund reaches MTN, so that the copy comes second.
     signal(b_pid, "-STOP");
-    let refund = {
-        let url = fleet.url(a, &format!("{path}/refunds"));
-        let key = key.clone();
-        tokio::spawn(async move {
-            let client = reqwest::Client::builder()
-                .timeout(Duration::from_secs(60))
-                .build()
-                .unwrap();
-            let resp = client
-                .post(url)
-                .bearer_auth(key)
-                .header("Idempotency-Key", new_key())
-                .json(&json!({}))
-                .send()
-                .await
-                .expect("node A answers the refund");
-            (resp.status().as_u16(), resp.json::<Value>().await.unwrap())
-        })
-    };
-    let arrived = |n: usize| {
-        let mtn = &mtn;
-        async move {
-            let until = Instant::now() + Duration::from_secs(30);
-            while mtn.requests_for("refund", phone).len() < n {
-                assert!(
-                    Instant::now() < until,
-                    "{n} refund requests never reached MTN"
-                );
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-    };
-    arrived(1).await;
+    let url = fleet.url(a, &format!("{path}/refunds"));
+    let refund = post_in_background(url, &key, json!({}));
+    let within = Duration::from_secs(30);
+    until_requests(&mtn, "refund", phone, 1, within).await;
     signal(b_pid, "-CONT");
-    arrived(2).await;
+    until_requests(&mtn, "refund", phone, 2, within).await;
     refused.open();
     let (status, answered) = refund.await.unwrap();
     assert_eq!(status, 201, "{answered}");
@@ -1036,7 +979,7 @@ async fn a_late_refusal_of_a_refund_sent_again_meanwhile_neither_fails_nor_frees
     assert_ne!(answered["status"], "failed", "{answered}");
     taken.open();
 
-    let refunded = read_until("refunded").await;
+    let refunded = read_until(&fleet, b, &path, &key, "refunded").await;
     assert_eq!(refunded["status"], "refunded", "{refunded}");
     let (_, events) = fleet.get(b, "/api/v1/events?limit=100", &key).await;
     let types: Vec<&str> = events["data"]
