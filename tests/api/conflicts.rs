@@ -37,9 +37,12 @@ async fn lock_rows(c: &Client, table: &str, id: &str) -> usize {
 /// the test holds the payment's listing row; once `request` has started
 /// and its transaction (holding the payment's row) waits for that listing
 /// row, the test asks for the payment's row. The server's deadlock check
-/// runs in the transaction that waited first, the component's, and rolls
-/// it back; the test then lets go. Returns what `request` answered, once
-/// the server has counted the deadlock.
+/// runs in a waiter `deadlock_timeout` after it began to wait, and the
+/// test's session waits a minute before checking: the component's check
+/// (a second after it began, the server's default) finds the cycle first
+/// however late a loaded machine runs it, and rolls it back; the test then
+/// lets go. Returns what `request` answered, once the server has counted
+/// the deadlock.
 async fn crossed_on_listing<T>(
     db: &TestDatabase,
     id: &str,
@@ -51,7 +54,10 @@ async fn crossed_on_listing<T>(
         .await
         .unwrap()
         .get(0);
-    holder.batch_execute("BEGIN").await.unwrap();
+    holder
+        .batch_execute("SET deadlock_timeout = '60s'; BEGIN")
+        .await
+        .unwrap();
     assert_eq!(lock_rows(&holder, "listing", id).await, 1, "listed once");
     let answer = request();
 
