@@ -16,6 +16,7 @@ mod layers;
 mod monitoring;
 mod routing;
 mod smtp;
+mod storage;
 mod webhooks;
 
 use layers::{merge, parse_value, set_path};
@@ -28,6 +29,7 @@ pub use monitoring::{
 };
 pub use routing::{Candidate, OPERATIONS, RouteHealthConfig, RouteSpec, Rule, RuleSet};
 pub use smtp::{SmtpConfig, SmtpSecurity};
+pub use storage::{StorageConfig, StorageUrl};
 pub use webhooks::WebhookConfig;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -75,32 +77,6 @@ pub struct Config {
     pub books: BooksConfig,
     /// Backlog sampling, service-level objectives and traces.
     pub monitoring: MonitoringConfig,
-}
-
-/// `url`: `sqlite://PATH` (the default, `<data_dir>/mmc.db`: one process)
-/// or `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` (any number of nodes).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct StorageConfig {
-    pub url: Option<String>,
-    /// Connections each node keeps to PostgreSQL.
-    pub pool_size: Option<usize>,
-    /// PostgreSQL: how long a session may sit idle inside a transaction
-    /// before the server ends it (a frozen node's locks released).
-    pub idle_in_transaction_timeout_ms: Option<u64>,
-    /// PostgreSQL: how long a starting node waits for another node's
-    /// migration before it fails, naming the session that holds the lock.
-    pub migration_lock_wait_ms: Option<u64>,
-    /// SQLite: the WAL size (MiB) past which it is restarted; the WAL file
-    /// keeps up to twice this on disk under sustained load.
-    pub wal_restart_mib: Option<u64>,
-}
-
-/// The engine a storage URL names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StorageUrl {
-    Sqlite(PathBuf),
-    Postgres(String),
 }
 
 /// The admin API never shares the public listener: it deploys the code that

@@ -13,6 +13,7 @@ use tokio::runtime::Handle;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio_postgres::error::SqlState;
 
+use crate::direct::Read;
 use crate::{
     Postgres, WRITER_WAIT, check_names, check_namespace, check_writes, db_err, discard, finish,
     get_conn, now_ms, run, table_key,
@@ -114,6 +115,9 @@ impl Backend for Postgres {
     ) -> Result<Option<Vec<u8>>, StorageError> {
         check_namespace(namespace)?;
         check_names(table, key)?;
+        if let Read::Done(read) = self.direct.get(namespace, table, key) {
+            return read;
+        }
         let pool = self.pool.clone();
         let (ns, table, key) = (namespace.to_string(), table.to_string(), key.to_string());
         run(&self.handle, async move {
@@ -136,6 +140,16 @@ impl Backend for Postgres {
             Order::Asc => SCAN,
             Order::Desc => SCAN_DESC,
         };
+        let direct = self.direct.scan(
+            namespace,
+            table,
+            (start, end),
+            order == Order::Desc,
+            limit.min(MAX_SCAN),
+        );
+        if let Read::Done(read) = direct {
+            return read;
+        }
         let pool = self.pool.clone();
         let (ns, table, start, end) = (
             namespace.to_string(),

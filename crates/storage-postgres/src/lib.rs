@@ -41,6 +41,7 @@
 //! is in (a worker, `spawn_blocking`, `block_in_place`, none).
 
 mod backend;
+mod direct;
 
 /// Numbers (`seq`) up to `?1` of the events committed and not yet numbered,
 /// in insertion order, after every event numbered before (see
@@ -107,6 +108,11 @@ pub struct Options {
     /// Connections per node. Several nodes share the server's
     /// `max_connections` (100 by default).
     pub pool_size: usize,
+    /// Connections per node beside the pool, for reads outside a
+    /// transaction, each driven by the thread that reads (no hand-over to
+    /// the backend's runtime and back); 0: reads share the pool. A read
+    /// finding them all busy is served by the pool.
+    pub read_connections: usize,
     /// How long a session may sit idle inside a transaction before the
     /// server ends it, rolling the transaction back and releasing its locks:
     /// a node frozen mid-transaction (stopped, paused, cut off) blocks the
@@ -134,6 +140,7 @@ impl Default for Options {
         Options {
             schema: None,
             pool_size: 16,
+            read_connections: read_connections_for(16),
             idle_in_transaction_timeout: IDLE_IN_TRANSACTION_TIMEOUT,
             migration_lock_wait: MIGRATION_LOCK_WAIT,
         }
@@ -151,6 +158,8 @@ pub struct Postgres {
     scope: String,
     /// Open transactions running on this node (see [`open_slots`]).
     open: Arc<Semaphore>,
+    /// Reads outside a transaction, on connections their caller drives.
+    direct: direct::DirectReads,
 }
 
 impl Postgres {
@@ -210,6 +219,8 @@ impl Postgres {
             .enable_all()
             .build()
             .map_err(|e| StorageError::Unavailable(format!("postgres runtime: {e}")))?;
+        let direct =
+            direct::DirectReads::new(config.clone(), tls.clone(), options.read_connections);
         let manager = Manager::from_config(
             config,
             tls,
@@ -233,6 +244,7 @@ impl Postgres {
             pool,
             scope: options.schema.clone().unwrap_or_default(),
             open: Arc::new(Semaphore::new(open_slots(options.pool_size))),
+            direct,
         };
         let (pool, schema) = (db.pool.clone(), options.schema.clone());
         let wait = options.migration_lock_wait;
@@ -286,6 +298,13 @@ impl Postgres {
 /// other half always serves their reads outside themselves (a component may
 /// read committed data mid-transaction) and the prepared transactions.
 fn open_slots(pool_size: usize) -> usize {
+    (pool_size / 2).max(1)
+}
+
+/// The default [`Options::read_connections`] for a pool of `pool_size`:
+/// half as many again. More would crowd the server while creates write on
+/// the pool.
+pub fn read_connections_for(pool_size: usize) -> usize {
     (pool_size / 2).max(1)
 }
 

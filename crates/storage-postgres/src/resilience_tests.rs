@@ -320,8 +320,10 @@ fn callable_from_any_runtime_context() {
     put(&db, "plain");
     assert_eq!(db.scan("ctx", "t", "", "", 10).unwrap().len(), 5);
 
-    // Dropped on a runtime's thread: no "cannot drop a runtime" panic.
+    // Dropped on a runtime's thread, with a connection of its own reads
+    // (whose runtime goes too): no "cannot drop a runtime" panic.
     let other = Postgres::connect(&t.url).unwrap();
+    assert!(other.get("ctx", "t", "plain").unwrap().is_some());
     host.block_on(async move { drop(other) });
     // A transaction dropped there rolls back all the same.
     let d = db.clone();

@@ -5,6 +5,7 @@
 use deadpool_postgres::Client;
 use futures_util::future::join_all;
 use std::collections::BTreeMap;
+use tokio_postgres::Statement;
 
 use mmc_storage::{Check, OutboxEvent, StorageError, Write};
 
@@ -128,8 +129,19 @@ pub(super) async fn get_on(
     key: &str,
 ) -> Result<Option<Vec<u8>>, StorageError> {
     let stmt = c.prepare_cached(GET).await.map_err(db_err)?;
+    get_with(c, &stmt, ns, table, key).await
+}
+
+/// [`get_on`] with its statement prepared (`GET`).
+pub(super) async fn get_with(
+    c: &tokio_postgres::Client,
+    stmt: &Statement,
+    ns: &str,
+    table: &str,
+    key: &str,
+) -> Result<Option<Vec<u8>>, StorageError> {
     let row = c
-        .query_opt(&stmt, &[&ns, &table, &key.as_bytes()])
+        .query_opt(stmt, &[&ns, &table, &key.as_bytes()])
         .await
         .map_err(db_err)?;
     Ok(row.map(|r| r.get(0)))
@@ -141,19 +153,32 @@ pub(super) async fn scan_on(
     c: &Client,
     ns: &str,
     table: &str,
-    (start, end): (&str, &str),
+    range: (&str, &str),
     sql: [&str; 2],
+    limit: u32,
+) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+    let sql = if range.1.is_empty() { sql[0] } else { sql[1] };
+    let stmt = c.prepare_cached(sql).await.map_err(db_err)?;
+    scan_with(c, [&stmt, &stmt], ns, table, range, limit).await
+}
+
+/// [`scan_on`] with its statements prepared: `stmts[0]` for a range
+/// without an end key, `stmts[1]` for one with.
+pub(super) async fn scan_with(
+    c: &tokio_postgres::Client,
+    stmts: [&Statement; 2],
+    ns: &str,
+    table: &str,
+    (start, end): (&str, &str),
     limit: u32,
 ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
     let limit = i64::from(limit);
     let rows = if end.is_empty() {
-        let stmt = c.prepare_cached(sql[0]).await.map_err(db_err)?;
-        c.query(&stmt, &[&ns, &table, &start.as_bytes(), &limit])
+        c.query(stmts[0], &[&ns, &table, &start.as_bytes(), &limit])
             .await
     } else {
-        let stmt = c.prepare_cached(sql[1]).await.map_err(db_err)?;
         c.query(
-            &stmt,
+            stmts[1],
             &[&ns, &table, &start.as_bytes(), &limit, &end.as_bytes()],
         )
         .await
