@@ -10,7 +10,7 @@ use mmc_storage::{Backend, Order, StorageError, Write};
 
 use crate::cluster::Cluster;
 use crate::test_util::TestDatabase;
-use crate::{IDLE_IN_TRANSACTION_TIMEOUT, Postgres};
+use crate::{IDLE_IN_TRANSACTION_TIMEOUT, Options, Postgres};
 
 /// A node that stops talking inside a transaction (frozen, cut off) holds
 /// the keys it touched only until the server ends its idle session: the
@@ -332,4 +332,48 @@ fn callable_from_any_runtime_context() {
         tx.put("t", "dropped", b"v").unwrap();
     });
     assert_eq!(db.get("ctx", "t", "dropped").unwrap(), None);
+}
+
+/// Reads outside a transaction open connections of their own beside the
+/// pool, at most `read_connections`, and none when it is 0: a node's
+/// connections at the server are the pool's plus those.
+#[test]
+fn reads_open_at_most_their_own_connections_and_none_when_turned_off() {
+    // A database each: the other node's connections, closing, are not counted.
+    let connections_after_reads = |read_connections: usize| -> i64 {
+        let t = TestDatabase::create();
+        let options = Options {
+            pool_size: 1,
+            read_connections,
+            ..Options::default()
+        };
+        let db = Postgres::connect_with(&t.url, options).unwrap();
+        assert!(db.apply("r", vec![], vec![put("k")]).unwrap());
+        std::thread::scope(|s| {
+            for _ in 0..6 {
+                s.spawn(|| {
+                    for _ in 0..100 {
+                        assert!(db.get("r", "t", "k").unwrap().is_some());
+                        assert_eq!(
+                            db.scan_in("r", "t", ("", ""), Order::Asc, 5).unwrap().len(),
+                            1
+                        );
+                    }
+                });
+            }
+        });
+        db.with_client(|c| {
+            Box::pin(async move {
+                let sql = "SELECT count(*) FROM pg_stat_activity \
+                           WHERE datname = current_database() AND backend_type = 'client backend'";
+                Ok(c.query_one(sql, &[]).await?.get(0))
+            })
+        })
+        .unwrap()
+    };
+    // The pool's one connection, and no other.
+    assert_eq!(connections_after_reads(0), 1);
+    // The pool's, the first read's own, and at most one more.
+    let with_two = connections_after_reads(2);
+    assert!((2..=3).contains(&with_two), "{with_two} connections");
 }
