@@ -41,11 +41,8 @@ impl Storage {
                 let mut options = mmc_storage_postgres::Options::default();
                 if let Some(n) = config.storage.pool_size {
                     options.pool_size = n;
-                    options.read_connections = mmc_storage_postgres::read_connections_for(n);
                 }
-                if let Some(n) = config.storage.read_connections {
-                    options.read_connections = n;
-                }
+                options.read_connections = config.storage.read_connections;
                 if let Some(ms) = config.storage.idle_in_transaction_timeout_ms {
                     options.idle_in_transaction_timeout = std::time::Duration::from_millis(ms);
                 }

@@ -108,9 +108,8 @@ impl DirectReads {
         limit: u32,
     ) -> Read<Vec<(String, Vec<u8>)>> {
         self.read(|d| {
-            let base = if descending { 2 } else { 0 };
-            let stmts = [&d.scans[base], &d.scans[base + 1]];
-            d.block_on(scan_with(&d.client, stmts, ns, table, range, limit))
+            let i = 2 * usize::from(descending) + usize::from(!range.1.is_empty());
+            d.block_on(scan_with(&d.client, &d.scans[i], ns, table, range, limit))
         })
     }
 

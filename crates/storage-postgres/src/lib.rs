@@ -111,8 +111,9 @@ pub struct Options {
     /// Connections per node beside the pool, for reads outside a
     /// transaction, each driven by the thread that reads (no hand-over to
     /// the backend's runtime and back); 0: reads share the pool. A read
-    /// finding them all busy is served by the pool.
-    pub read_connections: usize,
+    /// finding them all busy is served by the pool. `None`: half the pool
+    /// (more would crowd the server while creates write on the pool).
+    pub read_connections: Option<usize>,
     /// How long a session may sit idle inside a transaction before the
     /// server ends it, rolling the transaction back and releasing its locks:
     /// a node frozen mid-transaction (stopped, paused, cut off) blocks the
@@ -140,7 +141,7 @@ impl Default for Options {
         Options {
             schema: None,
             pool_size: 16,
-            read_connections: read_connections_for(16),
+            read_connections: None,
             idle_in_transaction_timeout: IDLE_IN_TRANSACTION_TIMEOUT,
             migration_lock_wait: MIGRATION_LOCK_WAIT,
         }
@@ -219,8 +220,10 @@ impl Postgres {
             .enable_all()
             .build()
             .map_err(|e| StorageError::Unavailable(format!("postgres runtime: {e}")))?;
-        let direct =
-            direct::DirectReads::new(config.clone(), tls.clone(), options.read_connections);
+        let reads = options
+            .read_connections
+            .unwrap_or((options.pool_size / 2).max(1));
+        let direct = direct::DirectReads::new(config.clone(), tls.clone(), reads);
         let manager = Manager::from_config(
             config,
             tls,
@@ -298,13 +301,6 @@ impl Postgres {
 /// other half always serves their reads outside themselves (a component may
 /// read committed data mid-transaction) and the prepared transactions.
 fn open_slots(pool_size: usize) -> usize {
-    (pool_size / 2).max(1)
-}
-
-/// The default [`Options::read_connections`] for a pool of `pool_size`:
-/// half as many again. More would crowd the server while creates write on
-/// the pool.
-pub fn read_connections_for(pool_size: usize) -> usize {
     (pool_size / 2).max(1)
 }
 

@@ -344,7 +344,7 @@ fn reads_open_at_most_their_own_connections_and_none_when_turned_off() {
         let t = TestDatabase::create();
         let options = Options {
             pool_size: 1,
-            read_connections,
+            read_connections: Some(read_connections),
             ..Options::default()
         };
         let db = Postgres::connect_with(&t.url, options).unwrap();

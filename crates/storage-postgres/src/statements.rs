@@ -159,14 +159,14 @@ pub(super) async fn scan_on(
 ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
     let sql = if range.1.is_empty() { sql[0] } else { sql[1] };
     let stmt = c.prepare_cached(sql).await.map_err(db_err)?;
-    scan_with(c, [&stmt, &stmt], ns, table, range, limit).await
+    scan_with(c, &stmt, ns, table, range, limit).await
 }
 
-/// [`scan_on`] with its statements prepared: `stmts[0]` for a range
-/// without an end key, `stmts[1]` for one with.
+/// [`scan_on`] with its statement prepared: the first of its pair for a
+/// range without an end key, the second for one with.
 pub(super) async fn scan_with(
     c: &tokio_postgres::Client,
-    stmts: [&Statement; 2],
+    stmt: &Statement,
     ns: &str,
     table: &str,
     (start, end): (&str, &str),
@@ -174,11 +174,11 @@ pub(super) async fn scan_with(
 ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
     let limit = i64::from(limit);
     let rows = if end.is_empty() {
-        c.query(stmts[0], &[&ns, &table, &start.as_bytes(), &limit])
+        c.query(stmt, &[&ns, &table, &start.as_bytes(), &limit])
             .await
     } else {
         c.query(
-            stmts[1],
+            stmt,
             &[&ns, &table, &start.as_bytes(), &limit, &end.as_bytes()],
         )
         .await
