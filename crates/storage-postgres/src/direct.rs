@@ -25,7 +25,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use mmc_storage::StorageError;
 
 use crate::db_err;
-use crate::statements::{GET, SCAN, SCAN_DESC, get_with, scan_with};
+use crate::statements::{GET, SCAN, SCAN_DESC, get_with, scan_with, with_end};
 
 /// One connection and what drives it: its runtime polls the connection's
 /// I/O whenever a caller runs a statement on it.
@@ -108,7 +108,7 @@ impl DirectReads {
         limit: u32,
     ) -> Read<Vec<(String, Vec<u8>)>> {
         self.read(|d| {
-            let i = 2 * usize::from(descending) + usize::from(!range.1.is_empty());
+            let i = 2 * usize::from(descending) + with_end(range);
             d.block_on(scan_with(&d.client, &d.scans[i], ns, table, range, limit))
         })
     }

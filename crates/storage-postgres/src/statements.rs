@@ -147,6 +147,12 @@ pub(super) async fn get_with(
     Ok(row.map(|r| r.get(0)))
 }
 
+/// Which of a scan's pair of statements serves `range`: 0 without an end
+/// key, 1 with one (it binds the end as a fifth parameter).
+pub(super) fn with_end(range: (&str, &str)) -> usize {
+    usize::from(!range.1.is_empty())
+}
+
 /// At most `limit` rows: callers cap it at `MAX_SCAN` (an open
 /// transaction asks for as many more as it holds keys to pass over).
 pub(super) async fn scan_on(
@@ -157,8 +163,10 @@ pub(super) async fn scan_on(
     sql: [&str; 2],
     limit: u32,
 ) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-    let sql = if range.1.is_empty() { sql[0] } else { sql[1] };
-    let stmt = c.prepare_cached(sql).await.map_err(db_err)?;
+    let stmt = c
+        .prepare_cached(sql[with_end(range)])
+        .await
+        .map_err(db_err)?;
     scan_with(c, &stmt, ns, table, range, limit).await
 }
 
