@@ -39,7 +39,7 @@ switches() { { cat /proc/"$SERVER"/task/*/status 2>/dev/null || true; } | awk '/
 
 if [ "${AB_STORAGE:-sqlite}" = postgres ]; then
   PGURL=$(./scripts/test-postgres.sh)
-  export QUIET_PERCENT=${QUIET_PERCENT:-15} # see wait_quiet
+  export QUIET_PERCENT=${QUIET_PERCENT:-$QUIET_PERCENT_POSTGRES}
   export MMC_WEBHOOKS__SECRETS_KEY=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
 fi
 

@@ -6,7 +6,9 @@
 # (default 5%) for a second (at most 60 s). A node on PostgreSQL never goes
 # that quiet: the holder of the background jobs' leases uses some 7% of a core
 # with no request at all (each job's poll and lease renewal, the fleet's
-# version sync: round trips to the database), so its rounds pass 15.
+# version sync: round trips to the database), so its rounds pass
+# QUIET_PERCENT_POSTGRES.
+QUIET_PERCENT_POSTGRES=15
 wait_quiet() {
   local hz pids=("${@:-$SERVER}") pct=${QUIET_PERCENT:-5}; hz=$(getconf CLK_TCK)
   cpu() { local p t=0; for p in "${pids[@]}"; do t=$((t + $(awk '{print $14+$15}' /proc/$p/stat))); done; echo $t; }

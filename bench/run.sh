@@ -436,7 +436,7 @@ pg_round() { # nodes: "creates|gets" rows for 1 or 2 nodes on a fresh database
     "${urls[0]}/api/v1/collect/payments" | python3 -c 'import sys,json;print(json.load(sys.stdin)["id"])')
   # As for SQLite: the reconciliation backlog of the creates is not charged to
   # the reads (right after a burst, reads on PostgreSQL stall: docs/benchmarks.md).
-  QUIET_PERCENT=15 wait_quiet "${PGSERVERS[@]}"
+  QUIET_PERCENT=$QUIET_PERCENT_POSTGRES wait_quiet "${PGSERVERS[@]}"
   PGWRK=(-H "Authorization: Bearer $k")
   local gets=() u; for u in "${urls[@]}"; do gets+=("$u/api/v1/collect/payments/$id"); done
   local get; get=$(pg_wrk "pg-get-$n" $((CONNS / n)) "${gets[@]}")
