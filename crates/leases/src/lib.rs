@@ -1,32 +1,40 @@
 //! Background duties shared by a fleet: a job (expiry, reconciliation, bulk
 //! payouts) runs on one node at a time, the holder of its lease. The lease
-//! is a row with an expiry, renewed by its holder while it works; a node
-//! that dies stops renewing, and another takes the lease over once it has
-//! expired ([`LEASE_MS`] at most). On SQLite one process owns the file, so
-//! every lease is its own without a write (and a process restarted after a
-//! crash does not wait for its predecessor's leases to expire).
+//! is a row with an expiry; its holder renews every lease it holds in one
+//! statement with its heartbeat, so an idle fleet writes one row a node
+//! every [`RENEW_EVERY`], whatever the number of jobs. A node that dies
+//! stops renewing, and another takes the lease over once it has expired
+//! ([`LEASE_MS`] at most). On SQLite one process owns the file, so every
+//! lease is its own without a write (and a process restarted after a crash
+//! does not wait for its predecessor's leases to expire).
 //!
 //! A lease makes doubled work rare, not impossible (a holder cut off from
 //! the database keeps working until it notices): what keeps money safe is
 //! still that every state change is checked against what is stored
 //! (`apply`), so a second runner finds the work done.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mmc_storage::sql_params;
 use uuid::Uuid;
 
 use mmc_capabilities::node::Nodes;
+use mmc_capabilities::storage::LeaseGuard;
 use mmc_db::{SqlDb, StorageError};
 
 /// How long a lease lasts without renewal: the bound on a dead holder's
 /// duties standing still.
 pub const LEASE_MS: u64 = 5_000;
 
-/// Renewed this often while its holder works (a third of its life).
+/// Renewed this often (a third of its life), with the holder's heartbeat.
 pub const RENEW_EVERY: Duration = Duration::from_millis(LEASE_MS / 3);
+
+/// How long after it was last taken or renewed a lease counts as its
+/// holder's: two thirds of its life, so a renewal stuck on the database (a
+/// full pool, a slow server) is not counted on to the end.
+const HELD_FOR: Duration = Duration::from_millis(LEASE_MS * 2 / 3);
 
 pub struct Leases {
     db: SqlDb,
@@ -37,6 +45,10 @@ pub struct Leases {
     /// The nodes whose heartbeat lease was live at this node's last
     /// heartbeat: what [`Nodes::alive`] answers from, without a query.
     live: parking_lot::RwLock<HashSet<String>>,
+    /// The leases this node holds (its heartbeat's aside), each with when
+    /// it was last taken or renewed: the moment the database was asked, on
+    /// this node's monotonic clock (the database counts from later).
+    held: parking_lot::Mutex<HashMap<String, Instant>>,
 }
 
 impl Leases {
@@ -64,6 +76,7 @@ impl Leases {
                 &Uuid::new_v4().simple().to_string()[..8]
             ),
             live: Default::default(),
+            held: Default::default(),
         })
     }
 
@@ -79,20 +92,60 @@ impl Leases {
         if self.alone {
             return Ok(true);
         }
+        let asked = Instant::now();
         // On the database's clock: nodes whose clocks disagree still agree
         // on when a lease ends.
         let now = self.db.now_ms_sql();
-        let changed = self.db.write(|tx| {
-            tx.execute(
+        // Read first: a node waiting for another's lease, asking at every
+        // tick, writes nothing (a refused upsert still locks the row: a
+        // commit flushed to disk).
+        let taken = self.db.read(|c| {
+            c.query_opt(
                 &format!(
-                    "INSERT INTO leases (name, holder, expires_ms) VALUES (?1, ?2, {now} + ?3)
-                     ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms
-                     WHERE leases.holder = excluded.holder OR leases.expires_ms < {now}"
+                    "SELECT 1 FROM leases WHERE name = ?1 AND holder <> ?2 AND expires_ms >= {now}"
                 ),
-                sql_params![name, &self.holder, LEASE_MS as i64],
+                sql_params![name, &self.holder],
             )
         })?;
-        Ok(changed == 1)
+        let ours = taken.is_none()
+            && self.db.write(|tx| {
+                tx.execute(
+                    &format!(
+                        "INSERT INTO leases (name, holder, expires_ms) VALUES (?1, ?2, {now} + ?3)
+                         ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms
+                         WHERE leases.holder = excluded.holder OR leases.expires_ms < {now}"
+                    ),
+                    sql_params![name, &self.holder, LEASE_MS as i64],
+                )
+            })? == 1;
+        let mut held = self.held.lock();
+        if ours {
+            let at = held.entry(name.to_string()).or_insert(asked);
+            *at = (*at).max(asked);
+        } else {
+            held.remove(name);
+        }
+        Ok(ours)
+    }
+
+    /// Whether `name` is this node's, as it last knew: taken or renewed
+    /// within the last two thirds of a lease, and not found taken by
+    /// another node since. No query, so it may be asked at every commit.
+    pub fn holds(&self, name: &str) -> bool {
+        self.alone
+            || self
+                .held
+                .lock()
+                .get(name)
+                .is_some_and(|at| at.elapsed() < HELD_FOR)
+    }
+
+    /// `name` as a guard for the writes of its job (see [`LeaseGuard`]).
+    pub fn guard(self: &Arc<Self>, name: &str) -> Arc<dyn LeaseGuard> {
+        Arc::new(Guard {
+            leases: self.clone(),
+            name: name.to_string(),
+        })
     }
 
     /// Gives up every lease this node holds (graceful shutdown: the others
@@ -101,6 +154,7 @@ impl Leases {
         if self.alone {
             return Ok(0);
         }
+        self.held.lock().clear();
         self.db.write(|tx| {
             tx.execute(
                 "DELETE FROM leases WHERE holder = ?1",
@@ -109,15 +163,46 @@ impl Leases {
         })
     }
 
-    /// Says this node is alive (a lease of its own), and learns which nodes
-    /// are: their count, itself included, is what a fleet-wide limit is
-    /// shared by; the set is what [`Nodes::alive`] answers from.
+    /// Says this node is alive (a lease of its own) and renews every lease
+    /// it holds, in one transaction; learns which nodes are alive: their
+    /// count, itself included, is what a fleet-wide limit is shared by; the
+    /// set is what [`Nodes::alive`] answers from.
     pub fn heartbeat(&self) -> Result<u32, StorageError> {
         if self.alone {
             return Ok(1);
         }
-        self.acquire(&format!("node:{}", self.holder))?;
+        let asked = Instant::now();
         let now = self.db.now_ms_sql();
+        let node = format!("node:{}", self.holder);
+        let renewed = self.db.write(|tx| {
+            tx.execute(
+                &format!(
+                    "INSERT INTO leases (name, holder, expires_ms) VALUES (?1, ?2, {now} + ?3)
+                     ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms"
+                ),
+                sql_params![&node, &self.holder, LEASE_MS as i64],
+            )?;
+            // Still this node's in the table (a lease another node took
+            // after it expired is not): what the holder renews.
+            tx.query(
+                &format!(
+                    "UPDATE leases SET expires_ms = {now} + ?2 WHERE holder = ?1 AND name <> ?3 RETURNING name"
+                ),
+                sql_params![&self.holder, LEASE_MS as i64, &node],
+            )?
+            .iter()
+            .map(|r| r.text(0))
+            .collect::<Result<HashSet<String>, _>>()
+        })?;
+        {
+            let mut held = self.held.lock();
+            // Lost to another node, unless taken again since this was asked.
+            held.retain(|name, at| renewed.contains(name) || *at > asked);
+            for name in renewed {
+                let at = held.entry(name).or_insert(asked);
+                *at = (*at).max(asked);
+            }
+        }
         let live = self.db.read(|c| {
             c.query(
                 &format!(
@@ -145,6 +230,18 @@ impl Leases {
             .map(|r| r.text(0))
             .transpose()
         })
+    }
+}
+
+/// A job's lease, checked when a write of the job commits.
+struct Guard {
+    leases: Arc<Leases>,
+    name: String,
+}
+
+impl LeaseGuard for Guard {
+    fn held(&self) -> bool {
+        self.leases.holds(&self.name)
     }
 }
 
@@ -219,5 +316,63 @@ mod tests {
         let alone = Leases::new(db);
         assert!(alone.alive(&alone.holder));
         assert!(!alone.alive(&a.holder));
+    }
+
+    #[test]
+    fn the_heartbeat_renews_what_its_node_holds_and_lets_go_of_what_was_taken() {
+        let (_dir, db) = sqlite();
+        let (a, b) = (Leases::shared(db.clone()), Leases::shared(db.clone()));
+        let expires = |name: &str| {
+            db.read(|c| {
+                c.query_one(
+                    "SELECT expires_ms FROM leases WHERE name = ?1",
+                    sql_params![name],
+                )?
+                .int(0)
+            })
+            .unwrap()
+        };
+        let set_expiry = |name: &str, ms: i64| {
+            db.write(|tx| {
+                tx.execute(
+                    "UPDATE leases SET expires_ms = ?2 WHERE name = ?1",
+                    sql_params![name, ms],
+                )
+            })
+            .unwrap();
+        };
+        assert!(a.acquire("job:x").unwrap() && a.acquire("job:y").unwrap());
+        assert!(a.holds("job:x") && a.holds("job:y"));
+        assert!(!b.holds("job:x"), "never taken by b");
+        assert!(!b.acquire("job:x").unwrap(), "held by a");
+        assert!(!b.holds("job:x"));
+
+        // Both of a's leases near their end: its heartbeat renews them.
+        let soon = expires("job:x") - LEASE_MS as i64 + 1_000;
+        set_expiry("job:x", soon);
+        set_expiry("job:y", soon);
+        assert_eq!(a.heartbeat().unwrap(), 1);
+        assert!(expires("job:x") >= soon + LEASE_MS as i64 - 1_000);
+        assert!(expires("job:y") >= soon + LEASE_MS as i64 - 1_000);
+        assert!(a.holds("job:x") && a.holds("job:y"));
+
+        // a's `job:x` expired (a frozen, say) and b took it: a learns at its
+        // next heartbeat, and does not renew it.
+        set_expiry("job:x", 0);
+        assert!(b.acquire("job:x").unwrap());
+        let taken = expires("job:x");
+        a.heartbeat().unwrap();
+        assert!(!a.holds("job:x"), "taken by b");
+        assert!(a.holds("job:y"));
+        assert_eq!(expires("job:x"), taken, "b's lease is not a's to renew");
+        assert_eq!(a.holder_of("job:x").unwrap(), Some(b.holder.clone()));
+        assert!(b.holds("job:x"));
+
+        // Released: a holds nothing until it takes a lease again.
+        a.release_all().unwrap();
+        assert!(!a.holds("job:y"));
+        assert!(a.acquire("job:y").unwrap());
+        // On SQLite alone, a process holds every lease without a row.
+        assert!(Leases::new(db.clone()).holds("anything"));
     }
 }

@@ -4,21 +4,83 @@
 //! holding its lease (see [`mmc_leases`]).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mmc_common::shutdown::Drain;
-use mmc_leases::{LEASE_MS, Leases, RENEW_EVERY};
+use mmc_leases::{Leases, RENEW_EVERY};
 use mmc_runtime::{CallError, Runtime};
 
-/// (component, job, period, batch size).
-const JOBS: &[(&str, &str, Duration, u32)] = &[
-    ("collect", "expire", Duration::from_millis(500), 100),
-    ("collect", "reconcile", Duration::from_millis(1000), 200),
-    // Backfills the list's index once (payments stored before it existed).
-    ("collect", "index", Duration::from_millis(1000), 500),
-    ("bulk", "payouts", Duration::from_millis(500), 50),
+/// A job a component runs on a timer.
+struct Job {
+    component: &'static str,
+    name: &'static str,
+    /// How often it is asked while it has work.
+    every: Duration,
+    /// The longest wait after rounds with nothing to do: the wait doubles
+    /// from `every` up to this (equal to `every`: no backing off).
+    idle_every: Duration,
+    /// Entries a round takes at most.
+    batch: u32,
+}
+
+const JOBS: &[Job] = &[
+    Job::steady("collect", "expire", Duration::from_millis(500), 100),
+    Job::steady("collect", "reconcile", Duration::from_millis(1000), 200),
+    // Backfills the list's indexes once (payments stored before them): once
+    // it reports nothing left, asked less often, every 10 s at the least, so
+    // that a backfill started again (`mmc reindex`) is still taken up soon.
+    Job {
+        idle_every: Duration::from_secs(10),
+        ..Job::steady("collect", "index", Duration::from_millis(1000), 500)
+    },
+    Job::steady("bulk", "payouts", Duration::from_millis(500), 50),
 ];
+
+impl Job {
+    const fn steady(
+        component: &'static str,
+        name: &'static str,
+        every: Duration,
+        batch: u32,
+    ) -> Job {
+        Job {
+            component,
+            name,
+            every,
+            idle_every: every,
+            batch,
+        }
+    }
+
+    fn pace(&self) -> Pace {
+        Pace {
+            every: self.every,
+            idle_every: self.idle_every,
+            idle: self.every,
+        }
+    }
+}
+
+/// When a job's holder asks it next, after a round.
+struct Pace {
+    every: Duration,
+    idle_every: Duration,
+    /// The wait after the next round with nothing to do.
+    idle: Duration,
+}
+
+impl Pace {
+    /// The wait after a round that did `done` entries.
+    fn after(&mut self, done: u32) -> Duration {
+        if done > 0 {
+            self.idle = self.every;
+            return self.every;
+        }
+        let wait = self.idle;
+        self.idle = (self.idle * 2).min(self.idle_every);
+        wait
+    }
+}
 
 const MAX_ROUNDS: usize = 20;
 
@@ -43,127 +105,89 @@ pub fn spawn(runtime: Arc<Runtime>, leases: Arc<Leases>, drain: Arc<Drain>) {
             }
         });
     }
-    for &(component, job, period, limit) in JOBS {
+    for job in JOBS {
         let (runtime, leases, drain) = (runtime.clone(), leases.clone(), drain.clone());
-        let lease = format!("job:{component}:{job}");
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(period);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                // Draining: no new round; a round running holds `_job` to its end.
-                let Some(_job) = drain.job() else { break };
-                let held = {
-                    let (l, name) = (leases.clone(), lease.clone());
-                    tokio::task::spawn_blocking(move || l.acquire(&name)).await
-                };
-                match held {
-                    Ok(Ok(true)) => {}
-                    Ok(Ok(false)) => continue, // another node's turn
-                    Ok(Err(e)) => {
-                        tracing::warn!(component, job, error = %e, "job lease not taken");
-                        continue;
-                    }
-                    Err(e) => {
-                        tracing::error!(component, job, error = %e, "job lease task panicked");
-                        continue;
-                    }
+        tokio::spawn(run_job(job, runtime, leases, drain));
+    }
+}
+
+/// Runs `job` whenever it is due while this node holds its lease.
+async fn run_job(job: &'static Job, runtime: Arc<Runtime>, leases: Arc<Leases>, drain: Arc<Drain>) {
+    let (component, name, limit) = (job.component, job.name, job.batch);
+    let lease = format!("job:{component}:{name}");
+    let mut pace = job.pace();
+    let mut next = tokio::time::Instant::now(); // the first round at once
+    loop {
+        tokio::time::sleep_until(next).await;
+        let started = tokio::time::Instant::now();
+        next = started + job.every;
+        // Draining: no new round; a round running holds `_job` to its end.
+        let Some(_job) = drain.job() else { break };
+        // Taken here; renewed from then on by the node's heartbeat, however
+        // long the job's calls take (`spawn_fleet`).
+        if !leases.holds(&lease) {
+            let (l, lease) = (leases.clone(), lease.clone());
+            match tokio::task::spawn_blocking(move || l.acquire(&lease)).await {
+                Ok(Ok(true)) => {}
+                Ok(Ok(false)) => continue, // another node's turn
+                Ok(Err(e)) => {
+                    tracing::warn!(component, job = name, error = %e, "job lease not taken");
+                    continue;
                 }
-                // Renewed while the job runs, however long its calls take.
-                let lease_held = Arc::new(Held::new());
-                let renewer = {
-                    let (l, name, held) = (leases.clone(), lease.clone(), lease_held.clone());
-                    tokio::spawn(async move {
-                        loop {
-                            tokio::time::sleep(RENEW_EVERY).await;
-                            let (l, name) = (l.clone(), name.clone());
-                            match tokio::task::spawn_blocking(move || l.acquire(&name)).await {
-                                Ok(Ok(true)) => held.renewed(),
-                                Ok(Ok(false)) => {
-                                    // Another node holds it now (ours expired).
-                                    held.lost.store(true, Ordering::SeqCst);
-                                    break;
-                                }
-                                _ => {} // not renewed this time: `Held::valid` tells
-                            }
-                        }
-                    })
-                };
-                let rt = runtime.clone();
-                let (drain, held) = (drain.clone(), lease_held.clone());
-                // Checked at every commit where another node may take the job over.
-                let fenced = leases.shared_with_others();
-                // Drain: keep going while full batches come back.
-                let result = tokio::task::spawn_blocking(move || {
-                    let mut total = 0;
-                    // Bounded rounds: entries that keep failing cannot pin a thread.
-                    for _ in 0..MAX_ROUNDS {
-                        // A round starts only under a lease known to be ours,
-                        // and not once the node drains.
-                        if !held.valid() || drain.draining() {
-                            break;
-                        }
-                        let lease: Arc<dyn mmc_capabilities::storage::LeaseGuard> = held.clone();
-                        let done =
-                            rt.run_job_leased(component, job, limit, fenced.then_some(lease))?;
-                        total += done;
-                        if done < limit {
-                            break;
-                        }
-                    }
-                    Ok::<u32, CallError>(total)
-                })
-                .await;
-                renewer.abort();
-                match result {
-                    // A component that is not deployed has nothing to do.
-                    Ok(Ok(0)) | Ok(Err(CallError::NotLoaded(_) | CallError::WrongKind(_))) => {}
-                    Ok(Ok(n)) => tracing::debug!(component, job, n, "job done"),
-                    Ok(Err(e)) => tracing::warn!(component, job, error = %e, "job failed"),
-                    Err(e) => tracing::error!(component, job, error = %e, "job task panicked"),
+                Err(e) => {
+                    tracing::error!(component, job = name, error = %e, "job lease task panicked");
+                    continue;
                 }
             }
-        });
-    }
-}
-
-impl mmc_capabilities::storage::LeaseGuard for Held {
-    fn held(&self) -> bool {
-        self.valid()
-    }
-}
-
-/// A job's lease as its renewer last saw it.
-struct Held {
-    /// Taken by another node: stop.
-    lost: AtomicBool,
-    /// When it was last taken or renewed.
-    renewed: parking_lot::Mutex<Instant>,
-}
-
-impl Held {
-    fn new() -> Held {
-        Held {
-            lost: AtomicBool::new(false),
-            renewed: parking_lot::Mutex::new(Instant::now()),
         }
-    }
-
-    fn renewed(&self) {
-        *self.renewed.lock() = Instant::now();
-    }
-
-    /// Ours, with a margin: a renewal stuck on the database (a full pool, a
-    /// slow server) is not counted on past two thirds of the lease.
-    fn valid(&self) -> bool {
-        !self.lost.load(Ordering::SeqCst)
-            && self.renewed.lock().elapsed() < Duration::from_millis(LEASE_MS * 2 / 3)
+        let rt = runtime.clone();
+        let (drain, guard) = (drain.clone(), leases.guard(&lease));
+        // Checked at every commit where another node may take the job over.
+        let fenced = leases.shared_with_others();
+        // Drain: keep going while full batches come back.
+        let result = tokio::task::spawn_blocking(move || {
+            let mut total = 0;
+            // Bounded rounds: entries that keep failing cannot pin a thread.
+            for _ in 0..MAX_ROUNDS {
+                // A round starts only under a lease known to be ours,
+                // and not once the node drains.
+                if !guard.held() || drain.draining() {
+                    break;
+                }
+                let lease = fenced.then(|| guard.clone());
+                let done = rt.run_job_leased(component, name, limit, lease)?;
+                total += done;
+                if done < limit {
+                    break;
+                }
+            }
+            Ok::<u32, CallError>(total)
+        })
+        .await;
+        let done = match result {
+            Ok(Ok(n)) => n,
+            // A component that is not deployed has nothing to do.
+            Ok(Err(CallError::NotLoaded(_) | CallError::WrongKind(_))) => 0,
+            Ok(Err(e)) => {
+                tracing::warn!(component, job = name, error = %e, "job failed");
+                1 // asked again at its pace, not backed off
+            }
+            Err(e) => {
+                tracing::error!(component, job = name, error = %e, "job task panicked");
+                1
+            }
+        };
+        if done > 0 {
+            tracing::debug!(component, job = name, done, "job round");
+        }
+        next = started + pace.after(done);
     }
 }
 
 /// What keeps a fleet's nodes in step: adapter versions deployed through
-/// another node (polled every [`mmc_admin::SYNC_EVERY`]), and the count of
-/// live nodes that share each key's rate limit.
+/// another node (polled every [`mmc_admin::SYNC_EVERY`]), the count of live
+/// nodes that share each key's rate limit, and the renewal of the leases
+/// this node holds (with its heartbeat).
 pub fn spawn_fleet(admin: Arc<mmc_admin::Admin>, app: Arc<mmc_http::App>, leases: Arc<Leases>) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(mmc_admin::SYNC_EVERY);
@@ -190,4 +214,32 @@ pub fn spawn_fleet(admin: Arc<mmc_admin::Admin>, app: Arc<mmc_http::App>, leases
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(name: &str) -> &'static Job {
+        JOBS.iter().find(|j| j.name == name).unwrap()
+    }
+
+    #[test]
+    fn a_steady_job_is_asked_at_its_pace_whatever_it_finds() {
+        let mut pace = job("expire").pace();
+        for done in [0, 0, 5, 0, 0, 0] {
+            assert_eq!(pace.after(done), Duration::from_millis(500));
+        }
+    }
+
+    #[test]
+    fn the_index_backfill_backs_off_once_it_finds_nothing_and_resumes_with_work() {
+        let mut pace = job("index").pace();
+        let secs = |pace: &mut Pace, done| pace.after(done).as_secs();
+        assert_eq!(secs(&mut pace, 500), 1, "work left: at its pace");
+        let idle: Vec<u64> = (0..9).map(|_| secs(&mut pace, 0)).collect();
+        assert_eq!(idle, [1, 2, 4, 8, 10, 10, 10, 10, 10]);
+        assert_eq!(secs(&mut pace, 3), 1, "work again: at its pace");
+        assert_eq!(secs(&mut pace, 0), 1, "backed off from the start again");
+    }
 }
