@@ -3,11 +3,10 @@
 # Background work a load leaves behind (reconciliation polls, webhook fan-out,
 # checkpoints) must not be charged to the next measurement: wait until the
 # servers (PIDs given, else $SERVER) use under QUIET_PERCENT of a core each
-# (default 5%) for a second (at most 60 s). A node on PostgreSQL never goes
-# that quiet: the holder of the background jobs' leases uses some 7% of a core
-# with no request at all (each job's poll and lease renewal, the fleet's
-# version sync: round trips to the database), so its rounds pass
-# QUIET_PERCENT_POSTGRES.
+# (default 5%) for a second (at most 60 s). A node on PostgreSQL does not get
+# that quiet for a minute after a burst of creates: its reconciliation polls
+# of them, round trips to the database each, keep it at 9-16% of a core; so
+# its rounds pass QUIET_PERCENT_POSTGRES.
 QUIET_PERCENT_POSTGRES=15
 wait_quiet() {
   local hz pids=("${@:-$SERVER}") pct=${QUIET_PERCENT:-5}; hz=$(getconf CLK_TCK)
