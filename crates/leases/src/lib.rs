@@ -375,4 +375,32 @@ mod tests {
         // On SQLite alone, a process holds every lease without a row.
         assert!(Leases::new(db.clone()).holds("anything"));
     }
+
+    /// On PostgreSQL a node waiting for another's lease leaves the row
+    /// alone: it reads it and never locks it (a refused upsert would, its
+    /// locker's id left in the row's `xmax`, a commit flushed each time).
+    #[test]
+    fn a_node_waiting_for_a_lease_on_postgres_never_locks_its_row() {
+        let t = mmc_storage_postgres::test_util::TestDatabase::create();
+        let db = SqlDb::new(Arc::new(mmc_db::Postgres::connect(&t.url).unwrap()));
+        let (a, b) = (Leases::new(db.clone()), Leases::new(db.clone()));
+        assert!(a.shared_with_others());
+        let locker = || {
+            db.read(|c| {
+                c.query_one("SELECT xmax::text FROM leases WHERE name = 'job:x'", &[])?
+                    .text(0)
+            })
+            .unwrap()
+        };
+        assert!(a.acquire("job:x").unwrap());
+        assert_eq!(locker(), "0");
+        for _ in 0..3 {
+            assert!(!b.acquire("job:x").unwrap(), "held by a");
+        }
+        assert_eq!(locker(), "0", "b never locked a's row");
+        assert_eq!(a.heartbeat().unwrap(), 1);
+        assert_eq!(b.heartbeat().unwrap(), 2);
+        assert!(a.holds("job:x") && !b.holds("job:x"));
+        assert_eq!(a.holder_of("job:x").unwrap(), Some(a.holder.clone()));
+    }
 }
