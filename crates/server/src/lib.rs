@@ -184,8 +184,9 @@ impl Service {
         // The audit of the last adapter calls is written in batches 50 ms apart.
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         if !idle {
-            // A job still runs: its lease stays (renewed while it runs, then
-            // expiring), so no other node starts the same job alongside it.
+            // A job still runs: its lease stays (renewed by the heartbeat
+            // until the process ends, then expiring), so no other node
+            // starts the same job alongside it.
             tracing::warn!("grace period over with work still running; leases left to expire");
             return false;
         }
