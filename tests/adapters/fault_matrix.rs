@@ -396,7 +396,12 @@ impl Cell<'_> {
         let body = live_payment(self.rig.entry.country, self.rig.entry.operator, &phone);
         let p = self.create(&body).await?;
         let id = p["id"].as_str().unwrap();
-        self.fault_hit(endpoint, &phone)?;
+        // Said with the payment as created: what kept its request from the
+        // faulted endpoint (a step before it, say).
+        self.fault_hit(endpoint, &phone).map_err(|e| {
+            let said = json!({"status": p["status"], "failure_code": p["failure_code"], "failure_message": p["failure_message"]});
+            format!("{e}; the create answered {said}")
+        })?;
         self.approves_once_asked(id).await;
         self.judge_payment(id, &phone).await
     }
