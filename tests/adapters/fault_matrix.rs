@@ -311,6 +311,32 @@ impl Cell<'_> {
         Ok(verdict)
     }
 
+    /// A cell whose faulted call was never made tested nothing. Under the
+    /// suite's load a step before it can fail, finally and rightly (a
+    /// FedaPay transaction or an MTN token not obtained in time asks the
+    /// customer nothing): run once more under a new number; a second miss
+    /// fails the cell.
+    async fn run_or_again(&self) -> Verdict {
+        match self.run().await {
+            Err(missed) if missed.starts_with("test: the fault at") => {
+                let again = Cell {
+                    rig: self.rig,
+                    op: self.op,
+                    lie: self.lie,
+                    n: self.n + 500,
+                    key: self.key.clone(),
+                    approver: self.approver.clone(),
+                    injected: Default::default(),
+                };
+                again
+                    .run()
+                    .await
+                    .map_err(|e| format!("{e} (run again after: {missed})"))
+            }
+            verdict => verdict,
+        }
+    }
+
     /// Injects the cell's fault at `endpoint` for the operation `key` names.
     fn inject(&self, endpoint: &'static str, key: &str) {
         self.rig.inject(endpoint, key, self.lie);
@@ -890,7 +916,7 @@ async fn fault_matrix_unknown_outcomes_never_lose_or_double_money() {
             }
         }
     }
-    let verdicts = futures::future::join_all(cells.iter().map(|c| c.run())).await;
+    let verdicts = futures::future::join_all(cells.iter().map(|c| c.run_or_again())).await;
 
     let find = |op: Op, lie: Lie, entry: &Entry| {
         cells
