@@ -110,18 +110,13 @@ impl Leases {
         let ours = taken.is_none()
             && self.db.write(|tx| {
                 tx.execute(
-                    &format!(
-                        "INSERT INTO leases (name, holder, expires_ms) VALUES (?1, ?2, {now} + ?3)
-                         ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms
-                         WHERE leases.holder = excluded.holder OR leases.expires_ms < {now}"
-                    ),
+                    &take_sql(now),
                     sql_params![name, &self.holder, LEASE_MS as i64],
                 )
             })? == 1;
         let mut held = self.held.lock();
         if ours {
-            let at = held.entry(name.to_string()).or_insert(asked);
-            *at = (*at).max(asked);
+            mark_held(&mut held, name.to_string(), asked);
         } else {
             held.remove(name);
         }
@@ -176,10 +171,7 @@ impl Leases {
         let node = format!("node:{}", self.holder);
         let renewed = self.db.write(|tx| {
             tx.execute(
-                &format!(
-                    "INSERT INTO leases (name, holder, expires_ms) VALUES (?1, ?2, {now} + ?3)
-                     ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms"
-                ),
+                &take_sql(now),
                 sql_params![&node, &self.holder, LEASE_MS as i64],
             )?;
             // Still this node's in the table (a lease another node took
@@ -199,8 +191,7 @@ impl Leases {
             // Lost to another node, unless taken again since this was asked.
             held.retain(|name, at| renewed.contains(name) || *at > asked);
             for name in renewed {
-                let at = held.entry(name).or_insert(asked);
-                *at = (*at).max(asked);
+                mark_held(&mut held, name, asked);
             }
         }
         let live = self.db.read(|c| {
@@ -231,6 +222,22 @@ impl Leases {
             .transpose()
         })
     }
+}
+
+/// Takes a lease (?1) for a holder (?2) for ?3 ms from `now`: inserted, or
+/// renewed when the holder has it, or taken over once it expired.
+fn take_sql(now: &str) -> String {
+    format!(
+        "INSERT INTO leases (name, holder, expires_ms) VALUES (?1, ?2, {now} + ?3)
+         ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms
+         WHERE leases.holder = excluded.holder OR leases.expires_ms < {now}"
+    )
+}
+
+/// `name` held since `asked`, unless known held since later.
+fn mark_held(held: &mut HashMap<String, Instant>, name: String, asked: Instant) {
+    let at = held.entry(name).or_insert(asked);
+    *at = (*at).max(asked);
 }
 
 /// A job's lease, checked when a write of the job commits.
