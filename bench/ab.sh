@@ -20,7 +20,7 @@
 #   bench/ab.sh /tmp/a /tmp/b "c g" 4
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # wait_quiet, bench_key, serve_fresh, first_payment
+. bench/lib.sh # wait_quiet, bench_key, serve_fresh, first_payment, cpu_ticks, fresh_database
 [ $# -ge 2 ] || { sed -n 2,16p "$0"; exit 2; }
 A=$1 B=$2 PHASES=${3:-"h c g"} ROUNDS=${4:-3}
 DURATION=${AB_DURATION:-6s} CONNS=${AB_CONNECTIONS:-64} PORT=${AB_PORT:-18199}
@@ -33,7 +33,6 @@ export MMC_CACHE_DIR="$TARGET_DIR/mmc-cache" MMC_LOG=warn MMC_RATE_LIMIT__PER_SE
 HZ=$(getconf CLK_TCK)
 SERVER=
 
-cpu_ticks() { awk '{print $14+$15}' "/proc/$SERVER/stat"; }
 # A thread may exit between the glob and `cat`: under pipefail that failed the run.
 switches() { { cat /proc/"$SERVER"/task/*/status 2>/dev/null || true; } | awk '/ctxt_switches/ {s += $2} END {print s + 0}'; }
 
@@ -47,8 +46,7 @@ one_run() { # label, binary, components directory
   local label=$1 bin=$2 components=$3 data
   data=$(mktemp -d)
   if [ -n "${PGURL:-}" ]; then
-    psql "$PGURL" -qc "DROP DATABASE IF EXISTS mmc_ab WITH (FORCE)" -c "CREATE DATABASE mmc_ab" >/dev/null
-    export MMC_STORAGE__URL="${PGURL%/*}/mmc_ab"
+    export MMC_STORAGE__URL; MMC_STORAGE__URL=$(fresh_database "$PGURL" mmc_ab)
   fi
   local key
   key=$(bench_key "$bin" "$data")
@@ -67,10 +65,10 @@ one_run() { # label, binary, components directory
       *) echo "unknown phase $p (h c g l)" >&2; exit 2 ;;
     esac
     wait_quiet
-    t0=$(cpu_ticks) s0=$(switches)
+    t0=$(cpu_ticks "$SERVER") s0=$(switches)
     out=$(wrk -t2 -c"$CONNS" -d"$DURATION" --latency "${args[@]}" 2>&1) ||
       { echo "$label $p: wrk failed: $out" >&2; exit 1; }
-    t1=$(cpu_ticks) s1=$(switches)
+    t1=$(cpu_ticks "$SERVER") s1=$(switches)
     python3 - "$label" "$p" "$out" "$((t1 - t0))" "$((s1 - s0))" "$HZ" <<'PY'
 import re, sys
 label, phase, out, ticks, sw, hz = sys.argv[1:]

@@ -11,6 +11,7 @@
 # line per engine: "engine|records|seconds|rss before MiB|peak MiB|growth MiB|matched".
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh # fresh_database, drop_database
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 MMC=${MMC:-"$TARGET_DIR/bench-release/mmc"}
 N=${BOOKS_RECORDS:-1000000}
@@ -30,8 +31,7 @@ run() { # engine
   mkdir -p "$dir"
   if [ "$engine" = postgres ]; then
     local pg; pg=$(./scripts/test-postgres.sh)
-    psql "$pg" -qc "DROP DATABASE IF EXISTS mmc_books WITH (FORCE)" -c "CREATE DATABASE mmc_books" >/dev/null
-    url="${pg%/*}/mmc_books"
+    url=$(fresh_database "$pg" mmc_books)
     export MMC_STORAGE__URL=$url
     export MMC_WEBHOOKS__SECRETS_KEY=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
   else
@@ -60,7 +60,7 @@ run() { # engine
   kill $SERVER; wait $SERVER 2>/dev/null || true
   SERVER=
   if [ "$engine" = postgres ]; then
-    psql "${url%/*}/postgres" -qc "DROP DATABASE IF EXISTS mmc_books WITH (FORCE)" >/dev/null || true
+    drop_database "${url%/*}/postgres" mmc_books
     unset MMC_STORAGE__URL MMC_WEBHOOKS__SECRETS_KEY
   fi
   local matched; matched=$(python3 -c 'import sys,json;r=json.loads(sys.argv[1])["data"][0];print(r["counts"]["matched"] if r["status"]=="reconciled" else r["status"]+": "+str(r["reason"]))' "$report")

@@ -19,15 +19,14 @@ export MMC_CACHE_DIR="$TARGET_DIR/mmc-cache" MMC_LOG=warn
 export MMC_WEBHOOKS__SECRETS_KEY=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
 PGURL=$(./scripts/test-postgres.sh)
 DB=mmc_idle
-PGOPTIONS="-c client_min_messages=warning" psql "$PGURL" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB" >/dev/null
-export MMC_STORAGE__URL="${PGURL%/*}/$DB"
+export MMC_STORAGE__URL; MMC_STORAGE__URL=$(fresh_database "$PGURL" $DB)
 data=$(mktemp -d)
 pids=()
 cleanup() {
   kill "${pids[@]}" 2>/dev/null || true
   wait "${pids[@]}" 2>/dev/null || true
   rm -rf "$data"
-  psql "$PGURL" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
+  drop_database "$PGURL" $DB
 }
 trap cleanup EXIT
 
@@ -44,11 +43,6 @@ done
 [ -n "$(first_payment "http://127.0.0.1:$PORT" "$key" idle-1)" ] || { echo "no payment created" >&2; exit 1; }
 sleep 20
 
-ticks() { # every pid given: their CPU ticks summed
-  local t=0 p
-  for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0))); done
-  echo $t
-}
 db_counts() { # commits, rows changed, WAL position in bytes
   psql "$PGURL" -qAt -c "SELECT xact_commit, tup_inserted + tup_updated + tup_deleted, pg_current_wal_lsn() - '0/0'::pg_lsn FROM pg_stat_database WHERE datname = '$DB'" | tr '|' ' '
 }
@@ -56,13 +50,13 @@ db_counts() { # commits, rows changed, WAL position in bytes
 pg_procs() {
   local p
   for p in $(pgrep -x postgres); do
-    echo "$p $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0) $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null)"
+    echo "$p $(cpu_ticks "$p") $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null)"
   done
 }
 read -r c0 r0 w0 <<< "$(db_counts)"
-n0=$(ticks "${pids[@]}"); pg_procs > "$data/pg0"
+n0=$(cpu_ticks "${pids[@]}"); pg_procs > "$data/pg0"
 sleep "$SECONDS_MEASURED"
-n1=$(ticks "${pids[@]}"); pg_procs > "$data/pg1"
+n1=$(cpu_ticks "${pids[@]}"); pg_procs > "$data/pg1"
 read -r c1 r1 w1 <<< "$(db_counts)"
 p0=$(awk '{t += $2} END {print t + 0}' "$data/pg0"); p1=$(awk '{t += $2} END {print t + 0}' "$data/pg1")
 python3 - "$NODES" "$SECONDS_MEASURED" "$((n1 - n0))" "$((p1 - p0))" "$((c1 - c0))" "$((r1 - r0))" "$(python3 -c "print(int(float('$w1') - float('$w0')))")" <<'PY'

@@ -1,4 +1,4 @@
-# Shell functions the bench scripts share (sourced by run.sh and ab.sh).
+# Shell functions the bench scripts share (each sources this file).
 
 # Background work a load leaves behind (reconciliation polls, webhook fan-out,
 # checkpoints) must not be charged to the next measurement: wait until the
@@ -10,13 +10,31 @@
 QUIET_PERCENT_POSTGRES=15
 wait_quiet() {
   local hz pids=("${@:-$SERVER}") pct=${QUIET_PERCENT:-5}; hz=$(getconf CLK_TCK)
-  cpu() { local p t=0; for p in "${pids[@]}"; do t=$((t + $(awk '{print $14+$15}' /proc/$p/stat))); done; echo $t; }
   for _ in $(seq 60); do
-    local a b; a=$(cpu); sleep 1; b=$(cpu)
+    local a b; a=$(cpu_ticks "${pids[@]}"); sleep 1; b=$(cpu_ticks "${pids[@]}")
     [ $(( (b - a) * 100 )) -lt $(( hz * pct * ${#pids[@]} )) ] && return 0
   done
   # Measured anyway, and said: a non-zero status here would end a `set -e` script silently.
   echo "warning: the server was still busy after 60 s; measuring anyway" >&2
+}
+
+# The CPU time (user and system, in clock ticks) of every PID given, summed;
+# a process already gone counts nothing.
+cpu_ticks() {
+  local p t=0
+  for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0))); done
+  echo $t
+}
+
+# A fresh, empty database NAME on the PostgreSQL server at URL (its
+# `postgres` database); prints the new database's URL. `drop_database`
+# removes it again.
+fresh_database() { # server URL, name
+  PGOPTIONS="-c client_min_messages=warning" psql "$1" -qc "DROP DATABASE IF EXISTS $2 WITH (FORCE)" -c "CREATE DATABASE $2" >/dev/null
+  echo "${1%/*}/$2"
+}
+drop_database() { # server URL, name
+  psql "$1" -qc "DROP DATABASE IF EXISTS $2 WITH (FORCE)" >/dev/null 2>&1 || true
 }
 
 json_field() { python3 -c "import sys,json;print(json.load(sys.stdin)[sys.argv[1]])" "$1"; }

@@ -16,14 +16,14 @@
 # (default target/bench-release/mmc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh # fresh_database, drop_database
 EVENTS=${1:-20000}
 MMC=${MMC:-${CARGO_TARGET_DIR:-target}/bench-release/mmc}
 PGURL=$(./scripts/test-postgres.sh)
 DB=mmc_outbox_cost
-PGOPTIONS="-c client_min_messages=warning" psql "$PGURL" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB" >/dev/null
-URL="${PGURL%/*}/$DB"
+URL=$(fresh_database "$PGURL" $DB)
 data=$(mktemp -d)
-trap 'rm -rf "$data"; psql "$PGURL" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
+trap 'rm -rf "$data"; drop_database "$PGURL" $DB' EXIT
 # Any command that opens the store migrates it.
 MMC_STORAGE__URL=$URL "$MMC" merchants create --name Cost --data-dir "$data" >/dev/null
 

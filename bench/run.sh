@@ -4,7 +4,7 @@
 # fsynced). Prints a table and writes bench/results/latest.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # wait_quiet
+. bench/lib.sh # wait_quiet, cpu_ticks, fresh_database
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 MMC="$TARGET_DIR/bench-release/mmc"
 DURATION=${BENCH_DURATION:-10s}
@@ -350,10 +350,6 @@ console_line() { # label, small, large
 sync
 PGURL=$(./scripts/test-postgres.sh)
 PGSERVERS=()
-pg_database() { # a fresh database on the server; prints its URL
-  psql "$PGURL" -qc "DROP DATABASE IF EXISTS $1 WITH (FORCE)" -c "CREATE DATABASE $1" >/dev/null
-  echo "${PGURL%/*}/$1"
-}
 pg_node() { # port, data dir: a node on $MMC_STORAGE__URL
   MMC_ADMIN__LISTEN=127.0.0.1:0 "$MMC" serve --listen 127.0.0.1:$1 --data-dir "$2" --components-dir "$TARGET_DIR/components" > "$2.log" 2>&1 &
   PGSERVERS+=($!)
@@ -402,11 +398,8 @@ pg_lock_waits() { # database, seconds: "backends waiting on any lock|on an advis
     END \$\$" | sed -n 's/.*waits|//p'
 }
 pg_db_side() { # database: "cpu ticks of every postgres process|commits|rows changed" so far
-  local ticks=0 p t
-  for p in $(pgrep -x postgres); do
-    t=$(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null) && ticks=$((ticks + t))
-  done
-  echo "$ticks|$(psql "$PGURL" -qAt -c "SELECT xact_commit, tup_inserted + tup_updated + tup_deleted FROM pg_stat_database WHERE datname = '$1'" | tr '|' ' ' | awk '{print $1 "|" $2}')"
+  # shellcheck disable=SC2046 # one PID a word
+  echo "$(cpu_ticks $(pgrep -x postgres))|$(psql "$PGURL" -qAt -c "SELECT xact_commit, tup_inserted + tup_updated + tup_deleted FROM pg_stat_database WHERE datname = '$1'" | tr '|' ' ' | awk '{print $1 "|" $2}')"
 }
 pg_db_per_create() { # before, after, creates: "db CPU ms|commits|rows" per create
   python3 - "$@" <<'PY'
@@ -418,7 +411,7 @@ PY
 }
 pg_round() { # nodes: "creates|gets" rows for 1 or 2 nodes on a fresh database
   local n=$1 ports=() urls=()
-  export MMC_STORAGE__URL; MMC_STORAGE__URL=$(pg_database "mmc_bench_$n")
+  export MMC_STORAGE__URL; MMC_STORAGE__URL=$(fresh_database "$PGURL" "mmc_bench_$n")
   export MMC_WEBHOOKS__SECRETS_KEY=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
   local m k
   m=$("$MMC" merchants create --name Bench --data-dir "$DATA/pg" | python3 -c 'import sys,json;print(json.load(sys.stdin)["id"])')
