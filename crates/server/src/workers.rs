@@ -69,16 +69,26 @@ struct Pace {
     idle: Duration,
 }
 
+/// What a job's round came to.
+#[derive(Clone, Copy)]
+enum Round {
+    /// It did this many entries (none: nothing was due).
+    Did(u32),
+    /// It failed: asked again at its pace, not backed off, since what is due
+    /// is still due.
+    Failed,
+}
+
 impl Pace {
-    /// The wait after a round that did `done` entries.
-    fn after(&mut self, done: u32) -> Duration {
-        if done > 0 {
-            self.idle = self.every;
-            return self.every;
+    /// The wait after `round`.
+    fn after(&mut self, round: Round) -> Duration {
+        if let Round::Did(0) = round {
+            let wait = self.idle;
+            self.idle = (self.idle * 2).min(self.idle_every);
+            return wait;
         }
-        let wait = self.idle;
-        self.idle = (self.idle * 2).min(self.idle_every);
-        wait
+        self.idle = self.every;
+        self.every
     }
 }
 
@@ -164,23 +174,25 @@ async fn run_job(job: &'static Job, runtime: Arc<Runtime>, leases: Arc<Leases>, 
             Ok::<u32, CallError>(total)
         })
         .await;
-        let done = match result {
-            Ok(Ok(n)) => n,
+        let round = match result {
+            Ok(Ok(done)) => {
+                if done > 0 {
+                    tracing::debug!(component, job = name, done, "job round");
+                }
+                Round::Did(done)
+            }
             // A component that is not deployed has nothing to do.
-            Ok(Err(CallError::NotLoaded(_) | CallError::WrongKind(_))) => 0,
+            Ok(Err(CallError::NotLoaded(_) | CallError::WrongKind(_))) => Round::Did(0),
             Ok(Err(e)) => {
                 tracing::warn!(component, job = name, error = %e, "job failed");
-                1 // asked again at its pace, not backed off
+                Round::Failed
             }
             Err(e) => {
                 tracing::error!(component, job = name, error = %e, "job task panicked");
-                1
+                Round::Failed
             }
         };
-        if done > 0 {
-            tracing::debug!(component, job = name, done, "job round");
-        }
-        next = started + pace.after(done);
+        next = started + pace.after(round);
     }
 }
 
@@ -227,19 +239,30 @@ mod tests {
     #[test]
     fn a_steady_job_is_asked_at_its_pace_whatever_it_finds() {
         let mut pace = job("expire").pace();
-        for done in [0, 0, 5, 0, 0, 0] {
-            assert_eq!(pace.after(done), Duration::from_millis(500));
+        for round in [0, 0, 5, 0, 0, 0]
+            .map(Round::Did)
+            .into_iter()
+            .chain([Round::Failed])
+        {
+            assert_eq!(pace.after(round), Duration::from_millis(500));
         }
     }
 
     #[test]
     fn the_index_backfill_backs_off_once_it_finds_nothing_and_resumes_with_work() {
         let mut pace = job("index").pace();
-        let secs = |pace: &mut Pace, done| pace.after(done).as_secs();
+        let secs = |pace: &mut Pace, done| pace.after(Round::Did(done)).as_secs();
         assert_eq!(secs(&mut pace, 500), 1, "work left: at its pace");
         let idle: Vec<u64> = (0..9).map(|_| secs(&mut pace, 0)).collect();
         assert_eq!(idle, [1, 2, 4, 8, 10, 10, 10, 10, 10]);
         assert_eq!(secs(&mut pace, 3), 1, "work again: at its pace");
         assert_eq!(secs(&mut pace, 0), 1, "backed off from the start again");
+        secs(&mut pace, 0);
+        assert_eq!(
+            pace.after(Round::Failed).as_secs(),
+            1,
+            "a failed round: at its pace"
+        );
+        assert_eq!(secs(&mut pace, 0), 1, "and backed off from the start");
     }
 }
