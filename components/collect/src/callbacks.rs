@@ -60,7 +60,7 @@ pub fn handle(req: &Request, operator: &str) -> Result<Response, ApiError> {
         Ok(u) => u,
         Err(e) => return not_parsed(operator, e, req),
     };
-    let digest = payments::hex(&signing::sha256(&req.body));
+    let digest = hex::encode(signing::sha256(&req.body));
     if remembered(environment, op.slug, &digest)? {
         log::count("callback_replayed");
         return Ok(json_response(

@@ -195,7 +195,7 @@ fn reserve_once(
         .ok_or_else(|| ApiError::payment_not_found(id))?
         .id;
     // The same request again under its key: the same refund, never a second one.
-    let request_hash = payments::hex(&signing::sha256(
+    let request_hash = hex::encode(signing::sha256(
         &serde_json::to_vec(&json!([pid, asked.amount, asked.reason, asked.metadata]))
             .unwrap_or_default(),
     ));

@@ -22,7 +22,7 @@ pub fn query_param<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
 /// one from the key's SHA-256, so the same key always maps to the same UUID.
 pub fn key_as_uuid(key: &str) -> String {
     let h = signing::sha256(format!("legacy-idempotency:{key}").as_bytes());
-    let hex: String = h.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    let hex = hex::encode(&h[..16]);
     format!(
         "{}-{}-4{}-8{}-{}",
         &hex[..8],

@@ -35,7 +35,7 @@ pub fn to_operator(id: &str, sha256: impl FnOnce(&[u8]) -> Vec<u8>) -> String {
     b.copy_from_slice(&digest[..16]);
     b[6] = (b[6] & 0x0f) | 0x40; // version 4
     b[8] = (b[8] & 0x3f) | 0x80; // RFC variant
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    let hex = hex::encode(b);
     format!(
         "{}-{}-{}-{}-{}",
         &hex[..8],

@@ -493,7 +493,7 @@ mod tests {
              0001077b2261223a317d010573696d5f3100030102000000000168000100015301040000000105000107";
 
     fn hex(p: &Payment) -> String {
-        encode(p).iter().map(|b| format!("{b:02x}")).collect()
+        hex::encode(encode(p))
     }
 
     fn bytes(hex: &str) -> Vec<u8> {

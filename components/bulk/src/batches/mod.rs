@@ -124,8 +124,5 @@ fn check_item_count(n: usize) -> Result<(), ApiError> {
 
 /// A request's SHA-256, in hex.
 fn hash(bytes: &[u8]) -> String {
-    signing::sha256(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(signing::sha256(bytes))
 }

@@ -101,7 +101,7 @@ pub fn create_payment(
     generation: Generation,
 ) -> Result<(Payment, bool), ApiError> {
     // Canonical body (serde_json maps are sorted): the same request hashes the same.
-    let request_hash = hex(&signing::sha256(
+    let request_hash = hex::encode(signing::sha256(
         &serde_json::to_vec(body).unwrap_or_default(),
     ));
     let (env, merchant) = (caller.environment.as_str(), caller.merchant_id.as_str());
@@ -284,8 +284,4 @@ fn new_payment(
         base_url: Some(caller.base_url.clone()),
         expected_fee: None,
     }
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

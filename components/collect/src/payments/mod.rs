@@ -15,7 +15,7 @@ mod resend;
 mod transitions;
 
 pub use cancel::cancel_http;
-pub use create::{IDEMPOTENCY_TTL_MS, create, create_payment, hex, parse_idempotency_key};
+pub use create::{IDEMPOTENCY_TTL_MS, create, create_payment, parse_idempotency_key};
 pub use failures::{adapter_failure, failure_kind};
 pub use initiate::initiate;
 pub use intent::{
