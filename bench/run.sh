@@ -4,7 +4,7 @@
 # fsynced). Prints a table and writes bench/results/latest.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/lib.sh # wait_quiet, cpu_ticks, fresh_database
+. bench/lib.sh # wait_quiet, cpu_ticks, fresh_database, drop_database
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 MMC="$TARGET_DIR/bench-release/mmc"
 DURATION=${BENCH_DURATION:-10s}
@@ -398,7 +398,7 @@ pg_lock_waits() { # database, seconds: "backends waiting on any lock|on an advis
     END \$\$" | sed -n 's/.*waits|//p'
 }
 pg_db_side() { # database: "cpu ticks of every postgres process|commits|rows changed" so far
-  # shellcheck disable=SC2046 # one PID a word
+  # Unquoted: one PID a word.
   echo "$(cpu_ticks $(pgrep -x postgres))|$(psql "$PGURL" -qAt -c "SELECT xact_commit, tup_inserted + tup_updated + tup_deleted FROM pg_stat_database WHERE datname = '$1'" | tr '|' ' ' | awk '{print $1 "|" $2}')"
 }
 pg_db_per_create() { # before, after, creates: "db CPU ms|commits|rows" per create
@@ -451,7 +451,7 @@ print(f"{nodes}: {w:.2f} backends waiting on a lock on average ({a:.2f} on an ad
       f"{w * 1000 / rps:.2f} ms of lock wait per create ({a * 1000 / rps:.2f} ms advisory)")
 PY
 }
-psql "$PGURL" -qc "DROP DATABASE IF EXISTS mmc_bench_1 WITH (FORCE)" -c "DROP DATABASE IF EXISTS mmc_bench_2 WITH (FORCE)" >/dev/null || true
+drop_database "$PGURL" mmc_bench_1; drop_database "$PGURL" mmc_bench_2
 
 # The books at scale: one account-day of 1,000,000 records, on each engine.
 kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true
