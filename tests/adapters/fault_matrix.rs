@@ -269,6 +269,10 @@ impl Rig {
     }
 }
 
+/// How a cell whose faulted call was never made says so (and is known to
+/// have tested nothing).
+const NEVER_HIT: &str = "test: the fault at";
+
 /// One cell: an adapter's rig, an operation, a lie, and a merchant of its
 /// own (rate limits are per key; 80 cells poll at once).
 struct Cell<'a> {
@@ -318,7 +322,7 @@ impl Cell<'_> {
     /// fails the cell.
     async fn run_or_again(&self) -> Verdict {
         match self.run().await {
-            Err(missed) if missed.starts_with("test: the fault at") => {
+            Err(missed) if missed.starts_with(NEVER_HIT) => {
                 let again = Cell {
                     rig: self.rig,
                     op: self.op,
@@ -747,7 +751,7 @@ impl Cell<'_> {
         if left == 0 || (self.lie == Lie::LateCopyRefused && left == 1) {
             Ok(())
         } else {
-            Err(format!("test: the fault at {endpoint} never hit"))
+            Err(format!("{NEVER_HIT} {endpoint} never hit"))
         }
     }
 }
