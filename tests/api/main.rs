@@ -5,6 +5,7 @@
 mod support;
 
 mod adapters_admin;
+mod address_space;
 mod artefact;
 mod auth;
 mod backup;

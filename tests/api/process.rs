@@ -16,27 +16,36 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// Starts `mmc serve` on port 0 with `env` (MMC_* settings) and waits until it listens.
     pub fn start(data_dir: &Path, env: &[(&str, &str)]) -> ServerProcess {
-        // CRASH_TEST_BIN points at another build (the release one, for `make crash`).
-        let bin = std::env::var_os("CRASH_TEST_BIN")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| env!("CARGO_BIN_EXE_mmc").into());
-        let mut cmd = Command::new(bin);
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .arg("--components-dir")
-            .arg(components_dir())
-            .env("MMC_CACHE_DIR", cache_dir())
-            .env("MMC_LOG", "warn")
-            .env("MMC_ADMIN__LISTEN", "127.0.0.1:0")
-            .envs(storage_env(data_dir))
-            // The tests' webhook receivers listen on loopback.
-            .env("MMC_WEBHOOKS__ALLOW_PRIVATE_DESTINATIONS", "true")
-            .env_remove("MMC_CONFIG")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        for (k, v) in env {
-            cmd.env(k, v);
+        Self::spawn(serve_command(data_dir, env, None))
+    }
+
+    /// The same, its virtual address space capped at `bytes` (`prlimit --as`).
+    pub fn start_capped(data_dir: &Path, env: &[(&str, &str)], bytes: u64) -> ServerProcess {
+        Self::spawn(serve_command(data_dir, env, Some(bytes)))
+    }
+
+    /// A server capped at `bytes` that must fail to start: what it wrote to stderr.
+    pub fn refused_capped(data_dir: &Path, env: &[(&str, &str)], bytes: u64) -> String {
+        let mut cmd = serve_command(data_dir, env, Some(bytes));
+        let mut child = cmd.stderr(Stdio::piped()).spawn().expect("mmc starts");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                assert!(!status.success(), "mmc exited 0 under the cap");
+                break;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("mmc kept running under a {bytes}-byte address space");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
         }
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        err
+    }
+
+    fn spawn(mut cmd: Command) -> ServerProcess {
         let mut child = cmd.spawn().expect("mmc starts");
         let stdout = child.stdout.take().unwrap();
         let mut lines = BufReader::new(stdout).lines();
@@ -75,6 +84,40 @@ impl Drop for ServerProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `mmc serve` on port 0 for `data_dir`, with `env`, and under an address
+/// space cap if one is given.
+fn serve_command(data_dir: &Path, env: &[(&str, &str)], cap: Option<u64>) -> Command {
+    // CRASH_TEST_BIN points at another build (the release one, for `make crash`).
+    let bin = std::env::var_os("CRASH_TEST_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_mmc").into());
+    let mut cmd = match cap {
+        Some(bytes) => {
+            let mut c = Command::new("prlimit");
+            c.arg(format!("--as={bytes}")).arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    };
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .arg("--components-dir")
+        .arg(components_dir())
+        .env("MMC_CACHE_DIR", cache_dir())
+        .env("MMC_LOG", "warn")
+        .env("MMC_ADMIN__LISTEN", "127.0.0.1:0")
+        .envs(storage_env(data_dir))
+        // The tests' webhook receivers listen on loopback.
+        .env("MMC_WEBHOOKS__ALLOW_PRIVATE_DESTINATIONS", "true")
+        .env_remove("MMC_CONFIG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
 }
 
 /// `mmc <args> --data-dir DIR`, parsed as its one JSON object.

@@ -158,6 +158,11 @@ pub struct Limits {
     /// Idle adapter instances kept for their next call, all threads together
     /// (only adapters with `calls_per_instance` above 1 keep any).
     pub warm_instances: u32,
+    /// Every instance slot reserves 4 GiB of address space and a guard
+    /// region, so Wasm code needs no bounds checks; false: a slot reserves
+    /// `memory_mib` and the code checks each access (a little slower), for
+    /// hosts that cap virtual memory (`ulimit -v`, valgrind).
+    pub reserve_address_space: bool,
 }
 
 impl Limits {
@@ -254,6 +259,7 @@ impl Default for Limits {
             slot_wait_ms: None,
             memory_trim_ms: 1_000,
             warm_instances: 8,
+            reserve_address_space: true,
         }
     }
 }

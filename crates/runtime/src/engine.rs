@@ -17,13 +17,27 @@ pub(super) fn engine(config: &Config) -> anyhow::Result<Engine> {
     wasm_config.epoch_interruption(true);
     wasm_config.wasm_component_model(true);
     let max_memory_mib = largest_override(config, config.limits.memory_mib, |c| c.memory_mib);
+    if !config.limits.reserve_address_space {
+        // A slot of exactly the cap: no guard region, explicit bounds checks.
+        wasm_config
+            .memory_reservation(max_memory_mib << 20)
+            .memory_guard_size(0)
+            .memory_reservation_for_growth(0);
+    }
     wasm_config.allocation_strategy(pool::strategy(
         max_memory_mib,
         config.limits.concurrent_calls
             + config.limits.adapter_slots()
             + config.limits.warm_instances,
     ));
-    Engine::new(&wasm_config).map_err(|e| anyhow::anyhow!("wasmtime engine: {e}"))
+    Engine::new(&wasm_config).map_err(|e| {
+        let hint = if config.limits.reserve_address_space {
+            " (a host that caps virtual memory needs limits.reserve_address_space=false)"
+        } else {
+            ""
+        };
+        anyhow::anyhow!("wasmtime engine: {e:#}{hint}")
+    })
 }
 
 /// Everything an API component may import.

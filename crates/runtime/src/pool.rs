@@ -54,7 +54,10 @@ pub fn strategy(max_memory_mib: u64, slots: u32) -> InstanceAllocationStrategy {
         .pagemap_scan(Enabled::Auto)
         .linear_memory_keep_resident(keep_resident())
         .table_keep_resident(64 * 1024)
-        .max_unused_warm_slots(MAX_UNUSED_WARM_SLOTS);
+        .max_unused_warm_slots(MAX_UNUSED_WARM_SLOTS)
+        // Fiber stacks, for async calls: this engine makes none, but the pool
+        // reserves them all the same (2 GiB for wasmtime's default 1,000).
+        .total_stacks(instances);
     InstanceAllocationStrategy::Pooling(pool)
 }
 
