@@ -63,13 +63,15 @@ bench_key() { # binary, data dir
 # Starts BIN serving DATA on 127.0.0.1:PORT in the background (SERVER: its
 # PID; its log in DATA/server.log) and waits until it answers. Fails on a
 # port something already serves (a server left running would be measured
-# instead) and on a server that exits before answering.
+# instead) and on a server that exits before answering. SERVE_WRAP: a
+# command the server runs under (bench/callgrind.sh: valgrind).
 serve_fresh() { # binary, data dir, components dir, port
   local base="http://127.0.0.1:$4"
   if curl -sf "$base/healthz" >/dev/null; then
     echo "something already serves $base (a server left running?)" >&2; return 1
   fi
-  "$1" serve --listen "127.0.0.1:$4" --data-dir "$2" --components-dir "$3" > "$2/server.log" 2>&1 &
+  # Split into words on purpose: SERVE_WRAP is a command and its options.
+  ${SERVE_WRAP:-} "$1" serve --listen "127.0.0.1:$4" --data-dir "$2" --components-dir "$3" > "$2/server.log" 2>&1 &
   SERVER=$!
   until curl -sf "$base/healthz" >/dev/null; do
     kill -0 "$SERVER" 2>/dev/null || { echo "the server exited; see $2/server.log" >&2; return 1; }
