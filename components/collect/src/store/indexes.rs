@@ -70,7 +70,7 @@ pub fn listing_key(p: &Listed) -> String {
         &p.country,
         p.operator.as_deref(),
     );
-    format!("{prefix}{}", p.id)
+    prefix + &p.id
 }
 
 /// The prefix (ending in `/`) of one status, country and operator in `listing`.
@@ -81,11 +81,15 @@ pub fn listing_prefix(
     country: &str,
     operator: Option<&str>,
 ) -> String {
-    format!(
-        "{env}/{merchant}/{}/{country}/{}/",
+    [
+        env,
+        merchant,
         status.as_str(),
-        operator.unwrap_or("-")
-    )
+        country,
+        operator.unwrap_or("-"),
+        "",
+    ]
+    .join("/")
 }
 
 /// An entry of a time-ordered index that is due.

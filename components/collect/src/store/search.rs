@@ -51,22 +51,26 @@ pub fn phone_digits(p: &Payment) -> Option<String> {
 
 /// Where the references starting with `folded` (already [`fold`]ed) are keyed.
 pub fn reference_prefix(env: &str, merchant: &str, folded: &str) -> String {
-    format!("{env}/{merchant}/r/{folded}")
+    [env, merchant, "r", folded].join("/")
 }
 
 /// Where the phones whose digits end with `reversed` are keyed.
 pub fn phone_prefix(env: &str, merchant: &str, reversed: &str) -> String {
-    format!("{env}/{merchant}/p/{reversed}")
+    [env, merchant, "p", reversed].join("/")
 }
 
 fn reference_key(p: &Payment) -> String {
-    let prefix = reference_prefix(&p.environment, &p.merchant_id, &fold(&p.reference));
-    format!("{prefix}/{}", p.id)
+    let mut key = reference_prefix(&p.environment, &p.merchant_id, &fold(&p.reference));
+    key.push('/');
+    key.push_str(&p.id);
+    key
 }
 
 fn phone_key(p: &Payment, reversed: &str) -> String {
-    let prefix = phone_prefix(&p.environment, &p.merchant_id, reversed);
-    format!("{prefix}/{}", p.id)
+    let mut key = phone_prefix(&p.environment, &p.merchant_id, reversed);
+    key.push('/');
+    key.push_str(&p.id);
+    key
 }
 
 impl Tx {

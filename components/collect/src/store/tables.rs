@@ -97,7 +97,7 @@ impl Tx {
         // Callbacks and checkout links carry no merchant: find it from the id.
         self.put(
             "owners",
-            &format!("{}/{}", p.environment, p.id),
+            &[p.environment.as_str(), &p.id].join("/"),
             p.merchant_id.as_bytes(),
         )?;
         self.put("listing", &listing_key(&Listed::of(p)), b"")?;
@@ -160,12 +160,12 @@ impl Tx {
     /// that). Called where the reference is set, not at every save: a
     /// reference never changes once given, and each write is a B-tree leaf.
     pub fn index_psp_reference(&self, p: &Payment) -> Result<(), ApiError> {
-        if let (Some(op), Some(r)) = (&p.operator, &p.psp_reference) {
-            let (env, m, id) = (&p.environment, &p.merchant_id, &p.id);
+        if let (Some(op), Some(r)) = (p.operator.as_deref(), p.psp_reference.as_deref()) {
+            let (env, m, id) = (p.environment.as_str(), p.merchant_id.as_str(), &p.id);
             self.put(
                 "pspref",
-                &format!("{env}/{op}/{r}"),
-                format!("{m}/{id}").as_bytes(),
+                &[env, op, r].join("/"),
+                [m, id].join("/").as_bytes(),
             )?;
         }
         Ok(())
@@ -174,7 +174,7 @@ impl Tx {
     /// The merchant owning payment or refund `id` (callbacks carry no merchant).
     pub fn owner(&self, env: &str, id: &str) -> Result<Option<String>, ApiError> {
         Ok(self
-            .get("owners", &format!("{env}/{id}"))?
+            .get("owners", &[env, id].join("/"))?
             .map(|b| String::from_utf8_lossy(&b).into_owned()))
     }
 
@@ -186,7 +186,7 @@ impl Tx {
         psp_reference: &str,
     ) -> Result<Option<(String, String)>, ApiError> {
         Ok(self
-            .get("pspref", &format!("{env}/{operator}/{psp_reference}"))?
+            .get("pspref", &[env, operator, psp_reference].join("/"))?
             .and_then(|b| {
                 let s = String::from_utf8_lossy(&b).into_owned();
                 s.split_once('/')
@@ -200,17 +200,21 @@ impl Tx {
 
     /// Writes a refund, keeping `refund_active` in step. `previous_check` as for payments.
     pub fn save_refund(&self, r: &Refund, previous_check: Option<u64>) -> Result<(), ApiError> {
-        let (env, m, id) = (&r.environment, &r.merchant_id, &r.id);
+        let (env, m, id) = (
+            r.environment.as_str(),
+            r.merchant_id.as_str(),
+            r.id.as_str(),
+        );
         if let Some(at) = previous_check {
             self.delete("refund_active", &time_key(at, env, m, id))?;
         }
         if let Some(at) = r.next_check_ms {
             self.put("refund_active", &time_key(at, env, m, id), b"")?;
         }
-        self.put("owners", &format!("{env}/{id}"), m.as_bytes())?;
+        self.put("owners", &[env, id].join("/"), m.as_bytes())?;
         self.put(
             "payment_refunds",
-            &format!("{env}/{m}/{}/{id}", r.payment_id),
+            &[env, m, &r.payment_id, id].join("/"),
             b"",
         )?;
         self.put("refunds", &scope(env, m, id), &encode(r))
