@@ -228,7 +228,7 @@ fn index_some(limit: u32) -> Result<u32, crate::ApiError> {
                     if listed.status != p.status {
                         let old = store::Listed {
                             status: p.status,
-                            ..listed.clone()
+                            ..listed
                         };
                         tx.delete("listing", &store::listing_key(&old))?;
                     }

@@ -20,26 +20,27 @@ pub fn listing_ready() -> Result<bool, ApiError> {
     Ok(storage::get("meta", LISTING_READY)?.is_some())
 }
 
-/// What the `listing` index keys a payment by.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Listed {
-    pub environment: String,
-    pub merchant_id: String,
-    pub id: String,
+/// What the `listing` index keys a payment by: borrowed from the payment,
+/// as a save compares the stored one's with the new one's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Listed<'a> {
+    pub environment: &'a str,
+    pub merchant_id: &'a str,
+    pub id: &'a str,
     pub status: Status,
-    pub country: String,
-    pub operator: Option<String>,
+    pub country: &'a str,
+    pub operator: Option<&'a str>,
 }
 
-impl Listed {
-    pub fn of(p: &Payment) -> Listed {
+impl<'a> Listed<'a> {
+    pub fn of(p: &'a Payment) -> Listed<'a> {
         Listed {
-            environment: p.environment.clone(),
-            merchant_id: p.merchant_id.clone(),
-            id: p.id.clone(),
+            environment: &p.environment,
+            merchant_id: &p.merchant_id,
+            id: &p.id,
             status: listed_status(p.status),
-            country: p.country.clone(),
-            operator: p.operator.clone(),
+            country: &p.country,
+            operator: p.operator.as_deref(),
         }
     }
 }
@@ -64,13 +65,13 @@ pub fn listed_status(status: Status) -> Status {
 /// these prefixes, each in id (creation) order; the list merges them.
 pub fn listing_key(p: &Listed) -> String {
     let prefix = listing_prefix(
-        &p.environment,
-        &p.merchant_id,
+        p.environment,
+        p.merchant_id,
         p.status,
-        &p.country,
-        p.operator.as_deref(),
+        p.country,
+        p.operator,
     );
-    prefix + &p.id
+    prefix + p.id
 }
 
 /// The prefix (ending in `/`) of one status, country and operator in `listing`.

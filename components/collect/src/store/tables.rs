@@ -110,10 +110,16 @@ impl Tx {
     /// is the `next_check_ms` it was stored with. (`pspref` is kept by
     /// [`Tx::index_psp_reference`].)
     pub fn save_payment(&self, p: &Payment, previous_check: Option<u64>) -> Result<(), ApiError> {
-        // As stored before this write: a draft knows it from the read that
-        // loaded `p`, so this costs no storage call there.
+        // As stored before this write (a draft knows it from the read that
+        // loaded `p`, so this costs no storage call there): its listing key
+        // when the entry moves, and its phone's digits.
         let key = scope(&p.environment, &p.merchant_id, &p.id);
-        let indexed = |p: &Payment| (Listed::of(p), search::phone_digits(p));
+        let after = Listed::of(p);
+        let indexed = |stored: &Payment| {
+            let listed = Listed::of(stored);
+            let stale = (listed != after).then(|| listing_key(&listed));
+            (stale, search::phone_digits(stored))
+        };
         let before = match self.with_decoded(&key, indexed) {
             Some(before) => Some(before),
             None => match self.get("payments", &key)? {
@@ -121,15 +127,18 @@ impl Tx {
                 None => None,
             },
         };
-        let after = Listed::of(p);
-        let (listed, phone) = before.unzip();
-        if listed.as_ref() != Some(&after) {
-            if let Some(before) = listed {
-                self.delete("listing", &listing_key(&before))?;
+        // A new payment is listed; a stored one moves only when its entry changed.
+        let (moved, stale, phone) = match before {
+            None => (true, None, None),
+            Some((stale, phone)) => (stale.is_some(), stale, phone),
+        };
+        if moved {
+            if let Some(stale) = stale {
+                self.delete("listing", &stale)?;
             }
             self.put("listing", &listing_key(&after), b"")?;
         }
-        self.reindex_phone(p, phone.flatten().as_deref())?;
+        self.reindex_phone(p, phone.as_deref())?;
         self.write_payment(p, previous_check)
     }
 
