@@ -26,6 +26,14 @@ export MMC_LIMITS__RESERVE_ADDRESS_SPACE=false MMC_LIMITS__CONCURRENT_CALLS=8
 OUT=${PROFILE_DIR:-/tmp/mmc-profile}
 mkdir -p "$OUT"
 rm -f "$OUT"/callgrind.out*
+# Components compiled natively first, for this engine's settings: one
+# compiled under valgrind takes minutes, and runs from memory, where its code
+# has no names to read.
+target=${CARGO_TARGET_DIR:-target} WARM=$(mktemp -d)
+MMC_CACHE_DIR="$target/mmc-cache" MMC_ADMIN__LISTEN=127.0.0.1:18397 MMC_LOG=warn \
+  serve_fresh "${PROFILE_BIN:-$target/bench-release/mmc}" "$WARM" "$target/components" 18398
+kill "$SERVER" && wait "$SERVER" || true
+rm -rf "$WARM"
 # Counting starts off: start-up is not measured, and runs at valgrind's
 # translation speed only.
 SERVE_WRAP="valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=$OUT/callgrind.out"
