@@ -7,7 +7,7 @@ use mmc_domain::record::Payment;
 use crate::ApiError;
 use crate::mmc::platform::storage;
 
-use super::keys::parse_time_key;
+use super::keys::{padded_ms, parse_time_key};
 use super::transaction::Tx;
 
 /// `meta` key: present once every payment is in `listing`.
@@ -103,7 +103,7 @@ pub struct Due {
 
 /// Index entries due at `now` (keys of a time-ordered table).
 pub fn due(table: &str, now: u64, limit: u32) -> Result<Vec<Due>, ApiError> {
-    let end = format!("{:013}~", now);
+    let end = padded_ms(now) + "~";
     Ok(storage::scan(table, "", &end, limit)?
         .into_iter()
         .filter_map(|e| {

@@ -15,6 +15,17 @@ pub fn idem_row(env: &str, merchant: &str, key: &str) -> (&'static str, String) 
     ("idem", scope(env, merchant, key))
 }
 
+/// The row that names the merchant of payment or refund `id` (callbacks
+/// and checkout links carry no merchant).
+pub fn owner_row(env: &str, id: &str) -> (&'static str, String) {
+    ("owners", [env, id].join("/"))
+}
+
+/// The row that finds a payment by the reference its operator gave it.
+pub fn pspref_row(env: &str, operator: &str, reference: &str) -> (&'static str, String) {
+    ("pspref", [env, operator, reference].join("/"))
+}
+
 pub fn time_key(ms: u64, env: &str, merchant: &str, id: &str) -> String {
     [padded_ms(ms).as_str(), env, merchant, id].join("/")
 }

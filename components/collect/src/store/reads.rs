@@ -6,7 +6,7 @@ use crate::ApiError;
 use crate::mmc::platform::storage;
 
 use super::codec::{decode, decode_payment};
-use super::keys::{reference_row, scope};
+use super::keys::{owner_row, reference_row, scope};
 use super::records::Refund;
 
 /// Reads outside a transaction (committed data).
@@ -44,8 +44,8 @@ pub fn read_stored_payment(
 
 /// The merchant owning payment `id` in `env`, read outside a transaction.
 pub fn read_owner(env: &str, id: &str) -> Result<Option<String>, ApiError> {
-    Ok(storage::get("owners", &format!("{env}/{id}"))?
-        .map(|b| String::from_utf8_lossy(&b).into_owned()))
+    let (table, key) = owner_row(env, id);
+    Ok(storage::get(table, &key)?.map(|b| String::from_utf8_lossy(&b).into_owned()))
 }
 
 /// Reads a refund outside a transaction (committed data). An id no refund

@@ -60,17 +60,11 @@ pub fn phone_prefix(env: &str, merchant: &str, reversed: &str) -> String {
 }
 
 fn reference_key(p: &Payment) -> String {
-    let mut key = reference_prefix(&p.environment, &p.merchant_id, &fold(&p.reference));
-    key.push('/');
-    key.push_str(&p.id);
-    key
+    reference_prefix(&p.environment, &p.merchant_id, &fold(&p.reference)) + "/" + &p.id
 }
 
 fn phone_key(p: &Payment, reversed: &str) -> String {
-    let mut key = phone_prefix(&p.environment, &p.merchant_id, reversed);
-    key.push('/');
-    key.push_str(&p.id);
-    key
+    phone_prefix(&p.environment, &p.merchant_id, reversed) + "/" + &p.id
 }
 
 impl Tx {

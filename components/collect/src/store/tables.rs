@@ -7,7 +7,7 @@ use crate::ApiError;
 
 use super::codec::{decode, decode_payment, encode, encode_payment};
 use super::indexes::{Listed, listing_key};
-use super::keys::{idem_row, reference_row, scope, time_key};
+use super::keys::{idem_row, owner_row, pspref_row, reference_row, scope, time_key};
 use super::records::{IdemRecord, Refund, RefundIdem};
 use super::search;
 use super::transaction::Tx;
@@ -95,11 +95,8 @@ impl Tx {
             b"",
         )?;
         // Callbacks and checkout links carry no merchant: find it from the id.
-        self.put(
-            "owners",
-            &[p.environment.as_str(), &p.id].join("/"),
-            p.merchant_id.as_bytes(),
-        )?;
+        let (table, key) = owner_row(&p.environment, &p.id);
+        self.put(table, &key, p.merchant_id.as_bytes())?;
         self.put("listing", &listing_key(&Listed::of(p)), b"")?;
         self.index_search(p)?;
         self.write_payment(p, None)
@@ -170,20 +167,18 @@ impl Tx {
     /// reference never changes once given, and each write is a B-tree leaf.
     pub fn index_psp_reference(&self, p: &Payment) -> Result<(), ApiError> {
         if let (Some(op), Some(r)) = (p.operator.as_deref(), p.psp_reference.as_deref()) {
-            let (env, m, id) = (p.environment.as_str(), p.merchant_id.as_str(), &p.id);
-            self.put(
-                "pspref",
-                &[env, op, r].join("/"),
-                [m, id].join("/").as_bytes(),
-            )?;
+            let (table, key) = pspref_row(&p.environment, op, r);
+            let payment = [p.merchant_id.as_str(), &p.id].join("/");
+            self.put(table, &key, payment.as_bytes())?;
         }
         Ok(())
     }
 
     /// The merchant owning payment or refund `id` (callbacks carry no merchant).
     pub fn owner(&self, env: &str, id: &str) -> Result<Option<String>, ApiError> {
+        let (table, key) = owner_row(env, id);
         Ok(self
-            .get("owners", &[env, id].join("/"))?
+            .get(table, &key)?
             .map(|b| String::from_utf8_lossy(&b).into_owned()))
     }
 
@@ -194,13 +189,12 @@ impl Tx {
         operator: &str,
         psp_reference: &str,
     ) -> Result<Option<(String, String)>, ApiError> {
-        Ok(self
-            .get("pspref", &[env, operator, psp_reference].join("/"))?
-            .and_then(|b| {
-                let s = String::from_utf8_lossy(&b).into_owned();
-                s.split_once('/')
-                    .map(|(m, i)| (m.to_string(), i.to_string()))
-            }))
+        let (table, key) = pspref_row(env, operator, psp_reference);
+        Ok(self.get(table, &key)?.and_then(|b| {
+            let s = String::from_utf8_lossy(&b).into_owned();
+            s.split_once('/')
+                .map(|(m, i)| (m.to_string(), i.to_string()))
+        }))
     }
 
     pub fn refund(&self, env: &str, merchant: &str, id: &str) -> Result<Option<Refund>, ApiError> {
@@ -220,7 +214,8 @@ impl Tx {
         if let Some(at) = r.next_check_ms {
             self.put("refund_active", &time_key(at, env, m, id), b"")?;
         }
-        self.put("owners", &[env, id].join("/"), m.as_bytes())?;
+        let (table, key) = owner_row(env, id);
+        self.put(table, &key, m.as_bytes())?;
         self.put(
             "payment_refunds",
             &[env, m, &r.payment_id, id].join("/"),
