@@ -3,13 +3,14 @@
 # valgrind's callgrind. Unlike req/s and CPU time on a shared VM, the count
 # does not move with the machine's speed, so a change of 1% shows. Starts a
 # bench-release server on a fresh store under callgrind with its counting
-# off, warms it with 20 requests of PHASE (create, get, legacy or healthz;
-# default create), counts one `wrk -t1` run of SECONDS (default 30) at
-# CALLGRIND_CONNECTIONS (default 16: with one, each create commits alone and
-# SQLite writes five times the WAL pages per create that `make bench` does), and
-# prints the instructions per request and the functions with the most,
-# inclusive of what they call. Everything in the process counts, the jobs and
-# workers a request sets off included.
+# off, warms it with PHASE (create, get, legacy or healthz; default create:
+# one second, then five more counted and thrown away), counts one `wrk -t1`
+# run of SECONDS (default 30) at CALLGRIND_CONNECTIONS (default 16: with one,
+# each create commits alone and SQLite writes five times the WAL pages per
+# create that `make bench` does), and prints the instructions per request and
+# the functions with the most, on their own and with what they call.
+# Everything in the process counts, the jobs and workers a request sets off
+# included.
 # The server runs with `limits.reserve_address_space=false` (valgrind cannot
 # reserve the default pool's address space) and 8 call slots: its Wasm code
 # checks memory bounds explicitly, so Wasm's share is larger than in a

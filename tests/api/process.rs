@@ -86,6 +86,21 @@ impl Drop for ServerProcess {
     }
 }
 
+/// `serve` on port 0 for `data_dir` as every test of the binary starts it:
+/// the suite's components, compiled-code cache and storage, the admin API on
+/// a port of its own, no configuration file.
+pub fn serve_args<'c>(cmd: &'c mut Command, data_dir: &Path) -> &'c mut Command {
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .arg("--components-dir")
+        .arg(components_dir())
+        .env("MMC_CACHE_DIR", cache_dir())
+        .env("MMC_LOG", "warn")
+        .env("MMC_ADMIN__LISTEN", "127.0.0.1:0")
+        .envs(storage_env(data_dir))
+        .env_remove("MMC_CONFIG")
+}
+
 /// `mmc serve` on port 0 for `data_dir`, with `env`, and under an address
 /// space cap if one is given.
 fn serve_command(data_dir: &Path, env: &[(&str, &str)], cap: Option<u64>) -> Command {
@@ -101,17 +116,9 @@ fn serve_command(data_dir: &Path, env: &[(&str, &str)], cap: Option<u64>) -> Com
         }
         None => Command::new(bin),
     };
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(data_dir)
-        .arg("--components-dir")
-        .arg(components_dir())
-        .env("MMC_CACHE_DIR", cache_dir())
-        .env("MMC_LOG", "warn")
-        .env("MMC_ADMIN__LISTEN", "127.0.0.1:0")
-        .envs(storage_env(data_dir))
+    serve_args(&mut cmd, data_dir)
         // The tests' webhook receivers listen on loopback.
         .env("MMC_WEBHOOKS__ALLOW_PRIVATE_DESTINATIONS", "true")
-        .env_remove("MMC_CONFIG")
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
     for (k, v) in env {

@@ -7,6 +7,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
+use crate::process::serve_args;
 use crate::support::*;
 use mmc_test_kit::service_test;
 
@@ -32,17 +33,9 @@ fn quick_start_blocks() -> Vec<String> {
 /// `mmc serve --demo` on a fresh data directory, as `make run` starts it:
 /// (the server, its base URL, the test key it printed).
 fn serve_demo(data_dir: &std::path::Path) -> (std::process::Child, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mmc"))
-        .args(["serve", "--demo", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(data_dir)
-        .arg("--components-dir")
-        .arg(components_dir())
-        .env("MMC_CACHE_DIR", cache_dir())
-        .env("MMC_LOG", "warn")
-        .env("MMC_ADMIN__LISTEN", "127.0.0.1:0")
+    let mut child = serve_args(&mut Command::new(env!("CARGO_BIN_EXE_mmc")), data_dir)
+        .arg("--demo")
         .env("MMC_WEBHOOKS__ALLOW_PRIVATE_DESTINATIONS", "true")
-        .envs(storage_env(data_dir))
-        .env_remove("MMC_CONFIG")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

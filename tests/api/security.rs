@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::process::cli;
+use crate::process::{cli, serve_args};
 use crate::support::*;
 use mmc_test_kit::service_test;
 
@@ -35,15 +35,7 @@ impl Drop for Deployed {
 
 fn command(data_dir: &Path, env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mmc"));
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(data_dir)
-        .arg("--components-dir")
-        .arg(components_dir())
-        .env("MMC_CACHE_DIR", cache_dir())
-        .env("MMC_LOG", "warn")
-        .env("MMC_ADMIN__LISTEN", "127.0.0.1:0")
-        .envs(storage_env(data_dir))
-        .env_remove("MMC_CONFIG")
+    serve_args(&mut cmd, data_dir)
         .env_remove("MMC_ADMIN_TOKEN")
         .env_remove("MMC_WEBHOOKS__ALLOW_PRIVATE_DESTINATIONS");
     for (k, v) in env {
